@@ -1,0 +1,115 @@
+/**
+ * The governor's contract: signals in, a decision out. `decide(signals, state, config)` in
+ * `policy.ts` is pure; time arrives in the signals. Missing values are `undefined`, never 0.
+ */
+
+export const LANES = ['high', 'normal'] as const;
+export type Lane = (typeof LANES)[number];
+
+/** What one queue (lane) looks like now. */
+export interface LaneSignals {
+  /** Visible messages (ApproximateNumberOfMessages). */
+  backlog: number | undefined;
+  /** Received, not yet deleted (ApproximateNumberOfMessagesNotVisible). */
+  inFlight: number | undefined;
+  /** Delayed messages (ApproximateNumberOfMessagesDelayed). */
+  delayed: number | undefined;
+  /** Age of the oldest message, seconds. */
+  oldestAgeSeconds: number | undefined;
+  /** Tasks arriving per second (recent). */
+  arrivalRate: number | undefined;
+  /** The mapping's maximum concurrency as it stands. */
+  ceiling: number;
+  /** False while the mapping is disabled (paused). */
+  enabled: boolean;
+}
+
+export interface GovernorSignals {
+  /** Epoch ms. */
+  now: number;
+  /** Lanes that exist; `normal` always does. */
+  lanes: { normal: LaneSignals; high?: LaneSignals };
+  /** Tasks completed per second (recent). */
+  completionRate: number | undefined;
+  meanSolveMs: number | undefined;
+  p95SolveMs: number | undefined;
+  /** Share of solver answers in the last window that were errors (transient + task). */
+  errorRate: number | undefined;
+  /** Share of transient errors (outage detector). */
+  transientErrorRate: number | undefined;
+  /** Over-cap answers per submission in the last window. */
+  overCapRate: number | undefined;
+  /** Over-cap answers in the last window (count). */
+  overCapAnswers: number | undefined;
+  /** Account errors in the last window, with the latest code. */
+  accountErrors: number | undefined;
+  accountErrorCode: string | undefined;
+  /** USD; undefined when it could not be read. */
+  balance: number | undefined;
+}
+
+/** Reason codes: stable strings for metrics and the `reasons` counters. */
+export type ReasonCode =
+  | 'FREE_THREADS'
+  | 'HOLD_MISSING_SIGNAL'
+  | 'HALT_LOW_BALANCE'
+  | 'PAUSE_LOW_BALANCE'
+  | 'PAUSE_ACCOUNT'
+  | 'PROBE_RESUME'
+  | 'HIGH_ERROR_RATE'
+  | 'OUTAGE_STEP_DOWN'
+  | 'OVER_CAP_SHRINK'
+  | 'OVER_CAP_PROBE'
+  | 'IDLE';
+
+/** Persisted between ticks (DynamoDB in AWS, memory locally) so ticks form one control loop. */
+export interface GovernorState {
+  /** Threads this fleet may use now, after over-cap shrinkage; probes back toward the plan. */
+  effectiveCap: number;
+  /** Epoch ms of the last ceiling change (cooldowns). */
+  lastChangeAt: number;
+  /** Epoch ms of the last probe (over-cap or outage). */
+  lastProbeAt: number;
+  /** Why the fleet is paused, if it is. */
+  pausedReason: string | undefined;
+  pausedSince: number | undefined;
+  /** Consecutive ticks that looked like a solver outage. */
+  outageTicks: number;
+  /** The ceilings the last decision set. */
+  ceilings: Record<Lane, number>;
+}
+
+export interface GovernorConfig {
+  planThreads: number;
+  reservedThreads: number;
+  minConcurrency: number;
+  maxConcurrency: number;
+  tasksPerInvocation: number;
+  haltBalance: number;
+  pauseBalance: number;
+  errorRateThreshold: number;
+  shortfallBacklog: number;
+  shortfallP95Ms: number;
+  /** Wait between probes back up after an over-cap shrink or an outage step-down, ms. */
+  probeCooldownMs: number;
+  /** Ticks of mostly transient errors that count as an outage. */
+  outageTicks: number;
+  /** Whether the high-priority lane exists. */
+  highLane: boolean;
+}
+
+export interface Decision {
+  ceilings: Record<Lane, number>;
+  paused: boolean;
+  /** Threads the work needs (arrival rate × mean solve time + backlog drain), when known. */
+  neededThreads: number | undefined;
+  /** Threads missing against the free threads (0 when none). */
+  shortfall: number;
+  /** Seconds to drain the backlog at the current ceiling, when known. */
+  drainSeconds: number | undefined;
+  /** Whether operators should be warned of a capacity shortfall. */
+  shortfallWarning: boolean;
+  reason: { code: ReasonCode; message: string };
+  /** State to persist for the next tick. */
+  state: GovernorState;
+}

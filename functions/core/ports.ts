@@ -1,0 +1,61 @@
+/**
+ * Ports: what the domain needs from the outside world. Adapters implement them for AWS and
+ * for the local runtime; tests pass their own.
+ */
+import type { Task } from './task.js';
+import type { TaskResult } from './results.js';
+
+/** Milliseconds since the epoch; injected so tests and the lab control time. */
+export type Clock = () => number;
+
+export interface SolveOptions {
+  /** Aborts polling and retries at once (e.g. the invocation is about to time out). */
+  signal?: AbortSignal;
+  /** Epoch ms after which the solve gives up with a SolverTimeoutError. */
+  deadlineAt: number;
+  /** Resume polling a submission a previous delivery made instead of submitting again. */
+  resumeSolverId?: string;
+  /** Called once the solver accepted the task, with its captcha id. */
+  onSubmitted?: (solverId: string) => Promise<void> | void;
+}
+
+export interface SolveOutcome {
+  answer: string;
+  solverId: string;
+  /** Epoch ms the solver accepted the task. */
+  acceptedAt: number;
+  /** Epoch ms the answer was read. */
+  answeredAt: number;
+  /** res.php get requests made. */
+  resultRequests: number;
+  /** Over-cap and transient answers retried on the way. */
+  retries: { overCap: number; transient: number };
+}
+
+/** One submission to the solver and its polls; throws typed SolverErrors. */
+export interface SolverPort {
+  solve(task: Task, options: SolveOptions): Promise<SolveOutcome>;
+  getBalance(options?: { signal?: AbortSignal }): Promise<number>;
+  reportBad(solverId: string): Promise<void>;
+  reportGood(solverId: string): Promise<void>;
+}
+
+export type ClaimResult =
+  | { outcome: 'claimed'; record: TaskResult; takenOver: boolean; previousSolverId?: string }
+  | { outcome: 'terminal'; record: TaskResult }
+  | { outcome: 'held'; leaseUntil: number };
+
+/** The results table. Every write is a single-item conditional write. */
+export interface ResultsRepository {
+  /** Claim a task for one delivery: new → claimed; expired lease → taken over; else why not. */
+  claim(input: { task: Task; claimToken: string; now: number; leaseMs: number }): Promise<ClaimResult>;
+  /** Remember the solver's id for the current claim. False when the claim was lost. */
+  recordSolverId(taskId: string, claimToken: string, solverId: string): Promise<boolean>;
+  /** Write the terminal record if the claim is still ours. False when it was lost. */
+  complete(taskId: string, claimToken: string, result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>): Promise<boolean>;
+  /** Give the claim up so another delivery need not wait for the lease. */
+  release(taskId: string, claimToken: string): Promise<void>;
+  /** Write a `rejected` record unless a result exists already. */
+  reject(taskId: string, result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number }): Promise<void>;
+  get(taskId: string, options?: { consistent?: boolean }): Promise<TaskResult | undefined>;
+}

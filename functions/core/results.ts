@@ -1,0 +1,40 @@
+/**
+ * The result record: one per task id in the results table. Pure types and helpers.
+ */
+import type { SolverMethod } from './solver-protocol.js';
+
+export type ResultStatus = 'solving' | 'solved' | 'failed' | 'rejected';
+export const TERMINAL_STATUSES: readonly ResultStatus[] = ['solved', 'failed', 'rejected'];
+
+export function isTerminal(status: ResultStatus): boolean {
+  return status !== 'solving';
+}
+
+export interface TaskResult {
+  taskId: string;
+  status: ResultStatus;
+  method?: SolverMethod | string;
+  priority?: 'normal' | 'high';
+  /** The solver's answer (a token or the text of an image). */
+  answer?: string;
+  errorCode?: string;
+  errorMessage?: string;
+  /** Deliveries that claimed the task, counting takeovers. */
+  attempts: number;
+  /** The solver's captcha id of the current submission (lets a takeover resume it). */
+  solverId?: string;
+  /** Epoch ms. */
+  submittedAt?: number;
+  startedAt?: number;
+  completedAt?: number;
+  queueWaitMs?: number;
+  solveMs?: number;
+  /** Epoch ms until which the claim protects the task. */
+  leaseUntil?: number;
+  /** Identifies the delivery that holds the claim. */
+  claimToken?: string;
+  /** When a token answer stops being usable, epoch ms. */
+  tokenExpiresAt?: number;
+  /** DynamoDB TTL attribute, epoch seconds. */
+  expiresAt: number;
+}

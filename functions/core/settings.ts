@@ -1,0 +1,200 @@
+/**
+ * Fleet settings: the one source of names, limits and timings shared by the CDK stack, the
+ * Lambda handlers and the local runtime. Pure: parsing and derivation only, no I/O.
+ */
+import { z } from 'zod';
+import { DIALECTS } from './solver-protocol.js';
+
+/** Mapping floor of an SQS event source mapping's `ScalingConfig.MaximumConcurrency`. */
+export const MAPPING_MIN_CONCURRENCY = 2;
+/** Ceiling of `ScalingConfig.MaximumConcurrency`. */
+export const MAPPING_MAX_CONCURRENCY = 1000;
+
+/** Known CaptchaAI plans and their concurrent threads, so operators may name a plan instead. */
+export const PLAN_THREADS: Readonly<Record<string, number>> = {
+  basic: 5,
+  standard: 15,
+  advance: 50,
+  enterprise: 200,
+};
+
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+
+/**
+ * What an operator may set (stack props, `-c` context, CLI flags, environment).
+ * Every field has a default so an empty object is a valid configuration.
+ */
+export const FleetConfigSchema = z.object({
+  /** Prefix of every resource name. */
+  prefix: z.string().regex(/^[a-z][a-z0-9-]{1,30}$/, 'lowercase letters, digits and dashes, 2-31 chars').default('captcha-fleet'),
+  /** Concurrent threads the solver plan pays for. */
+  planThreads: int(1, 10_000).default(50),
+  /** Threads kept free for other users of the same key. */
+  reservedThreads: int(0, 10_000).default(0),
+  /** Lowest ceiling the governor sets while not paused (the mapping's floor is 2). */
+  minConcurrency: int(MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY).default(MAPPING_MIN_CONCURRENCY),
+  /** Highest ceiling the governor may set; defaults to what the plan allows. */
+  maxConcurrency: int(MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY).optional(),
+  /** SQS batch size = tasks solved at once by one invocation. */
+  tasksPerInvocation: int(1, 10).default(1),
+  /** Overall deadline of one solve (submit + polls), seconds. */
+  solveDeadlineSeconds: int(10, 840).default(180),
+  /** How often ERROR_CAPTCHA_UNSOLVABLE is resubmitted before the task is recorded failed. */
+  unsolvableResubmits: int(0, 5).default(2),
+  /** Receives before SQS moves a message to the DLQ (AWS guidance: at least 5). */
+  maxReceiveCount: int(5, 1000).default(10),
+  /** Lifetime of a result record, seconds. */
+  resultTtlSeconds: int(60, 366 * 86_400).default(86_400),
+  /** Balance (USD) under which scaling halts: no increase, ceiling clamped to current use. */
+  haltBalance: z.number().min(0).default(1),
+  /** Balance (USD) under which consumption pauses. */
+  pauseBalance: z.number().min(0).default(0.1),
+  /** Error rate above which the governor does not scale up. */
+  errorRateThreshold: z.number().gt(0).lt(1).default(0.05),
+  /** Backlog above which a capacity shortfall is warned about. */
+  shortfallBacklog: int(0, 1_000_000).default(20),
+  /** p95 solve time (ms) above which a capacity shortfall is warned about. */
+  shortfallP95Ms: int(1000, 3_600_000).default(60_000),
+  /** Age of the oldest message (s) that raises an alarm. */
+  oldestMessageAlarmSeconds: int(10, 1_209_600).default(300),
+  /** Governor tick inside one scheduled invocation, ms. */
+  tickMs: int(100, 60_000).default(10_000),
+  /** Solver API base URL (in.php and res.php live under it). */
+  solverBaseUrl: z.url().default('https://ocr.captchaai.com'),
+  /** Which solver's error dialect to speak. */
+  dialect: z.enum(DIALECTS).default('captchaai'),
+  /** Publish the answer inside completion events (tokens are credentials: off by default). */
+  eventsIncludeAnswer: z.boolean().default(false),
+});
+
+export type FleetConfig = z.input<typeof FleetConfigSchema>;
+export type ParsedFleetConfig = z.output<typeof FleetConfigSchema>;
+
+/** Settings derived from the configuration: what every part of the fleet reads. */
+export interface FleetSettings extends ParsedFleetConfig {
+  /** Threads this fleet may use: plan threads less those reserved for others. */
+  effectiveCap: number;
+  /** `maxConcurrency` resolved against the plan: never lets ceiling × batch exceed the cap. */
+  maxConcurrency: number;
+  /** Function timeout: the solve deadline plus time to claim and record. */
+  functionTimeoutSeconds: number;
+  /** Queue visibility timeout: AWS suggests 6 × function timeout for Lambda consumers. */
+  visibilityTimeoutSeconds: number;
+  /** How long a claim protects a task from other deliveries. */
+  leaseSeconds: number;
+  queueNames: { normal: string; high: string; dlq: string };
+  tableNames: { results: string; governor: string };
+  metricsNamespace: string;
+}
+
+/** Seconds a handler keeps for claiming and recording around a solve. */
+export const RECORD_MARGIN_SECONDS = 20;
+
+/** A configuration problem with what to do about it. */
+export interface ConfigProblem {
+  field: string;
+  problem: string;
+  fix: string;
+}
+
+/** Thrown when a configuration cannot be used; lists every problem at once. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: ConfigProblem[]) {
+    super(
+      `Invalid captcha-fleet configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
+        problems.map((p) => `  - ${p.field}: ${p.problem}. Fix: ${p.fix}`).join('\n'),
+    );
+  }
+}
+
+/**
+ * Parse and cross-check a configuration; derive the settings.
+ * @throws ConfigError listing every problem found.
+ */
+export function resolveSettings(input: FleetConfig = {}, overrides: { visibilityTimeoutSeconds?: number } = {}): FleetSettings {
+  const parsed = FleetConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        field: issue.path.join('.') || '(config)',
+        problem: issue.message,
+        fix: fixFor(issue.path.join('.')),
+      })),
+    );
+  }
+  const config = parsed.data;
+  const problems: ConfigProblem[] = [];
+  const effectiveCap = config.planThreads - config.reservedThreads;
+  if (effectiveCap < 1) {
+    problems.push({
+      field: 'reservedThreads',
+      problem: `reserves ${config.reservedThreads} of ${config.planThreads} plan threads, leaving none for the fleet`,
+      fix: 'lower reservedThreads below planThreads or buy more threads',
+    });
+  }
+  const capCeiling = Math.floor(effectiveCap / config.tasksPerInvocation);
+  if (effectiveCap >= 1 && capCeiling < MAPPING_MIN_CONCURRENCY) {
+    problems.push({
+      field: 'tasksPerInvocation',
+      problem: `${effectiveCap} usable thread(s) at ${config.tasksPerInvocation} task(s) per invocation allow a ceiling of ${capCeiling}, below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY}`,
+      fix: `lower tasksPerInvocation to ${Math.max(1, Math.floor(effectiveCap / MAPPING_MIN_CONCURRENCY))} or raise planThreads to at least ${MAPPING_MIN_CONCURRENCY * config.tasksPerInvocation + config.reservedThreads}`,
+    });
+  }
+  const maxConcurrency = config.maxConcurrency ?? Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, capCeiling));
+  if (config.maxConcurrency !== undefined && config.maxConcurrency * config.tasksPerInvocation > effectiveCap) {
+    problems.push({
+      field: 'maxConcurrency',
+      problem: `${config.maxConcurrency} invocations × ${config.tasksPerInvocation} task(s) each exceeds the ${effectiveCap} usable plan threads`,
+      fix: `set maxConcurrency ≤ ${capCeiling} or omit it to follow the plan`,
+    });
+  }
+  if (config.minConcurrency > maxConcurrency) {
+    problems.push({
+      field: 'minConcurrency',
+      problem: `minConcurrency ${config.minConcurrency} is above maxConcurrency ${maxConcurrency}`,
+      fix: `set minConcurrency ≤ ${maxConcurrency}`,
+    });
+  }
+  if (config.pauseBalance > config.haltBalance) {
+    problems.push({
+      field: 'pauseBalance',
+      problem: `pauseBalance ${config.pauseBalance} is above haltBalance ${config.haltBalance}: the fleet would pause before it halts scaling`,
+      fix: 'set pauseBalance ≤ haltBalance',
+    });
+  }
+  const functionTimeoutSeconds = Math.min(900, config.solveDeadlineSeconds + RECORD_MARGIN_SECONDS);
+  const visibilityTimeoutSeconds = overrides.visibilityTimeoutSeconds ?? Math.min(43_200, 6 * functionTimeoutSeconds);
+  if (visibilityTimeoutSeconds < functionTimeoutSeconds) {
+    problems.push({
+      field: 'visibilityTimeoutSeconds',
+      problem: `visibility timeout ${visibilityTimeoutSeconds}s is shorter than the function timeout ${functionTimeoutSeconds}s, so a message in work would be delivered twice`,
+      fix: `use at least ${functionTimeoutSeconds}s`,
+    });
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    ...config,
+    effectiveCap,
+    maxConcurrency,
+    functionTimeoutSeconds,
+    visibilityTimeoutSeconds,
+    leaseSeconds: functionTimeoutSeconds + 10,
+    queueNames: { normal: `${config.prefix}-tasks`, high: `${config.prefix}-tasks-high`, dlq: `${config.prefix}-tasks-dlq` },
+    tableNames: { results: `${config.prefix}-results`, governor: `${config.prefix}-governor` },
+    metricsNamespace: 'CaptchaFleet',
+  };
+}
+
+function fixFor(field: string): string {
+  switch (field) {
+    case 'planThreads':
+      return 'give the number of concurrent threads your solver plan includes (e.g. 50)';
+    case 'solverBaseUrl':
+      return 'give an absolute URL such as https://ocr.captchaai.com';
+    case 'dialect':
+      return `use one of ${DIALECTS.join(', ')}`;
+    default:
+      return 'see the configuration reference in the README';
+  }
+}
