@@ -19,6 +19,8 @@ export const ENV = {
   solverKey: 'SOLVER_KEY',
   consumerFunctionName: 'CONSUMER_FUNCTION_NAME',
   eventBusName: 'EVENT_BUS_NAME',
+  /** Governor: JSON {"normal": uuid, "high"?: uuid} of the consumer's event source mappings. */
+  mappingIds: 'EVENT_SOURCE_MAPPING_IDS',
   /** Local / alternative endpoints (AWS-compatible emulators). */
   endpoint: 'AWS_ENDPOINT_URL',
 } as const;

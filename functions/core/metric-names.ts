@@ -1,0 +1,51 @@
+/**
+ * Metric names and dimensions the consumer emits (EMF, namespace from settings) and the
+ * governor, the dashboard and the alarms read. One list so the three never drift.
+ */
+export const METRICS = {
+  /** Solve time (solver accepted → answer read), ms, high-resolution values (p95 comes from these). */
+  solveDuration: 'SolveDuration',
+  /** SQS sent → claim, ms. */
+  queueWait: 'QueueWait',
+  /** Submitted by the producer → terminal record, ms. */
+  endToEnd: 'EndToEnd',
+  solved: 'Solved',
+  /** Dimension `ErrorCode`. */
+  failed: 'Failed',
+  /** Dimension `Reason` (over_cap, transient, lease_held, account). */
+  retried: 'Retried',
+  rejected: 'Rejected',
+  /** in.php submissions (accepted or not). */
+  submissions: 'SolverSubmissions',
+  overCapAnswers: 'OverCapAnswers',
+  transientErrors: 'TransientErrors',
+  /** Task-terminal answers (unsolvable, bad parameters, …). */
+  taskErrors: 'TaskErrors',
+  accountErrors: 'AccountErrors',
+  /** res.php get requests. */
+  resultRequests: 'ResultRequests',
+  /** Duplicate deliveries acknowledged without solving. */
+  duplicates: 'DuplicateDeliveries',
+  /** Token answers delivered after their expiry. */
+  tokensStale: 'TokensDeliveredStale',
+} as const;
+
+export type MetricName = (typeof METRICS)[keyof typeof METRICS];
+
+/** Metrics the governor publishes. */
+export const GOVERNOR_METRICS = {
+  ceiling: 'Ceiling',
+  needed: 'NeededThreads',
+  shortfall: 'Shortfall',
+  backlog: 'Backlog',
+  inFlight: 'InFlight',
+  balance: 'Balance',
+  p95: 'P95SolveMs',
+  errorRate: 'ErrorRate',
+  /** Dimension `Reason` (a ReasonCode). */
+  decision: 'Decision',
+  paused: 'Paused',
+} as const;
+
+/** Service dimension values (Powertools `serviceName`). */
+export const SERVICES = { consumer: 'consumer', governor: 'governor' } as const;
