@@ -59,3 +59,37 @@ export interface ResultsRepository {
   reject(taskId: string, result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number }): Promise<void>;
   get(taskId: string, options?: { consistent?: boolean }): Promise<TaskResult | undefined>;
 }
+
+/** Where a delivered message came from, enough to act on it in its queue. */
+export interface DeliveredMessage {
+  /** The queue's ARN as the event source reports it (`eventSourceARN`). */
+  eventSourceArn: string;
+  receiptHandle: string;
+}
+
+/** A refused message on its way to the dead-letter queue, with why. */
+export interface DeadLetter {
+  /** The original message body, unchanged. */
+  body: string;
+  /** A stable code (e.g. `SCHEMA_VIOLATION`); becomes the `reason` message attribute. */
+  reason: string;
+  /** Human-readable detail; becomes the `reasonDetail` message attribute. */
+  reasonDetail: string;
+  /** The task id when one could be read. */
+  taskId?: string;
+  /** Name of the queue the message was received from. */
+  sourceQueue: string;
+}
+
+/** What the consumer asks of the task queues besides the event source's own acknowledgement. */
+export interface TaskQueue {
+  /** Send a refused message to the DLQ. Throws when it could not be sent (the caller must not acknowledge). */
+  deadLetter(letter: DeadLetter): Promise<void>;
+  /** Hide a message for `seconds` from now (0 makes it visible at once). */
+  changeVisibility(message: DeliveredMessage, seconds: number): Promise<void>;
+}
+
+/** Optional: announce terminal results (EventBridge in AWS, an emitter locally). */
+export interface CompletionEvents {
+  publish(result: TaskResult): Promise<void>;
+}
