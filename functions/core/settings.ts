@@ -149,11 +149,12 @@ export function resolveSettings(input: FleetConfig = {}, overrides: { visibility
       fix: `set maxConcurrency ≤ ${capCeiling} or omit it to follow the plan`,
     });
   }
-  if (config.minConcurrency > maxConcurrency) {
+  const highestCeiling = Math.min(maxConcurrency, capCeiling);
+  if (config.minConcurrency > highestCeiling) {
     problems.push({
       field: 'minConcurrency',
-      problem: `minConcurrency ${config.minConcurrency} is above maxConcurrency ${maxConcurrency}`,
-      fix: `set minConcurrency ≤ ${maxConcurrency}`,
+      problem: `minConcurrency ${config.minConcurrency} is above the highest ceiling the plan and maxConcurrency allow (${highestCeiling})`,
+      fix: `set minConcurrency ≤ ${Math.max(MAPPING_MIN_CONCURRENCY, highestCeiling)}`,
     });
   }
   if (config.pauseBalance > config.haltBalance) {

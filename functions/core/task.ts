@@ -20,16 +20,11 @@ const extra = z.union([z.string().max(4096), z.number(), z.boolean()]);
 const RESERVED = ['key', 'json', 'method', 'soft_id', 'header_acao', 'pingback'] as const;
 
 function params<T extends z.ZodRawShape>(shape: T) {
-  return z
-    .object(shape)
-    .catchall(extra)
-    .superRefine((value, ctx) => {
-      for (const name of RESERVED) {
-        if (name in value) {
-          ctx.addIssue({ code: 'custom', path: [name], message: `"${name}" is set by the fleet, not by the task` });
-        }
-      }
-    });
+  // Reserved names are declared as never-present so the published JSON Schema forbids them too.
+  const reserved = Object.fromEntries(
+    RESERVED.map((name) => [name, z.never({ error: `"${name}" is set by the fleet, not by the task` }).optional()]),
+  ) as Record<(typeof RESERVED)[number], z.ZodOptional<z.ZodNever>>;
+  return z.object({ ...shape, ...reserved }).catchall(extra);
 }
 
 const common = {
@@ -124,7 +119,7 @@ export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt:
   try {
     json = JSON.parse(body);
   } catch (error) {
-    return reject('MALFORMED_JSON', `body is not JSON: ${(error as Error).message}`, undefined);
+    return reject('MALFORMED_JSON', `body is not JSON: ${(error as Error).message}`, readId(body));
   }
   const id = readId(json);
   if (json !== null && typeof json === 'object' && 'method' in json) {

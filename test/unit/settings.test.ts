@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, resolveSettings } from '../../functions/core/settings.js';
+
+describe('fleet settings', () => {
+  it('derives timings per AWS guidance for Lambda consumers', () => {
+    const settings = resolveSettings({ solveDeadlineSeconds: 180 });
+    expect(settings.functionTimeoutSeconds).toBeGreaterThan(180);
+    expect(settings.visibilityTimeoutSeconds).toBe(6 * settings.functionTimeoutSeconds);
+    expect(settings.leaseSeconds).toBeGreaterThan(settings.functionTimeoutSeconds);
+    expect(settings.maxReceiveCount).toBeGreaterThanOrEqual(5);
+  });
+
+  it('follows the plan: ceiling × tasks per invocation never exceeds the usable threads', () => {
+    for (const [planThreads, reservedThreads, tasksPerInvocation] of [
+      [50, 0, 1],
+      [50, 5, 3],
+      [8, 0, 1],
+      [7, 1, 2],
+    ] as const) {
+      const settings = resolveSettings({ planThreads, reservedThreads, tasksPerInvocation });
+      expect(settings.effectiveCap).toBe(planThreads - reservedThreads);
+      expect(settings.maxConcurrency * tasksPerInvocation).toBeLessThanOrEqual(settings.effectiveCap);
+    }
+  });
+
+  it('names every resource from the prefix', () => {
+    const settings = resolveSettings({ prefix: 'shop-fleet' });
+    expect(settings.queueNames).toEqual({ normal: 'shop-fleet-tasks', high: 'shop-fleet-tasks-high', dlq: 'shop-fleet-tasks-dlq' });
+    expect(settings.tableNames.results).toBe('shop-fleet-results');
+  });
+
+  it('lists every problem at once, each with its fix', () => {
+    let error: unknown;
+    try {
+      resolveSettings({ planThreads: 10, maxConcurrency: 40, minConcurrency: 12, pauseBalance: 5, haltBalance: 1 });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.map((p) => p.field);
+    expect(problems).toEqual(expect.arrayContaining(['maxConcurrency', 'minConcurrency', 'pauseBalance']));
+    expect((error as ConfigError).message).toMatch(/3 problems/);
+    expect((error as ConfigError).message).toContain('Fix:');
+  });
+
+  it('refuses a batch size the plan cannot carry at the mapping floor of 2', () => {
+    expect(() => resolveSettings({ planThreads: 5, tasksPerInvocation: 3 })).toThrow(/tasksPerInvocation.*floor of 2/s);
+  });
+
+  it('refuses schema violations with the field named', () => {
+    expect(() => resolveSettings({ planThreads: 0 } as never)).toThrow(/planThreads/);
+    expect(() => resolveSettings({ dialect: 'anticaptcha' } as never)).toThrow(/dialect.*captchaai, 2captcha/s);
+  });
+
+  it('refuses a visibility timeout shorter than the function timeout', () => {
+    expect(() => resolveSettings({ solveDeadlineSeconds: 30 }, { visibilityTimeoutSeconds: 10 })).toThrow(/visibility/);
+  });
+});

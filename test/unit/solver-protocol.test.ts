@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import {
+  classifySolverCode,
+  overCapCode,
+  redactKey,
+  solverErrorFor,
+  SolverAccountError,
+  SolverOverCapError,
+  SolverTaskError,
+  SolverTransientError,
+} from '../../functions/core/solver-protocol.js';
+
+describe('solver error table', () => {
+  it.each([
+    ['CAPCHA_NOT_READY', 'not_ready'],
+    ['ERROR_NO_SLOT_AVAILABLE', 'over_cap'],
+    ['ERROR_SERVER_ERROR', 'transient'],
+    ['ERROR_CAPTCHA_UNSOLVABLE', 'task_terminal'],
+    ['ERROR_WRONG_CAPTCHA_ID', 'task_terminal'],
+    ['ERROR_KEY_DOES_NOT_EXIST', 'account'],
+    ['IP_BANNED', 'account'],
+    ['SOMETHING_NEW', 'transient'],
+  ])('%s is %s in both dialects', (code, errorClass) => {
+    expect(classifySolverCode(code, 'captchaai')).toBe(errorClass);
+    expect(classifySolverCode(code, '2captcha')).toBe(errorClass);
+  });
+
+  it('reads ERROR_ZERO_BALANCE per dialect: no free threads at CaptchaAI, no money at 2captcha', () => {
+    expect(classifySolverCode('ERROR_ZERO_BALANCE', 'captchaai')).toBe('over_cap');
+    expect(classifySolverCode('ERROR_ZERO_BALANCE', '2captcha')).toBe('account');
+    expect(overCapCode('captchaai')).toBe('ERROR_ZERO_BALANCE');
+    expect(overCapCode('2captcha')).toBe('ERROR_NO_SLOT_AVAILABLE');
+  });
+
+  it('builds the typed error of each class with the task id', () => {
+    expect(solverErrorFor('ERROR_NO_SLOT_AVAILABLE', '2captcha', { taskId: 't1' })).toBeInstanceOf(SolverOverCapError);
+    expect(solverErrorFor('ERROR_PAGEURL', '2captcha')).toBeInstanceOf(SolverTaskError);
+    expect(solverErrorFor('ERROR_WRONG_USER_KEY', 'captchaai')).toBeInstanceOf(SolverAccountError);
+    const transient = solverErrorFor('ERROR_SERVER_ERROR', 'captchaai', { taskId: 't2' });
+    expect(transient).toBeInstanceOf(SolverTransientError);
+    expect(transient).toMatchObject({ name: 'SolverTransientError', code: 'ERROR_SERVER_ERROR', errorClass: 'transient', taskId: 't2' });
+  });
+
+  it('redacts a key from URLs and free text', () => {
+    const key = '0123456789abcdef0123456789abcdef';
+    const text = `GET https://ocr.example/res.php?key=${key}&action=get failed; body echoed ${key}`;
+    const redacted = redactKey(text, key);
+    expect(redacted).not.toContain(key);
+    expect(redacted).toContain('key=***');
+  });
+});
