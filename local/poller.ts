@@ -1,0 +1,532 @@
+/**
+ * The local stand-in for Lambda's SQS event source mapping: long-polls one queue, hands batches
+ * to the consumer handler as a Lambda would (a well-formed `SQSEvent` and `Context`), keeps at
+ * most `maxConcurrency` invocations in flight, deletes what the handler reports as done, and
+ * treats an invocation past the function timeout as dead.
+ *
+ * Semantics follow the AWS documentation for SQS event sources with `ReportBatchItemFailures`:
+ * - a resolved response deletes every record not listed in `batchItemFailures`;
+ * - a throw, a timeout or a malformed response deletes nothing (the batch returns after the
+ *   visibility timeout and, after `maxReceiveCount` receives, reaches the DLQ);
+ * - lowering `MaximumConcurrency` lets in-flight invocations finish; disabling the mapping stops
+ *   receiving.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  type Message,
+  type MessageAttributeValue,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+
+/** The consumer's shape: Lambda's SQS handler with partial batch responses. */
+export type SqsBatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void | undefined>;
+
+/** Why an invocation ended without its result being used. */
+export type InvocationDeath = 'timeout' | 'crash';
+
+/**
+ * Concurrency shared by several pollers of the same function, as the function's reserved
+ * concurrency is shared by its event source mappings. Locally an invocation waits for a slot
+ * instead of being throttled back to the queue.
+ */
+export interface ConcurrencyPool {
+  /** Invocations (and receives that will become invocations) the pool allows at once. */
+  limit: number;
+  /** Slots in use; maintained by the pollers. */
+  inUse: number;
+}
+
+export interface PollerOptions {
+  sqs: SQSClient;
+  queueUrl: string;
+  /** Read from the queue when omitted. */
+  queueArn?: string;
+  region: string;
+  handler: SqsBatchHandler;
+  /** SQS batch size (1-10): records per invocation. */
+  batchSize: number;
+  /** Invocations in flight at most (the mapping's `ScalingConfig.MaximumConcurrency`). */
+  maxConcurrency: number;
+  /** Function timeout, ms: past it an invocation is dead. */
+  functionTimeoutMs: number;
+  functionName?: string;
+  memoryLimitInMB?: number;
+  /**
+   * Long-poll wait per ReceiveMessage, seconds. Short locally so a stop takes effect at once
+   * (the receive is also aborted) and a raised ceiling is used quickly.
+   * @default 1
+   */
+  waitTimeSeconds?: number;
+  /**
+   * Receive calls in flight at once (Lambda runs several pollers per mapping).
+   * @default 2
+   */
+  receivers?: number;
+  /** Start disabled (a paused mapping). @default true */
+  enabled?: boolean;
+  /** Shared with the other pollers of the same function. */
+  pool?: ConcurrencyPool;
+  /** Errors of the poller itself (receive or delete calls); the handler's errors are counted, not reported. */
+  onError?: (error: unknown, during: 'receive' | 'delete') => void;
+  /** Called when an invocation ends, however it ends. */
+  onInvocationEnd?: (summary: InvocationSummary) => void;
+  now?: () => number;
+}
+
+/** How one invocation ended. */
+export interface InvocationSummary {
+  requestId: string;
+  records: number;
+  outcome: 'ok' | 'error' | 'timeout' | 'crash' | 'bad_response';
+  deleted: number;
+  failed: number;
+  durationMs: number;
+}
+
+/** Counters since the poller started. */
+export interface PollerStats {
+  invocations: number;
+  inFlight: number;
+  peakConcurrency: number;
+  /** Messages received (records handed to the handler). */
+  received: number;
+  /** Messages deleted after a successful invocation. */
+  deleted: number;
+  /** Records the handler listed in `batchItemFailures`. */
+  failedItems: number;
+  /** Invocations that threw: nothing deleted. */
+  errors: number;
+  /** Invocations whose response named records not in the batch: treated as a throw. */
+  badResponses: number;
+  timeouts: number;
+  /** Invocations killed by chaos (after solving, before recording). */
+  crashes: number;
+  /** Deletes SQS refused (e.g. an expired receipt handle). */
+  deleteFailures: number;
+  receiveErrors: number;
+  maxConcurrency: number;
+  enabled: boolean;
+}
+
+/** What the handler's async context can see of the invocation it runs in (chaos, guards). */
+export interface InvocationHandle {
+  readonly requestId: string;
+  /** True once the invocation timed out or crashed: its writes must not happen. */
+  readonly dead: boolean;
+  /** Kill the invocation as a crash (OOM, runtime exit): nothing deleted, its result ignored. */
+  kill(reason: InvocationDeath): void;
+}
+
+const invocationScope = new AsyncLocalStorage<InvocationHandle>();
+
+/** The invocation the caller runs inside, when called from a handler a poller invoked. */
+export function currentInvocation(): InvocationHandle | undefined {
+  return invocationScope.getStore();
+}
+
+/** Thrown by `Poller.start` when the queue cannot be read. */
+export class PollerError extends Error {
+  override readonly name = 'PollerError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * One event source mapping. Create, `start()`, and `stop()` when done.
+ * The governor drives it through `setMaxConcurrency` and `setEnabled`.
+ */
+export class Poller {
+  private readonly options: Required<Pick<PollerOptions, 'waitTimeSeconds' | 'receivers' | 'functionName' | 'memoryLimitInMB'>> & PollerOptions;
+  private readonly now: () => number;
+  private running = false;
+  private currentMax: number;
+  private isEnabled: boolean;
+  private queueArn: string | undefined;
+  /** Receives in flight: each holds a concurrency slot so a batch never lands above the ceiling. */
+  private receiving = 0;
+  private active = 0;
+  private readonly abort = new AbortController();
+  private readonly waiters = new Set<() => void>();
+  private readonly loops: Promise<void>[] = [];
+  private readonly live = new Set<Promise<void>>();
+  private readonly counters = {
+    invocations: 0,
+    peakConcurrency: 0,
+    received: 0,
+    deleted: 0,
+    failedItems: 0,
+    errors: 0,
+    badResponses: 0,
+    timeouts: 0,
+    crashes: 0,
+    deleteFailures: 0,
+    receiveErrors: 0,
+  };
+
+  constructor(options: PollerOptions) {
+    if (!Number.isInteger(options.batchSize) || options.batchSize < 1 || options.batchSize > 10) {
+      throw new RangeError(`batchSize must be an integer from 1 to 10, got ${options.batchSize}`);
+    }
+    assertConcurrency(options.maxConcurrency);
+    if (!(options.functionTimeoutMs > 0)) throw new RangeError(`functionTimeoutMs must be positive, got ${options.functionTimeoutMs}`);
+    this.options = { waitTimeSeconds: 1, receivers: 2, functionName: 'captcha-fleet-consumer', memoryLimitInMB: 512, ...options };
+    this.now = options.now ?? Date.now;
+    this.currentMax = options.maxConcurrency;
+    this.isEnabled = options.enabled ?? true;
+    this.queueArn = options.queueArn;
+  }
+
+  /** The mapping's current maximum concurrency. */
+  get maxConcurrency(): number {
+    return this.currentMax;
+  }
+
+  /** False while the mapping is disabled (paused). */
+  get enabled(): boolean {
+    return this.isEnabled;
+  }
+
+  /** Invocations running now. */
+  get inFlight(): number {
+    return this.active;
+  }
+
+  /** Change the ceiling while running; in-flight invocations above it finish normally. */
+  setMaxConcurrency(value: number): void {
+    assertConcurrency(value);
+    this.currentMax = value;
+    this.wake();
+  }
+
+  /** Disable (stop receiving; in-flight invocations finish) or enable the mapping. */
+  setEnabled(value: boolean): void {
+    this.isEnabled = value;
+    this.wake();
+  }
+
+  stats(): PollerStats {
+    return { ...this.counters, inFlight: this.active, maxConcurrency: this.currentMax, enabled: this.isEnabled };
+  }
+
+  /** Begin polling. Resolves once the queue's ARN is known and the receive loops run. */
+  async start(): Promise<void> {
+    if (this.running) return;
+    if (this.queueArn === undefined) {
+      try {
+        const described = await this.options.sqs.send(new GetQueueAttributesCommand({ QueueUrl: this.options.queueUrl, AttributeNames: ['QueueArn'] }));
+        this.queueArn = described.Attributes?.QueueArn;
+      } catch (error) {
+        throw new PollerError(`cannot read queue ${this.options.queueUrl}`, { cause: error });
+      }
+      if (this.queueArn === undefined) throw new PollerError(`queue ${this.options.queueUrl} reports no QueueArn`);
+    }
+    this.running = true;
+    for (let i = 0; i < Math.max(1, this.options.receivers); i++) this.loops.push(this.receiveLoop());
+  }
+
+  /**
+   * Stop receiving (an outstanding long poll is aborted) and wait for in-flight invocations,
+   * at most `graceMs` (default: the function timeout, after which they would be dead anyway).
+   */
+  async stop(options: { graceMs?: number } = {}): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.abort.abort();
+    this.wake();
+    await Promise.all(this.loops);
+    const grace = options.graceMs ?? this.options.functionTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.live]),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, grace);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  /** Resolves when no invocation runs and no receive is outstanding (used by tests and the demo). */
+  async idle(): Promise<void> {
+    while (this.active > 0 || this.live.size > 0) await this.changed();
+  }
+
+  private slotFree(): boolean {
+    const pool = this.options.pool;
+    const mine = this.active + this.receiving < this.currentMax;
+    const shared = pool === undefined || pool.inUse < pool.limit;
+    return this.running && this.isEnabled && mine && shared;
+  }
+
+  private async receiveLoop(): Promise<void> {
+    let backoffMs = 100;
+    while (this.running) {
+      if (!this.slotFree()) {
+        await this.changed();
+        continue;
+      }
+      this.receiving++;
+      if (this.options.pool) this.options.pool.inUse++;
+      let messages: Message[] = [];
+      try {
+        const answer = await this.options.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: this.options.queueUrl,
+            MaxNumberOfMessages: this.options.batchSize,
+            WaitTimeSeconds: this.options.waitTimeSeconds,
+            MessageSystemAttributeNames: ['All'],
+            MessageAttributeNames: ['All'],
+          }),
+          { abortSignal: this.abort.signal },
+        );
+        messages = answer.Messages ?? [];
+        backoffMs = 100;
+      } catch (error) {
+        if (!this.running) {
+          this.release();
+          break;
+        }
+        this.counters.receiveErrors++;
+        this.options.onError?.(error, 'receive');
+        this.release();
+        await sleep(backoffMs);
+        backoffMs = Math.min(backoffMs * 2, 2_000);
+        continue;
+      }
+      this.receiving--;
+      if (messages.length === 0) {
+        if (this.options.pool) this.options.pool.inUse--;
+        this.wake();
+        continue;
+      }
+      // The slot passes from the receive to the invocation without being given back, so a
+      // concurrent receive cannot squeeze in above the ceiling.
+      this.invoke(messages);
+    }
+  }
+
+  private release(): void {
+    this.receiving--;
+    if (this.options.pool) this.options.pool.inUse--;
+    this.wake();
+  }
+
+  private invoke(messages: Message[]): void {
+    const requestId = randomUUID();
+    const startedAt = this.now();
+    const deadline = startedAt + this.options.functionTimeoutMs;
+    const event: SQSEvent = { Records: messages.map((message) => this.toRecord(message)) };
+    const context = this.makeContext(requestId, deadline);
+    this.active++;
+    this.counters.invocations++;
+    this.counters.received += messages.length;
+    this.counters.peakConcurrency = Math.max(this.counters.peakConcurrency, this.active);
+
+    let settle!: (outcome: { kind: 'result'; value: unknown } | { kind: 'throw'; error: unknown } | { kind: 'dead'; reason: InvocationDeath }) => void;
+    const ended = new Promise<Parameters<typeof settle>[0]>((resolve) => {
+      settle = resolve;
+    });
+    let dead = false;
+    const handle: InvocationHandle = {
+      requestId,
+      get dead() {
+        return dead;
+      },
+      kill: (reason) => {
+        if (dead) return;
+        dead = true;
+        settle({ kind: 'dead', reason });
+      },
+    };
+    const timer = setTimeout(() => handle.kill('timeout'), this.options.functionTimeoutMs);
+    invocationScope.run(handle, () => {
+      Promise.resolve()
+        .then(() => this.options.handler(event, context))
+        .then(
+          (value) => settle({ kind: 'result', value }),
+          (error: unknown) => settle({ kind: 'throw', error }),
+        );
+    });
+
+    const finished = ended.then(async (outcome) => {
+      clearTimeout(timer);
+      // The first settlement wins: a result arriving after the timeout is ignored.
+      dead = true;
+      const summary: InvocationSummary = { requestId, records: messages.length, outcome: 'ok', deleted: 0, failed: 0, durationMs: this.now() - startedAt };
+      if (outcome.kind === 'dead') {
+        summary.outcome = outcome.reason;
+        if (outcome.reason === 'timeout') this.counters.timeouts++;
+        else this.counters.crashes++;
+      } else if (outcome.kind === 'throw') {
+        summary.outcome = 'error';
+        this.counters.errors++;
+      } else {
+        const failedIds = readFailures(outcome.value, event);
+        if (failedIds === undefined) {
+          summary.outcome = 'bad_response';
+          this.counters.badResponses++;
+        } else {
+          summary.failed = failedIds.size;
+          this.counters.failedItems += failedIds.size;
+          const done = messages.filter((message) => !failedIds.has(message.MessageId ?? ''));
+          summary.deleted = await this.deleteMessages(done);
+        }
+      }
+      // The slot is given back only after the deletes, as Lambda's poller does.
+      this.active--;
+      if (this.options.pool) this.options.pool.inUse--;
+      this.options.onInvocationEnd?.(summary);
+      this.wake();
+    });
+    this.live.add(finished);
+    void finished.finally(() => {
+      this.live.delete(finished);
+      this.wake();
+    });
+  }
+
+  private async deleteMessages(messages: Message[]): Promise<number> {
+    let deleted = 0;
+    for (let i = 0; i < messages.length; i += 10) {
+      const chunk = messages.slice(i, i + 10);
+      try {
+        const answer = await this.options.sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: this.options.queueUrl,
+            Entries: chunk.map((message, index) => ({ Id: String(index), ReceiptHandle: message.ReceiptHandle })),
+          }),
+        );
+        const ok = answer.Successful?.length ?? 0;
+        deleted += ok;
+        this.counters.deleteFailures += chunk.length - ok;
+      } catch (error) {
+        this.counters.deleteFailures += chunk.length;
+        this.options.onError?.(error, 'delete');
+      }
+    }
+    this.counters.deleted += deleted;
+    return deleted;
+  }
+
+  private toRecord(message: Message): SQSRecord {
+    const attributes = message.Attributes ?? {};
+    const body = message.Body ?? '';
+    const record: SQSRecord = {
+      messageId: message.MessageId ?? '',
+      receiptHandle: message.ReceiptHandle ?? '',
+      body,
+      attributes: {
+        ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? '1',
+        SentTimestamp: attributes.SentTimestamp ?? String(this.now()),
+        SenderId: attributes.SenderId ?? 'AIDALOCALSENDER',
+        ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? String(this.now()),
+        ...optional('AWSTraceHeader', attributes.AWSTraceHeader),
+        ...optional('SequenceNumber', attributes.SequenceNumber),
+        ...optional('MessageGroupId', attributes.MessageGroupId),
+        ...optional('MessageDeduplicationId', attributes.MessageDeduplicationId),
+        ...optional('DeadLetterQueueSourceArn', attributes.DeadLetterQueueSourceArn),
+      },
+      messageAttributes: toLambdaAttributes(message.MessageAttributes),
+      md5OfBody: message.MD5OfBody ?? createHash('md5').update(body, 'utf8').digest('hex'),
+      eventSource: 'aws:sqs',
+      eventSourceARN: this.queueArn ?? '',
+      awsRegion: this.options.region,
+    };
+    if (message.MD5OfMessageAttributes !== undefined) record.md5OfMessageAttributes = message.MD5OfMessageAttributes;
+    return record;
+  }
+
+  private makeContext(requestId: string, deadline: number): Context {
+    const { functionName, region } = { functionName: this.options.functionName, region: this.options.region };
+    const account = accountOf(this.queueArn) ?? '000000000000';
+    const now = this.now;
+    const unsupported = (what: string) => () => {
+      throw new Error(`context.${what} is not supported: return a promise from the handler`);
+    };
+    return {
+      callbackWaitsForEmptyEventLoop: true,
+      functionName,
+      functionVersion: '$LATEST',
+      invokedFunctionArn: `arn:aws:lambda:${region}:${account}:function:${functionName}`,
+      memoryLimitInMB: String(this.options.memoryLimitInMB),
+      awsRequestId: requestId,
+      logGroupName: `/aws/lambda/${functionName}`,
+      logStreamName: `local/[$LATEST]${requestId.replaceAll('-', '')}`,
+      getRemainingTimeInMillis: () => Math.max(0, deadline - now()),
+      done: unsupported('done'),
+      fail: unsupported('fail'),
+      succeed: unsupported('succeed'),
+    };
+  }
+
+  private changed(): Promise<void> {
+    return new Promise((resolve) => this.waiters.add(resolve));
+  }
+
+  private wake(): void {
+    const waiting = [...this.waiters];
+    this.waiters.clear();
+    for (const resolve of waiting) resolve();
+  }
+}
+
+/** Create a poller (see {@link Poller}). */
+export function createPoller(options: PollerOptions): Poller {
+  return new Poller(options);
+}
+
+function assertConcurrency(value: number): void {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`maxConcurrency must be a positive integer, got ${value}`);
+}
+
+/**
+ * The records to keep from a handler's response; undefined when the response is malformed,
+ * which Lambda treats as a failure of the whole batch.
+ */
+function readFailures(value: unknown, event: SQSEvent): Set<string> | undefined {
+  if (value === undefined || value === null) return new Set();
+  if (typeof value !== 'object') return undefined;
+  const failures = (value as Partial<SQSBatchResponse>).batchItemFailures;
+  if (failures === undefined || failures === null) return new Set();
+  if (!Array.isArray(failures)) return undefined;
+  const ids = new Set(event.Records.map((record) => record.messageId));
+  const failed = new Set<string>();
+  for (const failure of failures) {
+    const id = (failure as { itemIdentifier?: unknown } | null)?.itemIdentifier;
+    if (typeof id !== 'string' || id === '' || !ids.has(id)) return undefined;
+    failed.add(id);
+  }
+  return failed;
+}
+
+/** SQS's attribute shape → Lambda's (camelCase; binary as base64; list fields present). */
+function toLambdaAttributes(attributes: Record<string, MessageAttributeValue> | undefined): SQSMessageAttributes {
+  const out: SQSMessageAttributes = {};
+  for (const [name, value] of Object.entries(attributes ?? {})) {
+    out[name] = {
+      dataType: value.DataType ?? 'String',
+      stringListValues: value.StringListValues ?? [],
+      binaryListValues: (value.BinaryListValues ?? []).map((item) => Buffer.from(item).toString('base64')),
+      ...(value.StringValue !== undefined ? { stringValue: value.StringValue } : {}),
+      ...(value.BinaryValue !== undefined ? { binaryValue: Buffer.from(value.BinaryValue).toString('base64') } : {}),
+    };
+  }
+  return out;
+}
+
+function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
+}
+
+function accountOf(arn: string | undefined): string | undefined {
+  return arn?.split(':')[4] || undefined;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
