@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { GetQueueAttributesCommand, PurgeQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { startEmulators, type Emulators } from '../../local/emulators.js';
+import { ensureFleetResources, type FleetResources } from '../../local/resources.js';
+import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
+import { resolveSettings } from '../../functions/core/settings.js';
+import type { TaskMessage } from '../../functions/core/task.js';
+import { createProducer, TaskValidationError, TaskWaitTimeoutError, type Producer } from '../../functions/adapters/producer-client.js';
+
+let emulators: Emulators;
+let clients: AwsClients;
+let resources: FleetResources;
+let producer: Producer;
+
+const turnstile = (id?: string, priority?: 'normal' | 'high'): TaskMessage => ({
+  ...(id ? { id } : {}),
+  ...(priority ? { priority } : {}),
+  method: 'turnstile',
+  params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://shop.example.com/login' },
+});
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+  clients = createAwsClients({ sqsEndpoint: emulators.sqsEndpoint, dynamoEndpoint: emulators.dynamoEndpoint });
+  resources = await ensureFleetResources(clients, resolveSettings({ prefix: 'producer-test' }));
+  producer = createProducer({ queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high }, table: resources.tables.results, clients, clock: () => 1_700_000_000_000 });
+});
+
+afterAll(async () => {
+  await emulators?.stop();
+});
+
+beforeEach(async () => {
+  for (const url of [resources.queueUrls.normal, resources.queueUrls.high]) await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+});
+
+async function visible(queueUrl: string): Promise<number> {
+  const answer = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  return Number(answer.Attributes?.ApproximateNumberOfMessages);
+}
+
+async function drain(queueUrl: string): Promise<Record<string, unknown>[]> {
+  const bodies: Record<string, unknown>[] = [];
+  for (;;) {
+    const answer = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 60 }));
+    if (!answer.Messages?.length) return bodies;
+    bodies.push(...answer.Messages.map((m) => JSON.parse(m.Body!) as Record<string, unknown>));
+  }
+}
+
+async function putRecord(taskId: string, status: string, extra: Record<string, unknown> = {}): Promise<void> {
+  await clients.documents.send(new PutCommand({ TableName: resources.tables.results, Item: { taskId, status, attempts: 1, expiresAt: 2_000_000_000, ...extra } }));
+}
+
+describe('producer client', () => {
+  it('submits one task with an assigned id and submittedAt, to the normal queue', async () => {
+    const id = await producer.submit(turnstile());
+    expect(id).toMatch(/^[A-Za-z0-9_-]{1,80}$/);
+    const [body] = await drain(resources.queueUrls.normal);
+    expect(body).toMatchObject({ id, method: 'turnstile', submittedAt: 1_700_000_000_000, params: { sitekey: '0x4AAAAAAAexample' } });
+  });
+
+  it('sends a list in batches of ten and routes high priority to the high queue', async () => {
+    const tasks = Array.from({ length: 23 }, (_, i) => turnstile(`t${i}`, i % 4 === 0 ? 'high' : undefined));
+    const ids = await producer.submit(tasks);
+    expect(ids).toEqual(tasks.map((t) => t.id));
+    const high = await drain(resources.queueUrls.high);
+    const normal = await drain(resources.queueUrls.normal);
+    expect(high.map((b) => b.id).sort()).toEqual(['t0', 't12', 't16', 't20', 't4', 't8']);
+    expect(normal).toHaveLength(17);
+    expect(normal.every((b) => b.priority === undefined)).toBe(true);
+  });
+
+  it('refuses invalid tasks before sending anything, listing every problem', async () => {
+    const bad = [
+      turnstile('good-1'),
+      { id: 'bad-1', method: 'turnstile', params: { sitekey: 'short', pageurl: 'not a url' } },
+      { id: 'bad-2', method: 'userrecaptcha', params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://x.example', key: 'secret' } },
+    ] as unknown as TaskMessage[];
+    const error = await producer.submit(bad).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskValidationError);
+    const problems = (error as TaskValidationError).problems;
+    expect(problems.map((p) => `${p.taskId}:${p.path}`).sort()).toEqual(['bad-1:params.pageurl', 'bad-1:params.sitekey', 'bad-2:params.key']);
+    expect((error as Error).message).toContain('2 task(s) do not match schema v1');
+    expect((error as TaskValidationError).taskId).toBe('bad-1');
+    expect(await visible(resources.queueUrls.normal)).toBe(0);
+  });
+
+  it('refuses the same id twice in one submission', async () => {
+    await expect(producer.submit([turnstile('dup'), turnstile('dup')])).rejects.toThrow(/same id appears twice/);
+  });
+
+  it('gets undefined before a record exists and the record after', async () => {
+    expect(await producer.get('nothing-yet')).toBeUndefined();
+    await putRecord('got-1', 'solved', { answer: 'TOKEN' });
+    expect(await producer.get('got-1', { consistent: true })).toMatchObject({ taskId: 'got-1', status: 'solved', answer: 'TOKEN' });
+  });
+
+  it('waits through the solving state until the record is terminal', async () => {
+    await putRecord('wait-1', 'solving');
+    setTimeout(() => void putRecord('wait-1', 'failed', { errorCode: 'ERROR_CAPTCHA_UNSOLVABLE' }), 250);
+    const result = await producer.wait('wait-1', { timeoutMs: 5_000, initialIntervalMs: 20 });
+    expect(result).toMatchObject({ status: 'failed', errorCode: 'ERROR_CAPTCHA_UNSOLVABLE' });
+  });
+
+  it('times out with the last status it saw', async () => {
+    await putRecord('slow-1', 'solving');
+    const started = Date.now();
+    const error = await producer.wait('slow-1', { timeoutMs: 300, initialIntervalMs: 20 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TaskWaitTimeoutError);
+    expect(error).toMatchObject({ taskId: 'slow-1', lastStatus: 'solving', timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(1_500);
+    await expect(producer.wait('never-sent', { timeoutMs: 100 })).rejects.toThrow(/no record yet/);
+  });
+
+  it('solve = submit + wait', async () => {
+    setTimeout(() => void putRecord('solve-1', 'solved', { answer: 'ANSWER' }), 150);
+    const result = await producer.solve(turnstile('solve-1'), { timeoutMs: 5_000, initialIntervalMs: 20 });
+    expect(result).toMatchObject({ taskId: 'solve-1', status: 'solved', answer: 'ANSWER' });
+    expect((await drain(resources.queueUrls.normal)).map((b) => b.id)).toEqual(['solve-1']);
+  });
+});
