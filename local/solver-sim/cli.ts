@@ -1,0 +1,139 @@
+/**
+ * `npm run solver-sim -- [flags]`: run the solver simulator on its own until SIGINT/SIGTERM,
+ * then print its counters. A bad flag names the problem, prints the usage and exits 2.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { DIALECTS } from '../../functions/core/solver-protocol.js';
+import { createSolverSimulator, SolverSimConfigError, type SolverSimOptions } from './index.js';
+
+function integer(min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer ≥ ${min}, got "${value}"`);
+    return n;
+  };
+}
+
+function decimal(min: number, max = Number.POSITIVE_INFINITY) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`expected a number in [${min}, ${max === Number.POSITIVE_INFINITY ? '∞' : max}], got "${value}"`);
+    }
+    return n;
+  };
+}
+
+function buildProgram(): Command {
+  return new Command('solver-sim')
+    .description('Protocol-faithful 2captcha / CaptchaAI API simulator (in.php, res.php, GET /stats)')
+    .option('--port <n>', 'port to listen on (0 = any free port)', integer(0), 8080)
+    .option('--host <address>', 'address to bind', '127.0.0.1')
+    .option('--threads <n>', 'plan threads (concurrent tasks allowed)', integer(0), 50)
+    .option('--foreign-threads <n>', 'threads held by other users of the key', integer(0), 0)
+    .option('--balance <usd>', 'starting balance, USD', decimal(0), 10)
+    .option('--price <usd>', 'price per solved task, USD', decimal(0), 0.001)
+    .option('--latency-ms <ms>', 'median solve time for every method, ms (default: per-method medians)', decimal(0))
+    .option('--latency-scale <x>', 'multiply every solve time', decimal(0), 1)
+    .option('--error-rate <share>', 'share of requests answered with a transient failure', decimal(0, 1), 0)
+    .option('--unsolvable-rate <share>', 'share of tasks ending ERROR_CAPTCHA_UNSOLVABLE', decimal(0, 1), 0)
+    .addOption(new Option('--dialect <name>', 'which service the codes mean').choices(DIALECTS).default('captchaai'))
+    .option('--seed <n>', 'seed of every random draw', integer(Number.MIN_SAFE_INTEGER), 1)
+    .option('--bad-key', 'answer ERROR_KEY_DOES_NOT_EXIST to every request', false)
+    .option('--valid-keys <keys>', 'comma-separated keys to accept (default: any)')
+    .option('--ban-after <n>', 'ban an IP after n requests with a rejected key', integer(1))
+    .showHelpAfterError()
+    .exitOverride();
+}
+
+interface CliFlags {
+  port: number;
+  host: string;
+  threads: number;
+  foreignThreads: number;
+  balance: number;
+  price: number;
+  latencyMs?: number;
+  latencyScale: number;
+  errorRate: number;
+  unsolvableRate: number;
+  dialect: (typeof DIALECTS)[number];
+  seed: number;
+  badKey: boolean;
+  validKeys?: string;
+  banAfter?: number;
+}
+
+function optionsFrom(flags: CliFlags): SolverSimOptions {
+  const options: SolverSimOptions = {
+    seed: flags.seed,
+    dialect: flags.dialect,
+    planThreads: flags.threads,
+    foreignThreads: flags.foreignThreads,
+    balance: flags.balance,
+    pricePerSolve: flags.price,
+    latencyScale: flags.latencyScale,
+    transientErrorRate: flags.errorRate,
+    unsolvableRate: flags.unsolvableRate,
+    badKey: flags.badKey,
+  };
+  if (flags.latencyMs !== undefined) options.medianMs = flags.latencyMs;
+  if (flags.validKeys !== undefined) options.validKeys = flags.validKeys.split(',').map((key) => key.trim()).filter(Boolean);
+  if (flags.banAfter !== undefined) options.banAfterBadKeyRequests = flags.banAfter;
+  return options;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    program.parse(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version exit 0; every parse problem has been printed with the usage already.
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    throw error;
+  }
+  let simulator;
+  try {
+    simulator = createSolverSimulator(optionsFrom(program.opts<CliFlags>()));
+  } catch (error) {
+    if (error instanceof SolverSimConfigError) {
+      process.stderr.write(`${error.message}\n\n${program.helpInformation()}`);
+      return 2;
+    }
+    throw error;
+  }
+  const flags = program.opts<CliFlags>();
+  const { url } = await simulator.listen(flags.port, flags.host);
+  const key = flags.validKeys?.split(',')[0]?.trim() || 'any-key';
+  process.stdout.write(
+    [
+      `solver-sim listening at ${url} (dialect ${flags.dialect}, ${flags.threads} threads, balance $${flags.balance}, seed ${flags.seed})`,
+      `  in.php:  ${url}/in.php    res.php: ${url}/res.php    stats: ${url}/stats`,
+      'try:',
+      `  curl -s '${url}/in.php?key=${key}&method=userrecaptcha&googlekey=6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-&pageurl=https://example.com&json=1'`,
+      `  curl -s '${url}/res.php?key=${key}&action=get&id=<id>&json=1'`,
+      `  curl -s '${url}/stats'`,
+      'Ctrl-C prints the final stats.',
+      '',
+    ].join('\n'),
+  );
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+  await simulator.close();
+  process.stdout.write(`\n${signal}: final stats\n${JSON.stringify(simulator.stats(), null, 2)}\n`);
+  return 0;
+}
+
+main(process.argv).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`solver-sim failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

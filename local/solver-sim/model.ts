@@ -1,0 +1,522 @@
+/**
+ * The solver service's behaviour without HTTP: an account (balance, plan threads, threads of
+ * other users of the key), tasks that take a seeded log-normal time to solve, and every answer
+ * in.php and res.php give. The HTTP server (server.ts) only parses requests and writes replies.
+ *
+ * Time is read, never waited on: a task is final once the clock passes its `readyAt`, and every
+ * request (and `stats()`) first settles the tasks whose time has come, in order. So a thread is
+ * free exactly when its task is done, no timer has to be cleaned up, and a test may step a
+ * hand-made clock instead of sleeping.
+ */
+import { NO_FUNDS_CODE, overCapCode, type SolverMethod } from '../../functions/core/solver-protocol.js';
+import type { Clock } from '../../functions/core/ports.js';
+import { answerFor, type SimAnswer } from './answers.js';
+import { normal, pick, stream, type Random } from './prng.js';
+import { checkSubmission, type UploadedFile } from './submission.js';
+import {
+  parseSimOptions,
+  priceFor,
+  solveTimeFor,
+  type ResolvedSolverSimOptions,
+  type SolverSimOptions,
+  type SolverSimUpdate,
+  type TransientKind,
+} from './options.js';
+
+/** One request to in.php or res.php, already parsed by the server. */
+export interface SimRequest {
+  endpoint: 'in' | 'res';
+  /** Query and body parameters merged (the body wins). */
+  fields: Record<string, string>;
+  /** The `file` part of a multipart upload. */
+  file?: UploadedFile;
+  /** Client address, for the IP ban. */
+  ip: string;
+  /** The body could not be read: answer this code instead of looking at the fields. */
+  parseError?: string;
+}
+
+/** What the server writes back. */
+export interface SimResponse {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+/** Counters of a run (GET /stats returns the same object). */
+export interface SolverSimStats {
+  /** in.php calls, whatever their answer. */
+  submissions: number;
+  /** Submissions that became tasks. */
+  accepted: number;
+  solved: number;
+  unsolvable: number;
+  overCapRejections: number;
+  noFundsRejections: number;
+  /** in.php answers naming a bad or missing parameter. */
+  parameterRejections: number;
+  /** Requests refused for their key (missing, unknown, revoked). */
+  keyRejections: number;
+  /** Requests answered with an injected transient failure (any kind). */
+  transientErrors: number;
+  /** This key's threads held now (accepted, not yet solved or unsolvable). */
+  threadsInUse: number;
+  /** Threads other users of the key hold now. */
+  foreignThreads: number;
+  planThreads: number;
+  /** Most of this key's own threads held at once. */
+  peakThreads: number;
+  /** Most threads held at once, other users' included. */
+  peakThreadsTotal: number;
+  /** Balance when the run (or the last `resetStats`) began, USD. */
+  balanceStart: number;
+  balance: number;
+  /** Charged for solves, USD. */
+  spent: number;
+  /** res.php `action=get` requests. */
+  resultRequests: number;
+  /** CAPCHA_NOT_READY answers (each id of an `ids` request counts). */
+  notReadyAnswers: number;
+  /** Solved tasks whose answer was read at least once. */
+  answersDelivered: number;
+  /** Mean time from an answer being ready to its first successful read, ms (polling loss). */
+  meanAnswerWaitMs: number | null;
+  /** Longest such wait, ms. */
+  maxAnswerWaitMs: number | null;
+  /** Successful reads per delivered answer (1 = each answer read once). */
+  answerReadsPerTask: number | null;
+  /** Result lookups (ids asked for) per task that was asked about. */
+  pollsPerTask: number | null;
+  /** Solves of the same method and parameters as an earlier solved task. */
+  duplicateSolves: number;
+  reportBad: number;
+  reportGood: number;
+  /** Every error answer by code; injected failures as ERROR_SERVER_ERROR, HTTP_500, HTML_PAGE. */
+  errorsByCode: Record<string, number>;
+}
+
+type TaskState = 'solving' | 'solved' | 'unsolvable';
+
+interface SimTask {
+  id: number;
+  method: SolverMethod;
+  params: Record<string, string>;
+  signature: string;
+  acceptedAt: number;
+  readyAt: number;
+  willFail: boolean;
+  /** Charged on solve, micro-USD; reserved while solving so the balance cannot go below zero. */
+  priceMicros: number;
+  state: TaskState;
+  polls: number;
+  answerReads: number;
+  reported?: 'bad' | 'good';
+}
+
+const MICROS = 1_000_000;
+const toMicros = (usd: number) => Math.round(usd * MICROS);
+const toUsd = (micros: number) => micros / MICROS;
+
+/** Human text sent next to a code in `json=1` answers (the services add an `error_text`). */
+const ERROR_TEXT: Readonly<Record<string, string>> = {
+  ERROR_WRONG_USER_KEY: 'The key is missing or malformed.',
+  ERROR_KEY_DOES_NOT_EXIST: 'The key does not exist.',
+  ERROR_ZERO_BALANCE: 'No free threads or no money on the account.',
+  ERROR_NO_SLOT_AVAILABLE: 'No slot available: the plan has no free thread.',
+  ERROR_BAD_PARAMETERS: 'Required parameters are missing or malformed.',
+  ERROR_PAGEURL: 'pageurl is missing.',
+  ERROR_GOOGLEKEY: 'googlekey is missing or invalid.',
+  ERROR_SITEKEY: 'sitekey is missing or invalid.',
+  ERROR_ZERO_CAPTCHA_FILESIZE: 'The image is smaller than 100 bytes.',
+  ERROR_TOO_BIG_CAPTCHA_FILESIZE: 'The image is larger than 100 kB.',
+  ERROR_WRONG_FILE_EXTENSION: 'The file extension is not an image type.',
+  ERROR_IMAGE_TYPE_NOT_SUPPORTED: 'The image could not be decoded.',
+  ERROR_CAPTCHA_UNSOLVABLE: 'Workers could not solve the captcha.',
+  ERROR_WRONG_CAPTCHA_ID: 'No captcha with this id.',
+  ERROR_WRONG_ID_FORMAT: 'Captcha ids are digits only.',
+  ERROR_EMPTY_ACTION: 'action is missing or unknown.',
+  ERROR_SERVER_ERROR: 'Temporary server error, retry.',
+  IP_BANNED: 'This IP is banned after too many requests with a wrong key.',
+};
+
+const HTML_PAGE =
+  '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body></html>\n';
+
+/** The solver service: account, tasks and protocol answers. */
+export class SolverSimModel {
+  private options: ResolvedSolverSimOptions;
+  private readonly clock: Clock;
+  private balanceMicros = 0;
+  private random!: { latency: Random; unsolvable: Random; transient: Random; ids: Random };
+  private nextId = 0;
+  private readonly tasks = new Map<number, SimTask>();
+  /** Tasks still solving, i.e. the threads this key holds. */
+  private pending: SimTask[] = [];
+  private readonly solvedSignatures = new Set<string>();
+  private readonly badKeyRequestsByIp = new Map<string, number>();
+  private readonly bannedUntilByIp = new Map<string, number>();
+  private counters!: ReturnType<typeof emptyCounters>;
+
+  constructor(input: SolverSimOptions = {}) {
+    const { clock, ...rest } = input;
+    this.options = parseSimOptions(rest);
+    this.clock = clock ?? Date.now;
+    this.balanceMicros = toMicros(this.options.balance);
+    this.reseed();
+    this.counters = emptyCounters(this.balanceMicros, 0);
+  }
+
+  /** The options in force. */
+  current(): ResolvedSolverSimOptions {
+    return { ...this.options, balance: toUsd(this.balanceMicros) };
+  }
+
+  /**
+   * Change options while running. `balance` sets the balance now (a top-up or a drain); `seed`
+   * restarts the random streams; thread changes apply to the next submission (held threads are
+   * never revoked, as on the real service).
+   */
+  update(partial: SolverSimUpdate): void {
+    this.settle(this.clock());
+    const next = parseSimOptions({ ...this.options, balance: toUsd(this.balanceMicros), ...partial });
+    const reseed = next.seed !== this.options.seed;
+    this.options = next;
+    if (partial.balance !== undefined) this.balanceMicros = toMicros(next.balance);
+    if (reseed) this.reseed();
+    this.notePeak();
+  }
+
+  /** Zero the counters; the balance now becomes `balanceStart`. Tasks and threads stay. */
+  resetStats(): void {
+    this.settle(this.clock());
+    this.counters = emptyCounters(this.balanceMicros, this.pending.length);
+    this.notePeak();
+  }
+
+  /** The counters now. */
+  stats(): SolverSimStats {
+    this.settle(this.clock());
+    const c = this.counters;
+    return {
+      submissions: c.submissions,
+      accepted: c.accepted,
+      solved: c.solved,
+      unsolvable: c.unsolvable,
+      overCapRejections: c.overCapRejections,
+      noFundsRejections: c.noFundsRejections,
+      parameterRejections: c.parameterRejections,
+      keyRejections: c.keyRejections,
+      transientErrors: c.transientErrors,
+      threadsInUse: this.pending.length,
+      foreignThreads: this.options.foreignThreads,
+      planThreads: this.options.planThreads,
+      peakThreads: c.peakThreads,
+      peakThreadsTotal: c.peakThreadsTotal,
+      balanceStart: toUsd(c.balanceStartMicros),
+      balance: toUsd(this.balanceMicros),
+      spent: toUsd(c.spentMicros),
+      resultRequests: c.resultRequests,
+      notReadyAnswers: c.notReadyAnswers,
+      answersDelivered: c.answersDelivered,
+      meanAnswerWaitMs: c.answersDelivered === 0 ? null : c.answerWaitTotalMs / c.answersDelivered,
+      maxAnswerWaitMs: c.answersDelivered === 0 ? null : c.answerWaitMaxMs,
+      answerReadsPerTask: c.answersDelivered === 0 ? null : c.answerReads / c.answersDelivered,
+      pollsPerTask: c.tasksPolled === 0 ? null : c.idLookups / c.tasksPolled,
+      duplicateSolves: c.duplicateSolves,
+      reportBad: c.reportBad,
+      reportGood: c.reportGood,
+      errorsByCode: { ...c.errorsByCode },
+    };
+  }
+
+  /** Answer one in.php or res.php request. */
+  handle(request: SimRequest): SimResponse {
+    const now = this.clock();
+    this.settle(now);
+    const json = request.fields.json === '1' || request.fields.json === 'true';
+    const reply = new Reply(json, this.options.jsonIdType, this.counters.errorsByCode);
+    if (request.endpoint === 'in') this.counters.submissions++;
+    else if (request.fields.action === 'get') this.counters.resultRequests++;
+
+    const bannedUntil = this.bannedUntilByIp.get(request.ip);
+    if (bannedUntil !== undefined && bannedUntil > now) return reply.error('IP_BANNED');
+    const key = request.fields.key ?? '';
+    if (key === '' || this.options.badKey || (this.options.validKeys !== undefined && !this.options.validKeys.includes(key))) {
+      this.counters.keyRejections++;
+      this.noteBadKey(request.ip, now);
+      return reply.error(key === '' ? 'ERROR_WRONG_USER_KEY' : 'ERROR_KEY_DOES_NOT_EXIST');
+    }
+    // Drawn for every authenticated request so the sequence of failures depends only on the
+    // sequence of requests, not on what they asked for.
+    if (this.random.transient() < this.options.transientErrorRate) {
+      this.counters.transientErrors++;
+      return reply.transient(pick(this.random.transient, this.options.transientKinds));
+    }
+    if (request.parseError !== undefined) {
+      if (request.endpoint === 'in') this.counters.parameterRejections++;
+      return reply.error(request.parseError);
+    }
+    return request.endpoint === 'in' ? this.submit(request, now, reply) : this.result(request, now, reply);
+  }
+
+  private submit(request: SimRequest, now: number, reply: Reply): SimResponse {
+    const check = checkSubmission(request.fields, request.file);
+    if (!check.ok) {
+      this.counters.parameterRejections++;
+      return reply.error(check.code);
+    }
+    const { method, params, signature } = check.submission;
+    const priceMicros = toMicros(priceFor(this.options, method));
+    const reservedMicros = this.pending.reduce((sum, task) => sum + task.priceMicros, 0);
+    const availableMicros = this.balanceMicros - reservedMicros;
+    if (availableMicros <= 0 || availableMicros < priceMicros) {
+      this.counters.noFundsRejections++;
+      return reply.error(NO_FUNDS_CODE);
+    }
+    if (this.pending.length + this.options.foreignThreads + 1 > this.options.planThreads) {
+      this.counters.overCapRejections++;
+      return reply.error(overCapCode(this.options.dialect));
+    }
+    const spec = solveTimeFor(this.options, method);
+    // Both draws happen for every task so one option (say the median) never shifts the other.
+    const z = normal(this.random.latency);
+    const willFail = this.random.unsolvable() < this.options.unsolvableRate;
+    const solveMs = spec.medianMs * this.options.latencyScale * Math.exp(spec.spread * z);
+    const task: SimTask = {
+      id: this.nextId++,
+      method,
+      params,
+      signature,
+      acceptedAt: now,
+      readyAt: now + Math.max(0, Math.round(solveMs)),
+      willFail,
+      priceMicros,
+      state: 'solving',
+      polls: 0,
+      answerReads: 0,
+    };
+    this.tasks.set(task.id, task);
+    this.pending.push(task);
+    this.counters.accepted++;
+    this.notePeak();
+    this.settle(now);
+    return reply.ok(task.id);
+  }
+
+  private result(request: SimRequest, now: number, reply: Reply): SimResponse {
+    const { action } = request.fields;
+    switch (action) {
+      case 'get':
+        return request.fields.ids !== undefined ? this.getMany(request.fields.ids, now, reply) : this.getOne(request.fields.id, now, reply);
+      case 'getbalance':
+        return reply.text(formatUsd(this.balanceMicros));
+      case 'reportbad':
+      case 'reportgood':
+        return this.report(request.fields.id, action === 'reportbad' ? 'bad' : 'good', reply);
+      default:
+        return reply.error('ERROR_EMPTY_ACTION');
+    }
+  }
+
+  private getOne(rawId: string | undefined, now: number, reply: Reply): SimResponse {
+    const lookup = this.lookup(rawId);
+    if (typeof lookup === 'string') return reply.error(lookup);
+    const answer = this.readAnswer(lookup, now);
+    if (answer === 'CAPCHA_NOT_READY') return reply.notReady();
+    if (answer === 'ERROR_CAPTCHA_UNSOLVABLE') return reply.error(answer);
+    return reply.answer(answer.value);
+  }
+
+  /** `ids=1,2,3`: one answer per id, joined with `|`, in the order asked. */
+  private getMany(rawIds: string, now: number, reply: Reply): SimResponse {
+    const ids = rawIds.split(',').map((id) => id.trim()).filter((id) => id !== '');
+    if (ids.length === 0) return reply.error('ERROR_WRONG_CAPTCHA_ID');
+    if (ids.length > this.options.maxIdsPerRequest) return reply.error('ERROR_BAD_PARAMETERS');
+    const parts = ids.map((id) => {
+      const lookup = this.lookup(id);
+      if (typeof lookup === 'string') return lookup;
+      const answer = this.readAnswer(lookup, now);
+      if (typeof answer === 'string') return answer;
+      return typeof answer.value === 'string' ? answer.value : JSON.stringify(answer.value);
+    });
+    return reply.text(parts.join('|'));
+  }
+
+  private lookup(rawId: string | undefined): SimTask | string {
+    if (rawId === undefined || rawId.trim() === '') return 'ERROR_WRONG_CAPTCHA_ID';
+    if (!/^\d+$/.test(rawId.trim())) return 'ERROR_WRONG_ID_FORMAT';
+    return this.tasks.get(Number(rawId.trim())) ?? 'ERROR_WRONG_CAPTCHA_ID';
+  }
+
+  private readAnswer(task: SimTask, now: number): 'CAPCHA_NOT_READY' | 'ERROR_CAPTCHA_UNSOLVABLE' | { value: SimAnswer } {
+    if (task.polls === 0) this.counters.tasksPolled++;
+    task.polls++;
+    this.counters.idLookups++;
+    if (task.state === 'solving') {
+      this.counters.notReadyAnswers++;
+      return 'CAPCHA_NOT_READY';
+    }
+    if (task.state === 'unsolvable') return 'ERROR_CAPTCHA_UNSOLVABLE';
+    if (task.answerReads === 0) {
+      const waited = now - task.readyAt;
+      this.counters.answersDelivered++;
+      this.counters.answerWaitTotalMs += waited;
+      this.counters.answerWaitMaxMs = Math.max(this.counters.answerWaitMaxMs, waited);
+    }
+    task.answerReads++;
+    this.counters.answerReads++;
+    return { value: answerFor(this.options.seed, task.id, task.method, task.params) };
+  }
+
+  private report(rawId: string | undefined, verdict: 'bad' | 'good', reply: Reply): SimResponse {
+    const lookup = this.lookup(rawId);
+    if (typeof lookup === 'string') return reply.error(lookup);
+    if (lookup.state !== 'solved') return reply.error('REPORT_NOT_RECORDED');
+    if (lookup.reported !== undefined) return reply.error('ERROR_DUPLICATE_REPORT');
+    lookup.reported = verdict;
+    if (verdict === 'bad') this.counters.reportBad++;
+    else this.counters.reportGood++;
+    return reply.text('OK_REPORT_RECORDED');
+  }
+
+  /** Finish every task whose time has come, oldest first: free its thread, charge, count. */
+  private settle(now: number): void {
+    if (!this.pending.some((task) => task.readyAt <= now)) return;
+    const due = this.pending.filter((task) => task.readyAt <= now).sort((a, b) => a.readyAt - b.readyAt || a.id - b.id);
+    this.pending = this.pending.filter((task) => task.readyAt > now);
+    for (const task of due) {
+      if (task.willFail) {
+        task.state = 'unsolvable';
+        this.counters.unsolvable++;
+        continue;
+      }
+      task.state = 'solved';
+      this.balanceMicros -= task.priceMicros;
+      this.counters.spentMicros += task.priceMicros;
+      this.counters.solved++;
+      if (this.solvedSignatures.has(task.signature)) this.counters.duplicateSolves++;
+      else this.solvedSignatures.add(task.signature);
+    }
+  }
+
+  private notePeak(): void {
+    this.counters.peakThreads = Math.max(this.counters.peakThreads, this.pending.length);
+    this.counters.peakThreadsTotal = Math.max(this.counters.peakThreadsTotal, this.pending.length + this.options.foreignThreads);
+  }
+
+  private noteBadKey(ip: string, now: number): void {
+    const limit = this.options.banAfterBadKeyRequests;
+    if (limit === undefined) return;
+    const count = (this.badKeyRequestsByIp.get(ip) ?? 0) + 1;
+    this.badKeyRequestsByIp.set(ip, count);
+    if (count >= limit) {
+      this.bannedUntilByIp.set(ip, now + this.options.ipBanMs);
+      this.badKeyRequestsByIp.delete(ip);
+    }
+  }
+
+  private reseed(): void {
+    const seed = this.options.seed;
+    this.random = {
+      latency: stream(seed, 'latency'),
+      unsolvable: stream(seed, 'unsolvable'),
+      transient: stream(seed, 'transient'),
+      ids: stream(seed, 'ids'),
+    };
+    // Eleven-digit ids like the real services', different per seed, never reused after a reseed.
+    const base = 70_000_000_000 + Math.floor(this.random.ids() * 9_000_000_000);
+    this.nextId = Math.max(this.nextId, base);
+  }
+}
+
+function emptyCounters(balanceStartMicros: number, threadsInUse: number) {
+  return {
+    submissions: 0,
+    accepted: 0,
+    solved: 0,
+    unsolvable: 0,
+    overCapRejections: 0,
+    noFundsRejections: 0,
+    parameterRejections: 0,
+    keyRejections: 0,
+    transientErrors: 0,
+    peakThreads: threadsInUse,
+    peakThreadsTotal: 0,
+    balanceStartMicros,
+    spentMicros: 0,
+    resultRequests: 0,
+    notReadyAnswers: 0,
+    answersDelivered: 0,
+    answerWaitTotalMs: 0,
+    answerWaitMaxMs: 0,
+    answerReads: 0,
+    idLookups: 0,
+    tasksPolled: 0,
+    duplicateSolves: 0,
+    reportBad: 0,
+    reportGood: 0,
+    errorsByCode: {} as Record<string, number>,
+  };
+}
+
+/** Balance as the services print it: a plain decimal number. */
+function formatUsd(micros: number): string {
+  return String(Number(toUsd(micros).toFixed(6)));
+}
+
+/** Writes answers in the mode the request asked for and counts error codes. */
+class Reply {
+  constructor(
+    private readonly json: boolean,
+    private readonly idType: 'number' | 'string',
+    private readonly errorsByCode: Record<string, number>,
+  ) {}
+
+  ok(id: number): SimResponse {
+    return this.json ? this.jsonBody({ status: 1, request: this.idType === 'number' ? id : String(id) }) : this.plain(`OK|${id}`);
+  }
+
+  answer(value: SimAnswer): SimResponse {
+    if (this.json) return this.jsonBody({ status: 1, request: value });
+    return this.plain(`OK|${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  }
+
+  /** A status-1 answer whose plain form has no `OK|` (balance, reports, `ids`). */
+  text(value: string): SimResponse {
+    return this.json ? this.jsonBody({ status: 1, request: value }) : this.plain(value);
+  }
+
+  notReady(): SimResponse {
+    return this.json ? this.jsonBody({ status: 0, request: 'CAPCHA_NOT_READY' }) : this.plain('CAPCHA_NOT_READY');
+  }
+
+  error(code: string): SimResponse {
+    this.count(code);
+    return this.json ? this.jsonBody({ status: 0, request: code, error_text: ERROR_TEXT[code] ?? code }) : this.plain(code);
+  }
+
+  transient(kind: TransientKind): SimResponse {
+    switch (kind) {
+      case 'error_code':
+        return this.error('ERROR_SERVER_ERROR');
+      case 'http_500':
+        this.count('HTTP_500');
+        return { status: 500, contentType: 'text/plain; charset=utf-8', body: 'Internal Server Error' };
+      case 'html':
+        this.count('HTML_PAGE');
+        return { status: 200, contentType: 'text/html; charset=utf-8', body: HTML_PAGE };
+    }
+  }
+
+  private count(code: string): void {
+    this.errorsByCode[code] = (this.errorsByCode[code] ?? 0) + 1;
+  }
+
+  private jsonBody(value: unknown): SimResponse {
+    return { status: 200, contentType: 'application/json', body: JSON.stringify(value) };
+  }
+
+  private plain(text: string): SimResponse {
+    return { status: 200, contentType: 'text/plain; charset=utf-8', body: text };
+  }
+}

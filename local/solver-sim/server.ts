@@ -1,0 +1,145 @@
+/**
+ * HTTP face of the simulator: reads in.php / res.php requests in every shape clients send
+ * (GET query, urlencoded POST, JSON POST, multipart with a `file` part), hands them to the
+ * model and writes its answer. GET /stats returns the counters as JSON.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SolverSimModel, SimRequest } from './model.js';
+import type { UploadedFile } from './submission.js';
+
+/** Largest request body read, bytes: a 100 kB image in base64 inside multipart fits easily. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** A request body that could not be read as its content type says. */
+class BodyError extends Error {
+  override readonly name = 'BodyError';
+  constructor(readonly code: string, options?: { cause?: unknown }) {
+    super(`request body rejected: ${code}`, options);
+  }
+}
+
+/** Build (not start) the HTTP server around a model. */
+export function createSimServer(model: SolverSimModel): Server {
+  const server = createServer((req, res) => {
+    serve(model, req, res).catch((error: unknown) => {
+      // Only a bug in the simulator lands here; answer like a failing service would.
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end(`simulator error: ${error instanceof Error ? error.name : 'unknown'}`);
+    });
+  });
+  // Clients poll with keep-alive; do not let idle sockets hold `close()` open.
+  server.keepAliveTimeout = 5_000;
+  return server;
+}
+
+/** Start listening; resolves with the base URL (in.php lives at `${url}/in.php`). */
+export async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${shownHost}:${address.port}`;
+}
+
+async function serve(model: SolverSimModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://solver-sim.local');
+  const path = url.pathname.replace(/\/+$/, '');
+  const endpoint = path.endsWith('/in.php') || path === '/in.php' ? 'in' : path.endsWith('/res.php') ? 'res' : undefined;
+
+  if (endpoint === undefined) {
+    if (path === '/stats' && req.method === 'GET') return send(res, 200, 'application/json', JSON.stringify(model.stats()));
+    if (path === '' || path === '/health') return send(res, 200, 'text/plain; charset=utf-8', 'solver-sim: in.php, res.php, GET /stats\n');
+    req.resume();
+    return send(res, 404, 'text/plain; charset=utf-8', 'Not Found');
+  }
+
+  const fields: Record<string, string> = Object.fromEntries(url.searchParams);
+  const request: SimRequest = { endpoint, fields, ip: req.socket.remoteAddress ?? 'unknown' };
+  if (req.method === 'POST' || req.method === 'PUT') {
+    try {
+      const body = await parseBody(req);
+      Object.assign(fields, body.fields);
+      if (body.file) request.file = body.file;
+    } catch (error) {
+      request.parseError = error instanceof BodyError ? error.code : 'ERROR_BAD_PARAMETERS';
+    }
+  } else {
+    req.resume();
+  }
+  const answer = model.handle(request);
+  const headers: Record<string, string> = { 'content-type': answer.contentType };
+  // header_acao=1 asks for a CORS header so browser clients can read the answer.
+  if (fields.header_acao === '1') headers['access-control-allow-origin'] = '*';
+  res.writeHead(answer.status, headers);
+  res.end(answer.body);
+}
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, { 'content-type': contentType });
+  res.end(body);
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooBig = false;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    // Keep draining so the client gets an answer instead of a reset connection.
+    if (size > MAX_BODY_BYTES) tooBig = true;
+    else chunks.push(chunk);
+  }
+  if (tooBig) throw new BodyError('ERROR_TOO_BIG_CAPTCHA_FILESIZE');
+  return Buffer.concat(chunks);
+}
+
+async function parseBody(req: IncomingMessage): Promise<{ fields: Record<string, string>; file?: UploadedFile }> {
+  const raw = await readBody(req);
+  const contentType = (req.headers['content-type'] ?? '').toLowerCase();
+  if (raw.length === 0) return { fields: {} };
+  if (contentType.startsWith('application/json')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch (cause) {
+      throw new BodyError('ERROR_BAD_PARAMETERS', { cause });
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new BodyError('ERROR_BAD_PARAMETERS');
+    const fields: Record<string, string> = {};
+    for (const [name, value] of Object.entries(parsed)) {
+      if (value === null || value === undefined) continue;
+      fields[name] = typeof value === 'object' ? JSON.stringify(value) : String(value);
+    }
+    return { fields };
+  }
+  if (contentType.startsWith('multipart/form-data')) {
+    // undici's (Node's own fetch) multipart parser: no hand-written boundary handling.
+    let form: FormData;
+    try {
+      form = await new Request('http://solver-sim.local/', { method: 'POST', headers: { 'content-type': contentType }, body: raw }).formData();
+    } catch (cause) {
+      throw new BodyError('ERROR_UPLOAD', { cause });
+    }
+    const fields: Record<string, string> = {};
+    let file: UploadedFile | undefined;
+    for (const [name, value] of form) {
+      if (typeof value === 'string') {
+        fields[name] = value;
+        continue;
+      }
+      const bytes = Buffer.from(await value.arrayBuffer());
+      if (name === 'file') file = { filename: value.name ?? '', bytes };
+      // Other file parts (e.g. imginstructions) travel as base64 text, as the API takes them.
+      else fields[name] = bytes.toString('base64');
+    }
+    return file ? { fields, file } : { fields };
+  }
+  // application/x-www-form-urlencoded, and what clients send without a content type.
+  return { fields: Object.fromEntries(new URLSearchParams(raw.toString('utf8'))) };
+}
