@@ -60,7 +60,24 @@ export type ReasonCode =
   | 'OUTAGE_STEP_DOWN'
   | 'OVER_CAP_SHRINK'
   | 'OVER_CAP_PROBE'
+  | 'OUTAGE_PROBE'
   | 'IDLE';
+
+/** Every reason code, for counters and docs. */
+export const REASON_CODES: readonly ReasonCode[] = [
+  'FREE_THREADS',
+  'HOLD_MISSING_SIGNAL',
+  'HALT_LOW_BALANCE',
+  'PAUSE_LOW_BALANCE',
+  'PAUSE_ACCOUNT',
+  'PROBE_RESUME',
+  'HIGH_ERROR_RATE',
+  'OUTAGE_STEP_DOWN',
+  'OVER_CAP_SHRINK',
+  'OVER_CAP_PROBE',
+  'OUTAGE_PROBE',
+  'IDLE',
+];
 
 /** Persisted between ticks (DynamoDB in AWS, memory locally) so ticks form one control loop. */
 export interface GovernorState {
@@ -77,6 +94,17 @@ export interface GovernorState {
   outageTicks: number;
   /** The ceilings the last decision set. */
   ceilings: Record<Lane, number>;
+  /** Epoch ms of the last over-cap shrink (one shrink per cooldown: metric windows lag). */
+  lastShrinkAt?: number;
+  /**
+   * While recovering from an outage or a pause: the total ceiling may not exceed this; it
+   * doubles every probe cooldown until it reaches the free threads, then is cleared.
+   */
+  probeCeiling?: number;
+  /** What the probe ceiling recovers from. */
+  probeReason?: 'outage' | 'resume';
+  /** Epoch ms the fleet last resumed from a pause (account errors of the old window are ignored for a grace period). */
+  resumedAt?: number;
 }
 
 export interface GovernorConfig {
@@ -96,11 +124,22 @@ export interface GovernorConfig {
   outageTicks: number;
   /** Whether the high-priority lane exists. */
   highLane: boolean;
+  /** Time within which queued work should drain when sizing the threads it needs, ms. @default 60_000 */
+  drainTargetMs?: number;
+  /** Share of answers that are transient errors above which a tick counts toward an outage. @default 0.5 */
+  outageTransientShare?: number;
+  /** After a resume, account errors younger than this are from before the pause and ignored, ms. @default probeCooldownMs */
+  accountErrorGraceMs?: number;
 }
 
 export interface Decision {
+  /** Maximum concurrency per lane (a disabled lane keeps its last value, ≥ the mapping floor). */
   ceilings: Record<Lane, number>;
+  /** Whether each lane's mapping consumes. A lane without work or room is disabled; paused disables both. */
+  enabled: Record<Lane, boolean>;
   paused: boolean;
+  /** Threads this fleet may use now: effective cap as invocations × tasks per invocation. */
+  freeThreads: number;
   /** Threads the work needs (arrival rate × mean solve time + backlog drain), when known. */
   neededThreads: number | undefined;
   /** Threads missing against the free threads (0 when none). */

@@ -1,0 +1,368 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { capFloor, ceilingFor, decide, governorConfigFrom, initialState, planCap } from '../../functions/core/governor/policy.js';
+import type { GovernorConfig, GovernorSignals, GovernorState, LaneSignals } from '../../functions/core/governor/types.js';
+import { resolveSettings } from '../../functions/core/settings.js';
+
+const T0 = 1_700_000_000_000;
+
+function lane(overrides: Partial<LaneSignals> = {}): LaneSignals {
+  return { backlog: 100, inFlight: 8, delayed: 0, oldestAgeSeconds: 5, arrivalRate: 1, ceiling: 8, enabled: true, ...overrides };
+}
+
+function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
+  return {
+    now: T0 + 10_000,
+    lanes: { normal: lane(normal) },
+    completionRate: 0.5,
+    meanSolveMs: 10_000,
+    p95SolveMs: 20_000,
+    errorRate: 0,
+    transientErrorRate: 0,
+    overCapRate: 0,
+    overCapAnswers: 0,
+    accountErrors: 0,
+    accountErrorCode: undefined,
+    balance: 50,
+    ...overrides,
+  };
+}
+
+function config(overrides: Partial<GovernorConfig> = {}, fleet: Parameters<typeof resolveSettings>[0] = { planThreads: 8 }): GovernorConfig {
+  return governorConfigFrom(resolveSettings({ tickMs: 1000, ...fleet }), overrides);
+}
+
+const total = (d: ReturnType<typeof decide>) => (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
+
+describe('decide: table of cases', () => {
+  const cfg = config();
+  const state0 = initialState(cfg, T0);
+
+  it('starts at the free threads at once, not trailing demand', () => {
+    // Prepare: a small current ceiling and a fresh backlog.
+    const d = decide(signals({}, { ceiling: 2, inFlight: 2, backlog: 300 }), state0, cfg);
+    // Assess
+    expect(d.reason.code).toBe('FREE_THREADS');
+    expect(d.ceilings.normal).toBe(8);
+    expect(d.enabled.normal).toBe(true);
+    expect(d.paused).toBe(false);
+  });
+
+  it('subtracts reserved threads and divides by tasks per invocation', () => {
+    const c = config({}, { planThreads: 50, reservedThreads: 10, tasksPerInvocation: 3 });
+    const d = decide(signals({}, { ceiling: 2 }), initialState(c, T0), c);
+    expect(d.ceilings.normal).toBe(13); // ⌊40 / 3⌋
+    expect(d.ceilings.normal * 3).toBeLessThanOrEqual(40);
+    expect(d.freeThreads).toBe(39);
+  });
+
+  it('stays at the free threads while idle and says so', () => {
+    const d = decide(signals({}, { backlog: 0, inFlight: 0, arrivalRate: 0, ceiling: 8 }), state0, cfg);
+    expect(d.reason.code).toBe('IDLE');
+    expect(d.ceilings.normal).toBe(8);
+  });
+
+  it('halts under the halt level: clamps to in flight, never rises', () => {
+    const d = decide(signals({ balance: 0.5 }, { ceiling: 8, inFlight: 3 }), state0, cfg);
+    expect(d.reason.code).toBe('HALT_LOW_BALANCE');
+    expect(d.ceilings.normal).toBe(3);
+    const low = decide(signals({ balance: 0.5 }, { ceiling: 4, inFlight: 0 }), state0, cfg);
+    expect(low.ceilings.normal).toBe(2); // the minimum, not 0
+    const up = decide(signals({ balance: 0.5 }, { ceiling: 2, inFlight: 2, backlog: 500 }), state0, cfg);
+    expect(up.ceilings.normal).toBe(2);
+    expect(up.reason.message).toMatch(/halt/i);
+  });
+
+  it('pauses under the pause level and resumes small once a probe reads the balance back', () => {
+    const d = decide(signals({ balance: 0.05 }), state0, cfg);
+    expect(d.paused).toBe(true);
+    expect(d.enabled).toEqual({ normal: false, high: false });
+    expect(d.reason.code).toBe('PAUSE_LOW_BALANCE');
+    // Still low after the cooldown: stays paused.
+    const later = T0 + 10_000 + cfg.probeCooldownMs;
+    const still = decide(signals({ now: later, balance: 0.05 }, { enabled: false }), d.state, cfg);
+    expect(still.paused).toBe(true);
+    // Topped up but the cooldown has not passed yet: stays paused.
+    const early = decide(signals({ now: T0 + 11_000, balance: 20 }, { enabled: false }), d.state, cfg);
+    expect(early.paused).toBe(true);
+    // Topped up after the cooldown: resumes at the minimum.
+    const resumed = decide(signals({ now: later, balance: 20 }, { enabled: false }), still.state, cfg);
+    expect(resumed.paused).toBe(false);
+    expect(resumed.reason.code).toBe('PROBE_RESUME');
+    expect(resumed.ceilings.normal).toBe(2);
+    // Healthy probes double it back to the free threads.
+    let state = resumed.state;
+    let ceiling = resumed.ceilings.normal;
+    const seen: number[] = [];
+    for (let i = 1; i <= 4; i++) {
+      const next = decide(signals({ now: later + i * cfg.probeCooldownMs }, { ceiling }), state, cfg);
+      seen.push(next.ceilings.normal);
+      state = next.state;
+      ceiling = next.ceilings.normal;
+    }
+    expect(seen).toEqual([4, 8, 8, 8]);
+  });
+
+  it('pauses on account errors and resumes only when the balance can be read again', () => {
+    const d = decide(signals({ accountErrors: 3, accountErrorCode: 'ERROR_WRONG_USER_KEY' }), state0, cfg);
+    expect(d.reason.code).toBe('PAUSE_ACCOUNT');
+    expect(d.reason.message).toContain('ERROR_WRONG_USER_KEY');
+    const later = T0 + 10_000 + cfg.probeCooldownMs;
+    const unreadable = decide(signals({ now: later, balance: undefined, accountErrors: 3 }, { enabled: false }), d.state, cfg);
+    expect(unreadable.paused).toBe(true);
+    expect(unreadable.reason.message).toMatch(/cannot be read/);
+    // The old window's account errors do not re-pause right after the resume.
+    const resumed = decide(signals({ now: later, accountErrors: 3 }, { enabled: false }), d.state, cfg);
+    expect(resumed.paused).toBe(false);
+    const next = decide(signals({ now: later + 1000, accountErrors: 3 }, { ceiling: 2 }), resumed.state, cfg);
+    expect(next.paused).toBe(false);
+    // After the grace, fresh account errors pause again.
+    const again = decide(signals({ now: later + cfg.probeCooldownMs + 1, accountErrors: 1 }, { ceiling: 2 }), next.state, cfg);
+    expect(again.reason.code).toBe('PAUSE_ACCOUNT');
+  });
+
+  it('does not increase while the error rate is over the threshold', () => {
+    const d = decide(signals({ errorRate: 0.2 }, { ceiling: 4 }), state0, cfg);
+    expect(d.reason.code).toBe('HIGH_ERROR_RATE');
+    expect(d.ceilings.normal).toBe(4);
+  });
+
+  it('steps down after several outage ticks and probes back', () => {
+    let state: GovernorState = state0;
+    const codes: string[] = [];
+    let ceiling = 8;
+    for (let i = 0; i < cfg.outageTicks; i++) {
+      const d = decide(signals({ now: T0 + i * 1000, errorRate: 0.9, transientErrorRate: 0.9 }, { ceiling }), state, cfg);
+      codes.push(d.reason.code);
+      state = d.state;
+      ceiling = d.ceilings.normal;
+    }
+    expect(codes.slice(0, -1).every((c) => c === 'HIGH_ERROR_RATE')).toBe(true);
+    expect(codes.at(-1)).toBe('OUTAGE_STEP_DOWN');
+    expect(ceiling).toBe(4);
+    // Errors gone: the next probe after a cooldown raises it back.
+    const healthy = decide(signals({ now: T0 + 5000 + cfg.probeCooldownMs }, { ceiling }), state, cfg);
+    expect(healthy.reason.code).toBe('OUTAGE_PROBE');
+    expect(healthy.ceilings.normal).toBe(8);
+    expect(healthy.state.probeCeiling).toBeUndefined();
+  });
+
+  it('shrinks at once by the observed excess on over-cap answers and probes back one thread per cooldown', () => {
+    // 8 invocations in flight, but completions say only 5 threads are really held: others hold 3.
+    const d = decide(signals({ overCapAnswers: 12, overCapRate: 0.4, completionRate: 0.5, meanSolveMs: 10_000 }, { ceiling: 8, inFlight: 8 }), state0, cfg);
+    expect(d.reason.code).toBe('OVER_CAP_SHRINK');
+    expect(d.state.effectiveCap).toBe(5);
+    expect(d.ceilings.normal).toBe(5);
+    // Lagging over-cap answers within the cooldown do not shrink again.
+    const lag = decide(signals({ now: T0 + 11_000, overCapAnswers: 4 }, { ceiling: 5, inFlight: 5 }), d.state, cfg);
+    expect(lag.state.effectiveCap).toBe(5);
+    // A quiet cooldown: one thread back.
+    const probe = decide(signals({ now: T0 + 10_000 + cfg.probeCooldownMs }, { ceiling: 5, inFlight: 5 }), lag.state, cfg);
+    expect(probe.reason.code).toBe('OVER_CAP_PROBE');
+    expect(probe.ceilings.normal).toBe(6);
+  });
+
+  it('holds on a missing signal instead of reading it as zero', () => {
+    for (const missing of [{ balance: undefined }, { errorRate: undefined }, { overCapAnswers: undefined }, { accountErrors: undefined }]) {
+      const d = decide(signals(missing, { ceiling: 3 }), state0, cfg);
+      expect(d.reason.code).toBe('HOLD_MISSING_SIGNAL');
+      expect(d.ceilings.normal).toBe(3);
+    }
+    const noBacklog = decide(signals({}, { ceiling: 3, backlog: undefined }), state0, cfg);
+    expect(noBacklog.reason.code).toBe('HOLD_MISSING_SIGNAL');
+    expect(noBacklog.reason.message).toContain('normal backlog');
+  });
+
+  it('reports the capacity shortfall and warns past the usual thresholds', () => {
+    // 2 tasks/s × 10 s = 20 threads for arrivals + 600 queued × 10 s / 60 s = 100 more.
+    const d = decide(signals({ meanSolveMs: 10_000 }, { arrivalRate: 2, backlog: 600, inFlight: 8 }), state0, cfg);
+    expect(d.neededThreads).toBe(120);
+    expect(d.shortfall).toBe(112);
+    expect(d.shortfallWarning).toBe(true);
+    expect(d.drainSeconds).toBe(Number.POSITIVE_INFINITY); // 0.8 solves/s < 2 arrivals/s
+    const fine = decide(signals({ meanSolveMs: 10_000 }, { arrivalRate: 0.1, backlog: 10, inFlight: 2 }), state0, cfg);
+    expect(fine.shortfall).toBe(0);
+    expect(fine.shortfallWarning).toBe(false);
+    expect(fine.drainSeconds).toBeCloseTo(10 / 0.7, 5);
+  });
+
+  describe('two lanes', () => {
+    const c2 = config({ highLane: true }, { planThreads: 20 });
+    const s0 = initialState(c2, T0);
+    const two = (high: Partial<LaneSignals>, normal: Partial<LaneSignals> = {}, extra: Partial<GovernorSignals> = {}) => ({
+      ...signals(extra, { ceiling: 20, ...normal }),
+      lanes: { normal: lane({ ceiling: 20, ...normal }), high: lane({ ceiling: 2, enabled: false, ...high }) },
+    });
+
+    it('gives the normal lane everything while the high lane is empty', () => {
+      const d = decide(two({ backlog: 0, inFlight: 0, arrivalRate: 0 }), s0, c2);
+      expect(d.enabled).toEqual({ normal: true, high: false });
+      expect(d.ceilings.normal).toBe(20);
+    });
+
+    it('gives the high lane what its work needs first, normal the rest', () => {
+      const d = decide(two({ backlog: 5, inFlight: 0, arrivalRate: 0 }), s0, c2);
+      expect(d.enabled).toEqual({ normal: true, high: true });
+      expect(d.ceilings.high).toBe(5);
+      expect(d.ceilings.normal).toBe(15);
+      const floor = decide(two({ backlog: 1, inFlight: 0, arrivalRate: 0 }), s0, c2);
+      expect(floor.ceilings.high).toBe(2);
+      const all = decide(two({ backlog: 50, inFlight: 0, arrivalRate: 0 }), s0, c2);
+      expect(all.ceilings.high).toBe(20);
+      expect(all.enabled.normal).toBe(false);
+    });
+
+    it('keeps the high lane share first when scaling halts', () => {
+      const d = decide(two({ backlog: 10, inFlight: 3, enabled: true, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }), s0, c2);
+      expect(d.reason.code).toBe('HALT_LOW_BALANCE');
+      expect(total(d)).toBe(10);
+      expect(d.ceilings.high).toBe(10);
+      expect(d.enabled.normal).toBe(false);
+    });
+  });
+});
+
+// ---- properties -------------------------------------------------------------------------------
+
+const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
+
+const laneArb = fc.record({
+  backlog: maybe(fc.nat(5000)),
+  inFlight: maybe(fc.nat(1000)),
+  delayed: maybe(fc.nat(100)),
+  oldestAgeSeconds: maybe(fc.nat(10_000)),
+  arrivalRate: maybe(fc.double({ min: 0, max: 100, noNaN: true })),
+  ceiling: fc.integer({ min: 2, max: 1000 }),
+  enabled: fc.boolean(),
+});
+
+const signalsArb = fc.record({
+  now: fc.integer({ min: T0, max: T0 + 3_600_000 }),
+  lanes: fc.record({ normal: laneArb, high: maybe(laneArb) }),
+  completionRate: maybe(fc.double({ min: 0, max: 100, noNaN: true })),
+  meanSolveMs: maybe(fc.double({ min: 1, max: 300_000, noNaN: true })),
+  p95SolveMs: maybe(fc.double({ min: 1, max: 600_000, noNaN: true })),
+  errorRate: maybe(fc.double({ min: 0, max: 1, noNaN: true })),
+  transientErrorRate: maybe(fc.double({ min: 0, max: 1, noNaN: true })),
+  overCapRate: maybe(fc.double({ min: 0, max: 1, noNaN: true })),
+  overCapAnswers: maybe(fc.nat(100)),
+  accountErrors: maybe(fc.nat(5)),
+  accountErrorCode: maybe(fc.constantFrom('ERROR_WRONG_USER_KEY', 'IP_BANNED')),
+  balance: maybe(fc.double({ min: 0, max: 100, noNaN: true })),
+}) as fc.Arbitrary<GovernorSignals>;
+
+const configArb = fc
+  .record({
+    planThreads: fc.integer({ min: 4, max: 300 }),
+    reservedPart: fc.double({ min: 0, max: 0.5, noNaN: true }),
+    tasksPerInvocation: fc.integer({ min: 1, max: 3 }),
+    haltBalance: fc.double({ min: 0.5, max: 5, noNaN: true }),
+    pauseShare: fc.double({ min: 0, max: 1, noNaN: true }),
+    highLane: fc.boolean(),
+    tickMs: fc.integer({ min: 100, max: 10_000 }),
+  })
+  .filter((c) => Math.floor((c.planThreads - Math.floor(c.planThreads * c.reservedPart)) / c.tasksPerInvocation) >= 2)
+  .map((c) =>
+    config(
+      { highLane: c.highLane },
+      {
+        planThreads: c.planThreads,
+        reservedThreads: Math.floor(c.planThreads * c.reservedPart),
+        tasksPerInvocation: c.tasksPerInvocation,
+        haltBalance: c.haltBalance,
+        pauseBalance: c.haltBalance * c.pauseShare,
+        tickMs: c.tickMs,
+      },
+    ),
+  );
+
+/** A state some earlier ticks may have left: shrunk caps, pauses, probes. */
+const stateArb = (cfg: GovernorConfig) =>
+  fc
+    .record({
+      capShare: fc.double({ min: 0, max: 1, noNaN: true }),
+      lastChangeAgo: fc.nat(600_000),
+      lastProbeAgo: fc.nat(600_000),
+      lastShrinkAgo: maybe(fc.nat(600_000)),
+      paused: maybe(fc.constantFrom('balance', 'account')),
+      pausedAgo: fc.nat(600_000),
+      outageTicks: fc.nat(5),
+      probeCeiling: maybe(fc.integer({ min: 2, max: 200 })),
+      resumedAgo: maybe(fc.nat(600_000)),
+    })
+    .map((s) => (now: number): GovernorState => {
+      const base = initialState(cfg, now - 1_000_000);
+      return {
+        ...base,
+        effectiveCap: Math.max(capFloor(cfg), Math.round(planCap(cfg) * s.capShare)),
+        lastChangeAt: now - s.lastChangeAgo,
+        lastProbeAt: now - s.lastProbeAgo,
+        lastShrinkAt: s.lastShrinkAgo === undefined ? undefined : now - s.lastShrinkAgo,
+        pausedReason: s.paused,
+        pausedSince: s.paused === undefined ? undefined : now - s.pausedAgo,
+        outageTicks: s.outageTicks,
+        probeCeiling: s.probeCeiling,
+        probeReason: s.probeCeiling === undefined ? undefined : 'outage',
+        resumedAt: s.resumedAgo === undefined ? undefined : now - s.resumedAgo,
+      };
+    });
+
+const caseArb = configArb.chain((cfg) => fc.tuple(fc.constant(cfg), signalsArb, stateArb(cfg)));
+
+const enabledTotal = (s: GovernorSignals, cfg: GovernorConfig) =>
+  (s.lanes.normal.enabled ? s.lanes.normal.ceiling : 0) + (cfg.highLane && s.lanes.high?.enabled ? s.lanes.high.ceiling : 0);
+
+describe('decide: properties', () => {
+  it('never sets enabled ceilings × tasks per invocation above the effective cap, nor the cap above the plan', () => {
+    fc.assert(
+      fc.property(caseArb, ([cfg, sig, mkState]) => {
+        const d = decide(sig, mkState(sig.now), cfg);
+        expect(total(d) * cfg.tasksPerInvocation).toBeLessThanOrEqual(d.state.effectiveCap);
+        expect(d.state.effectiveCap).toBeLessThanOrEqual(planCap(cfg));
+        expect(total(d)).toBeLessThanOrEqual(cfg.maxConcurrency);
+        for (const l of ['normal', 'high'] as const) if (d.enabled[l]) expect(d.ceilings[l]).toBeGreaterThanOrEqual(2);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('never raises the ceiling on a low balance or a high error rate', () => {
+    fc.assert(
+      fc.property(caseArb, ([cfg, sig, mkState]) => {
+        const low = sig.balance !== undefined && sig.balance < cfg.haltBalance;
+        const erroring = sig.errorRate !== undefined && sig.errorRate > cfg.errorRateThreshold;
+        fc.pre(low || erroring);
+        const d = decide(sig, mkState(sig.now), cfg);
+        // The minimum may lift a fleet that stood below it (e.g. re-enabled after a pause).
+        expect(total(d)).toBeLessThanOrEqual(Math.max(enabledTotal(sig, cfg), ceilingFor(capFloor(cfg), cfg)));
+        if (low) expect(d.state.effectiveCap).toBeLessThanOrEqual(mkState(sig.now).effectiveCap);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('never goes below the minimum unless paused', () => {
+    fc.assert(
+      fc.property(caseArb, ([cfg, sig, mkState]) => {
+        const d = decide(sig, mkState(sig.now), cfg);
+        if (d.paused) expect(total(d)).toBe(0);
+        else expect(total(d)).toBeGreaterThanOrEqual(cfg.minConcurrency);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('gives the same output for the same input (pure, no clock)', () => {
+    fc.assert(
+      fc.property(caseArb, ([cfg, sig, mkState]) => {
+        const state = mkState(sig.now);
+        const frozen = structuredClone(state);
+        const a = decide(sig, state, cfg);
+        const b = decide(structuredClone(sig), structuredClone(state), cfg);
+        expect(b).toEqual(a);
+        expect(state).toEqual(frozen); // the input state is not mutated
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
