@@ -1,0 +1,40 @@
+/** `captcha-fleet redrive [--dry-run] [--include-rejected]`: replay the DLQ safely. */
+import type { Command } from 'commander';
+import { redrive } from '../../functions/adapters/dlq-redrive.js';
+import { resolveTarget, withTargetOptions, type TargetOptions } from './target.js';
+
+interface RedriveOptions extends TargetOptions {
+  dryRun?: boolean;
+  includeRejected?: boolean;
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  withTargetOptions(
+    program
+      .command('redrive')
+      .description('list the dead-letter queue grouped by reason and move retryable messages back to their lane')
+      .option('--dry-run', 'only list what is there and what would move')
+      .option('--include-rejected', 'also move messages the consumer refused (malformed, schema, unknown method, too large): they will fail again unless fixed')
+      .option('--json', 'print the report as JSON'),
+  ).action(async (options: RedriveOptions) => {
+    const target = await resolveTarget(options);
+    const report = await redrive(
+      { sqs: target.clients.sqs, dlqUrl: target.queueUrls.dlq, dlqArn: target.queueArns.dlq, queueUrls: target.queueUrls, native: target.kind === 'aws' },
+      { dryRun: options.dryRun ?? false, includeRejected: options.includeRejected ?? false },
+    );
+    if (options.json) {
+      console.log(JSON.stringify(report));
+      return;
+    }
+    console.log(`DLQ of ${target.description}: ${report.inventory.depth} message(s)`);
+    const rows = Object.entries(report.inventory.byReason);
+    if (rows.length === 0) console.log('  (empty)');
+    for (const [reason, group] of rows) {
+      const what = group.movable ? 'retryable' : options.includeRejected ? 'refused, moving as asked' : 'refused, stays (use --include-rejected)';
+      console.log(`  ${String(group.count).padStart(6)}  ${reason.padEnd(20)} ${what}${group.example ? ` — e.g. ${group.example}` : ''}`);
+    }
+    if (report.dryRun) console.log('dry run: nothing moved');
+    else console.log(`moved ${report.moved} (${report.strategy}${report.taskHandle ? `, task ${report.taskHandle}` : ''}); ${report.left} left in the DLQ`);
+  });
+}

@@ -1,0 +1,82 @@
+/**
+ * Which fleet a command talks to: a running local stack (`--local`), any AWS-compatible
+ * endpoint (`--endpoint` or AWS_ENDPOINT_URL), or AWS itself. Resource names follow the prefix,
+ * exactly as the stack and the local runtime name them.
+ */
+import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
+import { resolveSettings, type FleetSettings } from '../../functions/core/settings.js';
+import { readLocalStackFile, type LocalStackInfo } from '../../local/stack-file.js';
+import type { Command } from 'commander';
+
+export interface TargetOptions {
+  local?: boolean;
+  endpoint?: string;
+  prefix?: string;
+  region?: string;
+}
+
+export interface FleetTarget {
+  kind: 'local' | 'endpoint' | 'aws';
+  clients: AwsClients;
+  settings: FleetSettings;
+  queueUrls: { normal: string; high: string | undefined; dlq: string };
+  queueArns: { dlq: string | undefined };
+  tables: { results: string; governor: string };
+  local: LocalStackInfo | undefined;
+  /** Where the fleet lives, for people. */
+  description: string;
+}
+
+/** Add the shared target flags to a command. */
+export function withTargetOptions(command: Command): Command {
+  return command
+    .option('--local', 'talk to the local stack started by `npm start -- --serve`')
+    .option('--endpoint <url>', 'an AWS-compatible endpoint (default: AWS_ENDPOINT_URL, else AWS)')
+    .option('--prefix <prefix>', 'resource name prefix the fleet was deployed with', 'captcha-fleet')
+    .option('--region <region>', 'AWS region (default: AWS_REGION)');
+}
+
+export async function resolveTarget(options: TargetOptions): Promise<FleetTarget> {
+  if (options.local) {
+    const local = readLocalStackFile();
+    const clients = createAwsClients({ sqsEndpoint: local.sqsEndpoint, dynamoEndpoint: local.dynamoEndpoint, region: options.region });
+    return {
+      kind: 'local',
+      clients,
+      settings: resolveSettings({ prefix: local.prefix }),
+      queueUrls: local.queueUrls,
+      queueArns: { dlq: undefined },
+      tables: local.tables,
+      local,
+      description: `local stack (pid ${local.pid})`,
+    };
+  }
+  const endpoint = options.endpoint ?? process.env.AWS_ENDPOINT_URL;
+  const settings = resolveSettings({ prefix: options.prefix ?? 'captcha-fleet' });
+  const clients = createAwsClients({ endpoint, region: options.region });
+  const url = async (name: string, required: boolean) => {
+    try {
+      return (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl;
+    } catch (error) {
+      if (!required) return undefined;
+      throw new Error(
+        `queue ${name} not found at ${endpoint ?? `AWS ${clients.region}`} (${(error as Error).name}). Check --prefix and --region, or use --local for a local stack.`,
+      );
+    }
+  };
+  const normal = (await url(settings.queueNames.normal, true)) as string;
+  const dlq = (await url(settings.queueNames.dlq, true)) as string;
+  const high = await url(settings.queueNames.high, false);
+  const dlqArn = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
+  return {
+    kind: endpoint ? 'endpoint' : 'aws',
+    clients,
+    settings,
+    queueUrls: { normal, high, dlq },
+    queueArns: { dlq: dlqArn },
+    tables: settings.tableNames,
+    local: undefined,
+    description: endpoint ? `endpoint ${endpoint}` : `AWS ${clients.region}`,
+  };
+}
