@@ -108,11 +108,22 @@ export class ConfigError extends Error {
   }
 }
 
+/** Derived values a caller may set instead; the cross-checks still apply. */
+export interface SettingsOverrides {
+  visibilityTimeoutSeconds?: number;
+  /**
+   * The local runtime compresses time (a demo's function timeout is seconds, not minutes);
+   * the consumer caps each solve by the time its invocation has left, so a shorter timeout
+   * than `solveDeadlineSeconds + RECORD_MARGIN_SECONDS` only shortens the deadline.
+   */
+  functionTimeoutSeconds?: number;
+}
+
 /**
  * Parse and cross-check a configuration; derive the settings.
  * @throws ConfigError listing every problem found.
  */
-export function resolveSettings(input: FleetConfig = {}, overrides: { visibilityTimeoutSeconds?: number } = {}): FleetSettings {
+export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOverrides = {}): FleetSettings {
   const parsed = FleetConfigSchema.safeParse(input);
   if (!parsed.success) {
     throw new ConfigError(
@@ -164,7 +175,10 @@ export function resolveSettings(input: FleetConfig = {}, overrides: { visibility
       fix: 'set pauseBalance ≤ haltBalance',
     });
   }
-  const functionTimeoutSeconds = Math.min(900, config.solveDeadlineSeconds + RECORD_MARGIN_SECONDS);
+  const functionTimeoutSeconds = overrides.functionTimeoutSeconds ?? Math.min(900, config.solveDeadlineSeconds + RECORD_MARGIN_SECONDS);
+  if (!Number.isInteger(functionTimeoutSeconds) || functionTimeoutSeconds < 1 || functionTimeoutSeconds > 900) {
+    problems.push({ field: 'functionTimeoutSeconds', problem: `${functionTimeoutSeconds} is not a whole number of seconds from 1 to 900`, fix: 'use a Lambda timeout between 1 and 900 seconds' });
+  }
   const visibilityTimeoutSeconds = overrides.visibilityTimeoutSeconds ?? Math.min(43_200, 6 * functionTimeoutSeconds);
   if (visibilityTimeoutSeconds < functionTimeoutSeconds) {
     problems.push({
