@@ -1,0 +1,78 @@
+/**
+ * The solver key: read once per cold start from Secrets Manager (AWS) or taken from the
+ * environment (local). Errors name the source, never the key.
+ */
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { FleetEnvironment } from '../core/environment.js';
+
+/** The key could not be read or is unusable. The message names the secret, never its value. */
+export class SolverKeyError extends Error {
+  override readonly name = 'SolverKeyError';
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+  }
+}
+
+/** Pull the key out of a SecretString: the raw key, or JSON `{"key": "..."}`. */
+export function keyFromSecretString(secretString: string, secretArn: string): string {
+  const text = secretString.trim();
+  if (text.startsWith('{')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // The parser's message quotes the text (the key), so it is not passed on as the cause.
+      throw new SolverKeyError(`secret ${secretArn} looks like JSON but does not parse; store the raw key or {"key": "..."}`);
+    }
+    const key = (parsed as { key?: unknown }).key;
+    if (typeof key !== 'string' || key.trim() === '') {
+      throw new SolverKeyError(`secret ${secretArn} is JSON without a non-empty string "key" field`);
+    }
+    return key.trim();
+  }
+  if (text === '') throw new SolverKeyError(`secret ${secretArn} is empty`);
+  return text;
+}
+
+export interface SolverKeyLoaderOptions {
+  source: FleetEnvironment['solverKeySource'];
+  /** Built lazily when the source is a secret; pass one to share configuration or in tests. */
+  secretsManager?: SecretsManagerClient;
+  region?: string;
+  endpoint?: string;
+}
+
+/**
+ * A function that resolves the key, reading it at most once per process (cold start). A failed
+ * read is not cached, so the next invocation tries again.
+ */
+export function createSolverKeyLoader(options: SolverKeyLoaderOptions): () => Promise<string> {
+  let pending: Promise<string> | undefined;
+  return () => {
+    pending ??= load(options).catch((error: unknown) => {
+      pending = undefined;
+      throw error;
+    });
+    return pending;
+  };
+}
+
+async function load(options: SolverKeyLoaderOptions): Promise<string> {
+  const source = options.source;
+  if ('key' in source) {
+    if (source.key.trim() === '') throw new SolverKeyError('SOLVER_KEY is empty');
+    return source.key.trim();
+  }
+  const client =
+    options.secretsManager ??
+    new SecretsManagerClient({ ...(options.region ? { region: options.region } : {}), ...(options.endpoint ? { endpoint: options.endpoint } : {}) });
+  let secretString: string | undefined;
+  try {
+    const secret = await client.send(new GetSecretValueCommand({ SecretId: source.secretArn }));
+    secretString = secret.SecretString;
+  } catch (error) {
+    throw new SolverKeyError(`could not read secret ${source.secretArn}: ${(error as Error).name}`, { cause: error });
+  }
+  if (secretString === undefined) throw new SolverKeyError(`secret ${source.secretArn} has no SecretString (binary secrets are not supported)`);
+  return keyFromSecretString(secretString, source.secretArn);
+}

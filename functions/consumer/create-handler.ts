@@ -1,0 +1,40 @@
+/**
+ * The consumer's Lambda handler, built from its dependencies so the same code runs in Lambda
+ * (wired in `handler.ts`) and in the local runtime (wired by it with emulators and a simulator).
+ */
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { processRecord, resolveTiming, type ConsumerDeps, type RecordContext } from './process-task.js';
+
+export type { ConsumerDeps, ConsumerTiming, RetryReason } from './process-task.js';
+export { RetryLaterError, ClaimLostError, backoffSeconds } from './process-task.js';
+
+/** Lambda's SQS handler with partial batch responses. */
+export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * Build the handler. Records of one batch are solved concurrently (`processInParallel: true`,
+ * Powertools' default in 2.35, set explicitly because the thread-cap arithmetic assumes it:
+ * a batch of N holds N solver threads at once).
+ */
+export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
+  const clock = deps.clock ?? Date.now;
+  const timing = resolveTiming(deps.settings, deps.timing);
+  return async (event, context) => {
+    const ctx: RecordContext = { deps, clock, timing, stopAt: clock() + context.getRemainingTimeInMillis() };
+    // One processor per invocation: it keeps the batch's state on the instance, and the local
+    // runtime may run several invocations of this handler at once in one process.
+    const processor = new BatchProcessor(EventType.SQS);
+    try {
+      return await processPartialResponse(event, (record: SQSRecord) => processRecord(record, ctx), processor, {
+        context,
+        processInParallel: true,
+        // Every record failing is still a partial response (all listed), not a thrown batch:
+        // the visibility changes made per record then decide when each comes back.
+        throwOnFullBatchFailure: false,
+      });
+    } finally {
+      deps.metrics.publishStoredMetrics();
+    }
+  };
+}

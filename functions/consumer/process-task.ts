@@ -1,0 +1,432 @@
+/**
+ * One SQS record, start to finish: parse → claim → solve → record. Throwing fails the record
+ * (Powertools batch turns the throw into a `batchItemFailures` entry, so SQS delivers it again);
+ * returning acknowledges it. Every path ends in a terminal record, the DLQ, or a retry.
+ */
+import { randomUUID } from 'node:crypto';
+import type { SQSRecord } from 'aws-lambda';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricResolution, MetricUnit, type Metrics } from '../adapters/metrics.js';
+import { queueNameOf } from '../adapters/task-queue.js';
+import { METRICS } from '../core/metric-names.js';
+import type { Clock, CompletionEvents, DeliveredMessage, ResultsRepository, SolveOutcome, SolverPort, TaskQueue } from '../core/ports.js';
+import { isTerminal, type TaskResult } from '../core/results.js';
+import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
+import {
+  METHOD_KIND,
+  redactKey,
+  SolverAccountError,
+  SolverError,
+  SolverOverCapError,
+  SolverTaskError,
+  SolverTimeoutError,
+  TOKEN_TTL_MS,
+  type SolverMethod,
+} from '../core/solver-protocol.js';
+import { parseTask, type Task } from '../core/task.js';
+
+/** SQS caps a visibility timeout at 12 hours. */
+const MAX_VISIBILITY_SECONDS = 43_200;
+/** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
+const STALE_ID_CODES = new Set(['ERROR_WRONG_CAPTCHA_ID', 'ERROR_WRONG_ID_FORMAT']);
+const UNSOLVABLE = 'ERROR_CAPTCHA_UNSOLVABLE';
+
+/** Why a record is handed back to the queue; the `Reason` dimension of the Retried metric. */
+export type RetryReason = 'over_cap' | 'transient' | 'timeout' | 'account' | 'lease_held' | 'claim_lost' | 'error';
+
+/** Timings the consumer uses; defaults come from the settings, tests shrink them. */
+export interface ConsumerTiming {
+  /** How long a claim protects a task, ms. @default settings.leaseSeconds × 1000 */
+  leaseMs: number;
+  /** Time kept before the invocation stops to record the outcome, ms. @default RECORD_MARGIN_SECONDS × 1000 */
+  recordMarginMs: number;
+  /** First retry delay (over-cap, transient, timeout), seconds; doubles per receive. @default 5 */
+  retryBaseSeconds: number;
+  /** Longest retry delay, seconds. @default 300 */
+  retryMaxSeconds: number;
+  /** First delay after an account error, seconds (the governor pauses meanwhile). @default 60 */
+  accountRetryBaseSeconds: number;
+  /** Longest delay after an account error, seconds. @default 900 */
+  accountRetryMaxSeconds: number;
+}
+
+/** What the consumer needs; the Lambda handler and the local runtime pass their own. */
+export interface ConsumerDeps {
+  solver: SolverPort;
+  repository: ResultsRepository;
+  queue: TaskQueue;
+  /** Powertools Metrics (EMF); flushed at the end of every invocation. */
+  metrics: Metrics;
+  /** Powertools Logger; every record logs through a child that carries the task id. */
+  logger: Logger;
+  settings: FleetSettings;
+  clock?: Clock;
+  /** Completion events; none are published when absent. */
+  events?: CompletionEvents;
+  timing?: Partial<ConsumerTiming>;
+}
+
+/** A record handed back to the queue on purpose; the batch processor reports it as failed. */
+export class RetryLaterError extends Error {
+  override readonly name = 'RetryLaterError';
+  constructor(
+    readonly reason: RetryReason,
+    readonly taskId: string,
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** The claim was lost mid-solve (another delivery took the task over). */
+export class ClaimLostError extends Error {
+  override readonly name = 'ClaimLostError';
+  constructor(readonly taskId: string) {
+    super(`claim of task ${taskId} was lost to another delivery`);
+  }
+}
+
+/** Resolved dependencies shared by the records of one invocation. */
+export interface RecordContext {
+  deps: ConsumerDeps;
+  clock: Clock;
+  timing: ConsumerTiming;
+  /** Epoch ms at which the invocation must have returned. */
+  stopAt: number;
+}
+
+export function resolveTiming(settings: FleetSettings, overrides: Partial<ConsumerTiming> = {}): ConsumerTiming {
+  return {
+    leaseMs: settings.leaseSeconds * 1000,
+    recordMarginMs: RECORD_MARGIN_SECONDS * 1000,
+    retryBaseSeconds: 5,
+    retryMaxSeconds: 300,
+    accountRetryBaseSeconds: 60,
+    accountRetryMaxSeconds: 900,
+    ...overrides,
+  };
+}
+
+/**
+ * Visibility before the next try: doubles with each receive, capped, with equal jitter so
+ * tasks refused together (over cap) do not come back together.
+ */
+export function backoffSeconds(receiveCount: number, baseSeconds: number, maxSeconds: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, receiveCount - 1));
+  return Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(ceiling / 2 + (random() * ceiling) / 2));
+}
+
+/** Handle one record. Resolves to acknowledge; throws to have SQS deliver it again. */
+export async function processRecord(record: SQSRecord, ctx: RecordContext): Promise<void> {
+  const { deps, clock } = ctx;
+  const receivedAt = clock();
+  const sentAt = Number(record.attributes.SentTimestamp) || receivedAt;
+  const parsed = parseTask(record.body, record.messageId, sentAt);
+  try {
+    if (!parsed.ok) await rejectRecord(record, parsed.rejection, ctx);
+    else await new TaskRun(record, parsed.task, ctx, sentAt).run();
+  } catch (error) {
+    if (error instanceof RetryLaterError) throw error;
+    // An unexpected failure (the table or the DLQ unreachable): retry after a backoff rather
+    // than after the queue's long visibility timeout.
+    const taskId = parsed.ok ? parsed.task.id : (parsed.rejection.id ?? record.messageId);
+    const receiveCount = Number(record.attributes.ApproximateReceiveCount) || 1;
+    const delay = backoffSeconds(receiveCount, ctx.timing.retryBaseSeconds, ctx.timing.retryMaxSeconds);
+    const log = deps.logger.createChild({ persistentKeys: { taskId, messageId: record.messageId } });
+    log.error('record failed; it will be delivered again', { error: redactKey(`${(error as Error).name}: ${(error as Error).message}`), retryInSeconds: delay });
+    try {
+      await deps.queue.changeVisibility({ eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle }, delay);
+    } catch {
+      // The queue's own visibility timeout then applies.
+    }
+    countRetried(deps.metrics, 'error');
+    throw new RetryLaterError('error', taskId, `record of task ${taskId} failed unexpectedly`, { cause: error });
+  }
+}
+
+function countRetried(metrics: Metrics, reason: RetryReason): void {
+  // A metric with its own dimension goes out as a single metric, so the invocation's other
+  // metrics keep their plain `service` dimension.
+  const single = metrics.singleMetric();
+  single.addDimension('Reason', reason);
+  single.addMetric(METRICS.retried, MetricUnit.Count, 1);
+}
+
+async function rejectRecord(
+  record: SQSRecord,
+  rejection: { code: string; reason: string; id: string | undefined },
+  ctx: RecordContext,
+): Promise<void> {
+  const { deps, clock } = ctx;
+  const log = deps.logger.createChild({ persistentKeys: { taskId: rejection.id ?? record.messageId, messageId: record.messageId } });
+  const method = readMethod(record.body);
+  // The record first: both writes are idempotent, so a failure of either retries both and a
+  // message is acknowledged only once it is in the DLQ and (when it has an id) on record.
+  if (rejection.id !== undefined) {
+    await deps.repository.reject(rejection.id, {
+      errorCode: rejection.code,
+      errorMessage: rejection.reason,
+      ...(method !== undefined ? { method } : {}),
+      completedAt: clock(),
+    });
+  }
+  await deps.queue.deadLetter({
+    body: record.body,
+    reason: rejection.code,
+    reasonDetail: rejection.reason,
+    ...(rejection.id !== undefined ? { taskId: rejection.id } : {}),
+    sourceQueue: queueNameOf(record.eventSourceARN),
+  });
+  deps.metrics.addMetric(METRICS.rejected, MetricUnit.Count, 1);
+  log.warn('task rejected to the DLQ', { reason: rejection.code, reasonDetail: rejection.reason });
+}
+
+/** One claimed-or-not task of one delivery. */
+class TaskRun {
+  private readonly deps: ConsumerDeps;
+  private readonly log: Logger;
+  private readonly receiveCount: number;
+  private readonly message: DeliveredMessage;
+  private readonly claimToken: string;
+  private claimLost = false;
+
+  constructor(
+    private readonly record: SQSRecord,
+    private readonly task: Task,
+    private readonly ctx: RecordContext,
+    private readonly sentAt: number,
+  ) {
+    this.deps = ctx.deps;
+    this.receiveCount = Number(record.attributes.ApproximateReceiveCount) || 1;
+    this.message = { eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle };
+    this.claimToken = `${record.messageId}:${this.receiveCount}:${randomUUID()}`;
+    this.log = this.deps.logger.createChild({
+      persistentKeys: { taskId: task.id, messageId: record.messageId, method: task.method, receiveCount: this.receiveCount },
+    });
+  }
+
+  async run(): Promise<void> {
+    const { deps, clock, timing } = this.ctx;
+    const claimedAt = clock();
+    const claim = await deps.repository.claim({ task: this.task, claimToken: this.claimToken, now: claimedAt, leaseMs: timing.leaseMs });
+
+    if (claim.outcome === 'terminal') {
+      deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
+      this.log.info('duplicate delivery of a finished task acknowledged', { status: claim.record.status });
+      return;
+    }
+    if (claim.outcome === 'held') {
+      await this.hideFor((claim.leaseUntil - claimedAt) / 1000);
+      throw this.retry('lease_held', `task ${this.task.id} is claimed by another delivery until ${new Date(claim.leaseUntil).toISOString()}`);
+    }
+
+    const queueWaitMs = Math.max(0, claimedAt - this.sentAt);
+    if (claim.record.attempts === 1) deps.metrics.addMetric(METRICS.queueWait, MetricUnit.Milliseconds, queueWaitMs);
+    if (claim.takenOver) {
+      this.log.info('expired claim taken over', { attempts: claim.record.attempts, resumeSolverId: claim.previousSolverId });
+    }
+    const base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'> = {
+      method: this.task.method,
+      priority: this.task.priority,
+      submittedAt: this.task.submittedAt,
+      startedAt: claimedAt,
+      queueWaitMs,
+    };
+
+    try {
+      const outcome = await this.solve(claim.previousSolverId, claimedAt);
+      await this.recordSolved(outcome, base, claim.record);
+    } catch (error) {
+      await this.handleFailure(error, base, claim.record);
+    }
+  }
+
+  /** Submit (or resume) and poll; resubmit unsolvable captchas as the settings allow. */
+  private async solve(resumeSolverId: string | undefined, startedAt: number): Promise<SolveOutcome> {
+    const { deps, timing, stopAt } = this.ctx;
+    const deadlineAt = Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
+    const abort = new AbortController();
+    let resume = resumeSolverId;
+    let unsolvable = 0;
+    for (;;) {
+      try {
+        return await deps.solver.solve(this.task, {
+          deadlineAt,
+          signal: abort.signal,
+          ...(resume !== undefined ? { resumeSolverId: resume } : {}),
+          onSubmitted: async (solverId) => {
+            deps.metrics.addMetric(METRICS.submissions, MetricUnit.Count, 1);
+            this.log.info('submitted to the solver', { solverId });
+            if (!(await deps.repository.recordSolverId(this.task.id, this.claimToken, solverId))) {
+              this.claimLost = true;
+              abort.abort(new ClaimLostError(this.task.id));
+            }
+          },
+        });
+      } catch (error) {
+        if (this.claimLost) throw new ClaimLostError(this.task.id);
+        if (error instanceof SolverTaskError && resume !== undefined && STALE_ID_CODES.has(error.code)) {
+          this.log.warn('resumed solver id is unknown to the solver; submitting afresh', { solverId: resume, code: error.code });
+          resume = undefined;
+          continue;
+        }
+        if (error instanceof SolverTaskError && error.code === UNSOLVABLE && unsolvable < deps.settings.unsolvableResubmits) {
+          unsolvable += 1;
+          resume = undefined;
+          deps.metrics.addMetric(METRICS.taskErrors, MetricUnit.Count, 1);
+          this.log.info('solver could not solve the captcha; resubmitting', { resubmit: unsolvable, of: deps.settings.unsolvableResubmits });
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  private async recordSolved(outcome: SolveOutcome, base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>, claimed: TaskResult): Promise<void> {
+    const { deps, clock } = this.ctx;
+    const m = deps.metrics;
+    m.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, Math.max(0, outcome.answeredAt - outcome.acceptedAt), MetricResolution.High);
+    m.addMetric(METRICS.resultRequests, MetricUnit.Count, outcome.resultRequests);
+    if (outcome.retries.overCap > 0) {
+      m.addMetric(METRICS.overCapAnswers, MetricUnit.Count, outcome.retries.overCap);
+      // An over-cap answer is an in.php submission the solver refused.
+      m.addMetric(METRICS.submissions, MetricUnit.Count, outcome.retries.overCap);
+    }
+    if (outcome.retries.transient > 0) m.addMetric(METRICS.transientErrors, MetricUnit.Count, outcome.retries.transient);
+
+    const method = this.task.method as SolverMethod;
+    const ttl = METHOD_KIND[method] === 'token' ? TOKEN_TTL_MS[method] : undefined;
+    const completedAt = clock();
+    const result = {
+      ...base,
+      status: 'solved' as const,
+      answer: outcome.answer,
+      solverId: outcome.solverId,
+      completedAt,
+      solveMs: Math.max(0, outcome.answeredAt - outcome.acceptedAt),
+      ...(ttl !== undefined ? { tokenExpiresAt: outcome.answeredAt + ttl } : {}),
+    };
+    if (!(await deps.repository.complete(this.task.id, this.claimToken, result))) {
+      await this.afterLostClaim();
+      return;
+    }
+    m.addMetric(METRICS.solved, MetricUnit.Count, 1);
+    m.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, completedAt - this.task.submittedAt));
+    this.log.info('task solved', { solverId: outcome.solverId, solveMs: result.solveMs, resultRequests: outcome.resultRequests, answerLength: outcome.answer.length });
+    await this.publish({ ...claimed, ...result });
+  }
+
+  private async handleFailure(error: unknown, base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>, claimed: TaskResult): Promise<void> {
+    const { deps, clock, timing } = this.ctx;
+    const m = deps.metrics;
+    if (error instanceof ClaimLostError) {
+      this.log.warn('claim lost while solving');
+      await this.afterLostClaim();
+      return;
+    }
+    if (error instanceof SolverTaskError) {
+      m.addMetric(METRICS.taskErrors, MetricUnit.Count, 1);
+      const completedAt = clock();
+      const result = { ...base, status: 'failed' as const, errorCode: error.code, errorMessage: redactKey(error.message), completedAt };
+      if (!(await deps.repository.complete(this.task.id, this.claimToken, result))) {
+        await this.afterLostClaim();
+        return;
+      }
+      this.countFailed(error.code);
+      m.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, completedAt - this.task.submittedAt));
+      this.log.warn('task failed', { errorCode: error.code, errorMessage: result.errorMessage });
+      await this.publish({ ...claimed, ...result });
+      return;
+    }
+    // Every other outcome hands the task back. The claim is released (lease 0, solver id kept)
+    // rather than kept: a kept lease would make the retry wait for it and burn a receive as
+    // `lease_held`, moving a healthy task toward the DLQ; a released one lets the retry take
+    // over at once and resume the same submission, so nothing is paid twice.
+    if (error instanceof SolverAccountError) {
+      m.addMetric(METRICS.accountErrors, MetricUnit.Count, 1);
+      return this.handBack(error, 'account', backoffSeconds(this.receiveCount, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds));
+    }
+    const delay = backoffSeconds(this.receiveCount, timing.retryBaseSeconds, timing.retryMaxSeconds);
+    if (error instanceof SolverOverCapError) {
+      m.addMetric(METRICS.overCapAnswers, MetricUnit.Count, 1);
+      m.addMetric(METRICS.submissions, MetricUnit.Count, 1);
+      return this.handBack(error, 'over_cap', delay);
+    }
+    if (error instanceof SolverTimeoutError) return this.handBack(error, 'timeout', delay);
+    if (error instanceof SolverError) {
+      m.addMetric(METRICS.transientErrors, MetricUnit.Count, 1);
+      return this.handBack(error, 'transient', delay);
+    }
+    return this.handBack(error, 'error', delay);
+  }
+
+  /** Release the claim, delay the next delivery, and fail the record. Never returns. */
+  private async handBack(error: unknown, reason: RetryReason, delaySeconds: number): Promise<never> {
+    const code = error instanceof SolverError ? error.code : undefined;
+    const detail = redactKey(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+    try {
+      await this.deps.repository.release(this.task.id, this.claimToken);
+    } catch (releaseError) {
+      // The lease then simply runs out; the retry waits for it.
+      this.log.warn('claim could not be released', { error: redactKey((releaseError as Error).message) });
+    }
+    await this.hideFor(delaySeconds);
+    const log = reason === 'account' || reason === 'error' ? this.log.error.bind(this.log) : this.log.warn.bind(this.log);
+    log('task handed back to the queue', { reason, code, detail, retryInSeconds: delaySeconds });
+    throw this.retry(reason, `task ${this.task.id} handed back (${reason}${code ? ` ${code}` : ''})`, error);
+  }
+
+  /** complete() found the claim gone: acknowledge only if some delivery recorded a result. */
+  private async afterLostClaim(): Promise<void> {
+    const { clock } = this.ctx;
+    const current = await this.deps.repository.get(this.task.id, { consistent: true });
+    if (current !== undefined && isTerminal(current.status)) {
+      this.deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
+      this.log.warn('claim lost, but the task has a terminal record; acknowledged', { status: current.status });
+      return;
+    }
+    const leaseLeft = current?.leaseUntil !== undefined ? (current.leaseUntil - clock()) / 1000 : 0;
+    await this.hideFor(Math.max(0, leaseLeft));
+    throw this.retry('claim_lost', `task ${this.task.id} lost its claim and has no terminal record yet`);
+  }
+
+  private countFailed(errorCode: string): void {
+    const single = this.deps.metrics.singleMetric();
+    single.addDimension('ErrorCode', errorCode);
+    single.addMetric(METRICS.failed, MetricUnit.Count, 1);
+  }
+
+  private retry(reason: RetryReason, message: string, cause?: unknown): RetryLaterError {
+    countRetried(this.deps.metrics, reason);
+    return new RetryLaterError(reason, this.task.id, message, cause === undefined ? {} : { cause });
+  }
+
+  private async hideFor(seconds: number): Promise<void> {
+    const visibility = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(seconds)));
+    try {
+      await this.deps.queue.changeVisibility(this.message, visibility);
+    } catch (error) {
+      // The message then returns after the queue's own visibility timeout: later, not lost.
+      this.log.warn('visibility could not be changed', { visibility, error: redactKey((error as Error).message) });
+    }
+  }
+
+  private async publish(result: TaskResult): Promise<void> {
+    const events = this.deps.events;
+    if (events === undefined) return;
+    // The answer goes to the port, which decides whether events carry it (`eventsIncludeAnswer`).
+    const { claimToken: _claimToken, leaseUntil: _leaseUntil, ...published } = result;
+    try {
+      await events.publish(published);
+    } catch (error) {
+      // The record is written and is the source of truth; a lost event is logged, not retried.
+      this.log.warn('completion event could not be published', { error: redactKey((error as Error).message) });
+    }
+  }
+}
+
+function readMethod(body: string): string | undefined {
+  const match = /"method"\s*:\s*"([A-Za-z0-9_-]{1,40})"/.exec(body.slice(0, 4096));
+  return match?.[1];
+}

@@ -1,0 +1,72 @@
+/**
+ * Wire the consumer from the parsed environment: AWS clients, the results table, the queues,
+ * metrics, the solver client with its key, and completion events when a bus is configured.
+ * `handler.ts` uses it in Lambda; the local runtime may use it with its own sink and logger.
+ */
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
+import { createEventBridgePublisher } from '../adapters/completion-events.js';
+import { createMetrics, type EmfSink } from '../adapters/metrics.js';
+import { DynamoResultsRepository } from '../adapters/results-repository.js';
+import { createSolverClient } from '../adapters/solver-client.js';
+import { createSolverKeyLoader } from '../adapters/solver-key.js';
+import { SqsTaskQueue } from '../adapters/task-queue.js';
+import type { FleetEnvironment } from '../core/environment.js';
+import { SERVICES } from '../core/metric-names.js';
+import type { CompletionEvents, SolverPort } from '../core/ports.js';
+import { createConsumerHandler, type ConsumerHandler, type ConsumerTiming } from './create-handler.js';
+
+export interface ConsumerWiringOptions {
+  environment: FleetEnvironment;
+  /** Defaults to clients for `environment.endpoint` (or AWS). */
+  clients?: AwsClients;
+  logger?: Logger;
+  /** Capture EMF documents instead of writing them to stdout (local runtime). */
+  metricsSink?: EmfSink;
+  /** Defaults to the undici solver client for `settings.solverBaseUrl` with the configured key. */
+  solver?: SolverPort;
+  /** Defaults to EventBridge when `EVENT_BUS_NAME` is set, else none. */
+  events?: CompletionEvents;
+  timing?: Partial<ConsumerTiming>;
+}
+
+/** Build the consumer handler. Reads the solver key (once) unless a solver is passed. */
+export async function createConsumerFromEnvironment(options: ConsumerWiringOptions): Promise<ConsumerHandler> {
+  const { environment } = options;
+  const { settings } = environment;
+  const clients = options.clients ?? createAwsClients(environment.endpoint ? { endpoint: environment.endpoint } : {});
+  const logger = options.logger ?? new Logger({ serviceName: SERVICES.consumer });
+  const metrics = createMetrics({
+    namespace: settings.metricsNamespace,
+    serviceName: SERVICES.consumer,
+    logger,
+    ...(options.metricsSink ? { sink: options.metricsSink } : {}),
+  });
+  const solver: SolverPort =
+    options.solver ??
+    createSolverClient({
+      baseUrl: settings.solverBaseUrl,
+      key: await createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) })(),
+      dialect: settings.dialect,
+    });
+  let events = options.events;
+  if (events === undefined && environment.eventBusName !== undefined) {
+    events = createEventBridgePublisher({
+      client: new EventBridgeClient(baseClientConfig(environment.endpoint, clients.region)),
+      busName: environment.eventBusName,
+      includeAnswer: settings.eventsIncludeAnswer,
+    });
+  }
+  const sourceQueueUrls = [environment.queueUrls.normal, ...(environment.queueUrls.high ? [environment.queueUrls.high] : [])];
+  return createConsumerHandler({
+    solver,
+    repository: new DynamoResultsRepository({ documents: clients.documents, tableName: environment.tables.results, ttlSeconds: settings.resultTtlSeconds }),
+    queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls }),
+    metrics,
+    logger,
+    settings,
+    ...(events ? { events } : {}),
+    ...(options.timing ? { timing: options.timing } : {}),
+  });
+}
