@@ -25,6 +25,9 @@ export const ENV = {
   endpoint: 'AWS_ENDPOINT_URL',
 } as const;
 
+/** The consumer's event source mapping ids, one per lane. */
+const MappingIdsSchema = z.object({ normal: z.string().min(1), high: z.string().min(1).optional() });
+
 const EnvSchema = z
   .object({
     [ENV.config]: z
@@ -47,6 +50,25 @@ const EnvSchema = z
     [ENV.solverKey]: z.string().min(1).optional(),
     [ENV.consumerFunctionName]: z.string().min(1).optional(),
     [ENV.eventBusName]: z.string().min(1).optional(),
+    [ENV.mappingIds]: z
+      .string()
+      .optional()
+      .transform((text, ctx) => {
+        if (text === undefined) return undefined;
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          ctx.addIssue({ code: 'custom', message: 'not JSON; expected {"normal": "<uuid>", "high": "<uuid>"}' });
+          return z.NEVER;
+        }
+        const parsed = MappingIdsSchema.safeParse(json);
+        if (!parsed.success) {
+          ctx.addIssue({ code: 'custom', message: `expected {"normal": "<uuid>", "high"?: "<uuid>"}: ${parsed.error.issues.map((i) => i.message).join('; ')}` });
+          return z.NEVER;
+        }
+        return parsed.data;
+      }),
     [ENV.endpoint]: z.url().optional(),
   })
   .refine((env) => env[ENV.solverKeySecretArn] !== undefined || env[ENV.solverKey] !== undefined, {
@@ -62,6 +84,8 @@ export interface FleetEnvironment {
   consumerFunctionName: string | undefined;
   eventBusName: string | undefined;
   endpoint: string | undefined;
+  /** Governor: the consumer's event source mapping ids (EVENT_SOURCE_MAPPING_IDS). */
+  mappingIds?: { normal: string; high?: string | undefined } | undefined;
 }
 
 /** Parse the environment. @throws ConfigError listing every problem. */
@@ -86,5 +110,6 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
     consumerFunctionName: e[ENV.consumerFunctionName],
     eventBusName: e[ENV.eventBusName],
     endpoint: e[ENV.endpoint],
+    mappingIds: e[ENV.mappingIds],
   };
 }

@@ -1,0 +1,127 @@
+/**
+ * Signal assembly: raw readings (queue attributes, the consumer's metric window, the balance,
+ * the mappings as they stand) → GovernorSignals. Pure, shared by the Lambda, the local runtime
+ * and the CLI so all three feed decide() the same way; only the readers differ.
+ */
+import type { GovernorSignals, Lane, LaneSignals } from './types.js';
+
+/** One GetQueueAttributes read of a lane's queue; a field is undefined when it could not be read. */
+export interface QueueReading {
+  /** Epoch ms of the read. */
+  at: number;
+  visible: number | undefined;
+  notVisible: number | undefined;
+  delayed: number | undefined;
+  /** Age of the oldest message, seconds (CloudWatch in AWS; estimated or absent elsewhere). */
+  oldestAgeSeconds?: number | undefined;
+  /** Messages sent per second from another source (CloudWatch NumberOfMessagesSent), used when no earlier read exists. */
+  sentRate?: number | undefined;
+}
+
+/**
+ * The consumer's metrics over a recent window. Counts are sums over the window (0 when the
+ * query succeeded and nothing happened); the whole window is undefined when it could not be read.
+ */
+export interface MetricsWindow {
+  /** Length of the window, ms. */
+  windowMs: number;
+  /** in.php submissions, accepted or not. */
+  submissions: number;
+  overCapAnswers: number;
+  transientErrors: number;
+  taskErrors: number;
+  accountErrors: number;
+  solved: number;
+  /** Terminal failures recorded (they took a thread until they failed). */
+  failed?: number;
+  meanSolveMs: number | undefined;
+  p95SolveMs: number | undefined;
+  /** Latest account error code, when the source keeps it. */
+  accountErrorCode?: string | undefined;
+}
+
+/** What a mapping (or the local poller) is set to now. */
+export interface LaneSetting {
+  ceiling: number;
+  enabled: boolean;
+}
+
+export interface SignalInputs {
+  now: number;
+  queues: { normal: QueueReading | undefined; high?: QueueReading | undefined };
+  /** The previous tick's reads, for arrival rates from successive reads. */
+  previous?: { normal?: QueueReading | undefined; high?: QueueReading | undefined };
+  metrics: MetricsWindow | undefined;
+  balance: number | undefined;
+  settings: { normal: LaneSetting; high?: LaneSetting };
+}
+
+/** Share of `part` in `whole`, with 0/0 read as 0 (nothing happened) and capped at 1. */
+function share(part: number, whole: number): number {
+  if (whole <= 0) return part > 0 ? 1 : 0;
+  return Math.min(1, part / whole);
+}
+
+/**
+ * Assemble the policy's signals.
+ *
+ * Arrival rate per lane: (change of visible + in flight + delayed) ÷ elapsed + the lane's share
+ * (by in flight) of the completion rate, since completed messages leave the queue; without an
+ * earlier read, the CloudWatch sent rate if given; otherwise unknown.
+ */
+export function assembleSignals(input: SignalInputs): GovernorSignals {
+  const m = input.metrics;
+  const windowSeconds = m ? m.windowMs / 1000 : undefined;
+  const completions = m ? m.solved + (m.failed ?? m.taskErrors) : undefined;
+  const completionRate = m && windowSeconds ? (completions as number) / windowSeconds : undefined;
+  const errors = m ? m.transientErrors + m.taskErrors : undefined;
+
+  const lanesPresent: Lane[] = input.queues.high !== undefined || input.settings.high !== undefined ? ['normal', 'high'] : ['normal'];
+  const totalInFlight = lanesPresent.reduce((sum, lane) => sum + (input.queues[lane]?.notVisible ?? 0), 0);
+
+  const laneSignals = (lane: Lane): LaneSignals => {
+    const reading = input.queues[lane];
+    const before = input.previous?.[lane];
+    const setting = input.settings[lane] ?? { ceiling: 2, enabled: false };
+    return {
+      backlog: reading?.visible,
+      inFlight: reading?.notVisible,
+      delayed: reading?.delayed,
+      oldestAgeSeconds: reading?.oldestAgeSeconds,
+      arrivalRate: arrivalRate(reading, before, completionRate, totalInFlight),
+      ceiling: setting.ceiling,
+      enabled: setting.enabled,
+    };
+  };
+
+  return {
+    now: input.now,
+    lanes: lanesPresent.includes('high') ? { normal: laneSignals('normal'), high: laneSignals('high') } : { normal: laneSignals('normal') },
+    completionRate,
+    meanSolveMs: m?.meanSolveMs,
+    p95SolveMs: m?.p95SolveMs,
+    errorRate: m ? share(errors as number, m.submissions) : undefined,
+    transientErrorRate: m ? share(m.transientErrors, m.submissions) : undefined,
+    overCapRate: m ? share(m.overCapAnswers, m.submissions) : undefined,
+    overCapAnswers: m?.overCapAnswers,
+    accountErrors: m?.accountErrors,
+    accountErrorCode: m?.accountErrorCode,
+    balance: input.balance,
+  };
+}
+
+function queued(reading: QueueReading | undefined): number | undefined {
+  if (reading === undefined || reading.visible === undefined || reading.notVisible === undefined) return undefined;
+  return reading.visible + reading.notVisible + (reading.delayed ?? 0);
+}
+
+function arrivalRate(reading: QueueReading | undefined, before: QueueReading | undefined, completionRate: number | undefined, totalInFlight: number): number | undefined {
+  const nowQueued = queued(reading);
+  const thenQueued = queued(before);
+  if (reading !== undefined && nowQueued !== undefined && before !== undefined && thenQueued !== undefined && reading.at > before.at) {
+    const laneShare = totalInFlight > 0 ? (reading.notVisible as number) / totalInFlight : 0;
+    const leaving = completionRate === undefined ? 0 : completionRate * laneShare;
+    return Math.max(0, (nowQueued - thenQueued) / ((reading.at - before.at) / 1000) + leaving);
+  }
+  return reading?.sentRate;
+}
