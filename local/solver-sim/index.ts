@@ -6,12 +6,12 @@
  * invariants ("never above the cap", "solved once", "no polling loss").
  */
 import type { Server } from 'node:http';
-import { SolverSimModel, type SimRequest, type SimResponse, type SolverSimStats } from './model.js';
+import { SolverSimModel, type SimRequest, type SimResponse, type SimTaskInfo, type SolverSimStats } from './model.js';
 import type { ResolvedSolverSimOptions, SolverSimOptions, SolverSimUpdate } from './options.js';
 import { createSimServer, listen } from './server.js';
 
 export { SolverSimModel } from './model.js';
-export type { SimRequest, SimResponse, SolverSimStats } from './model.js';
+export type { SimRequest, SimResponse, SimTaskInfo, SolverSimStats } from './model.js';
 export {
   DEFAULT_SOLVE_TIMES,
   SolverSimConfigError,
@@ -41,6 +41,8 @@ export interface SolverSimulator {
   resetStats(): void;
   /** The options in force (balance is the current balance). */
   options(): ResolvedSolverSimOptions;
+  /** One task's state and timing; undefined for unknown ids. */
+  taskInfo(id: number): SimTaskInfo | undefined;
   /** Answer one request without HTTP (the lab and unit tests may drive the model directly). */
   handle(request: SimRequest): SimResponse;
   /** Base URL once listening. */
@@ -81,6 +83,7 @@ export function createSolverSimulator(options: SolverSimOptions = {}): SolverSim
     update: (partial) => model.update(partial),
     resetStats: () => model.resetStats(),
     options: () => model.current(),
+    taskInfo: (id) => model.taskInfo(id),
     handle: (request) => model.handle(request),
     get url() {
       return url;

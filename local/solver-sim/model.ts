@@ -97,6 +97,21 @@ export interface SolverSimStats {
 
 type TaskState = 'solving' | 'solved' | 'unsolvable';
 
+/** What `taskInfo` tells about a task. */
+export interface SimTaskInfo {
+  id: number;
+  method: SolverMethod;
+  state: TaskState;
+  /** Epoch ms the task was accepted. */
+  acceptedAt: number;
+  /** Epoch ms it is (or was) solved or found unsolvable; its thread is held until then. */
+  readyAt: number;
+  /** Result lookups of this id. */
+  polls: number;
+  /** Successful answer reads. */
+  answerReads: number;
+}
+
 interface SimTask {
   id: number;
   method: SolverMethod;
@@ -227,6 +242,14 @@ export class SolverSimModel {
       reportGood: c.reportGood,
       errorsByCode: { ...c.errorsByCode },
     };
+  }
+
+  /** One task's state and timing (for tests and the lab); undefined for unknown ids. */
+  taskInfo(id: number): SimTaskInfo | undefined {
+    this.settle(this.clock());
+    const task = this.tasks.get(id);
+    if (!task) return undefined;
+    return { id, method: task.method, state: task.state, acceptedAt: task.acceptedAt, readyAt: task.readyAt, polls: task.polls, answerReads: task.answerReads };
   }
 
   /** Answer one in.php or res.php request. */
