@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
+import { parseTask, type Task } from '../../functions/core/task.js';
+import { startEmulatorFixture, type EmulatorFixture, type TestFleet } from '../helpers/fleet-fixture.js';
+import { recaptchaTask } from '../helpers/factories.js';
+
+let fixture: EmulatorFixture;
+let fleet: TestFleet;
+let repository: DynamoResultsRepository;
+
+beforeAll(async () => {
+  fixture = await startEmulatorFixture();
+  fleet = await fixture.createFleet({ resultTtlSeconds: 600 });
+  repository = new DynamoResultsRepository({ documents: fleet.clients.documents, tableName: fleet.resources.tables.results, ttlSeconds: 600 });
+});
+
+afterAll(async () => {
+  await fixture?.stop();
+});
+
+function task(): Task {
+  const parsed = parseTask(JSON.stringify(recaptchaTask()), 'fallback', 1_000);
+  if (!parsed.ok) throw new Error('factory task is invalid');
+  return parsed.task;
+}
+
+describe('DynamoResultsRepository claims', () => {
+  it('claims a new task, holds it against another delivery, and lets an expired lease be taken over with the solver id', async () => {
+    const t = task();
+    const now = Date.now();
+
+    const first = await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 10_000 });
+    expect(first).toMatchObject({ outcome: 'claimed', takenOver: false, record: { status: 'solving', attempts: 1, claimToken: 'a', leaseUntil: now + 10_000 } });
+    expect(first.outcome === 'claimed' && first.record.expiresAt).toBe(Math.floor(now / 1000) + 600);
+    expect(await repository.recordSolverId(t.id, 'a', 'sid-1')).toBe(true);
+
+    const second = await repository.claim({ task: t, claimToken: 'b', now: now + 1, leaseMs: 10_000 });
+    expect(second).toEqual({ outcome: 'held', leaseUntil: now + 10_000 });
+
+    const later = now + 10_001;
+    const takeover = await repository.claim({ task: t, claimToken: 'c', now: later, leaseMs: 10_000 });
+    expect(takeover).toMatchObject({ outcome: 'claimed', takenOver: true, previousSolverId: 'sid-1', record: { attempts: 2, claimToken: 'c' } });
+
+    // The first delivery's claim is gone: its writes are refused.
+    expect(await repository.recordSolverId(t.id, 'a', 'sid-2')).toBe(false);
+    expect(await repository.complete(t.id, 'a', { status: 'solved', answer: 'x', completedAt: later })).toBe(false);
+    expect((await repository.get(t.id, { consistent: true }))?.solverId).toBe('sid-1');
+  });
+
+  it('completes only under the current claim, drops the claim fields, and then answers terminal', async () => {
+    const t = task();
+    const now = Date.now();
+    await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 10_000 });
+
+    expect(await repository.complete(t.id, 'a', { status: 'solved', answer: 'tok', solverId: 'sid', completedAt: now + 5 })).toBe(true);
+    const record = await repository.get(t.id, { consistent: true });
+    expect(record).toMatchObject({ taskId: t.id, status: 'solved', answer: 'tok', attempts: 1, method: 'userrecaptcha', priority: 'normal', submittedAt: 1_000 });
+    expect(record?.claimToken).toBeUndefined();
+    expect(record?.leaseUntil).toBeUndefined();
+
+    const again = await repository.claim({ task: t, claimToken: 'b', now: now + 60_000_000, leaseMs: 10_000 });
+    expect(again).toMatchObject({ outcome: 'terminal', record: { status: 'solved' } });
+    expect(await repository.complete(t.id, 'a', { status: 'failed', completedAt: now })).toBe(false);
+  });
+
+  it('release lets the next delivery take over at once and keeps attempts and the solver id', async () => {
+    const t = task();
+    const now = Date.now();
+    await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 60_000 });
+    await repository.recordSolverId(t.id, 'a', 'sid-9');
+    await repository.release(t.id, 'b'); // not the holder: no effect
+    expect(await repository.claim({ task: t, claimToken: 'b', now: now + 1, leaseMs: 60_000 })).toMatchObject({ outcome: 'held' });
+
+    await repository.release(t.id, 'a');
+    const next = await repository.claim({ task: t, claimToken: 'b', now: now + 2, leaseMs: 60_000 });
+    expect(next).toMatchObject({ outcome: 'claimed', takenOver: true, previousSolverId: 'sid-9', record: { attempts: 2 } });
+  });
+
+  it('writes a rejected record only when no record exists', async () => {
+    const t = task();
+    await repository.reject('rejected-1', { errorCode: 'SCHEMA_VIOLATION', errorMessage: 'params.pageurl: required', method: 'hcaptcha', completedAt: 5_000 });
+    expect(await repository.get('rejected-1')).toEqual({
+      taskId: 'rejected-1',
+      status: 'rejected',
+      attempts: 0,
+      errorCode: 'SCHEMA_VIOLATION',
+      errorMessage: 'params.pageurl: required',
+      method: 'hcaptcha',
+      completedAt: 5_000,
+      expiresAt: 5 + 600,
+    });
+
+    await repository.claim({ task: t, claimToken: 'a', now: Date.now(), leaseMs: 10_000 });
+    await repository.reject(t.id, { errorCode: 'MALFORMED_JSON', errorMessage: 'x', completedAt: 1 });
+    expect((await repository.get(t.id, { consistent: true }))?.status).toBe('solving');
+  });
+});
