@@ -1,0 +1,38 @@
+/**
+ * Names the AWS stack and the code it runs must agree on beyond the settings: the governor's
+ * state item (IAM allows the governor that one key), the placeholder the stack puts in a new
+ * secret, and the keys of the stack's outputs (the CLI reads them). Pure constants.
+ */
+
+/**
+ * Partition key (`id`) of the only item the governor reads and writes in its table.
+ * The stack's IAM policy pins `dynamodb:LeadingKeys` to this value: another key is denied.
+ */
+export const GOVERNOR_STATE_ID = 'governor-state';
+
+/**
+ * Value of a solver-key secret the stack created and nobody has filled yet. A handler that reads
+ * it knows the operator has not put the key in, and can say so instead of calling the solver.
+ */
+export const SOLVER_KEY_PLACEHOLDER = 'REPLACE-ME-with-the-solver-API-key';
+
+/** CloudFormation output keys of the captcha-fleet stack (`aws cloudformation describe-stacks`). */
+export const STACK_OUTPUTS = {
+  normalQueueUrl: 'TasksQueueUrl',
+  highQueueUrl: 'HighPriorityQueueUrl',
+  dlqUrl: 'DeadLetterQueueUrl',
+  resultsTable: 'ResultsTableName',
+  governorTable: 'GovernorTableName',
+  dashboardUrl: 'DashboardUrl',
+  solverKeySecretArn: 'SolverKeySecretArn',
+  eventBusName: 'EventBusName',
+  consumerFunctionName: 'ConsumerFunctionName',
+  governorFunctionName: 'GovernorFunctionName',
+  alarmTopicArn: 'AlarmTopicArn',
+  operatorPolicyArn: 'OperatorPolicyArn',
+  sendTaskCommand: 'SendTaskCommand',
+  fleetConfig: 'FleetConfig',
+} as const;
+
+/** Default stack name (`-c stackName=…` overrides it). */
+export const DEFAULT_STACK_NAME = 'CaptchaFleet';

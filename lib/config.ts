@@ -1,0 +1,205 @@
+/**
+ * Stack configuration: what `-c key=value` context and stack props may set, validated at synth.
+ * Every problem is collected (the fleet settings' own checks and the stack's) and thrown as one
+ * ConfigError that lists them all with their fix.
+ */
+import {
+  ConfigError,
+  FleetConfigSchema,
+  MAPPING_MIN_CONCURRENCY,
+  PLAN_THREADS,
+  resolveSettings,
+  type ConfigProblem,
+  type FleetConfig,
+  type FleetSettings,
+  type ParsedFleetConfig,
+} from '../functions/core/settings.js';
+
+/** What happens to the results table when the stack is deleted. */
+export type TableRemoval = 'retain' | 'destroy';
+
+/** Options of the captcha-fleet stack beyond the fleet configuration. */
+export interface FleetStackOptions {
+  /**
+   * Fleet configuration: names, limits and timings (see FleetConfigSchema).
+   * @default {} (every field at its default)
+   */
+  fleet?: FleetConfig;
+  /**
+   * A plan name from PLAN_THREADS (`basic`, `standard`, `advance`, `enterprise`) instead of
+   * `fleet.planThreads`.
+   * @default - `fleet.planThreads`
+   */
+  plan?: string;
+  /**
+   * E-mail address subscribed to the alarm topic (the recipient confirms the subscription).
+   * @default - no subscription; subscribe to the topic yourself
+   */
+  alarmEmail?: string;
+  /**
+   * Name of an existing Secrets Manager secret that holds the solver key. When absent the stack
+   * creates `<prefix>/solver-key` holding a placeholder the operator replaces.
+   * @default - a new secret
+   */
+  solverKeySecretName?: string;
+  /**
+   * Removal policy of the results table.
+   * @default 'retain'
+   */
+  resultsRemoval?: TableRemoval;
+  /**
+   * Reserve the consumer's concurrency (the sum of both mappings' maxima). Accounts whose
+   * unreserved pool cannot spare it (new accounts have 10) set false: the mappings' maxima then
+   * cap the fleet alone.
+   * @default true
+   */
+  reserveConsumerConcurrency?: boolean;
+}
+
+/** Validated configuration the constructs read. */
+export interface ResolvedFleetStackConfig {
+  settings: FleetSettings;
+  /** The operator's configuration with defaults applied: what the handlers receive as JSON. */
+  fleetConfig: ParsedFleetConfig;
+  alarmEmail: string | undefined;
+  solverKeySecretName: string | undefined;
+  resultsRemoval: TableRemoval;
+  reserveConsumerConcurrency: boolean;
+  /** Initial `MaximumConcurrency` of each lane's mapping (the governor moves them). */
+  initialCeilings: { normal: number; high: number };
+}
+
+const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
+/** Secrets Manager's secret name alphabet. */
+const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+const TABLE_REMOVALS: readonly TableRemoval[] = ['retain', 'destroy'];
+
+/** Context keys that are not fleet settings. */
+export const STACK_CONTEXT_KEYS = ['plan', 'alarmEmail', 'solverKeySecretName', 'resultsRemoval', 'reserveConsumerConcurrency', 'stackName'] as const;
+
+/** Fleet settings whose values are strings: every other one is a number or a boolean. */
+const STRING_SETTINGS = new Set(['prefix', 'solverBaseUrl', 'dialect']);
+
+/**
+ * Split initial ceilings between the lanes: the high lane starts at a quarter of the ceiling
+ * (never below the mapping floor), the normal lane gets the rest. The sum never exceeds the
+ * fleet's maximum, so ceiling × tasks per invocation stays within the usable threads.
+ */
+export function initialCeilings(settings: FleetSettings): { normal: number; high: number } {
+  const total = settings.maxConcurrency;
+  const high = Math.max(MAPPING_MIN_CONCURRENCY, Math.floor(total / 4));
+  return { normal: Math.max(MAPPING_MIN_CONCURRENCY, total - high), high };
+}
+
+/**
+ * Validate the stack's options and derive the settings.
+ * @throws ConfigError listing every problem found, each with its fix.
+ */
+export function resolveFleetStackConfig(options: FleetStackOptions = {}): ResolvedFleetStackConfig {
+  const problems: ConfigProblem[] = [];
+  const fleet: Record<string, unknown> = { ...(options.fleet ?? {}) };
+
+  if (options.plan !== undefined) {
+    const threads = PLAN_THREADS[options.plan.toLowerCase()];
+    if (threads === undefined) {
+      problems.push({
+        field: 'plan',
+        problem: `unknown plan "${options.plan}"`,
+        fix: `use one of ${Object.entries(PLAN_THREADS).map(([name, n]) => `${name} (${n} threads)`).join(', ')}, or give planThreads as a number`,
+      });
+    } else if (fleet.planThreads !== undefined && fleet.planThreads !== threads) {
+      problems.push({
+        field: 'plan',
+        problem: `plan "${options.plan}" has ${threads} threads but planThreads is ${String(fleet.planThreads)}`,
+        fix: 'give either plan or planThreads, not both',
+      });
+    } else {
+      fleet.planThreads = threads;
+    }
+  }
+  if (options.alarmEmail !== undefined && !EMAIL.test(options.alarmEmail)) {
+    problems.push({ field: 'alarmEmail', problem: `"${options.alarmEmail}" is not an e-mail address`, fix: 'give one address such as ops@example.com, or leave it out' });
+  }
+  if (options.solverKeySecretName !== undefined && !SECRET_NAME.test(options.solverKeySecretName)) {
+    problems.push({
+      field: 'solverKeySecretName',
+      problem: `"${options.solverKeySecretName}" is not a Secrets Manager secret name`,
+      fix: 'use 1-512 of letters, digits and / _ + = . @ - (the name, not the ARN)',
+    });
+  }
+  const resultsRemoval = options.resultsRemoval ?? 'retain';
+  if (!TABLE_REMOVALS.includes(resultsRemoval)) {
+    problems.push({ field: 'resultsRemoval', problem: `"${String(resultsRemoval)}" is not a removal policy`, fix: `use one of ${TABLE_REMOVALS.join(', ')}` });
+  }
+
+  let settings: FleetSettings | undefined;
+  try {
+    settings = resolveSettings(fleet as FleetConfig);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.problems);
+  }
+  if (settings !== undefined) {
+    const lanesNeed = 2 * MAPPING_MIN_CONCURRENCY;
+    if (settings.maxConcurrency < lanesNeed) {
+      problems.push({
+        field: 'maxConcurrency',
+        problem: `two lanes (normal and high priority) each need the mapping floor of ${MAPPING_MIN_CONCURRENCY} concurrent invocations, ${lanesNeed} in all, but the fleet may run ${settings.maxConcurrency}`,
+        fix: `allow at least ${lanesNeed * settings.tasksPerInvocation + settings.reservedThreads} planThreads (or fewer reservedThreads / tasksPerInvocation), and maxConcurrency ≥ ${lanesNeed} if you set it`,
+      });
+    }
+  }
+  if (problems.length > 0 || settings === undefined) throw new ConfigError(problems);
+
+  return {
+    settings,
+    fleetConfig: FleetConfigSchema.parse(fleet),
+    alarmEmail: options.alarmEmail,
+    solverKeySecretName: options.solverKeySecretName,
+    resultsRemoval,
+    reserveConsumerConcurrency: options.reserveConsumerConcurrency ?? true,
+    initialCeilings: initialCeilings(settings),
+  };
+}
+
+/** Reads one context value (`-c key=value` gives strings; cdk.json may give any JSON). */
+export type ContextReader = (key: string) => unknown;
+
+/**
+ * Stack options from CDK context. Numbers and booleans given as strings by `-c` are converted;
+ * `planThreads` may also be a plan name. Values that do not convert pass through unchanged so
+ * validation reports them with the rest.
+ */
+export function fleetOptionsFromContext(read: ContextReader): FleetStackOptions {
+  const fleet: Record<string, unknown> = {};
+  let plan: string | undefined;
+  for (const key of Object.keys(FleetConfigSchema.shape)) {
+    const raw = read(key);
+    if (raw === undefined) continue;
+    if (key === 'planThreads' && typeof raw === 'string' && !/^\s*\d+\s*$/.test(raw)) {
+      plan = raw;
+      continue;
+    }
+    fleet[key] = STRING_SETTINGS.has(key) ? raw : coerce(raw);
+  }
+  const planContext = read('plan');
+  const removal = read('resultsRemoval');
+  const reserve = read('reserveConsumerConcurrency');
+  return {
+    fleet: fleet as FleetConfig,
+    ...(planContext !== undefined ? { plan: String(planContext) } : plan !== undefined ? { plan } : {}),
+    ...(read('alarmEmail') !== undefined ? { alarmEmail: String(read('alarmEmail')) } : {}),
+    ...(read('solverKeySecretName') !== undefined ? { solverKeySecretName: String(read('solverKeySecretName')) } : {}),
+    ...(removal !== undefined ? { resultsRemoval: String(removal).toLowerCase() as TableRemoval } : {}),
+    ...(reserve !== undefined ? { reserveConsumerConcurrency: coerce(reserve) !== false } : {}),
+  };
+}
+
+function coerce(raw: unknown): unknown {
+  if (typeof raw !== 'string') return raw;
+  const text = raw.trim();
+  if (text === 'true') return true;
+  if (text === 'false') return false;
+  if (text !== '' && Number.isFinite(Number(text))) return Number(text);
+  return raw;
+}

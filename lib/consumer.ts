@@ -1,0 +1,98 @@
+/**
+ * The consumer: one function fed by both lanes through two SQS event source mappings, each with
+ * the batch size of the settings, partial batch responses and an initial maximum concurrency the
+ * governor moves. Permissions: its queues, its table, the key, the completion-event bus.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Construct } from 'constructs';
+import type { Lane } from '../functions/core/governor/types.js';
+import { SERVICES } from '../functions/core/metric-names.js';
+import type { FleetSettings, ParsedFleetConfig } from '../functions/core/settings.js';
+import { FleetFunction } from './fleet-function.js';
+import { fleetEnvironment } from './fleet-environment.js';
+import type { SolverKeySecret } from './solver-key-secret.js';
+import type { TaskQueues } from './task-queues.js';
+
+export interface ConsumerProps {
+  settings: FleetSettings;
+  fleetConfig: ParsedFleetConfig;
+  queues: TaskQueues;
+  resultsTable: dynamodb.ITable;
+  governorTable: dynamodb.ITable;
+  solverKey: SolverKeySecret;
+  bus: events.IEventBus;
+  /** Initial MaximumConcurrency per lane (each ≥ 2). */
+  initialCeilings: Record<Lane, number>;
+  /**
+   * Reserve the sum of the mappings' maxima for the function.
+   * @default true
+   */
+  reserveConcurrency?: boolean;
+}
+
+export class Consumer extends Construct {
+  public readonly function: lambda.IFunction;
+  public readonly fleetFunction: FleetFunction;
+  /** The event source mapping of each lane (the governor needs their ids). */
+  public readonly mappings: Record<Lane, SqsEventSource>;
+  /** Reserved concurrency set at deploy, if any (the governor keeps it ≥ the sum of ceilings). */
+  public readonly reservedConcurrency: number | undefined;
+
+  constructor(scope: Construct, id: string, props: ConsumerProps) {
+    super(scope, id);
+    const { settings, queues } = props;
+    const ceilings = props.initialCeilings;
+    // A reservation below the sum of the mappings' maxima throttles: throttled messages go back
+    // to the queue and can reach the DLQ unprocessed. So reserve exactly that sum.
+    this.reservedConcurrency = (props.reserveConcurrency ?? true) ? ceilings.normal + ceilings.high : undefined;
+
+    this.fleetFunction = new FleetFunction(this, 'Consumer', {
+      entry: 'functions/consumer/handler.ts',
+      functionName: `${settings.prefix}-consumer`,
+      description: 'captcha-fleet consumer: claims, solves and records tasks from both lanes',
+      timeout: Duration.seconds(settings.functionTimeoutSeconds),
+      reservedConcurrentExecutions: this.reservedConcurrency,
+      environment: fleetEnvironment({
+        service: SERVICES.consumer,
+        settings,
+        fleetConfig: props.fleetConfig,
+        queues,
+        resultsTable: props.resultsTable,
+        governorTable: props.governorTable,
+        solverKey: props.solverKey,
+        bus: props.bus,
+      }),
+    });
+    this.function = this.fleetFunction.function;
+
+    const source = (lane: Lane) =>
+      new SqsEventSource(queues.lane(lane), {
+        batchSize: settings.tasksPerInvocation,
+        reportBatchItemFailures: true,
+        maxConcurrency: ceilings[lane],
+      });
+    this.mappings = { normal: source('normal'), high: source('high') };
+    // The event sources grant receive, delete, change-visibility and get-attributes on their queue.
+    this.function.addEventSource(this.mappings.normal);
+    this.function.addEventSource(this.mappings.high);
+
+    const role = this.fleetFunction.role;
+    // Malformed and schema-violating messages go to the DLQ with their reason, never dropped.
+    queues.deadLetterQueue.grantSendMessages(role);
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ResultRecords',
+        // Single-item conditional reads and writes only: no scans, no batch writes.
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
+        resources: [props.resultsTable.tableArn],
+      }),
+    );
+    props.solverKey.grantRead(role);
+    props.bus.grantPutEventsTo(role);
+  }
+}

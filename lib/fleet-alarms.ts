@@ -1,0 +1,164 @@
+/**
+ * Alarms to one SNS topic (KMS-encrypted, TLS only; optional e-mail subscription): balance under
+ * the halt level, DLQ not empty, oldest task too old (each lane), p95 solve time too high,
+ * error rate too high, governor errors or silence, consumer throttles. Each alarm notifies on
+ * ALARM and on OK. The runbook in docs/deploy.md has a row per alarm (ALARM_RUNBOOK ids).
+ */
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as cw from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Construct } from 'constructs';
+import { GOVERNOR_METRICS, METRICS } from '../functions/core/metric-names.js';
+import type { FleetSettings } from '../functions/core/settings.js';
+import { FleetMetrics, ONE_MINUTE } from './fleet-metrics.js';
+import type { TaskQueues } from './task-queues.js';
+
+/** Alarm ids (construct ids and the suffix of each alarm's name). */
+export const ALARM_IDS = [
+  'BalanceBelowHalt',
+  'DeadLetterQueueNotEmpty',
+  'OldestTaskTooOld',
+  'OldestHighPriorityTaskTooOld',
+  'SolveTimeP95High',
+  'ErrorRateHigh',
+  'GovernorErrors',
+  'GovernorSilent',
+  'ConsumerThrottled',
+] as const;
+export type AlarmId = (typeof ALARM_IDS)[number];
+
+export interface FleetAlarmsProps {
+  settings: FleetSettings;
+  queues: TaskQueues;
+  consumer: lambda.IFunction;
+  governor: lambda.IFunction;
+  /** @default - no subscription */
+  alarmEmail?: string;
+}
+
+export class FleetAlarms extends Construct {
+  public readonly topic: sns.Topic;
+  public readonly alarms: Record<AlarmId, cw.Alarm>;
+
+  constructor(scope: Construct, id: string, props: FleetAlarmsProps) {
+    super(scope, id);
+    const { settings, queues } = props;
+    const metrics = new FleetMetrics(settings);
+
+    // CloudWatch can publish to an encrypted topic only with a customer managed key whose policy
+    // lets cloudwatch.amazonaws.com use it (the AWS managed alias/aws/sns key does not).
+    const key = new kms.Key(this, 'TopicKey', {
+      description: `${settings.prefix} alarm topic encryption`,
+      enableKeyRotation: true,
+      pendingWindow: Duration.days(7),
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+      }),
+    );
+    this.topic = new sns.Topic(this, 'Topic', {
+      topicName: `${settings.prefix}-alarms`,
+      displayName: 'captcha-fleet alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+    if (props.alarmEmail !== undefined) this.topic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+
+    const alarm = (alarmId: AlarmId, description: string, options: cw.AlarmProps) => {
+      const created = new cw.Alarm(this, alarmId, {
+        alarmName: `${settings.prefix}-${alarmId}`,
+        alarmDescription: `${description} Runbook: docs/deploy.md, "${alarmId}".`,
+        ...options,
+      });
+      created.addAlarmAction(new cwActions.SnsAction(this.topic));
+      created.addOkAction(new cwActions.SnsAction(this.topic));
+      return created;
+    };
+    const oldest = (queue: typeof queues.normal, alarmId: AlarmId, laneName: string) =>
+      alarm(alarmId, `The oldest ${laneName} task has waited longer than ${settings.oldestMessageAlarmSeconds} s.`, {
+        metric: queue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', period: ONE_MINUTE }),
+        threshold: settings.oldestMessageAlarmSeconds,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      });
+
+    this.alarms = {
+      BalanceBelowHalt: alarm('BalanceBelowHalt', `Solver balance under the halt level ($${settings.haltBalance}): the governor no longer scales up.`, {
+        metric: metrics.governor(GOVERNOR_METRICS.balance, 'Minimum'),
+        threshold: settings.haltBalance,
+        comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        // An unread balance is unknown, not zero: GovernorSilent covers a governor that reports nothing.
+        treatMissingData: cw.TreatMissingData.IGNORE,
+      }),
+      DeadLetterQueueNotEmpty: alarm('DeadLetterQueueNotEmpty', 'Messages are in the dead-letter queue: rejected tasks or tasks received too often.', {
+        metric: queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
+        threshold: 1,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+      OldestTaskTooOld: oldest(queues.normal, 'OldestTaskTooOld', 'normal-priority'),
+      OldestHighPriorityTaskTooOld: oldest(queues.high, 'OldestHighPriorityTaskTooOld', 'high-priority'),
+      SolveTimeP95High: alarm('SolveTimeP95High', `p95 solve time above ${settings.shortfallP95Ms / 1000} s for five minutes.`, {
+        metric: metrics.consumer(METRICS.solveDuration, 'p95'),
+        threshold: settings.shortfallP95Ms,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 5,
+        datapointsToAlarm: 5,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+      ErrorRateHigh: alarm('ErrorRateHigh', `More than ${settings.errorRateThreshold * 100} % of solver answers are errors (3 of 5 minutes).`, {
+        metric: metrics.errorRatePercent(),
+        threshold: settings.errorRateThreshold * 100,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 5,
+        datapointsToAlarm: 3,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+      GovernorErrors: alarm('GovernorErrors', 'The governor failed; the fleet keeps its last ceilings (fail static).', {
+        metric: props.governor.metricErrors({ statistic: 'Sum', period: ONE_MINUTE }),
+        threshold: 1,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+      GovernorSilent: alarm('GovernorSilent', 'No successful governor run for three minutes: no decision is being made.', {
+        // Invocations less errors, per minute. Alarms cannot sum the Decision metric across its
+        // Reason dimension (SEARCH is dashboard-only), so a completed run stands for a decision.
+        metric: new cw.MathExpression({
+          expression: 'FILL(runs, 0) - FILL(failures, 0)',
+          usingMetrics: {
+            runs: props.governor.metricInvocations({ statistic: 'Sum', period: ONE_MINUTE }),
+            failures: props.governor.metricErrors({ statistic: 'Sum', period: ONE_MINUTE }),
+          },
+          label: 'successful governor runs',
+          period: ONE_MINUTE,
+        }),
+        threshold: 1,
+        comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        treatMissingData: cw.TreatMissingData.BREACHING,
+      }),
+      ConsumerThrottled: alarm('ConsumerThrottled', 'Consumer invocations were throttled: messages return to the queue and may reach the DLQ unprocessed.', {
+        metric: props.consumer.metricThrottles({ statistic: 'Sum', period: Duration.minutes(5) }),
+        threshold: 1,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+    };
+  }
+}

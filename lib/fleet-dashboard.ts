@@ -1,0 +1,119 @@
+/**
+ * The fleet at a glance: backlog and oldest task per lane, in flight, ceiling vs needed vs actual
+ * concurrency, p50/p95 solve time, solved / failed / rejected per minute, error and over-cap
+ * rates, balance, DLQ depth, governor decisions by reason, and the alarms.
+ */
+import { Aws, Duration } from 'aws-cdk-lib';
+import * as cw from 'aws-cdk-lib/aws-cloudwatch';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import { GOVERNOR_METRICS, METRICS } from '../functions/core/metric-names.js';
+import type { FleetSettings } from '../functions/core/settings.js';
+import { FleetMetrics, ONE_MINUTE } from './fleet-metrics.js';
+import type { TaskQueues } from './task-queues.js';
+
+export interface FleetDashboardProps {
+  settings: FleetSettings;
+  queues: TaskQueues;
+  consumer: lambda.IFunction;
+  governor: lambda.IFunction;
+  alarms: cw.IAlarm[];
+}
+
+export class FleetDashboard extends Construct {
+  public readonly dashboard: cw.Dashboard;
+  /** Console URL of the dashboard. */
+  public readonly url: string;
+
+  constructor(scope: Construct, id: string, props: FleetDashboardProps) {
+    super(scope, id);
+    const { settings, queues } = props;
+    const metrics = new FleetMetrics(settings);
+    const name = settings.prefix;
+    const perMinute = { statistic: 'Sum', period: ONE_MINUTE };
+    const max = { statistic: 'Maximum', period: ONE_MINUTE };
+    const graph = (title: string, left: cw.IMetric[], extra: Partial<cw.GraphWidgetProps> = {}) =>
+      new cw.GraphWidget({ title, left, width: 8, height: 6, ...extra });
+
+    this.dashboard = new cw.Dashboard(this, 'Dashboard', {
+      dashboardName: name,
+      defaultInterval: Duration.hours(3),
+    });
+    this.dashboard.addWidgets(
+      new cw.TextWidget({
+        markdown: `# ${name}\nPlan ${settings.planThreads} threads, ${settings.reservedThreads} reserved for others, ${settings.tasksPerInvocation} task(s) per invocation, ceiling at most ${settings.maxConcurrency}. Halt scaling under $${settings.haltBalance}, pause under $${settings.pauseBalance}. Runbook: docs/deploy.md ("Operate").`,
+        width: 24,
+        height: 2,
+      }),
+    );
+    this.dashboard.addWidgets(
+      graph('Backlog (visible tasks)', [
+        queues.normal.metricApproximateNumberOfMessagesVisible({ ...max, label: 'normal' }),
+        queues.high.metricApproximateNumberOfMessagesVisible({ ...max, label: 'high' }),
+      ]),
+      graph(
+        'Oldest task (s)',
+        [
+          queues.normal.metricApproximateAgeOfOldestMessage({ ...max, label: 'normal' }),
+          queues.high.metricApproximateAgeOfOldestMessage({ ...max, label: 'high' }),
+        ],
+        { leftAnnotations: [{ value: settings.oldestMessageAlarmSeconds, label: 'alarm', color: cw.Color.RED }] },
+      ),
+      graph('In flight (received, not deleted)', [
+        queues.normal.metricApproximateNumberOfMessagesNotVisible({ ...max, label: 'normal' }),
+        queues.high.metricApproximateNumberOfMessagesNotVisible({ ...max, label: 'high' }),
+      ]),
+    );
+    this.dashboard.addWidgets(
+      graph('Ceiling vs needed vs actual concurrency', [
+        metrics.search(GOVERNOR_METRICS.ceiling, 'Maximum', 'ceiling'),
+        metrics.search(GOVERNOR_METRICS.needed, 'Maximum', 'needed threads'),
+        metrics.search(GOVERNOR_METRICS.shortfall, 'Maximum', 'shortfall'),
+        props.consumer.metric('ConcurrentExecutions', { ...max, label: 'actual (consumer concurrent executions)' }),
+      ]),
+      graph(
+        'Solve time (ms)',
+        [metrics.consumer(METRICS.solveDuration, 'p50', 'p50'), metrics.consumer(METRICS.solveDuration, 'p95', 'p95')],
+        { leftAnnotations: [{ value: settings.shortfallP95Ms, label: 'p95 alarm', color: cw.Color.RED }] },
+      ),
+      graph('Solved / failed / rejected per minute', [
+        metrics.consumer(METRICS.solved, 'Sum', 'solved'),
+        metrics.search(METRICS.failed, 'Sum', 'failed'),
+        metrics.consumer(METRICS.rejected, 'Sum', 'rejected'),
+        metrics.consumer(METRICS.tokensStale, 'Sum', 'tokens delivered stale'),
+      ]),
+    );
+    this.dashboard.addWidgets(
+      graph('Error and over-cap rates (%)', [metrics.errorRatePercent(), metrics.overCapRatePercent()], {
+        leftAnnotations: [{ value: settings.errorRateThreshold * 100, label: 'error alarm', color: cw.Color.RED }],
+      }),
+      graph(
+        'Balance (USD)',
+        [metrics.governor(GOVERNOR_METRICS.balance, 'Minimum', 'balance')],
+        {
+          leftAnnotations: [
+            { value: settings.haltBalance, label: 'halt scaling', color: cw.Color.ORANGE },
+            { value: settings.pauseBalance, label: 'pause', color: cw.Color.RED },
+          ],
+        },
+      ),
+      graph('Dead-letter queue depth', [queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'DLQ' })]),
+    );
+    this.dashboard.addWidgets(
+      graph('Governor decisions by reason', [metrics.search(GOVERNOR_METRICS.decision, 'Sum', 'decisions')], { width: 12 }),
+      graph(
+        'Retries, duplicates, throttles, governor errors',
+        [
+          metrics.search(METRICS.retried, 'Sum', 'retried'),
+          metrics.consumer(METRICS.duplicates, 'Sum', 'duplicate deliveries'),
+          props.consumer.metricThrottles({ ...perMinute, label: 'consumer throttles' }),
+          props.governor.metricErrors({ ...perMinute, label: 'governor errors' }),
+        ],
+        { width: 12 },
+      ),
+    );
+    this.dashboard.addWidgets(new cw.AlarmStatusWidget({ title: 'Alarms', alarms: props.alarms, width: 24, height: 4 }));
+
+    this.url = `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${name}`;
+  }
+}

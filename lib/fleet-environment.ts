@@ -1,0 +1,38 @@
+/**
+ * The handlers' environment (functions/core/environment.ts ENV), from the stack's resources.
+ * The key itself never appears here: only the secret's ARN.
+ */
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as events from 'aws-cdk-lib/aws-events';
+import { ENV } from '../functions/core/environment.js';
+import type { FleetSettings, ParsedFleetConfig } from '../functions/core/settings.js';
+import type { SolverKeySecret } from './solver-key-secret.js';
+import type { TaskQueues } from './task-queues.js';
+
+export interface FleetEnvironmentInput {
+  /** Powertools service name (SERVICES): the `service` dimension of the function's metrics. */
+  service: string;
+  settings: FleetSettings;
+  fleetConfig: ParsedFleetConfig;
+  queues: TaskQueues;
+  resultsTable: dynamodb.ITable;
+  governorTable: dynamodb.ITable;
+  solverKey: SolverKeySecret;
+  bus: events.IEventBus;
+}
+
+/** Variables every fleet function gets. */
+export function fleetEnvironment(input: FleetEnvironmentInput): Record<string, string> {
+  return {
+    [ENV.config]: JSON.stringify(input.fleetConfig),
+    [ENV.normalQueueUrl]: input.queues.normal.queueUrl,
+    [ENV.highQueueUrl]: input.queues.high.queueUrl,
+    [ENV.dlqUrl]: input.queues.deadLetterQueue.queueUrl,
+    [ENV.resultsTable]: input.resultsTable.tableName,
+    [ENV.governorTable]: input.governorTable.tableName,
+    [ENV.solverKeySecretArn]: input.solverKey.secret.secretArn,
+    [ENV.eventBusName]: input.bus.eventBusName,
+    POWERTOOLS_SERVICE_NAME: input.service,
+    POWERTOOLS_METRICS_NAMESPACE: input.settings.metricsNamespace,
+  };
+}

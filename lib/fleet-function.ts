@@ -1,0 +1,89 @@
+/**
+ * A Lambda function of the fleet, built one way: NodejsFunction on Node.js 24 / arm64, bundled
+ * locally by esbuild (no Docker) as ESM, its own role whose only built-in permission is writing
+ * to its own log group (no AWSLambdaBasicExecutionRole, whose `logs:*` resources are `*`).
+ */
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+/** Runtime of every fleet function (set explicitly: the NodejsFunction default moves with CDK). */
+export const FLEET_RUNTIME = lambda.Runtime.NODEJS_24_X;
+/** Graviton: cheaper per GB-second, and the handlers have no native dependencies. */
+export const FLEET_ARCHITECTURE = lambda.Architecture.ARM_64;
+
+/** Repository root, from this file (lib/). */
+export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * esbuild's ESM output has no `require`; some dependencies still call it (the AWS SDK's
+ * CommonJS paths), so the bundle defines one.
+ */
+const ESM_REQUIRE_BANNER = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
+
+export interface FleetFunctionProps {
+  /** Entry file, relative to the repository root (e.g. `functions/consumer/handler.ts`). */
+  entry: string;
+  functionName: string;
+  description: string;
+  timeout: Duration;
+  /** @default 256 */
+  memorySize?: number;
+  environment: Record<string, string>;
+  /** Reserved concurrency. @default - none */
+  reservedConcurrentExecutions?: number;
+  /** @default logs.RetentionDays.ONE_MONTH */
+  logRetention?: logs.RetentionDays;
+}
+
+export class FleetFunction extends Construct {
+  public readonly function: nodejs.NodejsFunction;
+  public readonly role: iam.Role;
+  public readonly logGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: FleetFunctionProps) {
+    super(scope, id);
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `${props.functionName}: its own logs plus what its construct grants`,
+    });
+    this.logGroup.grantWrite(this.role);
+
+    this.function = new nodejs.NodejsFunction(this, 'Function', {
+      functionName: props.functionName,
+      description: props.description,
+      entry: fileURLToPath(new URL(`../${props.entry}`, import.meta.url)),
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: fileURLToPath(new URL('../package-lock.json', import.meta.url)),
+      runtime: FLEET_RUNTIME,
+      architecture: FLEET_ARCHITECTURE,
+      memorySize: props.memorySize ?? 256,
+      timeout: props.timeout,
+      role: this.role,
+      logGroup: this.logGroup,
+      loggingFormat: lambda.LoggingFormat.JSON,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
+      bundling: {
+        forceDockerBundling: false,
+        format: nodejs.OutputFormat.ESM,
+        target: 'node24',
+        mainFields: ['module', 'main'],
+        banner: ESM_REQUIRE_BANNER,
+        minify: true,
+        sourceMap: true,
+        sourceMapMode: nodejs.SourceMapMode.DEFAULT,
+        sourcesContent: false,
+      },
+    });
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * CloudWatch metrics of the fleet as the dashboard and the alarms read them. Names come from
+ * functions/core/metric-names.ts; the dimension is the one Powertools Metrics adds by default
+ * (`service`, from POWERTOOLS_SERVICE_NAME). Metrics with extra dimensions (ErrorCode, Reason,
+ * a lane) are read through SEARCH on the dashboard, which alarms cannot use.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cw from 'aws-cdk-lib/aws-cloudwatch';
+import { GOVERNOR_METRICS, METRICS, SERVICES } from '../functions/core/metric-names.js';
+import type { FleetSettings } from '../functions/core/settings.js';
+
+export const ONE_MINUTE = Duration.minutes(1);
+
+export class FleetMetrics {
+  constructor(private readonly settings: FleetSettings) {}
+
+  /** A consumer metric (dimension service=consumer). */
+  consumer(name: (typeof METRICS)[keyof typeof METRICS], statistic: string, label?: string): cw.Metric {
+    return new cw.Metric({
+      namespace: this.settings.metricsNamespace,
+      metricName: name,
+      dimensionsMap: { service: SERVICES.consumer },
+      statistic,
+      period: ONE_MINUTE,
+      ...(label ? { label } : {}),
+    });
+  }
+
+  /** A governor metric (dimension service=governor). */
+  governor(name: (typeof GOVERNOR_METRICS)[keyof typeof GOVERNOR_METRICS], statistic: string, label?: string): cw.Metric {
+    return new cw.Metric({
+      namespace: this.settings.metricsNamespace,
+      metricName: name,
+      dimensionsMap: { service: SERVICES.governor },
+      statistic,
+      period: ONE_MINUTE,
+      ...(label ? { label } : {}),
+    });
+  }
+
+  /** Every series of one metric in the fleet's namespace, whatever its dimensions (dashboards only). */
+  search(name: string, statistic: string, label: string): cw.MathExpression {
+    return new cw.MathExpression({
+      expression: `SEARCH('Namespace="${this.settings.metricsNamespace}" MetricName="${name}"', '${statistic}', 60)`,
+      usingMetrics: {},
+      label,
+      period: ONE_MINUTE,
+    });
+  }
+
+  /**
+   * Share of solver answers that were errors (transient + task-terminal), in percent: the
+   * governor's error-rate signal, computed from the consumer's counters.
+   */
+  errorRatePercent(): cw.MathExpression {
+    return new cw.MathExpression({
+      expression: 'IF(FILL(submissions, 0) + FILL(polls, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(polls, 0)), 0)',
+      usingMetrics: {
+        transient: this.consumer(METRICS.transientErrors, 'Sum'),
+        task: this.consumer(METRICS.taskErrors, 'Sum'),
+        submissions: this.consumer(METRICS.submissions, 'Sum'),
+        polls: this.consumer(METRICS.resultRequests, 'Sum'),
+      },
+      label: 'error rate (%)',
+      period: ONE_MINUTE,
+    });
+  }
+
+  /** Over-cap answers per submission, in percent. */
+  overCapRatePercent(): cw.MathExpression {
+    return new cw.MathExpression({
+      expression: 'IF(FILL(submissions, 0) > 0, 100 * FILL(overcap, 0) / submissions, 0)',
+      usingMetrics: {
+        overcap: this.consumer(METRICS.overCapAnswers, 'Sum'),
+        submissions: this.consumer(METRICS.submissions, 'Sum'),
+      },
+      label: 'over-cap answers per submission (%)',
+      period: ONE_MINUTE,
+    });
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * The governor: a function on an EventBridge `rate(1 minute)` schedule (it ticks inside the
+ * invocation), reserved concurrency 1 so two never race. It may move only the consumer's
+ * mappings and concurrency, read only the fleet's queue attributes, read metrics and the key,
+ * and read and write only its own state item.
+ */
+import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
+import { ENV } from '../functions/core/environment.js';
+import { SERVICES } from '../functions/core/metric-names.js';
+import type { FleetSettings, ParsedFleetConfig } from '../functions/core/settings.js';
+import type { Consumer } from './consumer.js';
+import { fleetEnvironment } from './fleet-environment.js';
+import { FleetFunction } from './fleet-function.js';
+import type { SolverKeySecret } from './solver-key-secret.js';
+import type { TaskQueues } from './task-queues.js';
+
+/** The schedule fires once a minute; the governor ticks (settings.tickMs) inside the invocation. */
+export const GOVERNOR_SCHEDULE = 'rate(1 minute)';
+/**
+ * Shorter than the schedule's period so one invocation ends before the next begins: with a
+ * reserved concurrency of 1 an overlap would be throttled and retried late.
+ */
+export const GOVERNOR_TIMEOUT = Duration.seconds(55);
+
+export interface GovernorProps {
+  settings: FleetSettings;
+  fleetConfig: ParsedFleetConfig;
+  queues: TaskQueues;
+  consumer: Consumer;
+  resultsTable: dynamodb.ITable;
+  governorTable: dynamodb.ITable;
+  solverKey: SolverKeySecret;
+  bus: events.IEventBus;
+}
+
+export class Governor extends Construct {
+  public readonly function: lambda.IFunction;
+  public readonly fleetFunction: FleetFunction;
+  public readonly schedule: events.Rule;
+
+  constructor(scope: Construct, id: string, props: GovernorProps) {
+    super(scope, id);
+    const { settings, queues, consumer } = props;
+    const stack = Stack.of(this);
+
+    this.fleetFunction = new FleetFunction(this, 'Governor', {
+      entry: 'functions/governor/handler.ts',
+      functionName: `${settings.prefix}-governor`,
+      description: 'captcha-fleet governor: sets the consumer mappings ceilings from queue, metrics and balance',
+      timeout: GOVERNOR_TIMEOUT,
+      reservedConcurrentExecutions: 1,
+      environment: {
+        ...fleetEnvironment({
+          service: SERVICES.governor,
+          settings,
+          fleetConfig: props.fleetConfig,
+          queues,
+          resultsTable: props.resultsTable,
+          governorTable: props.governorTable,
+          solverKey: props.solverKey,
+          bus: props.bus,
+        }),
+        [ENV.consumerFunctionName]: consumer.function.functionName,
+        [ENV.mappingIds]: stack.toJsonString({
+          normal: consumer.mappings.normal.eventSourceMappingId,
+          high: consumer.mappings.high.eventSourceMappingId,
+        }),
+      },
+    });
+    const fn = this.fleetFunction.function;
+    this.function = fn;
+    // A missed tick is better than a late one: the next schedule comes within a minute.
+    fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
+
+    this.schedule = new events.Rule(this, 'Schedule', {
+      description: 'captcha-fleet governor, once a minute',
+      schedule: events.Schedule.expression(GOVERNOR_SCHEDULE),
+      targets: [new targets.LambdaFunction(fn, { retryAttempts: 0, maxEventAge: Duration.minutes(1) })],
+    });
+
+    const role = this.fleetFunction.role;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ConsumerMappings',
+        actions: ['lambda:GetEventSourceMapping', 'lambda:UpdateEventSourceMapping'],
+        resources: [consumer.mappings.normal.eventSourceMappingArn, consumer.mappings.high.eventSourceMappingArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ConsumerConcurrency',
+        actions: ['lambda:GetFunctionConcurrency', 'lambda:PutFunctionConcurrency', 'lambda:GetFunctionConfiguration'],
+        resources: [consumer.function.functionArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'QueueSignals',
+        actions: ['sqs:GetQueueAttributes'],
+        resources: [queues.normal.queueArn, queues.high.queueArn, queues.deadLetterQueue.queueArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'StateItem',
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        resources: [props.governorTable.tableArn],
+        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [GOVERNOR_STATE_ID] } },
+      }),
+    );
+    props.solverKey.grantRead(role);
+
+    const accountWide = new iam.PolicyStatement({
+      sid: 'AccountWideReads',
+      // GetMetricData and GetAccountSettings have no resource type: IAM accepts only "*".
+      actions: ['cloudwatch:GetMetricData', 'lambda:GetAccountSettings'],
+      resources: ['*'],
+    });
+    const ownMetrics = new iam.PolicyStatement({
+      sid: 'OwnMetrics',
+      // PutMetricData has no resource type either; the condition keeps it to the fleet's namespace.
+      actions: ['cloudwatch:PutMetricData'],
+      resources: ['*'],
+      conditions: { StringEquals: { 'cloudwatch:namespace': settings.metricsNamespace } },
+    });
+    role.addToPrincipalPolicy(accountWide);
+    role.addToPrincipalPolicy(ownMetrics);
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'cloudwatch:GetMetricData (p95, error and over-cap rates), lambda:GetAccountSettings (unreserved concurrency floor) and cloudwatch:PutMetricData (namespace-conditioned) support no resource-level permissions; every other governor statement names its resources.',
+    });
+  }
+}

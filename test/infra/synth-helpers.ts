@@ -1,0 +1,40 @@
+/**
+ * Synthesis helpers for the infra tests: an app configured like `cdk synth` (cdk.json context),
+ * synthesized once per test file. Bundling is skipped here (the synth-cli test bundles for real).
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { FleetStackOptions } from '../../lib/config.js';
+import { addFleetStack } from '../../lib/fleet-app.js';
+import type { CaptchaFleetStack } from '../../lib/fleet-stack.js';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CDK_JSON = JSON.parse(readFileSync(join(ROOT, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
+
+export interface Synthesized {
+  app: App;
+  stack: CaptchaFleetStack;
+  template: Template;
+  /** The cloud assembly directory (validation-report.json lives there). */
+  outdir: string;
+}
+
+/** Build and synthesize the fleet app with cdk.json's context plus `context`, skipping bundling. */
+export function synthesizeFleet(options: { context?: Record<string, unknown>; overrides?: FleetStackOptions; bundle?: boolean } = {}): Synthesized {
+  const outdir = mkdtempSync(join(tmpdir(), 'captcha-fleet-cdk-'));
+  const app = new App({
+    outdir,
+    context: {
+      ...CDK_JSON.context,
+      ...(options.bundle ? {} : { 'aws:cdk:bundling-stacks': [] }),
+      ...options.context,
+    },
+  });
+  const stack = addFleetStack(app, options.overrides);
+  app.synth();
+  return { app, stack, template: Template.fromStack(stack), outdir };
+}
