@@ -320,6 +320,8 @@ class TaskRun {
   private async handleFailure(error: unknown, base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>, claimed: TaskResult): Promise<void> {
     const { deps, clock, timing } = this.ctx;
     const m = deps.metrics;
+    // Already handed back (the claim was lost after the solve): its visibility stands.
+    if (error instanceof RetryLaterError) throw error;
     if (error instanceof ClaimLostError) {
       this.log.warn('claim lost while solving');
       await this.afterLostClaim();

@@ -157,15 +157,17 @@ export function captureMetrics(namespace: string) {
 }
 
 /**
- * A Powertools Logger whose output (stdout, as in Lambda) is captured. Call `restore()` after.
- * Lines are the JSON log entries; anything else written meanwhile is kept in `raw`.
+ * A Powertools Logger whose output is captured: stdout and stderr, where Lambda's runtime (and
+ * so CloudWatch Logs) takes it from; Powertools writes warnings and errors to stderr.
+ * Call `restore()` after. `entries()` are the JSON log lines; `raw` is everything written.
  */
 export function captureLogs() {
   const raw: string[] = [];
-  const spy = vi.spyOn(process.stdout, 'write').mockImplementation(((chunk: string | Uint8Array) => {
+  const capture = ((chunk: string | Uint8Array) => {
     raw.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
     return true;
-  }) as typeof process.stdout.write);
+  }) as typeof process.stdout.write;
+  const spies = [vi.spyOn(process.stdout, 'write').mockImplementation(capture), vi.spyOn(process.stderr, 'write').mockImplementation(capture)];
   const logger = new Logger({ serviceName: 'consumer', logLevel: 'DEBUG' });
   return {
     logger,
@@ -178,7 +180,7 @@ export function captureLogs() {
         .map((line) => JSON.parse(line) as Record<string, unknown>);
     },
     restore() {
-      spy.mockRestore();
+      for (const spy of spies) spy.mockRestore();
     },
   };
 }
