@@ -1,0 +1,64 @@
+/**
+ * `npm run solver-sim`: flags reach the simulator, a bad flag exits 2 with the usage, and
+ * SIGTERM prints the final stats.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+function runCli(args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'local/solver-sim/cli.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, exited, output: () => ({ stdout, stderr }) };
+}
+
+async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > until) throw new Error('timed out waiting for the CLI');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+// Each spawn pays tsx's start-up (seconds on two cores): run them side by side.
+describe.concurrent('solver-sim CLI', () => {
+  it('names a bad flag value, prints the usage and exits 2', async ({ expect }) => {
+    const run = runCli(['--threads', 'many']);
+    expect(await run.exited).toBe(2);
+    const { stderr } = run.output();
+    expect(stderr).toMatch(/--threads <n>.*invalid.*"many"/);
+    expect(stderr).toMatch(/Usage: solver-sim/);
+  });
+
+  it('rejects an unknown flag the same way', async ({ expect }) => {
+    const unknown = runCli(['--bogus']);
+    expect(await unknown.exited).toBe(2);
+    expect(unknown.output().stderr).toMatch(/unknown option '--bogus'/);
+    expect(unknown.output().stderr).toMatch(/Usage: solver-sim/);
+  });
+
+  it('serves with the flags given and prints the final stats on SIGTERM', async ({ expect }) => {
+    const run = runCli(['--port', '0', '--threads', '1', '--latency-ms', '0', '--balance', '2', '--price', '0.5', '--dialect', '2captcha']);
+    try {
+      await waitFor(() => /listening at (http:\S+)/.test(run.output().stdout), 15_000);
+      const url = /listening at (http:\S+)/.exec(run.output().stdout)![1]!;
+      expect(run.output().stdout).toContain(`curl -s '${url}/in.php?`);
+      const submit = () => fetch(`${url}/in.php?key=k&method=textcaptcha&textcaptcha=${encodeURIComponent('2+2?')}`).then((r) => r.text());
+      expect(await submit()).toMatch(/^OK\|\d+$/);
+      expect(await (await fetch(`${url}/res.php?key=k&action=getbalance`)).text()).toBe('1.5');
+    } finally {
+      run.child.kill('SIGTERM');
+    }
+    expect(await run.exited).toBe(0);
+    const { stdout } = run.output();
+    expect(stdout).toMatch(/SIGTERM: final stats/);
+    const stats = JSON.parse(stdout.slice(stdout.indexOf('{'))) as Record<string, unknown>;
+    expect(stats).toMatchObject({ submissions: 1, solved: 1, planThreads: 1, balance: 1.5, spent: 0.5 });
+  });
+});
