@@ -45,6 +45,10 @@ export const GOVERNOR_METRICS = {
   /** Dimension `Reason` (a ReasonCode). */
   decision: 'Decision',
   paused: 'Paused',
+  /** A tick that failed (the fleet kept its last ceilings); the invocation then ends in an error for the Errors alarm. */
+  tickFailed: 'TickFailed',
+  /** Threads the fleet may use now (effective cap after over-cap shrinkage). */
+  freeThreads: 'FreeThreads',
 } as const;
 
 /** Service dimension values (Powertools `serviceName`). */

@@ -1,4 +1,34 @@
-// Placeholder so the stack can bundle while the governor handler is being written; replaced by it.
-export const handler = async (): Promise<never> => {
-  throw new Error('governor handler not built yet');
+/**
+ * The governor Lambda: invoked once a minute by a schedule, ticks every `settings.tickMs`
+ * until shortly before its timeout. One structured log line and one set of EMF metrics per
+ * decision; a failed tick keeps the last ceilings and makes the invocation end in an error.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
+import { createMetrics } from '../adapters/metrics.js';
+import { parseEnvironment } from '../core/environment.js';
+import { SERVICES } from '../core/metric-names.js';
+import { governorLogFrom, runTicks } from './run.js';
+import { createGovernorFromEnvironment, type WiredGovernor } from './wiring.js';
+
+const logger = new Logger({ serviceName: SERVICES.governor });
+const log = governorLogFrom(logger);
+let wired: Promise<WiredGovernor> | undefined;
+
+export const handler = async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
+  // Built once per cold start; a failed build is retried by the next invocation.
+  wired ??= createGovernorFromEnvironment({ environment: parseEnvironment(), log }).catch((error: unknown) => {
+    wired = undefined;
+    throw error;
+  });
+  const governor = await wired;
+  const metrics = createMetrics({ namespace: governor.settings.metricsNamespace, serviceName: SERVICES.governor, logger });
+  const result = await runTicks({
+    loop: governor.loop,
+    tickMs: governor.settings.tickMs,
+    remainingMs: () => context.getRemainingTimeInMillis(),
+    metrics,
+    log,
+  });
+  return { ticks: result.ticks, lastReason: result.records.at(-1)?.decision.reason.code };
 };

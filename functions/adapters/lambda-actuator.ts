@@ -1,0 +1,138 @@
+/**
+ * The actuator in AWS: each lane's event source mapping (`ScalingConfig.MaximumConcurrency`
+ * 2–1000 as the ceiling, `Enabled` to pause), and the consumer's reserved concurrency kept at
+ * least the sum of the mappings' maxima (a reservation below that throttles, and throttled
+ * messages can reach the DLQ unprocessed).
+ *
+ * Lambda's control plane allows ~15 requests/s per account, so calls happen only on a change:
+ * the actuator remembers what it read or set. Raising: reservation first, then the mappings;
+ * lowering: mappings first, then the reservation, so the sum never exceeds the reservation.
+ * Accounts that cannot reserve (the unreserved floor of 100 would be breached) fall back to the
+ * mappings alone and say so once.
+ */
+import {
+  GetEventSourceMappingCommand,
+  GetFunctionConcurrencyCommand,
+  PutFunctionConcurrencyCommand,
+  UpdateEventSourceMappingCommand,
+  type LambdaClient,
+} from '@aws-sdk/client-lambda';
+import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY } from '../core/settings.js';
+import type { Decision, Lane } from '../core/governor/types.js';
+import type { LaneSetting } from '../core/governor/signals.js';
+import type { LaneActuator } from '../core/governor/ports.js';
+
+export interface LambdaActuatorOptions {
+  lambda: LambdaClient;
+  mappingIds: { normal: string; high?: string | undefined };
+  /** The consumer; without it the reservation is left alone. */
+  consumerFunctionName?: string | undefined;
+  /** Told once when the account cannot reserve concurrency. */
+  warn?: (message: string, details?: Record<string, unknown>) => void;
+}
+
+/** A mapping or reservation call failed. */
+export class ActuatorError extends Error {
+  override readonly name = 'ActuatorError';
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+  }
+}
+
+/** Does this error say the account's unreserved concurrency floor forbids the reservation? */
+export function isUnreservedFloorError(error: unknown): boolean {
+  const e = error as { name?: string; message?: string };
+  return e?.name === 'InvalidParameterValueException' && /unreserved/i.test(e.message ?? '');
+}
+
+const clampCeiling = (n: number) => Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, Math.round(n)));
+
+/** Build the Lambda actuator. */
+export function createLambdaActuator(options: LambdaActuatorOptions): LaneActuator & { readonly reservationSupported: boolean } {
+  const lanes: Lane[] = options.mappingIds.high ? ['normal', 'high'] : ['normal'];
+  const known = new Map<Lane, LaneSetting>();
+  let reserved: number | null | undefined; // undefined: not read yet; null: none set
+  let reservationSupported = options.consumerFunctionName !== undefined;
+  let warned = false;
+
+  const readMapping = async (lane: Lane): Promise<LaneSetting> => {
+    const out = await options.lambda.send(new GetEventSourceMappingCommand({ UUID: options.mappingIds[lane] as string }));
+    const state = out.State ?? 'Enabled';
+    const previous = known.get(lane);
+    // Transitional states: Enabling counts as on, Disabling as off; Updating keeps what we knew.
+    const enabled = state === 'Enabled' || state === 'Enabling' ? true : state === 'Disabled' || state === 'Disabling' ? false : (previous?.enabled ?? true);
+    const setting = { ceiling: out.ScalingConfig?.MaximumConcurrency ?? MAPPING_MAX_CONCURRENCY, enabled };
+    known.set(lane, setting);
+    return setting;
+  };
+
+  /** The reservation as it stands; read once, then tracked. */
+  const currentReservation = async (): Promise<number | null> => {
+    if (reserved === undefined) {
+      const out = await options.lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: options.consumerFunctionName as string }));
+      reserved = out.ReservedConcurrentExecutions ?? null;
+    }
+    return reserved;
+  };
+
+  const setReservation = async (wanted: number, changes: string[]) => {
+    try {
+      await options.lambda.send(new PutFunctionConcurrencyCommand({ FunctionName: options.consumerFunctionName as string, ReservedConcurrentExecutions: wanted }));
+      changes.push(`reserved concurrency ${reserved ?? 'none'} → ${wanted}`);
+      reserved = wanted;
+    } catch (error) {
+      if (!isUnreservedFloorError(error)) throw new ActuatorError(`could not set the consumer's reserved concurrency to ${wanted}`, { cause: error });
+      reservationSupported = false;
+      if (!warned) {
+        warned = true;
+        options.warn?.('This account cannot reserve concurrency for the consumer (unreserved floor); the mappings alone cap it from now on.', {
+          wanted,
+          error: (error as Error).message,
+        });
+      }
+    }
+  };
+
+  return {
+    get reservationSupported() {
+      return reservationSupported;
+    },
+    async read() {
+      const [normal, high] = await Promise.all(lanes.map(readMapping));
+      return high ? { normal: normal as LaneSetting, high } : { normal: normal as LaneSetting };
+    },
+    async apply(decision: Pick<Decision, 'ceilings' | 'enabled'>) {
+      const changes: string[] = [];
+      for (const lane of lanes) if (!known.has(lane)) await readMapping(lane);
+      const wanted = new Map(lanes.map((lane) => [lane, { ceiling: clampCeiling(decision.ceilings[lane]), enabled: decision.enabled[lane] }]));
+      // Every mapping's maximum counts, enabled or not: a disabled lane comes back at its ceiling.
+      const sum = (pick: (lane: Lane) => number) => lanes.reduce((total, lane) => total + pick(lane), 0);
+      const wantedReservation = sum((lane) => wanted.get(lane)!.ceiling);
+      const have = reservationSupported ? await currentReservation() : undefined;
+      if (reservationSupported && (have === null || (have as number) < wantedReservation)) await setReservation(wantedReservation, changes);
+      for (const lane of lanes) {
+        const want = wanted.get(lane)!;
+        const have = known.get(lane)!;
+        if (want.ceiling === have.ceiling && want.enabled === have.enabled) continue;
+        try {
+          await options.lambda.send(
+            new UpdateEventSourceMappingCommand({
+              UUID: options.mappingIds[lane] as string,
+              ...(want.ceiling !== have.ceiling ? { ScalingConfig: { MaximumConcurrency: want.ceiling } } : {}),
+              ...(want.enabled !== have.enabled ? { Enabled: want.enabled } : {}),
+            }),
+          );
+        } catch (error) {
+          // What the mapping holds now is unknown: read it again next time.
+          known.delete(lane);
+          throw new ActuatorError(`could not update the ${lane} lane's event source mapping`, { cause: error });
+        }
+        if (want.ceiling !== have.ceiling) changes.push(`${lane} ceiling ${have.ceiling} → ${want.ceiling}`);
+        if (want.enabled !== have.enabled) changes.push(`${lane} ${want.enabled ? 'enabled' : 'disabled'}`);
+        known.set(lane, want);
+      }
+      if (reservationSupported && reserved !== null && reserved !== undefined && reserved > wantedReservation) await setReservation(wantedReservation, changes);
+      return { changes };
+    },
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * Tick until shortly before the invocation's timeout (the schedule fires once a minute; the
+ * ticks happen inside). A failing tick keeps the last ceilings (fail static: nothing is
+ * applied), is logged and counted (TickFailed); the invocation then ends in an error so the
+ * function's Errors alarm fires.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { GOVERNOR_METRICS } from '../core/metric-names.js';
+import type { GovernorLog, GovernorLoop, TickRecord } from './loop.js';
+
+type LogAttributes = Parameters<Logger['appendKeys']>[0];
+
+/** The governor's log on a Powertools Logger (structured JSON, one line per call). */
+export function governorLogFrom(logger: Pick<Logger, 'info' | 'warn' | 'error'>): GovernorLog {
+  return {
+    info: (message, fields) => logger.info(message, (fields ?? {}) as LogAttributes),
+    warn: (message, fields) => logger.warn(message, (fields ?? {}) as LogAttributes),
+    error: (message, fields) => logger.error(message, (fields ?? {}) as LogAttributes),
+  };
+}
+
+/** One or more ticks of an invocation failed. */
+export class GovernorTickError extends Error {
+  override readonly name = 'GovernorTickError';
+  constructor(
+    readonly failures: number,
+    readonly ticks: number,
+    options: { cause?: unknown } = {},
+  ) {
+    super(`${failures} of ${ticks} governor tick(s) failed; the fleet kept its last ceilings`, options);
+  }
+}
+
+/** Publish one decision's metrics (service dimension `governor`; Decision also by Reason). */
+export function emitDecisionMetrics(metrics: Metrics, record: TickRecord): void {
+  const { decision: d, signals: s } = record;
+  const total = (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
+  metrics.addMetric(GOVERNOR_METRICS.ceiling, MetricUnit.Count, total);
+  metrics.addMetric(GOVERNOR_METRICS.freeThreads, MetricUnit.Count, d.freeThreads);
+  metrics.addMetric(GOVERNOR_METRICS.shortfall, MetricUnit.Count, d.shortfall);
+  metrics.addMetric(GOVERNOR_METRICS.paused, MetricUnit.Count, d.paused ? 1 : 0);
+  // Unknown signals are left out rather than published as zero.
+  const optional: Array<[string, number | undefined, (typeof MetricUnit)[keyof typeof MetricUnit]]> = [
+    [GOVERNOR_METRICS.needed, d.neededThreads, MetricUnit.Count],
+    [GOVERNOR_METRICS.backlog, sumKnown(s.lanes.normal.backlog, s.lanes.high?.backlog, s.lanes.high !== undefined), MetricUnit.Count],
+    [GOVERNOR_METRICS.inFlight, sumKnown(s.lanes.normal.inFlight, s.lanes.high?.inFlight, s.lanes.high !== undefined), MetricUnit.Count],
+    [GOVERNOR_METRICS.balance, s.balance, MetricUnit.NoUnit],
+    [GOVERNOR_METRICS.p95, s.p95SolveMs, MetricUnit.Milliseconds],
+    [GOVERNOR_METRICS.errorRate, s.errorRate, MetricUnit.NoUnit],
+  ];
+  for (const [name, value, unit] of optional) if (value !== undefined && Number.isFinite(value)) metrics.addMetric(name, unit, value);
+  const single = metrics.singleMetric();
+  single.addDimension('Reason', d.reason.code);
+  single.addMetric(GOVERNOR_METRICS.decision, MetricUnit.Count, 1);
+  metrics.publishStoredMetrics();
+}
+
+function sumKnown(a: number | undefined, b: number | undefined, bNeeded: boolean): number | undefined {
+  if (a === undefined || (bNeeded && b === undefined)) return undefined;
+  return a + (b ?? 0);
+}
+
+export interface RunTicksOptions {
+  loop: GovernorLoop;
+  tickMs: number;
+  /** Milliseconds the invocation has left (Lambda's context.getRemainingTimeInMillis). */
+  remainingMs: () => number;
+  /** Stop ticking when less than this remains after the next wait, ms. @default min(5000, tickMs) */
+  marginMs?: number;
+  metrics?: Metrics;
+  log?: GovernorLog;
+  sleep?: (ms: number) => Promise<void>;
+  clock?: () => number;
+}
+
+/** Tick every `tickMs` while time remains. @throws GovernorTickError when any tick failed. */
+export async function runTicks(options: RunTicksOptions): Promise<{ ticks: number; failures: number; records: TickRecord[] }> {
+  const clock = options.clock ?? Date.now;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const margin = options.marginMs ?? Math.min(5000, options.tickMs);
+  const records: TickRecord[] = [];
+  let ticks = 0;
+  let failures = 0;
+  let lastError: unknown;
+  const start = clock();
+  for (;;) {
+    ticks += 1;
+    try {
+      const record = await options.loop.tick();
+      records.push(record);
+      if (options.metrics) emitDecisionMetrics(options.metrics, record);
+    } catch (error) {
+      failures += 1;
+      lastError = error;
+      options.log?.error('governor tick failed; keeping the last ceilings', { error: describe(error) });
+      if (options.metrics) {
+        options.metrics.addMetric(GOVERNOR_METRICS.tickFailed, MetricUnit.Count, 1);
+        options.metrics.publishStoredMetrics();
+      }
+    }
+    const wait = Math.max(0, start + ticks * options.tickMs - clock());
+    // The next tick must have `margin` left to read, decide and act before the timeout.
+    if (options.remainingMs() - wait < margin) break;
+    await sleep(wait);
+  }
+  if (failures > 0) throw new GovernorTickError(failures, ticks, { cause: lastError });
+  return { ticks, failures, records };
+}
+
+function describe(error: unknown): Record<string, unknown> {
+  const e = error as Error & { cause?: unknown };
+  return { name: e?.name, message: e?.message, cause: e?.cause instanceof Error ? `${e.cause.name}: ${e.cause.message}` : undefined };
+}

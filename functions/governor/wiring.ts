@@ -1,0 +1,109 @@
+/**
+ * Wire the governor from the parsed environment (the same variables in Lambda and for
+ * `captcha-fleet governor --once`): SQS queue attributes, CloudWatch metrics, the balance
+ * through the solver client, the consumer's mappings and reservation, state in DynamoDB.
+ */
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
+import { createCachedBalance } from '../adapters/balance.js';
+import { createCloudWatchSignals } from '../adapters/cloudwatch-signals.js';
+import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
+import { createLambdaActuator } from '../adapters/lambda-actuator.js';
+import { createQueueSignals } from '../adapters/queue-signals.js';
+import { createSolverClient } from '../adapters/solver-client.js';
+import { createSolverKeyLoader } from '../adapters/solver-key.js';
+import { ConfigError, type FleetSettings } from '../core/settings.js';
+import type { FleetEnvironment } from '../core/environment.js';
+import { governorConfigFrom } from '../core/governor/policy.js';
+import type { GovernorConfig } from '../core/governor/types.js';
+import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
+import type { Clock, SolverPort } from '../core/ports.js';
+import { createGovernorLoop, type GovernorLog, type GovernorLoop } from './loop.js';
+
+export interface GovernorWiringOptions {
+  environment: FleetEnvironment;
+  clients?: AwsClients;
+  lambda?: LambdaClient;
+  cloudwatch?: CloudWatchClient;
+  /** Defaults to the undici solver client with the configured key (only getBalance is used). */
+  solver?: Pick<SolverPort, 'getBalance'>;
+  log?: GovernorLog;
+  dryRun?: boolean;
+  clock?: Clock;
+}
+
+export interface WiredGovernor {
+  loop: GovernorLoop;
+  config: GovernorConfig;
+  settings: FleetSettings;
+}
+
+/** Build the governor loop. @throws ConfigError when the mapping ids are missing. */
+export async function createGovernorFromEnvironment(options: GovernorWiringOptions): Promise<WiredGovernor> {
+  const { environment } = options;
+  const { settings } = environment;
+  const mappingIds = environment.mappingIds;
+  if (mappingIds === undefined) {
+    throw new ConfigError([
+      { field: 'EVENT_SOURCE_MAPPING_IDS', problem: 'not set: the governor cannot find the consumer\'s event source mappings', fix: 'set it to {"normal": "<uuid>", "high": "<uuid>"} (the stack does this for the Lambda)' },
+    ]);
+  }
+  const endpoint = environment.endpoint;
+  const clients = options.clients ?? createAwsClients(endpoint ? { endpoint } : {});
+  const lambda = options.lambda ?? new LambdaClient(baseClientConfig(endpoint, clients.region));
+  const cloudwatch = options.cloudwatch ?? new CloudWatchClient(baseClientConfig(endpoint, clients.region));
+  const log = options.log;
+  const highLane = mappingIds.high !== undefined && environment.queueUrls.high !== undefined;
+  const config = governorConfigFrom(settings, { highLane });
+  const solver =
+    options.solver ??
+    createSolverClient({
+      baseUrl: settings.solverBaseUrl,
+      key: await createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(endpoint ? { endpoint } : {}) })(),
+      dialect: settings.dialect,
+    });
+  const balance: BalanceReader = createCachedBalance(solver, {
+    ttlMs: Math.min(60_000, Math.max(settings.tickMs, 1000)),
+    ...(options.clock ? { clock: options.clock } : {}),
+    onError: (error) => log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
+  });
+  const cw = createCloudWatchSignals({
+    cloudwatch,
+    namespace: settings.metricsNamespace,
+    ...(options.clock ? { clock: options.clock } : {}),
+    queueNames: { normal: queueName(environment.queueUrls.normal), ...(highLane ? { high: queueName(environment.queueUrls.high as string) } : {}) },
+    onError: (error) => log?.warn('CloudWatch read failed; metric signals unknown', { error: (error as Error).message }),
+  });
+  const state: GovernorStateStore =
+    environment.tables.governor !== undefined ? createDynamoGovernorState({ documents: clients.documents, tableName: environment.tables.governor }) : createMemoryGovernorState();
+  const loop = createGovernorLoop({
+    config,
+    queues: createQueueSignals({
+      sqs: clients.sqs,
+      queueUrls: { normal: environment.queueUrls.normal, ...(highLane ? { high: environment.queueUrls.high } : {}) },
+      ...(options.clock ? { clock: options.clock } : {}),
+      onError: (lane, error) => log?.warn('queue attributes read failed; backlog unknown', { lane, error: (error as Error).message }),
+    }),
+    metrics: cw,
+    queueMetrics: cw,
+    balance,
+    actuator: createLambdaActuator({
+      lambda,
+      mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },
+      consumerFunctionName: environment.consumerFunctionName,
+      warn: (message, details) => log?.warn(message, details),
+    }),
+    state,
+    metricsEveryMs: 60_000,
+    ...(options.dryRun ? { dryRun: true } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(log ? { log } : {}),
+  });
+  return { loop, config, settings };
+}
+
+/** The queue name is the last path segment of its URL (the AWS/SQS QueueName dimension). */
+export function queueName(url: string): string {
+  return url.replace(/\/+$/, '').split('/').pop() ?? url;
+}
