@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { createSolverKeyLoader, keyFromSecretString, SolverKeyError } from '../../functions/adapters/solver-key.js';
+
+const KEY = '0123456789abcdef0123456789abcdef';
+const ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:captcha-fleet/solver-key-AbCdEf';
+
+/** A Secrets Manager client that answers from a script and counts its calls. */
+function secrets(answer: () => Promise<{ SecretString?: string }>) {
+  const client = { calls: 0, send: async () => { client.calls += 1; return answer(); } };
+  return client as typeof client & SecretsManagerClient;
+}
+
+describe('keyFromSecretString', () => {
+  it('accepts the raw key or JSON {"key": ...}, trimmed', () => {
+    expect(keyFromSecretString(`  ${KEY}\n`, ARN)).toBe(KEY);
+    expect(keyFromSecretString(JSON.stringify({ key: KEY, note: 'plan 50' }), ARN)).toBe(KEY);
+  });
+
+  it('refuses unusable secrets without quoting them', () => {
+    const broken = `{"key": "${KEY}"`; // JSON cut short: the parser would quote the text
+    for (const secret of [broken, JSON.stringify({ apiKey: KEY }), JSON.stringify({ key: '' }), '   ']) {
+      let thrown: unknown;
+      try {
+        keyFromSecretString(secret, ARN);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(SolverKeyError);
+      expect((thrown as Error).message).toContain(ARN);
+      expect((thrown as Error).message).not.toContain(KEY);
+      expect(String((thrown as Error).cause ?? '')).not.toContain(KEY);
+    }
+  });
+});
+
+describe('createSolverKeyLoader', () => {
+  it('reads the secret once per process', async () => {
+    const client = secrets(async () => ({ SecretString: JSON.stringify({ key: KEY }) }));
+    const load = createSolverKeyLoader({ source: { secretArn: ARN }, secretsManager: client });
+
+    const keys = await Promise.all([load(), load(), load()]);
+
+    expect(keys).toEqual([KEY, KEY, KEY]);
+    expect(client.calls).toBe(1);
+  });
+
+  it('tries again after a failed read and names the secret, not the key', async () => {
+    let fail = true;
+    const client = secrets(async () => {
+      if (fail) throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+      return { SecretString: KEY };
+    });
+    const load = createSolverKeyLoader({ source: { secretArn: ARN }, secretsManager: client });
+
+    await expect(load()).rejects.toThrow(`could not read secret ${ARN}: ThrottlingException`);
+    fail = false;
+    await expect(load()).resolves.toBe(KEY);
+    expect(client.calls).toBe(2);
+  });
+
+  it('refuses a binary secret', async () => {
+    const load = createSolverKeyLoader({ source: { secretArn: ARN }, secretsManager: secrets(async () => ({})) });
+    await expect(load()).rejects.toBeInstanceOf(SolverKeyError);
+  });
+
+  it('takes the key from the environment locally', async () => {
+    await expect(createSolverKeyLoader({ source: { key: ` ${KEY} ` } })()).resolves.toBe(KEY);
+    await expect(createSolverKeyLoader({ source: { key: ' ' } })()).rejects.toThrow('SOLVER_KEY is empty');
+  });
+});
