@@ -39,6 +39,10 @@ export interface ConcurrencyPool {
   limit: number;
   /** Slots in use; maintained by the pollers. */
   inUse: number;
+  /** Invocations running across the pollers; maintained by them. */
+  active?: number;
+  /** Most invocations that ran at once across the pollers. */
+  peak?: number;
 }
 
 export interface PollerOptions {
@@ -326,6 +330,11 @@ export class Poller {
     this.counters.invocations++;
     this.counters.received += messages.length;
     this.counters.peakConcurrency = Math.max(this.counters.peakConcurrency, this.active);
+    const pool = this.options.pool;
+    if (pool) {
+      pool.active = (pool.active ?? 0) + 1;
+      pool.peak = Math.max(pool.peak ?? 0, pool.active);
+    }
 
     let settle!: (outcome: { kind: 'result'; value: unknown } | { kind: 'throw'; error: unknown } | { kind: 'dead'; reason: InvocationDeath }) => void;
     const ended = new Promise<Parameters<typeof settle>[0]>((resolve) => {
@@ -379,7 +388,10 @@ export class Poller {
       }
       // The slot is given back only after the deletes, as Lambda's poller does.
       this.active--;
-      if (this.options.pool) this.options.pool.inUse--;
+      if (pool) {
+        pool.inUse--;
+        pool.active = (pool.active ?? 1) - 1;
+      }
       this.options.onInvocationEnd?.(summary);
       this.wake();
     });
