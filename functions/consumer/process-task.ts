@@ -94,6 +94,8 @@ export interface RecordContext {
   timing: ConsumerTiming;
   /** Epoch ms at which the invocation must have returned. */
   stopAt: number;
+  /** The invocation's request id, on every log line (concurrency-safe, unlike `addContext`). */
+  requestId?: string;
 }
 
 export function resolveTiming(settings: FleetSettings, overrides: Partial<ConsumerTiming> = {}): ConsumerTiming {
@@ -133,7 +135,7 @@ export async function processRecord(record: SQSRecord, ctx: RecordContext): Prom
     const taskId = parsed.ok ? parsed.task.id : (parsed.rejection.id ?? record.messageId);
     const receiveCount = Number(record.attributes.ApproximateReceiveCount) || 1;
     const delay = backoffSeconds(receiveCount, ctx.timing.retryBaseSeconds, ctx.timing.retryMaxSeconds);
-    const log = deps.logger.createChild({ persistentKeys: { taskId, messageId: record.messageId } });
+    const log = deps.logger.createChild({ persistentKeys: { taskId, messageId: record.messageId, requestId: ctx.requestId } });
     log.error('record failed; it will be delivered again', { error: redactKey(`${(error as Error).name}: ${(error as Error).message}`), retryInSeconds: delay });
     try {
       await deps.queue.changeVisibility({ eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle }, delay);
@@ -159,7 +161,7 @@ async function rejectRecord(
   ctx: RecordContext,
 ): Promise<void> {
   const { deps, clock } = ctx;
-  const log = deps.logger.createChild({ persistentKeys: { taskId: rejection.id ?? record.messageId, messageId: record.messageId } });
+  const log = deps.logger.createChild({ persistentKeys: { taskId: rejection.id ?? record.messageId, messageId: record.messageId, requestId: ctx.requestId } });
   const method = readMethod(record.body);
   // The record first: both writes are idempotent, so a failure of either retries both and a
   // message is acknowledged only once it is in the DLQ and (when it has an id) on record.
@@ -202,7 +204,7 @@ class TaskRun {
     this.message = { eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle };
     this.claimToken = `${record.messageId}:${this.receiveCount}:${randomUUID()}`;
     this.log = this.deps.logger.createChild({
-      persistentKeys: { taskId: task.id, messageId: record.messageId, method: task.method, receiveCount: this.receiveCount },
+      persistentKeys: { taskId: task.id, messageId: record.messageId, requestId: ctx.requestId, method: task.method, receiveCount: this.receiveCount },
     });
   }
 

@@ -605,4 +605,5 @@ it('puts the task id on every log line of a record', async () => {
   await h.deliver();
   const lines = logs.entries().filter((entry) => entry.taskId === task.id);
   expect(lines.map((entry) => entry.message)).toEqual(expect.arrayContaining(['submitted to the solver', 'task solved']));
+  for (const line of lines) expect(line).toMatchObject({ service: 'consumer', method: 'userrecaptcha', requestId: expect.any(String), messageId: expect.any(String) });
 });
