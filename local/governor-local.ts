@@ -1,0 +1,235 @@
+/**
+ * The governor inside `npm start`: the same loop and decide() as the Lambda, on a timer. It
+ * reads the local queues through the same SQS adapter, the consumer's metrics from the local
+ * metrics store (instead of CloudWatch), the balance through the solver client, and moves the
+ * local pollers (instead of event source mappings) and the shared concurrency pool (instead of
+ * reserved concurrency). State lives in memory.
+ */
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { createCachedBalance } from '../functions/adapters/balance.js';
+import { createMemoryGovernorState } from '../functions/adapters/governor-state.js';
+import { createQueueSignals } from '../functions/adapters/queue-signals.js';
+import { SERVICES, METRICS } from '../functions/core/metric-names.js';
+import type { SolverPort } from '../functions/core/ports.js';
+import type { FleetSettings } from '../functions/core/settings.js';
+import { MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY } from '../functions/core/settings.js';
+import { governorConfigFrom } from '../functions/core/governor/policy.js';
+import type { LaneActuator, MetricsReader } from '../functions/core/governor/ports.js';
+import type { MetricsWindow } from '../functions/core/governor/signals.js';
+import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
+import { createGovernorLoop, type GovernorLog, type TickRecord } from '../functions/governor/loop.js';
+import type { MetricsStore } from './metrics-store.js';
+
+/** What the governor moves locally: a poller (local/poller.ts fits). */
+export interface LocalLane {
+  readonly maxConcurrency: number;
+  readonly enabled: boolean;
+  setMaxConcurrency(value: number): void;
+  setEnabled(value: boolean): void;
+}
+
+/** The function's concurrency shared by the pollers (local/poller.ts ConcurrencyPool fits). */
+export interface LocalPool {
+  limit: number;
+}
+
+export interface LocalGovernorOptions {
+  settings: FleetSettings;
+  /** Overrides of the derived governor configuration (e.g. a shorter probe cooldown). */
+  config?: Partial<GovernorConfig>;
+  pollers: { normal: LocalLane; high?: LocalLane | undefined };
+  /** Kept at the sum of the lanes' ceilings, as reserved concurrency is in AWS. */
+  pool?: LocalPool;
+  sqs: SQSClient;
+  queueUrls: { normal: string; high?: string | undefined };
+  metricsStore: Pick<MetricsStore, 'sum' | 'mean' | 'percentile'>;
+  solver: Pick<SolverPort, 'getBalance'>;
+  /** @default settings.tickMs */
+  tickMs?: number;
+  /** Window of the consumer's metrics the governor reads. @default the probe cooldown */
+  metricsWindowMs?: number;
+  logger?: GovernorLog;
+  clock?: () => number;
+  /** Called after every decision (the live view). */
+  onDecision?: (record: TickRecord) => void;
+}
+
+export interface LocalGovernorStats {
+  decisions: number;
+  /** Total ceiling (enabled lanes) the first decision set. */
+  startCeiling: number | undefined;
+  maxCeiling: number | undefined;
+  /** Time spent paused, ms. */
+  pausedMs: number;
+  /** Reason code → decisions. */
+  reasons: Partial<Record<ReasonCode, number>>;
+  failedTicks: number;
+}
+
+export interface LocalGovernor {
+  stop(): Promise<void>;
+  stats(): LocalGovernorStats;
+  readonly lastDecision: Decision | undefined;
+  readonly config: GovernorConfig;
+  /** Resolves after the first tick (the ceilings are set at once, before any wait). */
+  readonly ready: Promise<void>;
+  /** Run one tick now (tests); ticks never overlap. */
+  tickNow(): Promise<TickRecord | undefined>;
+}
+
+/** Reads the consumer's EMF metrics from the local store over a sliding window. */
+export function createStoreMetricsReader(store: LocalGovernorOptions['metricsStore'], windowMs: number, clock: () => number = Date.now): MetricsReader {
+  const consumer = { service: SERVICES.consumer };
+  return {
+    async read(): Promise<MetricsWindow> {
+      const now = clock();
+      const sum = (name: string) => store.sum(name, windowMs, now, consumer);
+      return {
+        windowMs,
+        submissions: sum(METRICS.submissions),
+        overCapAnswers: sum(METRICS.overCapAnswers),
+        transientErrors: sum(METRICS.transientErrors),
+        taskErrors: sum(METRICS.taskErrors),
+        accountErrors: sum(METRICS.accountErrors),
+        solved: sum(METRICS.solved),
+        meanSolveMs: store.mean(METRICS.solveDuration, windowMs, now, consumer),
+        p95SolveMs: store.percentile(METRICS.solveDuration, 95, windowMs, now, consumer),
+      };
+    },
+  };
+}
+
+/** Moves local pollers and the shared pool; only on change, like the Lambda actuator. */
+export function createPollerActuator(pollers: LocalGovernorOptions['pollers'], pool?: LocalPool): LaneActuator {
+  const lanes: Lane[] = pollers.high ? ['normal', 'high'] : ['normal'];
+  const clamp = (n: number) => Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, Math.round(n)));
+  return {
+    async read() {
+      const one = (p: LocalLane) => ({ ceiling: p.maxConcurrency, enabled: p.enabled });
+      return pollers.high ? { normal: one(pollers.normal), high: one(pollers.high) } : { normal: one(pollers.normal) };
+    },
+    async apply(decision) {
+      const changes: string[] = [];
+      const total = lanes.reduce((sum, lane) => sum + (decision.enabled[lane] ? clamp(decision.ceilings[lane]) : 0), 0);
+      // Lower the pool first when shrinking, raise it last when growing: the sum never exceeds it.
+      if (pool && total < pool.limit && total > 0) {
+        changes.push(`pool ${pool.limit} → ${total}`);
+        pool.limit = total;
+      }
+      for (const lane of lanes) {
+        const poller = pollers[lane] as LocalLane;
+        const ceiling = clamp(decision.ceilings[lane]);
+        if (poller.maxConcurrency !== ceiling) {
+          changes.push(`${lane} ceiling ${poller.maxConcurrency} → ${ceiling}`);
+          poller.setMaxConcurrency(ceiling);
+        }
+        if (poller.enabled !== decision.enabled[lane]) {
+          changes.push(`${lane} ${decision.enabled[lane] ? 'enabled' : 'disabled'}`);
+          poller.setEnabled(decision.enabled[lane]);
+        }
+      }
+      if (pool && total > pool.limit) {
+        changes.push(`pool ${pool.limit} → ${total}`);
+        pool.limit = total;
+      }
+      return { changes };
+    },
+  };
+}
+
+/** Start the local governor: one tick at once, then every `tickMs`. */
+export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor {
+  const clock = options.clock ?? Date.now;
+  const tickMs = options.tickMs ?? options.settings.tickMs;
+  const highLane = options.pollers.high !== undefined && options.queueUrls.high !== undefined;
+  const config = governorConfigFrom({ ...options.settings, tickMs }, { highLane, ...options.config });
+  const windowMs = options.metricsWindowMs ?? config.probeCooldownMs;
+  const log = options.logger;
+  const loop = createGovernorLoop({
+    config,
+    queues: createQueueSignals({
+      sqs: options.sqs,
+      queueUrls: { normal: options.queueUrls.normal, ...(highLane ? { high: options.queueUrls.high } : {}) },
+      clock,
+      onError: (lane, error) => log?.warn('queue attributes read failed; backlog unknown', { lane, error: (error as Error).message }),
+    }),
+    metrics: createStoreMetricsReader(options.metricsStore, windowMs, clock),
+    // The local store is fresh: read it every tick.
+    metricsEveryMs: 0,
+    balance: createCachedBalance(options.solver, {
+      ttlMs: tickMs,
+      clock,
+      onError: (error) => log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
+    }),
+    actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
+    state: createMemoryGovernorState(),
+    clock,
+    ...(log ? { log } : {}),
+  });
+
+  const stats: LocalGovernorStats = { decisions: 0, startCeiling: undefined, maxCeiling: undefined, pausedMs: 0, reasons: {}, failedTicks: 0 };
+  let pausedSince: number | undefined;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<TickRecord | undefined> | undefined;
+
+  const tickOnce = async (): Promise<TickRecord | undefined> => {
+    try {
+      const record = await loop.tick();
+      const d = record.decision;
+      const total = (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
+      stats.decisions += 1;
+      stats.startCeiling ??= total;
+      stats.maxCeiling = Math.max(stats.maxCeiling ?? 0, total);
+      stats.reasons[d.reason.code] = (stats.reasons[d.reason.code] ?? 0) + 1;
+      const now = record.signals.now;
+      if (d.paused) pausedSince ??= now;
+      else if (pausedSince !== undefined) {
+        stats.pausedMs += now - pausedSince;
+        pausedSince = undefined;
+      }
+      options.onDecision?.(record);
+      return record;
+    } catch (error) {
+      // Fail static: the pollers keep their ceilings.
+      stats.failedTicks += 1;
+      log?.error('governor tick failed; keeping the last ceilings', { error: (error as Error).message });
+      return undefined;
+    }
+  };
+
+  const tickNow = (): Promise<TickRecord | undefined> => {
+    running = (running ?? Promise.resolve(undefined)).then(tickOnce, tickOnce);
+    return running;
+  };
+
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      void tickNow().then(schedule);
+    }, tickMs);
+    timer.unref?.();
+  };
+
+  const ready = tickNow().then(() => {
+    schedule();
+  });
+
+  return {
+    config,
+    ready,
+    tickNow,
+    get lastDecision() {
+      return loop.lastDecision;
+    },
+    stats() {
+      const open = pausedSince !== undefined ? clock() - pausedSince : 0;
+      return { ...stats, reasons: { ...stats.reasons }, pausedMs: stats.pausedMs + open };
+    },
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running?.catch(() => undefined);
+    },
+  };
+}

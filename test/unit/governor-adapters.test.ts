@@ -1,0 +1,376 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import type { LambdaClient } from '@aws-sdk/client-lambda';
+import { createCloudWatchSignals, metricWindow } from '../../functions/adapters/cloudwatch-signals.js';
+import { createLambdaActuator } from '../../functions/adapters/lambda-actuator.js';
+import { createCachedBalance } from '../../functions/adapters/balance.js';
+import { createMemoryGovernorState } from '../../functions/adapters/governor-state.js';
+import { assembleSignals } from '../../functions/core/governor/signals.js';
+import { GovernorStateConflictError } from '../../functions/core/governor/ports.js';
+import { parseEnvironment } from '../../functions/core/environment.js';
+import { ConfigError, resolveSettings } from '../../functions/core/settings.js';
+import { governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
+import { createGovernorLoop } from '../../functions/governor/loop.js';
+import { GovernorTickError, runTicks } from '../../functions/governor/run.js';
+import { createMetrics, type EmfDocument } from '../../functions/adapters/metrics.js';
+
+interface Sent {
+  command: string;
+  input: Record<string, any>;
+}
+
+/** A client whose `send` records each command and answers from a function. */
+function fakeClient<T>(answer: (command: string, input: any) => unknown) {
+  const sent: Sent[] = [];
+  const client = {
+    send: vi.fn(async (command: { constructor: { name: string }; input: any }) => {
+      const name = command.constructor.name;
+      sent.push({ command: name, input: command.input });
+      return answer(name, command.input);
+    }),
+  } as unknown as T;
+  return { client, sent };
+}
+
+describe('cloudwatch-signals', () => {
+  const now = Date.UTC(2025, 0, 1, 12, 0, 42);
+
+  it('asks for p95, average and sample count of SolveDuration and sums of the counters, by service=consumer', async () => {
+    // Prepare
+    const { client, sent } = fakeClient<CloudWatchClient>(() => ({
+      MetricDataResults: [
+        { Id: 'solve_p95', Values: [12_000, 30_000] },
+        { Id: 'solve_avg', Values: [8_000, 20_000] },
+        { Id: 'solve_n', Values: [30, 10] },
+        { Id: 'sum_submissions', Values: [50, 50] },
+        { Id: 'sum_overcapanswers', Values: [3] },
+        { Id: 'sum_transienterrors', Values: [] },
+        { Id: 'sum_taskerrors', Values: [1] },
+        { Id: 'sum_accounterrors', Values: [] },
+        { Id: 'sum_solved', Values: [40, 39] },
+      ],
+    }));
+    const cw = createCloudWatchSignals({ cloudwatch: client, namespace: 'CaptchaFleet', clock: () => now });
+    // Act
+    const window = await cw.read();
+    // Assess: the request
+    expect(sent).toHaveLength(1);
+    const input = sent[0]!.input;
+    expect(sent[0]!.command).toBe('GetMetricDataCommand');
+    const { start, end } = metricWindow(now, 180_000);
+    expect(input.StartTime).toEqual(start);
+    expect(input.EndTime).toEqual(end);
+    expect((input.EndTime as Date).getTime() % 60_000).toBe(0);
+    const byId = Object.fromEntries((input.MetricDataQueries as any[]).map((q) => [q.Id, q.MetricStat]));
+    expect(byId.solve_p95).toEqual({
+      Metric: { Namespace: 'CaptchaFleet', MetricName: 'SolveDuration', Dimensions: [{ Name: 'service', Value: 'consumer' }] },
+      Period: 60,
+      Stat: 'p95',
+    });
+    expect(byId.sum_overcapanswers.Stat).toBe('Sum');
+    expect(byId.sum_overcapanswers.Metric.MetricName).toBe('OverCapAnswers');
+    // Assess: the aggregation
+    expect(window).toEqual({
+      windowMs: 180_000,
+      submissions: 100,
+      overCapAnswers: 3,
+      transientErrors: 0, // the query succeeded and nothing happened
+      taskErrors: 1,
+      accountErrors: 0,
+      solved: 79,
+      meanSolveMs: (8_000 * 30 + 20_000 * 10) / 40,
+      p95SolveMs: 30_000,
+    });
+  });
+
+  it('reads a failed query as unknown, never as zero', async () => {
+    const { client } = fakeClient<CloudWatchClient>(() => {
+      throw Object.assign(new Error('Rate exceeded'), { name: 'Throttling' });
+    });
+    const onError = vi.fn();
+    const cw = createCloudWatchSignals({ cloudwatch: client, namespace: 'CaptchaFleet', onError });
+    expect(await cw.read()).toBeUndefined();
+    expect(onError).toHaveBeenCalledOnce();
+  });
+
+  it('reads the oldest-message age and sent rate of each queue from AWS/SQS', async () => {
+    const { client, sent } = fakeClient<CloudWatchClient>(() => ({
+      MetricDataResults: [
+        { Id: 'age_normal', Values: [75, 40] },
+        { Id: 'sent_normal', Values: [60, 120] },
+        { Id: 'age_high', Values: [] },
+        { Id: 'sent_high', Values: [] },
+      ],
+    }));
+    const cw = createCloudWatchSignals({ cloudwatch: client, namespace: 'CaptchaFleet', queueNames: { normal: 'f-tasks', high: 'f-tasks-high' }, clock: () => now });
+    const q = await cw.readQueues();
+    const queries = sent[0]!.input.MetricDataQueries as any[];
+    expect(queries.find((x) => x.Id === 'age_normal').MetricStat).toMatchObject({
+      Metric: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: [{ Name: 'QueueName', Value: 'f-tasks' }] },
+      Stat: 'Maximum',
+    });
+    expect(sent[0]!.input.ScanBy).toBe('TimestampDescending');
+    expect(q.normal).toEqual({ oldestAgeSeconds: 75, sentRate: 1 });
+    expect(q.high).toEqual({ oldestAgeSeconds: undefined, sentRate: 0 });
+  });
+});
+
+describe('lambda-actuator', () => {
+  const mappings: Record<string, { ScalingConfig: { MaximumConcurrency: number }; State: string }> = {};
+  const setup = (reserved: number | undefined, failReservation?: Error) => {
+    mappings['uuid-n'] = { ScalingConfig: { MaximumConcurrency: 8 }, State: 'Enabled' };
+    mappings['uuid-h'] = { ScalingConfig: { MaximumConcurrency: 2 }, State: 'Disabled' };
+    const fake = fakeClient<LambdaClient>((command, input) => {
+      if (command === 'GetEventSourceMappingCommand') return { ...mappings[input.UUID] };
+      if (command === 'UpdateEventSourceMappingCommand') {
+        const m = mappings[input.UUID]!;
+        if (input.ScalingConfig) m.ScalingConfig = input.ScalingConfig;
+        if (input.Enabled !== undefined) m.State = input.Enabled ? 'Enabled' : 'Disabled';
+        return {};
+      }
+      if (command === 'GetFunctionConcurrencyCommand') return reserved === undefined ? {} : { ReservedConcurrentExecutions: reserved };
+      if (command === 'PutFunctionConcurrencyCommand') {
+        if (failReservation) throw failReservation;
+        return { ReservedConcurrentExecutions: input.ReservedConcurrentExecutions };
+      }
+      throw new Error(`unexpected ${command}`);
+    });
+    const warn = vi.fn();
+    const actuator = createLambdaActuator({ lambda: fake.client, mappingIds: { normal: 'uuid-n', high: 'uuid-h' }, consumerFunctionName: 'consumer', warn });
+    return { ...fake, actuator, warn };
+  };
+  const writes = (sent: Sent[]) => sent.filter((s) => s.command.startsWith('Update') || s.command.startsWith('Put'));
+
+  it('reads ceilings and enabled flags from the mappings', async () => {
+    const { actuator } = setup(10);
+    expect(await actuator.read()).toEqual({ normal: { ceiling: 8, enabled: true }, high: { ceiling: 2, enabled: false } });
+  });
+
+  it('calls only on change, raising the reservation before the mappings and lowering it after', async () => {
+    const { actuator, sent } = setup(10);
+    await actuator.read();
+    // Same as now: no write at all.
+    await actuator.apply({ ceilings: { normal: 8, high: 2 }, enabled: { normal: true, high: false } });
+    expect(writes(sent)).toEqual([]);
+    // Raise: reservation first.
+    sent.length = 0;
+    const up = await actuator.apply({ ceilings: { normal: 12, high: 4 }, enabled: { normal: true, high: true } });
+    expect(writes(sent).map((s) => s.command)).toEqual(['PutFunctionConcurrencyCommand', 'UpdateEventSourceMappingCommand', 'UpdateEventSourceMappingCommand']);
+    expect(writes(sent)[0]!.input).toEqual({ FunctionName: 'consumer', ReservedConcurrentExecutions: 16 });
+    expect(writes(sent)[1]!.input).toEqual({ UUID: 'uuid-n', ScalingConfig: { MaximumConcurrency: 12 } });
+    expect(writes(sent)[2]!.input).toEqual({ UUID: 'uuid-h', ScalingConfig: { MaximumConcurrency: 4 }, Enabled: true });
+    expect(up.changes).toContain('reserved concurrency 10 → 16');
+    // Again the same: nothing.
+    sent.length = 0;
+    await actuator.apply({ ceilings: { normal: 12, high: 4 }, enabled: { normal: true, high: true } });
+    expect(writes(sent)).toEqual([]);
+    // Lower: mappings first, then the reservation.
+    await actuator.apply({ ceilings: { normal: 6, high: 4 }, enabled: { normal: true, high: true } });
+    expect(writes(sent).map((s) => s.command)).toEqual(['UpdateEventSourceMappingCommand', 'PutFunctionConcurrencyCommand']);
+    expect(writes(sent)[1]!.input.ReservedConcurrentExecutions).toBe(10);
+    // Pause: only Enabled changes, the reservation stays.
+    sent.length = 0;
+    await actuator.apply({ ceilings: { normal: 6, high: 4 }, enabled: { normal: false, high: false } });
+    expect(writes(sent).map((s) => s.input)).toEqual([
+      { UUID: 'uuid-n', Enabled: false },
+      { UUID: 'uuid-h', Enabled: false },
+    ]);
+  });
+
+  it('falls back to the mappings alone when the account cannot reserve, and says so once', async () => {
+    const floor = Object.assign(new Error("Specified ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below its minimum value of [100]."), {
+      name: 'InvalidParameterValueException',
+    });
+    const { actuator, sent, warn } = setup(undefined, floor);
+    await actuator.apply({ ceilings: { normal: 20, high: 2 }, enabled: { normal: true, high: false } });
+    await actuator.apply({ ceilings: { normal: 30, high: 2 }, enabled: { normal: true, high: false } });
+    expect(warn).toHaveBeenCalledOnce();
+    expect(warn.mock.calls[0]![0]).toMatch(/cannot reserve/);
+    expect(sent.filter((s) => s.command === 'PutFunctionConcurrencyCommand')).toHaveLength(1);
+    expect(mappings['uuid-n']!.ScalingConfig.MaximumConcurrency).toBe(30);
+    expect(actuator.reservationSupported).toBe(false);
+  });
+
+  it('fails loudly on other reservation errors (the tick then keeps the last ceilings)', async () => {
+    const { actuator } = setup(4, Object.assign(new Error('denied'), { name: 'AccessDeniedException' }));
+    await expect(actuator.apply({ ceilings: { normal: 20, high: 2 }, enabled: { normal: true, high: false } })).rejects.toThrow(/reserved concurrency/);
+    expect(mappings['uuid-n']!.ScalingConfig.MaximumConcurrency).toBe(8);
+  });
+});
+
+describe('balance cache', () => {
+  it('asks the solver at most once per TTL and reads failures as unknown', async () => {
+    let now = 0;
+    let fail = false;
+    const getBalance = vi.fn(async () => {
+      if (fail) throw new Error('ERROR_WRONG_USER_KEY');
+      return 12.5;
+    });
+    const balance = createCachedBalance({ getBalance }, { ttlMs: 60_000, clock: () => now });
+    expect(await balance.read()).toBe(12.5);
+    now = 59_999;
+    expect(await balance.read()).toBe(12.5);
+    expect(getBalance).toHaveBeenCalledTimes(1);
+    fail = true;
+    now = 60_000;
+    expect(await balance.read()).toBeUndefined();
+    expect(getBalance).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe('signal assembly', () => {
+  it('derives rates from the metric window and arrivals from successive queue reads', () => {
+    const s = assembleSignals({
+      now: 20_000,
+      previous: { normal: { at: 10_000, visible: 100, notVisible: 8, delayed: 0 } },
+      queues: { normal: { at: 20_000, visible: 110, notVisible: 8, delayed: 0 } },
+      metrics: { windowMs: 60_000, submissions: 60, overCapAnswers: 6, transientErrors: 3, taskErrors: 0, accountErrors: 0, solved: 60, meanSolveMs: 8000, p95SolveMs: 15_000 },
+      balance: 3,
+      settings: { normal: { ceiling: 8, enabled: true } },
+    });
+    expect(s.completionRate).toBe(1);
+    // +10 queued in 10 s, and 1/s left the queue completed: 2/s arrived.
+    expect(s.lanes.normal.arrivalRate).toBe(2);
+    expect(s.errorRate).toBe(0.05);
+    expect(s.overCapRate).toBe(0.1);
+    expect(s.lanes.high).toBeUndefined();
+  });
+
+  it('keeps unknown things unknown', () => {
+    const s = assembleSignals({
+      now: 1,
+      queues: { normal: { at: 1, visible: undefined, notVisible: undefined, delayed: undefined } },
+      metrics: undefined,
+      balance: undefined,
+      settings: { normal: { ceiling: 2, enabled: true } },
+    });
+    expect([s.lanes.normal.backlog, s.lanes.normal.arrivalRate, s.errorRate, s.overCapAnswers, s.accountErrors, s.balance]).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
+  });
+});
+
+describe('environment: mapping ids', () => {
+  const base = { TASKS_QUEUE_URL: 'q', DLQ_URL: 'd', RESULTS_TABLE: 'r', SOLVER_KEY: 'k' };
+  it('parses EVENT_SOURCE_MAPPING_IDS', () => {
+    expect(parseEnvironment({ ...base, EVENT_SOURCE_MAPPING_IDS: '{"normal":"a","high":"b"}' }).mappingIds).toEqual({ normal: 'a', high: 'b' });
+    expect(parseEnvironment(base).mappingIds).toBeUndefined();
+  });
+  it('lists a malformed value as a configuration problem', () => {
+    expect(() => parseEnvironment({ ...base, EVENT_SOURCE_MAPPING_IDS: '{"high":"b"}' })).toThrow(ConfigError);
+    expect(() => parseEnvironment({ ...base, EVENT_SOURCE_MAPPING_IDS: 'nope' })).toThrow(/EVENT_SOURCE_MAPPING_IDS/);
+  });
+});
+
+describe('governor loop and ticks', () => {
+  const settings = resolveSettings({ planThreads: 8, tickMs: 100 });
+  const config = governorConfigFrom(settings);
+  const healthyMetrics = { windowMs: 60_000, submissions: 10, overCapAnswers: 0, transientErrors: 0, taskErrors: 0, accountErrors: 0, solved: 10, meanSolveMs: 1000, p95SolveMs: 2000 };
+  const lanes = () => {
+    let setting = { ceiling: 2, enabled: true };
+    const apply = vi.fn(async (d: { ceilings: { normal: number }; enabled: { normal: boolean } }) => {
+      setting = { ceiling: d.ceilings.normal, enabled: d.enabled.normal };
+      return { changes: ['x'] };
+    });
+    return { read: async () => ({ normal: setting }), apply };
+  };
+
+  it('sets the free threads on the first tick and persists the state', async () => {
+    const actuator = lanes();
+    const state = createMemoryGovernorState();
+    const loop = createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: 0, visible: 50, notVisible: 2, delayed: 0 } }) },
+      metrics: { read: async () => healthyMetrics },
+      balance: { read: async () => 10 },
+      actuator,
+      state,
+      clock: () => 1000,
+    });
+    const record = await loop.tick();
+    expect(record.decision.ceilings.normal).toBe(8);
+    expect(actuator.apply).toHaveBeenCalledOnce();
+    expect((await state.load())?.version).toBe(1);
+  });
+
+  it('on a dry run decides but neither saves nor acts', async () => {
+    const actuator = lanes();
+    const state = createMemoryGovernorState();
+    const loop = createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: 0, visible: 50, notVisible: 2, delayed: 0 } }) },
+      metrics: { read: async () => healthyMetrics },
+      balance: { read: async () => 10 },
+      actuator,
+      state,
+      dryRun: true,
+    });
+    const record = await loop.tick();
+    expect(record.applied).toBe(false);
+    expect(actuator.apply).not.toHaveBeenCalled();
+    expect(await state.load()).toBeUndefined();
+  });
+
+  it('does not act when another governor wrote the state first', async () => {
+    const actuator = lanes();
+    const state = createMemoryGovernorState();
+    const loop = createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: 0, visible: 50, notVisible: 2, delayed: 0 } }) },
+      metrics: { read: async () => healthyMetrics },
+      balance: { read: async () => 10 },
+      actuator,
+      state,
+    });
+    await loop.tick();
+    await state.save(initialState(config, 0), 1); // someone else: version 2
+    await expect(loop.tick()).rejects.toBeInstanceOf(GovernorStateConflictError);
+    expect(actuator.apply).toHaveBeenCalledOnce();
+    await loop.tick(); // reloads and goes on
+    expect(actuator.apply).toHaveBeenCalledTimes(2);
+  });
+
+  it('ticks until the time runs out, emits a TickFailed metric for a failing tick and ends in an error', async () => {
+    let now = 0;
+    let calls = 0;
+    const loop = {
+      lastDecision: undefined,
+      tick: vi.fn(async () => {
+        calls += 1;
+        if (calls === 2) throw new Error('UpdateEventSourceMapping throttled');
+        return createGovernorLoop({
+          config,
+          queues: { read: async () => ({ normal: { at: now, visible: 0, notVisible: 0, delayed: 0 } }) },
+          metrics: { read: async () => healthyMetrics },
+          balance: { read: async () => 10 },
+          actuator: lanes(),
+          state: createMemoryGovernorState(),
+          clock: () => now,
+        }).tick();
+      }),
+    };
+    const documents: EmfDocument[] = [];
+    const metrics = createMetrics({ namespace: 'CaptchaFleet', serviceName: 'governor', sink: (d) => documents.push(d) });
+    const errors: string[] = [];
+    const run = runTicks({
+      loop,
+      tickMs: 10_000,
+      remainingMs: () => 55_000 - now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+      clock: () => now,
+      metrics,
+      log: { info: () => {}, warn: () => {}, error: (m) => errors.push(m) },
+    });
+    const failure = await run.catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(GovernorTickError);
+    expect((failure as GovernorTickError).ticks).toBe(6); // at 0, 10, 20, 30, 40, 50 s of a 55 s invocation
+    expect((failure as GovernorTickError).failures).toBe(1);
+    expect(errors).toHaveLength(1);
+    const names = documents.flatMap((d) => d._aws.CloudWatchMetrics.flatMap((c) => c.Metrics.map((m) => m.Name)));
+    expect(names.filter((n) => n === 'TickFailed')).toHaveLength(1);
+    expect(names.filter((n) => n === 'Decision')).toHaveLength(5);
+    const decisionDoc = documents.find((d) => d._aws.CloudWatchMetrics[0]!.Metrics.some((m) => m.Name === 'Decision'))!;
+    expect(decisionDoc.Reason).toBe('IDLE');
+    expect(decisionDoc.service).toBe('governor');
+  });
+});
