@@ -115,6 +115,7 @@ export interface SimTaskInfo {
 interface SimTask {
   id: number;
   method: SolverMethod;
+  /** What the answer is built from (an image's body is dropped once its signature is taken). */
   params: Record<string, string>;
   signature: string;
   acceptedAt: number;
@@ -305,10 +306,12 @@ export class SolverSimModel {
     const z = normal(this.random.latency);
     const willFail = this.random.unsolvable() < this.options.unsolvableRate;
     const solveMs = spec.medianMs * this.options.latencyScale * Math.exp(spec.spread * z);
+    // The image itself is not needed to rebuild the answer; keeping it would hold every upload.
+    const { body: _image, ...answerParams } = params;
     const task: SimTask = {
       id: this.nextId++,
       method,
-      params,
+      params: answerParams,
       signature,
       acceptedAt: now,
       readyAt: now + Math.max(0, Math.round(solveMs)),
