@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { createQueueSignals } from '../../functions/adapters/queue-signals.js';
+import { createDynamoGovernorState } from '../../functions/adapters/governor-state.js';
+import { GovernorStateConflictError } from '../../functions/core/governor/ports.js';
+import { governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
+import { METRICS } from '../../functions/core/metric-names.js';
+import { startLocalGovernor, type LocalLane } from '../../local/governor-local.js';
+import { MetricsStore } from '../../local/metrics-store.js';
+import type { Poller } from '../../local/poller.js';
+import { startEmulatorFixture, type EmulatorFixture, type TestFleet } from '../helpers/fleet-fixture.js';
+
+// The real poller is what `npm start` hands the local governor.
+const pollerFits: (p: Poller) => LocalLane = (p) => p;
+void pollerFits;
+
+let fixture: EmulatorFixture;
+let fleet: TestFleet;
+
+beforeAll(async () => {
+  fixture = await startEmulatorFixture();
+  fleet = await fixture.createFleet({ planThreads: 8, tickMs: 100 });
+});
+
+afterAll(async () => {
+  await fixture?.stop();
+});
+
+async function send(queueUrl: string, count: number, delaySeconds = 0) {
+  for (let i = 0; i < count; i++) {
+    await fixture.clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ i }), DelaySeconds: delaySeconds }));
+  }
+}
+
+describe('queue signals on the SQS emulator', () => {
+  it('reads visible, in-flight and delayed messages per lane', async () => {
+    // Prepare: 5 visible, 2 of them received (in flight), 2 delayed; the high lane empty.
+    const f = await fixture.createFleet();
+    await send(f.resources.queueUrls.normal, 5);
+    await send(f.resources.queueUrls.normal, 2, 60);
+    await fixture.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.resources.queueUrls.normal, MaxNumberOfMessages: 2, VisibilityTimeout: 60 }));
+    const reader = createQueueSignals({ sqs: fixture.clients.sqs, queueUrls: f.resources.queueUrls, clock: () => 42 });
+    // Act
+    const reading = await reader.read();
+    // Assess
+    expect(reading.normal).toEqual({ at: 42, visible: 3, notVisible: 2, delayed: 2 });
+    expect(reading.high).toEqual({ at: 42, visible: 0, notVisible: 0, delayed: 0 });
+  });
+
+  it('reads a queue it cannot reach as unknown, not empty', async () => {
+    const errors: string[] = [];
+    const reader = createQueueSignals({
+      sqs: fixture.clients.sqs,
+      queueUrls: { normal: `${fixture.emulators.sqsEndpoint}/000000000000/no-such-queue` },
+      onError: (lane) => errors.push(lane),
+    });
+    const reading = await reader.read();
+    expect(reading.normal.visible).toBeUndefined();
+    expect(reading.normal.notVisible).toBeUndefined();
+    expect(errors).toEqual(['normal']);
+  });
+});
+
+describe('governor state on the DynamoDB emulator', () => {
+  it('round-trips the state and refuses a stale writer', async () => {
+    const store = createDynamoGovernorState({ documents: fixture.clients.documents, tableName: fleet.resources.tables.governor });
+    const config = governorConfigFrom(fleet.settings);
+    expect(await store.load()).toBeUndefined();
+    const first = { ...initialState(config, 1000), lastShrinkAt: 500, probeCeiling: 4, probeReason: 'outage' as const };
+    const v1 = await store.save(first, undefined);
+    expect(await store.load()).toEqual({ state: first, version: v1 });
+    const second = { ...first, effectiveCap: 5, pausedReason: 'balance', pausedSince: 2000 };
+    const v2 = await store.save(second, v1);
+    expect(v2).toBe(v1 + 1);
+    expect((await store.load())?.state).toEqual(second);
+    // A second governor still holding version 1, or one that never read: refused.
+    await expect(store.save(first, v1)).rejects.toBeInstanceOf(GovernorStateConflictError);
+    await expect(store.save(first, undefined)).rejects.toBeInstanceOf(GovernorStateConflictError);
+    expect((await store.load())?.state).toEqual(second);
+  });
+});
+
+describe('local governor on the emulators', () => {
+  function lane(ceiling: number): LocalLane & { changes: string[] } {
+    const l = {
+      maxConcurrency: ceiling,
+      enabled: true,
+      changes: [] as string[],
+      setMaxConcurrency(value: number) {
+        l.maxConcurrency = value;
+        l.changes.push(`max ${value}`);
+      },
+      setEnabled(value: boolean) {
+        l.enabled = value;
+        l.changes.push(value ? 'on' : 'off');
+      },
+    };
+    return l;
+  }
+
+  it('raises the poller to the free threads on its first tick, halts and pauses on the balance, counts reasons', async () => {
+    // Prepare: 20 queued, 2 in flight, a healthy metric window, a plan of 8 threads.
+    const f = await fixture.createFleet({ planThreads: 8, tickMs: 100 });
+    await send(f.resources.queueUrls.normal, 20);
+    await fixture.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.resources.queueUrls.normal, MaxNumberOfMessages: 2, VisibilityTimeout: 60 }));
+    let now = Date.now();
+    const store = new MetricsStore({ clock: () => now });
+    for (const [name, value] of [
+      [METRICS.submissions, 4],
+      [METRICS.solved, 4],
+      [METRICS.solveDuration, 900],
+      [METRICS.solveDuration, 1100],
+    ] as const) {
+      store.record({ name, value, timestamp: now - 50, dimensions: { service: 'consumer' } });
+    }
+    let balance = 10;
+    const normal = lane(2);
+    const pool = { limit: 2 };
+    const governor = startLocalGovernor({
+      settings: f.settings,
+      pollers: { normal },
+      pool,
+      sqs: fixture.clients.sqs,
+      queueUrls: { normal: f.resources.queueUrls.normal },
+      metricsStore: store,
+      solver: { getBalance: async () => balance },
+      // Ticks are driven by hand below; the timer would only add noise.
+      tickMs: 60_000,
+      clock: () => now,
+    });
+    try {
+      // Act + Assess: the first tick sets the free threads at once.
+      await governor.ready;
+      expect(governor.lastDecision?.reason.code).toBe('FREE_THREADS');
+      expect(normal.maxConcurrency).toBe(8);
+      expect(pool.limit).toBe(8);
+      // Under the halt level: clamped to the 2 in flight, never up.
+      balance = 0.5;
+      now += 60_001; // past the balance cache
+      await governor.tickNow();
+      expect(governor.lastDecision?.reason.code).toBe('HALT_LOW_BALANCE');
+      expect(normal.maxConcurrency).toBe(2);
+      // Under the pause level: the poller is disabled, tasks stay queued.
+      balance = 0.01;
+      now += 60_001;
+      await governor.tickNow();
+      expect(governor.lastDecision?.paused).toBe(true);
+      expect(normal.enabled).toBe(false);
+      now += 5_000;
+      const stats = governor.stats();
+      expect(stats).toMatchObject({ decisions: 3, startCeiling: 8, maxCeiling: 8, failedTicks: 0 });
+      expect(stats.reasons).toEqual({ FREE_THREADS: 1, HALT_LOW_BALANCE: 1, PAUSE_LOW_BALANCE: 1 });
+      expect(stats.pausedMs).toBe(5_000);
+    } finally {
+      await governor.stop();
+    }
+  });
+
+  it('ticks on its timer', async () => {
+    const f = await fixture.createFleet({ planThreads: 6, tickMs: 100 });
+    const normal = lane(2);
+    const governor = startLocalGovernor({
+      settings: f.settings,
+      pollers: { normal },
+      sqs: fixture.clients.sqs,
+      queueUrls: { normal: f.resources.queueUrls.normal },
+      metricsStore: new MetricsStore(),
+      solver: { getBalance: async () => 5 },
+      tickMs: 100,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    await governor.stop();
+    const decisions = governor.stats().decisions;
+    expect(decisions).toBeGreaterThanOrEqual(3);
+    expect(decisions).toBeLessThanOrEqual(6);
+    expect(normal.maxConcurrency).toBe(6);
+    expect(governor.stats().reasons.IDLE).toBe(decisions);
+  });
+});
