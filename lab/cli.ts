@@ -1,0 +1,133 @@
+/**
+ * `npm run bench` — the policy lab's command line. Runs every shipped trace against every
+ * policy unless told otherwise, prints the table and the targets, writes the HTML report.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { runBench, shippedTraces, TRACES_DIR, type TraceRuns } from './bench.js';
+import { renderHtml, renderSvg } from './charts.js';
+import { POLICY_NAMES, type PolicyName } from './policies.js';
+import { checkTargets, formatTable, toJson } from './report.js';
+import { loadTraceFile, TraceFileError, type Trace } from './trace.js';
+
+interface Options {
+  trace?: string;
+  traceFile?: string[];
+  policy?: string;
+  seed: number;
+  out: string;
+  json?: boolean;
+  report: boolean;
+  svg?: string;
+  svgTrace?: string;
+  pollLoss?: boolean;
+  perf?: boolean;
+}
+
+const program = new Command()
+  .name('bench')
+  .description('Replay traffic traces against the governor and the usual scalers; print the table, write the HTML report.')
+  .option('--trace <names>', 'shipped traces to run, comma-separated (default: all)')
+  .option('--trace-file <files...>', 'your own trace files (JSON, see docs/lab.md)')
+  .option('--policy <names>', `policies, comma-separated: ${POLICY_NAMES.join(', ')} (default: all)`)
+  .option('--seed <n>', 'random seed', parseSeed, 1)
+  .option('--out <dir>', 'where report.html and results.json go', 'lab/out')
+  .option('--json', 'print the results as JSON instead of the table')
+  .option('--no-report', 'do not write report.html and results.json')
+  .option('--svg <file>', 'also render one trace chart to an SVG file')
+  .option('--svg-trace <name>', 'the trace drawn by --svg (default: sale-day-surge, else the first)')
+  .option('--poll-loss', 'model answers waiting for the next res.php poll on every trace')
+  .option('--perf', 'speed benchmark: a simulated day of 10^6 tasks (lab/traces/perf/day-1m.json)')
+  .action((options: Options) => main(options));
+
+function main(options: Options): void {
+  const policies = selectPolicies(options.policy);
+  if (options.perf) return perf(options, policies ?? ['governor']);
+  let traces = selectTraces(options);
+  if (options.pollLoss) traces = traces.map((trace) => ({ ...trace, pollLoss: true }));
+  const bench = runBench({
+    traces,
+    policies,
+    seed: options.seed,
+    onRun: (r) => process.stderr.write(`  ${r.trace} / ${r.policy}: ${r.arrivals} tasks, ${r.events} events, ${r.wallMs.toFixed(0)} ms\n`),
+  });
+  const checks = checkTargets(bench);
+  process.stdout.write(options.json ? `${JSON.stringify(toJson(bench, checks), null, 2)}\n` : `${formatTable(bench, checks)}\n`);
+  if (options.report) {
+    const dir = resolve(options.out);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'report.html'), renderHtml(bench, checks, { seed: options.seed, generatedAt: new Date().toISOString() }));
+    writeFileSync(join(dir, 'results.json'), `${JSON.stringify(toJson(bench, checks, { samples: true }))}\n`);
+    process.stderr.write(`Report: ${join(dir, 'report.html')}\n`);
+  }
+  if (options.svg) writeSvg(bench, options.svg, options.svgTrace);
+}
+
+function selectPolicies(list: string | undefined): PolicyName[] | undefined {
+  if (list === undefined) return undefined;
+  const names = list.split(',').map((n) => n.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !(POLICY_NAMES as readonly string[]).includes(n));
+  if (unknown.length > 0) fail(`Unknown policy ${unknown.join(', ')}. Choose from: ${POLICY_NAMES.join(', ')}.`);
+  return names as PolicyName[];
+}
+
+function selectTraces(options: Options): Trace[] {
+  const traces: Trace[] = [];
+  if (options.trace !== undefined || options.traceFile === undefined) {
+    const shipped = shippedTraces();
+    if (options.trace === undefined) traces.push(...shipped);
+    else {
+      for (const name of options.trace.split(',').map((n) => n.trim()).filter(Boolean)) {
+        const trace = shipped.find((t) => t.name === name);
+        if (!trace) fail(`Unknown trace "${name}". Shipped traces: ${shipped.map((t) => t.name).join(', ')} (or use --trace-file FILE).`);
+        traces.push(trace);
+      }
+    }
+  }
+  for (const file of options.traceFile ?? []) traces.push(loadTraceFile(file));
+  return traces;
+}
+
+function writeSvg(bench: TraceRuns[], file: string, name: string | undefined): void {
+  const entry = name ? bench.find((b) => b.trace.name === name) : (bench.find((b) => b.trace.name === 'sale-day-surge') ?? bench[0]);
+  if (!entry) fail(`No run of trace "${name}" to draw.`);
+  mkdirSync(dirname(resolve(file)), { recursive: true });
+  writeFileSync(file, renderSvg(entry));
+  process.stderr.write(`SVG: ${file} (${entry.trace.name})\n`);
+}
+
+/** A simulated day of 10⁶ tasks per policy: wall and CPU time, events per second. */
+function perf(options: Options, policies: PolicyName[]): void {
+  const trace = loadTraceFile(join(TRACES_DIR, 'perf', 'day-1m.json'));
+  process.stdout.write(`CPU: ${cpus()[0]?.model ?? 'unknown'} (${cpus().length} logical), Node ${process.version}\n`);
+  for (const policy of policies) {
+    const before = process.cpuUsage();
+    const [entry] = runBench({ traces: [trace], policies: [policy], seed: options.seed });
+    const used = process.cpuUsage(before);
+    const run = entry!.runs[0]!;
+    const cpuSeconds = (used.user + used.system) / 1e6;
+    process.stdout.write(
+      `${policy}: ${run.arrivals} tasks over ${(run.simulatedSeconds / 3600).toFixed(1)} simulated h, ${run.events} events in ${(run.wallMs / 1000).toFixed(2)} s wall / ${cpuSeconds.toFixed(2)} s CPU (${Math.round(run.events / (run.wallMs / 1000)).toLocaleString('en-US')} events/s); p95 ${run.latency.p95?.toFixed(1)} s\n`,
+    );
+  }
+}
+
+function parseSeed(value: string): number {
+  const seed = Number(value);
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new InvalidArgumentError('a whole number from 0 to 4294967295');
+  return seed;
+}
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(2);
+}
+
+try {
+  program.parse();
+} catch (error) {
+  if (error instanceof TraceFileError) fail(error.message);
+  throw error;
+}

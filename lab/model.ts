@@ -1,0 +1,56 @@
+/**
+ * The lab's model constants: how Lambda, the worker pools and the consumer behave, and what
+ * compute costs. One place, so docs/lab.md can cite them and a user can override any of them.
+ */
+
+/** Behaviour and prices the simulator assumes; every field can be overridden per run. */
+export interface ModelParams {
+  /** Lambda's SQS event source mapping starts with this many concurrent invocations. */
+  esmInitialConcurrency: number;
+  /** …and adds up to this many per minute while messages wait (AWS: 300). */
+  esmScaleUpPerMinute: number;
+  /** Granularity of that ramp, seconds. */
+  esmStepSeconds: number;
+  /** With the queue empty, the pollers shrink to the highest concurrency used within this window, seconds. */
+  esmScaleDownSeconds: number;
+  /** Time an invocation spends before its submission: receive, claim and record, seconds. */
+  invocationOverheadSeconds: number;
+  /** Extra time when no warm execution environment is free, seconds. */
+  coldStartSeconds: number;
+  /** Over-cap backoff: first wait, doubled per attempt up to the maximum (with ±50 % jitter), seconds. */
+  backoffBaseSeconds: number;
+  backoffMaxSeconds: number;
+  /** Wait before a task refused for lack of funds is retried, seconds. */
+  accountRetrySeconds: number;
+  /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
+  metricsWindowSeconds: number;
+  /** …ending this long ago: the consumer's metrics reach the governor about a minute late. */
+  metricsLagSeconds: number;
+  /** Start-up delay of a new worker, seconds. */
+  threadStartSeconds: number;
+  processStartSeconds: number;
+  podStartSeconds: number;
+  /** Compute price of one worker or invocation second: a 256 MB Lambda ($0.0000166667 per GB-s × 0.25). */
+  computeUsdPerSecond: number;
+  /** Lambda's request charge ($0.20 per million). */
+  lambdaUsdPerRequest: number;
+}
+
+export const DEFAULT_MODEL: Readonly<ModelParams> = {
+  esmInitialConcurrency: 5,
+  esmScaleUpPerMinute: 300,
+  esmStepSeconds: 1,
+  esmScaleDownSeconds: 60,
+  invocationOverheadSeconds: 0.05,
+  coldStartSeconds: 0.4,
+  backoffBaseSeconds: 1,
+  backoffMaxSeconds: 16,
+  accountRetrySeconds: 30,
+  metricsWindowSeconds: 60,
+  metricsLagSeconds: 60,
+  threadStartSeconds: 0,
+  processStartSeconds: 1,
+  podStartSeconds: 10,
+  computeUsdPerSecond: 0.0000166667 * 0.25,
+  lambdaUsdPerRequest: 0.2 / 1_000_000,
+};

@@ -1,0 +1,143 @@
+/**
+ * The policies the lab compares, each on the same traffic: the governor (the real `decide()`),
+ * the scalers of the usual scripts (thread pool, process pool, Kubernetes HPA), Lambda's own
+ * scaling at a fixed maximum, a static pool, and a clairvoyant oracle as the floor.
+ */
+import { decide, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
+import type { GovernorState } from '../functions/core/governor/types.js';
+import type { FleetSettings } from '../functions/core/settings.js';
+import { DEFAULT_MODEL, type ModelParams } from './model.js';
+import type { ControlAction, Policy, PolicyView } from './sim.js';
+
+export const POLICY_NAMES = ['governor', 'thread-pool', 'process-pool', 'hpa', 'lambda-fixed', 'static-pool', 'oracle'] as const;
+export type PolicyName = (typeof POLICY_NAMES)[number];
+
+/** One sentence per policy, for the report and docs/lab.md. */
+export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
+  governor: "captcha-fleet's governor: the real decide() sets the mapping's maximum concurrency every 10 s from fresh queue attributes, the balance and minute-late metrics; Lambda's SQS scaling ramps under it.",
+  'thread-pool': 'The usual one-process script: every 10 s, +2 workers when more than 20 tasks wait and over 70 % are busy, −1 when under 5 wait and under 20 % are busy; 2..20 workers, no scale-up under $1.',
+  'process-pool': 'The usual multi-process script: every 15 s, add max(1, backlog ÷ 10) when the backlog exceeds 5 × workers, remove 2 when under 3 wait; 2..16 processes, 1 s to spawn.',
+  hpa: 'A Kubernetes HPA on queue length: target 10 per replica, 2..20 replicas, 15 s sync, default scale-up (max of +4 pods or +100 % per 15 s), 300 s scale-down stabilization, 10 s pod start.',
+  'lambda-fixed': "Lambda's own SQS scaling with the mapping's maximum concurrency fixed at the plan's cap and no governor.",
+  'static-pool': 'A pool of workers equal to the plan threads, always on.',
+  oracle: 'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops under the pause level.',
+};
+
+/** Builds a policy for a trace's settings. */
+export function createPolicy(name: PolicyName, settings: FleetSettings, model: Partial<ModelParams> = {}): Policy {
+  const m = { ...DEFAULT_MODEL, ...model };
+  switch (name) {
+    case 'governor':
+      return governorPolicy(settings);
+    case 'thread-pool':
+      return threadPool(m);
+    case 'process-pool':
+      return processPool(m);
+    case 'hpa':
+      return hpa(m);
+    case 'lambda-fixed':
+      return { name, capacity: 'lambda', periodSeconds: undefined, initialTarget: (s) => s.maxConcurrency };
+    case 'static-pool':
+      return { name, capacity: 'pool', periodSeconds: undefined, workerStartSeconds: 0, initialTarget: (s) => s.effectiveCap };
+    case 'oracle':
+      return { name, capacity: 'oracle', periodSeconds: undefined, initialTarget: (s) => s.planThreads };
+  }
+}
+
+/** The governor: its tick runs the real policy code with the signals the simulator measures. */
+function governorPolicy(settings: FleetSettings): Policy {
+  const config = governorConfigFrom(settings);
+  let state: GovernorState | undefined;
+  return {
+    name: 'governor',
+    capacity: 'lambda',
+    periodSeconds: settings.tickMs / 1000,
+    initialTarget: () => initialState(config, 0).ceilings.normal,
+    tick(view: PolicyView): ControlAction {
+      state ??= initialState(config, view.nowMs);
+      const decision = decide(view.governorSignals(), state, config);
+      state = decision.state;
+      return { target: decision.ceilings.normal, enabled: !decision.paused && decision.enabled.normal, reason: decision.reason.code };
+    },
+  };
+}
+
+function threadPool(m: ModelParams): Policy {
+  let workers = 2;
+  return {
+    name: 'thread-pool',
+    capacity: 'pool',
+    periodSeconds: 10,
+    workerStartSeconds: m.threadStartSeconds,
+    initialTarget: () => workers,
+    tick(view) {
+      const utilization = view.workers > 0 ? view.busy / view.workers : 0;
+      if (view.backlog > 20 && utilization > 0.7) {
+        if (view.balance < 1) return { target: workers, reason: 'LOW_BALANCE_NO_SCALE_UP' };
+        workers = Math.min(20, workers + 2);
+        return { target: workers, reason: 'UP' };
+      }
+      if (view.backlog < 5 && utilization < 0.2) {
+        workers = Math.max(2, workers - 1);
+        return { target: workers, reason: 'DOWN' };
+      }
+      return { target: workers, reason: 'HOLD' };
+    },
+  };
+}
+
+function processPool(m: ModelParams): Policy {
+  let workers = 2;
+  return {
+    name: 'process-pool',
+    capacity: 'pool',
+    periodSeconds: 15,
+    workerStartSeconds: m.processStartSeconds,
+    initialTarget: () => workers,
+    tick(view) {
+      if (view.backlog > 5 * workers) {
+        workers = Math.min(16, workers + Math.max(1, Math.floor(view.backlog / 10)));
+        return { target: workers, reason: 'UP' };
+      }
+      if (view.backlog < 3) {
+        workers = Math.max(2, workers - 2);
+        return { target: workers, reason: 'DOWN' };
+      }
+      return { target: workers, reason: 'HOLD' };
+    },
+  };
+}
+
+/** The HPA algorithm (autoscaling/v2 defaults) on an external AverageValue metric. */
+function hpa(m: ModelParams): Policy {
+  const targetPerReplica = 10;
+  const tolerance = 0.1;
+  const min = 2;
+  const max = 20;
+  const stabilizationSeconds = 300;
+  let replicas = 3;
+  const history: { at: number; desired: number }[] = [];
+  return {
+    name: 'hpa',
+    capacity: 'pool',
+    periodSeconds: 15,
+    workerStartSeconds: m.podStartSeconds,
+    initialTarget: () => replicas,
+    tick(view) {
+      const ratio = view.backlog / (targetPerReplica * replicas);
+      let desired = Math.abs(ratio - 1) <= tolerance ? replicas : Math.ceil(view.backlog / targetPerReplica);
+      desired = Math.min(max, Math.max(min, desired));
+      // Scale-down stabilization: act on the highest recommendation of the last 300 s.
+      history.push({ at: view.now, desired });
+      while (history.length > 0 && history[0]!.at < view.now - stabilizationSeconds) history.shift();
+      let stabilized = desired;
+      if (desired < replicas) stabilized = Math.min(replicas, Math.max(...history.map((h) => h.desired)));
+      // Default scale-up policies: the larger of +4 pods and +100 % per period.
+      const upLimit = Math.max(replicas + 4, replicas * 2);
+      const next = Math.min(stabilized, upLimit);
+      const reason = next > replicas ? 'UP' : next < replicas ? 'DOWN' : 'HOLD';
+      replicas = next;
+      return { target: replicas, reason };
+    },
+  };
+}

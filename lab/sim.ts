@@ -1,0 +1,749 @@
+/**
+ * The discrete-event simulator. One run replays one trace against one policy on a virtual clock:
+ * Poisson arrivals, a queue, consumers (Lambda invocations or pool workers) that take one task
+ * at a time, the solver with its thread cap, foreign threads and a balance, and the signals the
+ * governor would read (queue attributes fresh, CloudWatch metrics a minute late).
+ *
+ * Events are numbers (`taskId × 16 + kind`) in a binary heap, and tasks live in typed arrays:
+ * a simulated day of 10⁶ tasks allocates almost nothing per event.
+ */
+import type { GovernorSignals } from '../functions/core/governor/types.js';
+import type { FleetSettings } from '../functions/core/settings.js';
+import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
+import { EventHeap } from './heap.js';
+import { DEFAULT_MODEL, type ModelParams } from './model.js';
+import { Rng } from './rng.js';
+import { valueAt, type Trace } from './trace.js';
+
+/** How a policy's capacity becomes consumers. */
+export type CapacityKind = 'lambda' | 'pool' | 'oracle';
+
+/** What a policy sees at its control tick. */
+export interface PolicyView {
+  /** Seconds since the start of the run. */
+  readonly now: number;
+  /** Epoch ms (what `GovernorSignals.now` carries). */
+  readonly nowMs: number;
+  /** Visible tasks waiting in the queue. */
+  readonly backlog: number;
+  /** Consumers holding a task (invocations or busy workers). */
+  readonly busy: number;
+  /** Pools: live workers; Lambda: the ceiling. */
+  readonly workers: number;
+  /** Fresh balance, USD. */
+  readonly balance: number;
+  readonly settings: FleetSettings;
+  /** The governor's signals with the lab's lag model. */
+  governorSignals(): GovernorSignals;
+}
+
+/** A policy's answer at a tick: the new ceiling (Lambda) or worker count (pools). */
+export interface ControlAction {
+  target: number;
+  /** Lambda only: whether the mapping consumes. @default true */
+  enabled?: boolean;
+  /** Why, for the per-reason counters of the report. */
+  reason?: string;
+}
+
+/** A scaling policy plugged into the simulator. */
+export interface Policy {
+  readonly name: string;
+  readonly capacity: CapacityKind;
+  /** Seconds between control ticks; `undefined` for policies without a control loop. */
+  readonly periodSeconds: number | undefined;
+  /** Pools: seconds a new worker takes to start. */
+  readonly workerStartSeconds?: number;
+  /** Ceiling or worker count at the start. */
+  initialTarget(settings: FleetSettings): number;
+  tick?(view: PolicyView): ControlAction;
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  seed: number;
+  model?: Partial<ModelParams>;
+  /** Chart sampling period, seconds. @default durationSeconds / 720, at least 5 */
+  sampleSeconds?: number;
+  /** How long after the trace ends the run may go on draining, seconds. @default max(3600, duration) */
+  drainLimitSeconds?: number;
+  /** Epoch ms of virtual time 0. @default 2025-01-01T00:00:00Z */
+  epochMs?: number;
+}
+
+/** Series for the report's charts. */
+export interface Samples {
+  t: number[];
+  backlog: number[];
+  ceiling: number[];
+  inFlight: number[];
+}
+
+/** Everything measured in one run. Times in seconds; `null` where a figure does not apply. */
+export interface RunResult {
+  trace: string;
+  policy: string;
+  seed: number;
+  arrivals: number;
+  solved: number;
+  /** Tasks neither solved nor failed when the run stopped (queued, waiting for money). */
+  unfinished: number;
+  latency: { p50: number | null; p95: number | null; p99: number | null; mean: number | null };
+  peakBacklog: number;
+  /** From the peak backlog to the queue's next empty moment; null if it never emptied. */
+  drainSeconds: number | null;
+  /** Busy solver thread-seconds ÷ free thread-seconds while tasks wait = solves/s ÷ (cap ÷ mean solve time). */
+  utilizationWhileBacklog: number | null;
+  backlogSeconds: number;
+  /** Submissions (in.php requests) including refused ones. */
+  submissions: number;
+  overCapRejections: number;
+  overCapShare: number;
+  accountErrors: number;
+  /** Solves accepted while the balance was under the halt level, and under the pause level. */
+  startedPastHalt: number;
+  startedPastPause: number;
+  haltCrossedAt: number | null;
+  scalingChanges: number;
+  /** Worker-seconds (pools, billed while idle) or invocation-seconds (Lambda). */
+  computeSeconds: number;
+  computeUsd: number;
+  usdPer1000Solves: number | null;
+  invocations: number;
+  solverUsd: number;
+  reasons: Record<string, number>;
+  samples: Samples;
+  /** Simulated seconds, events processed and wall-clock ms of the run. */
+  simulatedSeconds: number;
+  events: number;
+  wallMs: number;
+}
+
+const K_ARRIVAL = 0;
+const K_SUBMIT = 1;
+const K_DONE = 2;
+const K_TICK = 3;
+const K_ESM = 4;
+const K_READY = 5;
+const K_SAMPLE = 6;
+const K_WORLD = 7;
+
+const BUCKET_SECONDS = 10;
+const RING = 256;
+const DEFAULT_EPOCH_MS = Date.UTC(2025, 0, 1);
+
+/** Replays `trace` against `policy`; deterministic for a given seed. */
+export function simulate(trace: Trace, policy: Policy, options: RunOptions): RunResult {
+  return new Simulation(trace, policy, options).run();
+}
+
+class Simulation {
+  private readonly settings: FleetSettings;
+  private readonly model: ModelParams;
+  private readonly heap = new EventHeap<number>();
+  private readonly arrivalRng: Rng;
+  private readonly taskRng: Rng;
+  private readonly jitterRng: Rng;
+  private readonly epochMs: number;
+  private readonly seed: number;
+  private readonly duration: number;
+  private readonly endLimit: number;
+  private readonly sampleSeconds: number;
+  private readonly plan: number;
+  private readonly price: number;
+  private readonly methodCdf: Float64Array;
+  private readonly methodMu: Float64Array;
+  private readonly methodSigma: Float64Array;
+  private readonly methodPoll: { first: number; interval: number }[];
+
+  private t = 0;
+  private lastT = 0;
+  private events = 0;
+  private finished = false;
+  private arrivalsDone = false;
+  private arrivalPiece = 0;
+
+  // Tasks, by id.
+  private taskCount = 0;
+  private arrivedAt = new Float64Array(1 << 16);
+  private acceptedAt = new Float64Array(1 << 16);
+  private baseSolve = new Float64Array(1 << 16);
+  private methodOf = new Uint8Array(1 << 16);
+  private attempts = new Uint16Array(1 << 16);
+
+  // The queue: a ring of task ids.
+  private queue = new Int32Array(1 << 12);
+  private qHead = 0;
+  private qLen = 0;
+
+  // Consumers and the solver.
+  private busy = 0;
+  private ourThreads = 0;
+  private foreign = 0;
+  private factor = 1;
+  private balance: number;
+  private target: number;
+  private enabled = true;
+  private allowance = 0;
+  /** Highest `busy` within each of the last ESM steps (a ring), for the slow scale-down. */
+  private busyHighWater = new Float64Array(1);
+  private stepHigh = 0;
+  private stepIndex = 0;
+  private warm = 0;
+  private ready = 0;
+  private starting = 0;
+
+  // Measurements.
+  private latencies = new Float64Array(1 << 16);
+  private solved = 0;
+  private submissions = 0;
+  private overCap = 0;
+  private accountErrors = 0;
+  private startedPastHalt = 0;
+  private startedPastPause = 0;
+  private haltCrossedAt: number | null = null;
+  private scalingChanges = 0;
+  private invocations = 0;
+  private computeSeconds = 0;
+  private backlogSeconds = 0;
+  private busyThreadSecondsBacklog = 0;
+  private freeThreadSecondsBacklog = 0;
+  private peakBacklog = 0;
+  private peakAt = 0;
+  private drainSeconds: number | null = 0;
+  private readonly reasons: Record<string, number> = {};
+  private readonly samples: Samples = { t: [], backlog: [], ceiling: [], inFlight: [] };
+
+  // Metric buckets for the lagged signals.
+  private readonly bucketId = new Float64Array(RING).fill(-1);
+  private readonly bArrivals = new Float64Array(RING);
+  private readonly bCompletions = new Float64Array(RING);
+  private readonly bSubmissions = new Float64Array(RING);
+  private readonly bOverCap = new Float64Array(RING);
+  private readonly bAccount = new Float64Array(RING);
+  private readonly bSolveMs: number[][] = Array.from({ length: RING }, () => []);
+
+  constructor(
+    private readonly trace: Trace,
+    private readonly policy: Policy,
+    options: RunOptions,
+  ) {
+    this.settings = trace.settings;
+    this.model = { ...DEFAULT_MODEL, ...options.model };
+    const root = new Rng(options.seed);
+    this.arrivalRng = root.fork(1);
+    this.taskRng = root.fork(2);
+    this.jitterRng = root.fork(3);
+    this.epochMs = options.epochMs ?? DEFAULT_EPOCH_MS;
+    this.seed = options.seed;
+    this.duration = trace.durationSeconds;
+    this.endLimit = this.duration + (options.drainLimitSeconds ?? Math.max(3600, this.duration));
+    this.sampleSeconds = options.sampleSeconds ?? Math.max(5, this.duration / 720);
+    this.plan = this.settings.planThreads;
+    this.price = trace.balance.pricePerSolveUsd;
+    this.balance = trace.balance.initialUsd + trace.balance.topUps.filter((topUp) => topUp.at === 0).reduce((sum, topUp) => sum + topUp.usd, 0);
+    const methods = trace.methods;
+    this.methodCdf = new Float64Array(methods.length);
+    this.methodMu = new Float64Array(methods.length);
+    this.methodSigma = new Float64Array(methods.length);
+    let cumulative = 0;
+    methods.forEach((m, i) => {
+      cumulative += m.share;
+      this.methodCdf[i] = cumulative;
+      this.methodMu[i] = Math.log(m.medianSeconds);
+      // p95 of a log-normal is median × e^(1.645 σ).
+      this.methodSigma[i] = Math.log(m.p95Seconds / m.medianSeconds) / 1.6448536269514722;
+    });
+    this.methodCdf[methods.length - 1] = 1;
+    this.methodPoll = methods.map((m) => {
+      const poll = DEFAULT_POLL[METHOD_KIND[m.method]];
+      return { first: poll.firstPollMs / 1000, interval: poll.intervalMs / 1000 };
+    });
+    this.target = policy.initialTarget(this.settings);
+  }
+
+  run(): RunResult {
+    const started = performance.now();
+    this.setWorld();
+    this.checkBalanceLevels();
+    if (this.policy.capacity === 'lambda') {
+      this.allowance = Math.min(this.model.esmInitialConcurrency, this.target);
+      this.busyHighWater = new Float64Array(Math.max(1, Math.round(this.model.esmScaleDownSeconds / this.model.esmStepSeconds)));
+      this.heap.push(this.model.esmStepSeconds, K_ESM);
+    } else if (this.policy.capacity === 'pool') {
+      this.ready = this.target;
+    }
+    const topUpTimes = this.trace.balance.topUps.map((topUp) => topUp.at);
+    for (const at of new Set([...this.trace.foreignThreads.at, ...this.trace.solveTimeFactor.at, ...topUpTimes])) {
+      if (at > 0) this.heap.push(at, K_WORLD);
+    }
+    if (this.policy.periodSeconds !== undefined && this.policy.tick) this.heap.push(0, K_TICK);
+    this.heap.push(0, K_SAMPLE);
+    this.scheduleArrival(0);
+
+    const heap = this.heap;
+    while (!this.finished && heap.size > 0) {
+      const time = heap.peekTime();
+      if (time > this.endLimit) break;
+      const event = heap.pop() as number;
+      this.advance(time);
+      this.events++;
+      const kind = event & 15;
+      const id = (event - kind) / 16;
+      switch (kind) {
+        case K_ARRIVAL:
+          this.arrive();
+          break;
+        case K_SUBMIT:
+          this.submit(id);
+          break;
+        case K_DONE:
+          this.done(id);
+          break;
+        case K_TICK:
+          this.controlTick();
+          break;
+        case K_ESM:
+          this.esmStep();
+          break;
+        case K_READY:
+          this.starting--;
+          if (this.ready < this.target) this.ready++;
+          this.dispatch();
+          break;
+        case K_SAMPLE:
+          this.sample();
+          break;
+        case K_WORLD:
+          this.setWorld();
+          this.dispatch();
+          break;
+      }
+    }
+    this.sample();
+    return this.result(performance.now() - started);
+  }
+
+  // ---- traffic -------------------------------------------------------------------------------
+
+  /** Schedules the next Poisson arrival after `from`, crossing rate pieces (memoryless, so exact). */
+  private scheduleArrival(from: number): void {
+    const { at, value } = this.trace.arrivals;
+    let t = from;
+    for (;;) {
+      if (t >= this.duration) {
+        this.arrivalsDone = true;
+        this.checkFinished();
+        return;
+      }
+      // Time only moves forward, so the current piece is a cursor, not a search.
+      while (this.arrivalPiece + 1 < at.length && at[this.arrivalPiece + 1]! <= t) this.arrivalPiece++;
+      const piece = this.arrivalPiece;
+      const end = Math.min(this.duration, at[piece + 1] ?? this.duration);
+      const rate = value[piece]!;
+      if (rate > 0) {
+        const next = t + this.arrivalRng.exponential(rate);
+        if (next < end) {
+          this.heap.push(next, K_ARRIVAL);
+          return;
+        }
+      }
+      t = end;
+    }
+  }
+
+  private arrive(): void {
+    const id = this.taskCount++;
+    if (id === this.arrivedAt.length) this.growTasks();
+    this.arrivedAt[id] = this.t;
+    // Method and intrinsic solve time are drawn at arrival, so every policy sees the same tasks.
+    const u = this.taskRng.uniform();
+    let m = 0;
+    while (this.methodCdf[m]! < u) m++;
+    this.methodOf[id] = m;
+    this.baseSolve[id] = this.taskRng.logNormal(this.methodMu[m]!, this.methodSigma[m]!);
+    this.bucket(this.t);
+    this.bArrivals[this.slot]!++;
+    this.enqueue(id);
+    this.scheduleArrival(this.t);
+    this.dispatch();
+  }
+
+  // ---- consumers -----------------------------------------------------------------------------
+
+  /** How many consumers may hold a task now. */
+  private limit(): number {
+    switch (this.policy.capacity) {
+      case 'lambda':
+        return this.enabled ? Math.min(this.allowance, this.target) : 0;
+      case 'pool':
+        return this.ready;
+      case 'oracle':
+        // Clairvoyant: exactly the free threads, and it never spends past the pause level.
+        return this.balance >= this.settings.pauseBalance ? Math.max(0, this.plan - this.foreign) : 0;
+    }
+  }
+
+  private dispatch(): void {
+    const limit = this.limit();
+    while (this.qLen > 0 && this.busy < limit) {
+      const id = this.dequeue();
+      if (++this.busy > this.stepHigh) this.stepHigh = this.busy;
+      if (this.policy.capacity === 'lambda') {
+        this.invocations++;
+        let overhead = this.model.invocationOverheadSeconds;
+        if (this.busy > this.warm) {
+          this.warm = this.busy;
+          overhead += this.model.coldStartSeconds;
+        }
+        this.heap.push(this.t + overhead, id * 16 + K_SUBMIT);
+      } else {
+        this.submit(id);
+      }
+    }
+  }
+
+  /** One in.php request: refused for lack of funds, refused over the cap, or accepted. */
+  private submit(id: number): void {
+    this.submissions++;
+    this.bucket(this.t);
+    const slot = this.slot;
+    this.bSubmissions[slot]!++;
+    if (this.balance <= 0) {
+      this.accountErrors++;
+      this.bAccount[slot]!++;
+      this.heap.push(this.t + this.model.accountRetrySeconds, id * 16 + K_SUBMIT);
+      return;
+    }
+    if (this.ourThreads + this.foreign >= this.plan) {
+      this.overCap++;
+      this.bOverCap[slot]!++;
+      const attempt = ++this.attempts[id]!;
+      const wait = Math.min(this.model.backoffMaxSeconds, this.model.backoffBaseSeconds * 2 ** (attempt - 1));
+      this.heap.push(this.t + wait * (0.5 + this.jitterRng.uniform()), id * 16 + K_SUBMIT);
+      return;
+    }
+    this.ourThreads++;
+    this.acceptedAt[id] = this.t;
+    if (this.balance < this.settings.haltBalance) this.startedPastHalt++;
+    if (this.balance < this.settings.pauseBalance) this.startedPastPause++;
+    let hold = this.baseSolve[id]! * this.factor;
+    if (this.trace.pollLoss) {
+      // The answer is read at the next poll of the protocol schedule; the thread is paid until then.
+      const poll = this.methodPoll[this.methodOf[id]!]!;
+      hold = hold <= poll.first ? poll.first : poll.first + Math.ceil((hold - poll.first) / poll.interval - 1e-9) * poll.interval;
+    }
+    this.heap.push(this.t + hold, id * 16 + K_DONE);
+  }
+
+  private done(id: number): void {
+    this.ourThreads--;
+    this.busy--;
+    const latency = this.t - this.arrivedAt[id]!;
+    if (this.solved === this.latencies.length) this.latencies = grow(this.latencies);
+    this.latencies[this.solved++] = latency;
+    this.balance -= this.price;
+    this.checkBalanceLevels();
+    this.bucket(this.t);
+    this.bCompletions[this.slot]!++;
+    this.bSolveMs[this.slot]!.push((this.t - this.acceptedAt[id]!) * 1000);
+    if (this.policy.capacity === 'pool' && this.ready > this.target) this.ready--;
+    this.dispatch();
+    this.checkFinished();
+  }
+
+  private controlTick(): void {
+    const action = this.policy.tick!(this.view());
+    if (action.reason !== undefined) this.reasons[action.reason] = (this.reasons[action.reason] ?? 0) + 1;
+    const target = Math.max(0, Math.round(action.target));
+    const enabled = action.enabled ?? true;
+    if (target !== this.target || enabled !== this.enabled) this.scalingChanges++;
+    this.enabled = enabled;
+    if (this.policy.capacity === 'pool') this.setWorkers(target);
+    else {
+      this.target = target;
+      this.allowance = Math.min(this.allowance, target);
+    }
+    this.heap.push(this.t + this.policy.periodSeconds!, K_TICK);
+    this.dispatch();
+  }
+
+  private setWorkers(target: number): void {
+    this.target = target;
+    const have = this.ready + this.starting;
+    if (target > have) {
+      const start = this.policy.workerStartSeconds ?? 0;
+      if (start <= 0) this.ready += target - have;
+      else {
+        this.starting += target - have;
+        for (let i = have; i < target; i++) this.heap.push(this.t + start, K_READY);
+      }
+    } else if (target < this.ready) {
+      // Idle workers leave now; busy ones finish their task first (see done()).
+      this.ready = Math.max(this.busy, target);
+    }
+  }
+
+  /**
+   * Lambda's poller scaling: +5 per second (300 a minute) while messages wait and every
+   * allowed invocation is busy; with an empty queue, down to the highest concurrency used in the
+   * scale-down window (never under the start level).
+   */
+  private esmStep(): void {
+    const initial = Math.min(this.model.esmInitialConcurrency, this.target);
+    const ring = this.busyHighWater;
+    ring[this.stepIndex++ % ring.length] = Math.max(this.stepHigh, this.busy);
+    this.stepHigh = this.busy;
+    if (this.qLen > 0 && this.busy >= Math.min(this.allowance, this.target)) {
+      this.allowance = Math.min(this.target, this.allowance + (this.model.esmScaleUpPerMinute * this.model.esmStepSeconds) / 60);
+    } else if (this.qLen === 0) {
+      let recent = 0;
+      for (let i = 0; i < ring.length; i++) if (ring[i]! > recent) recent = ring[i]!;
+      this.allowance = Math.min(this.target, Math.max(initial, Math.min(this.allowance, recent)));
+    }
+    this.heap.push(this.t + this.model.esmStepSeconds, K_ESM);
+    this.dispatch();
+  }
+
+  // ---- world ---------------------------------------------------------------------------------
+
+  private setWorld(): void {
+    this.foreign = valueAt(this.trace.foreignThreads, this.t);
+    this.factor = valueAt(this.trace.solveTimeFactor, this.t);
+    for (const topUp of this.trace.balance.topUps) if (topUp.at === this.t && this.t > 0) this.balance += topUp.usd;
+  }
+
+  private checkBalanceLevels(): void {
+    if (this.haltCrossedAt === null && this.balance < this.settings.haltBalance) this.haltCrossedAt = this.t;
+  }
+
+  /** Integrates the time-weighted figures up to `now`. */
+  private advance(now: number): void {
+    const dt = now - this.lastT;
+    if (dt > 0) {
+      if (this.qLen > 0) {
+        this.backlogSeconds += dt;
+        this.busyThreadSecondsBacklog += this.ourThreads * dt;
+        this.freeThreadSecondsBacklog += Math.max(0, this.plan - this.foreign) * dt;
+      }
+      this.computeSeconds += (this.policy.capacity === 'pool' ? this.ready + this.starting : this.busy) * dt;
+      this.lastT = now;
+    }
+    this.t = now;
+  }
+
+  private checkFinished(): void {
+    if (this.arrivalsDone && this.qLen === 0 && this.busy === 0) this.finished = true;
+  }
+
+  private sample(): void {
+    const s = this.samples;
+    s.t.push(this.t);
+    s.backlog.push(this.qLen);
+    s.ceiling.push(this.currentCeiling());
+    s.inFlight.push(this.busy);
+    if (!this.finished) this.heap.push(this.t + this.sampleSeconds, K_SAMPLE);
+  }
+
+  private currentCeiling(): number {
+    switch (this.policy.capacity) {
+      case 'lambda':
+        return this.enabled ? this.target : 0;
+      case 'pool':
+        return this.target;
+      case 'oracle':
+        return this.limit();
+    }
+  }
+
+  // ---- queue ---------------------------------------------------------------------------------
+
+  private enqueue(id: number): void {
+    if (this.qLen === this.queue.length) {
+      const bigger = new Int32Array(this.queue.length * 2);
+      for (let i = 0; i < this.qLen; i++) bigger[i] = this.queue[(this.qHead + i) % this.queue.length]!;
+      this.queue = bigger;
+      this.qHead = 0;
+    }
+    this.queue[(this.qHead + this.qLen) % this.queue.length] = id;
+    this.qLen++;
+    if (this.qLen > this.peakBacklog) {
+      this.peakBacklog = this.qLen;
+      this.peakAt = this.t;
+      this.drainSeconds = null;
+    }
+  }
+
+  private dequeue(): number {
+    const id = this.queue[this.qHead]!;
+    this.qHead = (this.qHead + 1) % this.queue.length;
+    this.qLen--;
+    if (this.qLen === 0 && this.drainSeconds === null) this.drainSeconds = this.t - this.peakAt;
+    return id;
+  }
+
+  private growTasks(): void {
+    this.arrivedAt = grow(this.arrivedAt);
+    this.acceptedAt = grow(this.acceptedAt);
+    this.baseSolve = grow(this.baseSolve);
+    const methods = new Uint8Array(this.methodOf.length * 2);
+    methods.set(this.methodOf);
+    this.methodOf = methods;
+    const attempts = new Uint16Array(this.attempts.length * 2);
+    attempts.set(this.attempts);
+    this.attempts = attempts;
+  }
+
+  // ---- signals -------------------------------------------------------------------------------
+
+  private slot = 0;
+  private scratch = new Float64Array(1024);
+
+  /** Points `slot` at the metric bucket holding time `t`, clearing it on first use. */
+  private bucket(t: number): void {
+    const id = Math.floor(t / BUCKET_SECONDS);
+    const slot = id % RING;
+    if (this.bucketId[slot] !== id) {
+      this.bucketId[slot] = id;
+      this.bArrivals[slot] = 0;
+      this.bCompletions[slot] = 0;
+      this.bSubmissions[slot] = 0;
+      this.bOverCap[slot] = 0;
+      this.bAccount[slot] = 0;
+      this.bSolveMs[slot]!.length = 0;
+    }
+    this.slot = slot;
+  }
+
+  private view(): PolicyView {
+    const sim = this;
+    return {
+      now: this.t,
+      nowMs: this.epochMs + this.t * 1000,
+      backlog: this.qLen,
+      busy: this.busy,
+      workers: this.policy.capacity === 'pool' ? this.ready : this.target,
+      balance: this.balance,
+      settings: this.settings,
+      governorSignals: () => sim.governorSignals(),
+    };
+  }
+
+  /**
+   * The governor's signals. Queue attributes and the balance are read fresh; everything that
+   * comes from the consumer's metrics covers [now − lag − window, now − lag) and is undefined
+   * until that window has data (CloudWatch answers nothing before the first datapoint).
+   */
+  governorSignals(): GovernorSignals {
+    const lag = this.model.metricsLagSeconds;
+    const window = this.model.metricsWindowSeconds;
+    const from = this.t - lag - window;
+    const to = this.t - lag;
+    const known = from >= 0;
+    let arrivals = 0;
+    let completions = 0;
+    let submissions = 0;
+    let overCap = 0;
+    let account = 0;
+    let solves = 0;
+    if (known) {
+      for (let id = Math.floor(from / BUCKET_SECONDS); id < Math.ceil(to / BUCKET_SECONDS); id++) {
+        const slot = id % RING;
+        if (this.bucketId[slot] !== id) continue;
+        arrivals += this.bArrivals[slot]!;
+        completions += this.bCompletions[slot]!;
+        submissions += this.bSubmissions[slot]!;
+        overCap += this.bOverCap[slot]!;
+        account += this.bAccount[slot]!;
+        const times = this.bSolveMs[slot]!;
+        if (solves + times.length > this.scratch.length) this.scratch = grow(this.scratch, solves + times.length);
+        for (let i = 0; i < times.length; i++) this.scratch[solves++] = times[i]!;
+      }
+    }
+    const answers = completions + overCap + account;
+    let meanSolveMs: number | undefined;
+    let p95SolveMs: number | undefined;
+    if (solves > 0) {
+      // A typed array sorts numerically in native code: this runs at every governor tick.
+      const sorted = this.scratch.subarray(0, solves).sort();
+      let sum = 0;
+      for (let i = 0; i < solves; i++) sum += sorted[i]!;
+      meanSolveMs = sum / solves;
+      p95SolveMs = sorted[Math.min(solves - 1, Math.ceil(0.95 * solves) - 1)];
+    }
+    const oldest = this.qLen > 0 ? this.t - this.arrivedAt[this.queue[this.qHead]!]! : 0;
+    return {
+      now: this.epochMs + this.t * 1000,
+      lanes: {
+        normal: {
+          backlog: this.qLen,
+          inFlight: this.busy,
+          delayed: 0,
+          oldestAgeSeconds: oldest,
+          arrivalRate: known ? arrivals / window : undefined,
+          ceiling: this.target,
+          enabled: this.enabled,
+        },
+      },
+      completionRate: known ? completions / window : undefined,
+      meanSolveMs,
+      p95SolveMs,
+      // The lab's solver answers no transient or task errors: a known zero once answers exist.
+      errorRate: known && answers > 0 ? 0 : undefined,
+      transientErrorRate: known && answers > 0 ? 0 : undefined,
+      overCapRate: known && submissions > 0 ? overCap / submissions : undefined,
+      overCapAnswers: known ? overCap : undefined,
+      accountErrors: known ? account : undefined,
+      accountErrorCode: account > 0 ? 'ERROR_ZERO_BALANCE' : undefined,
+      balance: Math.max(0, this.balance),
+    };
+  }
+
+  // ---- results -------------------------------------------------------------------------------
+
+  private result(wallMs: number): RunResult {
+    const latencies = this.latencies.subarray(0, this.solved).sort();
+    const pick = (q: number): number | null => (latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]!);
+    let sum = 0;
+    for (let i = 0; i < latencies.length; i++) sum += latencies[i]!;
+    const computeUsd =
+      this.computeSeconds * this.model.computeUsdPerSecond + (this.policy.capacity === 'lambda' ? this.invocations * this.model.lambdaUsdPerRequest : 0);
+    return {
+      trace: this.trace.name,
+      policy: this.policy.name,
+      seed: this.seed,
+      arrivals: this.taskCount,
+      solved: this.solved,
+      unfinished: this.taskCount - this.solved,
+      latency: { p50: pick(0.5), p95: pick(0.95), p99: pick(0.99), mean: latencies.length === 0 ? null : sum / latencies.length },
+      peakBacklog: this.peakBacklog,
+      drainSeconds: this.drainSeconds,
+      utilizationWhileBacklog: this.freeThreadSecondsBacklog > 0 ? this.busyThreadSecondsBacklog / this.freeThreadSecondsBacklog : null,
+      backlogSeconds: this.backlogSeconds,
+      submissions: this.submissions,
+      overCapRejections: this.overCap,
+      overCapShare: this.submissions > 0 ? this.overCap / this.submissions : 0,
+      accountErrors: this.accountErrors,
+      startedPastHalt: this.startedPastHalt,
+      startedPastPause: this.startedPastPause,
+      haltCrossedAt: this.haltCrossedAt,
+      scalingChanges: this.scalingChanges,
+      computeSeconds: this.computeSeconds,
+      computeUsd,
+      usdPer1000Solves: this.solved > 0 ? (computeUsd / this.solved) * 1000 : null,
+      invocations: this.invocations,
+      solverUsd: this.solved * this.price,
+      reasons: this.reasons,
+      samples: this.samples,
+      simulatedSeconds: this.t,
+      events: this.events,
+      wallMs,
+    };
+  }
+}
+
+function grow(array: Float64Array<ArrayBuffer>, atLeast = 0): Float64Array<ArrayBuffer> {
+  const bigger = new Float64Array(Math.max(atLeast, array.length * 2));
+  bigger.set(array);
+  return bigger;
+}

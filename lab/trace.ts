@@ -1,0 +1,200 @@
+/**
+ * Traces: the traffic and the world a policy is replayed against, as a documented JSON format
+ * (docs/lab.md) so users can replay their own day. Everything that changes over time is a list
+ * of `{ at, … }` pieces, each holding from its `at` (seconds from the start) until the next one.
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ConfigError, resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
+import { METHODS, type SolverMethod } from '../functions/core/solver-protocol.js';
+
+const nonNegative = z.number().finite().min(0);
+const piece = <T extends z.ZodRawShape>(shape: T) => z.object({ at: nonNegative, ...shape }).strict();
+
+/** The JSON trace format, version 1. */
+export const TraceSchema = z
+  .object({
+    /** Short name, used by `--trace` and in reports. */
+    name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,60}$/, 'lowercase letters, digits and dashes'),
+    description: z.string().max(500).default(''),
+    /** Simulated span; arrivals stop here and the run continues until the queue drains. */
+    durationSeconds: z.number().finite().gt(0).max(31 * 86_400),
+    /** Fleet settings (the same fields as the stack's configuration), e.g. `{ "planThreads": 50 }`. */
+    fleet: z.record(z.string(), z.unknown()).default({}),
+    /** Arrival rate in tasks per second, piecewise constant; Poisson within a piece. */
+    arrivals: z.array(piece({ perSecond: nonNegative })).min(1),
+    /** The method mix: relative shares and log-normal solve times (median and p95, seconds). */
+    methods: z
+      .array(
+        z
+          .object({
+            method: z.enum(METHODS),
+            share: z.number().finite().gt(0),
+            medianSeconds: z.number().finite().gt(0),
+            p95Seconds: z.number().finite().gt(0),
+          })
+          .strict(),
+      )
+      .min(1),
+    /** Threads of the plan held by other users of the key. */
+    foreignThreads: z.array(piece({ threads: z.number().int().min(0) })).default([{ at: 0, threads: 0 }]),
+    /** Multiplies every solve time started in the piece (2 = the solver is twice as slow). */
+    solveTimeFactor: z.array(piece({ factor: z.number().finite().gt(0) })).default([{ at: 0, factor: 1 }]),
+    /** Account balance, what one solve costs, and money added during the run. */
+    balance: z
+      .object({
+        initialUsd: nonNegative,
+        pricePerSolveUsd: nonNegative,
+        topUps: z.array(z.object({ at: nonNegative, usd: z.number().finite().gt(0) }).strict()).default([]),
+      })
+      .strict()
+      .default({ initialUsd: 1000, pricePerSolveUsd: 0, topUps: [] }),
+    /** Marks a surge: the benchmark checks the governor against the usual scalers on it. */
+    surge: z.boolean().default(false),
+    /** Model the answer waiting for the next res.php poll (protocol schedule) while holding its thread. */
+    pollLoss: z.boolean().default(false),
+  })
+  .strict();
+
+export type TraceInput = z.input<typeof TraceSchema>;
+type ParsedTrace = z.output<typeof TraceSchema>;
+
+/** A step function of time, with its breakpoints in seconds. */
+export interface Piecewise {
+  readonly at: readonly number[];
+  readonly value: readonly number[];
+}
+
+/** A validated trace with the fleet settings it resolves to. */
+export interface Trace {
+  readonly name: string;
+  readonly description: string;
+  readonly durationSeconds: number;
+  readonly settings: FleetSettings;
+  readonly arrivals: Piecewise;
+  readonly methods: readonly { method: SolverMethod; share: number; medianSeconds: number; p95Seconds: number }[];
+  readonly foreignThreads: Piecewise;
+  readonly solveTimeFactor: Piecewise;
+  readonly balance: { initialUsd: number; pricePerSolveUsd: number; topUps: readonly { at: number; usd: number }[] };
+  readonly pollLoss: boolean;
+  readonly surge: boolean;
+}
+
+/** A trace that cannot be used: names the file and every problem found, with its JSON path. */
+export class TraceFileError extends Error {
+  override readonly name = 'TraceFileError';
+  constructor(
+    readonly source: string,
+    readonly problems: string[],
+    options?: { cause?: unknown },
+  ) {
+    super(`Invalid trace ${source} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`, options);
+  }
+}
+
+/** Validates parsed JSON as a trace. `source` names it in errors (a file path or a shipped name). */
+export function parseTrace(json: unknown, source: string): Trace {
+  const parsed = TraceSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new TraceFileError(
+      source,
+      parsed.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`),
+    );
+  }
+  const trace: ParsedTrace = parsed.data;
+  const problems: string[] = [];
+  checkPieces(trace.arrivals, 'arrivals', trace.durationSeconds, problems);
+  checkPieces(trace.foreignThreads, 'foreignThreads', trace.durationSeconds, problems);
+  checkPieces(trace.solveTimeFactor, 'solveTimeFactor', trace.durationSeconds, problems);
+  trace.balance.topUps.forEach((topUp, i) => {
+    if (topUp.at >= trace.durationSeconds) problems.push(`balance.topUps[${i}].at: ${topUp.at} is not before durationSeconds ${trace.durationSeconds}`);
+  });
+  trace.methods.forEach((m, i) => {
+    if (m.p95Seconds < m.medianSeconds) problems.push(`methods[${i}].p95Seconds: ${m.p95Seconds} is below medianSeconds ${m.medianSeconds}`);
+  });
+  let settings: FleetSettings | undefined;
+  try {
+    settings = resolveSettings(trace.fleet as FleetConfig);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    for (const p of error.problems) problems.push(`fleet.${p.field}: ${p.problem}`);
+  }
+  if (settings && settings.tasksPerInvocation !== 1) {
+    problems.push(`fleet.tasksPerInvocation: the lab models one task per invocation, got ${settings.tasksPerInvocation}`);
+  }
+  if (problems.length > 0 || !settings) throw new TraceFileError(source, problems);
+  const totalShare = trace.methods.reduce((sum, m) => sum + m.share, 0);
+  return {
+    name: trace.name,
+    description: trace.description,
+    durationSeconds: trace.durationSeconds,
+    settings,
+    arrivals: toPiecewise(trace.arrivals, (p) => p.perSecond),
+    methods: trace.methods.map((m) => ({ ...m, share: m.share / totalShare })),
+    foreignThreads: toPiecewise(trace.foreignThreads, (p) => p.threads),
+    solveTimeFactor: toPiecewise(trace.solveTimeFactor, (p) => p.factor),
+    balance: trace.balance,
+    pollLoss: trace.pollLoss,
+    surge: trace.surge,
+  };
+}
+
+/** Reads and validates a trace file. @throws TraceFileError naming the file and its problems. */
+export function loadTraceFile(path: string): Trace {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new TraceFileError(path, [`cannot be read: ${(error as Error).message}`], { cause: error });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new TraceFileError(path, [`is not valid JSON: ${(error as Error).message}`], { cause: error });
+  }
+  return parseTrace(json, path);
+}
+
+/** The value of a step function at `t` (the first piece's value before it starts). */
+export function valueAt(fn: Piecewise, t: number): number {
+  const at = fn.at;
+  let lo = 0;
+  let hi = at.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (at[mid]! <= t) lo = mid;
+    else hi = mid - 1;
+  }
+  return fn.value[lo]!;
+}
+
+/** Expected arrivals in [0, duration): the integral of the rate. */
+export function expectedArrivals(trace: Trace): number {
+  const { at, value } = trace.arrivals;
+  let total = 0;
+  for (let i = 0; i < at.length; i++) {
+    const end = Math.min(trace.durationSeconds, at[i + 1] ?? trace.durationSeconds);
+    total += Math.max(0, end - at[i]!) * value[i]!;
+  }
+  return total;
+}
+
+function toPiecewise<P extends { at: number }>(pieces: P[], value: (p: P) => number): Piecewise {
+  return { at: pieces.map((p) => p.at), value: pieces.map(value) };
+}
+
+function checkPieces(pieces: { at: number }[], field: string, duration: number, problems: string[]): void {
+  if (pieces[0] && pieces[0].at !== 0) problems.push(`${field}[0].at: the first piece must start at 0, got ${pieces[0].at}`);
+  for (let i = 1; i < pieces.length; i++) {
+    if (pieces[i]!.at <= pieces[i - 1]!.at) problems.push(`${field}[${i}].at: ${pieces[i]!.at} is not after the previous piece's ${pieces[i - 1]!.at}`);
+  }
+  pieces.forEach((p, i) => {
+    if (p.at >= duration) problems.push(`${field}[${i}].at: ${p.at} is not before durationSeconds ${duration}`);
+  });
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(trace)';
+  return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i === 0 ? '' : '.'}${String(part)}`)).join('');
+}
