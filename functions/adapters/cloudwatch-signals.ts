@@ -58,6 +58,8 @@ export interface CloudWatchSignals {
   readQueues(): Promise<{ normal: QueueMetrics; high?: QueueMetrics }>;
   /** The queries `read()` sends (for tests and the docs). */
   consumerQueries(): MetricDataQuery[];
+  /** The percentile query, sent apart: some AWS-compatible endpoints (moto) cannot compute percentiles. */
+  percentileQueries(): MetricDataQuery[];
 }
 
 /** Window [start, end) aligned to whole minutes, ending at the last full minute. */
@@ -73,8 +75,10 @@ export function createCloudWatchSignals(options: CloudWatchSignalsOptions): Clou
   const dimensions = [{ Name: 'service', Value: options.service ?? SERVICES.consumer }];
   const metric = (name: string) => ({ Namespace: options.namespace, MetricName: name, Dimensions: dimensions });
 
-  const consumerQueries = (): MetricDataQuery[] => [
+  const percentileQueries = (): MetricDataQuery[] => [
     { Id: 'solve_p95', MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'p95' }, ReturnData: true },
+  ];
+  const consumerQueries = (): MetricDataQuery[] => [
     { Id: 'solve_avg', MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'Average' }, ReturnData: true },
     { Id: 'solve_n', MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'SampleCount' }, ReturnData: true },
     ...(Object.entries(COUNTERS) as Array<[Counter, string]>).map(([key, name]) => ({
@@ -110,16 +114,24 @@ export function createCloudWatchSignals(options: CloudWatchSignalsOptions): Clou
 
   return {
     consumerQueries,
+    percentileQueries,
     async read() {
       try {
-        const results = await fetchAll(consumerQueries());
+        // p95 only sizes the shortfall warning: when it cannot be read it is unknown, the rest stands.
+        const [results, percentiles] = await Promise.all([
+          fetchAll(consumerQueries()),
+          fetchAll(percentileQueries()).catch((error: unknown) => {
+            options.onError?.(error);
+            return new Map<string, MetricDataResult>();
+          }),
+        ]);
         const avgs = values(results, 'solve_avg');
         const counts = values(results, 'solve_n');
         const weight = sum(counts);
         // Mean of per-minute means weighted by their sample counts; without counts, their plain mean.
         const meanSolveMs =
           avgs.length === 0 ? undefined : counts.length === avgs.length && weight > 0 ? sum(avgs.map((a, i) => a * (counts[i] as number))) / weight : sum(avgs) / avgs.length;
-        const p95s = values(results, 'solve_p95');
+        const p95s = values(percentiles, 'solve_p95');
         const counter = (key: Counter) => sum(values(results, `sum_${key.toLowerCase()}`));
         return {
           windowMs,

@@ -53,10 +53,10 @@ describe('cloudwatch-signals', () => {
     const cw = createCloudWatchSignals({ cloudwatch: client, namespace: 'CaptchaFleet', clock: () => now });
     // Act
     const window = await cw.read();
-    // Assess: the request
-    expect(sent).toHaveLength(1);
-    const input = sent[0]!.input;
-    expect(sent[0]!.command).toBe('GetMetricDataCommand');
+    // Assess: the requests (the percentile apart, since some endpoints cannot compute it)
+    expect(sent.map((s) => s.command)).toEqual(['GetMetricDataCommand', 'GetMetricDataCommand']);
+    const input = { ...sent[0]!.input, MetricDataQueries: [...sent[0]!.input.MetricDataQueries, ...sent[1]!.input.MetricDataQueries] };
+    expect(sent[1]!.input.MetricDataQueries.map((q: { Id: string }) => q.Id)).toEqual(['solve_p95']);
     const { start, end } = metricWindow(now, 180_000);
     expect(input.StartTime).toEqual(start);
     expect(input.EndTime).toEqual(end);
@@ -83,6 +83,19 @@ describe('cloudwatch-signals', () => {
     });
   });
 
+  it('keeps the counters when only the percentile query fails (moto cannot compute p95)', async () => {
+    const { client } = fakeClient<CloudWatchClient>((_c, input) => {
+      if (input.MetricDataQueries[0].MetricStat.Stat === 'p95') throw new SyntaxError('Unexpected token <');
+      return { MetricDataResults: [{ Id: 'sum_submissions', Values: [7] }, { Id: 'solve_avg', Values: [100] }] };
+    });
+    const errors: unknown[] = [];
+    const window = await createCloudWatchSignals({ cloudwatch: client, namespace: 'N', onError: (e) => errors.push(e) }).read();
+    expect(window?.submissions).toBe(7);
+    expect(window?.meanSolveMs).toBe(100);
+    expect(window?.p95SolveMs).toBeUndefined();
+    expect(errors).toHaveLength(1);
+  });
+
   it('reads a failed query as unknown, never as zero', async () => {
     const { client } = fakeClient<CloudWatchClient>(() => {
       throw Object.assign(new Error('Rate exceeded'), { name: 'Throttling' });
@@ -90,7 +103,7 @@ describe('cloudwatch-signals', () => {
     const onError = vi.fn();
     const cw = createCloudWatchSignals({ cloudwatch: client, namespace: 'CaptchaFleet', onError });
     expect(await cw.read()).toBeUndefined();
-    expect(onError).toHaveBeenCalledOnce();
+    expect(onError).toHaveBeenCalledTimes(2); // the counters and the percentile request
   });
 
   it('reads the oldest-message age and sent rate of each queue from AWS/SQS', async () => {

@@ -1,0 +1,156 @@
+/**
+ * The Lambda actuator and the CloudWatch reader against moto_server, when it is on PATH
+ * (it is not on users' machines: then these tests are skipped). moto does not compute
+ * percentiles, so the p95 query is covered by the request-shape test in test/unit.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import { CreateEventSourceMappingCommand, CreateFunctionCommand, GetEventSourceMappingCommand, GetFunctionConcurrencyCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
+import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
+import { createLambdaActuator } from '../../functions/adapters/lambda-actuator.js';
+import { METRICS } from '../../functions/core/metric-names.js';
+
+const hasMoto = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' }).status === 0;
+/** moto enforces the unreserved floor of 100 only under a quota; 112 leaves room to reserve 12. */
+const QUOTA = 112;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
+  let moto: ChildProcess;
+  let endpoint: string;
+  let lambda: LambdaClient;
+  let sqs: SQSClient;
+  let cloudwatch: CloudWatchClient;
+  const ids: { normal: string; high: string } = { normal: '', high: '' };
+
+  beforeAll(async () => {
+    const port = await freePort();
+    endpoint = `http://127.0.0.1:${port}`;
+    moto = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore', env: { ...process.env, MOTO_LAMBDA_CONCURRENCY_QUOTA: String(QUOTA) } });
+    for (let i = 0; ; i++) {
+      try {
+        if ((await fetch(`${endpoint}/moto-api/`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (i > 100) throw new Error('moto_server did not start');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const config = baseClientConfig(endpoint, 'us-east-1');
+    lambda = new LambdaClient(config);
+    sqs = new SQSClient(config);
+    cloudwatch = new CloudWatchClient(config);
+
+    // moto checks that the function's role exists in its IAM: create it with a plain Query call.
+    const body = new URLSearchParams({
+      Action: 'CreateRole',
+      Version: '2010-05-08',
+      RoleName: 'consumer-role',
+      AssumeRolePolicyDocument: JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }] }),
+    });
+    const role = await fetch(endpoint, {
+      method: 'POST',
+      body,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: 'AWS4-HMAC-SHA256 Credential=local/20250101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0',
+      },
+    });
+    expect(role.ok).toBe(true);
+    // An empty zip archive is enough: nothing is invoked.
+    const emptyZip = Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array(18).fill(0)]);
+    await lambda.send(
+      new CreateFunctionCommand({ FunctionName: 'consumer', Runtime: 'nodejs20.x', Role: 'arn:aws:iam::123456789012:role/consumer-role', Handler: 'index.handler', Code: { ZipFile: emptyZip } }),
+    );
+    for (const lane of ['normal', 'high'] as const) {
+      const url = (await sqs.send(new CreateQueueCommand({ QueueName: `tasks-${lane}` }))).QueueUrl as string;
+      const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
+      const mapping = await lambda.send(
+        new CreateEventSourceMappingCommand({ FunctionName: 'consumer', EventSourceArn: arn, BatchSize: 1, ScalingConfig: { MaximumConcurrency: 2 }, Enabled: lane === 'normal' }),
+      );
+      ids[lane] = mapping.UUID as string;
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    lambda?.destroy();
+    sqs?.destroy();
+    cloudwatch?.destroy();
+    if (moto && moto.exitCode === null) {
+      const exited = new Promise((resolve) => moto.once('exit', resolve));
+      moto.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('moves MaximumConcurrency and Enabled per lane and keeps the reservation at their sum', async () => {
+    const warnings: string[] = [];
+    const actuator = createLambdaActuator({ lambda, mappingIds: ids, consumerFunctionName: 'consumer', warn: (m) => warnings.push(m) });
+    expect(await actuator.read()).toEqual({ normal: { ceiling: 2, enabled: true }, high: { ceiling: 2, enabled: false } });
+
+    const result = await actuator.apply({ ceilings: { normal: 8, high: 3 }, enabled: { normal: true, high: true } });
+    const normal = await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }));
+    const high = await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.high }));
+    expect(normal.ScalingConfig?.MaximumConcurrency).toBe(8);
+    expect(high.ScalingConfig?.MaximumConcurrency).toBe(3);
+    expect(high.State).toBe('Enabled');
+    expect((await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: 'consumer' }))).ReservedConcurrentExecutions).toBe(11);
+    expect(result.changes).toEqual(['reserved concurrency none → 11', 'normal ceiling 2 → 8', 'high ceiling 2 → 3', 'high enabled']);
+
+    // Pause: both mappings disabled, the reservation stays.
+    await actuator.apply({ ceilings: { normal: 8, high: 3 }, enabled: { normal: false, high: false } });
+    expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).State).toBe('Disabled');
+    expect((await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: 'consumer' }))).ReservedConcurrentExecutions).toBe(11);
+    expect(warnings).toEqual([]);
+  });
+
+  it('falls back to the mappings alone when the unreserved floor forbids the reservation', async () => {
+    const warnings: string[] = [];
+    const actuator = createLambdaActuator({ lambda, mappingIds: ids, consumerFunctionName: 'consumer', warn: (m) => warnings.push(m) });
+    // 30 + 2 reserved would leave 112 − 32 = 80 unreserved, under moto's floor of 100.
+    await actuator.apply({ ceilings: { normal: 30, high: 2 }, enabled: { normal: true, high: false } });
+    await actuator.apply({ ceilings: { normal: 40, high: 2 }, enabled: { normal: true, high: false } });
+    expect(warnings).toHaveLength(1);
+    expect(actuator.reservationSupported).toBe(false);
+    expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency).toBe(40);
+  });
+
+  it('reads the consumer metrics with GetMetricData (sums and averages)', async () => {
+    const now = Date.now();
+    const at = new Date(Math.floor(now / 60_000) * 60_000 - 90_000); // inside the last full minutes
+    const dims = [{ Name: 'service', Value: 'consumer' }];
+    await cloudwatch.send(
+      new PutMetricDataCommand({
+        Namespace: 'CaptchaFleetTest',
+        MetricData: [
+          { MetricName: METRICS.submissions, Dimensions: dims, Timestamp: at, Value: 20, Unit: 'Count' },
+          { MetricName: METRICS.solved, Dimensions: dims, Timestamp: at, Value: 18, Unit: 'Count' },
+          { MetricName: METRICS.overCapAnswers, Dimensions: dims, Timestamp: at, Value: 2, Unit: 'Count' },
+          { MetricName: METRICS.solveDuration, Dimensions: dims, Timestamp: at, Value: 4000, Unit: 'Milliseconds' },
+          { MetricName: METRICS.solveDuration, Dimensions: dims, Timestamp: at, Value: 6000, Unit: 'Milliseconds' },
+          // Another service's metric of the same name is not ours.
+          { MetricName: METRICS.solved, Dimensions: [{ Name: 'service', Value: 'governor' }], Timestamp: at, Value: 500, Unit: 'Count' },
+        ],
+      }),
+    );
+    const cw = createCloudWatchSignals({ cloudwatch, namespace: 'CaptchaFleetTest', clock: () => now });
+    const window = await cw.read();
+    expect(window).toBeDefined();
+    expect(window).toMatchObject({ submissions: 20, solved: 18, overCapAnswers: 2, transientErrors: 0, accountErrors: 0 });
+    expect(window?.meanSolveMs).toBe(5000);
+  });
+});
