@@ -106,7 +106,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const flags = program.opts<CliFlags>();
   const { url } = await simulator.listen(flags.port, flags.host);
-  const key = flags.validKeys?.split(',')[0]?.trim() || 'any-key';
+  // Never echo a configured key: it may be a copy of a real one.
+  const key = flags.validKeys === undefined ? 'any-key' : '<one-of-your-valid-keys>';
   process.stdout.write(
     [
       `solver-sim listening at ${url} (dialect ${flags.dialect}, ${flags.threads} threads, balance $${flags.balance}, seed ${flags.seed})`,

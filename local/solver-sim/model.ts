@@ -168,6 +168,9 @@ export class SolverSimModel {
   private readonly tasks = new Map<number, SimTask>();
   /** Tasks still solving, i.e. the threads this key holds. */
   private pending: SimTask[] = [];
+  /** Finished tasks in the order they finished (so by `readyAt`), for forgetting old ones. */
+  private finished: SimTask[] = [];
+  private finishedHead = 0;
   private readonly solvedSignatures = new Set<string>();
   private readonly badKeyRequestsByIp = new Map<string, number>();
   private readonly bannedUntilByIp = new Map<string, number>();
@@ -407,10 +410,12 @@ export class SolverSimModel {
 
   /** Finish every task whose time has come, oldest first: free its thread, charge, count. */
   private settle(now: number): void {
+    this.forget(now);
     if (!this.pending.some((task) => task.readyAt <= now)) return;
     const due = this.pending.filter((task) => task.readyAt <= now).sort((a, b) => a.readyAt - b.readyAt || a.id - b.id);
     this.pending = this.pending.filter((task) => task.readyAt > now);
     for (const task of due) {
+      this.finished.push(task);
       if (task.willFail) {
         task.state = 'unsolvable';
         this.counters.unsolvable++;
@@ -422,6 +427,20 @@ export class SolverSimModel {
       this.counters.solved++;
       if (this.solvedSignatures.has(task.signature)) this.counters.duplicateSolves++;
       else this.solvedSignatures.add(task.signature);
+    }
+  }
+
+  /** Drop finished tasks older than `forgetAfterMs`; their ids become unknown. */
+  private forget(now: number): void {
+    const horizon = now - this.options.forgetAfterMs;
+    while (this.finishedHead < this.finished.length && this.finished[this.finishedHead]!.readyAt < horizon) {
+      this.tasks.delete(this.finished[this.finishedHead]!.id);
+      this.finishedHead++;
+    }
+    // Compact now and then instead of shifting the array on every removal.
+    if (this.finishedHead > 1024 && this.finishedHead * 2 > this.finished.length) {
+      this.finished = this.finished.slice(this.finishedHead);
+      this.finishedHead = 0;
     }
   }
 

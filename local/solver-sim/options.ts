@@ -79,6 +79,11 @@ export const SolverSimOptionsSchema = z.object({
   ipBanMs: z.number().int().min(0).default(300_000),
   /** JSON type of captcha ids in `json=1` answers: the services have sent both. */
   jsonIdType: z.enum(['number', 'string']).default('number'),
+  /**
+   * How long a finished task's answer stays readable, ms; after that its id is unknown
+   * (ERROR_WRONG_CAPTCHA_ID), as results expire on the real services. Also bounds memory.
+   */
+  forgetAfterMs: z.number().int().min(0).default(3_600_000),
   /** Most ids one `action=get&ids=` request may ask for. */
   maxIdsPerRequest: z.number().int().min(1).default(100),
 });

@@ -50,7 +50,7 @@ export async function listen(server: Server, port: number, host: string): Promis
 async function serve(model: SolverSimModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://solver-sim.local');
   const path = url.pathname.replace(/\/+$/, '');
-  const endpoint = path.endsWith('/in.php') || path === '/in.php' ? 'in' : path.endsWith('/res.php') ? 'res' : undefined;
+  const endpoint = path.endsWith('/in.php') ? 'in' : path.endsWith('/res.php') ? 'res' : undefined;
 
   if (endpoint === undefined) {
     if (path === '/stats' && req.method === 'GET') return send(res, 200, 'application/json', JSON.stringify(model.stats()));

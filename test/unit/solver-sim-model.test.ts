@@ -231,6 +231,17 @@ describe('duplicate solves', () => {
   });
 });
 
+describe('result expiry', () => {
+  it('forgets a finished task after forgetAfterMs, as results expire on the service', () => {
+    const { clock, submit, res, idOf } = harness({ ...ONE_SECOND, forgetAfterMs: 10_000 });
+    const id = idOf(submit());
+    clock.now += 1_000 + 10_000;
+    expect(res({ action: 'get', id })).toMatch(/^OK\|03AGdBq2/);
+    clock.now += 1;
+    expect(res({ action: 'get', id })).toBe('ERROR_WRONG_CAPTCHA_ID');
+  });
+});
+
 describe('options', () => {
   it('lists every bad option at once', () => {
     let thrown: unknown;
