@@ -66,9 +66,10 @@ export class FleetDashboard extends Construct {
     );
     this.dashboard.addWidgets(
       graph('Ceiling vs needed vs actual concurrency', [
-        metrics.search(GOVERNOR_METRICS.ceiling, 'Maximum', 'ceiling'),
-        metrics.search(GOVERNOR_METRICS.needed, 'Maximum', 'needed threads'),
-        metrics.search(GOVERNOR_METRICS.shortfall, 'Maximum', 'shortfall'),
+        metrics.governor(GOVERNOR_METRICS.ceiling, 'Maximum', 'ceiling (both lanes)'),
+        metrics.governor(GOVERNOR_METRICS.freeThreads, 'Minimum', 'free threads'),
+        metrics.governor(GOVERNOR_METRICS.needed, 'Maximum', 'needed threads'),
+        metrics.governor(GOVERNOR_METRICS.shortfall, 'Maximum', 'shortfall'),
         props.consumer.metric('ConcurrentExecutions', { ...max, label: 'actual (consumer concurrent executions)' }),
       ]),
       graph(
@@ -100,14 +101,18 @@ export class FleetDashboard extends Construct {
       graph('Dead-letter queue depth', [queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'DLQ' })]),
     );
     this.dashboard.addWidgets(
-      graph('Governor decisions by reason', [metrics.search(GOVERNOR_METRICS.decision, 'Sum', 'decisions')], { width: 12 }),
+      graph('Governor decisions by reason', [metrics.search(GOVERNOR_METRICS.decision, 'Sum', 'decisions')], {
+        width: 12,
+        right: [metrics.governor(GOVERNOR_METRICS.paused, 'Maximum', 'paused (1 = consumption stopped)')],
+      }),
       graph(
-        'Retries, duplicates, throttles, governor errors',
+        'Retries, duplicates, throttles, governor failures',
         [
           metrics.search(METRICS.retried, 'Sum', 'retried'),
           metrics.consumer(METRICS.duplicates, 'Sum', 'duplicate deliveries'),
           props.consumer.metricThrottles({ ...perMinute, label: 'consumer throttles' }),
           props.governor.metricErrors({ ...perMinute, label: 'governor errors' }),
+          metrics.governor(GOVERNOR_METRICS.tickFailed, 'Sum', 'governor ticks failed'),
         ],
         { width: 12 },
       ),

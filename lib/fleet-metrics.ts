@@ -49,17 +49,16 @@ export class FleetMetrics {
   }
 
   /**
-   * Share of solver answers that were errors (transient + task-terminal), in percent: the
-   * governor's error-rate signal, computed from the consumer's counters.
+   * Transient and task-terminal error answers per solver submission, in percent: the same
+   * definition the governor's error-rate signal uses (functions/core/governor/signals.ts).
    */
   errorRatePercent(): cw.MathExpression {
     return new cw.MathExpression({
-      expression: 'IF(FILL(submissions, 0) + FILL(polls, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(polls, 0)), 0)',
+      expression: 'IF(FILL(submissions, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / submissions, 0)',
       usingMetrics: {
         transient: this.consumer(METRICS.transientErrors, 'Sum'),
         task: this.consumer(METRICS.taskErrors, 'Sum'),
         submissions: this.consumer(METRICS.submissions, 'Sum'),
-        polls: this.consumer(METRICS.resultRequests, 'Sum'),
       },
       label: 'error rate (%)',
       period: ONE_MINUTE,

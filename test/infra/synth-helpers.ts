@@ -21,10 +21,20 @@ export interface Synthesized {
   template: Template;
   /** The cloud assembly directory (validation-report.json lives there). */
   outdir: string;
+  /** Error and warning annotations recorded on the stack (info messages left out). */
+  messages: { level: string; id: string; text: string }[];
 }
 
 /** Build and synthesize the fleet app with cdk.json's context plus `context`, skipping bundling. */
-export function synthesizeFleet(options: { context?: Record<string, unknown>; overrides?: FleetStackOptions; bundle?: boolean } = {}): Synthesized {
+export function synthesizeFleet(
+  options: {
+    context?: Record<string, unknown>;
+    overrides?: FleetStackOptions;
+    bundle?: boolean;
+    /** Change the stack before synthesis (e.g. add a non-compliant resource). */
+    extend?: (stack: CaptchaFleetStack) => unknown;
+  } = {},
+): Synthesized {
   const outdir = mkdtempSync(join(tmpdir(), 'captcha-fleet-cdk-'));
   const app = new App({
     outdir,
@@ -35,6 +45,11 @@ export function synthesizeFleet(options: { context?: Record<string, unknown>; ov
     },
   });
   const stack = addFleetStack(app, options.overrides);
-  app.synth();
-  return { app, stack, template: Template.fromStack(stack), outdir };
+  options.extend?.(stack);
+  const assembly = app.synth();
+  const messages = assembly
+    .getStackArtifact(stack.artifactId)
+    .messages.filter((m) => m.level !== 'info')
+    .map((m) => ({ level: m.level, id: m.id, text: String(m.entry.data) }));
+  return { app, stack, template: Template.fromStack(stack), outdir, messages };
 }

@@ -1,0 +1,105 @@
+/**
+ * Stack configuration: context parsing, one error listing every problem, initial ceilings.
+ * No synthesis here: the stack validates before it creates anything.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { App } from 'aws-cdk-lib';
+import { ConfigError, MAPPING_MIN_CONCURRENCY, PLAN_THREADS, resolveSettings } from '../../functions/core/settings.js';
+import { fleetOptionsFromContext, initialCeilings, resolveFleetStackConfig } from '../../lib/config.js';
+import { CaptchaFleetStack } from '../../lib/fleet-stack.js';
+import { ROOT } from './synth-helpers.js';
+
+const fromContext = (context: Record<string, unknown>) => fleetOptionsFromContext((key) => context[key]);
+
+function problemsOf(run: () => unknown): ConfigError['problems'] {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('context', () => {
+  it('converts -c strings to numbers and booleans, and keeps string settings as strings', () => {
+    const options = fromContext({ planThreads: '50', tasksPerInvocation: '2', haltBalance: '2.5', eventsIncludeAnswer: 'true', prefix: 'fleet-a', reserveConsumerConcurrency: 'false' });
+    expect(options.fleet).toEqual({ planThreads: 50, tasksPerInvocation: 2, haltBalance: 2.5, eventsIncludeAnswer: true, prefix: 'fleet-a' });
+    expect(options.reserveConsumerConcurrency).toBe(false);
+  });
+
+  it('accepts a plan name for planThreads', () => {
+    const config = resolveFleetStackConfig(fromContext({ planThreads: 'advance' }));
+    expect(config.settings.planThreads).toBe(PLAN_THREADS.advance);
+  });
+});
+
+describe('validation', () => {
+  it('lists every problem at once, the fleet’s and the stack’s, each with a fix', () => {
+    const problems = problemsOf(() =>
+      new CaptchaFleetStack(new App(), 'Invalid', {
+        plan: 'gold',
+        fleet: { reservedThreads: 60, haltBalance: 0.05, pauseBalance: 0.5, solverBaseUrl: 'not a url' },
+        alarmEmail: 'ops-at-example',
+        solverKeySecretName: 'arn:aws:secretsmanager:eu-west-1:123:secret:key with spaces',
+        resultsRemoval: 'keep' as never,
+      }),
+    );
+    const fields = problems.map((p) => p.field);
+    expect(fields).toEqual(expect.arrayContaining(['plan', 'alarmEmail', 'solverKeySecretName', 'resultsRemoval', 'solverBaseUrl']));
+    for (const problem of problems) expect(problem.fix.length).toBeGreaterThan(0);
+  });
+
+  it('reports the cross-checks of the settings together with the stack’s own', () => {
+    const problems = problemsOf(() =>
+      resolveFleetStackConfig({ fleet: { planThreads: 10, reservedThreads: 2, maxConcurrency: 9, pauseBalance: 2, haltBalance: 1 }, alarmEmail: 'x' }),
+    );
+    expect(problems.map((p) => p.field).sort()).toEqual(['alarmEmail', 'maxConcurrency', 'pauseBalance']);
+  });
+
+  it('refuses a plan too small for two lanes at the mapping floor, and says what would do', () => {
+    const problems = problemsOf(() => resolveFleetStackConfig({ fleet: { planThreads: 3 } }));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatchObject({ field: 'maxConcurrency' });
+    expect(problems[0]?.fix).toContain('at least 4 planThreads');
+    expect(() => resolveFleetStackConfig({ fleet: { planThreads: 4 } })).not.toThrow();
+  });
+
+  it('ends `cdk synth` with one message that lists every problem, and no stack trace', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'bin/app.ts'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        CDK_OUTDIR: mkdtempSync(join(tmpdir(), 'captcha-fleet-cdk-')),
+        CDK_CONTEXT_JSON: JSON.stringify({ planThreads: 'gold', alarmEmail: 'nobody', tasksPerInvocation: '0' }),
+      },
+      timeout: 60_000,
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('Invalid captcha-fleet configuration (3 problems)');
+    for (const field of ['plan', 'alarmEmail', 'tasksPerInvocation']) expect(result.stderr).toContain(`- ${field}:`);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('initial ceilings', () => {
+  it('give each lane at least the mapping floor and together never exceed the usable threads', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 4, max: 5000 }), fc.integer({ min: 0, max: 200 }), fc.integer({ min: 1, max: 10 }), (planThreads, reserved, batch) => {
+        fc.pre(planThreads - reserved >= 2 * MAPPING_MIN_CONCURRENCY * batch);
+        const settings = resolveSettings({ planThreads, reservedThreads: reserved, tasksPerInvocation: batch });
+        const ceilings = initialCeilings(settings);
+        expect(ceilings.high).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
+        expect(ceilings.normal).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
+        expect(ceilings.normal + ceilings.high).toBeLessThanOrEqual(settings.maxConcurrency);
+        expect((ceilings.normal + ceilings.high) * batch).toBeLessThanOrEqual(settings.effectiveCap);
+      }),
+    );
+  });
+});

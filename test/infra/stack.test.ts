@@ -1,0 +1,315 @@
+/**
+ * The stack's invariants, read from the synthesized template: what the design promises about
+ * batches, ceilings, redrive, timeouts, concurrency, runtime, permissions, alarms and outputs,
+ * plus cdk-nag and CloudFormation validation over the whole app.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { GOVERNOR_STATE_ID, SOLVER_KEY_PLACEHOLDER, STACK_OUTPUTS } from '../../functions/core/deployment.js';
+import { ENV } from '../../functions/core/environment.js';
+import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY, resolveSettings } from '../../functions/core/settings.js';
+import { ALARM_IDS } from '../../lib/fleet-alarms.js';
+import { synthesizeFleet, type Synthesized } from './synth-helpers.js';
+
+type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown; Sid?: string };
+
+/** Actions IAM accepts only on "*"; each such statement carries its reason in lib/. */
+const REASONED_WILDCARD_ACTIONS = new Set(['cloudwatch:GetMetricData', 'lambda:GetAccountSettings', 'cloudwatch:PutMetricData']);
+
+const byType = (s: Synthesized, type: string) => Object.entries(s.template.findResources(type)) as [string, Resource][];
+const only = <T>(items: T[]): T => {
+  expect(items).toHaveLength(1);
+  return items[0] as T;
+};
+const asArray = <T>(value: T | T[]): T[] => (Array.isArray(value) ? value : [value]);
+
+function functionNamed(s: Synthesized, name: string): [string, Resource] {
+  return only(byType(s, 'AWS::Lambda::Function').filter(([, r]) => r.Properties.FunctionName === name));
+}
+
+function statementsOf(s: Synthesized): Statement[] {
+  return [...byType(s, 'AWS::IAM::Policy'), ...byType(s, 'AWS::IAM::ManagedPolicy')].flatMap(([, r]) => r.Properties.PolicyDocument.Statement as Statement[]);
+}
+
+/** Violations left in the validation report (cdk-nag and CloudFormation Validate), any severity. */
+function reportedViolations(s: Synthesized): { plugin: string; rule: string; severity: string; paths: string[] }[] {
+  const report = JSON.parse(readFileSync(join(s.outdir, 'validation-report.json'), 'utf8')) as {
+    pluginReports: { pluginName: string; violations: { ruleName: string; severity: string; violatingConstructs: { constructPath: string }[] }[] }[];
+  };
+  return report.pluginReports.flatMap((plugin) =>
+    plugin.violations.map((v) => ({ plugin: plugin.pluginName, rule: v.ruleName, severity: v.severity, paths: v.violatingConstructs.map((c) => c.constructPath) })),
+  );
+}
+
+describe('default stack', () => {
+  let s: Synthesized;
+  const settings = resolveSettings({});
+  beforeAll(() => {
+    s = synthesizeFleet();
+  });
+
+  it('has no unsuppressed cdk-nag or CloudFormation validation finding, and no error or warning annotation', () => {
+    expect(reportedViolations(s)).toEqual([]);
+    expect(s.messages).toEqual([]);
+  });
+
+  it('feeds the consumer from both lanes with the batch size and partial batch responses', () => {
+    const mappings = byType(s, 'AWS::Lambda::EventSourceMapping');
+    expect(mappings).toHaveLength(2);
+    const [consumerId] = functionNamed(s, settings.prefix + '-consumer');
+    const queueIds = byType(s, 'AWS::SQS::Queue')
+      .filter(([, r]) => r.Properties.QueueName !== settings.queueNames.dlq)
+      .map(([id]) => id);
+    expect(mappings.map(([, m]) => m.Properties.EventSourceArn['Fn::GetAtt'][0]).sort()).toEqual(queueIds.sort());
+    for (const [, mapping] of mappings) {
+      expect(mapping.Properties.FunctionName).toEqual({ Ref: consumerId });
+      expect(mapping.Properties.BatchSize).toBe(settings.tasksPerInvocation);
+      expect(mapping.Properties.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+    }
+  });
+
+  it('caps both mappings: each within 2..1000, together within the usable plan threads', () => {
+    const maxima = byType(s, 'AWS::Lambda::EventSourceMapping').map(([, m]) => m.Properties.ScalingConfig?.MaximumConcurrency as number);
+    for (const max of maxima) {
+      expect(max).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
+      expect(max).toBeLessThanOrEqual(MAPPING_MAX_CONCURRENCY);
+    }
+    const sum = maxima.reduce((a, b) => a + b, 0);
+    expect(sum * settings.tasksPerInvocation).toBeLessThanOrEqual(settings.effectiveCap);
+  });
+
+  it('reserves for the consumer at least the sum of its mappings’ maxima', () => {
+    const [, consumer] = functionNamed(s, settings.prefix + '-consumer');
+    const sum = byType(s, 'AWS::Lambda::EventSourceMapping').reduce((total, [, m]) => total + (m.Properties.ScalingConfig.MaximumConcurrency as number), 0);
+    expect(consumer.Properties.ReservedConcurrentExecutions).toBeGreaterThanOrEqual(sum);
+  });
+
+  it('sends both lanes to one DLQ after maxReceiveCount (≥ 5) receives, encrypted, TLS only, 14 days', () => {
+    const queues = byType(s, 'AWS::SQS::Queue');
+    expect(queues).toHaveLength(3);
+    const [dlqId] = only(queues.filter(([, q]) => q.Properties.QueueName === settings.queueNames.dlq));
+    for (const [, queue] of queues.filter(([id]) => id !== dlqId)) {
+      expect(queue.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] }, maxReceiveCount: settings.maxReceiveCount });
+      expect(queue.Properties.RedrivePolicy.maxReceiveCount).toBeGreaterThanOrEqual(5);
+    }
+    for (const [, queue] of queues) {
+      expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
+      expect(queue.Properties.MessageRetentionPeriod).toBe(14 * 86_400);
+    }
+    const policies = byType(s, 'AWS::SQS::QueuePolicy');
+    expect(policies).toHaveLength(3);
+    for (const [, policy] of policies) {
+      expect(policy.Properties.PolicyDocument.Statement).toContainEqual(
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+      );
+    }
+  });
+
+  it('keeps each lane’s visibility timeout at least the consumer’s timeout (6× as AWS advises)', () => {
+    const [, consumer] = functionNamed(s, settings.prefix + '-consumer');
+    const timeout = consumer.Properties.Timeout as number;
+    expect(timeout).toBe(settings.functionTimeoutSeconds);
+    const lanes = byType(s, 'AWS::SQS::Queue').filter(([, q]) => q.Properties.QueueName !== settings.queueNames.dlq);
+    for (const [, queue] of lanes) {
+      expect(queue.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(timeout);
+      expect(queue.Properties.VisibilityTimeout).toBe(6 * timeout);
+    }
+  });
+
+  it('runs the governor once a minute with reserved concurrency 1', () => {
+    const [governorId, governor] = functionNamed(s, settings.prefix + '-governor');
+    expect(governor.Properties.ReservedConcurrentExecutions).toBe(1);
+    const rule = only(byType(s, 'AWS::Events::Rule'))[1];
+    expect(rule.Properties.ScheduleExpression).toBe('rate(1 minute)');
+    expect(rule.Properties.Targets).toEqual([expect.objectContaining({ Arn: { 'Fn::GetAtt': [governorId, 'Arn'] } })]);
+    expect(governor.Properties.Timeout).toBeLessThan(60);
+  });
+
+  it('gives the governor the consumer’s name and both mapping ids', () => {
+    const [consumerId] = functionNamed(s, settings.prefix + '-consumer');
+    const [, governor] = functionNamed(s, settings.prefix + '-governor');
+    const env = governor.Properties.Environment.Variables;
+    expect(env[ENV.consumerFunctionName]).toEqual({ Ref: consumerId });
+    const mappingIds = byType(s, 'AWS::Lambda::EventSourceMapping').map(([id]) => id);
+    const joined = JSON.stringify(env[ENV.mappingIds]);
+    for (const id of mappingIds) expect(joined).toContain(`{"Ref":"${id}"}`);
+    expect(joined).toMatch(/normal.*high/);
+  });
+
+  it('runs both functions on Node.js 24 / arm64 with the fleet environment and no key in it', () => {
+    const functions = byType(s, 'AWS::Lambda::Function');
+    expect(functions).toHaveLength(2);
+    for (const [, fn] of functions) {
+      expect(fn.Properties.Runtime).toBe('nodejs24.x');
+      expect(fn.Properties.Architectures).toEqual(['arm64']);
+      const env = fn.Properties.Environment.Variables as Record<string, unknown>;
+      for (const name of [ENV.config, ENV.normalQueueUrl, ENV.highQueueUrl, ENV.dlqUrl, ENV.resultsTable, ENV.governorTable, ENV.solverKeySecretArn, ENV.eventBusName]) {
+        expect(env[name], name).toBeDefined();
+      }
+      expect(env[ENV.solverKey]).toBeUndefined();
+      expect(JSON.stringify(env)).not.toContain(SOLVER_KEY_PLACEHOLDER);
+      expect(['consumer', 'governor']).toContain(env.POWERTOOLS_SERVICE_NAME);
+      expect(env.POWERTOOLS_METRICS_NAMESPACE).toBe(settings.metricsNamespace);
+      expect(JSON.parse(env[ENV.config] as string)).toMatchObject({ planThreads: settings.planThreads });
+    }
+  });
+
+  it('grants no wildcard resource or action except the reasoned account-wide reads', () => {
+    const statements = statementsOf(s);
+    expect(statements.length).toBeGreaterThan(0);
+    for (const statement of statements) {
+      const actions = asArray(statement.Action);
+      for (const action of actions) expect(action, JSON.stringify(statement)).not.toContain('*');
+      const wildcard = asArray(statement.Resource).some((r) => JSON.stringify(r).includes('*'));
+      if (wildcard) {
+        expect(asArray(statement.Resource)).toEqual(['*']);
+        for (const action of actions) expect(REASONED_WILDCARD_ACTIONS.has(action), `${action} on *`).toBe(true);
+      }
+    }
+    const putMetrics = only(statements.filter((st) => asArray(st.Action).includes('cloudwatch:PutMetricData')));
+    expect(putMetrics.Condition).toEqual({ StringEquals: { 'cloudwatch:namespace': settings.metricsNamespace } });
+  });
+
+  it('lets the governor move only the consumer’s mappings and concurrency, and touch only its state item', () => {
+    const [consumerId] = functionNamed(s, settings.prefix + '-consumer');
+    const statements = statementsOf(s);
+    const mapping = only(statements.filter((st) => asArray(st.Action).includes('lambda:UpdateEventSourceMapping')));
+    const mappingIds = byType(s, 'AWS::Lambda::EventSourceMapping').map(([id]) => id);
+    expect(asArray(mapping.Resource)).toHaveLength(2);
+    for (const id of mappingIds) expect(JSON.stringify(mapping.Resource)).toContain(`{"Ref":"${id}"}`);
+    const concurrency = only(statements.filter((st) => asArray(st.Action).includes('lambda:PutFunctionConcurrency')));
+    expect(concurrency.Resource).toEqual({ 'Fn::GetAtt': [consumerId, 'Arn'] });
+    const state = only(statements.filter((st) => st.Sid === 'StateItem'));
+    expect(state.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [GOVERNOR_STATE_ID] } });
+  });
+
+  it('lets the consumer publish completion events on the fleet bus only', () => {
+    const [busId] = only(byType(s, 'AWS::Events::EventBus'));
+    const putEvents = only(statementsOf(s).filter((st) => asArray(st.Action).includes('events:PutEvents')));
+    expect(putEvents.Resource).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
+  });
+
+  it('gives operators StartMessageMoveTask on the DLQ and SendMessage on the lanes only', () => {
+    const [dlqId] = only(byType(s, 'AWS::SQS::Queue').filter(([, q]) => q.Properties.QueueName === settings.queueNames.dlq));
+    const [, policy] = only(byType(s, 'AWS::IAM::ManagedPolicy'));
+    const statements = policy.Properties.PolicyDocument.Statement as Statement[];
+    const redrive = only(statements.filter((st) => asArray(st.Action).includes('sqs:StartMessageMoveTask')));
+    expect(redrive.Resource).toEqual({ 'Fn::GetAtt': [dlqId, 'Arn'] });
+    const send = only(statements.filter((st) => asArray(st.Action).includes('sqs:SendMessage')));
+    expect(JSON.stringify(send.Resource)).not.toContain(dlqId);
+  });
+
+  it('keeps results on demand with TTL on expiresAt, point-in-time recovery, retained by default', () => {
+    const [, results] = only(byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.TableName === settings.tableNames.results));
+    expect(results.Properties).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'taskId', KeyType: 'HASH' }],
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+    expect(results.DeletionPolicy).toBe('Retain');
+    const [, governor] = only(byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.TableName === settings.tableNames.governor));
+    expect(governor.Properties.KeySchema).toEqual([{ AttributeName: 'id', KeyType: 'HASH' }]);
+  });
+
+  it('creates every alarm, each notifying the encrypted, TLS-only topic', () => {
+    const [topicId, topic] = only(byType(s, 'AWS::SNS::Topic'));
+    expect(topic.Properties.KmsMasterKeyId).toBeDefined();
+    const alarms = byType(s, 'AWS::CloudWatch::Alarm');
+    expect(alarms.map(([, a]) => a.Properties.AlarmName).sort()).toEqual(ALARM_IDS.map((id) => `${settings.prefix}-${id}`).sort());
+    for (const [, alarm] of alarms) {
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: topicId }]);
+    }
+    expect(byType(s, 'AWS::SNS::Subscription')).toHaveLength(0);
+  });
+
+  it('sets the alarms’ thresholds from the settings', () => {
+    const alarm = (id: string) => only(byType(s, 'AWS::CloudWatch::Alarm').filter(([, a]) => a.Properties.AlarmName === `${settings.prefix}-${id}`))[1].Properties;
+    expect(alarm('BalanceBelowHalt')).toMatchObject({ Threshold: settings.haltBalance, ComparisonOperator: 'LessThanThreshold', MetricName: 'Balance' });
+    expect(alarm('DeadLetterQueueNotEmpty')).toMatchObject({ Threshold: 1, MetricName: 'ApproximateNumberOfMessagesVisible' });
+    expect(alarm('OldestTaskTooOld')).toMatchObject({ Threshold: settings.oldestMessageAlarmSeconds, MetricName: 'ApproximateAgeOfOldestMessage' });
+    expect(alarm('OldestHighPriorityTaskTooOld')).toMatchObject({ Threshold: settings.oldestMessageAlarmSeconds });
+    expect(alarm('SolveTimeP95High')).toMatchObject({
+      Threshold: 60_000,
+      ExtendedStatistic: 'p95',
+      Period: 60,
+      EvaluationPeriods: 5,
+      DatapointsToAlarm: 5,
+      Dimensions: [{ Name: 'service', Value: 'consumer' }],
+    });
+    const errorRate = alarm('ErrorRateHigh');
+    expect(errorRate.Threshold).toBe(5);
+    expect(JSON.stringify(errorRate.Metrics)).toContain('TransientErrors');
+    expect(alarm('GovernorSilent')).toMatchObject({ TreatMissingData: 'breaching', EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+    expect(alarm('GovernorErrors')).toMatchObject({ MetricName: 'Errors', Namespace: 'AWS/Lambda' });
+    expect(alarm('ConsumerThrottled')).toMatchObject({ MetricName: 'Throttles', Namespace: 'AWS/Lambda' });
+  });
+
+  it('draws the dashboard from the shared metric names', () => {
+    const [, dashboard] = only(byType(s, 'AWS::CloudWatch::Dashboard'));
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    for (const name of ['SolveDuration', 'Solved', 'Failed', 'Rejected', 'Ceiling', 'NeededThreads', 'Balance', 'Decision', 'ApproximateAgeOfOldestMessage', 'ConcurrentExecutions']) {
+      expect(body).toContain(name);
+    }
+  });
+
+  it('prints what producers and operators need', () => {
+    const outputs = s.template.toJSON().Outputs as Record<string, { Value: unknown }>;
+    for (const key of Object.values(STACK_OUTPUTS)) expect(outputs[key], key).toBeDefined();
+    expect(JSON.stringify(outputs[STACK_OUTPUTS.sendTaskCommand]?.Value)).toContain('aws sqs send-message --queue-url ');
+  });
+});
+
+describe('stack with an imported secret, an alarm e-mail, a named plan and a destroyable results table', () => {
+  let s: Synthesized;
+  beforeAll(() => {
+    s = synthesizeFleet({
+      context: { planThreads: 'standard', alarmEmail: 'ops@example.com', solverKeySecretName: 'team/captcha-key', resultsRemoval: 'destroy', tasksPerInvocation: '2' },
+    });
+  });
+
+  it('stays free of unsuppressed findings with the imported secret’s wildcard suffix', () => {
+    expect(reportedViolations(s)).toEqual([]);
+    expect(byType(s, 'AWS::SecretsManager::Secret')).toHaveLength(0);
+    const secretReads = statementsOf(s).filter((st) => asArray(st.Action).includes('secretsmanager:GetSecretValue'));
+    expect(secretReads).toHaveLength(2);
+    for (const st of secretReads) expect(JSON.stringify(st.Resource)).toContain(':secret:team/captcha-key-??????');
+  });
+
+  it('sizes the ceilings from the plan name and the batch size', () => {
+    const settings = resolveSettings({ planThreads: 15, tasksPerInvocation: 2 });
+    const mappings = byType(s, 'AWS::Lambda::EventSourceMapping');
+    const sum = mappings.reduce((total, [, m]) => total + (m.Properties.ScalingConfig.MaximumConcurrency as number), 0);
+    expect(sum * 2).toBeLessThanOrEqual(15);
+    expect(sum).toBe(settings.maxConcurrency);
+    for (const [, m] of mappings) expect(m.Properties.BatchSize).toBe(2);
+  });
+
+  it('subscribes the e-mail and lets the table go with the stack', () => {
+    s.template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    const results = byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.KeySchema[0].AttributeName === 'taskId');
+    expect(only(results)[1].DeletionPolicy).toBe('Delete');
+  });
+});
+
+describe('validation at synth', () => {
+  it('fails the synth on an unacknowledged cdk-nag finding', () => {
+    expect(() =>
+      synthesizeFleet({
+        extend: (stack) => new sqs.Queue(stack, 'Unencrypted', { encryption: sqs.QueueEncryption.UNENCRYPTED }),
+      }),
+    ).toThrow(/AwsSolutions-SQS2/);
+  });
+
+  it('fails the synth on a CloudFormation validation error', () => {
+    expect(() =>
+      synthesizeFleet({
+        extend: (stack) => (stack.queues.normal.node.defaultChild as sqs.CfnQueue).addPropertyOverride('VisibilityTimeout', 99_999),
+      }),
+    ).toThrow(/CloudFormation Validate[\s\S]*VisibilityTimeout|VisibilityTimeout[\s\S]*CloudFormation Validate/);
+  });
+});
