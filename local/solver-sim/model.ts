@@ -422,8 +422,10 @@ export class SolverSimModel {
         continue;
       }
       task.state = 'solved';
-      this.balanceMicros -= task.priceMicros;
-      this.counters.spentMicros += task.priceMicros;
+      // The price was set aside at acceptance; only an operator's drain (update) can leave less.
+      const charge = Math.min(task.priceMicros, Math.max(0, this.balanceMicros));
+      this.balanceMicros -= charge;
+      this.counters.spentMicros += charge;
       this.counters.solved++;
       if (this.solvedSignatures.has(task.signature)) this.counters.duplicateSolves++;
       else this.solvedSignatures.add(task.signature);

@@ -98,6 +98,15 @@ describe('balance', () => {
     expect(model.stats().balanceStart).toBe(0.003);
   });
 
+  it('never goes below zero when the balance is drained while tasks are in flight', () => {
+    const { model, clock, submit, idOf } = harness({ ...ONE_SECOND, balance: 0.003, pricePerSolve: 0.001 });
+    for (let i = 0; i < 3; i++) idOf(submit());
+    model.update({ balance: 0.001 });
+    clock.now += 1_000;
+    expect(model.stats()).toMatchObject({ solved: 3, balance: 0, spent: 0.001 });
+    expect(() => model.update({ foreignThreads: 1 })).not.toThrow();
+  });
+
   it('does not charge unsolvable tasks and honours per-method prices', () => {
     const { model, clock, submit, idOf } = harness({ ...ONE_SECOND, balance: 1, prices: { userrecaptcha: 0.00299 }, unsolvableRate: 1 });
     idOf(submit());
