@@ -1,0 +1,402 @@
+import { MockAgent } from 'undici';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createSolverClient, type SolverClientOptions } from '../../functions/adapters/solver-client.js';
+import { createAdaptivePollSchedule, createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
+import {
+  SolverAccountError,
+  SolverError,
+  SolverOverCapError,
+  SolverTaskError,
+  SolverTimeoutError,
+  SolverTransientError,
+} from '../../functions/core/solver-protocol.js';
+import type { Task } from '../../functions/core/task.js';
+
+const KEY = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+const ORIGIN = 'http://solver.test';
+const START = 1_700_000_000_000;
+
+/** What one scripted exchange answers. */
+type Reply = { status?: number; body: unknown } | { error: Error };
+
+interface Seen {
+  path: string;
+  method: string;
+  body: string | undefined;
+  contentType: string | undefined;
+  /** Fake-clock time the request was made. */
+  at: number;
+}
+
+const task = (overrides: Partial<Task> = {}): Task =>
+  ({
+    id: 'task-1',
+    method: 'userrecaptcha',
+    priority: 'normal',
+    submittedAt: START,
+    params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/login?a=1&b=2', invisible: 1, userAgent: 'Mozilla/5.0 (X11)' },
+    ...overrides,
+  }) as Task;
+
+const ok = (request: unknown): Reply => ({ body: { status: 1, request } });
+const code = (request: string): Reply => ({ body: { status: 0, request } });
+const NOT_READY = code('CAPCHA_NOT_READY');
+
+describe('solver client', () => {
+  let agent: MockAgent;
+  let now: number;
+  let seen: Seen[];
+  let sleeps: number[];
+  let logs: string[];
+
+  /** Script the answers of in.php or res.php, in order; each is used once. */
+  function script(path: 'in.php' | 'res.php', replies: Reply[]): void {
+    const pool = agent.get(ORIGIN);
+    for (const reply of replies) {
+      const interceptor = pool.intercept({ path: (p) => p.startsWith(`/${path}`), method: () => true });
+      if ('error' in reply) {
+        interceptor.replyWithError(reply.error);
+        continue;
+      }
+      interceptor.reply((options) => {
+        const headers = options.headers as Record<string, string> | undefined;
+        seen.push({ path: options.path, method: options.method, body: options.body as string | undefined, contentType: headers?.['content-type'], at: now });
+        return { statusCode: reply.status ?? 200, data: typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body) };
+      });
+    }
+  }
+
+  function client(overrides: Partial<SolverClientOptions> = {}) {
+    return createSolverClient({
+      baseUrl: `${ORIGIN}/`,
+      key: KEY,
+      dialect: 'captchaai',
+      dispatcher: agent,
+      clock: () => now,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+        now += ms;
+      },
+      schedule: createFixedPollSchedule(),
+      random: () => 0,
+      retry: { baseBackoffMs: 1_000, maxBackoffMs: 8_000 },
+      logger: { debug: (m, a) => logs.push(`${m} ${JSON.stringify(a)}`), warn: (m, a) => logs.push(`${m} ${JSON.stringify(a)}`) },
+      ...overrides,
+    });
+  }
+
+  const options = (extra: Partial<Parameters<ReturnType<typeof client>['solve']>[1]> = {}) => ({ deadlineAt: now + 180_000, ...extra });
+
+  beforeEach(() => {
+    agent = new MockAgent();
+    agent.disableNetConnect();
+    now = START;
+    seen = [];
+    sleeps = [];
+    logs = [];
+  });
+
+  afterEach(async () => {
+    await agent.close();
+  });
+
+  it('submits the task urlencoded with the client key, then polls res.php until the answer', async () => {
+    script('in.php', [ok(75357844800)]);
+    script('res.php', [NOT_READY, NOT_READY, ok('03AGdBq2-token')]);
+    const submitted: Array<{ id: string; at: number }> = [];
+
+    const outcome = await client().solve(task(), options({ onSubmitted: (id) => void submitted.push({ id, at: now }) }));
+
+    const submit = seen[0] as Seen;
+    expect(submit).toMatchObject({ path: '/in.php', method: 'POST', contentType: 'application/x-www-form-urlencoded' });
+    expect(Object.fromEntries(new URLSearchParams(submit.body))).toEqual({
+      key: KEY,
+      method: 'userrecaptcha',
+      json: '1',
+      googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-',
+      pageurl: 'https://example.com/login?a=1&b=2',
+      invisible: '1',
+      userAgent: 'Mozilla/5.0 (X11)',
+    });
+    const polls = seen.slice(1);
+    for (const poll of polls) {
+      const url = new URL(poll.path, ORIGIN);
+      expect(url.pathname).toBe('/res.php');
+      expect(poll.method).toBe('GET');
+      expect(Object.fromEntries(url.searchParams)).toEqual({ key: KEY, action: 'get', id: '75357844800', json: '1' });
+    }
+    // The protocol's token schedule: 15 s, then every 5 s.
+    expect(polls.map((poll) => poll.at - START)).toEqual([15_000, 20_000, 25_000]);
+    expect(submitted).toEqual([{ id: '75357844800', at: START }]);
+    expect(outcome).toEqual({
+      answer: '03AGdBq2-token',
+      solverId: '75357844800',
+      acceptedAt: START,
+      answeredAt: START + 25_000,
+      resultRequests: 3,
+      retries: { overCap: 0, transient: 0 },
+    });
+    agent.assertNoPendingInterceptors();
+  });
+
+  it('reports each completed solve to the schedule, which then adapts', async () => {
+    const schedule = createAdaptivePollSchedule({ minSamples: 3 });
+    const solver = client({ schedule });
+    for (let i = 0; i < 3; i += 1) {
+      script('in.php', [ok(`id-${i}`)]);
+      script('res.php', [NOT_READY, ok('token')]);
+      await solver.solve(task(), options());
+    }
+
+    expect(schedule.stats().byMethod.userrecaptcha).toMatchObject({ tasks: 3, resultRequests: 6 });
+    // Every answer was ready in (15 s, 20 s]: the next solve polls at 15 s or later, not at 1 s.
+    const plan = schedule.plan('userrecaptcha');
+    expect(plan.source).toBe('adaptive');
+    expect(plan.firstPollMs).toBe(15_000);
+    expect(plan.offsetsMs[plan.offsetsMs.length - 1]).toBe(20_000);
+  });
+
+  it('reads GeeTest answers (an object) as JSON text', async () => {
+    script('in.php', [ok('123')]);
+    script('res.php', [ok({ challenge: 'c', validate: 'v', seccode: 's' })]);
+
+    const outcome = await client().solve(task(), options());
+
+    expect(JSON.parse(outcome.answer)).toEqual({ challenge: 'c', validate: 'v', seccode: 's' });
+  });
+
+  describe('over cap', () => {
+    it('backs off with capped exponential delays and retries the submission', async () => {
+      script('in.php', [code('ERROR_ZERO_BALANCE'), code('ERROR_NO_SLOT_AVAILABLE'), ok('42')]);
+      script('res.php', [ok('token')]);
+
+      const outcome = await client({ random: () => 0.5 }).solve(task(), options());
+
+      // base 1 s × 2^n × (0.5 + 0.5 × 0.5)
+      expect(sleeps.slice(0, 2)).toEqual([750, 1_500]);
+      expect(outcome.retries).toEqual({ overCap: 2, transient: 0 });
+      expect(outcome.acceptedAt).toBe(START + 2_250);
+    });
+
+    it('throws SolverOverCapError once the retries are spent', async () => {
+      script('in.php', [code('ERROR_ZERO_BALANCE'), code('ERROR_ZERO_BALANCE'), code('ERROR_ZERO_BALANCE')]);
+
+      const error = await client({ retry: { maxOverCapRetries: 2 } }).solve(task(), options()).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(SolverOverCapError);
+      expect(error).toMatchObject({ code: 'ERROR_ZERO_BALANCE', errorClass: 'over_cap', taskId: 'task-1' });
+      expect(seen).toHaveLength(3);
+      expect(sleeps).toEqual([500, 1_000]);
+    });
+
+    it('never backs off past the deadline: throws the over-cap error instead', async () => {
+      script('in.php', [code('ERROR_NO_SLOT_AVAILABLE'), code('ERROR_NO_SLOT_AVAILABLE')]);
+
+      const error = await client({ retry: { maxOverCapRetries: 10 } })
+        .solve(task(), { deadlineAt: START + 1_200 })
+        .catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(SolverOverCapError);
+      expect((error as Error).message).toMatch(/deadline/);
+      expect(now).toBeLessThan(START + 1_200);
+      expect(seen).toHaveLength(2);
+    });
+
+    it('ERROR_ZERO_BALANCE is an account error in the 2captcha dialect: no retry', async () => {
+      script('in.php', [code('ERROR_ZERO_BALANCE')]);
+
+      const error = await client({ dialect: '2captcha' }).solve(task(), options()).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(SolverAccountError);
+      expect(seen).toHaveLength(1);
+      expect(sleeps).toEqual([]);
+    });
+  });
+
+  describe('transient failures', () => {
+    it.each<[string, Reply, string]>([
+      ['HTTP 500', { status: 500, body: 'Internal Server Error' }, 'HTTP_500'],
+      ['an HTML page', { status: 200, body: '<html><body>502 Bad Gateway</body></html>' }, 'HTML_BODY'],
+      ['garbage', { status: 200, body: '}{ not json' }, 'UNPARSEABLE_BODY'],
+      ['a JSON body without the protocol fields', { status: 200, body: { hello: 'world' } }, 'UNPARSEABLE_BODY'],
+      ['a server error code', code('ERROR_SERVER_ERROR'), 'ERROR_SERVER_ERROR'],
+      ['a connection error', { error: Object.assign(new Error('socket hang up'), { code: 'UND_ERR_SOCKET' }) }, 'CONNECTION_ERROR'],
+    ])('retries the submission after %s, then throws SolverTransientError', async (_label, reply, expectedCode) => {
+      script('in.php', [reply, reply]);
+
+      const error = await client({ retry: { maxTransientRetries: 1 } }).solve(task(), options()).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(SolverTransientError);
+      expect(error).toMatchObject({ code: expectedCode, errorClass: 'transient', taskId: 'task-1' });
+      expect(sleeps).toEqual([500]);
+      agent.assertNoPendingInterceptors();
+    });
+
+    it('a transient failure while polling is retried and polling goes on', async () => {
+      script('in.php', [{ status: 503, body: 'busy' }, ok('7')]);
+      script('res.php', [NOT_READY, { status: 502, body: '<html>bad gateway</html>' }, NOT_READY, ok('token')]);
+
+      const outcome = await client().solve(task(), options());
+
+      expect(outcome).toMatchObject({ answer: 'token', resultRequests: 4, retries: { overCap: 0, transient: 2 } });
+    });
+
+    it('gives up polling after too many transient failures in a row', async () => {
+      script('in.php', [ok('7')]);
+      script('res.php', [{ status: 500, body: '' }, { status: 500, body: '' }, { status: 500, body: '' }]);
+
+      const error = await client({ retry: { maxTransientRetries: 2 } }).solve(task(), options()).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(SolverTransientError);
+      expect(error).toMatchObject({ code: 'HTTP_500' });
+      expect((error as Error).message).toMatch(/2 transient retries in a row/);
+    });
+  });
+
+  it('a task-terminal answer to a poll throws SolverTaskError at once', async () => {
+    script('in.php', [ok('9')]);
+    script('res.php', [NOT_READY, code('ERROR_CAPTCHA_UNSOLVABLE')]);
+
+    const error = await client().solve(task(), options()).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(SolverTaskError);
+    expect(error).toMatchObject({ code: 'ERROR_CAPTCHA_UNSOLVABLE', errorClass: 'task_terminal', taskId: 'task-1' });
+    expect(seen).toHaveLength(3);
+  });
+
+  it('a task-terminal answer to the submission is not retried', async () => {
+    script('in.php', [code('ERROR_PAGEURL')]);
+
+    await expect(client().solve(task(), options())).rejects.toBeInstanceOf(SolverTaskError);
+    expect(seen).toHaveLength(1);
+  });
+
+  it('an account answer throws SolverAccountError at once', async () => {
+    script('in.php', [code('ERROR_WRONG_USER_KEY')]);
+
+    const error = await client().solve(task(), options()).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(SolverAccountError);
+    expect(error).toMatchObject({ code: 'ERROR_WRONG_USER_KEY', errorClass: 'account' });
+    expect(seen).toHaveLength(1);
+  });
+
+  it('gives up at the deadline with SolverTimeoutError after a last poll at the deadline', async () => {
+    script('in.php', [ok('11')]);
+    script('res.php', Array.from({ length: 5 }, () => NOT_READY));
+
+    const error = await client().solve(task(), { deadlineAt: START + 32_000 }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(SolverTimeoutError);
+    expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED', taskId: 'task-1' });
+    expect(seen.slice(1).map((poll) => poll.at - START)).toEqual([15_000, 20_000, 25_000, 30_000, 32_000]);
+    agent.assertNoPendingInterceptors();
+    expect(now).toBe(START + 32_000);
+  });
+
+  it('stops at once when the caller aborts', async () => {
+    const controller = new AbortController();
+    script('in.php', [ok('12')]);
+    script('res.php', [NOT_READY]);
+    const solver = client({
+      sleep: async (ms) => {
+        now += ms;
+        if (seen.length === 2) controller.abort();
+      },
+    });
+
+    const error = await solver.solve(task(), options({ signal: controller.signal })).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(SolverTimeoutError);
+    expect(error).toMatchObject({ code: 'ABORTED' });
+    expect(seen).toHaveLength(2);
+  });
+
+  it('an abort ends a real wait early', async () => {
+    script('in.php', [ok('13')]);
+    const controller = new AbortController();
+    const solver = client({ clock: Date.now, sleep: undefined });
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 20);
+
+    const error = await solver.solve(task(), { deadlineAt: Date.now() + 60_000, signal: controller.signal }).catch((e: unknown) => e);
+
+    expect(error).toMatchObject({ name: 'SolverTimeoutError', code: 'ABORTED' });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('resumes a previous submission: no in.php, an immediate poll, no schedule observation', async () => {
+    script('res.php', [NOT_READY, ok('token')]);
+    const schedule = createFixedPollSchedule();
+    let called = false;
+
+    const outcome = await client({ schedule }).solve(task(), options({ resumeSolverId: '555', onSubmitted: () => void (called = true) }));
+
+    expect(seen.every((request) => request.path.startsWith('/res.php'))).toBe(true);
+    expect(seen.map((poll) => poll.at - START)).toEqual([0, 15_000]);
+    expect(new URL(seen[0]?.path as string, ORIGIN).searchParams.get('id')).toBe('555');
+    expect(outcome).toMatchObject({ solverId: '555', answer: 'token', resultRequests: 2 });
+    expect(called).toBe(false);
+    expect(schedule.stats().total.tasks).toBe(0);
+  });
+
+  it('getBalance reads the balance as a number', async () => {
+    script('res.php', [ok('12.3456')]);
+
+    await expect(client().getBalance()).resolves.toBe(12.3456);
+    expect(Object.fromEntries(new URL(seen[0]?.path as string, ORIGIN).searchParams)).toEqual({ key: KEY, action: 'getbalance', json: '1' });
+  });
+
+  it('getBalance throws typed errors', async () => {
+    script('res.php', [code('ERROR_KEY_DOES_NOT_EXIST'), ok('not-a-number')]);
+
+    await expect(client().getBalance()).rejects.toBeInstanceOf(SolverAccountError);
+    await expect(client().getBalance()).rejects.toBeInstanceOf(SolverTransientError);
+  });
+
+  it('reportBad and reportGood send the id with their action', async () => {
+    script('res.php', [ok('OK_REPORT_RECORDED'), ok('OK_REPORT_RECORDED'), code('ERROR_WRONG_CAPTCHA_ID')]);
+    const solver = client();
+
+    await solver.reportBad('777');
+    await solver.reportGood('778');
+    await expect(solver.reportBad('779')).rejects.toBeInstanceOf(SolverTaskError);
+
+    expect(seen.map((r) => Object.fromEntries(new URL(r.path, ORIGIN).searchParams))).toEqual([
+      { key: KEY, action: 'reportbad', id: '777', json: '1' },
+      { key: KEY, action: 'reportgood', id: '778', json: '1' },
+      { key: KEY, action: 'reportbad', id: '779', json: '1' },
+    ]);
+  });
+
+  it('never lets the key out: not in errors, their causes, their stacks, nor the logs', async () => {
+    const errors: unknown[] = [];
+    const solver = client({ retry: { maxTransientRetries: 1, maxOverCapRetries: 1 } });
+    const urlWithKey = `${ORIGIN}/res.php?key=${KEY}&action=get`;
+    // A connection error that quotes the URL (undici errors can), nested in a cause.
+    script('in.php', [
+      { error: Object.assign(new Error(`connect ECONNREFUSED ${urlWithKey}`, { cause: new Error(`socket for ${KEY}`) }), { code: 'ECONNREFUSED' }) },
+      { status: 200, body: `<html>echo: key=${KEY}</html>` },
+    ]);
+    errors.push(await solver.solve(task(), options()).catch((e: unknown) => e));
+    // A body that echoes the key in a JSON error answer and an over-cap retry that logs.
+    script('in.php', [code('ERROR_ZERO_BALANCE'), { status: 500, body: `upstream said ${KEY}` }, { status: 500, body: KEY }]);
+    errors.push(await solver.solve(task(), options()).catch((e: unknown) => e));
+    // Nothing scripted: MockAgent's own "not matched" error quotes the path with the key.
+    errors.push(await solver.getBalance().catch((e: unknown) => e));
+    errors.push(await solver.reportBad('1').catch((e: unknown) => e));
+
+    expect(errors.every((error) => error instanceof SolverError)).toBe(true);
+    const text = errors.map((error) => dump(error)).join('\n');
+    expect(text).toContain('***');
+    expect(text).not.toContain(KEY);
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs.join('\n')).not.toContain(KEY);
+  });
+});
+
+/** Everything an error prints: name, message, stack, and the same for each cause. */
+function dump(error: unknown, depth = 0): string {
+  if (!(error instanceof Error) || depth > 10) return String(error);
+  return [error.name, error.message, error.stack ?? '', JSON.stringify(error), depth < 10 ? dump(error.cause, depth + 1) : ''].join('\n');
+}
