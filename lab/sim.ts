@@ -250,9 +250,15 @@ class Simulation {
     methods.forEach((m, i) => {
       cumulative += m.share;
       this.methodCdf[i] = cumulative;
-      this.methodMu[i] = Math.log(m.medianSeconds);
-      // p95 of a log-normal is median × e^(1.645 σ).
-      this.methodSigma[i] = Math.log(m.p95Seconds / m.medianSeconds) / 1.6448536269514722;
+      if (m.distribution === 'exponential') {
+        // σ < 0 marks an exponential method; μ holds its mean.
+        this.methodMu[i] = m.meanSeconds;
+        this.methodSigma[i] = -1;
+      } else {
+        this.methodMu[i] = Math.log(m.medianSeconds);
+        // p95 of a log-normal is median × e^(1.645 σ).
+        this.methodSigma[i] = Math.log(m.p95Seconds / m.medianSeconds) / 1.6448536269514722;
+      }
     });
     this.methodCdf[methods.length - 1] = 1;
     this.methodPoll = methods.map((m) => {
@@ -361,7 +367,8 @@ class Simulation {
     let m = 0;
     while (this.methodCdf[m]! < u) m++;
     this.methodOf[id] = m;
-    this.baseSolve[id] = this.taskRng.logNormal(this.methodMu[m]!, this.methodSigma[m]!);
+    const sigma = this.methodSigma[m]!;
+    this.baseSolve[id] = sigma < 0 ? this.taskRng.exponential(1 / this.methodMu[m]!) : this.taskRng.logNormal(this.methodMu[m]!, sigma);
     this.bucket(this.t);
     this.bArrivals[this.slot]!++;
     this.enqueue(id);

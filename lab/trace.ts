@@ -23,15 +23,20 @@ export const TraceSchema = z
     fleet: z.record(z.string(), z.unknown()).default({}),
     /** Arrival rate in tasks per second, piecewise constant; Poisson within a piece. */
     arrivals: z.array(piece({ perSecond: nonNegative })).min(1),
-    /** The method mix: relative shares and log-normal solve times (median and p95, seconds). */
+    /**
+     * The method mix: relative shares and solve times. Log-normal (the default) takes the median
+     * and p95 in seconds; exponential takes the mean (for closed-form checks such as M/M/c).
+     */
     methods: z
       .array(
         z
           .object({
             method: z.enum(METHODS),
             share: z.number().finite().gt(0),
-            medianSeconds: z.number().finite().gt(0),
-            p95Seconds: z.number().finite().gt(0),
+            distribution: z.enum(['lognormal', 'exponential']).default('lognormal'),
+            medianSeconds: z.number().finite().gt(0).optional(),
+            p95Seconds: z.number().finite().gt(0).optional(),
+            meanSeconds: z.number().finite().gt(0).optional(),
           })
           .strict(),
       )
@@ -65,6 +70,11 @@ export interface Piecewise {
   readonly value: readonly number[];
 }
 
+/** One method of the mix: its share (normalized to sum 1) and solve-time distribution. */
+export type MethodMix =
+  | { method: SolverMethod; share: number; distribution: 'lognormal'; medianSeconds: number; p95Seconds: number }
+  | { method: SolverMethod; share: number; distribution: 'exponential'; meanSeconds: number };
+
 /** A validated trace with the fleet settings it resolves to. */
 export interface Trace {
   readonly name: string;
@@ -72,7 +82,7 @@ export interface Trace {
   readonly durationSeconds: number;
   readonly settings: FleetSettings;
   readonly arrivals: Piecewise;
-  readonly methods: readonly { method: SolverMethod; share: number; medianSeconds: number; p95Seconds: number }[];
+  readonly methods: readonly MethodMix[];
   readonly foreignThreads: Piecewise;
   readonly solveTimeFactor: Piecewise;
   readonly balance: { initialUsd: number; pricePerSolveUsd: number; topUps: readonly { at: number; usd: number }[] };
@@ -110,7 +120,13 @@ export function parseTrace(json: unknown, source: string): Trace {
     if (topUp.at >= trace.durationSeconds) problems.push(`balance.topUps[${i}].at: ${topUp.at} is not before durationSeconds ${trace.durationSeconds}`);
   });
   trace.methods.forEach((m, i) => {
-    if (m.p95Seconds < m.medianSeconds) problems.push(`methods[${i}].p95Seconds: ${m.p95Seconds} is below medianSeconds ${m.medianSeconds}`);
+    if (m.distribution === 'exponential') {
+      if (m.meanSeconds === undefined) problems.push(`methods[${i}].meanSeconds: required for the exponential distribution`);
+    } else if (m.medianSeconds === undefined || m.p95Seconds === undefined) {
+      problems.push(`methods[${i}]: the lognormal distribution needs medianSeconds and p95Seconds`);
+    } else if (m.p95Seconds < m.medianSeconds) {
+      problems.push(`methods[${i}].p95Seconds: ${m.p95Seconds} is below medianSeconds ${m.medianSeconds}`);
+    }
   });
   let settings: FleetSettings | undefined;
   try {
@@ -130,7 +146,12 @@ export function parseTrace(json: unknown, source: string): Trace {
     durationSeconds: trace.durationSeconds,
     settings,
     arrivals: toPiecewise(trace.arrivals, (p) => p.perSecond),
-    methods: trace.methods.map((m) => ({ ...m, share: m.share / totalShare })),
+    methods: trace.methods.map((m): MethodMix => {
+      const share = m.share / totalShare;
+      return m.distribution === 'exponential'
+        ? { method: m.method, share, distribution: 'exponential', meanSeconds: m.meanSeconds as number }
+        : { method: m.method, share, distribution: 'lognormal', medianSeconds: m.medianSeconds as number, p95Seconds: m.p95Seconds as number };
+    }),
     foreignThreads: toPiecewise(trace.foreignThreads, (p) => p.threads),
     solveTimeFactor: toPiecewise(trace.solveTimeFactor, (p) => p.factor),
     balance: trace.balance,

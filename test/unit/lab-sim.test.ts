@@ -1,0 +1,150 @@
+/**
+ * The policy lab's simulator against closed-form results: M/M/c waiting time (Erlang C),
+ * Little's law, Poisson arrival counts; Lambda's documented ramp; determinism with a seed; and
+ * that the governor's runs go through the real decide().
+ */
+import { describe, expect, it } from 'vitest';
+import { EventHeap } from '../../lab/heap.js';
+import { createPolicy, type PolicyName } from '../../lab/policies.js';
+import { simulate, type RunOptions } from '../../lab/sim.js';
+import { expectedArrivals, parseTrace, type TraceInput } from '../../lab/trace.js';
+
+const reCaptcha = { method: 'userrecaptcha', share: 1, medianSeconds: 18, p95Seconds: 40 } as const;
+
+function trace(input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'>) {
+  return parseTrace({ name: 'test', durationSeconds: 3600, methods: [reCaptcha], ...input }, 'test');
+}
+
+function run(name: PolicyName, input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'>, options: Partial<RunOptions> = {}) {
+  const t = trace(input);
+  return simulate(t, createPolicy(name, t.settings, options.model), { seed: 7, ...options });
+}
+
+/** Erlang C: the mean wait in queue of M/M/c with arrival rate λ and service rate μ. */
+function erlangCWait(c: number, lambda: number, mu: number): number {
+  const a = lambda / mu;
+  let term = 1;
+  let sum = 1;
+  for (let k = 1; k < c; k++) {
+    term *= a / k;
+    sum += term;
+  }
+  const last = ((term * a) / c) * (c / (c - a));
+  const probabilityOfWaiting = last / (sum + last);
+  return probabilityOfWaiting / (c * mu - lambda);
+}
+
+describe('simulator models', () => {
+  it('gives the M/M/c mean waiting time of Erlang C for a fixed pool', () => {
+    // Prepare: 5 always-on workers, Poisson arrivals at 0.4/s, exponential solves of mean 10 s (ρ = 0.8).
+    const c = 5;
+    const lambda = 0.4;
+    const mean = 10;
+    const result = run('static-pool', {
+      durationSeconds: 250_000,
+      fleet: { planThreads: c },
+      arrivals: [{ at: 0, perSecond: lambda }],
+      methods: [{ method: 'userrecaptcha', share: 1, distribution: 'exponential', meanSeconds: mean }],
+    });
+    // Assess: mean wait = mean latency − mean service.
+    const expected = erlangCWait(c, lambda, 1 / mean);
+    expect(expected).toBeCloseTo(5.54, 1);
+    const measured = (result.latency.mean as number) - mean;
+    expect(Math.abs(measured - expected) / expected).toBeLessThan(0.1);
+    expect(result.overCapRejections).toBe(0);
+  });
+
+  it("satisfies Little's law on a steady trace (time-average in system = arrival rate × mean latency)", () => {
+    const result = run('governor', { durationSeconds: 7200, arrivals: [{ at: 0, perSecond: 1 }] }, { sampleSeconds: 1 });
+    const { t, backlog, inFlight } = result.samples;
+    let inSystem = 0;
+    let n = 0;
+    for (let i = 0; i < t.length; i++) {
+      if (t[i]! > 7200) break;
+      inSystem += backlog[i]! + inFlight[i]!;
+      n++;
+    }
+    const L = inSystem / n;
+    const lambdaW = (result.arrivals / 7200) * (result.latency.mean as number);
+    expect(Math.abs(L - lambdaW) / lambdaW).toBeLessThan(0.05);
+  });
+
+  it('draws Poisson arrival counts: mean and variance match the integrated rate', () => {
+    const input = { durationSeconds: 600, arrivals: [{ at: 0, perSecond: 0.5 }, { at: 200, perSecond: 0 }, { at: 300, perSecond: 1.5 }] };
+    const expected = expectedArrivals(trace(input));
+    expect(expected).toBe(0.5 * 200 + 1.5 * 300);
+    const counts = Array.from({ length: 40 }, (_, seed) => run('oracle', input, { seed }).arrivals);
+    const mean = counts.reduce((a, b) => a + b, 0) / counts.length;
+    const variance = counts.reduce((a, b) => a + (b - mean) ** 2, 0) / (counts.length - 1);
+    // Mean within 4 standard errors; index of dispersion near 1 (Poisson), far from 0 (regular) or 2.
+    expect(Math.abs(mean - expected)).toBeLessThan(4 * Math.sqrt(expected / counts.length));
+    expect(variance / mean).toBeGreaterThan(0.5);
+    expect(variance / mean).toBeLessThan(1.6);
+  });
+
+  it("ramps Lambda's SQS concurrency from 5 by at most 5 a second (300 a minute)", () => {
+    const result = run('lambda-fixed', { durationSeconds: 60, fleet: { planThreads: 200 }, arrivals: [{ at: 0, perSecond: 50 }] }, { sampleSeconds: 1 });
+    const { t, inFlight } = result.samples;
+    // 50 tasks/s of 18 s solves would use 900 invocations at once; the ramp allows 5 + 5 per elapsed second.
+    for (let i = 0; i < t.length && t[i]! <= 60; i++) expect(inFlight[i]!).toBeLessThanOrEqual(5 + 5 * Math.floor(t[i]!));
+    expect(inFlight[t.indexOf(30)]).toBeGreaterThanOrEqual(150);
+  });
+
+  it('rejects over the cap when foreign threads appear, and the clairvoyant oracle never does', () => {
+    const input = {
+      durationSeconds: 3600,
+      fleet: { planThreads: 20 },
+      arrivals: [{ at: 0, perSecond: 0.8 }],
+      foreignThreads: [{ at: 0, threads: 0 }, { at: 1200, threads: 8 }],
+    };
+    expect(run('lambda-fixed', input).overCapRejections).toBeGreaterThan(0);
+    const oracle = run('oracle', input);
+    expect(oracle.overCapRejections).toBe(0);
+    expect(oracle.unfinished).toBe(0);
+  });
+
+  it('bills pools while idle and Lambda only while invoked', () => {
+    const input = { durationSeconds: 3600, fleet: { planThreads: 50 }, arrivals: [{ at: 0, perSecond: 0.2 }] };
+    const pool = run('static-pool', input);
+    const lambda = run('lambda-fixed', input);
+    expect(pool.computeSeconds).toBeGreaterThanOrEqual(50 * 3600);
+    expect(lambda.computeSeconds).toBeLessThan(pool.computeSeconds / 5);
+  });
+});
+
+describe('the governor in the lab', () => {
+  it('runs the real decide(): its reason codes drive the ceiling, and a low balance pauses it', () => {
+    const result = run('governor', {
+      durationSeconds: 3600,
+      arrivals: [{ at: 0, perSecond: 1 }],
+      balance: { initialUsd: 2, pricePerSolveUsd: 0.001 },
+    });
+    expect(result.reasons.FREE_THREADS).toBeGreaterThan(0);
+    expect(result.reasons.PAUSE_LOW_BALANCE).toBeGreaterThan(0);
+    expect(result.haltCrossedAt).not.toBeNull();
+    // Money ran out: tasks wait in the queue rather than being refused by the solver.
+    expect(result.unfinished).toBeGreaterThan(0);
+    expect(result.accountErrors).toBe(0);
+  });
+});
+
+describe('determinism', () => {
+  it('replays bit for bit with the same seed and differs with another', () => {
+    const input = { durationSeconds: 1800, arrivals: [{ at: 0, perSecond: 1 }, { at: 600, perSecond: 3 }] };
+    const strip = (r: ReturnType<typeof run>) => ({ ...r, wallMs: 0 });
+    expect(strip(run('governor', input, { seed: 3 }))).toEqual(strip(run('governor', input, { seed: 3 })));
+    expect(run('governor', input, { seed: 4 }).latency).not.toEqual(run('governor', input, { seed: 3 }).latency);
+  });
+});
+
+describe('event heap', () => {
+  it('pops in time order, ties in insertion order', () => {
+    const heap = new EventHeap<number>();
+    const times = Array.from({ length: 5000 }, (_, i) => Math.floor(((i * 7919) % 1000) / 10));
+    times.forEach((time, i) => heap.push(time, i));
+    const popped: number[] = [];
+    while (heap.size > 0) popped.push(heap.pop() as number);
+    const expected = times.map((time, i) => ({ time, i })).sort((a, b) => a.time - b.time || a.i - b.i).map((e) => e.i);
+    expect(popped).toEqual(expected);
+  });
+});

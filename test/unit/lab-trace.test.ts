@@ -1,0 +1,82 @@
+/**
+ * Trace files: a bad file is refused with its name and every problem, by JSON path; the shipped
+ * traces are valid.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { shippedTraces } from '../../lab/bench.js';
+import { loadTraceFile, TraceFileError, valueAt } from '../../lab/trace.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'lab-trace-'));
+const good = {
+  name: 'mine',
+  durationSeconds: 600,
+  arrivals: [{ at: 0, perSecond: 1 }],
+  methods: [{ method: 'turnstile', share: 1, medianSeconds: 8, p95Seconds: 18 }],
+};
+
+function write(name: string, content: unknown): string {
+  const file = join(dir, name);
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+function problemsOf(file: string): string[] {
+  try {
+    loadTraceFile(file);
+  } catch (error) {
+    expect(error).toBeInstanceOf(TraceFileError);
+    expect((error as Error).message).toContain(file);
+    return (error as TraceFileError).problems;
+  }
+  throw new Error('expected the trace to be refused');
+}
+
+describe('trace files', () => {
+  it('loads a valid file with defaults filled in', () => {
+    const trace = loadTraceFile(write('good.json', good));
+    expect(trace.settings.planThreads).toBe(50);
+    expect(trace.balance.pricePerSolveUsd).toBe(0);
+    expect(valueAt(trace.foreignThreads, 300)).toBe(0);
+  });
+
+  it('names a missing field and an unknown method by their path', () => {
+    const { arrivals: _arrivals, ...noArrivals } = good;
+    const problems = problemsOf(write('bad-fields.json', { ...noArrivals, methods: [{ method: 'recaptcha', share: 1, medianSeconds: 8, p95Seconds: 9 }] }));
+    expect(problems.some((p) => p.startsWith('arrivals:'))).toBe(true);
+    expect(problems.some((p) => p.startsWith('methods[0].method:'))).toBe(true);
+  });
+
+  it('refuses pieces out of order or past the end, a p95 under the median, and unusable fleet settings, all at once', () => {
+    const problems = problemsOf(
+      write('bad-logic.json', {
+        ...good,
+        fleet: { planThreads: 4, reservedThreads: 4 },
+        arrivals: [{ at: 0, perSecond: 1 }, { at: 300, perSecond: 2 }, { at: 200, perSecond: 1 }, { at: 900, perSecond: 1 }],
+        methods: [{ method: 'turnstile', share: 1, medianSeconds: 8, p95Seconds: 5 }],
+      }),
+    );
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^arrivals\[2\]\.at: 200 is not after/),
+        expect.stringMatching(/^arrivals\[3\]\.at: 900 is not before durationSeconds 600/),
+        expect.stringMatching(/^methods\[0\]\.p95Seconds: 5 is below medianSeconds 8/),
+        expect.stringMatching(/^fleet\.reservedThreads:/),
+      ]),
+    );
+  });
+
+  it('says when the file is not JSON or cannot be read', () => {
+    expect(problemsOf(write('broken.json', '{ "name": '))[0]).toMatch(/^is not valid JSON/);
+    expect(problemsOf(join(dir, 'absent.json'))[0]).toMatch(/^cannot be read/);
+  });
+
+  it('ships valid traces covering the scenarios of the benchmark', () => {
+    const names = shippedTraces().map((t) => t.name);
+    expect(names).toEqual(
+      expect.arrayContaining(['steady', 'sale-day-surge', 'sawtooth', 'spike-and-drop', 'balance-halt', 'foreign-threads', 'solver-slowdown']),
+    );
+  });
+});
