@@ -13,6 +13,10 @@ import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
 import { createLambdaActuator } from '../../functions/adapters/lambda-actuator.js';
 import { METRICS } from '../../functions/core/metric-names.js';
+import { parseEnvironment } from '../../functions/core/environment.js';
+import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
+import { formatTick } from '../../bin/commands/governor.js';
+import { createSolverSimulator } from '../../local/solver-sim/index.js';
 
 const hasMoto = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' }).status === 0;
 /** moto enforces the unreserved floor of 100 only under a quota; 112 leaves room to reserve 12. */
@@ -36,6 +40,7 @@ describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
   let sqs: SQSClient;
   let cloudwatch: CloudWatchClient;
   const ids: { normal: string; high: string } = { normal: '', high: '' };
+  const queueUrls: { normal: string; high: string } = { normal: '', high: '' };
 
   beforeAll(async () => {
     const port = await freePort();
@@ -78,6 +83,7 @@ describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
     );
     for (const lane of ['normal', 'high'] as const) {
       const url = (await sqs.send(new CreateQueueCommand({ QueueName: `tasks-${lane}` }))).QueueUrl as string;
+      queueUrls[lane] = url;
       const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
       const mapping = await lambda.send(
         new CreateEventSourceMappingCommand({ FunctionName: 'consumer', EventSourceArn: arn, BatchSize: 1, ScalingConfig: { MaximumConcurrency: 2 }, Enabled: lane === 'normal' }),
@@ -132,7 +138,8 @@ describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
   it('reads the consumer metrics with GetMetricData (sums and averages)', async () => {
     const now = Date.now();
     const at = new Date(Math.floor(now / 60_000) * 60_000 - 90_000); // inside the last full minutes
-    const dims = [{ Name: 'service', Value: 'consumer' }];
+    // moto does not filter GetMetricData by namespace: a service of its own keeps these out of the other tests.
+    const dims = [{ Name: 'service', Value: 'consumer-metrics-test' }];
     await cloudwatch.send(
       new PutMetricDataCommand({
         Namespace: 'CaptchaFleetTest',
@@ -147,10 +154,47 @@ describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
         ],
       }),
     );
-    const cw = createCloudWatchSignals({ cloudwatch, namespace: 'CaptchaFleetTest', clock: () => now });
+    const cw = createCloudWatchSignals({ cloudwatch, namespace: 'CaptchaFleetTest', service: 'consumer-metrics-test', clock: () => now });
     const window = await cw.read();
     expect(window).toBeDefined();
     expect(window).toMatchObject({ submissions: 20, solved: 18, overCapAnswers: 2, transientErrors: 0, accountErrors: 0 });
     expect(window?.meanSolveMs).toBe(5000);
+  });
+
+  it('runs one tick from the same environment the Lambda gets (the CLI path), dry run first', async () => {
+    // Prepare: the solver simulator answers getbalance; queues, mappings and function on moto; no governor table (memory state).
+    const simulator = createSolverSimulator({ validKeys: ['k-test'], balance: 0.5, planThreads: 10 });
+    const { url } = await simulator.listen(0, '127.0.0.1');
+    try {
+      const env = {
+        AWS_ENDPOINT_URL: endpoint,
+        CAPTCHA_FLEET_CONFIG: JSON.stringify({ planThreads: 10, solverBaseUrl: url, tickMs: 1000 }),
+        TASKS_QUEUE_URL: queueUrls.normal,
+        HIGH_QUEUE_URL: queueUrls.high,
+        DLQ_URL: queueUrls.normal,
+        RESULTS_TABLE: 'results',
+        SOLVER_KEY: 'k-test',
+        CONSUMER_FUNCTION_NAME: 'consumer',
+        EVENT_SOURCE_MAPPING_IDS: JSON.stringify(ids),
+      };
+      const before = (await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency;
+      // Act: dry run
+      const dry = await createGovernorFromEnvironment({ environment: parseEnvironment(env), dryRun: true });
+      const record = await dry.loop.tick();
+      // Assess: balance $0.50 is under the halt level $1: no increase, and nothing was applied.
+      expect(record.signals.balance).toBe(0.5);
+      expect(record.decision.reason.code).toBe('HALT_LOW_BALANCE');
+      expect(formatTick(record)).toMatch(/dry run: nothing applied[\s\S]*HALT_LOW_BALANCE[\s\S]*balance \$0\.50/);
+      expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency).toBe(before);
+      // Topped up: applied for real, the mapping goes to the free threads.
+      simulator.update({ balance: 25 });
+      const live = await createGovernorFromEnvironment({ environment: parseEnvironment(env) });
+      const applied = await live.loop.tick();
+      expect(applied.decision.reason.code).toBe('IDLE');
+      expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency).toBe(10);
+      expect(formatTick(applied)).toContain('normal ceiling');
+    } finally {
+      await simulator.close();
+    }
   });
 });

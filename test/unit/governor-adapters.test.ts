@@ -55,7 +55,7 @@ describe('cloudwatch-signals', () => {
     const window = await cw.read();
     // Assess: the requests (the percentile apart, since some endpoints cannot compute it)
     expect(sent.map((s) => s.command)).toEqual(['GetMetricDataCommand', 'GetMetricDataCommand']);
-    const input = { ...sent[0]!.input, MetricDataQueries: [...sent[0]!.input.MetricDataQueries, ...sent[1]!.input.MetricDataQueries] };
+    const input: Record<string, any> = { ...sent[0]!.input, MetricDataQueries: [...sent[0]!.input.MetricDataQueries, ...sent[1]!.input.MetricDataQueries] };
     expect(sent[1]!.input.MetricDataQueries.map((q: { Id: string }) => q.Id)).toEqual(['solve_p95']);
     const { start, end } = metricWindow(now, 180_000);
     expect(input.StartTime).toEqual(start);
