@@ -21,7 +21,7 @@ function runCli(args: string[]) {
 async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!predicate()) {
-    if (Date.now() > until) throw new Error('timed out waiting for the CLI');
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for the CLI`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -46,7 +46,8 @@ describe.concurrent('solver-sim CLI', () => {
   it('serves with the flags given and prints the final stats on SIGTERM', async ({ expect }) => {
     const run = runCli(['--port', '0', '--threads', '1', '--latency-ms', '0', '--balance', '2', '--price', '0.5', '--dialect', '2captcha']);
     try {
-      await waitFor(() => /listening at (http:\S+)/.test(run.output().stdout), 15_000);
+      // Generous: tsx compiles on start, and a loaded two-core machine makes that slow.
+      await waitFor(() => /listening at (http:\S+)/.test(run.output().stdout), 45_000);
       const url = /listening at (http:\S+)/.exec(run.output().stdout)![1]!;
       expect(run.output().stdout).toContain(`curl -s '${url}/in.php?`);
       const submit = () => fetch(`${url}/in.php?key=k&method=textcaptcha&textcaptcha=${encodeURIComponent('2+2?')}`).then((r) => r.text());
