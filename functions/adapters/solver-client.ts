@@ -314,6 +314,8 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
 
   async function report(action: 'reportbad' | 'reportgood', solverId: string): Promise<void> {
     const answer = await call({ path: 'res.php', query: { action, id: solverId, json: '1' }, signal: undefined, taskId: undefined });
+    // Reported before (by this or another delivery): the report stands, nothing to do.
+    if (!answer.ok && answer.code === 'ERROR_DUPLICATE_REPORT') return;
     if (!answer.ok) throw solverErrorFor(answer.code, dialect, { message: `${action} for solver id ${solverId} answered ${answer.code}` });
   }
 }

@@ -10,7 +10,10 @@
  * for measured figures). Polling where the answers actually arrive gives that capacity back for
  * a bounded number of extra result requests.
  */
-import { DEFAULT_POLL, METHOD_KIND, type SolverMethod } from './solver-protocol.js';
+import { DEFAULT_POLL, METHOD_KIND, type MethodKind, type SolverMethod } from './solver-protocol.js';
+
+/** First request and interval after it, ms, by method kind (the protocol's are DEFAULT_POLL). */
+export type PollDefaults = Partial<Record<MethodKind, { firstPollMs: number; intervalMs: number }>>;
 
 /**
  * What the client saw of one completed solve. The true moment the answer became ready lies in
@@ -80,6 +83,12 @@ export interface PollSchedule {
 /** Tuning of the adaptive schedule; every field has a default. */
 export interface AdaptiveScheduleOptions {
   /**
+   * Plan used before a method has history, and the tail's longest gap. A simulator answering
+   * in milliseconds wants ms-scale defaults here.
+   * @default DEFAULT_POLL (image: 5 s then 5 s; token: 15 s then 5 s)
+   */
+  pollDefaults?: PollDefaults;
+  /**
    * Result requests per task the schedule may spend, in expectation over recent solves.
    * @default 20
    */
@@ -99,6 +108,7 @@ export interface AdaptiveScheduleOptions {
 }
 
 const ADAPTIVE_DEFAULTS: Required<AdaptiveScheduleOptions> = {
+  pollDefaults: {},
   requestBudget: 20,
   windowSize: 64,
   minSamples: 8,
@@ -108,12 +118,15 @@ const ADAPTIVE_DEFAULTS: Required<AdaptiveScheduleOptions> = {
   minIntervalCeilingMs: 1000,
 };
 
-/** The protocol's own schedule: first poll after 5 s (images) or 15 s (tokens), then every 5 s. */
-export function createFixedPollSchedule(): PollSchedule {
+/**
+ * The protocol's own schedule: first poll after 5 s (images) or 15 s (tokens), then every 5 s.
+ * It learns nothing but counts like the adaptive one, so a benchmark can compare the two.
+ */
+export function createFixedPollSchedule(options: { pollDefaults?: PollDefaults } = {}): PollSchedule {
   const history = new History(ADAPTIVE_DEFAULTS.windowSize);
   return {
     kind: 'fixed',
-    plan: (method) => defaultPlan(method),
+    plan: (method) => defaultPlan(method, options.pollDefaults),
     observe: (method, observation) => history.add(method, observation),
     estimateWaitMs: (method, observation) => history.estimateWaitMs(method, observation),
     stats: () => history.stats(),
@@ -142,7 +155,7 @@ export function createFixedPollSchedule(): PollSchedule {
  *    even quantiles was tried first: with a long tail it spends its last request at the slowest
  *    solve and leaves a wide gap before it.)
  * 6. Tail, for a solve slower than any recent one: gaps start at twice the minimum interval and
- *    double up to the protocol's interval (5 s), so a stalled solve costs a logarithmic number of
+ *    double up to the default interval (the protocol's 5 s), so a stalled solve costs a logarithmic number of
  *    extra requests, never a storm.
  *
  * Deterministic: the same observations give the same plans.
@@ -172,9 +185,9 @@ export function createAdaptivePollSchedule(options: AdaptiveScheduleOptions = {}
   };
 }
 
-/** The protocol default plan for a method (first poll, then a constant interval). */
-export function defaultPlan(method: SolverMethod): PollPlan {
-  const { firstPollMs, intervalMs } = DEFAULT_POLL[METHOD_KIND[method]];
+/** The default plan for a method (first poll, then a constant interval). */
+export function defaultPlan(method: SolverMethod, pollDefaults: PollDefaults = {}): PollPlan {
+  const { firstPollMs, intervalMs } = pollDefaultsFor(method, pollDefaults);
   return makePlan(method, 'protocol-default', [firstPollMs], intervalMs, intervalMs, intervalMs);
 }
 
@@ -200,12 +213,12 @@ interface Bracket {
 }
 
 function adaptivePlan(method: SolverMethod, brackets: readonly Bracket[], settings: Required<AdaptiveScheduleOptions>): PollPlan {
-  if (brackets.length < settings.minSamples) return defaultPlan(method);
+  if (brackets.length < settings.minSamples) return defaultPlan(method, settings.pollDefaults);
   const estimates = brackets.map((b) => (b.lo + b.hi) / 2).sort(ascending);
   const lowers = brackets.map((b) => b.lo).sort(ascending);
   const minIntervalMs = clamp(quantile(estimates, 0.5) * settings.minIntervalFraction, settings.minIntervalFloorMs, settings.minIntervalCeilingMs);
   const firstPollMs = Math.max(minIntervalMs, quantile(lowers, settings.firstPollQuantile));
-  const tailMaxMs = Math.max(DEFAULT_POLL[METHOD_KIND[method]].intervalMs, minIntervalMs);
+  const tailMaxMs = Math.max(pollDefaultsFor(method, settings.pollDefaults).intervalMs, minIntervalMs);
   const tailStartMs = Math.min(tailMaxMs, 2 * minIntervalMs);
   const body = fitBody(brackets, firstPollMs, minIntervalMs, settings.requestBudget);
   return makePlan(method, 'adaptive', [firstPollMs, ...body], minIntervalMs, tailStartMs, tailMaxMs);
@@ -410,6 +423,11 @@ function withMeans(c: { tasks: number; resultRequests: number; estimatedWaitMs: 
     meanEstimatedWaitMs: c.tasks === 0 ? 0 : c.estimatedWaitMs / c.tasks,
     waitShare: c.answeredMs === 0 ? 0 : c.estimatedWaitMs / c.answeredMs,
   };
+}
+
+function pollDefaultsFor(method: SolverMethod, pollDefaults: PollDefaults): { firstPollMs: number; intervalMs: number } {
+  const kind = METHOD_KIND[method];
+  return pollDefaults[kind] ?? DEFAULT_POLL[kind];
 }
 
 /** Linear-interpolation quantile of an ascending array (type 7, as in R and NumPy). */

@@ -58,6 +58,16 @@ describe('poll schedule', () => {
     expect([image.nextPollAt(0), image.nextPollAt(5_001)]).toEqual([5_000, 10_000]);
   });
 
+  it('takes other defaults (a simulator answering in ms) for both schedules', () => {
+    const pollDefaults = { token: { firstPollMs: 20, intervalMs: 10 } };
+    const fixed = createFixedPollSchedule({ pollDefaults }).plan('turnstile');
+    const adaptive = createAdaptivePollSchedule({ pollDefaults }).plan('turnstile');
+
+    expect([fixed.nextPollAt(0), fixed.nextPollAt(21), fixed.nextPollAt(31)]).toEqual([20, 30, 40]);
+    expect(adaptive.offsetsMs).toEqual(fixed.offsetsMs);
+    expect(createFixedPollSchedule({ pollDefaults }).plan('base64').firstPollMs).toBe(5_000);
+  });
+
   it('keeps the defaults for other methods once one method has learnt', () => {
     const schedule = createAdaptivePollSchedule({ minSamples: 3 });
     for (let i = 0; i < 3; i += 1) schedule.observe('userrecaptcha', { lastNotReadyMs: 15_000, answeredMs: 20_000, resultRequests: 2 });

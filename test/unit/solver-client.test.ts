@@ -355,17 +355,19 @@ describe('solver client', () => {
   });
 
   it('reportBad and reportGood send the id with their action', async () => {
-    script('res.php', [ok('OK_REPORT_RECORDED'), ok('OK_REPORT_RECORDED'), code('ERROR_WRONG_CAPTCHA_ID')]);
+    script('res.php', [ok('OK_REPORT_RECORDED'), ok('OK_REPORT_RECORDED'), code('ERROR_WRONG_CAPTCHA_ID'), code('ERROR_DUPLICATE_REPORT')]);
     const solver = client();
 
     await solver.reportBad('777');
     await solver.reportGood('778');
     await expect(solver.reportBad('779')).rejects.toBeInstanceOf(SolverTaskError);
+    await expect(solver.reportBad('777')).resolves.toBeUndefined();
 
     expect(seen.map((r) => Object.fromEntries(new URL(r.path, ORIGIN).searchParams))).toEqual([
       { key: KEY, action: 'reportbad', id: '777', json: '1' },
       { key: KEY, action: 'reportgood', id: '778', json: '1' },
       { key: KEY, action: 'reportbad', id: '779', json: '1' },
+      { key: KEY, action: 'reportbad', id: '777', json: '1' },
     ]);
   });
 
