@@ -10,6 +10,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
+import { COMPLETION_EVENT_SOURCE } from '../functions/core/events.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { FleetSettings, ParsedFleetConfig } from '../functions/core/settings.js';
@@ -93,6 +94,14 @@ export class Consumer extends Construct {
       }),
     );
     props.solverKey.grantRead(role);
-    props.bus.grantPutEventsTo(role);
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'CompletionEvents',
+        actions: ['events:PutEvents'],
+        resources: [props.bus.eventBusArn],
+        // Only events that say they come from the fleet, so subscribers can trust the source.
+        conditions: { StringEquals: { 'events:source': COMPLETION_EVENT_SOURCE } },
+      }),
+    );
   }
 }

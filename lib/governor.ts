@@ -80,6 +80,8 @@ export class Governor extends Construct {
     fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
 
     this.schedule = new events.Rule(this, 'Schedule', {
+      // Named so operators can stop the governor: `aws events disable-rule --name <prefix>-governor-schedule`.
+      ruleName: `${settings.prefix}-governor-schedule`,
       description: 'captcha-fleet governor, once a minute',
       schedule: events.Schedule.expression(GOVERNOR_SCHEDULE),
       targets: [new targets.LambdaFunction(fn, { retryAttempts: 0, maxEventAge: Duration.minutes(1) })],

@@ -12,7 +12,7 @@ import { App } from 'aws-cdk-lib';
 import { ConfigError, MAPPING_MIN_CONCURRENCY, PLAN_THREADS, resolveSettings } from '../../functions/core/settings.js';
 import { fleetOptionsFromContext, initialCeilings, resolveFleetStackConfig } from '../../lib/config.js';
 import { CaptchaFleetStack } from '../../lib/fleet-stack.js';
-import { ROOT } from './synth-helpers.js';
+import { removeOutdir, ROOT } from './synth-helpers.js';
 
 const fromContext = (context: Record<string, unknown>) => fleetOptionsFromContext((key) => context[key]);
 
@@ -71,16 +71,18 @@ describe('validation', () => {
   });
 
   it('ends `cdk synth` with one message that lists every problem, and no stack trace', () => {
+    const outdir = mkdtempSync(join(tmpdir(), 'captcha-fleet-cdk-'));
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'bin/app.ts'], {
       cwd: ROOT,
       encoding: 'utf8',
       env: {
         ...process.env,
-        CDK_OUTDIR: mkdtempSync(join(tmpdir(), 'captcha-fleet-cdk-')),
+        CDK_OUTDIR: outdir,
         CDK_CONTEXT_JSON: JSON.stringify({ planThreads: 'gold', alarmEmail: 'nobody', tasksPerInvocation: '0' }),
       },
       timeout: 60_000,
     });
+    removeOutdir(outdir);
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('Invalid captcha-fleet configuration (3 problems)');
     for (const field of ['plan', 'alarmEmail', 'tasksPerInvocation']) expect(result.stderr).toContain(`- ${field}:`);

@@ -5,13 +5,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { GOVERNOR_STATE_ID, SOLVER_KEY_PLACEHOLDER, STACK_OUTPUTS } from '../../functions/core/deployment.js';
 import { ENV } from '../../functions/core/environment.js';
+import { COMPLETION_EVENT_SOURCE } from '../../functions/core/events.js';
 import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY, resolveSettings } from '../../functions/core/settings.js';
 import { ALARM_IDS } from '../../lib/fleet-alarms.js';
-import { synthesizeFleet, type Synthesized } from './synth-helpers.js';
+import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
 
 type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
 type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown; Sid?: string };
@@ -50,6 +51,7 @@ describe('default stack', () => {
   beforeAll(() => {
     s = synthesizeFleet();
   });
+  afterAll(() => removeOutdir(s.outdir));
 
   it('has no unsuppressed cdk-nag or CloudFormation validation finding, and no error or warning annotation', () => {
     expect(reportedViolations(s)).toEqual([]);
@@ -190,6 +192,7 @@ describe('default stack', () => {
     const [busId] = only(byType(s, 'AWS::Events::EventBus'));
     const putEvents = only(statementsOf(s).filter((st) => asArray(st.Action).includes('events:PutEvents')));
     expect(putEvents.Resource).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
+    expect(putEvents.Condition).toEqual({ StringEquals: { 'events:source': COMPLETION_EVENT_SOURCE } });
   });
 
   it('gives operators StartMessageMoveTask on the DLQ and SendMessage on the lanes only', () => {
@@ -271,6 +274,7 @@ describe('stack with an imported secret, an alarm e-mail, a named plan and a des
       context: { planThreads: 'standard', alarmEmail: 'ops@example.com', solverKeySecretName: 'team/captcha-key', resultsRemoval: 'destroy', tasksPerInvocation: '2' },
     });
   });
+  afterAll(() => removeOutdir(s.outdir));
 
   it('stays free of unsuppressed findings with the imported secret’s wildcard suffix', () => {
     expect(reportedViolations(s)).toEqual([]);

@@ -7,9 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_STACK_NAME } from '../../functions/core/deployment.js';
-import { ROOT } from './synth-helpers.js';
+import { removeOutdir, ROOT } from './synth-helpers.js';
 
 describe('npx cdk synth --quiet (offline)', () => {
   const outdir = mkdtempSync(join(tmpdir(), 'captcha-fleet-cdk-out-'));
@@ -23,6 +23,7 @@ describe('npx cdk synth --quiet (offline)', () => {
       timeout: 240_000,
     });
   }, 250_000);
+  afterAll(() => removeOutdir(outdir));
 
   it('exits 0', () => {
     expect(result.error).toBeUndefined();

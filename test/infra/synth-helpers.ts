@@ -2,7 +2,7 @@
  * Synthesis helpers for the infra tests: an app configured like `cdk synth` (cdk.json context),
  * synthesized once per test file. Bundling is skipped here (the synth-cli test bundles for real).
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,12 +44,24 @@ export function synthesizeFleet(
       ...options.context,
     },
   });
-  const stack = addFleetStack(app, options.overrides);
-  options.extend?.(stack);
-  const assembly = app.synth();
+  let stack: CaptchaFleetStack;
+  let assembly: ReturnType<App['synth']>;
+  try {
+    stack = addFleetStack(app, options.overrides);
+    options.extend?.(stack);
+    assembly = app.synth();
+  } catch (error) {
+    removeOutdir(outdir);
+    throw error;
+  }
   const messages = assembly
     .getStackArtifact(stack.artifactId)
     .messages.filter((m) => m.level !== 'info')
     .map((m) => ({ level: m.level, id: m.id, text: String(m.entry.data) }));
   return { app, stack, template: Template.fromStack(stack), outdir, messages };
+}
+
+/** Remove a cloud assembly directory made by synthesizeFleet. */
+export function removeOutdir(outdir: string): void {
+  rmSync(outdir, { recursive: true, force: true });
 }
