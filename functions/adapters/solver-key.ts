@@ -4,6 +4,7 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { FleetEnvironment } from '../core/environment.js';
+import { baseClientConfig } from './aws-clients.js';
 
 /** The key could not be read or is unusable. The message names the secret, never its value. */
 export class SolverKeyError extends Error {
@@ -63,9 +64,9 @@ async function load(options: SolverKeyLoaderOptions): Promise<string> {
     if (source.key.trim() === '') throw new SolverKeyError('SOLVER_KEY is empty');
     return source.key.trim();
   }
-  const client =
-    options.secretsManager ??
-    new SecretsManagerClient({ ...(options.region ? { region: options.region } : {}), ...(options.endpoint ? { endpoint: options.endpoint } : {}) });
+  const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  // Same configuration as the other clients: an emulator endpoint gets dummy credentials.
+  const client = options.secretsManager ?? new SecretsManagerClient(baseClientConfig(options.endpoint, region));
   let secretString: string | undefined;
   try {
     const secret = await client.send(new GetSecretValueCommand({ SecretId: source.secretArn }));

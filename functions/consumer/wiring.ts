@@ -49,6 +49,8 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
       baseUrl: settings.solverBaseUrl,
       key: await createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) })(),
       dialect: settings.dialect,
+      // Its lines carry the task id and are redacted before they reach the logger.
+      logger: { debug: (message, attributes) => logger.debug(message, attributes ?? {}), warn: (message, attributes) => logger.warn(message, attributes ?? {}) },
     });
   let events = options.events;
   if (events === undefined && environment.eventBusName !== undefined) {

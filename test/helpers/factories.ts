@@ -29,7 +29,7 @@ export function recaptchaTask(overrides: Partial<TaskMessage> & { id?: string } 
 
 /** A valid image task message (base64). */
 export function imageTask(overrides: Partial<TaskMessage> & { id?: string } = {}): TaskMessage {
-  return { id: taskId('img'), method: 'base64', params: { body: 'iVBORw0KGgo'.padEnd(120, 'A') }, ...overrides } as TaskMessage;
+  return { id: taskId('img'), method: 'base64', params: { body: 'iVBORw0KGgo'.padEnd(200, 'A') } /* 150 bytes: solvers refuse images under 100 */, ...overrides } as TaskMessage;
 }
 
 /** What the scripted solver does on one `solve()` call. */

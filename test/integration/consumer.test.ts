@@ -441,14 +441,12 @@ describe('batches', () => {
       await h.send(task);
     }
 
-    const started = Date.now();
     const delivery = await h.deliver({ max: 3 });
-    const elapsed = Date.now() - started;
 
     expect(delivery.messages).toHaveLength(3);
     expect(delivery.response).toEqual({ batchItemFailures: [] });
+    // All three solves were in flight at once (a wall-clock bound would depend on machine load).
     expect(h.solver.maxInFlight).toBe(3);
-    expect(elapsed).toBeLessThan(3 * 150);
 
     const document = h.documents.find((d) => METRICS.solveDuration in d);
     expect(document?._aws.CloudWatchMetrics[0]?.Namespace).toBe(h.fleet.settings.metricsNamespace);
