@@ -18,8 +18,10 @@ import type { MetricsWindow } from '../core/governor/signals.js';
 
 /** Period of each datapoint, seconds (the consumer's EMF resolution is at least a minute in the stores the governor reads). */
 export const METRIC_PERIOD_SECONDS = 60;
-/** Default window: three full minutes, so one late minute does not empty the window. */
-export const DEFAULT_METRICS_WINDOW_MS = 3 * 60_000;
+/** Default window: two full minutes, so one late minute does not empty the window. */
+export const DEFAULT_METRICS_WINDOW_MS = 2 * 60_000;
+/** How late CloudWatch shows EMF datapoints, roughly; the window ends at the last full minute. */
+export const CLOUDWATCH_LAG_MS = 60_000;
 
 const COUNTERS = {
   submissions: METRICS.submissions,
@@ -37,7 +39,7 @@ export interface CloudWatchSignalsOptions {
   namespace: string;
   /** The consumer's service dimension. @default 'consumer' */
   service?: string;
-  /** @default 180 000 (three minutes) */
+  /** @default 120 000 (two minutes) */
   windowMs?: number;
   clock?: Clock;
   /** Queue names (the AWS/SQS dimension QueueName) for oldest-message age and sent rates. */

@@ -7,7 +7,7 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
 import { createCachedBalance } from '../adapters/balance.js';
-import { createCloudWatchSignals } from '../adapters/cloudwatch-signals.js';
+import { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS, createCloudWatchSignals } from '../adapters/cloudwatch-signals.js';
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
 import { createLambdaActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
@@ -55,7 +55,9 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const cloudwatch = options.cloudwatch ?? new CloudWatchClient(baseClientConfig(endpoint, clients.region));
   const log = options.log;
   const highLane = mappingIds.high !== undefined && environment.queueUrls.high !== undefined;
-  const config = governorConfigFrom(settings, { highLane });
+  // A probe must be judged on metrics taken after it: the cooldown outlasts the CloudWatch
+  // window plus its lag, or old over-cap answers would shrink the cap a second time.
+  const config = governorConfigFrom(settings, { highLane, probeCooldownMs: Math.max(6 * settings.tickMs, DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS) });
   const solver =
     options.solver ??
     createSolverClient({

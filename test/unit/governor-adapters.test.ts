@@ -57,7 +57,7 @@ describe('cloudwatch-signals', () => {
     expect(sent.map((s) => s.command)).toEqual(['GetMetricDataCommand', 'GetMetricDataCommand']);
     const input: Record<string, any> = { ...sent[0]!.input, MetricDataQueries: [...sent[0]!.input.MetricDataQueries, ...sent[1]!.input.MetricDataQueries] };
     expect(sent[1]!.input.MetricDataQueries.map((q: { Id: string }) => q.Id)).toEqual(['solve_p95']);
-    const { start, end } = metricWindow(now, 180_000);
+    const { start, end } = metricWindow(now, 120_000);
     expect(input.StartTime).toEqual(start);
     expect(input.EndTime).toEqual(end);
     expect((input.EndTime as Date).getTime() % 60_000).toBe(0);
@@ -71,7 +71,7 @@ describe('cloudwatch-signals', () => {
     expect(byId.sum_overcapanswers.Metric.MetricName).toBe('OverCapAnswers');
     // Assess: the aggregation
     expect(window).toEqual({
-      windowMs: 180_000,
+      windowMs: 120_000,
       submissions: 100,
       overCapAnswers: 3,
       transientErrors: 0, // the query succeeded and nothing happened
@@ -123,7 +123,7 @@ describe('cloudwatch-signals', () => {
       Stat: 'Maximum',
     });
     expect(sent[0]!.input.ScanBy).toBe('TimestampDescending');
-    expect(q.normal).toEqual({ oldestAgeSeconds: 75, sentRate: 1 });
+    expect(q.normal).toEqual({ oldestAgeSeconds: 75, sentRate: 1.5 });
     expect(q.high).toEqual({ oldestAgeSeconds: undefined, sentRate: 0 });
   });
 });

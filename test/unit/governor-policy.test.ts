@@ -153,6 +153,9 @@ describe('decide: table of cases', () => {
     expect(d.reason.code).toBe('OVER_CAP_SHRINK');
     expect(d.state.effectiveCap).toBe(5);
     expect(d.ceilings.normal).toBe(5);
+    // One refused submission shows at most one missing thread, whatever the completions say.
+    const one = decide(signals({ overCapAnswers: 1, completionRate: 0.2, meanSolveMs: 10_000 }, { ceiling: 8, inFlight: 8 }), state0, cfg);
+    expect(one.state.effectiveCap).toBe(7);
     // Lagging over-cap answers within the cooldown do not shrink again.
     const lag = decide(signals({ now: T0 + 11_000, overCapAnswers: 4 }, { ceiling: 5, inFlight: 5 }), d.state, cfg);
     expect(lag.state.effectiveCap).toBe(5);

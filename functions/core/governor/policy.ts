@@ -126,19 +126,24 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
   // Over-cap answers: someone else holds threads. Shrink the effective cap at once by the observed excess.
   let capReason: { code: ReasonCode; message: string } | undefined;
   if (signals.overCapAnswers !== undefined && signals.overCapAnswers > 0 && now - (state.lastShrinkAt ?? -Infinity) >= cooldown) {
-    const attempted = Math.min(current.total, invocations(demand.inFlight ?? Infinity, tpi)) * tpi;
+    const attempted = Math.min(current.total * tpi, invocations(demand.inFlight ?? Infinity, tpi) * tpi, next.effectiveCap);
+    // Two over-estimates of the threads others hold; the smaller is the observed excess:
+    // what we attempted minus what completions say we held (Little's law), and the refused
+    // submissions themselves (each shows at most one missing thread).
     const held =
       signals.completionRate !== undefined && signals.meanSolveMs !== undefined ? Math.round((signals.completionRate * signals.meanSolveMs) / 1000) : undefined;
-    const target = held !== undefined ? Math.min(held, attempted) : Math.min(attempted, next.effectiveCap) - tpi;
+    const byHeld = held === undefined ? Infinity : attempted - held;
+    const excess = Math.max(1, Math.min(byHeld, signals.overCapAnswers));
+    const target = attempted - excess;
     const shrunk = clamp(target, capFloor(config), next.effectiveCap - 1);
     next.lastShrinkAt = now;
     next.lastProbeAt = now;
     if (shrunk < next.effectiveCap) {
-      const excess = next.effectiveCap - shrunk;
+      const cut = next.effectiveCap - shrunk;
       next.effectiveCap = shrunk;
       capReason = {
         code: 'OVER_CAP_SHRINK',
-        message: `${signals.overCapAnswers} over-cap answer(s): others hold about ${excess} more thread(s); effective cap now ${shrunk} of ${planCap(config)}, probing back one thread every ${Math.round(cooldown / 1000)} s.`,
+        message: `${signals.overCapAnswers} over-cap answer(s): others hold about ${cut} more thread(s); effective cap now ${shrunk} of ${planCap(config)}, probing back one thread every ${Math.round(cooldown / 1000)} s.`,
       };
     }
   }
