@@ -7,6 +7,7 @@
  * Events are numbers (`taskId × 16 + kind`) in a binary heap, and tasks live in typed arrays:
  * a simulated day of 10⁶ tasks allocates almost nothing per event.
  */
+import { assembleSignals, type MetricsWindow, type QueueReading } from '../functions/core/governor/signals.js';
 import type { GovernorSignals } from '../functions/core/governor/types.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
@@ -216,7 +217,6 @@ class Simulation {
 
   // Metric buckets for the lagged signals.
   private readonly bucketId = new Float64Array(RING).fill(-1);
-  private readonly bArrivals = new Float64Array(RING);
   private readonly bCompletions = new Float64Array(RING);
   private readonly bSubmissions = new Float64Array(RING);
   private readonly bOverCap = new Float64Array(RING);
@@ -369,8 +369,6 @@ class Simulation {
     this.methodOf[id] = m;
     const sigma = this.methodSigma[m]!;
     this.baseSolve[id] = sigma < 0 ? this.taskRng.exponential(1 / this.methodMu[m]!) : this.taskRng.logNormal(this.methodMu[m]!, sigma);
-    this.bucket(this.t);
-    this.bArrivals[this.slot]!++;
     this.enqueue(id);
     this.scheduleArrival(this.t);
     this.dispatch();
@@ -605,6 +603,7 @@ class Simulation {
 
   private slot = 0;
   private scratch = new Float64Array(1024);
+  private previousRead: QueueReading | undefined;
 
   /** Points `slot` at the metric bucket holding time `t`, clearing it on first use. */
   private bucket(t: number): void {
@@ -612,7 +611,6 @@ class Simulation {
     const slot = id % RING;
     if (this.bucketId[slot] !== id) {
       this.bucketId[slot] = id;
-      this.bArrivals[slot] = 0;
       this.bCompletions[slot] = 0;
       this.bSubmissions[slot] = 0;
       this.bOverCap[slot] = 0;
@@ -637,27 +635,28 @@ class Simulation {
   }
 
   /**
-   * The governor's signals. Queue attributes and the balance are read fresh; everything that
-   * comes from the consumer's metrics covers [now − lag − window, now − lag) and is undefined
-   * until that window has data (CloudWatch answers nothing before the first datapoint).
+   * The governor's signals, assembled by the production code (`assembleSignals`) from what the
+   * governor would read: the queue's attributes and the balance fresh, the consumer's metrics
+   * over [now − lag − window, now − lag) and undefined until such a window has data (CloudWatch
+   * answers nothing before the first datapoint). The previous tick's queue read feeds the
+   * arrival-rate estimate, as in the Lambda.
    */
   governorSignals(): GovernorSignals {
     const lag = this.model.metricsLagSeconds;
     const window = this.model.metricsWindowSeconds;
     const from = this.t - lag - window;
     const to = this.t - lag;
-    const known = from >= 0;
-    let arrivals = 0;
-    let completions = 0;
-    let submissions = 0;
-    let overCap = 0;
-    let account = 0;
-    let solves = 0;
-    if (known) {
+    const nowMs = this.epochMs + this.t * 1000;
+    let metrics: MetricsWindow | undefined;
+    if (from >= 0) {
+      let completions = 0;
+      let submissions = 0;
+      let overCap = 0;
+      let account = 0;
+      let solves = 0;
       for (let id = Math.floor(from / BUCKET_SECONDS); id < Math.ceil(to / BUCKET_SECONDS); id++) {
         const slot = id % RING;
         if (this.bucketId[slot] !== id) continue;
-        arrivals += this.bArrivals[slot]!;
         completions += this.bCompletions[slot]!;
         submissions += this.bSubmissions[slot]!;
         overCap += this.bOverCap[slot]!;
@@ -666,44 +665,48 @@ class Simulation {
         if (solves + times.length > this.scratch.length) this.scratch = grow(this.scratch, solves + times.length);
         for (let i = 0; i < times.length; i++) this.scratch[solves++] = times[i]!;
       }
+      let meanSolveMs: number | undefined;
+      let p95SolveMs: number | undefined;
+      if (solves > 0) {
+        // A typed array sorts numerically in native code: this runs at every governor tick.
+        const sorted = this.scratch.subarray(0, solves).sort();
+        let sum = 0;
+        for (let i = 0; i < solves; i++) sum += sorted[i]!;
+        meanSolveMs = sum / solves;
+        p95SolveMs = sorted[Math.min(solves - 1, Math.ceil(0.95 * solves) - 1)];
+      }
+      // The lab's solver answers no transient or task errors.
+      metrics = {
+        windowMs: window * 1000,
+        submissions,
+        overCapAnswers: overCap,
+        transientErrors: 0,
+        taskErrors: 0,
+        accountErrors: account,
+        solved: completions,
+        failed: 0,
+        meanSolveMs,
+        p95SolveMs,
+        accountErrorCode: account > 0 ? 'ERROR_ZERO_BALANCE' : undefined,
+      };
     }
-    const answers = completions + overCap + account;
-    let meanSolveMs: number | undefined;
-    let p95SolveMs: number | undefined;
-    if (solves > 0) {
-      // A typed array sorts numerically in native code: this runs at every governor tick.
-      const sorted = this.scratch.subarray(0, solves).sort();
-      let sum = 0;
-      for (let i = 0; i < solves; i++) sum += sorted[i]!;
-      meanSolveMs = sum / solves;
-      p95SolveMs = sorted[Math.min(solves - 1, Math.ceil(0.95 * solves) - 1)];
-    }
-    const oldest = this.qLen > 0 ? this.t - this.arrivedAt[this.queue[this.qHead]!]! : 0;
-    return {
-      now: this.epochMs + this.t * 1000,
-      lanes: {
-        normal: {
-          backlog: this.qLen,
-          inFlight: this.busy,
-          delayed: 0,
-          oldestAgeSeconds: oldest,
-          arrivalRate: known ? arrivals / window : undefined,
-          ceiling: this.target,
-          enabled: this.enabled,
-        },
-      },
-      completionRate: known ? completions / window : undefined,
-      meanSolveMs,
-      p95SolveMs,
-      // The lab's solver answers no transient or task errors: a known zero once answers exist.
-      errorRate: known && answers > 0 ? 0 : undefined,
-      transientErrorRate: known && answers > 0 ? 0 : undefined,
-      overCapRate: known && submissions > 0 ? overCap / submissions : undefined,
-      overCapAnswers: known ? overCap : undefined,
-      accountErrors: known ? account : undefined,
-      accountErrorCode: account > 0 ? 'ERROR_ZERO_BALANCE' : undefined,
-      balance: Math.max(0, this.balance),
+    const reading: QueueReading = {
+      at: nowMs,
+      visible: this.qLen,
+      notVisible: this.busy,
+      delayed: 0,
+      oldestAgeSeconds: this.qLen > 0 ? this.t - this.arrivedAt[this.queue[this.qHead]!]! : 0,
     };
+    const signals = assembleSignals({
+      now: nowMs,
+      queues: { normal: reading },
+      previous: { normal: this.previousRead },
+      metrics,
+      balance: Math.max(0, this.balance),
+      settings: { normal: { ceiling: this.target, enabled: this.enabled } },
+    });
+    this.previousRead = reading;
+    return signals;
   }
 
   // ---- results -------------------------------------------------------------------------------
