@@ -31,16 +31,15 @@ export type InvocationDeath = 'timeout' | 'crash';
 
 /**
  * Concurrency shared by several pollers of the same function, as the function's reserved
- * concurrency is shared by its event source mappings. Locally an invocation waits for a slot
- * instead of being throttled back to the queue.
+ * concurrency is shared by its event source mappings. Locally a received batch waits for a
+ * slot instead of being throttled back to the queue. Receives do not hold slots: an idle lane's
+ * long poll must not take capacity from a busy one.
  */
 export interface ConcurrencyPool {
-  /** Invocations (and receives that will become invocations) the pool allows at once. */
+  /** Invocations the pool allows at once. */
   limit: number;
-  /** Slots in use; maintained by the pollers. */
-  inUse: number;
   /** Invocations running across the pollers; maintained by them. */
-  active?: number;
+  inUse: number;
   /** Most invocations that ran at once across the pollers. */
   peak?: number;
 }
@@ -127,6 +126,8 @@ export interface InvocationHandle {
 }
 
 const invocationScope = new AsyncLocalStorage<InvocationHandle>();
+/** The pollers sharing each pool, so a slot freed in one lane wakes the others. */
+const pools = new WeakMap<ConcurrencyPool, Set<Poller>>();
 
 /** The invocation the caller runs inside, when called from a handler a poller invoked. */
 export function currentInvocation(): InvocationHandle | undefined {
@@ -231,6 +232,7 @@ export class Poller {
       if (this.queueArn === undefined) throw new PollerError(`queue ${this.options.queueUrl} reports no QueueArn`);
     }
     this.running = true;
+    if (this.options.pool) pools.set(this.options.pool, (pools.get(this.options.pool) ?? new Set()).add(this));
     for (let i = 0; i < Math.max(1, this.options.receivers); i++) this.loops.push(this.receiveLoop());
   }
 
@@ -244,6 +246,7 @@ export class Poller {
     this.abort.abort();
     this.wake();
     await Promise.all(this.loops);
+    if (this.options.pool) pools.get(this.options.pool)?.delete(this);
     const grace = options.graceMs ?? this.options.functionTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -260,11 +263,15 @@ export class Poller {
     while (this.active > 0 || this.live.size > 0) await this.changed();
   }
 
+  /** A receive may start: the lane has a slot for its batch and the shared pool is not full. */
   private slotFree(): boolean {
-    const pool = this.options.pool;
     const mine = this.active + this.receiving < this.currentMax;
-    const shared = pool === undefined || pool.inUse < pool.limit;
-    return this.running && this.isEnabled && mine && shared;
+    return this.running && this.isEnabled && mine && this.poolFree();
+  }
+
+  private poolFree(): boolean {
+    const pool = this.options.pool;
+    return pool === undefined || pool.inUse < pool.limit;
   }
 
   private async receiveLoop(): Promise<void> {
@@ -275,7 +282,6 @@ export class Poller {
         continue;
       }
       this.receiving++;
-      if (this.options.pool) this.options.pool.inUse++;
       let messages: Message[] = [];
       try {
         const answer = await this.options.sqs.send(
@@ -302,21 +308,25 @@ export class Poller {
         backoffMs = Math.min(backoffMs * 2, 2_000);
         continue;
       }
-      this.receiving--;
       if (messages.length === 0) {
-        if (this.options.pool) this.options.pool.inUse--;
-        this.wake();
+        this.release();
         continue;
       }
-      // The slot passes from the receive to the invocation without being given back, so a
-      // concurrent receive cannot squeeze in above the ceiling.
+      // Another lane may have filled the shared pool meanwhile: the batch waits (invisible)
+      // for a slot. The lane's own slot passes from the receive to the invocation.
+      while (this.running && !this.poolFree()) await this.changed();
+      if (!this.running) {
+        // Stopping: the batch is left to its visibility timeout, as a throttled one would be.
+        this.release();
+        break;
+      }
+      this.receiving--;
       this.invoke(messages);
     }
   }
 
   private release(): void {
     this.receiving--;
-    if (this.options.pool) this.options.pool.inUse--;
     this.wake();
   }
 
@@ -332,8 +342,8 @@ export class Poller {
     this.counters.peakConcurrency = Math.max(this.counters.peakConcurrency, this.active);
     const pool = this.options.pool;
     if (pool) {
-      pool.active = (pool.active ?? 0) + 1;
-      pool.peak = Math.max(pool.peak ?? 0, pool.active);
+      pool.inUse++;
+      pool.peak = Math.max(pool.peak ?? 0, pool.inUse);
     }
 
     let settle!: (outcome: { kind: 'result'; value: unknown } | { kind: 'throw'; error: unknown } | { kind: 'dead'; reason: InvocationDeath }) => void;
@@ -390,7 +400,8 @@ export class Poller {
       this.active--;
       if (pool) {
         pool.inUse--;
-        pool.active = (pool.active ?? 1) - 1;
+        // Other lanes wait on the pool: tell them too.
+        for (const neighbour of pools.get(pool) ?? []) if (neighbour !== this) neighbour.wake();
       }
       this.options.onInvocationEnd?.(summary);
       this.wake();

@@ -4,7 +4,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, S
 import type { SQSBatchResponse, SQSEvent, Context } from 'aws-lambda';
 import { startEmulators, type Emulators } from '../../local/emulators.js';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
-import { createPoller, currentInvocation, type Poller, type PollerOptions, type SqsBatchHandler } from '../../local/poller.js';
+import { createPoller, currentInvocation, type ConcurrencyPool, type Poller, type PollerOptions, type SqsBatchHandler } from '../../local/poller.js';
 
 let emulators: Emulators;
 let clients: AwsClients;
@@ -222,6 +222,30 @@ describe('Poller (local SQS event source mapping)', () => {
     expect(maxAfterLowering).toBe(1);
     expect(subject.stats().peakConcurrency).toBe(5);
     expect(subject.maxConcurrency).toBe(1);
+  });
+
+  it('shares a concurrency pool between lanes: never above its limit, and a slot freed in one lane serves the other', async () => {
+    const [first, second] = [await freshQueue(), await freshQueue()];
+    await send(first, Array.from({ length: 8 }, (_, i) => `a${i}`));
+    await send(second, Array.from({ length: 8 }, (_, i) => `b${i}`));
+    let running = 0;
+    let observedMax = 0;
+    const handler: SqsBatchHandler = async () => {
+      running++;
+      observedMax = Math.max(observedMax, running);
+      await sleep(40);
+      running--;
+      return { batchItemFailures: [] };
+    };
+    const pool: ConcurrencyPool = { limit: 3, inUse: 0 };
+    const lanes = [poller(first, handler, { maxConcurrency: 3, pool }), poller(second, handler, { maxConcurrency: 3, pool })];
+    await Promise.all(lanes.map((lane) => lane.start()));
+    await until(() => lanes.every((lane) => lane.stats().deleted === 8));
+    await Promise.all(lanes.map((lane) => lane.stop()));
+
+    expect(observedMax).toBe(3);
+    expect(pool.peak).toBe(3);
+    expect(pool.inUse).toBe(0);
   });
 
   it('receives nothing while disabled and resumes when enabled', async () => {

@@ -1,0 +1,335 @@
+/**
+ * `captcha-fleet start` (`npm start`): the whole pipeline on this machine — emulators (or an
+ * AWS-compatible endpoint), the solver simulator, the consumer handler behind local event
+ * source mappings — then a demo workload, live progress and a summary.
+ *
+ * Options are one table (`START_OPTIONS`); a new flag is one row there and one field in
+ * `StartOptions`.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary } from '../../local/demo.js';
+import { LOG_LEVELS, startLocalStack, type LocalLogLevel, type LocalStack } from '../../local/runtime.js';
+import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
+
+/** Every flag of `start`, parsed and range-checked. */
+export interface StartOptions {
+  tasks: number;
+  malformed: number;
+  rate: number;
+  concurrency?: number;
+  batchSize: number;
+  seed: number;
+  solverThreads: number;
+  solverForeignThreads: number;
+  solverBalance: number;
+  solverPrice: number;
+  solverErrorRate: number;
+  solverUnsolvableRate: number;
+  solverLatencyMs: number;
+  solverBadKey: boolean;
+  crashRate: number;
+  visibilityTimeout: number;
+  endpoint?: string;
+  serve: boolean;
+  maxDuration: number;
+  json: boolean;
+  logLevel: LocalLogLevel;
+}
+
+interface OptionRow {
+  flags: string;
+  description: string;
+  parse?: (value: string) => unknown;
+  default?: unknown;
+  choices?: readonly string[];
+}
+
+const integer = (min: number, max: number) => (value: string) => {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
+  return n;
+};
+const decimal = (min: number, max: number, what = 'a number') => (value: string) => {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
+  return n;
+};
+const url = (value: string) => {
+  try {
+    const parsed = new URL(value);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http');
+    return value.replace(/\/+$/, '');
+  } catch {
+    throw new InvalidArgumentError('expected an http(s) URL such as http://127.0.0.1:5000.');
+  }
+};
+
+/** The flags of `start`. Governor flags (--plan-threads, --reserved-threads, …) join here. */
+export const START_OPTIONS: readonly OptionRow[] = [
+  { flags: '--tasks <n>', description: 'tasks in the demo workload (0 = none, e.g. with --serve)', parse: integer(0, 100_000), default: 200 },
+  { flags: '--malformed <n>', description: 'of those, malformed on purpose (they end in the DLQ with their reason)', parse: integer(0, 100_000), default: 3 },
+  { flags: '--rate <r>', description: 'tasks per second; 0 sends them all at once (a burst)', parse: decimal(0, 10_000), default: 0 },
+  { flags: '--concurrency <c>', description: 'fixed ceiling: invocations at once per lane and in total (default: what the solver threads allow)', parse: integer(1, 1000) },
+  { flags: '--batch-size <n>', description: 'tasks per invocation (SQS batch size)', parse: integer(1, 10), default: 1 },
+  { flags: '--seed <s>', description: 'seed of the workload, the simulator and the chaos', parse: integer(0, 2 ** 31 - 1), default: 1 },
+  { flags: '--solver-threads <n>', description: "threads of the simulated solver plan (the fleet's planThreads)", parse: integer(1, 10_000), default: 20 },
+  { flags: '--solver-foreign-threads <n>', description: 'threads other users of the key hold (the fleet does not know)', parse: integer(0, 10_000), default: 0 },
+  { flags: '--solver-balance <usd>', description: 'starting balance of the simulated account, USD', parse: decimal(0, 1_000_000), default: 10 },
+  { flags: '--solver-price <usd>', description: 'price of one solve, USD', parse: decimal(0, 100), default: 0.001 },
+  { flags: '--solver-error-rate <p>', description: 'share of solver requests answered with a transient error', parse: decimal(0, 0.9, 'a share'), default: 0.02 },
+  { flags: '--solver-unsolvable-rate <p>', description: 'share of captchas the solver cannot solve (resubmitted, then failed)', parse: decimal(0, 1, 'a share'), default: 0.03 },
+  { flags: '--solver-latency-ms <ms>', description: 'median solve time of the simulator, ms', parse: integer(0, 600_000), default: 400 },
+  { flags: '--solver-bad-key', description: 'the solver rejects the key (account error: tasks stay queued)', default: false },
+  { flags: '--crash-rate <p>', description: 'share of invocations that die after solving, before recording (tasks must still end solved once)', parse: decimal(0, 0.9, 'a share'), default: 0 },
+  { flags: '--visibility-timeout <s>', description: 'queue visibility timeout, s; the local function timeout is 1 s less (crashed tasks return after it)', parse: integer(2, 900), default: 12 },
+  { flags: '--endpoint <url>', description: 'use this AWS-compatible endpoint for SQS and DynamoDB instead of the embedded emulators (default: AWS_ENDPOINT_URL)', parse: url },
+  { flags: '--serve', description: 'keep running after the workload: print endpoints, queue URLs and example producer commands', default: false },
+  { flags: '--max-duration <s>', description: 'end the run after this many seconds at the latest', parse: decimal(1, 86_400, 'seconds'), default: 120 },
+  { flags: '--json', description: 'print the summary as one JSON object on the last stdout line', default: false },
+  { flags: '--log-level <level>', description: "the consumer's log level (its JSON logs go to stdout)", choices: LOG_LEVELS, default: 'silent' },
+];
+
+/** Add `start` to the program. */
+export function register(program: Command): void {
+  const command = program.command('start').description('run the whole fleet locally (emulators + solver simulator) with a demo workload');
+  for (const row of START_OPTIONS) {
+    const option = new Option(row.flags, row.description);
+    if (row.parse) option.argParser(row.parse);
+    if (row.choices) option.choices(row.choices);
+    if (row.default !== undefined) option.default(row.default);
+    command.addOption(option);
+  }
+  command.action(async (options: StartOptions) => {
+    if (options.malformed > options.tasks) command.error(`error: --malformed ${options.malformed} is more than --tasks ${options.tasks}`, { exitCode: 2 });
+    process.exitCode = await runStart(options);
+  });
+}
+
+/** Run `start` with parsed options; resolves to the exit code. Exported for in-process tests. */
+export async function runStart(options: StartOptions, io: { stdout?: NodeJS.WriteStream; stderr?: NodeJS.WriteStream } = {}): Promise<number> {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  // With --json, stdout carries only the JSON line; people read stderr.
+  const human = options.json ? stderr : stdout;
+  const interrupt = new AbortController();
+  const onSignal = () => interrupt.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  let stack: LocalStack | undefined;
+  try {
+    stack = await startLocalStack({
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+      config: { planThreads: options.solverThreads, tasksPerInvocation: options.batchSize },
+      visibilityTimeoutSeconds: options.visibilityTimeout,
+      ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+      crashRate: options.crashRate,
+      seed: options.seed,
+      logLevel: options.logLevel,
+      solver: {
+        seed: options.seed,
+        planThreads: options.solverThreads,
+        foreignThreads: options.solverForeignThreads,
+        balance: options.solverBalance,
+        pricePerSolve: options.solverPrice,
+        transientErrorRate: options.solverErrorRate,
+        unsolvableRate: options.solverUnsolvableRate,
+        medianMs: options.solverLatencyMs,
+        badKey: options.solverBadKey,
+      },
+    });
+    human.write(describeStack(stack, options));
+
+    let code = 0;
+    if (options.tasks > 0) {
+      const items = buildWorkload({ tasks: options.tasks, malformed: options.malformed, seed: options.seed, runId: newRunId() });
+      const progress = progressPrinter(stderr, options.tasks);
+      const summary = await runDemo(stack, items, {
+        rate: options.rate,
+        maxDurationMs: options.maxDuration * 1000,
+        onProgress: progress.update,
+        signal: interrupt.signal,
+      });
+      progress.done();
+      human.write(formatSummary(summary));
+      const verdict = verdictOf(summary, options);
+      human.write(`${verdict.message}\n`);
+      code = verdict.code;
+      if (options.json) stdout.write(`${JSON.stringify(toJson(summary))}\n`);
+    }
+
+    if (options.serve && !interrupt.signal.aborted) {
+      const file = writeLocalStackFile({
+        version: 1,
+        pid: process.pid,
+        startedAt: Date.now(),
+        prefix: stack.settings.prefix,
+        sqsEndpoint: stack.endpoints.sqs,
+        dynamoEndpoint: stack.endpoints.dynamo,
+        solverUrl: stack.endpoints.solver,
+        controlUrl: undefined,
+        queueUrls: stack.resources.queueUrls,
+        tables: stack.resources.tables,
+      });
+      human.write(serveInstructions(stack, file));
+      try {
+        await serveUntil(stack, interrupt.signal, stderr);
+      } finally {
+        removeLocalStackFile(file);
+      }
+    }
+    return interrupt.signal.aborted && code === 0 && !options.serve ? 130 : code;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await stack?.stop({ graceMs: 2_000 });
+  }
+}
+
+function describeStack(stack: LocalStack, options: StartOptions): string {
+  const where = stack.endpoints.external ? `endpoint ${stack.endpoints.sqs}` : `embedded emulators (SQS ${stack.endpoints.sqs}, DynamoDB ${stack.endpoints.dynamo})`;
+  return (
+    `captcha-fleet local: ${where}; solver simulator ${stack.endpoints.solver} ` +
+    `(${options.solverThreads} threads${options.solverForeignThreads ? `, ${options.solverForeignThreads} held by others` : ''}, median ${options.solverLatencyMs} ms)\n` +
+    `  ceiling ${stack.pool.limit} invocation(s) × ${stack.settings.tasksPerInvocation} task(s); function timeout ${stack.functionTimeoutMs / 1000} s; ` +
+    `visibility ${stack.settings.visibilityTimeoutSeconds} s; DLQ after ${stack.settings.maxReceiveCount} receives` +
+    `${options.crashRate > 0 ? `; crash rate ${options.crashRate}` : ''}\n`
+  );
+}
+
+/** One redrawn line on a TTY; a line every 2 s otherwise (logs stay readable). */
+function progressPrinter(stream: NodeJS.WriteStream, total: number) {
+  const tty = stream.isTTY === true;
+  let lastLine = 0;
+  let drawn = false;
+  const line = (p: DemoProgress) =>
+    `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)}s] sent ${p.submitted}/${total} · queued ${p.queueDepth} · in flight ${p.inFlight} · ` +
+    `solved ${p.solved} · failed ${p.failed} · rejected ${p.rejected} · DLQ ${p.dlqDepth} · p95 ${p.p95Ms === undefined ? '–' : `${Math.round(p.p95Ms)} ms`}`;
+  return {
+    update(p: DemoProgress) {
+      if (tty) {
+        stream.write(`\r\x1b[2K${line(p)}`);
+        drawn = true;
+      } else if (p.elapsedMs - lastLine >= 2_000 || lastLine === 0) {
+        stream.write(`${line(p)}\n`);
+        lastLine = Math.max(1, p.elapsedMs);
+      }
+    },
+    done() {
+      if (tty && drawn) stream.write('\n');
+    },
+  };
+}
+
+function formatSummary(s: DemoSummary): string {
+  const ms = (value: number | null) => (value === null ? '–' : value >= 10_000 ? `${(value / 1000).toFixed(1)} s` : `${Math.round(value)} ms`);
+  const codes = (record: Record<string, number>) =>
+    Object.entries(record)
+      .map(([code, n]) => `${code} ${n}`)
+      .join(', ');
+  const rows: [string, string | number, string?][] = [
+    ['submitted', s.submitted],
+    ['solved', s.solved],
+    ['failed', s.failed, codes(s.failuresByCode)],
+    ['rejected', s.rejected, s.rejected ? 'malformed: a rejected record, and the message in the DLQ' : ''],
+    ['in DLQ', s.inDlq, codes(s.dlqByReason) + (s.foreignDlqMessages ? `; ${s.foreignDlqMessages} from earlier runs` : '')],
+    ['still queued', s.stillQueued],
+    ['lost', s.lost],
+    ['latency', `p50 ${ms(s.p50Ms)} · p95 ${ms(s.p95Ms)}`, `submit → result; solver time p95 ${ms(s.solveP95Ms)}`],
+    ['solver', `${s.solver.submissions} submissions · ${s.solver.solved} solved`, `peak ${s.solver.peakThreads}/${s.solver.planThreads} threads · over-cap ${s.solver.overCapRejections} · transient ${s.solver.transientErrors}`],
+    ['balance', `$${s.solver.balanceStart.toFixed(3)} → $${s.solver.balanceEnd.toFixed(3)}`, `duplicate solves ${s.duplicateSolves}`],
+    [
+      'consumer',
+      `${s.consumer.invocations} invocations · peak ${s.consumer.peakConcurrency}/${s.consumer.ceiling}`,
+      `retried ${s.consumer.retriedItems} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
+    ],
+  ];
+  const width = Math.max(...rows.map(([, value]) => String(value).length));
+  return (
+    `\nSummary (${(s.durationMs / 1000).toFixed(1)} s)\n` +
+    rows.map(([label, value, note]) => `  ${label.padEnd(13)} ${String(value).padStart(width)}${note ? `   ${note}` : ''}`).join('\n') +
+    '\n'
+  );
+}
+
+/** Exit 0 when every task reached a result (terminal record or DLQ); otherwise say why. */
+function verdictOf(s: DemoSummary, options: StartOptions): { code: number; message: string } {
+  if (s.complete) return { code: 0, message: `OK: all ${s.submitted} tasks reached a result (${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ).` };
+  const why: string[] = [];
+  if (s.lost > 0) why.push(`${s.lost} task(s) LOST: no record, not in the DLQ, not queued`);
+  if (s.stillQueued > 0) {
+    why.push(
+      `${s.stillQueued} task(s) still queued when the run ended (${s.endedBy === 'interrupted' ? 'interrupted' : `--max-duration ${options.maxDuration} s`})` +
+        (options.solverBadKey ? ': the solver rejects the key, so tasks wait in the queue as designed' : ''),
+    );
+  }
+  if (s.submitted < options.tasks) why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
+  return { code: 1, message: `NOT COMPLETE: ${why.join('; ')}.` };
+}
+
+/** The `--json` object: the summary's figures, flat where a script wants them. */
+function toJson(s: DemoSummary) {
+  return {
+    submitted: s.submitted,
+    solved: s.solved,
+    failed: s.failed,
+    rejected: s.rejected,
+    inDlq: s.inDlq,
+    stillQueued: s.stillQueued,
+    lost: s.lost,
+    duplicateSolves: s.duplicateSolves,
+    p50Ms: s.p50Ms,
+    p95Ms: s.p95Ms,
+    solveP95Ms: s.solveP95Ms,
+    durationMs: s.durationMs,
+    complete: s.complete,
+    endedBy: s.endedBy,
+    failuresByCode: s.failuresByCode,
+    dlqByReason: s.dlqByReason,
+    solver: s.solver,
+    consumer: s.consumer,
+  };
+}
+
+function serveInstructions(stack: LocalStack, stackFile: string): string {
+  const { queueUrls, tables } = stack.resources;
+  const env = 'AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=' + stack.clients.region;
+  const task = '{"method":"turnstile","params":{"sitekey":"0x4AAAAAAAexample","pageurl":"https://example.com/login"}}';
+  const node =
+    `npx tsx -e 'import { createProducer } from "./functions/adapters/producer-client.ts"; ` +
+    `import { createAwsClients } from "./functions/adapters/aws-clients.ts"; ` +
+    `const p = createProducer({ queueUrls: { normal: "${queueUrls.normal}", high: "${queueUrls.high}" }, table: "${tables.results}", ` +
+    `clients: createAwsClients({ sqsEndpoint: "${stack.endpoints.sqs}", dynamoEndpoint: "${stack.endpoints.dynamo}" }) }); ` +
+    `p.solve(${task}).then((r) => console.log(r.status, r.answer));'`;
+  return (
+    `\nServing until Ctrl-C (details for other commands in ${stackFile}).\n` +
+    `  SQS        ${stack.endpoints.sqs}\n` +
+    `  DynamoDB   ${stack.endpoints.dynamo}\n` +
+    `  solver     ${stack.endpoints.solver} (simulator; GET /stats for its counters)\n` +
+    `  queues     normal ${queueUrls.normal}\n             high   ${queueUrls.high}\n             DLQ    ${queueUrls.dlq}\n` +
+    `  results    table ${tables.results}\n\n` +
+    `Send a task with the AWS CLI:\n  ${env} aws sqs send-message --endpoint-url ${stack.endpoints.sqs} --queue-url ${queueUrls.normal} --message-body '{"id":"my-task-1",${task.slice(1)}'\n` +
+    `Read its result:\n  ${env} aws dynamodb get-item --endpoint-url ${stack.endpoints.dynamo} --table-name ${tables.results} --consistent-read --key '{"taskId":{"S":"my-task-1"}}'\n` +
+    `Or submit and wait from Node (in this repository):\n  ${node}\n\n`
+  );
+}
+
+/** Keep serving; a status line when something changed, at most every 5 s. */
+async function serveUntil(stack: LocalStack, signal: AbortSignal, stream: NodeJS.WriteStream): Promise<void> {
+  let last = '';
+  while (!signal.aborted) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 5_000);
+      signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
+    const p = stack.pollerStats();
+    const sim = stack.simulator.stats();
+    const line = `served: ${p.invocations} invocations · ${p.deleted} acknowledged · ${p.failedItems} retried · in flight ${p.inFlight} · solver solved ${sim.solved}, peak ${sim.peakThreads}/${sim.planThreads} threads`;
+    if (line !== last) stream.write(`${line}\n`);
+    last = line;
+  }
+  stream.write('stopping…\n');
+}

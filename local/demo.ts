@@ -1,0 +1,445 @@
+/**
+ * The demo workload of `npm start`: a mix of task types (reCAPTCHA, Turnstile, hCaptcha,
+ * GeeTest, FunCaptcha, images, text) sent in a burst or at a rate, a few malformed messages to
+ * show the DLQ path, then a watch until every task has a result, and an honest account of
+ * where each one ended: a terminal record, the DLQ, still queued — or lost.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
+import { isTerminal, type TaskResult } from '../functions/core/results.js';
+import type { TaskMessage } from '../functions/core/task.js';
+import type { LocalStack } from './runtime.js';
+import { pick, randomString, stream, type Random } from './solver-sim/prng.js';
+
+/** A message the demo sent, valid or not, and how to recognise its outcome. */
+export interface DemoItem {
+  /** The task id (malformed messages have one too, even when the consumer cannot read it). */
+  id: string;
+  method: string;
+  priority: 'normal' | 'high';
+  /** The exact body sent (the DLQ keeps bodies unchanged). */
+  body: string;
+  /** Why this message is malformed, when it is. */
+  malformed?: 'not_json' | 'unknown_method' | 'schema';
+}
+
+export interface WorkloadOptions {
+  tasks: number;
+  /** Of `tasks`, how many are malformed on purpose. */
+  malformed: number;
+  seed: number;
+  /** Share of valid tasks sent with priority high. @default 0.1 */
+  highShare?: number;
+  /** Distinguishes this run's ids and page URLs from other runs against the same tables. */
+  runId?: string;
+}
+
+/** Weights of the task types, roughly what a scraping fleet sees. */
+const MIX: readonly { method: TaskMessage['method']; weight: number }[] = [
+  { method: 'userrecaptcha', weight: 30 },
+  { method: 'turnstile', weight: 20 },
+  { method: 'hcaptcha', weight: 15 },
+  { method: 'base64', weight: 15 },
+  { method: 'geetest', weight: 8 },
+  { method: 'funcaptcha', weight: 7 },
+  { method: 'textcaptcha', weight: 5 },
+];
+
+/** Build the workload: deterministic for a seed, distinct parameters per task (so the solver's duplicate-solve count means something). */
+export function buildWorkload(options: WorkloadOptions): DemoItem[] {
+  const random = stream(options.seed, 'demo-workload');
+  const runId = options.runId ?? randomString(random, 'abcdefghijklmnopqrstuvwxyz0123456789', 6);
+  const malformed = Math.min(options.malformed, options.tasks);
+  const valid = options.tasks - malformed;
+  const items: DemoItem[] = [];
+  for (let n = 0; n < valid; n++) {
+    const id = `demo-${runId}-${String(n + 1).padStart(4, '0')}`;
+    const priority = random() < (options.highShare ?? 0.1) ? 'high' : 'normal';
+    const task = { id, ...(priority === 'high' ? { priority } : {}), ...taskOf(weighted(random), n, runId, random) } as TaskMessage;
+    items.push({ id, method: task.method, priority, body: JSON.stringify(task) });
+  }
+  // Not-JSON second: with two malformed messages both DLQ paths show (with and without a record).
+  const kinds: NonNullable<DemoItem['malformed']>[] = ['schema', 'not_json', 'unknown_method'];
+  for (let m = 0; m < malformed; m++) {
+    const id = `demo-${runId}-bad${m + 1}`;
+    const kind = kinds[m % kinds.length]!;
+    const body =
+      kind === 'schema'
+        ? JSON.stringify({ id, method: 'turnstile', params: { sitekey: '0x4AAAAAAADemoKey', pageurl: 'not-a-url' } })
+        : kind === 'unknown_method'
+          ? JSON.stringify({ id, method: 'audiocaptcha', params: { pageurl: 'https://demo.example.com/' } })
+          : `not JSON at all (${id})`;
+    items.push({ id, method: kind === 'unknown_method' ? 'audiocaptcha' : kind === 'schema' ? 'turnstile' : '?', priority: 'normal', body, malformed: kind });
+  }
+  // Malformed ones arrive among the others, as they would from a buggy producer.
+  return shuffle(items, random);
+}
+
+function weighted(random: Random): TaskMessage['method'] {
+  const total = MIX.reduce((sum, entry) => sum + entry.weight, 0);
+  let draw = random() * total;
+  for (const entry of MIX) {
+    draw -= entry.weight;
+    if (draw < 0) return entry.method;
+  }
+  return MIX[0]!.method;
+}
+
+function taskOf(method: TaskMessage['method'], n: number, runId: string, random: Random): Omit<TaskMessage, 'id'> {
+  const site = pick(random, ['shop', 'login', 'tickets', 'search', 'signup']);
+  const pageurl = `https://${site}.demo.example.com/${runId}/page-${n + 1}`;
+  const hex = (length: number) => randomString(random, '0123456789abcdef', length);
+  switch (method) {
+    case 'userrecaptcha':
+      return { method, params: { googlekey: `6Le${randomString(random, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-', 37)}`, pageurl } };
+    case 'turnstile':
+      return { method, params: { sitekey: `0x4AAAAAAA${randomString(random, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 12)}`, pageurl } };
+    case 'hcaptcha':
+      return { method, params: { sitekey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`, pageurl } };
+    case 'geetest':
+      return { method, params: { gt: hex(32), challenge: hex(32), pageurl } };
+    case 'funcaptcha':
+      return { method, params: { publickey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`.toUpperCase(), pageurl } };
+    case 'base64':
+      // A stand-in image: random bytes, base64-encoded (the simulator does not decode images).
+      return { method, params: { body: Buffer.from(Array.from({ length: 300 }, () => Math.floor(random() * 256))).toString('base64'), numeric: 1 } };
+    case 'textcaptcha':
+      return { method, params: { textcaptcha: `What is ${n + 2} plus ${(n % 7) + 1}?` } };
+  }
+}
+
+function shuffle<T>(items: T[], random: Random): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+/** What the watch sees at one moment. */
+export interface DemoProgress {
+  elapsedMs: number;
+  submitted: number;
+  /** Visible + in flight + delayed messages in both lanes. */
+  queueDepth: number;
+  inFlight: number;
+  solved: number;
+  failed: number;
+  rejected: number;
+  dlqDepth: number;
+  /** End-to-end p95 of the solved so far, ms. */
+  p95Ms: number | undefined;
+}
+
+export interface DemoOptions {
+  /** Tasks per second; 0 sends everything at once. */
+  rate: number;
+  /** Give up watching after this long, ms. */
+  maxDurationMs: number;
+  /** How often to read the results, ms. @default 250 */
+  watchIntervalMs?: number;
+  onProgress?: (progress: DemoProgress) => void;
+  /** Stop early (Ctrl-C): the summary reports what was reached. */
+  signal?: AbortSignal;
+}
+
+/** Where the tasks ended and what it took. */
+export interface DemoSummary {
+  submitted: number;
+  solved: number;
+  failed: number;
+  rejected: number;
+  /** Tasks whose message is in the DLQ (a rejected task with an id is there too). */
+  inDlq: number;
+  stillQueued: number;
+  lost: number;
+  duplicateSolves: number;
+  /** End to end (submitted → terminal record) of the solved tasks, ms. */
+  p50Ms: number | null;
+  p95Ms: number | null;
+  /** Solver time (accepted → answer read) of the solved tasks, ms. */
+  solveP95Ms: number | null;
+  durationMs: number;
+  /** True when every task reached a terminal record or the DLQ. */
+  complete: boolean;
+  /** Why the run ended: all resolved, the time limit, or a stop request. */
+  endedBy: 'complete' | 'max_duration' | 'interrupted';
+  failuresByCode: Record<string, number>;
+  dlqByReason: Record<string, number>;
+  /** DLQ messages no task of this run accounts for (earlier runs against the same queues). */
+  foreignDlqMessages: number;
+  solver: {
+    submissions: number;
+    solved: number;
+    peakThreads: number;
+    planThreads: number;
+    overCapRejections: number;
+    transientErrors: number;
+    balanceStart: number;
+    balanceEnd: number;
+  };
+  consumer: {
+    invocations: number;
+    peakConcurrency: number;
+    ceiling: number;
+    retriedItems: number;
+    timeouts: number;
+    crashes: number;
+    errors: number;
+  };
+}
+
+/** Send the workload through the stack and watch it to the end. */
+export async function runDemo(stack: LocalStack, items: readonly DemoItem[], options: DemoOptions): Promise<DemoSummary> {
+  const started = Date.now();
+  const deadline = started + options.maxDurationMs;
+  const results = new Map<string, TaskResult>();
+  const pending = new Set(items.map((item) => item.id));
+  const simStart = stack.simulator.stats();
+  let submitted = 0;
+  let endedBy: DemoSummary['endedBy'] = 'complete';
+
+  const sender = sendWorkload(stack, items, options.rate, deadline, options.signal, (count) => (submitted += count));
+  let sendError: unknown;
+  sender.catch((error: unknown) => (sendError = error));
+  let sendingDone = false;
+  void sender.finally(() => (sendingDone = true));
+
+  let lastProgress = 0;
+  for (;;) {
+    await refreshResults(stack, pending, results);
+    const depth = await queueDepths(stack);
+    const progress: DemoProgress = {
+      elapsedMs: Date.now() - started,
+      submitted,
+      queueDepth: depth.lanes,
+      inFlight: stack.pollerStats().inFlight,
+      solved: count(results, 'solved'),
+      failed: count(results, 'failed'),
+      rejected: count(results, 'rejected'),
+      dlqDepth: depth.dlq,
+      p95Ms: percentile(endToEnd(results), 0.95) ?? undefined,
+    };
+    if (Date.now() - lastProgress >= 200) {
+      options.onProgress?.(progress);
+      lastProgress = Date.now();
+    }
+    if (sendError !== undefined) throw sendError;
+    // Done when nothing is left to work on: every task has a record, or the lanes are empty,
+    // nothing runs, and what has no record can be in the DLQ.
+    const quiet = sendingDone && depth.lanes === 0 && progress.inFlight === 0;
+    if (sendingDone && (pending.size === 0 || (quiet && pending.size <= depth.dlq))) break;
+    if (options.signal?.aborted) {
+      endedBy = 'interrupted';
+      break;
+    }
+    if (Date.now() >= deadline) {
+      endedBy = 'max_duration';
+      break;
+    }
+    await sleep(options.watchIntervalMs ?? 250);
+  }
+  await sender.catch(() => undefined);
+  await refreshResults(stack, pending, results);
+
+  const dlq = await inspectDlq(stack);
+  const depth = await queueDepths(stack);
+  const byBody = new Map(items.map((item) => [item.body, item.id]));
+  const inDlqIds = new Set<string>();
+  let foreign = 0;
+  const dlqByReason: Record<string, number> = {};
+  for (const message of dlq) {
+    const reason = message.MessageAttributes?.reason?.StringValue ?? 'maxReceiveCount';
+    dlqByReason[reason] = (dlqByReason[reason] ?? 0) + 1;
+    const id = byBody.get(message.Body ?? '');
+    if (id !== undefined) inDlqIds.add(id);
+    else foreign++;
+  }
+  const terminal = new Set(results.keys());
+  const unresolved = items.filter((item) => !terminal.has(item.id) && !inDlqIds.has(item.id)).length;
+  // Unresolved tasks still in a lane are not lost; SQS counts only approximately, so only as
+  // many as the lanes hold (plus what is running) are counted queued.
+  const stillQueued = Math.min(unresolved, depth.lanes + stack.pollerStats().inFlight);
+  const sim = stack.simulator.stats();
+  const poller = stack.pollerStats();
+  const failuresByCode: Record<string, number> = {};
+  for (const result of results.values()) {
+    if (result.status === 'failed') failuresByCode[result.errorCode ?? 'unknown'] = (failuresByCode[result.errorCode ?? 'unknown'] ?? 0) + 1;
+  }
+  return {
+    submitted,
+    solved: count(results, 'solved'),
+    failed: count(results, 'failed'),
+    rejected: count(results, 'rejected'),
+    inDlq: inDlqIds.size,
+    stillQueued,
+    lost: unresolved - stillQueued,
+    duplicateSolves: sim.duplicateSolves - simStart.duplicateSolves,
+    p50Ms: percentile(endToEnd(results), 0.5),
+    p95Ms: percentile(endToEnd(results), 0.95),
+    solveP95Ms: percentile(
+      [...results.values()].filter((r) => r.status === 'solved' && typeof r.solveMs === 'number').map((r) => r.solveMs as number),
+      0.95,
+    ),
+    durationMs: Date.now() - started,
+    complete: unresolved === 0 && submitted === items.length,
+    endedBy: unresolved === 0 && submitted === items.length ? 'complete' : endedBy,
+    failuresByCode,
+    dlqByReason,
+    foreignDlqMessages: foreign,
+    solver: {
+      submissions: sim.submissions - simStart.submissions,
+      solved: sim.solved - simStart.solved,
+      peakThreads: sim.peakThreads,
+      planThreads: sim.planThreads,
+      overCapRejections: sim.overCapRejections - simStart.overCapRejections,
+      transientErrors: sim.transientErrors - simStart.transientErrors,
+      balanceStart: simStart.balance,
+      balanceEnd: sim.balance,
+    },
+    consumer: {
+      invocations: poller.invocations,
+      peakConcurrency: poller.peakConcurrency,
+      ceiling: poller.maxConcurrency,
+      retriedItems: poller.failedItems,
+      timeouts: poller.timeouts,
+      crashes: poller.crashes,
+      errors: poller.errors + poller.badResponses,
+    },
+  };
+}
+
+/** Send valid tasks through the producer client and malformed ones raw, at the rate asked. */
+async function sendWorkload(
+  stack: LocalStack,
+  items: readonly DemoItem[],
+  rate: number,
+  deadline: number,
+  signal: AbortSignal | undefined,
+  onSent: (count: number) => void,
+): Promise<void> {
+  const started = Date.now();
+  let next = 0;
+  while (next < items.length) {
+    if (signal?.aborted || Date.now() >= deadline) return;
+    // In a burst everything is due at once; at a rate, what the clock says is due.
+    const due = rate > 0 ? Math.min(items.length, Math.floor(((Date.now() - started) / 1000) * rate) + 1) : items.length;
+    const batch = items.slice(next, due);
+    next = due;
+    const valid = batch.filter((item) => item.malformed === undefined);
+    // Ten at a time (one SendMessageBatch each) so the progress line sees them go.
+    for (let i = 0; i < valid.length; i += 10) {
+      const chunk = valid.slice(i, i + 10);
+      await stack.producer.submit(chunk.map((item) => JSON.parse(item.body) as TaskMessage));
+      onSent(chunk.length);
+    }
+    for (const item of batch.filter((candidate) => candidate.malformed !== undefined)) {
+      // Straight to SQS: the producer client would refuse it, which is its job.
+      await stack.clients.sqs.send(new SendMessageCommand({ QueueUrl: stack.resources.queueUrls.normal, MessageBody: item.body }));
+      onSent(1);
+    }
+    if (next < items.length) await sleep(Math.max(10, Math.min(100, 1000 / rate)));
+  }
+}
+
+async function refreshResults(stack: LocalStack, pending: Set<string>, results: Map<string, TaskResult>): Promise<void> {
+  const ids = [...pending];
+  for (let i = 0; i < ids.length; i += 100) {
+    let keys: Record<string, unknown>[] = ids.slice(i, i + 100).map((taskId) => ({ taskId }));
+    // Unprocessed keys are asked for again (DynamoDB may throttle part of a batch).
+    for (let round = 0; keys.length > 0 && round < 5; round++) {
+      const answer = await stack.clients.documents.send(
+        new BatchGetCommand({ RequestItems: { [stack.resources.tables.results]: { Keys: keys, ConsistentRead: true } } }),
+      );
+      for (const item of answer.Responses?.[stack.resources.tables.results] ?? []) {
+        const result = item as TaskResult;
+        if (isTerminal(result.status)) {
+          results.set(result.taskId, result);
+          pending.delete(result.taskId);
+        }
+      }
+      keys = (answer.UnprocessedKeys?.[stack.resources.tables.results]?.Keys as Record<string, unknown>[] | undefined) ?? [];
+    }
+  }
+}
+
+async function queueDepths(stack: LocalStack): Promise<{ lanes: number; dlq: number }> {
+  const read = async (queueUrl: string) => {
+    const answer = await stack.clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+      }),
+    );
+    const a = answer.Attributes ?? {};
+    return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+  };
+  const [normal, high, dlq] = await Promise.all([read(stack.resources.queueUrls.normal), read(stack.resources.queueUrls.high), read(stack.resources.queueUrls.dlq)]);
+  return { lanes: normal + high, dlq };
+}
+
+/**
+ * Read every DLQ message without consuming it: receive them all (hidden meanwhile), then make
+ * them visible again so they stay for `captcha-fleet redrive` and for inspection.
+ */
+async function inspectDlq(stack: LocalStack): Promise<Message[]> {
+  const queueUrl = stack.resources.queueUrls.dlq;
+  const seen = new Map<string, Message>();
+  for (let empty = 0; empty < 2; ) {
+    const answer = await stack.clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 30, MessageAttributeNames: ['All'] }),
+    );
+    const messages = answer.Messages ?? [];
+    if (messages.length === 0) empty++;
+    for (const message of messages) seen.set(message.MessageId ?? String(seen.size), message);
+  }
+  const all = [...seen.values()];
+  for (let i = 0; i < all.length; i += 10) {
+    await stack.clients.sqs
+      .send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: all.slice(i, i + 10).map((message, n) => ({ Id: String(n), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
+        }),
+      )
+      .catch(() => undefined);
+  }
+  return all;
+}
+
+function count(results: Map<string, TaskResult>, status: TaskResult['status']): number {
+  let n = 0;
+  for (const result of results.values()) if (result.status === status) n++;
+  return n;
+}
+
+function endToEnd(results: Map<string, TaskResult>): number[] {
+  const values: number[] = [];
+  for (const result of results.values()) {
+    if (result.status === 'solved' && result.completedAt !== undefined && result.submittedAt !== undefined) values.push(result.completedAt - result.submittedAt);
+  }
+  return values;
+}
+
+/** Nearest-rank percentile; null when there is nothing to rank. */
+export function percentile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+}
+
+/** A short random id for a run. */
+export function newRunId(): string {
+  return randomBytes(4).toString('hex');
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

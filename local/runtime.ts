@@ -1,0 +1,259 @@
+/**
+ * The whole fleet in one Node process: SQS and DynamoDB (embedded emulators, or any
+ * AWS-compatible endpoint), the queues and tables built from the same settings as the CDK stack,
+ * the solver simulator, and the consumer's own handler driven by two pollers that play Lambda's
+ * event source mappings (normal and high lanes). Only adapters differ from AWS.
+ */
+import { randomBytes } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { createAwsClients, type AwsClients } from '../functions/adapters/aws-clients.js';
+import { createLocalEventStream, type LocalEventStream } from '../functions/adapters/completion-events.js';
+import { createMetrics, type EmfDocument } from '../functions/adapters/metrics.js';
+import { createProducer, type Producer } from '../functions/adapters/producer-client.js';
+import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
+import { createSolverClient } from '../functions/adapters/solver-client.js';
+import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
+import { createConsumerHandler, type ConsumerTiming } from '../functions/consumer/create-handler.js';
+import { resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
+import { SERVICES } from '../functions/core/metric-names.js';
+import { guardResultsRepository } from './chaos.js';
+import { createLocalPollSchedule } from './poll-schedule-local.js';
+import { startEmulators, type Emulators } from './emulators.js';
+import { MetricsStore } from './metrics-store.js';
+import { createPoller, type ConcurrencyPool, type Poller, type PollerStats } from './poller.js';
+import { ensureFleetResources, type FleetResources } from './resources.js';
+import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
+import { stream } from './solver-sim/prng.js';
+
+/** Log levels of the consumer's Powertools logger. */
+export const LOG_LEVELS = ['silent', 'error', 'warn', 'info', 'debug'] as const;
+export type LocalLogLevel = (typeof LOG_LEVELS)[number];
+
+export interface LocalStackOptions {
+  /**
+   * One AWS-compatible endpoint for SQS and DynamoDB (moto_server, LocalStack, …) instead of
+   * the embedded emulators. @default AWS_ENDPOINT_URL when set, else the embedded emulators
+   */
+  endpoint?: string;
+  /** Fleet configuration, as the stack takes it (planThreads, tasksPerInvocation, …). */
+  config?: FleetConfig;
+  /**
+   * Queue visibility timeout, seconds. Locally it also sets the function timeout (one second
+   * less, at least 1): a crashed invocation's tasks come back after it. @default 12
+   */
+  visibilityTimeoutSeconds?: number;
+  /**
+   * Maximum concurrency of each lane's poller and of both together (the function's reserved
+   * concurrency). @default settings.maxConcurrency (what the plan's threads allow)
+   */
+  concurrency?: number;
+  /** Options of the solver simulator (its plan threads default to `config.planThreads`). */
+  solver?: SolverSimOptions;
+  /** Share of invocations that die after solving and before recording (see local/chaos.ts). @default 0 */
+  crashRate?: number;
+  /** Seed of the runtime's own draws (crashes). @default solver.seed ?? 1 */
+  seed?: number;
+  /** The consumer's log level. @default 'silent' */
+  logLevel?: LocalLogLevel;
+  /** Long-poll wait of the pollers, seconds. @default 1 */
+  receiveWaitSeconds?: number;
+  /** Consumer timing overrides (retry backoff and the like); lease and margin follow the function timeout. */
+  timing?: Partial<ConsumerTiming>;
+}
+
+/** A running local stack. */
+export interface LocalStack {
+  settings: FleetSettings;
+  clients: AwsClients;
+  endpoints: { sqs: string; dynamo: string; solver: string; external: boolean };
+  resources: FleetResources;
+  pollers: { normal: Poller; high: Poller };
+  /** Reserved concurrency shared by both lanes. */
+  pool: ConcurrencyPool;
+  simulator: SolverSimulator;
+  metrics: MetricsStore;
+  events: LocalEventStream;
+  producer: Producer;
+  /** The function timeout the pollers enforce, ms. */
+  functionTimeoutMs: number;
+  /** Invocations killed by the crash knob so far. */
+  crashes(): number;
+  /** Both pollers' counters added up; the ceiling and peak are the shared pool's. */
+  pollerStats(): PollerStats;
+  /** Stop receiving, let in-flight invocations end (at most `graceMs`), stop everything. */
+  stop(options?: { graceMs?: number }): Promise<void>;
+}
+
+/** Thrown when the local stack cannot start; says what to check. */
+export class LocalStackError extends Error {
+  override readonly name = 'LocalStackError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Start the local stack. Call `stop()` when done. */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 12;
+  const functionTimeoutSeconds = Math.max(1, visibilityTimeoutSeconds - 1);
+  // Short deadline: the simulator answers in milliseconds to seconds locally.
+  const settings = resolveSettings({ solveDeadlineSeconds: 10, ...options.config }, { visibilityTimeoutSeconds, functionTimeoutSeconds });
+  const functionTimeoutMs = functionTimeoutSeconds * 1000;
+  const concurrency = options.concurrency ?? settings.maxConcurrency;
+  const seed = options.seed ?? options.solver?.seed ?? 1;
+  const endpoint = options.endpoint ?? process.env.AWS_ENDPOINT_URL;
+
+  const cleanups: (() => Promise<void>)[] = [];
+  const cleanup = async () => {
+    for (const step of cleanups.reverse()) await step().catch(() => undefined);
+  };
+  try {
+    let emulators: Emulators | undefined;
+    let sqsEndpoint: string;
+    let dynamoEndpoint: string;
+    if (endpoint !== undefined) {
+      sqsEndpoint = endpoint;
+      dynamoEndpoint = endpoint;
+    } else {
+      emulators = await startEmulators();
+      cleanups.push(() => emulators!.stop());
+      sqsEndpoint = emulators.sqsEndpoint;
+      dynamoEndpoint = emulators.dynamoEndpoint;
+    }
+    const clients = createAwsClients({ sqsEndpoint, dynamoEndpoint });
+    cleanups.push(async () => {
+      clients.sqs.destroy();
+      clients.dynamo.destroy();
+    });
+    let resources: FleetResources;
+    try {
+      resources = await ensureFleetResources(clients, settings);
+    } catch (error) {
+      throw new LocalStackError(
+        `could not create the queues and tables at ${endpoint ?? 'the embedded emulators'}: ${(error as Error).message}` +
+          (endpoint ? '. Is the emulator running and does it serve both SQS and DynamoDB on that URL?' : ''),
+        { cause: error },
+      );
+    }
+
+    // A fresh key per run, known only to this process and the simulator: never printed.
+    const solverKey = `local-${randomBytes(16).toString('hex')}`;
+    const simulator = createSolverSimulator({
+      seed,
+      dialect: settings.dialect,
+      planThreads: settings.planThreads,
+      ...options.solver,
+      validKeys: [solverKey],
+    });
+    const { url: solverUrl } = await simulator.listen(0, '127.0.0.1');
+    cleanups.push(() => simulator.close());
+
+    const metrics = new MetricsStore();
+    const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
+    let crashes = 0;
+    const repository = guardResultsRepository(
+      new DynamoResultsRepository({ documents: clients.documents, tableName: resources.tables.results, ttlSeconds: settings.resultTtlSeconds }),
+      { crashRate: options.crashRate ?? 0, random: stream(seed, 'runtime-crash'), onCrash: () => crashes++ },
+    );
+    const simMedianMs = options.solver?.medianMs;
+    const solver = createSolverClient({
+      baseUrl: solverUrl,
+      key: solverKey,
+      dialect: settings.dialect,
+      // Scaled to the simulator when it has one median; else the per-method defaults are real-world times and so is the protocol's schedule.
+      ...(simMedianMs !== undefined ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs * (options.solver?.latencyScale ?? 1) }) } : {}),
+      // Compressed like the rest of local time: over-cap and transient retries in 0.1-1 s.
+      retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 },
+    });
+    cleanups.push(() => solver.close());
+    const handler = createConsumerHandler({
+      solver,
+      repository,
+      queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: resources.queueUrls.dlq, sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high] }),
+      metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer, sink: (document: EmfDocument) => metrics.ingest(document) }),
+      logger: new Logger({ serviceName: SERVICES.consumer, logLevel: (options.logLevel ?? 'silent').toUpperCase() as 'SILENT' }),
+      settings,
+      events,
+      timing: {
+        // One clock in one process: a lease as long as the function timeout outlives any
+        // invocation that holds it (the claim comes after the invocation starts).
+        leaseMs: functionTimeoutMs,
+        recordMarginMs: Math.min(2_000, Math.max(200, functionTimeoutMs / 5)),
+        // Compressed retries: a demo should not wait minutes for an over-cap backoff.
+        retryBaseSeconds: 1,
+        retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
+        accountRetryBaseSeconds: 2,
+        accountRetryMaxSeconds: 15,
+        ...options.timing,
+      },
+    });
+
+    const pool: ConcurrencyPool = { limit: concurrency, inUse: 0 };
+    const lane = (queueUrl: string, queueArn: string) =>
+      createPoller({
+        sqs: clients.sqs,
+        queueUrl,
+        queueArn,
+        region: clients.region,
+        handler,
+        batchSize: settings.tasksPerInvocation,
+        maxConcurrency: concurrency,
+        functionTimeoutMs,
+        functionName: `${settings.prefix}-consumer`,
+        waitTimeSeconds: options.receiveWaitSeconds ?? 1,
+        pool,
+      });
+    const pollers = { high: lane(resources.queueUrls.high, resources.queueArns.high), normal: lane(resources.queueUrls.normal, resources.queueArns.normal) };
+    await pollers.high.start();
+    await pollers.normal.start();
+    let stopped = false;
+    cleanups.push(async () => {
+      await Promise.all([pollers.high.stop({ graceMs: 0 }), pollers.normal.stop({ graceMs: 0 })]);
+    });
+
+    const producer = createProducer({
+      queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
+      table: resources.tables.results,
+      clients,
+    });
+
+    return {
+      settings,
+      clients,
+      endpoints: { sqs: sqsEndpoint, dynamo: dynamoEndpoint, solver: solverUrl, external: endpoint !== undefined },
+      resources,
+      pollers,
+      pool,
+      simulator,
+      metrics,
+      events,
+      producer,
+      functionTimeoutMs,
+      crashes: () => crashes,
+      pollerStats: () => ({
+        ...addStats(pollers.normal.stats(), pollers.high.stats()),
+        maxConcurrency: pool.limit,
+        peakConcurrency: pool.peak ?? 0,
+      }),
+      async stop(stopOptions = {}) {
+        if (stopped) return;
+        stopped = true;
+        const graceMs = stopOptions.graceMs ?? functionTimeoutMs;
+        await Promise.all([pollers.high.stop({ graceMs }), pollers.normal.stop({ graceMs })]);
+        await cleanup();
+      },
+    };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+function addStats(a: PollerStats, b: PollerStats): PollerStats {
+  const sum = { ...a };
+  for (const key of Object.keys(a) as (keyof PollerStats)[]) {
+    if (typeof a[key] === 'number' && typeof b[key] === 'number') (sum as Record<string, unknown>)[key] = (a[key] as number) + (b[key] as number);
+  }
+  sum.enabled = a.enabled || b.enabled;
+  return sum;
+}

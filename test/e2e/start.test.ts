@@ -1,0 +1,98 @@
+/**
+ * `npm start` end to end: the real CLI as a child process (tsx), the embedded emulators, the
+ * simulator and the consumer handler. Small numbers keep each run to seconds.
+ */
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+
+const CLI = ['node_modules/.bin/tsx', 'bin/captcha-fleet.ts'];
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runCli(args: string[], timeoutMs = 90_000, env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CLI[0]!, [...CLI.slice(1), ...args], {
+      cwd: process.cwd(),
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`CLI did not end in ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function lastJson(stdout: string): Record<string, unknown> {
+  const lines = stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
+}
+
+describe('captcha-fleet start', () => {
+  it('runs a small demo to the end: every task reaches a result, nothing lost, JSON on the last line', async () => {
+    const run = await runCli(['start', '--tasks', '40', '--malformed', '2', '--solver-latency-ms', '20', '--solver-threads', '6', '--json', '--max-duration', '60']);
+    expect(run.code, run.stderr).toBe(0);
+    // Only the JSON on stdout with --json: people read stderr.
+    expect(run.stdout.trim().split('\n')).toHaveLength(1);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 40, lost: 0, stillQueued: 0, duplicateSolves: 0, complete: true, endedBy: 'complete' });
+    const { solved, failed, rejected, inDlq } = summary as Record<string, number>;
+    // The two malformed messages: one with a readable id (rejected record + DLQ), one not JSON (DLQ only).
+    expect(inDlq).toBe(2);
+    expect(rejected).toBe(1);
+    expect(solved! + failed! + rejected!).toBe(39);
+    expect(summary.p50Ms).toEqual(expect.any(Number));
+    expect(summary.p95Ms as number).toBeGreaterThanOrEqual(summary.p50Ms as number);
+    expect(summary.durationMs).toEqual(expect.any(Number));
+    const solver = summary.solver as Record<string, number>;
+    expect(Object.keys(solver)).toEqual(expect.arrayContaining(['submissions', 'solved', 'peakThreads', 'overCapRejections', 'balanceStart', 'balanceEnd']));
+    expect(solver.solved).toBe(solved);
+    expect(solver.peakThreads).toBeGreaterThan(0);
+    expect(solver.peakThreads).toBeLessThanOrEqual(6);
+    expect(solver.overCapRejections).toBe(0);
+    expect(solver.balanceEnd).toBeLessThan(solver.balanceStart!);
+    expect(run.stderr).toContain('Summary');
+    expect(run.stderr).not.toMatch(/local-[0-9a-f]{32}/);
+  });
+
+  it('recovers from invocations that die after solving: everything solved once, nothing lost', async () => {
+    const run = await runCli([
+      'start', '--tasks', '30', '--malformed', '0', '--solver-latency-ms', '20', '--solver-threads', '8', '--solver-unsolvable-rate', '0',
+      '--crash-rate', '0.3', '--visibility-timeout', '3', '--seed', '7', '--json', '--max-duration', '80',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 30, solved: 30, lost: 0, stillQueued: 0, duplicateSolves: 0 });
+    const consumer = summary.consumer as Record<string, number>;
+    const solver = summary.solver as Record<string, number>;
+    // The knob really fired, and the takeovers resumed the same submissions (no paid re-solve).
+    expect(consumer.crashes).toBeGreaterThan(0);
+    expect(solver.solved).toBe(30);
+  });
+
+  it('refuses a bad flag with what is wrong and the usage, exit 2', async () => {
+    const bad = await runCli(['start', '--tasks', 'many']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("option '--tasks <n>' argument 'many' is invalid");
+    expect(bad.stderr).toContain('Usage: captcha-fleet start [options]');
+    const unknown = await runCli(['start', '--no-such-flag']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown option '--no-such-flag'");
+    expect(unknown.stderr).toContain('--solver-latency-ms');
+    const range = await runCli(['start', '--crash-rate', '1.5']);
+    expect(range.code).toBe(2);
+    expect(range.stderr).toContain('expected a share from 0 to 0.9');
+  });
+});
