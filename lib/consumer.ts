@@ -88,8 +88,8 @@ export class Consumer extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ResultRecords',
-        // Single-item conditional reads and writes only: no scans, no batch writes.
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
+        // Single-item conditional reads and writes only (claim, record, release): no scans, no deletes.
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
         resources: [props.resultsTable.tableArn],
       }),
     );

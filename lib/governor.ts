@@ -98,7 +98,7 @@ export class Governor extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ConsumerConcurrency',
-        actions: ['lambda:GetFunctionConcurrency', 'lambda:PutFunctionConcurrency', 'lambda:GetFunctionConfiguration'],
+        actions: ['lambda:GetFunctionConcurrency', 'lambda:PutFunctionConcurrency'],
         resources: [consumer.function.functionArn],
       }),
     );
@@ -112,32 +112,27 @@ export class Governor extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'StateItem',
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        // Read, then a conditional put on the version it read: no update, delete or scan.
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
         resources: [props.governorTable.tableArn],
         conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [GOVERNOR_STATE_ID] } },
       }),
     );
     props.solverKey.grantRead(role);
 
-    const accountWide = new iam.PolicyStatement({
-      sid: 'AccountWideReads',
-      // GetMetricData and GetAccountSettings have no resource type: IAM accepts only "*".
-      actions: ['cloudwatch:GetMetricData', 'lambda:GetAccountSettings'],
-      resources: ['*'],
-    });
-    const ownMetrics = new iam.PolicyStatement({
-      sid: 'OwnMetrics',
-      // PutMetricData has no resource type either; the condition keeps it to the fleet's namespace.
-      actions: ['cloudwatch:PutMetricData'],
-      resources: ['*'],
-      conditions: { StringEquals: { 'cloudwatch:namespace': settings.metricsNamespace } },
-    });
-    role.addToPrincipalPolicy(accountWide);
-    role.addToPrincipalPolicy(ownMetrics);
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ConsumerMetrics',
+        // GetMetricData has no resource type: IAM accepts only "*". The governor's own metrics
+        // need no permission: they leave as EMF through its log group.
+        actions: ['cloudwatch:GetMetricData'],
+        resources: ['*'],
+      }),
+    );
     Validations.of(role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        'cloudwatch:GetMetricData (p95, error and over-cap rates), lambda:GetAccountSettings (unreserved concurrency floor) and cloudwatch:PutMetricData (namespace-conditioned) support no resource-level permissions; every other governor statement names its resources.',
+        'cloudwatch:GetMetricData (p95, error and over-cap rates of the consumer) supports no resource-level permissions; every other governor statement names its resources.',
     });
   }
 }
