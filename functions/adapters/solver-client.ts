@@ -265,7 +265,10 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
           if (errorClass === 'not_ready') {
             transientInARow = 0;
             lastNotReadyMs = sentMs;
-            nextAt = plan.nextPollAt(sentMs + plan.minIntervalMs);
+            // Step from the planned slot, not the send time: timers fire a little late, and
+            // stepping from a late send would skip every other slot. Half an interval after the
+            // send keeps a slow response from being followed by a burst of catch-up requests.
+            nextAt = plan.nextPollAt(Math.max(nextAt + plan.minIntervalMs, sentMs + plan.minIntervalMs / 2));
             continue;
           }
           const message = `res.php answered ${answer.code} for task ${taskId} (solver id ${solverId})`;

@@ -5,10 +5,10 @@
  *
  * Why it matters: a thread of the solver plan is paid from acceptance until the answer is read.
  * An answer that is ready but waits for the next poll holds that thread for nothing. With the
- * protocol's 15 s / 5 s schedule and reCAPTCHA-like solve times (10–40 s), the answer waits
- * about 3.5 s on average, close to a fifth of the thread-time paid for (see docs/solver-client.md
- * for measured figures). Polling where the answers actually arrive gives that capacity back for
- * a bounded number of extra result requests.
+ * protocol's 15 s / 5 s schedule and reCAPTCHA-like solve times (log-normal, median 20 s), an
+ * answer waits about 2.7 s on average, some 11 % of the thread-time paid; for 4 s images a third
+ * (docs/solver-client.md has the measurements). Polling where the answers actually arrive gives
+ * most of that capacity back for a bounded number of extra result requests.
  */
 import { DEFAULT_POLL, METHOD_KIND, type MethodKind, type SolverMethod } from './solver-protocol.js';
 

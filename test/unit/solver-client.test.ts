@@ -139,6 +139,18 @@ describe('solver client', () => {
     agent.assertNoPendingInterceptors();
   });
 
+  it('keeps to the planned slots when timers fire late', async () => {
+    script('in.php', [ok('1')]);
+    script('res.php', [NOT_READY, NOT_READY, ok('token')]);
+    const lateSleep = async (ms: number) => {
+      now += ms + 3;
+    };
+
+    await client({ sleep: lateSleep }).solve(task(), options());
+
+    expect(seen.slice(1).map((poll) => poll.at - START)).toEqual([15_003, 20_003, 25_003]);
+  });
+
   it('reports each completed solve to the schedule, which then adapts', async () => {
     const schedule = createAdaptivePollSchedule({ minSamples: 3 });
     const solver = client({ schedule });
