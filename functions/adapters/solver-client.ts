@@ -34,8 +34,8 @@ export interface SolverRetryOptions {
 
 /** Structured logger; Powertools' Logger fits. Lines are redacted before they get here. */
 export interface SolverLogger {
-  debug(message: string, attributes?: Record<string, unknown>): void;
-  warn(message: string, attributes?: Record<string, unknown>): void;
+  debug(message: string, attributes: Record<string, unknown>): void;
+  warn(message: string, attributes: Record<string, unknown>): void;
 }
 
 export interface SolverClientOptions {

@@ -36,7 +36,7 @@ export interface PollPlan {
   readonly source: 'protocol-default' | 'adaptive';
   /** ms after acceptance of the first result request. */
   readonly firstPollMs: number;
-  /** The shortest gap the client keeps between two result requests of one task. */
+  /** The shortest gap between two planned requests of one task (a late request keeps at least half of it). */
   readonly minIntervalMs: number;
   /** Planned request times, ms after acceptance, ascending; the tail follows the last one. */
   readonly offsetsMs: readonly number[];
@@ -144,7 +144,7 @@ export function createFixedPollSchedule(options: { pollDefaults?: PollDefaults }
  *    produced them, so estimates sharpen as the schedule does: the fit feeds itself.
  * 3. Minimum interval: `minIntervalFraction` of the median estimate, clamped to
  *    [`minIntervalFloorMs`, `minIntervalCeilingMs`] (250 ms–1 s for real 5–20 s solves, a few
- *    ms for a simulator's 50 ms ones). No two requests of a task are closer than this.
+ *    ms for a simulator's 50 ms ones). No two planned requests of a task are closer than this.
  * 4. First poll: the `firstPollQuantile` quantile of the lower bounds, the fast end of recent
  *    solves (lower bounds, because an answer can only be read after it is ready).
  * 5. Body: the later requests are placed at recent estimates, choosing the set that minimises
