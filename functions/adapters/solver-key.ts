@@ -4,6 +4,7 @@
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { FleetEnvironment } from '../core/environment.js';
+import { SOLVER_KEY_PLACEHOLDER } from '../core/deployment.js';
 import { baseClientConfig } from './aws-clients.js';
 
 /** The key could not be read or is unusable. The message names the secret, never its value. */
@@ -32,6 +33,12 @@ export function keyFromSecretString(secretString: string, secretArn: string): st
     return key.trim();
   }
   if (text === '') throw new SolverKeyError(`secret ${secretArn} is empty`);
+  if (text === SOLVER_KEY_PLACEHOLDER) {
+    throw new SolverKeyError(
+      `secret ${secretArn} still holds the placeholder the stack created: put the solver key in with ` +
+        `\`aws secretsmanager put-secret-value --secret-id ${secretArn} --secret-string <your key>\``,
+    );
+  }
   return text;
 }
 

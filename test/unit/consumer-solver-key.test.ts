@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { createSolverKeyLoader, keyFromSecretString, SolverKeyError } from '../../functions/adapters/solver-key.js';
+import { SOLVER_KEY_PLACEHOLDER } from '../../functions/core/deployment.js';
 
 const KEY = '0123456789abcdef0123456789abcdef';
 const ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:captcha-fleet/solver-key-AbCdEf';
@@ -31,6 +32,12 @@ describe('keyFromSecretString', () => {
       expect((thrown as Error).message).not.toContain(KEY);
       expect(String((thrown as Error).cause ?? '')).not.toContain(KEY);
     }
+  });
+});
+
+describe('a secret the operator never filled', () => {
+  it('says how to put the key in instead of calling the solver with the placeholder', () => {
+    expect(() => keyFromSecretString(SOLVER_KEY_PLACEHOLDER, ARN)).toThrow(/still holds the placeholder.*put-secret-value --secret-id arn:aws:secretsmanager/);
   });
 });
 
