@@ -1,0 +1,114 @@
+/** `captcha-fleet status [--json] [--watch [S]]`: how the fleet stands, at a glance. */
+import type { Command } from 'commander';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
+import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
+import { readFleetStatus, type FleetStatus, type RecentMetrics } from '../../functions/adapters/fleet-status.js';
+import { resolveTarget, withTargetOptions, type FleetTarget, type TargetOptions } from './target.js';
+
+interface StatusOptions extends TargetOptions {
+  json?: boolean;
+  watch?: string | boolean;
+  window: string;
+}
+
+export function register(program: Command): void {
+  withTargetOptions(
+    program
+      .command('status')
+      .description('backlog and in flight per lane, DLQ, oldest task, ceilings, the last governor decision, balance, and recent solves')
+      .option('--json', 'one JSON object per refresh')
+      .option('--watch [seconds]', 'refresh every N seconds (default 5) until Ctrl-C')
+      .option('--window <minutes>', 'minutes of recent solves to summarise', '5'),
+  ).action(async (options: StatusOptions) => {
+    const windowMinutes = Number(options.window);
+    if (!Number.isInteger(windowMinutes) || windowMinutes < 1 || windowMinutes > 1440) {
+      program.error(`--window must be a whole number of minutes from 1 to 1440 (got "${options.window}")`, { exitCode: 2 });
+    }
+    const every = options.watch === undefined || options.watch === false ? undefined : options.watch === true ? 5 : Number(options.watch);
+    if (every !== undefined && (!Number.isFinite(every) || every < 1)) {
+      program.error(`--watch takes a number of seconds ≥ 1 (got "${String(options.watch)}")`, { exitCode: 2 });
+    }
+    const target = await resolveTarget(options);
+    const read = () => readFleetStatus(sourcesFor(target), { windowMinutes });
+    const show = (status: FleetStatus) => {
+      if (options.json) console.log(JSON.stringify({ fleet: target.description, ...status }));
+      else {
+        if (every !== undefined && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
+        console.log(renderStatus(status, target.description));
+      }
+    };
+    show(await read());
+    if (every === undefined) return;
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        read().then(show, (error: Error) => console.error(`status: ${error.message}`));
+      }, every * 1000);
+      process.once('SIGINT', () => {
+        clearInterval(timer);
+        resolve();
+      });
+    });
+  });
+}
+
+function sourcesFor(target: FleetTarget) {
+  const recentMetrics =
+    target.kind === 'aws'
+      ? async (windowMinutes: number): Promise<RecentMetrics> => {
+          const cloudwatch = new CloudWatchClient(baseClientConfig(undefined, target.clients.region));
+          const signals = createCloudWatchSignals({
+            cloudwatch,
+            namespace: target.settings.metricsNamespace,
+            windowMs: windowMinutes * 60_000,
+            queueNames: { normal: target.settings.queueNames.normal, high: target.queueUrls.high ? target.settings.queueNames.high : undefined },
+          });
+          const [window, queues] = await Promise.all([signals.read(), signals.readQueues()]);
+          return {
+            solved: window?.solved,
+            failed: window?.failed ?? window?.taskErrors,
+            p95SolveMs: window?.p95SolveMs,
+            oldestAgeSeconds: { normal: queues.normal.oldestAgeSeconds, high: queues.high?.oldestAgeSeconds },
+          };
+        }
+      : undefined;
+  return {
+    sqs: target.clients.sqs,
+    documents: target.clients.documents,
+    queueUrls: target.queueUrls,
+    tables: target.tables,
+    ...(recentMetrics ? { recentMetrics } : {}),
+  };
+}
+
+const show = (value: number | string | boolean | undefined, unit = '') => (value === undefined ? '—' : `${value}${unit}`);
+
+/** The human view. Unknown values print as "—", never as 0. */
+export function renderStatus(status: FleetStatus, fleet: string): string {
+  const lines: string[] = [];
+  lines.push(`captcha-fleet status — ${fleet} — ${new Date(status.at).toISOString()}`);
+  lines.push('');
+  lines.push('lane     backlog  in flight  delayed  oldest   ceiling  consuming');
+  for (const [name, lane] of Object.entries(status.lanes)) {
+    if (!lane) continue;
+    lines.push(
+      `${name.padEnd(8)} ${show(lane.backlog).padStart(7)}  ${show(lane.inFlight).padStart(9)}  ${show(lane.delayed).padStart(7)}  ${show(lane.oldestAgeSeconds, ' s').padStart(6)}  ${show(lane.ceiling).padStart(7)}  ${show(lane.enabled === undefined ? undefined : lane.enabled ? 'yes' : 'no').padStart(9)}`,
+    );
+  }
+  lines.push(`DLQ      ${show(status.dlqDepth).padStart(7)}${status.dlqDepth ? '   → npx captcha-fleet redrive --dry-run' : ''}`);
+  lines.push('');
+  const g = status.governor;
+  if (!g) lines.push('governor: no decision recorded yet');
+  else {
+    const age = g.at === undefined ? '' : ` (${Math.round((status.at - g.at) / 1000)} s ago)`;
+    lines.push(`governor: ${show(g.code)}${age}${g.paused ? ` — PAUSED${g.pausedReason ? `: ${g.pausedReason}` : ''}` : ''}`);
+    if (g.message) lines.push(`          ${g.message}`);
+    lines.push(`          free threads ${show(g.freeThreads)} · needed ${show(g.neededThreads)} · shortfall ${show(g.shortfall)}`);
+  }
+  lines.push(`balance:  ${status.balance === undefined ? '— (not read yet)' : `$${status.balance.toFixed(2)}`}`);
+  const r = status.recent;
+  lines.push(
+    `last ${r.windowMinutes} min: solved ${show(r.solved)} · failed ${show(r.failed)}${r.rejected !== undefined ? ` · rejected ${r.rejected}` : ''} · p95 solve ${r.p95SolveMs === undefined ? '—' : `${(r.p95SolveMs / 1000).toFixed(1)} s`}  (${r.source})`,
+  );
+  return lines.join('\n');
+}

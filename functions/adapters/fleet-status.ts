@@ -1,0 +1,179 @@
+/**
+ * One snapshot of how a fleet stands, for `captcha-fleet status`: queues per lane, the DLQ,
+ * the governor's last decision (its state item), and solved / failed / p95 over the last
+ * minutes — from CloudWatch in AWS, from the results table on a local or emulated stack
+ * (where no CloudWatch runs). Unknown values stay undefined; nothing missing is shown as 0.
+ */
+import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GOVERNOR_STATE_ID } from '../core/deployment.js';
+import type { Lane } from '../core/governor/types.js';
+import type { TaskResult } from '../core/results.js';
+
+export interface LaneStatus {
+  backlog: number | undefined;
+  inFlight: number | undefined;
+  delayed: number | undefined;
+  oldestAgeSeconds: number | undefined;
+  ceiling: number | undefined;
+  enabled: boolean | undefined;
+}
+
+export interface FleetStatus {
+  at: number;
+  lanes: Partial<Record<Lane, LaneStatus>>;
+  dlqDepth: number | undefined;
+  governor:
+    | {
+        at: number | undefined;
+        code: string | undefined;
+        message: string | undefined;
+        paused: boolean | undefined;
+        pausedReason: string | undefined;
+        freeThreads: number | undefined;
+        neededThreads: number | undefined;
+        shortfall: number | undefined;
+      }
+    | undefined;
+  balance: number | undefined;
+  recent: { windowMinutes: number; solved: number | undefined; failed: number | undefined; rejected: number | undefined; p95SolveMs: number | undefined; source: 'cloudwatch' | 'results-table' };
+}
+
+/** Fields of the governor's state item this reader relies on (all optional: older items lack some). */
+interface StoredGovernorState {
+  ceilings?: Partial<Record<Lane, number>>;
+  pausedReason?: string;
+  lastDecision?: {
+    at?: number;
+    code?: string;
+    message?: string;
+    ceilings?: Partial<Record<Lane, number>>;
+    enabled?: Partial<Record<Lane, boolean>>;
+    paused?: boolean;
+    freeThreads?: number;
+    neededThreads?: number;
+    shortfall?: number;
+    balance?: number;
+    oldestAgeSeconds?: Partial<Record<Lane, number>>;
+  };
+}
+
+export interface RecentMetrics {
+  solved: number | undefined;
+  failed: number | undefined;
+  rejected?: number | undefined;
+  p95SolveMs: number | undefined;
+  oldestAgeSeconds?: Partial<Record<Lane, number | undefined>>;
+}
+
+export interface FleetStatusSources {
+  sqs: Pick<SQSClient, 'send'>;
+  documents: Pick<DynamoDBDocumentClient, 'send'>;
+  queueUrls: { normal: string; high?: string | undefined; dlq: string };
+  tables: { results: string; governor: string };
+  /** AWS: CloudWatch-backed; absent → computed from the results table. */
+  recentMetrics?: (windowMinutes: number) => Promise<RecentMetrics>;
+  clock?: () => number;
+}
+
+export async function readFleetStatus(sources: FleetStatusSources, options: { windowMinutes?: number } = {}): Promise<FleetStatus> {
+  const clock = sources.clock ?? Date.now;
+  const windowMinutes = options.windowMinutes ?? 5;
+  const [normal, high, dlq, governorItem] = await Promise.all([
+    queueAttributes(sources.sqs, sources.queueUrls.normal),
+    sources.queueUrls.high ? queueAttributes(sources.sqs, sources.queueUrls.high) : Promise.resolve(undefined),
+    queueAttributes(sources.sqs, sources.queueUrls.dlq),
+    readGovernorItem(sources.documents, sources.tables.governor),
+  ]);
+  const recent = sources.recentMetrics
+    ? { ...(await sources.recentMetrics(windowMinutes).catch(() => ({ solved: undefined, failed: undefined, p95SolveMs: undefined }) as RecentMetrics)), source: 'cloudwatch' as const }
+    : { ...(await recentFromResults(sources.documents, sources.tables.results, clock() - windowMinutes * 60_000)), source: 'results-table' as const };
+  const decision = governorItem?.lastDecision;
+  const lane = (name: Lane, attributes: Record<string, string> | undefined): LaneStatus => ({
+    backlog: numberOf(attributes?.ApproximateNumberOfMessages),
+    inFlight: numberOf(attributes?.ApproximateNumberOfMessagesNotVisible),
+    delayed: numberOf(attributes?.ApproximateNumberOfMessagesDelayed),
+    oldestAgeSeconds: recent.oldestAgeSeconds?.[name] ?? decision?.oldestAgeSeconds?.[name],
+    ceiling: decision?.ceilings?.[name] ?? governorItem?.ceilings?.[name],
+    enabled: decision?.enabled?.[name],
+  });
+  return {
+    at: clock(),
+    lanes: { normal: lane('normal', normal), ...(high ? { high: lane('high', high) } : {}) },
+    dlqDepth: numberOf(dlq?.ApproximateNumberOfMessages),
+    governor: governorItem
+      ? {
+          at: decision?.at,
+          code: decision?.code,
+          message: decision?.message,
+          paused: decision?.paused,
+          pausedReason: governorItem.pausedReason,
+          freeThreads: decision?.freeThreads,
+          neededThreads: decision?.neededThreads,
+          shortfall: decision?.shortfall,
+        }
+      : undefined,
+    balance: decision?.balance,
+    recent: { windowMinutes, solved: recent.solved, failed: recent.failed, rejected: recent.rejected, p95SolveMs: recent.p95SolveMs, source: recent.source },
+  };
+}
+
+async function queueAttributes(sqs: Pick<SQSClient, 'send'>, url: string): Promise<Record<string, string> | undefined> {
+  try {
+    const out = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+      }),
+    );
+    return out.Attributes;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readGovernorItem(documents: Pick<DynamoDBDocumentClient, 'send'>, table: string): Promise<StoredGovernorState | undefined> {
+  try {
+    const out = await documents.send(new GetCommand({ TableName: table, Key: { id: GOVERNOR_STATE_ID } }));
+    return (out.Item as { state?: StoredGovernorState } | undefined)?.state;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Local and emulated stacks: count and time the records completed in the window. */
+async function recentFromResults(documents: Pick<DynamoDBDocumentClient, 'send'>, table: string, since: number): Promise<RecentMetrics> {
+  const records: TaskResult[] = [];
+  try {
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const out = await documents.send(
+        new ScanCommand({
+          TableName: table,
+          FilterExpression: 'completedAt >= :since',
+          ExpressionAttributeValues: { ':since': since },
+          ProjectionExpression: '#s, solveMs, completedAt',
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      records.push(...((out.Items ?? []) as TaskResult[]));
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+  } catch {
+    return { solved: undefined, failed: undefined, rejected: undefined, p95SolveMs: undefined };
+  }
+  const solveTimes = records.filter((r) => r.status === 'solved' && typeof r.solveMs === 'number').map((r) => r.solveMs as number).sort((a, b) => a - b);
+  return {
+    solved: records.filter((r) => r.status === 'solved').length,
+    failed: records.filter((r) => r.status === 'failed').length,
+    rejected: records.filter((r) => r.status === 'rejected').length,
+    p95SolveMs: solveTimes.length > 0 ? solveTimes[Math.min(solveTimes.length - 1, Math.ceil(0.95 * solveTimes.length) - 1)] : undefined,
+  };
+}
+
+function numberOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : undefined;
+}

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { startEmulators, type Emulators } from '../../local/emulators.js';
+import { ensureFleetResources, type FleetResources } from '../../local/resources.js';
+import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
+import { resolveSettings } from '../../functions/core/settings.js';
+import { readFleetStatus } from '../../functions/adapters/fleet-status.js';
+import { GOVERNOR_STATE_ID } from '../../functions/core/deployment.js';
+import { renderStatus } from '../../bin/commands/status.js';
+
+let emulators: Emulators;
+let clients: AwsClients;
+let resources: FleetResources;
+const NOW = Date.now();
+
+beforeAll(async () => {
+  emulators = await startEmulators();
+  clients = createAwsClients({ sqsEndpoint: emulators.sqsEndpoint, dynamoEndpoint: emulators.dynamoEndpoint });
+  resources = await ensureFleetResources(clients, resolveSettings({ prefix: 'status-test' }));
+});
+
+afterAll(async () => {
+  await emulators?.stop();
+});
+
+const sources = () => ({ sqs: clients.sqs, documents: clients.documents, queueUrls: resources.queueUrls, tables: resources.tables, clock: () => NOW });
+
+describe('fleet status', () => {
+  it('says what it does not know instead of showing zeros on a fresh fleet', async () => {
+    const status = await readFleetStatus(sources());
+    expect(status.lanes.normal).toMatchObject({ backlog: 0, inFlight: 0, ceiling: undefined });
+    expect(status.governor).toBeUndefined();
+    expect(status.balance).toBeUndefined();
+    expect(status.recent).toMatchObject({ solved: 0, p95SolveMs: undefined, source: 'results-table' });
+    const text = renderStatus(status, 'test');
+    expect(text).toContain('governor: no decision recorded yet');
+    expect(text).toContain('balance:  — (not read yet)');
+  });
+
+  it('shows backlog per lane, the DLQ, the last decision, balance and recent solves', async () => {
+    for (let i = 0; i < 3; i++) await clients.sqs.send(new SendMessageCommand({ QueueUrl: resources.queueUrls.normal, MessageBody: `{"n":${i}}` }));
+    await clients.sqs.send(new SendMessageCommand({ QueueUrl: resources.queueUrls.high, MessageBody: '{}' }));
+    await clients.sqs.send(new SendMessageCommand({ QueueUrl: resources.queueUrls.dlq, MessageBody: '{}' }));
+    await clients.documents.send(
+      new PutCommand({
+        TableName: resources.tables.governor,
+        Item: {
+          id: GOVERNOR_STATE_ID,
+          version: 3,
+          state: {
+            ceilings: { normal: 6, high: 2 },
+            lastDecision: {
+              at: NOW - 4_000,
+              code: 'FREE_THREADS',
+              message: 'ceiling at the 8 free threads',
+              ceilings: { normal: 6, high: 2 },
+              enabled: { normal: true, high: false },
+              paused: false,
+              freeThreads: 8,
+              neededThreads: 5,
+              shortfall: 0,
+              balance: 12.5,
+            },
+          },
+        },
+      }),
+    );
+    const put = (taskId: string, status: string, completedAt: number, solveMs?: number) =>
+      clients.documents.send(new PutCommand({ TableName: resources.tables.results, Item: { taskId, status, completedAt, solveMs, attempts: 1, expiresAt: 0 } }));
+    for (let i = 1; i <= 20; i++) await put(`s${i}`, 'solved', NOW - 1_000, i * 1_000);
+    await put('f1', 'failed', NOW - 2_000);
+    await put('old', 'solved', NOW - 60 * 60_000, 999_000);
+
+    const status = await readFleetStatus(sources(), { windowMinutes: 5 });
+    expect(status.lanes.normal).toMatchObject({ backlog: 3, ceiling: 6, enabled: true });
+    expect(status.lanes.high).toMatchObject({ backlog: 1, ceiling: 2, enabled: false });
+    expect(status.dlqDepth).toBe(1);
+    expect(status.governor).toMatchObject({ code: 'FREE_THREADS', freeThreads: 8, paused: false });
+    expect(status.balance).toBe(12.5);
+    // 20 solves of 1..20 s inside the window; the hour-old one is outside it.
+    expect(status.recent).toMatchObject({ solved: 20, failed: 1, p95SolveMs: 19_000 });
+
+    const text = renderStatus(status, 'local stack');
+    expect(text).toMatch(/normal\s+3\s+0\s+0\s+—\s+6\s+yes/);
+    expect(text).toContain('npx captcha-fleet redrive --dry-run');
+    expect(text).toContain('FREE_THREADS (4 s ago)');
+    expect(text).toContain('$12.50');
+  });
+});
