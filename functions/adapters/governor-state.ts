@@ -8,7 +8,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GOVERNOR_STATE_ID } from '../core/deployment.js';
 import { GovernorStateConflictError, type GovernorStateStore } from '../core/governor/ports.js';
-import type { GovernorState } from '../core/governor/types.js';
+import type { GovernorState, GovernorStatus } from '../core/governor/types.js';
 
 export interface DynamoGovernorStateOptions {
   documents: DynamoDBDocumentClient;
@@ -63,4 +63,12 @@ export function createMemoryGovernorState(): GovernorStateStore {
       return stored.version;
     },
   };
+}
+
+/**
+ * The last decision the governor saved (for `captcha-fleet status`), or undefined when no tick
+ * has run yet or the state predates the summary. Reads only; never takes part in the control loop.
+ */
+export async function readGovernorStatus(store: Pick<GovernorStateStore, 'load'>): Promise<GovernorStatus | undefined> {
+  return (await store.load())?.state.lastDecision;
 }

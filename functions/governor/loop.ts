@@ -6,6 +6,7 @@
 import type { Clock } from '../core/ports.js';
 import { decide, initialState } from '../core/governor/policy.js';
 import { assembleSignals, type QueueReading } from '../core/governor/signals.js';
+import { governorStatusOf } from '../core/governor/status.js';
 import type { BalanceReader, GovernorStateStore, LaneActuator, MetricsReader, QueueReader } from '../core/governor/ports.js';
 import type { Decision, GovernorConfig, GovernorSignals, GovernorState } from '../core/governor/types.js';
 import type { MetricsWindow } from '../core/governor/signals.js';
@@ -126,6 +127,8 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
       const signals = assembleSignals({ now, queues, previous: previousQueues ?? {}, metrics, balance, settings });
       previousQueues = queues;
       const decision = decide(signals, persisted.state, options.config);
+      // Saved with the state, so `captcha-fleet status` can show the last decision.
+      decision.state.lastDecision = governorStatusOf(signals, decision);
       let changes: string[] = [];
       if (!options.dryRun) {
         try {

@@ -56,8 +56,11 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const log = options.log;
   const highLane = mappingIds.high !== undefined && environment.queueUrls.high !== undefined;
   // A probe must be judged on metrics taken after it: the cooldown outlasts the CloudWatch
-  // window plus its lag, or old over-cap answers would shrink the cap a second time.
-  const config = governorConfigFrom(settings, { highLane, probeCooldownMs: Math.max(6 * settings.tickMs, DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS) });
+  // window plus its lag (3 min), or old over-cap answers would shrink the cap a second time.
+  // Only over-cap and outage probes wait for it: the first tick sets the free threads, and a
+  // money pause resumes on the first balance read that shows funds.
+  const metricsSpanMs = DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS;
+  const config = governorConfigFrom(settings, { highLane, probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs });
   const solver =
     options.solver ??
     createSolverClient({

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { createQueueSignals } from '../../functions/adapters/queue-signals.js';
-import { createDynamoGovernorState } from '../../functions/adapters/governor-state.js';
+import { createDynamoGovernorState, readGovernorStatus } from '../../functions/adapters/governor-state.js';
 import { GovernorStateConflictError } from '../../functions/core/governor/ports.js';
 import { governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
 import { METRICS } from '../../functions/core/metric-names.js';
@@ -78,6 +78,41 @@ describe('governor state on the DynamoDB emulator', () => {
     await expect(store.save(first, undefined)).rejects.toBeInstanceOf(GovernorStateConflictError);
     expect((await store.load())?.state).toEqual(second);
   });
+
+  it('stores the last decision summary and the new state fields in the item', async () => {
+    const store = createDynamoGovernorState({ documents: fixture.clients.documents, tableName: fleet.resources.tables.governor, id: 'status-test' });
+    const config = governorConfigFrom(fleet.settings);
+    expect(await readGovernorStatus(store)).toBeUndefined();
+    const state = {
+      ...initialState(config, 1000),
+      recentUse: [{ at: 900, threads: 7 }],
+      haltCeiling: 3,
+      balanceSeen: { at: 1000, usd: 0.75 },
+      spendPerSecond: 0.001,
+      lastDecision: {
+        at: 1000,
+        code: 'HALT_LOW_BALANCE' as const,
+        message: 'Scaling halted',
+        ceilings: { normal: 3, high: 2 },
+        enabled: { normal: true, high: false },
+        paused: false,
+        freeThreads: 8,
+        neededThreads: 12,
+        shortfall: 4,
+        // An endless drain is stored as null: DynamoDB has no Infinity.
+        drainSeconds: null,
+        shortfallWarning: true,
+        balance: 0.75,
+        backlog: { normal: 40 },
+        inFlight: { normal: 3 },
+        p95SolveMs: 20_000,
+        errorRate: 0.01,
+      },
+    };
+    await store.save(state, undefined);
+    expect((await store.load())?.state).toEqual(state);
+    expect(await readGovernorStatus(store)).toEqual(state.lastDecision);
+  });
 });
 
 describe('local governor on the emulators', () => {
@@ -134,9 +169,10 @@ describe('local governor on the emulators', () => {
       expect(governor.lastDecision?.reason.code).toBe('FREE_THREADS');
       expect(normal.maxConcurrency).toBe(8);
       expect(pool.limit).toBe(8);
-      // Under the halt level: clamped to the 2 in flight, never up.
+      // An hour later the balance drifted under the halt level (slow spending: no pause ahead):
+      // clamped to the 2 in flight, never up. A drop this size within one tick would pause at once.
       balance = 0.5;
-      now += 60_001; // past the balance cache
+      now += 3_600_000;
       await governor.tickNow();
       expect(governor.lastDecision?.reason.code).toBe('HALT_LOW_BALANCE');
       expect(normal.maxConcurrency).toBe(2);

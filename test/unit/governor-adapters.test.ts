@@ -4,7 +4,7 @@ import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { createCloudWatchSignals, metricWindow } from '../../functions/adapters/cloudwatch-signals.js';
 import { createLambdaActuator } from '../../functions/adapters/lambda-actuator.js';
 import { createCachedBalance } from '../../functions/adapters/balance.js';
-import { createMemoryGovernorState } from '../../functions/adapters/governor-state.js';
+import { createMemoryGovernorState, readGovernorStatus } from '../../functions/adapters/governor-state.js';
 import { assembleSignals } from '../../functions/core/governor/signals.js';
 import { GovernorStateConflictError } from '../../functions/core/governor/ports.js';
 import { parseEnvironment } from '../../functions/core/environment.js';
@@ -302,6 +302,46 @@ describe('governor loop and ticks', () => {
     expect(record.decision.ceilings.normal).toBe(8);
     expect(actuator.apply).toHaveBeenCalledOnce();
     expect((await state.load())?.version).toBe(1);
+  });
+
+  it('saves a summary of each decision with the state, for the status command', async () => {
+    const state = createMemoryGovernorState();
+    expect(await readGovernorStatus(state)).toBeUndefined();
+    let now = 1000;
+    let balance: number | undefined = 10;
+    const loop = createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: now, visible: 50, notVisible: 2, delayed: 0 } }) },
+      metrics: { read: async () => ({ ...healthyMetrics, p95SolveMs: 2500 }) },
+      balance: { read: async () => balance },
+      actuator: lanes(),
+      state,
+      clock: () => now,
+    });
+    await loop.tick();
+    const status = await readGovernorStatus(state);
+    expect(status).toMatchObject({
+      at: 1000,
+      code: 'FREE_THREADS',
+      ceilings: { normal: 8 },
+      enabled: { normal: true },
+      paused: false,
+      freeThreads: 8,
+      balance: 10,
+      backlog: { normal: 50 },
+      inFlight: { normal: 2 },
+      p95SolveMs: 2500,
+      errorRate: 0,
+    });
+    expect(status?.message).toMatch(/free threads/);
+    // The next tick replaces it; an unknown balance is left out, not saved as 0.
+    now = 2000;
+    balance = undefined;
+    await loop.tick();
+    const next = await readGovernorStatus(state);
+    expect(next?.at).toBe(2000);
+    expect(next?.code).toBe('HOLD_MISSING_SIGNAL');
+    expect(next).not.toHaveProperty('balance');
   });
 
   it('on a dry run decides but neither saves nor acts', async () => {

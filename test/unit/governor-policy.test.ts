@@ -62,45 +62,77 @@ describe('decide: table of cases', () => {
     expect(d.ceilings.normal).toBe(8);
   });
 
-  it('halts under the halt level: clamps to in flight, never rises', () => {
+  it('halts under the halt level: clamps to in flight at the crossing, then holds that value', () => {
     const d = decide(signals({ balance: 0.5 }, { ceiling: 8, inFlight: 3 }), state0, cfg);
     expect(d.reason.code).toBe('HALT_LOW_BALANCE');
     expect(d.ceilings.normal).toBe(3);
-    const low = decide(signals({ balance: 0.5 }, { ceiling: 4, inFlight: 0 }), state0, cfg);
-    expect(low.ceilings.normal).toBe(2); // the minimum, not 0
-    const up = decide(signals({ balance: 0.5 }, { ceiling: 2, inFlight: 2, backlog: 500 }), state0, cfg);
-    expect(up.ceilings.normal).toBe(2);
+    expect(d.state.haltCeiling).toBe(3);
+    // A dip in use does not ratchet it down…
+    const dip = decide(signals({ now: T0 + 20_000, balance: 0.45 }, { ceiling: 3, inFlight: 1 }), d.state, cfg);
+    expect(dip.ceilings.normal).toBe(3);
+    expect(dip.reason.message).toMatch(/held/);
+    // …and a backlog does not raise it.
+    const up = decide(signals({ now: T0 + 30_000, balance: 0.4 }, { ceiling: 3, inFlight: 3, backlog: 500 }), dip.state, cfg);
+    expect(up.ceilings.normal).toBe(3);
     expect(up.reason.message).toMatch(/halt/i);
+    // Nothing in flight at the crossing: the minimum, not 0.
+    const low = decide(signals({ balance: 0.5 }, { ceiling: 4, inFlight: 0 }), state0, cfg);
+    expect(low.ceilings.normal).toBe(2);
+    // Topped up over the halt level: back at the free threads, the hold forgotten.
+    const topped = decide(signals({ now: T0 + 40_000, balance: 5 }, { ceiling: 3 }), up.state, cfg);
+    expect(topped.ceilings.normal).toBe(8);
+    expect(topped.state.haltCeiling).toBeUndefined();
   });
 
-  it('pauses under the pause level and resumes small once a probe reads the balance back', () => {
+  it('pauses under the pause level and resumes at the free threads on the first read that shows funds', () => {
     const d = decide(signals({ balance: 0.05 }), state0, cfg);
     expect(d.paused).toBe(true);
     expect(d.enabled).toEqual({ normal: false, high: false });
     expect(d.reason.code).toBe('PAUSE_LOW_BALANCE');
-    // Still low after the cooldown: stays paused.
-    const later = T0 + 10_000 + cfg.probeCooldownMs;
-    const still = decide(signals({ now: later, balance: 0.05 }, { enabled: false }), d.state, cfg);
+    // Still low: stays paused.
+    const still = decide(signals({ now: T0 + 11_000, balance: 0.05 }, { enabled: false }), d.state, cfg);
     expect(still.paused).toBe(true);
-    // Topped up but the cooldown has not passed yet: stays paused.
-    const early = decide(signals({ now: T0 + 11_000, balance: 20 }, { enabled: false }), d.state, cfg);
-    expect(early.paused).toBe(true);
-    // Topped up after the cooldown: resumes at the minimum.
-    const resumed = decide(signals({ now: later, balance: 20 }, { enabled: false }), still.state, cfg);
+    // Topped up over the halt level: resumes at once (no cooldown, no doubling from the minimum).
+    const resumed = decide(signals({ now: T0 + 12_000, balance: 20 }, { enabled: false }), still.state, cfg);
+    expect(12_000 - 10_000).toBeLessThan(cfg.probeCooldownMs);
     expect(resumed.paused).toBe(false);
     expect(resumed.reason.code).toBe('PROBE_RESUME');
-    expect(resumed.ceilings.normal).toBe(2);
-    // Healthy probes double it back to the free threads.
-    let state = resumed.state;
-    let ceiling = resumed.ceilings.normal;
-    const seen: number[] = [];
-    for (let i = 1; i <= 4; i++) {
-      const next = decide(signals({ now: later + i * cfg.probeCooldownMs }, { ceiling }), state, cfg);
-      seen.push(next.ceilings.normal);
-      state = next.state;
-      ceiling = next.ceilings.normal;
-    }
-    expect(seen).toEqual([4, 8, 8, 8]);
+    expect(resumed.ceilings.normal).toBe(8);
+    expect(resumed.state.probeCeiling).toBeUndefined();
+    // Topped up over the pause level only: resumes at the minimum with scaling halted.
+    const part = decide(signals({ now: T0 + 12_000, balance: 0.5 }, { enabled: false }), still.state, cfg);
+    expect(part.paused).toBe(false);
+    expect(part.ceilings.normal).toBe(2);
+    const halted = decide(signals({ now: T0 + 13_000, balance: 0.5 }, { ceiling: 2, inFlight: 2, backlog: 300 }), part.state, cfg);
+    expect(halted.reason.code).toBe('HALT_LOW_BALANCE');
+    expect(halted.ceilings.normal).toBe(2);
+    // Funds back but the answers failing: the minimum, never up on a high error rate.
+    const failing = decide(signals({ now: T0 + 12_000, balance: 20, errorRate: 0.5 }, { enabled: false }), still.state, cfg);
+    expect(failing.paused).toBe(false);
+    expect(failing.ceilings.normal).toBe(2);
+  });
+
+  it('pauses one tick early when the spend rate says the balance will cross the pause level before the next tick', () => {
+    const c = config({}, { planThreads: 8, tickMs: 10_000 });
+    const s0 = { ...initialState(c, T0), balanceSeen: { at: T0, usd: 0.2 } };
+    // $0.05 in 10 s: $0.005/s, so two ticks ahead the $0.15 balance projects to $0.05 < $0.10.
+    const fast = decide(signals({ now: T0 + 10_000, balance: 0.15 }), s0, c);
+    expect(fast.paused).toBe(true);
+    expect(fast.reason.code).toBe('PAUSE_LOW_BALANCE');
+    expect(fast.reason.message).toMatch(/by the next tick/);
+    expect(fast.state.spendPerSecond).toBeCloseTo(0.005, 6);
+    // Slow spending at the same balance: no pause (the halt guard applies instead).
+    const slow = decide(signals({ now: T0 + 10_000, balance: 0.15 }), { ...s0, balanceSeen: { at: T0, usd: 0.151 } }, c);
+    expect(slow.paused).toBe(false);
+    expect(slow.reason.code).toBe('HALT_LOW_BALANCE');
+    // A missing balance is held, never projected from zero; the last read is kept.
+    const missing = decide(signals({ now: T0 + 10_000, balance: undefined }), s0, c);
+    expect(missing.paused).toBe(false);
+    expect(missing.reason.code).toBe('HOLD_MISSING_SIGNAL');
+    expect(missing.state.balanceSeen).toEqual({ at: T0, usd: 0.2 });
+    // The rate that paused the fleet is frozen while paused: the same balance does not resume it.
+    const again = decide(signals({ now: T0 + 20_000, balance: 0.15 }, { enabled: false }), fast.state, c);
+    expect(again.paused).toBe(true);
   });
 
   it('pauses on account errors and resumes only when the balance can be read again', () => {
@@ -114,6 +146,9 @@ describe('decide: table of cases', () => {
     // The old window's account errors do not re-pause right after the resume.
     const resumed = decide(signals({ now: later, accountErrors: 3 }, { enabled: false }), d.state, cfg);
     expect(resumed.paused).toBe(false);
+    // Key and IP troubles keep the slow probe: back at the minimum, doubling per cooldown.
+    expect(resumed.ceilings.normal).toBe(2);
+    expect(resumed.state.probeReason).toBe('resume');
     const next = decide(signals({ now: later + 1000, accountErrors: 3 }, { ceiling: 2 }), resumed.state, cfg);
     expect(next.paused).toBe(false);
     // After the grace, fresh account errors pause again.
@@ -147,22 +182,61 @@ describe('decide: table of cases', () => {
     expect(healthy.state.probeCeiling).toBeUndefined();
   });
 
-  it('shrinks at once by the observed excess on over-cap answers and probes back one thread per cooldown', () => {
-    // 8 invocations in flight, but completions say only 5 threads are really held: others hold 3.
-    const d = decide(signals({ overCapAnswers: 12, overCapRate: 0.4, completionRate: 0.5, meanSolveMs: 10_000 }, { ceiling: 8, inFlight: 8 }), state0, cfg);
+  it('shrinks to the threads held when the solver refused, not the average use', () => {
+    const c = config({}, { planThreads: 50, tickMs: 10_000 });
+    // The fleet reached 33 in flight 50 s ago and 3 answers were over-cap; it averaged 21 threads.
+    const s0 = { ...initialState(c, T0), recentUse: [{ at: T0 - 50_000, threads: 33 }, { at: T0 - 40_000, threads: 28 }] };
+    const over = { overCapAnswers: 3, overCapRate: 0.05, completionRate: 1.4, meanSolveMs: 15_000 };
+    const d = decide(signals({ now: T0, ...over }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
     expect(d.reason.code).toBe('OVER_CAP_SHRINK');
-    expect(d.state.effectiveCap).toBe(5);
-    expect(d.ceilings.normal).toBe(5);
-    // One refused submission shows at most one missing thread, whatever the completions say.
-    const one = decide(signals({ overCapAnswers: 1, completionRate: 0.2, meanSolveMs: 10_000 }, { ceiling: 8, inFlight: 8 }), state0, cfg);
-    expect(one.state.effectiveCap).toBe(7);
-    // Lagging over-cap answers within the cooldown do not shrink again.
-    const lag = decide(signals({ now: T0 + 11_000, overCapAnswers: 4 }, { ceiling: 5, inFlight: 5 }), d.state, cfg);
-    expect(lag.state.effectiveCap).toBe(5);
-    // A quiet cooldown: one thread back.
-    const probe = decide(signals({ now: T0 + 10_000 + cfg.probeCooldownMs }, { ceiling: 5, inFlight: 5 }), lag.state, cfg);
+    expect(d.state.effectiveCap).toBe(30); // 33 − 3 backing off, not 21
+    expect(d.ceilings.normal).toBe(30);
+    // One answer shows one missing thread.
+    const one = decide(signals({ now: T0, ...over, overCapAnswers: 1 }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
+    expect(one.state.effectiveCap).toBe(32);
+    // Many answers: never below what completions say the fleet held.
+    const many = decide(signals({ now: T0, ...over, overCapAnswers: 40 }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
+    expect(many.state.effectiveCap).toBe(21);
+  });
+
+  it('does not shrink twice on one lagging window, and probes back only after in flight reached the cap', () => {
+    const c = config({}, { planThreads: 50, tickMs: 10_000 });
+    const span = 2 * c.probeCooldownMs;
+    const s0 = { ...initialState(c, T0), recentUse: [{ at: T0 - 50_000, threads: 33 }] };
+    const over = { overCapAnswers: 3, completionRate: 1.4, meanSolveMs: 15_000 };
+    const d1 = decide(signals({ now: T0, ...over }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
+    expect(d1.state.effectiveCap).toBe(30);
+    // Answers still in the window after a cooldown, within the metric span: not a second shrink.
+    const d2 = decide(signals({ now: T0 + c.probeCooldownMs + 10_000, ...over, overCapAnswers: 5 }, { ceiling: 30, inFlight: 28, backlog: 0 }), d1.state, c);
+    expect(d2.state.effectiveCap).toBe(30);
+    // Quiet, but the fleet never filled its cap: nothing was tested, no probe.
+    const d3 = decide(signals({ now: T0 + span + 10_000 }, { ceiling: 30, inFlight: 22, backlog: 0 }), d2.state, c);
+    expect(d3.reason.code).toBe('FREE_THREADS');
+    expect(d3.state.effectiveCap).toBe(30);
+    // In flight reaches the cap; once the metric window has covered that moment without over-cap answers, probe.
+    const d4 = decide(signals({ now: T0 + span + 20_000 }, { ceiling: 30, inFlight: 30, backlog: 4 }), d3.state, c);
+    expect(d4.state.effectiveCap).toBe(30);
+    const d5 = decide(signals({ now: T0 + span + 20_000 + span / 2 }, { ceiling: 30, inFlight: 25, backlog: 0 }), d4.state, c);
+    expect(d5.reason.code).toBe('OVER_CAP_PROBE');
+    expect(d5.state.effectiveCap).toBe(31);
+    expect(d5.ceilings.normal).toBe(31);
+    // The probe fails: the shrink goes back to the level just proven (30), whatever the ticks sampled.
+    const d6 = decide(signals({ now: T0 + 3 * span, ...over, overCapAnswers: 2 }, { ceiling: 31, inFlight: 31, backlog: 2 }), d5.state, c);
+    expect(d6.reason.code).toBe('OVER_CAP_SHRINK');
+    expect(d6.state.effectiveCap).toBe(30);
+  });
+
+  it('halves the gap to the refused level when probing back after a deep shrink', () => {
+    const c = config({}, { planThreads: 50, tickMs: 10_000 });
+    const span = 2 * c.probeCooldownMs;
+    // Refused at 41 in flight; 20 answers; completions say 21 held: cap 21.
+    const s0 = { ...initialState(c, T0), recentUse: [{ at: T0 - 30_000, threads: 41 }] };
+    const d1 = decide(signals({ now: T0, overCapAnswers: 20, completionRate: 1.4, meanSolveMs: 15_000 }, { ceiling: 50, inFlight: 30 }), s0, c);
+    expect(d1.state.effectiveCap).toBe(21);
+    const atCap = decide(signals({ now: T0 + span }, { ceiling: 21, inFlight: 21 }), d1.state, c);
+    const probe = decide(signals({ now: T0 + span + span / 2 }, { ceiling: 21, inFlight: 21 }), atCap.state, c);
     expect(probe.reason.code).toBe('OVER_CAP_PROBE');
-    expect(probe.ceilings.normal).toBe(6);
+    expect(probe.state.effectiveCap).toBe(31); // 21 + ⌈(40 − 21) / 2⌉
   });
 
   it('holds on a missing signal instead of reading it as zero', () => {
@@ -292,6 +366,12 @@ const stateArb = (cfg: GovernorConfig) =>
       outageTicks: fc.nat(5),
       probeCeiling: maybe(fc.integer({ min: 2, max: 200 })),
       resumedAgo: maybe(fc.nat(600_000)),
+      recentUse: fc.array(fc.record({ ago: fc.nat(600_000), threads: fc.nat(400) }), { maxLength: 20 }),
+      haltCeiling: maybe(fc.integer({ min: 2, max: 300 })),
+      balanceSeen: maybe(fc.record({ ago: fc.nat(60_000), usd: fc.double({ min: 0, max: 100, noNaN: true }) })),
+      spendPerSecond: maybe(fc.double({ min: 0, max: 1, noNaN: true })),
+      provenThreads: maybe(fc.nat(300)),
+      refusedThreads: maybe(fc.nat(400)),
     })
     .map((s) => (now: number): GovernorState => {
       const base = initialState(cfg, now - 1_000_000);
@@ -307,6 +387,12 @@ const stateArb = (cfg: GovernorConfig) =>
         probeCeiling: s.probeCeiling,
         probeReason: s.probeCeiling === undefined ? undefined : 'outage',
         resumedAt: s.resumedAgo === undefined ? undefined : now - s.resumedAgo,
+        recentUse: s.recentUse.map((u) => ({ at: now - u.ago, threads: u.threads })).sort((a, b) => a.at - b.at),
+        haltCeiling: s.haltCeiling,
+        balanceSeen: s.balanceSeen === undefined ? undefined : { at: now - s.balanceSeen.ago, usd: s.balanceSeen.usd },
+        spendPerSecond: s.spendPerSecond,
+        provenThreads: s.provenThreads,
+        refusedThreads: s.refusedThreads,
       };
     });
 

@@ -39,6 +39,7 @@ export function governorConfigFrom(settings: FleetSettings, overrides: Partial<G
     highLane: false,
     drainTargetMs: DEFAULT_DRAIN_TARGET_MS,
     outageTransientShare: DEFAULT_OUTAGE_TRANSIENT_SHARE,
+    tickMs,
     ...overrides,
   };
 }

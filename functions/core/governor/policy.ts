@@ -14,6 +14,13 @@ import type { Decision, GovernorConfig, GovernorSignals, GovernorState, Lane, La
 
 export { governorConfigFrom } from './config.js';
 
+/** Weight of the newest balance delta in the smoothed spend rate: a ten-second delta is noisy (a few solves). */
+const SPEND_SMOOTHING = 0.3;
+/** The balance is projected this many ticks ahead: the next tick, plus one of margin for a noisy rate and a read up to a tick old. */
+const PROJECTION_TICKS = 2;
+/** Most recent-use samples kept in the state (bounds the DynamoDB item whatever the tick). */
+const MAX_USE_SAMPLES = 64;
+
 /** Threads the plan leaves this fleet: plan threads − threads reserved for other users of the key. */
 export function planCap(config: GovernorConfig): number {
   return config.planThreads - config.reservedThreads;
@@ -91,14 +98,70 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
   const accountTrouble = signals.accountErrors !== undefined && signals.accountErrors > 0 && !inGrace;
   const balance = signals.balance;
 
+  // Threads attempted now, kept for the metric window's span: over-cap answers in a lagging
+  // window are judged against what the fleet held then, not against this tick alone.
+  const span = config.metricsSpanMs ?? 2 * cooldown;
+  const attemptedNow = demand.inFlight === undefined ? undefined : Math.min(current.total * tpi, demand.inFlight);
+  const kept = (state.recentUse ?? []).filter((u) => u.at < now && now - u.at < span);
+  next.recentUse = (attemptedNow === undefined ? kept : [...kept, { at: now, threads: attemptedNow }]).slice(-MAX_USE_SAMPLES);
+
+  // Spend rate from successive balance reads (no price signal needed). Frozen while paused, so
+  // the projection that paused the fleet is the one that resumes it (no flapping at the level).
+  const tickMs = config.tickMs ?? (state.balanceSeen !== undefined ? Math.max(0, now - state.balanceSeen.at) : 0);
+  if (balance !== undefined) {
+    const seen = state.balanceSeen;
+    if (seen !== undefined && now > seen.at && balance <= seen.usd && state.pausedReason === undefined) {
+      const observed = (seen.usd - balance) / ((now - seen.at) / 1000);
+      next.spendPerSecond = state.spendPerSecond === undefined ? observed : state.spendPerSecond + SPEND_SMOOTHING * (observed - state.spendPerSecond);
+    }
+    next.balanceSeen = { at: now, usd: balance };
+  }
+  // Until two reads give a rate, the balance itself is compared (an unknown rate is not a zero balance).
+  const projected = balance === undefined ? undefined : balance - ((next.spendPerSecond ?? 0) * PROJECTION_TICKS * tickMs) / 1000;
+
   // Pause guards first: money and the key matter more than throughput.
   if (state.pausedReason === undefined) {
     if (accountTrouble) {
       return paused(next, 'PAUSE_ACCOUNT', `account`, `Paused: the solver answered ${signals.accountErrors} account error(s)${signals.accountErrorCode ? ` (${signals.accountErrorCode})` : ''}; tasks wait in the queue until a balance read shows the key and IP work again.`);
     }
-    if (balance !== undefined && balance < config.pauseBalance) {
-      return paused(next, 'PAUSE_LOW_BALANCE', 'balance', `Paused: balance $${fmt(balance)} is under the pause level $${fmt(config.pauseBalance)}; tasks wait in the queue until it is topped up.`);
+    if (projected !== undefined && projected < config.pauseBalance) {
+      const why =
+        (balance as number) < config.pauseBalance
+          ? `balance $${fmt(balance as number)} is under the pause level $${fmt(config.pauseBalance)}`
+          : `balance $${fmt(balance as number)} will be under the pause level $${fmt(config.pauseBalance)} by the next tick (spending $${fmt4(next.spendPerSecond ?? 0)}/s)`;
+      return paused(next, 'PAUSE_LOW_BALANCE', 'balance', `Paused: ${why}; tasks wait in the queue until it is topped up.`);
     }
+  } else if (state.pausedReason === 'balance') {
+    // A money pause: the balance read is the probe. Resume on the first read that shows funds,
+    // straight at the free threads above the halt level (the slow probe is for key, IP and outages).
+    if (projected === undefined || projected < config.pauseBalance) {
+      const why =
+        balance === undefined
+          ? 'the balance cannot be read'
+          : `balance $${fmt4(balance)}, less ${PROJECTION_TICKS} tick(s) of spending at the last rate, is still under the pause level $${fmt(config.pauseBalance)}`;
+      return paused(next, 'PAUSE_LOW_BALANCE', 'balance', `Still paused (balance): ${why}.`);
+    }
+    next.pausedReason = undefined;
+    next.pausedSince = undefined;
+    next.resumedAt = now;
+    next.lastProbeAt = now;
+    next.probeCeiling = undefined;
+    next.probeReason = undefined;
+    next.outageTicks = 0;
+    const free = ceilingFor(next.effectiveCap, config);
+    if (signals.errorRate !== undefined && signals.errorRate > config.errorRateThreshold) {
+      // Money is back but the answers are failing: no increase past the minimum until they recover.
+      next.probeCeiling = minimum;
+      next.probeReason = 'resume';
+      if ((balance as number) < config.haltBalance) next.haltCeiling = minimum;
+      return finish(signals, next, config, lanes, demand, current, minimum, 'PROBE_RESUME', `Resumed at the minimum (${minimum}): balance $${fmt(balance as number)} read back, but the error rate ${pct(signals.errorRate)} is over ${pct(config.errorRateThreshold)}.`);
+    }
+    if ((balance as number) >= config.haltBalance) {
+      next.haltCeiling = undefined;
+      return finish(signals, next, config, lanes, demand, current, free, 'PROBE_RESUME', `Resumed at the free threads (${free}): balance $${fmt(balance as number)} read back above the halt level $${fmt(config.haltBalance)}.`);
+    }
+    next.haltCeiling = minimum;
+    return finish(signals, next, config, lanes, demand, current, minimum, 'PROBE_RESUME', `Resumed at the minimum (${minimum}): balance $${fmt(balance as number)} is over the pause level but under the halt level $${fmt(config.haltBalance)}, so scaling stays halted.`);
   } else {
     const waited = now - (state.pausedSince ?? now);
     const balanceOk = balance !== undefined && balance >= config.pauseBalance;
@@ -109,7 +172,7 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
           : balance === undefined
             ? 'the balance cannot be read (key rejected, IP banned or solver unreachable)'
             : `balance $${fmt(balance)} is still under the pause level $${fmt(config.pauseBalance)}`;
-      return paused(next, state.pausedReason === 'balance' ? 'PAUSE_LOW_BALANCE' : 'PAUSE_ACCOUNT', state.pausedReason, `Still paused (${state.pausedReason}): ${why}.`);
+      return paused(next, 'PAUSE_ACCOUNT', state.pausedReason, `Still paused (${state.pausedReason}): ${why}.`);
     }
     // The probe: a balance read succeeded (the key and IP work) and shows enough money. Resume small.
     next.pausedReason = undefined;
@@ -125,25 +188,32 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
 
   // Over-cap answers: someone else holds threads. Shrink the effective cap at once by the observed excess.
   let capReason: { code: ReasonCode; message: string } | undefined;
-  if (signals.overCapAnswers !== undefined && signals.overCapAnswers > 0 && now - (state.lastShrinkAt ?? -Infinity) >= cooldown) {
-    const attempted = Math.min(current.total * tpi, invocations(demand.inFlight ?? Infinity, tpi) * tpi, next.effectiveCap);
-    // Two over-estimates of the threads others hold; the smaller is the observed excess:
-    // what we attempted minus what completions say we held (Little's law), and the refused
-    // submissions themselves (each shows at most one missing thread).
+  // One shrink per metric span: answers inside the span after a shrink may predate it.
+  if (signals.overCapAnswers !== undefined && signals.overCapAnswers > 0 && now - (state.lastShrinkAt ?? -Infinity) >= Math.max(cooldown, span)) {
+    // The answers came while the fleet attempted about the peak of its recent use (in flight,
+    // including the invocations backing off), not this tick's use nor the window's average.
+    const peak = Math.min(next.effectiveCap, Math.max(attemptedNow ?? current.total * tpi, ...next.recentUse.map((u) => u.threads)));
+    // Threads held = peak − invocations backing off. Those are at most the refused submissions
+    // (each shows at most one missing thread) and at least 1 (someone was refused). What
+    // completions say the fleet held on average (Little's law) is a floor: it really held those.
     const held =
-      signals.completionRate !== undefined && signals.meanSolveMs !== undefined ? Math.round((signals.completionRate * signals.meanSolveMs) / 1000) : undefined;
-    const byHeld = held === undefined ? Infinity : attempted - held;
-    const excess = Math.max(1, Math.min(byHeld, signals.overCapAnswers));
-    const target = attempted - excess;
+      signals.completionRate !== undefined && signals.meanSolveMs !== undefined ? Math.round((signals.completionRate * signals.meanSolveMs) / 1000) : 0;
+    // A level the solver accepted at the cap before the last probe is a better floor still: the
+    // probe above it failed, so the free threads are that level (used once: others may grow).
+    // It wins over the peak, which ticks sample and can miss (the true peak lies between ticks).
+    const target = Math.max(state.provenThreads ?? 0, Math.min(peak - 1, Math.max(held, peak - backingOff(signals.overCapAnswers))));
     const shrunk = clamp(target, capFloor(config), next.effectiveCap - 1);
     next.lastShrinkAt = now;
     next.lastProbeAt = now;
+    next.provenThreads = undefined;
+    // Refused at the peak: the free threads are below it. Probes climb back by halving the gap.
+    next.refusedThreads = peak;
     if (shrunk < next.effectiveCap) {
       const cut = next.effectiveCap - shrunk;
       next.effectiveCap = shrunk;
       capReason = {
         code: 'OVER_CAP_SHRINK',
-        message: `${signals.overCapAnswers} over-cap answer(s): others hold about ${cut} more thread(s); effective cap now ${shrunk} of ${planCap(config)}, probing back one thread every ${Math.round(cooldown / 1000)} s.`,
+        message: `${signals.overCapAnswers} over-cap answer(s): others hold about ${cut} more thread(s); effective cap now ${shrunk} of ${planCap(config)}, probing back while in flight reaches it.`,
       };
     }
   }
@@ -158,18 +228,24 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
 
   const allowed = ceilingFor(next.effectiveCap, config);
   const noIncrease = Math.max(minimum, Math.min(current.total, allowed));
+  // Scaling halts at the crossing with the ceiling clamped to current use, then holds there:
+  // re-clamping every tick would ratchet it down with every dip in use.
+  if (balance !== undefined && !halted) next.haltCeiling = undefined;
+  if (halted && next.haltCeiling === undefined && demand.inFlight !== undefined) {
+    next.haltCeiling = Math.min(noIncrease, Math.max(minimum, invocations(demand.inFlight, tpi)));
+  }
+  const haltTotal = Math.min(noIncrease, next.haltCeiling ?? noIncrease);
 
   if (missing.length > 0) {
     return finish(signals, next, config, lanes, demand, current, noIncrease, capReason?.code ?? 'HOLD_MISSING_SIGNAL', `${capReason ? capReason.message + ' ' : ''}Holding the ceiling: ${missing.join(', ')} unknown (missing is never read as zero).`, { hold: true });
   }
   if (capReason !== undefined) {
-    const total = halted || erroring ? noIncrease : Math.min(allowed, next.probeCeiling ?? allowed);
+    const total = halted ? haltTotal : erroring ? noIncrease : Math.min(allowed, next.probeCeiling ?? allowed);
     return finish(signals, next, config, lanes, demand, current, total, capReason.code, capReason.message);
   }
   if (halted) {
-    const inUse = Math.max(minimum, invocations(demand.inFlight as number, tpi));
-    const total = Math.min(noIncrease, inUse);
-    return finish(signals, next, config, lanes, demand, current, total, 'HALT_LOW_BALANCE', `Scaling halted: balance $${fmt(balance as number)} is under the halt level $${fmt(config.haltBalance)}; ceiling clamped to current use (${total}), work in progress goes on.`);
+    const crossing = state.haltCeiling === undefined;
+    return finish(signals, next, config, lanes, demand, current, haltTotal, 'HALT_LOW_BALANCE', `Scaling halted: balance $${fmt(balance as number)} is under the halt level $${fmt(config.haltBalance)}; ceiling ${crossing ? 'clamped to current use' : 'held at the use when it crossed'} (${haltTotal}), work in progress goes on.`);
   }
   if (next.outageTicks >= config.outageTicks) {
     const total = Math.max(minimum, Math.min(allowed, Math.floor(current.total / 2)));
@@ -198,10 +274,12 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
         next.probeCeiling = doubled;
         probe = { code, message: `Probe healthy: ceiling up to ${doubled} of ${allowed}; doubling again in ${Math.round(cooldown / 1000)} s.` };
       }
-    } else if (next.effectiveCap < planCap(config) && now - (state.lastShrinkAt ?? -Infinity) >= cooldown) {
-      next.effectiveCap += 1;
+    } else if (next.effectiveCap < planCap(config) && signals.overCapAnswers === 0 && now - (state.lastShrinkAt ?? -Infinity) >= cooldown && testedAtCap(next, state.lastProbeAt, now, span, config)) {
+      const step = next.refusedThreads !== undefined && next.refusedThreads - 1 > next.effectiveCap ? Math.ceil((next.refusedThreads - 1 - next.effectiveCap) / 2) : 1;
+      next.provenThreads = ceilingFor(next.effectiveCap, config) * tpi;
+      next.effectiveCap = Math.min(planCap(config), next.effectiveCap + step);
       next.lastProbeAt = now;
-      probe = { code: 'OVER_CAP_PROBE', message: `No over-cap answers for ${Math.round(cooldown / 1000)} s: probing one thread back, effective cap ${next.effectiveCap} of ${planCap(config)}.` };
+      probe = { code: 'OVER_CAP_PROBE', message: `In flight reached the effective cap and no over-cap answers followed: probing back up, effective cap ${next.effectiveCap} of ${planCap(config)}.` };
     }
   }
   const freeCeiling = ceilingFor(next.effectiveCap, config);
@@ -351,6 +429,21 @@ function finish(
   };
 }
 
+/**
+ * Whether demand has tested the effective cap since the last probe, long enough ago for the
+ * metric window to cover it (half the window + lag: the lag is at most that). Probing while the
+ * fleet does not fill its cap tests nothing and lets the cap drift above the free threads.
+ */
+function testedAtCap(state: GovernorState, since: number, now: number, span: number, config: GovernorConfig): boolean {
+  const capThreads = ceilingFor(state.effectiveCap, config) * config.tasksPerInvocation;
+  return (state.recentUse ?? []).some((u) => u.at > since && now - u.at >= span / 2 && u.threads >= capThreads);
+}
+
+/** Invocations backing off after over-cap answers: at most one per answer, at least one. */
+function backingOff(overCapAnswers: number): number {
+  return Math.max(1, overCapAnswers);
+}
+
 function invocations(messages: number, tasksPerInvocation: number): number {
   return Math.ceil(messages / tasksPerInvocation);
 }
@@ -361,6 +454,10 @@ function clamp(value: number, low: number, high: number): number {
 
 function fmt(usd: number): string {
   return usd.toFixed(2);
+}
+
+function fmt4(usd: number): string {
+  return usd.toFixed(4);
 }
 
 function pct(rate: number | undefined): string {

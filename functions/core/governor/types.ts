@@ -105,6 +105,49 @@ export interface GovernorState {
   probeReason?: 'outage' | 'resume';
   /** Epoch ms the fleet last resumed from a pause (account errors of the old window are ignored for a grace period). */
   resumedAt?: number;
+  /**
+   * Threads the fleet attempted (min(ceiling × tasks per invocation, in flight)) at recent ticks,
+   * kept for as long as the consumer's metric window reaches back: an over-cap answer in that
+   * window came while the fleet held about the peak of these, not the window's average use.
+   */
+  recentUse?: { at: number; threads: number }[];
+  /** Threads in use at the cap when the last probe found no over-cap answers: the floor for the next shrink (used once). */
+  provenThreads?: number;
+  /** Threads attempted when the solver last refused: over-cap probes climb back toward one below it by halving the gap. */
+  refusedThreads?: number;
+  /** While the balance is under the halt level: the total ceiling frozen at the crossing (current use then). */
+  haltCeiling?: number;
+  /** The last balance read (USD) and when, for the spend rate. */
+  balanceSeen?: { at: number; usd: number };
+  /** Money spent per second, smoothed over successive balance reads; used to pause one tick early. */
+  spendPerSecond?: number;
+  /** What the last tick decided and saw, for `captcha-fleet status` (written by the loop on every tick). */
+  lastDecision?: GovernorStatus;
+}
+
+/**
+ * A summary of one decision and the signals behind it, persisted with the state so an operator
+ * can read what the governor last did without running it. Unknown signals are absent (never 0);
+ * `drainSeconds` is `null` when arrivals outpace the ceiling (the drain never ends).
+ */
+export interface GovernorStatus {
+  /** Epoch ms of the tick. */
+  at: number;
+  code: ReasonCode;
+  message: string;
+  ceilings: Record<Lane, number>;
+  enabled: Record<Lane, boolean>;
+  paused: boolean;
+  freeThreads: number;
+  neededThreads?: number;
+  shortfall: number;
+  drainSeconds?: number | null;
+  shortfallWarning: boolean;
+  balance?: number;
+  backlog: Partial<Record<Lane, number>>;
+  inFlight: Partial<Record<Lane, number>>;
+  p95SolveMs?: number;
+  errorRate?: number;
 }
 
 export interface GovernorConfig {
@@ -130,6 +173,10 @@ export interface GovernorConfig {
   outageTransientShare?: number;
   /** After a resume, account errors younger than this are from before the pause and ignored, ms. @default probeCooldownMs */
   accountErrorGraceMs?: number;
+  /** Time between ticks, ms: the balance is projected this far ahead (plus one tick of margin). @default the last observed interval */
+  tickMs?: number;
+  /** How far back the consumer's metric window reaches (window + lag), ms. @default 2 × probeCooldownMs */
+  metricsSpanMs?: number;
 }
 
 export interface Decision {
