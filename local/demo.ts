@@ -136,6 +136,10 @@ export interface DemoProgress {
   dlqDepth: number;
   /** End-to-end p95 of the solved so far, ms. */
   p95Ms: number | undefined;
+  /** Invocations allowed at once now (the governor moves it). */
+  ceiling: number;
+  /** The governor's latest reason code, when a governor runs. */
+  governorReason: string | undefined;
 }
 
 export interface DemoOptions {
@@ -185,9 +189,20 @@ export interface DemoSummary {
     balanceStart: number;
     balanceEnd: number;
   };
+  /** What the governor did; absent with a fixed ceiling. */
+  governor?: {
+    decisions: number;
+    reasons: Record<string, number>;
+    startCeiling: number | null;
+    maxCeiling: number | null;
+    pausedMs: number;
+    failedTicks: number;
+    lastReason: { code: string; message: string } | null;
+  };
   consumer: {
     invocations: number;
     peakConcurrency: number;
+    /** Ceiling at the end (the governor moves it). */
     ceiling: number;
     retriedItems: number;
     timeouts: number;
@@ -226,6 +241,8 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
       rejected: count(results, 'rejected'),
       dlqDepth: depth.dlq,
       p95Ms: percentile(endToEnd(results), 0.95) ?? undefined,
+      ceiling: currentCeiling(stack),
+      governorReason: stack.governor?.lastDecision?.reason.code,
     };
     if (Date.now() - lastProgress >= 200) {
       options.onProgress?.(progress);
@@ -256,11 +273,15 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
   let foreign = 0;
   const dlqByReason: Record<string, number> = {};
   for (const message of dlq) {
+    const id = byBody.get(message.Body ?? '');
+    if (id === undefined) {
+      foreign++;
+      continue;
+    }
+    inDlqIds.add(id);
+    // No reason attribute: SQS moved it after maxReceiveCount receives (the consumer never refused it).
     const reason = message.MessageAttributes?.reason?.StringValue ?? 'maxReceiveCount';
     dlqByReason[reason] = (dlqByReason[reason] ?? 0) + 1;
-    const id = byBody.get(message.Body ?? '');
-    if (id !== undefined) inDlqIds.add(id);
-    else foreign++;
   }
   const terminal = new Set(results.keys());
   const unresolved = items.filter((item) => !terminal.has(item.id) && !inDlqIds.has(item.id)).length;
@@ -304,10 +325,11 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
       balanceStart: simStart.balance,
       balanceEnd: sim.balance,
     },
+    ...(stack.governor ? { governor: governorSummary(stack.governor) } : {}),
     consumer: {
       invocations: poller.invocations,
       peakConcurrency: poller.peakConcurrency,
-      ceiling: poller.maxConcurrency,
+      ceiling: currentCeiling(stack),
       retriedItems: poller.failedItems,
       timeouts: poller.timeouts,
       crashes: poller.crashes,
@@ -412,6 +434,26 @@ async function inspectDlq(stack: LocalStack): Promise<Message[]> {
       .catch(() => undefined);
   }
   return all;
+}
+
+/** Invocations the lanes may run at once now: enabled lanes' ceilings, within the shared pool. */
+function currentCeiling(stack: LocalStack): number {
+  const lanes = [stack.pollers.normal, stack.pollers.high].filter((poller) => poller.enabled);
+  return Math.min(stack.pool.limit, lanes.reduce((sum, poller) => sum + poller.maxConcurrency, 0));
+}
+
+function governorSummary(governor: NonNullable<LocalStack['governor']>): NonNullable<DemoSummary['governor']> {
+  const stats = governor.stats();
+  const reason = governor.lastDecision?.reason;
+  return {
+    decisions: stats.decisions,
+    reasons: { ...stats.reasons } as Record<string, number>,
+    startCeiling: stats.startCeiling ?? null,
+    maxCeiling: stats.maxCeiling ?? null,
+    pausedMs: stats.pausedMs,
+    failedTicks: stats.failedTicks,
+    lastReason: reason ? { code: reason.code, message: reason.message } : null,
+  };
 }
 
 function count(results: Map<string, TaskResult>, status: TaskResult['status']): number {

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { GetQueueAttributesCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { createAwsClients, type AwsClients } from '../functions/adapters/aws-clients.js';
 import { createLocalEventStream, type LocalEventStream } from '../functions/adapters/completion-events.js';
 import { createMetrics, type EmfDocument } from '../functions/adapters/metrics.js';
@@ -14,9 +15,12 @@ import { DynamoResultsRepository } from '../functions/adapters/results-repositor
 import { createSolverClient } from '../functions/adapters/solver-client.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
 import { createConsumerHandler, type ConsumerTiming } from '../functions/consumer/create-handler.js';
-import { resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
+import { MAPPING_MIN_CONCURRENCY, resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
 import { SERVICES } from '../functions/core/metric-names.js';
+import type { GovernorConfig } from '../functions/core/governor/types.js';
+import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
 import { guardResultsRepository } from './chaos.js';
+import { startLocalGovernor, type LocalGovernor } from './governor-local.js';
 import { createLocalPollSchedule } from './poll-schedule-local.js';
 import { startEmulators, type Emulators } from './emulators.js';
 import { MetricsStore } from './metrics-store.js';
@@ -43,8 +47,8 @@ export interface LocalStackOptions {
    */
   visibilityTimeoutSeconds?: number;
   /**
-   * Maximum concurrency of each lane's poller and of both together (the function's reserved
-   * concurrency). @default settings.maxConcurrency (what the plan's threads allow)
+   * A fixed ceiling: maximum concurrency of each lane's poller and of both together (the
+   * function's reserved concurrency); turns the governor off. @default the governor decides
    */
   concurrency?: number;
   /** Options of the solver simulator (its plan threads default to `config.planThreads`). */
@@ -59,6 +63,11 @@ export interface LocalStackOptions {
   receiveWaitSeconds?: number;
   /** Consumer timing overrides (retry backoff and the like); lease and margin follow the function timeout. */
   timing?: Partial<ConsumerTiming>;
+  /**
+   * The governor (the Lambda's loop on a timer) moves the lanes' ceilings and pauses on low
+   * balance or a rejected key. Off when `concurrency` fixes the ceiling. @default on, ticking every 1 s
+   */
+  governor?: false | { tickMs?: number; config?: Partial<GovernorConfig>; onDecision?: (record: TickRecord) => void };
 }
 
 /** A running local stack. */
@@ -74,6 +83,8 @@ export interface LocalStack {
   metrics: MetricsStore;
   events: LocalEventStream;
   producer: Producer;
+  /** The local governor, unless the ceiling is fixed. */
+  governor: LocalGovernor | undefined;
   /** The function timeout the pollers enforce, ms. */
   functionTimeoutMs: number;
   /** Invocations killed by the crash knob so far. */
@@ -136,6 +147,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       );
     }
 
+    // Queues that already existed (an external emulator used before) keep their old timeout;
+    // this run's crash recovery and function timeout assume its own.
+    await alignVisibility(clients, [resources.queueUrls.normal, resources.queueUrls.high], settings.visibilityTimeoutSeconds);
+
     // A fresh key per run, known only to this process and the simulator: never printed.
     const solverKey = `local-${randomBytes(16).toString('hex')}`;
     const simulator = createSolverSimulator({
@@ -189,7 +204,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     });
 
     const pool: ConcurrencyPool = { limit: concurrency, inUse: 0 };
-    const lane = (queueUrl: string, queueArn: string) =>
+    const governed = options.concurrency === undefined && options.governor !== false;
+    // Governed lanes start where the stack starts its mappings (lib/config.ts initialCeilings):
+    // high a quarter, normal the rest, their sum the fleet's maximum. A fixed ceiling applies
+    // to each lane and to both together.
+    const highStart = Math.max(MAPPING_MIN_CONCURRENCY, Math.floor(concurrency / 4));
+    const startCeilings = governed ? { normal: Math.max(MAPPING_MIN_CONCURRENCY, concurrency - highStart), high: highStart } : { normal: concurrency, high: concurrency };
+    const lane = (queueUrl: string, queueArn: string, ceiling: number) =>
       createPoller({
         sqs: clients.sqs,
         queueUrl,
@@ -197,13 +218,37 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         region: clients.region,
         handler,
         batchSize: settings.tasksPerInvocation,
-        maxConcurrency: concurrency,
+        maxConcurrency: ceiling,
         functionTimeoutMs,
         functionName: `${settings.prefix}-consumer`,
         waitTimeSeconds: options.receiveWaitSeconds ?? 1,
         pool,
       });
-    const pollers = { high: lane(resources.queueUrls.high, resources.queueArns.high), normal: lane(resources.queueUrls.normal, resources.queueArns.normal) };
+    const pollers = {
+      high: lane(resources.queueUrls.high, resources.queueArns.high, startCeilings.high),
+      normal: lane(resources.queueUrls.normal, resources.queueArns.normal, startCeilings.normal),
+    };
+    const logLevel = (options.logLevel ?? 'silent').toUpperCase() as 'SILENT';
+    let governor: LocalGovernor | undefined;
+    const governorOptions = options.governor === false ? undefined : options.governor;
+    if (governed) {
+      governor = startLocalGovernor({
+        settings,
+        pollers,
+        pool,
+        sqs: clients.sqs,
+        queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
+        metricsStore: metrics,
+        solver,
+        tickMs: governorOptions?.tickMs ?? 1_000,
+        ...(governorOptions?.config ? { config: governorOptions.config } : {}),
+        ...(governorOptions?.onDecision ? { onDecision: governorOptions.onDecision } : {}),
+        logger: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel })),
+      });
+      cleanups.push(() => governor!.stop());
+      // The first decision sets the ceilings before anything is received.
+      await governor.ready;
+    }
     await pollers.high.start();
     await pollers.normal.start();
     let stopped = false;
@@ -228,6 +273,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       metrics,
       events,
       producer,
+      governor,
       functionTimeoutMs,
       crashes: () => crashes,
       pollerStats: () => ({
@@ -239,6 +285,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         if (stopped) return;
         stopped = true;
         const graceMs = stopOptions.graceMs ?? functionTimeoutMs;
+        // The governor first, so it does not re-enable what is being stopped.
+        await governor?.stop();
         await Promise.all([pollers.high.stop({ graceMs }), pollers.normal.stop({ graceMs })]);
         await cleanup();
       },
@@ -256,4 +304,22 @@ function addStats(a: PollerStats, b: PollerStats): PollerStats {
   }
   sum.enabled = a.enabled || b.enabled;
   return sum;
+}
+
+async function alignVisibility(clients: AwsClients, queueUrls: string[], seconds: number): Promise<void> {
+  for (const QueueUrl of queueUrls) {
+    const current = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['VisibilityTimeout'] }));
+    if (Number(current.Attributes?.VisibilityTimeout) !== seconds) {
+      await clients.sqs.send(new SetQueueAttributesCommand({ QueueUrl, Attributes: { VisibilityTimeout: String(seconds) } }));
+    }
+  }
+}
+
+/** The governor's log shape on a Powertools logger. */
+function governorLog(logger: Logger): GovernorLog {
+  return {
+    info: (message, fields) => logger.info(message, fields ?? {}),
+    warn: (message, fields) => logger.warn(message, fields ?? {}),
+    error: (message, fields) => logger.error(message, fields ?? {}),
+  };
 }

@@ -8,13 +8,15 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary } from '../../local/demo.js';
+import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { LOG_LEVELS, startLocalStack, type LocalLogLevel, type LocalStack } from '../../local/runtime.js';
 import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
 
 /** Every flag of `start`, parsed and range-checked. */
 export interface StartOptions {
   tasks: number;
-  malformed: number;
+  /** Defaults to 1 in 20 tasks, at most 3. */
+  malformed?: number;
   rate: number;
   concurrency?: number;
   batchSize: number;
@@ -29,6 +31,12 @@ export interface StartOptions {
   solverBadKey: boolean;
   crashRate: number;
   visibilityTimeout: number;
+  /** Governor: the plan threads the fleet believes it has (default: --solver-threads). */
+  planThreads?: number;
+  reservedThreads: number;
+  haltBalance: number;
+  pauseBalance: number;
+  tickMs: number;
   endpoint?: string;
   serve: boolean;
   maxDuration: number;
@@ -67,21 +75,26 @@ const url = (value: string) => {
 /** The flags of `start`. Governor flags (--plan-threads, --reserved-threads, …) join here. */
 export const START_OPTIONS: readonly OptionRow[] = [
   { flags: '--tasks <n>', description: 'tasks in the demo workload (0 = none, e.g. with --serve)', parse: integer(0, 100_000), default: 200 },
-  { flags: '--malformed <n>', description: 'of those, malformed on purpose (they end in the DLQ with their reason)', parse: integer(0, 100_000), default: 3 },
+  { flags: '--malformed <n>', description: 'of those, malformed on purpose, to show the DLQ path (default: 1 in 20, at most 3)', parse: integer(0, 100_000) },
   { flags: '--rate <r>', description: 'tasks per second; 0 sends them all at once (a burst)', parse: decimal(0, 10_000), default: 0 },
-  { flags: '--concurrency <c>', description: 'fixed ceiling: invocations at once per lane and in total (default: what the solver threads allow)', parse: integer(1, 1000) },
+  { flags: '--concurrency <c>', description: 'fixed ceiling: invocations at once per lane and in total; turns the governor off (default: the governor decides)', parse: integer(1, 1000) },
   { flags: '--batch-size <n>', description: 'tasks per invocation (SQS batch size)', parse: integer(1, 10), default: 1 },
   { flags: '--seed <s>', description: 'seed of the workload, the simulator and the chaos', parse: integer(0, 2 ** 31 - 1), default: 1 },
   { flags: '--solver-threads <n>', description: "threads of the simulated solver plan (the fleet's planThreads)", parse: integer(1, 10_000), default: 20 },
   { flags: '--solver-foreign-threads <n>', description: 'threads other users of the key hold (the fleet does not know)', parse: integer(0, 10_000), default: 0 },
   { flags: '--solver-balance <usd>', description: 'starting balance of the simulated account, USD', parse: decimal(0, 1_000_000), default: 10 },
   { flags: '--solver-price <usd>', description: 'price of one solve, USD', parse: decimal(0, 100), default: 0.001 },
-  { flags: '--solver-error-rate <p>', description: 'share of solver requests answered with a transient error', parse: decimal(0, 0.9, 'a share'), default: 0.02 },
-  { flags: '--solver-unsolvable-rate <p>', description: 'share of captchas the solver cannot solve (resubmitted, then failed)', parse: decimal(0, 1, 'a share'), default: 0.03 },
+  { flags: '--solver-error-rate <p>', description: 'share of solver requests answered with a transient error', parse: decimal(0, 0.9, 'a share'), default: 0.005 },
+  { flags: '--solver-unsolvable-rate <p>', description: 'share of captchas the solver cannot solve (resubmitted, then failed)', parse: decimal(0, 1, 'a share'), default: 0.01 },
   { flags: '--solver-latency-ms <ms>', description: 'median solve time of the simulator, ms', parse: integer(0, 600_000), default: 400 },
   { flags: '--solver-bad-key', description: 'the solver rejects the key (account error: tasks stay queued)', default: false },
   { flags: '--crash-rate <p>', description: 'share of invocations that die after solving, before recording (tasks must still end solved once)', parse: decimal(0, 0.9, 'a share'), default: 0 },
   { flags: '--visibility-timeout <s>', description: 'queue visibility timeout, s; the local function timeout is 1 s less (crashed tasks return after it)', parse: integer(2, 900), default: 12 },
+  { flags: '--plan-threads <n>', description: 'governor: threads the fleet believes its plan has (default: --solver-threads)', parse: integer(1, 10_000) },
+  { flags: '--reserved-threads <n>', description: 'governor: threads kept free for other users of the key', parse: integer(0, 10_000), default: 0 },
+  { flags: '--halt-balance <usd>', description: 'governor: under this balance, no scaling up', parse: decimal(0, 1_000_000), default: 1 },
+  { flags: '--pause-balance <usd>', description: 'governor: under this balance, consumption pauses (tasks wait in the queue)', parse: decimal(0, 1_000_000), default: 0.1 },
+  { flags: '--tick-ms <ms>', description: 'governor: time between decisions, ms (10000 in AWS)', parse: integer(100, 60_000), default: 1_000 },
   { flags: '--endpoint <url>', description: 'use this AWS-compatible endpoint for SQS and DynamoDB instead of the embedded emulators (default: AWS_ENDPOINT_URL)', parse: url },
   { flags: '--serve', description: 'keep running after the workload: print endpoints, queue URLs and example producer commands', default: false },
   { flags: '--max-duration <s>', description: 'end the run after this many seconds at the latest', parse: decimal(1, 86_400, 'seconds'), default: 120 },
@@ -100,9 +113,28 @@ export function register(program: Command): void {
     command.addOption(option);
   }
   command.action(async (options: StartOptions) => {
-    if (options.malformed > options.tasks) command.error(`error: --malformed ${options.malformed} is more than --tasks ${options.tasks}`, { exitCode: 2 });
+    if (options.malformed !== undefined && options.malformed > options.tasks) command.error(`error: --malformed ${options.malformed} is more than --tasks ${options.tasks}`, { exitCode: 2 });
+    try {
+      resolveSettings(fleetConfigOf(options));
+    } catch (error) {
+      // Flags that are fine one by one but not together (reserved ≥ plan threads, pause above halt, …).
+      if (error instanceof ConfigError) command.error(`error: ${error.message}`, { exitCode: 2 });
+      throw error;
+    }
     process.exitCode = await runStart(options);
   });
+}
+
+/** The fleet configuration the flags describe (what the stack would be given). */
+export function fleetConfigOf(options: StartOptions): FleetConfig {
+  return {
+    planThreads: options.planThreads ?? options.solverThreads,
+    reservedThreads: options.reservedThreads,
+    tasksPerInvocation: options.batchSize,
+    haltBalance: options.haltBalance,
+    pauseBalance: options.pauseBalance,
+    tickMs: options.tickMs,
+  };
 }
 
 /** Run `start` with parsed options; resolves to the exit code. Exported for in-process tests. */
@@ -120,7 +152,8 @@ export async function runStart(options: StartOptions, io: { stdout?: NodeJS.Writ
   try {
     stack = await startLocalStack({
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-      config: { planThreads: options.solverThreads, tasksPerInvocation: options.batchSize },
+      config: fleetConfigOf(options),
+      governor: { tickMs: options.tickMs },
       visibilityTimeoutSeconds: options.visibilityTimeout,
       ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
       crashRate: options.crashRate,
@@ -142,7 +175,7 @@ export async function runStart(options: StartOptions, io: { stdout?: NodeJS.Writ
 
     let code = 0;
     if (options.tasks > 0) {
-      const items = buildWorkload({ tasks: options.tasks, malformed: options.malformed, seed: options.seed, runId: newRunId() });
+      const items = buildWorkload({ tasks: options.tasks, malformed: options.malformed ?? Math.min(3, Math.floor(options.tasks / 20)), seed: options.seed, runId: newRunId() });
       const progress = progressPrinter(stderr, options.tasks);
       const summary = await runDemo(stack, items, {
         rate: options.rate,
@@ -191,7 +224,8 @@ function describeStack(stack: LocalStack, options: StartOptions): string {
   return (
     `captcha-fleet local: ${where}; solver simulator ${stack.endpoints.solver} ` +
     `(${options.solverThreads} threads${options.solverForeignThreads ? `, ${options.solverForeignThreads} held by others` : ''}, median ${options.solverLatencyMs} ms)\n` +
-    `  ceiling ${stack.pool.limit} invocation(s) × ${stack.settings.tasksPerInvocation} task(s); function timeout ${stack.functionTimeoutMs / 1000} s; ` +
+    `  ${stack.governor ? `governor every ${options.tickMs} ms (plan ${stack.settings.planThreads}, reserved ${stack.settings.reservedThreads}, halt $${stack.settings.haltBalance}, pause $${stack.settings.pauseBalance})` : `fixed ceiling ${stack.pool.limit}`}` +
+    ` · ${stack.settings.tasksPerInvocation} task(s) per invocation; function timeout ${stack.functionTimeoutMs / 1000} s; ` +
     `visibility ${stack.settings.visibilityTimeoutSeconds} s; DLQ after ${stack.settings.maxReceiveCount} receives` +
     `${options.crashRate > 0 ? `; crash rate ${options.crashRate}` : ''}\n`
   );
@@ -204,7 +238,8 @@ function progressPrinter(stream: NodeJS.WriteStream, total: number) {
   let drawn = false;
   const line = (p: DemoProgress) =>
     `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)}s] sent ${p.submitted}/${total} · queued ${p.queueDepth} · in flight ${p.inFlight} · ` +
-    `solved ${p.solved} · failed ${p.failed} · rejected ${p.rejected} · DLQ ${p.dlqDepth} · p95 ${p.p95Ms === undefined ? '–' : `${Math.round(p.p95Ms)} ms`}`;
+    `solved ${p.solved} · failed ${p.failed} · rejected ${p.rejected} · DLQ ${p.dlqDepth} · p95 ${p.p95Ms === undefined ? '–' : `${Math.round(p.p95Ms)} ms`} · ` +
+    `ceiling ${p.ceiling}${p.governorReason ? ` (${p.governorReason})` : ''}`;
   return {
     update(p: DemoProgress) {
       if (tty) {
@@ -240,10 +275,21 @@ function formatSummary(s: DemoSummary): string {
     ['balance', `$${s.solver.balanceStart.toFixed(3)} → $${s.solver.balanceEnd.toFixed(3)}`, `duplicate solves ${s.duplicateSolves}`],
     [
       'consumer',
-      `${s.consumer.invocations} invocations · peak ${s.consumer.peakConcurrency}/${s.consumer.ceiling}`,
-      `retried ${s.consumer.retriedItems} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
+      `${s.consumer.invocations} invocations · peak ${s.consumer.peakConcurrency} at once`,
+      `ceiling now ${s.consumer.ceiling} · retried ${s.consumer.retriedItems} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
     ],
   ];
+  if (s.governor) {
+    const reasons = Object.entries(s.governor.reasons)
+      .sort((a, b) => b[1] - a[1])
+      .map(([code, n]) => `${code} ${n}`)
+      .join(', ');
+    rows.push([
+      'governor',
+      `${s.governor.decisions} decisions · ceiling ${s.governor.startCeiling ?? '–'} → max ${s.governor.maxCeiling ?? '–'}`,
+      `${reasons}${s.governor.pausedMs > 0 ? ` · paused ${(s.governor.pausedMs / 1000).toFixed(1)} s` : ''}${s.governor.failedTicks ? ` · failed ticks ${s.governor.failedTicks}` : ''}`,
+    ]);
+  }
   const width = Math.max(...rows.map(([, value]) => String(value).length));
   return (
     `\nSummary (${(s.durationMs / 1000).toFixed(1)} s)\n` +
@@ -260,7 +306,11 @@ function verdictOf(s: DemoSummary, options: StartOptions): { code: number; messa
   if (s.stillQueued > 0) {
     why.push(
       `${s.stillQueued} task(s) still queued when the run ended (${s.endedBy === 'interrupted' ? 'interrupted' : `--max-duration ${options.maxDuration} s`})` +
-        (options.solverBadKey ? ': the solver rejects the key, so tasks wait in the queue as designed' : ''),
+        (s.governor?.lastReason && s.governor.lastReason.code.startsWith('PAUSE')
+          ? ` — the governor paused consumption (${s.governor.lastReason.code}: ${s.governor.lastReason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`
+          : options.solverBadKey
+            ? ': the solver rejects the key, so tasks wait in the queue as designed'
+            : ''),
     );
   }
   if (s.submitted < options.tasks) why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
@@ -288,12 +338,15 @@ function toJson(s: DemoSummary) {
     dlqByReason: s.dlqByReason,
     solver: s.solver,
     consumer: s.consumer,
+    ...(s.governor ? { governor: s.governor } : {}),
   };
 }
 
 function serveInstructions(stack: LocalStack, stackFile: string): string {
   const { queueUrls, tables } = stack.resources;
-  const env = 'AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=' + stack.clients.region;
+  // Any credentials do for an emulator; the AWS CLI needs some, and a region as a flag (v1 ignores AWS_REGION).
+  const env = 'AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local';
+  const region = `--region ${stack.clients.region}`;
   const task = '{"method":"turnstile","params":{"sitekey":"0x4AAAAAAAexample","pageurl":"https://example.com/login"}}';
   const node =
     `npx tsx -e 'import { createProducer } from "./functions/adapters/producer-client.ts"; ` +
@@ -308,8 +361,8 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
     `  solver     ${stack.endpoints.solver} (simulator; GET /stats for its counters)\n` +
     `  queues     normal ${queueUrls.normal}\n             high   ${queueUrls.high}\n             DLQ    ${queueUrls.dlq}\n` +
     `  results    table ${tables.results}\n\n` +
-    `Send a task with the AWS CLI:\n  ${env} aws sqs send-message --endpoint-url ${stack.endpoints.sqs} --queue-url ${queueUrls.normal} --message-body '{"id":"my-task-1",${task.slice(1)}'\n` +
-    `Read its result:\n  ${env} aws dynamodb get-item --endpoint-url ${stack.endpoints.dynamo} --table-name ${tables.results} --consistent-read --key '{"taskId":{"S":"my-task-1"}}'\n` +
+    `Send a task with the AWS CLI:\n  ${env} aws sqs send-message ${region} --endpoint-url ${stack.endpoints.sqs} --queue-url ${queueUrls.normal} --message-body '{"id":"my-task-1",${task.slice(1)}'\n` +
+    `Read its result:\n  ${env} aws dynamodb get-item ${region} --endpoint-url ${stack.endpoints.dynamo} --table-name ${tables.results} --consistent-read --key '{"taskId":{"S":"my-task-1"}}'\n` +
     `Or submit and wait from Node (in this repository):\n  ${node}\n\n`
   );
 }
@@ -319,11 +372,15 @@ async function serveUntil(stack: LocalStack, signal: AbortSignal, stream: NodeJS
   let last = '';
   while (!signal.aborted) {
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 5_000);
-      signal.addEventListener('abort', () => {
+      const onAbort = () => {
         clearTimeout(timer);
         resolve();
-      }, { once: true });
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, 5_000);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
     const p = stack.pollerStats();
     const sim = stack.simulator.stats();

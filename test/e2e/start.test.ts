@@ -63,6 +63,7 @@ describe('captcha-fleet start', () => {
     expect(solver.peakThreads).toBeLessThanOrEqual(6);
     expect(solver.overCapRejections).toBe(0);
     expect(solver.balanceEnd).toBeLessThan(solver.balanceStart!);
+    expect((summary.governor as Record<string, number>).decisions).toBeGreaterThan(0);
     expect(run.stderr).toContain('Summary');
     expect(run.stderr).not.toMatch(/local-[0-9a-f]{32}/);
   });
@@ -82,6 +83,15 @@ describe('captcha-fleet start', () => {
     expect(solver.solved).toBe(30);
   });
 
+  it('ends by --max-duration with a non-zero exit saying why when tasks are still queued (rejected key: the governor pauses)', async () => {
+    const run = await runCli(['start', '--tasks', '12', '--malformed', '0', '--solver-bad-key', '--max-duration', '5', '--json']);
+    expect(run.code, run.stderr).toBe(1);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 12, solved: 0, stillQueued: 12, lost: 0, complete: false, endedBy: 'max_duration' });
+    expect((summary.governor as { reasons: Record<string, number> }).reasons.PAUSE_ACCOUNT).toBeGreaterThan(0);
+    expect(run.stderr).toMatch(/NOT COMPLETE: 12 task\(s\) still queued .*--max-duration 5 s.*PAUSE_ACCOUNT/);
+  });
+
   it('refuses a bad flag with what is wrong and the usage, exit 2', async () => {
     const bad = await runCli(['start', '--tasks', 'many']);
     expect(bad.code).toBe(2);
@@ -94,5 +104,9 @@ describe('captcha-fleet start', () => {
     const range = await runCli(['start', '--crash-rate', '1.5']);
     expect(range.code).toBe(2);
     expect(range.stderr).toContain('expected a share from 0 to 0.9');
+    const together = await runCli(['start', '--solver-threads', '4', '--reserved-threads', '4']);
+    expect(together.code).toBe(2);
+    expect(together.stderr).toContain('reservedThreads');
+    expect(together.stderr).toContain('Usage: captcha-fleet start [options]');
   });
 });
