@@ -211,7 +211,8 @@ export async function runStart(options: StartOptions, io: { stdout?: NodeJS.Writ
         removeLocalStackFile(file);
       }
     }
-    return interrupt.signal.aborted && code === 0 && !options.serve ? 130 : code;
+    // Ctrl-C ends a serving stack normally; otherwise it is an interrupted run.
+    return interrupt.signal.aborted && !options.serve ? 130 : code;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -266,7 +267,7 @@ function formatSummary(s: DemoSummary): string {
     ['submitted', s.submitted],
     ['solved', s.solved],
     ['failed', s.failed, codes(s.failuresByCode)],
-    ['rejected', s.rejected, s.rejected ? 'malformed: a rejected record, and the message in the DLQ' : ''],
+    ['rejected', s.rejected, s.rejected ? 'refused with a readable id: a `rejected` record, and the message in the DLQ' : ''],
     ['in DLQ', s.inDlq, codes(s.dlqByReason) + (s.foreignDlqMessages ? `; ${s.foreignDlqMessages} from earlier runs` : '')],
     ['still queued', s.stillQueued],
     ['lost', s.lost],
