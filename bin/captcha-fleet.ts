@@ -10,11 +10,12 @@ import { Command, CommanderError } from 'commander';
 import { register as registerStart } from './commands/start.js';
 import { register as registerRedrive } from './commands/redrive.js';
 import { register as registerGovernor } from './commands/governor.js';
+import { register as registerStatus } from './commands/status.js';
 
 /** Exit code of a usage error (as most CLIs use). */
 export const USAGE_EXIT_CODE = 2;
 
-const COMMANDS: ((program: Command) => void)[] = [registerStart, registerRedrive, registerGovernor];
+const COMMANDS: ((program: Command) => void)[] = [registerStart, registerStatus, registerRedrive, registerGovernor];
 
 function buildProgram(): Command {
   const program = new Command('captcha-fleet')
