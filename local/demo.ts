@@ -123,6 +123,34 @@ function shuffle<T>(items: T[], random: Random): T[] {
   return items;
 }
 
+/** One lane at one moment, for the live view. */
+export interface LaneProgress {
+  /** Messages waiting in the lane's queue (visible and delayed). */
+  backlog: number;
+  /** Invocations of this lane running now. */
+  inFlight: number;
+  /** Invocations this lane may run at once now; 0 while its mapping is disabled. */
+  ceiling: number;
+}
+
+/** One lane over the run, for the summary. */
+export interface LaneSummary {
+  submitted: number;
+  solved: number;
+  failed: number;
+  rejected: number;
+  /** End to end (submitted → terminal record) of the lane's solved tasks, ms. */
+  p50Ms: number | null;
+  p95Ms: number | null;
+  /** Wait before a delivery claimed the task (submitted → started), ms. */
+  startWaitP50Ms: number | null;
+  startWaitP95Ms: number | null;
+  /** The lane's ceiling: the first decision's and the highest (0 while disabled); fixed with --concurrency. */
+  ceiling: { start: number | null; max: number | null };
+  invocations: number;
+  peakInFlight: number;
+}
+
 /** What the watch sees at one moment. */
 export interface DemoProgress {
   elapsedMs: number;
@@ -140,6 +168,7 @@ export interface DemoProgress {
   ceiling: number;
   /** The governor's latest reason code, when a governor runs. */
   governorReason: string | undefined;
+  lanes: { high: LaneProgress; normal: LaneProgress };
 }
 
 export interface DemoOptions {
@@ -162,6 +191,8 @@ export interface DemoSummary {
   rejected: number;
   /** Tasks whose message is in the DLQ (a rejected task with an id is there too). */
   inDlq: number;
+  /** Per lane (malformed messages travel on the normal lane). */
+  lanes: { high: LaneSummary; normal: LaneSummary };
   stillQueued: number;
   lost: number;
   duplicateSolves: number;
@@ -219,9 +250,13 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
   const pending = new Set(items.map((item) => item.id));
   const simStart = stack.simulator.stats();
   let submitted = 0;
+  const sentIds = new Set<string>();
   let endedBy: DemoSummary['endedBy'] = 'complete';
 
-  const sender = sendWorkload(stack, items, options.rate, deadline, options.signal, (count) => (submitted += count));
+  const sender = sendWorkload(stack, items, options.rate, deadline, options.signal, (sent) => {
+    submitted += sent.length;
+    for (const item of sent) sentIds.add(item.id);
+  });
   let sendError: unknown;
   sender.catch((error: unknown) => (sendError = error));
   let sendingDone = false;
@@ -234,7 +269,7 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
     const progress: DemoProgress = {
       elapsedMs: Date.now() - started,
       submitted,
-      queueDepth: depth.lanes,
+      queueDepth: depth.total,
       inFlight: stack.pollerStats().inFlight,
       solved: count(results, 'solved'),
       failed: count(results, 'failed'),
@@ -243,6 +278,7 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
       p95Ms: percentile(endToEnd(results), 0.95) ?? undefined,
       ceiling: currentCeiling(stack),
       governorReason: stack.governor?.lastDecision?.reason.code,
+      lanes: { high: laneProgress(stack, 'high', depth.high), normal: laneProgress(stack, 'normal', depth.normal) },
     };
     if (Date.now() - lastProgress >= 200) {
       options.onProgress?.(progress);
@@ -251,7 +287,7 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
     if (sendError !== undefined) throw sendError;
     // Done when nothing is left to work on: every task has a record, or the lanes are empty,
     // nothing runs, and what has no record can be in the DLQ.
-    const quiet = sendingDone && depth.lanes === 0 && progress.inFlight === 0;
+    const quiet = sendingDone && depth.total === 0 && progress.inFlight === 0;
     if (sendingDone && (pending.size === 0 || (quiet && pending.size <= depth.dlq))) break;
     if (options.signal?.aborted) {
       endedBy = 'interrupted';
@@ -287,7 +323,7 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
   const unresolved = items.filter((item) => !terminal.has(item.id) && !inDlqIds.has(item.id)).length;
   // Unresolved tasks still in a lane are not lost; SQS counts only approximately, so only as
   // many as the lanes hold (plus what is running) are counted queued.
-  const stillQueued = Math.min(unresolved, depth.lanes + stack.pollerStats().inFlight);
+  const stillQueued = Math.min(unresolved, depth.total + stack.pollerStats().inFlight);
   const sim = stack.simulator.stats();
   const poller = stack.pollerStats();
   const failuresByCode: Record<string, number> = {};
@@ -300,6 +336,10 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
     failed: count(results, 'failed'),
     rejected: count(results, 'rejected'),
     inDlq: inDlqIds.size,
+    lanes: {
+      high: laneSummary(stack, 'high', items, sentIds, results),
+      normal: laneSummary(stack, 'normal', items, sentIds, results),
+    },
     stillQueued,
     lost: unresolved - stillQueued,
     duplicateSolves: sim.duplicateSolves - simStart.duplicateSolves,
@@ -345,7 +385,7 @@ async function sendWorkload(
   rate: number,
   deadline: number,
   signal: AbortSignal | undefined,
-  onSent: (count: number) => void,
+  onSent: (items: readonly DemoItem[]) => void,
 ): Promise<void> {
   const started = Date.now();
   let next = 0;
@@ -360,12 +400,12 @@ async function sendWorkload(
     for (let i = 0; i < valid.length; i += 10) {
       const chunk = valid.slice(i, i + 10);
       await stack.producer.submit(chunk.map((item) => JSON.parse(item.body) as TaskMessage));
-      onSent(chunk.length);
+      onSent(chunk);
     }
     for (const item of batch.filter((candidate) => candidate.malformed !== undefined)) {
       // Straight to SQS: the producer client would refuse it, which is its job.
       await stack.clients.sqs.send(new SendMessageCommand({ QueueUrl: stack.resources.queueUrls.normal, MessageBody: item.body }));
-      onSent(1);
+      onSent([item]);
     }
     if (next < items.length) await sleep(Math.max(10, Math.min(100, 1000 / rate)));
   }
@@ -392,8 +432,15 @@ async function refreshResults(stack: LocalStack, pending: Set<string>, results: 
   }
 }
 
-async function queueDepths(stack: LocalStack): Promise<{ lanes: number; dlq: number }> {
-  const read = async (queueUrl: string) => {
+interface QueueCount {
+  /** Visible and delayed: waiting for a delivery. */
+  waiting: number;
+  /** Received and not yet deleted. */
+  notVisible: number;
+}
+
+async function queueDepths(stack: LocalStack): Promise<{ total: number; dlq: number; normal: QueueCount; high: QueueCount }> {
+  const read = async (queueUrl: string): Promise<QueueCount> => {
     const answer = await stack.clients.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: queueUrl,
@@ -401,10 +448,39 @@ async function queueDepths(stack: LocalStack): Promise<{ lanes: number; dlq: num
       }),
     );
     const a = answer.Attributes ?? {};
-    return Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0);
+    return { waiting: Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0), notVisible: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) };
   };
   const [normal, high, dlq] = await Promise.all([read(stack.resources.queueUrls.normal), read(stack.resources.queueUrls.high), read(stack.resources.queueUrls.dlq)]);
-  return { lanes: normal + high, dlq };
+  return { total: normal.waiting + normal.notVisible + high.waiting + high.notVisible, dlq: dlq.waiting + dlq.notVisible, normal, high };
+}
+
+function laneProgress(stack: LocalStack, lane: 'normal' | 'high', depth: QueueCount): LaneProgress {
+  const poller = stack.pollers[lane];
+  return { backlog: depth.waiting, inFlight: poller.stats().inFlight, ceiling: poller.enabled ? poller.maxConcurrency : 0 };
+}
+
+function laneSummary(stack: LocalStack, lane: 'normal' | 'high', items: readonly DemoItem[], sentIds: ReadonlySet<string>, results: Map<string, TaskResult>): LaneSummary {
+  const mine = items.filter((item) => item.priority === lane && sentIds.has(item.id));
+  const records = mine.map((item) => results.get(item.id)).filter((record): record is TaskResult => record !== undefined);
+  const solved = records.filter((record) => record.status === 'solved');
+  const endToEndMs = solved.filter((r) => r.completedAt !== undefined && r.submittedAt !== undefined).map((r) => (r.completedAt as number) - (r.submittedAt as number));
+  const startWaitMs = records.filter((r) => r.startedAt !== undefined && r.submittedAt !== undefined).map((r) => (r.startedAt as number) - (r.submittedAt as number));
+  const poller = stack.pollers[lane].stats();
+  const governed = stack.governor?.stats().lanes[lane];
+  const fixed = stack.governor === undefined ? stack.pollers[lane].maxConcurrency : undefined;
+  return {
+    submitted: mine.length,
+    solved: solved.length,
+    failed: records.filter((r) => r.status === 'failed').length,
+    rejected: records.filter((r) => r.status === 'rejected').length,
+    p50Ms: percentile(endToEndMs, 0.5),
+    p95Ms: percentile(endToEndMs, 0.95),
+    startWaitP50Ms: percentile(startWaitMs, 0.5),
+    startWaitP95Ms: percentile(startWaitMs, 0.95),
+    ceiling: { start: fixed ?? governed?.startCeiling ?? null, max: fixed ?? governed?.maxCeiling ?? null },
+    invocations: poller.invocations,
+    peakInFlight: poller.peakConcurrency,
+  };
 }
 
 /**

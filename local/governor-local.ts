@@ -3,7 +3,9 @@
  * reads the local queues through the same SQS adapter, the consumer's metrics from the local
  * metrics store (instead of CloudWatch), the balance through the solver client, and moves the
  * local pollers (instead of event source mappings) and the shared concurrency pool (instead of
- * reserved concurrency). State lives in memory.
+ * reserved concurrency). State lives where it is given: the local runtime passes the same
+ * DynamoDB store as AWS (on the local governor table), so `captcha-fleet status --local` reads
+ * the last decision from another process; memory by default.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createCachedBalance } from '../functions/adapters/balance.js';
@@ -14,7 +16,7 @@ import type { SolverPort } from '../functions/core/ports.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY } from '../functions/core/settings.js';
 import { governorConfigFrom } from '../functions/core/governor/policy.js';
-import type { LaneActuator, MetricsReader } from '../functions/core/governor/ports.js';
+import type { GovernorStateStore, LaneActuator, MetricsReader } from '../functions/core/governor/ports.js';
 import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
 import { createGovernorLoop, type GovernorLog, type TickRecord } from '../functions/governor/loop.js';
@@ -52,6 +54,16 @@ export interface LocalGovernorOptions {
   clock?: () => number;
   /** Called after every decision (the live view). */
   onDecision?: (record: TickRecord) => void;
+  /** Where the state lives between ticks. @default in memory (createMemoryGovernorState) */
+  state?: GovernorStateStore;
+}
+
+/** One lane's ceilings over the run (what the decisions set, enabled or not). */
+export interface LaneCeilingStats {
+  startCeiling: number | undefined;
+  maxCeiling: number | undefined;
+  /** Decisions that left this lane consuming. */
+  enabledDecisions: number;
 }
 
 export interface LocalGovernorStats {
@@ -64,6 +76,8 @@ export interface LocalGovernorStats {
   /** Reason code → decisions. */
   reasons: Partial<Record<ReasonCode, number>>;
   failedTicks: number;
+  /** Per lane: the ceilings the decisions set. */
+  lanes: Record<Lane, LaneCeilingStats>;
 }
 
 export interface LocalGovernor {
@@ -162,12 +176,21 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       onError: (error) => log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
     }),
     actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
-    state: createMemoryGovernorState(),
+    state: options.state ?? createMemoryGovernorState(),
     clock,
     ...(log ? { log } : {}),
   });
 
-  const stats: LocalGovernorStats = { decisions: 0, startCeiling: undefined, maxCeiling: undefined, pausedMs: 0, reasons: {}, failedTicks: 0 };
+  const laneStats = (): LaneCeilingStats => ({ startCeiling: undefined, maxCeiling: undefined, enabledDecisions: 0 });
+  const stats: LocalGovernorStats = {
+    decisions: 0,
+    startCeiling: undefined,
+    maxCeiling: undefined,
+    pausedMs: 0,
+    reasons: {},
+    failedTicks: 0,
+    lanes: { normal: laneStats(), high: laneStats() },
+  };
   let pausedSince: number | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -182,6 +205,14 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       stats.startCeiling ??= total;
       stats.maxCeiling = Math.max(stats.maxCeiling ?? 0, total);
       stats.reasons[d.reason.code] = (stats.reasons[d.reason.code] ?? 0) + 1;
+      for (const lane of ['normal', 'high'] as const) {
+        const laneStat = stats.lanes[lane];
+        // A disabled lane consumes nothing, whatever ceiling it keeps for when it resumes.
+        const ceiling = d.enabled[lane] ? d.ceilings[lane] : 0;
+        laneStat.startCeiling ??= ceiling;
+        laneStat.maxCeiling = Math.max(laneStat.maxCeiling ?? 0, ceiling);
+        if (d.enabled[lane]) laneStat.enabledDecisions += 1;
+      }
       const now = record.signals.now;
       if (d.paused) pausedSince ??= now;
       else if (pausedSince !== undefined) {
@@ -224,7 +255,12 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     },
     stats() {
       const open = pausedSince !== undefined ? clock() - pausedSince : 0;
-      return { ...stats, reasons: { ...stats.reasons }, pausedMs: stats.pausedMs + open };
+      return {
+        ...stats,
+        reasons: { ...stats.reasons },
+        pausedMs: stats.pausedMs + open,
+        lanes: { normal: { ...stats.lanes.normal }, high: { ...stats.lanes.high } },
+      };
     },
     async stop() {
       stopped = true;

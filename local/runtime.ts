@@ -7,10 +7,13 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { GetQueueAttributesCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { createAwsClients, type AwsClients } from '../functions/adapters/aws-clients.js';
 import { createLocalEventStream, type LocalEventStream } from '../functions/adapters/completion-events.js';
 import { createMetrics, type EmfDocument } from '../functions/adapters/metrics.js';
+import { createDynamoGovernorState } from '../functions/adapters/governor-state.js';
 import { createProducer, type Producer } from '../functions/adapters/producer-client.js';
+import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
@@ -232,6 +235,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     let governor: LocalGovernor | undefined;
     const governorOptions = options.governor === false ? undefined : options.governor;
     if (governed) {
+      // Each run starts its own control loop: a state left by an earlier run against the same
+      // endpoint (a pause, a shrunken cap for another plan) must not steer this one.
+      await clients.documents.send(new DeleteCommand({ TableName: resources.tables.governor, Key: { id: GOVERNOR_STATE_ID } }));
       governor = startLocalGovernor({
         settings,
         pollers,
@@ -240,6 +246,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
         metricsStore: metrics,
         solver,
+        // The same store as in AWS, on the local governor table: `captcha-fleet status --local`
+        // reads the last decision, ceilings and balance from it.
+        state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
         tickMs: governorOptions?.tickMs ?? 1_000,
         ...(governorOptions?.config ? { config: governorOptions.config } : {}),
         ...(governorOptions?.onDecision ? { onDecision: governorOptions.onDecision } : {}),
@@ -256,10 +265,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       await Promise.all([pollers.high.stop({ graceMs: 0 }), pollers.normal.stop({ graceMs: 0 })]);
     });
 
+    // `wait` hears completions from the consumer's event stream and reads only then (or after
+    // a fallback interval, should an event be lost).
     const producer = createProducer({
       queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
       table: resources.tables.results,
       clients,
+      events,
     });
 
     return {

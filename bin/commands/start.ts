@@ -17,6 +17,8 @@ export interface StartOptions {
   tasks: number;
   /** Defaults to 1 in 20 tasks, at most 3. */
   malformed?: number;
+  /** Share of the valid demo tasks sent with priority "high" (the high lane). */
+  highShare: number;
   rate: number;
   concurrency?: number;
   batchSize: number;
@@ -76,6 +78,7 @@ const url = (value: string) => {
 export const START_OPTIONS: readonly OptionRow[] = [
   { flags: '--tasks <n>', description: 'tasks in the demo workload (0 = none, e.g. with --serve)', parse: integer(0, 100_000), default: 200 },
   { flags: '--malformed <n>', description: 'of those, malformed on purpose, to show the DLQ path (default: 1 in 20, at most 3)', parse: integer(0, 100_000) },
+  { flags: '--high-share <p>', description: 'share of the demo tasks sent with priority "high" (they travel on the high lane)', parse: decimal(0, 1, 'a share'), default: 0.1 },
   { flags: '--rate <r>', description: 'tasks per second; 0 sends them all at once (a burst)', parse: decimal(0, 10_000), default: 0 },
   { flags: '--concurrency <c>', description: 'fixed ceiling: invocations at once per lane and in total; turns the governor off (default: the governor decides)', parse: integer(1, 1000) },
   { flags: '--batch-size <n>', description: 'tasks per invocation (SQS batch size)', parse: integer(1, 10), default: 1 },
@@ -175,7 +178,13 @@ export async function runStart(options: StartOptions, io: { stdout?: NodeJS.Writ
 
     let code = 0;
     if (options.tasks > 0) {
-      const items = buildWorkload({ tasks: options.tasks, malformed: options.malformed ?? Math.min(3, Math.floor(options.tasks / 20)), seed: options.seed, runId: newRunId() });
+      const items = buildWorkload({
+        tasks: options.tasks,
+        malformed: options.malformed ?? Math.min(3, Math.floor(options.tasks / 20)),
+        seed: options.seed,
+        highShare: options.highShare,
+        runId: newRunId(),
+      });
       const progress = progressPrinter(stderr, options.tasks);
       const summary = await runDemo(stack, items, {
         rate: options.rate,
@@ -237,8 +246,10 @@ function progressPrinter(stream: NodeJS.WriteStream, total: number) {
   const tty = stream.isTTY === true;
   let lastLine = 0;
   let drawn = false;
+  // Per lane: backlog / in flight / ceiling ("off" while the lane's mapping is disabled).
+  const lane = (name: string, l: DemoProgress['lanes']['high']) => `${name} ${l.backlog}/${l.inFlight}/${l.ceiling === 0 ? 'off' : l.ceiling}`;
   const line = (p: DemoProgress) =>
-    `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)}s] sent ${p.submitted}/${total} · queued ${p.queueDepth} · in flight ${p.inFlight} · ` +
+    `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)}s] sent ${p.submitted}/${total} · ${lane('high', p.lanes.high)} · ${lane('normal', p.lanes.normal)} (backlog/in flight/ceiling) · ` +
     `solved ${p.solved} · failed ${p.failed} · rejected ${p.rejected} · DLQ ${p.dlqDepth} · p95 ${p.p95Ms === undefined ? '–' : `${Math.round(p.p95Ms)} ms`} · ` +
     `ceiling ${p.ceiling}${p.governorReason ? ` (${p.governorReason})` : ''}`;
   return {
@@ -272,6 +283,15 @@ function formatSummary(s: DemoSummary): string {
     ['still queued', s.stillQueued],
     ['lost', s.lost],
     ['latency', `p50 ${ms(s.p50Ms)} · p95 ${ms(s.p95Ms)}`, `submit → result; solver time p95 ${ms(s.solveP95Ms)}`],
+    ...(['high', 'normal'] as const).map((name): [string, string, string] => {
+      const l = s.lanes[name];
+      const ceiling = l.ceiling.start === null ? '–' : `${l.ceiling.start} → max ${l.ceiling.max}`;
+      return [
+        `${name} lane`,
+        `${l.submitted} sent · ${l.solved} solved · p50 ${ms(l.p50Ms)} · p95 ${ms(l.p95Ms)}`,
+        `start wait p50 ${ms(l.startWaitP50Ms)} · p95 ${ms(l.startWaitP95Ms)}; ceiling ${ceiling}; ${l.invocations} invocations, peak ${l.peakInFlight} at once`,
+      ];
+    }),
     ['solver', `${s.solver.submissions} submissions · ${s.solver.solved} solved`, `peak ${s.solver.peakThreads}/${s.solver.planThreads} threads · over-cap ${s.solver.overCapRejections} · transient ${s.solver.transientErrors}`],
     ['balance', `$${s.solver.balanceStart.toFixed(3)} → $${s.solver.balanceEnd.toFixed(3)}`, `duplicate solves ${s.duplicateSolves}`],
     [
@@ -326,6 +346,7 @@ function toJson(s: DemoSummary) {
     failed: s.failed,
     rejected: s.rejected,
     inDlq: s.inDlq,
+    lanes: s.lanes,
     stillQueued: s.stillQueued,
     lost: s.lost,
     duplicateSolves: s.duplicateSolves,

@@ -6,6 +6,7 @@
  * ```ts
  * const producer = createProducer({ queueUrls: { normal, high }, table: 'captcha-fleet-results', clients: createAwsClients() });
  * const result = await producer.solve({ method: 'turnstile', params: { sitekey: '0x4AAAAAAA…', pageurl: 'https://example.com' } });
+ * if (result.stale) throw new Error('token expired before it could be used');
  * ```
  */
 import { randomUUID } from 'node:crypto';
@@ -15,17 +16,50 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TaskSchema, type TaskMessage } from '../core/task.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
+import { isStale, type CompletionEvent } from '../core/events.js';
 
 /** SQS's SendMessageBatch limit. */
 const SEND_BATCH = 10;
+
+/**
+ * Where `wait` can hear of completions instead of polling: the local runtime's event stream
+ * fits, and in AWS any bridge from an EventBridge rule (a queue, a WebSocket) can offer it.
+ */
+export interface CompletionEventSource {
+  /** Resolves with the task's event, or undefined when `timeoutMs` passes first. */
+  waitFor(taskId: string, timeoutMs: number): Promise<CompletionEvent | undefined>;
+}
 
 export interface ProducerOptions {
   queueUrls: { normal: string; high?: string };
   /** Name of the results table. */
   table: string;
   clients: { sqs: SQSClient; documents: DynamoDBDocumentClient };
-  /** Epoch ms; stamps `submittedAt` when a task carries none. */
+  /** Epoch ms; stamps `submittedAt` when a task carries none, and judges token freshness. */
   clock?: () => number;
+  /**
+   * Completion events: `wait` then reads only when an event arrives, or every
+   * `eventFallbackMs` in case one never does (a failed publish). @default none: reads with backoff
+   */
+  events?: CompletionEventSource;
+}
+
+/** A result as `get` and `wait` return it: the record plus its freshness. */
+export type ProducerResult = TaskResult & {
+  /** True when a token answer is past its expiry now; false otherwise (image answers never go stale). */
+  stale: boolean;
+  /** Token answers: ms until the token expires (negative once stale). */
+  tokenExpiresInMs?: number;
+};
+
+/** What the producer has seen, for the caller's own metrics. */
+export interface ProducerCounters {
+  /** Token answers `get` or `wait` returned already stale. */
+  staleDeliveries: number;
+  /** `wait` calls that ended on a completion event. */
+  waitsByEvent: number;
+  /** `wait` calls that ended on a read without an event (no event source, or the event never came). */
+  waitsByRead: number;
 }
 
 export interface WaitOptions {
@@ -35,6 +69,8 @@ export interface WaitOptions {
   initialIntervalMs?: number;
   /** Longest pause between reads, ms. @default 2000 */
   maxIntervalMs?: number;
+  /** With an event source: read anyway after this long without an event, ms. @default 5000 */
+  eventFallbackMs?: number;
   signal?: AbortSignal;
 }
 
@@ -100,12 +136,17 @@ export interface Producer {
   submit(task: TaskMessage): Promise<string>;
   /** Validate all, then send in batches of 10; returns the ids in the same order. */
   submit(tasks: readonly TaskMessage[]): Promise<string[]>;
-  /** The task's record, or undefined while none exists. */
-  get(taskId: string, options?: { consistent?: boolean }): Promise<TaskResult | undefined>;
-  /** Read (strongly consistent, with backoff) until the record is terminal. */
-  wait(taskId: string, options?: WaitOptions): Promise<TaskResult>;
+  /** The task's record with its freshness, or undefined while none exists. */
+  get(taskId: string, options?: { consistent?: boolean }): Promise<ProducerResult | undefined>;
+  /**
+   * Until the record is terminal: with an event source, a read when the event arrives (or
+   * after `eventFallbackMs` without one); else strongly consistent reads with backoff.
+   */
+  wait(taskId: string, options?: WaitOptions): Promise<ProducerResult>;
   /** `submit` then `wait`. */
-  solve(task: TaskMessage, options?: WaitOptions): Promise<TaskResult>;
+  solve(task: TaskMessage, options?: WaitOptions): Promise<ProducerResult>;
+  /** Counters since the producer was built. */
+  counters(): ProducerCounters;
 }
 
 /** Build a producer. See the module comment for an example. */
@@ -170,25 +211,56 @@ export function createProducer(options: ProducerOptions): Producer {
     return priority === 'high' && options.queueUrls.high ? options.queueUrls.high : options.queueUrls.normal;
   }
 
-  async function get(taskId: string, getOptions: { consistent?: boolean } = {}): Promise<TaskResult | undefined> {
-    const answer = await documents.send(new GetCommand({ TableName: options.table, Key: { taskId }, ConsistentRead: getOptions.consistent ?? false }));
+  const counters: ProducerCounters = { staleDeliveries: 0, waitsByEvent: 0, waitsByRead: 0 };
+
+  /** Add freshness to a record, judged now, and count a stale token handed out. */
+  function withFreshness(record: TaskResult): ProducerResult {
+    const now = clock();
+    const stale = isStale(record, now);
+    if (stale) counters.staleDeliveries += 1;
+    return { ...record, stale, ...(record.status === 'solved' && record.tokenExpiresAt !== undefined ? { tokenExpiresInMs: record.tokenExpiresAt - now } : {}) };
+  }
+
+  async function read(taskId: string, consistent: boolean): Promise<TaskResult | undefined> {
+    const answer = await documents.send(new GetCommand({ TableName: options.table, Key: { taskId }, ConsistentRead: consistent }));
     return answer.Item as TaskResult | undefined;
   }
 
-  async function wait(taskId: string, waitOptions: WaitOptions = {}): Promise<TaskResult> {
+  async function get(taskId: string, getOptions: { consistent?: boolean } = {}): Promise<ProducerResult | undefined> {
+    const record = await read(taskId, getOptions.consistent ?? false);
+    return record === undefined ? undefined : withFreshness(record);
+  }
+
+  async function wait(taskId: string, waitOptions: WaitOptions = {}): Promise<ProducerResult> {
     const timeoutMs = waitOptions.timeoutMs ?? 120_000;
     const maxInterval = waitOptions.maxIntervalMs ?? 2_000;
+    const fallbackMs = waitOptions.eventFallbackMs ?? 5_000;
     let interval = waitOptions.initialIntervalMs ?? 100;
     const giveUpAt = Date.now() + timeoutMs;
+    const events = options.events;
     let last: TaskResult | undefined;
+    let heard = false;
     for (;;) {
       waitOptions.signal?.throwIfAborted();
-      last = await get(taskId, { consistent: true });
-      if (last !== undefined && isTerminal(last.status)) return last;
+      // Listen before reading, so an event published between the read and the wait is not missed.
+      // Each wait is bounded by the fallback, so no listener outlives this call by much.
+      // A failing event source only costs the wait its speed: the reads go on.
+      const event = events?.waitFor(taskId, Math.max(1, Math.min(fallbackMs, giveUpAt - Date.now()))).catch(() => undefined);
+      // The table stays the source of truth: an event says when to read, the read says what.
+      last = await read(taskId, true);
+      if (last !== undefined && isTerminal(last.status)) {
+        if (heard) counters.waitsByEvent += 1;
+        else counters.waitsByRead += 1;
+        return withFreshness(last);
+      }
       const left = giveUpAt - Date.now();
       if (left <= 0) throw new TaskWaitTimeoutError(taskId, timeoutMs, last?.status);
-      await pause(Math.min(interval, left), waitOptions.signal);
-      interval = Math.min(maxInterval, Math.ceil(interval * 1.5));
+      if (event !== undefined) {
+        heard = (await raceAbort(event, waitOptions.signal)) !== undefined;
+      } else {
+        await pause(Math.min(interval, left), waitOptions.signal);
+        interval = Math.min(maxInterval, Math.ceil(interval * 1.5));
+      }
     }
   }
 
@@ -205,7 +277,27 @@ export function createProducer(options: ProducerOptions): Producer {
     async solve(task, waitOptions) {
       return wait(await submit(task), waitOptions);
     },
+    counters: () => ({ ...counters }),
   };
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {

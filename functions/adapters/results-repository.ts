@@ -136,7 +136,8 @@ export class DynamoResultsRepository implements ResultsRepository {
     });
   }
 
-  async reject(taskId: string, result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number }): Promise<void> {
+  /** @returns true when this call wrote the record, false when one existed already. */
+  async reject(taskId: string, result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number }): Promise<boolean> {
     const record: TaskResult = {
       taskId,
       status: 'rejected',
@@ -152,9 +153,10 @@ export class DynamoResultsRepository implements ResultsRepository {
       await this.documents.send(
         new PutCommand({ TableName: this.tableName, Item: record, ConditionExpression: 'attribute_not_exists(taskId)' }),
       );
+      return true;
     } catch (error) {
       // A record exists already: a valid task with the same id owns it; leave it alone.
-      if (error instanceof ConditionalCheckFailedException) return;
+      if (error instanceof ConditionalCheckFailedException) return false;
       throw new ResultsRepositoryError(`rejected record of task ${taskId} could not be written`, taskId, { cause: error });
     }
   }

@@ -166,12 +166,13 @@ async function rejectRecord(
   // The record first: both writes are idempotent, so a failure of either retries both and a
   // message is acknowledged only once it is in the DLQ and (when it has an id) on record.
   if (rejection.id !== undefined) {
-    await deps.repository.reject(rejection.id, {
-      errorCode: rejection.code,
-      errorMessage: rejection.reason,
-      ...(method !== undefined ? { method } : {}),
-      completedAt: clock(),
-    });
+    const rejected = { errorCode: rejection.code, errorMessage: rejection.reason, ...(method !== undefined ? { method } : {}), completedAt: clock() };
+    // Only the delivery whose write created the record announces it: a redelivery (the DLQ send
+    // failed, or the acknowledgement was lost) finds the record and stays silent.
+    // Announced before the DLQ send, so a failing send (retried) cannot cost the event.
+    if ((await deps.repository.reject(rejection.id, rejected)) === true) {
+      await publishCompletion(deps, log, { taskId: rejection.id, status: 'rejected', attempts: 0, expiresAt: 0, ...rejected });
+    }
   }
   await deps.queue.deadLetter({
     body: record.body,
@@ -238,7 +239,7 @@ class TaskRun {
 
     try {
       const outcome = await this.solve(claim.previousSolverId, claimedAt);
-      await this.recordSolved(outcome, base, claim.record);
+      await this.recordSolved(outcome, base, claim.record, claim.previousSolverId);
     } catch (error) {
       await this.handleFailure(error, base, claim.record);
     }
@@ -285,7 +286,12 @@ class TaskRun {
     }
   }
 
-  private async recordSolved(outcome: SolveOutcome, base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>, claimed: TaskResult): Promise<void> {
+  private async recordSolved(
+    outcome: SolveOutcome,
+    base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>,
+    claimed: TaskResult,
+    resumedSolverId: string | undefined,
+  ): Promise<void> {
     const { deps, clock } = this.ctx;
     const m = deps.metrics;
     m.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, Math.max(0, outcome.answeredAt - outcome.acceptedAt), MetricResolution.High);
@@ -300,6 +306,7 @@ class TaskRun {
     const method = this.task.method as SolverMethod;
     const ttl = METHOD_KIND[method] === 'token' ? TOKEN_TTL_MS[method] : undefined;
     const completedAt = clock();
+    const tokenExpiresAt = ttl === undefined ? undefined : this.issuedNoLaterThan(outcome, resumedSolverId) + ttl;
     const result = {
       ...base,
       status: 'solved' as const,
@@ -307,13 +314,19 @@ class TaskRun {
       solverId: outcome.solverId,
       completedAt,
       solveMs: Math.max(0, outcome.answeredAt - outcome.acceptedAt),
-      ...(ttl !== undefined ? { tokenExpiresAt: outcome.answeredAt + ttl } : {}),
+      ...(tokenExpiresAt !== undefined ? { tokenExpiresAt } : {}),
     };
     if (!(await deps.repository.complete(this.task.id, this.claimToken, result))) {
       await this.afterLostClaim();
       return;
     }
     m.addMetric(METRICS.solved, MetricUnit.Count, 1);
+    if (tokenExpiresAt !== undefined && completedAt >= tokenExpiresAt) {
+      // Recorded as solved (the solver was paid and the answer is the truth of what happened),
+      // but a producer must not use it: `get`/`wait` report it stale, and operators see the count.
+      m.addMetric(METRICS.tokensStale, MetricUnit.Count, 1);
+      this.log.warn('token answer recorded already stale', { solverId: outcome.solverId, tokenExpiresAt, resumed: resumedSolverId !== undefined });
+    }
     m.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, completedAt - this.task.submittedAt));
     this.log.info('task solved', { solverId: outcome.solverId, solveMs: result.solveMs, resultRequests: outcome.resultRequests, answerLength: outcome.answer.length });
     await this.publish({ ...claimed, ...result });
@@ -416,17 +429,41 @@ class TaskRun {
     }
   }
 
+  /**
+   * The latest the token can have been issued. A fresh submission's answer is read within one
+   * poll of being issued, so the read time stands. A resumed submission's answer may have waited
+   * at the solver since the previous holder died: it was issued no earlier than this message was
+   * first received (nothing was submitted before that), and that earlier time is taken so the
+   * expiry is never later than the truth.
+   */
+  private issuedNoLaterThan(outcome: SolveOutcome, resumedSolverId: string | undefined): number {
+    if (resumedSolverId === undefined || outcome.solverId !== resumedSolverId) return outcome.answeredAt;
+    const firstReceivedAt = Number(this.record.attributes.ApproximateFirstReceiveTimestamp);
+    return Number.isFinite(firstReceivedAt) && firstReceivedAt > 0 ? Math.min(outcome.answeredAt, firstReceivedAt) : outcome.answeredAt;
+  }
+
+  /**
+   * Announce a terminal record. Called only after `complete()` wrote it under our claim, so one
+   * delivery publishes, at most once; a publish that fails is counted and logged, never thrown:
+   * throwing would hand back a task that is already recorded (its redelivery would only be
+   * acknowledged as a duplicate), and readers fall back to the results table.
+   */
   private async publish(result: TaskResult): Promise<void> {
-    const events = this.deps.events;
-    if (events === undefined) return;
-    // The answer goes to the port, which decides whether events carry it (`eventsIncludeAnswer`).
-    const { claimToken: _claimToken, leaseUntil: _leaseUntil, ...published } = result;
-    try {
-      await events.publish(published);
-    } catch (error) {
-      // The record is written and is the source of truth; a lost event is logged, not retried.
-      this.log.warn('completion event could not be published', { error: redactKey((error as Error).message) });
-    }
+    await publishCompletion(this.deps, this.log, result);
+  }
+}
+
+/** Publish one completion event; a failure is counted and logged, never thrown (see TaskRun.publish). */
+async function publishCompletion(deps: ConsumerDeps, log: Logger, result: TaskResult): Promise<void> {
+  const events = deps.events;
+  if (events === undefined) return;
+  // The answer goes to the port, which decides whether events carry it (`eventsIncludeAnswer`).
+  const { claimToken: _claimToken, leaseUntil: _leaseUntil, ...published } = result;
+  try {
+    await events.publish(published);
+  } catch (error) {
+    deps.metrics.addMetric(METRICS.eventPublishFailures, MetricUnit.Count, 1);
+    log.warn('completion event could not be published', { error: redactKey(`${(error as Error).name}: ${(error as Error).message}`) });
   }
 }
 

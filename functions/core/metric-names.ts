@@ -28,6 +28,8 @@ export const METRICS = {
   duplicates: 'DuplicateDeliveries',
   /** Token answers delivered after their expiry. */
   tokensStale: 'TokensDeliveredStale',
+  /** Completion events not published (the record is written and stays the source of truth). */
+  eventPublishFailures: 'EventPublishFailures',
 } as const;
 
 export type MetricName = (typeof METRICS)[keyof typeof METRICS];

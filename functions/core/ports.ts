@@ -55,8 +55,12 @@ export interface ResultsRepository {
   complete(taskId: string, claimToken: string, result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>): Promise<boolean>;
   /** Give the claim up so another delivery need not wait for the lease. */
   release(taskId: string, claimToken: string): Promise<void>;
-  /** Write a `rejected` record unless a result exists already. */
-  reject(taskId: string, result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number }): Promise<void>;
+  /**
+   * Write a `rejected` record unless a result exists already. Resolves `true` when this call
+   * wrote it, `false` when a record existed (implementations that cannot tell resolve nothing;
+   * the consumer then publishes no event for the rejection, so none is ever repeated).
+   */
+  reject(taskId: string, result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number }): Promise<boolean | void>;
   get(taskId: string, options?: { consistent?: boolean }): Promise<TaskResult | undefined>;
 }
 
