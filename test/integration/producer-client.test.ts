@@ -6,7 +6,10 @@ import { ensureFleetResources, type FleetResources } from '../../local/resources
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { TaskMessage } from '../../functions/core/task.js';
-import { createProducer, TaskValidationError, TaskWaitTimeoutError, type Producer } from '../../functions/adapters/producer-client.js';
+import { createProducer, TaskValidationError, TaskWaitTimeoutError, type CompletionEventSource, type Producer } from '../../functions/adapters/producer-client.js';
+import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
+import type { CompletionEvent } from '../../functions/core/events.js';
+import type { TaskResult } from '../../functions/core/results.js';
 
 let emulators: Emulators;
 let clients: AwsClients;
@@ -119,5 +122,113 @@ describe('producer client', () => {
     const result = await producer.solve(turnstile('solve-1'), { timeoutMs: 5_000, initialIntervalMs: 20 });
     expect(result).toMatchObject({ taskId: 'solve-1', status: 'solved', answer: 'ANSWER' });
     expect((await drain(resources.queueUrls.normal)).map((b) => b.id)).toEqual(['solve-1']);
+  });
+});
+
+/** Counts the producer's table reads (GetCommand) and passes them on. */
+function countingClients() {
+  let reads = 0;
+  const documents = new Proxy(clients.documents, {
+    get(target, property, receiver) {
+      if (property === 'send') {
+        return (command: { constructor: { name: string } }) => {
+          if (command.constructor.name === 'GetCommand') reads++;
+          return (target.send as (c: unknown) => Promise<unknown>)(command);
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  return { clients: { sqs: clients.sqs, documents }, reads: () => reads };
+}
+
+describe('producer client: wait with completion events', () => {
+  it('reads once more when the event arrives, instead of polling', async () => {
+    const stream = createLocalEventStream({ includeAnswer: false });
+    const counted = countingClients();
+    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients: counted.clients, events: stream });
+    await putRecord('ev-1', 'solving');
+    setTimeout(() => {
+      void (async () => {
+        await putRecord('ev-1', 'solved', { answer: 'TOKEN', method: 'turnstile', completedAt: Date.now() });
+        await stream.publish({ taskId: 'ev-1', status: 'solved', attempts: 1, expiresAt: 2_000_000_000, method: 'turnstile' } as TaskResult);
+      })();
+    }, 600);
+    const started = Date.now();
+    // Polling at 20 ms would read ~30 times; the event makes it two reads.
+    const result = await p.wait('ev-1', { timeoutMs: 5_000, initialIntervalMs: 20, maxIntervalMs: 20, eventFallbackMs: 4_000 });
+    expect(result).toMatchObject({ taskId: 'ev-1', status: 'solved', answer: 'TOKEN', stale: false });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(counted.reads()).toBe(2);
+    expect(p.counters()).toMatchObject({ waitsByEvent: 1, waitsByRead: 0 });
+  });
+
+  it('falls back to reads when the event never arrives (a failed publish): the result is still found', async () => {
+    const silent: CompletionEventSource = { waitFor: (_id, ms) => new Promise<CompletionEvent | undefined>((resolve) => setTimeout(() => resolve(undefined), ms)) };
+    const counted = countingClients();
+    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients: counted.clients, events: silent });
+    await putRecord('ev-lost', 'solving');
+    setTimeout(() => void putRecord('ev-lost', 'solved', { answer: 'TOKEN' }), 200);
+    const started = Date.now();
+    const result = await p.wait('ev-lost', { timeoutMs: 5_000, eventFallbackMs: 300 });
+    expect(result).toMatchObject({ status: 'solved', answer: 'TOKEN' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(counted.reads()).toBe(2);
+    expect(p.counters()).toMatchObject({ waitsByEvent: 0, waitsByRead: 1 });
+  });
+
+  it('falls back to reads when the event source itself fails', async () => {
+    const broken: CompletionEventSource = { waitFor: () => Promise.reject(new Error('bridge down')) };
+    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients, events: broken });
+    await putRecord('ev-broken', 'solving');
+    setTimeout(() => void putRecord('ev-broken', 'failed', { errorCode: 'ERROR_CAPTCHA_UNSOLVABLE' }), 150);
+    const result = await p.wait('ev-broken', { timeoutMs: 3_000, eventFallbackMs: 100 });
+    expect(result).toMatchObject({ status: 'failed', stale: false });
+  });
+
+  it('returns at once when the record is terminal before the wait starts (the event passed already)', async () => {
+    const stream = createLocalEventStream({ includeAnswer: false });
+    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients, events: stream });
+    await putRecord('ev-early', 'solved', { answer: 'A' });
+    const started = Date.now();
+    await expect(p.wait('ev-early', { timeoutMs: 5_000, eventFallbackMs: 4_000 })).resolves.toMatchObject({ status: 'solved' });
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('times out with an event source too', async () => {
+    const stream = createLocalEventStream({ includeAnswer: false });
+    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients, events: stream });
+    await putRecord('ev-slow', 'solving');
+    await expect(p.wait('ev-slow', { timeoutMs: 300, eventFallbackMs: 100 })).rejects.toMatchObject({ name: 'TaskWaitTimeoutError', lastStatus: 'solving' });
+  });
+});
+
+describe('producer client: token freshness', () => {
+  const now = 1_700_000_000_000;
+  const at = (clock: number) => createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients, clock: () => clock });
+
+  it('get and wait say how long a token has left, and when it is stale; stale deliveries are counted', async () => {
+    await putRecord('fresh-tok', 'solved', { answer: 'T1', method: 'turnstile', tokenExpiresAt: now + 90_000 });
+    await putRecord('stale-tok', 'solved', { answer: 'T2', method: 'userrecaptcha', tokenExpiresAt: now - 5_000 });
+    await putRecord('image-ans', 'solved', { answer: 'x7k2', method: 'base64' });
+    const p = at(now);
+
+    expect(await p.get('fresh-tok', { consistent: true })).toMatchObject({ stale: false, tokenExpiresInMs: 90_000 });
+    expect(await p.wait('stale-tok', { timeoutMs: 1_000 })).toMatchObject({ stale: true, tokenExpiresInMs: -5_000 });
+    const image = await p.get('image-ans', { consistent: true });
+    expect(image?.stale).toBe(false);
+    expect(image).not.toHaveProperty('tokenExpiresInMs');
+    expect(p.counters().staleDeliveries).toBe(1);
+
+    // The same token, read after its expiry, is stale then.
+    const later = at(now + 90_000);
+    expect(await later.get('fresh-tok', { consistent: true })).toMatchObject({ stale: true, tokenExpiresInMs: 0 });
+    expect(later.counters().staleDeliveries).toBe(1);
+  });
+
+  it('failed records are never stale', async () => {
+    await putRecord('failed-tok', 'failed', { errorCode: 'ERROR_CAPTCHA_UNSOLVABLE', tokenExpiresAt: now - 1 });
+    expect(await at(now).get('failed-tok', { consistent: true })).toMatchObject({ stale: false });
   });
 });
