@@ -92,6 +92,43 @@ describe('captcha-fleet start', () => {
     expect(run.stderr).toMatch(/NOT COMPLETE: 12 task\(s\) still queued .*--max-duration 5 s.*PAUSE_ACCOUNT/);
   });
 
+  it('sends --high-share of the tasks on the high lane and reports both lanes in the live view, the summary and --json', async () => {
+    const run = await runCli(['start', '--tasks', '40', '--malformed', '0', '--high-share', '0.5', '--solver-latency-ms', '20', '--solver-threads', '6', '--seed', '3', '--json', '--max-duration', '60']);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = lastJson(run.stdout);
+    const lanes = summary.lanes as Record<'high' | 'normal', Record<string, any>>;
+    expect(lanes.high.submitted + lanes.normal.submitted).toBe(40);
+    // About half, drawn per task from the seed.
+    expect(lanes.high.submitted).toBeGreaterThanOrEqual(12);
+    expect(lanes.high.submitted).toBeLessThanOrEqual(28);
+    for (const lane of [lanes.high, lanes.normal]) {
+      expect(lane.solved + lane.failed).toBe(lane.submitted);
+      expect(lane.invocations).toBeGreaterThanOrEqual(lane.submitted);
+      expect(lane.p95Ms).toBeGreaterThanOrEqual(lane.p50Ms);
+      expect(lane.startWaitP50Ms).toEqual(expect.any(Number));
+      expect(lane.ceiling.max).toBeGreaterThanOrEqual(2);
+      expect(lane.ceiling.max).toBeLessThanOrEqual(6);
+      expect(lane.peakInFlight).toBeLessThanOrEqual(6);
+    }
+    expect(run.stderr).toMatch(/high \d+\/\d+\/(\d+|off) · normal \d+\/\d+\/(\d+|off) \(backlog\/in flight\/ceiling\)/);
+    expect(run.stderr).toMatch(/high lane +\d+ sent · \d+ solved/);
+    expect(run.stderr).toMatch(/normal lane +\d+ sent · \d+ solved/);
+
+    const none = await runCli(['start', '--tasks', '10', '--malformed', '0', '--high-share', '0', '--solver-latency-ms', '20', '--json', '--max-duration', '60']);
+    expect(none.code, none.stderr).toBe(0);
+    expect((lastJson(none.stdout).lanes as Record<string, { submitted: number }>).high.submitted).toBe(0);
+  });
+
+  it('refuses a --high-share outside 0..1 with the usage, exit 2', async () => {
+    for (const value of ['1.5', '-0.1', 'half']) {
+      const run = await runCli(['start', '--high-share', value]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`option '--high-share <p>' argument '${value}' is invalid`);
+      expect(run.stderr).toContain('expected a share from 0 to 1');
+      expect(run.stderr).toContain('Usage: captcha-fleet start [options]');
+    }
+  });
+
   it('refuses a bad flag with what is wrong and the usage, exit 2', async () => {
     const bad = await runCli(['start', '--tasks', 'many']);
     expect(bad.code).toBe(2);
