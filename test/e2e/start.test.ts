@@ -116,7 +116,7 @@ describe('captcha-fleet start', () => {
 
     const none = await runCli(['start', '--tasks', '10', '--malformed', '0', '--high-share', '0', '--solver-latency-ms', '20', '--json', '--max-duration', '60']);
     expect(none.code, none.stderr).toBe(0);
-    expect((lastJson(none.stdout).lanes as Record<string, { submitted: number }>).high.submitted).toBe(0);
+    expect((lastJson(none.stdout).lanes as Record<'high' | 'normal', { submitted: number }>).high.submitted).toBe(0);
   });
 
   it('refuses a --high-share outside 0..1 with the usage, exit 2', async () => {
