@@ -101,6 +101,7 @@ export function createStoreMetricsReader(store: LocalGovernorOptions['metricsSto
       return {
         windowMs,
         submissions: sum(METRICS.submissions),
+        resultRequests: sum(METRICS.resultRequests),
         overCapAnswers: sum(METRICS.overCapAnswers),
         transientErrors: sum(METRICS.transientErrors),
         taskErrors: sum(METRICS.taskErrors),
