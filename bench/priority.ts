@@ -163,7 +163,8 @@ async function main(options: Options): Promise<void> {
     print(figures);
     if (options.json) console.log(JSON.stringify(figures));
   } finally {
-    await stack.stop({ graceMs: 0 });
+    // Let running invocations finish: the emulators must not close under a write in flight.
+    await stack.stop({ graceMs: 5_000 });
   }
 }
 
