@@ -119,7 +119,7 @@ export class FleetAlarms extends Construct {
         datapointsToAlarm: 5,
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,
       }),
-      ErrorRateHigh: alarm('ErrorRateHigh', `More than ${settings.errorRateThreshold * 100} % of solver answers are errors (3 of 5 minutes).`, {
+      ErrorRateHigh: alarm('ErrorRateHigh', `More than ${settings.errorRateThreshold * 100} % of solver requests (submissions and result requests) answer an error (3 of 5 minutes).`, {
         metric: metrics.errorRatePercent(),
         threshold: settings.errorRateThreshold * 100,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,

@@ -49,18 +49,21 @@ export class FleetMetrics {
   }
 
   /**
-   * Transient and task-terminal error answers per solver submission, in percent: the same
-   * definition the governor's error-rate signal uses (functions/core/governor/signals.ts).
+   * Transient and task-terminal error answers per solver request (in.php submissions + res.php
+   * result requests), in percent: the same definition the governor's error-rate signal uses
+   * (functions/core/governor/signals.ts). Per submission it would count every poll's transient
+   * answer against one submission and read several times too high.
    */
   errorRatePercent(): cw.MathExpression {
     return new cw.MathExpression({
-      expression: 'IF(FILL(submissions, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / submissions, 0)',
+      expression: 'IF(FILL(submissions, 0) + FILL(results, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(results, 0)), 0)',
       usingMetrics: {
         transient: this.consumer(METRICS.transientErrors, 'Sum'),
         task: this.consumer(METRICS.taskErrors, 'Sum'),
         submissions: this.consumer(METRICS.submissions, 'Sum'),
+        results: this.consumer(METRICS.resultRequests, 'Sum'),
       },
-      label: 'error rate (%)',
+      label: 'error rate per solver request (%)',
       period: ONE_MINUTE,
     });
   }

@@ -1,7 +1,7 @@
 /**
  * The consumer's metrics through CloudWatch GetMetricData, read once a minute (they lag about
- * a minute): p95 and mean solve time, and sums of submissions, over-cap, transient, task and
- * account errors and solved tasks over a window. Also the queues' age of the oldest message and
+ * a minute): p95 and mean solve time, and sums of submissions, result requests, over-cap,
+ * transient, task and account errors and solved tasks over a window. Also the queues' age of the oldest message and
  * sent counts (AWS/SQS), which GetQueueAttributes does not give.
  *
  * The consumer emits through Powertools Metrics, whose only default dimension is
@@ -25,6 +25,7 @@ export const CLOUDWATCH_LAG_MS = 60_000;
 
 const COUNTERS = {
   submissions: METRICS.submissions,
+  resultRequests: METRICS.resultRequests,
   overCapAnswers: METRICS.overCapAnswers,
   transientErrors: METRICS.transientErrors,
   taskErrors: METRICS.taskErrors,
@@ -138,6 +139,7 @@ export function createCloudWatchSignals(options: CloudWatchSignalsOptions): Clou
         return {
           windowMs,
           submissions: counter('submissions'),
+          resultRequests: counter('resultRequests'),
           overCapAnswers: counter('overCapAnswers'),
           transientErrors: counter('transientErrors'),
           taskErrors: counter('taskErrors'),

@@ -244,7 +244,11 @@ describe('default stack', () => {
     });
     const errorRate = alarm('ErrorRateHigh');
     expect(errorRate.Threshold).toBe(5);
-    expect(JSON.stringify(errorRate.Metrics)).toContain('TransientErrors');
+    // Per solver request: errors over submissions + result requests, as the governor reads it.
+    const errorRateMetrics = JSON.stringify(errorRate.Metrics);
+    for (const name of ['TransientErrors', 'TaskErrors', 'SolverSubmissions', 'ResultRequests']) expect(errorRateMetrics).toContain(name);
+    const expression = (errorRate.Metrics as Array<{ Expression?: string }>).find((m) => m.Expression !== undefined)?.Expression;
+    expect(expression).toBe('IF(FILL(submissions, 0) + FILL(results, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(results, 0)), 0)');
     expect(alarm('GovernorSilent')).toMatchObject({ TreatMissingData: 'breaching', EvaluationPeriods: 3, DatapointsToAlarm: 3 });
     expect(alarm('GovernorErrors')).toMatchObject({ MetricName: 'Errors', Namespace: 'AWS/Lambda' });
     expect(alarm('ConsumerThrottled')).toMatchObject({ MetricName: 'Throttles', Namespace: 'AWS/Lambda' });
@@ -253,7 +257,7 @@ describe('default stack', () => {
   it('draws the dashboard from the shared metric names', () => {
     const [, dashboard] = only(byType(s, 'AWS::CloudWatch::Dashboard'));
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
-    for (const name of ['SolveDuration', 'Solved', 'Failed', 'Rejected', 'Ceiling', 'NeededThreads', 'Balance', 'Decision', 'ApproximateAgeOfOldestMessage', 'ConcurrentExecutions']) {
+    for (const name of ['SolveDuration', 'Solved', 'Failed', 'Rejected', 'ResultRequests', 'Ceiling', 'NeededThreads', 'Balance', 'Decision', 'ApproximateAgeOfOldestMessage', 'ConcurrentExecutions']) {
       expect(body).toContain(name);
     }
   });

@@ -145,6 +145,7 @@ describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
         Namespace: 'CaptchaFleetTest',
         MetricData: [
           { MetricName: METRICS.submissions, Dimensions: dims, Timestamp: at, Value: 20, Unit: 'Count' },
+          { MetricName: METRICS.resultRequests, Dimensions: dims, Timestamp: at, Value: 140, Unit: 'Count' },
           { MetricName: METRICS.solved, Dimensions: dims, Timestamp: at, Value: 18, Unit: 'Count' },
           { MetricName: METRICS.overCapAnswers, Dimensions: dims, Timestamp: at, Value: 2, Unit: 'Count' },
           { MetricName: METRICS.solveDuration, Dimensions: dims, Timestamp: at, Value: 4000, Unit: 'Milliseconds' },
@@ -157,7 +158,7 @@ describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
     const cw = createCloudWatchSignals({ cloudwatch, namespace: 'CaptchaFleetTest', service: 'consumer-metrics-test', clock: () => now });
     const window = await cw.read();
     expect(window).toBeDefined();
-    expect(window).toMatchObject({ submissions: 20, solved: 18, overCapAnswers: 2, transientErrors: 0, accountErrors: 0 });
+    expect(window).toMatchObject({ submissions: 20, resultRequests: 140, solved: 18, overCapAnswers: 2, transientErrors: 0, accountErrors: 0 });
     expect(window?.meanSolveMs).toBe(5000);
   });
 

@@ -43,6 +43,7 @@ describe('cloudwatch-signals', () => {
         { Id: 'solve_avg', Values: [8_000, 20_000] },
         { Id: 'solve_n', Values: [30, 10] },
         { Id: 'sum_submissions', Values: [50, 50] },
+        { Id: 'sum_resultrequests', Values: [400, 350] },
         { Id: 'sum_overcapanswers', Values: [3] },
         { Id: 'sum_transienterrors', Values: [] },
         { Id: 'sum_taskerrors', Values: [1] },
@@ -69,10 +70,12 @@ describe('cloudwatch-signals', () => {
     });
     expect(byId.sum_overcapanswers.Stat).toBe('Sum');
     expect(byId.sum_overcapanswers.Metric.MetricName).toBe('OverCapAnswers');
+    expect(byId.sum_resultrequests).toMatchObject({ Stat: 'Sum', Metric: { MetricName: 'ResultRequests' } });
     // Assess: the aggregation
     expect(window).toEqual({
       windowMs: 120_000,
       submissions: 100,
+      resultRequests: 750,
       overCapAnswers: 3,
       transientErrors: 0, // the query succeeded and nothing happened
       taskErrors: 1,
@@ -247,6 +250,25 @@ describe('signal assembly', () => {
     expect(s.errorRate).toBe(0.05);
     expect(s.overCapRate).toBe(0.1);
     expect(s.lanes.high).toBeUndefined();
+  });
+
+  it('takes the error rate per solver request: submissions and result requests', () => {
+    // A quiet solver at 0.5 % transient answers per request, with 8 polls per task: 100 tasks
+    // make 100 submissions and 800 result requests, and about 4–5 transient answers.
+    const read = (resultRequests: number | undefined) =>
+      assembleSignals({
+        now: 1,
+        queues: { normal: { at: 1, visible: 0, notVisible: 4, delayed: 0 } },
+        metrics: { windowMs: 60_000, submissions: 100, ...(resultRequests === undefined ? {} : { resultRequests }), overCapAnswers: 2, transientErrors: 4, taskErrors: 1, accountErrors: 0, solved: 99, meanSolveMs: 8000, p95SolveMs: 15_000 },
+        balance: 3,
+        settings: { normal: { ceiling: 8, enabled: true } },
+      });
+    const perRequest = read(800);
+    expect(perRequest.errorRate).toBeCloseTo(5 / 900, 12); // 0.56 %, under the 5 % threshold
+    expect(perRequest.transientErrorRate).toBeCloseTo(4 / 900, 12); // the outage detector's share
+    expect(perRequest.overCapRate).toBe(0.02); // over-cap answers come from in.php only
+    // A source without the count (the policy lab) falls back to per submission.
+    expect(read(undefined).errorRate).toBe(0.05);
   });
 
   it('keeps unknown things unknown', () => {

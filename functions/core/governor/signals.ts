@@ -27,6 +27,13 @@ export interface MetricsWindow {
   windowMs: number;
   /** in.php submissions, accepted or not. */
   submissions: number;
+  /**
+   * res.php result requests (the consumer's `ResultRequests`). With adaptive polling a task
+   * makes several, and each can answer a transient error, so the error rate is taken per
+   * request: submissions + result requests. A source without the count (the policy lab, whose
+   * solver answers no errors) leaves it out, and the rate is then per submission.
+   */
+  resultRequests?: number;
   overCapAnswers: number;
   transientErrors: number;
   taskErrors: number;
@@ -75,6 +82,8 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
   const completions = m ? m.solved + (m.failed ?? m.taskErrors) : undefined;
   const completionRate = m && windowSeconds ? (completions as number) / windowSeconds : undefined;
   const errors = m ? m.transientErrors + m.taskErrors : undefined;
+  // Every solver request can answer an error: in.php submissions and res.php result requests.
+  const requests = m ? m.submissions + (m.resultRequests ?? 0) : undefined;
 
   const lanesPresent: Lane[] = input.queues.high !== undefined || input.settings.high !== undefined ? ['normal', 'high'] : ['normal'];
   const totalInFlight = lanesPresent.reduce((sum, lane) => sum + (input.queues[lane]?.notVisible ?? 0), 0);
@@ -100,8 +109,8 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
     completionRate,
     meanSolveMs: m?.meanSolveMs,
     p95SolveMs: m?.p95SolveMs,
-    errorRate: m ? share(errors as number, m.submissions) : undefined,
-    transientErrorRate: m ? share(m.transientErrors, m.submissions) : undefined,
+    errorRate: m ? share(errors as number, requests as number) : undefined,
+    transientErrorRate: m ? share(m.transientErrors, requests as number) : undefined,
     overCapRate: m ? share(m.overCapAnswers, m.submissions) : undefined,
     overCapAnswers: m?.overCapAnswers,
     accountErrors: m?.accountErrors,

@@ -33,9 +33,12 @@ export interface GovernorSignals {
   completionRate: number | undefined;
   meanSolveMs: number | undefined;
   p95SolveMs: number | undefined;
-  /** Share of solver answers in the last window that were errors (transient + task). */
+  /**
+   * Share of solver requests in the last window that answered an error:
+   * (transient + task errors) ÷ (in.php submissions + res.php result requests).
+   */
   errorRate: number | undefined;
-  /** Share of transient errors (outage detector). */
+  /** Transient errors per solver request, same denominator (outage detector). */
   transientErrorRate: number | undefined;
   /** Over-cap answers per submission in the last window. */
   overCapRate: number | undefined;
