@@ -226,6 +226,72 @@ describe('decide: table of cases', () => {
     expect(d6.state.effectiveCap).toBe(30);
   });
 
+  it('backs off probing after failed probes, shrinks back at once when one fails, and resets when a probe holds', () => {
+    const c = config({}, { planThreads: 8, tickMs: 1_000 });
+    const cooldown = c.probeCooldownMs;
+    const span = 2 * cooldown;
+    // Shrunk to 5 (3 threads held by others) long enough ago; in flight fills the cap.
+    let state: GovernorState = { ...initialState(c, T0), effectiveCap: 5, refusedThreads: 6, lastShrinkAt: T0, lastProbeAt: T0, recentUse: [] };
+    let now = T0;
+    const tick = (s: Partial<GovernorSignals>, l: Partial<LaneSignals>) => {
+      const d = decide(signals({ now, ...s }, { backlog: 50, ...l }), state, c);
+      state = d.state;
+      return d;
+    };
+    /** Fill the cap for half a span, then tick until the next probe; returns when it probed. */
+    const probeAt = () => {
+      for (now += 1_000; ; now += 1_000) {
+        const d = tick({}, { ceiling: 5, inFlight: 5 });
+        if (d.reason.code === 'OVER_CAP_PROBE') return now;
+      }
+    };
+    const waits: number[] = [];
+    let last = T0;
+    for (let failure = 1; failure <= 6; failure++) {
+      const probedAt = probeAt();
+      waits.push(probedAt - last);
+      expect(state.effectiveCap).toBe(6);
+      expect(state.unprovenProbeAt).toBe(probedAt);
+      // The probe fails: over-cap answers one tick later. The first time that is inside the metric
+      // span of the last shrink; the shrink still comes at once, back to where the probe started.
+      now += 1_000;
+      if (failure === 1) expect(now - (state.lastShrinkAt as number)).toBeLessThan(Math.max(cooldown, span));
+      const d = tick({ overCapAnswers: 2 }, { ceiling: 6, inFlight: 6 });
+      expect(d.reason.code).toBe('OVER_CAP_SHRINK');
+      expect(d.state.effectiveCap).toBe(5);
+      expect(d.ceilings.normal).toBe(5);
+      expect(d.state.probeBackoff).toBe(Math.min(16, 2 ** failure));
+      expect(d.state.unprovenProbeAt).toBeUndefined();
+      last = now;
+    }
+    // Each failed probe doubled the wait before the next, up to 16 × the cooldown.
+    for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThanOrEqual(cooldown * Math.min(16, 2 ** i));
+    expect(waits.at(-1)).toBeLessThan(cooldown * 16 + span);
+    // The foreign user leaves: the next probe holds once the window covers in flight at the new cap.
+    const probedAt = probeAt();
+    expect(state.effectiveCap).toBe(6);
+    now += 1_000;
+    const filled = tick({}, { ceiling: 6, inFlight: 6 });
+    expect(filled.state.unprovenProbeAt).toBe(probedAt); // not known yet: the window has not covered it
+    now += span / 2;
+    const held = tick({}, { ceiling: 6, inFlight: 6 });
+    expect(held.state.probeBackoff).toBeUndefined();
+    // Back to the plain cooldown: with it passed, the same tick probes the next thread.
+    expect(now - probedAt).toBeLessThan(2 * cooldown);
+    expect(held.reason.code).toBe('OVER_CAP_PROBE');
+    expect(held.state.effectiveCap).toBe(7);
+    expect(held.state.unprovenProbeAt).toBe(now);
+  });
+
+  it('shrinks at the first tick that sees over-cap answers', () => {
+    // Locally the metric window is fresh: no earlier shrink, the first answers shrink at once.
+    const c = config({}, { planThreads: 8, tickMs: 1_000 });
+    const d = decide(signals({ now: T0 + 1_000, overCapAnswers: 3, completionRate: 0, meanSolveMs: undefined }, { ceiling: 8, inFlight: 8 }), initialState(c, T0), c);
+    expect(d.reason.code).toBe('OVER_CAP_SHRINK');
+    expect(d.state.effectiveCap).toBe(5);
+    expect(d.ceilings.normal).toBe(5);
+  });
+
   it('halves the gap to the refused level when probing back after a deep shrink', () => {
     const c = config({}, { planThreads: 50, tickMs: 10_000 });
     const span = 2 * c.probeCooldownMs;
@@ -372,6 +438,8 @@ const stateArb = (cfg: GovernorConfig) =>
       spendPerSecond: maybe(fc.double({ min: 0, max: 1, noNaN: true })),
       provenThreads: maybe(fc.nat(300)),
       refusedThreads: maybe(fc.nat(400)),
+      unprovenProbeAgo: maybe(fc.nat(600_000)),
+      probeBackoff: maybe(fc.constantFrom(2, 4, 8, 16)),
     })
     .map((s) => (now: number): GovernorState => {
       const base = initialState(cfg, now - 1_000_000);
@@ -393,6 +461,8 @@ const stateArb = (cfg: GovernorConfig) =>
         spendPerSecond: s.spendPerSecond,
         provenThreads: s.provenThreads,
         refusedThreads: s.refusedThreads,
+        unprovenProbeAt: s.unprovenProbeAgo === undefined ? undefined : now - s.unprovenProbeAgo,
+        probeBackoff: s.probeBackoff,
       };
     });
 

@@ -15,6 +15,12 @@ export const MIN_PROBE_COOLDOWN_MS = 1_000;
 export const DEFAULT_DRAIN_TARGET_MS = 60_000;
 /** Share of answers that are transient errors above which a tick counts toward an outage. */
 export const DEFAULT_OUTAGE_TRANSIENT_SHARE = 0.5;
+/**
+ * Largest multiplier of the over-cap probe cooldown: each failed probe doubles the wait before
+ * the next (a failed probe costs a burst of over-cap answers, each retried), a probe that holds
+ * resets it. 16 × the cooldown is 96 s locally (1 s ticks) and 48 min in AWS.
+ */
+export const DEFAULT_MAX_PROBE_BACKOFF = 16;
 
 /**
  * Governor configuration from fleet settings.
@@ -39,6 +45,7 @@ export function governorConfigFrom(settings: FleetSettings, overrides: Partial<G
     highLane: false,
     drainTargetMs: DEFAULT_DRAIN_TARGET_MS,
     outageTransientShare: DEFAULT_OUTAGE_TRANSIENT_SHARE,
+    maxProbeBackoff: DEFAULT_MAX_PROBE_BACKOFF,
     tickMs,
     ...overrides,
   };

@@ -9,7 +9,7 @@
  * with a reason code. See docs/governor.md.
  */
 import { MAPPING_MIN_CONCURRENCY } from '../settings.js';
-import { DEFAULT_DRAIN_TARGET_MS, DEFAULT_OUTAGE_TRANSIENT_SHARE } from './config.js';
+import { DEFAULT_DRAIN_TARGET_MS, DEFAULT_MAX_PROBE_BACKOFF, DEFAULT_OUTAGE_TRANSIENT_SHARE } from './config.js';
 import type { Decision, GovernorConfig, GovernorSignals, GovernorState, Lane, LaneSignals, ReasonCode } from './types.js';
 
 export { governorConfigFrom } from './config.js';
@@ -101,6 +101,7 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
   // Threads attempted now, kept for the metric window's span: over-cap answers in a lagging
   // window are judged against what the fleet held then, not against this tick alone.
   const span = config.metricsSpanMs ?? 2 * cooldown;
+  const maxBackoff = Math.max(1, config.maxProbeBackoff ?? DEFAULT_MAX_PROBE_BACKOFF);
   const attemptedNow = demand.inFlight === undefined ? undefined : Math.min(current.total * tpi, demand.inFlight);
   const kept = (state.recentUse ?? []).filter((u) => u.at < now && now - u.at < span);
   next.recentUse = (attemptedNow === undefined ? kept : [...kept, { at: now, threads: attemptedNow }]).slice(-MAX_USE_SAMPLES);
@@ -188,8 +189,12 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
 
   // Over-cap answers: someone else holds threads. Shrink the effective cap at once by the observed excess.
   let capReason: { code: ReasonCode; message: string } | undefined;
-  // One shrink per metric span: answers inside the span after a shrink may predate it.
-  if (signals.overCapAnswers !== undefined && signals.overCapAnswers > 0 && now - (state.lastShrinkAt ?? -Infinity) >= Math.max(cooldown, span)) {
+  // One shrink per metric span: answers inside the span after a shrink may predate it. A probe
+  // that is not yet known to hold is the exception: it fired on a window without over-cap
+  // answers, so answers seen since are new and the probe failed. Shrink back at once (to the
+  // level it started from), rather than let every excess invocation retry until the span ends.
+  const probeFailed = state.unprovenProbeAt !== undefined;
+  if (signals.overCapAnswers !== undefined && signals.overCapAnswers > 0 && (probeFailed || now - (state.lastShrinkAt ?? -Infinity) >= Math.max(cooldown, span))) {
     // The answers came while the fleet attempted about the peak of its recent use (in flight,
     // including the invocations backing off), not this tick's use nor the window's average.
     const peak = Math.min(next.effectiveCap, Math.max(attemptedNow ?? current.total * tpi, ...next.recentUse.map((u) => u.threads)));
@@ -206,16 +211,26 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
     next.lastShrinkAt = now;
     next.lastProbeAt = now;
     next.provenThreads = undefined;
+    next.unprovenProbeAt = undefined;
+    // Every failed probe costs a burst of over-cap answers: wait twice as long before the next.
+    if (probeFailed) next.probeBackoff = Math.min(maxBackoff, 2 * (state.probeBackoff ?? 1));
     // Refused at the peak: the free threads are below it. Probes climb back by halving the gap.
     next.refusedThreads = peak;
     if (shrunk < next.effectiveCap) {
       const cut = next.effectiveCap - shrunk;
       next.effectiveCap = shrunk;
+      const nextProbe = Math.round((cooldown * (next.probeBackoff ?? 1)) / 1000);
       capReason = {
         code: 'OVER_CAP_SHRINK',
-        message: `${signals.overCapAnswers} over-cap answer(s): others hold about ${cut} more thread(s); effective cap now ${shrunk} of ${planCap(config)}, probing back while in flight reaches it.`,
+        message: probeFailed
+          ? `${signals.overCapAnswers} over-cap answer(s) after the probe: it failed; effective cap back to ${shrunk} of ${planCap(config)}, next probe in ${nextProbe} s at the earliest.`
+          : `${signals.overCapAnswers} over-cap answer(s): others hold about ${cut} more thread(s); effective cap now ${shrunk} of ${planCap(config)}, probing back while in flight reaches it.`,
       };
     }
+  } else if (probeFailed && signals.overCapAnswers === 0 && testedAtCap(next, state.unprovenProbeAt as number, now, span, config)) {
+    // The metric window covered in flight at the probed cap without over-cap answers: the probe held.
+    next.unprovenProbeAt = undefined;
+    next.probeBackoff = undefined;
   }
 
   const missing = missingSignals(signals, lanes);
@@ -274,11 +289,18 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
         next.probeCeiling = doubled;
         probe = { code, message: `Probe healthy: ceiling up to ${doubled} of ${allowed}; doubling again in ${Math.round(cooldown / 1000)} s.` };
       }
-    } else if (next.effectiveCap < planCap(config) && signals.overCapAnswers === 0 && now - (state.lastShrinkAt ?? -Infinity) >= cooldown && testedAtCap(next, state.lastProbeAt, now, span, config)) {
+    } else if (
+      next.effectiveCap < planCap(config) &&
+      signals.overCapAnswers === 0 &&
+      now - state.lastProbeAt >= cooldown * (next.probeBackoff ?? 1) &&
+      now - (state.lastShrinkAt ?? -Infinity) >= cooldown &&
+      testedAtCap(next, state.lastProbeAt, now, span, config)
+    ) {
       const step = next.refusedThreads !== undefined && next.refusedThreads - 1 > next.effectiveCap ? Math.ceil((next.refusedThreads - 1 - next.effectiveCap) / 2) : 1;
       next.provenThreads = ceilingFor(next.effectiveCap, config) * tpi;
       next.effectiveCap = Math.min(planCap(config), next.effectiveCap + step);
       next.lastProbeAt = now;
+      next.unprovenProbeAt = now;
       probe = { code: 'OVER_CAP_PROBE', message: `In flight reached the effective cap and no over-cap answers followed: probing back up, effective cap ${next.effectiveCap} of ${planCap(config)}.` };
     }
   }

@@ -118,6 +118,18 @@ export interface GovernorState {
   provenThreads?: number;
   /** Threads attempted when the solver last refused: over-cap probes climb back toward one below it by halving the gap. */
   refusedThreads?: number;
+  /**
+   * Epoch ms of the last over-cap probe while it is not yet known to hold: cleared when the
+   * metric window covers in flight at the probed cap without over-cap answers (it held), or by
+   * the shrink its over-cap answers cause (it failed).
+   */
+  unprovenProbeAt?: number;
+  /**
+   * Multiplier of the over-cap probe cooldown (1 when absent): each failed probe doubles it, up
+   * to `maxProbeBackoff`, since every failed probe costs a burst of over-cap answers; a probe
+   * that holds resets it.
+   */
+  probeBackoff?: number;
   /** While the balance is under the halt level: the total ceiling frozen at the crossing (current use then). */
   haltCeiling?: number;
   /** The last balance read (USD) and when, for the spend rate. */
@@ -180,6 +192,8 @@ export interface GovernorConfig {
   tickMs?: number;
   /** How far back the consumer's metric window reaches (window + lag), ms. @default 2 × probeCooldownMs */
   metricsSpanMs?: number;
+  /** Largest multiplier of the over-cap probe cooldown after failed probes. @default 16 */
+  maxProbeBackoff?: number;
 }
 
 export interface Decision {
