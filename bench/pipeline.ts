@@ -262,13 +262,15 @@ function formatReport(out: BenchOutput): string {
     `${r.overCapRejections}`,
     `${r.peakThreads}`,
   ];
-  const lossHeader = ['run', 'threads used', 'poll wait', 'invocation overhead', 'unfilled slots', 'solves/s', 'mean solve', 'backlog lasted'];
+  const lossHeader = ['run', 'threads used', 'poll wait', 'invocation overhead', 'unfilled slots', 'ceiling full after', 'solves/s', 'mean solve', 'backlog lasted'];
+  const perTask = (v: number | undefined) => (v === undefined ? '' : ` (${Math.round(v)} ms/task)`);
   const lossRow = (r: BacklogFigures) => [
     r.label,
     pct(r.utilization?.loss.used),
-    pct(r.utilization?.loss.pollWait),
-    pct(r.utilization?.loss.overhead),
+    `${pct(r.utilization?.loss.pollWait)}${perTask(r.utilization?.loss.pollWaitPerTaskMs)}`,
+    `${pct(r.utilization?.loss.overhead)}${perTask(r.utilization?.loss.overheadPerTaskMs)}`,
     pct(r.utilization?.loss.unfilledSlots),
+    ms(r.utilization?.ceilingFullMs),
     num(r.utilization?.solvesPerSecond),
     ms(r.utilization?.meanSolveMs),
     ms(r.utilization?.backlogMs),

@@ -79,6 +79,10 @@ export interface LossBreakdown {
   pollWait: number;
   /** A slot held around the solve: receive, claim, submit, record, delete, over-cap backoff (the rest). */
   overhead: number;
+  /** `overhead` in ms of one slot per task that got a thread in the window. */
+  overheadPerTaskMs: number;
+  /** `pollWait` in ms per task. */
+  pollWaitPerTaskMs: number;
 }
 
 export interface UtilizationReport {
@@ -93,6 +97,8 @@ export interface UtilizationReport {
   meanSolveMs: number;
   /** From the first submission until the held threads first reached the plan (or the slots the ceiling). */
   rampUpMs: number;
+  /** From the first submission until the fleet's ceiling first allowed a slot per plan thread; undefined if it never did. */
+  ceilingFullMs: number | undefined;
   /** Utilization within the backlog after the ramp-up. */
   steadyUtilization: number;
   /** From the last thread taken until the last answer was ready: the drain, with idle threads. */
@@ -137,6 +143,11 @@ export function utilizationReport(input: {
     const to = Math.min(end, samples[k]!.at);
     if (to > from) unfilled += Math.max(0, planThreads - previous.slots) * (to - from);
   }
+  // A sample holds until the next one, so one taken just before the start still counts from the start.
+  const fullIndex = samples.findIndex((s, k) => s.ceiling >= planThreads && (samples[k + 1]?.at ?? Infinity) > startedAt);
+  const ceilingFullAt = fullIndex < 0 ? undefined : Math.max(startedAt, samples[fullIndex]!.at);
+  const tasksInWindow = intervals.filter((i) => i.acceptedAt <= end).length;
+  const overhead = capacity - used - unfilled - pollWait;
   return {
     planThreads,
     backlogMs,
@@ -145,6 +156,7 @@ export function utilizationReport(input: {
     solvesPerSecond,
     meanSolveMs,
     rampUpMs: rampEnd - startedAt,
+    ceilingFullMs: ceilingFullAt === undefined ? undefined : Math.max(0, ceilingFullAt - startedAt),
     steadyUtilization: steadyMs > 0 ? threadTime(intervals, rampEnd, end) / (planThreads * steadyMs) : 0,
     tailMs: Math.max(0, lastReady - end),
     runUtilization: threadTime(intervals, startedAt, lastReady) / (planThreads * Math.max(1, lastReady - startedAt)),
@@ -152,7 +164,9 @@ export function utilizationReport(input: {
       used: used / capacity,
       unfilledSlots: unfilled / capacity,
       pollWait: pollWait / capacity,
-      overhead: (capacity - used - unfilled - pollWait) / capacity,
+      overhead: overhead / capacity,
+      overheadPerTaskMs: overhead / tasksInWindow,
+      pollWaitPerTaskMs: pollWait / tasksInWindow,
     },
   };
 }

@@ -76,7 +76,11 @@ export async function runOnStack(options: StackRunOptions): Promise<StackRunResu
       finishedAt = Date.now();
       if (wanted.size === 0) allDone();
     });
-    const sampler = startOccupancySampler(() => ({ slots: stack.pool.inUse * options.batchSize, ceiling: stack.pool.limit * options.batchSize }));
+    // Every bench task goes to the normal lane, so its ceiling (within the shared pool) is the fleet's.
+    const sampler = startOccupancySampler(() => ({
+      slots: stack.pool.inUse * options.batchSize,
+      ceiling: Math.min(stack.pool.limit, stack.pollers.normal.maxConcurrency) * options.batchSize,
+    }));
     const startedAt = Date.now();
     await send(stack, messages, options.rate, startedAt);
     let timer: NodeJS.Timeout | undefined;
