@@ -104,6 +104,8 @@ const program = new Command()
   .option('--tick-ms <ms>', 'governor tick, ms (10 000 in AWS; local default 1000)', parseInteger(100), 1000)
   .option('--timeout <s>', 'give up on one run after this many seconds', parsePositive, 120)
   .option('--json', 'print one JSON object instead of the table')
+  // A usage error exits 2, as `npm start` does; help and version exit 0.
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .action(async (options: Options) => {
     const output = await runBench(options);
     process.stdout.write(options.json ? `${JSON.stringify(output)}\n` : formatReport(output));
