@@ -149,6 +149,9 @@ async function runBench(options: Options): Promise<BenchOutput> {
       backlog.push(clientFigures(schedule, options.backlogTasks, options.threads, run));
     }
     backlog.push(await governedOnStack());
+    log(`stack: ${options.backlogTasks} tasks, ${options.threads} threads, governor on, fixed schedule…`);
+    const fixedRun = await runOnStack({ ...backlogRun, batchSize: 1, rate: 0, tickMs: options.tickMs, timeoutMs, schedule: 'fixed' });
+    backlog.push(stackFigures('stack, governor, fixed schedule', `governor (plan ${options.threads}), fixed schedule`, options.backlogTasks, options.threads, fixedRun, 'fixed'));
   }
   if (options.scenario.includes('governor')) {
     governor.push(await governedOnStack());
@@ -180,10 +183,10 @@ function instantFigures(label: string, batchSize: number, tasks: number, run: St
   };
 }
 
-function stackFigures(label: string, ceiling: string, tasks: number, planThreads: number, run: StackRunResult): BacklogFigures {
+function stackFigures(label: string, ceiling: string, tasks: number, planThreads: number, run: StackRunResult, schedule: ScheduleKind = 'adaptive'): BacklogFigures {
   return {
     label,
-    schedule: 'adaptive',
+    schedule,
     where: 'local stack',
     ceiling,
     tasks,

@@ -16,6 +16,7 @@ import { createProducer, type Producer } from '../functions/adapters/producer-cl
 import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
+import type { PollSchedule } from '../functions/core/poll-schedule.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
 import { createConsumerHandler, type ConsumerTiming } from '../functions/consumer/create-handler.js';
 import { MAPPING_MIN_CONCURRENCY, resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
@@ -37,6 +38,11 @@ export const LOG_LEVELS = ['silent', 'error', 'warn', 'info', 'debug'] as const;
 export type LocalLogLevel = (typeof LOG_LEVELS)[number];
 
 export interface LocalStackOptions {
+  /**
+   * The solver client's poll schedule. @default adaptive, its protocol defaults scaled to the
+   * simulator's median (local/poll-schedule-local.ts); benchmarks pass a fixed one to compare.
+   */
+  pollSchedule?: PollSchedule;
   /**
    * One AWS-compatible endpoint for SQS and DynamoDB (moto_server, LocalStack, …) instead of
    * the embedded emulators. @default AWS_ENDPOINT_URL when set, else the embedded emulators
@@ -179,7 +185,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       key: solverKey,
       dialect: settings.dialect,
       // Scaled to the simulator when it has one median; else the per-method defaults are real-world times and so is the protocol's schedule.
-      ...(simMedianMs !== undefined ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs * (options.solver?.latencyScale ?? 1) }) } : {}),
+      ...(options.pollSchedule
+        ? { schedule: options.pollSchedule }
+        : simMedianMs !== undefined
+          ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs * (options.solver?.latencyScale ?? 1) }) }
+          : {}),
       // Compressed like the rest of local time: over-cap and transient retries in 0.1-1 s.
       retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 },
     });

@@ -13,6 +13,7 @@ import { startLocalStack, type LocalStack } from '../../local/runtime.js';
 import type { SolverSimStats } from '../../local/solver-sim/index.js';
 import { startOccupancySampler, type OccupancySample, type ThreadInterval } from './measure.js';
 import { buildBenchTasks } from './workload.js';
+import { scheduleFor, type ScheduleKind } from './client-run.js';
 
 export interface StackRunOptions {
   tasks: number;
@@ -23,6 +24,8 @@ export interface StackRunOptions {
   batchSize: number;
   /** The simulator's median solve time, ms (log-normal, σ 0.35); 0 = answers ready at once. */
   medianMs: number;
+  /** The solver client's poll schedule. @default the local runtime's (adaptive) */
+  schedule?: ScheduleKind;
   /** A fixed ceiling (`--concurrency`): the governor is off. */
   concurrency?: number;
   /** The governor's tick, ms. */
@@ -62,6 +65,7 @@ export async function runOnStack(options: StackRunOptions): Promise<StackRunResu
     config: { planThreads: options.planThreads, tasksPerInvocation: options.batchSize },
     solver: { seed: options.seed, medianMs: options.medianMs, unsolvableRate: 0, transientErrorRate: 0 },
     seed: options.seed,
+    ...(options.schedule ? { pollSchedule: scheduleFor(options.schedule, options.medianMs).schedule } : {}),
     ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : { governor: { tickMs: options.tickMs ?? 1_000 } }),
   });
   const startupMs = Date.now() - startup;
