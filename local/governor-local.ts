@@ -159,6 +159,9 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   const highLane = options.pollers.high !== undefined && options.queueUrls.high !== undefined;
   const config = governorConfigFrom({ ...options.settings, tickMs }, { highLane, ...options.config });
   const windowMs = options.metricsWindowMs ?? config.probeCooldownMs;
+  // The local store answers at once (no CloudWatch lag): its window reaches back only its own
+  // length, so a shrink that lands short may follow the first one window later, not two.
+  config.metricsSpanMs ??= windowMs;
   const log = options.logger;
   const loop = createGovernorLoop({
     config,

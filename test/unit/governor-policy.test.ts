@@ -283,6 +283,27 @@ describe('decide: table of cases', () => {
     expect(held.state.unprovenProbeAt).toBe(now);
   });
 
+  it('re-climbs below a failed probe level at the plain cooldown, keeping the backoff for that level', () => {
+    const c = config({}, { planThreads: 8, tickMs: 1_000 });
+    const cooldown = c.probeCooldownMs;
+    // A probe to 6 failed (backoff 4); late answers then shrank the cap to 4.
+    let state: GovernorState = { ...initialState(c, T0), effectiveCap: 4, refusedThreads: 6, lastShrinkAt: T0, lastProbeAt: T0, probeBackoff: 4, failedProbeCap: 6, recentUse: [] };
+    let now = T0;
+    const probes: Array<{ at: number; cap: number }> = [];
+    for (now = T0 + 1_000; now < T0 + 10 * cooldown; now += 1_000) {
+      const d = decide(signals({ now }, { backlog: 50, ceiling: ceilingFor(state.effectiveCap, c), inFlight: state.effectiveCap }), state, c);
+      if (d.reason.code === 'OVER_CAP_PROBE') probes.push({ at: now - T0, cap: d.state.effectiveCap });
+      state = d.state;
+      if (d.state.effectiveCap === 6) break;
+    }
+    expect(probes.map((p) => p.cap)).toEqual([5, 6]);
+    // 4 → 5 is known ground: one cooldown (plus the window covering the cap). It held, but below 6: the backoff stays.
+    expect(probes[0]!.at).toBeLessThan(2 * cooldown);
+    // 5 → 6 failed before: it waits 4 cooldowns after the last probe.
+    expect(probes[1]!.at - probes[0]!.at).toBeGreaterThanOrEqual(4 * cooldown);
+    expect(state.probeBackoff).toBe(4);
+  });
+
   it('shrinks at the first tick that sees over-cap answers', () => {
     // Locally the metric window is fresh: no earlier shrink, the first answers shrink at once.
     const c = config({}, { planThreads: 8, tickMs: 1_000 });
@@ -440,6 +461,7 @@ const stateArb = (cfg: GovernorConfig) =>
       refusedThreads: maybe(fc.nat(400)),
       unprovenProbeAgo: maybe(fc.nat(600_000)),
       probeBackoff: maybe(fc.constantFrom(2, 4, 8, 16)),
+      failedProbeCap: maybe(fc.nat(300)),
     })
     .map((s) => (now: number): GovernorState => {
       const base = initialState(cfg, now - 1_000_000);
@@ -463,6 +485,7 @@ const stateArb = (cfg: GovernorConfig) =>
         refusedThreads: s.refusedThreads,
         unprovenProbeAt: s.unprovenProbeAgo === undefined ? undefined : now - s.unprovenProbeAgo,
         probeBackoff: s.probeBackoff,
+        failedProbeCap: s.failedProbeCap,
       };
     });
 

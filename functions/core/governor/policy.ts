@@ -213,7 +213,10 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
     next.provenThreads = undefined;
     next.unprovenProbeAt = undefined;
     // Every failed probe costs a burst of over-cap answers: wait twice as long before the next.
-    if (probeFailed) next.probeBackoff = Math.min(maxBackoff, 2 * (state.probeBackoff ?? 1));
+    if (probeFailed) {
+      next.probeBackoff = Math.min(maxBackoff, 2 * (state.probeBackoff ?? 1));
+      next.failedProbeCap = state.effectiveCap;
+    }
     // Refused at the peak: the free threads are below it. Probes climb back by halving the gap.
     next.refusedThreads = peak;
     if (shrunk < next.effectiveCap) {
@@ -228,9 +231,13 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
       };
     }
   } else if (probeFailed && signals.overCapAnswers === 0 && testedAtCap(next, state.unprovenProbeAt as number, now, span, config)) {
-    // The metric window covered in flight at the probed cap without over-cap answers: the probe held.
+    // The metric window covered in flight at the probed cap without over-cap answers: the probe
+    // held. At the level that failed before (or above), the backoff has done its job: reset it.
     next.unprovenProbeAt = undefined;
-    next.probeBackoff = undefined;
+    if (next.effectiveCap >= (state.failedProbeCap ?? 0)) {
+      next.probeBackoff = undefined;
+      next.failedProbeCap = undefined;
+    }
   }
 
   const missing = missingSignals(signals, lanes);
@@ -292,11 +299,11 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
     } else if (
       next.effectiveCap < planCap(config) &&
       signals.overCapAnswers === 0 &&
-      now - state.lastProbeAt >= cooldown * (next.probeBackoff ?? 1) &&
       now - (state.lastShrinkAt ?? -Infinity) >= cooldown &&
-      testedAtCap(next, state.lastProbeAt, now, span, config)
+      testedAtCap(next, state.lastProbeAt, now, span, config) &&
+      now - state.lastProbeAt >= cooldown * probeWait(next, overCapStep(next))
     ) {
-      const step = next.refusedThreads !== undefined && next.refusedThreads - 1 > next.effectiveCap ? Math.ceil((next.refusedThreads - 1 - next.effectiveCap) / 2) : 1;
+      const step = overCapStep(next);
       next.provenThreads = ceilingFor(next.effectiveCap, config) * tpi;
       next.effectiveCap = Math.min(planCap(config), next.effectiveCap + step);
       next.lastProbeAt = now;
@@ -459,6 +466,21 @@ function finish(
 function testedAtCap(state: GovernorState, since: number, now: number, span: number, config: GovernorConfig): boolean {
   const capThreads = ceilingFor(state.effectiveCap, config) * config.tasksPerInvocation;
   return (state.recentUse ?? []).some((u) => u.at > since && now - u.at >= span / 2 && u.threads >= capThreads);
+}
+
+/** Threads an over-cap probe adds: half the gap to one below the refused level after a deep shrink, else 1. */
+function overCapStep(state: GovernorState): number {
+  return state.refusedThreads !== undefined && state.refusedThreads - 1 > state.effectiveCap ? Math.ceil((state.refusedThreads - 1 - state.effectiveCap) / 2) : 1;
+}
+
+/**
+ * Multiplier of the cooldown before an over-cap probe of `step` threads: the backoff for a probe
+ * that reaches the level a probe failed at, 1 for one that re-climbs below it (after a shrink
+ * that went deeper than the failed probe's level, that ground is known to hold).
+ */
+function probeWait(state: GovernorState, step: number): number {
+  const reaches = state.failedProbeCap === undefined || state.effectiveCap + step >= state.failedProbeCap;
+  return reaches ? (state.probeBackoff ?? 1) : 1;
 }
 
 /** Invocations backing off after over-cap answers: at most one per answer, at least one. */

@@ -125,11 +125,13 @@ export interface GovernorState {
    */
   unprovenProbeAt?: number;
   /**
-   * Multiplier of the over-cap probe cooldown (1 when absent): each failed probe doubles it, up
-   * to `maxProbeBackoff`, since every failed probe costs a burst of over-cap answers; a probe
-   * that holds resets it.
+   * Multiplier of the over-cap probe cooldown (1 when absent) for probes to `failedProbeCap` and
+   * above: each failed probe doubles it, up to `maxProbeBackoff`, since every failed probe costs a
+   * burst of over-cap answers; a probe that holds at that level or above resets it.
    */
   probeBackoff?: number;
+  /** Effective cap of the last failed over-cap probe: probes below it climb at the plain cooldown, the backoff applies from it up. */
+  failedProbeCap?: number;
   /** While the balance is under the halt level: the total ceiling frozen at the crossing (current use then). */
   haltCeiling?: number;
   /** The last balance read (USD) and when, for the spend rate. */
