@@ -6,7 +6,7 @@
  */
 import { setTimeout as sleepFor } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
-import type { Clock, SolveOptions, SolveOutcome, SolverPort } from '../core/ports.js';
+import type { Clock, SolveOptions, SolveOutcome, SolverAnswer, SolverPort } from '../core/ports.js';
 import { createAdaptivePollSchedule, type PollSchedule } from '../core/poll-schedule.js';
 import {
   SOLVER_ERROR_CODES,
@@ -169,6 +169,16 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
     if (signal?.aborted) throw aborted(taskId);
   }
 
+  /** Tell the caller about one response; a throwing hook must not change the solve. */
+  function notify(hook: SolveOptions['onSolverAnswer'], answer: SolverAnswer, taskId: string): void {
+    if (hook === undefined) return;
+    try {
+      hook(answer);
+    } catch (error) {
+      log.warn('onSolverAnswer hook threw; ignored', { taskId, error: describe(error) });
+    }
+  }
+
   /** Back off before retry number `attempt` (0-based), or throw `error` if that would pass the deadline. */
   async function backOff(error: SolverError, attempt: number, context: { signal: AbortSignal | undefined; deadlineAt: number; taskId: string }): Promise<void> {
     const delay = Math.round(Math.min(retry.maxBackoffMs, retry.baseBackoffMs * 2 ** attempt) * (0.5 + 0.5 * random()));
@@ -179,7 +189,11 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
     await pause(delay, context.signal, context.taskId);
   }
 
-  async function submit(task: Task, context: { signal: AbortSignal | undefined; deadlineAt: number; taskId: string }, retries: SolveOutcome['retries']): Promise<string> {
+  async function submit(
+    task: Task,
+    context: { signal: AbortSignal | undefined; deadlineAt: number; taskId: string; onSolverAnswer: SolveOptions['onSolverAnswer'] },
+    retries: SolveOutcome['retries'],
+  ): Promise<string> {
     const form: Record<string, string> = { method: task.method, json: '1' };
     for (const [name, value] of Object.entries(task.params)) {
       // The schema refuses a task's own key; the client's is added by call() and wins anyway.
@@ -190,12 +204,18 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
       let error: SolverError;
       try {
         const answer = await call({ path: 'in.php', form, signal: context.signal, taskId: context.taskId, deadlineAt: context.deadlineAt });
-        if (answer.ok) return answer.value;
+        if (answer.ok) {
+          notify(context.onSolverAnswer, { request: 'submit', outcome: 'accepted' }, context.taskId);
+          return answer.value;
+        }
         error = solverErrorFor(answer.code, dialect, { taskId: context.taskId, message: `in.php answered ${answer.code} for task ${context.taskId}` });
       } catch (thrown) {
         if (!(thrown instanceof SolverTransientError)) throw thrown;
         error = thrown;
       }
+      // Reported before any retry or throw, so a refused submission is counted even when the
+      // solve goes on retrying for a while.
+      notify(context.onSolverAnswer, { request: 'submit', outcome: error.errorClass, code: error.code }, context.taskId);
       if (error.errorClass === 'over_cap') {
         if (retries.overCap >= retry.maxOverCapRetries) throw solverErrorLike(error, `${error.message} after ${retries.overCap} over-cap retries`);
         await backOff(error, retries.overCap, context);
@@ -220,9 +240,9 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
   return {
     schedule,
 
-    async solve(task, { signal, deadlineAt, resumeSolverId, onSubmitted }) {
+    async solve(task, { signal, deadlineAt, resumeSolverId, onSubmitted, onSolverAnswer }) {
       const taskId = task.id;
-      const context = { signal, deadlineAt, taskId };
+      const context = { signal, deadlineAt, taskId, onSolverAnswer };
       const retries = { overCap: 0, transient: 0 };
       if (signal?.aborted) throw aborted(taskId);
 
@@ -255,6 +275,7 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
         try {
           const answer = await call({ path: 'res.php', query: { action: 'get', id: solverId, json: '1' }, signal, taskId, deadlineAt });
           if (answer.ok) {
+            notify(onSolverAnswer, { request: 'result', outcome: 'answered' }, taskId);
             const answeredAt = clock();
             if (!resumed) {
               schedule.observe(task.method, { lastNotReadyMs, answeredMs: answeredAt - acceptedAt, resultRequests });
@@ -263,6 +284,7 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
           }
           const errorClass = classifySolverCode(answer.code, dialect);
           if (errorClass === 'not_ready') {
+            notify(onSolverAnswer, { request: 'result', outcome: 'not_ready', code: answer.code }, taskId);
             transientInARow = 0;
             lastNotReadyMs = sentMs;
             // Step from the planned slot, not the send time: timers fire a little late, and
@@ -281,6 +303,7 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
           if (!(thrown instanceof SolverTransientError)) throw thrown;
           error = thrown;
         }
+        notify(onSolverAnswer, { request: 'result', outcome: error.errorClass, code: error.code }, taskId);
         if (error.errorClass !== 'transient' && error.errorClass !== 'over_cap') throw error;
         if (transientInARow >= retry.maxTransientRetries) {
           throw solverErrorLike(error, `${error.message} after ${transientInARow} transient retries in a row`);

@@ -9,7 +9,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricResolution, MetricUnit, type Metrics } from '../adapters/metrics.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { METRICS } from '../core/metric-names.js';
-import type { Clock, CompletionEvents, DeliveredMessage, ResultsRepository, SolveOutcome, SolverPort, TaskQueue } from '../core/ports.js';
+import type { Clock, CompletionEvents, DeliveredMessage, ResultsRepository, SolveOutcome, SolverAnswer, SolverPort, TaskQueue } from '../core/ports.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
 import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
 import {
@@ -193,6 +193,8 @@ class TaskRun {
   private readonly message: DeliveredMessage;
   private readonly claimToken: string;
   private claimLost = false;
+  /** Solver responses of this delivery, counted as they come and emitted once it ends. */
+  private readonly answers = { submissions: 0, resultRequests: 0, transientErrors: 0, taskErrors: 0 };
 
   constructor(
     private readonly record: SQSRecord,
@@ -242,7 +244,42 @@ class TaskRun {
       await this.recordSolved(outcome, base, claim.record, claim.previousSolverId);
     } catch (error) {
       await this.handleFailure(error, base, claim.record);
+    } finally {
+      // Every path (solved, failed, handed back, claim lost) reports the requests it made.
+      this.emitAnswerCounts();
     }
+  }
+
+  /**
+   * One solver response (the client calls this for every in.php / res.php answer, retried ones
+   * included). Over-cap answers go out at once as their own EMF document, with the submission
+   * they refused: the governor reads OverCapAnswers per window and must see them while this
+   * invocation may still be retrying; the rest is summed and emitted when the delivery ends.
+   */
+  private countAnswer(answer: SolverAnswer): void {
+    if (answer.request === 'submit' && answer.outcome === 'over_cap') {
+      // No extra dimension: the single metric keeps the plain `service` dimension the alarms,
+      // the dashboard and the governor read.
+      // A single metric publishes on every addMetric, so these are two documents sent now.
+      const single = this.deps.metrics.singleMetric();
+      single.addMetric(METRICS.overCapAnswers, MetricUnit.Count, 1);
+      single.addMetric(METRICS.submissions, MetricUnit.Count, 1);
+      return;
+    }
+    if (answer.request === 'submit') this.answers.submissions += 1;
+    else this.answers.resultRequests += 1;
+    if (answer.outcome === 'transient') this.answers.transientErrors += 1;
+    else if (answer.outcome === 'task_terminal') this.answers.taskErrors += 1;
+  }
+
+  private emitAnswerCounts(): void {
+    const m = this.deps.metrics;
+    const { submissions, resultRequests, transientErrors, taskErrors } = this.answers;
+    if (submissions > 0) m.addMetric(METRICS.submissions, MetricUnit.Count, submissions);
+    if (resultRequests > 0) m.addMetric(METRICS.resultRequests, MetricUnit.Count, resultRequests);
+    if (transientErrors > 0) m.addMetric(METRICS.transientErrors, MetricUnit.Count, transientErrors);
+    if (taskErrors > 0) m.addMetric(METRICS.taskErrors, MetricUnit.Count, taskErrors);
+    this.answers.submissions = this.answers.resultRequests = this.answers.transientErrors = this.answers.taskErrors = 0;
   }
 
   /** Submit (or resume) and poll; resubmit unsolvable captchas as the settings allow. */
@@ -258,8 +295,8 @@ class TaskRun {
           deadlineAt,
           signal: abort.signal,
           ...(resume !== undefined ? { resumeSolverId: resume } : {}),
+          onSolverAnswer: (answer) => this.countAnswer(answer),
           onSubmitted: async (solverId) => {
-            deps.metrics.addMetric(METRICS.submissions, MetricUnit.Count, 1);
             this.log.info('submitted to the solver', { solverId });
             if (!(await deps.repository.recordSolverId(this.task.id, this.claimToken, solverId))) {
               this.claimLost = true;
@@ -277,7 +314,6 @@ class TaskRun {
         if (error instanceof SolverTaskError && error.code === UNSOLVABLE && unsolvable < deps.settings.unsolvableResubmits) {
           unsolvable += 1;
           resume = undefined;
-          deps.metrics.addMetric(METRICS.taskErrors, MetricUnit.Count, 1);
           this.log.info('solver could not solve the captcha; resubmitting', { resubmit: unsolvable, of: deps.settings.unsolvableResubmits });
           continue;
         }
@@ -295,13 +331,7 @@ class TaskRun {
     const { deps, clock } = this.ctx;
     const m = deps.metrics;
     m.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, Math.max(0, outcome.answeredAt - outcome.acceptedAt), MetricResolution.High);
-    m.addMetric(METRICS.resultRequests, MetricUnit.Count, outcome.resultRequests);
-    if (outcome.retries.overCap > 0) {
-      m.addMetric(METRICS.overCapAnswers, MetricUnit.Count, outcome.retries.overCap);
-      // An over-cap answer is an in.php submission the solver refused.
-      m.addMetric(METRICS.submissions, MetricUnit.Count, outcome.retries.overCap);
-    }
-    if (outcome.retries.transient > 0) m.addMetric(METRICS.transientErrors, MetricUnit.Count, outcome.retries.transient);
+    // Requests, over-cap and transient answers were counted as they came (countAnswer).
 
     const method = this.task.method as SolverMethod;
     const ttl = METHOD_KIND[method] === 'token' ? TOKEN_TTL_MS[method] : undefined;
@@ -343,7 +373,6 @@ class TaskRun {
       return;
     }
     if (error instanceof SolverTaskError) {
-      m.addMetric(METRICS.taskErrors, MetricUnit.Count, 1);
       const completedAt = clock();
       const result = { ...base, status: 'failed' as const, errorCode: error.code, errorMessage: redactKey(error.message), completedAt };
       if (!(await deps.repository.complete(this.task.id, this.claimToken, result))) {
@@ -365,16 +394,10 @@ class TaskRun {
       return this.handBack(error, 'account', backoffSeconds(this.receiveCount, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds));
     }
     const delay = backoffSeconds(this.receiveCount, timing.retryBaseSeconds, timing.retryMaxSeconds);
-    if (error instanceof SolverOverCapError) {
-      m.addMetric(METRICS.overCapAnswers, MetricUnit.Count, 1);
-      m.addMetric(METRICS.submissions, MetricUnit.Count, 1);
-      return this.handBack(error, 'over_cap', delay);
-    }
+    // The answers behind these (over-cap, transient) were counted as they came (countAnswer).
+    if (error instanceof SolverOverCapError) return this.handBack(error, 'over_cap', delay);
     if (error instanceof SolverTimeoutError) return this.handBack(error, 'timeout', delay);
-    if (error instanceof SolverError) {
-      m.addMetric(METRICS.transientErrors, MetricUnit.Count, 1);
-      return this.handBack(error, 'transient', delay);
-    }
+    if (error instanceof SolverError) return this.handBack(error, 'transient', delay);
     return this.handBack(error, 'error', delay);
   }
 

@@ -4,9 +4,23 @@
  */
 import type { Task } from './task.js';
 import type { TaskResult } from './results.js';
+import type { SolverErrorClass } from './solver-protocol.js';
 
 /** Milliseconds since the epoch; injected so tests and the lab control time. */
 export type Clock = () => number;
+
+/**
+ * One solver response during a solve, as the client acted on it: `submit` is an in.php
+ * response, `result` a res.php get. `accepted` / `answered` are successes; otherwise the class
+ * the client treated the answer as (an over-cap code on res.php is a passing fault, so
+ * `transient`; HTTP and parse failures are `transient` too, with codes like `HTTP_502`).
+ */
+export interface SolverAnswer {
+  request: 'submit' | 'result';
+  outcome: 'accepted' | 'answered' | 'not_ready' | SolverErrorClass;
+  /** The protocol or transport code for a non-success (e.g. `ERROR_NO_SLOT_AVAILABLE`, `REQUEST_TIMEOUT`). */
+  code?: string;
+}
 
 export interface SolveOptions {
   /** Aborts polling and retries at once (e.g. the invocation is about to time out). */
@@ -17,6 +31,12 @@ export interface SolveOptions {
   resumeSolverId?: string;
   /** Called once the solver accepted the task, with its captcha id. */
   onSubmitted?: (solverId: string) => Promise<void> | void;
+  /**
+   * Called synchronously for every in.php / res.php response of this solve, including those
+   * retried inside the client and failed exchanges, as it happens (metrics per request).
+   * Its own throws are swallowed: counting must never change a solve.
+   */
+  onSolverAnswer?: (answer: SolverAnswer) => void;
 }
 
 export interface SolveOutcome {

@@ -3,16 +3,18 @@ import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { METRICS } from '../../functions/core/metric-names.js';
-import type { DeadLetter, DeliveredMessage, ResultsRepository, TaskQueue } from '../../functions/core/ports.js';
+import type { DeadLetter, DeliveredMessage, ResultsRepository, SolveOptions, SolveOutcome, SolverAnswer, TaskQueue } from '../../functions/core/ports.js';
 import type { FleetConfig } from '../../functions/core/settings.js';
 import {
   SolverAccountError,
+  SolverError,
   SolverOverCapError,
+  SolverTimeoutError,
   SolverTaskError,
   SolverTransientError,
   TOKEN_TTL_MS,
 } from '../../functions/core/solver-protocol.js';
-import { MAX_TASK_BYTES, type TaskMessage } from '../../functions/core/task.js';
+import { MAX_TASK_BYTES, type Task, type TaskMessage } from '../../functions/core/task.js';
 import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
 import {
   deliver,
@@ -26,7 +28,7 @@ import {
   type EmulatorFixture,
   type TestFleet,
 } from '../helpers/fleet-fixture.js';
-import { captureLogs, captureMetrics, imageTask, recaptchaTask, ScriptedSolver, taskId, TEST_SOLVER_KEY } from '../helpers/factories.js';
+import { captureLogs, captureMetrics, imageTask, recaptchaTask, ScriptedSolver, taskId, TEST_SOLVER_KEY, type SolverStep } from '../helpers/factories.js';
 
 let fixture: EmulatorFixture;
 let logs: ReturnType<typeof captureLogs>;
@@ -69,6 +71,57 @@ class RecordingQueue implements TaskQueue {
   }
 }
 
+/** A step that can also list the exact solver responses the solve reports, in order. */
+type AnsweringStep = SolverStep & { answers?: SolverAnswer[] };
+
+/**
+ * The scripted solver, reporting its responses through `onSolverAnswer` as the real client does
+ * (the consumer counts requests and error answers only from there). Without `answers`, a step's
+ * responses are derived: over-cap retries and the acceptance on submission; transient retries,
+ * not-ready polls and the answer on success (`resultRequests` in all); the error otherwise.
+ */
+class AnsweringSolver extends ScriptedSolver {
+  private readonly steps = new Map<string, AnsweringStep[]>();
+
+  override script(id: string, ...steps: AnsweringStep[]): this {
+    this.steps.set(id, [...(this.steps.get(id) ?? []), ...steps]);
+    return super.script(id, ...steps);
+  }
+
+  override async solve(task: Task, options: SolveOptions): Promise<SolveOutcome> {
+    const step = this.steps.get(task.id)?.shift() ?? {};
+    const emit = (answer: SolverAnswer) => options.onSolverAnswer?.(answer);
+    let submitted = options.resumeSolverId !== undefined;
+    if (step.answers) step.answers.forEach(emit);
+    const wrapped: SolveOptions = {
+      ...options,
+      onSubmitted: async (solverId) => {
+        submitted = true;
+        if (!step.answers) {
+          for (let i = 0; i < (step.retries?.overCap ?? 0); i += 1) emit({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+          emit({ request: 'submit', outcome: 'accepted' });
+        }
+        await options.onSubmitted?.(solverId);
+      },
+    };
+    try {
+      const outcome = await super.solve(task, wrapped);
+      if (!step.answers) {
+        const transient = step.retries?.transient ?? 0;
+        for (let i = 0; i < transient; i += 1) emit({ request: 'result', outcome: 'transient', code: 'HTTP_502' });
+        for (let i = transient + 1; i < outcome.resultRequests; i += 1) emit({ request: 'result', outcome: 'not_ready', code: 'CAPCHA_NOT_READY' });
+        emit({ request: 'result', outcome: 'answered' });
+      }
+      return outcome;
+    } catch (error) {
+      if (!step.answers && error instanceof SolverError && !(error instanceof SolverTimeoutError)) {
+        emit({ request: submitted ? 'result' : 'submit', outcome: error.errorClass, code: error.code });
+      }
+      throw error;
+    }
+  }
+}
+
 const FAST: Partial<ConsumerTiming> = {
   leaseMs: 400,
   recordMarginMs: 100,
@@ -80,7 +133,7 @@ const FAST: Partial<ConsumerTiming> = {
 
 async function harness(config: FleetConfig = {}, options: { timing?: Partial<ConsumerTiming>; wrapRepository?: (inner: ResultsRepository) => ResultsRepository } = {}) {
   const fleet: TestFleet = await fixture.createFleet({ unsolvableResubmits: 2, solveDeadlineSeconds: 10, ...config });
-  const solver = new ScriptedSolver();
+  const solver = new AnsweringSolver();
   const repository = new DynamoResultsRepository({
     documents: fleet.clients.documents,
     tableName: fleet.resources.tables.results,
@@ -335,6 +388,71 @@ describe('solver outcomes', () => {
     expect(h.metricSum(METRICS.failed, { ErrorCode: 'ERROR_CAPTCHA_UNSOLVABLE' })).toBe(1);
     expect(h.metricSum(METRICS.taskErrors)).toBe(5);
     expect(await h.depth()).toEqual({ visible: 0, inFlight: 0 });
+  });
+
+  it('counts the requests and error answers of a solve that fails or is handed back, not only of solved ones', async () => {
+    const h = await harness();
+    const failing = imageTask();
+    const flaky = imageTask();
+    const refused = imageTask();
+    const notReady: SolverAnswer = { request: 'result', outcome: 'not_ready', code: 'CAPCHA_NOT_READY' };
+    const transient: SolverAnswer = { request: 'result', outcome: 'transient', code: 'HTTP_502' };
+    const overCap: SolverAnswer = { request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' };
+    // Task-terminal answer on the third result request.
+    h.solver.script(failing.id as string, {
+      answers: [{ request: 'submit', outcome: 'accepted' }, notReady, notReady, { request: 'result', outcome: 'task_terminal', code: 'ERROR_BAD_DUPLICATES' }],
+      error: new SolverTaskError('ERROR_BAD_DUPLICATES', 'task_terminal'),
+    });
+    // One not-ready poll, then four transient failures in a row: handed back.
+    h.solver.script(flaky.id as string, {
+      answers: [{ request: 'submit', outcome: 'accepted' }, notReady, transient, transient, transient, transient],
+      error: new SolverTransientError('HTTP_502', 'transient'),
+      stage: 'poll',
+    });
+    // Four over-cap answers to in.php, the last one not retried: handed back.
+    h.solver.script(refused.id as string, { answers: [overCap, overCap, overCap, overCap], error: new SolverOverCapError('ERROR_NO_SLOT_AVAILABLE', 'over_cap') });
+    for (const task of [failing, flaky, refused]) await h.send(task);
+
+    await h.deliver({ max: 3 });
+
+    expect(await h.record(failing.id as string)).toMatchObject({ status: 'failed', errorCode: 'ERROR_BAD_DUPLICATES' });
+    expect(h.metricSum(METRICS.retried, { Reason: 'transient' })).toBe(1);
+    expect(h.metricSum(METRICS.retried, { Reason: 'over_cap' })).toBe(1);
+    expect(h.metricSum(METRICS.resultRequests)).toBe(3 + 5);
+    expect(h.metricSum(METRICS.submissions)).toBe(1 + 1 + 4);
+    expect(h.metricSum(METRICS.taskErrors)).toBe(1);
+    expect(h.metricSum(METRICS.transientErrors)).toBe(4);
+    expect(h.metricSum(METRICS.overCapAnswers)).toBe(4);
+  });
+
+  it('emits over-cap answers as they come, while the solve is still running, with the service dimension only', async () => {
+    const h = await harness();
+    const task = imageTask();
+    const overCap: SolverAnswer = { request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' };
+    h.solver.script(task.id as string, { answers: [overCap, overCap, { request: 'submit', outcome: 'accepted' }, { request: 'result', outcome: 'answered' }], delayMs: 600 });
+    await h.send(task);
+
+    const delivery = h.deliver();
+    const overCapDocuments = () => h.documents.filter((document) => document._aws.CloudWatchMetrics[0]?.Metrics.some((metric) => metric.Name === METRICS.overCapAnswers));
+    const seenBy = Date.now() + 500;
+    while (overCapDocuments().length < 2 && Date.now() < seenBy) await new Promise((resolve) => setTimeout(resolve, 10));
+
+    // Seen before the solve ended: still in flight, nothing solved yet.
+    expect(overCapDocuments()).toHaveLength(2);
+    expect(h.solver.inFlight).toBe(1);
+    expect(h.metricSum(METRICS.solved)).toBe(0);
+    expect(h.metricSum(METRICS.overCapAnswers)).toBe(2);
+    for (const document of overCapDocuments()) {
+      expect(document._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([['service']]);
+      expect(document.service).toBe('consumer');
+    }
+
+    expect((await delivery).acknowledged).toHaveLength(1);
+    expect(h.metricSum(METRICS.solved)).toBe(1);
+    // Counted once: nothing is added again when the solve ends.
+    expect(h.metricSum(METRICS.overCapAnswers)).toBe(2);
+    expect(h.metricSum(METRICS.submissions)).toBe(3);
+    expect(h.metricSum(METRICS.resultRequests)).toBe(1);
   });
 
   it('hands an over-cap answer back to the queue with the claim released, then solves it on the next delivery', async () => {

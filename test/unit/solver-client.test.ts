@@ -10,6 +10,7 @@ import {
   SolverTimeoutError,
   SolverTransientError,
 } from '../../functions/core/solver-protocol.js';
+import type { SolverAnswer } from '../../functions/core/ports.js';
 import type { Task } from '../../functions/core/task.js';
 
 const KEY = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
@@ -262,6 +263,85 @@ describe('solver client', () => {
       expect(error).toBeInstanceOf(SolverTransientError);
       expect(error).toMatchObject({ code: 'HTTP_500' });
       expect((error as Error).message).toMatch(/2 transient retries in a row/);
+    });
+  });
+
+  describe('onSolverAnswer', () => {
+    /** Collects the answers with the number of backoff sleeps made before each. */
+    function recorder() {
+      const answers: Array<SolverAnswer & { sleepsBefore: number }> = [];
+      return { answers, onSolverAnswer: (answer: SolverAnswer) => void answers.push({ ...answer, sleepsBefore: sleeps.length }) };
+    }
+
+    it('reports every response, retried ones included, as it comes (before the backoff)', async () => {
+      script('in.php', [code('ERROR_ZERO_BALANCE'), { status: 503, body: 'busy' }, ok('7')]);
+      script('res.php', [
+        NOT_READY,
+        { status: 502, body: '<html>bad gateway</html>' },
+        code('ERROR_NO_SLOT_AVAILABLE'),
+        NOT_READY,
+        { error: Object.assign(new Error('socket hang up'), { code: 'UND_ERR_SOCKET' }) },
+        ok('token'),
+      ]);
+      const { answers, onSolverAnswer } = recorder();
+
+      const outcome = await client().solve(task(), options({ onSolverAnswer }));
+
+      expect(answers.map(({ sleepsBefore: _, ...answer }) => answer)).toEqual([
+        { request: 'submit', outcome: 'over_cap', code: 'ERROR_ZERO_BALANCE' },
+        { request: 'submit', outcome: 'transient', code: 'HTTP_503' },
+        { request: 'submit', outcome: 'accepted' },
+        { request: 'result', outcome: 'not_ready', code: 'CAPCHA_NOT_READY' },
+        { request: 'result', outcome: 'transient', code: 'HTTP_502' },
+        // Over cap on a result request is a passing fault, retried as transient.
+        { request: 'result', outcome: 'transient', code: 'ERROR_NO_SLOT_AVAILABLE' },
+        { request: 'result', outcome: 'not_ready', code: 'CAPCHA_NOT_READY' },
+        { request: 'result', outcome: 'transient', code: 'CONNECTION_ERROR' },
+        { request: 'result', outcome: 'answered' },
+      ]);
+      // The over-cap answer is reported before the client backs off to retry it.
+      expect(answers[0]?.sleepsBefore).toBe(0);
+      expect(answers[1]?.sleepsBefore).toBe(1);
+      expect(answers.filter((answer) => answer.request === 'result')).toHaveLength(outcome.resultRequests);
+      expect(outcome.retries).toEqual({ overCap: 1, transient: 4 });
+    });
+
+    it('reports the responses of solves that fail: task-terminal, account, over cap spent, deadline', async () => {
+      script('in.php', [ok('9')]);
+      script('res.php', [NOT_READY, NOT_READY, code('ERROR_CAPTCHA_UNSOLVABLE')]);
+      const failed = recorder();
+      await expect(client().solve(task(), options({ onSolverAnswer: failed.onSolverAnswer }))).rejects.toBeInstanceOf(SolverTaskError);
+      expect(failed.answers.map((answer) => answer.outcome)).toEqual(['accepted', 'not_ready', 'not_ready', 'task_terminal']);
+      expect(failed.answers[3]).toMatchObject({ request: 'result', code: 'ERROR_CAPTCHA_UNSOLVABLE' });
+
+      script('in.php', [code('ERROR_WRONG_USER_KEY')]);
+      const account = recorder();
+      await expect(client().solve(task(), options({ onSolverAnswer: account.onSolverAnswer }))).rejects.toBeInstanceOf(SolverAccountError);
+      expect(account.answers).toMatchObject([{ request: 'submit', outcome: 'account', code: 'ERROR_WRONG_USER_KEY' }]);
+
+      script('in.php', [code('ERROR_NO_SLOT_AVAILABLE'), code('ERROR_NO_SLOT_AVAILABLE')]);
+      const refused = recorder();
+      await expect(client({ retry: { maxOverCapRetries: 1 } }).solve(task(), options({ onSolverAnswer: refused.onSolverAnswer }))).rejects.toBeInstanceOf(SolverOverCapError);
+      expect(refused.answers.map((answer) => answer.outcome)).toEqual(['over_cap', 'over_cap']);
+
+      script('in.php', [ok('11')]);
+      script('res.php', Array.from({ length: 5 }, () => NOT_READY));
+      const late = recorder();
+      await expect(client().solve(task(), { deadlineAt: now + 32_000, onSolverAnswer: late.onSolverAnswer })).rejects.toBeInstanceOf(SolverTimeoutError);
+      expect(late.answers.map((answer) => answer.outcome)).toEqual(['accepted', ...Array.from({ length: late.answers.length - 1 }, () => 'not_ready')]);
+      expect(late.answers.length).toBeGreaterThan(1);
+    });
+
+    it('a resumed solve reports no submission, and a throwing hook changes nothing', async () => {
+      script('res.php', [NOT_READY, ok('token')]);
+      const outcome = await client().solve(task(), options({ resumeSolverId: '77', onSolverAnswer: () => { throw new Error('sink down'); } }));
+      expect(outcome).toMatchObject({ answer: 'token', resultRequests: 2 });
+      expect(logs.some((line) => line.startsWith('onSolverAnswer hook threw'))).toBe(true);
+
+      script('res.php', [NOT_READY, ok('token')]);
+      const resumed = recorder();
+      await client().solve(task(), options({ resumeSolverId: '77', onSolverAnswer: resumed.onSolverAnswer }));
+      expect(resumed.answers.map((answer) => `${answer.request}:${answer.outcome}`)).toEqual(['result:not_ready', 'result:answered']);
     });
   });
 
