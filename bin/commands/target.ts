@@ -60,6 +60,11 @@ export async function resolveTarget(options: TargetOptions): Promise<FleetTarget
       return (await clients.sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl;
     } catch (error) {
       if (!required) return undefined;
+      if ((error as Error).name === 'CredentialsProviderError') {
+        throw new Error(
+          `no AWS credentials found to reach the fleet in AWS ${clients.region}. Configure them (aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), or use --local for a stack started with \`npm start -- --serve\`.`,
+        );
+      }
       throw new Error(
         `queue ${name} not found at ${endpoint ?? `AWS ${clients.region}`} (${(error as Error).name}). Check --prefix and --region, or use --local for a local stack.`,
       );
