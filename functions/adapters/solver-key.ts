@@ -5,6 +5,8 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { FleetEnvironment } from '../core/environment.js';
 import { SOLVER_KEY_PLACEHOLDER } from '../core/deployment.js';
+import type { SolverPort } from '../core/ports.js';
+import { SolverAccountError } from '../core/solver-protocol.js';
 import { baseClientConfig } from './aws-clients.js';
 
 /** The key could not be read or is unusable. The message names the secret, never its value. */
@@ -83,4 +85,34 @@ async function load(options: SolverKeyLoaderOptions): Promise<string> {
   }
   if (secretString === undefined) throw new SolverKeyError(`secret ${source.secretArn} has no SecretString (binary secrets are not supported)`);
   return keyFromSecretString(secretString, source.secretArn);
+}
+
+/** Code the consumer records when the key cannot be read or is still the placeholder. */
+export const SOLVER_KEY_UNUSABLE = 'SOLVER_KEY_UNUSABLE';
+
+/**
+ * A SolverPort that reads the key on first use (and again after a failed read), so a fleet
+ * deployed before its key was set recovers by itself once the operator puts the key in. An
+ * unusable key is an account error: the consumer leaves the task queued and counts it, and the
+ * governor pauses — rather than whole batches failing their way to the DLQ.
+ */
+export function createKeyedSolver(loadKey: () => Promise<string>, build: (key: string) => SolverPort): SolverPort {
+  let solver: SolverPort | undefined;
+  const current = async (): Promise<SolverPort> => {
+    if (solver) return solver;
+    let key: string;
+    try {
+      key = await loadKey();
+    } catch (error) {
+      throw new SolverAccountError(SOLVER_KEY_UNUSABLE, 'account', { message: (error as Error).message });
+    }
+    solver = build(key);
+    return solver;
+  };
+  return {
+    solve: async (task, options) => (await current()).solve(task, options),
+    getBalance: async (options) => (await current()).getBalance(options),
+    reportBad: async (solverId) => (await current()).reportBad(solverId),
+    reportGood: async (solverId) => (await current()).reportGood(solverId),
+  };
 }

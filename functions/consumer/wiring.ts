@@ -10,7 +10,7 @@ import { createEventBridgePublisher } from '../adapters/completion-events.js';
 import { createMetrics, type EmfSink } from '../adapters/metrics.js';
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
 import { createSolverClient } from '../adapters/solver-client.js';
-import { createSolverKeyLoader } from '../adapters/solver-key.js';
+import { createKeyedSolver, createSolverKeyLoader } from '../adapters/solver-key.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import type { FleetEnvironment } from '../core/environment.js';
 import { SERVICES } from '../core/metric-names.js';
@@ -45,13 +45,15 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
   });
   const solver: SolverPort =
     options.solver ??
-    createSolverClient({
-      baseUrl: settings.solverBaseUrl,
-      key: await createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) })(),
-      dialect: settings.dialect,
-      // Its lines carry the task id and are redacted before they reach the logger.
-      logger: { debug: (message, attributes) => logger.debug(message, attributes ?? {}), warn: (message, attributes) => logger.warn(message, attributes ?? {}) },
-    });
+    createKeyedSolver(createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) }), (key) =>
+      createSolverClient({
+        baseUrl: settings.solverBaseUrl,
+        key,
+        dialect: settings.dialect,
+        // Its lines carry the task id and are redacted before they reach the logger.
+        logger: { debug: (message, attributes) => logger.debug(message, attributes ?? {}), warn: (message, attributes) => logger.warn(message, attributes ?? {}) },
+      }),
+    );
   let events = options.events;
   if (events === undefined && environment.eventBusName !== undefined) {
     events = createEventBridgePublisher({

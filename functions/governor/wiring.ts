@@ -12,7 +12,7 @@ import { createDynamoGovernorState, createMemoryGovernorState } from '../adapter
 import { createLambdaActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
 import { createSolverClient } from '../adapters/solver-client.js';
-import { createSolverKeyLoader } from '../adapters/solver-key.js';
+import { createKeyedSolver, createSolverKeyLoader } from '../adapters/solver-key.js';
 import { ConfigError, type FleetSettings } from '../core/settings.js';
 import type { FleetEnvironment } from '../core/environment.js';
 import { governorConfigFrom } from '../core/governor/policy.js';
@@ -63,11 +63,9 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const config = governorConfigFrom(settings, { highLane, probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs });
   const solver =
     options.solver ??
-    createSolverClient({
-      baseUrl: settings.solverBaseUrl,
-      key: await createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(endpoint ? { endpoint } : {}) })(),
-      dialect: settings.dialect,
-    });
+    createKeyedSolver(createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(endpoint ? { endpoint } : {}) }), (key) =>
+      createSolverClient({ baseUrl: settings.solverBaseUrl, key, dialect: settings.dialect }),
+    );
   const balance: BalanceReader = createCachedBalance(solver, {
     ttlMs: Math.min(60_000, Math.max(settings.tickMs, 1000)),
     ...(options.clock ? { clock: options.clock } : {}),

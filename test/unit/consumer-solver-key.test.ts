@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { createSolverKeyLoader, keyFromSecretString, SolverKeyError } from '../../functions/adapters/solver-key.js';
+import { createKeyedSolver, createSolverKeyLoader, keyFromSecretString, SOLVER_KEY_UNUSABLE, SolverKeyError } from '../../functions/adapters/solver-key.js';
+import { SolverAccountError } from '../../functions/core/solver-protocol.js';
 import { SOLVER_KEY_PLACEHOLDER } from '../../functions/core/deployment.js';
 
 const KEY = '0123456789abcdef0123456789abcdef';
@@ -74,5 +75,32 @@ describe('createSolverKeyLoader', () => {
   it('takes the key from the environment locally', async () => {
     await expect(createSolverKeyLoader({ source: { key: ` ${KEY} ` } })()).resolves.toBe(KEY);
     await expect(createSolverKeyLoader({ source: { key: ' ' } })()).rejects.toThrow('SOLVER_KEY is empty');
+  });
+});
+
+describe('createKeyedSolver', () => {
+  const outcome = { answer: 'ok', solverId: '1', acceptedAt: 0, answeredAt: 1, resultRequests: 1, retries: { overCap: 0, transient: 0 } };
+  const fakeSolver = (key: string) => ({
+    solve: async () => ({ ...outcome, answer: `solved with a ${key.length}-char key` }),
+    getBalance: async () => 3,
+    reportBad: async () => {},
+    reportGood: async () => {},
+  });
+
+  it('turns an unset key into an account error (tasks wait, the governor pauses) and recovers once it is set', async () => {
+    let secret = SOLVER_KEY_PLACEHOLDER;
+    const client = secrets(async () => ({ SecretString: secret }));
+    const solver = createKeyedSolver(createSolverKeyLoader({ source: { secretArn: ARN }, secretsManager: client }), fakeSolver);
+    const task = { id: 't1' } as never;
+    const failing = solver.solve(task, { deadlineAt: Date.now() + 1000 });
+    await expect(failing).rejects.toBeInstanceOf(SolverAccountError);
+    await expect(failing).rejects.toMatchObject({ code: SOLVER_KEY_UNUSABLE, errorClass: 'account' });
+    await expect(solver.getBalance()).rejects.toThrow(/placeholder/);
+
+    secret = KEY;
+    await expect(solver.solve(task, { deadlineAt: Date.now() + 1000 })).resolves.toMatchObject({ answer: 'solved with a 32-char key' });
+    await expect(solver.getBalance()).resolves.toBe(3);
+    // Two failed reads, then one that worked and is kept.
+    expect(client.calls).toBe(3);
   });
 });
