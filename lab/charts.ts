@@ -30,7 +30,7 @@ const PANELS = [
 /** The ECharts option of one trace's chart: three stacked panels sharing the time axis. */
 export function chartOption(entry: TraceRuns, options: { interactive?: boolean } = {}): Record<string, unknown> {
   const { trace, runs } = entry;
-  const top = 60;
+  const top = 84;
   const gap = 28;
   const panelHeight = 150;
   const grid = PANELS.map((_, i) => ({ left: 60, right: 24, top: top + i * (panelHeight + gap), height: panelHeight }));
@@ -61,14 +61,16 @@ export function chartOption(entry: TraceRuns, options: { interactive?: boolean }
       showSymbol: false,
       step: panel.key === 'ceiling' ? 'end' : undefined,
       lineStyle: { width: run.policy === 'governor' ? 2 : 1.2 },
+      // The governor on top: the oracle and static pool often trace the same line.
+      z: run.policy === 'governor' ? 3 : 2,
       color: COLOURS[run.policy] ?? '#333',
       data: run.samples.t.map((t, k) => [round(t / 60, 2), run.samples[panel.key][k]!]),
     })),
   );
   return {
     animation: false,
-    title: { text: `${trace.name}: backlog, ceiling and in flight`, left: 'center', textStyle: { fontSize: 14 } },
-    legend: { top: 24, data: runs.map((r) => r.policy) },
+    title: { text: `${trace.name}: backlog, ceiling and in flight`, left: 'center', top: 4, textStyle: { fontSize: 14 } },
+    legend: { top: 30, data: runs.map((r) => r.policy) },
     tooltip: options.interactive ? { trigger: 'axis', axisPointer: { type: 'line' } } : undefined,
     axisPointer: options.interactive ? { link: [{ xAxisIndex: 'all' }] } : undefined,
     dataZoom: options.interactive ? [{ type: 'inside', xAxisIndex: [0, 1, 2] }, { type: 'slider', xAxisIndex: [0, 1, 2], bottom: 4, height: 18 }] : undefined,
@@ -80,7 +82,7 @@ export function chartOption(entry: TraceRuns, options: { interactive?: boolean }
 }
 
 /** Height the chart's panels need, px. */
-export const CHART_HEIGHT = 60 + 3 * (150 + 28) + 30;
+export const CHART_HEIGHT = 84 + 3 * (150 + 28) + 30;
 
 /** One trace's chart as an SVG document, drawn by ECharts' server-side SVG renderer. */
 export function renderSvg(entry: TraceRuns, width = 960): string {
