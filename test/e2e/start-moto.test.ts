@@ -3,45 +3,21 @@
  * URL. moto is not a dependency (it is a Python tool): without `moto_server` on PATH the test
  * is skipped.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HAS_MOTO, startMotoServer, type MotoServer } from '../helpers/moto.js';
 
-const hasMoto = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' }).status === 0;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-describe.skipIf(!hasMoto)('captcha-fleet start --endpoint (moto_server)', () => {
-  let moto: ChildProcess | undefined;
+describe.skipIf(!HAS_MOTO)('captcha-fleet start --endpoint (moto_server)', () => {
+  let moto: MotoServer | undefined;
   let endpoint = '';
 
   beforeAll(async () => {
-    const port = await freePort();
-    endpoint = `http://127.0.0.1:${port}`;
-    moto = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-    const until = Date.now() + 30_000;
-    for (;;) {
-      try {
-        if ((await fetch(`${endpoint}/moto-api/`)).status < 500) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > until) throw new Error('moto_server did not start within 30 s');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    moto = await startMotoServer();
+    endpoint = moto.endpoint;
   });
 
-  afterAll(() => {
-    moto?.kill('SIGTERM');
+  afterAll(async () => {
+    await moto?.stop();
   });
 
   it('runs the whole demo against it: every task reaches a result, nothing lost', async () => {

@@ -3,8 +3,6 @@
  * environment the stack sets, against moto_server (SQS, DynamoDB, Secrets Manager on one
  * endpoint) and the solver simulator over HTTP. moto_server is optional: skipped when absent.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
@@ -16,35 +14,17 @@ import { ensureFleetResources } from '../../local/resources.js';
 import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
 import { deliver, sendMessage, sleep, type TestFleet } from '../helpers/fleet-fixture.js';
 import { imageTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
+import { HAS_MOTO, startMotoServer, type MotoServer } from '../helpers/moto.js';
 
-const hasMoto = spawnSync('moto_server', ['--help'], { stdio: 'ignore' }).status === 0;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-describe.skipIf(!hasMoto)('consumer Lambda entry (moto_server)', () => {
-  let moto: ChildProcess | undefined;
+describe.skipIf(!HAS_MOTO)('consumer Lambda entry (moto_server)', () => {
+  let moto: MotoServer | undefined;
   let simulator: SolverSimulator;
   let fleet: TestFleet;
   const saved = { ...process.env };
 
   beforeAll(async () => {
-    const port = await freePort();
-    moto = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-    const endpoint = `http://127.0.0.1:${port}`;
-    for (let i = 0; i < 100; i++) {
-      const up = await fetch(`${endpoint}/moto-api/`).then(() => true, () => false);
-      if (up) break;
-      await sleep(100);
-    }
+    moto = await startMotoServer();
+    const endpoint = moto.endpoint;
     simulator = createSolverSimulator({ seed: 3, medianMs: 0, validKeys: [TEST_SOLVER_KEY] });
     const { url } = await simulator.listen();
     const config = { prefix: 'moto-consumer', solverBaseUrl: url };
@@ -69,7 +49,7 @@ describe.skipIf(!hasMoto)('consumer Lambda entry (moto_server)', () => {
   afterAll(async () => {
     process.env = saved;
     await simulator?.close();
-    moto?.kill('SIGTERM');
+    await moto?.stop();
   });
 
   it('solves a task through the real solver client with the key from Secrets Manager, and never prints the key', async () => {

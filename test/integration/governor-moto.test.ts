@@ -4,8 +4,6 @@
  * percentiles, so the p95 query is covered by the request-shape test in test/unit.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { CreateEventSourceMappingCommand, CreateFunctionCommand, GetEventSourceMappingCommand, GetFunctionConcurrencyCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -17,24 +15,13 @@ import { parseEnvironment } from '../../functions/core/environment.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
 import { formatTick } from '../../bin/commands/governor.js';
 import { createSolverSimulator } from '../../local/solver-sim/index.js';
+import { HAS_MOTO, startMotoServer, type MotoServer } from '../helpers/moto.js';
 
-const hasMoto = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' }).status === 0;
 /** moto enforces the unreserved floor of 100 only under a quota; 112 leaves room to reserve 12. */
 const QUOTA = 112;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
-  let moto: ChildProcess;
+describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
+  let moto: MotoServer | undefined;
   let endpoint: string;
   let lambda: LambdaClient;
   let sqs: SQSClient;
@@ -43,18 +30,8 @@ describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
   const queueUrls: { normal: string; high: string } = { normal: '', high: '' };
 
   beforeAll(async () => {
-    const port = await freePort();
-    endpoint = `http://127.0.0.1:${port}`;
-    moto = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore', env: { ...process.env, MOTO_LAMBDA_CONCURRENCY_QUOTA: String(QUOTA) } });
-    for (let i = 0; ; i++) {
-      try {
-        if ((await fetch(`${endpoint}/moto-api/`)).ok) break;
-      } catch {
-        // not listening yet
-      }
-      if (i > 100) throw new Error('moto_server did not start');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    moto = await startMotoServer({ env: { MOTO_LAMBDA_CONCURRENCY_QUOTA: String(QUOTA) } });
+    endpoint = moto.endpoint;
     const config = baseClientConfig(endpoint, 'us-east-1');
     lambda = new LambdaClient(config);
     sqs = new SQSClient(config);
@@ -96,11 +73,7 @@ describe.skipIf(!hasMoto)('governor adapters on moto_server', () => {
     lambda?.destroy();
     sqs?.destroy();
     cloudwatch?.destroy();
-    if (moto && moto.exitCode === null) {
-      const exited = new Promise((resolve) => moto.once('exit', resolve));
-      moto.kill('SIGTERM');
-      await exited;
-    }
+    await moto?.stop();
   });
 
   it('moves MaximumConcurrency and Enabled per lane and keeps the reservation at their sum', async () => {
