@@ -31,6 +31,10 @@ export function baseClientConfig(endpoint: string | undefined, region: string) {
     ...(endpoint ? { endpoint } : {}),
     ...(local && !hasCredentials ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
     maxAttempts: 3,
+    // Bound every call: the consumer keeps 20 s to claim and record around a solve, and the
+    // governor must finish its ticks before its timeout. Long polls of 20 s would need more;
+    // this code polls for at most a few seconds.
+    requestHandler: { requestTimeout: 10_000, connectionTimeout: 3_000 },
   };
 }
 

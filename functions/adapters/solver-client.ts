@@ -367,12 +367,22 @@ export function readProtocolAnswer(text: string): Answer | undefined {
       if (value !== null && typeof value === 'object') return { ok: true, value: JSON.stringify(value) };
       return undefined;
     }
-    if ((status === 0 || status === '0') && typeof value === 'string' && value !== '') return { ok: false, code: value };
+    if ((status === 0 || status === '0') && typeof value === 'string' && value !== '') return { ok: false, code: protocolCode(value) };
     return undefined;
   }
   if (trimmed.startsWith('OK|') && trimmed.length > 3) return { ok: true, value: trimmed.slice(3) };
   if (trimmed in SOLVER_ERROR_CODES) return { ok: false, code: trimmed };
   return undefined;
+}
+
+/**
+ * Error codes travel into logs, metrics and records: keep only what looks like a protocol code,
+ * so a service or proxy that echoes request text (a key) in `request` cannot leak it.
+ */
+const PROTOCOL_CODE = /^(?:[A-Z][A-Z0-9_]{1,63}|ERROR: \d{1,5})$/;
+export const UNRECOGNIZED_CODE = 'UNRECOGNIZED_CODE';
+function protocolCode(value: string): string {
+  return PROTOCOL_CODE.test(value) ? value : UNRECOGNIZED_CODE;
 }
 
 /** The same typed error with another message (kept class, code, task id). */

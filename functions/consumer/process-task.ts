@@ -243,7 +243,14 @@ class TaskRun {
       const outcome = await this.solve(claim.previousSolverId, claimedAt);
       await this.recordSolved(outcome, base, claim.record, claim.previousSolverId);
     } catch (error) {
-      await this.handleFailure(error, base, claim.record);
+      try {
+        await this.handleFailure(error, base, claim.record);
+      } catch (failure) {
+        if (failure instanceof RetryLaterError) throw failure;
+        // Recording the failure itself failed (the table unreachable): hand the task back with
+        // its claim released, as for any other error, so the retry need not wait for the lease.
+        await this.handBack(failure, 'error', backoffSeconds(this.receiveCount, this.ctx.timing.retryBaseSeconds, this.ctx.timing.retryMaxSeconds));
+      }
     } finally {
       // Every path (solved, failed, handed back, claim lost) reports the requests it made.
       this.emitAnswerCounts();

@@ -622,6 +622,37 @@ describe('batches', () => {
     expect(await h.depth()).toEqual({ visible: 0, inFlight: 0 });
   });
 
+  it('releases the claim when writing a failed result itself fails, so the redelivery records it without waiting for the lease', async () => {
+    let failWrites = 1;
+    const h = await harness({}, {
+      wrapRepository: (inner) =>
+        new Proxy(inner, {
+          get(target, property, receiver) {
+            if (property !== 'complete') return Reflect.get(target, property, receiver);
+            return async (...args: Parameters<ResultsRepository['complete']>) => {
+              if (failWrites > 0) {
+                failWrites--;
+                throw new Error('ProvisionedThroughputExceededException');
+              }
+              return target.complete(...args);
+            };
+          },
+        }),
+    });
+    const task = imageTask();
+    await h.send(task);
+    h.solver.script(task.id as string, { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal') }, { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal') });
+
+    const first = await h.deliver({ max: 1 });
+    expect(first.response.batchItemFailures).toHaveLength(1);
+    // Handed back released: lease 0, so the next delivery is not `held`.
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solving', leaseUntil: 0 });
+
+    const second = await h.deliver({ max: 1 });
+    expect(second.acknowledged).toHaveLength(1);
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'failed', errorCode: 'ERROR_BAD_PARAMETERS' });
+  });
+
   it('loses nothing when an invocation dies mid-batch: the redelivered batch is solved once', async () => {
     // Prepare: complete() of one task never returns, as if the environment died there.
     let dieOn = '';

@@ -363,6 +363,14 @@ describe('solver client', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('keeps only protocol-shaped error codes, so an answer that echoes the key cannot carry it into logs or records', async () => {
+    script('in.php', [code(`invalid key ${KEY} for this account`), code(`invalid key ${KEY} for this account`), code(`invalid key ${KEY} for this account`), code(`invalid key ${KEY} for this account`)]);
+    const error = (await client({ retry: { baseBackoffMs: 1, maxBackoffMs: 1, maxTransientRetries: 1 } }).solve(task(), options()).catch((caught: unknown) => caught)) as Error & { code: string };
+    expect(error.code).toBe('UNRECOGNIZED_CODE');
+    expect(`${error.message} ${error.stack} ${String(error.cause ?? '')}`).not.toContain(KEY);
+    expect(logs.join('\n')).not.toContain(KEY);
+  });
+
   it('an account answer throws SolverAccountError at once', async () => {
     script('in.php', [code('ERROR_WRONG_USER_KEY')]);
 
