@@ -305,7 +305,16 @@ class TaskRun {
           onSolverAnswer: (answer) => this.countAnswer(answer),
           onSubmitted: async (solverId) => {
             this.log.info('submitted to the solver', { solverId });
-            if (!(await deps.repository.recordSolverId(this.task.id, this.claimToken, solverId))) {
+            let stillOurs: boolean;
+            try {
+              stillOurs = await deps.repository.recordSolverId(this.task.id, this.claimToken, solverId);
+            } catch (error) {
+              // The submission is paid for: keep polling it. The claim is still ours, and the
+              // terminal record carries the solver id; only a takeover could not resume it.
+              this.log.warn('solver id not recorded; polling on', { solverId, error: redactKey((error as Error).message) });
+              return;
+            }
+            if (!stillOurs) {
               this.claimLost = true;
               abort.abort(new ClaimLostError(this.task.id));
             }

@@ -622,6 +622,28 @@ describe('batches', () => {
     expect(await h.depth()).toEqual({ visible: 0, inFlight: 0 });
   });
 
+  it('keeps polling a paid submission when its solver id cannot be recorded, and solves the task once', async () => {
+    const h = await harness({}, {
+      wrapRepository: (inner) =>
+        new Proxy(inner, {
+          get(target, property, receiver) {
+            if (property !== 'recordSolverId') return Reflect.get(target, property, receiver);
+            return async () => {
+              throw new Error('ProvisionedThroughputExceededException');
+            };
+          },
+        }),
+    });
+    const task = imageTask();
+    await h.send(task);
+
+    const first = await h.deliver({ max: 1 });
+
+    expect(first.acknowledged).toHaveLength(1);
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved' });
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+  });
+
   it('releases the claim when writing a failed result itself fails, so the redelivery records it without waiting for the lease', async () => {
     let failWrites = 1;
     const h = await harness({}, {
