@@ -4,29 +4,18 @@
  * governor moves. Permissions: its queues, its table, the key, the completion-event bus.
  */
 import { Duration } from 'aws-cdk-lib';
-import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
 import { COMPLETION_EVENT_SOURCE } from '../functions/core/events.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
-import type { FleetSettings, ParsedFleetConfig } from '../functions/core/settings.js';
 import { FleetFunction } from './fleet-function.js';
-import { fleetEnvironment } from './fleet-environment.js';
-import type { SolverKeySecret } from './solver-key-secret.js';
-import type { TaskQueues } from './task-queues.js';
+import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 
-export interface ConsumerProps {
-  settings: FleetSettings;
-  fleetConfig: ParsedFleetConfig;
-  queues: TaskQueues;
-  resultsTable: dynamodb.ITable;
-  governorTable: dynamodb.ITable;
-  solverKey: SolverKeySecret;
-  bus: events.IEventBus;
+/** The fleet's resources every function's environment is built from, plus the consumer's own props. */
+export interface ConsumerProps extends Omit<FleetEnvironmentInput, 'service'> {
   /** Initial MaximumConcurrency per lane (each ≥ 2). */
   initialCeilings: Record<Lane, number>;
   /**

@@ -5,7 +5,6 @@
  * and read and write only its own state item.
  */
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
-import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -14,12 +13,9 @@ import { Construct } from 'constructs';
 import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
 import { ENV } from '../functions/core/environment.js';
 import { SERVICES } from '../functions/core/metric-names.js';
-import type { FleetSettings, ParsedFleetConfig } from '../functions/core/settings.js';
 import type { Consumer } from './consumer.js';
-import { fleetEnvironment } from './fleet-environment.js';
+import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 import { FleetFunction } from './fleet-function.js';
-import type { SolverKeySecret } from './solver-key-secret.js';
-import type { TaskQueues } from './task-queues.js';
 
 /** The schedule fires once a minute; the governor ticks (settings.tickMs) inside the invocation. */
 export const GOVERNOR_SCHEDULE = 'rate(1 minute)';
@@ -29,15 +25,8 @@ export const GOVERNOR_SCHEDULE = 'rate(1 minute)';
  */
 export const GOVERNOR_TIMEOUT = Duration.seconds(55);
 
-export interface GovernorProps {
-  settings: FleetSettings;
-  fleetConfig: ParsedFleetConfig;
-  queues: TaskQueues;
+export interface GovernorProps extends Omit<FleetEnvironmentInput, 'service'> {
   consumer: Consumer;
-  resultsTable: dynamodb.ITable;
-  governorTable: dynamodb.ITable;
-  solverKey: SolverKeySecret;
-  bus: events.IEventBus;
 }
 
 export class Governor extends Construct {

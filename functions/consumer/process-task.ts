@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricResolution, MetricUnit, type Metrics } from '../adapters/metrics.js';
-import { queueNameOf } from '../adapters/task-queue.js';
+import { MAX_VISIBILITY_SECONDS, queueNameOf } from '../adapters/task-queue.js';
 import { METRICS } from '../core/metric-names.js';
 import type { Clock, CompletionEvents, DeliveredMessage, ResultsRepository, SolveOutcome, SolverAnswer, SolverPort, TaskQueue } from '../core/ports.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
@@ -26,7 +26,6 @@ import {
 import { parseTask, type Task } from '../core/task.js';
 
 /** SQS caps a visibility timeout at 12 hours. */
-const MAX_VISIBILITY_SECONDS = 43_200;
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
 const STALE_ID_CODES = new Set(['ERROR_WRONG_CAPTCHA_ID', 'ERROR_WRONG_ID_FORMAT']);
 const UNSOLVABLE = 'ERROR_CAPTCHA_UNSOLVABLE';
@@ -137,13 +136,19 @@ export async function processRecord(record: SQSRecord, ctx: RecordContext): Prom
     const delay = backoffSeconds(receiveCount, ctx.timing.retryBaseSeconds, ctx.timing.retryMaxSeconds);
     const log = deps.logger.createChild({ persistentKeys: { taskId, messageId: record.messageId, requestId: ctx.requestId } });
     log.error('record failed; it will be delivered again', { error: redactKey(`${(error as Error).name}: ${(error as Error).message}`), retryInSeconds: delay });
-    try {
-      await deps.queue.changeVisibility({ eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle }, delay);
-    } catch {
-      // The queue's own visibility timeout then applies.
-    }
+    await hideMessage(deps.queue, { eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle }, delay, log);
     countRetried(deps.metrics, 'error');
     throw new RetryLaterError('error', taskId, `record of task ${taskId} failed unexpectedly`, { cause: error });
+  }
+}
+
+/** Delay a message's next delivery; if that fails it returns after the queue's own visibility timeout: later, not lost. */
+async function hideMessage(queue: TaskQueue, message: DeliveredMessage, seconds: number, log: Pick<Logger, 'warn'>): Promise<void> {
+  const visibility = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(seconds)));
+  try {
+    await queue.changeVisibility(message, visibility);
+  } catch (error) {
+    log.warn('visibility could not be changed', { visibility, error: redactKey((error as Error).message) });
   }
 }
 
@@ -458,14 +463,8 @@ class TaskRun {
     return new RetryLaterError(reason, this.task.id, message, cause === undefined ? {} : { cause });
   }
 
-  private async hideFor(seconds: number): Promise<void> {
-    const visibility = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(seconds)));
-    try {
-      await this.deps.queue.changeVisibility(this.message, visibility);
-    } catch (error) {
-      // The message then returns after the queue's own visibility timeout: later, not lost.
-      this.log.warn('visibility could not be changed', { visibility, error: redactKey((error as Error).message) });
-    }
+  private hideFor(seconds: number): Promise<void> {
+    return hideMessage(this.deps.queue, this.message, seconds, this.log);
   }
 
   /**

@@ -9,8 +9,7 @@ import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters
 import { createEventBridgePublisher } from '../adapters/completion-events.js';
 import { createMetrics, type EmfSink } from '../adapters/metrics.js';
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
-import { createSolverClient } from '../adapters/solver-client.js';
-import { createKeyedSolver, createSolverKeyLoader } from '../adapters/solver-key.js';
+import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import type { FleetEnvironment } from '../core/environment.js';
 import { SERVICES } from '../core/metric-names.js';
@@ -45,15 +44,11 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
   });
   const solver: SolverPort =
     options.solver ??
-    createKeyedSolver(createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) }), (key) =>
-      createSolverClient({
-        baseUrl: settings.solverBaseUrl,
-        key,
-        dialect: settings.dialect,
-        // Its lines carry the task id and are redacted before they reach the logger.
-        logger: { debug: (message, attributes) => logger.debug(message, attributes ?? {}), warn: (message, attributes) => logger.warn(message, attributes ?? {}) },
-      }),
-    );
+    // Its lines carry the task id and are redacted before they reach the logger.
+    solverFromEnvironment(environment, clients.region, {
+      debug: (message, attributes) => logger.debug(message, attributes ?? {}),
+      warn: (message, attributes) => logger.warn(message, attributes ?? {}),
+    });
   let events = options.events;
   if (events === undefined && environment.eventBusName !== undefined) {
     events = createEventBridgePublisher({

@@ -11,8 +11,8 @@ import { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS, createCloudWatchSignals }
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
 import { createLambdaActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
-import { createSolverClient } from '../adapters/solver-client.js';
-import { createKeyedSolver, createSolverKeyLoader } from '../adapters/solver-key.js';
+import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
+import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type FleetSettings } from '../core/settings.js';
 import type { FleetEnvironment } from '../core/environment.js';
 import { governorConfigFrom } from '../core/governor/policy.js';
@@ -63,9 +63,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const config = governorConfigFrom(settings, { highLane, probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs });
   const solver =
     options.solver ??
-    createKeyedSolver(createSolverKeyLoader({ source: environment.solverKeySource, region: clients.region, ...(endpoint ? { endpoint } : {}) }), (key) =>
-      createSolverClient({ baseUrl: settings.solverBaseUrl, key, dialect: settings.dialect }),
-    );
+    solverFromEnvironment(environment, clients.region);
   const balance: BalanceReader = createCachedBalance(solver, {
     ttlMs: Math.min(60_000, Math.max(settings.tickMs, 1000)),
     ...(options.clock ? { clock: options.clock } : {}),
@@ -75,7 +73,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     cloudwatch,
     namespace: settings.metricsNamespace,
     ...(options.clock ? { clock: options.clock } : {}),
-    queueNames: { normal: queueName(environment.queueUrls.normal), ...(highLane ? { high: queueName(environment.queueUrls.high as string) } : {}) },
+    queueNames: { normal: queueNameOf(environment.queueUrls.normal), ...(highLane ? { high: queueNameOf(environment.queueUrls.high as string) } : {}) },
     onError: (error) => log?.warn('CloudWatch read failed; metric signals unknown', { error: (error as Error).message }),
   });
   const state: GovernorStateStore =
@@ -106,7 +104,3 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   return { loop, config, settings };
 }
 
-/** The queue name is the last path segment of its URL (the AWS/SQS QueueName dimension). */
-export function queueName(url: string): string {
-  return url.replace(/\/+$/, '').split('/').pop() ?? url;
-}
