@@ -16,7 +16,8 @@ import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { isTerminal, type TaskResult } from '../functions/core/results.js';
 import type { TaskMessage } from '../functions/core/task.js';
 import type { LocalStack } from './runtime.js';
-import { pick, randomString, stream, type Random } from './solver-sim/prng.js';
+import { randomString, stream, type Random } from './solver-sim/prng.js';
+import { pickMethod, sampleTask, type MethodMix } from './sample-tasks.js';
 
 /** A message the demo sent, valid or not, and how to recognise its outcome. */
 export interface DemoItem {
@@ -42,7 +43,7 @@ export interface WorkloadOptions {
 }
 
 /** Weights of the task types, roughly what a scraping fleet sees. */
-const MIX: readonly { method: TaskMessage['method']; weight: number }[] = [
+const MIX: MethodMix = [
   { method: 'userrecaptcha', weight: 30 },
   { method: 'turnstile', weight: 20 },
   { method: 'hcaptcha', weight: 15 },
@@ -51,6 +52,7 @@ const MIX: readonly { method: TaskMessage['method']; weight: number }[] = [
   { method: 'funcaptcha', weight: 7 },
   { method: 'textcaptcha', weight: 5 },
 ];
+const SITES = ['shop', 'login', 'tickets', 'search', 'signup'];
 
 /** Build the workload: deterministic for a seed, distinct parameters per task (so the solver's duplicate-solve count means something). */
 export function buildWorkload(options: WorkloadOptions): DemoItem[] {
@@ -62,7 +64,7 @@ export function buildWorkload(options: WorkloadOptions): DemoItem[] {
   for (let n = 0; n < valid; n++) {
     const id = `demo-${runId}-${String(n + 1).padStart(4, '0')}`;
     const priority = random() < (options.highShare ?? 0.1) ? 'high' : 'normal';
-    const task = { id, ...(priority === 'high' ? { priority } : {}), ...taskOf(weighted(random), n, runId, random) } as TaskMessage;
+    const task = { id, ...(priority === 'high' ? { priority } : {}), ...sampleTask(pickMethod(MIX, random), n, random, { sites: SITES, url: (site: string) => `https://${site}.demo.example.com/${runId}/page-${n + 1}` }) } as TaskMessage;
     items.push({ id, method: task.method, priority, body: JSON.stringify(task) });
   }
   // Not-JSON second: with two malformed messages both DLQ paths show (with and without a record).
@@ -80,39 +82,6 @@ export function buildWorkload(options: WorkloadOptions): DemoItem[] {
   }
   // Malformed ones arrive among the others, as they would from a buggy producer.
   return shuffle(items, random);
-}
-
-function weighted(random: Random): TaskMessage['method'] {
-  const total = MIX.reduce((sum, entry) => sum + entry.weight, 0);
-  let draw = random() * total;
-  for (const entry of MIX) {
-    draw -= entry.weight;
-    if (draw < 0) return entry.method;
-  }
-  return MIX[0]!.method;
-}
-
-function taskOf(method: TaskMessage['method'], n: number, runId: string, random: Random): Omit<TaskMessage, 'id'> {
-  const site = pick(random, ['shop', 'login', 'tickets', 'search', 'signup']);
-  const pageurl = `https://${site}.demo.example.com/${runId}/page-${n + 1}`;
-  const hex = (length: number) => randomString(random, '0123456789abcdef', length);
-  switch (method) {
-    case 'userrecaptcha':
-      return { method, params: { googlekey: `6Le${randomString(random, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-', 37)}`, pageurl } };
-    case 'turnstile':
-      return { method, params: { sitekey: `0x4AAAAAAA${randomString(random, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 12)}`, pageurl } };
-    case 'hcaptcha':
-      return { method, params: { sitekey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`, pageurl } };
-    case 'geetest':
-      return { method, params: { gt: hex(32), challenge: hex(32), pageurl } };
-    case 'funcaptcha':
-      return { method, params: { publickey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`.toUpperCase(), pageurl } };
-    case 'base64':
-      // A stand-in image: random bytes, base64-encoded (the simulator does not decode images).
-      return { method, params: { body: Buffer.from(Array.from({ length: 300 }, () => Math.floor(random() * 256))).toString('base64'), numeric: 1 } };
-    case 'textcaptcha':
-      return { method, params: { textcaptcha: `What is ${n + 2} plus ${(n % 7) + 1}?` } };
-  }
 }
 
 function shuffle<T>(items: T[], random: Random): T[] {

@@ -1,0 +1,47 @@
+/**
+ * Valid, distinct sample tasks of every method, seeded: the demo workload and the pipeline
+ * benchmark draw from here (each with its own mix), so a sample of a method is written once.
+ * Distinct parameters per task keep the simulator's duplicate-solve count meaningful.
+ */
+import type { TaskMessage } from '../functions/core/task.js';
+import { pick, randomString, type Random } from './solver-sim/prng.js';
+
+export type Method = TaskMessage['method'];
+export type MethodMix = readonly { method: Method; weight: number }[];
+
+const KEY_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-';
+const HEX = '0123456789abcdef';
+
+/** A method drawn by weight. */
+export function pickMethod(mix: MethodMix, random: Random): Method {
+  const total = mix.reduce((sum, entry) => sum + entry.weight, 0);
+  let draw = random() * total;
+  for (const entry of mix) {
+    draw -= entry.weight;
+    if (draw < 0) return entry.method;
+  }
+  return mix[0]!.method;
+}
+
+/** The method and parameters of task number `n`; `pageurl(site)` gives its page, from one of `sites`. */
+export function sampleTask(method: Method, n: number, random: Random, page: { sites: readonly string[]; url: (site: string) => string }): Omit<TaskMessage, 'id'> {
+  const pageurl = page.url(pick(random, page.sites));
+  const hex = (length: number) => randomString(random, HEX, length);
+  switch (method) {
+    case 'userrecaptcha':
+      return { method, params: { googlekey: `6Le${randomString(random, KEY_ALPHABET, 37)}`, pageurl } };
+    case 'turnstile':
+      return { method, params: { sitekey: `0x4AAAAAAA${randomString(random, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 12)}`, pageurl } };
+    case 'hcaptcha':
+      return { method, params: { sitekey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`, pageurl } };
+    case 'geetest':
+      return { method, params: { gt: hex(32), challenge: hex(32), pageurl } };
+    case 'funcaptcha':
+      return { method, params: { publickey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`.toUpperCase(), pageurl } };
+    case 'base64':
+      // A stand-in image: random bytes, base64-encoded (the simulator does not decode images, only sizes them).
+      return { method, params: { body: Buffer.from(Array.from({ length: 300 }, () => Math.floor(random() * 256))).toString('base64'), numeric: 1 } };
+    case 'textcaptcha':
+      return { method, params: { textcaptcha: `What is ${n + 2} plus ${(n % 7) + 1}?` } };
+  }
+}
