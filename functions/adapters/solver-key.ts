@@ -5,6 +5,7 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { FleetEnvironment } from '../core/environment.js';
 import { SOLVER_KEY_PLACEHOLDER } from '../core/deployment.js';
+import { onceUntilFailure } from '../core/once.js';
 import type { SolverPort } from '../core/ports.js';
 import { SolverAccountError } from '../core/solver-protocol.js';
 import { baseClientConfig } from './aws-clients.js';
@@ -57,14 +58,7 @@ export interface SolverKeyLoaderOptions {
  * read is not cached, so the next invocation tries again.
  */
 export function createSolverKeyLoader(options: SolverKeyLoaderOptions): () => Promise<string> {
-  let pending: Promise<string> | undefined;
-  return () => {
-    pending ??= load(options).catch((error: unknown) => {
-      pending = undefined;
-      throw error;
-    });
-    return pending;
-  };
+  return onceUntilFailure(() => load(options));
 }
 
 async function load(options: SolverKeyLoaderOptions): Promise<string> {

@@ -4,17 +4,10 @@
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { parseEnvironment } from '../core/environment.js';
-import type { ConsumerHandler } from './create-handler.js';
+import { onceUntilFailure } from '../core/once.js';
 import { createConsumerFromEnvironment } from './wiring.js';
 
 const environment = parseEnvironment();
-let consumer: Promise<ConsumerHandler> | undefined;
+const consumer = onceUntilFailure(() => createConsumerFromEnvironment({ environment }));
 
-export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
-  consumer ??= createConsumerFromEnvironment({ environment }).catch((error: unknown) => {
-    // Not cached: the next invocation tries again (e.g. the secret was briefly unreadable).
-    consumer = undefined;
-    throw error;
-  });
-  return (await consumer)(event, context);
-};
+export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => (await consumer())(event, context);

@@ -9,19 +9,16 @@ import { createMetrics } from '../adapters/metrics.js';
 import { parseEnvironment } from '../core/environment.js';
 import { SERVICES } from '../core/metric-names.js';
 import { governorLogFrom, runTicks } from './run.js';
-import { createGovernorFromEnvironment, type WiredGovernor } from './wiring.js';
+import { onceUntilFailure } from '../core/once.js';
+import { createGovernorFromEnvironment } from './wiring.js';
 
 const logger = new Logger({ serviceName: SERVICES.governor });
 const log = governorLogFrom(logger);
-let wired: Promise<WiredGovernor> | undefined;
+// Built once per cold start; a failed build is retried by the next invocation.
+const wired = onceUntilFailure(() => createGovernorFromEnvironment({ environment: parseEnvironment(), log }));
 
 export const handler = async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
-  // Built once per cold start; a failed build is retried by the next invocation.
-  wired ??= createGovernorFromEnvironment({ environment: parseEnvironment(), log }).catch((error: unknown) => {
-    wired = undefined;
-    throw error;
-  });
-  const governor = await wired;
+  const governor = await wired();
   const metrics = createMetrics({ namespace: governor.settings.metricsNamespace, serviceName: SERVICES.governor, logger });
   const result = await runTicks({
     loop: governor.loop,
