@@ -183,6 +183,17 @@ function instantFigures(label: string, batchSize: number, tasks: number, run: St
   };
 }
 
+/** What the simulator's counters say of a run, the same for stack and client runs. */
+function simulatorFigures(sim: StackRunResult['sim']) {
+  return {
+    resultRequestsPerTask: sim.accepted > 0 ? sim.resultRequests / sim.accepted : undefined,
+    meanAnswerWaitMs: sim.meanAnswerWaitMs,
+    maxAnswerWaitMs: sim.maxAnswerWaitMs,
+    overCapRejections: sim.overCapRejections,
+    peakThreads: sim.peakThreads,
+  };
+}
+
 function stackFigures(label: string, ceiling: string, tasks: number, planThreads: number, run: StackRunResult, schedule: ScheduleKind = 'adaptive'): BacklogFigures {
   return {
     label,
@@ -192,11 +203,7 @@ function stackFigures(label: string, ceiling: string, tasks: number, planThreads
     tasks,
     completed: run.terminal,
     utilization: utilizationReport({ planThreads, startedAt: run.startedAt, intervals: run.intervals, samples: run.samples }),
-    resultRequestsPerTask: run.sim.accepted > 0 ? run.sim.resultRequests / run.sim.accepted : undefined,
-    meanAnswerWaitMs: run.sim.meanAnswerWaitMs,
-    maxAnswerWaitMs: run.sim.maxAnswerWaitMs,
-    overCapRejections: run.sim.overCapRejections,
-    peakThreads: run.sim.peakThreads,
+    ...simulatorFigures(run.sim),
     peakInvocations: run.peakInvocations,
     durationMs: run.finishedAt - run.startedAt,
     governor: run.governor ? { maxCeiling: run.governor.maxCeiling, startCeiling: run.governor.startCeiling, reasons: run.governor.reasons as Record<string, number> } : undefined,
@@ -212,11 +219,7 @@ function clientFigures(schedule: ScheduleKind, tasks: number, planThreads: numbe
     tasks,
     completed: run.solved,
     utilization: utilizationReport({ planThreads, startedAt: run.startedAt, intervals: run.intervals, samples: run.samples }),
-    resultRequestsPerTask: run.sim.accepted > 0 ? run.sim.resultRequests / run.sim.accepted : undefined,
-    meanAnswerWaitMs: run.sim.meanAnswerWaitMs,
-    maxAnswerWaitMs: run.sim.maxAnswerWaitMs,
-    overCapRejections: run.sim.overCapRejections,
-    peakThreads: run.sim.peakThreads,
+    ...simulatorFigures(run.sim),
     peakInvocations: undefined,
     durationMs: run.finishedAt - run.startedAt,
   };

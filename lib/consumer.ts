@@ -47,16 +47,7 @@ export class Consumer extends Construct {
       description: 'captcha-fleet consumer: claims, solves and records tasks from both lanes',
       timeout: Duration.seconds(settings.functionTimeoutSeconds),
       reservedConcurrentExecutions: this.reservedConcurrency,
-      environment: fleetEnvironment({
-        service: SERVICES.consumer,
-        settings,
-        fleetConfig: props.fleetConfig,
-        queues,
-        resultsTable: props.resultsTable,
-        governorTable: props.governorTable,
-        solverKey: props.solverKey,
-        bus: props.bus,
-      }),
+      environment: fleetEnvironment({ ...props, service: SERVICES.consumer }),
     });
     this.function = this.fleetFunction.function;
 

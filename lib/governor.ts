@@ -46,16 +46,7 @@ export class Governor extends Construct {
       timeout: GOVERNOR_TIMEOUT,
       reservedConcurrentExecutions: 1,
       environment: {
-        ...fleetEnvironment({
-          service: SERVICES.governor,
-          settings,
-          fleetConfig: props.fleetConfig,
-          queues,
-          resultsTable: props.resultsTable,
-          governorTable: props.governorTable,
-          solverKey: props.solverKey,
-          bus: props.bus,
-        }),
+        ...fleetEnvironment({ ...props, service: SERVICES.governor }),
         [ENV.consumerFunctionName]: consumer.function.functionName,
         [ENV.mappingIds]: stack.toJsonString({
           normal: consumer.mappings.normal.eventSourceMappingId,
