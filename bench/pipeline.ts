@@ -76,7 +76,9 @@ interface BacklogFigures {
   peakThreads: number;
   peakInvocations: number | undefined;
   durationMs: number;
-  governor?: { maxCeiling: number | undefined; startCeiling: number | undefined; reasons: Record<string, number> } | undefined;
+  governor?:
+    | { maxCeiling: number | undefined; startCeiling: number | undefined; reasons: Record<string, number> }
+    | undefined;
 }
 
 interface BenchOutput {
@@ -90,11 +92,20 @@ interface BenchOutput {
 
 const program = new Command()
   .name('bench:pipeline')
-  .description('Benchmark the solve path on the local stack (embedded emulators + solver simulator); prints a table, or JSON with --json.')
-  .option('--scenario <names>', `scenarios to run, comma-separated: ${SCENARIOS.join(', ')}`, parseScenarios, [...SCENARIOS])
+  .description(
+    'Benchmark the solve path on the local stack (embedded emulators + solver simulator); prints a table, or JSON with --json.',
+  )
+  .option('--scenario <names>', `scenarios to run, comma-separated: ${SCENARIOS.join(', ')}`, parseScenarios, [
+    ...SCENARIOS,
+  ])
   .option('--seed <n>', 'seed of the workload and the simulator', parseInteger(0), 1)
   .option('--instant-tasks <n>', 'instant: tasks sent at once per batch size', parseInteger(1), 1000)
-  .option('--instant-threads <n>', 'instant: plan threads (ceiling × batch size never exceeds them)', parseInteger(1), 50)
+  .option(
+    '--instant-threads <n>',
+    'instant: plan threads (ceiling × batch size never exceeds them)',
+    parseInteger(1),
+    50,
+  )
   .option('--batch-sizes <list>', 'instant: SQS batch sizes to run, comma-separated (1-10)', parseBatchSizes, [1, 10])
   .option('--paced-tasks <n>', 'instant: tasks of the paced run (0 = none)', parseInteger(0), 100)
   .option('--paced-rate <r>', 'instant: tasks per second of the paced run', parsePositive, 20)
@@ -123,23 +134,50 @@ async function runBench(options: Options): Promise<BenchOutput> {
   if (options.scenario.includes('instant')) {
     for (const batchSize of options.batchSizes) {
       log(`instant: ${options.instantTasks} tasks, batch ${batchSize}, ${options.instantThreads} threads…`);
-      const run = await runOnStack({ tasks: options.instantTasks, seed: options.seed, planThreads: options.instantThreads, batchSize, medianMs: 0, rate: 0, timeoutMs });
+      const run = await runOnStack({
+        tasks: options.instantTasks,
+        seed: options.seed,
+        planThreads: options.instantThreads,
+        batchSize,
+        medianMs: 0,
+        rate: 0,
+        timeoutMs,
+      });
       instant.push(instantFigures(`burst, batch ${batchSize}`, batchSize, options.instantTasks, run));
     }
     if (options.pacedTasks > 0) {
       log(`instant: ${options.pacedTasks} tasks paced at ${options.pacedRate}/s, batch 1…`);
-      const run = await runOnStack({ tasks: options.pacedTasks, seed: options.seed, planThreads: options.instantThreads, batchSize: 1, medianMs: 0, rate: options.pacedRate, timeoutMs });
+      const run = await runOnStack({
+        tasks: options.pacedTasks,
+        seed: options.seed,
+        planThreads: options.instantThreads,
+        batchSize: 1,
+        medianMs: 0,
+        rate: options.pacedRate,
+        timeoutMs,
+      });
       instant.push(instantFigures(`paced ${options.pacedRate}/s, batch 1`, 1, options.pacedTasks, run));
     }
   }
 
-  const backlogRun = { tasks: options.backlogTasks, seed: options.seed, planThreads: options.threads, medianMs: options.medianMs };
+  const backlogRun = {
+    tasks: options.backlogTasks,
+    seed: options.seed,
+    planThreads: options.threads,
+    medianMs: options.medianMs,
+  };
   let stackGoverned: BacklogFigures | undefined;
   const governedOnStack = async () => {
     if (stackGoverned) return stackGoverned;
     log(`stack: ${options.backlogTasks} tasks, ${options.threads} threads, governor on…`);
     const run = await runOnStack({ ...backlogRun, batchSize: 1, rate: 0, tickMs: options.tickMs, timeoutMs });
-    stackGoverned = stackFigures('stack, governor', `governor (plan ${options.threads})`, options.backlogTasks, options.threads, run);
+    stackGoverned = stackFigures(
+      'stack, governor',
+      `governor (plan ${options.threads})`,
+      options.backlogTasks,
+      options.threads,
+      run,
+    );
     return stackGoverned;
   };
   if (options.scenario.includes('backlog')) {
@@ -150,14 +188,32 @@ async function runBench(options: Options): Promise<BenchOutput> {
     }
     backlog.push(await governedOnStack());
     log(`stack: ${options.backlogTasks} tasks, ${options.threads} threads, governor on, fixed schedule…`);
-    const fixedRun = await runOnStack({ ...backlogRun, batchSize: 1, rate: 0, tickMs: options.tickMs, timeoutMs, schedule: 'fixed' });
-    backlog.push(stackFigures('stack, governor, fixed schedule', `governor (plan ${options.threads}), fixed schedule`, options.backlogTasks, options.threads, fixedRun, 'fixed'));
+    const fixedRun = await runOnStack({
+      ...backlogRun,
+      batchSize: 1,
+      rate: 0,
+      tickMs: options.tickMs,
+      timeoutMs,
+      schedule: 'fixed',
+    });
+    backlog.push(
+      stackFigures(
+        'stack, governor, fixed schedule',
+        `governor (plan ${options.threads}), fixed schedule`,
+        options.backlogTasks,
+        options.threads,
+        fixedRun,
+        'fixed',
+      ),
+    );
   }
   if (options.scenario.includes('governor')) {
     governor.push(await governedOnStack());
     log(`stack: ${options.backlogTasks} tasks, ${options.threads} threads, --concurrency ${options.threads}…`);
     const run = await runOnStack({ ...backlogRun, batchSize: 1, rate: 0, concurrency: options.threads, timeoutMs });
-    governor.push(stackFigures('stack, fixed', `--concurrency ${options.threads}`, options.backlogTasks, options.threads, run));
+    governor.push(
+      stackFigures('stack, fixed', `--concurrency ${options.threads}`, options.backlogTasks, options.threads, run),
+    );
   }
   const { json: _json, ...shown } = options;
   return { machine, options: shown, instant, backlog, governor, wallMs: Date.now() - began };
@@ -174,10 +230,22 @@ function instantFigures(label: string, batchSize: number, tasks: number, run: St
     terminal: run.terminal,
     throughput: run.terminal / (durationMs / 1000),
     durationMs,
-    overheadP50Ms: percentile(finished.map((r) => r.completedAt! - r.submittedAt! - solveMs(r)), 0.5),
-    overheadP95Ms: percentile(finished.map((r) => r.completedAt! - r.submittedAt! - solveMs(r)), 0.95),
-    queueWaitP95Ms: percentile(finished.flatMap((r) => (r.queueWaitMs !== undefined ? [r.queueWaitMs] : [])), 0.95),
-    inInvocationP95Ms: percentile(finished.flatMap((r) => (r.startedAt !== undefined ? [r.completedAt! - r.startedAt - solveMs(r)] : [])), 0.95),
+    overheadP50Ms: percentile(
+      finished.map((r) => r.completedAt! - r.submittedAt! - solveMs(r)),
+      0.5,
+    ),
+    overheadP95Ms: percentile(
+      finished.map((r) => r.completedAt! - r.submittedAt! - solveMs(r)),
+      0.95,
+    ),
+    queueWaitP95Ms: percentile(
+      finished.flatMap((r) => (r.queueWaitMs !== undefined ? [r.queueWaitMs] : [])),
+      0.95,
+    ),
+    inInvocationP95Ms: percentile(
+      finished.flatMap((r) => (r.startedAt !== undefined ? [r.completedAt! - r.startedAt - solveMs(r)] : [])),
+      0.95,
+    ),
     solveP95Ms: percentile(finished.map(solveMs), 0.95),
     peakInvocations: run.peakInvocations,
   };
@@ -194,7 +262,14 @@ function simulatorFigures(sim: StackRunResult['sim']) {
   };
 }
 
-function stackFigures(label: string, ceiling: string, tasks: number, planThreads: number, run: StackRunResult, schedule: ScheduleKind = 'adaptive'): BacklogFigures {
+function stackFigures(
+  label: string,
+  ceiling: string,
+  tasks: number,
+  planThreads: number,
+  run: StackRunResult,
+  schedule: ScheduleKind = 'adaptive',
+): BacklogFigures {
   return {
     label,
     schedule,
@@ -202,15 +277,31 @@ function stackFigures(label: string, ceiling: string, tasks: number, planThreads
     ceiling,
     tasks,
     completed: run.terminal,
-    utilization: utilizationReport({ planThreads, startedAt: run.startedAt, intervals: run.intervals, samples: run.samples }),
+    utilization: utilizationReport({
+      planThreads,
+      startedAt: run.startedAt,
+      intervals: run.intervals,
+      samples: run.samples,
+    }),
     ...simulatorFigures(run.sim),
     peakInvocations: run.peakInvocations,
     durationMs: run.finishedAt - run.startedAt,
-    governor: run.governor ? { maxCeiling: run.governor.maxCeiling, startCeiling: run.governor.startCeiling, reasons: run.governor.reasons as Record<string, number> } : undefined,
+    governor: run.governor
+      ? {
+          maxCeiling: run.governor.maxCeiling,
+          startCeiling: run.governor.startCeiling,
+          reasons: run.governor.reasons as Record<string, number>,
+        }
+      : undefined,
   };
 }
 
-function clientFigures(schedule: ScheduleKind, tasks: number, planThreads: number, run: ClientRunResult): BacklogFigures {
+function clientFigures(
+  schedule: ScheduleKind,
+  tasks: number,
+  planThreads: number,
+  run: ClientRunResult,
+): BacklogFigures {
   return {
     label: `client, ${schedule}`,
     schedule,
@@ -218,7 +309,12 @@ function clientFigures(schedule: ScheduleKind, tasks: number, planThreads: numbe
     ceiling: `${planThreads} workers`,
     tasks,
     completed: run.solved,
-    utilization: utilizationReport({ planThreads, startedAt: run.startedAt, intervals: run.intervals, samples: run.samples }),
+    utilization: utilizationReport({
+      planThreads,
+      startedAt: run.startedAt,
+      intervals: run.intervals,
+      samples: run.samples,
+    }),
     ...simulatorFigures(run.sim),
     peakInvocations: undefined,
     durationMs: run.finishedAt - run.startedAt,
@@ -234,7 +330,8 @@ const num = (v: number | undefined, digits = 1) => (v === undefined ? '–' : v.
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
-  const line = (cells: string[]) => cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
@@ -249,12 +346,48 @@ function formatReport(out: BenchOutput): string {
       '',
       `1. Instant simulator (answers ready at once; ${out.options.instantThreads} plan threads, governor on; overhead = end-to-end − solve)`,
       table(
-        ['run', 'tasks', 'done', 'tasks/s', 'overhead p50', 'overhead p95', 'queued p95', 'in invocation p95', 'solve p95', 'peak invocations'],
-        out.instant.map((r) => [r.label, `${r.tasks}`, `${r.terminal}`, num(r.throughput), ms(r.overheadP50Ms), ms(r.overheadP95Ms), ms(r.queueWaitP95Ms), ms(r.inInvocationP95Ms), ms(r.solveP95Ms), `${r.peakInvocations}`]),
+        [
+          'run',
+          'tasks',
+          'done',
+          'tasks/s',
+          'overhead p50',
+          'overhead p95',
+          'queued p95',
+          'in invocation p95',
+          'solve p95',
+          'peak invocations',
+        ],
+        out.instant.map((r) => [
+          r.label,
+          `${r.tasks}`,
+          `${r.terminal}`,
+          num(r.throughput),
+          ms(r.overheadP50Ms),
+          ms(r.overheadP95Ms),
+          ms(r.queueWaitP95Ms),
+          ms(r.inInvocationP95Ms),
+          ms(r.solveP95Ms),
+          `${r.peakInvocations}`,
+        ]),
       ),
     );
   }
-  const backlogHeader = ['run', 'ceiling', 'done', 'utilization', 'formula', 'steady', 'whole run', 'ramp-up', 'tail', 'requests/task', 'answer wait mean / max', 'over-cap', 'peak threads'];
+  const backlogHeader = [
+    'run',
+    'ceiling',
+    'done',
+    'utilization',
+    'formula',
+    'steady',
+    'whole run',
+    'ramp-up',
+    'tail',
+    'requests/task',
+    'answer wait mean / max',
+    'over-cap',
+    'peak threads',
+  ];
   const backlogRow = (r: BacklogFigures) => [
     r.label,
     r.ceiling,
@@ -270,7 +403,17 @@ function formatReport(out: BenchOutput): string {
     `${r.overCapRejections}`,
     `${r.peakThreads}`,
   ];
-  const lossHeader = ['run', 'threads used', 'poll wait', 'invocation overhead', 'unfilled slots', 'ceiling full after', 'solves/s', 'mean solve', 'backlog lasted'];
+  const lossHeader = [
+    'run',
+    'threads used',
+    'poll wait',
+    'invocation overhead',
+    'unfilled slots',
+    'ceiling full after',
+    'solves/s',
+    'mean solve',
+    'backlog lasted',
+  ];
   const perTask = (v: number | undefined) => (v === undefined ? '' : ` (${Math.round(v)} ms/task)`);
   const lossRow = (r: BacklogFigures) => [
     r.label,
@@ -290,7 +433,7 @@ function formatReport(out: BenchOutput): string {
       `2. Backlog: ${backlogParams}; fixed vs adaptive poll schedule`,
       table(backlogHeader, out.backlog.map(backlogRow)),
       '',
-      '   Where the plan\'s thread-time went while the backlog lasted (shares of plan threads × backlog time):',
+      "   Where the plan's thread-time went while the backlog lasted (shares of plan threads × backlog time):",
       table(lossHeader, out.backlog.map(lossRow)),
     );
   }
@@ -298,7 +441,10 @@ function formatReport(out: BenchOutput): string {
     parts.push(
       '',
       `3. Governor vs a fixed --concurrency at the cap: ${backlogParams}`,
-      table([...backlogHeader, 'peak invocations', 'governor'], out.governor.map((r) => [...backlogRow(r), `${r.peakInvocations ?? '–'}`, governorSummary(r)])),
+      table(
+        [...backlogHeader, 'peak invocations', 'governor'],
+        out.governor.map((r) => [...backlogRow(r), `${r.peakInvocations ?? '–'}`, governorSummary(r)]),
+      ),
       '',
       table(lossHeader, out.governor.map(lossRow)),
     );
@@ -308,7 +454,9 @@ function formatReport(out: BenchOutput): string {
 
 function governorSummary(r: BacklogFigures): string {
   if (!r.governor) return 'off';
-  const reasons = Object.entries(r.governor.reasons).map(([code, n]) => `${code} ${n}`).join(', ');
+  const reasons = Object.entries(r.governor.reasons)
+    .map(([code, n]) => `${code} ${n}`)
+    .join(', ');
   return `ceiling ${r.governor.startCeiling ?? '–'} → max ${r.governor.maxCeiling ?? '–'}; ${reasons}`;
 }
 
@@ -330,15 +478,22 @@ function parsePositive(value: string): number {
 }
 
 function parseScenarios(value: string): Scenario[] {
-  const names = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const names = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !(SCENARIOS as readonly string[]).includes(n));
-  if (names.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`unknown scenario(s) ${unknown.join(', ') || '(none)'}; choose from ${SCENARIOS.join(', ')}`);
+  if (names.length === 0 || unknown.length > 0)
+    throw new InvalidArgumentError(
+      `unknown scenario(s) ${unknown.join(', ') || '(none)'}; choose from ${SCENARIOS.join(', ')}`,
+    );
   return names as Scenario[];
 }
 
 function parseBatchSizes(value: string): number[] {
   const sizes = value.split(',').map((s) => Number(s.trim()));
-  if (sizes.length === 0 || sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 10)) throw new InvalidArgumentError(`expected batch sizes 1-10, comma-separated, got "${value}"`);
+  if (sizes.length === 0 || sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 10))
+    throw new InvalidArgumentError(`expected batch sizes 1-10, comma-separated, got "${value}"`);
   return sizes;
 }
 

@@ -24,7 +24,8 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const whole = (min: number, max: number) => (value: string) => {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
   return n;
 };
 
@@ -60,7 +61,10 @@ function task(priority: 'normal' | 'high'): TaskMessage {
     id: `bench-${priority}-${process.pid}-${serial}`,
     ...(priority === 'high' ? { priority } : {}),
     method: 'turnstile',
-    params: { sitekey: `0x4AAAAAAABench${String(serial).padStart(8, '0')}`, pageurl: `https://bench.example.com/${priority}/${serial}` },
+    params: {
+      sitekey: `0x4AAAAAAABench${String(serial).padStart(8, '0')}`,
+      pageurl: `https://bench.example.com/${priority}/${serial}`,
+    },
   } as TaskMessage;
 }
 
@@ -69,7 +73,9 @@ async function records(stack: LocalStack, ids: readonly string[]): Promise<Map<s
   const table = stack.resources.tables.results;
   for (let i = 0; i < ids.length; i += 100) {
     const answer = await stack.clients.documents.send(
-      new BatchGetCommand({ RequestItems: { [table]: { Keys: ids.slice(i, i + 100).map((taskId) => ({ taskId })), ConsistentRead: true } } }),
+      new BatchGetCommand({
+        RequestItems: { [table]: { Keys: ids.slice(i, i + 100).map((taskId) => ({ taskId })), ConsistentRead: true } },
+      }),
     );
     for (const item of answer.Responses?.[table] ?? []) found.set(item.taskId as string, item as TaskResult);
   }
@@ -77,7 +83,12 @@ async function records(stack: LocalStack, ids: readonly string[]): Promise<Map<s
 }
 
 async function visible(stack: LocalStack, lane: 'normal' | 'high'): Promise<number> {
-  const answer = await stack.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: stack.resources.queueUrls[lane], AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const answer = await stack.clients.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: stack.resources.queueUrls[lane],
+      AttributeNames: ['ApproximateNumberOfMessages'],
+    }),
+  );
   return Number(answer.Attributes?.ApproximateNumberOfMessages ?? 0);
 }
 
@@ -94,11 +105,23 @@ async function main(options: Options): Promise<void> {
         if (record.decision.enabled.high) highOpenedAt.push(Date.now());
       },
     },
-    solver: { seed: options.seed, medianMs: options.solverLatencyMs, transientErrorRate: 0, unsolvableRate: 0, balance: 1_000 },
+    solver: {
+      seed: options.seed,
+      medianMs: options.solverLatencyMs,
+      transientErrorRate: 0,
+      unsolvableRate: 0,
+      balance: 1_000,
+    },
   });
   const phase = stream(options.seed, 'bench-priority-phase');
   const waits: number[] = [];
-  const perBurst: { burst: number; normalBacklog: number; p50: number | null; max: number | null; laneOpenedAfterMs: number | null }[] = [];
+  const perBurst: {
+    burst: number;
+    normalBacklog: number;
+    p50: number | null;
+    max: number | null;
+    laneOpenedAfterMs: number | null;
+  }[] = [];
   const normalIds: string[] = [];
   try {
     const normal = Array.from({ length: options.normal }, () => task('normal'));
@@ -106,8 +129,14 @@ async function main(options: Options): Promise<void> {
 
     // Saturated: every slot of the pool busy with normal tasks, and a backlog far beyond it.
     const saturatedBy = Date.now() + 30_000;
-    while (!(stack.pollers.normal.stats().inFlight >= stack.pool.limit && (await visible(stack, 'normal')) > 5 * stack.pool.limit)) {
-      if (Date.now() > saturatedBy) throw new Error('the normal lane did not saturate within 30 s; send a larger --normal backlog');
+    while (
+      !(
+        stack.pollers.normal.stats().inFlight >= stack.pool.limit &&
+        (await visible(stack, 'normal')) > 5 * stack.pool.limit
+      )
+    ) {
+      if (Date.now() > saturatedBy)
+        throw new Error('the normal lane did not saturate within 30 s; send a larger --normal backlog');
       await sleep(50);
     }
 
@@ -118,18 +147,31 @@ async function main(options: Options): Promise<void> {
       const deadline = Date.now() + 60_000 + options.tickMs;
       let started = new Map<string, TaskResult>();
       while (started.size < highIds.length) {
-        if (Date.now() > deadline) throw new Error(`burst ${burst}: only ${started.size} of ${highIds.length} high tasks started within 60 s`);
+        if (Date.now() > deadline)
+          throw new Error(`burst ${burst}: only ${started.size} of ${highIds.length} high tasks started within 60 s`);
         await sleep(25);
         started = new Map([...(await records(stack, highIds))].filter(([, record]) => record.startedAt !== undefined));
       }
-      const burstWaits = [...started.values()].map((record) => (record.startedAt as number) - (record.submittedAt as number));
+      const burstWaits = [...started.values()].map(
+        (record) => (record.startedAt as number) - (record.submittedAt as number),
+      );
       waits.push(...burstWaits);
       const opened = highOpenedAt.find((at) => at >= sentAt);
-      perBurst.push({ burst, normalBacklog, p50: percentile(burstWaits, 0.5), max: Math.max(...burstWaits), laneOpenedAfterMs: opened === undefined ? null : opened - sentAt });
+      perBurst.push({
+        burst,
+        normalBacklog,
+        p50: percentile(burstWaits, 0.5),
+        max: Math.max(...burstWaits),
+        laneOpenedAfterMs: opened === undefined ? null : opened - sentAt,
+      });
       if (burst < options.bursts) {
         // Let the high lane empty and the governor give its threads back to the normal lane.
         const settleBy = Date.now() + 30_000;
-        while (stack.pollers.high.stats().inFlight > 0 || (await visible(stack, 'high')) > 0 || stack.pollers.normal.stats().inFlight < stack.pool.limit) {
+        while (
+          stack.pollers.high.stats().inFlight > 0 ||
+          (await visible(stack, 'high')) > 0 ||
+          stack.pollers.normal.stats().inFlight < stack.pool.limit
+        ) {
           if (Date.now() > settleBy) break;
           await sleep(50);
         }
@@ -149,8 +191,20 @@ async function main(options: Options): Promise<void> {
     const withinP95 = boundP95 === null ? null : waits.filter((ms) => ms <= boundP95).length;
     const figures = {
       machine: { nproc: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown', node: process.version },
-      setup: { planThreads: options.planThreads, normalBacklog: options.normal, highPerBurst: options.high, bursts: options.bursts, tickMs: options.tickMs, solverMedianMs: options.solverLatencyMs },
-      highWaitMs: { n: waits.length, p50: percentile(waits, 0.5), p95: percentile(waits, 0.95), max: Math.max(...waits) },
+      setup: {
+        planThreads: options.planThreads,
+        normalBacklog: options.normal,
+        highPerBurst: options.high,
+        bursts: options.bursts,
+        tickMs: options.tickMs,
+        solverMedianMs: options.solverLatencyMs,
+      },
+      highWaitMs: {
+        n: waits.length,
+        p50: percentile(waits, 0.5),
+        p95: percentile(waits, 0.95),
+        max: Math.max(...waits),
+      },
       medianSolveMs,
       p95SolveMs,
       boundMs: bound,
@@ -158,7 +212,11 @@ async function main(options: Options): Promise<void> {
       boundP95Ms: boundP95,
       withinBoundP95: withinP95,
       perBurst,
-      normalWaitMs: { solvedDuringRun: normalWaits.length, p50: percentile(normalWaits, 0.5), max: normalWaits.length ? Math.max(...normalWaits) : null },
+      normalWaitMs: {
+        solvedDuringRun: normalWaits.length,
+        p50: percentile(normalWaits, 0.5),
+        max: normalWaits.length ? Math.max(...normalWaits) : null,
+      },
     };
     print(figures);
     if (options.json) console.log(JSON.stringify(figures));
@@ -178,24 +236,39 @@ function print(f: {
   withinBound: number | null;
   boundP95Ms: number | null;
   withinBoundP95: number | null;
-  perBurst: { burst: number; normalBacklog: number; p50: number | null; max: number | null; laneOpenedAfterMs: number | null }[];
+  perBurst: {
+    burst: number;
+    normalBacklog: number;
+    p50: number | null;
+    max: number | null;
+    laneOpenedAfterMs: number | null;
+  }[];
   normalWaitMs: { solvedDuringRun: number; p50: number | null; max: number | null };
 }): void {
   const ms = (value: number | null) => (value === null ? '–' : `${Math.round(value)} ms`);
   const s = f.setup;
   const rows: [string, string][] = [
     ['machine', `${f.machine.nproc} CPU(s), ${f.machine.cpu}, Node ${f.machine.node}`],
-    ['setup', `plan ${s.planThreads} threads · normal backlog ${s.normalBacklog} · ${s.bursts} burst(s) of ${s.highPerBurst} high · tick ${s.tickMs} ms · simulator median ${s.solverMedianMs} ms`],
+    [
+      'setup',
+      `plan ${s.planThreads} threads · normal backlog ${s.normalBacklog} · ${s.bursts} burst(s) of ${s.highPerBurst} high · tick ${s.tickMs} ms · simulator median ${s.solverMedianMs} ms`,
+    ],
     ['high wait p50', ms(f.highWaitMs.p50)],
     ['high wait p95', ms(f.highWaitMs.p95)],
     ['high wait max', ms(f.highWaitMs.max)],
     ['solve p50/p95', `${ms(f.medianSolveMs)} / ${ms(f.p95SolveMs)}`],
-    ['tick + solve', `${ms(f.boundMs)} (median solve): ${f.withinBound ?? '–'} of ${f.highWaitMs.n} within · ${ms(f.boundP95Ms)} (p95 solve): ${f.withinBoundP95 ?? '–'} of ${f.highWaitMs.n} within`],
+    [
+      'tick + solve',
+      `${ms(f.boundMs)} (median solve): ${f.withinBound ?? '–'} of ${f.highWaitMs.n} within · ${ms(f.boundP95Ms)} (p95 solve): ${f.withinBoundP95 ?? '–'} of ${f.highWaitMs.n} within`,
+    ],
     ...f.perBurst.map((b): [string, string] => [
       `burst ${b.burst}`,
       `normal backlog ${b.normalBacklog} · high lane opened after ${ms(b.laneOpenedAfterMs)} · p50 ${ms(b.p50)} · max ${ms(b.max)}`,
     ]),
-    ['normal wait', `p50 ${ms(f.normalWaitMs.p50)} · max ${ms(f.normalWaitMs.max)} (the ${f.normalWaitMs.solvedDuringRun} normal tasks solved during the run)`],
+    [
+      'normal wait',
+      `p50 ${ms(f.normalWaitMs.p50)} · max ${ms(f.normalWaitMs.max)} (the ${f.normalWaitMs.solvedDuringRun} normal tasks solved during the run)`,
+    ],
   ];
   console.log('\nHigh-priority wait before start (claim − sent), normal lane saturated');
   for (const [label, value] of rows) console.log(`  ${label.padEnd(14)} ${value}`);

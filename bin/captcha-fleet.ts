@@ -43,7 +43,9 @@ async function main(argv: string[]): Promise<number> {
       if (error.exitCode === 0) return 0;
       return USAGE_EXIT_CODE;
     }
-    process.stderr.write(`captcha-fleet: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`);
+    process.stderr.write(
+      `captcha-fleet: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`,
+    );
     return 1;
   }
 }

@@ -41,7 +41,10 @@ export function runBench(options: BenchOptions): TraceRuns[] {
   return options.traces.map((trace) => ({
     trace,
     runs: policies.map((name) => {
-      const result = simulate(trace, createPolicy(name, trace.settings, options.model), { seed: options.seed, model: options.model });
+      const result = simulate(trace, createPolicy(name, trace.settings, options.model), {
+        seed: options.seed,
+        model: options.model,
+      });
       options.onRun?.(result);
       return result;
     }),

@@ -69,11 +69,21 @@ export function chartOption(entry: TraceRuns, options: { interactive?: boolean }
   );
   return {
     animation: false,
-    title: { text: `${trace.name}: backlog, ceiling and in flight`, left: 'center', top: 4, textStyle: { fontSize: 14 } },
+    title: {
+      text: `${trace.name}: backlog, ceiling and in flight`,
+      left: 'center',
+      top: 4,
+      textStyle: { fontSize: 14 },
+    },
     legend: { top: 30, data: runs.map((r) => r.policy) },
     tooltip: options.interactive ? { trigger: 'axis', axisPointer: { type: 'line' } } : undefined,
     axisPointer: options.interactive ? { link: [{ xAxisIndex: 'all' }] } : undefined,
-    dataZoom: options.interactive ? [{ type: 'inside', xAxisIndex: [0, 1, 2] }, { type: 'slider', xAxisIndex: [0, 1, 2], bottom: 4, height: 18 }] : undefined,
+    dataZoom: options.interactive
+      ? [
+          { type: 'inside', xAxisIndex: [0, 1, 2] },
+          { type: 'slider', xAxisIndex: [0, 1, 2], bottom: 4, height: 18 },
+        ]
+      : undefined,
     grid,
     xAxis,
     yAxis,
@@ -96,7 +106,11 @@ export function renderSvg(entry: TraceRuns, width = 960): string {
 }
 
 /** The self-contained HTML report: policies, targets, and per trace a table and a chart. */
-export function renderHtml(bench: TraceRuns[], checks: TargetCheck[], meta: { seed: number; generatedAt: string }): string {
+export function renderHtml(
+  bench: TraceRuns[],
+  checks: TargetCheck[],
+  meta: { seed: number; generatedAt: string },
+): string {
   const library = readFileSync(createRequire(import.meta.url).resolve('echarts/dist/echarts.min.js'), 'utf8');
   const options = bench.map((entry) => chartOption(entry, { interactive: true }));
   const policies = [...new Set(bench.flatMap((b) => b.runs.map((r) => r.policy)))];
@@ -113,7 +127,10 @@ export function renderHtml(bench: TraceRuns[], checks: TargetCheck[], meta: { se
     .join('\n');
   const targets = checks.length
     ? `<h2>Targets (governor)</h2><ul class="targets">${checks
-        .map((c) => `<li class="${c.pass ? 'pass' : 'miss'}"><b>${c.pass ? 'PASS' : 'MISS'}</b> ${esc(c.trace)}: ${esc(c.target)} — ${esc(c.detail)}</li>`)
+        .map(
+          (c) =>
+            `<li class="${c.pass ? 'pass' : 'miss'}"><b>${c.pass ? 'PASS' : 'MISS'}</b> ${esc(c.trace)}: ${esc(c.target)} — ${esc(c.detail)}</li>`,
+        )
         .join('')}</ul>`
     : '';
   return `<!doctype html>
@@ -153,7 +170,21 @@ options.forEach((option, i) => {
 }
 
 function htmlTable(entry: TraceRuns): string {
-  const head = ['policy', 'p50 s', 'p95 s', 'p99 s', 'peak backlog', 'drain s', 'util', 'over-cap', 'past halt', 'scaling changes', 'compute s', '$ / 1000 solves', 'unfinished'];
+  const head = [
+    'policy',
+    'p50 s',
+    'p95 s',
+    'p99 s',
+    'peak backlog',
+    'drain s',
+    'util',
+    'over-cap',
+    'past halt',
+    'scaling changes',
+    'compute s',
+    '$ / 1000 solves',
+    'unfinished',
+  ];
   const rows = tableRows(entry.runs);
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows
     .map((row) => `<tr>${row.map((cell) => `<td>${esc(cell)}</td>`).join('')}</tr>`)

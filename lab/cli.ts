@@ -28,7 +28,9 @@ interface Options {
 
 const program = new Command()
   .name('bench')
-  .description('Replay traffic traces against the governor and the usual scalers; print the table, write the HTML report.')
+  .description(
+    'Replay traffic traces against the governor and the usual scalers; print the table, write the HTML report.',
+  )
   .option('--trace <names>', 'shipped traces to run, comma-separated (default: all)')
   .option('--trace-file <files...>', 'your own trace files (JSON, see docs/lab.md)')
   .option('--policy <names>', `policies, comma-separated: ${POLICY_NAMES.join(', ')} (default: all)`)
@@ -51,14 +53,22 @@ function main(options: Options): void {
     traces,
     policies,
     seed: options.seed,
-    onRun: (r) => process.stderr.write(`  ${r.trace} / ${r.policy}: ${r.arrivals} tasks, ${r.events} events, ${r.wallMs.toFixed(0)} ms\n`),
+    onRun: (r) =>
+      process.stderr.write(
+        `  ${r.trace} / ${r.policy}: ${r.arrivals} tasks, ${r.events} events, ${r.wallMs.toFixed(0)} ms\n`,
+      ),
   });
   const checks = checkTargets(bench);
-  process.stdout.write(options.json ? `${JSON.stringify(toJson(bench, checks), null, 2)}\n` : `${formatTable(bench, checks)}\n`);
+  process.stdout.write(
+    options.json ? `${JSON.stringify(toJson(bench, checks), null, 2)}\n` : `${formatTable(bench, checks)}\n`,
+  );
   if (options.report) {
     const dir = resolve(options.out);
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'report.html'), renderHtml(bench, checks, { seed: options.seed, generatedAt: new Date().toISOString() }));
+    writeFileSync(
+      join(dir, 'report.html'),
+      renderHtml(bench, checks, { seed: options.seed, generatedAt: new Date().toISOString() }),
+    );
     writeFileSync(join(dir, 'results.json'), `${JSON.stringify(toJson(bench, checks, { samples: true }))}\n`);
     process.stderr.write(`Report: ${join(dir, 'report.html')}\n`);
   }
@@ -67,7 +77,10 @@ function main(options: Options): void {
 
 function selectPolicies(list: string | undefined): PolicyName[] | undefined {
   if (list === undefined) return undefined;
-  const names = list.split(',').map((n) => n.trim()).filter(Boolean);
+  const names = list
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !(POLICY_NAMES as readonly string[]).includes(n));
   if (unknown.length > 0) fail(`Unknown policy ${unknown.join(', ')}. Choose from: ${POLICY_NAMES.join(', ')}.`);
   return names as PolicyName[];
@@ -79,9 +92,15 @@ function selectTraces(options: Options): Trace[] {
     const shipped = shippedTraces();
     if (options.trace === undefined) traces.push(...shipped);
     else {
-      for (const name of options.trace.split(',').map((n) => n.trim()).filter(Boolean)) {
+      for (const name of options.trace
+        .split(',')
+        .map((n) => n.trim())
+        .filter(Boolean)) {
         const trace = shipped.find((t) => t.name === name);
-        if (!trace) fail(`Unknown trace "${name}". Shipped traces: ${shipped.map((t) => t.name).join(', ')} (or use --trace-file FILE).`);
+        if (!trace)
+          fail(
+            `Unknown trace "${name}". Shipped traces: ${shipped.map((t) => t.name).join(', ')} (or use --trace-file FILE).`,
+          );
         traces.push(trace);
       }
     }
@@ -91,7 +110,9 @@ function selectTraces(options: Options): Trace[] {
 }
 
 function writeSvg(bench: TraceRuns[], file: string, name: string | undefined): void {
-  const entry = name ? bench.find((b) => b.trace.name === name) : (bench.find((b) => b.trace.name === 'sale-day-surge') ?? bench[0]);
+  const entry = name
+    ? bench.find((b) => b.trace.name === name)
+    : (bench.find((b) => b.trace.name === 'sale-day-surge') ?? bench[0]);
   if (!entry) fail(`No run of trace "${name}" to draw.`);
   mkdirSync(dirname(resolve(file)), { recursive: true });
   writeFileSync(file, renderSvg(entry));
@@ -116,7 +137,8 @@ function perf(options: Options, policies: PolicyName[]): void {
 
 function parseSeed(value: string): number {
   const seed = Number(value);
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new InvalidArgumentError('a whole number from 0 to 4294967295');
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+    throw new InvalidArgumentError('a whole number from 0 to 4294967295');
   return seed;
 }
 

@@ -58,7 +58,11 @@ export class EventHeap<T> {
       while (i < half) {
         let child = 2 * i + 1;
         const right = child + 1;
-        if (right < last && (times[right]! < times[child]! || (times[right] === times[child] && seqs[right]! < seqs[child]!))) child = right;
+        if (
+          right < last &&
+          (times[right]! < times[child]! || (times[right] === times[child] && seqs[right]! < seqs[child]!))
+        )
+          child = right;
         const ct = times[child]!;
         if (time < ct || (time === ct && seq < seqs[child]!)) break;
         times[i] = ct;

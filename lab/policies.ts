@@ -9,18 +9,31 @@ import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
 import type { ControlAction, Policy, PolicyView } from './sim.js';
 
-export const POLICY_NAMES = ['governor', 'thread-pool', 'process-pool', 'hpa', 'lambda-fixed', 'static-pool', 'oracle'] as const;
+export const POLICY_NAMES = [
+  'governor',
+  'thread-pool',
+  'process-pool',
+  'hpa',
+  'lambda-fixed',
+  'static-pool',
+  'oracle',
+] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
 /** One sentence per policy, for the report and docs/lab.md. */
 export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
-  governor: "captcha-fleet's governor: the real decide() sets the mapping's maximum concurrency every 10 s from fresh queue attributes, the balance and minute-late metrics; Lambda's SQS scaling ramps under it.",
-  'thread-pool': 'The usual one-process script: every 10 s, +2 workers when more than 20 tasks wait and over 70 % are busy, −1 when under 5 wait and under 20 % are busy; 2..20 workers, no scale-up under $1.',
-  'process-pool': 'The usual multi-process script: every 15 s, add max(1, backlog ÷ 10) when the backlog exceeds 5 × workers, remove 2 when under 3 wait; 2..16 processes, 1 s to spawn.',
+  governor:
+    "captcha-fleet's governor: the real decide() sets the mapping's maximum concurrency every 10 s from fresh queue attributes, the balance and minute-late metrics; Lambda's SQS scaling ramps under it.",
+  'thread-pool':
+    'The usual one-process script: every 10 s, +2 workers when more than 20 tasks wait and over 70 % are busy, −1 when under 5 wait and under 20 % are busy; 2..20 workers, no scale-up under $1.',
+  'process-pool':
+    'The usual multi-process script: every 15 s, add max(1, backlog ÷ 10) when the backlog exceeds 5 × workers, remove 2 when under 3 wait; 2..16 processes, 1 s to spawn.',
   hpa: 'A Kubernetes HPA on queue length: target 10 per replica, 2..20 replicas, 15 s sync, default scale-up (max of +4 pods or +100 % per 15 s), 300 s scale-down stabilization, 10 s pod start.',
-  'lambda-fixed': "Lambda's own SQS scaling with the mapping's maximum concurrency fixed at the plan's cap and no governor.",
+  'lambda-fixed':
+    "Lambda's own SQS scaling with the mapping's maximum concurrency fixed at the plan's cap and no governor.",
   'static-pool': 'A pool of workers equal to the plan threads, always on.',
-  oracle: 'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops under the pause level.',
+  oracle:
+    'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops under the pause level.',
 };
 
 /** Builds a policy for a trace's settings. */
@@ -38,7 +51,13 @@ export function createPolicy(name: PolicyName, settings: FleetSettings, model: P
     case 'lambda-fixed':
       return { name, capacity: 'lambda', periodSeconds: undefined, initialTarget: (s) => s.maxConcurrency };
     case 'static-pool':
-      return { name, capacity: 'pool', periodSeconds: undefined, workerStartSeconds: 0, initialTarget: (s) => s.effectiveCap };
+      return {
+        name,
+        capacity: 'pool',
+        periodSeconds: undefined,
+        workerStartSeconds: 0,
+        initialTarget: (s) => s.effectiveCap,
+      };
     case 'oracle':
       return { name, capacity: 'oracle', periodSeconds: undefined, initialTarget: (s) => s.planThreads };
   }
@@ -57,7 +76,11 @@ function governorPolicy(settings: FleetSettings): Policy {
       state ??= initialState(config, view.nowMs);
       const decision = decide(view.governorSignals(), state, config);
       state = decision.state;
-      return { target: decision.ceilings.normal, enabled: !decision.paused && decision.enabled.normal, reason: decision.reason.code };
+      return {
+        target: decision.ceilings.normal,
+        enabled: !decision.paused && decision.enabled.normal,
+        reason: decision.reason.code,
+      };
     },
   };
 }

@@ -27,17 +27,24 @@ export function checkTargets(bench: TraceRuns[]): TargetCheck[] {
     const by = (name: string) => runs.find((r) => r.policy === name);
     const governor = by('governor');
     if (!governor) continue;
-    const add = (target: string, pass: boolean, detail: string) => checks.push({ trace: trace.name, target, pass, detail });
+    const add = (target: string, pass: boolean, detail: string) =>
+      checks.push({ trace: trace.name, target, pass, detail });
     const oracle = by('oracle');
     if (oracle && oracle.latency.p95 !== null && governor.latency.p95 !== null) {
       const ratio = governor.latency.p95 / oracle.latency.p95;
-      add('p95 ≤ 1.2 × oracle', ratio <= P95_VS_ORACLE, `governor p95 ${s(governor.latency.p95)} vs oracle ${s(oracle.latency.p95)} (× ${ratio.toFixed(2)})`);
+      add(
+        'p95 ≤ 1.2 × oracle',
+        ratio <= P95_VS_ORACLE,
+        `governor p95 ${s(governor.latency.p95)} vs oracle ${s(oracle.latency.p95)} (× ${ratio.toFixed(2)})`,
+      );
     }
     const utilization = governor.utilizationWhileBacklog;
     add(
       'utilization while backlog ≥ 0.9',
       utilization === null || utilization >= MIN_UTILIZATION,
-      utilization === null ? 'no backlog ever' : `${utilization.toFixed(2)} over ${s(governor.backlogSeconds)} with tasks waiting`,
+      utilization === null
+        ? 'no backlog ever'
+        : `${utilization.toFixed(2)} over ${s(governor.backlogSeconds)} with tasks waiting`,
     );
     const foreign = hasForeignThreads(trace);
     add(
@@ -72,7 +79,21 @@ export function hasForeignThreads(trace: Trace): boolean {
   return trace.foreignThreads.value.some((threads) => threads > 0);
 }
 
-const COLUMNS = ['policy', 'p50 s', 'p95 s', 'p99 s', 'peak', 'drain s', 'util', 'over-cap', 'past halt', 'changes', 'compute s', '$/1k solves', 'unfinished'];
+const COLUMNS = [
+  'policy',
+  'p50 s',
+  'p95 s',
+  'p99 s',
+  'peak',
+  'drain s',
+  'util',
+  'over-cap',
+  'past halt',
+  'changes',
+  'compute s',
+  '$/1k solves',
+  'unfinished',
+];
 
 /** One row of figures per run. */
 export function tableRows(runs: RunResult[]): string[][] {
@@ -99,13 +120,16 @@ export function formatTable(bench: TraceRuns[], checks: TargetCheck[]): string {
   for (const { trace, runs } of bench) {
     const arrivals = runs[0]?.arrivals ?? 0;
     out.push(`${trace.name} — ${trace.description}`);
-    out.push(`  ${arrivals} tasks, plan ${trace.settings.planThreads} threads, ${(trace.durationSeconds / 60).toFixed(0)} min${trace.pollLoss ? ', polling loss on' : ''}`);
+    out.push(
+      `  ${arrivals} tasks, plan ${trace.settings.planThreads} threads, ${(trace.durationSeconds / 60).toFixed(0)} min${trace.pollLoss ? ', polling loss on' : ''}`,
+    );
     out.push(...align([COLUMNS, ...tableRows(runs)]).map((line) => `  ${line}`));
     out.push('');
   }
   if (checks.length > 0) {
     out.push('Targets (governor)');
-    for (const check of checks) out.push(`  ${check.pass ? 'PASS' : 'MISS'}  ${check.trace}: ${check.target} — ${check.detail}`);
+    for (const check of checks)
+      out.push(`  ${check.pass ? 'PASS' : 'MISS'}  ${check.trace}: ${check.target} — ${check.detail}`);
     const missed = checks.filter((c) => !c.pass).length;
     out.push(`  ${checks.length - missed} of ${checks.length} met`);
   }
@@ -132,7 +156,9 @@ export function toJson(bench: TraceRuns[], checks: TargetCheck[], options: { sam
 
 function align(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  return rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
+  return rows.map((row) =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '),
+  );
 }
 
 function num(value: number | null): string {

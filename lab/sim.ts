@@ -241,7 +241,9 @@ class Simulation {
     this.sampleSeconds = options.sampleSeconds ?? Math.max(5, this.duration / 720);
     this.plan = this.settings.planThreads;
     this.price = trace.balance.pricePerSolveUsd;
-    this.balance = trace.balance.initialUsd + trace.balance.topUps.filter((topUp) => topUp.at === 0).reduce((sum, topUp) => sum + topUp.usd, 0);
+    this.balance =
+      trace.balance.initialUsd +
+      trace.balance.topUps.filter((topUp) => topUp.at === 0).reduce((sum, topUp) => sum + topUp.usd, 0);
     const methods = trace.methods;
     this.methodCdf = new Float64Array(methods.length);
     this.methodMu = new Float64Array(methods.length);
@@ -274,7 +276,9 @@ class Simulation {
     this.checkBalanceLevels();
     if (this.policy.capacity === 'lambda') {
       this.allowance = Math.min(this.model.esmInitialConcurrency, this.target);
-      this.busyHighWater = new Float64Array(Math.max(1, Math.round(this.model.esmScaleDownSeconds / this.model.esmStepSeconds)));
+      this.busyHighWater = new Float64Array(
+        Math.max(1, Math.round(this.model.esmScaleDownSeconds / this.model.esmStepSeconds)),
+      );
       this.heap.push(this.model.esmStepSeconds, K_ESM);
     } else if (this.policy.capacity === 'pool') {
       this.ready = this.target;
@@ -368,7 +372,8 @@ class Simulation {
     while (this.methodCdf[m]! < u) m++;
     this.methodOf[id] = m;
     const sigma = this.methodSigma[m]!;
-    this.baseSolve[id] = sigma < 0 ? this.taskRng.exponential(1 / this.methodMu[m]!) : this.taskRng.logNormal(this.methodMu[m]!, sigma);
+    this.baseSolve[id] =
+      sigma < 0 ? this.taskRng.exponential(1 / this.methodMu[m]!) : this.taskRng.logNormal(this.methodMu[m]!, sigma);
     this.enqueue(id);
     this.scheduleArrival(this.t);
     this.dispatch();
@@ -436,7 +441,10 @@ class Simulation {
     if (this.trace.pollLoss) {
       // The answer is read at the next poll of the protocol schedule; the thread is paid until then.
       const poll = this.methodPoll[this.methodOf[id]!]!;
-      hold = hold <= poll.first ? poll.first : poll.first + Math.ceil((hold - poll.first) / poll.interval - 1e-9) * poll.interval;
+      hold =
+        hold <= poll.first
+          ? poll.first
+          : poll.first + Math.ceil((hold - poll.first) / poll.interval - 1e-9) * poll.interval;
     }
     this.heap.push(this.t + hold, id * 16 + K_DONE);
   }
@@ -500,7 +508,10 @@ class Simulation {
     ring[this.stepIndex++ % ring.length] = Math.max(this.stepHigh, this.busy);
     this.stepHigh = this.busy;
     if (this.qLen > 0 && this.busy >= Math.min(this.allowance, this.target)) {
-      this.allowance = Math.min(this.target, this.allowance + (this.model.esmScaleUpPerMinute * this.model.esmStepSeconds) / 60);
+      this.allowance = Math.min(
+        this.target,
+        this.allowance + (this.model.esmScaleUpPerMinute * this.model.esmStepSeconds) / 60,
+      );
     } else if (this.qLen === 0) {
       let recent = 0;
       for (let i = 0; i < ring.length; i++) if (ring[i]! > recent) recent = ring[i]!;
@@ -713,11 +724,13 @@ class Simulation {
 
   private result(wallMs: number): RunResult {
     const latencies = this.latencies.subarray(0, this.solved).sort();
-    const pick = (q: number): number | null => (latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]!);
+    const pick = (q: number): number | null =>
+      latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]!;
     let sum = 0;
     for (let i = 0; i < latencies.length; i++) sum += latencies[i]!;
     const computeUsd =
-      this.computeSeconds * this.model.computeUsdPerSecond + (this.policy.capacity === 'lambda' ? this.invocations * this.model.lambdaUsdPerRequest : 0);
+      this.computeSeconds * this.model.computeUsdPerSecond +
+      (this.policy.capacity === 'lambda' ? this.invocations * this.model.lambdaUsdPerRequest : 0);
     return {
       trace: this.trace.name,
       policy: this.policy.name,
@@ -725,10 +738,16 @@ class Simulation {
       arrivals: this.taskCount,
       solved: this.solved,
       unfinished: this.taskCount - this.solved,
-      latency: { p50: pick(0.5), p95: pick(0.95), p99: pick(0.99), mean: latencies.length === 0 ? null : sum / latencies.length },
+      latency: {
+        p50: pick(0.5),
+        p95: pick(0.95),
+        p99: pick(0.99),
+        mean: latencies.length === 0 ? null : sum / latencies.length,
+      },
       peakBacklog: this.peakBacklog,
       drainSeconds: this.drainSeconds,
-      utilizationWhileBacklog: this.freeThreadSecondsBacklog > 0 ? this.busyThreadSecondsBacklog / this.freeThreadSecondsBacklog : null,
+      utilizationWhileBacklog:
+        this.freeThreadSecondsBacklog > 0 ? this.busyThreadSecondsBacklog / this.freeThreadSecondsBacklog : null,
       backlogSeconds: this.backlogSeconds,
       submissions: this.submissions,
       overCapRejections: this.overCap,

@@ -18,7 +18,11 @@ export const TraceSchema = z
     name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,60}$/, 'lowercase letters, digits and dashes'),
     description: z.string().max(500).default(''),
     /** Simulated span; arrivals stop here and the run continues until the queue drains. */
-    durationSeconds: z.number().finite().gt(0).max(31 * 86_400),
+    durationSeconds: z
+      .number()
+      .finite()
+      .gt(0)
+      .max(31 * 86_400),
     /** Fleet settings (the same fields as the stack's configuration), e.g. `{ "planThreads": 50 }`. */
     fleet: z.record(z.string(), z.unknown()).default({}),
     /** Arrival rate in tasks per second, piecewise constant; Poisson within a piece. */
@@ -98,7 +102,10 @@ export class TraceFileError extends Error {
     readonly problems: string[],
     options?: { cause?: unknown },
   ) {
-    super(`Invalid trace ${source} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`, options);
+    super(
+      `Invalid trace ${source} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+      options,
+    );
   }
 }
 
@@ -117,11 +124,13 @@ export function parseTrace(json: unknown, source: string): Trace {
   checkPieces(trace.foreignThreads, 'foreignThreads', trace.durationSeconds, problems);
   checkPieces(trace.solveTimeFactor, 'solveTimeFactor', trace.durationSeconds, problems);
   trace.balance.topUps.forEach((topUp, i) => {
-    if (topUp.at >= trace.durationSeconds) problems.push(`balance.topUps[${i}].at: ${topUp.at} is not before durationSeconds ${trace.durationSeconds}`);
+    if (topUp.at >= trace.durationSeconds)
+      problems.push(`balance.topUps[${i}].at: ${topUp.at} is not before durationSeconds ${trace.durationSeconds}`);
   });
   trace.methods.forEach((m, i) => {
     if (m.distribution === 'exponential') {
-      if (m.meanSeconds === undefined) problems.push(`methods[${i}].meanSeconds: required for the exponential distribution`);
+      if (m.meanSeconds === undefined)
+        problems.push(`methods[${i}].meanSeconds: required for the exponential distribution`);
     } else if (m.medianSeconds === undefined || m.p95Seconds === undefined) {
       problems.push(`methods[${i}]: the lognormal distribution needs medianSeconds and p95Seconds`);
     } else if (m.p95Seconds < m.medianSeconds) {
@@ -136,7 +145,9 @@ export function parseTrace(json: unknown, source: string): Trace {
     for (const p of error.problems) problems.push(`fleet.${p.field}: ${p.problem}`);
   }
   if (settings && settings.tasksPerInvocation !== 1) {
-    problems.push(`fleet.tasksPerInvocation: the lab models one task per invocation, got ${settings.tasksPerInvocation}`);
+    problems.push(
+      `fleet.tasksPerInvocation: the lab models one task per invocation, got ${settings.tasksPerInvocation}`,
+    );
   }
   if (problems.length > 0 || !settings) throw new TraceFileError(source, problems);
   const totalShare = trace.methods.reduce((sum, m) => sum + m.share, 0);
@@ -150,7 +161,13 @@ export function parseTrace(json: unknown, source: string): Trace {
       const share = m.share / totalShare;
       return m.distribution === 'exponential'
         ? { method: m.method, share, distribution: 'exponential', meanSeconds: m.meanSeconds as number }
-        : { method: m.method, share, distribution: 'lognormal', medianSeconds: m.medianSeconds as number, p95Seconds: m.p95Seconds as number };
+        : {
+            method: m.method,
+            share,
+            distribution: 'lognormal',
+            medianSeconds: m.medianSeconds as number,
+            p95Seconds: m.p95Seconds as number,
+          };
     }),
     foreignThreads: toPiecewise(trace.foreignThreads, (p) => p.threads),
     solveTimeFactor: toPiecewise(trace.solveTimeFactor, (p) => p.factor),
@@ -206,9 +223,11 @@ function toPiecewise<P extends { at: number }>(pieces: P[], value: (p: P) => num
 }
 
 function checkPieces(pieces: { at: number }[], field: string, duration: number, problems: string[]): void {
-  if (pieces[0] && pieces[0].at !== 0) problems.push(`${field}[0].at: the first piece must start at 0, got ${pieces[0].at}`);
+  if (pieces[0] && pieces[0].at !== 0)
+    problems.push(`${field}[0].at: the first piece must start at 0, got ${pieces[0].at}`);
   for (let i = 1; i < pieces.length; i++) {
-    if (pieces[i]!.at <= pieces[i - 1]!.at) problems.push(`${field}[${i}].at: ${pieces[i]!.at} is not after the previous piece's ${pieces[i - 1]!.at}`);
+    if (pieces[i]!.at <= pieces[i - 1]!.at)
+      problems.push(`${field}[${i}].at: ${pieces[i]!.at} is not after the previous piece's ${pieces[i - 1]!.at}`);
   }
   pieces.forEach((p, i) => {
     if (p.at >= duration) problems.push(`${field}[${i}].at: ${p.at} is not before durationSeconds ${duration}`);
@@ -217,5 +236,7 @@ function checkPieces(pieces: { at: number }[], field: string, duration: number, 
 
 function formatPath(path: readonly PropertyKey[]): string {
   if (path.length === 0) return '(trace)';
-  return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i === 0 ? '' : '.'}${String(part)}`)).join('');
+  return path
+    .map((part, i) => (typeof part === 'number' ? `[${part}]` : `${i === 0 ? '' : '.'}${String(part)}`))
+    .join('');
 }

@@ -75,7 +75,14 @@ const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 const TABLE_REMOVALS: readonly TableRemoval[] = ['retain', 'destroy'];
 
 /** Context keys that are not fleet settings. */
-export const STACK_CONTEXT_KEYS = ['plan', 'alarmEmail', 'solverKeySecretName', 'resultsRemoval', 'reserveConsumerConcurrency', 'stackName'] as const;
+export const STACK_CONTEXT_KEYS = [
+  'plan',
+  'alarmEmail',
+  'solverKeySecretName',
+  'resultsRemoval',
+  'reserveConsumerConcurrency',
+  'stackName',
+] as const;
 
 /** Fleet settings whose values are strings: every other one is a number or a boolean. */
 const STRING_SETTINGS = new Set(['prefix', 'solverBaseUrl', 'dialect']);
@@ -105,7 +112,9 @@ export function resolveFleetStackConfig(options: FleetStackOptions = {}): Resolv
       problems.push({
         field: 'plan',
         problem: `unknown plan "${options.plan}"`,
-        fix: `use one of ${Object.entries(PLAN_THREADS).map(([name, n]) => `${name} (${n} threads)`).join(', ')}, or give planThreads as a number`,
+        fix: `use one of ${Object.entries(PLAN_THREADS)
+          .map(([name, n]) => `${name} (${n} threads)`)
+          .join(', ')}, or give planThreads as a number`,
       });
     } else if (fleet.planThreads !== undefined && fleet.planThreads !== threads) {
       problems.push({
@@ -118,7 +127,11 @@ export function resolveFleetStackConfig(options: FleetStackOptions = {}): Resolv
     }
   }
   if (options.alarmEmail !== undefined && !EMAIL.test(options.alarmEmail)) {
-    problems.push({ field: 'alarmEmail', problem: `"${options.alarmEmail}" is not an e-mail address`, fix: 'give one address such as ops@example.com, or leave it out' });
+    problems.push({
+      field: 'alarmEmail',
+      problem: `"${options.alarmEmail}" is not an e-mail address`,
+      fix: 'give one address such as ops@example.com, or leave it out',
+    });
   }
   if (options.solverKeySecretName !== undefined && !SECRET_NAME.test(options.solverKeySecretName)) {
     problems.push({
@@ -129,7 +142,11 @@ export function resolveFleetStackConfig(options: FleetStackOptions = {}): Resolv
   }
   const resultsRemoval = options.resultsRemoval ?? 'retain';
   if (!TABLE_REMOVALS.includes(resultsRemoval)) {
-    problems.push({ field: 'resultsRemoval', problem: `"${String(resultsRemoval)}" is not a removal policy`, fix: `use one of ${TABLE_REMOVALS.join(', ')}` });
+    problems.push({
+      field: 'resultsRemoval',
+      problem: `"${String(resultsRemoval)}" is not a removal policy`,
+      fix: `use one of ${TABLE_REMOVALS.join(', ')}`,
+    });
   }
 
   let settings: FleetSettings | undefined;

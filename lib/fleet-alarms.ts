@@ -72,7 +72,8 @@ export class FleetAlarms extends Construct {
       masterKey: key,
       enforceSSL: true,
     });
-    if (props.alarmEmail !== undefined) this.topic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+    if (props.alarmEmail !== undefined)
+      this.topic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
 
     const alarm = (alarmId: AlarmId, description: string, options: cw.AlarmProps) => {
       const created = new cw.Alarm(this, alarmId, {
@@ -94,39 +95,58 @@ export class FleetAlarms extends Construct {
       });
 
     this.alarms = {
-      BalanceBelowHalt: alarm('BalanceBelowHalt', `Solver balance under the halt level ($${settings.haltBalance}): the governor no longer scales up.`, {
-        metric: metrics.governor(GOVERNOR_METRICS.balance, 'Minimum'),
-        threshold: settings.haltBalance,
-        comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        // An unread balance is unknown, not zero: GovernorSilent covers a governor that reports nothing.
-        treatMissingData: cw.TreatMissingData.IGNORE,
-      }),
-      DeadLetterQueueNotEmpty: alarm('DeadLetterQueueNotEmpty', 'Messages are in the dead-letter queue: rejected tasks or tasks received too often.', {
-        metric: queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
-        threshold: 1,
-        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-      }),
+      BalanceBelowHalt: alarm(
+        'BalanceBelowHalt',
+        `Solver balance under the halt level ($${settings.haltBalance}): the governor no longer scales up.`,
+        {
+          metric: metrics.governor(GOVERNOR_METRICS.balance, 'Minimum'),
+          threshold: settings.haltBalance,
+          comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          // An unread balance is unknown, not zero: GovernorSilent covers a governor that reports nothing.
+          treatMissingData: cw.TreatMissingData.IGNORE,
+        },
+      ),
+      DeadLetterQueueNotEmpty: alarm(
+        'DeadLetterQueueNotEmpty',
+        'Messages are in the dead-letter queue: rejected tasks or tasks received too often.',
+        {
+          metric: queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+            statistic: 'Maximum',
+            period: ONE_MINUTE,
+          }),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
       OldestTaskTooOld: oldest(queues.normal, 'OldestTaskTooOld', 'normal-priority'),
       OldestHighPriorityTaskTooOld: oldest(queues.high, 'OldestHighPriorityTaskTooOld', 'high-priority'),
-      SolveTimeP95High: alarm('SolveTimeP95High', `p95 solve time above ${settings.shortfallP95Ms / 1000} s for five minutes.`, {
-        metric: metrics.consumer(METRICS.solveDuration, 'p95'),
-        threshold: settings.shortfallP95Ms,
-        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 5,
-        datapointsToAlarm: 5,
-        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-      }),
-      ErrorRateHigh: alarm('ErrorRateHigh', `More than ${settings.errorRateThreshold * 100} % of solver requests (submissions and result requests) answer an error (3 of 5 minutes).`, {
-        metric: metrics.errorRatePercent(),
-        threshold: settings.errorRateThreshold * 100,
-        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 5,
-        datapointsToAlarm: 3,
-        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-      }),
+      SolveTimeP95High: alarm(
+        'SolveTimeP95High',
+        `p95 solve time above ${settings.shortfallP95Ms / 1000} s for five minutes.`,
+        {
+          metric: metrics.consumer(METRICS.solveDuration, 'p95'),
+          threshold: settings.shortfallP95Ms,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 5,
+          datapointsToAlarm: 5,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
+      ErrorRateHigh: alarm(
+        'ErrorRateHigh',
+        `More than ${settings.errorRateThreshold * 100} % of solver requests (submissions and result requests) answer an error (3 of 5 minutes).`,
+        {
+          metric: metrics.errorRatePercent(),
+          threshold: settings.errorRateThreshold * 100,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 5,
+          datapointsToAlarm: 3,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
       GovernorErrors: alarm('GovernorErrors', 'The governor failed; the fleet keeps its last ceilings (fail static).', {
         metric: props.governor.metricErrors({ statistic: 'Sum', period: ONE_MINUTE }),
         threshold: 1,
@@ -134,31 +154,39 @@ export class FleetAlarms extends Construct {
         evaluationPeriods: 1,
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,
       }),
-      GovernorSilent: alarm('GovernorSilent', 'No successful governor run for three minutes: no decision is being made.', {
-        // Invocations less errors, per minute. Alarms cannot sum the Decision metric across its
-        // Reason dimension (SEARCH is dashboard-only), so a completed run stands for a decision.
-        metric: new cw.MathExpression({
-          expression: 'FILL(runs, 0) - FILL(failures, 0)',
-          usingMetrics: {
-            runs: props.governor.metricInvocations({ statistic: 'Sum', period: ONE_MINUTE }),
-            failures: props.governor.metricErrors({ statistic: 'Sum', period: ONE_MINUTE }),
-          },
-          label: 'successful governor runs',
-          period: ONE_MINUTE,
-        }),
-        threshold: 1,
-        comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
-        evaluationPeriods: 3,
-        datapointsToAlarm: 3,
-        treatMissingData: cw.TreatMissingData.BREACHING,
-      }),
-      ConsumerThrottled: alarm('ConsumerThrottled', 'Consumer invocations were throttled: messages return to the queue and may reach the DLQ unprocessed.', {
-        metric: props.consumer.metricThrottles({ statistic: 'Sum', period: Duration.minutes(5) }),
-        threshold: 1,
-        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-      }),
+      GovernorSilent: alarm(
+        'GovernorSilent',
+        'No successful governor run for three minutes: no decision is being made.',
+        {
+          // Invocations less errors, per minute. Alarms cannot sum the Decision metric across its
+          // Reason dimension (SEARCH is dashboard-only), so a completed run stands for a decision.
+          metric: new cw.MathExpression({
+            expression: 'FILL(runs, 0) - FILL(failures, 0)',
+            usingMetrics: {
+              runs: props.governor.metricInvocations({ statistic: 'Sum', period: ONE_MINUTE }),
+              failures: props.governor.metricErrors({ statistic: 'Sum', period: ONE_MINUTE }),
+            },
+            label: 'successful governor runs',
+            period: ONE_MINUTE,
+          }),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+          evaluationPeriods: 3,
+          datapointsToAlarm: 3,
+          treatMissingData: cw.TreatMissingData.BREACHING,
+        },
+      ),
+      ConsumerThrottled: alarm(
+        'ConsumerThrottled',
+        'Consumer invocations were throttled: messages return to the queue and may reach the DLQ unprocessed.',
+        {
+          metric: props.consumer.metricThrottles({ statistic: 'Sum', period: Duration.minutes(5) }),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
     };
   }
 }

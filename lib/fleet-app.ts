@@ -15,7 +15,11 @@ import { CaptchaFleetStack } from './fleet-stack.js';
 export function addFleetStack(app: App, overrides: FleetStackOptions = {}): CaptchaFleetStack {
   const read = (key: string): unknown => app.node.tryGetContext(key);
   const fromContext = fleetOptionsFromContext(read);
-  const options: FleetStackOptions = { ...fromContext, ...overrides, fleet: { ...fromContext.fleet, ...overrides.fleet } };
+  const options: FleetStackOptions = {
+    ...fromContext,
+    ...overrides,
+    fleet: { ...fromContext.fleet, ...overrides.fleet },
+  };
   const stackName = (read('stackName') as string | undefined) ?? DEFAULT_STACK_NAME;
   // Environment-agnostic: the same template whatever credentials the shell has (deploy picks the account).
   const stack = new CaptchaFleetStack(app, stackName, options);

@@ -88,17 +88,15 @@ export class FleetDashboard extends Construct {
       graph('Error and over-cap rates (%)', [metrics.errorRatePercent(), metrics.overCapRatePercent()], {
         leftAnnotations: [{ value: settings.errorRateThreshold * 100, label: 'error alarm', color: cw.Color.RED }],
       }),
-      graph(
-        'Balance (USD)',
-        [metrics.governor(GOVERNOR_METRICS.balance, 'Minimum', 'balance')],
-        {
-          leftAnnotations: [
-            { value: settings.haltBalance, label: 'halt scaling', color: cw.Color.ORANGE },
-            { value: settings.pauseBalance, label: 'pause', color: cw.Color.RED },
-          ],
-        },
-      ),
-      graph('Dead-letter queue depth', [queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'DLQ' })]),
+      graph('Balance (USD)', [metrics.governor(GOVERNOR_METRICS.balance, 'Minimum', 'balance')], {
+        leftAnnotations: [
+          { value: settings.haltBalance, label: 'halt scaling', color: cw.Color.ORANGE },
+          { value: settings.pauseBalance, label: 'pause', color: cw.Color.RED },
+        ],
+      }),
+      graph('Dead-letter queue depth', [
+        queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'DLQ' }),
+      ]),
     );
     this.dashboard.addWidgets(
       graph('Governor decisions by reason', [metrics.search(GOVERNOR_METRICS.decision, 'Sum', 'decisions')], {
@@ -117,7 +115,9 @@ export class FleetDashboard extends Construct {
         { width: 12 },
       ),
     );
-    this.dashboard.addWidgets(new cw.AlarmStatusWidget({ title: 'Alarms', alarms: props.alarms, width: 24, height: 4 }));
+    this.dashboard.addWidgets(
+      new cw.AlarmStatusWidget({ title: 'Alarms', alarms: props.alarms, width: 24, height: 4 }),
+    );
 
     this.url = `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${name}`;
   }

@@ -23,7 +23,8 @@ export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
  * esbuild's ESM output has no `require`; some dependencies still call it (the AWS SDK's
  * CommonJS paths), so the bundle defines one.
  */
-const ESM_REQUIRE_BANNER = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
+const ESM_REQUIRE_BANNER =
+  "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 
 export interface FleetFunctionProps {
   /** Entry file, relative to the repository root (e.g. `functions/consumer/handler.ts`). */

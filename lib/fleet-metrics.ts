@@ -27,7 +27,11 @@ export class FleetMetrics {
   }
 
   /** A governor metric (dimension service=governor). */
-  governor(name: (typeof GOVERNOR_METRICS)[keyof typeof GOVERNOR_METRICS], statistic: string, label?: string): cw.Metric {
+  governor(
+    name: (typeof GOVERNOR_METRICS)[keyof typeof GOVERNOR_METRICS],
+    statistic: string,
+    label?: string,
+  ): cw.Metric {
     return new cw.Metric({
       namespace: this.settings.metricsNamespace,
       metricName: name,
@@ -56,7 +60,8 @@ export class FleetMetrics {
    */
   errorRatePercent(): cw.MathExpression {
     return new cw.MathExpression({
-      expression: 'IF(FILL(submissions, 0) + FILL(results, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(results, 0)), 0)',
+      expression:
+        'IF(FILL(submissions, 0) + FILL(results, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(results, 0)), 0)',
       usingMetrics: {
         transient: this.consumer(METRICS.transientErrors, 'Sum'),
         task: this.consumer(METRICS.taskErrors, 'Sum'),

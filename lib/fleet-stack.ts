@@ -19,7 +19,10 @@ import { TaskQueues } from './task-queues.js';
 export interface CaptchaFleetStackProps extends StackProps, FleetStackOptions {}
 
 /** An example task producers can send as-is (schema v1). */
-export const EXAMPLE_TASK = { method: 'turnstile', params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://example.com/login' } };
+export const EXAMPLE_TASK = {
+  method: 'turnstile',
+  params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://example.com/login' },
+};
 
 export class CaptchaFleetStack extends Stack {
   public readonly config: ResolvedFleetStackConfig;
@@ -36,13 +39,19 @@ export class CaptchaFleetStack extends Stack {
   /** @throws ConfigError listing every configuration problem, before any resource is created. */
   constructor(scope: Construct, id: string, props: CaptchaFleetStackProps = {}) {
     const config = resolveFleetStackConfig(props);
-    super(scope, id, { description: 'captcha-fleet: SQS + Lambda CAPTCHA solving capped by the solver plan threads', ...props });
+    super(scope, id, {
+      description: 'captcha-fleet: SQS + Lambda CAPTCHA solving capped by the solver plan threads',
+      ...props,
+    });
     this.config = config;
     const { settings, fleetConfig } = config;
 
     this.queues = new TaskQueues(this, 'Queues', { settings });
     this.tables = new FleetTables(this, 'Tables', { settings, resultsRemoval: config.resultsRemoval });
-    this.solverKey = new SolverKeySecret(this, 'SolverKey', { settings, existingSecretName: config.solverKeySecretName });
+    this.solverKey = new SolverKeySecret(this, 'SolverKey', {
+      settings,
+      existingSecretName: config.solverKeySecretName,
+    });
     this.events = new CompletionEvents(this, 'CompletionEvents', { settings });
     const shared = {
       settings,
@@ -84,7 +93,8 @@ export class CaptchaFleetStack extends Stack {
       for (const role of [this.consumer.fleetFunction.role, this.governor.fleetFunction.role]) {
         Validations.of(role).acknowledge({
           id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${config.solverKeySecretName}-??????]`,
-          reason: 'A secret imported by name has an ARN ending in a random 6-character suffix; "-??????" matches only that suffix of this one secret.',
+          reason:
+            'A secret imported by name has an ARN ending in a random 6-character suffix; "-??????" matches only that suffix of this one secret.',
         });
       }
     }
@@ -93,19 +103,32 @@ export class CaptchaFleetStack extends Stack {
   }
 
   private outputs(config: ResolvedFleetStackConfig): void {
-    const output = (key: string, value: string, description: string) => new CfnOutput(this, key, { value, description });
+    const output = (key: string, value: string, description: string) =>
+      new CfnOutput(this, key, { value, description });
     output(STACK_OUTPUTS.normalQueueUrl, this.queues.normal.queueUrl, 'Send normal-priority tasks here');
-    output(STACK_OUTPUTS.highQueueUrl, this.queues.high.queueUrl, 'Send high-priority tasks here (the producer client routes priority "high" here)');
+    output(
+      STACK_OUTPUTS.highQueueUrl,
+      this.queues.high.queueUrl,
+      'Send high-priority tasks here (the producer client routes priority "high" here)',
+    );
     output(STACK_OUTPUTS.dlqUrl, this.queues.deadLetterQueue.queueUrl, 'Dead-letter queue of both lanes');
     output(STACK_OUTPUTS.resultsTable, this.tables.results.tableName, 'Results table (key taskId)');
     output(STACK_OUTPUTS.governorTable, this.tables.governor.tableName, 'Governor state table');
     output(STACK_OUTPUTS.dashboardUrl, this.dashboard.url, 'CloudWatch dashboard');
     output(STACK_OUTPUTS.solverKeySecretArn, this.solverKey.secret.secretArn, 'Put the solver API key in this secret');
-    output(STACK_OUTPUTS.eventBusName, this.events.bus.eventBusName, 'EventBridge bus with one event per completed task');
+    output(
+      STACK_OUTPUTS.eventBusName,
+      this.events.bus.eventBusName,
+      'EventBridge bus with one event per completed task',
+    );
     output(STACK_OUTPUTS.consumerFunctionName, this.consumer.function.functionName, 'Consumer Lambda function');
     output(STACK_OUTPUTS.governorFunctionName, this.governor.function.functionName, 'Governor Lambda function');
     output(STACK_OUTPUTS.alarmTopicArn, this.alarms.topic.topicArn, 'SNS topic the alarms notify');
-    output(STACK_OUTPUTS.operatorPolicyArn, this.operators.policy.managedPolicyArn, 'Attach to operators: status, DLQ inspection and redrive');
+    output(
+      STACK_OUTPUTS.operatorPolicyArn,
+      this.operators.policy.managedPolicyArn,
+      'Attach to operators: status, DLQ inspection and redrive',
+    );
     output(STACK_OUTPUTS.fleetConfig, JSON.stringify(config.fleetConfig), 'Fleet configuration the functions run with');
     output(
       STACK_OUTPUTS.sendTaskCommand,

@@ -69,7 +69,8 @@ export class OperatorAccess extends Construct {
     });
     Validations.of(this.policy).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'cloudwatch:GetMetricData supports no resource-level permissions; status reads p95, solved and failed through it.',
+      reason:
+        'cloudwatch:GetMetricData supports no resource-level permissions; status reads p95, solved and failed through it.',
     });
   }
 }

@@ -33,14 +33,16 @@ export class SolverKeySecret extends Construct {
     }
     const secret = new secretsmanager.Secret(this, 'Secret', {
       secretName: `${props.settings.prefix}/solver-key`,
-      description: 'captcha-fleet: the solver API key (replace the placeholder with `aws secretsmanager put-secret-value`)',
+      description:
+        'captcha-fleet: the solver API key (replace the placeholder with `aws secretsmanager put-secret-value`)',
       // Not a secret: a marker the handlers recognise, so a fleet deployed before the key was
       // put in says so instead of sending a random string to the solver.
       secretStringValue: SecretValue.unsafePlainText(SOLVER_KEY_PLACEHOLDER),
     });
     Validations.of(secret).acknowledge({
       id: 'AwsSolutions-SMG4',
-      reason: 'The solver vendor issues the API key; it cannot be rotated by a Lambda. Operators rotate it in the vendor console and put the new value here.',
+      reason:
+        'The solver vendor issues the API key; it cannot be rotated by a Lambda. Operators rotate it in the vendor console and put the new value here.',
     });
     this.secret = secret;
   }

@@ -39,14 +39,15 @@ export class TaskQueues extends Construct {
       // DLQ does not depend on the queues that depend on it.
       redriveAllowPolicy: {
         redrivePermission: sqs.RedrivePermission.BY_QUEUE,
-        sourceQueues: [settings.queueNames.normal, settings.queueNames.high].map(
-          (name) => sqs.Queue.fromQueueArn(this, `Source-${name}`, sourceArn(name)),
+        sourceQueues: [settings.queueNames.normal, settings.queueNames.high].map((name) =>
+          sqs.Queue.fromQueueArn(this, `Source-${name}`, sourceArn(name)),
         ),
       },
     });
     Validations.of(this.deadLetterQueue).acknowledge({
       id: 'AwsSolutions-SQS3',
-      reason: 'This queue is the dead-letter queue of both task lanes; a DLQ of the DLQ would only move the same messages again.',
+      reason:
+        'This queue is the dead-letter queue of both task lanes; a DLQ of the DLQ would only move the same messages again.',
     });
 
     const lane = (id: string, queueName: string) =>

@@ -26,7 +26,8 @@ export interface ChaosOptions {
  * Calls made outside a poller's invocation pass through untouched.
  */
 export function guardResultsRepository(repository: ResultsRepository, options: ChaosOptions): ResultsRepository {
-  if (!(options.crashRate >= 0 && options.crashRate <= 1)) throw new RangeError(`crashRate must be within 0-1, got ${options.crashRate}`);
+  if (!(options.crashRate >= 0 && options.crashRate <= 1))
+    throw new RangeError(`crashRate must be within 0-1, got ${options.crashRate}`);
   // A proxy rather than an object literal: methods the repository gains later are guarded too.
   return new Proxy(repository, {
     get(target, property, receiver) {
@@ -36,7 +37,12 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
       return (...args: unknown[]) => {
         const invocation = currentInvocation();
         if (invocation?.dead) return never();
-        if (property === 'complete' && invocation !== undefined && options.crashRate > 0 && options.random() < options.crashRate) {
+        if (
+          property === 'complete' &&
+          invocation !== undefined &&
+          options.crashRate > 0 &&
+          options.random() < options.crashRate
+        ) {
           invocation.kill('crash');
           options.onCrash?.(String(args[0]));
           return never();

@@ -64,7 +64,14 @@ export function buildWorkload(options: WorkloadOptions): DemoItem[] {
   for (let n = 0; n < valid; n++) {
     const id = `demo-${runId}-${String(n + 1).padStart(4, '0')}`;
     const priority = random() < (options.highShare ?? 0.1) ? 'high' : 'normal';
-    const task = { id, ...(priority === 'high' ? { priority } : {}), ...sampleTask(pickMethod(MIX, random), n, random, { sites: SITES, url: (site: string) => `https://${site}.demo.example.com/${runId}/page-${n + 1}` }) } as TaskMessage;
+    const task = {
+      id,
+      ...(priority === 'high' ? { priority } : {}),
+      ...sampleTask(pickMethod(MIX, random), n, random, {
+        sites: SITES,
+        url: (site: string) => `https://${site}.demo.example.com/${runId}/page-${n + 1}`,
+      }),
+    } as TaskMessage;
     items.push({ id, method: task.method, priority, body: JSON.stringify(task) });
   }
   // Not-JSON second: with two malformed messages both DLQ paths show (with and without a record).
@@ -78,7 +85,13 @@ export function buildWorkload(options: WorkloadOptions): DemoItem[] {
         : kind === 'unknown_method'
           ? JSON.stringify({ id, method: 'audiocaptcha', params: { pageurl: 'https://demo.example.com/' } })
           : `not JSON at all (${id})`;
-    items.push({ id, method: kind === 'unknown_method' ? 'audiocaptcha' : kind === 'schema' ? 'turnstile' : '?', priority: 'normal', body, malformed: kind });
+    items.push({
+      id,
+      method: kind === 'unknown_method' ? 'audiocaptcha' : kind === 'schema' ? 'turnstile' : '?',
+      priority: 'normal',
+      body,
+      malformed: kind,
+    });
   }
   // Malformed ones arrive among the others, as they would from a buggy producer.
   return shuffle(items, random);
@@ -212,7 +225,11 @@ export interface DemoSummary {
 }
 
 /** Send the workload through the stack and watch it to the end. */
-export async function runDemo(stack: LocalStack, items: readonly DemoItem[], options: DemoOptions): Promise<DemoSummary> {
+export async function runDemo(
+  stack: LocalStack,
+  items: readonly DemoItem[],
+  options: DemoOptions,
+): Promise<DemoSummary> {
   const started = Date.now();
   const deadline = started + options.maxDurationMs;
   const results = new Map<string, TaskResult>();
@@ -297,7 +314,8 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
   const poller = stack.pollerStats();
   const failuresByCode: Record<string, number> = {};
   for (const result of results.values()) {
-    if (result.status === 'failed') failuresByCode[result.errorCode ?? 'unknown'] = (failuresByCode[result.errorCode ?? 'unknown'] ?? 0) + 1;
+    if (result.status === 'failed')
+      failuresByCode[result.errorCode ?? 'unknown'] = (failuresByCode[result.errorCode ?? 'unknown'] ?? 0) + 1;
   }
   return {
     submitted,
@@ -315,7 +333,9 @@ export async function runDemo(stack: LocalStack, items: readonly DemoItem[], opt
     p50Ms: percentile(endToEnd(results), 0.5),
     p95Ms: percentile(endToEnd(results), 0.95),
     solveP95Ms: percentile(
-      [...results.values()].filter((r) => r.status === 'solved' && typeof r.solveMs === 'number').map((r) => r.solveMs as number),
+      [...results.values()]
+        .filter((r) => r.status === 'solved' && typeof r.solveMs === 'number')
+        .map((r) => r.solveMs as number),
       0.95,
     ),
     durationMs: Date.now() - started,
@@ -361,7 +381,8 @@ async function sendWorkload(
   while (next < items.length) {
     if (signal?.aborted || Date.now() >= deadline) return;
     // In a burst everything is due at once; at a rate, what the clock says is due.
-    const due = rate > 0 ? Math.min(items.length, Math.floor(((Date.now() - started) / 1000) * rate) + 1) : items.length;
+    const due =
+      rate > 0 ? Math.min(items.length, Math.floor(((Date.now() - started) / 1000) * rate) + 1) : items.length;
     const batch = items.slice(next, due);
     next = due;
     const valid = batch.filter((item) => item.malformed === undefined);
@@ -373,21 +394,29 @@ async function sendWorkload(
     }
     for (const item of batch.filter((candidate) => candidate.malformed !== undefined)) {
       // Straight to SQS: the producer client would refuse it, which is its job.
-      await stack.clients.sqs.send(new SendMessageCommand({ QueueUrl: stack.resources.queueUrls.normal, MessageBody: item.body }));
+      await stack.clients.sqs.send(
+        new SendMessageCommand({ QueueUrl: stack.resources.queueUrls.normal, MessageBody: item.body }),
+      );
       onSent([item]);
     }
     if (next < items.length) await sleep(Math.max(10, Math.min(100, 1000 / rate)));
   }
 }
 
-async function refreshResults(stack: LocalStack, pending: Set<string>, results: Map<string, TaskResult>): Promise<void> {
+async function refreshResults(
+  stack: LocalStack,
+  pending: Set<string>,
+  results: Map<string, TaskResult>,
+): Promise<void> {
   const ids = [...pending];
   for (let i = 0; i < ids.length; i += 100) {
     let keys: Record<string, unknown>[] = ids.slice(i, i + 100).map((taskId) => ({ taskId }));
     // Unprocessed keys are asked for again (DynamoDB may throttle part of a batch).
     for (let round = 0; keys.length > 0 && round < 5; round++) {
       const answer = await stack.clients.documents.send(
-        new BatchGetCommand({ RequestItems: { [stack.resources.tables.results]: { Keys: keys, ConsistentRead: true } } }),
+        new BatchGetCommand({
+          RequestItems: { [stack.resources.tables.results]: { Keys: keys, ConsistentRead: true } },
+        }),
       );
       for (const item of answer.Responses?.[stack.resources.tables.results] ?? []) {
         const result = item as TaskResult;
@@ -396,7 +425,8 @@ async function refreshResults(stack: LocalStack, pending: Set<string>, results: 
           pending.delete(result.taskId);
         }
       }
-      keys = (answer.UnprocessedKeys?.[stack.resources.tables.results]?.Keys as Record<string, unknown>[] | undefined) ?? [];
+      keys =
+        (answer.UnprocessedKeys?.[stack.resources.tables.results]?.Keys as Record<string, unknown>[] | undefined) ?? [];
     }
   }
 }
@@ -408,32 +438,66 @@ interface QueueCount {
   notVisible: number;
 }
 
-async function queueDepths(stack: LocalStack): Promise<{ total: number; dlq: number; normal: QueueCount; high: QueueCount }> {
+async function queueDepths(
+  stack: LocalStack,
+): Promise<{ total: number; dlq: number; normal: QueueCount; high: QueueCount }> {
   const read = async (queueUrl: string): Promise<QueueCount> => {
     const answer = await stack.clients.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: queueUrl,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
       }),
     );
     const a = answer.Attributes ?? {};
-    return { waiting: Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0), notVisible: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0) };
+    return {
+      waiting: Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+      notVisible: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+    };
   };
-  const [normal, high, dlq] = await Promise.all([read(stack.resources.queueUrls.normal), read(stack.resources.queueUrls.high), read(stack.resources.queueUrls.dlq)]);
-  return { total: normal.waiting + normal.notVisible + high.waiting + high.notVisible, dlq: dlq.waiting + dlq.notVisible, normal, high };
+  const [normal, high, dlq] = await Promise.all([
+    read(stack.resources.queueUrls.normal),
+    read(stack.resources.queueUrls.high),
+    read(stack.resources.queueUrls.dlq),
+  ]);
+  return {
+    total: normal.waiting + normal.notVisible + high.waiting + high.notVisible,
+    dlq: dlq.waiting + dlq.notVisible,
+    normal,
+    high,
+  };
 }
 
 function laneProgress(stack: LocalStack, lane: 'normal' | 'high', depth: QueueCount): LaneProgress {
   const poller = stack.pollers[lane];
-  return { backlog: depth.waiting, inFlight: poller.stats().inFlight, ceiling: poller.enabled ? poller.maxConcurrency : 0 };
+  return {
+    backlog: depth.waiting,
+    inFlight: poller.stats().inFlight,
+    ceiling: poller.enabled ? poller.maxConcurrency : 0,
+  };
 }
 
-function laneSummary(stack: LocalStack, lane: 'normal' | 'high', items: readonly DemoItem[], sentIds: ReadonlySet<string>, results: Map<string, TaskResult>): LaneSummary {
+function laneSummary(
+  stack: LocalStack,
+  lane: 'normal' | 'high',
+  items: readonly DemoItem[],
+  sentIds: ReadonlySet<string>,
+  results: Map<string, TaskResult>,
+): LaneSummary {
   const mine = items.filter((item) => item.priority === lane && sentIds.has(item.id));
-  const records = mine.map((item) => results.get(item.id)).filter((record): record is TaskResult => record !== undefined);
+  const records = mine
+    .map((item) => results.get(item.id))
+    .filter((record): record is TaskResult => record !== undefined);
   const solved = records.filter((record) => record.status === 'solved');
-  const endToEndMs = solved.filter((r) => r.completedAt !== undefined && r.submittedAt !== undefined).map((r) => (r.completedAt as number) - (r.submittedAt as number));
-  const startWaitMs = records.filter((r) => r.startedAt !== undefined && r.submittedAt !== undefined).map((r) => (r.startedAt as number) - (r.submittedAt as number));
+  const endToEndMs = solved
+    .filter((r) => r.completedAt !== undefined && r.submittedAt !== undefined)
+    .map((r) => (r.completedAt as number) - (r.submittedAt as number));
+  const startWaitMs = records
+    .filter((r) => r.startedAt !== undefined && r.submittedAt !== undefined)
+    .map((r) => (r.startedAt as number) - (r.submittedAt as number));
   const poller = stack.pollers[lane].stats();
   const governed = stack.governor?.stats().lanes[lane];
   const fixed = stack.governor === undefined ? stack.pollers[lane].maxConcurrency : undefined;
@@ -461,7 +525,13 @@ async function inspectDlq(stack: LocalStack): Promise<Message[]> {
   const seen = new Map<string, Message>();
   for (let empty = 0; empty < 2; ) {
     const answer = await stack.clients.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 30, MessageAttributeNames: ['All'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 30,
+        MessageAttributeNames: ['All'],
+      }),
     );
     const messages = answer.Messages ?? [];
     if (messages.length === 0) empty++;
@@ -473,7 +543,9 @@ async function inspectDlq(stack: LocalStack): Promise<Message[]> {
       .send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: queueUrl,
-          Entries: all.slice(i, i + 10).map((message, n) => ({ Id: String(n), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
+          Entries: all
+            .slice(i, i + 10)
+            .map((message, n) => ({ Id: String(n), ReceiptHandle: message.ReceiptHandle, VisibilityTimeout: 0 })),
         }),
       )
       .catch(() => undefined);
@@ -484,7 +556,10 @@ async function inspectDlq(stack: LocalStack): Promise<Message[]> {
 /** Invocations the lanes may run at once now: enabled lanes' ceilings, within the shared pool. */
 function currentCeiling(stack: LocalStack): number {
   const lanes = [stack.pollers.normal, stack.pollers.high].filter((poller) => poller.enabled);
-  return Math.min(stack.pool.limit, lanes.reduce((sum, poller) => sum + poller.maxConcurrency, 0));
+  return Math.min(
+    stack.pool.limit,
+    lanes.reduce((sum, poller) => sum + poller.maxConcurrency, 0),
+  );
 }
 
 function governorSummary(governor: NonNullable<LocalStack['governor']>): NonNullable<DemoSummary['governor']> {
@@ -510,7 +585,8 @@ function count(results: Map<string, TaskResult>, status: TaskResult['status']): 
 function endToEnd(results: Map<string, TaskResult>): number[] {
   const values: number[] = [];
   for (const result of results.values()) {
-    if (result.status === 'solved' && result.completedAt !== undefined && result.submittedAt !== undefined) values.push(result.completedAt - result.submittedAt);
+    if (result.status === 'solved' && result.completedAt !== undefined && result.submittedAt !== undefined)
+      values.push(result.completedAt - result.submittedAt);
   }
   return values;
 }

@@ -92,7 +92,11 @@ export interface LocalGovernor {
 }
 
 /** Reads the consumer's EMF metrics from the local store over a sliding window. */
-export function createStoreMetricsReader(store: LocalGovernorOptions['metricsStore'], windowMs: number, clock: () => number = Date.now): MetricsReader {
+export function createStoreMetricsReader(
+  store: LocalGovernorOptions['metricsStore'],
+  windowMs: number,
+  clock: () => number = Date.now,
+): MetricsReader {
   const consumer = { service: SERVICES.consumer };
   return {
     async read(): Promise<MetricsWindow> {
@@ -169,7 +173,8 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       sqs: options.sqs,
       queueUrls: { normal: options.queueUrls.normal, ...(highLane ? { high: options.queueUrls.high } : {}) },
       clock,
-      onError: (lane, error) => log?.warn('queue attributes read failed; backlog unknown', { lane, error: (error as Error).message }),
+      onError: (lane, error) =>
+        log?.warn('queue attributes read failed; backlog unknown', { lane, error: (error as Error).message }),
     }),
     metrics: createStoreMetricsReader(options.metricsStore, windowMs, clock),
     // The local store is fresh: read it every tick.
@@ -177,7 +182,8 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     balance: createCachedBalance(options.solver, {
       ttlMs: tickMs,
       clock,
-      onError: (error) => log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
+      onError: (error) =>
+        log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
     }),
     actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
     state: options.state ?? createMemoryGovernorState(),

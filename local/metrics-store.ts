@@ -104,7 +104,13 @@ export class MetricsStore {
    * Percentile `p` (0-100, nearest rank) of the values in the window; undefined when there are
    * none. Nearest rank returns a value that was observed, like CloudWatch's `pNN` statistic.
    */
-  percentile(name: string, p: number, windowMs: number, now?: number, dimensions?: Record<string, string>): number | undefined {
+  percentile(
+    name: string,
+    p: number,
+    windowMs: number,
+    now?: number,
+    dimensions?: Record<string, string>,
+  ): number | undefined {
     if (!(p >= 0 && p <= 100)) throw new RangeError(`percentile must be within 0-100, got ${p}`);
     const values = this.window(name, windowMs, now, dimensions)
       .map((point) => point.value)
@@ -140,7 +146,12 @@ export class MetricsStore {
     return [...this.points.keys()].sort();
   }
 
-  private window(name: string, windowMs: number, now: number | undefined, dimensions: Record<string, string> | undefined): Datapoint[] {
+  private window(
+    name: string,
+    windowMs: number,
+    now: number | undefined,
+    dimensions: Record<string, string> | undefined,
+  ): Datapoint[] {
     const end = now ?? this.clock();
     const start = end - windowMs;
     const list = this.points.get(name) ?? [];

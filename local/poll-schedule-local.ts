@@ -5,7 +5,12 @@
  * until the adaptive schedule has learned a method, the protocol's shape is kept but scaled to
  * the simulator's median; after that the adaptive schedule (the same code as in AWS) decides.
  */
-import { createAdaptivePollSchedule, type AdaptiveScheduleOptions, type PollPlan, type PollSchedule } from '../functions/core/poll-schedule.js';
+import {
+  createAdaptivePollSchedule,
+  type AdaptiveScheduleOptions,
+  type PollPlan,
+  type PollSchedule,
+} from '../functions/core/poll-schedule.js';
 import type { SolverMethod } from '../functions/core/solver-protocol.js';
 
 /** The protocol polls a token (~20 s median) first at 15 s, then every 5 s: 0.75 and 0.25 of the median. */

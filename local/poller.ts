@@ -147,7 +147,10 @@ export class PollerError extends Error {
  * The governor drives it through `setMaxConcurrency` and `setEnabled`.
  */
 export class Poller {
-  private readonly options: Required<Pick<PollerOptions, 'waitTimeSeconds' | 'receivers' | 'functionName' | 'memoryLimitInMB'>> & PollerOptions;
+  private readonly options: Required<
+    Pick<PollerOptions, 'waitTimeSeconds' | 'receivers' | 'functionName' | 'memoryLimitInMB'>
+  > &
+    PollerOptions;
   private readonly now: () => number;
   private running = false;
   private currentMax: number;
@@ -179,8 +182,15 @@ export class Poller {
       throw new RangeError(`batchSize must be an integer from 1 to 10, got ${options.batchSize}`);
     }
     assertConcurrency(options.maxConcurrency);
-    if (!(options.functionTimeoutMs > 0)) throw new RangeError(`functionTimeoutMs must be positive, got ${options.functionTimeoutMs}`);
-    this.options = { waitTimeSeconds: 1, receivers: 2, functionName: 'captcha-fleet-consumer', memoryLimitInMB: 512, ...options };
+    if (!(options.functionTimeoutMs > 0))
+      throw new RangeError(`functionTimeoutMs must be positive, got ${options.functionTimeoutMs}`);
+    this.options = {
+      waitTimeSeconds: 1,
+      receivers: 2,
+      functionName: 'captcha-fleet-consumer',
+      memoryLimitInMB: 512,
+      ...options,
+    };
     this.now = options.now ?? Date.now;
     this.currentMax = options.maxConcurrency;
     this.isEnabled = options.enabled ?? true;
@@ -224,7 +234,9 @@ export class Poller {
     if (this.running) return;
     if (this.queueArn === undefined) {
       try {
-        const described = await this.options.sqs.send(new GetQueueAttributesCommand({ QueueUrl: this.options.queueUrl, AttributeNames: ['QueueArn'] }));
+        const described = await this.options.sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: this.options.queueUrl, AttributeNames: ['QueueArn'] }),
+        );
         this.queueArn = described.Attributes?.QueueArn;
       } catch (error) {
         throw new PollerError(`cannot read queue ${this.options.queueUrl}`, { cause: error });
@@ -346,7 +358,12 @@ export class Poller {
       pool.peak = Math.max(pool.peak ?? 0, pool.inUse);
     }
 
-    let settle!: (outcome: { kind: 'result'; value: unknown } | { kind: 'throw'; error: unknown } | { kind: 'dead'; reason: InvocationDeath }) => void;
+    let settle!: (
+      outcome:
+        | { kind: 'result'; value: unknown }
+        | { kind: 'throw'; error: unknown }
+        | { kind: 'dead'; reason: InvocationDeath },
+    ) => void;
     const ended = new Promise<Parameters<typeof settle>[0]>((resolve) => {
       settle = resolve;
     });
@@ -376,7 +393,14 @@ export class Poller {
       clearTimeout(timer);
       // The first settlement wins: a result arriving after the timeout is ignored.
       dead = true;
-      const summary: InvocationSummary = { requestId, records: messages.length, outcome: 'ok', deleted: 0, failed: 0, durationMs: this.now() - startedAt };
+      const summary: InvocationSummary = {
+        requestId,
+        records: messages.length,
+        outcome: 'ok',
+        deleted: 0,
+        failed: 0,
+        durationMs: this.now() - startedAt,
+      };
       if (outcome.kind === 'dead') {
         summary.outcome = outcome.reason;
         if (outcome.reason === 'timeout') this.counters.timeouts++;
@@ -504,7 +528,8 @@ export function createPoller(options: PollerOptions): Poller {
 }
 
 function assertConcurrency(value: number): void {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`maxConcurrency must be a positive integer, got ${value}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`maxConcurrency must be a positive integer, got ${value}`);
 }
 
 /**

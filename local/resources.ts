@@ -3,7 +3,12 @@
  * the CDK stack uses (one source of names, timeouts and redrive policy).
  */
 import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  UpdateTimeToLiveCommand,
+  ResourceInUseException,
+} from '@aws-sdk/client-dynamodb';
 import type { AwsClients } from '../functions/adapters/aws-clients.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 
@@ -30,7 +35,10 @@ export async function ensureFleetResources(clients: AwsClients, settings: FleetS
   await ensureTable(clients, settings.tableNames.governor, 'id');
   try {
     await clients.dynamo.send(
-      new UpdateTimeToLiveCommand({ TableName: settings.tableNames.results, TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true } }),
+      new UpdateTimeToLiveCommand({
+        TableName: settings.tableNames.results,
+        TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      }),
     );
   } catch {
     // dynalite has no TTL; records then live until the emulator stops, which is fine locally.
@@ -51,7 +59,9 @@ async function ensureQueue(clients: AwsClients, name: string, attributes: Record
   }
   url ??= (await clients.sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl;
   if (!url) throw new Error(`could not create queue ${name}`);
-  const described = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  const described = await clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+  );
   const arn = described.Attributes?.QueueArn;
   if (!arn) throw new Error(`queue ${name} has no ARN`);
   return { url, arn };

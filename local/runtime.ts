@@ -19,7 +19,12 @@ import { createSolverClient } from '../functions/adapters/solver-client.js';
 import type { PollSchedule } from '../functions/core/poll-schedule.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
 import { createConsumerHandler, type ConsumerTiming } from '../functions/consumer/create-handler.js';
-import { MAPPING_MIN_CONCURRENCY, resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
+import {
+  MAPPING_MIN_CONCURRENCY,
+  resolveSettings,
+  type FleetConfig,
+  type FleetSettings,
+} from '../functions/core/settings.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { GovernorConfig } from '../functions/core/governor/types.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
@@ -117,7 +122,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 12;
   const functionTimeoutSeconds = Math.max(1, visibilityTimeoutSeconds - 1);
   // Short deadline: the simulator answers in milliseconds to seconds locally.
-  const settings = resolveSettings({ solveDeadlineSeconds: 10, ...options.config }, { visibilityTimeoutSeconds, functionTimeoutSeconds });
+  const settings = resolveSettings(
+    { solveDeadlineSeconds: 10, ...options.config },
+    { visibilityTimeoutSeconds, functionTimeoutSeconds },
+  );
   const functionTimeoutMs = functionTimeoutSeconds * 1000;
   const concurrency = options.concurrency ?? settings.maxConcurrency;
   const seed = options.seed ?? options.solver?.seed ?? 1;
@@ -158,7 +166,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     // Queues that already existed (an external emulator used before) keep their old timeout;
     // this run's crash recovery and function timeout assume its own.
-    await alignVisibility(clients, [resources.queueUrls.normal, resources.queueUrls.high], settings.visibilityTimeoutSeconds);
+    await alignVisibility(
+      clients,
+      [resources.queueUrls.normal, resources.queueUrls.high],
+      settings.visibilityTimeoutSeconds,
+    );
 
     // A fresh key per run, known only to this process and the simulator: never printed.
     const solverKey = `local-${randomBytes(16).toString('hex')}`;
@@ -176,7 +188,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
     let crashes = 0;
     const repository = guardResultsRepository(
-      new DynamoResultsRepository({ documents: clients.documents, tableName: resources.tables.results, ttlSeconds: settings.resultTtlSeconds }),
+      new DynamoResultsRepository({
+        documents: clients.documents,
+        tableName: resources.tables.results,
+        ttlSeconds: settings.resultTtlSeconds,
+      }),
       { crashRate: options.crashRate ?? 0, random: stream(seed, 'runtime-crash'), onCrash: () => crashes++ },
     );
     const simMedianMs = options.solver?.medianMs;
@@ -197,9 +213,20 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const handler = createConsumerHandler({
       solver,
       repository,
-      queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: resources.queueUrls.dlq, sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high] }),
-      metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer, sink: (document: EmfDocument) => metrics.ingest(document) }),
-      logger: new Logger({ serviceName: SERVICES.consumer, logLevel: (options.logLevel ?? 'silent').toUpperCase() as 'SILENT' }),
+      queue: new SqsTaskQueue({
+        sqs: clients.sqs,
+        dlqUrl: resources.queueUrls.dlq,
+        sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
+      }),
+      metrics: createMetrics({
+        namespace: settings.metricsNamespace,
+        serviceName: SERVICES.consumer,
+        sink: (document: EmfDocument) => metrics.ingest(document),
+      }),
+      logger: new Logger({
+        serviceName: SERVICES.consumer,
+        logLevel: (options.logLevel ?? 'silent').toUpperCase() as 'SILENT',
+      }),
       settings,
       events,
       timing: {
@@ -222,7 +249,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // high a quarter, normal the rest, their sum the fleet's maximum. A fixed ceiling applies
     // to each lane and to both together.
     const highStart = Math.max(MAPPING_MIN_CONCURRENCY, Math.floor(concurrency / 4));
-    const startCeilings = governed ? { normal: Math.max(MAPPING_MIN_CONCURRENCY, concurrency - highStart), high: highStart } : { normal: concurrency, high: concurrency };
+    const startCeilings = governed
+      ? { normal: Math.max(MAPPING_MIN_CONCURRENCY, concurrency - highStart), high: highStart }
+      : { normal: concurrency, high: concurrency };
     const lane = (queueUrl: string, queueArn: string, ceiling: number) =>
       createPoller({
         sqs: clients.sqs,
@@ -247,7 +276,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     if (governed) {
       // Each run starts its own control loop: a state left by an earlier run against the same
       // endpoint (a pause, a shrunken cap for another plan) must not steer this one.
-      await clients.documents.send(new DeleteCommand({ TableName: resources.tables.governor, Key: { id: GOVERNOR_STATE_ID } }));
+      await clients.documents.send(
+        new DeleteCommand({ TableName: resources.tables.governor, Key: { id: GOVERNOR_STATE_ID } }),
+      );
       governor = startLocalGovernor({
         settings,
         pollers,
@@ -322,7 +353,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 function addStats(a: PollerStats, b: PollerStats): PollerStats {
   const sum = { ...a };
   for (const key of Object.keys(a) as (keyof PollerStats)[]) {
-    if (typeof a[key] === 'number' && typeof b[key] === 'number') (sum as Record<string, unknown>)[key] = (a[key] as number) + (b[key] as number);
+    if (typeof a[key] === 'number' && typeof b[key] === 'number')
+      (sum as Record<string, unknown>)[key] = (a[key] as number) + (b[key] as number);
   }
   sum.enabled = a.enabled || b.enabled;
   return sum;
@@ -330,9 +362,13 @@ function addStats(a: PollerStats, b: PollerStats): PollerStats {
 
 async function alignVisibility(clients: AwsClients, queueUrls: string[], seconds: number): Promise<void> {
   for (const QueueUrl of queueUrls) {
-    const current = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['VisibilityTimeout'] }));
+    const current = await clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['VisibilityTimeout'] }),
+    );
     if (Number(current.Attributes?.VisibilityTimeout) !== seconds) {
-      await clients.sqs.send(new SetQueueAttributesCommand({ QueueUrl, Attributes: { VisibilityTimeout: String(seconds) } }));
+      await clients.sqs.send(
+        new SetQueueAttributesCommand({ QueueUrl, Attributes: { VisibilityTimeout: String(seconds) } }),
+      );
     }
   }
 }

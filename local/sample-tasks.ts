@@ -24,23 +24,40 @@ export function pickMethod(mix: MethodMix, random: Random): Method {
 }
 
 /** The method and parameters of task number `n`; `pageurl(site)` gives its page, from one of `sites`. */
-export function sampleTask(method: Method, n: number, random: Random, page: { sites: readonly string[]; url: (site: string) => string }): Omit<TaskMessage, 'id'> {
+export function sampleTask(
+  method: Method,
+  n: number,
+  random: Random,
+  page: { sites: readonly string[]; url: (site: string) => string },
+): Omit<TaskMessage, 'id'> {
   const pageurl = page.url(pick(random, page.sites));
   const hex = (length: number) => randomString(random, HEX, length);
   switch (method) {
     case 'userrecaptcha':
       return { method, params: { googlekey: `6Le${randomString(random, KEY_ALPHABET, 37)}`, pageurl } };
     case 'turnstile':
-      return { method, params: { sitekey: `0x4AAAAAAA${randomString(random, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 12)}`, pageurl } };
+      return {
+        method,
+        params: { sitekey: `0x4AAAAAAA${randomString(random, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 12)}`, pageurl },
+      };
     case 'hcaptcha':
       return { method, params: { sitekey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`, pageurl } };
     case 'geetest':
       return { method, params: { gt: hex(32), challenge: hex(32), pageurl } };
     case 'funcaptcha':
-      return { method, params: { publickey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`.toUpperCase(), pageurl } };
+      return {
+        method,
+        params: { publickey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`.toUpperCase(), pageurl },
+      };
     case 'base64':
       // A stand-in image: random bytes, base64-encoded (the simulator does not decode images, only sizes them).
-      return { method, params: { body: Buffer.from(Array.from({ length: 300 }, () => Math.floor(random() * 256))).toString('base64'), numeric: 1 } };
+      return {
+        method,
+        params: {
+          body: Buffer.from(Array.from({ length: 300 }, () => Math.floor(random() * 256))).toString('base64'),
+          numeric: 1,
+        },
+      };
     case 'textcaptcha':
       return { method, params: { textcaptcha: `What is ${n + 2} plus ${(n % 7) + 1}?` } };
   }

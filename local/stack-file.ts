@@ -42,13 +42,17 @@ export function readLocalStackFile(path = stackFilePath()): LocalStackInfo {
   try {
     text = readFileSync(path, 'utf8');
   } catch {
-    throw new Error(`no local stack found (${path} is missing). Start one with \`npm start -- --serve\` in another terminal, or point at AWS with --prefix/--region.`);
+    throw new Error(
+      `no local stack found (${path} is missing). Start one with \`npm start -- --serve\` in another terminal, or point at AWS with --prefix/--region.`,
+    );
   }
   const info = JSON.parse(text) as LocalStackInfo;
   try {
     process.kill(info.pid, 0);
   } catch {
-    throw new Error(`the local stack recorded in ${path} (pid ${info.pid}) is no longer running. Start one with \`npm start -- --serve\`.`);
+    throw new Error(
+      `the local stack recorded in ${path} (pid ${info.pid}) is no longer running. Start one with \`npm start -- --serve\`.`,
+    );
   }
   return info;
 }

@@ -45,7 +45,10 @@ export interface ClientRunResult {
  * to the simulator's median until a method has history, then adaptive), or the protocol's
  * fixed schedule scaled exactly the same way, read from that schedule's own starting plan.
  */
-export function scheduleFor(kind: ScheduleKind, medianMs: number): { schedule: PollSchedule; startPlan: { firstPollMs: number; intervalMs: number } } {
+export function scheduleFor(
+  kind: ScheduleKind,
+  medianMs: number,
+): { schedule: PollSchedule; startPlan: { firstPollMs: number; intervalMs: number } } {
   const local = createLocalPollSchedule({ medianMs });
   const plan = local.plan('userrecaptcha');
   const startPlan = { firstPollMs: plan.firstPollMs, intervalMs: plan.minIntervalMs };
@@ -57,11 +60,22 @@ export function scheduleFor(kind: ScheduleKind, medianMs: number): { schedule: P
 /** Solve `options.tasks` tasks with `planThreads` workers sharing one client; stop everything. */
 export async function runClientOnly(options: ClientRunOptions): Promise<ClientRunResult> {
   const key = `bench-${randomBytes(12).toString('hex')}`;
-  const sim = createSolverSimulator({ seed: options.seed, planThreads: options.planThreads, medianMs: options.medianMs, validKeys: [key] });
+  const sim = createSolverSimulator({
+    seed: options.seed,
+    planThreads: options.planThreads,
+    medianMs: options.medianMs,
+    validKeys: [key],
+  });
   const { url } = await sim.listen(0, '127.0.0.1');
   const { schedule, startPlan } = scheduleFor(options.schedule, options.medianMs);
   // Retries compressed as in the local runtime.
-  const client = createSolverClient({ baseUrl: url, key, dialect: 'captchaai', schedule, retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 } });
+  const client = createSolverClient({
+    baseUrl: url,
+    key,
+    dialect: 'captchaai',
+    schedule,
+    retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 },
+  });
   try {
     const tasks = asTasks(buildBenchTasks(options.tasks, options.seed, `c${options.seed}`), Date.now());
     const outcomes: SolveOutcome[] = [];
@@ -91,7 +105,17 @@ export async function runClientOnly(options: ClientRunOptions): Promise<ClientRu
       const info = sim.taskInfo(Number(outcome.solverId));
       if (info) intervals.push({ acceptedAt: info.acceptedAt, readyAt: info.readyAt, readAt: outcome.answeredAt });
     }
-    return { startedAt, finishedAt, solved: outcomes.length, failed, sim: sim.stats(), intervals, samples, schedule: schedule.stats().total, startPlan };
+    return {
+      startedAt,
+      finishedAt,
+      solved: outcomes.length,
+      failed,
+      sim: sim.stats(),
+      intervals,
+      samples,
+      schedule: schedule.stats().total,
+      startPlan,
+    };
   } finally {
     await client.close();
     await sim.close();

@@ -34,7 +34,10 @@ export interface OccupancySample {
 }
 
 /** Samples `read()` every `everyMs` until stopped: how the fleet's slots were filled over time. */
-export function startOccupancySampler(read: () => { slots: number; ceiling: number }, everyMs = 10): { stop(): OccupancySample[] } {
+export function startOccupancySampler(
+  read: () => { slots: number; ceiling: number },
+  everyMs = 10,
+): { stop(): OccupancySample[] } {
   const samples: OccupancySample[] = [{ at: Date.now(), ...read() }];
   const timer = setInterval(() => samples.push({ at: Date.now(), ...read() }), everyMs);
   return {
@@ -49,7 +52,8 @@ export function startOccupancySampler(read: () => { slots: number; ceiling: numb
 /** Thread-ms the intervals held within [from, to]. */
 export function threadTime(intervals: readonly ThreadInterval[], from: number, to: number): number {
   let total = 0;
-  for (const { acceptedAt, readyAt } of intervals) total += Math.max(0, Math.min(to, readyAt) - Math.max(from, acceptedAt));
+  for (const { acceptedAt, readyAt } of intervals)
+    total += Math.max(0, Math.min(to, readyAt) - Math.max(from, acceptedAt));
   return total;
 }
 
@@ -130,12 +134,16 @@ export function utilizationReport(input: {
   const solvedInWindow = intervals.filter((i) => i.readyAt > startedAt && i.readyAt <= end).length;
   const solvesPerSecond = solvedInWindow / (backlogMs / 1000);
 
-  const fullAt = firstReach(intervals, planThreads, startedAt) ?? samples.find((s) => s.at >= startedAt && s.slots >= Math.min(planThreads, s.ceiling) && s.slots > 0)?.at ?? startedAt;
+  const fullAt =
+    firstReach(intervals, planThreads, startedAt) ??
+    samples.find((s) => s.at >= startedAt && s.slots >= Math.min(planThreads, s.ceiling) && s.slots > 0)?.at ??
+    startedAt;
   const rampEnd = Math.min(Math.max(fullAt, startedAt), end);
   const steadyMs = end - rampEnd;
 
   let pollWait = 0;
-  for (const i of intervals) if (i.readAt !== undefined) pollWait += Math.max(0, Math.min(end, i.readAt) - Math.max(startedAt, i.readyAt));
+  for (const i of intervals)
+    if (i.readAt !== undefined) pollWait += Math.max(0, Math.min(end, i.readAt) - Math.max(startedAt, i.readyAt));
   let unfilled = 0;
   for (let k = 1; k < samples.length; k++) {
     const previous = samples[k - 1]!;
@@ -144,7 +152,9 @@ export function utilizationReport(input: {
     if (to > from) unfilled += Math.max(0, planThreads - previous.slots) * (to - from);
   }
   // A sample holds until the next one, so one taken just before the start still counts from the start.
-  const fullIndex = samples.findIndex((s, k) => s.ceiling >= planThreads && (samples[k + 1]?.at ?? Infinity) > startedAt);
+  const fullIndex = samples.findIndex(
+    (s, k) => s.ceiling >= planThreads && (samples[k + 1]?.at ?? Infinity) > startedAt,
+  );
   const ceilingFullAt = fullIndex < 0 ? undefined : Math.max(startedAt, samples[fullIndex]!.at);
   const tasksInWindow = intervals.filter((i) => i.acceptedAt <= end).length;
   const overhead = capacity - used - unfilled - pollWait;

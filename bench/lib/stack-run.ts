@@ -66,7 +66,9 @@ export async function runOnStack(options: StackRunOptions): Promise<StackRunResu
     solver: { seed: options.seed, medianMs: options.medianMs, unsolvableRate: 0, transientErrorRate: 0 },
     seed: options.seed,
     ...(options.schedule ? { pollSchedule: scheduleFor(options.schedule, options.medianMs).schedule } : {}),
-    ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : { governor: { tickMs: options.tickMs ?? 1_000 } }),
+    ...(options.concurrency !== undefined
+      ? { concurrency: options.concurrency }
+      : { governor: { tickMs: options.tickMs ?? 1_000 } }),
   });
   const startupMs = Date.now() - startup;
   try {
@@ -92,7 +94,10 @@ export async function runOnStack(options: StackRunOptions): Promise<StackRunResu
     clearTimeout(timer);
     unsubscribe();
     const samples = sampler.stop();
-    const results = await readResults(stack, messages.map((m) => m.id!));
+    const results = await readResults(
+      stack,
+      messages.map((m) => m.id!),
+    );
     const sim = stack.simulator.stats();
     return {
       startedAt,
@@ -112,13 +117,19 @@ export async function runOnStack(options: StackRunOptions): Promise<StackRunResu
 }
 
 /** A burst in parallel batches of the producer, or one task at a time at `rate` per second. */
-async function send(stack: LocalStack, messages: readonly TaskMessage[], rate: number, startedAt: number): Promise<void> {
+async function send(
+  stack: LocalStack,
+  messages: readonly TaskMessage[],
+  rate: number,
+  startedAt: number,
+): Promise<void> {
   if (rate <= 0) {
     const chunk = 50;
     const chunks: TaskMessage[][] = [];
     for (let i = 0; i < messages.length; i += chunk) chunks.push(messages.slice(i, i + chunk));
     // A few producers at once, as a real burst comes from several workers.
-    for (let i = 0; i < chunks.length; i += 4) await Promise.all(chunks.slice(i, i + 4).map((c) => stack.producer.submit(c)));
+    for (let i = 0; i < chunks.length; i += 4)
+      await Promise.all(chunks.slice(i, i + 4).map((c) => stack.producer.submit(c)));
     return;
   }
   const sends: Promise<unknown>[] = [];
@@ -138,7 +149,9 @@ async function readResults(stack: LocalStack, ids: readonly string[]): Promise<T
   for (let i = 0; i < ids.length; i += 100) {
     let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + 100).map((taskId) => ({ taskId }));
     for (let attempt = 0; keys && keys.length > 0 && attempt < 10; attempt++) {
-      const answer: BatchGetCommandOutput = await stack.clients.documents.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }));
+      const answer: BatchGetCommandOutput = await stack.clients.documents.send(
+        new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }),
+      );
       results.push(...((answer.Responses?.[table] ?? []) as TaskResult[]));
       keys = answer.UnprocessedKeys?.[table]?.Keys;
     }
@@ -155,13 +168,19 @@ function threadIntervals(stack: LocalStack, results: readonly TaskResult[], acce
   const ids = results.map((r) => Number(r.solverId)).filter((id) => Number.isFinite(id));
   if (ids.length === 0) return [];
   const first = Math.min(...ids);
-  const solveMsById = new Map(results.filter((r) => r.solveMs !== undefined).map((r) => [Number(r.solverId), r.solveMs!]));
+  const solveMsById = new Map(
+    results.filter((r) => r.solveMs !== undefined).map((r) => [Number(r.solverId), r.solveMs!]),
+  );
   const intervals: ThreadInterval[] = [];
   for (let id = first; id < first + accepted; id++) {
     const info = stack.simulator.taskInfo(id);
     if (!info) continue;
     const solveMs = solveMsById.get(id);
-    intervals.push({ acceptedAt: info.acceptedAt, readyAt: info.readyAt, ...(solveMs !== undefined ? { readAt: info.acceptedAt + solveMs } : {}) });
+    intervals.push({
+      acceptedAt: info.acceptedAt,
+      readyAt: info.readyAt,
+      ...(solveMs !== undefined ? { readAt: info.acceptedAt + solveMs } : {}),
+    });
   }
   return intervals;
 }

@@ -25,7 +25,10 @@ export function buildBenchTasks(count: number, seed: number, runId: string): Tas
   for (let n = 0; n < count; n++) {
     const method = pickMethod(MIX, random);
     const page = { sites: SITES, url: (site: string) => `https://${site}.bench.example.com/${runId}/p${n + 1}` };
-    tasks.push({ id: `bench-${runId}-${String(n + 1).padStart(5, '0')}`, ...sampleTask(method, n, random, page) } as TaskMessage);
+    tasks.push({
+      id: `bench-${runId}-${String(n + 1).padStart(5, '0')}`,
+      ...sampleTask(method, n, random, page),
+    } as TaskMessage);
   }
   return tasks;
 }

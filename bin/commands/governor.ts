@@ -20,33 +20,43 @@ interface GovernorOptions {
 export function formatTick(record: TickRecord): string {
   const { decision: d, signals: s } = record;
   const lane = (name: 'normal' | 'high') => `${name} ${d.ceilings[name]} (${d.enabled[name] ? 'enabled' : 'disabled'})`;
-  const known = (value: number | undefined, format: (v: number) => string = String) => (value === undefined ? 'unknown' : format(value));
+  const known = (value: number | undefined, format: (v: number) => string = String) =>
+    value === undefined ? 'unknown' : format(value);
   const lines = [
     `Governor decision${record.applied ? '' : ' (dry run: nothing applied)'}`,
     `  reason     ${d.reason.code}: ${d.reason.message}`,
     `  ceilings   ${lane('normal')}${s.lanes.high ? `, ${lane('high')}` : ''}${d.paused ? ' (paused)' : ''}`,
     `  threads    free ${d.freeThreads}, needed ${known(d.neededThreads)}, shortfall ${d.shortfall}${d.shortfallWarning ? ' (WARNING: buy threads or expect delays)' : ''}, drain ${
-      d.drainSeconds === undefined ? 'unknown' : d.drainSeconds === Number.POSITIVE_INFINITY ? 'never at this ceiling' : `${Math.round(d.drainSeconds)} s`
+      d.drainSeconds === undefined
+        ? 'unknown'
+        : d.drainSeconds === Number.POSITIVE_INFINITY
+          ? 'never at this ceiling'
+          : `${Math.round(d.drainSeconds)} s`
     }`,
     `  queues     backlog ${known(s.lanes.normal.backlog)}${s.lanes.high ? ` / high ${known(s.lanes.high.backlog)}` : ''}, in flight ${known(s.lanes.normal.inFlight)}${
       s.lanes.high ? ` / high ${known(s.lanes.high.inFlight)}` : ''
     }, oldest ${known(s.lanes.normal.oldestAgeSeconds, (v) => `${v} s`)}`,
     `  solver     balance ${known(s.balance, (v) => `$${v.toFixed(2)}`)}, p95 ${known(s.p95SolveMs, (v) => `${(v / 1000).toFixed(1)} s`)}, error rate ${known(s.errorRate, (v) => `${(v * 100).toFixed(1)} %`)}, over-cap answers ${known(s.overCapAnswers)}`,
   ];
-  if (record.applied) lines.push(`  applied    ${record.changes.length === 0 ? 'nothing to change' : record.changes.join('; ')}`);
+  if (record.applied)
+    lines.push(`  applied    ${record.changes.length === 0 ? 'nothing to change' : record.changes.join('; ')}`);
   return lines.join('\n');
 }
 
 export function register(program: Command): void {
   program
     .command('governor')
-    .description('run one governor tick against the fleet the environment points at (AWS, AWS_ENDPOINT_URL) and print the decision')
+    .description(
+      'run one governor tick against the fleet the environment points at (AWS, AWS_ENDPOINT_URL) and print the decision',
+    )
     .option('--once', 'run one tick and exit (the Lambda runs the loop)')
     .option('--dry-run', 'decide and print, change nothing')
     .option('--json', 'print the decision as JSON')
     .action(async (options: GovernorOptions) => {
       if (!options.once) {
-        throw new Error('only `governor --once` runs from the CLI; the scheduled Lambda (or `npm start` locally) runs the loop');
+        throw new Error(
+          'only `governor --once` runs from the CLI; the scheduled Lambda (or `npm start` locally) runs the loop',
+        );
       }
       const warnings: string[] = [];
       const log: GovernorLog = {
@@ -54,7 +64,11 @@ export function register(program: Command): void {
         warn: (message, fields) => warnings.push(`${message}${fields?.error ? ` (${String(fields.error)})` : ''}`),
         error: (message) => warnings.push(message),
       };
-      const governor = await createGovernorFromEnvironment({ environment: parseEnvironment(process.env), dryRun: options.dryRun ?? false, log });
+      const governor = await createGovernorFromEnvironment({
+        environment: parseEnvironment(process.env),
+        dryRun: options.dryRun ?? false,
+        log,
+      });
       const record = await governor.loop.tick();
       if (options.json) {
         console.log(JSON.stringify({ ...decisionLogFields(record), warnings }));

@@ -15,12 +15,21 @@ export function register(program: Command): void {
       .command('redrive')
       .description('list the dead-letter queue grouped by reason and move retryable messages back to their lane')
       .option('--dry-run', 'only list what is there and what would move')
-      .option('--include-rejected', 'also move messages the consumer refused (malformed, schema, unknown method, too large): they will fail again unless fixed')
+      .option(
+        '--include-rejected',
+        'also move messages the consumer refused (malformed, schema, unknown method, too large): they will fail again unless fixed',
+      )
       .option('--json', 'print the report as JSON'),
   ).action(async (options: RedriveOptions) => {
     const target = await resolveTarget(options);
     const report = await redrive(
-      { sqs: target.clients.sqs, dlqUrl: target.queueUrls.dlq, dlqArn: target.queueArns.dlq, queueUrls: target.queueUrls, native: target.kind === 'aws' },
+      {
+        sqs: target.clients.sqs,
+        dlqUrl: target.queueUrls.dlq,
+        dlqArn: target.queueArns.dlq,
+        queueUrls: target.queueUrls,
+        native: target.kind === 'aws',
+      },
       { dryRun: options.dryRun ?? false, includeRejected: options.includeRejected ?? false },
     );
     if (options.json) {
@@ -31,10 +40,19 @@ export function register(program: Command): void {
     const rows = Object.entries(report.inventory.byReason);
     if (rows.length === 0) console.log('  (empty)');
     for (const [reason, group] of rows) {
-      const what = group.movable ? 'retryable' : options.includeRejected ? 'refused, moving as asked' : 'refused, stays (use --include-rejected)';
-      console.log(`  ${String(group.count).padStart(6)}  ${reason.padEnd(20)} ${what}${group.example ? ` — e.g. ${group.example}` : ''}`);
+      const what = group.movable
+        ? 'retryable'
+        : options.includeRejected
+          ? 'refused, moving as asked'
+          : 'refused, stays (use --include-rejected)';
+      console.log(
+        `  ${String(group.count).padStart(6)}  ${reason.padEnd(20)} ${what}${group.example ? ` — e.g. ${group.example}` : ''}`,
+      );
     }
     if (report.dryRun) console.log('dry run: nothing moved');
-    else console.log(`moved ${report.moved} (${report.strategy}${report.taskHandle ? `, task ${report.taskHandle}` : ''}); ${report.left} left in the DLQ`);
+    else
+      console.log(
+        `moved ${report.moved} (${report.strategy}${report.taskHandle ? `, task ${report.taskHandle}` : ''}); ${report.left} left in the DLQ`,
+      );
   });
 }

@@ -56,14 +56,18 @@ interface OptionRow {
 
 const integer = (min: number, max: number) => (value: string) => {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
+  if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+    throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
   return n;
 };
-const decimal = (min: number, max: number, what = 'a number') => (value: string) => {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
-  return n;
-};
+const decimal =
+  (min: number, max: number, what = 'a number') =>
+  (value: string) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max)
+      throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
+    return n;
+  };
 const url = (value: string) => {
   try {
     const parsed = new URL(value);
@@ -76,38 +80,161 @@ const url = (value: string) => {
 
 /** The flags of `start`. Governor flags (--plan-threads, --reserved-threads, …) join here. */
 export const START_OPTIONS: readonly OptionRow[] = [
-  { flags: '--tasks <n>', description: 'tasks in the demo workload (0 = none, e.g. with --serve)', parse: integer(0, 100_000), default: 200 },
-  { flags: '--malformed <n>', description: 'of those, malformed on purpose, to show the DLQ path (default: 1 in 20, at most 3)', parse: integer(0, 100_000) },
-  { flags: '--high-share <p>', description: 'share of the demo tasks sent with priority "high" (they travel on the high lane)', parse: decimal(0, 1, 'a share'), default: 0.1 },
-  { flags: '--rate <r>', description: 'tasks per second; 0 sends them all at once (a burst)', parse: decimal(0, 10_000), default: 0 },
-  { flags: '--concurrency <c>', description: 'fixed ceiling: invocations at once per lane and in total; turns the governor off (default: the governor decides)', parse: integer(1, 1000) },
-  { flags: '--batch-size <n>', description: 'tasks per invocation (SQS batch size)', parse: integer(1, 10), default: 1 },
-  { flags: '--seed <s>', description: 'seed of the workload, the simulator and the chaos', parse: integer(0, 2 ** 31 - 1), default: 1 },
-  { flags: '--solver-threads <n>', description: "threads of the simulated solver plan (the fleet's planThreads)", parse: integer(1, 10_000), default: 20 },
-  { flags: '--solver-foreign-threads <n>', description: 'threads other users of the key hold (the fleet does not know)', parse: integer(0, 10_000), default: 0 },
-  { flags: '--solver-balance <usd>', description: 'starting balance of the simulated account, USD', parse: decimal(0, 1_000_000), default: 10 },
+  {
+    flags: '--tasks <n>',
+    description: 'tasks in the demo workload (0 = none, e.g. with --serve)',
+    parse: integer(0, 100_000),
+    default: 200,
+  },
+  {
+    flags: '--malformed <n>',
+    description: 'of those, malformed on purpose, to show the DLQ path (default: 1 in 20, at most 3)',
+    parse: integer(0, 100_000),
+  },
+  {
+    flags: '--high-share <p>',
+    description: 'share of the demo tasks sent with priority "high" (they travel on the high lane)',
+    parse: decimal(0, 1, 'a share'),
+    default: 0.1,
+  },
+  {
+    flags: '--rate <r>',
+    description: 'tasks per second; 0 sends them all at once (a burst)',
+    parse: decimal(0, 10_000),
+    default: 0,
+  },
+  {
+    flags: '--concurrency <c>',
+    description:
+      'fixed ceiling: invocations at once per lane and in total; turns the governor off (default: the governor decides)',
+    parse: integer(1, 1000),
+  },
+  {
+    flags: '--batch-size <n>',
+    description: 'tasks per invocation (SQS batch size)',
+    parse: integer(1, 10),
+    default: 1,
+  },
+  {
+    flags: '--seed <s>',
+    description: 'seed of the workload, the simulator and the chaos',
+    parse: integer(0, 2 ** 31 - 1),
+    default: 1,
+  },
+  {
+    flags: '--solver-threads <n>',
+    description: "threads of the simulated solver plan (the fleet's planThreads)",
+    parse: integer(1, 10_000),
+    default: 20,
+  },
+  {
+    flags: '--solver-foreign-threads <n>',
+    description: 'threads other users of the key hold (the fleet does not know)',
+    parse: integer(0, 10_000),
+    default: 0,
+  },
+  {
+    flags: '--solver-balance <usd>',
+    description: 'starting balance of the simulated account, USD',
+    parse: decimal(0, 1_000_000),
+    default: 10,
+  },
   { flags: '--solver-price <usd>', description: 'price of one solve, USD', parse: decimal(0, 100), default: 0.001 },
-  { flags: '--solver-error-rate <p>', description: 'share of solver requests answered with a transient error', parse: decimal(0, 0.9, 'a share'), default: 0.005 },
-  { flags: '--solver-unsolvable-rate <p>', description: 'share of captchas the solver cannot solve (resubmitted, then failed)', parse: decimal(0, 1, 'a share'), default: 0.01 },
-  { flags: '--solver-latency-ms <ms>', description: 'median solve time of the simulator, ms', parse: integer(0, 600_000), default: 400 },
-  { flags: '--solver-bad-key', description: 'the solver rejects the key (account error: tasks stay queued)', default: false },
-  { flags: '--crash-rate <p>', description: 'share of invocations that die after solving, before recording (tasks must still end solved once)', parse: decimal(0, 0.9, 'a share'), default: 0 },
-  { flags: '--visibility-timeout <s>', description: 'queue visibility timeout, s; the local function timeout is 1 s less (crashed tasks return after it)', parse: integer(2, 900), default: 12 },
-  { flags: '--plan-threads <n>', description: 'governor: threads the fleet believes its plan has (default: --solver-threads)', parse: integer(1, 10_000) },
-  { flags: '--reserved-threads <n>', description: 'governor: threads kept free for other users of the key', parse: integer(0, 10_000), default: 0 },
-  { flags: '--halt-balance <usd>', description: 'governor: under this balance, no scaling up', parse: decimal(0, 1_000_000), default: 1 },
-  { flags: '--pause-balance <usd>', description: 'governor: under this balance, consumption pauses (tasks wait in the queue)', parse: decimal(0, 1_000_000), default: 0.1 },
-  { flags: '--tick-ms <ms>', description: 'governor: time between decisions, ms (10000 in AWS)', parse: integer(100, 60_000), default: 1_000 },
-  { flags: '--endpoint <url>', description: 'use this AWS-compatible endpoint for SQS and DynamoDB instead of the embedded emulators (default: AWS_ENDPOINT_URL)', parse: url },
-  { flags: '--serve', description: 'keep running after the workload: print endpoints, queue URLs and example producer commands', default: false },
-  { flags: '--max-duration <s>', description: 'end the run after this many seconds at the latest', parse: decimal(1, 86_400, 'seconds'), default: 120 },
+  {
+    flags: '--solver-error-rate <p>',
+    description: 'share of solver requests answered with a transient error',
+    parse: decimal(0, 0.9, 'a share'),
+    default: 0.005,
+  },
+  {
+    flags: '--solver-unsolvable-rate <p>',
+    description: 'share of captchas the solver cannot solve (resubmitted, then failed)',
+    parse: decimal(0, 1, 'a share'),
+    default: 0.01,
+  },
+  {
+    flags: '--solver-latency-ms <ms>',
+    description: 'median solve time of the simulator, ms',
+    parse: integer(0, 600_000),
+    default: 400,
+  },
+  {
+    flags: '--solver-bad-key',
+    description: 'the solver rejects the key (account error: tasks stay queued)',
+    default: false,
+  },
+  {
+    flags: '--crash-rate <p>',
+    description: 'share of invocations that die after solving, before recording (tasks must still end solved once)',
+    parse: decimal(0, 0.9, 'a share'),
+    default: 0,
+  },
+  {
+    flags: '--visibility-timeout <s>',
+    description: 'queue visibility timeout, s; the local function timeout is 1 s less (crashed tasks return after it)',
+    parse: integer(2, 900),
+    default: 12,
+  },
+  {
+    flags: '--plan-threads <n>',
+    description: 'governor: threads the fleet believes its plan has (default: --solver-threads)',
+    parse: integer(1, 10_000),
+  },
+  {
+    flags: '--reserved-threads <n>',
+    description: 'governor: threads kept free for other users of the key',
+    parse: integer(0, 10_000),
+    default: 0,
+  },
+  {
+    flags: '--halt-balance <usd>',
+    description: 'governor: under this balance, no scaling up',
+    parse: decimal(0, 1_000_000),
+    default: 1,
+  },
+  {
+    flags: '--pause-balance <usd>',
+    description: 'governor: under this balance, consumption pauses (tasks wait in the queue)',
+    parse: decimal(0, 1_000_000),
+    default: 0.1,
+  },
+  {
+    flags: '--tick-ms <ms>',
+    description: 'governor: time between decisions, ms (10000 in AWS)',
+    parse: integer(100, 60_000),
+    default: 1_000,
+  },
+  {
+    flags: '--endpoint <url>',
+    description:
+      'use this AWS-compatible endpoint for SQS and DynamoDB instead of the embedded emulators (default: AWS_ENDPOINT_URL)',
+    parse: url,
+  },
+  {
+    flags: '--serve',
+    description: 'keep running after the workload: print endpoints, queue URLs and example producer commands',
+    default: false,
+  },
+  {
+    flags: '--max-duration <s>',
+    description: 'end the run after this many seconds at the latest',
+    parse: decimal(1, 86_400, 'seconds'),
+    default: 120,
+  },
   { flags: '--json', description: 'print the summary as one JSON object on the last stdout line', default: false },
-  { flags: '--log-level <level>', description: "the consumer's log level (its JSON logs go to stdout)", choices: LOG_LEVELS, default: 'silent' },
+  {
+    flags: '--log-level <level>',
+    description: "the consumer's log level (its JSON logs go to stdout)",
+    choices: LOG_LEVELS,
+    default: 'silent',
+  },
 ];
 
 /** Add `start` to the program. */
 export function register(program: Command): void {
-  const command = program.command('start').description('run the whole fleet locally (emulators + solver simulator) with a demo workload');
+  const command = program
+    .command('start')
+    .description('run the whole fleet locally (emulators + solver simulator) with a demo workload');
   for (const row of START_OPTIONS) {
     const option = new Option(row.flags, row.description);
     if (row.parse) option.argParser(row.parse);
@@ -116,7 +243,8 @@ export function register(program: Command): void {
     command.addOption(option);
   }
   command.action(async (options: StartOptions) => {
-    if (options.malformed !== undefined && options.malformed > options.tasks) command.error(`error: --malformed ${options.malformed} is more than --tasks ${options.tasks}`, { exitCode: 2 });
+    if (options.malformed !== undefined && options.malformed > options.tasks)
+      command.error(`error: --malformed ${options.malformed} is more than --tasks ${options.tasks}`, { exitCode: 2 });
     try {
       resolveSettings(fleetConfigOf(options));
     } catch (error) {
@@ -141,7 +269,10 @@ export function fleetConfigOf(options: StartOptions): FleetConfig {
 }
 
 /** Run `start` with parsed options; resolves to the exit code. Exported for in-process tests. */
-export async function runStart(options: StartOptions, io: { stdout?: NodeJS.WriteStream; stderr?: NodeJS.WriteStream } = {}): Promise<number> {
+export async function runStart(
+  options: StartOptions,
+  io: { stdout?: NodeJS.WriteStream; stderr?: NodeJS.WriteStream } = {},
+): Promise<number> {
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
   // With --json, stdout carries only the JSON line; people read stderr.
@@ -230,7 +361,9 @@ export async function runStart(options: StartOptions, io: { stdout?: NodeJS.Writ
 }
 
 function describeStack(stack: LocalStack, options: StartOptions): string {
-  const where = stack.endpoints.external ? `endpoint ${stack.endpoints.sqs}` : `embedded emulators (SQS ${stack.endpoints.sqs}, DynamoDB ${stack.endpoints.dynamo})`;
+  const where = stack.endpoints.external
+    ? `endpoint ${stack.endpoints.sqs}`
+    : `embedded emulators (SQS ${stack.endpoints.sqs}, DynamoDB ${stack.endpoints.dynamo})`;
   return (
     `captcha-fleet local: ${where}; solver simulator ${stack.endpoints.solver} ` +
     `(${options.solverThreads} threads${options.solverForeignThreads ? `, ${options.solverForeignThreads} held by others` : ''}, median ${options.solverLatencyMs} ms)\n` +
@@ -247,7 +380,8 @@ function progressPrinter(stream: NodeJS.WriteStream, total: number) {
   let lastLine = 0;
   let drawn = false;
   // Per lane: backlog / in flight / ceiling ("off" while the lane's mapping is disabled).
-  const lane = (name: string, l: DemoProgress['lanes']['high']) => `${name} ${l.backlog}/${l.inFlight}/${l.ceiling === 0 ? 'off' : l.ceiling}`;
+  const lane = (name: string, l: DemoProgress['lanes']['high']) =>
+    `${name} ${l.backlog}/${l.inFlight}/${l.ceiling === 0 ? 'off' : l.ceiling}`;
   const line = (p: DemoProgress) =>
     `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)}s] sent ${p.submitted}/${total} · ${lane('high', p.lanes.high)} · ${lane('normal', p.lanes.normal)} (backlog/in flight/ceiling) · ` +
     `solved ${p.solved} · failed ${p.failed} · rejected ${p.rejected} · DLQ ${p.dlqDepth} · p95 ${p.p95Ms === undefined ? '–' : `${Math.round(p.p95Ms)} ms`} · ` +
@@ -269,7 +403,8 @@ function progressPrinter(stream: NodeJS.WriteStream, total: number) {
 }
 
 function formatSummary(s: DemoSummary): string {
-  const ms = (value: number | null) => (value === null ? '–' : value >= 10_000 ? `${(value / 1000).toFixed(1)} s` : `${Math.round(value)} ms`);
+  const ms = (value: number | null) =>
+    value === null ? '–' : value >= 10_000 ? `${(value / 1000).toFixed(1)} s` : `${Math.round(value)} ms`;
   const codes = (record: Record<string, number>) =>
     Object.entries(record)
       .map(([code, n]) => `${code} ${n}`)
@@ -278,8 +413,16 @@ function formatSummary(s: DemoSummary): string {
     ['submitted', s.submitted],
     ['solved', s.solved],
     ['failed', s.failed, codes(s.failuresByCode)],
-    ['rejected', s.rejected, s.rejected ? 'refused with a readable id: a `rejected` record, and the message in the DLQ' : ''],
-    ['in DLQ', s.inDlq, codes(s.dlqByReason) + (s.foreignDlqMessages ? `; ${s.foreignDlqMessages} from earlier runs` : '')],
+    [
+      'rejected',
+      s.rejected,
+      s.rejected ? 'refused with a readable id: a `rejected` record, and the message in the DLQ' : '',
+    ],
+    [
+      'in DLQ',
+      s.inDlq,
+      codes(s.dlqByReason) + (s.foreignDlqMessages ? `; ${s.foreignDlqMessages} from earlier runs` : ''),
+    ],
     ['still queued', s.stillQueued],
     ['lost', s.lost],
     ['latency', `p50 ${ms(s.p50Ms)} · p95 ${ms(s.p95Ms)}`, `submit → result; solver time p95 ${ms(s.solveP95Ms)}`],
@@ -292,8 +435,16 @@ function formatSummary(s: DemoSummary): string {
         `start wait p50 ${ms(l.startWaitP50Ms)} · p95 ${ms(l.startWaitP95Ms)}; ceiling ${ceiling}; ${l.invocations} invocations, peak ${l.peakInFlight} at once`,
       ];
     }),
-    ['solver', `${s.solver.submissions} submissions · ${s.solver.solved} solved`, `peak ${s.solver.peakThreads}/${s.solver.planThreads} threads · over-cap ${s.solver.overCapRejections} · transient ${s.solver.transientErrors}`],
-    ['balance', `$${s.solver.balanceStart.toFixed(3)} → $${s.solver.balanceEnd.toFixed(3)}`, `duplicate solves ${s.duplicateSolves}`],
+    [
+      'solver',
+      `${s.solver.submissions} submissions · ${s.solver.solved} solved`,
+      `peak ${s.solver.peakThreads}/${s.solver.planThreads} threads · over-cap ${s.solver.overCapRejections} · transient ${s.solver.transientErrors}`,
+    ],
+    [
+      'balance',
+      `$${s.solver.balanceStart.toFixed(3)} → $${s.solver.balanceEnd.toFixed(3)}`,
+      `duplicate solves ${s.duplicateSolves}`,
+    ],
     [
       'consumer',
       `${s.consumer.invocations} invocations · peak ${s.consumer.peakConcurrency} at once`,
@@ -314,14 +465,22 @@ function formatSummary(s: DemoSummary): string {
   const width = Math.max(...rows.map(([, value]) => String(value).length));
   return (
     `\nSummary (${(s.durationMs / 1000).toFixed(1)} s)\n` +
-    rows.map(([label, value, note]) => `  ${label.padEnd(13)} ${String(value).padStart(width)}${note ? `   ${note}` : ''}`).join('\n') +
+    rows
+      .map(
+        ([label, value, note]) => `  ${label.padEnd(13)} ${String(value).padStart(width)}${note ? `   ${note}` : ''}`,
+      )
+      .join('\n') +
     '\n'
   );
 }
 
 /** Exit 0 when every task reached a result (terminal record or DLQ); otherwise say why. */
 function verdictOf(s: DemoSummary, options: StartOptions): { code: number; message: string } {
-  if (s.complete) return { code: 0, message: `OK: all ${s.submitted} tasks reached a result (${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ).` };
+  if (s.complete)
+    return {
+      code: 0,
+      message: `OK: all ${s.submitted} tasks reached a result (${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ).`,
+    };
   const why: string[] = [];
   if (s.lost > 0) why.push(`${s.lost} task(s) LOST: no record, not in the DLQ, not queued`);
   if (s.stillQueued > 0) {
@@ -334,7 +493,8 @@ function verdictOf(s: DemoSummary, options: StartOptions): { code: number; messa
             : ''),
     );
   }
-  if (s.submitted < options.tasks) why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
+  if (s.submitted < options.tasks)
+    why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
   return { code: 1, message: `NOT COMPLETE: ${why.join('; ')}.` };
 }
 

@@ -16,16 +16,25 @@ export function register(program: Command): void {
   withTargetOptions(
     program
       .command('status')
-      .description('backlog and in flight per lane, DLQ, oldest task, ceilings, the last governor decision, balance, and recent solves')
+      .description(
+        'backlog and in flight per lane, DLQ, oldest task, ceilings, the last governor decision, balance, and recent solves',
+      )
       .option('--json', 'one JSON object per refresh')
       .option('--watch [seconds]', 'refresh every N seconds (default 5) until Ctrl-C')
       .option('--window <minutes>', 'minutes of recent solves to summarise', '5'),
   ).action(async (options: StatusOptions) => {
     const windowMinutes = Number(options.window);
     if (!Number.isInteger(windowMinutes) || windowMinutes < 1 || windowMinutes > 1440) {
-      program.error(`--window must be a whole number of minutes from 1 to 1440 (got "${options.window}")`, { exitCode: 2 });
+      program.error(`--window must be a whole number of minutes from 1 to 1440 (got "${options.window}")`, {
+        exitCode: 2,
+      });
     }
-    const every = options.watch === undefined || options.watch === false ? undefined : options.watch === true ? 5 : Number(options.watch);
+    const every =
+      options.watch === undefined || options.watch === false
+        ? undefined
+        : options.watch === true
+          ? 5
+          : Number(options.watch);
     if (every !== undefined && (!Number.isFinite(every) || every < 1)) {
       program.error(`--watch takes a number of seconds ≥ 1 (got "${String(options.watch)}")`, { exitCode: 2 });
     }
@@ -61,7 +70,10 @@ function sourcesFor(target: FleetTarget) {
             cloudwatch,
             namespace: target.settings.metricsNamespace,
             windowMs: windowMinutes * 60_000,
-            queueNames: { normal: target.settings.queueNames.normal, high: target.queueUrls.high ? target.settings.queueNames.high : undefined },
+            queueNames: {
+              normal: target.settings.queueNames.normal,
+              high: target.queueUrls.high ? target.settings.queueNames.high : undefined,
+            },
           });
           const [window, queues] = await Promise.all([signals.read(), signals.readQueues()]);
           return {
@@ -81,7 +93,8 @@ function sourcesFor(target: FleetTarget) {
   };
 }
 
-const show = (value: number | string | boolean | undefined, unit = '') => (value === undefined ? '—' : `${value}${unit}`);
+const show = (value: number | string | boolean | undefined, unit = '') =>
+  value === undefined ? '—' : `${value}${unit}`;
 
 /** The human view. Unknown values print as "—", never as 0. */
 export function renderStatus(status: FleetStatus, fleet: string): string {
@@ -95,15 +108,21 @@ export function renderStatus(status: FleetStatus, fleet: string): string {
       `${name.padEnd(8)} ${show(lane.backlog).padStart(7)}  ${show(lane.inFlight).padStart(9)}  ${show(lane.delayed).padStart(7)}  ${show(lane.oldestAgeSeconds, ' s').padStart(6)}  ${show(lane.ceiling).padStart(7)}  ${show(lane.enabled === undefined ? undefined : lane.enabled ? 'yes' : 'no').padStart(9)}`,
     );
   }
-  lines.push(`DLQ      ${show(status.dlqDepth).padStart(7)}${status.dlqDepth ? '   → npx captcha-fleet redrive --dry-run' : ''}`);
+  lines.push(
+    `DLQ      ${show(status.dlqDepth).padStart(7)}${status.dlqDepth ? '   → npx captcha-fleet redrive --dry-run' : ''}`,
+  );
   lines.push('');
   const g = status.governor;
   if (!g) lines.push('governor: no decision recorded yet');
   else {
     const age = g.at === undefined ? '' : ` (${Math.round((status.at - g.at) / 1000)} s ago)`;
-    lines.push(`governor: ${show(g.code)}${age}${g.paused ? ` — PAUSED${g.pausedReason ? `: ${g.pausedReason}` : ''}` : ''}`);
+    lines.push(
+      `governor: ${show(g.code)}${age}${g.paused ? ` — PAUSED${g.pausedReason ? `: ${g.pausedReason}` : ''}` : ''}`,
+    );
     if (g.message) lines.push(`          ${g.message}`);
-    lines.push(`          free threads ${show(g.freeThreads)} · needed ${show(g.neededThreads)} · shortfall ${show(g.shortfall)}`);
+    lines.push(
+      `          free threads ${show(g.freeThreads)} · needed ${show(g.neededThreads)} · shortfall ${show(g.shortfall)}`,
+    );
   }
   lines.push(`balance:  ${status.balance === undefined ? '— (not read yet)' : `$${status.balance.toFixed(2)}`}`);
   const r = status.recent;

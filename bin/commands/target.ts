@@ -40,7 +40,11 @@ export function withTargetOptions(command: Command): Command {
 export async function resolveTarget(options: TargetOptions): Promise<FleetTarget> {
   if (options.local) {
     const local = readLocalStackFile();
-    const clients = createAwsClients({ sqsEndpoint: local.sqsEndpoint, dynamoEndpoint: local.dynamoEndpoint, region: options.region });
+    const clients = createAwsClients({
+      sqsEndpoint: local.sqsEndpoint,
+      dynamoEndpoint: local.dynamoEndpoint,
+      region: options.region,
+    });
     return {
       kind: 'local',
       clients,
@@ -73,7 +77,9 @@ export async function resolveTarget(options: TargetOptions): Promise<FleetTarget
   const normal = (await url(settings.queueNames.normal, true)) as string;
   const dlq = (await url(settings.queueNames.dlq, true)) as string;
   const high = await url(settings.queueNames.high, false);
-  const dlqArn = (await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
+  const dlqArn = (
+    await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq, AttributeNames: ['QueueArn'] }))
+  ).Attributes?.QueueArn;
   return {
     kind: endpoint ? 'endpoint' : 'aws',
     clients,

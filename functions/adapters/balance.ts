@@ -24,7 +24,10 @@ export interface CachedBalanceOptions {
 }
 
 /** Wrap `solver.getBalance` with a cache. */
-export function createCachedBalance(solver: Pick<SolverPort, 'getBalance'>, options: CachedBalanceOptions = {}): CachedBalance {
+export function createCachedBalance(
+  solver: Pick<SolverPort, 'getBalance'>,
+  options: CachedBalanceOptions = {},
+): CachedBalance {
   const ttlMs = options.ttlMs ?? DEFAULT_BALANCE_TTL_MS;
   const clock = options.clock ?? Date.now;
   let cached: { value: number | undefined; at: number } | undefined;

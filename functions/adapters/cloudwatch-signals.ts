@@ -11,7 +11,12 @@
  * A counter without datapoints over a window the query covered is 0 (CloudWatch stores no
  * zeros); a failed query is undefined, never zero.
  */
-import { GetMetricDataCommand, type CloudWatchClient, type MetricDataQuery, type MetricDataResult } from '@aws-sdk/client-cloudwatch';
+import {
+  GetMetricDataCommand,
+  type CloudWatchClient,
+  type MetricDataQuery,
+  type MetricDataResult,
+} from '@aws-sdk/client-cloudwatch';
 import type { Clock } from '../core/ports.js';
 import { METRICS, SERVICES } from '../core/metric-names.js';
 import type { MetricsWindow } from '../core/governor/signals.js';
@@ -79,11 +84,23 @@ export function createCloudWatchSignals(options: CloudWatchSignalsOptions): Clou
   const metric = (name: string) => ({ Namespace: options.namespace, MetricName: name, Dimensions: dimensions });
 
   const percentileQueries = (): MetricDataQuery[] => [
-    { Id: 'solve_p95', MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'p95' }, ReturnData: true },
+    {
+      Id: 'solve_p95',
+      MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'p95' },
+      ReturnData: true,
+    },
   ];
   const consumerQueries = (): MetricDataQuery[] => [
-    { Id: 'solve_avg', MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'Average' }, ReturnData: true },
-    { Id: 'solve_n', MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'SampleCount' }, ReturnData: true },
+    {
+      Id: 'solve_avg',
+      MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'Average' },
+      ReturnData: true,
+    },
+    {
+      Id: 'solve_n',
+      MetricStat: { Metric: metric(METRICS.solveDuration), Period: METRIC_PERIOD_SECONDS, Stat: 'SampleCount' },
+      ReturnData: true,
+    },
     ...(Object.entries(COUNTERS) as Array<[Counter, string]>).map(([key, name]) => ({
       Id: `sum_${key.toLowerCase()}`,
       MetricStat: { Metric: metric(name), Period: METRIC_PERIOD_SECONDS, Stat: 'Sum' },
@@ -97,7 +114,13 @@ export function createCloudWatchSignals(options: CloudWatchSignalsOptions): Clou
     let nextToken: string | undefined;
     do {
       const out = await options.cloudwatch.send(
-        new GetMetricDataCommand({ MetricDataQueries: queries, StartTime: start, EndTime: end, ScanBy: 'TimestampDescending', NextToken: nextToken }),
+        new GetMetricDataCommand({
+          MetricDataQueries: queries,
+          StartTime: start,
+          EndTime: end,
+          ScanBy: 'TimestampDescending',
+          NextToken: nextToken,
+        }),
       );
       for (const r of out.MetricDataResults ?? []) {
         if (r.Id === undefined) continue;
@@ -112,7 +135,8 @@ export function createCloudWatchSignals(options: CloudWatchSignalsOptions): Clou
     return results;
   };
 
-  const values = (results: Map<string, MetricDataResult>, id: string): number[] => (results.get(id)?.Values ?? []).filter((v) => Number.isFinite(v));
+  const values = (results: Map<string, MetricDataResult>, id: string): number[] =>
+    (results.get(id)?.Values ?? []).filter((v) => Number.isFinite(v));
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
   return {
@@ -133,7 +157,11 @@ export function createCloudWatchSignals(options: CloudWatchSignalsOptions): Clou
         const weight = sum(counts);
         // Mean of per-minute means weighted by their sample counts; without counts, their plain mean.
         const meanSolveMs =
-          avgs.length === 0 ? undefined : counts.length === avgs.length && weight > 0 ? sum(avgs.map((a, i) => a * (counts[i] as number))) / weight : sum(avgs) / avgs.length;
+          avgs.length === 0
+            ? undefined
+            : counts.length === avgs.length && weight > 0
+              ? sum(avgs.map((a, i) => a * (counts[i] as number))) / weight
+              : sum(avgs) / avgs.length;
         const p95s = values(percentiles, 'solve_p95');
         const counter = (key: Counter) => sum(values(results, `sum_${key.toLowerCase()}`));
         return {
@@ -158,12 +186,30 @@ export function createCloudWatchSignals(options: CloudWatchSignalsOptions): Clou
       const names = options.queueNames;
       const unknown: QueueMetrics = { oldestAgeSeconds: undefined, sentRate: undefined };
       if (names === undefined) return { normal: unknown };
-      const lanes = (names.high ? (['normal', 'high'] as const) : (['normal'] as const)) as ReadonlyArray<'normal' | 'high'>;
+      const lanes = (names.high ? (['normal', 'high'] as const) : (['normal'] as const)) as ReadonlyArray<
+        'normal' | 'high'
+      >;
       const queries: MetricDataQuery[] = lanes.flatMap((lane) => {
         const queue = [{ Name: 'QueueName', Value: names[lane] as string }];
         return [
-          { Id: `age_${lane}`, MetricStat: { Metric: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: queue }, Period: METRIC_PERIOD_SECONDS, Stat: 'Maximum' }, ReturnData: true },
-          { Id: `sent_${lane}`, MetricStat: { Metric: { Namespace: 'AWS/SQS', MetricName: 'NumberOfMessagesSent', Dimensions: queue }, Period: METRIC_PERIOD_SECONDS, Stat: 'Sum' }, ReturnData: true },
+          {
+            Id: `age_${lane}`,
+            MetricStat: {
+              Metric: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: queue },
+              Period: METRIC_PERIOD_SECONDS,
+              Stat: 'Maximum',
+            },
+            ReturnData: true,
+          },
+          {
+            Id: `sent_${lane}`,
+            MetricStat: {
+              Metric: { Namespace: 'AWS/SQS', MetricName: 'NumberOfMessagesSent', Dimensions: queue },
+              Period: METRIC_PERIOD_SECONDS,
+              Stat: 'Sum',
+            },
+            ReturnData: true,
+          },
         ];
       });
       try {

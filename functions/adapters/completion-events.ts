@@ -9,7 +9,12 @@ import { EventEmitter } from 'node:events';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { CompletionEvents } from '../core/ports.js';
 import type { TaskResult } from '../core/results.js';
-import { COMPLETION_EVENT_DETAIL_TYPE, COMPLETION_EVENT_SOURCE, toCompletionEvent, type CompletionEvent } from '../core/events.js';
+import {
+  COMPLETION_EVENT_DETAIL_TYPE,
+  COMPLETION_EVENT_SOURCE,
+  toCompletionEvent,
+  type CompletionEvent,
+} from '../core/events.js';
 
 /** Thrown when EventBridge refused the event after every attempt. */
 export class EventPublishError extends Error {
@@ -63,7 +68,10 @@ export function createEventBridgePublisher(options: EventBridgePublisherOptions)
         }
         if (attempt < attempts) await sleep((options.backoffMs ?? 100) * 2 ** (attempt - 1));
       }
-      throw new EventPublishError(result.taskId, `completion event for task ${result.taskId} not published after ${attempts} attempts (${lastProblem})`);
+      throw new EventPublishError(
+        result.taskId,
+        `completion event for task ${result.taskId} not published after ${attempts} attempts (${lastProblem})`,
+      );
     },
   };
 }

@@ -70,9 +70,14 @@ export function isRejectedReason(reason: string): boolean {
  * Read up to `max` DLQ messages and hide them for `holdSeconds` while the caller decides.
  * Call `releaseEntries` for the ones not moved.
  */
-export async function inspectDeadLetters(target: RedriveTarget, options: { max?: number; holdSeconds?: number } = {}): Promise<DeadLetterInventory> {
+export async function inspectDeadLetters(
+  target: RedriveTarget,
+  options: { max?: number; holdSeconds?: number } = {},
+): Promise<DeadLetterInventory> {
   const max = options.max ?? 10_000;
-  const attributes = await target.sqs.send(new GetQueueAttributesCommand({ QueueUrl: target.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const attributes = await target.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: target.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
   const depth = Number(attributes.Attributes?.ApproximateNumberOfMessages ?? 0);
   const entries: DeadLetterEntry[] = [];
   let emptyReceives = 0;
@@ -93,7 +98,11 @@ export async function inspectDeadLetters(target: RedriveTarget, options: { max?:
   }
   const byReason: DeadLetterInventory['byReason'] = {};
   for (const entry of entries) {
-    const group = (byReason[entry.reason] ??= { count: 0, example: entry.reasonDetail, movable: !isRejectedReason(entry.reason) });
+    const group = (byReason[entry.reason] ??= {
+      count: 0,
+      example: entry.reasonDetail,
+      movable: !isRejectedReason(entry.reason),
+    });
     group.count++;
   }
   return { depth, entries, byReason };
@@ -106,14 +115,21 @@ export async function releaseEntries(target: RedriveTarget, entries: DeadLetterE
     await target.sqs.send(
       new ChangeMessageVisibilityBatchCommand({
         QueueUrl: target.dlqUrl,
-        Entries: chunk.map((entry, index) => ({ Id: String(index), ReceiptHandle: entry.receiptHandle, VisibilityTimeout: 0 })),
+        Entries: chunk.map((entry, index) => ({
+          Id: String(index),
+          ReceiptHandle: entry.receiptHandle,
+          VisibilityTimeout: 0,
+        })),
       }),
     );
   }
 }
 
 /** List, then (unless dry run) move back what can succeed on a retry. */
-export async function redrive(target: RedriveTarget, options: { dryRun: boolean; includeRejected: boolean; max?: number }): Promise<RedriveReport> {
+export async function redrive(
+  target: RedriveTarget,
+  options: { dryRun: boolean; includeRejected: boolean; max?: number },
+): Promise<RedriveReport> {
   const inventory = await inspectDeadLetters(target, { max: options.max });
   const movable = inventory.entries.filter((entry) => options.includeRejected || !isRejectedReason(entry.reason));
   const staying = inventory.entries.filter((entry) => !movable.includes(entry));
@@ -126,12 +142,25 @@ export async function redrive(target: RedriveTarget, options: { dryRun: boolean;
   if (target.native && everything && target.dlqArn) {
     await releaseEntries(target, inventory.entries);
     const started = await target.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: target.dlqArn }));
-    return { dryRun: false, strategy: 'native', inventory: summary, moved: movable.length, left: 0, taskHandle: started.TaskHandle };
+    return {
+      dryRun: false,
+      strategy: 'native',
+      inventory: summary,
+      moved: movable.length,
+      left: 0,
+      taskHandle: started.TaskHandle,
+    };
   }
   let moved = 0;
   for (const entry of movable) {
     const queueUrl = entry.lane === 'high' && target.queueUrls.high ? target.queueUrls.high : target.queueUrls.normal;
-    await target.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: entry.body, MessageAttributes: carriedAttributes(entry) }));
+    await target.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queueUrl,
+        MessageBody: entry.body,
+        MessageAttributes: carriedAttributes(entry),
+      }),
+    );
     await target.sqs.send(new DeleteMessageCommand({ QueueUrl: target.dlqUrl, ReceiptHandle: entry.receiptHandle }));
     moved++;
   }
@@ -167,7 +196,14 @@ function priorityOf(body: string): string | undefined {
 
 /** The refusal's own attributes stay behind; anything the producer set travels back. */
 function carriedAttributes(entry: DeadLetterEntry): Record<string, MessageAttributeValue> | undefined {
-  const kept = Object.entries(entry.messageAttributes).filter(([name]) => !['reason', 'reasonDetail', 'sourceQueue', 'taskId'].includes(name));
+  const kept = Object.entries(entry.messageAttributes).filter(
+    ([name]) => !['reason', 'reasonDetail', 'sourceQueue', 'taskId'].includes(name),
+  );
   if (kept.length === 0) return undefined;
-  return Object.fromEntries(kept.map(([name, value]) => [name, { DataType: value.DataType, StringValue: value.StringValue, BinaryValue: value.BinaryValue }]));
+  return Object.fromEntries(
+    kept.map(([name, value]) => [
+      name,
+      { DataType: value.DataType, StringValue: value.StringValue, BinaryValue: value.BinaryValue },
+    ]),
+  );
 }

@@ -36,7 +36,14 @@ export interface FleetStatus {
       }
     | undefined;
   balance: number | undefined;
-  recent: { windowMinutes: number; solved: number | undefined; failed: number | undefined; rejected: number | undefined; p95SolveMs: number | undefined; source: 'cloudwatch' | 'results-table' };
+  recent: {
+    windowMinutes: number;
+    solved: number | undefined;
+    failed: number | undefined;
+    rejected: number | undefined;
+    p95SolveMs: number | undefined;
+    source: 'cloudwatch' | 'results-table';
+  };
 }
 
 /** Fields of the governor's state item this reader relies on (all optional: older items lack some). */
@@ -76,7 +83,10 @@ export interface FleetStatusSources {
   clock?: () => number;
 }
 
-export async function readFleetStatus(sources: FleetStatusSources, options: { windowMinutes?: number } = {}): Promise<FleetStatus> {
+export async function readFleetStatus(
+  sources: FleetStatusSources,
+  options: { windowMinutes?: number } = {},
+): Promise<FleetStatus> {
   const clock = sources.clock ?? Date.now;
   const windowMinutes = options.windowMinutes ?? 5;
   const [normal, high, dlq, governorItem] = await Promise.all([
@@ -86,8 +96,16 @@ export async function readFleetStatus(sources: FleetStatusSources, options: { wi
     readGovernorItem(sources.documents, sources.tables.governor),
   ]);
   const recent = sources.recentMetrics
-    ? { ...(await sources.recentMetrics(windowMinutes).catch(() => ({ solved: undefined, failed: undefined, p95SolveMs: undefined }) as RecentMetrics)), source: 'cloudwatch' as const }
-    : { ...(await recentFromResults(sources.documents, sources.tables.results, clock() - windowMinutes * 60_000)), source: 'results-table' as const };
+    ? {
+        ...(await sources
+          .recentMetrics(windowMinutes)
+          .catch(() => ({ solved: undefined, failed: undefined, p95SolveMs: undefined }) as RecentMetrics)),
+        source: 'cloudwatch' as const,
+      }
+    : {
+        ...(await recentFromResults(sources.documents, sources.tables.results, clock() - windowMinutes * 60_000)),
+        source: 'results-table' as const,
+      };
   const decision = governorItem?.lastDecision;
   const lane = (name: Lane, attributes: Record<string, string> | undefined): LaneStatus => ({
     backlog: numberOf(attributes?.ApproximateNumberOfMessages),
@@ -114,7 +132,14 @@ export async function readFleetStatus(sources: FleetStatusSources, options: { wi
         }
       : undefined,
     balance: decision?.balance,
-    recent: { windowMinutes, solved: recent.solved, failed: recent.failed, rejected: recent.rejected, p95SolveMs: recent.p95SolveMs, source: recent.source },
+    recent: {
+      windowMinutes,
+      solved: recent.solved,
+      failed: recent.failed,
+      rejected: recent.rejected,
+      p95SolveMs: recent.p95SolveMs,
+      source: recent.source,
+    },
   };
 }
 
@@ -123,7 +148,11 @@ async function queueAttributes(sqs: Pick<SQSClient, 'send'>, url: string): Promi
     const out = await sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: url,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
       }),
     );
     return out.Attributes;
@@ -132,7 +161,10 @@ async function queueAttributes(sqs: Pick<SQSClient, 'send'>, url: string): Promi
   }
 }
 
-async function readGovernorItem(documents: Pick<DynamoDBDocumentClient, 'send'>, table: string): Promise<StoredGovernorState | undefined> {
+async function readGovernorItem(
+  documents: Pick<DynamoDBDocumentClient, 'send'>,
+  table: string,
+): Promise<StoredGovernorState | undefined> {
   try {
     const out = await documents.send(new GetCommand({ TableName: table, Key: { id: GOVERNOR_STATE_ID } }));
     return (out.Item as { state?: StoredGovernorState } | undefined)?.state;
@@ -142,7 +174,11 @@ async function readGovernorItem(documents: Pick<DynamoDBDocumentClient, 'send'>,
 }
 
 /** Local and emulated stacks: count and time the records completed in the window. */
-async function recentFromResults(documents: Pick<DynamoDBDocumentClient, 'send'>, table: string, since: number): Promise<RecentMetrics> {
+async function recentFromResults(
+  documents: Pick<DynamoDBDocumentClient, 'send'>,
+  table: string,
+  since: number,
+): Promise<RecentMetrics> {
   const records: TaskResult[] = [];
   try {
     let startKey: Record<string, unknown> | undefined;
@@ -163,12 +199,18 @@ async function recentFromResults(documents: Pick<DynamoDBDocumentClient, 'send'>
   } catch {
     return { solved: undefined, failed: undefined, rejected: undefined, p95SolveMs: undefined };
   }
-  const solveTimes = records.filter((r) => r.status === 'solved' && typeof r.solveMs === 'number').map((r) => r.solveMs as number).sort((a, b) => a - b);
+  const solveTimes = records
+    .filter((r) => r.status === 'solved' && typeof r.solveMs === 'number')
+    .map((r) => r.solveMs as number)
+    .sort((a, b) => a - b);
   return {
     solved: records.filter((r) => r.status === 'solved').length,
     failed: records.filter((r) => r.status === 'failed').length,
     rejected: records.filter((r) => r.status === 'rejected').length,
-    p95SolveMs: solveTimes.length > 0 ? solveTimes[Math.min(solveTimes.length - 1, Math.ceil(0.95 * solveTimes.length) - 1)] : undefined,
+    p95SolveMs:
+      solveTimes.length > 0
+        ? solveTimes[Math.min(solveTimes.length - 1, Math.ceil(0.95 * solveTimes.length) - 1)]
+        : undefined,
   };
 }
 

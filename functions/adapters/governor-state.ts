@@ -22,7 +22,9 @@ export function createDynamoGovernorState(options: DynamoGovernorStateOptions): 
   const id = options.id ?? GOVERNOR_STATE_ID;
   return {
     async load() {
-      const out = await options.documents.send(new GetCommand({ TableName: options.tableName, Key: { id }, ConsistentRead: true }));
+      const out = await options.documents.send(
+        new GetCommand({ TableName: options.tableName, Key: { id }, ConsistentRead: true }),
+      );
       const item = out.Item as { state?: GovernorState; version?: number } | undefined;
       if (item?.state === undefined || typeof item.version !== 'number') return undefined;
       return { state: item.state, version: item.version };
@@ -36,11 +38,17 @@ export function createDynamoGovernorState(options: DynamoGovernorStateOptions): 
             Item: { id, version, state, updatedAt: new Date().toISOString() },
             ...(expectedVersion === undefined
               ? { ConditionExpression: 'attribute_not_exists(id)' }
-              : { ConditionExpression: 'version = :expected', ExpressionAttributeValues: { ':expected': expectedVersion } }),
+              : {
+                  ConditionExpression: 'version = :expected',
+                  ExpressionAttributeValues: { ':expected': expectedVersion },
+                }),
           }),
         );
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException || (error as Error).name === 'ConditionalCheckFailedException') {
+        if (
+          error instanceof ConditionalCheckFailedException ||
+          (error as Error).name === 'ConditionalCheckFailedException'
+        ) {
           throw new GovernorStateConflictError(expectedVersion, { cause: error });
         }
         throw error;

@@ -48,7 +48,9 @@ export function isUnreservedFloorError(error: unknown): boolean {
 const clampCeiling = (n: number) => Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, Math.round(n)));
 
 /** Build the Lambda actuator. */
-export function createLambdaActuator(options: LambdaActuatorOptions): LaneActuator & { readonly reservationSupported: boolean } {
+export function createLambdaActuator(
+  options: LambdaActuatorOptions,
+): LaneActuator & { readonly reservationSupported: boolean } {
   const lanes: Lane[] = options.mappingIds.high ? ['normal', 'high'] : ['normal'];
   const known = new Map<Lane, LaneSetting>();
   let reserved: number | null | undefined; // undefined: not read yet; null: none set
@@ -56,11 +58,18 @@ export function createLambdaActuator(options: LambdaActuatorOptions): LaneActuat
   let warned = false;
 
   const readMapping = async (lane: Lane): Promise<LaneSetting> => {
-    const out = await options.lambda.send(new GetEventSourceMappingCommand({ UUID: options.mappingIds[lane] as string }));
+    const out = await options.lambda.send(
+      new GetEventSourceMappingCommand({ UUID: options.mappingIds[lane] as string }),
+    );
     const state = out.State ?? 'Enabled';
     const previous = known.get(lane);
     // Transitional states: Enabling counts as on, Disabling as off; Updating keeps what we knew.
-    const enabled = state === 'Enabled' || state === 'Enabling' ? true : state === 'Disabled' || state === 'Disabling' ? false : (previous?.enabled ?? true);
+    const enabled =
+      state === 'Enabled' || state === 'Enabling'
+        ? true
+        : state === 'Disabled' || state === 'Disabling'
+          ? false
+          : (previous?.enabled ?? true);
     const setting = { ceiling: out.ScalingConfig?.MaximumConcurrency ?? MAPPING_MAX_CONCURRENCY, enabled };
     known.set(lane, setting);
     return setting;
@@ -69,7 +78,9 @@ export function createLambdaActuator(options: LambdaActuatorOptions): LaneActuat
   /** The reservation as it stands; read once, then tracked. */
   const currentReservation = async (): Promise<number | null> => {
     if (reserved === undefined) {
-      const out = await options.lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: options.consumerFunctionName as string }));
+      const out = await options.lambda.send(
+        new GetFunctionConcurrencyCommand({ FunctionName: options.consumerFunctionName as string }),
+      );
       reserved = out.ReservedConcurrentExecutions ?? null;
     }
     return reserved;
@@ -77,18 +88,27 @@ export function createLambdaActuator(options: LambdaActuatorOptions): LaneActuat
 
   const setReservation = async (wanted: number, changes: string[]) => {
     try {
-      await options.lambda.send(new PutFunctionConcurrencyCommand({ FunctionName: options.consumerFunctionName as string, ReservedConcurrentExecutions: wanted }));
+      await options.lambda.send(
+        new PutFunctionConcurrencyCommand({
+          FunctionName: options.consumerFunctionName as string,
+          ReservedConcurrentExecutions: wanted,
+        }),
+      );
       changes.push(`reserved concurrency ${reserved ?? 'none'} → ${wanted}`);
       reserved = wanted;
     } catch (error) {
-      if (!isUnreservedFloorError(error)) throw new ActuatorError(`could not set the consumer's reserved concurrency to ${wanted}`, { cause: error });
+      if (!isUnreservedFloorError(error))
+        throw new ActuatorError(`could not set the consumer's reserved concurrency to ${wanted}`, { cause: error });
       reservationSupported = false;
       if (!warned) {
         warned = true;
-        options.warn?.('This account cannot reserve concurrency for the consumer (unreserved floor); the mappings alone cap it from now on.', {
-          wanted,
-          error: (error as Error).message,
-        });
+        options.warn?.(
+          'This account cannot reserve concurrency for the consumer (unreserved floor); the mappings alone cap it from now on.',
+          {
+            wanted,
+            error: (error as Error).message,
+          },
+        );
       }
     }
   };
@@ -104,12 +124,18 @@ export function createLambdaActuator(options: LambdaActuatorOptions): LaneActuat
     async apply(decision: Pick<Decision, 'ceilings' | 'enabled'>) {
       const changes: string[] = [];
       for (const lane of lanes) if (!known.has(lane)) await readMapping(lane);
-      const wanted = new Map(lanes.map((lane) => [lane, { ceiling: clampCeiling(decision.ceilings[lane]), enabled: decision.enabled[lane] }]));
+      const wanted = new Map(
+        lanes.map((lane) => [
+          lane,
+          { ceiling: clampCeiling(decision.ceilings[lane]), enabled: decision.enabled[lane] },
+        ]),
+      );
       // Every mapping's maximum counts, enabled or not: a disabled lane comes back at its ceiling.
       const sum = (pick: (lane: Lane) => number) => lanes.reduce((total, lane) => total + pick(lane), 0);
       const wantedReservation = sum((lane) => wanted.get(lane)!.ceiling);
       const have = reservationSupported ? await currentReservation() : undefined;
-      if (reservationSupported && (have === null || (have as number) < wantedReservation)) await setReservation(wantedReservation, changes);
+      if (reservationSupported && (have === null || (have as number) < wantedReservation))
+        await setReservation(wantedReservation, changes);
       for (const lane of lanes) {
         const want = wanted.get(lane)!;
         const have = known.get(lane)!;
@@ -131,7 +157,8 @@ export function createLambdaActuator(options: LambdaActuatorOptions): LaneActuat
         if (want.enabled !== have.enabled) changes.push(`${lane} ${want.enabled ? 'enabled' : 'disabled'}`);
         known.set(lane, want);
       }
-      if (reservationSupported && reserved !== null && reserved !== undefined && reserved > wantedReservation) await setReservation(wantedReservation, changes);
+      if (reservationSupported && reserved !== null && reserved !== undefined && reserved > wantedReservation)
+        await setReservation(wantedReservation, changes);
       return { changes };
     },
   };

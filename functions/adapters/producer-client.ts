@@ -92,7 +92,9 @@ export class TaskValidationError extends Error {
   constructor(readonly problems: TaskProblem[]) {
     super(
       `${new Set(problems.map((p) => p.index)).size} task(s) do not match schema v1; nothing was sent:\n` +
-        problems.map((p) => `  - task #${p.index}${p.taskId ? ` (${p.taskId})` : ''} ${p.path}: ${p.message}`).join('\n'),
+        problems
+          .map((p) => `  - task #${p.index}${p.taskId ? ` (${p.taskId})` : ''} ${p.path}: ${p.message}`)
+          .join('\n'),
     );
     this.taskId = problems[0]?.taskId;
   }
@@ -127,7 +129,10 @@ export class TaskWaitTimeoutError extends Error {
     readonly lastStatus: TaskResult['status'] | undefined,
     options: { cause?: unknown } = {},
   ) {
-    super(`task ${taskId} has no result after ${timeoutMs} ms (last status: ${lastStatus ?? 'no record yet, still queued'})`, options);
+    super(
+      `task ${taskId} has no result after ${timeoutMs} ms (last status: ${lastStatus ?? 'no record yet, still queued'})`,
+      options,
+    );
   }
 }
 
@@ -162,7 +167,12 @@ export function createProducer(options: ProducerOptions): Producer {
       if (!parsed.success) {
         const id = (candidate as { id?: unknown } | null)?.id;
         for (const issue of parsed.error.issues) {
-          problems.push({ index, taskId: typeof id === 'string' ? id : undefined, path: issue.path.join('.') || '(task)', message: issue.message });
+          problems.push({
+            index,
+            taskId: typeof id === 'string' ? id : undefined,
+            path: issue.path.join('.') || '(task)',
+            message: issue.message,
+          });
         }
         return;
       }
@@ -176,7 +186,12 @@ export function createProducer(options: ProducerOptions): Producer {
     const duplicates = prepared.map((p) => p.id).filter((id, i, ids) => ids.indexOf(id) !== i);
     if (duplicates.length > 0) {
       throw new TaskValidationError(
-        duplicates.map((id) => ({ index: prepared.findIndex((p) => p.id === id), taskId: id, path: 'id', message: 'the same id appears twice in one submission' })),
+        duplicates.map((id) => ({
+          index: prepared.findIndex((p) => p.id === id),
+          taskId: id,
+          path: 'id',
+          message: 'the same id appears twice in one submission',
+        })),
       );
     }
 
@@ -189,16 +204,26 @@ export function createProducer(options: ProducerOptions): Producer {
         let answer;
         try {
           answer = await sqs.send(
-            new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((item, n) => ({ Id: String(n), MessageBody: item.body })) }),
+            new SendMessageBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: chunk.map((item, n) => ({ Id: String(n), MessageBody: item.body })),
+            }),
           );
         } catch (error) {
-          throw new TaskSubmitError(`sending ${chunk.length} task(s) failed: ${(error as Error).message}`, chunk.map((c) => c.id), sent, { cause: error });
+          throw new TaskSubmitError(
+            `sending ${chunk.length} task(s) failed: ${(error as Error).message}`,
+            chunk.map((c) => c.id),
+            sent,
+            { cause: error },
+          );
         }
         const failed = (answer.Failed ?? []).map((entry) => chunk[Number(entry.Id)]!.id);
         const ok = chunk.filter((item) => !failed.includes(item.id)).map((item) => item.id);
         sent.push(...ok);
         if (failed.length > 0) {
-          const reasons = [...new Set((answer.Failed ?? []).map((entry) => `${entry.Code}: ${entry.Message ?? ''}`))].join('; ');
+          const reasons = [
+            ...new Set((answer.Failed ?? []).map((entry) => `${entry.Code}: ${entry.Message ?? ''}`)),
+          ].join('; ');
           throw new TaskSubmitError(`SQS refused ${failed.length} task(s): ${reasons}`, failed, sent);
         }
       }
@@ -218,11 +243,19 @@ export function createProducer(options: ProducerOptions): Producer {
     const now = clock();
     const stale = isStale(record, now);
     if (stale) counters.staleDeliveries += 1;
-    return { ...record, stale, ...(record.status === 'solved' && record.tokenExpiresAt !== undefined ? { tokenExpiresInMs: record.tokenExpiresAt - now } : {}) };
+    return {
+      ...record,
+      stale,
+      ...(record.status === 'solved' && record.tokenExpiresAt !== undefined
+        ? { tokenExpiresInMs: record.tokenExpiresAt - now }
+        : {}),
+    };
   }
 
   async function read(taskId: string, consistent: boolean): Promise<TaskResult | undefined> {
-    const answer = await documents.send(new GetCommand({ TableName: options.table, Key: { taskId }, ConsistentRead: consistent }));
+    const answer = await documents.send(
+      new GetCommand({ TableName: options.table, Key: { taskId }, ConsistentRead: consistent }),
+    );
     return answer.Item as TaskResult | undefined;
   }
 
@@ -245,7 +278,9 @@ export function createProducer(options: ProducerOptions): Producer {
       // Listen before reading, so an event published between the read and the wait is not missed.
       // Each wait is bounded by the fallback, so no listener outlives this call by much.
       // A failing event source only costs the wait its speed: the reads go on.
-      const event = events?.waitFor(taskId, Math.max(1, Math.min(fallbackMs, giveUpAt - Date.now()))).catch(() => undefined);
+      const event = events
+        ?.waitFor(taskId, Math.max(1, Math.min(fallbackMs, giveUpAt - Date.now())))
+        .catch(() => undefined);
       // The table stays the source of truth: an event says when to read, the read says what.
       last = await read(taskId, true);
       if (last !== undefined && isTerminal(last.status)) {

@@ -37,7 +37,9 @@ export function createQueueSignals(options: QueueSignalsOptions): QueueSignals {
   const clock = options.clock ?? Date.now;
   const readOne = async (lane: 'normal' | 'high', url: string): Promise<QueueReading> => {
     try {
-      const out = await options.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: QUEUE_SIGNAL_ATTRIBUTES }));
+      const out = await options.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: QUEUE_SIGNAL_ATTRIBUTES }),
+      );
       const a = out.Attributes ?? {};
       return {
         at: clock(),
@@ -53,7 +55,10 @@ export function createQueueSignals(options: QueueSignalsOptions): QueueSignals {
   return {
     async read() {
       const high = options.queueUrls.high;
-      const [normal, highReading] = await Promise.all([readOne('normal', options.queueUrls.normal), high ? readOne('high', high) : Promise.resolve(undefined)]);
+      const [normal, highReading] = await Promise.all([
+        readOne('normal', options.queueUrls.normal),
+        high ? readOne('high', high) : Promise.resolve(undefined),
+      ]);
       return highReading ? { normal, high: highReading } : { normal };
     },
   };

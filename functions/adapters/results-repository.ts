@@ -108,7 +108,11 @@ export class DynamoResultsRepository implements ResultsRepository {
     });
   }
 
-  async complete(taskId: string, claimToken: string, result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>): Promise<boolean> {
+  async complete(
+    taskId: string,
+    claimToken: string,
+    result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+  ): Promise<boolean> {
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = {};
     const sets: string[] = [];
@@ -137,7 +141,10 @@ export class DynamoResultsRepository implements ResultsRepository {
   }
 
   /** @returns true when this call wrote the record, false when one existed already. */
-  async reject(taskId: string, result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number }): Promise<boolean> {
+  async reject(
+    taskId: string,
+    result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number },
+  ): Promise<boolean> {
     const record: TaskResult = {
       taskId,
       status: 'rejected',
@@ -151,13 +158,19 @@ export class DynamoResultsRepository implements ResultsRepository {
     };
     try {
       await this.documents.send(
-        new PutCommand({ TableName: this.tableName, Item: record, ConditionExpression: 'attribute_not_exists(taskId)' }),
+        new PutCommand({
+          TableName: this.tableName,
+          Item: record,
+          ConditionExpression: 'attribute_not_exists(taskId)',
+        }),
       );
       return true;
     } catch (error) {
       // A record exists already: a valid task with the same id owns it; leave it alone.
       if (error instanceof ConditionalCheckFailedException) return false;
-      throw new ResultsRepositoryError(`rejected record of task ${taskId} could not be written`, taskId, { cause: error });
+      throw new ResultsRepositoryError(`rejected record of task ${taskId} could not be written`, taskId, {
+        cause: error,
+      });
     }
   }
 
@@ -180,7 +193,11 @@ export class DynamoResultsRepository implements ResultsRepository {
   private async ifClaimed(
     taskId: string,
     claimToken: string,
-    update: { UpdateExpression: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues: Record<string, unknown> },
+    update: {
+      UpdateExpression: string;
+      ExpressionAttributeNames?: Record<string, string>;
+      ExpressionAttributeValues: Record<string, unknown>;
+    },
   ): Promise<boolean> {
     try {
       await this.documents.send(
@@ -190,7 +207,11 @@ export class DynamoResultsRepository implements ResultsRepository {
           UpdateExpression: update.UpdateExpression,
           ConditionExpression: '#status = :solving AND claimToken = :claimToken',
           ExpressionAttributeNames: { ...update.ExpressionAttributeNames, '#status': 'status' },
-          ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ':solving': 'solving', ':claimToken': claimToken },
+          ExpressionAttributeValues: {
+            ...update.ExpressionAttributeValues,
+            ':solving': 'solving',
+            ':claimToken': claimToken,
+          },
         }),
       );
       return true;

@@ -104,8 +104,10 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
   const random = options.random ?? Math.random;
   const redact = (text: string): string => redactKey(text, key);
   const log = {
-    debug: (message: string, attributes: Record<string, unknown>) => options.logger?.debug(redact(message), redactAttributes(attributes, key)),
-    warn: (message: string, attributes: Record<string, unknown>) => options.logger?.warn(redact(message), redactAttributes(attributes, key)),
+    debug: (message: string, attributes: Record<string, unknown>) =>
+      options.logger?.debug(redact(message), redactAttributes(attributes, key)),
+    warn: (message: string, attributes: Record<string, unknown>) =>
+      options.logger?.warn(redact(message), redactAttributes(attributes, key)),
   };
 
   /** One HTTP exchange; protocol answers come back, everything else is thrown typed. */
@@ -122,7 +124,10 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
         method: form ? 'POST' : 'GET',
         signal: combined,
         ...(form
-          ? { body: new URLSearchParams({ key, ...form }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } }
+          ? {
+              body: new URLSearchParams({ key, ...form }).toString(),
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            }
           : {}),
       });
       statusCode = response.statusCode;
@@ -141,16 +146,25 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
 
   function parseAnswer(path: string, statusCode: number, text: string, taskId: string | undefined): Answer {
     if (statusCode >= 500) {
-      throw new SolverTransientError(`HTTP_${statusCode}`, 'transient', { taskId, message: `${path} answered HTTP ${statusCode}${snippet(text, key)}` });
+      throw new SolverTransientError(`HTTP_${statusCode}`, 'transient', {
+        taskId,
+        message: `${path} answered HTTP ${statusCode}${snippet(text, key)}`,
+      });
     }
     const answer = readProtocolAnswer(text);
     if (answer) return answer;
     const code = statusCode >= 300 ? `HTTP_${statusCode}` : /^\s*</.test(text) ? 'HTML_BODY' : 'UNPARSEABLE_BODY';
-    throw new SolverTransientError(code, 'transient', { taskId, message: `${path} answered HTTP ${statusCode} with a body that is not the protocol's${snippet(text, key)}` });
+    throw new SolverTransientError(code, 'transient', {
+      taskId,
+      message: `${path} answered HTTP ${statusCode} with a body that is not the protocol's${snippet(text, key)}`,
+    });
   }
 
   function aborted(taskId: string | undefined): SolverTimeoutError {
-    return new SolverTimeoutError('ABORTED', 'transient', { taskId, message: `solve of task ${taskId ?? '(none)'} aborted by the caller` });
+    return new SolverTimeoutError('ABORTED', 'transient', {
+      taskId,
+      message: `solve of task ${taskId ?? '(none)'} aborted by the caller`,
+    });
   }
 
   /**
@@ -163,7 +177,10 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
         await sleep(ms, signal);
       } catch (error) {
         if (signal?.aborted) throw aborted(taskId);
-        throw new SolverTransientError('CLIENT_ERROR', 'transient', { taskId, message: redact(`sleep failed: ${describe(error)}`) });
+        throw new SolverTransientError('CLIENT_ERROR', 'transient', {
+          taskId,
+          message: redact(`sleep failed: ${describe(error)}`),
+        });
       }
     }
     if (signal?.aborted) throw aborted(taskId);
@@ -180,18 +197,33 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
   }
 
   /** Back off before retry number `attempt` (0-based), or throw `error` if that would pass the deadline. */
-  async function backOff(error: SolverError, attempt: number, context: { signal: AbortSignal | undefined; deadlineAt: number; taskId: string }): Promise<void> {
+  async function backOff(
+    error: SolverError,
+    attempt: number,
+    context: { signal: AbortSignal | undefined; deadlineAt: number; taskId: string },
+  ): Promise<void> {
     const delay = Math.round(Math.min(retry.maxBackoffMs, retry.baseBackoffMs * 2 ** attempt) * (0.5 + 0.5 * random()));
     if (clock() + delay >= context.deadlineAt) {
       throw solverErrorLike(error, `${error.message}; no retry: the backoff of ${delay} ms would pass the deadline`);
     }
-    log.warn('solver answer retried after a backoff', { taskId: context.taskId, code: error.code, errorClass: error.errorClass, attempt: attempt + 1, delayMs: delay });
+    log.warn('solver answer retried after a backoff', {
+      taskId: context.taskId,
+      code: error.code,
+      errorClass: error.errorClass,
+      attempt: attempt + 1,
+      delayMs: delay,
+    });
     await pause(delay, context.signal, context.taskId);
   }
 
   async function submit(
     task: Task,
-    context: { signal: AbortSignal | undefined; deadlineAt: number; taskId: string; onSolverAnswer: SolveOptions['onSolverAnswer'] },
+    context: {
+      signal: AbortSignal | undefined;
+      deadlineAt: number;
+      taskId: string;
+      onSolverAnswer: SolveOptions['onSolverAnswer'];
+    },
     retries: SolveOutcome['retries'],
   ): Promise<string> {
     const form: Record<string, string> = { method: task.method, json: '1' };
@@ -203,25 +235,40 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
       if (clock() >= context.deadlineAt) throw deadlinePassed(context.taskId, undefined, 0);
       let error: SolverError;
       try {
-        const answer = await call({ path: 'in.php', form, signal: context.signal, taskId: context.taskId, deadlineAt: context.deadlineAt });
+        const answer = await call({
+          path: 'in.php',
+          form,
+          signal: context.signal,
+          taskId: context.taskId,
+          deadlineAt: context.deadlineAt,
+        });
         if (answer.ok) {
           notify(context.onSolverAnswer, { request: 'submit', outcome: 'accepted' }, context.taskId);
           return answer.value;
         }
-        error = solverErrorFor(answer.code, dialect, { taskId: context.taskId, message: `in.php answered ${answer.code} for task ${context.taskId}` });
+        error = solverErrorFor(answer.code, dialect, {
+          taskId: context.taskId,
+          message: `in.php answered ${answer.code} for task ${context.taskId}`,
+        });
       } catch (thrown) {
         if (!(thrown instanceof SolverTransientError)) throw thrown;
         error = thrown;
       }
       // Reported before any retry or throw, so a refused submission is counted even when the
       // solve goes on retrying for a while.
-      notify(context.onSolverAnswer, { request: 'submit', outcome: error.errorClass, code: error.code }, context.taskId);
+      notify(
+        context.onSolverAnswer,
+        { request: 'submit', outcome: error.errorClass, code: error.code },
+        context.taskId,
+      );
       if (error.errorClass === 'over_cap') {
-        if (retries.overCap >= retry.maxOverCapRetries) throw solverErrorLike(error, `${error.message} after ${retries.overCap} over-cap retries`);
+        if (retries.overCap >= retry.maxOverCapRetries)
+          throw solverErrorLike(error, `${error.message} after ${retries.overCap} over-cap retries`);
         await backOff(error, retries.overCap, context);
         retries.overCap += 1;
       } else if (error.errorClass === 'transient') {
-        if (retries.transient >= retry.maxTransientRetries) throw solverErrorLike(error, `${error.message} after ${retries.transient} transient retries`);
+        if (retries.transient >= retry.maxTransientRetries)
+          throw solverErrorLike(error, `${error.message} after ${retries.transient} transient retries`);
         await backOff(error, retries.transient, context);
         retries.transient += 1;
       } else {
@@ -273,7 +320,13 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
         resultRequests += 1;
         let error: SolverError;
         try {
-          const answer = await call({ path: 'res.php', query: { action: 'get', id: solverId, json: '1' }, signal, taskId, deadlineAt });
+          const answer = await call({
+            path: 'res.php',
+            query: { action: 'get', id: solverId, json: '1' },
+            signal,
+            taskId,
+            deadlineAt,
+          });
           if (answer.ok) {
             notify(onSolverAnswer, { request: 'result', outcome: 'answered' }, taskId);
             const answeredAt = clock();
@@ -316,11 +369,18 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
     },
 
     async getBalance({ signal } = {}) {
-      const answer = await call({ path: 'res.php', query: { action: 'getbalance', json: '1' }, signal, taskId: undefined });
+      const answer = await call({
+        path: 'res.php',
+        query: { action: 'getbalance', json: '1' },
+        signal,
+        taskId: undefined,
+      });
       if (!answer.ok) throw solverErrorFor(answer.code, dialect, { message: `getbalance answered ${answer.code}` });
       const balance = Number(answer.value);
       if (!Number.isFinite(balance)) {
-        throw new SolverTransientError('UNPARSEABLE_BODY', 'transient', { message: `getbalance answered a balance that is not a number${snippet(answer.value, key)}` });
+        throw new SolverTransientError('UNPARSEABLE_BODY', 'transient', {
+          message: `getbalance answered a balance that is not a number${snippet(answer.value, key)}`,
+        });
       }
       return balance;
     },
@@ -339,10 +399,18 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
   };
 
   async function report(action: 'reportbad' | 'reportgood', solverId: string): Promise<void> {
-    const answer = await call({ path: 'res.php', query: { action, id: solverId, json: '1' }, signal: undefined, taskId: undefined });
+    const answer = await call({
+      path: 'res.php',
+      query: { action, id: solverId, json: '1' },
+      signal: undefined,
+      taskId: undefined,
+    });
     // Reported before (by this or another delivery): the report stands, nothing to do.
     if (!answer.ok && answer.code === 'ERROR_DUPLICATE_REPORT') return;
-    if (!answer.ok) throw solverErrorFor(answer.code, dialect, { message: `${action} for solver id ${solverId} answered ${answer.code}` });
+    if (!answer.ok)
+      throw solverErrorFor(answer.code, dialect, {
+        message: `${action} for solver id ${solverId} answered ${answer.code}`,
+      });
   }
 }
 
@@ -367,7 +435,8 @@ export function readProtocolAnswer(text: string): Answer | undefined {
       if (value !== null && typeof value === 'object') return { ok: true, value: JSON.stringify(value) };
       return undefined;
     }
-    if ((status === 0 || status === '0') && typeof value === 'string' && value !== '') return { ok: false, code: protocolCode(value) };
+    if ((status === 0 || status === '0') && typeof value === 'string' && value !== '')
+      return { ok: false, code: protocolCode(value) };
     return undefined;
   }
   if (trimmed.startsWith('OK|') && trimmed.length > 3) return { ok: true, value: trimmed.slice(3) };
@@ -387,7 +456,11 @@ function protocolCode(value: string): string {
 
 /** The same typed error with another message (kept class, code, task id). */
 function solverErrorLike(error: SolverError, message: string): SolverError {
-  const Constructor = error.constructor as new (code: string, errorClass: SolverError['errorClass'], options: { taskId?: string; message?: string; cause?: unknown }) => SolverError;
+  const Constructor = error.constructor as new (
+    code: string,
+    errorClass: SolverError['errorClass'],
+    options: { taskId?: string; message?: string; cause?: unknown },
+  ) => SolverError;
   return new Constructor(error.code, error.errorClass, { taskId: error.taskId, message, cause: error.cause });
 }
 

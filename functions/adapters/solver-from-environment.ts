@@ -7,10 +7,23 @@ import type { SolverPort } from '../core/ports.js';
 import { createSolverClient, type SolverLogger } from './solver-client.js';
 import { createKeyedSolver, createSolverKeyLoader } from './solver-key.js';
 
-export function solverFromEnvironment(environment: FleetEnvironment, region: string, logger?: SolverLogger): SolverPort {
+export function solverFromEnvironment(
+  environment: FleetEnvironment,
+  region: string,
+  logger?: SolverLogger,
+): SolverPort {
   const { settings } = environment;
-  const loadKey = createSolverKeyLoader({ source: environment.solverKeySource, region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) });
+  const loadKey = createSolverKeyLoader({
+    source: environment.solverKeySource,
+    region,
+    ...(environment.endpoint ? { endpoint: environment.endpoint } : {}),
+  });
   return createKeyedSolver(loadKey, (key) =>
-    createSolverClient({ baseUrl: settings.solverBaseUrl, key, dialect: settings.dialect, ...(logger ? { logger } : {}) }),
+    createSolverClient({
+      baseUrl: settings.solverBaseUrl,
+      key,
+      dialect: settings.dialect,
+      ...(logger ? { logger } : {}),
+    }),
   );
 }

@@ -27,7 +27,9 @@ export function keyFromSecretString(secretString: string, secretArn: string): st
       parsed = JSON.parse(text);
     } catch {
       // The parser's message quotes the text (the key), so it is not passed on as the cause.
-      throw new SolverKeyError(`secret ${secretArn} looks like JSON but does not parse; store the raw key or {"key": "..."}`);
+      throw new SolverKeyError(
+        `secret ${secretArn} looks like JSON but does not parse; store the raw key or {"key": "..."}`,
+      );
     }
     const key = (parsed as { key?: unknown }).key;
     if (typeof key !== 'string' || key.trim() === '') {
@@ -77,7 +79,8 @@ async function load(options: SolverKeyLoaderOptions): Promise<string> {
   } catch (error) {
     throw new SolverKeyError(`could not read secret ${source.secretArn}: ${(error as Error).name}`, { cause: error });
   }
-  if (secretString === undefined) throw new SolverKeyError(`secret ${source.secretArn} has no SecretString (binary secrets are not supported)`);
+  if (secretString === undefined)
+    throw new SolverKeyError(`secret ${source.secretArn} has no SecretString (binary secrets are not supported)`);
   return keyFromSecretString(secretString, source.secretArn);
 }
 

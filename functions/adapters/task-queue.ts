@@ -2,7 +2,12 @@
  * The consumer's side of the task queues (SQS): dead-lettering refused messages with their
  * reason, and changing a delivered message's visibility (lease waits and retry backoff).
  */
-import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityCommand,
+  GetQueueUrlCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { DeadLetter, DeliveredMessage, TaskQueue } from '../core/ports.js';
 
 /** SQS allows a visibility timeout of at most 12 hours. */
@@ -50,12 +55,17 @@ export class SqsTaskQueue implements TaskQueue {
   async deadLetter(letter: DeadLetter): Promise<void> {
     const attributes: Record<string, { DataType: 'String'; StringValue: string }> = {
       reason: { DataType: 'String', StringValue: letter.reason },
-      reasonDetail: { DataType: 'String', StringValue: letter.reasonDetail.slice(0, MAX_DETAIL_CHARS) || letter.reason },
+      reasonDetail: {
+        DataType: 'String',
+        StringValue: letter.reasonDetail.slice(0, MAX_DETAIL_CHARS) || letter.reason,
+      },
       sourceQueue: { DataType: 'String', StringValue: letter.sourceQueue },
     };
     if (letter.taskId !== undefined) attributes.taskId = { DataType: 'String', StringValue: letter.taskId };
     try {
-      await this.sqs.send(new SendMessageCommand({ QueueUrl: this.dlqUrl, MessageBody: letter.body, MessageAttributes: attributes }));
+      await this.sqs.send(
+        new SendMessageCommand({ QueueUrl: this.dlqUrl, MessageBody: letter.body, MessageAttributes: attributes }),
+      );
     } catch (error) {
       throw new TaskQueueError(`dead-lettering a message (${letter.reason}) failed`, letter.taskId, { cause: error });
     }
@@ -65,9 +75,17 @@ export class SqsTaskQueue implements TaskQueue {
     const queueUrl = await this.urlOf(message.eventSourceArn);
     const visibility = Math.max(0, Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(seconds)));
     try {
-      await this.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle, VisibilityTimeout: visibility }));
+      await this.sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: queueUrl,
+          ReceiptHandle: message.receiptHandle,
+          VisibilityTimeout: visibility,
+        }),
+      );
     } catch (error) {
-      throw new TaskQueueError(`changing the visibility of a message of ${queueNameOf(queueUrl)} failed`, undefined, { cause: error });
+      throw new TaskQueueError(`changing the visibility of a message of ${queueNameOf(queueUrl)} failed`, undefined, {
+        cause: error,
+      });
     }
   }
 
@@ -76,7 +94,9 @@ export class SqsTaskQueue implements TaskQueue {
     const known = this.urlsByName.get(name);
     if (known !== undefined) return known;
     const account = arn.split(':')[4];
-    const found = await this.sqs.send(new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }));
+    const found = await this.sqs.send(
+      new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }),
+    );
     if (!found.QueueUrl) throw new TaskQueueError(`queue ${name} has no URL`, undefined);
     this.urlsByName.set(name, found.QueueUrl);
     return found.QueueUrl;

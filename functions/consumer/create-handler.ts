@@ -21,7 +21,13 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
   const clock = deps.clock ?? Date.now;
   const timing = resolveTiming(deps.settings, deps.timing);
   return async (event, context) => {
-    const ctx: RecordContext = { deps, clock, timing, stopAt: clock() + context.getRemainingTimeInMillis(), requestId: context.awsRequestId };
+    const ctx: RecordContext = {
+      deps,
+      clock,
+      timing,
+      stopAt: clock() + context.getRemainingTimeInMillis(),
+      requestId: context.awsRequestId,
+    };
     // One processor per invocation: it keeps the batch's state on the instance, and the local
     // runtime may run several invocations of this handler at once in one process.
     const processor = new BatchProcessor(EventType.SQS);

@@ -10,4 +10,5 @@ import { createConsumerFromEnvironment } from './wiring.js';
 const environment = parseEnvironment();
 const consumer = onceUntilFailure(() => createConsumerFromEnvironment({ environment }));
 
-export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => (await consumer())(event, context);
+export const handler = async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> =>
+  (await consumer())(event, context);

@@ -9,7 +9,16 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricResolution, MetricUnit, type Metrics } from '../adapters/metrics.js';
 import { MAX_VISIBILITY_SECONDS, queueNameOf } from '../adapters/task-queue.js';
 import { METRICS } from '../core/metric-names.js';
-import type { Clock, CompletionEvents, DeliveredMessage, ResultsRepository, SolveOutcome, SolverAnswer, SolverPort, TaskQueue } from '../core/ports.js';
+import type {
+  Clock,
+  CompletionEvents,
+  DeliveredMessage,
+  ResultsRepository,
+  SolveOutcome,
+  SolverAnswer,
+  SolverPort,
+  TaskQueue,
+} from '../core/ports.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
 import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
 import {
@@ -113,7 +122,12 @@ export function resolveTiming(settings: FleetSettings, overrides: Partial<Consum
  * Visibility before the next try: doubles with each receive, capped, with equal jitter so
  * tasks refused together (over cap) do not come back together.
  */
-export function backoffSeconds(receiveCount: number, baseSeconds: number, maxSeconds: number, random: () => number = Math.random): number {
+export function backoffSeconds(
+  receiveCount: number,
+  baseSeconds: number,
+  maxSeconds: number,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, receiveCount - 1));
   return Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(ceiling / 2 + (random() * ceiling) / 2));
 }
@@ -134,16 +148,31 @@ export async function processRecord(record: SQSRecord, ctx: RecordContext): Prom
     const taskId = parsed.ok ? parsed.task.id : (parsed.rejection.id ?? record.messageId);
     const receiveCount = Number(record.attributes.ApproximateReceiveCount) || 1;
     const delay = backoffSeconds(receiveCount, ctx.timing.retryBaseSeconds, ctx.timing.retryMaxSeconds);
-    const log = deps.logger.createChild({ persistentKeys: { taskId, messageId: record.messageId, requestId: ctx.requestId } });
-    log.error('record failed; it will be delivered again', { error: redactKey(`${(error as Error).name}: ${(error as Error).message}`), retryInSeconds: delay });
-    await hideMessage(deps.queue, { eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle }, delay, log);
+    const log = deps.logger.createChild({
+      persistentKeys: { taskId, messageId: record.messageId, requestId: ctx.requestId },
+    });
+    log.error('record failed; it will be delivered again', {
+      error: redactKey(`${(error as Error).name}: ${(error as Error).message}`),
+      retryInSeconds: delay,
+    });
+    await hideMessage(
+      deps.queue,
+      { eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle },
+      delay,
+      log,
+    );
     countRetried(deps.metrics, 'error');
     throw new RetryLaterError('error', taskId, `record of task ${taskId} failed unexpectedly`, { cause: error });
   }
 }
 
 /** Delay a message's next delivery; if that fails it returns after the queue's own visibility timeout: later, not lost. */
-async function hideMessage(queue: TaskQueue, message: DeliveredMessage, seconds: number, log: Pick<Logger, 'warn'>): Promise<void> {
+async function hideMessage(
+  queue: TaskQueue,
+  message: DeliveredMessage,
+  seconds: number,
+  log: Pick<Logger, 'warn'>,
+): Promise<void> {
   const visibility = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(seconds)));
   try {
     await queue.changeVisibility(message, visibility);
@@ -166,17 +195,30 @@ async function rejectRecord(
   ctx: RecordContext,
 ): Promise<void> {
   const { deps, clock } = ctx;
-  const log = deps.logger.createChild({ persistentKeys: { taskId: rejection.id ?? record.messageId, messageId: record.messageId, requestId: ctx.requestId } });
+  const log = deps.logger.createChild({
+    persistentKeys: { taskId: rejection.id ?? record.messageId, messageId: record.messageId, requestId: ctx.requestId },
+  });
   const method = readMethod(record.body);
   // The record first: both writes are idempotent, so a failure of either retries both and a
   // message is acknowledged only once it is in the DLQ and (when it has an id) on record.
   if (rejection.id !== undefined) {
-    const rejected = { errorCode: rejection.code, errorMessage: rejection.reason, ...(method !== undefined ? { method } : {}), completedAt: clock() };
+    const rejected = {
+      errorCode: rejection.code,
+      errorMessage: rejection.reason,
+      ...(method !== undefined ? { method } : {}),
+      completedAt: clock(),
+    };
     // Only the delivery whose write created the record announces it: a redelivery (the DLQ send
     // failed, or the acknowledgement was lost) finds the record and stays silent.
     // Announced before the DLQ send, so a failing send (retried) cannot cost the event.
     if ((await deps.repository.reject(rejection.id, rejected)) === true) {
-      await publishCompletion(deps, log, { taskId: rejection.id, status: 'rejected', attempts: 0, expiresAt: 0, ...rejected });
+      await publishCompletion(deps, log, {
+        taskId: rejection.id,
+        status: 'rejected',
+        attempts: 0,
+        expiresAt: 0,
+        ...rejected,
+      });
     }
   }
   await deps.queue.deadLetter({
@@ -212,14 +254,25 @@ class TaskRun {
     this.message = { eventSourceArn: record.eventSourceARN, receiptHandle: record.receiptHandle };
     this.claimToken = `${record.messageId}:${this.receiveCount}:${randomUUID()}`;
     this.log = this.deps.logger.createChild({
-      persistentKeys: { taskId: task.id, messageId: record.messageId, requestId: ctx.requestId, method: task.method, receiveCount: this.receiveCount },
+      persistentKeys: {
+        taskId: task.id,
+        messageId: record.messageId,
+        requestId: ctx.requestId,
+        method: task.method,
+        receiveCount: this.receiveCount,
+      },
     });
   }
 
   async run(): Promise<void> {
     const { deps, clock, timing } = this.ctx;
     const claimedAt = clock();
-    const claim = await deps.repository.claim({ task: this.task, claimToken: this.claimToken, now: claimedAt, leaseMs: timing.leaseMs });
+    const claim = await deps.repository.claim({
+      task: this.task,
+      claimToken: this.claimToken,
+      now: claimedAt,
+      leaseMs: timing.leaseMs,
+    });
 
     if (claim.outcome === 'terminal') {
       deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
@@ -228,13 +281,19 @@ class TaskRun {
     }
     if (claim.outcome === 'held') {
       await this.hideFor((claim.leaseUntil - claimedAt) / 1000);
-      throw this.retry('lease_held', `task ${this.task.id} is claimed by another delivery until ${new Date(claim.leaseUntil).toISOString()}`);
+      throw this.retry(
+        'lease_held',
+        `task ${this.task.id} is claimed by another delivery until ${new Date(claim.leaseUntil).toISOString()}`,
+      );
     }
 
     const queueWaitMs = Math.max(0, claimedAt - this.sentAt);
     if (claim.record.attempts === 1) deps.metrics.addMetric(METRICS.queueWait, MetricUnit.Milliseconds, queueWaitMs);
     if (claim.takenOver) {
-      this.log.info('expired claim taken over', { attempts: claim.record.attempts, resumeSolverId: claim.previousSolverId });
+      this.log.info('expired claim taken over', {
+        attempts: claim.record.attempts,
+        resumeSolverId: claim.previousSolverId,
+      });
     }
     const base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'> = {
       method: this.task.method,
@@ -254,7 +313,11 @@ class TaskRun {
         if (failure instanceof RetryLaterError) throw failure;
         // Recording the failure itself failed (the table unreachable): hand the task back with
         // its claim released, as for any other error, so the retry need not wait for the lease.
-        await this.handBack(failure, 'error', backoffSeconds(this.receiveCount, this.ctx.timing.retryBaseSeconds, this.ctx.timing.retryMaxSeconds));
+        await this.handBack(
+          failure,
+          'error',
+          backoffSeconds(this.receiveCount, this.ctx.timing.retryBaseSeconds, this.ctx.timing.retryMaxSeconds),
+        );
       }
     } finally {
       // Every path (solved, failed, handed back, claim lost) reports the requests it made.
@@ -316,7 +379,10 @@ class TaskRun {
             } catch (error) {
               // The submission is paid for: keep polling it. The claim is still ours, and the
               // terminal record carries the solver id; only a takeover could not resume it.
-              this.log.warn('solver id not recorded; polling on', { solverId, error: redactKey((error as Error).message) });
+              this.log.warn('solver id not recorded; polling on', {
+                solverId,
+                error: redactKey((error as Error).message),
+              });
               return;
             }
             if (!stillOurs) {
@@ -328,14 +394,24 @@ class TaskRun {
       } catch (error) {
         if (this.claimLost) throw new ClaimLostError(this.task.id);
         if (error instanceof SolverTaskError && resume !== undefined && STALE_ID_CODES.has(error.code)) {
-          this.log.warn('resumed solver id is unknown to the solver; submitting afresh', { solverId: resume, code: error.code });
+          this.log.warn('resumed solver id is unknown to the solver; submitting afresh', {
+            solverId: resume,
+            code: error.code,
+          });
           resume = undefined;
           continue;
         }
-        if (error instanceof SolverTaskError && error.code === UNSOLVABLE && unsolvable < deps.settings.unsolvableResubmits) {
+        if (
+          error instanceof SolverTaskError &&
+          error.code === UNSOLVABLE &&
+          unsolvable < deps.settings.unsolvableResubmits
+        ) {
           unsolvable += 1;
           resume = undefined;
-          this.log.info('solver could not solve the captcha; resubmitting', { resubmit: unsolvable, of: deps.settings.unsolvableResubmits });
+          this.log.info('solver could not solve the captcha; resubmitting', {
+            resubmit: unsolvable,
+            of: deps.settings.unsolvableResubmits,
+          });
           continue;
         }
         throw error;
@@ -351,7 +427,12 @@ class TaskRun {
   ): Promise<void> {
     const { deps, clock } = this.ctx;
     const m = deps.metrics;
-    m.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, Math.max(0, outcome.answeredAt - outcome.acceptedAt), MetricResolution.High);
+    m.addMetric(
+      METRICS.solveDuration,
+      MetricUnit.Milliseconds,
+      Math.max(0, outcome.answeredAt - outcome.acceptedAt),
+      MetricResolution.High,
+    );
     // Requests, over-cap and transient answers were counted as they came (countAnswer).
 
     const method = this.task.method as SolverMethod;
@@ -376,14 +457,27 @@ class TaskRun {
       // Recorded as solved (the solver was paid and the answer is the truth of what happened),
       // but a producer must not use it: `get`/`wait` report it stale, and operators see the count.
       m.addMetric(METRICS.tokensStale, MetricUnit.Count, 1);
-      this.log.warn('token answer recorded already stale', { solverId: outcome.solverId, tokenExpiresAt, resumed: resumedSolverId !== undefined });
+      this.log.warn('token answer recorded already stale', {
+        solverId: outcome.solverId,
+        tokenExpiresAt,
+        resumed: resumedSolverId !== undefined,
+      });
     }
     m.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, completedAt - this.task.submittedAt));
-    this.log.info('task solved', { solverId: outcome.solverId, solveMs: result.solveMs, resultRequests: outcome.resultRequests, answerLength: outcome.answer.length });
+    this.log.info('task solved', {
+      solverId: outcome.solverId,
+      solveMs: result.solveMs,
+      resultRequests: outcome.resultRequests,
+      answerLength: outcome.answer.length,
+    });
     await this.publish({ ...claimed, ...result });
   }
 
-  private async handleFailure(error: unknown, base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>, claimed: TaskResult): Promise<void> {
+  private async handleFailure(
+    error: unknown,
+    base: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>,
+    claimed: TaskResult,
+  ): Promise<void> {
     const { deps, clock, timing } = this.ctx;
     const m = deps.metrics;
     // Already handed back (the claim was lost after the solve): its visibility stands.
@@ -395,7 +489,13 @@ class TaskRun {
     }
     if (error instanceof SolverTaskError) {
       const completedAt = clock();
-      const result = { ...base, status: 'failed' as const, errorCode: error.code, errorMessage: redactKey(error.message), completedAt };
+      const result = {
+        ...base,
+        status: 'failed' as const,
+        errorCode: error.code,
+        errorMessage: redactKey(error.message),
+        completedAt,
+      };
       if (!(await deps.repository.complete(this.task.id, this.claimToken, result))) {
         await this.afterLostClaim();
         return;
@@ -412,7 +512,11 @@ class TaskRun {
     // over at once and resume the same submission, so nothing is paid twice.
     if (error instanceof SolverAccountError) {
       m.addMetric(METRICS.accountErrors, MetricUnit.Count, 1);
-      return this.handBack(error, 'account', backoffSeconds(this.receiveCount, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds));
+      return this.handBack(
+        error,
+        'account',
+        backoffSeconds(this.receiveCount, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds),
+      );
     }
     const delay = backoffSeconds(this.receiveCount, timing.retryBaseSeconds, timing.retryMaxSeconds);
     // The answers behind these (over-cap, transient) were counted as they came (countAnswer).
@@ -433,7 +537,8 @@ class TaskRun {
       this.log.warn('claim could not be released', { error: redactKey((releaseError as Error).message) });
     }
     await this.hideFor(delaySeconds);
-    const log = reason === 'account' || reason === 'error' ? this.log.error.bind(this.log) : this.log.warn.bind(this.log);
+    const log =
+      reason === 'account' || reason === 'error' ? this.log.error.bind(this.log) : this.log.warn.bind(this.log);
     log('task handed back to the queue', { reason, code, detail, retryInSeconds: delaySeconds });
     throw this.retry(reason, `task ${this.task.id} handed back (${reason}${code ? ` ${code}` : ''})`, error);
   }
@@ -477,7 +582,9 @@ class TaskRun {
   private issuedNoLaterThan(outcome: SolveOutcome, resumedSolverId: string | undefined): number {
     if (resumedSolverId === undefined || outcome.solverId !== resumedSolverId) return outcome.answeredAt;
     const firstReceivedAt = Number(this.record.attributes.ApproximateFirstReceiveTimestamp);
-    return Number.isFinite(firstReceivedAt) && firstReceivedAt > 0 ? Math.min(outcome.answeredAt, firstReceivedAt) : outcome.answeredAt;
+    return Number.isFinite(firstReceivedAt) && firstReceivedAt > 0
+      ? Math.min(outcome.answeredAt, firstReceivedAt)
+      : outcome.answeredAt;
   }
 
   /**
@@ -501,7 +608,9 @@ async function publishCompletion(deps: ConsumerDeps, log: Logger, result: TaskRe
     await events.publish(published);
   } catch (error) {
     deps.metrics.addMetric(METRICS.eventPublishFailures, MetricUnit.Count, 1);
-    log.warn('completion event could not be published', { error: redactKey(`${(error as Error).name}: ${(error as Error).message}`) });
+    log.warn('completion event could not be published', {
+      error: redactKey(`${(error as Error).name}: ${(error as Error).message}`),
+    });
   }
 }
 

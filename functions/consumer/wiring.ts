@@ -57,10 +57,17 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
       includeAnswer: settings.eventsIncludeAnswer,
     });
   }
-  const sourceQueueUrls = [environment.queueUrls.normal, ...(environment.queueUrls.high ? [environment.queueUrls.high] : [])];
+  const sourceQueueUrls = [
+    environment.queueUrls.normal,
+    ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
+  ];
   return createConsumerHandler({
     solver,
-    repository: new DynamoResultsRepository({ documents: clients.documents, tableName: environment.tables.results, ttlSeconds: settings.resultTtlSeconds }),
+    repository: new DynamoResultsRepository({
+      documents: clients.documents,
+      tableName: environment.tables.results,
+      ttlSeconds: settings.resultTtlSeconds,
+    }),
     queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls }),
     metrics,
     logger,

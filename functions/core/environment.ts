@@ -64,7 +64,10 @@ const EnvSchema = z
         }
         const parsed = MappingIdsSchema.safeParse(json);
         if (!parsed.success) {
-          ctx.addIssue({ code: 'custom', message: `expected {"normal": "<uuid>", "high"?: "<uuid>"}: ${parsed.error.issues.map((i) => i.message).join('; ')}` });
+          ctx.addIssue({
+            code: 'custom',
+            message: `expected {"normal": "<uuid>", "high"?: "<uuid>"}: ${parsed.error.issues.map((i) => i.message).join('; ')}`,
+          });
           return z.NEVER;
         }
         return parsed.data;

@@ -32,7 +32,9 @@ export interface CompletionEvent {
 export function toCompletionEvent(result: TaskResult, options: { includeAnswer: boolean }): CompletionEvent {
   if (result.status === 'solving') throw new Error(`task ${result.taskId} is not terminal`);
   const endToEndMs =
-    result.completedAt !== undefined && result.submittedAt !== undefined ? Math.max(0, result.completedAt - result.submittedAt) : undefined;
+    result.completedAt !== undefined && result.submittedAt !== undefined
+      ? Math.max(0, result.completedAt - result.submittedAt)
+      : undefined;
   return {
     version: 1,
     id: result.taskId,

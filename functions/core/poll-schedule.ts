@@ -163,7 +163,8 @@ export function createFixedPollSchedule(options: { pollDefaults?: PollDefaults }
 export function createAdaptivePollSchedule(options: AdaptiveScheduleOptions = {}): PollSchedule {
   const settings = { ...ADAPTIVE_DEFAULTS, ...options };
   if (!(settings.requestBudget >= 1)) throw new RangeError('requestBudget must be at least 1');
-  if (!(settings.windowSize >= settings.minSamples && settings.minSamples >= 1)) throw new RangeError('need windowSize ≥ minSamples ≥ 1');
+  if (!(settings.windowSize >= settings.minSamples && settings.minSamples >= 1))
+    throw new RangeError('need windowSize ≥ minSamples ≥ 1');
   const history = new History(settings.windowSize);
   const cache = new Map<SolverMethod, PollPlan>();
   return {
@@ -195,7 +196,10 @@ export function defaultPlan(method: SolverMethod, pollDefaults: PollDefaults = {
  * Replay a plan against a known ready time (a simulation or a benchmark): which requests it
  * makes, assuming instant responses.
  */
-export function replayPlan(plan: PollPlan, readyMs: number): { resultRequests: number; answeredMs: number; lastNotReadyMs: number | undefined; waitMs: number } {
+export function replayPlan(
+  plan: PollPlan,
+  readyMs: number,
+): { resultRequests: number; answeredMs: number; lastNotReadyMs: number | undefined; waitMs: number } {
   let requests = 1;
   let at = plan.nextPollAt(0);
   let lastNotReadyMs: number | undefined;
@@ -212,11 +216,19 @@ interface Bracket {
   hi: number;
 }
 
-function adaptivePlan(method: SolverMethod, brackets: readonly Bracket[], settings: Required<AdaptiveScheduleOptions>): PollPlan {
+function adaptivePlan(
+  method: SolverMethod,
+  brackets: readonly Bracket[],
+  settings: Required<AdaptiveScheduleOptions>,
+): PollPlan {
   if (brackets.length < settings.minSamples) return defaultPlan(method, settings.pollDefaults);
   const estimates = brackets.map((b) => (b.lo + b.hi) / 2).sort(ascending);
   const lowers = brackets.map((b) => b.lo).sort(ascending);
-  const minIntervalMs = clamp(quantile(estimates, 0.5) * settings.minIntervalFraction, settings.minIntervalFloorMs, settings.minIntervalCeilingMs);
+  const minIntervalMs = clamp(
+    quantile(estimates, 0.5) * settings.minIntervalFraction,
+    settings.minIntervalFloorMs,
+    settings.minIntervalCeilingMs,
+  );
   const firstPollMs = Math.max(minIntervalMs, quantile(lowers, settings.firstPollQuantile));
   const tailMaxMs = Math.max(pollDefaultsFor(method, settings.pollDefaults).intervalMs, minIntervalMs);
   const tailStartMs = Math.min(tailMaxMs, 2 * minIntervalMs);
@@ -362,7 +374,10 @@ function makePlan(
 /** Recent brackets and the counters, per method. */
 class History {
   private readonly windows = new Map<SolverMethod, Bracket[]>();
-  private readonly counters = new Map<SolverMethod, { tasks: number; resultRequests: number; estimatedWaitMs: number; answeredMs: number }>();
+  private readonly counters = new Map<
+    SolverMethod,
+    { tasks: number; resultRequests: number; estimatedWaitMs: number; answeredMs: number }
+  >();
 
   constructor(private readonly windowSize: number) {}
 
@@ -416,7 +431,12 @@ class History {
   }
 }
 
-function withMeans(c: { tasks: number; resultRequests: number; estimatedWaitMs: number; answeredMs: number }): PollStats {
+function withMeans(c: {
+  tasks: number;
+  resultRequests: number;
+  estimatedWaitMs: number;
+  answeredMs: number;
+}): PollStats {
   return {
     ...c,
     meanResultRequests: c.tasks === 0 ? 0 : c.resultRequests / c.tasks,
@@ -425,7 +445,10 @@ function withMeans(c: { tasks: number; resultRequests: number; estimatedWaitMs: 
   };
 }
 
-function pollDefaultsFor(method: SolverMethod, pollDefaults: PollDefaults): { firstPollMs: number; intervalMs: number } {
+function pollDefaultsFor(
+  method: SolverMethod,
+  pollDefaults: PollDefaults,
+): { firstPollMs: number; intervalMs: number } {
   const kind = METHOD_KIND[method];
   return pollDefaults[kind] ?? DEFAULT_POLL[kind];
 }

@@ -72,7 +72,11 @@ export interface ResultsRepository {
   /** Remember the solver's id for the current claim. False when the claim was lost. */
   recordSolverId(taskId: string, claimToken: string, solverId: string): Promise<boolean>;
   /** Write the terminal record if the claim is still ours. False when it was lost. */
-  complete(taskId: string, claimToken: string, result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>): Promise<boolean>;
+  complete(
+    taskId: string,
+    claimToken: string,
+    result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+  ): Promise<boolean>;
   /** Give the claim up so another delivery need not wait for the lease. */
   release(taskId: string, claimToken: string): Promise<void>;
   /**
@@ -80,7 +84,10 @@ export interface ResultsRepository {
    * wrote it, `false` when a record existed (implementations that cannot tell resolve nothing;
    * the consumer then publishes no event for the rejection, so none is ever repeated).
    */
-  reject(taskId: string, result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number }): Promise<boolean | void>;
+  reject(
+    taskId: string,
+    result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number },
+  ): Promise<boolean | void>;
   get(taskId: string, options?: { consistent?: boolean }): Promise<TaskResult | undefined>;
 }
 

@@ -26,7 +26,10 @@ const int = (min: number, max: number) => z.number().int().min(min).max(max);
  */
 export const FleetConfigSchema = z.object({
   /** Prefix of every resource name. */
-  prefix: z.string().regex(/^[a-z][a-z0-9-]{1,30}$/, 'lowercase letters, digits and dashes, 2-31 chars').default('captcha-fleet'),
+  prefix: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{1,30}$/, 'lowercase letters, digits and dashes, 2-31 chars')
+    .default('captcha-fleet'),
   /** Concurrent threads the solver plan pays for. */
   planThreads: int(1, 10_000).default(50),
   /** Threads kept free for other users of the same key. */
@@ -152,7 +155,8 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
       fix: `lower tasksPerInvocation to ${Math.max(1, Math.floor(effectiveCap / MAPPING_MIN_CONCURRENCY))} or raise planThreads to at least ${MAPPING_MIN_CONCURRENCY * config.tasksPerInvocation + config.reservedThreads}`,
     });
   }
-  const maxConcurrency = config.maxConcurrency ?? Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, capCeiling));
+  const maxConcurrency =
+    config.maxConcurrency ?? Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, capCeiling));
   if (config.maxConcurrency !== undefined && config.maxConcurrency * config.tasksPerInvocation > effectiveCap) {
     problems.push({
       field: 'maxConcurrency',
@@ -175,9 +179,14 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
       fix: 'set pauseBalance ≤ haltBalance',
     });
   }
-  const functionTimeoutSeconds = overrides.functionTimeoutSeconds ?? Math.min(900, config.solveDeadlineSeconds + RECORD_MARGIN_SECONDS);
+  const functionTimeoutSeconds =
+    overrides.functionTimeoutSeconds ?? Math.min(900, config.solveDeadlineSeconds + RECORD_MARGIN_SECONDS);
   if (!Number.isInteger(functionTimeoutSeconds) || functionTimeoutSeconds < 1 || functionTimeoutSeconds > 900) {
-    problems.push({ field: 'functionTimeoutSeconds', problem: `${functionTimeoutSeconds} is not a whole number of seconds from 1 to 900`, fix: 'use a Lambda timeout between 1 and 900 seconds' });
+    problems.push({
+      field: 'functionTimeoutSeconds',
+      problem: `${functionTimeoutSeconds} is not a whole number of seconds from 1 to 900`,
+      fix: 'use a Lambda timeout between 1 and 900 seconds',
+    });
   }
   const visibilityTimeoutSeconds = overrides.visibilityTimeoutSeconds ?? Math.min(43_200, 6 * functionTimeoutSeconds);
   if (visibilityTimeoutSeconds < functionTimeoutSeconds) {
@@ -195,7 +204,11 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
     functionTimeoutSeconds,
     visibilityTimeoutSeconds,
     leaseSeconds: functionTimeoutSeconds + 10,
-    queueNames: { normal: `${config.prefix}-tasks`, high: `${config.prefix}-tasks-high`, dlq: `${config.prefix}-tasks-dlq` },
+    queueNames: {
+      normal: `${config.prefix}-tasks`,
+      high: `${config.prefix}-tasks-high`,
+      dlq: `${config.prefix}-tasks-dlq`,
+    },
     tableNames: { results: `${config.prefix}-results`, governor: `${config.prefix}-governor` },
     metricsNamespace: 'CaptchaFleet',
   };

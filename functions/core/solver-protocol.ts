@@ -76,7 +76,15 @@ export function overCapCode(dialect: Dialect): string {
 export const NO_FUNDS_CODE = 'ERROR_ZERO_BALANCE';
 
 /** Methods of schema v1, by the protocol's own names. */
-export const METHODS = ['userrecaptcha', 'turnstile', 'hcaptcha', 'geetest', 'funcaptcha', 'base64', 'textcaptcha'] as const;
+export const METHODS = [
+  'userrecaptcha',
+  'turnstile',
+  'hcaptcha',
+  'geetest',
+  'funcaptcha',
+  'base64',
+  'textcaptcha',
+] as const;
 export type SolverMethod = (typeof METHODS)[number];
 
 /** Image types are answered in seconds; token types take tens of seconds and expire. */
@@ -113,8 +121,15 @@ export class SolverError extends Error {
   readonly code: string;
   readonly errorClass: SolverErrorClass;
   readonly taskId: string | undefined;
-  constructor(code: string, errorClass: SolverErrorClass, options: { taskId?: string; message?: string; cause?: unknown } = {}) {
-    super(options.message ?? `solver answered ${code}`, options.cause === undefined ? undefined : { cause: options.cause });
+  constructor(
+    code: string,
+    errorClass: SolverErrorClass,
+    options: { taskId?: string; message?: string; cause?: unknown } = {},
+  ) {
+    super(
+      options.message ?? `solver answered ${code}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.code = code;
     this.errorClass = errorClass;
     this.taskId = options.taskId;
@@ -139,7 +154,11 @@ export class SolverTimeoutError extends SolverError {
 }
 
 /** Build the typed error for a code in a dialect. */
-export function solverErrorFor(code: string, dialect: Dialect, options: { taskId?: string; message?: string; cause?: unknown } = {}): SolverError {
+export function solverErrorFor(
+  code: string,
+  dialect: Dialect,
+  options: { taskId?: string; message?: string; cause?: unknown } = {},
+): SolverError {
   const errorClass = classifySolverCode(code, dialect);
   switch (errorClass) {
     case 'over_cap':

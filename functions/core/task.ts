@@ -13,7 +13,11 @@ export const MAX_TASK_BYTES = 200 * 1024;
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,80}$/;
 
 const url = z.url({ protocol: /^https?$/ }).max(2048);
-const siteKey = z.string().min(8).max(256).regex(/^[A-Za-z0-9_\-.:]+$/, 'letters, digits, _ - . : only');
+const siteKey = z
+  .string()
+  .min(8)
+  .max(256)
+  .regex(/^[A-Za-z0-9_\-.:]+$/, 'letters, digits, _ - . : only');
 const flag = z.union([z.literal(0), z.literal(1)]);
 /** Extra protocol parameters (proxy, userAgent, cookies, …) pass through verbatim. */
 const extra = z.union([z.string().max(4096), z.number(), z.boolean()]);
@@ -51,17 +55,33 @@ export const TaskSchema = z.discriminatedUnion('method', [
   z.object({
     ...common,
     method: z.literal('turnstile'),
-    params: params({ sitekey: siteKey, pageurl: url, action: z.string().max(256).optional(), data: z.string().max(4096).optional(), pagedata: z.string().max(4096).optional() }),
+    params: params({
+      sitekey: siteKey,
+      pageurl: url,
+      action: z.string().max(256).optional(),
+      data: z.string().max(4096).optional(),
+      pagedata: z.string().max(4096).optional(),
+    }),
   }),
   z.object({
     ...common,
     method: z.literal('hcaptcha'),
-    params: params({ sitekey: siteKey, pageurl: url, invisible: flag.optional(), data: z.string().max(4096).optional() }),
+    params: params({
+      sitekey: siteKey,
+      pageurl: url,
+      invisible: flag.optional(),
+      data: z.string().max(4096).optional(),
+    }),
   }),
   z.object({
     ...common,
     method: z.literal('geetest'),
-    params: params({ gt: z.string().min(8).max(64), challenge: z.string().min(8).max(128), pageurl: url, api_server: z.string().max(256).optional() }),
+    params: params({
+      gt: z.string().min(8).max(64),
+      challenge: z.string().min(8).max(128),
+      pageurl: url,
+      api_server: z.string().max(256).optional(),
+    }),
   }),
   z.object({
     ...common,
@@ -72,7 +92,11 @@ export const TaskSchema = z.discriminatedUnion('method', [
     ...common,
     method: z.literal('base64'),
     params: params({
-      body: z.string().min(100).max(180_000).regex(/^[A-Za-z0-9+/=\r\n]+$/, 'base64 characters only'),
+      body: z
+        .string()
+        .min(100)
+        .max(180_000)
+        .regex(/^[A-Za-z0-9+/=\r\n]+$/, 'base64 characters only'),
       textinstructions: z.string().max(140).optional(),
       numeric: z.number().int().min(0).max(4).optional(),
       min_len: z.number().int().min(0).max(20).optional(),
@@ -125,7 +149,11 @@ export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt:
   if (json !== null && typeof json === 'object' && 'method' in json) {
     const method = (json as { method: unknown }).method;
     if (typeof method === 'string' && !TaskSchema.options.some((option) => option.shape.method.value === method)) {
-      return reject('UNKNOWN_METHOD', `method "${method.slice(0, 64)}" is not one of ${supportedMethods().join(', ')}`, id);
+      return reject(
+        'UNKNOWN_METHOD',
+        `method "${method.slice(0, 64)}" is not one of ${supportedMethods().join(', ')}`,
+        id,
+      );
     }
   }
   const parsed = TaskSchema.safeParse(json);
@@ -139,7 +167,12 @@ export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt:
   const message = parsed.data;
   return {
     ok: true,
-    task: { ...message, id: message.id ?? fallbackId, priority: message.priority ?? 'normal', submittedAt: message.submittedAt ?? fallbackSubmittedAt } as Task,
+    task: {
+      ...message,
+      id: message.id ?? fallbackId,
+      priority: message.priority ?? 'normal',
+      submittedAt: message.submittedAt ?? fallbackSubmittedAt,
+    } as Task,
   };
 }
 

@@ -19,7 +19,11 @@ const wired = onceUntilFailure(() => createGovernorFromEnvironment({ environment
 
 export const handler = async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
   const governor = await wired();
-  const metrics = createMetrics({ namespace: governor.settings.metricsNamespace, serviceName: SERVICES.governor, logger });
+  const metrics = createMetrics({
+    namespace: governor.settings.metricsNamespace,
+    serviceName: SERVICES.governor,
+    logger,
+  });
   const result = await runTicks({
     loop: governor.loop,
     tickMs: governor.settings.tickMs,

@@ -7,7 +7,13 @@ import type { Clock } from '../core/ports.js';
 import { decide, initialState } from '../core/governor/policy.js';
 import { assembleSignals, type QueueReading } from '../core/governor/signals.js';
 import { governorStatusOf } from '../core/governor/status.js';
-import type { BalanceReader, GovernorStateStore, LaneActuator, MetricsReader, QueueReader } from '../core/governor/ports.js';
+import type {
+  BalanceReader,
+  GovernorStateStore,
+  LaneActuator,
+  MetricsReader,
+  QueueReader,
+} from '../core/governor/ports.js';
 import type { Decision, GovernorConfig, GovernorSignals, GovernorState } from '../core/governor/types.js';
 import type { MetricsWindow } from '../core/governor/signals.js';
 
@@ -20,7 +26,10 @@ export interface GovernorLog {
 
 /** Per-lane age of the oldest message and sent rate (CloudWatch AWS/SQS in AWS). */
 export interface QueueMetricsReader {
-  readQueues(): Promise<{ normal: { oldestAgeSeconds: number | undefined; sentRate: number | undefined }; high?: { oldestAgeSeconds: number | undefined; sentRate: number | undefined } }>;
+  readQueues(): Promise<{
+    normal: { oldestAgeSeconds: number | undefined; sentRate: number | undefined };
+    high?: { oldestAgeSeconds: number | undefined; sentRate: number | undefined };
+  }>;
 }
 
 export interface GovernorLoopOptions {
@@ -115,7 +124,8 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
         options.actuator.read(),
         persisted === undefined ? options.state.load() : Promise.resolve(undefined),
       ]);
-      if (persisted === undefined) persisted = loaded ?? { state: initialState(options.config, now), version: undefined };
+      if (persisted === undefined)
+        persisted = loaded ?? { state: initialState(options.config, now), version: undefined };
       for (const lane of ['normal', 'high'] as const) {
         const reading = queues[lane];
         const extra = queueMetricsCache?.[lane];

@@ -44,13 +44,22 @@ export function emitDecisionMetrics(metrics: Metrics, record: TickRecord): void 
   // Unknown signals are left out rather than published as zero.
   const optional: Array<[string, number | undefined, (typeof MetricUnit)[keyof typeof MetricUnit]]> = [
     [GOVERNOR_METRICS.needed, d.neededThreads, MetricUnit.Count],
-    [GOVERNOR_METRICS.backlog, sumKnown(s.lanes.normal.backlog, s.lanes.high?.backlog, s.lanes.high !== undefined), MetricUnit.Count],
-    [GOVERNOR_METRICS.inFlight, sumKnown(s.lanes.normal.inFlight, s.lanes.high?.inFlight, s.lanes.high !== undefined), MetricUnit.Count],
+    [
+      GOVERNOR_METRICS.backlog,
+      sumKnown(s.lanes.normal.backlog, s.lanes.high?.backlog, s.lanes.high !== undefined),
+      MetricUnit.Count,
+    ],
+    [
+      GOVERNOR_METRICS.inFlight,
+      sumKnown(s.lanes.normal.inFlight, s.lanes.high?.inFlight, s.lanes.high !== undefined),
+      MetricUnit.Count,
+    ],
     [GOVERNOR_METRICS.balance, s.balance, MetricUnit.NoUnit],
     [GOVERNOR_METRICS.p95, s.p95SolveMs, MetricUnit.Milliseconds],
     [GOVERNOR_METRICS.errorRate, s.errorRate, MetricUnit.NoUnit],
   ];
-  for (const [name, value, unit] of optional) if (value !== undefined && Number.isFinite(value)) metrics.addMetric(name, unit, value);
+  for (const [name, value, unit] of optional)
+    if (value !== undefined && Number.isFinite(value)) metrics.addMetric(name, unit, value);
   const single = metrics.singleMetric();
   single.addDimension('Reason', d.reason.code);
   single.addMetric(GOVERNOR_METRICS.decision, MetricUnit.Count, 1);
@@ -76,7 +85,9 @@ export interface RunTicksOptions {
 }
 
 /** Tick every `tickMs` while time remains. @throws GovernorTickError when any tick failed. */
-export async function runTicks(options: RunTicksOptions): Promise<{ ticks: number; failures: number; records: TickRecord[] }> {
+export async function runTicks(
+  options: RunTicksOptions,
+): Promise<{ ticks: number; failures: number; records: TickRecord[] }> {
   const clock = options.clock ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const margin = options.marginMs ?? Math.min(5000, options.tickMs);
@@ -111,5 +122,9 @@ export async function runTicks(options: RunTicksOptions): Promise<{ ticks: numbe
 
 function describe(error: unknown): Record<string, unknown> {
   const e = error as Error & { cause?: unknown };
-  return { name: e?.name, message: e?.message, cause: e?.cause instanceof Error ? `${e.cause.name}: ${e.cause.message}` : undefined };
+  return {
+    name: e?.name,
+    message: e?.message,
+    cause: e?.cause instanceof Error ? `${e.cause.name}: ${e.cause.message}` : undefined,
+  };
 }

@@ -7,7 +7,11 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
 import { createCachedBalance } from '../adapters/balance.js';
-import { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS, createCloudWatchSignals } from '../adapters/cloudwatch-signals.js';
+import {
+  CLOUDWATCH_LAG_MS,
+  DEFAULT_METRICS_WINDOW_MS,
+  createCloudWatchSignals,
+} from '../adapters/cloudwatch-signals.js';
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
 import { createLambdaActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
@@ -46,7 +50,11 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const mappingIds = environment.mappingIds;
   if (mappingIds === undefined) {
     throw new ConfigError([
-      { field: 'EVENT_SOURCE_MAPPING_IDS', problem: 'not set: the governor cannot find the consumer\'s event source mappings', fix: 'set it to {"normal": "<uuid>", "high": "<uuid>"} (the stack does this for the Lambda)' },
+      {
+        field: 'EVENT_SOURCE_MAPPING_IDS',
+        problem: "not set: the governor cannot find the consumer's event source mappings",
+        fix: 'set it to {"normal": "<uuid>", "high": "<uuid>"} (the stack does this for the Lambda)',
+      },
     ]);
   }
   const endpoint = environment.endpoint;
@@ -60,31 +68,41 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   // Only over-cap and outage probes wait for it: the first tick sets the free threads, and a
   // money pause resumes on the first balance read that shows funds.
   const metricsSpanMs = DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS;
-  const config = governorConfigFrom(settings, { highLane, probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs });
-  const solver =
-    options.solver ??
-    solverFromEnvironment(environment, clients.region);
+  const config = governorConfigFrom(settings, {
+    highLane,
+    probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs),
+    metricsSpanMs,
+  });
+  const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
   const balance: BalanceReader = createCachedBalance(solver, {
     ttlMs: Math.min(60_000, Math.max(settings.tickMs, 1000)),
     ...(options.clock ? { clock: options.clock } : {}),
-    onError: (error) => log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
+    onError: (error) =>
+      log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
   });
   const cw = createCloudWatchSignals({
     cloudwatch,
     namespace: settings.metricsNamespace,
     ...(options.clock ? { clock: options.clock } : {}),
-    queueNames: { normal: queueNameOf(environment.queueUrls.normal), ...(highLane ? { high: queueNameOf(environment.queueUrls.high as string) } : {}) },
-    onError: (error) => log?.warn('CloudWatch read failed; metric signals unknown', { error: (error as Error).message }),
+    queueNames: {
+      normal: queueNameOf(environment.queueUrls.normal),
+      ...(highLane ? { high: queueNameOf(environment.queueUrls.high as string) } : {}),
+    },
+    onError: (error) =>
+      log?.warn('CloudWatch read failed; metric signals unknown', { error: (error as Error).message }),
   });
   const state: GovernorStateStore =
-    environment.tables.governor !== undefined ? createDynamoGovernorState({ documents: clients.documents, tableName: environment.tables.governor }) : createMemoryGovernorState();
+    environment.tables.governor !== undefined
+      ? createDynamoGovernorState({ documents: clients.documents, tableName: environment.tables.governor })
+      : createMemoryGovernorState();
   const loop = createGovernorLoop({
     config,
     queues: createQueueSignals({
       sqs: clients.sqs,
       queueUrls: { normal: environment.queueUrls.normal, ...(highLane ? { high: environment.queueUrls.high } : {}) },
       ...(options.clock ? { clock: options.clock } : {}),
-      onError: (lane, error) => log?.warn('queue attributes read failed; backlog unknown', { lane, error: (error as Error).message }),
+      onError: (lane, error) =>
+        log?.warn('queue attributes read failed; backlog unknown', { lane, error: (error as Error).message }),
     }),
     metrics: cw,
     queueMetrics: cw,
@@ -103,4 +121,3 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   });
   return { loop, config, settings };
 }
-

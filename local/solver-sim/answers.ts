@@ -15,10 +15,22 @@ const DIGITS = '0123456789';
 export type SimAnswer = string | Readonly<Record<string, string>>;
 
 /** Method names as the simulator stores them (`post` uploads are stored as `base64`). */
-export type AnswerMethod = 'userrecaptcha' | 'turnstile' | 'hcaptcha' | 'geetest' | 'funcaptcha' | 'base64' | 'textcaptcha';
+export type AnswerMethod =
+  | 'userrecaptcha'
+  | 'turnstile'
+  | 'hcaptcha'
+  | 'geetest'
+  | 'funcaptcha'
+  | 'base64'
+  | 'textcaptcha';
 
 /** Build the answer of captcha `id` for a method and its submitted parameters. */
-export function answerFor(seed: number, id: number, method: AnswerMethod, params: Readonly<Record<string, string>>): SimAnswer {
+export function answerFor(
+  seed: number,
+  id: number,
+  method: AnswerMethod,
+  params: Readonly<Record<string, string>>,
+): SimAnswer {
   const random = mulberry32(deriveSeed(seed, `answer:${id}`));
   switch (method) {
     case 'userrecaptcha':

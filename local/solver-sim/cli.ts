@@ -18,7 +18,9 @@ function decimal(min: number, max = Number.POSITIVE_INFINITY) {
   return (value: string): number => {
     const n = Number(value);
     if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
-      throw new InvalidArgumentError(`expected a number in [${min}, ${max === Number.POSITIVE_INFINITY ? '∞' : max}], got "${value}"`);
+      throw new InvalidArgumentError(
+        `expected a number in [${min}, ${max === Number.POSITIVE_INFINITY ? '∞' : max}], got "${value}"`,
+      );
     }
     return n;
   };
@@ -78,7 +80,11 @@ function optionsFrom(flags: CliFlags): SolverSimOptions {
     badKey: flags.badKey,
   };
   if (flags.latencyMs !== undefined) options.medianMs = flags.latencyMs;
-  if (flags.validKeys !== undefined) options.validKeys = flags.validKeys.split(',').map((key) => key.trim()).filter(Boolean);
+  if (flags.validKeys !== undefined)
+    options.validKeys = flags.validKeys
+      .split(',')
+      .map((key) => key.trim())
+      .filter(Boolean);
   if (flags.banAfter !== undefined) options.banAfterBadKeyRequests = flags.banAfter;
   return options;
 }
@@ -134,7 +140,9 @@ main(process.argv).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`solver-sim failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`);
+    process.stderr.write(
+      `solver-sim failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}\n`,
+    );
     process.exitCode = 1;
   },
 );

@@ -253,7 +253,15 @@ export class SolverSimModel {
     this.settle(this.clock());
     const task = this.tasks.get(id);
     if (!task) return undefined;
-    return { id, method: task.method, state: task.state, acceptedAt: task.acceptedAt, readyAt: task.readyAt, polls: task.polls, answerReads: task.answerReads };
+    return {
+      id,
+      method: task.method,
+      state: task.state,
+      acceptedAt: task.acceptedAt,
+      readyAt: task.readyAt,
+      polls: task.polls,
+      answerReads: task.answerReads,
+    };
   }
 
   /** Answer one in.php or res.php request. */
@@ -268,7 +276,11 @@ export class SolverSimModel {
     const bannedUntil = this.bannedUntilByIp.get(request.ip);
     if (bannedUntil !== undefined && bannedUntil > now) return reply.error('IP_BANNED');
     const key = request.fields.key ?? '';
-    if (key === '' || this.options.badKey || (this.options.validKeys !== undefined && !this.options.validKeys.includes(key))) {
+    if (
+      key === '' ||
+      this.options.badKey ||
+      (this.options.validKeys !== undefined && !this.options.validKeys.includes(key))
+    ) {
       this.counters.keyRejections++;
       this.noteBadKey(request.ip, now);
       return reply.error(key === '' ? 'ERROR_WRONG_USER_KEY' : 'ERROR_KEY_DOES_NOT_EXIST');
@@ -336,7 +348,9 @@ export class SolverSimModel {
     const { action } = request.fields;
     switch (action) {
       case 'get':
-        return request.fields.ids !== undefined ? this.getMany(request.fields.ids, now, reply) : this.getOne(request.fields.id, now, reply);
+        return request.fields.ids !== undefined
+          ? this.getMany(request.fields.ids, now, reply)
+          : this.getOne(request.fields.id, now, reply);
       case 'getbalance':
         return reply.text(formatUsd(this.balanceMicros));
       case 'reportbad':
@@ -358,7 +372,10 @@ export class SolverSimModel {
 
   /** `ids=1,2,3`: one answer per id, joined with `|`, in the order asked. */
   private getMany(rawIds: string, now: number, reply: Reply): SimResponse {
-    const ids = rawIds.split(',').map((id) => id.trim()).filter((id) => id !== '');
+    const ids = rawIds
+      .split(',')
+      .map((id) => id.trim())
+      .filter((id) => id !== '');
     if (ids.length === 0) return reply.error('ERROR_WRONG_CAPTCHA_ID');
     if (ids.length > this.options.maxIdsPerRequest) return reply.error('ERROR_BAD_PARAMETERS');
     const parts = ids.map((id) => {
@@ -377,7 +394,10 @@ export class SolverSimModel {
     return this.tasks.get(Number(rawId.trim())) ?? 'ERROR_WRONG_CAPTCHA_ID';
   }
 
-  private readAnswer(task: SimTask, now: number): 'CAPCHA_NOT_READY' | 'ERROR_CAPTCHA_UNSOLVABLE' | { value: SimAnswer } {
+  private readAnswer(
+    task: SimTask,
+    now: number,
+  ): 'CAPCHA_NOT_READY' | 'ERROR_CAPTCHA_UNSOLVABLE' | { value: SimAnswer } {
     if (task.polls === 0) this.counters.tasksPolled++;
     task.polls++;
     this.counters.idLookups++;
@@ -448,7 +468,10 @@ export class SolverSimModel {
 
   private notePeak(): void {
     this.counters.peakThreads = Math.max(this.counters.peakThreads, this.pending.length);
-    this.counters.peakThreadsTotal = Math.max(this.counters.peakThreadsTotal, this.pending.length + this.options.foreignThreads);
+    this.counters.peakThreadsTotal = Math.max(
+      this.counters.peakThreadsTotal,
+      this.pending.length + this.options.foreignThreads,
+    );
   }
 
   private noteBadKey(ip: string, now: number): void {
@@ -520,7 +543,9 @@ class Reply {
   ) {}
 
   ok(id: number): SimResponse {
-    return this.json ? this.jsonBody({ status: 1, request: this.idType === 'number' ? id : String(id) }) : this.plain(`OK|${id}`);
+    return this.json
+      ? this.jsonBody({ status: 1, request: this.idType === 'number' ? id : String(id) })
+      : this.plain(`OK|${id}`);
   }
 
   answer(value: SimAnswer): SimResponse {
@@ -539,7 +564,9 @@ class Reply {
 
   error(code: string): SimResponse {
     this.count(code);
-    return this.json ? this.jsonBody({ status: 0, request: code, error_text: ERROR_TEXT[code] ?? code }) : this.plain(code);
+    return this.json
+      ? this.jsonBody({ status: 0, request: code, error_text: ERROR_TEXT[code] ?? code })
+      : this.plain(code);
   }
 
   transient(kind: TransientKind): SimResponse {

@@ -68,7 +68,10 @@ export const SolverSimOptionsSchema = z.object({
   /** Share of in.php / res.php requests answered with a transient failure. */
   transientErrorRate: z.number().min(0).max(1).default(0),
   /** The failures to mix (chosen uniformly per failed request). */
-  transientKinds: z.array(z.enum(TRANSIENT_KINDS)).min(1).default([...TRANSIENT_KINDS]),
+  transientKinds: z
+    .array(z.enum(TRANSIENT_KINDS))
+    .min(1)
+    .default([...TRANSIENT_KINDS]),
   /** Every request answers ERROR_KEY_DOES_NOT_EXIST (a revoked key). */
   badKey: z.boolean().default(false),
   /** Keys accepted (all share one account); unset = any non-empty key. */
@@ -100,7 +103,10 @@ export type SolverSimUpdate = Partial<z.input<typeof SolverSimOptionsSchema>>;
 /** The options could not be used; `problems` lists each one. */
 export class SolverSimConfigError extends Error {
   override readonly name = 'SolverSimConfigError';
-  constructor(readonly problems: string[], options?: { cause?: unknown }) {
+  constructor(
+    readonly problems: string[],
+    options?: { cause?: unknown },
+  ) {
     super(`Invalid solver simulator options:\n${problems.map((p) => `  - ${p}`).join('\n')}`, options);
   }
 }

@@ -14,7 +14,10 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** A request body that could not be read as its content type says. */
 class BodyError extends Error {
   override readonly name = 'BodyError';
-  constructor(readonly code: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
     super(`request body rejected: ${code}`, options);
   }
 }
@@ -53,8 +56,10 @@ async function serve(model: SolverSimModel, req: IncomingMessage, res: ServerRes
   const endpoint = path.endsWith('/in.php') ? 'in' : path.endsWith('/res.php') ? 'res' : undefined;
 
   if (endpoint === undefined) {
-    if (path === '/stats' && req.method === 'GET') return send(res, 200, 'application/json', JSON.stringify(model.stats()));
-    if (path === '' || path === '/health') return send(res, 200, 'text/plain; charset=utf-8', 'solver-sim: in.php, res.php, GET /stats\n');
+    if (path === '/stats' && req.method === 'GET')
+      return send(res, 200, 'application/json', JSON.stringify(model.stats()));
+    if (path === '' || path === '/health')
+      return send(res, 200, 'text/plain; charset=utf-8', 'solver-sim: in.php, res.php, GET /stats\n');
     req.resume();
     return send(res, 404, 'text/plain; charset=utf-8', 'Not Found');
   }
@@ -110,7 +115,8 @@ async function parseBody(req: IncomingMessage): Promise<{ fields: Record<string,
     } catch (cause) {
       throw new BodyError('ERROR_BAD_PARAMETERS', { cause });
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new BodyError('ERROR_BAD_PARAMETERS');
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new BodyError('ERROR_BAD_PARAMETERS');
     const fields: Record<string, string> = {};
     for (const [name, value] of Object.entries(parsed)) {
       if (value === null || value === undefined) continue;
@@ -122,7 +128,11 @@ async function parseBody(req: IncomingMessage): Promise<{ fields: Record<string,
     // undici's (Node's own fetch) multipart parser: no hand-written boundary handling.
     let form: FormData;
     try {
-      form = await new Request('http://solver-sim.local/', { method: 'POST', headers: { 'content-type': contentType }, body: raw }).formData();
+      form = await new Request('http://solver-sim.local/', {
+        method: 'POST',
+        headers: { 'content-type': contentType },
+        body: raw,
+      }).formData();
     } catch (cause) {
       throw new BodyError('ERROR_UPLOAD', { cause });
     }

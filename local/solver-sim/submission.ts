@@ -40,7 +40,10 @@ export type SubmissionCheck = { ok: true; submission: AcceptedSubmission } | { o
  * Check an in.php submission the way the service does and name the first problem found.
  * `method=post` needs `file`; `base64` needs `body`; token methods need `pageurl` and their key.
  */
-export function checkSubmission(fields: Readonly<Record<string, string>>, file: UploadedFile | undefined): SubmissionCheck {
+export function checkSubmission(
+  fields: Readonly<Record<string, string>>,
+  file: UploadedFile | undefined,
+): SubmissionCheck {
   const rawMethod = (fields.method ?? '').trim();
   const params: Record<string, string> = {};
   for (const [name, value] of Object.entries(fields)) {
@@ -82,7 +85,8 @@ export function checkSubmission(fields: Readonly<Record<string, string>>, file: 
     case 'base64': {
       const body = (params.body ?? '').replace(/\s+/g, '');
       if (body === '') return fail('ERROR_ZERO_CAPTCHA_FILESIZE');
-      if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body) && !/^[A-Za-z0-9_-]+={0,2}$/.test(body)) return fail('ERROR_IMAGE_TYPE_NOT_SUPPORTED');
+      if (!/^[A-Za-z0-9+/]+={0,2}$/.test(body) && !/^[A-Za-z0-9_-]+={0,2}$/.test(body))
+        return fail('ERROR_IMAGE_TYPE_NOT_SUPPORTED');
       const sizeCode = imageSizeCode(Buffer.from(body, 'base64').length);
       if (sizeCode) return fail(sizeCode);
       params.body = body;

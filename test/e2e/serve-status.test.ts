@@ -13,7 +13,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 const TSX = 'node_modules/.bin/tsx';
 const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-serve-'));
 const stackFile = join(dir, 'local-stack.json');
-const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', CAPTCHA_FLEET_STACK_FILE: stackFile };
+const env = {
+  ...process.env,
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  CAPTCHA_FLEET_STACK_FILE: stackFile,
+};
 
 let server: ChildProcessWithoutNullStreams | undefined;
 
@@ -24,7 +28,11 @@ afterAll(() => {
 
 function cli(args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['bin/captcha-fleet.ts', ...args], { cwd: process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(TSX, ['bin/captcha-fleet.ts', ...args], {
+      cwd: process.cwd(),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -44,7 +52,23 @@ describe('status and redrive against a served local stack', () => {
   it('reads the governor decision, ceilings, balance and DLQ from another process', async () => {
     server = spawn(
       TSX,
-      ['bin/captcha-fleet.ts', 'start', '--serve', '--tasks', '30', '--malformed', '3', '--high-share', '0.3', '--solver-latency-ms', '20', '--solver-threads', '6', '--tick-ms', '300'],
+      [
+        'bin/captcha-fleet.ts',
+        'start',
+        '--serve',
+        '--tasks',
+        '30',
+        '--malformed',
+        '3',
+        '--high-share',
+        '0.3',
+        '--solver-latency-ms',
+        '20',
+        '--solver-threads',
+        '6',
+        '--tick-ms',
+        '300',
+      ],
       { cwd: process.cwd(), env, stdio: ['pipe', 'pipe', 'pipe'] },
     );
     let serverOut = '';
@@ -55,7 +79,8 @@ describe('status and redrive against a served local stack', () => {
     // The stack file appears once the demo is done and the stack serves.
     const until = Date.now() + 60_000;
     while (!existsSync(stackFile)) {
-      if (Date.now() > until || server.exitCode !== null) throw new Error(`the served stack did not come up:\n${serverOut}`);
+      if (Date.now() > until || server.exitCode !== null)
+        throw new Error(`the served stack did not come up:\n${serverOut}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
 
@@ -85,10 +110,14 @@ describe('status and redrive against a served local stack', () => {
     expect(r.moved).toBe(0);
     expect(r.inventory.depth).toBe(3);
     expect(Object.keys(r.inventory.byReason).sort()).toEqual(['MALFORMED_JSON', 'SCHEMA_VIOLATION', 'UNKNOWN_METHOD']);
-    for (const group of Object.values(r.inventory.byReason) as { count: number; movable: boolean }[]) expect(group).toMatchObject({ count: 1, movable: false });
+    for (const group of Object.values(r.inventory.byReason) as { count: number; movable: boolean }[])
+      expect(group).toMatchObject({ count: 1, movable: false });
 
     // The dry run moved nothing: status still sees the three.
-    const again = JSON.parse((await cli(['status', '--local', '--json'])).stdout.trim().split('\n').pop()!) as Record<string, any>;
+    const again = JSON.parse((await cli(['status', '--local', '--json'])).stdout.trim().split('\n').pop()!) as Record<
+      string,
+      any
+    >;
     expect(again.dlqDepth).toBe(3);
 
     server.kill('SIGINT');

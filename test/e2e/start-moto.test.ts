@@ -24,7 +24,23 @@ describe.skipIf(!HAS_MOTO)('captcha-fleet start --endpoint (moto_server)', () =>
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = spawn(
         'node_modules/.bin/tsx',
-        ['bin/captcha-fleet.ts', 'start', '--endpoint', endpoint, '--tasks', '30', '--malformed', '2', '--solver-latency-ms', '20', '--solver-threads', '6', '--json', '--max-duration', '60'],
+        [
+          'bin/captcha-fleet.ts',
+          'start',
+          '--endpoint',
+          endpoint,
+          '--tasks',
+          '30',
+          '--malformed',
+          '2',
+          '--solver-latency-ms',
+          '20',
+          '--solver-threads',
+          '6',
+          '--json',
+          '--max-duration',
+          '60',
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let stdout = '';
@@ -36,7 +52,14 @@ describe.skipIf(!HAS_MOTO)('captcha-fleet start --endpoint (moto_server)', () =>
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain(`endpoint ${endpoint}`);
     const summary = JSON.parse(run.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
-    expect(summary).toMatchObject({ submitted: 30, lost: 0, stillQueued: 0, inDlq: 2, duplicateSolves: 0, complete: true });
+    expect(summary).toMatchObject({
+      submitted: 30,
+      lost: 0,
+      stillQueued: 0,
+      inDlq: 2,
+      duplicateSolves: 0,
+      complete: true,
+    });
     expect((summary.solver as { peakThreads: number }).peakThreads).toBeLessThanOrEqual(6);
   });
 });

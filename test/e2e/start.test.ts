@@ -42,12 +42,32 @@ function lastJson(stdout: string): Record<string, unknown> {
 
 describe('captcha-fleet start', () => {
   it('runs a small demo to the end: every task reaches a result, nothing lost, JSON on the last line', async () => {
-    const run = await runCli(['start', '--tasks', '40', '--malformed', '2', '--solver-latency-ms', '20', '--solver-threads', '6', '--json', '--max-duration', '60']);
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '40',
+      '--malformed',
+      '2',
+      '--solver-latency-ms',
+      '20',
+      '--solver-threads',
+      '6',
+      '--json',
+      '--max-duration',
+      '60',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     // Only the JSON on stdout with --json: people read stderr.
     expect(run.stdout.trim().split('\n')).toHaveLength(1);
     const summary = lastJson(run.stdout);
-    expect(summary).toMatchObject({ submitted: 40, lost: 0, stillQueued: 0, duplicateSolves: 0, complete: true, endedBy: 'complete' });
+    expect(summary).toMatchObject({
+      submitted: 40,
+      lost: 0,
+      stillQueued: 0,
+      duplicateSolves: 0,
+      complete: true,
+      endedBy: 'complete',
+    });
     const { solved, failed, rejected, inDlq } = summary as Record<string, number>;
     // The two malformed messages: one with a readable id (rejected record + DLQ), one not JSON (DLQ only).
     expect(inDlq).toBe(2);
@@ -57,7 +77,16 @@ describe('captcha-fleet start', () => {
     expect(summary.p95Ms as number).toBeGreaterThanOrEqual(summary.p50Ms as number);
     expect(summary.durationMs).toEqual(expect.any(Number));
     const solver = summary.solver as Record<string, number>;
-    expect(Object.keys(solver)).toEqual(expect.arrayContaining(['submissions', 'solved', 'peakThreads', 'overCapRejections', 'balanceStart', 'balanceEnd']));
+    expect(Object.keys(solver)).toEqual(
+      expect.arrayContaining([
+        'submissions',
+        'solved',
+        'peakThreads',
+        'overCapRejections',
+        'balanceStart',
+        'balanceEnd',
+      ]),
+    );
     expect(solver.solved).toBe(solved);
     expect(solver.peakThreads).toBeGreaterThan(0);
     expect(solver.peakThreads).toBeLessThanOrEqual(6);
@@ -70,8 +99,26 @@ describe('captcha-fleet start', () => {
 
   it('recovers from invocations that die after solving: everything solved once, nothing lost', async () => {
     const run = await runCli([
-      'start', '--tasks', '30', '--malformed', '0', '--solver-latency-ms', '20', '--solver-threads', '8', '--solver-unsolvable-rate', '0',
-      '--crash-rate', '0.3', '--visibility-timeout', '3', '--seed', '7', '--json', '--max-duration', '80',
+      'start',
+      '--tasks',
+      '30',
+      '--malformed',
+      '0',
+      '--solver-latency-ms',
+      '20',
+      '--solver-threads',
+      '8',
+      '--solver-unsolvable-rate',
+      '0',
+      '--crash-rate',
+      '0.3',
+      '--visibility-timeout',
+      '3',
+      '--seed',
+      '7',
+      '--json',
+      '--max-duration',
+      '80',
     ]);
     expect(run.code, run.stderr).toBe(0);
     const summary = lastJson(run.stdout);
@@ -84,16 +131,50 @@ describe('captcha-fleet start', () => {
   });
 
   it('ends by --max-duration with a non-zero exit saying why when tasks are still queued (rejected key: the governor pauses)', async () => {
-    const run = await runCli(['start', '--tasks', '12', '--malformed', '0', '--solver-bad-key', '--max-duration', '5', '--json']);
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '12',
+      '--malformed',
+      '0',
+      '--solver-bad-key',
+      '--max-duration',
+      '5',
+      '--json',
+    ]);
     expect(run.code, run.stderr).toBe(1);
     const summary = lastJson(run.stdout);
-    expect(summary).toMatchObject({ submitted: 12, solved: 0, stillQueued: 12, lost: 0, complete: false, endedBy: 'max_duration' });
+    expect(summary).toMatchObject({
+      submitted: 12,
+      solved: 0,
+      stillQueued: 12,
+      lost: 0,
+      complete: false,
+      endedBy: 'max_duration',
+    });
     expect((summary.governor as { reasons: Record<string, number> }).reasons.PAUSE_ACCOUNT).toBeGreaterThan(0);
     expect(run.stderr).toMatch(/NOT COMPLETE: 12 task\(s\) still queued .*--max-duration 5 s.*PAUSE_ACCOUNT/);
   });
 
   it('sends --high-share of the tasks on the high lane and reports both lanes in the live view, the summary and --json', async () => {
-    const run = await runCli(['start', '--tasks', '40', '--malformed', '0', '--high-share', '0.5', '--solver-latency-ms', '20', '--solver-threads', '6', '--seed', '3', '--json', '--max-duration', '60']);
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '40',
+      '--malformed',
+      '0',
+      '--high-share',
+      '0.5',
+      '--solver-latency-ms',
+      '20',
+      '--solver-threads',
+      '6',
+      '--seed',
+      '3',
+      '--json',
+      '--max-duration',
+      '60',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const summary = lastJson(run.stdout);
     const lanes = summary.lanes as Record<'high' | 'normal', Record<string, any>>;
@@ -114,7 +195,20 @@ describe('captcha-fleet start', () => {
     expect(run.stderr).toMatch(/high lane +\d+ sent · \d+ solved/);
     expect(run.stderr).toMatch(/normal lane +\d+ sent · \d+ solved/);
 
-    const none = await runCli(['start', '--tasks', '10', '--malformed', '0', '--high-share', '0', '--solver-latency-ms', '20', '--json', '--max-duration', '60']);
+    const none = await runCli([
+      'start',
+      '--tasks',
+      '10',
+      '--malformed',
+      '0',
+      '--high-share',
+      '0',
+      '--solver-latency-ms',
+      '20',
+      '--json',
+      '--max-duration',
+      '60',
+    ]);
     expect(none.code, none.stderr).toBe(0);
     expect((lastJson(none.stdout).lanes as Record<'high' | 'normal', { submitted: number }>).high.submitted).toBe(0);
   });

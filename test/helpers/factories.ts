@@ -29,7 +29,12 @@ export function recaptchaTask(overrides: Partial<TaskMessage> & { id?: string } 
 
 /** A valid image task message (base64). */
 export function imageTask(overrides: Partial<TaskMessage> & { id?: string } = {}): TaskMessage {
-  return { id: taskId('img'), method: 'base64', params: { body: 'iVBORw0KGgo'.padEnd(200, 'A') } /* 150 bytes: solvers refuse images under 100 */, ...overrides } as TaskMessage;
+  return {
+    id: taskId('img'),
+    method: 'base64',
+    params: { body: 'iVBORw0KGgo'.padEnd(200, 'A') } /* 150 bytes: solvers refuse images under 100 */,
+    ...overrides,
+  } as TaskMessage;
 }
 
 /** What the scripted solver does on one `solve()` call. */
@@ -86,12 +91,19 @@ export class ScriptedSolver implements SolverPort {
 
   async solve(task: Task, options: SolveOptions): Promise<SolveOutcome> {
     const step = this.scripts.get(task.id)?.shift() ?? {};
-    const call: SolverCall = { taskId: task.id, resumeSolverId: options.resumeSolverId, deadlineAt: options.deadlineAt, startedAt: Date.now(), submittedId: undefined };
+    const call: SolverCall = {
+      taskId: task.id,
+      resumeSolverId: options.resumeSolverId,
+      deadlineAt: options.deadlineAt,
+      startedAt: Date.now(),
+      submittedId: undefined,
+    };
     this.calls.push(call);
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
-      const stage = step.stage ?? (step.error === undefined || step.error.errorClass === 'task_terminal' ? 'poll' : 'submit');
+      const stage =
+        step.stage ?? (step.error === undefined || step.error.errorClass === 'task_terminal' ? 'poll' : 'submit');
       if (step.error && stage === 'submit') {
         await wait(step.delayMs ?? 0, options.signal);
         throw step.error;
@@ -106,7 +118,10 @@ export class ScriptedSolver implements SolverPort {
       }
       if (step.hang) {
         await wait(Math.max(0, options.deadlineAt - Date.now()), options.signal);
-        throw new SolverTimeoutError('TIMEOUT', 'transient', { taskId: task.id, message: `no answer before the deadline for captcha ${solverId}` });
+        throw new SolverTimeoutError('TIMEOUT', 'transient', {
+          taskId: task.id,
+          message: `no answer before the deadline for captcha ${solverId}`,
+        });
       }
       await wait(step.delayMs ?? 0, options.signal);
       if (step.error) throw step.error;
@@ -134,10 +149,14 @@ function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 }
 
@@ -167,7 +186,10 @@ export function captureLogs() {
     raw.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
     return true;
   }) as typeof process.stdout.write;
-  const spies = [vi.spyOn(process.stdout, 'write').mockImplementation(capture), vi.spyOn(process.stderr, 'write').mockImplementation(capture)];
+  const spies = [
+    vi.spyOn(process.stdout, 'write').mockImplementation(capture),
+    vi.spyOn(process.stderr, 'write').mockImplementation(capture),
+  ];
   const logger = new Logger({ serviceName: 'consumer', logLevel: 'DEBUG' });
   return {
     logger,

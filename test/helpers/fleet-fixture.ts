@@ -38,12 +38,19 @@ let prefixes = 0;
 /** Start the emulators (call in `beforeAll`, `stop()` in `afterAll`). */
 export async function startEmulatorFixture(): Promise<EmulatorFixture> {
   const emulators = await startEmulators();
-  const clients = createAwsClients({ sqsEndpoint: emulators.sqsEndpoint, dynamoEndpoint: emulators.dynamoEndpoint, region: 'us-east-1' });
+  const clients = createAwsClients({
+    sqsEndpoint: emulators.sqsEndpoint,
+    dynamoEndpoint: emulators.dynamoEndpoint,
+    region: 'us-east-1',
+  });
   return {
     emulators,
     clients,
     async createFleet(config: FleetConfig = {}) {
-      const settings = resolveSettings({ ...config, prefix: config.prefix ?? `t${++prefixes}-${randomUUID().slice(0, 8)}` });
+      const settings = resolveSettings({
+        ...config,
+        prefix: config.prefix ?? `t${++prefixes}-${randomUUID().slice(0, 8)}`,
+      });
       const resources = await ensureFleetResources(clients, settings);
       return { settings, resources, clients };
     },
@@ -83,11 +90,20 @@ export async function receive(clients: AwsClients, queueUrl: string, max = 10): 
 }
 
 /** Messages in a queue: visible and in flight. */
-export async function queueDepth(clients: AwsClients, queueUrl: string): Promise<{ visible: number; inFlight: number }> {
+export async function queueDepth(
+  clients: AwsClients,
+  queueUrl: string,
+): Promise<{ visible: number; inFlight: number }> {
   const answer = await clients.sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
   );
-  return { visible: Number(answer.Attributes?.ApproximateNumberOfMessages), inFlight: Number(answer.Attributes?.ApproximateNumberOfMessagesNotVisible) };
+  return {
+    visible: Number(answer.Attributes?.ApproximateNumberOfMessages),
+    inFlight: Number(answer.Attributes?.ApproximateNumberOfMessagesNotVisible),
+  };
 }
 
 /** The SQS event a Lambda event source mapping builds from received messages. */
@@ -174,7 +190,9 @@ export async function deliver(
   const acknowledged: string[] = [];
   for (const message of messages) {
     if (failedIds.has(message.MessageId ?? '')) continue;
-    await fleet.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
+    await fleet.clients.sqs.send(
+      new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }),
+    );
     acknowledged.push(message.MessageId ?? '');
   }
   return { messages, event, response, acknowledged, failed: [...failedIds] };

@@ -28,8 +28,21 @@ function problemsOf(run: () => unknown): ConfigError['problems'] {
 
 describe('context', () => {
   it('converts -c strings to numbers and booleans, and keeps string settings as strings', () => {
-    const options = fromContext({ planThreads: '50', tasksPerInvocation: '2', haltBalance: '2.5', eventsIncludeAnswer: 'true', prefix: 'fleet-a', reserveConsumerConcurrency: 'false' });
-    expect(options.fleet).toEqual({ planThreads: 50, tasksPerInvocation: 2, haltBalance: 2.5, eventsIncludeAnswer: true, prefix: 'fleet-a' });
+    const options = fromContext({
+      planThreads: '50',
+      tasksPerInvocation: '2',
+      haltBalance: '2.5',
+      eventsIncludeAnswer: 'true',
+      prefix: 'fleet-a',
+      reserveConsumerConcurrency: 'false',
+    });
+    expect(options.fleet).toEqual({
+      planThreads: 50,
+      tasksPerInvocation: 2,
+      haltBalance: 2.5,
+      eventsIncludeAnswer: true,
+      prefix: 'fleet-a',
+    });
     expect(options.reserveConsumerConcurrency).toBe(false);
   });
 
@@ -41,23 +54,29 @@ describe('context', () => {
 
 describe('validation', () => {
   it('lists every problem at once, the fleet’s and the stack’s, each with a fix', () => {
-    const problems = problemsOf(() =>
-      new CaptchaFleetStack(new App(), 'Invalid', {
-        plan: 'gold',
-        fleet: { reservedThreads: 60, haltBalance: 0.05, pauseBalance: 0.5, solverBaseUrl: 'not a url' },
-        alarmEmail: 'ops-at-example',
-        solverKeySecretName: 'arn:aws:secretsmanager:eu-west-1:123:secret:key with spaces',
-        resultsRemoval: 'keep' as never,
-      }),
+    const problems = problemsOf(
+      () =>
+        new CaptchaFleetStack(new App(), 'Invalid', {
+          plan: 'gold',
+          fleet: { reservedThreads: 60, haltBalance: 0.05, pauseBalance: 0.5, solverBaseUrl: 'not a url' },
+          alarmEmail: 'ops-at-example',
+          solverKeySecretName: 'arn:aws:secretsmanager:eu-west-1:123:secret:key with spaces',
+          resultsRemoval: 'keep' as never,
+        }),
     );
     const fields = problems.map((p) => p.field);
-    expect(fields).toEqual(expect.arrayContaining(['plan', 'alarmEmail', 'solverKeySecretName', 'resultsRemoval', 'solverBaseUrl']));
+    expect(fields).toEqual(
+      expect.arrayContaining(['plan', 'alarmEmail', 'solverKeySecretName', 'resultsRemoval', 'solverBaseUrl']),
+    );
     for (const problem of problems) expect(problem.fix.length).toBeGreaterThan(0);
   });
 
   it('reports the cross-checks of the settings together with the stack’s own', () => {
     const problems = problemsOf(() =>
-      resolveFleetStackConfig({ fleet: { planThreads: 10, reservedThreads: 2, maxConcurrency: 9, pauseBalance: 2, haltBalance: 1 }, alarmEmail: 'x' }),
+      resolveFleetStackConfig({
+        fleet: { planThreads: 10, reservedThreads: 2, maxConcurrency: 9, pauseBalance: 2, haltBalance: 1 },
+        alarmEmail: 'x',
+      }),
     );
     expect(problems.map((p) => p.field).sort()).toEqual(['alarmEmail', 'maxConcurrency', 'pauseBalance']);
   });
@@ -93,15 +112,20 @@ describe('validation', () => {
 describe('initial ceilings', () => {
   it('give each lane at least the mapping floor and together never exceed the usable threads', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 4, max: 5000 }), fc.integer({ min: 0, max: 200 }), fc.integer({ min: 1, max: 10 }), (planThreads, reserved, batch) => {
-        fc.pre(planThreads - reserved >= 2 * MAPPING_MIN_CONCURRENCY * batch);
-        const settings = resolveSettings({ planThreads, reservedThreads: reserved, tasksPerInvocation: batch });
-        const ceilings = initialCeilings(settings);
-        expect(ceilings.high).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
-        expect(ceilings.normal).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
-        expect(ceilings.normal + ceilings.high).toBeLessThanOrEqual(settings.maxConcurrency);
-        expect((ceilings.normal + ceilings.high) * batch).toBeLessThanOrEqual(settings.effectiveCap);
-      }),
+      fc.property(
+        fc.integer({ min: 4, max: 5000 }),
+        fc.integer({ min: 0, max: 200 }),
+        fc.integer({ min: 1, max: 10 }),
+        (planThreads, reserved, batch) => {
+          fc.pre(planThreads - reserved >= 2 * MAPPING_MIN_CONCURRENCY * batch);
+          const settings = resolveSettings({ planThreads, reservedThreads: reserved, tasksPerInvocation: batch });
+          const ceilings = initialCeilings(settings);
+          expect(ceilings.high).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
+          expect(ceilings.normal).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
+          expect(ceilings.normal + ceilings.high).toBeLessThanOrEqual(settings.maxConcurrency);
+          expect((ceilings.normal + ceilings.high) * batch).toBeLessThanOrEqual(settings.effectiveCap);
+        },
+      ),
     );
   });
 });

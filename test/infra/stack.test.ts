@@ -32,16 +32,26 @@ function functionNamed(s: Synthesized, name: string): [string, Resource] {
 }
 
 function statementsOf(s: Synthesized): Statement[] {
-  return [...byType(s, 'AWS::IAM::Policy'), ...byType(s, 'AWS::IAM::ManagedPolicy')].flatMap(([, r]) => r.Properties.PolicyDocument.Statement as Statement[]);
+  return [...byType(s, 'AWS::IAM::Policy'), ...byType(s, 'AWS::IAM::ManagedPolicy')].flatMap(
+    ([, r]) => r.Properties.PolicyDocument.Statement as Statement[],
+  );
 }
 
 /** Violations left in the validation report (cdk-nag and CloudFormation Validate), any severity. */
 function reportedViolations(s: Synthesized): { plugin: string; rule: string; severity: string; paths: string[] }[] {
   const report = JSON.parse(readFileSync(join(s.outdir, 'validation-report.json'), 'utf8')) as {
-    pluginReports: { pluginName: string; violations: { ruleName: string; severity: string; violatingConstructs: { constructPath: string }[] }[] }[];
+    pluginReports: {
+      pluginName: string;
+      violations: { ruleName: string; severity: string; violatingConstructs: { constructPath: string }[] }[];
+    }[];
   };
   return report.pluginReports.flatMap((plugin) =>
-    plugin.violations.map((v) => ({ plugin: plugin.pluginName, rule: v.ruleName, severity: v.severity, paths: v.violatingConstructs.map((c) => c.constructPath) })),
+    plugin.violations.map((v) => ({
+      plugin: plugin.pluginName,
+      rule: v.ruleName,
+      severity: v.severity,
+      paths: v.violatingConstructs.map((c) => c.constructPath),
+    })),
   );
 }
 
@@ -74,7 +84,9 @@ describe('default stack', () => {
   });
 
   it('caps both mappings: each within 2..1000, together within the usable plan threads', () => {
-    const maxima = byType(s, 'AWS::Lambda::EventSourceMapping').map(([, m]) => m.Properties.ScalingConfig?.MaximumConcurrency as number);
+    const maxima = byType(s, 'AWS::Lambda::EventSourceMapping').map(
+      ([, m]) => m.Properties.ScalingConfig?.MaximumConcurrency as number,
+    );
     for (const max of maxima) {
       expect(max).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
       expect(max).toBeLessThanOrEqual(MAPPING_MAX_CONCURRENCY);
@@ -85,7 +97,10 @@ describe('default stack', () => {
 
   it('reserves for the consumer at least the sum of its mappings’ maxima', () => {
     const [, consumer] = functionNamed(s, settings.prefix + '-consumer');
-    const sum = byType(s, 'AWS::Lambda::EventSourceMapping').reduce((total, [, m]) => total + (m.Properties.ScalingConfig.MaximumConcurrency as number), 0);
+    const sum = byType(s, 'AWS::Lambda::EventSourceMapping').reduce(
+      (total, [, m]) => total + (m.Properties.ScalingConfig.MaximumConcurrency as number),
+      0,
+    );
     expect(consumer.Properties.ReservedConcurrentExecutions).toBeGreaterThanOrEqual(sum);
   });
 
@@ -94,7 +109,10 @@ describe('default stack', () => {
     expect(queues).toHaveLength(3);
     const [dlqId] = only(queues.filter(([, q]) => q.Properties.QueueName === settings.queueNames.dlq));
     for (const [, queue] of queues.filter(([id]) => id !== dlqId)) {
-      expect(queue.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] }, maxReceiveCount: settings.maxReceiveCount });
+      expect(queue.Properties.RedrivePolicy).toEqual({
+        deadLetterTargetArn: { 'Fn::GetAtt': [dlqId, 'Arn'] },
+        maxReceiveCount: settings.maxReceiveCount,
+      });
       expect(queue.Properties.RedrivePolicy.maxReceiveCount).toBeGreaterThanOrEqual(5);
     }
     for (const [, queue] of queues) {
@@ -148,7 +166,16 @@ describe('default stack', () => {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
       const env = fn.Properties.Environment.Variables as Record<string, unknown>;
-      for (const name of [ENV.config, ENV.normalQueueUrl, ENV.highQueueUrl, ENV.dlqUrl, ENV.resultsTable, ENV.governorTable, ENV.solverKeySecretArn, ENV.eventBusName]) {
+      for (const name of [
+        ENV.config,
+        ENV.normalQueueUrl,
+        ENV.highQueueUrl,
+        ENV.dlqUrl,
+        ENV.resultsTable,
+        ENV.governorTable,
+        ENV.solverKeySecretArn,
+        ENV.eventBusName,
+      ]) {
         expect(env[name], name).toBeDefined();
       }
       expect(env[ENV.solverKey]).toBeUndefined();
@@ -194,7 +221,9 @@ describe('default stack', () => {
   });
 
   it('gives operators StartMessageMoveTask on the DLQ and SendMessage on the lanes only', () => {
-    const [dlqId] = only(byType(s, 'AWS::SQS::Queue').filter(([, q]) => q.Properties.QueueName === settings.queueNames.dlq));
+    const [dlqId] = only(
+      byType(s, 'AWS::SQS::Queue').filter(([, q]) => q.Properties.QueueName === settings.queueNames.dlq),
+    );
     const [, policy] = only(byType(s, 'AWS::IAM::ManagedPolicy'));
     const statements = policy.Properties.PolicyDocument.Statement as Statement[];
     const redrive = only(statements.filter((st) => asArray(st.Action).includes('sqs:StartMessageMoveTask')));
@@ -204,7 +233,9 @@ describe('default stack', () => {
   });
 
   it('keeps results on demand with TTL on expiresAt, point-in-time recovery, retained by default', () => {
-    const [, results] = only(byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.TableName === settings.tableNames.results));
+    const [, results] = only(
+      byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.TableName === settings.tableNames.results),
+    );
     expect(results.Properties).toMatchObject({
       BillingMode: 'PAY_PER_REQUEST',
       KeySchema: [{ AttributeName: 'taskId', KeyType: 'HASH' }],
@@ -212,7 +243,9 @@ describe('default stack', () => {
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });
     expect(results.DeletionPolicy).toBe('Retain');
-    const [, governor] = only(byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.TableName === settings.tableNames.governor));
+    const [, governor] = only(
+      byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.TableName === settings.tableNames.governor),
+    );
     expect(governor.Properties.KeySchema).toEqual([{ AttributeName: 'id', KeyType: 'HASH' }]);
   });
 
@@ -220,7 +253,9 @@ describe('default stack', () => {
     const [topicId, topic] = only(byType(s, 'AWS::SNS::Topic'));
     expect(topic.Properties.KmsMasterKeyId).toBeDefined();
     const alarms = byType(s, 'AWS::CloudWatch::Alarm');
-    expect(alarms.map(([, a]) => a.Properties.AlarmName).sort()).toEqual(ALARM_IDS.map((id) => `${settings.prefix}-${id}`).sort());
+    expect(alarms.map(([, a]) => a.Properties.AlarmName).sort()).toEqual(
+      ALARM_IDS.map((id) => `${settings.prefix}-${id}`).sort(),
+    );
     for (const [, alarm] of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
       expect(alarm.Properties.OKActions).toEqual([{ Ref: topicId }]);
@@ -229,10 +264,23 @@ describe('default stack', () => {
   });
 
   it('sets the alarms’ thresholds from the settings', () => {
-    const alarm = (id: string) => only(byType(s, 'AWS::CloudWatch::Alarm').filter(([, a]) => a.Properties.AlarmName === `${settings.prefix}-${id}`))[1].Properties;
-    expect(alarm('BalanceBelowHalt')).toMatchObject({ Threshold: settings.haltBalance, ComparisonOperator: 'LessThanThreshold', MetricName: 'Balance' });
-    expect(alarm('DeadLetterQueueNotEmpty')).toMatchObject({ Threshold: 1, MetricName: 'ApproximateNumberOfMessagesVisible' });
-    expect(alarm('OldestTaskTooOld')).toMatchObject({ Threshold: settings.oldestMessageAlarmSeconds, MetricName: 'ApproximateAgeOfOldestMessage' });
+    const alarm = (id: string) =>
+      only(
+        byType(s, 'AWS::CloudWatch::Alarm').filter(([, a]) => a.Properties.AlarmName === `${settings.prefix}-${id}`),
+      )[1].Properties;
+    expect(alarm('BalanceBelowHalt')).toMatchObject({
+      Threshold: settings.haltBalance,
+      ComparisonOperator: 'LessThanThreshold',
+      MetricName: 'Balance',
+    });
+    expect(alarm('DeadLetterQueueNotEmpty')).toMatchObject({
+      Threshold: 1,
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+    });
+    expect(alarm('OldestTaskTooOld')).toMatchObject({
+      Threshold: settings.oldestMessageAlarmSeconds,
+      MetricName: 'ApproximateAgeOfOldestMessage',
+    });
     expect(alarm('OldestHighPriorityTaskTooOld')).toMatchObject({ Threshold: settings.oldestMessageAlarmSeconds });
     expect(alarm('SolveTimeP95High')).toMatchObject({
       Threshold: 60_000,
@@ -246,10 +294,19 @@ describe('default stack', () => {
     expect(errorRate.Threshold).toBe(5);
     // Per solver request: errors over submissions + result requests, as the governor reads it.
     const errorRateMetrics = JSON.stringify(errorRate.Metrics);
-    for (const name of ['TransientErrors', 'TaskErrors', 'SolverSubmissions', 'ResultRequests']) expect(errorRateMetrics).toContain(name);
-    const expression = (errorRate.Metrics as Array<{ Expression?: string }>).find((m) => m.Expression !== undefined)?.Expression;
-    expect(expression).toBe('IF(FILL(submissions, 0) + FILL(results, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(results, 0)), 0)');
-    expect(alarm('GovernorSilent')).toMatchObject({ TreatMissingData: 'breaching', EvaluationPeriods: 3, DatapointsToAlarm: 3 });
+    for (const name of ['TransientErrors', 'TaskErrors', 'SolverSubmissions', 'ResultRequests'])
+      expect(errorRateMetrics).toContain(name);
+    const expression = (errorRate.Metrics as Array<{ Expression?: string }>).find(
+      (m) => m.Expression !== undefined,
+    )?.Expression;
+    expect(expression).toBe(
+      'IF(FILL(submissions, 0) + FILL(results, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(results, 0)), 0)',
+    );
+    expect(alarm('GovernorSilent')).toMatchObject({
+      TreatMissingData: 'breaching',
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+    });
     expect(alarm('GovernorErrors')).toMatchObject({ MetricName: 'Errors', Namespace: 'AWS/Lambda' });
     expect(alarm('ConsumerThrottled')).toMatchObject({ MetricName: 'Throttles', Namespace: 'AWS/Lambda' });
   });
@@ -257,7 +314,19 @@ describe('default stack', () => {
   it('draws the dashboard from the shared metric names', () => {
     const [, dashboard] = only(byType(s, 'AWS::CloudWatch::Dashboard'));
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
-    for (const name of ['SolveDuration', 'Solved', 'Failed', 'Rejected', 'ResultRequests', 'Ceiling', 'NeededThreads', 'Balance', 'Decision', 'ApproximateAgeOfOldestMessage', 'ConcurrentExecutions']) {
+    for (const name of [
+      'SolveDuration',
+      'Solved',
+      'Failed',
+      'Rejected',
+      'ResultRequests',
+      'Ceiling',
+      'NeededThreads',
+      'Balance',
+      'Decision',
+      'ApproximateAgeOfOldestMessage',
+      'ConcurrentExecutions',
+    ]) {
       expect(body).toContain(name);
     }
   });
@@ -265,7 +334,9 @@ describe('default stack', () => {
   it('prints what producers and operators need', () => {
     const outputs = s.template.toJSON().Outputs as Record<string, { Value: unknown }>;
     for (const key of Object.values(STACK_OUTPUTS)) expect(outputs[key], key).toBeDefined();
-    expect(JSON.stringify(outputs[STACK_OUTPUTS.sendTaskCommand]?.Value)).toContain('aws sqs send-message --queue-url ');
+    expect(JSON.stringify(outputs[STACK_OUTPUTS.sendTaskCommand]?.Value)).toContain(
+      'aws sqs send-message --queue-url ',
+    );
   });
 });
 
@@ -273,7 +344,13 @@ describe('stack with an imported secret, an alarm e-mail, a named plan and a des
   let s: Synthesized;
   beforeAll(() => {
     s = synthesizeFleet({
-      context: { planThreads: 'standard', alarmEmail: 'ops@example.com', solverKeySecretName: 'team/captcha-key', resultsRemoval: 'destroy', tasksPerInvocation: '2' },
+      context: {
+        planThreads: 'standard',
+        alarmEmail: 'ops@example.com',
+        solverKeySecretName: 'team/captcha-key',
+        resultsRemoval: 'destroy',
+        tasksPerInvocation: '2',
+      },
     });
   });
   afterAll(() => removeOutdir(s.outdir));
@@ -297,7 +374,9 @@ describe('stack with an imported secret, an alarm e-mail, a named plan and a des
 
   it('subscribes the e-mail and lets the table go with the stack', () => {
     s.template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
-    const results = byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.KeySchema[0].AttributeName === 'taskId');
+    const results = byType(s, 'AWS::DynamoDB::Table').filter(
+      ([, t]) => t.Properties.KeySchema[0].AttributeName === 'taskId',
+    );
     expect(only(results)[1].DeletionPolicy).toBe('Delete');
   });
 });
@@ -314,7 +393,8 @@ describe('validation at synth', () => {
   it('fails the synth on a CloudFormation validation error', () => {
     expect(() =>
       synthesizeFleet({
-        extend: (stack) => (stack.queues.normal.node.defaultChild as sqs.CfnQueue).addPropertyOverride('VisibilityTimeout', 99_999),
+        extend: (stack) =>
+          (stack.queues.normal.node.defaultChild as sqs.CfnQueue).addPropertyOverride('VisibilityTimeout', 99_999),
       }),
     ).toThrow(/CloudFormation Validate[\s\S]*VisibilityTimeout|VisibilityTimeout[\s\S]*CloudFormation Validate/);
   });

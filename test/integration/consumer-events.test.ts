@@ -15,7 +15,15 @@ import type { CompletionEvents, DeadLetter, DeliveredMessage, TaskQueue } from '
 import type { TaskResult } from '../../functions/core/results.js';
 import { SolverTaskError, TOKEN_TTL_MS } from '../../functions/core/solver-protocol.js';
 import { createConsumerHandler } from '../../functions/consumer/create-handler.js';
-import { deliver, lambdaContext, receive, sendMessage, startEmulatorFixture, toSqsEvent, type EmulatorFixture } from '../helpers/fleet-fixture.js';
+import {
+  deliver,
+  lambdaContext,
+  receive,
+  sendMessage,
+  startEmulatorFixture,
+  toSqsEvent,
+  type EmulatorFixture,
+} from '../helpers/fleet-fixture.js';
 import { captureLogs, captureMetrics, imageTask, recaptchaTask, ScriptedSolver } from '../helpers/factories.js';
 import type { TaskMessage } from '../../functions/core/task.js';
 
@@ -65,9 +73,19 @@ class FlakyDlqQueue implements TaskQueue {
 async function harness(options: { clock?: () => number } = {}) {
   const fleet = await fixture.createFleet({ solveDeadlineSeconds: 10, unsolvableResubmits: 0 });
   const solver = new ScriptedSolver();
-  const repository = new DynamoResultsRepository({ documents: fleet.clients.documents, tableName: fleet.resources.tables.results, ttlSeconds: fleet.settings.resultTtlSeconds });
+  const repository = new DynamoResultsRepository({
+    documents: fleet.clients.documents,
+    tableName: fleet.resources.tables.results,
+    ttlSeconds: fleet.settings.resultTtlSeconds,
+  });
   const events = new CheckingEvents(repository);
-  const queue = new FlakyDlqQueue(new SqsTaskQueue({ sqs: fleet.clients.sqs, dlqUrl: fleet.resources.queueUrls.dlq, sourceQueueUrls: [fleet.resources.queueUrls.normal, fleet.resources.queueUrls.high] }));
+  const queue = new FlakyDlqQueue(
+    new SqsTaskQueue({
+      sqs: fleet.clients.sqs,
+      dlqUrl: fleet.resources.queueUrls.dlq,
+      sourceQueueUrls: [fleet.resources.queueUrls.normal, fleet.resources.queueUrls.high],
+    }),
+  );
   const captured = captureMetrics(fleet.settings.metricsNamespace);
   const handler = createConsumerHandler({
     solver,
@@ -88,7 +106,8 @@ async function harness(options: { clock?: () => number } = {}) {
     events,
     queue,
     handler,
-    send: (task: TaskMessage | string) => sendMessage(fleet.clients, url, typeof task === 'string' ? task : JSON.stringify(task)),
+    send: (task: TaskMessage | string) =>
+      sendMessage(fleet.clients, url, typeof task === 'string' ? task : JSON.stringify(task)),
     deliver: () => deliver(fleet, handler),
     metricSum: (name: string) => captured.store.total(name).sum,
   };
@@ -99,15 +118,22 @@ describe('completion events from the consumer', () => {
     const h = await harness();
     const solvedTask = recaptchaTask();
     const failedTask = imageTask();
-    h.solver.script(failedTask.id as string, { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal', { taskId: failedTask.id as string, message: 'bad parameters' }) });
+    h.solver.script(failedTask.id as string, {
+      error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal', {
+        taskId: failedTask.id as string,
+        message: 'bad parameters',
+      }),
+    });
     await h.send(solvedTask);
     await h.send(failedTask);
     await h.deliver();
 
-    expect(h.events.published.map((e) => [e.taskId, e.status]).sort()).toEqual([
-      [failedTask.id, 'failed'],
-      [solvedTask.id, 'solved'],
-    ].sort());
+    expect(h.events.published.map((e) => [e.taskId, e.status]).sort()).toEqual(
+      [
+        [failedTask.id, 'failed'],
+        [solvedTask.id, 'solved'],
+      ].sort(),
+    );
     expect(h.events.recordStatusAtPublish.sort()).toEqual(['failed', 'solved']);
     expect(h.events.published.find((e) => e.status === 'failed')?.errorCode).toBe('ERROR_BAD_PARAMETERS');
     // The claim's fields never travel.
@@ -145,13 +171,19 @@ describe('completion events from the consumer', () => {
 
   it('a refused message with an id publishes one rejected event, even when the DLQ send fails and the message comes back', async () => {
     const h = await harness();
-    const body = JSON.stringify({ id: 'bad-ev-1', method: 'turnstile', params: { sitekey: '0x4AAAAAAADemoKey', pageurl: 'not-a-url' } });
+    const body = JSON.stringify({
+      id: 'bad-ev-1',
+      method: 'turnstile',
+      params: { sitekey: '0x4AAAAAAADemoKey', pageurl: 'not-a-url' },
+    });
     await h.send(body);
     h.queue.failDeadLetters = true;
     const first = await h.deliver();
     expect(first.failed).toHaveLength(1);
     // Published once the record was written, before the failing DLQ send.
-    expect(h.events.published.map((e) => [e.taskId, e.status, e.errorCode])).toEqual([['bad-ev-1', 'rejected', 'SCHEMA_VIOLATION']]);
+    expect(h.events.published.map((e) => [e.taskId, e.status, e.errorCode])).toEqual([
+      ['bad-ev-1', 'rejected', 'SCHEMA_VIOLATION'],
+    ]);
 
     h.queue.failDeadLetters = false;
     const second = await h.deliver();
@@ -171,8 +203,16 @@ describe('completion events from the consumer', () => {
     const captured = captureMetrics(fleet.settings.metricsNamespace);
     const handler = createConsumerHandler({
       solver: new ScriptedSolver(),
-      repository: new DynamoResultsRepository({ documents: fleet.clients.documents, tableName: fleet.resources.tables.results, ttlSeconds: 60 }),
-      queue: new SqsTaskQueue({ sqs: fleet.clients.sqs, dlqUrl: fleet.resources.queueUrls.dlq, sourceQueueUrls: [fleet.resources.queueUrls.normal] }),
+      repository: new DynamoResultsRepository({
+        documents: fleet.clients.documents,
+        tableName: fleet.resources.tables.results,
+        ttlSeconds: 60,
+      }),
+      queue: new SqsTaskQueue({
+        sqs: fleet.clients.sqs,
+        dlqUrl: fleet.resources.queueUrls.dlq,
+        sourceQueueUrls: [fleet.resources.queueUrls.normal],
+      }),
       metrics: captured.metrics,
       logger: logs.logger,
       settings: fleet.settings,
@@ -208,7 +248,12 @@ describe('token freshness in the consumer', () => {
     const id = task.id as string;
     // A first delivery claimed the task 10 minutes ago, submitted it, and died.
     const longAgo = Date.now() - 600_000;
-    const first = await h.repository.claim({ task: { ...task, id, priority: 'normal', submittedAt: longAgo } as never, claimToken: 'dead-holder', now: longAgo, leaseMs: 1_000 });
+    const first = await h.repository.claim({
+      task: { ...task, id, priority: 'normal', submittedAt: longAgo } as never,
+      claimToken: 'dead-holder',
+      now: longAgo,
+      leaseMs: 1_000,
+    });
     expect(first.outcome).toBe('claimed');
     expect(await h.repository.recordSolverId(id, 'dead-holder', 'old-captcha-7')).toBe(true);
 
@@ -223,12 +268,21 @@ describe('token freshness in the consumer', () => {
     expect(h.solver.callsOf(id)[0]?.resumeSolverId).toBe('old-captcha-7');
     expect(h.solver.submissionsOf(id)).toBe(0);
     const record = await h.repository.get(id, { consistent: true });
-    expect(record).toMatchObject({ status: 'solved', solverId: 'old-captcha-7', attempts: 2, tokenExpiresAt: longAgo + (TOKEN_TTL_MS.userrecaptcha as number) });
+    expect(record).toMatchObject({
+      status: 'solved',
+      solverId: 'old-captcha-7',
+      attempts: 2,
+      tokenExpiresAt: longAgo + (TOKEN_TTL_MS.userrecaptcha as number),
+    });
     expect(h.metricSum(METRICS.tokensStale)).toBe(1);
     expect(h.metricSum(METRICS.solved)).toBe(1);
 
     // The producer reports it stale and counts the stale delivery.
-    const producer = createProducer({ queueUrls: { normal: h.fleet.resources.queueUrls.normal }, table: h.fleet.resources.tables.results, clients: h.fleet.clients });
+    const producer = createProducer({
+      queueUrls: { normal: h.fleet.resources.queueUrls.normal },
+      table: h.fleet.resources.tables.results,
+      clients: h.fleet.clients,
+    });
     const got = await producer.get(id, { consistent: true });
     expect(got?.stale).toBe(true);
     expect(got?.tokenExpiresInMs).toBeLessThan(-400_000);

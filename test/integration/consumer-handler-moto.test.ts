@@ -33,7 +33,12 @@ describe.skipIf(!HAS_MOTO)('consumer Lambda entry (moto_server)', () => {
     const resources = await ensureFleetResources(clients, settings);
     fleet = { settings, resources, clients };
     const secrets = new SecretsManagerClient(baseClientConfig(endpoint, 'us-east-1'));
-    const secret = await secrets.send(new CreateSecretCommand({ Name: 'moto-consumer/solver-key', SecretString: JSON.stringify({ key: TEST_SOLVER_KEY }) }));
+    const secret = await secrets.send(
+      new CreateSecretCommand({
+        Name: 'moto-consumer/solver-key',
+        SecretString: JSON.stringify({ key: TEST_SOLVER_KEY }),
+      }),
+    );
     Object.assign(process.env, {
       [ENV.config]: JSON.stringify(config),
       [ENV.normalQueueUrl]: resources.queueUrls.normal,
@@ -59,7 +64,9 @@ describe.skipIf(!HAS_MOTO)('consumer Lambda entry (moto_server)', () => {
       return true;
     }) as typeof process.stdout.write;
     vi.resetModules();
-    const { handler } = (await import('../../functions/consumer/handler.js')) as { handler: (e: SQSEvent, c: Context) => Promise<SQSBatchResponse> };
+    const { handler } = (await import('../../functions/consumer/handler.js')) as {
+      handler: (e: SQSEvent, c: Context) => Promise<SQSBatchResponse>;
+    };
     const task = imageTask();
     await sendMessage(fleet.clients, fleet.resources.queueUrls.normal, JSON.stringify(task));
 
@@ -74,7 +81,9 @@ describe.skipIf(!HAS_MOTO)('consumer Lambda entry (moto_server)', () => {
     }
 
     expect(delivery.response).toEqual({ batchItemFailures: [] });
-    const record = await fleet.clients.documents.send(new GetCommand({ TableName: fleet.resources.tables.results, Key: { taskId: task.id } }));
+    const record = await fleet.clients.documents.send(
+      new GetCommand({ TableName: fleet.resources.tables.results, Key: { taskId: task.id } }),
+    );
     expect(record.Item, JSON.stringify({ ...record.Item, answer: undefined })).toMatchObject({ status: 'solved' });
     expect(String(record.Item?.answer ?? '').length).toBeGreaterThan(0);
     expect(simulator.stats()).toMatchObject({ accepted: 1 });

@@ -11,7 +11,11 @@ let repository: DynamoResultsRepository;
 beforeAll(async () => {
   fixture = await startEmulatorFixture();
   fleet = await fixture.createFleet({ resultTtlSeconds: 600 });
-  repository = new DynamoResultsRepository({ documents: fleet.clients.documents, tableName: fleet.resources.tables.results, ttlSeconds: 600 });
+  repository = new DynamoResultsRepository({
+    documents: fleet.clients.documents,
+    tableName: fleet.resources.tables.results,
+    ttlSeconds: 600,
+  });
 });
 
 afterAll(async () => {
@@ -30,7 +34,11 @@ describe('DynamoResultsRepository claims', () => {
     const now = Date.now();
 
     const first = await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 10_000 });
-    expect(first).toMatchObject({ outcome: 'claimed', takenOver: false, record: { status: 'solving', attempts: 1, claimToken: 'a', leaseUntil: now + 10_000 } });
+    expect(first).toMatchObject({
+      outcome: 'claimed',
+      takenOver: false,
+      record: { status: 'solving', attempts: 1, claimToken: 'a', leaseUntil: now + 10_000 },
+    });
     expect(first.outcome === 'claimed' && first.record.expiresAt).toBe(Math.floor(now / 1000) + 600);
     expect(await repository.recordSolverId(t.id, 'a', 'sid-1')).toBe(true);
 
@@ -39,7 +47,12 @@ describe('DynamoResultsRepository claims', () => {
 
     const later = now + 10_001;
     const takeover = await repository.claim({ task: t, claimToken: 'c', now: later, leaseMs: 10_000 });
-    expect(takeover).toMatchObject({ outcome: 'claimed', takenOver: true, previousSolverId: 'sid-1', record: { attempts: 2, claimToken: 'c' } });
+    expect(takeover).toMatchObject({
+      outcome: 'claimed',
+      takenOver: true,
+      previousSolverId: 'sid-1',
+      record: { attempts: 2, claimToken: 'c' },
+    });
 
     // The first delivery's claim is gone: its writes are refused.
     expect(await repository.recordSolverId(t.id, 'a', 'sid-2')).toBe(false);
@@ -52,9 +65,19 @@ describe('DynamoResultsRepository claims', () => {
     const now = Date.now();
     await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 10_000 });
 
-    expect(await repository.complete(t.id, 'a', { status: 'solved', answer: 'tok', solverId: 'sid', completedAt: now + 5 })).toBe(true);
+    expect(
+      await repository.complete(t.id, 'a', { status: 'solved', answer: 'tok', solverId: 'sid', completedAt: now + 5 }),
+    ).toBe(true);
     const record = await repository.get(t.id, { consistent: true });
-    expect(record).toMatchObject({ taskId: t.id, status: 'solved', answer: 'tok', attempts: 1, method: 'userrecaptcha', priority: 'normal', submittedAt: 1_000 });
+    expect(record).toMatchObject({
+      taskId: t.id,
+      status: 'solved',
+      answer: 'tok',
+      attempts: 1,
+      method: 'userrecaptcha',
+      priority: 'normal',
+      submittedAt: 1_000,
+    });
     expect(record?.claimToken).toBeUndefined();
     expect(record?.leaseUntil).toBeUndefined();
 
@@ -69,16 +92,28 @@ describe('DynamoResultsRepository claims', () => {
     await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 60_000 });
     await repository.recordSolverId(t.id, 'a', 'sid-9');
     await repository.release(t.id, 'b'); // not the holder: no effect
-    expect(await repository.claim({ task: t, claimToken: 'b', now: now + 1, leaseMs: 60_000 })).toMatchObject({ outcome: 'held' });
+    expect(await repository.claim({ task: t, claimToken: 'b', now: now + 1, leaseMs: 60_000 })).toMatchObject({
+      outcome: 'held',
+    });
 
     await repository.release(t.id, 'a');
     const next = await repository.claim({ task: t, claimToken: 'b', now: now + 2, leaseMs: 60_000 });
-    expect(next).toMatchObject({ outcome: 'claimed', takenOver: true, previousSolverId: 'sid-9', record: { attempts: 2 } });
+    expect(next).toMatchObject({
+      outcome: 'claimed',
+      takenOver: true,
+      previousSolverId: 'sid-9',
+      record: { attempts: 2 },
+    });
   });
 
   it('writes a rejected record only when no record exists', async () => {
     const t = task();
-    await repository.reject('rejected-1', { errorCode: 'SCHEMA_VIOLATION', errorMessage: 'params.pageurl: required', method: 'hcaptcha', completedAt: 5_000 });
+    await repository.reject('rejected-1', {
+      errorCode: 'SCHEMA_VIOLATION',
+      errorMessage: 'params.pageurl: required',
+      method: 'hcaptcha',
+      completedAt: 5_000,
+    });
     expect(await repository.get('rejected-1')).toEqual({
       taskId: 'rejected-1',
       status: 'rejected',

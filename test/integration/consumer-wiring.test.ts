@@ -50,11 +50,15 @@ describe('createConsumerFromEnvironment', () => {
     expect(high.response).toEqual({ batchItemFailures: [] });
     expect(normal.response).toEqual({ batchItemFailures: [] });
     expect(solver.callsOf(task.id as string)).toHaveLength(1);
-    const record = await fleet.clients.documents.send(new GetCommand({ TableName: fleet.resources.tables.results, Key: { taskId: task.id } }));
+    const record = await fleet.clients.documents.send(
+      new GetCommand({ TableName: fleet.resources.tables.results, Key: { taskId: task.id } }),
+    );
     expect(record.Item).toMatchObject({ status: 'solved' });
     const dead = await receive(fleet.clients, fleet.resources.queueUrls.dlq);
     expect(dead.map((m) => m.MessageAttributes?.reason?.StringValue)).toEqual(['MALFORMED_JSON']);
-    expect(documents.every((d) => d._aws.CloudWatchMetrics[0]?.Namespace === fleet.settings.metricsNamespace)).toBe(true);
+    expect(documents.every((d) => d._aws.CloudWatchMetrics[0]?.Namespace === fleet.settings.metricsNamespace)).toBe(
+      true,
+    );
     expect(documents.some((d) => METRICS.solved in d)).toBe(true);
   });
 });

@@ -3,7 +3,15 @@ import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { METRICS } from '../../functions/core/metric-names.js';
-import type { DeadLetter, DeliveredMessage, ResultsRepository, SolveOptions, SolveOutcome, SolverAnswer, TaskQueue } from '../../functions/core/ports.js';
+import type {
+  DeadLetter,
+  DeliveredMessage,
+  ResultsRepository,
+  SolveOptions,
+  SolveOutcome,
+  SolverAnswer,
+  TaskQueue,
+} from '../../functions/core/ports.js';
 import type { FleetConfig } from '../../functions/core/settings.js';
 import {
   SolverAccountError,
@@ -28,7 +36,16 @@ import {
   type EmulatorFixture,
   type TestFleet,
 } from '../helpers/fleet-fixture.js';
-import { captureLogs, captureMetrics, imageTask, recaptchaTask, ScriptedSolver, taskId, TEST_SOLVER_KEY, type SolverStep } from '../helpers/factories.js';
+import {
+  captureLogs,
+  captureMetrics,
+  imageTask,
+  recaptchaTask,
+  ScriptedSolver,
+  taskId,
+  TEST_SOLVER_KEY,
+  type SolverStep,
+} from '../helpers/factories.js';
 
 let fixture: EmulatorFixture;
 let logs: ReturnType<typeof captureLogs>;
@@ -98,7 +115,8 @@ class AnsweringSolver extends ScriptedSolver {
       onSubmitted: async (solverId) => {
         submitted = true;
         if (!step.answers) {
-          for (let i = 0; i < (step.retries?.overCap ?? 0); i += 1) emit({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+          for (let i = 0; i < (step.retries?.overCap ?? 0); i += 1)
+            emit({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
           emit({ request: 'submit', outcome: 'accepted' });
         }
         await options.onSubmitted?.(solverId);
@@ -109,7 +127,8 @@ class AnsweringSolver extends ScriptedSolver {
       if (!step.answers) {
         const transient = step.retries?.transient ?? 0;
         for (let i = 0; i < transient; i += 1) emit({ request: 'result', outcome: 'transient', code: 'HTTP_502' });
-        for (let i = transient + 1; i < outcome.resultRequests; i += 1) emit({ request: 'result', outcome: 'not_ready', code: 'CAPCHA_NOT_READY' });
+        for (let i = transient + 1; i < outcome.resultRequests; i += 1)
+          emit({ request: 'result', outcome: 'not_ready', code: 'CAPCHA_NOT_READY' });
         emit({ request: 'result', outcome: 'answered' });
       }
       return outcome;
@@ -131,7 +150,10 @@ const FAST: Partial<ConsumerTiming> = {
   accountRetryMaxSeconds: 30,
 };
 
-async function harness(config: FleetConfig = {}, options: { timing?: Partial<ConsumerTiming>; wrapRepository?: (inner: ResultsRepository) => ResultsRepository } = {}) {
+async function harness(
+  config: FleetConfig = {},
+  options: { timing?: Partial<ConsumerTiming>; wrapRepository?: (inner: ResultsRepository) => ResultsRepository } = {},
+) {
   const fleet: TestFleet = await fixture.createFleet({ unsolvableResubmits: 2, solveDeadlineSeconds: 10, ...config });
   const solver = new AnsweringSolver();
   const repository = new DynamoResultsRepository({
@@ -140,7 +162,11 @@ async function harness(config: FleetConfig = {}, options: { timing?: Partial<Con
     ttlSeconds: fleet.settings.resultTtlSeconds,
   });
   const queue = new RecordingQueue(
-    new SqsTaskQueue({ sqs: fleet.clients.sqs, dlqUrl: fleet.resources.queueUrls.dlq, sourceQueueUrls: [fleet.resources.queueUrls.normal, fleet.resources.queueUrls.high] }),
+    new SqsTaskQueue({
+      sqs: fleet.clients.sqs,
+      dlqUrl: fleet.resources.queueUrls.dlq,
+      sourceQueueUrls: [fleet.resources.queueUrls.normal, fleet.resources.queueUrls.high],
+    }),
   );
   const captured = captureMetrics(fleet.settings.metricsNamespace);
   const handler = createConsumerHandler({
@@ -170,7 +196,9 @@ async function harness(config: FleetConfig = {}, options: { timing?: Partial<Con
     depth: () => queueDepth(fleet.clients, url),
     /** What SQS does when a visibility timeout ends: the message becomes receivable again. */
     async expireVisibility(receiptHandle: string): Promise<void> {
-      await fleet.clients.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: receiptHandle, VisibilityTimeout: 0 }));
+      await fleet.clients.sqs.send(
+        new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: receiptHandle, VisibilityTimeout: 0 }),
+      );
     },
     metricSum: (name: string, dimensions?: Record<string, string>) => captured.store.total(name, dimensions).sum,
   };
@@ -215,10 +243,20 @@ describe('refused messages', () => {
     expect(byReason.get('SCHEMA_VIOLATION')?.MessageAttributes?.reasonDetail?.StringValue).toContain('pageurl');
     expect(byReason.get('UNKNOWN_METHOD')?.MessageAttributes?.reasonDetail?.StringValue).toContain('recaptcha_v9');
     expect(byReason.get('TOO_LARGE')?.Body).toBe(big);
-    for (const message of dead) expect(message.MessageAttributes?.sourceQueue?.StringValue).toBe(h.fleet.settings.queueNames.normal);
+    for (const message of dead)
+      expect(message.MessageAttributes?.sourceQueue?.StringValue).toBe(h.fleet.settings.queueNames.normal);
 
-    expect(await h.record('bad-schema')).toMatchObject({ status: 'rejected', errorCode: 'SCHEMA_VIOLATION', method: 'hcaptcha', attempts: 0 });
-    expect(await h.record('bad-method')).toMatchObject({ status: 'rejected', errorCode: 'UNKNOWN_METHOD', method: 'recaptcha_v9' });
+    expect(await h.record('bad-schema')).toMatchObject({
+      status: 'rejected',
+      errorCode: 'SCHEMA_VIOLATION',
+      method: 'hcaptcha',
+      attempts: 0,
+    });
+    expect(await h.record('bad-method')).toMatchObject({
+      status: 'rejected',
+      errorCode: 'UNKNOWN_METHOD',
+      method: 'recaptcha_v9',
+    });
     expect(await h.record('big-1')).toMatchObject({ status: 'rejected', errorCode: 'TOO_LARGE' });
     expect(await h.record('broken-1')).toMatchObject({ status: 'rejected', errorCode: 'MALFORMED_JSON' });
     expect(await h.record(good.id as string)).toMatchObject({ status: 'solved' });
@@ -294,7 +332,12 @@ describe('claims and duplicate deliveries', () => {
     expect(delivery.acknowledged).toHaveLength(1);
     expect(h.solver.callsOf(parsed.id)).toMatchObject([{ resumeSolverId: 'sid-old', submittedId: undefined }]);
     expect(h.solver.submissionsOf(parsed.id)).toBe(0);
-    expect(await h.record(parsed.id)).toMatchObject({ status: 'solved', attempts: 2, solverId: 'sid-old', answer: `answer-${parsed.id}` });
+    expect(await h.record(parsed.id)).toMatchObject({
+      status: 'solved',
+      attempts: 2,
+      solverId: 'sid-old',
+      answer: `answer-${parsed.id}`,
+    });
   });
 
   it('submits afresh when the resumed solver id is unknown to the solver', async () => {
@@ -310,7 +353,10 @@ describe('claims and duplicate deliveries', () => {
     await h.deliver();
 
     expect(h.solver.callsOf(parsed.id).map((c) => c.resumeSolverId)).toEqual(['sid-gone', undefined]);
-    expect(await h.record(parsed.id)).toMatchObject({ status: 'solved', solverId: h.solver.submissions.get(parsed.id)?.[0] });
+    expect(await h.record(parsed.id)).toMatchObject({
+      status: 'solved',
+      solverId: h.solver.submissions.get(parsed.id)?.[0],
+    });
   });
 });
 
@@ -325,7 +371,13 @@ describe('solver outcomes', () => {
 
     expect(delivery.acknowledged).toHaveLength(1);
     const record = await h.record(task.id as string);
-    expect(record).toMatchObject({ status: 'solved', method: 'userrecaptcha', priority: 'normal', attempts: 1, answer: `answer-${task.id}` });
+    expect(record).toMatchObject({
+      status: 'solved',
+      method: 'userrecaptcha',
+      priority: 'normal',
+      attempts: 1,
+      answer: `answer-${task.id}`,
+    });
     const answeredAt = (record?.tokenExpiresAt ?? 0) - (TOKEN_TTL_MS.userrecaptcha ?? 0);
     expect(record?.completedAt ?? 0).toBeGreaterThanOrEqual(answeredAt);
     expect((record?.completedAt ?? 0) - answeredAt).toBeLessThan(1_000);
@@ -354,7 +406,9 @@ describe('solver outcomes', () => {
     const h = await harness();
     const task = recaptchaTask();
     h.solver.script(task.id as string, {
-      error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal', { message: `in.php?key=${TEST_SOLVER_KEY}&method=userrecaptcha answered ERROR_BAD_PARAMETERS` }),
+      error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal', {
+        message: `in.php?key=${TEST_SOLVER_KEY}&method=userrecaptcha answered ERROR_BAD_PARAMETERS`,
+      }),
     });
     await h.send(task);
 
@@ -382,7 +436,10 @@ describe('solver outcomes', () => {
     await h.deliver({ max: 2 });
 
     expect(h.solver.submissionsOf(failing.id as string)).toBe(3);
-    expect(await h.record(failing.id as string)).toMatchObject({ status: 'failed', errorCode: 'ERROR_CAPTCHA_UNSOLVABLE' });
+    expect(await h.record(failing.id as string)).toMatchObject({
+      status: 'failed',
+      errorCode: 'ERROR_CAPTCHA_UNSOLVABLE',
+    });
     expect(h.solver.submissionsOf(recovering.id as string)).toBe(3);
     expect(await h.record(recovering.id as string)).toMatchObject({ status: 'solved', answer: 'recovered-answer' });
     expect(h.metricSum(METRICS.failed, { ErrorCode: 'ERROR_CAPTCHA_UNSOLVABLE' })).toBe(1);
@@ -400,7 +457,12 @@ describe('solver outcomes', () => {
     const overCap: SolverAnswer = { request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' };
     // Task-terminal answer on the third result request.
     h.solver.script(failing.id as string, {
-      answers: [{ request: 'submit', outcome: 'accepted' }, notReady, notReady, { request: 'result', outcome: 'task_terminal', code: 'ERROR_BAD_DUPLICATES' }],
+      answers: [
+        { request: 'submit', outcome: 'accepted' },
+        notReady,
+        notReady,
+        { request: 'result', outcome: 'task_terminal', code: 'ERROR_BAD_DUPLICATES' },
+      ],
       error: new SolverTaskError('ERROR_BAD_DUPLICATES', 'task_terminal'),
     });
     // One not-ready poll, then four transient failures in a row: handed back.
@@ -410,7 +472,10 @@ describe('solver outcomes', () => {
       stage: 'poll',
     });
     // Four over-cap answers to in.php, the last one not retried: handed back.
-    h.solver.script(refused.id as string, { answers: [overCap, overCap, overCap, overCap], error: new SolverOverCapError('ERROR_NO_SLOT_AVAILABLE', 'over_cap') });
+    h.solver.script(refused.id as string, {
+      answers: [overCap, overCap, overCap, overCap],
+      error: new SolverOverCapError('ERROR_NO_SLOT_AVAILABLE', 'over_cap'),
+    });
     for (const task of [failing, flaky, refused]) await h.send(task);
 
     await h.deliver({ max: 3 });
@@ -429,13 +494,25 @@ describe('solver outcomes', () => {
     const h = await harness();
     const task = imageTask();
     const overCap: SolverAnswer = { request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' };
-    h.solver.script(task.id as string, { answers: [overCap, overCap, { request: 'submit', outcome: 'accepted' }, { request: 'result', outcome: 'answered' }], delayMs: 600 });
+    h.solver.script(task.id as string, {
+      answers: [
+        overCap,
+        overCap,
+        { request: 'submit', outcome: 'accepted' },
+        { request: 'result', outcome: 'answered' },
+      ],
+      delayMs: 600,
+    });
     await h.send(task);
 
     const delivery = h.deliver();
-    const overCapDocuments = () => h.documents.filter((document) => document._aws.CloudWatchMetrics[0]?.Metrics.some((metric) => metric.Name === METRICS.overCapAnswers));
+    const overCapDocuments = () =>
+      h.documents.filter((document) =>
+        document._aws.CloudWatchMetrics[0]?.Metrics.some((metric) => metric.Name === METRICS.overCapAnswers),
+      );
     const seenBy = Date.now() + 500;
-    while (overCapDocuments().length < 2 && Date.now() < seenBy) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (overCapDocuments().length < 2 && Date.now() < seenBy)
+      await new Promise((resolve) => setTimeout(resolve, 10));
 
     // Seen before the solve ended: still in flight, nothing solved yet.
     expect(overCapDocuments()).toHaveLength(2);
@@ -480,7 +557,9 @@ describe('solver outcomes', () => {
     const h = await harness({}, { timing: { retryBaseSeconds: 2, retryMaxSeconds: 8 } });
     const task = imageTask();
     const transient = () => ({
-      error: new SolverTransientError('ERROR_SERVER_ERROR', 'transient', { message: `GET https://ocr.captchaai.com/res.php?key=${TEST_SOLVER_KEY}&action=get failed: 502` }),
+      error: new SolverTransientError('ERROR_SERVER_ERROR', 'transient', {
+        message: `GET https://ocr.captchaai.com/res.php?key=${TEST_SOLVER_KEY}&action=get failed: 502`,
+      }),
     });
     h.solver.script(task.id as string, transient(), transient(), transient(), transient());
     await h.send(task);
@@ -586,21 +665,24 @@ describe('batches', () => {
 
   it('reports only the record whose write failed; its redelivery resumes the submission and solves it once', async () => {
     let failNext = '';
-    const h = await harness({}, {
-      wrapRepository: (inner) =>
-        new Proxy(inner, {
-          get(target, property, receiver) {
-            if (property !== 'complete') return Reflect.get(target, property, receiver);
-            return async (...args: Parameters<ResultsRepository['complete']>) => {
-              if (args[0] === failNext) {
-                failNext = '';
-                throw new Error('socket hang up');
-              }
-              return target.complete(...args);
-            };
-          },
-        }),
-    });
+    const h = await harness(
+      {},
+      {
+        wrapRepository: (inner) =>
+          new Proxy(inner, {
+            get(target, property, receiver) {
+              if (property !== 'complete') return Reflect.get(target, property, receiver);
+              return async (...args: Parameters<ResultsRepository['complete']>) => {
+                if (args[0] === failNext) {
+                  failNext = '';
+                  throw new Error('socket hang up');
+                }
+                return target.complete(...args);
+              };
+            },
+          }),
+      },
+    );
     const tasks = [imageTask(), imageTask(), imageTask()];
     const ids: string[] = [];
     for (const task of tasks) ids.push(await h.send(task));
@@ -618,22 +700,27 @@ describe('batches', () => {
       expect(await h.record(task.id as string)).toMatchObject({ status: 'solved' });
       expect(h.solver.submissionsOf(task.id as string)).toBe(1);
     }
-    expect(h.solver.callsOf(tasks[1]?.id as string)[1]?.resumeSolverId).toBe(h.solver.submissions.get(tasks[1]?.id as string)?.[0]);
+    expect(h.solver.callsOf(tasks[1]?.id as string)[1]?.resumeSolverId).toBe(
+      h.solver.submissions.get(tasks[1]?.id as string)?.[0],
+    );
     expect(await h.depth()).toEqual({ visible: 0, inFlight: 0 });
   });
 
   it('keeps polling a paid submission when its solver id cannot be recorded, and solves the task once', async () => {
-    const h = await harness({}, {
-      wrapRepository: (inner) =>
-        new Proxy(inner, {
-          get(target, property, receiver) {
-            if (property !== 'recordSolverId') return Reflect.get(target, property, receiver);
-            return async () => {
-              throw new Error('ProvisionedThroughputExceededException');
-            };
-          },
-        }),
-    });
+    const h = await harness(
+      {},
+      {
+        wrapRepository: (inner) =>
+          new Proxy(inner, {
+            get(target, property, receiver) {
+              if (property !== 'recordSolverId') return Reflect.get(target, property, receiver);
+              return async () => {
+                throw new Error('ProvisionedThroughputExceededException');
+              };
+            },
+          }),
+      },
+    );
     const task = imageTask();
     await h.send(task);
 
@@ -646,24 +733,31 @@ describe('batches', () => {
 
   it('releases the claim when writing a failed result itself fails, so the redelivery records it without waiting for the lease', async () => {
     let failWrites = 1;
-    const h = await harness({}, {
-      wrapRepository: (inner) =>
-        new Proxy(inner, {
-          get(target, property, receiver) {
-            if (property !== 'complete') return Reflect.get(target, property, receiver);
-            return async (...args: Parameters<ResultsRepository['complete']>) => {
-              if (failWrites > 0) {
-                failWrites--;
-                throw new Error('ProvisionedThroughputExceededException');
-              }
-              return target.complete(...args);
-            };
-          },
-        }),
-    });
+    const h = await harness(
+      {},
+      {
+        wrapRepository: (inner) =>
+          new Proxy(inner, {
+            get(target, property, receiver) {
+              if (property !== 'complete') return Reflect.get(target, property, receiver);
+              return async (...args: Parameters<ResultsRepository['complete']>) => {
+                if (failWrites > 0) {
+                  failWrites--;
+                  throw new Error('ProvisionedThroughputExceededException');
+                }
+                return target.complete(...args);
+              };
+            },
+          }),
+      },
+    );
     const task = imageTask();
     await h.send(task);
-    h.solver.script(task.id as string, { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal') }, { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal') });
+    h.solver.script(
+      task.id as string,
+      { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal') },
+      { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal') },
+    );
 
     const first = await h.deliver({ max: 1 });
     expect(first.response.batchItemFailures).toHaveLength(1);
@@ -679,21 +773,24 @@ describe('batches', () => {
     // Prepare: complete() of one task never returns, as if the environment died there.
     let dieOn = '';
     let died = false;
-    const h = await harness({}, {
-      wrapRepository: (inner) =>
-        new Proxy(inner, {
-          get(target, property, receiver) {
-            if (property !== 'complete') return Reflect.get(target, property, receiver);
-            return (...args: Parameters<ResultsRepository['complete']>) => {
-              if (args[0] === dieOn) {
-                died = true;
-                return new Promise<boolean>(() => undefined);
-              }
-              return target.complete(...args);
-            };
-          },
-        }),
-    });
+    const h = await harness(
+      {},
+      {
+        wrapRepository: (inner) =>
+          new Proxy(inner, {
+            get(target, property, receiver) {
+              if (property !== 'complete') return Reflect.get(target, property, receiver);
+              return (...args: Parameters<ResultsRepository['complete']>) => {
+                if (args[0] === dieOn) {
+                  died = true;
+                  return new Promise<boolean>(() => undefined);
+                }
+                return target.complete(...args);
+              };
+            },
+          }),
+      },
+    );
     const tasks = [imageTask(), recaptchaTask(), imageTask()];
     for (const task of tasks) await h.send(task);
     dieOn = tasks[1]?.id as string;
@@ -702,7 +799,16 @@ describe('batches', () => {
 
     // Act: the invocation never returns; nothing is deleted.
     void h.handler(toSqsEvent(messages, h.fleet.resources.queueArns.normal, h.fleet.clients.region), lambdaContext());
-    for (let i = 0; i < 100 && !(died && (await h.record(tasks[2]?.id as string))?.status === 'solved' && (await h.record(tasks[0]?.id as string))?.status === 'solved'); i++) {
+    for (
+      let i = 0;
+      i < 100 &&
+      !(
+        died &&
+        (await h.record(tasks[2]?.id as string))?.status === 'solved' &&
+        (await h.record(tasks[0]?.id as string))?.status === 'solved'
+      );
+      i++
+    ) {
       await sleep(10);
     }
     expect(died).toBe(true);
@@ -728,23 +834,31 @@ describe('batches', () => {
 
   it('acknowledges when the claim was lost but another delivery recorded the result, and retries when none did yet', async () => {
     let interfere: 'finish' | 'claim' | undefined;
-    const h = await harness({}, {
-      wrapRepository: (inner) =>
-        new Proxy(inner, {
-          get(target, property, receiver) {
-            if (property !== 'complete') return Reflect.get(target, property, receiver);
-            return async (...args: Parameters<ResultsRepository['complete']>) => {
-              const [id] = args;
-              const record = await target.get(id, { consistent: true });
-              // Another delivery takes the claim over (its lease looked expired to it).
-              const task = { id, method: 'base64', params: {}, priority: 'normal', submittedAt: 1 } as never;
-              await target.claim({ task, claimToken: 'rival', now: (record?.leaseUntil ?? 0) + 1, leaseMs: 60_000 });
-              if (interfere === 'finish') await target.complete(id, 'rival', { status: 'solved', answer: 'rival-answer', completedAt: Date.now() });
-              return target.complete(...args);
-            };
-          },
-        }),
-    });
+    const h = await harness(
+      {},
+      {
+        wrapRepository: (inner) =>
+          new Proxy(inner, {
+            get(target, property, receiver) {
+              if (property !== 'complete') return Reflect.get(target, property, receiver);
+              return async (...args: Parameters<ResultsRepository['complete']>) => {
+                const [id] = args;
+                const record = await target.get(id, { consistent: true });
+                // Another delivery takes the claim over (its lease looked expired to it).
+                const task = { id, method: 'base64', params: {}, priority: 'normal', submittedAt: 1 } as never;
+                await target.claim({ task, claimToken: 'rival', now: (record?.leaseUntil ?? 0) + 1, leaseMs: 60_000 });
+                if (interfere === 'finish')
+                  await target.complete(id, 'rival', {
+                    status: 'solved',
+                    answer: 'rival-answer',
+                    completedAt: Date.now(),
+                  });
+                return target.complete(...args);
+              };
+            },
+          }),
+      },
+    );
     answersGiven.push('rival-answer');
     const finished = imageTask();
     const pending = imageTask();
@@ -773,6 +887,14 @@ it('puts the task id on every log line of a record', async () => {
   await h.send(task);
   await h.deliver();
   const lines = logs.entries().filter((entry) => entry.taskId === task.id);
-  expect(lines.map((entry) => entry.message)).toEqual(expect.arrayContaining(['submitted to the solver', 'task solved']));
-  for (const line of lines) expect(line).toMatchObject({ service: 'consumer', method: 'userrecaptcha', requestId: expect.any(String), messageId: expect.any(String) });
+  expect(lines.map((entry) => entry.message)).toEqual(
+    expect.arrayContaining(['submitted to the solver', 'task solved']),
+  );
+  for (const line of lines)
+    expect(line).toMatchObject({
+      service: 'consumer',
+      method: 'userrecaptcha',
+      requestId: expect.any(String),
+      messageId: expect.any(String),
+    });
 });

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { GetQueueAttributesCommand, PurgeQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  GetQueueAttributesCommand,
+  PurgeQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { startEmulators, type Emulators } from '../../local/emulators.js';
 import { ensureFleetResources, type FleetResources } from '../../local/resources.js';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
@@ -12,15 +17,30 @@ let resources: FleetResources;
 let target: RedriveTarget;
 
 const task = (id: string, priority?: 'high') =>
-  JSON.stringify({ id, method: 'turnstile', params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://shop.example/' }, ...(priority ? { priority } : {}) });
+  JSON.stringify({
+    id,
+    method: 'turnstile',
+    params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://shop.example/' },
+    ...(priority ? { priority } : {}),
+  });
 
 async function depth(url: string): Promise<number> {
-  const out = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-  return Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) + Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+  const out = await clients.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(out.Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
 }
 
 async function bodies(url: string): Promise<string[]> {
-  const out = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 0 }));
+  const out = await clients.sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 0 }),
+  );
   return (out.Messages ?? []).map((m) => m.Body ?? '');
 }
 
@@ -28,7 +48,13 @@ beforeAll(async () => {
   emulators = await startEmulators();
   clients = createAwsClients({ sqsEndpoint: emulators.sqsEndpoint, dynamoEndpoint: emulators.dynamoEndpoint });
   resources = await ensureFleetResources(clients, resolveSettings({ prefix: 'redrive-test' }));
-  target = { sqs: clients.sqs, dlqUrl: resources.queueUrls.dlq, dlqArn: resources.queueArns.dlq, queueUrls: resources.queueUrls, native: false };
+  target = {
+    sqs: clients.sqs,
+    dlqUrl: resources.queueUrls.dlq,
+    dlqArn: resources.queueArns.dlq,
+    queueUrls: resources.queueUrls,
+    native: false,
+  };
 });
 
 afterAll(async () => {
@@ -36,14 +62,18 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  for (const url of Object.values(resources.queueUrls)) await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+  for (const url of Object.values(resources.queueUrls))
+    await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
   const dlq = resources.queueUrls.dlq;
   const refused = (body: string, reason: string) =>
     clients.sqs.send(
       new SendMessageCommand({
         QueueUrl: dlq,
         MessageBody: body,
-        MessageAttributes: { reason: { DataType: 'String', StringValue: reason }, reasonDetail: { DataType: 'String', StringValue: `${reason} detail` } },
+        MessageAttributes: {
+          reason: { DataType: 'String', StringValue: reason },
+          reasonDetail: { DataType: 'String', StringValue: `${reason} detail` },
+        },
       }),
     );
   await refused('{not json', 'MALFORMED_JSON');
@@ -94,7 +124,10 @@ describe('DLQ redrive', () => {
         return clients.sqs.send(command as never);
       },
     };
-    const report = await redrive({ ...target, sqs: sqs as never, native: true }, { dryRun: false, includeRejected: true });
+    const report = await redrive(
+      { ...target, sqs: sqs as never, native: true },
+      { dryRun: false, includeRejected: true },
+    );
     expect(report).toMatchObject({ strategy: 'native', moved: 4, taskHandle: 'handle-1' });
     expect(started).toEqual([{ SourceArn: resources.queueArns.dlq }]);
     // The native task does the moving; nothing was copied by hand.

@@ -24,7 +24,13 @@ afterAll(async () => {
   await emulators?.stop();
 });
 
-const sources = () => ({ sqs: clients.sqs, documents: clients.documents, queueUrls: resources.queueUrls, tables: resources.tables, clock: () => NOW });
+const sources = () => ({
+  sqs: clients.sqs,
+  documents: clients.documents,
+  queueUrls: resources.queueUrls,
+  tables: resources.tables,
+  clock: () => NOW,
+});
 
 describe('fleet status', () => {
   it('says what it does not know instead of showing zeros on a fresh fleet', async () => {
@@ -39,7 +45,10 @@ describe('fleet status', () => {
   });
 
   it('shows backlog per lane, the DLQ, the last decision, balance and recent solves', async () => {
-    for (let i = 0; i < 3; i++) await clients.sqs.send(new SendMessageCommand({ QueueUrl: resources.queueUrls.normal, MessageBody: `{"n":${i}}` }));
+    for (let i = 0; i < 3; i++)
+      await clients.sqs.send(
+        new SendMessageCommand({ QueueUrl: resources.queueUrls.normal, MessageBody: `{"n":${i}}` }),
+      );
     await clients.sqs.send(new SendMessageCommand({ QueueUrl: resources.queueUrls.high, MessageBody: '{}' }));
     await clients.sqs.send(new SendMessageCommand({ QueueUrl: resources.queueUrls.dlq, MessageBody: '{}' }));
     await clients.documents.send(
@@ -67,7 +76,12 @@ describe('fleet status', () => {
       }),
     );
     const put = (taskId: string, status: string, completedAt: number, solveMs?: number) =>
-      clients.documents.send(new PutCommand({ TableName: resources.tables.results, Item: { taskId, status, completedAt, solveMs, attempts: 1, expiresAt: 0 } }));
+      clients.documents.send(
+        new PutCommand({
+          TableName: resources.tables.results,
+          Item: { taskId, status, completedAt, solveMs, attempts: 1, expiresAt: 0 },
+        }),
+      );
     for (let i = 1; i <= 20; i++) await put(`s${i}`, 'solved', NOW - 1_000, i * 1_000);
     await put('f1', 'failed', NOW - 2_000);
     await put('old', 'solved', NOW - 60 * 60_000, 999_000);

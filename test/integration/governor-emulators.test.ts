@@ -28,7 +28,9 @@ afterAll(async () => {
 
 async function send(queueUrl: string, count: number, delaySeconds = 0) {
   for (let i = 0; i < count; i++) {
-    await fixture.clients.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ i }), DelaySeconds: delaySeconds }));
+    await fixture.clients.sqs.send(
+      new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify({ i }), DelaySeconds: delaySeconds }),
+    );
   }
 }
 
@@ -38,7 +40,13 @@ describe('queue signals on the SQS emulator', () => {
     const f = await fixture.createFleet();
     await send(f.resources.queueUrls.normal, 5);
     await send(f.resources.queueUrls.normal, 2, 60);
-    await fixture.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.resources.queueUrls.normal, MaxNumberOfMessages: 2, VisibilityTimeout: 60 }));
+    await fixture.clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: f.resources.queueUrls.normal,
+        MaxNumberOfMessages: 2,
+        VisibilityTimeout: 60,
+      }),
+    );
     const reader = createQueueSignals({ sqs: fixture.clients.sqs, queueUrls: f.resources.queueUrls, clock: () => 42 });
     // Act
     const reading = await reader.read();
@@ -63,7 +71,10 @@ describe('queue signals on the SQS emulator', () => {
 
 describe('governor state on the DynamoDB emulator', () => {
   it('round-trips the state and refuses a stale writer', async () => {
-    const store = createDynamoGovernorState({ documents: fixture.clients.documents, tableName: fleet.resources.tables.governor });
+    const store = createDynamoGovernorState({
+      documents: fixture.clients.documents,
+      tableName: fleet.resources.tables.governor,
+    });
     const config = governorConfigFrom(fleet.settings);
     expect(await store.load()).toBeUndefined();
     const first = { ...initialState(config, 1000), lastShrinkAt: 500, probeCeiling: 4, probeReason: 'outage' as const };
@@ -80,7 +91,11 @@ describe('governor state on the DynamoDB emulator', () => {
   });
 
   it('stores the last decision summary and the new state fields in the item', async () => {
-    const store = createDynamoGovernorState({ documents: fixture.clients.documents, tableName: fleet.resources.tables.governor, id: 'status-test' });
+    const store = createDynamoGovernorState({
+      documents: fixture.clients.documents,
+      tableName: fleet.resources.tables.governor,
+      id: 'status-test',
+    });
     const config = governorConfigFrom(fleet.settings);
     expect(await readGovernorStatus(store)).toBeUndefined();
     const state = {
@@ -137,7 +152,13 @@ describe('local governor on the emulators', () => {
     // Prepare: 20 queued, 2 in flight, a healthy metric window, a plan of 8 threads.
     const f = await fixture.createFleet({ planThreads: 8, tickMs: 100 });
     await send(f.resources.queueUrls.normal, 20);
-    await fixture.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.resources.queueUrls.normal, MaxNumberOfMessages: 2, VisibilityTimeout: 60 }));
+    await fixture.clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: f.resources.queueUrls.normal,
+        MaxNumberOfMessages: 2,
+        VisibilityTimeout: 60,
+      }),
+    );
     let now = Date.now();
     const store = new MetricsStore({ clock: () => now });
     for (const [name, value] of [

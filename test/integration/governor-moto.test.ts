@@ -5,7 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
-import { CreateEventSourceMappingCommand, CreateFunctionCommand, GetEventSourceMappingCommand, GetFunctionConcurrencyCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import {
+  CreateEventSourceMappingCommand,
+  CreateFunctionCommand,
+  GetEventSourceMappingCommand,
+  GetFunctionConcurrencyCommand,
+  LambdaClient,
+} from '@aws-sdk/client-lambda';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
@@ -42,28 +48,45 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
       Action: 'CreateRole',
       Version: '2010-05-08',
       RoleName: 'consumer-role',
-      AssumeRolePolicyDocument: JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }] }),
+      AssumeRolePolicyDocument: JSON.stringify({
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }],
+      }),
     });
     const role = await fetch(endpoint, {
       method: 'POST',
       body,
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        authorization: 'AWS4-HMAC-SHA256 Credential=local/20250101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0',
+        authorization:
+          'AWS4-HMAC-SHA256 Credential=local/20250101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0',
       },
     });
     expect(role.ok).toBe(true);
     // An empty zip archive is enough: nothing is invoked.
     const emptyZip = Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array(18).fill(0)]);
     await lambda.send(
-      new CreateFunctionCommand({ FunctionName: 'consumer', Runtime: 'nodejs20.x', Role: 'arn:aws:iam::123456789012:role/consumer-role', Handler: 'index.handler', Code: { ZipFile: emptyZip } }),
+      new CreateFunctionCommand({
+        FunctionName: 'consumer',
+        Runtime: 'nodejs20.x',
+        Role: 'arn:aws:iam::123456789012:role/consumer-role',
+        Handler: 'index.handler',
+        Code: { ZipFile: emptyZip },
+      }),
     );
     for (const lane of ['normal', 'high'] as const) {
       const url = (await sqs.send(new CreateQueueCommand({ QueueName: `tasks-${lane}` }))).QueueUrl as string;
       queueUrls[lane] = url;
-      const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn;
+      const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })))
+        .Attributes?.QueueArn;
       const mapping = await lambda.send(
-        new CreateEventSourceMappingCommand({ FunctionName: 'consumer', EventSourceArn: arn, BatchSize: 1, ScalingConfig: { MaximumConcurrency: 2 }, Enabled: lane === 'normal' }),
+        new CreateEventSourceMappingCommand({
+          FunctionName: 'consumer',
+          EventSourceArn: arn,
+          BatchSize: 1,
+          ScalingConfig: { MaximumConcurrency: 2 },
+          Enabled: lane === 'normal',
+        }),
       );
       ids[lane] = mapping.UUID as string;
     }
@@ -78,8 +101,16 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
 
   it('moves MaximumConcurrency and Enabled per lane and keeps the reservation at their sum', async () => {
     const warnings: string[] = [];
-    const actuator = createLambdaActuator({ lambda, mappingIds: ids, consumerFunctionName: 'consumer', warn: (m) => warnings.push(m) });
-    expect(await actuator.read()).toEqual({ normal: { ceiling: 2, enabled: true }, high: { ceiling: 2, enabled: false } });
+    const actuator = createLambdaActuator({
+      lambda,
+      mappingIds: ids,
+      consumerFunctionName: 'consumer',
+      warn: (m) => warnings.push(m),
+    });
+    expect(await actuator.read()).toEqual({
+      normal: { ceiling: 2, enabled: true },
+      high: { ceiling: 2, enabled: false },
+    });
 
     const result = await actuator.apply({ ceilings: { normal: 8, high: 3 }, enabled: { normal: true, high: true } });
     const normal = await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }));
@@ -87,25 +118,41 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
     expect(normal.ScalingConfig?.MaximumConcurrency).toBe(8);
     expect(high.ScalingConfig?.MaximumConcurrency).toBe(3);
     expect(high.State).toBe('Enabled');
-    expect((await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: 'consumer' }))).ReservedConcurrentExecutions).toBe(11);
-    expect(result.changes).toEqual(['reserved concurrency none → 11', 'normal ceiling 2 → 8', 'high ceiling 2 → 3', 'high enabled']);
+    expect(
+      (await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: 'consumer' }))).ReservedConcurrentExecutions,
+    ).toBe(11);
+    expect(result.changes).toEqual([
+      'reserved concurrency none → 11',
+      'normal ceiling 2 → 8',
+      'high ceiling 2 → 3',
+      'high enabled',
+    ]);
 
     // Pause: both mappings disabled, the reservation stays.
     await actuator.apply({ ceilings: { normal: 8, high: 3 }, enabled: { normal: false, high: false } });
     expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).State).toBe('Disabled');
-    expect((await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: 'consumer' }))).ReservedConcurrentExecutions).toBe(11);
+    expect(
+      (await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: 'consumer' }))).ReservedConcurrentExecutions,
+    ).toBe(11);
     expect(warnings).toEqual([]);
   });
 
   it('falls back to the mappings alone when the unreserved floor forbids the reservation', async () => {
     const warnings: string[] = [];
-    const actuator = createLambdaActuator({ lambda, mappingIds: ids, consumerFunctionName: 'consumer', warn: (m) => warnings.push(m) });
+    const actuator = createLambdaActuator({
+      lambda,
+      mappingIds: ids,
+      consumerFunctionName: 'consumer',
+      warn: (m) => warnings.push(m),
+    });
     // 30 + 2 reserved would leave 112 − 32 = 80 unreserved, under moto's floor of 100.
     await actuator.apply({ ceilings: { normal: 30, high: 2 }, enabled: { normal: true, high: false } });
     await actuator.apply({ ceilings: { normal: 40, high: 2 }, enabled: { normal: true, high: false } });
     expect(warnings).toHaveLength(1);
     expect(actuator.reservationSupported).toBe(false);
-    expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency).toBe(40);
+    expect(
+      (await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency,
+    ).toBe(40);
   });
 
   it('reads the consumer metrics with GetMetricData (sums and averages)', async () => {
@@ -124,14 +171,32 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
           { MetricName: METRICS.solveDuration, Dimensions: dims, Timestamp: at, Value: 4000, Unit: 'Milliseconds' },
           { MetricName: METRICS.solveDuration, Dimensions: dims, Timestamp: at, Value: 6000, Unit: 'Milliseconds' },
           // Another service's metric of the same name is not ours.
-          { MetricName: METRICS.solved, Dimensions: [{ Name: 'service', Value: 'governor' }], Timestamp: at, Value: 500, Unit: 'Count' },
+          {
+            MetricName: METRICS.solved,
+            Dimensions: [{ Name: 'service', Value: 'governor' }],
+            Timestamp: at,
+            Value: 500,
+            Unit: 'Count',
+          },
         ],
       }),
     );
-    const cw = createCloudWatchSignals({ cloudwatch, namespace: 'CaptchaFleetTest', service: 'consumer-metrics-test', clock: () => now });
+    const cw = createCloudWatchSignals({
+      cloudwatch,
+      namespace: 'CaptchaFleetTest',
+      service: 'consumer-metrics-test',
+      clock: () => now,
+    });
     const window = await cw.read();
     expect(window).toBeDefined();
-    expect(window).toMatchObject({ submissions: 20, resultRequests: 140, solved: 18, overCapAnswers: 2, transientErrors: 0, accountErrors: 0 });
+    expect(window).toMatchObject({
+      submissions: 20,
+      resultRequests: 140,
+      solved: 18,
+      overCapAnswers: 2,
+      transientErrors: 0,
+      accountErrors: 0,
+    });
     expect(window?.meanSolveMs).toBe(5000);
   });
 
@@ -151,7 +216,8 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
         CONSUMER_FUNCTION_NAME: 'consumer',
         EVENT_SOURCE_MAPPING_IDS: JSON.stringify(ids),
       };
-      const before = (await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency;
+      const before = (await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig
+        ?.MaximumConcurrency;
       // Act: dry run
       const dry = await createGovernorFromEnvironment({ environment: parseEnvironment(env), dryRun: true });
       const record = await dry.loop.tick();
@@ -159,13 +225,17 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
       expect(record.signals.balance).toBe(0.5);
       expect(record.decision.reason.code).toBe('HALT_LOW_BALANCE');
       expect(formatTick(record)).toMatch(/dry run: nothing applied[\s\S]*HALT_LOW_BALANCE[\s\S]*balance \$0\.50/);
-      expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency).toBe(before);
+      expect(
+        (await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency,
+      ).toBe(before);
       // Topped up: applied for real, the mapping goes to the free threads.
       simulator.update({ balance: 25 });
       const live = await createGovernorFromEnvironment({ environment: parseEnvironment(env) });
       const applied = await live.loop.tick();
       expect(applied.decision.reason.code).toBe('IDLE');
-      expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency).toBe(10);
+      expect(
+        (await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).ScalingConfig?.MaximumConcurrency,
+      ).toBe(10);
       expect(formatTick(applied)).toContain('normal ceiling');
     } finally {
       await simulator.close();

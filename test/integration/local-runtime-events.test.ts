@@ -29,7 +29,11 @@ describe('local runtime: events and governor state', () => {
     const heard: CompletionEvent[] = [];
     const unsubscribe = stack.events.subscribe((event) => heard.push(event));
     const result = await stack.producer.solve(
-      { method: 'turnstile', priority: 'high', params: { sitekey: '0x4AAAAAAAlocalEvents1', pageurl: 'https://events.example.com/a' } },
+      {
+        method: 'turnstile',
+        priority: 'high',
+        params: { sitekey: '0x4AAAAAAAlocalEvents1', pageurl: 'https://events.example.com/a' },
+      },
       { timeoutMs: 15_000, eventFallbackMs: 10_000 },
     );
     unsubscribe();
@@ -45,8 +49,16 @@ describe('local runtime: events and governor state', () => {
 
   it('keeps the governor state in the governor table, where another process can read the last decision', async () => {
     await stack.governor!.tickNow();
-    const item = await stack.clients.documents.send(new GetCommand({ TableName: stack.resources.tables.governor, Key: { id: GOVERNOR_STATE_ID }, ConsistentRead: true }));
-    const state = item.Item?.state as { lastDecision?: { code: string; ceilings: Record<string, number>; balance?: number; freeThreads: number } } | undefined;
+    const item = await stack.clients.documents.send(
+      new GetCommand({
+        TableName: stack.resources.tables.governor,
+        Key: { id: GOVERNOR_STATE_ID },
+        ConsistentRead: true,
+      }),
+    );
+    const state = item.Item?.state as
+      | { lastDecision?: { code: string; ceilings: Record<string, number>; balance?: number; freeThreads: number } }
+      | undefined;
     expect(item.Item?.version).toBeGreaterThan(1);
     expect(state?.lastDecision?.code).toBe(stack.governor!.lastDecision?.reason.code);
     expect(state?.lastDecision?.freeThreads).toBe(4);

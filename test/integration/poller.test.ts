@@ -1,10 +1,22 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+} from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, Context } from 'aws-lambda';
 import { startEmulators, type Emulators } from '../../local/emulators.js';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
-import { createPoller, currentInvocation, type ConcurrencyPool, type Poller, type PollerOptions, type SqsBatchHandler } from '../../local/poller.js';
+import {
+  createPoller,
+  currentInvocation,
+  type ConcurrencyPool,
+  type Poller,
+  type PollerOptions,
+  type SqsBatchHandler,
+} from '../../local/poller.js';
 
 let emulators: Emulators;
 let clients: AwsClients;
@@ -21,7 +33,9 @@ afterAll(async () => {
 
 /** A fresh queue per test, with a 1 s visibility timeout so redeliveries come quickly. */
 async function freshQueue(): Promise<string> {
-  const created = await clients.sqs.send(new CreateQueueCommand({ QueueName: `poller-test-${++queueCount}`, Attributes: { VisibilityTimeout: '1' } }));
+  const created = await clients.sqs.send(
+    new CreateQueueCommand({ QueueName: `poller-test-${++queueCount}`, Attributes: { VisibilityTimeout: '1' } }),
+  );
   return created.QueueUrl!;
 }
 
@@ -33,7 +47,10 @@ async function send(queueUrl: string, bodies: string[]): Promise<void> {
         Entries: bodies.slice(i, i + 10).map((body, index) => ({
           Id: String(index),
           MessageBody: body,
-          MessageAttributes: { kind: { DataType: 'String', StringValue: 'test' }, blob: { DataType: 'Binary', BinaryValue: Buffer.from('hi') } },
+          MessageAttributes: {
+            kind: { DataType: 'String', StringValue: 'test' },
+            blob: { DataType: 'Binary', BinaryValue: Buffer.from('hi') },
+          },
         })),
       }),
     );
@@ -42,9 +59,15 @@ async function send(queueUrl: string, bodies: string[]): Promise<void> {
 
 async function depth(queueUrl: string): Promise<{ visible: number; notVisible: number }> {
   const answer = await clients.sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
   );
-  return { visible: Number(answer.Attributes?.ApproximateNumberOfMessages), notVisible: Number(answer.Attributes?.ApproximateNumberOfMessagesNotVisible) };
+  return {
+    visible: Number(answer.Attributes?.ApproximateNumberOfMessages),
+    notVisible: Number(answer.Attributes?.ApproximateNumberOfMessagesNotVisible),
+  };
 }
 
 function poller(queueUrl: string, handler: SqsBatchHandler, overrides: Partial<PollerOptions> = {}): Poller {
@@ -78,11 +101,15 @@ describe('Poller (local SQS event source mapping)', () => {
     await send(queueUrl, ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
     const events: SQSEvent[] = [];
     const contexts: { context: Context; remaining: number }[] = [];
-    const subject = poller(queueUrl, async (event, context) => {
-      events.push(event);
-      contexts.push({ context, remaining: context.getRemainingTimeInMillis() });
-      return { batchItemFailures: [] };
-    }, { batchSize: 3, functionTimeoutMs: 4_000 });
+    const subject = poller(
+      queueUrl,
+      async (event, context) => {
+        events.push(event);
+        contexts.push({ context, remaining: context.getRemainingTimeInMillis() });
+        return { batchItemFailures: [] };
+      },
+      { batchSize: 3, functionTimeoutMs: 4_000 },
+    );
 
     // Act
     await subject.start();
@@ -91,7 +118,15 @@ describe('Poller (local SQS event source mapping)', () => {
 
     // Assess
     expect(events.every((event) => event.Records.length >= 1 && event.Records.length <= 3)).toBe(true);
-    expect(events.flatMap((event) => event.Records.map((record) => record.body)).sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+    expect(events.flatMap((event) => event.Records.map((record) => record.body)).sort()).toEqual([
+      'a',
+      'b',
+      'c',
+      'd',
+      'e',
+      'f',
+      'g',
+    ]);
     const record = events[0]!.Records[0]!;
     expect(record.eventSource).toBe('aws:sqs');
     expect(record.eventSourceARN).toMatch(/^arn:aws:sqs:[a-z0-9-]+:\d+:poller-test-\d+$/);
@@ -99,9 +134,16 @@ describe('Poller (local SQS event source mapping)', () => {
     expect(record.md5OfBody).toBe(createHash('md5').update(record.body).digest('hex'));
     expect(record.attributes.ApproximateReceiveCount).toBe('1');
     expect(Number(record.attributes.SentTimestamp)).toBeGreaterThan(Date.now() - 60_000);
-    expect(Number(record.attributes.ApproximateFirstReceiveTimestamp)).toBeGreaterThanOrEqual(Number(record.attributes.SentTimestamp));
+    expect(Number(record.attributes.ApproximateFirstReceiveTimestamp)).toBeGreaterThanOrEqual(
+      Number(record.attributes.SentTimestamp),
+    );
     expect(record.attributes.SenderId).toEqual(expect.any(String));
-    expect(record.messageAttributes.kind).toEqual({ dataType: 'String', stringValue: 'test', stringListValues: [], binaryListValues: [] });
+    expect(record.messageAttributes.kind).toEqual({
+      dataType: 'String',
+      stringValue: 'test',
+      stringListValues: [],
+      binaryListValues: [],
+    });
     expect(record.messageAttributes.blob?.binaryValue).toBe(Buffer.from('hi').toString('base64'));
     const { context, remaining } = contexts[0]!;
     expect(context.functionName).toBe('captcha-fleet-consumer');
@@ -118,12 +160,19 @@ describe('Poller (local SQS event source mapping)', () => {
     const queueUrl = await freshQueue();
     await send(queueUrl, ['ok-1', 'fail-1', 'ok-2', 'fail-2']);
     const seen: { body: string; receiveCount: string }[] = [];
-    const subject = poller(queueUrl, async (event) => {
-      for (const record of event.Records) seen.push({ body: record.body, receiveCount: record.attributes.ApproximateReceiveCount });
-      // Fail the "fail" messages on their first delivery only.
-      const failures = event.Records.filter((record) => record.body.startsWith('fail') && record.attributes.ApproximateReceiveCount === '1');
-      return { batchItemFailures: failures.map((record) => ({ itemIdentifier: record.messageId })) };
-    }, { batchSize: 4 });
+    const subject = poller(
+      queueUrl,
+      async (event) => {
+        for (const record of event.Records)
+          seen.push({ body: record.body, receiveCount: record.attributes.ApproximateReceiveCount });
+        // Fail the "fail" messages on their first delivery only.
+        const failures = event.Records.filter(
+          (record) => record.body.startsWith('fail') && record.attributes.ApproximateReceiveCount === '1',
+        );
+        return { batchItemFailures: failures.map((record) => ({ itemIdentifier: record.messageId })) };
+      },
+      { batchSize: 4 },
+    );
 
     await subject.start();
     await until(() => subject.stats().deleted === 4);
@@ -139,12 +188,16 @@ describe('Poller (local SQS event source mapping)', () => {
     const queueUrl = await freshQueue();
     await send(queueUrl, ['x', 'y']);
     let calls = 0;
-    const subject = poller(queueUrl, async (event): Promise<SQSBatchResponse> => {
-      calls++;
-      if (calls === 1) throw new Error('boom');
-      if (calls === 2) return { batchItemFailures: [{ itemIdentifier: 'not-in-this-batch' }] };
-      return { batchItemFailures: [] };
-    }, { batchSize: 2, maxConcurrency: 1 });
+    const subject = poller(
+      queueUrl,
+      async (event): Promise<SQSBatchResponse> => {
+        calls++;
+        if (calls === 1) throw new Error('boom');
+        if (calls === 2) return { batchItemFailures: [{ itemIdentifier: 'not-in-this-batch' }] };
+        return { batchItemFailures: [] };
+      },
+      { batchSize: 2, maxConcurrency: 1 },
+    );
 
     await subject.start();
     await until(() => subject.stats().deleted === 2);
@@ -158,12 +211,16 @@ describe('Poller (local SQS event source mapping)', () => {
     const queueUrl = await freshQueue();
     await send(queueUrl, ['slow']);
     const receiveCounts: string[] = [];
-    const subject = poller(queueUrl, async (event) => {
-      const count = event.Records[0]!.attributes.ApproximateReceiveCount;
-      receiveCounts.push(count);
-      if (count === '1') await sleep(400);
-      return { batchItemFailures: [] };
-    }, { functionTimeoutMs: 150 });
+    const subject = poller(
+      queueUrl,
+      async (event) => {
+        const count = event.Records[0]!.attributes.ApproximateReceiveCount;
+        receiveCounts.push(count);
+        if (count === '1') await sleep(400);
+        return { batchItemFailures: [] };
+      },
+      { functionTimeoutMs: 150 },
+    );
 
     await subject.start();
     await until(() => subject.stats().deleted === 1);
@@ -194,16 +251,23 @@ describe('Poller (local SQS event source mapping)', () => {
 
   it('keeps at most maxConcurrency invocations in flight, and follows a change while running', async () => {
     const queueUrl = await freshQueue();
-    await send(queueUrl, Array.from({ length: 30 }, (_, i) => `m${i}`));
+    await send(
+      queueUrl,
+      Array.from({ length: 30 }, (_, i) => `m${i}`),
+    );
     let running = 0;
     let observedMax = 0;
-    const subject = poller(queueUrl, async () => {
-      running++;
-      observedMax = Math.max(observedMax, running);
-      await sleep(60);
-      running--;
-      return { batchItemFailures: [] };
-    }, { maxConcurrency: 2, receivers: 4 });
+    const subject = poller(
+      queueUrl,
+      async () => {
+        running++;
+        observedMax = Math.max(observedMax, running);
+        await sleep(60);
+        running--;
+        return { batchItemFailures: [] };
+      },
+      { maxConcurrency: 2, receivers: 4 },
+    );
 
     await subject.start();
     await until(() => subject.stats().deleted >= 6);
@@ -226,8 +290,14 @@ describe('Poller (local SQS event source mapping)', () => {
 
   it('shares a concurrency pool between lanes: never above its limit, and a slot freed in one lane serves the other', async () => {
     const [first, second] = [await freshQueue(), await freshQueue()];
-    await send(first, Array.from({ length: 8 }, (_, i) => `a${i}`));
-    await send(second, Array.from({ length: 8 }, (_, i) => `b${i}`));
+    await send(
+      first,
+      Array.from({ length: 8 }, (_, i) => `a${i}`),
+    );
+    await send(
+      second,
+      Array.from({ length: 8 }, (_, i) => `b${i}`),
+    );
     let running = 0;
     let observedMax = 0;
     const handler: SqsBatchHandler = async () => {
@@ -238,7 +308,10 @@ describe('Poller (local SQS event source mapping)', () => {
       return { batchItemFailures: [] };
     };
     const pool: ConcurrencyPool = { limit: 3, inUse: 0 };
-    const lanes = [poller(first, handler, { maxConcurrency: 3, pool }), poller(second, handler, { maxConcurrency: 3, pool })];
+    const lanes = [
+      poller(first, handler, { maxConcurrency: 3, pool }),
+      poller(second, handler, { maxConcurrency: 3, pool }),
+    ];
     await Promise.all(lanes.map((lane) => lane.start()));
     await until(() => lanes.every((lane) => lane.stats().deleted === 8));
     await Promise.all(lanes.map((lane) => lane.stop()));

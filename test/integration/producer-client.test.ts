@@ -6,7 +6,13 @@ import { ensureFleetResources, type FleetResources } from '../../local/resources
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { TaskMessage } from '../../functions/core/task.js';
-import { createProducer, TaskValidationError, TaskWaitTimeoutError, type CompletionEventSource, type Producer } from '../../functions/adapters/producer-client.js';
+import {
+  createProducer,
+  TaskValidationError,
+  TaskWaitTimeoutError,
+  type CompletionEventSource,
+  type Producer,
+} from '../../functions/adapters/producer-client.js';
 import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
 import type { CompletionEvent } from '../../functions/core/events.js';
 import type { TaskResult } from '../../functions/core/results.js';
@@ -27,7 +33,12 @@ beforeAll(async () => {
   emulators = await startEmulators();
   clients = createAwsClients({ sqsEndpoint: emulators.sqsEndpoint, dynamoEndpoint: emulators.dynamoEndpoint });
   resources = await ensureFleetResources(clients, resolveSettings({ prefix: 'producer-test' }));
-  producer = createProducer({ queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high }, table: resources.tables.results, clients, clock: () => 1_700_000_000_000 });
+  producer = createProducer({
+    queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
+    table: resources.tables.results,
+    clients,
+    clock: () => 1_700_000_000_000,
+  });
 });
 
 afterAll(async () => {
@@ -35,25 +46,40 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  for (const url of [resources.queueUrls.normal, resources.queueUrls.high]) await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
+  for (const url of [resources.queueUrls.normal, resources.queueUrls.high])
+    await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
 });
 
 async function visible(queueUrl: string): Promise<number> {
-  const answer = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const answer = await clients.sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
   return Number(answer.Attributes?.ApproximateNumberOfMessages);
 }
 
 async function drain(queueUrl: string): Promise<Record<string, unknown>[]> {
   const bodies: Record<string, unknown>[] = [];
   for (;;) {
-    const answer = await clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 60 }));
+    const answer = await clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        VisibilityTimeout: 60,
+      }),
+    );
     if (!answer.Messages?.length) return bodies;
     bodies.push(...answer.Messages.map((m) => JSON.parse(m.Body!) as Record<string, unknown>));
   }
 }
 
 async function putRecord(taskId: string, status: string, extra: Record<string, unknown> = {}): Promise<void> {
-  await clients.documents.send(new PutCommand({ TableName: resources.tables.results, Item: { taskId, status, attempts: 1, expiresAt: 2_000_000_000, ...extra } }));
+  await clients.documents.send(
+    new PutCommand({
+      TableName: resources.tables.results,
+      Item: { taskId, status, attempts: 1, expiresAt: 2_000_000_000, ...extra },
+    }),
+  );
 }
 
 describe('producer client', () => {
@@ -61,7 +87,12 @@ describe('producer client', () => {
     const id = await producer.submit(turnstile());
     expect(id).toMatch(/^[A-Za-z0-9_-]{1,80}$/);
     const [body] = await drain(resources.queueUrls.normal);
-    expect(body).toMatchObject({ id, method: 'turnstile', submittedAt: 1_700_000_000_000, params: { sitekey: '0x4AAAAAAAexample' } });
+    expect(body).toMatchObject({
+      id,
+      method: 'turnstile',
+      submittedAt: 1_700_000_000_000,
+      params: { sitekey: '0x4AAAAAAAexample' },
+    });
   });
 
   it('sends a list in batches of ten and routes high priority to the high queue', async () => {
@@ -79,12 +110,20 @@ describe('producer client', () => {
     const bad = [
       turnstile('good-1'),
       { id: 'bad-1', method: 'turnstile', params: { sitekey: 'short', pageurl: 'not a url' } },
-      { id: 'bad-2', method: 'userrecaptcha', params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://x.example', key: 'secret' } },
+      {
+        id: 'bad-2',
+        method: 'userrecaptcha',
+        params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://x.example', key: 'secret' },
+      },
     ] as unknown as TaskMessage[];
     const error = await producer.submit(bad).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TaskValidationError);
     const problems = (error as TaskValidationError).problems;
-    expect(problems.map((p) => `${p.taskId}:${p.path}`).sort()).toEqual(['bad-1:params.pageurl', 'bad-1:params.sitekey', 'bad-2:params.key']);
+    expect(problems.map((p) => `${p.taskId}:${p.path}`).sort()).toEqual([
+      'bad-1:params.pageurl',
+      'bad-1:params.sitekey',
+      'bad-2:params.key',
+    ]);
     expect((error as Error).message).toContain('2 task(s) do not match schema v1');
     expect((error as TaskValidationError).taskId).toBe('bad-1');
     expect(await visible(resources.queueUrls.normal)).toBe(0);
@@ -97,7 +136,11 @@ describe('producer client', () => {
   it('gets undefined before a record exists and the record after', async () => {
     expect(await producer.get('nothing-yet')).toBeUndefined();
     await putRecord('got-1', 'solved', { answer: 'TOKEN' });
-    expect(await producer.get('got-1', { consistent: true })).toMatchObject({ taskId: 'got-1', status: 'solved', answer: 'TOKEN' });
+    expect(await producer.get('got-1', { consistent: true })).toMatchObject({
+      taskId: 'got-1',
+      status: 'solved',
+      answer: 'TOKEN',
+    });
   });
 
   it('waits through the solving state until the record is terminal', async () => {
@@ -146,17 +189,33 @@ describe('producer client: wait with completion events', () => {
   it('reads once more when the event arrives, instead of polling', async () => {
     const stream = createLocalEventStream({ includeAnswer: false });
     const counted = countingClients();
-    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients: counted.clients, events: stream });
+    const p = createProducer({
+      queueUrls: { normal: resources.queueUrls.normal },
+      table: resources.tables.results,
+      clients: counted.clients,
+      events: stream,
+    });
     await putRecord('ev-1', 'solving');
     setTimeout(() => {
       void (async () => {
         await putRecord('ev-1', 'solved', { answer: 'TOKEN', method: 'turnstile', completedAt: Date.now() });
-        await stream.publish({ taskId: 'ev-1', status: 'solved', attempts: 1, expiresAt: 2_000_000_000, method: 'turnstile' } as TaskResult);
+        await stream.publish({
+          taskId: 'ev-1',
+          status: 'solved',
+          attempts: 1,
+          expiresAt: 2_000_000_000,
+          method: 'turnstile',
+        } as TaskResult);
       })();
     }, 600);
     const started = Date.now();
     // Polling at 20 ms would read ~30 times; the event makes it two reads.
-    const result = await p.wait('ev-1', { timeoutMs: 5_000, initialIntervalMs: 20, maxIntervalMs: 20, eventFallbackMs: 4_000 });
+    const result = await p.wait('ev-1', {
+      timeoutMs: 5_000,
+      initialIntervalMs: 20,
+      maxIntervalMs: 20,
+      eventFallbackMs: 4_000,
+    });
     expect(result).toMatchObject({ taskId: 'ev-1', status: 'solved', answer: 'TOKEN', stale: false });
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(counted.reads()).toBe(2);
@@ -164,9 +223,17 @@ describe('producer client: wait with completion events', () => {
   });
 
   it('falls back to reads when the event never arrives (a failed publish): the result is still found', async () => {
-    const silent: CompletionEventSource = { waitFor: (_id, ms) => new Promise<CompletionEvent | undefined>((resolve) => setTimeout(() => resolve(undefined), ms)) };
+    const silent: CompletionEventSource = {
+      waitFor: (_id, ms) =>
+        new Promise<CompletionEvent | undefined>((resolve) => setTimeout(() => resolve(undefined), ms)),
+    };
     const counted = countingClients();
-    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients: counted.clients, events: silent });
+    const p = createProducer({
+      queueUrls: { normal: resources.queueUrls.normal },
+      table: resources.tables.results,
+      clients: counted.clients,
+      events: silent,
+    });
     await putRecord('ev-lost', 'solving');
     setTimeout(() => void putRecord('ev-lost', 'solved', { answer: 'TOKEN' }), 200);
     const started = Date.now();
@@ -180,7 +247,12 @@ describe('producer client: wait with completion events', () => {
 
   it('falls back to reads when the event source itself fails', async () => {
     const broken: CompletionEventSource = { waitFor: () => Promise.reject(new Error('bridge down')) };
-    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients, events: broken });
+    const p = createProducer({
+      queueUrls: { normal: resources.queueUrls.normal },
+      table: resources.tables.results,
+      clients,
+      events: broken,
+    });
     await putRecord('ev-broken', 'solving');
     setTimeout(() => void putRecord('ev-broken', 'failed', { errorCode: 'ERROR_CAPTCHA_UNSOLVABLE' }), 150);
     const result = await p.wait('ev-broken', { timeoutMs: 3_000, eventFallbackMs: 100 });
@@ -189,24 +261,45 @@ describe('producer client: wait with completion events', () => {
 
   it('returns at once when the record is terminal before the wait starts (the event passed already)', async () => {
     const stream = createLocalEventStream({ includeAnswer: false });
-    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients, events: stream });
+    const p = createProducer({
+      queueUrls: { normal: resources.queueUrls.normal },
+      table: resources.tables.results,
+      clients,
+      events: stream,
+    });
     await putRecord('ev-early', 'solved', { answer: 'A' });
     const started = Date.now();
-    await expect(p.wait('ev-early', { timeoutMs: 5_000, eventFallbackMs: 4_000 })).resolves.toMatchObject({ status: 'solved' });
+    await expect(p.wait('ev-early', { timeoutMs: 5_000, eventFallbackMs: 4_000 })).resolves.toMatchObject({
+      status: 'solved',
+    });
     expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it('times out with an event source too', async () => {
     const stream = createLocalEventStream({ includeAnswer: false });
-    const p = createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients, events: stream });
+    const p = createProducer({
+      queueUrls: { normal: resources.queueUrls.normal },
+      table: resources.tables.results,
+      clients,
+      events: stream,
+    });
     await putRecord('ev-slow', 'solving');
-    await expect(p.wait('ev-slow', { timeoutMs: 300, eventFallbackMs: 100 })).rejects.toMatchObject({ name: 'TaskWaitTimeoutError', lastStatus: 'solving' });
+    await expect(p.wait('ev-slow', { timeoutMs: 300, eventFallbackMs: 100 })).rejects.toMatchObject({
+      name: 'TaskWaitTimeoutError',
+      lastStatus: 'solving',
+    });
   });
 });
 
 describe('producer client: token freshness', () => {
   const now = 1_700_000_000_000;
-  const at = (clock: number) => createProducer({ queueUrls: { normal: resources.queueUrls.normal }, table: resources.tables.results, clients, clock: () => clock });
+  const at = (clock: number) =>
+    createProducer({
+      queueUrls: { normal: resources.queueUrls.normal },
+      table: resources.tables.results,
+      clients,
+      clock: () => clock,
+    });
 
   it('get and wait say how long a token has left, and when it is stale; stale deliveries are counted', async () => {
     await putRecord('fresh-tok', 'solved', { answer: 'T1', method: 'turnstile', tokenExpiresAt: now + 90_000 });

@@ -4,7 +4,11 @@
  * off on over-cap answers, and reads the balance and reports.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSolverClient, type SolverClient, type SolverClientOptions } from '../../functions/adapters/solver-client.js';
+import {
+  createSolverClient,
+  type SolverClient,
+  type SolverClientOptions,
+} from '../../functions/adapters/solver-client.js';
 import { createAdaptivePollSchedule, createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
 import { SolverAccountError, SolverOverCapError } from '../../functions/core/solver-protocol.js';
 import type { Task } from '../../functions/core/task.js';
@@ -57,13 +61,25 @@ describe('solver client against the simulator', () => {
 
     const outcomes = [];
     for (let round = 0; round < 4; round += 1) {
-      outcomes.push(...(await Promise.all([recaptcha(), recaptcha(), recaptcha()].map((task) => solver.solve(task, { deadlineAt: Date.now() + 10_000 })))));
+      outcomes.push(
+        ...(await Promise.all(
+          [recaptcha(), recaptcha(), recaptcha()].map((task) =>
+            solver.solve(task, { deadlineAt: Date.now() + 10_000 }),
+          ),
+        )),
+      );
     }
 
     const stats = sim.stats();
     expect(outcomes.every((outcome) => outcome.answer.startsWith('03AGdBq2'))).toBe(true);
     expect(new Set(outcomes.map((outcome) => outcome.solverId)).size).toBe(12);
-    expect(stats).toMatchObject({ accepted: 12, solved: 12, answersDelivered: 12, duplicateSolves: 0, overCapRejections: 0 });
+    expect(stats).toMatchObject({
+      accepted: 12,
+      solved: 12,
+      answersDelivered: 12,
+      duplicateSolves: 0,
+      overCapRejections: 0,
+    });
     expect(stats.resultRequests).toBe(outcomes.reduce((sum, outcome) => sum + outcome.resultRequests, 0));
     expect(solver.schedule.stats().total).toMatchObject({ tasks: 12, resultRequests: stats.resultRequests });
     expect(solver.schedule.plan('userrecaptcha').source).toBe('adaptive');
@@ -71,15 +87,26 @@ describe('solver client against the simulator', () => {
 
   it('the adaptive schedule leaves answers waiting less than the fixed one, for the requests it spends', async () => {
     const runs = [];
-    for (const schedule of [createFixedPollSchedule({ pollDefaults: FAST_DEFAULTS }), createAdaptivePollSchedule({ pollDefaults: FAST_DEFAULTS, minSamples: 4 })]) {
+    for (const schedule of [
+      createFixedPollSchedule({ pollDefaults: FAST_DEFAULTS }),
+      createAdaptivePollSchedule({ pollDefaults: FAST_DEFAULTS, minSamples: 4 }),
+    ]) {
       const { sim, solver } = await start({ medianMs: 120, planThreads: 10 }, { schedule });
       for (let round = 0; round < 5; round += 1) {
-        await Promise.all([recaptcha(), recaptcha(), recaptcha(), recaptcha()].map((task) => solver.solve(task, { deadlineAt: Date.now() + 10_000 })));
+        await Promise.all(
+          [recaptcha(), recaptcha(), recaptcha(), recaptcha()].map((task) =>
+            solver.solve(task, { deadlineAt: Date.now() + 10_000 }),
+          ),
+        );
       }
       // Measure after the warm-up: the simulator knows when each answer was ready.
       sim.resetStats();
       for (let round = 0; round < 3; round += 1) {
-        await Promise.all([recaptcha(), recaptcha(), recaptcha(), recaptcha()].map((task) => solver.solve(task, { deadlineAt: Date.now() + 10_000 })));
+        await Promise.all(
+          [recaptcha(), recaptcha(), recaptcha(), recaptcha()].map((task) =>
+            solver.solve(task, { deadlineAt: Date.now() + 10_000 }),
+          ),
+        );
       }
       runs.push(sim.stats());
     }
@@ -93,7 +120,9 @@ describe('solver client against the simulator', () => {
   it('stays under a small thread cap: over-cap answers are backed off and retried until a thread frees', async () => {
     const { sim, solver } = await start({ medianMs: 80, planThreads: 2 });
 
-    const outcomes = await Promise.all(Array.from({ length: 6 }, () => solver.solve(recaptcha(), { deadlineAt: Date.now() + 20_000 })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 6 }, () => solver.solve(recaptcha(), { deadlineAt: Date.now() + 20_000 })),
+    );
 
     const stats = sim.stats();
     expect(stats.solved).toBe(6);
@@ -102,19 +131,29 @@ describe('solver client against the simulator', () => {
     expect(outcomes.reduce((sum, outcome) => sum + outcome.retries.overCap, 0)).toBe(stats.overCapRejections);
   });
 
-  it.each(['captchaai', '2captcha'] as const)('throws SolverOverCapError when no thread frees in time (%s dialect)', async (dialect) => {
-    const { sim, solver } = await start({ dialect, medianMs: 50, planThreads: 1, foreignThreads: 1 }, { retry: { ...FAST_RETRY, maxOverCapRetries: 2 } });
+  it.each(['captchaai', '2captcha'] as const)(
+    'throws SolverOverCapError when no thread frees in time (%s dialect)',
+    async (dialect) => {
+      const { sim, solver } = await start(
+        { dialect, medianMs: 50, planThreads: 1, foreignThreads: 1 },
+        { retry: { ...FAST_RETRY, maxOverCapRetries: 2 } },
+      );
 
-    const error = await solver.solve(recaptcha(), { deadlineAt: Date.now() + 10_000 }).catch((e: unknown) => e);
+      const error = await solver.solve(recaptcha(), { deadlineAt: Date.now() + 10_000 }).catch((e: unknown) => e);
 
-    expect(error).toBeInstanceOf(SolverOverCapError);
-    expect((error as SolverOverCapError).code).toBe(dialect === 'captchaai' ? 'ERROR_ZERO_BALANCE' : 'ERROR_NO_SLOT_AVAILABLE');
-    expect(sim.stats()).toMatchObject({ overCapRejections: 3, accepted: 0 });
-  });
+      expect(error).toBeInstanceOf(SolverOverCapError);
+      expect((error as SolverOverCapError).code).toBe(
+        dialect === 'captchaai' ? 'ERROR_ZERO_BALANCE' : 'ERROR_NO_SLOT_AVAILABLE',
+      );
+      expect(sim.stats()).toMatchObject({ overCapRejections: 3, accepted: 0 });
+    },
+  );
 
   it('reads the balance, reports answers, and refuses a key the service does not know', async () => {
     const { sim, solver } = await start({ medianMs: 20, balance: 3.5, pricePerSolve: 0.5 });
-    const [bad, good] = await Promise.all([recaptcha(), recaptcha()].map((task) => solver.solve(task, { deadlineAt: Date.now() + 10_000 })));
+    const [bad, good] = await Promise.all(
+      [recaptcha(), recaptcha()].map((task) => solver.solve(task, { deadlineAt: Date.now() + 10_000 })),
+    );
 
     await expect(solver.getBalance()).resolves.toBeCloseTo(2.5);
     await solver.reportBad((bad as { solverId: string }).solverId);
@@ -123,7 +162,11 @@ describe('solver client against the simulator', () => {
     await solver.reportBad((bad as { solverId: string }).solverId);
     expect(sim.stats()).toMatchObject({ reportBad: 1, reportGood: 1 });
 
-    const stranger = createSolverClient({ baseUrl: sim.url as string, key: '0000aaaa1111bbbb2222cccc3333dddd', dialect: 'captchaai' });
+    const stranger = createSolverClient({
+      baseUrl: sim.url as string,
+      key: '0000aaaa1111bbbb2222cccc3333dddd',
+      dialect: 'captchaai',
+    });
     clients.push(stranger);
     const error = await stranger.solve(recaptcha(), { deadlineAt: Date.now() + 10_000 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SolverAccountError);

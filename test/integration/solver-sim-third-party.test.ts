@@ -46,15 +46,26 @@ describe('@2captcha/captcha-solver against the simulator', () => {
   it('solves reCAPTCHA, Turnstile and an image, reads the balance and reports a bad answer', async () => {
     const solver = solverAgainstSimulator();
 
-    const recaptcha = await solver.recaptcha({ googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/login' });
+    const recaptcha = await solver.recaptcha({
+      googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-',
+      pageurl: 'https://example.com/login',
+    });
     expect(recaptcha.data).toMatch(/^03AGdBq2[A-Za-z0-9_-]{480,}$/);
     expect(String(recaptcha.id)).toMatch(/^\d{11}$/);
 
-    const turnstile = await solver.cloudflareTurnstile({ sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://example.com/form' });
+    const turnstile = await solver.cloudflareTurnstile({
+      sitekey: '0x4AAAAAAAC3DHQFLr1GavRN',
+      pageurl: 'https://example.com/form',
+    });
     expect(turnstile.data).toMatch(/^0\./);
 
     // imageCaptcha sends a JSON POST body.
-    const image = await solver.imageCaptcha({ body: Buffer.alloc(400, 3).toString('base64'), numeric: 1, min_len: 4, max_len: 4 });
+    const image = await solver.imageCaptcha({
+      body: Buffer.alloc(400, 3).toString('base64'),
+      numeric: 1,
+      min_len: 4,
+      max_len: 4,
+    });
     expect(image.data).toMatch(/^\d{4}$/);
 
     const stats = sim.stats();
@@ -71,17 +82,23 @@ describe('@2captcha/captcha-solver against the simulator', () => {
     const solver = solverAgainstSimulator();
 
     sim.update({ planThreads: 0 });
-    const overCap = await solver.recaptcha({ googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/cap' }).catch((error: unknown) => error);
+    const overCap = await solver
+      .recaptcha({ googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/cap' })
+      .catch((error: unknown) => error);
     expect(overCap).toBeInstanceOf(APIError);
     expect((overCap as APIError).err).toBe('ERROR_NO_SLOT_AVAILABLE');
 
     sim.update({ planThreads: 50, unsolvableRate: 1 });
-    const unsolvable = await solver.recaptcha({ googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/hard' }).catch((error: unknown) => error);
+    const unsolvable = await solver
+      .recaptcha({ googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/hard' })
+      .catch((error: unknown) => error);
     expect(unsolvable).toBeInstanceOf(APIError);
     expect((unsolvable as APIError).err).toBe('ERROR_CAPTCHA_UNSOLVABLE');
 
     sim.update({ unsolvableRate: 0, badKey: true });
-    const revoked = await solver.recaptcha({ googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/key' }).catch((error: unknown) => error);
+    const revoked = await solver
+      .recaptcha({ googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/key' })
+      .catch((error: unknown) => error);
     expect((revoked as APIError).err).toBe('ERROR_KEY_DOES_NOT_EXIST');
     sim.update({ badKey: false });
 

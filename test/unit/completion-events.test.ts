@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { PutEventsCommand, type PutEventsCommandOutput } from '@aws-sdk/client-eventbridge';
-import { createEventBridgePublisher, createLocalEventStream, EventPublishError } from '../../functions/adapters/completion-events.js';
+import {
+  createEventBridgePublisher,
+  createLocalEventStream,
+  EventPublishError,
+} from '../../functions/adapters/completion-events.js';
 import { isStale, toCompletionEvent } from '../../functions/core/events.js';
 import type { TaskResult } from '../../functions/core/results.js';
 
@@ -41,9 +45,20 @@ describe('completion events', () => {
     await createEventBridgePublisher({ client, busName: 'fleet-bus', includeAnswer: false }).publish(solved);
     expect(sent).toHaveLength(1);
     const entry = sent[0]!.input.Entries![0]!;
-    expect(entry).toMatchObject({ EventBusName: 'fleet-bus', Source: 'captcha-fleet', DetailType: 'CAPTCHA Task Completed' });
+    expect(entry).toMatchObject({
+      EventBusName: 'fleet-bus',
+      Source: 'captcha-fleet',
+      DetailType: 'CAPTCHA Task Completed',
+    });
     const detail = JSON.parse(entry.Detail!);
-    expect(detail).toMatchObject({ version: 1, id: 'task-1', status: 'solved', method: 'userrecaptcha', endToEndMs: 20_000, tokenExpiresAt: 140_000 });
+    expect(detail).toMatchObject({
+      version: 1,
+      id: 'task-1',
+      status: 'solved',
+      method: 'userrecaptcha',
+      endToEndMs: 20_000,
+      tokenExpiresAt: 140_000,
+    });
     expect(detail).not.toHaveProperty('answer');
     expect(entry.Detail).not.toContain('secret-token');
   });
@@ -57,14 +72,21 @@ describe('completion events', () => {
       { FailedEntryCount: 1, Entries: [{ ErrorCode: 'InternalFailure', ErrorMessage: 'try again' }] },
       new Error('socket hang up'),
     ]);
-    await createEventBridgePublisher({ client, busName: 'b', includeAnswer: false, sleep: async () => {} }).publish(solved);
+    await createEventBridgePublisher({ client, busName: 'b', includeAnswer: false, sleep: async () => {} }).publish(
+      solved,
+    );
     expect(sent).toHaveLength(3);
   });
 
   it('gives up after its attempts with a typed error that names the task, not the answer', async () => {
     const failing = { FailedEntryCount: 1, Entries: [{ ErrorCode: 'ThrottlingException' }] };
     const { client } = fakeClient([failing, failing, failing]);
-    const publishing = createEventBridgePublisher({ client, busName: 'b', includeAnswer: true, sleep: async () => {} }).publish(solved);
+    const publishing = createEventBridgePublisher({
+      client,
+      busName: 'b',
+      includeAnswer: true,
+      sleep: async () => {},
+    }).publish(solved);
     await expect(publishing).rejects.toBeInstanceOf(EventPublishError);
     await expect(publishing).rejects.toThrow(/task-1.*ThrottlingException/);
     await publishing.catch((error: Error) => expect(error.message).not.toContain('secret-token'));
@@ -80,8 +102,18 @@ describe('completion events', () => {
     const unsubscribe = stream.subscribe((event) => seen.push(event.id));
     const waiting = stream.waitFor('task-2', 1_000);
     await stream.publish(solved);
-    await stream.publish({ ...solved, taskId: 'task-2', status: 'failed', errorCode: 'ERROR_CAPTCHA_UNSOLVABLE', answer: undefined });
-    await expect(waiting).resolves.toMatchObject({ id: 'task-2', status: 'failed', errorCode: 'ERROR_CAPTCHA_UNSOLVABLE' });
+    await stream.publish({
+      ...solved,
+      taskId: 'task-2',
+      status: 'failed',
+      errorCode: 'ERROR_CAPTCHA_UNSOLVABLE',
+      answer: undefined,
+    });
+    await expect(waiting).resolves.toMatchObject({
+      id: 'task-2',
+      status: 'failed',
+      errorCode: 'ERROR_CAPTCHA_UNSOLVABLE',
+    });
     unsubscribe();
     await stream.publish({ ...solved, taskId: 'task-3' });
     expect(seen).toEqual(['task-1', 'task-2']);

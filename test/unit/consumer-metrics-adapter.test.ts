@@ -28,7 +28,11 @@ describe('createMetrics', () => {
   it('hands every document to the sink instead, single metrics included, and writes nothing', () => {
     const stdout = vi.spyOn(process.stdout, 'write').mockImplementation((() => true) as typeof process.stdout.write);
     const documents: EmfDocument[] = [];
-    const metrics = createMetrics({ namespace: 'CaptchaFleet', serviceName: 'consumer', sink: (d) => documents.push(d) });
+    const metrics = createMetrics({
+      namespace: 'CaptchaFleet',
+      serviceName: 'consumer',
+      sink: (d) => documents.push(d),
+    });
 
     const single = metrics.singleMetric();
     single.addDimension('Reason', 'over_cap');

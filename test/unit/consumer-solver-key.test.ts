@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { createKeyedSolver, createSolverKeyLoader, keyFromSecretString, SOLVER_KEY_UNUSABLE, SolverKeyError } from '../../functions/adapters/solver-key.js';
+import {
+  createKeyedSolver,
+  createSolverKeyLoader,
+  keyFromSecretString,
+  SOLVER_KEY_UNUSABLE,
+  SolverKeyError,
+} from '../../functions/adapters/solver-key.js';
 import { SolverAccountError } from '../../functions/core/solver-protocol.js';
 import { SOLVER_KEY_PLACEHOLDER } from '../../functions/core/deployment.js';
 
@@ -9,7 +15,13 @@ const ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:captcha-fleet/
 
 /** A Secrets Manager client that answers from a script and counts its calls. */
 function secrets(answer: () => Promise<{ SecretString?: string }>) {
-  const client = { calls: 0, send: async () => { client.calls += 1; return answer(); } };
+  const client = {
+    calls: 0,
+    send: async () => {
+      client.calls += 1;
+      return answer();
+    },
+  };
   return client as typeof client & SecretsManagerClient;
 }
 
@@ -38,7 +50,9 @@ describe('keyFromSecretString', () => {
 
 describe('a secret the operator never filled', () => {
   it('says how to put the key in instead of calling the solver with the placeholder', () => {
-    expect(() => keyFromSecretString(SOLVER_KEY_PLACEHOLDER, ARN)).toThrow(/still holds the placeholder.*put-secret-value --secret-id arn:aws:secretsmanager/);
+    expect(() => keyFromSecretString(SOLVER_KEY_PLACEHOLDER, ARN)).toThrow(
+      /still holds the placeholder.*put-secret-value --secret-id arn:aws:secretsmanager/,
+    );
   });
 });
 
@@ -79,7 +93,14 @@ describe('createSolverKeyLoader', () => {
 });
 
 describe('createKeyedSolver', () => {
-  const outcome = { answer: 'ok', solverId: '1', acceptedAt: 0, answeredAt: 1, resultRequests: 1, retries: { overCap: 0, transient: 0 } };
+  const outcome = {
+    answer: 'ok',
+    solverId: '1',
+    acceptedAt: 0,
+    answeredAt: 1,
+    resultRequests: 1,
+    retries: { overCap: 0, transient: 0 },
+  };
   const fakeSolver = (key: string) => ({
     solve: async () => ({ ...outcome, answer: `solved with a ${key.length}-char key` }),
     getBalance: async () => 3,
@@ -90,7 +111,10 @@ describe('createKeyedSolver', () => {
   it('turns an unset key into an account error (tasks wait, the governor pauses) and recovers once it is set', async () => {
     let secret = SOLVER_KEY_PLACEHOLDER;
     const client = secrets(async () => ({ SecretString: secret }));
-    const solver = createKeyedSolver(createSolverKeyLoader({ source: { secretArn: ARN }, secretsManager: client }), fakeSolver);
+    const solver = createKeyedSolver(
+      createSolverKeyLoader({ source: { secretArn: ARN }, secretsManager: client }),
+      fakeSolver,
+    );
     const task = { id: 't1' } as never;
     const failing = solver.solve(task, { deadlineAt: Date.now() + 1000 });
     await expect(failing).rejects.toBeInstanceOf(SolverAccountError);
@@ -98,7 +122,9 @@ describe('createKeyedSolver', () => {
     await expect(solver.getBalance()).rejects.toThrow(/placeholder/);
 
     secret = KEY;
-    await expect(solver.solve(task, { deadlineAt: Date.now() + 1000 })).resolves.toMatchObject({ answer: 'solved with a 32-char key' });
+    await expect(solver.solve(task, { deadlineAt: Date.now() + 1000 })).resolves.toMatchObject({
+      answer: 'solved with a 32-char key',
+    });
     await expect(solver.getBalance()).resolves.toBe(3);
     // Two failed reads, then one that worked and is kept.
     expect(client.calls).toBe(3);

@@ -56,7 +56,10 @@ describe('cloudwatch-signals', () => {
     const window = await cw.read();
     // Assess: the requests (the percentile apart, since some endpoints cannot compute it)
     expect(sent.map((s) => s.command)).toEqual(['GetMetricDataCommand', 'GetMetricDataCommand']);
-    const input: Record<string, any> = { ...sent[0]!.input, MetricDataQueries: [...sent[0]!.input.MetricDataQueries, ...sent[1]!.input.MetricDataQueries] };
+    const input: Record<string, any> = {
+      ...sent[0]!.input,
+      MetricDataQueries: [...sent[0]!.input.MetricDataQueries, ...sent[1]!.input.MetricDataQueries],
+    };
     expect(sent[1]!.input.MetricDataQueries.map((q: { Id: string }) => q.Id)).toEqual(['solve_p95']);
     const { start, end } = metricWindow(now, 120_000);
     expect(input.StartTime).toEqual(start);
@@ -64,7 +67,11 @@ describe('cloudwatch-signals', () => {
     expect((input.EndTime as Date).getTime() % 60_000).toBe(0);
     const byId = Object.fromEntries((input.MetricDataQueries as any[]).map((q) => [q.Id, q.MetricStat]));
     expect(byId.solve_p95).toEqual({
-      Metric: { Namespace: 'CaptchaFleet', MetricName: 'SolveDuration', Dimensions: [{ Name: 'service', Value: 'consumer' }] },
+      Metric: {
+        Namespace: 'CaptchaFleet',
+        MetricName: 'SolveDuration',
+        Dimensions: [{ Name: 'service', Value: 'consumer' }],
+      },
       Period: 60,
       Stat: 'p95',
     });
@@ -89,10 +96,19 @@ describe('cloudwatch-signals', () => {
   it('keeps the counters when only the percentile query fails (moto cannot compute p95)', async () => {
     const { client } = fakeClient<CloudWatchClient>((_c, input) => {
       if (input.MetricDataQueries[0].MetricStat.Stat === 'p95') throw new SyntaxError('Unexpected token <');
-      return { MetricDataResults: [{ Id: 'sum_submissions', Values: [7] }, { Id: 'solve_avg', Values: [100] }] };
+      return {
+        MetricDataResults: [
+          { Id: 'sum_submissions', Values: [7] },
+          { Id: 'solve_avg', Values: [100] },
+        ],
+      };
     });
     const errors: unknown[] = [];
-    const window = await createCloudWatchSignals({ cloudwatch: client, namespace: 'N', onError: (e) => errors.push(e) }).read();
+    const window = await createCloudWatchSignals({
+      cloudwatch: client,
+      namespace: 'N',
+      onError: (e) => errors.push(e),
+    }).read();
     expect(window?.submissions).toBe(7);
     expect(window?.meanSolveMs).toBe(100);
     expect(window?.p95SolveMs).toBeUndefined();
@@ -118,11 +134,20 @@ describe('cloudwatch-signals', () => {
         { Id: 'sent_high', Values: [] },
       ],
     }));
-    const cw = createCloudWatchSignals({ cloudwatch: client, namespace: 'CaptchaFleet', queueNames: { normal: 'f-tasks', high: 'f-tasks-high' }, clock: () => now });
+    const cw = createCloudWatchSignals({
+      cloudwatch: client,
+      namespace: 'CaptchaFleet',
+      queueNames: { normal: 'f-tasks', high: 'f-tasks-high' },
+      clock: () => now,
+    });
     const q = await cw.readQueues();
     const queries = sent[0]!.input.MetricDataQueries as any[];
     expect(queries.find((x) => x.Id === 'age_normal').MetricStat).toMatchObject({
-      Metric: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: [{ Name: 'QueueName', Value: 'f-tasks' }] },
+      Metric: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: [{ Name: 'QueueName', Value: 'f-tasks' }],
+      },
       Stat: 'Maximum',
     });
     expect(sent[0]!.input.ScanBy).toBe('TimestampDescending');
@@ -144,7 +169,8 @@ describe('lambda-actuator', () => {
         if (input.Enabled !== undefined) m.State = input.Enabled ? 'Enabled' : 'Disabled';
         return {};
       }
-      if (command === 'GetFunctionConcurrencyCommand') return reserved === undefined ? {} : { ReservedConcurrentExecutions: reserved };
+      if (command === 'GetFunctionConcurrencyCommand')
+        return reserved === undefined ? {} : { ReservedConcurrentExecutions: reserved };
       if (command === 'PutFunctionConcurrencyCommand') {
         if (failReservation) throw failReservation;
         return { ReservedConcurrentExecutions: input.ReservedConcurrentExecutions };
@@ -152,14 +178,22 @@ describe('lambda-actuator', () => {
       throw new Error(`unexpected ${command}`);
     });
     const warn = vi.fn();
-    const actuator = createLambdaActuator({ lambda: fake.client, mappingIds: { normal: 'uuid-n', high: 'uuid-h' }, consumerFunctionName: 'consumer', warn });
+    const actuator = createLambdaActuator({
+      lambda: fake.client,
+      mappingIds: { normal: 'uuid-n', high: 'uuid-h' },
+      consumerFunctionName: 'consumer',
+      warn,
+    });
     return { ...fake, actuator, warn };
   };
   const writes = (sent: Sent[]) => sent.filter((s) => s.command.startsWith('Update') || s.command.startsWith('Put'));
 
   it('reads ceilings and enabled flags from the mappings', async () => {
     const { actuator } = setup(10);
-    expect(await actuator.read()).toEqual({ normal: { ceiling: 8, enabled: true }, high: { ceiling: 2, enabled: false } });
+    expect(await actuator.read()).toEqual({
+      normal: { ceiling: 8, enabled: true },
+      high: { ceiling: 2, enabled: false },
+    });
   });
 
   it('calls only on change, raising the reservation before the mappings and lowering it after', async () => {
@@ -171,7 +205,11 @@ describe('lambda-actuator', () => {
     // Raise: reservation first.
     sent.length = 0;
     const up = await actuator.apply({ ceilings: { normal: 12, high: 4 }, enabled: { normal: true, high: true } });
-    expect(writes(sent).map((s) => s.command)).toEqual(['PutFunctionConcurrencyCommand', 'UpdateEventSourceMappingCommand', 'UpdateEventSourceMappingCommand']);
+    expect(writes(sent).map((s) => s.command)).toEqual([
+      'PutFunctionConcurrencyCommand',
+      'UpdateEventSourceMappingCommand',
+      'UpdateEventSourceMappingCommand',
+    ]);
     expect(writes(sent)[0]!.input).toEqual({ FunctionName: 'consumer', ReservedConcurrentExecutions: 16 });
     expect(writes(sent)[1]!.input).toEqual({ UUID: 'uuid-n', ScalingConfig: { MaximumConcurrency: 12 } });
     expect(writes(sent)[2]!.input).toEqual({ UUID: 'uuid-h', ScalingConfig: { MaximumConcurrency: 4 }, Enabled: true });
@@ -182,7 +220,10 @@ describe('lambda-actuator', () => {
     expect(writes(sent)).toEqual([]);
     // Lower: mappings first, then the reservation.
     await actuator.apply({ ceilings: { normal: 6, high: 4 }, enabled: { normal: true, high: true } });
-    expect(writes(sent).map((s) => s.command)).toEqual(['UpdateEventSourceMappingCommand', 'PutFunctionConcurrencyCommand']);
+    expect(writes(sent).map((s) => s.command)).toEqual([
+      'UpdateEventSourceMappingCommand',
+      'PutFunctionConcurrencyCommand',
+    ]);
     expect(writes(sent)[1]!.input.ReservedConcurrentExecutions).toBe(10);
     // Pause: only Enabled changes, the reservation stays.
     sent.length = 0;
@@ -194,9 +235,14 @@ describe('lambda-actuator', () => {
   });
 
   it('falls back to the mappings alone when the account cannot reserve, and says so once', async () => {
-    const floor = Object.assign(new Error("Specified ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below its minimum value of [100]."), {
-      name: 'InvalidParameterValueException',
-    });
+    const floor = Object.assign(
+      new Error(
+        "Specified ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below its minimum value of [100].",
+      ),
+      {
+        name: 'InvalidParameterValueException',
+      },
+    );
     const { actuator, sent, warn } = setup(undefined, floor);
     await actuator.apply({ ceilings: { normal: 20, high: 2 }, enabled: { normal: true, high: false } });
     await actuator.apply({ ceilings: { normal: 30, high: 2 }, enabled: { normal: true, high: false } });
@@ -209,7 +255,9 @@ describe('lambda-actuator', () => {
 
   it('fails loudly on other reservation errors (the tick then keeps the last ceilings)', async () => {
     const { actuator } = setup(4, Object.assign(new Error('denied'), { name: 'AccessDeniedException' }));
-    await expect(actuator.apply({ ceilings: { normal: 20, high: 2 }, enabled: { normal: true, high: false } })).rejects.toThrow(/reserved concurrency/);
+    await expect(
+      actuator.apply({ ceilings: { normal: 20, high: 2 }, enabled: { normal: true, high: false } }),
+    ).rejects.toThrow(/reserved concurrency/);
     expect(mappings['uuid-n']!.ScalingConfig.MaximumConcurrency).toBe(8);
   });
 });
@@ -240,7 +288,17 @@ describe('signal assembly', () => {
       now: 20_000,
       previous: { normal: { at: 10_000, visible: 100, notVisible: 8, delayed: 0 } },
       queues: { normal: { at: 20_000, visible: 110, notVisible: 8, delayed: 0 } },
-      metrics: { windowMs: 60_000, submissions: 60, overCapAnswers: 6, transientErrors: 3, taskErrors: 0, accountErrors: 0, solved: 60, meanSolveMs: 8000, p95SolveMs: 15_000 },
+      metrics: {
+        windowMs: 60_000,
+        submissions: 60,
+        overCapAnswers: 6,
+        transientErrors: 3,
+        taskErrors: 0,
+        accountErrors: 0,
+        solved: 60,
+        meanSolveMs: 8000,
+        p95SolveMs: 15_000,
+      },
       balance: 3,
       settings: { normal: { ceiling: 8, enabled: true } },
     });
@@ -259,7 +317,18 @@ describe('signal assembly', () => {
       assembleSignals({
         now: 1,
         queues: { normal: { at: 1, visible: 0, notVisible: 4, delayed: 0 } },
-        metrics: { windowMs: 60_000, submissions: 100, ...(resultRequests === undefined ? {} : { resultRequests }), overCapAnswers: 2, transientErrors: 4, taskErrors: 1, accountErrors: 0, solved: 99, meanSolveMs: 8000, p95SolveMs: 15_000 },
+        metrics: {
+          windowMs: 60_000,
+          submissions: 100,
+          ...(resultRequests === undefined ? {} : { resultRequests }),
+          overCapAnswers: 2,
+          transientErrors: 4,
+          taskErrors: 1,
+          accountErrors: 0,
+          solved: 99,
+          meanSolveMs: 8000,
+          p95SolveMs: 15_000,
+        },
         balance: 3,
         settings: { normal: { ceiling: 8, enabled: true } },
       });
@@ -279,14 +348,24 @@ describe('signal assembly', () => {
       balance: undefined,
       settings: { normal: { ceiling: 2, enabled: true } },
     });
-    expect([s.lanes.normal.backlog, s.lanes.normal.arrivalRate, s.errorRate, s.overCapAnswers, s.accountErrors, s.balance]).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
+    expect([
+      s.lanes.normal.backlog,
+      s.lanes.normal.arrivalRate,
+      s.errorRate,
+      s.overCapAnswers,
+      s.accountErrors,
+      s.balance,
+    ]).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
   });
 });
 
 describe('environment: mapping ids', () => {
   const base = { TASKS_QUEUE_URL: 'q', DLQ_URL: 'd', RESULTS_TABLE: 'r', SOLVER_KEY: 'k' };
   it('parses EVENT_SOURCE_MAPPING_IDS', () => {
-    expect(parseEnvironment({ ...base, EVENT_SOURCE_MAPPING_IDS: '{"normal":"a","high":"b"}' }).mappingIds).toEqual({ normal: 'a', high: 'b' });
+    expect(parseEnvironment({ ...base, EVENT_SOURCE_MAPPING_IDS: '{"normal":"a","high":"b"}' }).mappingIds).toEqual({
+      normal: 'a',
+      high: 'b',
+    });
     expect(parseEnvironment(base).mappingIds).toBeUndefined();
   });
   it('lists a malformed value as a configuration problem', () => {
@@ -298,7 +377,17 @@ describe('environment: mapping ids', () => {
 describe('governor loop and ticks', () => {
   const settings = resolveSettings({ planThreads: 8, tickMs: 100 });
   const config = governorConfigFrom(settings);
-  const healthyMetrics = { windowMs: 60_000, submissions: 10, overCapAnswers: 0, transientErrors: 0, taskErrors: 0, accountErrors: 0, solved: 10, meanSolveMs: 1000, p95SolveMs: 2000 };
+  const healthyMetrics = {
+    windowMs: 60_000,
+    submissions: 10,
+    overCapAnswers: 0,
+    transientErrors: 0,
+    taskErrors: 0,
+    accountErrors: 0,
+    solved: 10,
+    meanSolveMs: 1000,
+    p95SolveMs: 2000,
+  };
   const lanes = () => {
     let setting = { ceiling: 2, enabled: true };
     const apply = vi.fn(async (d: { ceilings: { normal: number }; enabled: { normal: boolean } }) => {
@@ -423,7 +512,11 @@ describe('governor loop and ticks', () => {
       }),
     };
     const documents: EmfDocument[] = [];
-    const metrics = createMetrics({ namespace: 'CaptchaFleet', serviceName: 'governor', sink: (d) => documents.push(d) });
+    const metrics = createMetrics({
+      namespace: 'CaptchaFleet',
+      serviceName: 'governor',
+      sink: (d) => documents.push(d),
+    });
     const errors: string[] = [];
     const run = runTicks({
       loop,

@@ -1,13 +1,34 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { capFloor, ceilingFor, decide, governorConfigFrom, initialState, planCap } from '../../functions/core/governor/policy.js';
-import type { GovernorConfig, GovernorSignals, GovernorState, LaneSignals } from '../../functions/core/governor/types.js';
+import {
+  capFloor,
+  ceilingFor,
+  decide,
+  governorConfigFrom,
+  initialState,
+  planCap,
+} from '../../functions/core/governor/policy.js';
+import type {
+  GovernorConfig,
+  GovernorSignals,
+  GovernorState,
+  LaneSignals,
+} from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 
 const T0 = 1_700_000_000_000;
 
 function lane(overrides: Partial<LaneSignals> = {}): LaneSignals {
-  return { backlog: 100, inFlight: 8, delayed: 0, oldestAgeSeconds: 5, arrivalRate: 1, ceiling: 8, enabled: true, ...overrides };
+  return {
+    backlog: 100,
+    inFlight: 8,
+    delayed: 0,
+    oldestAgeSeconds: 5,
+    arrivalRate: 1,
+    ceiling: 8,
+    enabled: true,
+    ...overrides,
+  };
 }
 
 function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
@@ -28,11 +49,15 @@ function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneS
   };
 }
 
-function config(overrides: Partial<GovernorConfig> = {}, fleet: Parameters<typeof resolveSettings>[0] = { planThreads: 8 }): GovernorConfig {
+function config(
+  overrides: Partial<GovernorConfig> = {},
+  fleet: Parameters<typeof resolveSettings>[0] = { planThreads: 8 },
+): GovernorConfig {
   return governorConfigFrom(resolveSettings({ tickMs: 1000, ...fleet }), overrides);
 }
 
-const total = (d: ReturnType<typeof decide>) => (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
+const total = (d: ReturnType<typeof decide>) =>
+  (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
 
 describe('decide: table of cases', () => {
   const cfg = config();
@@ -72,7 +97,11 @@ describe('decide: table of cases', () => {
     expect(dip.ceilings.normal).toBe(3);
     expect(dip.reason.message).toMatch(/held/);
     // …and a backlog does not raise it.
-    const up = decide(signals({ now: T0 + 30_000, balance: 0.4 }, { ceiling: 3, inFlight: 3, backlog: 500 }), dip.state, cfg);
+    const up = decide(
+      signals({ now: T0 + 30_000, balance: 0.4 }, { ceiling: 3, inFlight: 3, backlog: 500 }),
+      dip.state,
+      cfg,
+    );
     expect(up.ceilings.normal).toBe(3);
     expect(up.reason.message).toMatch(/halt/i);
     // Nothing in flight at the crossing: the minimum, not 0.
@@ -103,11 +132,19 @@ describe('decide: table of cases', () => {
     const part = decide(signals({ now: T0 + 12_000, balance: 0.5 }, { enabled: false }), still.state, cfg);
     expect(part.paused).toBe(false);
     expect(part.ceilings.normal).toBe(2);
-    const halted = decide(signals({ now: T0 + 13_000, balance: 0.5 }, { ceiling: 2, inFlight: 2, backlog: 300 }), part.state, cfg);
+    const halted = decide(
+      signals({ now: T0 + 13_000, balance: 0.5 }, { ceiling: 2, inFlight: 2, backlog: 300 }),
+      part.state,
+      cfg,
+    );
     expect(halted.reason.code).toBe('HALT_LOW_BALANCE');
     expect(halted.ceilings.normal).toBe(2);
     // Funds back but the answers failing: the minimum, never up on a high error rate.
-    const failing = decide(signals({ now: T0 + 12_000, balance: 20, errorRate: 0.5 }, { enabled: false }), still.state, cfg);
+    const failing = decide(
+      signals({ now: T0 + 12_000, balance: 20, errorRate: 0.5 }, { enabled: false }),
+      still.state,
+      cfg,
+    );
     expect(failing.paused).toBe(false);
     expect(failing.ceilings.normal).toBe(2);
   });
@@ -122,7 +159,11 @@ describe('decide: table of cases', () => {
     expect(fast.reason.message).toMatch(/by the next tick/);
     expect(fast.state.spendPerSecond).toBeCloseTo(0.005, 6);
     // Slow spending at the same balance: no pause (the halt guard applies instead).
-    const slow = decide(signals({ now: T0 + 10_000, balance: 0.15 }), { ...s0, balanceSeen: { at: T0, usd: 0.151 } }, c);
+    const slow = decide(
+      signals({ now: T0 + 10_000, balance: 0.15 }),
+      { ...s0, balanceSeen: { at: T0, usd: 0.151 } },
+      c,
+    );
     expect(slow.paused).toBe(false);
     expect(slow.reason.code).toBe('HALT_LOW_BALANCE');
     // A missing balance is held, never projected from zero; the last read is kept.
@@ -140,7 +181,11 @@ describe('decide: table of cases', () => {
     expect(d.reason.code).toBe('PAUSE_ACCOUNT');
     expect(d.reason.message).toContain('ERROR_WRONG_USER_KEY');
     const later = T0 + 10_000 + cfg.probeCooldownMs;
-    const unreadable = decide(signals({ now: later, balance: undefined, accountErrors: 3 }, { enabled: false }), d.state, cfg);
+    const unreadable = decide(
+      signals({ now: later, balance: undefined, accountErrors: 3 }, { enabled: false }),
+      d.state,
+      cfg,
+    );
     expect(unreadable.paused).toBe(true);
     expect(unreadable.reason.message).toMatch(/cannot be read/);
     // The old window's account errors do not re-pause right after the resume.
@@ -152,7 +197,11 @@ describe('decide: table of cases', () => {
     const next = decide(signals({ now: later + 1000, accountErrors: 3 }, { ceiling: 2 }), resumed.state, cfg);
     expect(next.paused).toBe(false);
     // After the grace, fresh account errors pause again.
-    const again = decide(signals({ now: later + cfg.probeCooldownMs + 1, accountErrors: 1 }, { ceiling: 2 }), next.state, cfg);
+    const again = decide(
+      signals({ now: later + cfg.probeCooldownMs + 1, accountErrors: 1 }, { ceiling: 2 }),
+      next.state,
+      cfg,
+    );
     expect(again.reason.code).toBe('PAUSE_ACCOUNT');
   });
 
@@ -167,7 +216,11 @@ describe('decide: table of cases', () => {
     const codes: string[] = [];
     let ceiling = 8;
     for (let i = 0; i < cfg.outageTicks; i++) {
-      const d = decide(signals({ now: T0 + i * 1000, errorRate: 0.9, transientErrorRate: 0.9 }, { ceiling }), state, cfg);
+      const d = decide(
+        signals({ now: T0 + i * 1000, errorRate: 0.9, transientErrorRate: 0.9 }, { ceiling }),
+        state,
+        cfg,
+      );
       codes.push(d.reason.code);
       state = d.state;
       ceiling = d.ceilings.normal;
@@ -185,17 +238,31 @@ describe('decide: table of cases', () => {
   it('shrinks to the threads held when the solver refused, not the average use', () => {
     const c = config({}, { planThreads: 50, tickMs: 10_000 });
     // The fleet reached 33 in flight 50 s ago and 3 answers were over-cap; it averaged 21 threads.
-    const s0 = { ...initialState(c, T0), recentUse: [{ at: T0 - 50_000, threads: 33 }, { at: T0 - 40_000, threads: 28 }] };
+    const s0 = {
+      ...initialState(c, T0),
+      recentUse: [
+        { at: T0 - 50_000, threads: 33 },
+        { at: T0 - 40_000, threads: 28 },
+      ],
+    };
     const over = { overCapAnswers: 3, overCapRate: 0.05, completionRate: 1.4, meanSolveMs: 15_000 };
     const d = decide(signals({ now: T0, ...over }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
     expect(d.reason.code).toBe('OVER_CAP_SHRINK');
     expect(d.state.effectiveCap).toBe(30); // 33 − 3 backing off, not 21
     expect(d.ceilings.normal).toBe(30);
     // One answer shows one missing thread.
-    const one = decide(signals({ now: T0, ...over, overCapAnswers: 1 }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
+    const one = decide(
+      signals({ now: T0, ...over, overCapAnswers: 1 }, { ceiling: 50, inFlight: 24, backlog: 0 }),
+      s0,
+      c,
+    );
     expect(one.state.effectiveCap).toBe(32);
     // Many answers: never below what completions say the fleet held.
-    const many = decide(signals({ now: T0, ...over, overCapAnswers: 40 }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
+    const many = decide(
+      signals({ now: T0, ...over, overCapAnswers: 40 }, { ceiling: 50, inFlight: 24, backlog: 0 }),
+      s0,
+      c,
+    );
     expect(many.state.effectiveCap).toBe(21);
   });
 
@@ -207,7 +274,14 @@ describe('decide: table of cases', () => {
     const d1 = decide(signals({ now: T0, ...over }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
     expect(d1.state.effectiveCap).toBe(30);
     // Answers still in the window after a cooldown, within the metric span: not a second shrink.
-    const d2 = decide(signals({ now: T0 + c.probeCooldownMs + 10_000, ...over, overCapAnswers: 5 }, { ceiling: 30, inFlight: 28, backlog: 0 }), d1.state, c);
+    const d2 = decide(
+      signals(
+        { now: T0 + c.probeCooldownMs + 10_000, ...over, overCapAnswers: 5 },
+        { ceiling: 30, inFlight: 28, backlog: 0 },
+      ),
+      d1.state,
+      c,
+    );
     expect(d2.state.effectiveCap).toBe(30);
     // Quiet, but the fleet never filled its cap: nothing was tested, no probe.
     const d3 = decide(signals({ now: T0 + span + 10_000 }, { ceiling: 30, inFlight: 22, backlog: 0 }), d2.state, c);
@@ -216,12 +290,20 @@ describe('decide: table of cases', () => {
     // In flight reaches the cap; once the metric window has covered that moment without over-cap answers, probe.
     const d4 = decide(signals({ now: T0 + span + 20_000 }, { ceiling: 30, inFlight: 30, backlog: 4 }), d3.state, c);
     expect(d4.state.effectiveCap).toBe(30);
-    const d5 = decide(signals({ now: T0 + span + 20_000 + span / 2 }, { ceiling: 30, inFlight: 25, backlog: 0 }), d4.state, c);
+    const d5 = decide(
+      signals({ now: T0 + span + 20_000 + span / 2 }, { ceiling: 30, inFlight: 25, backlog: 0 }),
+      d4.state,
+      c,
+    );
     expect(d5.reason.code).toBe('OVER_CAP_PROBE');
     expect(d5.state.effectiveCap).toBe(31);
     expect(d5.ceilings.normal).toBe(31);
     // The probe fails: the shrink goes back to the level just proven (30), whatever the ticks sampled.
-    const d6 = decide(signals({ now: T0 + 3 * span, ...over, overCapAnswers: 2 }, { ceiling: 31, inFlight: 31, backlog: 2 }), d5.state, c);
+    const d6 = decide(
+      signals({ now: T0 + 3 * span, ...over, overCapAnswers: 2 }, { ceiling: 31, inFlight: 31, backlog: 2 }),
+      d5.state,
+      c,
+    );
     expect(d6.reason.code).toBe('OVER_CAP_SHRINK');
     expect(d6.state.effectiveCap).toBe(30);
   });
@@ -231,7 +313,14 @@ describe('decide: table of cases', () => {
     const cooldown = c.probeCooldownMs;
     const span = 2 * cooldown;
     // Shrunk to 5 (3 threads held by others) long enough ago; in flight fills the cap.
-    let state: GovernorState = { ...initialState(c, T0), effectiveCap: 5, refusedThreads: 6, lastShrinkAt: T0, lastProbeAt: T0, recentUse: [] };
+    let state: GovernorState = {
+      ...initialState(c, T0),
+      effectiveCap: 5,
+      refusedThreads: 6,
+      lastShrinkAt: T0,
+      lastProbeAt: T0,
+      recentUse: [],
+    };
     let now = T0;
     const tick = (s: Partial<GovernorSignals>, l: Partial<LaneSignals>) => {
       const d = decide(signals({ now, ...s }, { backlog: 50, ...l }), state, c);
@@ -287,11 +376,24 @@ describe('decide: table of cases', () => {
     const c = config({}, { planThreads: 8, tickMs: 1_000 });
     const cooldown = c.probeCooldownMs;
     // A probe to 6 failed (backoff 4); late answers then shrank the cap to 4.
-    let state: GovernorState = { ...initialState(c, T0), effectiveCap: 4, refusedThreads: 6, lastShrinkAt: T0, lastProbeAt: T0, probeBackoff: 4, failedProbeCap: 6, recentUse: [] };
+    let state: GovernorState = {
+      ...initialState(c, T0),
+      effectiveCap: 4,
+      refusedThreads: 6,
+      lastShrinkAt: T0,
+      lastProbeAt: T0,
+      probeBackoff: 4,
+      failedProbeCap: 6,
+      recentUse: [],
+    };
     let now = T0;
     const probes: Array<{ at: number; cap: number }> = [];
     for (now = T0 + 1_000; now < T0 + 10 * cooldown; now += 1_000) {
-      const d = decide(signals({ now }, { backlog: 50, ceiling: ceilingFor(state.effectiveCap, c), inFlight: state.effectiveCap }), state, c);
+      const d = decide(
+        signals({ now }, { backlog: 50, ceiling: ceilingFor(state.effectiveCap, c), inFlight: state.effectiveCap }),
+        state,
+        c,
+      );
       if (d.reason.code === 'OVER_CAP_PROBE') probes.push({ at: now - T0, cap: d.state.effectiveCap });
       state = d.state;
       if (d.state.effectiveCap === 6) break;
@@ -307,7 +409,14 @@ describe('decide: table of cases', () => {
   it('shrinks at the first tick that sees over-cap answers', () => {
     // Locally the metric window is fresh: no earlier shrink, the first answers shrink at once.
     const c = config({}, { planThreads: 8, tickMs: 1_000 });
-    const d = decide(signals({ now: T0 + 1_000, overCapAnswers: 3, completionRate: 0, meanSolveMs: undefined }, { ceiling: 8, inFlight: 8 }), initialState(c, T0), c);
+    const d = decide(
+      signals(
+        { now: T0 + 1_000, overCapAnswers: 3, completionRate: 0, meanSolveMs: undefined },
+        { ceiling: 8, inFlight: 8 },
+      ),
+      initialState(c, T0),
+      c,
+    );
     expect(d.reason.code).toBe('OVER_CAP_SHRINK');
     expect(d.state.effectiveCap).toBe(5);
     expect(d.ceilings.normal).toBe(5);
@@ -318,7 +427,11 @@ describe('decide: table of cases', () => {
     const span = 2 * c.probeCooldownMs;
     // Refused at 41 in flight; 20 answers; completions say 21 held: cap 21.
     const s0 = { ...initialState(c, T0), recentUse: [{ at: T0 - 30_000, threads: 41 }] };
-    const d1 = decide(signals({ now: T0, overCapAnswers: 20, completionRate: 1.4, meanSolveMs: 15_000 }, { ceiling: 50, inFlight: 30 }), s0, c);
+    const d1 = decide(
+      signals({ now: T0, overCapAnswers: 20, completionRate: 1.4, meanSolveMs: 15_000 }, { ceiling: 50, inFlight: 30 }),
+      s0,
+      c,
+    );
     expect(d1.state.effectiveCap).toBe(21);
     const atCap = decide(signals({ now: T0 + span }, { ceiling: 21, inFlight: 21 }), d1.state, c);
     const probe = decide(signals({ now: T0 + span + span / 2 }, { ceiling: 21, inFlight: 21 }), atCap.state, c);
@@ -327,7 +440,12 @@ describe('decide: table of cases', () => {
   });
 
   it('holds on a missing signal instead of reading it as zero', () => {
-    for (const missing of [{ balance: undefined }, { errorRate: undefined }, { overCapAnswers: undefined }, { accountErrors: undefined }]) {
+    for (const missing of [
+      { balance: undefined },
+      { errorRate: undefined },
+      { overCapAnswers: undefined },
+      { accountErrors: undefined },
+    ]) {
       const d = decide(signals(missing, { ceiling: 3 }), state0, cfg);
       expect(d.reason.code).toBe('HOLD_MISSING_SIGNAL');
       expect(d.ceilings.normal).toBe(3);
@@ -353,7 +471,11 @@ describe('decide: table of cases', () => {
   describe('two lanes', () => {
     const c2 = config({ highLane: true }, { planThreads: 20 });
     const s0 = initialState(c2, T0);
-    const two = (high: Partial<LaneSignals>, normal: Partial<LaneSignals> = {}, extra: Partial<GovernorSignals> = {}) => ({
+    const two = (
+      high: Partial<LaneSignals>,
+      normal: Partial<LaneSignals> = {},
+      extra: Partial<GovernorSignals> = {},
+    ) => ({
       ...signals(extra, { ceiling: 20, ...normal }),
       lanes: { normal: lane({ ceiling: 20, ...normal }), high: lane({ ceiling: 2, enabled: false, ...high }) },
     });
@@ -377,7 +499,11 @@ describe('decide: table of cases', () => {
     });
 
     it('keeps the high lane share first when scaling halts', () => {
-      const d = decide(two({ backlog: 10, inFlight: 3, enabled: true, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }), s0, c2);
+      const d = decide(
+        two({ backlog: 10, inFlight: 3, enabled: true, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }),
+        s0,
+        c2,
+      );
       expect(d.reason.code).toBe('HALT_LOW_BALANCE');
       expect(total(d)).toBe(10);
       expect(d.ceilings.high).toBe(10);
@@ -492,7 +618,8 @@ const stateArb = (cfg: GovernorConfig) =>
 const caseArb = configArb.chain((cfg) => fc.tuple(fc.constant(cfg), signalsArb, stateArb(cfg)));
 
 const enabledTotal = (s: GovernorSignals, cfg: GovernorConfig) =>
-  (s.lanes.normal.enabled ? s.lanes.normal.ceiling : 0) + (cfg.highLane && s.lanes.high?.enabled ? s.lanes.high.ceiling : 0);
+  (s.lanes.normal.enabled ? s.lanes.normal.ceiling : 0) +
+  (cfg.highLane && s.lanes.high?.enabled ? s.lanes.high.ceiling : 0);
 
 describe('decide: properties', () => {
   it('never sets enabled ceilings × tasks per invocation above the effective cap, nor the cap above the plan', () => {

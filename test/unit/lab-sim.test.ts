@@ -15,7 +15,11 @@ function trace(input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'>) {
   return parseTrace({ name: 'test', durationSeconds: 3600, methods: [reCaptcha], ...input }, 'test');
 }
 
-function run(name: PolicyName, input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'>, options: Partial<RunOptions> = {}) {
+function run(
+  name: PolicyName,
+  input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'>,
+  options: Partial<RunOptions> = {},
+) {
   const t = trace(input);
   return simulate(t, createPolicy(name, t.settings, options.model), { seed: 7, ...options });
 }
@@ -55,7 +59,11 @@ describe('simulator models', () => {
   });
 
   it("satisfies Little's law on a steady trace (time-average in system = arrival rate × mean latency)", () => {
-    const result = run('governor', { durationSeconds: 7200, arrivals: [{ at: 0, perSecond: 1 }] }, { sampleSeconds: 1 });
+    const result = run(
+      'governor',
+      { durationSeconds: 7200, arrivals: [{ at: 0, perSecond: 1 }] },
+      { sampleSeconds: 1 },
+    );
     const { t, backlog, inFlight } = result.samples;
     let inSystem = 0;
     let n = 0;
@@ -70,7 +78,14 @@ describe('simulator models', () => {
   });
 
   it('draws Poisson arrival counts: mean and variance match the integrated rate', () => {
-    const input = { durationSeconds: 600, arrivals: [{ at: 0, perSecond: 0.5 }, { at: 200, perSecond: 0 }, { at: 300, perSecond: 1.5 }] };
+    const input = {
+      durationSeconds: 600,
+      arrivals: [
+        { at: 0, perSecond: 0.5 },
+        { at: 200, perSecond: 0 },
+        { at: 300, perSecond: 1.5 },
+      ],
+    };
     const expected = expectedArrivals(trace(input));
     expect(expected).toBe(0.5 * 200 + 1.5 * 300);
     const counts = Array.from({ length: 40 }, (_, seed) => run('oracle', input, { seed }).arrivals);
@@ -83,10 +98,15 @@ describe('simulator models', () => {
   });
 
   it("ramps Lambda's SQS concurrency from 5 by at most 5 a second (300 a minute)", () => {
-    const result = run('lambda-fixed', { durationSeconds: 60, fleet: { planThreads: 200 }, arrivals: [{ at: 0, perSecond: 50 }] }, { sampleSeconds: 1 });
+    const result = run(
+      'lambda-fixed',
+      { durationSeconds: 60, fleet: { planThreads: 200 }, arrivals: [{ at: 0, perSecond: 50 }] },
+      { sampleSeconds: 1 },
+    );
     const { t, inFlight } = result.samples;
     // 50 tasks/s of 18 s solves would use 900 invocations at once; the ramp allows 5 + 5 per elapsed second.
-    for (let i = 0; i < t.length && t[i]! <= 60; i++) expect(inFlight[i]!).toBeLessThanOrEqual(5 + 5 * Math.floor(t[i]!));
+    for (let i = 0; i < t.length && t[i]! <= 60; i++)
+      expect(inFlight[i]!).toBeLessThanOrEqual(5 + 5 * Math.floor(t[i]!));
     expect(inFlight[t.indexOf(30)]).toBeGreaterThanOrEqual(150);
   });
 
@@ -95,7 +115,10 @@ describe('simulator models', () => {
       durationSeconds: 3600,
       fleet: { planThreads: 20 },
       arrivals: [{ at: 0, perSecond: 0.8 }],
-      foreignThreads: [{ at: 0, threads: 0 }, { at: 1200, threads: 8 }],
+      foreignThreads: [
+        { at: 0, threads: 0 },
+        { at: 1200, threads: 8 },
+      ],
     };
     expect(run('lambda-fixed', input).overCapRejections).toBeGreaterThan(0);
     const oracle = run('oracle', input);
@@ -130,7 +153,13 @@ describe('the governor in the lab', () => {
 
 describe('determinism', () => {
   it('replays bit for bit with the same seed and differs with another', () => {
-    const input = { durationSeconds: 1800, arrivals: [{ at: 0, perSecond: 1 }, { at: 600, perSecond: 3 }] };
+    const input = {
+      durationSeconds: 1800,
+      arrivals: [
+        { at: 0, perSecond: 1 },
+        { at: 600, perSecond: 3 },
+      ],
+    };
     const strip = (r: ReturnType<typeof run>) => ({ ...r, wallMs: 0 });
     expect(strip(run('governor', input, { seed: 3 }))).toEqual(strip(run('governor', input, { seed: 3 })));
     expect(run('governor', input, { seed: 4 }).latency).not.toEqual(run('governor', input, { seed: 3 }).latency);
@@ -144,7 +173,10 @@ describe('event heap', () => {
     times.forEach((time, i) => heap.push(time, i));
     const popped: number[] = [];
     while (heap.size > 0) popped.push(heap.pop() as number);
-    const expected = times.map((time, i) => ({ time, i })).sort((a, b) => a.time - b.time || a.i - b.i).map((e) => e.i);
+    const expected = times
+      .map((time, i) => ({ time, i }))
+      .sort((a, b) => a.time - b.time || a.i - b.i)
+      .map((e) => e.i);
     expect(popped).toEqual(expected);
   });
 });

@@ -44,7 +44,12 @@ describe('trace files', () => {
 
   it('names a missing field and an unknown method by their path', () => {
     const { arrivals: _arrivals, ...noArrivals } = good;
-    const problems = problemsOf(write('bad-fields.json', { ...noArrivals, methods: [{ method: 'recaptcha', share: 1, medianSeconds: 8, p95Seconds: 9 }] }));
+    const problems = problemsOf(
+      write('bad-fields.json', {
+        ...noArrivals,
+        methods: [{ method: 'recaptcha', share: 1, medianSeconds: 8, p95Seconds: 9 }],
+      }),
+    );
     expect(problems.some((p) => p.startsWith('arrivals:'))).toBe(true);
     expect(problems.some((p) => p.startsWith('methods[0].method:'))).toBe(true);
   });
@@ -54,7 +59,12 @@ describe('trace files', () => {
       write('bad-logic.json', {
         ...good,
         fleet: { planThreads: 4, reservedThreads: 4 },
-        arrivals: [{ at: 0, perSecond: 1 }, { at: 300, perSecond: 2 }, { at: 200, perSecond: 1 }, { at: 900, perSecond: 1 }],
+        arrivals: [
+          { at: 0, perSecond: 1 },
+          { at: 300, perSecond: 2 },
+          { at: 200, perSecond: 1 },
+          { at: 900, perSecond: 1 },
+        ],
         methods: [{ method: 'turnstile', share: 1, medianSeconds: 8, p95Seconds: 5 }],
       }),
     );
@@ -76,7 +86,15 @@ describe('trace files', () => {
   it('ships valid traces covering the scenarios of the benchmark', () => {
     const names = shippedTraces().map((t) => t.name);
     expect(names).toEqual(
-      expect.arrayContaining(['steady', 'sale-day-surge', 'sawtooth', 'spike-and-drop', 'balance-halt', 'foreign-threads', 'solver-slowdown']),
+      expect.arrayContaining([
+        'steady',
+        'sale-day-surge',
+        'sawtooth',
+        'spike-and-drop',
+        'balance-halt',
+        'foreign-threads',
+        'solver-slowdown',
+      ]),
     );
   });
 });

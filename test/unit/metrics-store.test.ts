@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { createMetrics, MetricResolution, MetricUnit, type EmfDocument } from '../../functions/adapters/metrics.js';
 import { datapointsOf, MetricsStore } from '../../local/metrics-store.js';
 
-const point = (name: string, value: number, timestamp: number, dimensions?: Record<string, string>) => ({ name, value, timestamp, ...(dimensions ? { dimensions } : {}) });
+const point = (name: string, value: number, timestamp: number, dimensions?: Record<string, string>) => ({
+  name,
+  value,
+  timestamp,
+  ...(dimensions ? { dimensions } : {}),
+});
 
 describe('MetricsStore windows', () => {
   it('sums, counts and averages only the datapoints inside (now - window, now]', () => {
@@ -83,7 +88,8 @@ describe('MetricsStore fed by Powertools EMF', () => {
     });
 
     // Act
-    for (const ms of [120, 80, 300]) metrics.addMetric('SolveDuration', MetricUnit.Milliseconds, ms, MetricResolution.High);
+    for (const ms of [120, 80, 300])
+      metrics.addMetric('SolveDuration', MetricUnit.Milliseconds, ms, MetricResolution.High);
     metrics.addMetric('Solved', MetricUnit.Count, 1);
     metrics.addMetric('Solved', MetricUnit.Count, 1);
     const single = metrics.singleMetric();
@@ -104,10 +110,15 @@ describe('MetricsStore fed by Powertools EMF', () => {
 
   it('skips non-numeric values', () => {
     const document = {
-      _aws: { Timestamp: 1, CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [['service']], Metrics: [{ Name: 'A', Unit: 'Count' }] }] },
+      _aws: {
+        Timestamp: 1,
+        CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [['service']], Metrics: [{ Name: 'A', Unit: 'Count' }] }],
+      },
       service: 'consumer',
       A: ['x', 2, Number.NaN],
     } as unknown as EmfDocument;
-    expect(datapointsOf(document)).toEqual([{ name: 'A', value: 2, timestamp: 1, unit: 'Count', dimensions: { service: 'consumer' } }]);
+    expect(datapointsOf(document)).toEqual([
+      { name: 'A', value: 2, timestamp: 1, unit: 'Count', dimensions: { service: 'consumer' } },
+    ]);
   });
 });

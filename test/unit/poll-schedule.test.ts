@@ -36,7 +36,11 @@ function run(schedule: PollSchedule, draw: () => number, tasks: number, measured
   for (let i = 0; i < tasks; i += 1) {
     const readyMs = draw();
     const outcome = replayPlan(schedule.plan('userrecaptcha'), readyMs);
-    schedule.observe('userrecaptcha', { lastNotReadyMs: outcome.lastNotReadyMs, answeredMs: outcome.answeredMs, resultRequests: outcome.resultRequests });
+    schedule.observe('userrecaptcha', {
+      lastNotReadyMs: outcome.lastNotReadyMs,
+      answeredMs: outcome.answeredMs,
+      resultRequests: outcome.resultRequests,
+    });
     if (i >= tasks - measured) {
       wait += outcome.waitMs;
       requests += outcome.resultRequests;
@@ -70,7 +74,8 @@ describe('poll schedule', () => {
 
   it('keeps the defaults for other methods once one method has learnt', () => {
     const schedule = createAdaptivePollSchedule({ minSamples: 3 });
-    for (let i = 0; i < 3; i += 1) schedule.observe('userrecaptcha', { lastNotReadyMs: 15_000, answeredMs: 20_000, resultRequests: 2 });
+    for (let i = 0; i < 3; i += 1)
+      schedule.observe('userrecaptcha', { lastNotReadyMs: 15_000, answeredMs: 20_000, resultRequests: 2 });
 
     expect(schedule.plan('userrecaptcha').source).toBe('adaptive');
     expect(schedule.plan('turnstile')).toMatchObject({ source: 'protocol-default', firstPollMs: 15_000 });
@@ -110,22 +115,31 @@ describe('poll schedule', () => {
     expect(fast.meanWaitMs).toBeLessThan(15);
   });
 
-  it.each([3, 5, 10, 20])('spends about the request budget of %i per task in expectation, never much more', (budget) => {
-    // A long tail (10 % uniform over 3–63 s) and no practical minimum interval: only the budget binds.
-    const random = seeded(budget);
-    const body = recaptchaLike(budget);
-    const draw = () => (random() < 0.1 ? 3_000 + 60_000 * random() : body());
-    const schedule = createAdaptivePollSchedule({ requestBudget: budget, minIntervalFraction: 0.001, minIntervalFloorMs: 1 });
+  it.each([3, 5, 10, 20])(
+    'spends about the request budget of %i per task in expectation, never much more',
+    (budget) => {
+      // A long tail (10 % uniform over 3–63 s) and no practical minimum interval: only the budget binds.
+      const random = seeded(budget);
+      const body = recaptchaLike(budget);
+      const draw = () => (random() < 0.1 ? 3_000 + 60_000 * random() : body());
+      const schedule = createAdaptivePollSchedule({
+        requestBudget: budget,
+        minIntervalFraction: 0.001,
+        minIntervalFloorMs: 1,
+      });
 
-    const result = run(schedule, draw, 300, 200);
+      const result = run(schedule, draw, 300, 200);
 
-    expect(result.meanRequests).toBeLessThanOrEqual(budget * 1.05);
-    // The budget is used, not left idle: more budget, shorter waits (checked across runs below).
-    expect(result.meanRequests).toBeGreaterThan(budget * 0.75);
-  });
+      expect(result.meanRequests).toBeLessThanOrEqual(budget * 1.05);
+      // The budget is used, not left idle: more budget, shorter waits (checked across runs below).
+      expect(result.meanRequests).toBeGreaterThan(budget * 0.75);
+    },
+  );
 
   it('a larger budget buys a shorter wait', () => {
-    const waits = [3, 8, 20].map((budget) => run(createAdaptivePollSchedule({ requestBudget: budget }), recaptchaLike(11), 300, 150).meanWaitMs);
+    const waits = [3, 8, 20].map(
+      (budget) => run(createAdaptivePollSchedule({ requestBudget: budget }), recaptchaLike(11), 300, 150).meanWaitMs,
+    );
     expect(waits[1]).toBeLessThan(waits[0] as number);
     expect(waits[2]).toBeLessThan(waits[1] as number);
   });
@@ -178,6 +192,8 @@ describe('poll schedule', () => {
     expect(stats?.estimatedWaitMs).toBe(2_500 + 2_500);
     expect(stats?.waitShare).toBeCloseTo(5_000 / 15_000);
     // With history, the estimate uses the recent ready times that fall in the bracket.
-    expect(schedule.estimateWaitMs('base64', { lastNotReadyMs: 6_000, answeredMs: 9_000, resultRequests: 2 })).toBe(9_000 - 7_500);
+    expect(schedule.estimateWaitMs('base64', { lastNotReadyMs: 6_000, answeredMs: 9_000, resultRequests: 2 })).toBe(
+      9_000 - 7_500,
+    );
   });
 });

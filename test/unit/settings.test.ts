@@ -25,7 +25,11 @@ describe('fleet settings', () => {
 
   it('names every resource from the prefix', () => {
     const settings = resolveSettings({ prefix: 'shop-fleet' });
-    expect(settings.queueNames).toEqual({ normal: 'shop-fleet-tasks', high: 'shop-fleet-tasks-high', dlq: 'shop-fleet-tasks-dlq' });
+    expect(settings.queueNames).toEqual({
+      normal: 'shop-fleet-tasks',
+      high: 'shop-fleet-tasks-high',
+      dlq: 'shop-fleet-tasks-dlq',
+    });
     expect(settings.tableNames.results).toBe('shop-fleet-results');
   });
 

@@ -35,7 +35,12 @@ const task = (overrides: Partial<Task> = {}): Task =>
     method: 'userrecaptcha',
     priority: 'normal',
     submittedAt: START,
-    params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/login?a=1&b=2', invisible: 1, userAgent: 'Mozilla/5.0 (X11)' },
+    params: {
+      googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-',
+      pageurl: 'https://example.com/login?a=1&b=2',
+      invisible: 1,
+      userAgent: 'Mozilla/5.0 (X11)',
+    },
     ...overrides,
   }) as Task;
 
@@ -61,8 +66,17 @@ describe('solver client', () => {
       }
       interceptor.reply((options) => {
         const headers = options.headers as Record<string, string> | undefined;
-        seen.push({ path: options.path, method: options.method, body: options.body as string | undefined, contentType: headers?.['content-type'], at: now });
-        return { statusCode: reply.status ?? 200, data: typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body) };
+        seen.push({
+          path: options.path,
+          method: options.method,
+          body: options.body as string | undefined,
+          contentType: headers?.['content-type'],
+          at: now,
+        });
+        return {
+          statusCode: reply.status ?? 200,
+          data: typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body),
+        };
       });
     }
   }
@@ -81,12 +95,18 @@ describe('solver client', () => {
       schedule: createFixedPollSchedule(),
       random: () => 0,
       retry: { baseBackoffMs: 1_000, maxBackoffMs: 8_000 },
-      logger: { debug: (m, a) => logs.push(`${m} ${JSON.stringify(a)}`), warn: (m, a) => logs.push(`${m} ${JSON.stringify(a)}`) },
+      logger: {
+        debug: (m, a) => logs.push(`${m} ${JSON.stringify(a)}`),
+        warn: (m, a) => logs.push(`${m} ${JSON.stringify(a)}`),
+      },
       ...overrides,
     });
   }
 
-  const options = (extra: Partial<Parameters<ReturnType<typeof client>['solve']>[1]> = {}) => ({ deadlineAt: now + 180_000, ...extra });
+  const options = (extra: Partial<Parameters<ReturnType<typeof client>['solve']>[1]> = {}) => ({
+    deadlineAt: now + 180_000,
+    ...extra,
+  });
 
   beforeEach(() => {
     agent = new MockAgent();
@@ -106,7 +126,10 @@ describe('solver client', () => {
     script('res.php', [NOT_READY, NOT_READY, ok('03AGdBq2-token')]);
     const submitted: Array<{ id: string; at: number }> = [];
 
-    const outcome = await client().solve(task(), options({ onSubmitted: (id) => void submitted.push({ id, at: now }) }));
+    const outcome = await client().solve(
+      task(),
+      options({ onSubmitted: (id) => void submitted.push({ id, at: now }) }),
+    );
 
     const submit = seen[0] as Seen;
     expect(submit).toMatchObject({ path: '/in.php', method: 'POST', contentType: 'application/x-www-form-urlencoded' });
@@ -194,7 +217,9 @@ describe('solver client', () => {
     it('throws SolverOverCapError once the retries are spent', async () => {
       script('in.php', [code('ERROR_ZERO_BALANCE'), code('ERROR_ZERO_BALANCE'), code('ERROR_ZERO_BALANCE')]);
 
-      const error = await client({ retry: { maxOverCapRetries: 2 } }).solve(task(), options()).catch((e: unknown) => e);
+      const error = await client({ retry: { maxOverCapRetries: 2 } })
+        .solve(task(), options())
+        .catch((e: unknown) => e);
 
       expect(error).toBeInstanceOf(SolverOverCapError);
       expect(error).toMatchObject({ code: 'ERROR_ZERO_BALANCE', errorClass: 'over_cap', taskId: 'task-1' });
@@ -218,7 +243,9 @@ describe('solver client', () => {
     it('ERROR_ZERO_BALANCE is an account error in the 2captcha dialect: no retry', async () => {
       script('in.php', [code('ERROR_ZERO_BALANCE')]);
 
-      const error = await client({ dialect: '2captcha' }).solve(task(), options()).catch((e: unknown) => e);
+      const error = await client({ dialect: '2captcha' })
+        .solve(task(), options())
+        .catch((e: unknown) => e);
 
       expect(error).toBeInstanceOf(SolverAccountError);
       expect(seen).toHaveLength(1);
@@ -233,11 +260,17 @@ describe('solver client', () => {
       ['garbage', { status: 200, body: '}{ not json' }, 'UNPARSEABLE_BODY'],
       ['a JSON body without the protocol fields', { status: 200, body: { hello: 'world' } }, 'UNPARSEABLE_BODY'],
       ['a server error code', code('ERROR_SERVER_ERROR'), 'ERROR_SERVER_ERROR'],
-      ['a connection error', { error: Object.assign(new Error('socket hang up'), { code: 'UND_ERR_SOCKET' }) }, 'CONNECTION_ERROR'],
+      [
+        'a connection error',
+        { error: Object.assign(new Error('socket hang up'), { code: 'UND_ERR_SOCKET' }) },
+        'CONNECTION_ERROR',
+      ],
     ])('retries the submission after %s, then throws SolverTransientError', async (_label, reply, expectedCode) => {
       script('in.php', [reply, reply]);
 
-      const error = await client({ retry: { maxTransientRetries: 1 } }).solve(task(), options()).catch((e: unknown) => e);
+      const error = await client({ retry: { maxTransientRetries: 1 } })
+        .solve(task(), options())
+        .catch((e: unknown) => e);
 
       expect(error).toBeInstanceOf(SolverTransientError);
       expect(error).toMatchObject({ code: expectedCode, errorClass: 'transient', taskId: 'task-1' });
@@ -256,9 +289,15 @@ describe('solver client', () => {
 
     it('gives up polling after too many transient failures in a row', async () => {
       script('in.php', [ok('7')]);
-      script('res.php', [{ status: 500, body: '' }, { status: 500, body: '' }, { status: 500, body: '' }]);
+      script('res.php', [
+        { status: 500, body: '' },
+        { status: 500, body: '' },
+        { status: 500, body: '' },
+      ]);
 
-      const error = await client({ retry: { maxTransientRetries: 2 } }).solve(task(), options()).catch((e: unknown) => e);
+      const error = await client({ retry: { maxTransientRetries: 2 } })
+        .solve(task(), options())
+        .catch((e: unknown) => e);
 
       expect(error).toBeInstanceOf(SolverTransientError);
       expect(error).toMatchObject({ code: 'HTTP_500' });
@@ -270,7 +309,10 @@ describe('solver client', () => {
     /** Collects the answers with the number of backoff sleeps made before each. */
     function recorder() {
       const answers: Array<SolverAnswer & { sleepsBefore: number }> = [];
-      return { answers, onSolverAnswer: (answer: SolverAnswer) => void answers.push({ ...answer, sleepsBefore: sleeps.length }) };
+      return {
+        answers,
+        onSolverAnswer: (answer: SolverAnswer) => void answers.push({ ...answer, sleepsBefore: sleeps.length }),
+      };
     }
 
     it('reports every response, retried ones included, as it comes (before the backoff)', async () => {
@@ -310,38 +352,68 @@ describe('solver client', () => {
       script('in.php', [ok('9')]);
       script('res.php', [NOT_READY, NOT_READY, code('ERROR_CAPTCHA_UNSOLVABLE')]);
       const failed = recorder();
-      await expect(client().solve(task(), options({ onSolverAnswer: failed.onSolverAnswer }))).rejects.toBeInstanceOf(SolverTaskError);
-      expect(failed.answers.map((answer) => answer.outcome)).toEqual(['accepted', 'not_ready', 'not_ready', 'task_terminal']);
+      await expect(client().solve(task(), options({ onSolverAnswer: failed.onSolverAnswer }))).rejects.toBeInstanceOf(
+        SolverTaskError,
+      );
+      expect(failed.answers.map((answer) => answer.outcome)).toEqual([
+        'accepted',
+        'not_ready',
+        'not_ready',
+        'task_terminal',
+      ]);
       expect(failed.answers[3]).toMatchObject({ request: 'result', code: 'ERROR_CAPTCHA_UNSOLVABLE' });
 
       script('in.php', [code('ERROR_WRONG_USER_KEY')]);
       const account = recorder();
-      await expect(client().solve(task(), options({ onSolverAnswer: account.onSolverAnswer }))).rejects.toBeInstanceOf(SolverAccountError);
+      await expect(client().solve(task(), options({ onSolverAnswer: account.onSolverAnswer }))).rejects.toBeInstanceOf(
+        SolverAccountError,
+      );
       expect(account.answers).toMatchObject([{ request: 'submit', outcome: 'account', code: 'ERROR_WRONG_USER_KEY' }]);
 
       script('in.php', [code('ERROR_NO_SLOT_AVAILABLE'), code('ERROR_NO_SLOT_AVAILABLE')]);
       const refused = recorder();
-      await expect(client({ retry: { maxOverCapRetries: 1 } }).solve(task(), options({ onSolverAnswer: refused.onSolverAnswer }))).rejects.toBeInstanceOf(SolverOverCapError);
+      await expect(
+        client({ retry: { maxOverCapRetries: 1 } }).solve(task(), options({ onSolverAnswer: refused.onSolverAnswer })),
+      ).rejects.toBeInstanceOf(SolverOverCapError);
       expect(refused.answers.map((answer) => answer.outcome)).toEqual(['over_cap', 'over_cap']);
 
       script('in.php', [ok('11')]);
-      script('res.php', Array.from({ length: 5 }, () => NOT_READY));
+      script(
+        'res.php',
+        Array.from({ length: 5 }, () => NOT_READY),
+      );
       const late = recorder();
-      await expect(client().solve(task(), { deadlineAt: now + 32_000, onSolverAnswer: late.onSolverAnswer })).rejects.toBeInstanceOf(SolverTimeoutError);
-      expect(late.answers.map((answer) => answer.outcome)).toEqual(['accepted', ...Array.from({ length: late.answers.length - 1 }, () => 'not_ready')]);
+      await expect(
+        client().solve(task(), { deadlineAt: now + 32_000, onSolverAnswer: late.onSolverAnswer }),
+      ).rejects.toBeInstanceOf(SolverTimeoutError);
+      expect(late.answers.map((answer) => answer.outcome)).toEqual([
+        'accepted',
+        ...Array.from({ length: late.answers.length - 1 }, () => 'not_ready'),
+      ]);
       expect(late.answers.length).toBeGreaterThan(1);
     });
 
     it('a resumed solve reports no submission, and a throwing hook changes nothing', async () => {
       script('res.php', [NOT_READY, ok('token')]);
-      const outcome = await client().solve(task(), options({ resumeSolverId: '77', onSolverAnswer: () => { throw new Error('sink down'); } }));
+      const outcome = await client().solve(
+        task(),
+        options({
+          resumeSolverId: '77',
+          onSolverAnswer: () => {
+            throw new Error('sink down');
+          },
+        }),
+      );
       expect(outcome).toMatchObject({ answer: 'token', resultRequests: 2 });
       expect(logs.some((line) => line.startsWith('onSolverAnswer hook threw'))).toBe(true);
 
       script('res.php', [NOT_READY, ok('token')]);
       const resumed = recorder();
       await client().solve(task(), options({ resumeSolverId: '77', onSolverAnswer: resumed.onSolverAnswer }));
-      expect(resumed.answers.map((answer) => `${answer.request}:${answer.outcome}`)).toEqual(['result:not_ready', 'result:answered']);
+      expect(resumed.answers.map((answer) => `${answer.request}:${answer.outcome}`)).toEqual([
+        'result:not_ready',
+        'result:answered',
+      ]);
     });
   });
 
@@ -349,7 +421,9 @@ describe('solver client', () => {
     script('in.php', [ok('9')]);
     script('res.php', [NOT_READY, code('ERROR_CAPTCHA_UNSOLVABLE')]);
 
-    const error = await client().solve(task(), options()).catch((e: unknown) => e);
+    const error = await client()
+      .solve(task(), options())
+      .catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(SolverTaskError);
     expect(error).toMatchObject({ code: 'ERROR_CAPTCHA_UNSOLVABLE', errorClass: 'task_terminal', taskId: 'task-1' });
@@ -364,8 +438,15 @@ describe('solver client', () => {
   });
 
   it('keeps only protocol-shaped error codes, so an answer that echoes the key cannot carry it into logs or records', async () => {
-    script('in.php', [code(`invalid key ${KEY} for this account`), code(`invalid key ${KEY} for this account`), code(`invalid key ${KEY} for this account`), code(`invalid key ${KEY} for this account`)]);
-    const error = (await client({ retry: { baseBackoffMs: 1, maxBackoffMs: 1, maxTransientRetries: 1 } }).solve(task(), options()).catch((caught: unknown) => caught)) as Error & { code: string };
+    script('in.php', [
+      code(`invalid key ${KEY} for this account`),
+      code(`invalid key ${KEY} for this account`),
+      code(`invalid key ${KEY} for this account`),
+      code(`invalid key ${KEY} for this account`),
+    ]);
+    const error = (await client({ retry: { baseBackoffMs: 1, maxBackoffMs: 1, maxTransientRetries: 1 } })
+      .solve(task(), options())
+      .catch((caught: unknown) => caught)) as Error & { code: string };
     expect(error.code).toBe('UNRECOGNIZED_CODE');
     expect(`${error.message} ${error.stack} ${String(error.cause ?? '')}`).not.toContain(KEY);
     expect(logs.join('\n')).not.toContain(KEY);
@@ -374,7 +455,9 @@ describe('solver client', () => {
   it('an account answer throws SolverAccountError at once', async () => {
     script('in.php', [code('ERROR_WRONG_USER_KEY')]);
 
-    const error = await client().solve(task(), options()).catch((e: unknown) => e);
+    const error = await client()
+      .solve(task(), options())
+      .catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(SolverAccountError);
     expect(error).toMatchObject({ code: 'ERROR_WRONG_USER_KEY', errorClass: 'account' });
@@ -383,9 +466,14 @@ describe('solver client', () => {
 
   it('gives up at the deadline with SolverTimeoutError after a last poll at the deadline', async () => {
     script('in.php', [ok('11')]);
-    script('res.php', Array.from({ length: 5 }, () => NOT_READY));
+    script(
+      'res.php',
+      Array.from({ length: 5 }, () => NOT_READY),
+    );
 
-    const error = await client().solve(task(), { deadlineAt: START + 32_000 }).catch((e: unknown) => e);
+    const error = await client()
+      .solve(task(), { deadlineAt: START + 32_000 })
+      .catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(SolverTimeoutError);
     expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED', taskId: 'task-1' });
@@ -419,7 +507,9 @@ describe('solver client', () => {
     const started = Date.now();
     setTimeout(() => controller.abort(), 20);
 
-    const error = await solver.solve(task(), { deadlineAt: Date.now() + 60_000, signal: controller.signal }).catch((e: unknown) => e);
+    const error = await solver
+      .solve(task(), { deadlineAt: Date.now() + 60_000, signal: controller.signal })
+      .catch((e: unknown) => e);
 
     expect(error).toMatchObject({ name: 'SolverTimeoutError', code: 'ABORTED' });
     expect(Date.now() - started).toBeLessThan(2_000);
@@ -430,7 +520,10 @@ describe('solver client', () => {
     const schedule = createFixedPollSchedule();
     let called = false;
 
-    const outcome = await client({ schedule }).solve(task(), options({ resumeSolverId: '555', onSubmitted: () => void (called = true) }));
+    const outcome = await client({ schedule }).solve(
+      task(),
+      options({ resumeSolverId: '555', onSubmitted: () => void (called = true) }),
+    );
 
     expect(seen.every((request) => request.path.startsWith('/res.php'))).toBe(true);
     expect(seen.map((poll) => poll.at - START)).toEqual([0, 15_000]);
@@ -444,7 +537,11 @@ describe('solver client', () => {
     script('res.php', [ok('12.3456')]);
 
     await expect(client().getBalance()).resolves.toBe(12.3456);
-    expect(Object.fromEntries(new URL(seen[0]?.path as string, ORIGIN).searchParams)).toEqual({ key: KEY, action: 'getbalance', json: '1' });
+    expect(Object.fromEntries(new URL(seen[0]?.path as string, ORIGIN).searchParams)).toEqual({
+      key: KEY,
+      action: 'getbalance',
+      json: '1',
+    });
   });
 
   it('getBalance throws typed errors', async () => {
@@ -455,7 +552,12 @@ describe('solver client', () => {
   });
 
   it('reportBad and reportGood send the id with their action', async () => {
-    script('res.php', [ok('OK_REPORT_RECORDED'), ok('OK_REPORT_RECORDED'), code('ERROR_WRONG_CAPTCHA_ID'), code('ERROR_DUPLICATE_REPORT')]);
+    script('res.php', [
+      ok('OK_REPORT_RECORDED'),
+      ok('OK_REPORT_RECORDED'),
+      code('ERROR_WRONG_CAPTCHA_ID'),
+      code('ERROR_DUPLICATE_REPORT'),
+    ]);
     const solver = client();
 
     await solver.reportBad('777');
@@ -477,12 +579,21 @@ describe('solver client', () => {
     const urlWithKey = `${ORIGIN}/res.php?key=${KEY}&action=get`;
     // A connection error that quotes the URL (undici errors can), nested in a cause.
     script('in.php', [
-      { error: Object.assign(new Error(`connect ECONNREFUSED ${urlWithKey}`, { cause: new Error(`socket for ${KEY}`) }), { code: 'ECONNREFUSED' }) },
+      {
+        error: Object.assign(
+          new Error(`connect ECONNREFUSED ${urlWithKey}`, { cause: new Error(`socket for ${KEY}`) }),
+          { code: 'ECONNREFUSED' },
+        ),
+      },
       { status: 200, body: `<html>echo: key=${KEY}</html>` },
     ]);
     errors.push(await solver.solve(task(), options()).catch((e: unknown) => e));
     // A body that echoes the key in a JSON error answer and an over-cap retry that logs.
-    script('in.php', [code('ERROR_ZERO_BALANCE'), { status: 500, body: `upstream said ${KEY}` }, { status: 500, body: KEY }]);
+    script('in.php', [
+      code('ERROR_ZERO_BALANCE'),
+      { status: 500, body: `upstream said ${KEY}` },
+      { status: 500, body: KEY },
+    ]);
     errors.push(await solver.solve(task(), options()).catch((e: unknown) => e));
     // Nothing scripted: MockAgent's own "not matched" error quotes the path with the key.
     errors.push(await solver.getBalance().catch((e: unknown) => e));
@@ -500,5 +611,11 @@ describe('solver client', () => {
 /** Everything an error prints: name, message, stack, and the same for each cause. */
 function dump(error: unknown, depth = 0): string {
   if (!(error instanceof Error) || depth > 10) return String(error);
-  return [error.name, error.message, error.stack ?? '', JSON.stringify(error), depth < 10 ? dump(error.cause, depth + 1) : ''].join('\n');
+  return [
+    error.name,
+    error.message,
+    error.stack ?? '',
+    JSON.stringify(error),
+    depth < 10 ? dump(error.cause, depth + 1) : '',
+  ].join('\n');
 }

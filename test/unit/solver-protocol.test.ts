@@ -38,7 +38,12 @@ describe('solver error table', () => {
     expect(solverErrorFor('ERROR_WRONG_USER_KEY', 'captchaai')).toBeInstanceOf(SolverAccountError);
     const transient = solverErrorFor('ERROR_SERVER_ERROR', 'captchaai', { taskId: 't2' });
     expect(transient).toBeInstanceOf(SolverTransientError);
-    expect(transient).toMatchObject({ name: 'SolverTransientError', code: 'ERROR_SERVER_ERROR', errorClass: 'transient', taskId: 't2' });
+    expect(transient).toMatchObject({
+      name: 'SolverTransientError',
+      code: 'ERROR_SERVER_ERROR',
+      errorClass: 'transient',
+      taskId: 't2',
+    });
   });
 
   it('redacts a key from URLs and free text', () => {

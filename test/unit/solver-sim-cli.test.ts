@@ -9,7 +9,10 @@ import { describe, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 function runCli(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'local/solver-sim/cli.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'local/solver-sim/cli.ts', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -44,13 +47,27 @@ describe.concurrent('solver-sim CLI', () => {
   });
 
   it('serves with the flags given and prints the final stats on SIGTERM', async ({ expect }) => {
-    const run = runCli(['--port', '0', '--threads', '1', '--latency-ms', '0', '--balance', '2', '--price', '0.5', '--dialect', '2captcha']);
+    const run = runCli([
+      '--port',
+      '0',
+      '--threads',
+      '1',
+      '--latency-ms',
+      '0',
+      '--balance',
+      '2',
+      '--price',
+      '0.5',
+      '--dialect',
+      '2captcha',
+    ]);
     try {
       // Generous: tsx compiles on start, and a loaded two-core machine makes that slow.
       await waitFor(() => /listening at (http:\S+)/.test(run.output().stdout), 45_000);
       const url = /listening at (http:\S+)/.exec(run.output().stdout)![1]!;
       expect(run.output().stdout).toContain(`curl -s '${url}/in.php?`);
-      const submit = () => fetch(`${url}/in.php?key=k&method=textcaptcha&textcaptcha=${encodeURIComponent('2+2?')}`).then((r) => r.text());
+      const submit = () =>
+        fetch(`${url}/in.php?key=k&method=textcaptcha&textcaptcha=${encodeURIComponent('2+2?')}`).then((r) => r.text());
       expect(await submit()).toMatch(/^OK\|\d+$/);
       expect(await (await fetch(`${url}/res.php?key=k&action=getbalance`)).text()).toBe('1.5');
     } finally {

@@ -17,9 +17,16 @@ function harness(options: SolverSimOptions = {}) {
     model.handle({
       endpoint: 'in',
       ip: '127.0.0.1',
-      fields: { key: KEY, method: 'userrecaptcha', googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: `https://example.com/${site++}`, ...params },
+      fields: {
+        key: KEY,
+        method: 'userrecaptcha',
+        googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-',
+        pageurl: `https://example.com/${site++}`,
+        ...params,
+      },
     }).body;
-  const res = (fields: Record<string, string>): string => model.handle({ endpoint: 'res', ip: '127.0.0.1', fields: { key: KEY, ...fields } }).body;
+  const res = (fields: Record<string, string>): string =>
+    model.handle({ endpoint: 'res', ip: '127.0.0.1', fields: { key: KEY, ...fields } }).body;
   const idOf = (answer: string): string => {
     expect(answer).toMatch(/^OK\|\d+$/);
     return answer.slice(3);
@@ -31,19 +38,22 @@ function harness(options: SolverSimOptions = {}) {
 const ONE_SECOND: SolverSimOptions = { solveTimes: { userrecaptcha: { medianMs: 1_000, spread: 0 } } };
 
 describe('plan threads', () => {
-  it.each(['captchaai', '2captcha'] as const)('%s: accepts exactly the cap, rejects cap + 1, frees the thread when the task ends', (dialect) => {
-    const { model, clock, submit, idOf } = harness({ ...ONE_SECOND, dialect, planThreads: 3 });
-    const ids = [submit(), submit(), submit()].map(idOf);
-    expect(ids).toHaveLength(3);
-    expect(submit()).toBe(overCapCode(dialect));
+  it.each(['captchaai', '2captcha'] as const)(
+    '%s: accepts exactly the cap, rejects cap + 1, frees the thread when the task ends',
+    (dialect) => {
+      const { model, clock, submit, idOf } = harness({ ...ONE_SECOND, dialect, planThreads: 3 });
+      const ids = [submit(), submit(), submit()].map(idOf);
+      expect(ids).toHaveLength(3);
+      expect(submit()).toBe(overCapCode(dialect));
 
-    clock.now += 999; // not yet solved: the threads are still held
-    expect(submit()).toBe(overCapCode(dialect));
-    clock.now += 1; // solved, and nobody has read the answers yet: the threads are free anyway
-    expect(model.stats().threadsInUse).toBe(0);
-    idOf(submit());
-    expect(model.stats()).toMatchObject({ accepted: 4, solved: 3, overCapRejections: 2, peakThreads: 3 });
-  });
+      clock.now += 999; // not yet solved: the threads are still held
+      expect(submit()).toBe(overCapCode(dialect));
+      clock.now += 1; // solved, and nobody has read the answers yet: the threads are free anyway
+      expect(model.stats().threadsInUse).toBe(0);
+      idOf(submit());
+      expect(model.stats()).toMatchObject({ accepted: 4, solved: 3, overCapRejections: 2, peakThreads: 3 });
+    },
+  );
 
   it('holds a thread until an unsolvable task ends, then frees it', () => {
     const { clock, submit, res, idOf } = harness({ ...ONE_SECOND, planThreads: 1, unsolvableRate: 1 });
@@ -65,7 +75,13 @@ describe('plan threads', () => {
     expect(submit()).toBe(overCapCode('captchaai'));
     model.update({ foreignThreads: 5 });
     expect(submit()).toBe(overCapCode('captchaai'));
-    expect(model.stats()).toMatchObject({ threadsInUse: 4, foreignThreads: 5, peakThreads: 4, peakThreadsTotal: 9, overCapRejections: 3 });
+    expect(model.stats()).toMatchObject({
+      threadsInUse: 4,
+      foreignThreads: 5,
+      peakThreads: 4,
+      peakThreadsTotal: 9,
+      overCapRejections: 3,
+    });
   });
 
   it('lets the plan change at runtime without revoking held threads', () => {
@@ -83,7 +99,12 @@ describe('plan threads', () => {
 
 describe('balance', () => {
   it('charges each solve, reserves in-flight prices, and answers no funds when the balance cannot pay', () => {
-    const { model, clock, submit, res, idOf } = harness({ ...ONE_SECOND, dialect: '2captcha', balance: 0.003, pricePerSolve: 0.001 });
+    const { model, clock, submit, res, idOf } = harness({
+      ...ONE_SECOND,
+      dialect: '2captcha',
+      balance: 0.003,
+      pricePerSolve: 0.001,
+    });
     for (let i = 0; i < 3; i++) idOf(submit());
     // Three solves in flight already spend the whole balance.
     expect(submit()).toBe(NO_FUNDS_CODE);
@@ -91,7 +112,14 @@ describe('balance', () => {
     clock.now += 1_000;
     expect(res({ action: 'getbalance' })).toBe('0');
     expect(submit()).toBe(NO_FUNDS_CODE);
-    expect(model.stats()).toMatchObject({ solved: 3, noFundsRejections: 2, overCapRejections: 0, balanceStart: 0.003, balance: 0, spent: 0.003 });
+    expect(model.stats()).toMatchObject({
+      solved: 3,
+      noFundsRejections: 2,
+      overCapRejections: 0,
+      balanceStart: 0.003,
+      balance: 0,
+      spent: 0.003,
+    });
 
     model.update({ balance: 1 });
     idOf(submit());
@@ -108,7 +136,12 @@ describe('balance', () => {
   });
 
   it('does not charge unsolvable tasks and honours per-method prices', () => {
-    const { model, clock, submit, idOf } = harness({ ...ONE_SECOND, balance: 1, prices: { userrecaptcha: 0.00299 }, unsolvableRate: 1 });
+    const { model, clock, submit, idOf } = harness({
+      ...ONE_SECOND,
+      balance: 1,
+      prices: { userrecaptcha: 0.00299 },
+      unsolvableRate: 1,
+    });
     idOf(submit());
     clock.now += 1_000;
     expect(model.stats()).toMatchObject({ unsolvable: 1, spent: 0, balance: 1 });
@@ -155,7 +188,9 @@ describe('seeded rates', () => {
     const seen: string[] = [];
     for (let i = 0; i < 300; i++) {
       const answer = model.handle({ endpoint: 'res', ip: '127.0.0.1', fields: { key: KEY, action: 'getbalance' } });
-      seen.push(answer.status === 500 ? 'HTTP_500' : answer.contentType.startsWith('text/html') ? 'HTML_PAGE' : answer.body);
+      seen.push(
+        answer.status === 500 ? 'HTTP_500' : answer.contentType.startsWith('text/html') ? 'HTML_PAGE' : answer.body,
+      );
     }
     return seen;
   }
@@ -223,7 +258,16 @@ describe('duplicate solves', () => {
     idOf(submit(same));
     idOf(submit({ pageurl: 'https://example.com/different' }));
     // Parameters in another order are still the same work.
-    model.handle({ endpoint: 'in', ip: '127.0.0.1', fields: { pageurl: 'https://example.com/same', googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', method: 'userrecaptcha', key: KEY } });
+    model.handle({
+      endpoint: 'in',
+      ip: '127.0.0.1',
+      fields: {
+        pageurl: 'https://example.com/same',
+        googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-',
+        method: 'userrecaptcha',
+        key: KEY,
+      },
+    });
     expect(model.stats().duplicateSolves).toBe(0); // nothing solved yet
     clock.now += 1_000;
     expect(model.stats()).toMatchObject({ solved: 4, duplicateSolves: 2 });
@@ -279,6 +323,13 @@ describe('options', () => {
     submit();
     submit();
     model.resetStats();
-    expect(model.stats()).toMatchObject({ submissions: 0, accepted: 0, overCapRejections: 0, threadsInUse: 2, peakThreads: 2, balanceStart: 10 });
+    expect(model.stats()).toMatchObject({
+      submissions: 0,
+      accepted: 0,
+      overCapRejections: 0,
+      threadsInUse: 2,
+      peakThreads: 2,
+      balanceStart: 10,
+    });
   });
 });

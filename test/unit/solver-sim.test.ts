@@ -8,7 +8,11 @@ import { overCapCode } from '../../functions/core/solver-protocol.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from '../../local/solver-sim/index.js';
 
 const KEY = 'a'.repeat(32);
-const RECAPTCHA = { method: 'userrecaptcha', googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/login' };
+const RECAPTCHA = {
+  method: 'userrecaptcha',
+  googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-',
+  pageurl: 'https://example.com/login',
+};
 /** 300 bytes: above the protocol's 100-byte floor. */
 const IMAGE = Buffer.alloc(300, 7);
 
@@ -21,7 +25,11 @@ afterEach(async () => {
 });
 
 async function start(options: SolverSimOptions = {}): Promise<string> {
-  sim = createSolverSimulator({ clock: () => now, solveTimes: { userrecaptcha: { medianMs: 1_000, spread: 0 } }, ...options });
+  sim = createSolverSimulator({
+    clock: () => now,
+    solveTimes: { userrecaptcha: { medianMs: 1_000, spread: 0 } },
+    ...options,
+  });
   const { url } = await sim.listen();
   return url;
 }
@@ -30,7 +38,11 @@ async function get(url: string, path: string, params: Record<string, string>): P
   return fetch(`${url}/${path}?${new URLSearchParams(params)}`);
 }
 
-async function getJson(url: string, path: string, params: Record<string, string>): Promise<{ status: number; request: unknown }> {
+async function getJson(
+  url: string,
+  path: string,
+  params: Record<string, string>,
+): Promise<{ status: number; request: unknown }> {
   const response = await get(url, path, { ...params, json: '1' });
   expect(response.status).toBe(200);
   return (await response.json()) as { status: number; request: unknown };
@@ -50,7 +62,10 @@ describe('in.php and res.php in json mode', () => {
     expect(typeof submitted.request).toBe('number');
     const id = String(submitted.request);
 
-    expect(await getJson(url, 'res.php', { key: KEY, action: 'get', id })).toEqual({ status: 0, request: 'CAPCHA_NOT_READY' });
+    expect(await getJson(url, 'res.php', { key: KEY, action: 'get', id })).toEqual({
+      status: 0,
+      request: 'CAPCHA_NOT_READY',
+    });
     now += 1_000;
     const solved = await getJson(url, 'res.php', { key: KEY, action: 'get', id });
     expect(solved.status).toBe(1);
@@ -65,9 +80,18 @@ describe('in.php and res.php in json mode', () => {
 
   it('answers GeeTest with an object, as the service does', async () => {
     const url = await start({ medianMs: 0 });
-    const { request: id } = await getJson(url, 'in.php', { key: KEY, method: 'geetest', gt: '81dc9bdb52d04dc20036dbd8313ed055', challenge: '1ad03db8aff920037fb8117827eab171', pageurl: 'https://example.com' });
+    const { request: id } = await getJson(url, 'in.php', {
+      key: KEY,
+      method: 'geetest',
+      gt: '81dc9bdb52d04dc20036dbd8313ed055',
+      challenge: '1ad03db8aff920037fb8117827eab171',
+      pageurl: 'https://example.com',
+    });
     const solved = await getJson(url, 'res.php', { key: KEY, action: 'get', id: String(id) });
-    expect(solved.request).toMatchObject({ geetest_challenge: expect.stringMatching(/^1ad03db8aff920037fb8117827eab171[a-z]{2}$/), geetest_seccode: expect.stringMatching(/\|jordan$/) });
+    expect(solved.request).toMatchObject({
+      geetest_challenge: expect.stringMatching(/^1ad03db8aff920037fb8117827eab171[a-z]{2}$/),
+      geetest_seccode: expect.stringMatching(/\|jordan$/),
+    });
   });
 
   it('takes a JSON POST with a base64 image and answers short text', async () => {
@@ -75,7 +99,15 @@ describe('in.php and res.php in json mode', () => {
     const response = await fetch(`${url}/in.php`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ key: KEY, json: 1, method: 'base64', body: IMAGE.toString('base64'), numeric: 1, min_len: 5, max_len: 5 }),
+      body: JSON.stringify({
+        key: KEY,
+        json: 1,
+        method: 'base64',
+        body: IMAGE.toString('base64'),
+        numeric: 1,
+        min_len: 5,
+        max_len: 5,
+      }),
     });
     const submitted = (await response.json()) as { status: number; request: number };
     expect(submitted.status).toBe(1);
@@ -89,7 +121,7 @@ describe('in.php and res.php in json mode', () => {
       [{ method: 'userrecaptcha', pageurl: 'https://e.com' }, 'ERROR_GOOGLEKEY'],
       [{ method: 'userrecaptcha', googlekey: '6Le-wvkSAAAA' }, 'ERROR_PAGEURL'],
       [{ method: 'turnstile', pageurl: 'https://e.com' }, 'ERROR_SITEKEY'],
-      [{ method: 'hcaptcha', sitekey: 'a5f74b19-9e45', }, 'ERROR_PAGEURL'],
+      [{ method: 'hcaptcha', sitekey: 'a5f74b19-9e45' }, 'ERROR_PAGEURL'],
       [{ method: 'geetest', gt: '81dc9bdb52d04dc2', pageurl: 'https://e.com' }, 'ERROR_BAD_PARAMETERS'],
       [{ method: 'funcaptcha', pageurl: 'https://e.com' }, 'ERROR_BAD_PARAMETERS'],
       [{ method: 'textcaptcha' }, 'ERROR_BAD_PARAMETERS'],
@@ -100,16 +132,28 @@ describe('in.php and res.php in json mode', () => {
       [{}, 'ERROR_BAD_PARAMETERS'],
     ];
     for (const [params, code] of cases) {
-      expect(await getJson(url, 'in.php', { key: KEY, ...params }), JSON.stringify(params)).toMatchObject({ status: 0, request: code });
+      expect(await getJson(url, 'in.php', { key: KEY, ...params }), JSON.stringify(params)).toMatchObject({
+        status: 0,
+        request: code,
+      });
     }
     expect(sim!.stats()).toMatchObject({ submissions: cases.length, accepted: 0, parameterRejections: cases.length });
   });
 
   it('answers unknown, malformed and missing ids and actions', async () => {
     const url = await start();
-    expect(await getJson(url, 'res.php', { key: KEY, action: 'get', id: '12345' })).toMatchObject({ status: 0, request: 'ERROR_WRONG_CAPTCHA_ID' });
-    expect(await getJson(url, 'res.php', { key: KEY, action: 'get', id: '12ab' })).toMatchObject({ status: 0, request: 'ERROR_WRONG_ID_FORMAT' });
-    expect(await getJson(url, 'res.php', { key: KEY, action: 'get' })).toMatchObject({ status: 0, request: 'ERROR_WRONG_CAPTCHA_ID' });
+    expect(await getJson(url, 'res.php', { key: KEY, action: 'get', id: '12345' })).toMatchObject({
+      status: 0,
+      request: 'ERROR_WRONG_CAPTCHA_ID',
+    });
+    expect(await getJson(url, 'res.php', { key: KEY, action: 'get', id: '12ab' })).toMatchObject({
+      status: 0,
+      request: 'ERROR_WRONG_ID_FORMAT',
+    });
+    expect(await getJson(url, 'res.php', { key: KEY, action: 'get' })).toMatchObject({
+      status: 0,
+      request: 'ERROR_WRONG_CAPTCHA_ID',
+    });
     expect(await getJson(url, 'res.php', { key: KEY })).toMatchObject({ status: 0, request: 'ERROR_EMPTY_ACTION' });
   });
 
@@ -117,8 +161,14 @@ describe('in.php and res.php in json mode', () => {
     const url = await start({ balance: 2.5, medianMs: 0 });
     expect(await getJson(url, 'res.php', { key: KEY, action: 'getbalance' })).toEqual({ status: 1, request: '2.5' });
     const { request: id } = await getJson(url, 'in.php', { key: KEY, ...RECAPTCHA });
-    expect(await getJson(url, 'res.php', { key: KEY, action: 'reportbad', id: String(id) })).toEqual({ status: 1, request: 'OK_REPORT_RECORDED' });
-    expect(await getJson(url, 'res.php', { key: KEY, action: 'reportgood', id: String(id) })).toMatchObject({ status: 0, request: 'ERROR_DUPLICATE_REPORT' });
+    expect(await getJson(url, 'res.php', { key: KEY, action: 'reportbad', id: String(id) })).toEqual({
+      status: 1,
+      request: 'OK_REPORT_RECORDED',
+    });
+    expect(await getJson(url, 'res.php', { key: KEY, action: 'reportgood', id: String(id) })).toMatchObject({
+      status: 0,
+      request: 'ERROR_DUPLICATE_REPORT',
+    });
     expect(sim!.stats()).toMatchObject({ reportBad: 1, reportGood: 0 });
   });
 });
@@ -141,7 +191,12 @@ describe('plain-text mode', () => {
     const url = await start({ medianMs: 0 });
     const response = await fetch(`${url}/in.php`, {
       method: 'POST',
-      body: new URLSearchParams({ key: KEY, method: 'turnstile', sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://example.com' }),
+      body: new URLSearchParams({
+        key: KEY,
+        method: 'turnstile',
+        sitekey: '0x4AAAAAAAC3DHQFLr1GavRN',
+        pageurl: 'https://example.com',
+      }),
     });
     const submitted = await response.text();
     expect(submitted).toMatch(/^OK\|\d+$/);
@@ -157,7 +212,9 @@ describe('plain-text mode', () => {
     upload.append('file', new Blob([IMAGE], { type: 'image/png' }), 'captcha.png');
     const posted = await (await fetch(`${url}/in.php`, { method: 'POST', body: upload })).text();
     expect(posted).toMatch(/^OK\|\d+$/);
-    expect(await getText(url, 'res.php', { key: KEY, action: 'get', id: posted.slice(3) })).toMatch(/^OK\|[a-z0-9]{4,6}$/);
+    expect(await getText(url, 'res.php', { key: KEY, action: 'get', id: posted.slice(3) })).toMatch(
+      /^OK\|[a-z0-9]{4,6}$/,
+    );
 
     const asField = new FormData();
     asField.append('key', KEY);
@@ -172,26 +229,34 @@ describe('plain-text mode', () => {
     const noFile = new FormData();
     noFile.append('key', KEY);
     noFile.append('method', 'post');
-    expect(await (await fetch(`${url}/in.php`, { method: 'POST', body: noFile })).text()).toBe('ERROR_ZERO_CAPTCHA_FILESIZE');
+    expect(await (await fetch(`${url}/in.php`, { method: 'POST', body: noFile })).text()).toBe(
+      'ERROR_ZERO_CAPTCHA_FILESIZE',
+    );
 
     const wrongType = new FormData();
     wrongType.append('key', KEY);
     wrongType.append('method', 'post');
     wrongType.append('file', new Blob([IMAGE]), 'captcha.exe');
-    expect(await (await fetch(`${url}/in.php`, { method: 'POST', body: wrongType })).text()).toBe('ERROR_WRONG_FILE_EXTENSION');
+    expect(await (await fetch(`${url}/in.php`, { method: 'POST', body: wrongType })).text()).toBe(
+      'ERROR_WRONG_FILE_EXTENSION',
+    );
 
     const tooBig = new FormData();
     tooBig.append('key', KEY);
     tooBig.append('method', 'post');
     tooBig.append('file', new Blob([Buffer.alloc(200 * 1024, 1)]), 'captcha.jpg');
-    expect(await (await fetch(`${url}/in.php`, { method: 'POST', body: tooBig })).text()).toBe('ERROR_TOO_BIG_CAPTCHA_FILESIZE');
+    expect(await (await fetch(`${url}/in.php`, { method: 'POST', body: tooBig })).text()).toBe(
+      'ERROR_TOO_BIG_CAPTCHA_FILESIZE',
+    );
   });
 
   it('answers many ids at once, in order, joined with |', async () => {
     const url = await start();
     const first = (await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).slice(3);
     now += 1_000;
-    const second = (await getText(url, 'in.php', { key: KEY, ...RECAPTCHA, pageurl: 'https://example.com/other' })).slice(3);
+    const second = (
+      await getText(url, 'in.php', { key: KEY, ...RECAPTCHA, pageurl: 'https://example.com/other' })
+    ).slice(3);
     const answer = await getText(url, 'res.php', { key: KEY, action: 'get', ids: `${first},${second},1` });
     const parts = answer.split('|');
     expect(parts).toHaveLength(3);
@@ -201,19 +266,25 @@ describe('plain-text mode', () => {
 });
 
 describe('threads, money and keys over HTTP', () => {
-  it.each(['captchaai', '2captcha'] as const)('rejects the submission at cap + 1 with the %s over-cap code', async (dialect) => {
-    const url = await start({ dialect, planThreads: 2 });
-    expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toMatch(/^OK\|/);
-    expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toMatch(/^OK\|/);
-    expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toBe(overCapCode(dialect));
-    expect(sim!.stats()).toMatchObject({ accepted: 2, overCapRejections: 1, threadsInUse: 2, peakThreads: 2 });
-  });
+  it.each(['captchaai', '2captcha'] as const)(
+    'rejects the submission at cap + 1 with the %s over-cap code',
+    async (dialect) => {
+      const url = await start({ dialect, planThreads: 2 });
+      expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toMatch(/^OK\|/);
+      expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toMatch(/^OK\|/);
+      expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toBe(overCapCode(dialect));
+      expect(sim!.stats()).toMatchObject({ accepted: 2, overCapRejections: 1, threadsInUse: 2, peakThreads: 2 });
+    },
+  );
 
   it('answers ERROR_KEY_DOES_NOT_EXIST to every request of a revoked key', async () => {
     const url = await start({ badKey: true });
     expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toBe('ERROR_KEY_DOES_NOT_EXIST');
     expect(await getText(url, 'res.php', { key: KEY, action: 'getbalance' })).toBe('ERROR_KEY_DOES_NOT_EXIST');
-    expect(await getJson(url, 'res.php', { key: KEY, action: 'get', id: '1' })).toMatchObject({ status: 0, request: 'ERROR_KEY_DOES_NOT_EXIST' });
+    expect(await getJson(url, 'res.php', { key: KEY, action: 'get', id: '1' })).toMatchObject({
+      status: 0,
+      request: 'ERROR_KEY_DOES_NOT_EXIST',
+    });
     sim!.update({ badKey: false });
     expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toMatch(/^OK\|/);
   });
@@ -223,12 +294,16 @@ describe('threads, money and keys over HTTP', () => {
     expect(await getText(url, 'in.php', { key: 'b'.repeat(32), ...RECAPTCHA })).toBe('ERROR_KEY_DOES_NOT_EXIST');
     expect(await getText(url, 'in.php', { ...RECAPTCHA })).toBe('ERROR_WRONG_USER_KEY');
     expect(await getText(url, 'in.php', { key: KEY, ...RECAPTCHA })).toMatch(/^OK\|/);
-    expect(sim!.stats()).toMatchObject({ keyRejections: 2, errorsByCode: { ERROR_KEY_DOES_NOT_EXIST: 1, ERROR_WRONG_USER_KEY: 1 } });
+    expect(sim!.stats()).toMatchObject({
+      keyRejections: 2,
+      errorsByCode: { ERROR_KEY_DOES_NOT_EXIST: 1, ERROR_WRONG_USER_KEY: 1 },
+    });
   });
 
   it('bans an IP after repeated wrong keys, even for a good key', async () => {
     const url = await start({ validKeys: [KEY], banAfterBadKeyRequests: 3, ipBanMs: 60_000 });
-    for (let i = 0; i < 3; i++) expect(await getText(url, 'res.php', { key: 'wrong', action: 'getbalance' })).toBe('ERROR_KEY_DOES_NOT_EXIST');
+    for (let i = 0; i < 3; i++)
+      expect(await getText(url, 'res.php', { key: 'wrong', action: 'getbalance' })).toBe('ERROR_KEY_DOES_NOT_EXIST');
     expect(await getText(url, 'res.php', { key: KEY, action: 'getbalance' })).toBe('IP_BANNED');
     now += 60_000;
     expect(Number(await getText(url, 'res.php', { key: KEY, action: 'getbalance' }))).toBe(10);
@@ -238,7 +313,10 @@ describe('threads, money and keys over HTTP', () => {
 describe('transient failures over HTTP', () => {
   it('shows each kind as a client sees it: an error code, an HTTP 500, an HTML page', async () => {
     const url = await start({ transientErrorRate: 1, transientKinds: ['error_code'] });
-    expect(await getJson(url, 'res.php', { key: KEY, action: 'getbalance' })).toMatchObject({ status: 0, request: 'ERROR_SERVER_ERROR' });
+    expect(await getJson(url, 'res.php', { key: KEY, action: 'getbalance' })).toMatchObject({
+      status: 0,
+      request: 'ERROR_SERVER_ERROR',
+    });
     sim!.update({ transientKinds: ['http_500'] });
     const failed = await get(url, 'in.php', { key: KEY, ...RECAPTCHA, json: '1' });
     expect(failed.status).toBe(500);
@@ -246,7 +324,11 @@ describe('transient failures over HTTP', () => {
     const html = await get(url, 'in.php', { key: KEY, ...RECAPTCHA, json: '1' });
     expect(html.headers.get('content-type')).toMatch(/text\/html/);
     await expect(html.json()).rejects.toThrow();
-    expect(sim!.stats()).toMatchObject({ accepted: 0, transientErrors: 3, errorsByCode: { ERROR_SERVER_ERROR: 1, HTTP_500: 1, HTML_PAGE: 1 } });
+    expect(sim!.stats()).toMatchObject({
+      accepted: 0,
+      transientErrors: 3,
+      errorsByCode: { ERROR_SERVER_ERROR: 1, HTTP_500: 1, HTML_PAGE: 1 },
+    });
   });
 });
 

@@ -8,11 +8,30 @@ const parse = (message: unknown, fallbackId = 'sqs-message-id') =>
   parseTask(typeof message === 'string' ? message : JSON.stringify(message), fallbackId, SENT_AT);
 
 const valid = {
-  userrecaptcha: { method: 'userrecaptcha', params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://shop.example/checkout' } },
-  turnstile: { method: 'turnstile', params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://shop.example/login', action: 'login' } },
-  hcaptcha: { method: 'hcaptcha', params: { sitekey: '10000000-ffff-ffff-ffff-000000000001', pageurl: 'https://shop.example/' } },
-  geetest: { method: 'geetest', params: { gt: '81388ea1fc187e0c335c0a8907ff2625', challenge: '2e2f0f65240058b683cb6ea21c303eea6n', pageurl: 'https://shop.example/' } },
-  funcaptcha: { method: 'funcaptcha', params: { publickey: '69A21A01-CC7B-B9C6-0F9A-E7FA06677FFC', pageurl: 'https://shop.example/' } },
+  userrecaptcha: {
+    method: 'userrecaptcha',
+    params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://shop.example/checkout' },
+  },
+  turnstile: {
+    method: 'turnstile',
+    params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://shop.example/login', action: 'login' },
+  },
+  hcaptcha: {
+    method: 'hcaptcha',
+    params: { sitekey: '10000000-ffff-ffff-ffff-000000000001', pageurl: 'https://shop.example/' },
+  },
+  geetest: {
+    method: 'geetest',
+    params: {
+      gt: '81388ea1fc187e0c335c0a8907ff2625',
+      challenge: '2e2f0f65240058b683cb6ea21c303eea6n',
+      pageurl: 'https://shop.example/',
+    },
+  },
+  funcaptcha: {
+    method: 'funcaptcha',
+    params: { publickey: '69A21A01-CC7B-B9C6-0F9A-E7FA06677FFC', pageurl: 'https://shop.example/' },
+  },
   base64: { method: 'base64', params: { body: 'iVBORw0KGgo'.padEnd(400, 'A'), numeric: 1 } },
   textcaptcha: { method: 'textcaptcha', params: { textcaptcha: 'If tomorrow is Saturday, what day is today?' } },
 } as const;
@@ -28,7 +47,10 @@ describe('task schema v1', () => {
 
   it('assigns the SQS message id, normal priority and the sent time when absent', () => {
     const result = parse(valid.turnstile, 'a1b2c3d4-0000-1111-2222-333344445555');
-    expect(result).toMatchObject({ ok: true, task: { id: 'a1b2c3d4-0000-1111-2222-333344445555', priority: 'normal', submittedAt: SENT_AT } });
+    expect(result).toMatchObject({
+      ok: true,
+      task: { id: 'a1b2c3d4-0000-1111-2222-333344445555', priority: 'normal', submittedAt: SENT_AT },
+    });
   });
 
   it('keeps the producer id, priority and submittedAt (the usual Redis 8-char ids fit)', () => {
@@ -37,15 +59,26 @@ describe('task schema v1', () => {
   });
 
   it('passes extra protocol parameters (proxy, userAgent) through verbatim', () => {
-    const result = parse({ ...valid.turnstile, params: { ...valid.turnstile.params, proxy: 'user:pw@10.0.0.1:8080', proxytype: 'HTTP' } });
+    const result = parse({
+      ...valid.turnstile,
+      params: { ...valid.turnstile.params, proxy: 'user:pw@10.0.0.1:8080', proxytype: 'HTTP' },
+    });
     expect(result.ok && result.task.params).toMatchObject({ proxy: 'user:pw@10.0.0.1:8080', proxytype: 'HTTP' });
   });
 
   it.each([
     ['missing googlekey', { method: 'userrecaptcha', params: { pageurl: 'https://a.example/' } }, 'params.googlekey'],
-    ['pageurl not a URL', { method: 'turnstile', params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'not a url' } }, 'params.pageurl'],
+    [
+      'pageurl not a URL',
+      { method: 'turnstile', params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'not a url' } },
+      'params.pageurl',
+    ],
     ['id outside the alphabet', { ...valid.hcaptcha, id: 'has space' }, 'id'],
-    ['a key inside params', { ...valid.hcaptcha, params: { ...valid.hcaptcha.params, key: 'x'.repeat(32) } }, 'params.key'],
+    [
+      'a key inside params',
+      { ...valid.hcaptcha, params: { ...valid.hcaptcha.params, key: 'x'.repeat(32) } },
+      'params.key',
+    ],
     ['bad priority', { ...valid.hcaptcha, priority: 'urgent' }, 'priority'],
     ['image body too short', { method: 'base64', params: { body: 'abc' } }, 'params.body'],
   ])('rejects %s with a reason that names the field', (_name, message, field) => {
@@ -59,7 +92,10 @@ describe('task schema v1', () => {
 
   it('rejects an unknown method by name and lists the supported ones', () => {
     const result = parse({ id: 'task-1', method: 'audio', params: {} });
-    expect(result).toEqual({ ok: false, rejection: { code: 'UNKNOWN_METHOD', reason: expect.stringContaining('"audio"'), id: 'task-1' } });
+    expect(result).toEqual({
+      ok: false,
+      rejection: { code: 'UNKNOWN_METHOD', reason: expect.stringContaining('"audio"'), id: 'task-1' },
+    });
     if (!result.ok) expect(result.rejection.reason).toContain(supportedMethods().join(', '));
   });
 
@@ -69,7 +105,11 @@ describe('task schema v1', () => {
   });
 
   it('rejects a message over the size limit before parsing it', () => {
-    const body = JSON.stringify({ id: 'big-1', method: 'textcaptcha', params: { textcaptcha: 'x', pad: 'y'.repeat(MAX_TASK_BYTES) } });
+    const body = JSON.stringify({
+      id: 'big-1',
+      method: 'textcaptcha',
+      params: { textcaptcha: 'x', pad: 'y'.repeat(MAX_TASK_BYTES) },
+    });
     expect(parse(body)).toMatchObject({ ok: false, rejection: { code: 'TOO_LARGE', id: 'big-1' } });
   });
 });
@@ -81,8 +121,12 @@ describe('published JSON Schema', () => {
   });
 
   it('has one alternative per method, each requiring the protocol parameters', () => {
-    const schema = taskJsonSchema() as { oneOf: Array<{ properties: { method: { const: string }; params: { required: string[] } } }> };
-    const byMethod = Object.fromEntries(schema.oneOf.map((alt) => [alt.properties.method.const, alt.properties.params.required]));
+    const schema = taskJsonSchema() as {
+      oneOf: Array<{ properties: { method: { const: string }; params: { required: string[] } } }>;
+    };
+    const byMethod = Object.fromEntries(
+      schema.oneOf.map((alt) => [alt.properties.method.const, alt.properties.params.required]),
+    );
     expect(Object.keys(byMethod).sort()).toEqual([...METHODS].sort());
     expect(byMethod.userrecaptcha).toEqual(expect.arrayContaining(['googlekey', 'pageurl']));
     expect(byMethod.turnstile).toEqual(expect.arrayContaining(['sitekey', 'pageurl']));

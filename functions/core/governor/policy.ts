@@ -10,7 +10,15 @@
  */
 import { MAPPING_MIN_CONCURRENCY } from '../settings.js';
 import { DEFAULT_DRAIN_TARGET_MS, DEFAULT_MAX_PROBE_BACKOFF, DEFAULT_OUTAGE_TRANSIENT_SHARE } from './config.js';
-import type { Decision, GovernorConfig, GovernorSignals, GovernorState, Lane, LaneSignals, ReasonCode } from './types.js';
+import type {
+  Decision,
+  GovernorConfig,
+  GovernorSignals,
+  GovernorState,
+  Lane,
+  LaneSignals,
+  ReasonCode,
+} from './types.js';
 
 export { governorConfigFrom } from './config.js';
 
@@ -104,7 +112,9 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
   const maxBackoff = Math.max(1, config.maxProbeBackoff ?? DEFAULT_MAX_PROBE_BACKOFF);
   const attemptedNow = demand.inFlight === undefined ? undefined : Math.min(current.total * tpi, demand.inFlight);
   const kept = (state.recentUse ?? []).filter((u) => u.at < now && now - u.at < span);
-  next.recentUse = (attemptedNow === undefined ? kept : [...kept, { at: now, threads: attemptedNow }]).slice(-MAX_USE_SAMPLES);
+  next.recentUse = (attemptedNow === undefined ? kept : [...kept, { at: now, threads: attemptedNow }]).slice(
+    -MAX_USE_SAMPLES,
+  );
 
   // Spend rate from successive balance reads (no price signal needed). Frozen while paused, so
   // the projection that paused the fleet is the one that resumes it (no flapping at the level).
@@ -113,24 +123,38 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
     const seen = state.balanceSeen;
     if (seen !== undefined && now > seen.at && balance <= seen.usd && state.pausedReason === undefined) {
       const observed = (seen.usd - balance) / ((now - seen.at) / 1000);
-      next.spendPerSecond = state.spendPerSecond === undefined ? observed : state.spendPerSecond + SPEND_SMOOTHING * (observed - state.spendPerSecond);
+      next.spendPerSecond =
+        state.spendPerSecond === undefined
+          ? observed
+          : state.spendPerSecond + SPEND_SMOOTHING * (observed - state.spendPerSecond);
     }
     next.balanceSeen = { at: now, usd: balance };
   }
   // Until two reads give a rate, the balance itself is compared (an unknown rate is not a zero balance).
-  const projected = balance === undefined ? undefined : balance - ((next.spendPerSecond ?? 0) * PROJECTION_TICKS * tickMs) / 1000;
+  const projected =
+    balance === undefined ? undefined : balance - ((next.spendPerSecond ?? 0) * PROJECTION_TICKS * tickMs) / 1000;
 
   // Pause guards first: money and the key matter more than throughput.
   if (state.pausedReason === undefined) {
     if (accountTrouble) {
-      return paused(next, 'PAUSE_ACCOUNT', `account`, `Paused: the solver answered ${signals.accountErrors} account error(s)${signals.accountErrorCode ? ` (${signals.accountErrorCode})` : ''}; tasks wait in the queue until a balance read shows the key and IP work again.`);
+      return paused(
+        next,
+        'PAUSE_ACCOUNT',
+        `account`,
+        `Paused: the solver answered ${signals.accountErrors} account error(s)${signals.accountErrorCode ? ` (${signals.accountErrorCode})` : ''}; tasks wait in the queue until a balance read shows the key and IP work again.`,
+      );
     }
     if (projected !== undefined && projected < config.pauseBalance) {
       const why =
         (balance as number) < config.pauseBalance
           ? `balance $${fmt(balance as number)} is under the pause level $${fmt(config.pauseBalance)}`
           : `balance $${fmt(balance as number)} will be under the pause level $${fmt(config.pauseBalance)} by the next tick (spending $${fmt4(next.spendPerSecond ?? 0)}/s)`;
-      return paused(next, 'PAUSE_LOW_BALANCE', 'balance', `Paused: ${why}; tasks wait in the queue until it is topped up.`);
+      return paused(
+        next,
+        'PAUSE_LOW_BALANCE',
+        'balance',
+        `Paused: ${why}; tasks wait in the queue until it is topped up.`,
+      );
     }
   } else if (state.pausedReason === 'balance') {
     // A money pause: the balance read is the probe. Resume on the first read that shows funds,
@@ -155,14 +179,44 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
       next.probeCeiling = minimum;
       next.probeReason = 'resume';
       if ((balance as number) < config.haltBalance) next.haltCeiling = minimum;
-      return finish(signals, next, config, lanes, demand, current, minimum, 'PROBE_RESUME', `Resumed at the minimum (${minimum}): balance $${fmt(balance as number)} read back, but the error rate ${pct(signals.errorRate)} is over ${pct(config.errorRateThreshold)}.`);
+      return finish(
+        signals,
+        next,
+        config,
+        lanes,
+        demand,
+        current,
+        minimum,
+        'PROBE_RESUME',
+        `Resumed at the minimum (${minimum}): balance $${fmt(balance as number)} read back, but the error rate ${pct(signals.errorRate)} is over ${pct(config.errorRateThreshold)}.`,
+      );
     }
     if ((balance as number) >= config.haltBalance) {
       next.haltCeiling = undefined;
-      return finish(signals, next, config, lanes, demand, current, free, 'PROBE_RESUME', `Resumed at the free threads (${free}): balance $${fmt(balance as number)} read back above the halt level $${fmt(config.haltBalance)}.`);
+      return finish(
+        signals,
+        next,
+        config,
+        lanes,
+        demand,
+        current,
+        free,
+        'PROBE_RESUME',
+        `Resumed at the free threads (${free}): balance $${fmt(balance as number)} read back above the halt level $${fmt(config.haltBalance)}.`,
+      );
     }
     next.haltCeiling = minimum;
-    return finish(signals, next, config, lanes, demand, current, minimum, 'PROBE_RESUME', `Resumed at the minimum (${minimum}): balance $${fmt(balance as number)} is over the pause level but under the halt level $${fmt(config.haltBalance)}, so scaling stays halted.`);
+    return finish(
+      signals,
+      next,
+      config,
+      lanes,
+      demand,
+      current,
+      minimum,
+      'PROBE_RESUME',
+      `Resumed at the minimum (${minimum}): balance $${fmt(balance as number)} is over the pause level but under the halt level $${fmt(config.haltBalance)}, so scaling stays halted.`,
+    );
   } else {
     const waited = now - (state.pausedSince ?? now);
     const balanceOk = balance !== undefined && balance >= config.pauseBalance;
@@ -184,7 +238,17 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
     next.probeReason = 'resume';
     next.outageTicks = 0;
     const total = Math.min(minimum, ceilingFor(next.effectiveCap, config));
-    return finish(signals, next, config, lanes, demand, current, total, 'PROBE_RESUME', `Resumed at ${total} after the probe: balance $${fmt(balance)} read back above the pause level; doubling every ${Math.round(cooldown / 1000)} s while healthy.`);
+    return finish(
+      signals,
+      next,
+      config,
+      lanes,
+      demand,
+      current,
+      total,
+      'PROBE_RESUME',
+      `Resumed at ${total} after the probe: balance $${fmt(balance)} read back above the pause level; doubling every ${Math.round(cooldown / 1000)} s while healthy.`,
+    );
   }
 
   // Over-cap answers: someone else holds threads. Shrink the effective cap at once by the observed excess.
@@ -194,19 +258,31 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
   // answers, so answers seen since are new and the probe failed. Shrink back at once (to the
   // level it started from), rather than let every excess invocation retry until the span ends.
   const probeFailed = state.unprovenProbeAt !== undefined;
-  if (signals.overCapAnswers !== undefined && signals.overCapAnswers > 0 && (probeFailed || now - (state.lastShrinkAt ?? -Infinity) >= Math.max(cooldown, span))) {
+  if (
+    signals.overCapAnswers !== undefined &&
+    signals.overCapAnswers > 0 &&
+    (probeFailed || now - (state.lastShrinkAt ?? -Infinity) >= Math.max(cooldown, span))
+  ) {
     // The answers came while the fleet attempted about the peak of its recent use (in flight,
     // including the invocations backing off), not this tick's use nor the window's average.
-    const peak = Math.min(next.effectiveCap, Math.max(attemptedNow ?? current.total * tpi, ...next.recentUse.map((u) => u.threads)));
+    const peak = Math.min(
+      next.effectiveCap,
+      Math.max(attemptedNow ?? current.total * tpi, ...next.recentUse.map((u) => u.threads)),
+    );
     // Threads held = peak − invocations backing off. Those are at most the refused submissions
     // (each shows at most one missing thread) and at least 1 (someone was refused). What
     // completions say the fleet held on average (Little's law) is a floor: it really held those.
     const held =
-      signals.completionRate !== undefined && signals.meanSolveMs !== undefined ? Math.round((signals.completionRate * signals.meanSolveMs) / 1000) : 0;
+      signals.completionRate !== undefined && signals.meanSolveMs !== undefined
+        ? Math.round((signals.completionRate * signals.meanSolveMs) / 1000)
+        : 0;
     // A level the solver accepted at the cap before the last probe is a better floor still: the
     // probe above it failed, so the free threads are that level (used once: others may grow).
     // It wins over the peak, which ticks sample and can miss (the true peak lies between ticks).
-    const target = Math.max(state.provenThreads ?? 0, Math.min(peak - 1, Math.max(held, peak - backingOff(signals.overCapAnswers))));
+    const target = Math.max(
+      state.provenThreads ?? 0,
+      Math.min(peak - 1, Math.max(held, peak - backingOff(signals.overCapAnswers))),
+    );
     const shrunk = clamp(target, capFloor(config), next.effectiveCap - 1);
     next.lastShrinkAt = now;
     next.lastProbeAt = now;
@@ -230,7 +306,11 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
           : `${signals.overCapAnswers} over-cap answer(s): others hold about ${cut} more thread(s); effective cap now ${shrunk} of ${planCap(config)}, probing back while in flight reaches it.`,
       };
     }
-  } else if (probeFailed && signals.overCapAnswers === 0 && testedAtCap(next, state.unprovenProbeAt as number, now, span, config)) {
+  } else if (
+    probeFailed &&
+    signals.overCapAnswers === 0 &&
+    testedAtCap(next, state.unprovenProbeAt as number, now, span, config)
+  ) {
     // The metric window covered in flight at the probed cap without over-cap answers: the probe
     // held. At the level that failed before (or above), the backoff has done its job: reset it.
     next.unprovenProbeAt = undefined;
@@ -246,7 +326,8 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
 
   // Outage detector: mostly transient answers for several ticks in a row.
   const share = config.outageTransientShare ?? DEFAULT_OUTAGE_TRANSIENT_SHARE;
-  if (signals.transientErrorRate !== undefined) next.outageTicks = signals.transientErrorRate > share ? state.outageTicks + 1 : 0;
+  if (signals.transientErrorRate !== undefined)
+    next.outageTicks = signals.transientErrorRate > share ? state.outageTicks + 1 : 0;
 
   const allowed = ceilingFor(next.effectiveCap, config);
   const noIncrease = Math.max(minimum, Math.min(current.total, allowed));
@@ -259,7 +340,18 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
   const haltTotal = Math.min(noIncrease, next.haltCeiling ?? noIncrease);
 
   if (missing.length > 0) {
-    return finish(signals, next, config, lanes, demand, current, noIncrease, capReason?.code ?? 'HOLD_MISSING_SIGNAL', `${capReason ? capReason.message + ' ' : ''}Holding the ceiling: ${missing.join(', ')} unknown (missing is never read as zero).`, { hold: true });
+    return finish(
+      signals,
+      next,
+      config,
+      lanes,
+      demand,
+      current,
+      noIncrease,
+      capReason?.code ?? 'HOLD_MISSING_SIGNAL',
+      `${capReason ? capReason.message + ' ' : ''}Holding the ceiling: ${missing.join(', ')} unknown (missing is never read as zero).`,
+      { hold: true },
+    );
   }
   if (capReason !== undefined) {
     const total = halted ? haltTotal : erroring ? noIncrease : Math.min(allowed, next.probeCeiling ?? allowed);
@@ -267,7 +359,17 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
   }
   if (halted) {
     const crossing = state.haltCeiling === undefined;
-    return finish(signals, next, config, lanes, demand, current, haltTotal, 'HALT_LOW_BALANCE', `Scaling halted: balance $${fmt(balance as number)} is under the halt level $${fmt(config.haltBalance)}; ceiling ${crossing ? 'clamped to current use' : 'held at the use when it crossed'} (${haltTotal}), work in progress goes on.`);
+    return finish(
+      signals,
+      next,
+      config,
+      lanes,
+      demand,
+      current,
+      haltTotal,
+      'HALT_LOW_BALANCE',
+      `Scaling halted: balance $${fmt(balance as number)} is under the halt level $${fmt(config.haltBalance)}; ceiling ${crossing ? 'clamped to current use' : 'held at the use when it crossed'} (${haltTotal}), work in progress goes on.`,
+    );
   }
   if (next.outageTicks >= config.outageTicks) {
     const total = Math.max(minimum, Math.min(allowed, Math.floor(current.total / 2)));
@@ -275,10 +377,30 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
     next.probeCeiling = total;
     next.probeReason = 'outage';
     next.lastProbeAt = now;
-    return finish(signals, next, config, lanes, demand, current, total, 'OUTAGE_STEP_DOWN', `Solver outage: mostly transient errors for ${config.outageTicks} ticks (${pct(signals.transientErrorRate)} of answers); stepping down to ${total} and probing back every ${Math.round(cooldown / 1000)} s.`);
+    return finish(
+      signals,
+      next,
+      config,
+      lanes,
+      demand,
+      current,
+      total,
+      'OUTAGE_STEP_DOWN',
+      `Solver outage: mostly transient errors for ${config.outageTicks} ticks (${pct(signals.transientErrorRate)} of answers); stepping down to ${total} and probing back every ${Math.round(cooldown / 1000)} s.`,
+    );
   }
   if (erroring) {
-    return finish(signals, next, config, lanes, demand, current, noIncrease, 'HIGH_ERROR_RATE', `No increase: error rate ${pct(signals.errorRate)} is over ${pct(config.errorRateThreshold)}.`);
+    return finish(
+      signals,
+      next,
+      config,
+      lanes,
+      demand,
+      current,
+      noIncrease,
+      'HIGH_ERROR_RATE',
+      `No increase: error rate ${pct(signals.errorRate)} is over ${pct(config.errorRateThreshold)}.`,
+    );
   }
 
   // Healthy. Probe back what earlier guards took away, one step per cooldown.
@@ -294,7 +416,10 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
         probe = { code, message: `Probe healthy: back at the free threads (${allowed}).` };
       } else {
         next.probeCeiling = doubled;
-        probe = { code, message: `Probe healthy: ceiling up to ${doubled} of ${allowed}; doubling again in ${Math.round(cooldown / 1000)} s.` };
+        probe = {
+          code,
+          message: `Probe healthy: ceiling up to ${doubled} of ${allowed}; doubling again in ${Math.round(cooldown / 1000)} s.`,
+        };
       }
     } else if (
       next.effectiveCap < planCap(config) &&
@@ -308,20 +433,54 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
       next.effectiveCap = Math.min(planCap(config), next.effectiveCap + step);
       next.lastProbeAt = now;
       next.unprovenProbeAt = now;
-      probe = { code: 'OVER_CAP_PROBE', message: `In flight reached the effective cap and no over-cap answers followed: probing back up, effective cap ${next.effectiveCap} of ${planCap(config)}.` };
+      probe = {
+        code: 'OVER_CAP_PROBE',
+        message: `In flight reached the effective cap and no over-cap answers followed: probing back up, effective cap ${next.effectiveCap} of ${planCap(config)}.`,
+      };
     }
   }
   const freeCeiling = ceilingFor(next.effectiveCap, config);
   const total = Math.min(freeCeiling, next.probeCeiling ?? freeCeiling);
-  if (probe !== undefined) return finish(signals, next, config, lanes, demand, current, total, probe.code, probe.message);
+  if (probe !== undefined)
+    return finish(signals, next, config, lanes, demand, current, total, probe.code, probe.message);
   if (next.probeCeiling !== undefined) {
-    return finish(signals, next, config, lanes, demand, current, total, next.probeReason === 'resume' ? 'PROBE_RESUME' : 'OUTAGE_PROBE', `Recovering: ceiling ${total} of ${freeCeiling}, next step in ${Math.max(0, Math.ceil((cooldown - (now - next.lastProbeAt)) / 1000))} s.`);
+    return finish(
+      signals,
+      next,
+      config,
+      lanes,
+      demand,
+      current,
+      total,
+      next.probeReason === 'resume' ? 'PROBE_RESUME' : 'OUTAGE_PROBE',
+      `Recovering: ceiling ${total} of ${freeCeiling}, next step in ${Math.max(0, Math.ceil((cooldown - (now - next.lastProbeAt)) / 1000))} s.`,
+    );
   }
   const idle = demand.backlog === 0 && demand.inFlight === 0 && (demand.arrivalRate ?? 0) === 0;
   if (idle) {
-    return finish(signals, next, config, lanes, demand, current, total, 'IDLE', `No work queued; ceiling stays at the free threads (${total}) so a burst starts at once.`);
+    return finish(
+      signals,
+      next,
+      config,
+      lanes,
+      demand,
+      current,
+      total,
+      'IDLE',
+      `No work queued; ceiling stays at the free threads (${total}) so a burst starts at once.`,
+    );
   }
-  return finish(signals, next, config, lanes, demand, current, total, 'FREE_THREADS', `Ceiling at the free threads: ${total} invocation(s) × ${tpi} task(s) of ${next.effectiveCap} usable thread(s).`);
+  return finish(
+    signals,
+    next,
+    config,
+    lanes,
+    demand,
+    current,
+    total,
+    'FREE_THREADS',
+    `Ceiling at the free threads: ${total} invocation(s) × ${tpi} task(s) of ${next.effectiveCap} usable thread(s).`,
+  );
 
   function paused(s: GovernorState, code: ReasonCode, why: string, message: string): Decision {
     s.pausedReason = why;
@@ -346,8 +505,14 @@ function activeLanes(signals: GovernorSignals, config: GovernorConfig): Lane[] {
 }
 
 function currentCeilings(signals: GovernorSignals, state: GovernorState, lanes: Lane[]): Current {
-  const ceilings: Record<Lane, number> = { normal: signals.lanes.normal.ceiling, high: signals.lanes.high?.ceiling ?? state.ceilings.high };
-  const enabled: Record<Lane, boolean> = { normal: signals.lanes.normal.enabled, high: lanes.includes('high') && (signals.lanes.high?.enabled ?? false) };
+  const ceilings: Record<Lane, number> = {
+    normal: signals.lanes.normal.ceiling,
+    high: signals.lanes.high?.ceiling ?? state.ceilings.high,
+  };
+  const enabled: Record<Lane, boolean> = {
+    normal: signals.lanes.normal.enabled,
+    high: lanes.includes('high') && (signals.lanes.high?.enabled ?? false),
+  };
   const total = (enabled.normal ? ceilings.normal : 0) + (enabled.high ? ceilings.high : 0);
   return { ceilings, enabled, total };
 }
@@ -383,11 +548,19 @@ function demandOf(signals: GovernorSignals, lanes: Lane[], config: GovernorConfi
   const drain = config.drainTargetMs ?? DEFAULT_DRAIN_TARGET_MS;
   // Little's law for the arrivals, plus the threads that drain the queued work within the drain target.
   const neededThreads =
-    arrivalRate !== undefined && backlog !== undefined && mean !== undefined ? Math.ceil((arrivalRate * mean) / 1000 + (backlog * mean) / drain - 1e-9) : undefined;
+    arrivalRate !== undefined && backlog !== undefined && mean !== undefined
+      ? Math.ceil((arrivalRate * mean) / 1000 + (backlog * mean) / drain - 1e-9)
+      : undefined;
   return { backlog, inFlight, arrivalRate, neededThreads };
 }
 
-function shortfallOf(demand: Demand, signals: GovernorSignals, config: GovernorConfig, freeThreads: number, usedThreads: number) {
+function shortfallOf(
+  demand: Demand,
+  signals: GovernorSignals,
+  config: GovernorConfig,
+  freeThreads: number,
+  usedThreads: number,
+) {
   const needed = demand.neededThreads;
   const shortfall = needed === undefined ? 0 : Math.max(0, needed - freeThreads);
   let drainSeconds: number | undefined;
@@ -397,7 +570,8 @@ function shortfallOf(demand: Demand, signals: GovernorSignals, config: GovernorC
     drainSeconds = net > 0 ? demand.backlog / net : Number.POSITIVE_INFINITY;
   }
   const shortfallWarning =
-    shortfall > 0 && ((demand.backlog ?? 0) > config.shortfallBacklog || (signals.p95SolveMs ?? 0) > config.shortfallP95Ms);
+    shortfall > 0 &&
+    ((demand.backlog ?? 0) > config.shortfallBacklog || (signals.p95SolveMs ?? 0) > config.shortfallP95Ms);
   return { neededThreads: needed, shortfall, drainSeconds, shortfallWarning };
 }
 
@@ -407,25 +581,43 @@ function shortfallOf(demand: Demand, signals: GovernorSignals, config: GovernorC
  * (high) or without room (normal, under the floor) is disabled, so the enabled ceilings never
  * sum above the total.
  */
-function split(total: number, signals: GovernorSignals, config: GovernorConfig, lanes: Lane[], current: Current, hold: boolean): { ceilings: Record<Lane, number>; enabled: Record<Lane, boolean> } {
+function split(
+  total: number,
+  signals: GovernorSignals,
+  config: GovernorConfig,
+  lanes: Lane[],
+  current: Current,
+  hold: boolean,
+): { ceilings: Record<Lane, number>; enabled: Record<Lane, boolean> } {
   const floor = MAPPING_MIN_CONCURRENCY;
   const keptHigh = Math.max(floor, current.ceilings.high);
-  if (!lanes.includes('high')) return { ceilings: { normal: total, high: keptHigh }, enabled: { normal: true, high: false } };
+  if (!lanes.includes('high'))
+    return { ceilings: { normal: total, high: keptHigh }, enabled: { normal: true, high: false } };
   const high = signals.lanes.high as LaneSignals;
   let highNeed: number;
   if (hold) {
-    if (!current.enabled.high) return { ceilings: { normal: total, high: keptHigh }, enabled: { normal: true, high: false } };
+    if (!current.enabled.high)
+      return { ceilings: { normal: total, high: keptHigh }, enabled: { normal: true, high: false } };
     highNeed = current.ceilings.high;
   } else {
     const queued = (high.backlog ?? 0) + (high.inFlight ?? 0);
-    const arriving = high.arrivalRate !== undefined && signals.meanSolveMs !== undefined ? (high.arrivalRate * signals.meanSolveMs) / 1000 : (high.arrivalRate ?? 0) > 0 ? 1 : 0;
-    if (queued === 0 && arriving === 0) return { ceilings: { normal: total, high: keptHigh }, enabled: { normal: true, high: false } };
+    const arriving =
+      high.arrivalRate !== undefined && signals.meanSolveMs !== undefined
+        ? (high.arrivalRate * signals.meanSolveMs) / 1000
+        : (high.arrivalRate ?? 0) > 0
+          ? 1
+          : 0;
+    if (queued === 0 && arriving === 0)
+      return { ceilings: { normal: total, high: keptHigh }, enabled: { normal: true, high: false } };
     highNeed = Math.ceil((queued + arriving) / config.tasksPerInvocation - 1e-9);
   }
   const highCeiling = Math.min(total, Math.max(floor, highNeed));
   const rest = total - highCeiling;
   if (rest < floor) {
-    return { ceilings: { normal: Math.max(floor, current.ceilings.normal), high: Math.max(floor, total) }, enabled: { normal: false, high: true } };
+    return {
+      ceilings: { normal: Math.max(floor, current.ceilings.normal), high: Math.max(floor, total) },
+      enabled: { normal: false, high: true },
+    };
   }
   return { ceilings: { normal: rest, high: highCeiling }, enabled: { normal: true, high: true } };
 }
@@ -443,7 +635,11 @@ function finish(
   options: { hold?: boolean } = {},
 ): Decision {
   const { ceilings, enabled } = split(total, signals, config, lanes, current, options.hold === true);
-  const changed = ceilings.normal !== current.ceilings.normal || ceilings.high !== current.ceilings.high || enabled.normal !== current.enabled.normal || enabled.high !== current.enabled.high;
+  const changed =
+    ceilings.normal !== current.ceilings.normal ||
+    ceilings.high !== current.ceilings.high ||
+    enabled.normal !== current.enabled.normal ||
+    enabled.high !== current.enabled.high;
   state.ceilings = ceilings;
   if (changed) state.lastChangeAt = signals.now;
   const freeThreads = ceilingFor(state.effectiveCap, config) * config.tasksPerInvocation;
@@ -470,7 +666,9 @@ function testedAtCap(state: GovernorState, since: number, now: number, span: num
 
 /** Threads an over-cap probe adds: half the gap to one below the refused level after a deep shrink, else 1. */
 function overCapStep(state: GovernorState): number {
-  return state.refusedThreads !== undefined && state.refusedThreads - 1 > state.effectiveCap ? Math.ceil((state.refusedThreads - 1 - state.effectiveCap) / 2) : 1;
+  return state.refusedThreads !== undefined && state.refusedThreads - 1 > state.effectiveCap
+    ? Math.ceil((state.refusedThreads - 1 - state.effectiveCap) / 2)
+    : 1;
 }
 
 /**

@@ -27,7 +27,10 @@ export class GovernorStateConflictError extends Error {
     readonly expectedVersion: number | undefined,
     options: { cause?: unknown } = {},
   ) {
-    super(`governor state changed since version ${expectedVersion ?? '(none)'}: another governor is running; this tick does not act`, options);
+    super(
+      `governor state changed since version ${expectedVersion ?? '(none)'}: another governor is running; this tick does not act`,
+      options,
+    );
   }
 }
 

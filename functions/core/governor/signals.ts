@@ -85,7 +85,8 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
   // Every solver request can answer an error: in.php submissions and res.php result requests.
   const requests = m ? m.submissions + (m.resultRequests ?? 0) : undefined;
 
-  const lanesPresent: Lane[] = input.queues.high !== undefined || input.settings.high !== undefined ? ['normal', 'high'] : ['normal'];
+  const lanesPresent: Lane[] =
+    input.queues.high !== undefined || input.settings.high !== undefined ? ['normal', 'high'] : ['normal'];
   const totalInFlight = lanesPresent.reduce((sum, lane) => sum + (input.queues[lane]?.notVisible ?? 0), 0);
 
   const laneSignals = (lane: Lane): LaneSignals => {
@@ -105,7 +106,9 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
 
   return {
     now: input.now,
-    lanes: lanesPresent.includes('high') ? { normal: laneSignals('normal'), high: laneSignals('high') } : { normal: laneSignals('normal') },
+    lanes: lanesPresent.includes('high')
+      ? { normal: laneSignals('normal'), high: laneSignals('high') }
+      : { normal: laneSignals('normal') },
     completionRate,
     meanSolveMs: m?.meanSolveMs,
     p95SolveMs: m?.p95SolveMs,
@@ -124,10 +127,21 @@ function queued(reading: QueueReading | undefined): number | undefined {
   return reading.visible + reading.notVisible + (reading.delayed ?? 0);
 }
 
-function arrivalRate(reading: QueueReading | undefined, before: QueueReading | undefined, completionRate: number | undefined, totalInFlight: number): number | undefined {
+function arrivalRate(
+  reading: QueueReading | undefined,
+  before: QueueReading | undefined,
+  completionRate: number | undefined,
+  totalInFlight: number,
+): number | undefined {
   const nowQueued = queued(reading);
   const thenQueued = queued(before);
-  if (reading !== undefined && nowQueued !== undefined && before !== undefined && thenQueued !== undefined && reading.at > before.at) {
+  if (
+    reading !== undefined &&
+    nowQueued !== undefined &&
+    before !== undefined &&
+    thenQueued !== undefined &&
+    reading.at > before.at
+  ) {
     const laneShare = totalInFlight > 0 ? (reading.notVisible as number) / totalInFlight : 0;
     const leaving = completionRate === undefined ? 0 : completionRate * laneShare;
     return Math.max(0, (nowQueued - thenQueued) / ((reading.at - before.at) / 1000) + leaving);
