@@ -632,7 +632,6 @@ class Simulation {
   }
 
   private view(): PolicyView {
-    const sim = this;
     return {
       now: this.t,
       nowMs: this.epochMs + this.t * 1000,
@@ -641,7 +640,7 @@ class Simulation {
       workers: this.policy.capacity === 'pool' ? this.ready : this.target,
       balance: this.balance,
       settings: this.settings,
-      governorSignals: () => sim.governorSignals(),
+      governorSignals: () => this.governorSignals(),
     };
   }
 

@@ -2,7 +2,7 @@
  * Builds the captcha-fleet app: the stack from CDK context, with cdk-nag's AwsSolutions pack as
  * a validation plugin (findings fail the synth unless acknowledged next to what they concern).
  */
-import { App, Validations } from 'aws-cdk-lib';
+import { type App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { DEFAULT_STACK_NAME } from '../functions/core/deployment.js';
 import { fleetOptionsFromContext, type FleetStackOptions } from './config.js';

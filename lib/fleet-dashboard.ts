@@ -5,7 +5,7 @@
  */
 import { Aws, Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { GOVERNOR_METRICS, METRICS } from '../functions/core/metric-names.js';
 import type { FleetSettings } from '../functions/core/settings.js';

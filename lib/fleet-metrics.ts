@@ -6,7 +6,7 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
-import { GOVERNOR_METRICS, METRICS, SERVICES } from '../functions/core/metric-names.js';
+import { type GOVERNOR_METRICS, METRICS, SERVICES } from '../functions/core/metric-names.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 
 export const ONE_MINUTE = Duration.minutes(1);

@@ -3,7 +3,7 @@
  * governor, operator access, alarms, dashboard) and prints what producers and operators need.
  */
 import { CfnOutput, Stack, Validations, type StackProps } from 'aws-cdk-lib';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import { STACK_OUTPUTS } from '../functions/core/deployment.js';
 import { resolveFleetStackConfig, type FleetStackOptions, type ResolvedFleetStackConfig } from './config.js';
 import { CompletionEvents } from './completion-events.js';

@@ -5,7 +5,7 @@
  * when rejected messages must stay behind).
  */
 import { Validations } from 'aws-cdk-lib';
-import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import type { FleetSettings } from '../functions/core/settings.js';

@@ -4,7 +4,7 @@
  * once per cold start.
  */
 import { SecretValue, Validations } from 'aws-cdk-lib';
-import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { SOLVER_KEY_PLACEHOLDER } from '../functions/core/deployment.js';

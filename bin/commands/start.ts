@@ -6,7 +6,7 @@
  * Options are one table (`START_OPTIONS`); a new flag is one row there and one field in
  * `StartOptions`.
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary } from '../../local/demo.js';
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { LOG_LEVELS, startLocalStack, type LocalLogLevel, type LocalStack } from '../../local/runtime.js';

@@ -6,7 +6,7 @@
  * back to the results table.
  */
 import { EventEmitter } from 'node:events';
-import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { CompletionEvents } from '../core/ports.js';
 import type { TaskResult } from '../core/results.js';
 import {

@@ -10,7 +10,7 @@ import type { Clock, SolveOptions, SolveOutcome, SolverAnswer, SolverPort } from
 import { createAdaptivePollSchedule, type PollSchedule } from '../core/poll-schedule.js';
 import {
   SOLVER_ERROR_CODES,
-  SolverError,
+  type SolverError,
   SolverTimeoutError,
   SolverTransientError,
   classifySolverCode,

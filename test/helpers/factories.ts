@@ -6,7 +6,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { vi } from 'vitest';
 import { createMetrics, type EmfDocument } from '../../functions/adapters/metrics.js';
 import type { SolveOptions, SolveOutcome, SolverPort } from '../../functions/core/ports.js';
-import { SolverError, SolverTimeoutError } from '../../functions/core/solver-protocol.js';
+import { type SolverError, SolverTimeoutError } from '../../functions/core/solver-protocol.js';
 import type { Task, TaskMessage } from '../../functions/core/task.js';
 import { MetricsStore } from '../../local/metrics-store.js';
 

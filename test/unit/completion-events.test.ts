@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PutEventsCommand, type PutEventsCommandOutput } from '@aws-sdk/client-eventbridge';
+import type { PutEventsCommand, PutEventsCommandOutput } from '@aws-sdk/client-eventbridge';
 import {
   createEventBridgePublisher,
   createLocalEventStream,
