@@ -16,7 +16,8 @@ import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { TaskResult } from '../functions/core/results.js';
 import type { TaskMessage } from '../functions/core/task.js';
-import { percentile } from '../local/demo.js';
+import { percentile } from '../functions/core/helpers/stats.js';
+import { sleep } from '../functions/core/helpers/time.js';
 import { startLocalStack, type LocalStack } from '../local/runtime.js';
 import { stream } from '../local/solver-sim/prng.js';
 
@@ -50,8 +51,6 @@ interface Options {
   seed: number;
   json?: boolean;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 let serial = 0;
 /** A token task with its own page, so the simulator never sees a duplicate. */
@@ -160,7 +159,7 @@ async function main(options: Options): Promise<void> {
       perBurst.push({
         burst,
         normalBacklog,
-        p50: percentile(burstWaits, 0.5),
+        p50: percentile(burstWaits, 0.5) ?? null,
         max: Math.max(...burstWaits),
         laneOpenedAfterMs: opened === undefined ? null : opened - sentAt,
       });
@@ -182,8 +181,8 @@ async function main(options: Options): Promise<void> {
 
     const normalDone = [...(await records(stack, normalIds)).values()].filter((r) => r.status === 'solved');
     const solveMs = normalDone.map((r) => r.solveMs).filter((ms): ms is number => typeof ms === 'number');
-    const medianSolveMs = percentile(solveMs, 0.5);
-    const p95SolveMs = percentile(solveMs, 0.95);
+    const medianSolveMs = percentile(solveMs, 0.5) ?? null;
+    const p95SolveMs = percentile(solveMs, 0.95) ?? null;
     const normalWaits = normalDone.map((r) => (r.startedAt as number) - (r.submittedAt as number));
     const bound = medianSolveMs === null ? null : options.tickMs + medianSolveMs;
     const within = bound === null ? null : waits.filter((ms) => ms <= bound).length;
@@ -201,8 +200,8 @@ async function main(options: Options): Promise<void> {
       },
       highWaitMs: {
         n: waits.length,
-        p50: percentile(waits, 0.5),
-        p95: percentile(waits, 0.95),
+        p50: percentile(waits, 0.5) ?? null,
+        p95: percentile(waits, 0.95) ?? null,
         max: Math.max(...waits),
       },
       medianSolveMs,
@@ -214,7 +213,7 @@ async function main(options: Options): Promise<void> {
       perBurst,
       normalWaitMs: {
         solvedDuringRun: normalWaits.length,
-        p50: percentile(normalWaits, 0.5),
+        p50: percentile(normalWaits, 0.5) ?? null,
         max: normalWaits.length ? Math.max(...normalWaits) : null,
       },
     };

@@ -9,6 +9,7 @@
  */
 import { assembleSignals, type MetricsWindow, type QueueReading } from '../functions/core/governor/signals.js';
 import type { GovernorSignals } from '../functions/core/governor/types.js';
+import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
 import { EventHeap } from './heap.js';
@@ -683,7 +684,7 @@ class Simulation {
         let sum = 0;
         for (let i = 0; i < solves; i++) sum += sorted[i]!;
         meanSolveMs = sum / solves;
-        p95SolveMs = sorted[Math.min(solves - 1, Math.ceil(0.95 * solves) - 1)];
+        p95SolveMs = percentileOfSorted(sorted, 0.95);
       }
       // The lab's solver answers no transient or task errors.
       metrics = {
@@ -723,8 +724,7 @@ class Simulation {
 
   private result(wallMs: number): RunResult {
     const latencies = this.latencies.subarray(0, this.solved).sort();
-    const pick = (q: number): number | null =>
-      latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]!;
+    const pick = (q: number): number | null => percentileOfSorted(latencies, q) ?? null;
     let sum = 0;
     for (let i = 0; i < latencies.length; i++) sum += latencies[i]!;
     const computeUsd =

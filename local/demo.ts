@@ -14,6 +14,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { isTerminal, type TaskResult } from '../functions/core/results.js';
+import { percentile } from '../functions/core/helpers/stats.js';
+import { sleep } from '../functions/core/helpers/time.js';
 import type { TaskMessage } from '../functions/core/task.js';
 import type { LocalStack } from './runtime.js';
 import { randomString, stream, type Random } from './solver-sim/prng.js';
@@ -261,7 +263,7 @@ export async function runDemo(
       failed: count(results, 'failed'),
       rejected: count(results, 'rejected'),
       dlqDepth: depth.dlq,
-      p95Ms: percentile(endToEnd(results), 0.95) ?? undefined,
+      p95Ms: percentile(endToEnd(results), 0.95),
       ceiling: currentCeiling(stack),
       governorReason: stack.governor?.lastDecision?.reason.code,
       lanes: { high: laneProgress(stack, 'high', depth.high), normal: laneProgress(stack, 'normal', depth.normal) },
@@ -330,14 +332,15 @@ export async function runDemo(
     stillQueued,
     lost: unresolved - stillQueued,
     duplicateSolves: sim.duplicateSolves - simStart.duplicateSolves,
-    p50Ms: percentile(endToEnd(results), 0.5),
-    p95Ms: percentile(endToEnd(results), 0.95),
-    solveP95Ms: percentile(
-      [...results.values()]
-        .filter((r) => r.status === 'solved' && typeof r.solveMs === 'number')
-        .map((r) => r.solveMs as number),
-      0.95,
-    ),
+    p50Ms: percentile(endToEnd(results), 0.5) ?? null,
+    p95Ms: percentile(endToEnd(results), 0.95) ?? null,
+    solveP95Ms:
+      percentile(
+        [...results.values()]
+          .filter((r) => r.status === 'solved' && typeof r.solveMs === 'number')
+          .map((r) => r.solveMs as number),
+        0.95,
+      ) ?? null,
     durationMs: Date.now() - started,
     complete: unresolved === 0 && submitted === items.length,
     endedBy: unresolved === 0 && submitted === items.length ? 'complete' : endedBy,
@@ -506,10 +509,10 @@ function laneSummary(
     solved: solved.length,
     failed: records.filter((r) => r.status === 'failed').length,
     rejected: records.filter((r) => r.status === 'rejected').length,
-    p50Ms: percentile(endToEndMs, 0.5),
-    p95Ms: percentile(endToEndMs, 0.95),
-    startWaitP50Ms: percentile(startWaitMs, 0.5),
-    startWaitP95Ms: percentile(startWaitMs, 0.95),
+    p50Ms: percentile(endToEndMs, 0.5) ?? null,
+    p95Ms: percentile(endToEndMs, 0.95) ?? null,
+    startWaitP50Ms: percentile(startWaitMs, 0.5) ?? null,
+    startWaitP95Ms: percentile(startWaitMs, 0.95) ?? null,
     ceiling: { start: fixed ?? governed?.startCeiling ?? null, max: fixed ?? governed?.maxCeiling ?? null },
     invocations: poller.invocations,
     peakInFlight: poller.peakConcurrency,
@@ -591,18 +594,7 @@ function endToEnd(results: Map<string, TaskResult>): number[] {
   return values;
 }
 
-/** Nearest-rank percentile; null when there is nothing to rank. */
-export function percentile(values: readonly number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
-}
-
 /** A short random id for a run. */
 export function newRunId(): string {
   return randomBytes(4).toString('hex');
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

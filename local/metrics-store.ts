@@ -4,6 +4,7 @@
  * percentiles over a recent window, totals since start).
  */
 import type { EmfDocument } from '../functions/adapters/metrics.js';
+import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 
 /** One value of one metric at one time, with the dimensions it was emitted under. */
 export interface Datapoint {
@@ -115,9 +116,7 @@ export class MetricsStore {
     const values = this.window(name, windowMs, now, dimensions)
       .map((point) => point.value)
       .sort((a, b) => a - b);
-    if (values.length === 0) return undefined;
-    const rank = Math.max(1, Math.ceil((p / 100) * values.length));
-    return values[rank - 1];
+    return percentileOfSorted(values, p / 100);
   }
 
   /**

@@ -21,6 +21,7 @@ import {
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { sleep } from '../functions/core/helpers/time.js';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 
 /** The consumer's shape: Lambda's SQS handler with partial batch responses. */
@@ -573,8 +574,4 @@ function optional<K extends string>(key: K, value: string | undefined): Partial<
 
 function accountOf(arn: string | undefined): string | undefined {
   return arn?.split(':')[4] || undefined;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -12,7 +12,7 @@ import { createAwsClients, type AwsClients } from '../functions/adapters/aws-cli
 import { createLocalEventStream, type LocalEventStream } from '../functions/adapters/completion-events.js';
 import { createMetrics, type EmfDocument } from '../functions/adapters/metrics.js';
 import { createDynamoGovernorState } from '../functions/adapters/governor-state.js';
-import { createProducer, type Producer } from '../functions/adapters/producer-client.js';
+import { createProducer, type Producer } from '../clients/producer-client.js';
 import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';

@@ -5,17 +5,8 @@
  */
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 
-/** The `q` quantile (0–1) of `values`, nearest rank; undefined when there are none. */
-export function percentile(values: readonly number[], q: number): number | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
-}
-
-/** Arithmetic mean; undefined when there are no values. */
-export function mean(values: readonly number[]): number | undefined {
-  return values.length === 0 ? undefined : values.reduce((sum, v) => sum + v, 0) / values.length;
-}
+import { mean } from '../../functions/core/helpers/stats.js';
+export { mean, percentile } from '../../functions/core/helpers/stats.js';
 
 /** One task's life at the solver: it holds a plan thread from `acceptedAt` to `readyAt`. */
 export interface ThreadInterval {

@@ -1,6 +1,6 @@
 /** `captcha-fleet redrive [--dry-run] [--include-rejected]`: replay the DLQ safely. */
 import type { Command } from 'commander';
-import { redrive } from '../../functions/adapters/dlq-redrive.js';
+import { redrive } from '../../clients/dlq-redrive.js';
 import { resolveTarget, withTargetOptions, type TargetOptions } from './target.js';
 
 interface RedriveOptions extends TargetOptions {

@@ -531,7 +531,7 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
   const region = `--region ${stack.clients.region}`;
   const task = '{"method":"turnstile","params":{"sitekey":"0x4AAAAAAAexample","pageurl":"https://example.com/login"}}';
   const node =
-    `npx tsx -e 'import { createProducer } from "./functions/adapters/producer-client.ts"; ` +
+    `npx tsx -e 'import { createProducer } from "./clients/producer-client.ts"; ` +
     `import { createAwsClients } from "./functions/adapters/aws-clients.ts"; ` +
     `const p = createProducer({ queueUrls: { normal: "${queueUrls.normal}", high: "${queueUrls.high}" }, table: "${tables.results}", ` +
     `clients: createAwsClients({ sqsEndpoint: "${stack.endpoints.sqs}", dynamoEndpoint: "${stack.endpoints.dynamo}" }) }); ` +

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
-import { readFleetStatus, type FleetStatus, type RecentMetrics } from '../../functions/adapters/fleet-status.js';
+import { readFleetStatus, type FleetStatus, type RecentMetrics } from '../../clients/fleet-status.js';
 import { resolveTarget, withTargetOptions, type FleetTarget, type TargetOptions } from './target.js';
 
 interface StatusOptions extends TargetOptions {

@@ -7,6 +7,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { sleep as wait } from '../core/helpers/time.js';
 import type { CompletionEvents } from '../core/ports.js';
 import type { TaskResult } from '../core/results.js';
 import {
@@ -40,7 +41,7 @@ export interface EventBridgePublisherOptions {
 
 export function createEventBridgePublisher(options: EventBridgePublisherOptions): CompletionEvents {
   const attempts = options.attempts ?? 3;
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const sleep = options.sleep ?? wait;
   return {
     async publish(result: TaskResult) {
       const event = toCompletionEvent(result, { includeAnswer: options.includeAnswer });

@@ -7,6 +7,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { sleep as wait } from '../core/helpers/time.js';
 import { GOVERNOR_METRICS } from '../core/metric-names.js';
 import type { GovernorLog, GovernorLoop, TickRecord } from './loop.js';
 
@@ -89,7 +90,7 @@ export async function runTicks(
   options: RunTicksOptions,
 ): Promise<{ ticks: number; failures: number; records: TickRecord[] }> {
   const clock = options.clock ?? Date.now;
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const sleep = options.sleep ?? wait;
   const margin = options.marginMs ?? Math.min(5000, options.tickMs);
   const records: TickRecord[] = [];
   let ticks = 0;

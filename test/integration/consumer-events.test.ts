@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
-import { createProducer } from '../../functions/adapters/producer-client.js';
+import { createProducer } from '../../clients/producer-client.js';
 import type { CompletionEvent } from '../../functions/core/events.js';
 import { METRICS } from '../../functions/core/metric-names.js';
 import type { CompletionEvents, DeadLetter, DeliveredMessage, TaskQueue } from '../../functions/core/ports.js';

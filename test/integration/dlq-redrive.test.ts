@@ -9,7 +9,7 @@ import { startEmulators, type Emulators } from '../../local/emulators.js';
 import { ensureFleetResources, type FleetResources } from '../../local/resources.js';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-import { redrive, type RedriveTarget } from '../../functions/adapters/dlq-redrive.js';
+import { redrive, type RedriveTarget } from '../../clients/dlq-redrive.js';
 
 let emulators: Emulators;
 let clients: AwsClients;

@@ -5,7 +5,7 @@ import { startEmulators, type Emulators } from '../../local/emulators.js';
 import { ensureFleetResources, type FleetResources } from '../../local/resources.js';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-import { readFleetStatus } from '../../functions/adapters/fleet-status.js';
+import { readFleetStatus } from '../../clients/fleet-status.js';
 import { GOVERNOR_STATE_ID } from '../../functions/core/deployment.js';
 import { renderStatus } from '../../bin/commands/status.js';
 

@@ -12,7 +12,7 @@ import {
   TaskWaitTimeoutError,
   type CompletionEventSource,
   type Producer,
-} from '../../functions/adapters/producer-client.js';
+} from '../../clients/producer-client.js';
 import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
 import type { CompletionEvent } from '../../functions/core/events.js';
 import type { TaskResult } from '../../functions/core/results.js';

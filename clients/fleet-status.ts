@@ -6,9 +6,10 @@
  */
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { GOVERNOR_STATE_ID } from '../core/deployment.js';
-import type { Lane } from '../core/governor/types.js';
-import type { TaskResult } from '../core/results.js';
+import { percentileOfSorted } from '../functions/core/helpers/stats.js';
+import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
+import type { Lane } from '../functions/core/governor/types.js';
+import type { TaskResult } from '../functions/core/results.js';
 
 export interface LaneStatus {
   backlog: number | undefined;
@@ -207,10 +208,7 @@ async function recentFromResults(
     solved: records.filter((r) => r.status === 'solved').length,
     failed: records.filter((r) => r.status === 'failed').length,
     rejected: records.filter((r) => r.status === 'rejected').length,
-    p95SolveMs:
-      solveTimes.length > 0
-        ? solveTimes[Math.min(solveTimes.length - 1, Math.ceil(0.95 * solveTimes.length) - 1)]
-        : undefined,
+    p95SolveMs: percentileOfSorted(solveTimes, 0.95),
   };
 }
 

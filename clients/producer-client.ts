@@ -14,9 +14,9 @@ import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TaskSchema, type TaskMessage } from '../core/task.js';
-import { isTerminal, type TaskResult } from '../core/results.js';
-import { isStale, type CompletionEvent } from '../core/events.js';
+import { TaskSchema, type TaskMessage } from '../functions/core/task.js';
+import { isTerminal, type TaskResult } from '../functions/core/results.js';
+import { isStale, type CompletionEvent } from '../functions/core/events.js';
 
 /** SQS's SendMessageBatch limit. */
 const SEND_BATCH = 10;
