@@ -39,6 +39,15 @@ export const DEFAULT_SOLVE_TIMES: Readonly<Record<SolverMethod, SolveTimeSpec>> 
 };
 
 const usd = z.number().finite().min(0);
+
+/** A time the service is down: ms from the simulator's start, by its clock. */
+export const OutageWindowSchema = z.object({
+  /** When the outage begins, ms after the simulator was created. */
+  startMs: z.number().finite().min(0),
+  /** How long it lasts, ms. */
+  durationMs: z.number().finite().min(0),
+});
+export type OutageWindow = z.infer<typeof OutageWindowSchema>;
 const solveTime = z.object({ medianMs: z.number().finite().min(0), spread: z.number().finite().min(0).max(3) });
 
 /** What a simulator can be told, at construction or later through `update`. */
@@ -89,6 +98,12 @@ export const SolverSimOptionsSchema = z.object({
   forgetAfterMs: z.number().int().min(0).default(3_600_000),
   /** Most ids one `action=get&ids=` request may ask for. */
   maxIdsPerRequest: z.number().int().min(1).default(100),
+  /**
+   * Times the service is down. Inside a window every in.php and res.php request (getbalance
+   * included) answers HTTP 503 with a short plain-text body, and accepted tasks make no progress:
+   * their solve time resumes when the window ends. Windows may overlap.
+   */
+  outages: z.array(OutageWindowSchema).default([]),
 });
 
 /** Options as given (every field optional), plus an optional clock for tests. */

@@ -46,6 +46,28 @@ describe.concurrent('solver-sim CLI', () => {
     expect(unknown.output().stderr).toMatch(/Usage: solver-sim/);
   });
 
+  it('names a malformed --outage and exits 2', async ({ expect }) => {
+    const run = runCli(['--outage', '30']);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toMatch(/--outage <start:duration>.*expected START:DURATION.*"30"/);
+  });
+
+  it('is down inside each --outage window given', async ({ expect }) => {
+    const run = runCli(['--port', '0', '--outage', '3600:60', '--outage', '0:600']);
+    try {
+      await waitFor(() => /listening at (http:\S+)/.test(run.output().stdout), 45_000);
+      const url = /listening at (http:\S+)/.exec(run.output().stdout)![1]!;
+      expect(run.output().stdout).toContain('outage: down (HTTP 503) from 0 s for 600 s');
+      const balance = await fetch(`${url}/res.php?key=${'k'.repeat(32)}&action=getbalance`);
+      expect(balance.status).toBe(503);
+      const stats = (await (await fetch(`${url}/stats`)).json()) as Record<string, unknown>;
+      expect(stats).toMatchObject({ outageAnswers: 1, inOutage: true });
+    } finally {
+      run.child.kill('SIGTERM');
+    }
+    expect(await run.exited).toBe(0);
+  });
+
   it('serves with the flags given and prints the final stats on SIGTERM', async ({ expect }) => {
     const run = runCli([
       '--port',

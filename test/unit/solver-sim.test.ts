@@ -332,6 +332,22 @@ describe('transient failures over HTTP', () => {
   });
 });
 
+describe('outage windows over HTTP', () => {
+  it('answers in.php and res.php with a 503 and plain text inside a window while /stats keeps answering', async () => {
+    const url = await start({ outages: [{ startMs: 0, durationMs: 60_000 }] });
+    const submitted = await get(url, 'in.php', { key: KEY, ...RECAPTCHA, json: '1' });
+    const balance = await get(url, 'res.php', { key: KEY, action: 'getbalance', json: '1' });
+    for (const response of [submitted, balance]) {
+      expect(response.status).toBe(503);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(await response.text()).toBe('Service Unavailable');
+    }
+    const stats = await fetch(`${url}/stats`);
+    expect(stats.status).toBe(200);
+    expect(await stats.json()).toMatchObject({ outageAnswers: 2, inOutage: true, submissions: 1, accepted: 0 });
+  });
+});
+
 describe('GET /stats', () => {
   it('returns the counters as JSON, including the wait of a ready answer until it was read', async () => {
     const url = await start();
