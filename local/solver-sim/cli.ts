@@ -12,6 +12,9 @@ import {
   type SolverSimulator,
 } from './index.js';
 
+/** A well-formed key (32 hex characters) for the printed examples; any such key is accepted. */
+const EXAMPLE_KEY = '0123456789abcdef'.repeat(2);
+
 function integer(min: number) {
   return (value: string): number => {
     const n = Number(value);
@@ -55,7 +58,7 @@ function buildProgram(): Command {
     .addOption(new Option('--dialect <name>', 'which service the codes mean').choices(DIALECTS).default('captchaai'))
     .option('--seed <n>', 'seed of every random draw', integer(Number.MIN_SAFE_INTEGER), 1)
     .option('--bad-key', 'answer ERROR_KEY_DOES_NOT_EXIST to every request', false)
-    .option('--valid-keys <keys>', 'comma-separated keys to accept (default: any)')
+    .option('--valid-keys <keys>', 'comma-separated 32-character keys to accept (default: any 32-character key)')
     .option('--ban-after <n>', 'ban an IP after n requests with a rejected key', integer(1))
     .option(
       '--outage <start:duration>',
@@ -133,8 +136,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const flags = program.opts<CliFlags>();
   const { url } = await simulator.listen(flags.port, flags.host);
-  // Never echo a configured key: it may be a copy of a real one.
-  const key = flags.validKeys === undefined ? 'any-key' : '<one-of-your-valid-keys>';
+  // Never echo a configured key: it may be a copy of a real one. Without one, any well-formed
+  // key works, so the examples show one (the services refuse a key that is not 32 characters).
+  const key = flags.validKeys === undefined ? EXAMPLE_KEY : '<one-of-your-valid-keys>';
   process.stdout.write(
     [
       `solver-sim listening at ${url} (dialect ${flags.dialect}, ${flags.threads} threads, balance $${flags.balance}, seed ${flags.seed})`,

@@ -12,7 +12,12 @@
  * and a task's `readyAt` is its solve time laid over the clock with every window skipped, so an
  * accepted task makes no progress while the service is down and resumes after.
  */
-import { NO_FUNDS_CODE, overCapCode, type SolverMethod } from '../../functions/core/solver-protocol.js';
+import {
+  NO_FUNDS_CODE,
+  overCapCode,
+  SOLVER_KEY_LENGTH,
+  type SolverMethod,
+} from '../../functions/core/solver-protocol.js';
 import type { Clock } from '../../functions/core/ports.js';
 import { answerFor, type SimAnswer } from './answers.js';
 import { normal, pick, stream, type Random } from './prng.js';
@@ -149,7 +154,7 @@ const toUsd = (micros: number) => micros / MICROS;
 
 /** Human text sent next to a code in `json=1` answers (the services add an `error_text`). */
 const ERROR_TEXT: Readonly<Record<string, string>> = {
-  ERROR_WRONG_USER_KEY: 'The key is missing or malformed.',
+  ERROR_WRONG_USER_KEY: `The key is missing or malformed: it must be ${SOLVER_KEY_LENGTH} characters.`,
   ERROR_KEY_DOES_NOT_EXIST: 'The key does not exist.',
   ERROR_ZERO_BALANCE: 'No free threads or no money on the account.',
   ERROR_NO_SLOT_AVAILABLE: 'No slot available: the plan has no free thread.',
@@ -302,15 +307,11 @@ export class SolverSimModel {
 
     const bannedUntil = this.bannedUntilByIp.get(request.ip);
     if (bannedUntil !== undefined && bannedUntil > now) return reply.error('IP_BANNED');
-    const key = request.fields.key ?? '';
-    if (
-      key === '' ||
-      this.options.badKey ||
-      (this.options.validKeys !== undefined && !this.options.validKeys.includes(key))
-    ) {
+    const keyRefusal = this.keyRefusal(request.fields.key ?? '');
+    if (keyRefusal !== undefined) {
       this.counters.keyRejections++;
       this.noteBadKey(request.ip, now);
-      return reply.error(key === '' ? 'ERROR_WRONG_USER_KEY' : 'ERROR_KEY_DOES_NOT_EXIST');
+      return reply.error(keyRefusal);
     }
     // Drawn for every authenticated request so the sequence of failures depends only on the
     // sequence of requests, not on what they asked for.
@@ -323,6 +324,18 @@ export class SolverSimModel {
       return reply.error(request.parseError);
     }
     return request.endpoint === 'in' ? this.submit(request, now, reply) : this.result(request, now, reply);
+  }
+
+  /**
+   * Why a key is refused, if it is: the services check the shape first (a key that is not 32
+   * characters is ERROR_WRONG_USER_KEY whatever else is true), then whether it exists.
+   */
+  private keyRefusal(key: string): string | undefined {
+    if (key.length !== SOLVER_KEY_LENGTH) return 'ERROR_WRONG_USER_KEY';
+    if (this.options.badKey) return 'ERROR_KEY_DOES_NOT_EXIST';
+    if (this.options.validKeys !== undefined && !this.options.validKeys.includes(key))
+      return 'ERROR_KEY_DOES_NOT_EXIST';
+    return undefined;
   }
 
   private submit(request: SimRequest, now: number, reply: Reply): SimResponse {

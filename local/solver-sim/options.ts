@@ -2,7 +2,7 @@
  * The simulator's knobs: one zod schema, defaults in one place, every problem listed at once.
  */
 import { z } from 'zod';
-import { DIALECTS, METHODS, type SolverMethod } from '../../functions/core/solver-protocol.js';
+import { DIALECTS, METHODS, SOLVER_KEY_LENGTH, type SolverMethod } from '../../functions/core/solver-protocol.js';
 import type { Clock } from '../../functions/core/ports.js';
 
 /** Ways a transient failure shows itself to a client. */
@@ -83,8 +83,8 @@ export const SolverSimOptionsSchema = z.object({
     .default([...TRANSIENT_KINDS]),
   /** Every request answers ERROR_KEY_DOES_NOT_EXIST (a revoked key). */
   badKey: z.boolean().default(false),
-  /** Keys accepted (all share one account); unset = any non-empty key. */
-  validKeys: z.array(z.string().min(1)).optional(),
+  /** Keys accepted (all share one account); unset = any well-formed (32-character) key. */
+  validKeys: z.array(z.string().length(SOLVER_KEY_LENGTH)).optional(),
   /** Ban a client IP (IP_BANNED) after this many requests with a rejected key; unset = never. */
   banAfterBadKeyRequests: z.number().int().min(1).optional(),
   /** How long an IP ban lasts, ms. */

@@ -295,6 +295,40 @@ describe('result expiry', () => {
   });
 });
 
+describe('keys', () => {
+  it.each(['captchaai', '2captcha'] as const)(
+    '%s: refuses a key that is not 32 characters with ERROR_WRONG_USER_KEY, plain and json',
+    (dialect) => {
+      const { model } = harness({ dialect });
+      const ask = (key: string, json: boolean) =>
+        model.handle({
+          endpoint: 'res',
+          ip: '127.0.0.1',
+          fields: { key, action: 'getbalance', ...(json ? { json: '1' } : {}) },
+        }).body;
+      for (const key of ['', 'k'.repeat(31), 'k'.repeat(33), 'any-key']) {
+        expect(ask(key, false)).toBe('ERROR_WRONG_USER_KEY');
+        expect(JSON.parse(ask(key, true))).toMatchObject({ status: 0, request: 'ERROR_WRONG_USER_KEY' });
+      }
+      expect(ask('k'.repeat(32), false)).toBe('10');
+      expect(model.stats()).toMatchObject({ keyRejections: 8, errorsByCode: { ERROR_WRONG_USER_KEY: 8 } });
+    },
+  );
+
+  it('checks the shape before the account: a short key is WRONG_USER_KEY even when the key is revoked', () => {
+    const { model } = harness({ badKey: true });
+    const ask = (key: string) =>
+      model.handle({ endpoint: 'in', ip: '127.0.0.1', fields: { key, method: 'textcaptcha', textcaptcha: '2+2' } })
+        .body;
+    expect(ask('short')).toBe('ERROR_WRONG_USER_KEY');
+    expect(ask(KEY)).toBe('ERROR_KEY_DOES_NOT_EXIST');
+  });
+
+  it('refuses a configured valid key that the services would refuse', () => {
+    expect(() => new SolverSimModel({ validKeys: ['k-test'] })).toThrow(/validKeys\.0/);
+  });
+});
+
 describe('outage windows', () => {
   /** Down from 2 s to 12 s after the simulator started. */
   const OUTAGE: SolverSimOptions = { ...ONE_SECOND, outages: [{ startMs: 2_000, durationMs: 10_000 }] };

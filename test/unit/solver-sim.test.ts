@@ -303,7 +303,9 @@ describe('threads, money and keys over HTTP', () => {
   it('bans an IP after repeated wrong keys, even for a good key', async () => {
     const url = await start({ validKeys: [KEY], banAfterBadKeyRequests: 3, ipBanMs: 60_000 });
     for (let i = 0; i < 3; i++)
-      expect(await getText(url, 'res.php', { key: 'wrong', action: 'getbalance' })).toBe('ERROR_KEY_DOES_NOT_EXIST');
+      expect(await getText(url, 'res.php', { key: 'b'.repeat(32), action: 'getbalance' })).toBe(
+        'ERROR_KEY_DOES_NOT_EXIST',
+      );
     expect(await getText(url, 'res.php', { key: KEY, action: 'getbalance' })).toBe('IP_BANNED');
     now += 60_000;
     expect(Number(await getText(url, 'res.php', { key: KEY, action: 'getbalance' }))).toBe(10);
