@@ -86,7 +86,8 @@ export async function runClientOnly(options: ClientRunOptions): Promise<ClientRu
     const startedAt = Date.now();
     const worker = async () => {
       while (next < tasks.length) {
-        const task = tasks[next++]!;
+        const task = tasks[next++];
+        if (task === undefined) break;
         busy++;
         try {
           outcomes.push(await client.solve(task, { deadlineAt: Date.now() + (options.solveDeadlineMs ?? 10_000) }));
