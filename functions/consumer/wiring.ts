@@ -54,6 +54,7 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     events = createEventBridgePublisher({
       client: new EventBridgeClient(baseClientConfig(environment.endpoint, clients.region)),
       busName: environment.eventBusName,
+      source: settings.eventSource,
       includeAnswer: settings.eventsIncludeAnswer,
     });
   }
