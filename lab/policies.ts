@@ -152,7 +152,7 @@ function hpa(m: ModelParams): Policy {
       desired = Math.min(max, Math.max(min, desired));
       // Scale-down stabilization: act on the highest recommendation of the last 300 s.
       history.push({ at: view.now, desired });
-      while (history.length > 0 && history[0]!.at < view.now - stabilizationSeconds) history.shift();
+      while ((history[0]?.at ?? Infinity) < view.now - stabilizationSeconds) history.shift();
       let stabilized = desired;
       if (desired < replicas) stabilized = Math.min(replicas, Math.max(...history.map((h) => h.desired)));
       // Default scale-up policies: the larger of +4 pods and +100 % per period.

@@ -12,6 +12,7 @@ import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
+import { at, bump } from './arrays.js';
 import { EventHeap } from './heap.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
 import { Rng } from './rng.js';
@@ -339,7 +340,7 @@ class Simulation {
 
   /** Schedules the next Poisson arrival after `from`, crossing rate pieces (memoryless, so exact). */
   private scheduleArrival(from: number): void {
-    const { at, value } = this.trace.arrivals;
+    const { at: starts, value: rates } = this.trace.arrivals;
     let t = from;
     for (;;) {
       if (t >= this.duration) {
@@ -348,10 +349,10 @@ class Simulation {
         return;
       }
       // Time only moves forward, so the current piece is a cursor, not a search.
-      while (this.arrivalPiece + 1 < at.length && at[this.arrivalPiece + 1]! <= t) this.arrivalPiece++;
+      while (this.arrivalPiece + 1 < starts.length && at(starts, this.arrivalPiece + 1) <= t) this.arrivalPiece++;
       const piece = this.arrivalPiece;
-      const end = Math.min(this.duration, at[piece + 1] ?? this.duration);
-      const rate = value[piece]!;
+      const end = Math.min(this.duration, starts[piece + 1] ?? this.duration);
+      const rate = at(rates, piece);
       if (rate > 0) {
         const next = t + this.arrivalRng.exponential(rate);
         if (next < end) {
@@ -370,11 +371,13 @@ class Simulation {
     // Method and intrinsic solve time are drawn at arrival, so every policy sees the same tasks.
     const u = this.taskRng.uniform();
     let m = 0;
-    while (this.methodCdf[m]! < u) m++;
+    while (at(this.methodCdf, m) < u) m++;
     this.methodOf[id] = m;
-    const sigma = this.methodSigma[m]!;
+    const sigma = at(this.methodSigma, m);
     this.baseSolve[id] =
-      sigma < 0 ? this.taskRng.exponential(1 / this.methodMu[m]!) : this.taskRng.logNormal(this.methodMu[m]!, sigma);
+      sigma < 0
+        ? this.taskRng.exponential(1 / at(this.methodMu, m))
+        : this.taskRng.logNormal(at(this.methodMu, m), sigma);
     this.enqueue(id);
     this.scheduleArrival(this.t);
     this.dispatch();
@@ -419,17 +422,17 @@ class Simulation {
     this.submissions++;
     this.bucket(this.t);
     const slot = this.slot;
-    this.bSubmissions[slot]!++;
+    bump(this.bSubmissions, slot);
     if (this.balance <= 0) {
       this.accountErrors++;
-      this.bAccount[slot]!++;
+      bump(this.bAccount, slot);
       this.heap.push(this.t + this.model.accountRetrySeconds, id * 16 + K_SUBMIT);
       return;
     }
     if (this.ourThreads + this.foreign >= this.plan) {
       this.overCap++;
-      this.bOverCap[slot]!++;
-      const attempt = ++this.attempts[id]!;
+      bump(this.bOverCap, slot);
+      const attempt = bump(this.attempts, id);
       const wait = Math.min(this.model.backoffMaxSeconds, this.model.backoffBaseSeconds * 2 ** (attempt - 1));
       this.heap.push(this.t + wait * (0.5 + this.jitterRng.uniform()), id * 16 + K_SUBMIT);
       return;
@@ -438,10 +441,10 @@ class Simulation {
     this.acceptedAt[id] = this.t;
     if (this.balance < this.settings.haltBalance) this.startedPastHalt++;
     if (this.balance < this.settings.pauseBalance) this.startedPastPause++;
-    let hold = this.baseSolve[id]! * this.factor;
+    let hold = at(this.baseSolve, id) * this.factor;
     if (this.trace.pollLoss) {
       // The answer is read at the next poll of the protocol schedule; the thread is paid until then.
-      const poll = this.methodPoll[this.methodOf[id]!]!;
+      const poll = at(this.methodPoll, at(this.methodOf, id));
       hold =
         hold <= poll.first
           ? poll.first
@@ -453,21 +456,24 @@ class Simulation {
   private done(id: number): void {
     this.ourThreads--;
     this.busy--;
-    const latency = this.t - this.arrivedAt[id]!;
+    const latency = this.t - at(this.arrivedAt, id);
     if (this.solved === this.latencies.length) this.latencies = grow(this.latencies);
     this.latencies[this.solved++] = latency;
     this.balance -= this.price;
     this.checkBalanceLevels();
     this.bucket(this.t);
-    this.bCompletions[this.slot]!++;
-    this.bSolveMs[this.slot]!.push((this.t - this.acceptedAt[id]!) * 1000);
+    bump(this.bCompletions, this.slot);
+    at(this.bSolveMs, this.slot).push((this.t - at(this.acceptedAt, id)) * 1000);
     if (this.policy.capacity === 'pool' && this.ready > this.target) this.ready--;
     this.dispatch();
     this.checkFinished();
   }
 
   private controlTick(): void {
-    const action = this.policy.tick!(this.view());
+    const { tick, periodSeconds } = this.policy;
+    // Scheduled only for policies with a control loop (see run()).
+    if (tick === undefined || periodSeconds === undefined) return;
+    const action = tick(this.view());
     if (action.reason !== undefined) this.reasons[action.reason] = (this.reasons[action.reason] ?? 0) + 1;
     const target = Math.max(0, Math.round(action.target));
     const enabled = action.enabled ?? true;
@@ -478,7 +484,7 @@ class Simulation {
       this.target = target;
       this.allowance = Math.min(this.allowance, target);
     }
-    this.heap.push(this.t + this.policy.periodSeconds!, K_TICK);
+    this.heap.push(this.t + periodSeconds, K_TICK);
     this.dispatch();
   }
 
@@ -515,7 +521,7 @@ class Simulation {
       );
     } else if (this.qLen === 0) {
       let recent = 0;
-      for (let i = 0; i < ring.length; i++) if (ring[i]! > recent) recent = ring[i]!;
+      for (const high of ring) if (high > recent) recent = high;
       this.allowance = Math.min(this.target, Math.max(initial, Math.min(this.allowance, recent)));
     }
     this.heap.push(this.t + this.model.esmStepSeconds, K_ESM);
@@ -578,7 +584,7 @@ class Simulation {
   private enqueue(id: number): void {
     if (this.qLen === this.queue.length) {
       const bigger = new Int32Array(this.queue.length * 2);
-      for (let i = 0; i < this.qLen; i++) bigger[i] = this.queue[(this.qHead + i) % this.queue.length]!;
+      for (let i = 0; i < this.qLen; i++) bigger[i] = at(this.queue, (this.qHead + i) % this.queue.length);
       this.queue = bigger;
       this.qHead = 0;
     }
@@ -592,7 +598,7 @@ class Simulation {
   }
 
   private dequeue(): number {
-    const id = this.queue[this.qHead]!;
+    const id = at(this.queue, this.qHead);
     this.qHead = (this.qHead + 1) % this.queue.length;
     this.qLen--;
     if (this.qLen === 0 && this.drainSeconds === null) this.drainSeconds = this.t - this.peakAt;
@@ -627,7 +633,7 @@ class Simulation {
       this.bSubmissions[slot] = 0;
       this.bOverCap[slot] = 0;
       this.bAccount[slot] = 0;
-      this.bSolveMs[slot]!.length = 0;
+      at(this.bSolveMs, slot).length = 0;
     }
     this.slot = slot;
   }
@@ -668,13 +674,14 @@ class Simulation {
       for (let id = Math.floor(from / BUCKET_SECONDS); id < Math.ceil(to / BUCKET_SECONDS); id++) {
         const slot = id % RING;
         if (this.bucketId[slot] !== id) continue;
-        completions += this.bCompletions[slot]!;
-        submissions += this.bSubmissions[slot]!;
-        overCap += this.bOverCap[slot]!;
-        account += this.bAccount[slot]!;
-        const times = this.bSolveMs[slot]!;
+        completions += at(this.bCompletions, slot);
+        submissions += at(this.bSubmissions, slot);
+        overCap += at(this.bOverCap, slot);
+        account += at(this.bAccount, slot);
+        const times = at(this.bSolveMs, slot);
         if (solves + times.length > this.scratch.length) this.scratch = grow(this.scratch, solves + times.length);
-        for (let i = 0; i < times.length; i++) this.scratch[solves++] = times[i]!;
+        this.scratch.set(times, solves);
+        solves += times.length;
       }
       let meanSolveMs: number | undefined;
       let p95SolveMs: number | undefined;
@@ -682,7 +689,7 @@ class Simulation {
         // A typed array sorts numerically in native code: this runs at every governor tick.
         const sorted = this.scratch.subarray(0, solves).sort();
         let sum = 0;
-        for (let i = 0; i < solves; i++) sum += sorted[i]!;
+        for (const solveMs of sorted) sum += solveMs;
         meanSolveMs = sum / solves;
         p95SolveMs = percentileOfSorted(sorted, 0.95);
       }
@@ -706,7 +713,7 @@ class Simulation {
       visible: this.qLen,
       notVisible: this.busy,
       delayed: 0,
-      oldestAgeSeconds: this.qLen > 0 ? this.t - this.arrivedAt[this.queue[this.qHead]!]! : 0,
+      oldestAgeSeconds: this.qLen > 0 ? this.t - at(this.arrivedAt, at(this.queue, this.qHead)) : 0,
     };
     const signals = assembleSignals({
       now: nowMs,
@@ -726,7 +733,7 @@ class Simulation {
     const latencies = this.latencies.subarray(0, this.solved).sort();
     const pick = (q: number): number | null => percentileOfSorted(latencies, q) ?? null;
     let sum = 0;
-    for (let i = 0; i < latencies.length; i++) sum += latencies[i]!;
+    for (const latency of latencies) sum += latency;
     const computeUsd =
       this.computeSeconds * this.model.computeUsdPerSecond +
       (this.policy.capacity === 'lambda' ? this.invocations * this.model.lambdaUsdPerRequest : 0);

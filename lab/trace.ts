@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
 import { METHODS, type SolverMethod } from '../functions/core/solver-protocol.js';
+import { at } from './arrays.js';
 
 const nonNegative = z.number().finite().min(0);
 const piece = <T extends z.ZodRawShape>(shape: T) => z.object({ at: nonNegative, ...shape }).strict();
@@ -196,24 +197,24 @@ export function loadTraceFile(path: string): Trace {
 
 /** The value of a step function at `t` (the first piece's value before it starts). */
 export function valueAt(fn: Piecewise, t: number): number {
-  const at = fn.at;
+  const starts = fn.at;
   let lo = 0;
-  let hi = at.length - 1;
+  let hi = starts.length - 1;
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1;
-    if (at[mid]! <= t) lo = mid;
+    if (at(starts, mid) <= t) lo = mid;
     else hi = mid - 1;
   }
-  return fn.value[lo]!;
+  return at(fn.value, lo);
 }
 
 /** Expected arrivals in [0, duration): the integral of the rate. */
 export function expectedArrivals(trace: Trace): number {
-  const { at, value } = trace.arrivals;
+  const { at: starts, value: rates } = trace.arrivals;
   let total = 0;
-  for (let i = 0; i < at.length; i++) {
-    const end = Math.min(trace.durationSeconds, at[i + 1] ?? trace.durationSeconds);
-    total += Math.max(0, end - at[i]!) * value[i]!;
+  for (let i = 0; i < starts.length; i++) {
+    const end = Math.min(trace.durationSeconds, starts[i + 1] ?? trace.durationSeconds);
+    total += Math.max(0, end - at(starts, i)) * at(rates, i);
   }
   return total;
 }
@@ -225,10 +226,11 @@ function toPiecewise<P extends { at: number }>(pieces: P[], value: (p: P) => num
 function checkPieces(pieces: { at: number }[], field: string, duration: number, problems: string[]): void {
   if (pieces[0] && pieces[0].at !== 0)
     problems.push(`${field}[0].at: the first piece must start at 0, got ${pieces[0].at}`);
-  for (let i = 1; i < pieces.length; i++) {
-    if (pieces[i]!.at <= pieces[i - 1]!.at)
-      problems.push(`${field}[${i}].at: ${pieces[i]!.at} is not after the previous piece's ${pieces[i - 1]!.at}`);
-  }
+  pieces.forEach((p, i) => {
+    const previous = pieces[i - 1];
+    if (previous !== undefined && p.at <= previous.at)
+      problems.push(`${field}[${i}].at: ${p.at} is not after the previous piece's ${previous.at}`);
+  });
   pieces.forEach((p, i) => {
     if (p.at >= duration) problems.push(`${field}[${i}].at: ${p.at} is not before durationSeconds ${duration}`);
   });

@@ -173,7 +173,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     );
 
     // A fresh key per run, known only to this process and the simulator: never printed.
-    const solverKey = `local-${randomBytes(16).toString('hex')}`;
+    const solverKey = randomBytes(16).toString('hex');
     const simulator = createSolverSimulator({
       seed,
       dialect: settings.dialect,

@@ -75,6 +75,12 @@ export function overCapCode(dialect: Dialect): string {
  */
 export const NO_FUNDS_CODE = 'ERROR_ZERO_BALANCE';
 
+/**
+ * Length of an account key on both services (32 hex characters); they answer
+ * ERROR_WRONG_USER_KEY to a key of any other length before looking it up.
+ */
+export const SOLVER_KEY_LENGTH = 32;
+
 /** Methods of schema v1, by the protocol's own names. */
 export const METHODS = [
   'userrecaptcha',
