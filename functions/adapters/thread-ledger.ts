@@ -36,6 +36,14 @@ export interface DynamoThreadLedgerOptions {
   clock?: () => number;
 }
 
+/**
+ * Lease of a held thread, ms: the consumer's function timeout. A delivery cannot hold a solver
+ * thread longer than its invocation lives, so a count left by a crash leaves the sum within two.
+ */
+export function threadLeaseMs(settings: { functionTimeoutSeconds: number }): number {
+  return settings.functionTimeoutSeconds * 1000;
+}
+
 /** Why a ledger write or read failed; the cause carries the SDK error. */
 export class ThreadLedgerError extends Error {
   override readonly name = 'ThreadLedgerError';
