@@ -233,7 +233,7 @@ interface SolverSide {
 async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverSide> {
   const { options, settings } = plan;
   // A fresh key per run.
-  const key = `local-${randomBytes(16).toString('hex')}`;
+  const key = randomBytes(16).toString('hex');
   const simulator = createSolverSimulator({
     seed: plan.seed,
     dialect: settings.dialect,

@@ -12,6 +12,7 @@ import { createMetrics, type EmfSink } from '../adapters/metrics.js';
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
+import { createDynamoThreadLedger, threadLeaseMs } from '../adapters/thread-ledger.js';
 import type { FleetEnvironment } from '../core/environment.js';
 import { SERVICES } from '../core/metric-names.js';
 import type { CompletionEvents, ResultsRepository, SolverPort } from '../core/ports.js';
@@ -57,6 +58,7 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     events = createEventBridgePublisher({
       client: new EventBridgeClient(baseClientConfig(environment.endpoint, clients.region)),
       busName: environment.eventBusName,
+      source: settings.eventSource,
       includeAnswer: settings.eventsIncludeAnswer,
     });
   }
@@ -80,5 +82,15 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     settings,
     ...(events ? { events } : {}),
     ...(options.timing ? { timing: options.timing } : {}),
+    // Over-cap answers and held threads for the governor's next tick, on its table.
+    ...(environment.tables.governor !== undefined
+      ? {
+          threadLedger: createDynamoThreadLedger({
+            documents: clients.documents,
+            tableName: environment.tables.governor,
+            leaseMs: threadLeaseMs(settings),
+          }),
+        }
+      : {}),
   });
 }
