@@ -11,6 +11,7 @@ import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary }
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { LOG_LEVELS, startLocalStack, type LocalStack } from '../../local/runtime.js';
 import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
+import type { OutageWindow } from '../../local/solver-sim/options.js';
 import { startControlServer } from '../../local/control-server.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
 
@@ -45,6 +46,12 @@ const decimal =
       throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
     return n;
   };
+/** `START:DURATION` in seconds, collected into a list as the flag repeats (the simulator's `outages`). */
+const outageWindow = (value: string, previous: readonly OutageWindow[]): OutageWindow[] => {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
+  if (!match) throw new InvalidArgumentError(`expected START:DURATION in seconds (e.g. 20:30), got "${value}".`);
+  return [...previous, { startMs: Number(match[1]) * 1000, durationMs: Number(match[2]) * 1000 }];
+};
 const url = (value: string) => {
   try {
     const parsed = new URL(value);
@@ -139,6 +146,12 @@ export const START_OPTIONS = {
     description: 'median solve time of the simulator, ms',
     parse: integer(0, 600_000),
     default: 400,
+  },
+  solverOutage: {
+    arg: 'start:duration',
+    description: 'the solver is down (HTTP 503 everywhere) from START for DURATION seconds after it starts; repeatable',
+    parse: outageWindow,
+    default: [],
   },
   solverBadKey: {
     description: 'the solver rejects the key (account error: tasks stay queued)',
@@ -304,6 +317,7 @@ export async function runStart(
         unsolvableRate: options.solverUnsolvableRate,
         medianMs: options.solverLatencyMs,
         badKey: options.solverBadKey,
+        outages: options.solverOutage,
       },
     });
     human.write(describeStack(stack, options));
