@@ -353,9 +353,13 @@ export async function runStart(
     // Ctrl-C ends a serving stack normally; otherwise it is an interrupted run.
     return interrupt.signal.aborted && !options.serve ? 130 : code;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
     await stack?.stop({ graceMs: 2_000 });
+    // After a stop request the handler stays until exit: npm forwards the Ctrl-C the terminal
+    // already sent, and that late copy must not find the default handler (exit 130).
+    if (!interrupt.signal.aborted) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
   }
 }
 

@@ -142,7 +142,10 @@ describe('status and redrive against a served local stack', () => {
   }, 120_000);
 
   it('exits 0 on Ctrl-C through npm, where the signal reaches npm and the stack at once', async () => {
-    // Prepare: `npm start -- --serve` in its own process group, as a terminal runs it.
+    // Prepare: no stack left from the test above (its file would be taken for this one's), then
+    // `npm start -- --serve` in its own process group, as a terminal runs it.
+    if (server && server.exitCode === null) server.kill('SIGKILL');
+    rmSync(stackFile, { force: true });
     const npm = spawn('npm', ['start', '--silent', '--', '--serve', '--tasks', '0'], {
       cwd: process.cwd(),
       env,
