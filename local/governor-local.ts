@@ -8,7 +8,6 @@
  * the last decision from another process; memory by default.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { createCachedBalance } from '../functions/adapters/balance.js';
 import { createMemoryGovernorState } from '../functions/adapters/governor-state.js';
 import { createQueueSignals } from '../functions/adapters/queue-signals.js';
 import { SERVICES, METRICS } from '../functions/core/metric-names.js';
@@ -19,6 +18,7 @@ import { governorConfigFrom } from '../functions/core/governor/policy.js';
 import type { GovernorStateStore, LaneActuator, MetricsReader } from '../functions/core/governor/ports.js';
 import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
+import { createProbingBalance } from '../functions/governor/balance-probe.js';
 import { createGovernorLoop, type GovernorLog, type TickRecord } from '../functions/governor/loop.js';
 import type { MetricsStore } from './metrics-store.js';
 
@@ -179,7 +179,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     metrics: createStoreMetricsReader(options.metricsStore, windowMs, clock),
     // The local store is fresh: read it every tick.
     metricsEveryMs: 0,
-    balance: createCachedBalance(options.solver, {
+    balance: createProbingBalance(options.solver, {
       ttlMs: tickMs,
       clock,
       onError: (error) =>

@@ -134,7 +134,16 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
           reading.sentRate ??= extra.sentRate;
         }
       }
-      const signals = assembleSignals({ now, queues, previous: previousQueues ?? {}, metrics, balance, settings });
+      const balanceError = balance === undefined ? options.balance.lastError?.() : undefined;
+      const signals = assembleSignals({
+        now,
+        queues,
+        previous: previousQueues ?? {},
+        metrics,
+        balance,
+        balanceError,
+        settings,
+      });
       previousQueues = queues;
       const decision = decide(signals, persisted.state, options.config);
       // Saved with the state, so `captcha-fleet status` can show the last decision.

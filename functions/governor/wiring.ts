@@ -6,7 +6,6 @@
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
-import { createCachedBalance } from '../adapters/balance.js';
 import {
   CLOUDWATCH_LAG_MS,
   DEFAULT_METRICS_WINDOW_MS,
@@ -23,6 +22,7 @@ import { governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
 import type { Clock, SolverPort } from '../core/ports.js';
+import { createProbingBalance } from './balance-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop } from './loop.js';
 
 export interface GovernorWiringOptions {
@@ -74,7 +74,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     metricsSpanMs,
   });
   const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
-  const balance: BalanceReader = createCachedBalance(solver, {
+  const balance: BalanceReader = createProbingBalance(solver, {
     ttlMs: Math.min(60_000, Math.max(settings.tickMs, 1000)),
     ...(options.clock ? { clock: options.clock } : {}),
     onError: (error) =>

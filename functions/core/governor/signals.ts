@@ -3,7 +3,7 @@
  * the mappings as they stand) → GovernorSignals. Pure, shared by the Lambda, the local runtime
  * and the CLI so all three feed decide() the same way; only the readers differ.
  */
-import type { GovernorSignals, Lane, LaneSignals } from './types.js';
+import type { BalanceError, GovernorSignals, Lane, LaneSignals } from './types.js';
 
 /** One GetQueueAttributes read of a lane's queue; a field is undefined when it could not be read. */
 export interface QueueReading {
@@ -60,6 +60,8 @@ export interface SignalInputs {
   previous?: { normal?: QueueReading | undefined; high?: QueueReading | undefined };
   metrics: MetricsWindow | undefined;
   balance: number | undefined;
+  /** Why the balance read failed, when it did and the reader can tell (the outage detector uses it). */
+  balanceError?: BalanceError | undefined;
   settings: { normal: LaneSetting; high?: LaneSetting };
 }
 
@@ -119,6 +121,7 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
     accountErrors: m?.accountErrors,
     accountErrorCode: m?.accountErrorCode,
     balance: input.balance,
+    balanceError: input.balance === undefined ? input.balanceError : undefined,
   };
 }
 
