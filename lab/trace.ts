@@ -50,6 +50,12 @@ export const TraceSchema = z
     foreignThreads: z.array(piece({ threads: z.number().int().min(0) })).default([{ at: 0, threads: 0 }]),
     /** Multiplies every solve time started in the piece (2 = the solver is twice as slow). */
     solveTimeFactor: z.array(piece({ factor: z.number().finite().gt(0) })).default([{ at: 0, factor: 1 }]),
+    /**
+     * Solver outages: from `at`, for `durationSeconds`, every request (in.php, res.php, the
+     * balance read) answers a transient error (HTTP 503), and solves already accepted pause
+     * (their clocks resume after), as the solver simulator's `outages` do.
+     */
+    outages: z.array(z.object({ at: nonNegative, durationSeconds: z.number().finite().gt(0) }).strict()).default([]),
     /** Account balance, what one solve costs, and money added during the run. */
     balance: z
       .object({
@@ -90,6 +96,8 @@ export interface Trace {
   readonly methods: readonly MethodMix[];
   readonly foreignThreads: Piecewise;
   readonly solveTimeFactor: Piecewise;
+  /** Outage windows [start, end), seconds, ascending and disjoint. */
+  readonly outages: readonly { start: number; end: number }[];
   readonly balance: { initialUsd: number; pricePerSolveUsd: number; topUps: readonly { at: number; usd: number }[] };
   readonly pollLoss: boolean;
   readonly surge: boolean;
@@ -124,6 +132,13 @@ export function parseTrace(json: unknown, source: string): Trace {
   checkPieces(trace.arrivals, 'arrivals', trace.durationSeconds, problems);
   checkPieces(trace.foreignThreads, 'foreignThreads', trace.durationSeconds, problems);
   checkPieces(trace.solveTimeFactor, 'solveTimeFactor', trace.durationSeconds, problems);
+  trace.outages.forEach((outage, i) => {
+    if (outage.at >= trace.durationSeconds)
+      problems.push(`outages[${i}].at: ${outage.at} is not before durationSeconds ${trace.durationSeconds}`);
+    const previous = trace.outages[i - 1];
+    if (previous !== undefined && outage.at < previous.at + previous.durationSeconds)
+      problems.push(`outages[${i}].at: ${outage.at} starts before the previous outage ends`);
+  });
   trace.balance.topUps.forEach((topUp, i) => {
     if (topUp.at >= trace.durationSeconds)
       problems.push(`balance.topUps[${i}].at: ${topUp.at} is not before durationSeconds ${trace.durationSeconds}`);
@@ -172,6 +187,7 @@ export function parseTrace(json: unknown, source: string): Trace {
     }),
     foreignThreads: toPiecewise(trace.foreignThreads, (p) => p.threads),
     solveTimeFactor: toPiecewise(trace.solveTimeFactor, (p) => p.factor),
+    outages: trace.outages.map((o) => ({ start: o.at, end: o.at + o.durationSeconds })),
     balance: trace.balance,
     pollLoss: trace.pollLoss,
     surge: trace.surge,
