@@ -344,11 +344,11 @@ describe('account pause names the cause', () => {
 describe('balance probe reader', () => {
   it('classifies a failed balance read by the solver error class', () => {
     // Act / Assess
-    expect(classifyBalanceError(new SolverTransientError('HTTP_503', 'transient'))).toEqual({
+    expect(classifyBalanceError(new SolverTransientError('HTTP_503'))).toEqual({
       kind: 'unreachable',
       code: 'HTTP_503',
     });
-    expect(classifyBalanceError(new SolverAccountError('IP_BANNED', 'account'))).toEqual({
+    expect(classifyBalanceError(new SolverAccountError('IP_BANNED'))).toEqual({
       kind: 'account',
       code: 'IP_BANNED',
     });
@@ -358,7 +358,7 @@ describe('balance probe reader', () => {
   it('remembers why the last read failed for as long as the cache keeps the failure', async () => {
     // Prepare
     let now = 0;
-    let answer: () => Promise<number> = () => Promise.reject(new SolverTransientError('REQUEST_TIMEOUT', 'transient'));
+    let answer: () => Promise<number> = () => Promise.reject(new SolverTransientError('REQUEST_TIMEOUT'));
     const reader = createProbingBalance({ getBalance: () => answer() }, { ttlMs: 1000, clock: () => now });
     // Act
     const failed = await reader.read();
