@@ -524,7 +524,12 @@ describe('solver client', () => {
 
     const outcome = await client({ schedule }).solve(
       task(),
-      options({ resumeSolverId: '555', onSubmitted: () => void (called = true) }),
+      options({
+        resumeSolverId: '555',
+        onSubmitted: () => {
+          called = true;
+        },
+      }),
     );
 
     expect(seen.every((request) => request.path.startsWith('/res.php'))).toBe(true);
