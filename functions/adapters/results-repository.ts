@@ -9,16 +9,91 @@ import type { ClaimResult, ResultsRepository } from '../core/ports.js';
 import type { TaskResult } from '../core/results.js';
 import type { Task } from '../core/task.js';
 
-/** A results-table call failed for a reason other than a lost condition. */
+/**
+ * A results-table call failed for a reason other than a lost condition. The message names the
+ * DynamoDB error behind it (its name and what it means: throttled, item too large, access
+ * denied, table missing), so a log line says why, not only that it failed.
+ */
 export class ResultsRepositoryError extends Error {
-  override readonly name = 'ResultsRepositoryError';
+  override name = 'ResultsRepositoryError';
   constructor(
     message: string,
     readonly taskId: string,
     options: { cause?: unknown } = {},
   ) {
-    super(message, options);
+    super(options.cause === undefined ? message : `${message}: ${dynamoFailureCause(options.cause)}`, options);
   }
+}
+
+/** DynamoDB's limit on one item, bytes: attribute names and values, UTF-8. */
+export const DYNAMODB_ITEM_LIMIT_BYTES = 400 * 1024;
+
+/**
+ * Room kept for the attributes of the record that `complete()` does not send but the item
+ * already holds (attempts, startedAt, solverId, priority, …: a few hundred bytes at most).
+ */
+const CLAIM_ATTRIBUTES_ALLOWANCE_BYTES = 1024;
+
+/** A terminal record would not fit in one DynamoDB item; nothing was written. */
+export class RecordTooLargeError extends ResultsRepositoryError {
+  override name = 'RecordTooLargeError';
+  constructor(
+    taskId: string,
+    /** Estimated size of the record, bytes. */
+    readonly recordBytes: number,
+    /** Size of its answer alone, bytes. */
+    readonly answerBytes: number,
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      `record of task ${taskId} would be ${recordBytes} bytes (its answer ${answerBytes}), over DynamoDB's item limit of ${DYNAMODB_ITEM_LIMIT_BYTES} bytes`,
+      taskId,
+      options,
+    );
+  }
+}
+
+/** What a DynamoDB error means, by its name: `ThrottlingException (throttled): …`. */
+export function dynamoFailureCause(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const meaning = DYNAMO_FAILURE_MEANINGS.find(([pattern]) => pattern.test(error.name))?.[1];
+  const tooLarge = error.name === 'ValidationException' && ITEM_TOO_LARGE.test(error.message);
+  const label = tooLarge ? 'item too large' : meaning;
+  const detail = error.message.length > 200 ? `${error.message.slice(0, 200)}…` : error.message;
+  return `${error.name}${label ? ` (${label})` : ''}: ${detail}`;
+}
+
+const DYNAMO_FAILURE_MEANINGS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^(ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded)/, 'throttled'],
+  [/^(AccessDenied|UnrecognizedClient|InvalidSignature|ExpiredToken)/, 'access denied'],
+  [/^ResourceNotFound/, 'table missing'],
+  [/^(ItemCollectionSizeLimitExceeded)/, 'item too large'],
+];
+
+/** How DynamoDB (and dynalite) word an item over the limit. */
+const ITEM_TOO_LARGE = /item size (has )?exceeded|maximum allowed size/i;
+
+/**
+ * Size of an item as DynamoDB counts it: names and strings in UTF-8, numbers at most 21 bytes,
+ * 3 bytes per list or map plus 1 per element. An estimate from above, as the check needs.
+ */
+export function dynamoItemBytes(item: Record<string, unknown>): number {
+  let total = 0;
+  for (const [name, value] of Object.entries(item)) {
+    if (value !== undefined) total += Buffer.byteLength(name) + dynamoValueBytes(value);
+  }
+  return total;
+}
+
+function dynamoValueBytes(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return 21;
+  if (typeof value === 'boolean' || value === null || value === undefined) return 1;
+  if (Array.isArray(value)) return 3 + value.reduce((sum: number, element) => sum + 1 + dynamoValueBytes(element), 0);
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (typeof value === 'object')
+    return 3 + Object.keys(value).length + dynamoItemBytes(value as Record<string, unknown>);
+  return Buffer.byteLength(String(value));
 }
 
 export interface DynamoResultsRepositoryOptions {
@@ -113,6 +188,7 @@ export class DynamoResultsRepository implements ResultsRepository {
     claimToken: string,
     result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
   ): Promise<boolean> {
+    this.checkRecordSize(taskId, result);
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = {};
     const sets: string[] = [];
@@ -185,6 +261,18 @@ export class DynamoResultsRepository implements ResultsRepository {
     }
   }
 
+  /**
+   * Refuse a terminal record that no DynamoDB item can hold (an answer near 400 KB) before
+   * sending it: DynamoDB would refuse it on every delivery and the task would cycle to the DLQ.
+   */
+  private checkRecordSize(taskId: string, result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>): void {
+    const recordBytes =
+      dynamoItemBytes({ taskId, ...result, expiresAt: 0, attempts: 0 }) + CLAIM_ATTRIBUTES_ALLOWANCE_BYTES;
+    if (recordBytes > DYNAMODB_ITEM_LIMIT_BYTES) {
+      throw new RecordTooLargeError(taskId, recordBytes, Buffer.byteLength(result.answer ?? ''));
+    }
+  }
+
   private expiresAt(nowMs: number): number {
     return Math.floor(nowMs / 1000) + this.ttlSeconds;
   }
@@ -217,6 +305,16 @@ export class DynamoResultsRepository implements ResultsRepository {
       return true;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return false;
+      // The estimate was short (DynamoDB counts a little differently): the same answer as above.
+      if (error instanceof Error && error.name === 'ValidationException' && ITEM_TOO_LARGE.test(error.message)) {
+        const answer = update.ExpressionAttributeValues[':answer'];
+        throw new RecordTooLargeError(
+          taskId,
+          dynamoItemBytes(update.ExpressionAttributeValues),
+          typeof answer === 'string' ? Buffer.byteLength(answer) : 0,
+          { cause: error },
+        );
+      }
       throw new ResultsRepositoryError(`results-table update of task ${taskId} failed`, taskId, { cause: error });
     }
   }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricResolution, MetricUnit, type Metrics } from '../adapters/metrics.js';
+import { RecordTooLargeError } from '../adapters/results-repository.js';
 import { MAX_VISIBILITY_SECONDS, queueNameOf } from '../adapters/task-queue.js';
 import { METRICS } from '../core/metric-names.js';
 import type {
@@ -40,6 +41,8 @@ import { ThreadTracking } from './thread-tracking.js';
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
 const STALE_ID_CODES = new Set(['ERROR_WRONG_CAPTCHA_ID', 'ERROR_WRONG_ID_FORMAT']);
 const UNSOLVABLE = 'ERROR_CAPTCHA_UNSOLVABLE';
+/** The answer came but no results record can hold it (DynamoDB's 400 KB item). */
+export const ANSWER_TOO_LARGE = 'ANSWER_TOO_LARGE';
 
 /** Why a record is handed back to the queue; the `Reason` dimension of the Retried metric. */
 export type RetryReason = 'over_cap' | 'transient' | 'timeout' | 'account' | 'lease_held' | 'claim_lost' | 'error';
@@ -457,7 +460,7 @@ class TaskRun {
       solveMs: Math.max(0, outcome.answeredAt - outcome.acceptedAt),
       ...(tokenExpiresAt !== undefined ? { tokenExpiresAt } : {}),
     };
-    if (!(await deps.repository.complete(this.task.id, this.claimToken, result))) {
+    if (!(await this.completeOrFailTooLarge(result))) {
       await this.afterLostClaim();
       return;
     }
@@ -480,6 +483,21 @@ class TaskRun {
       answerLength: outcome.answer.length,
     });
     await this.publish({ ...claimed, ...result });
+  }
+
+  /**
+   * Write the solved record. An answer no record can hold ends the task once, as `failed` with
+   * ANSWER_TOO_LARGE (recorded by handleFailure), instead of failing every delivery to the DLQ.
+   */
+  private async completeOrFailTooLarge(
+    result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+  ): Promise<boolean> {
+    try {
+      return await this.deps.repository.complete(this.task.id, this.claimToken, result);
+    } catch (error) {
+      if (!(error instanceof RecordTooLargeError)) throw error;
+      throw new SolverTaskError(ANSWER_TOO_LARGE, { taskId: this.task.id, message: error.message });
+    }
   }
 
   private async handleFailure(

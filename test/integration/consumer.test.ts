@@ -422,6 +422,28 @@ describe('solver outcomes', () => {
     expect(h.metricSum(METRICS.taskErrors)).toBe(1);
   });
 
+  it('ends a task whose answer no record can hold as failed ANSWER_TOO_LARGE, once, instead of retrying it', async () => {
+    // Prepare: an answer the size of DynamoDB's whole item
+    const h = await harness();
+    const task = recaptchaTask();
+    h.solver.script(task.id as string, { answer: 'x'.repeat(400 * 1024) });
+    await h.send(task);
+
+    // Act
+    const delivery = await h.deliver();
+
+    // Assess: acknowledged with a failed record, not handed back, nothing in the DLQ
+    expect(delivery.acknowledged).toHaveLength(1);
+    const record = await h.record(task.id as string);
+    expect(record).toMatchObject({ status: 'failed', errorCode: 'ANSWER_TOO_LARGE' });
+    expect(record?.answer).toBeUndefined();
+    expect(record?.errorMessage).toMatch(/its answer 409600\)/);
+    expect(h.queue.visibility).toEqual([]);
+    expect(h.queue.letters).toEqual([]);
+    expect(h.metricSum(METRICS.failed, { ErrorCode: 'ANSWER_TOO_LARGE' })).toBe(1);
+    expect(await h.depth()).toMatchObject({ visible: 0, inFlight: 0 });
+  });
+
   it('resubmits an unsolvable captcha as often as the settings allow, then records it failed', async () => {
     const h = await harness({ unsolvableResubmits: 2 });
     const unsolvable = () => ({ error: new SolverTaskError('ERROR_CAPTCHA_UNSOLVABLE') });
