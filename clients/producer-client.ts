@@ -10,16 +10,21 @@
  * ```
  */
 import { randomUUID } from 'node:crypto';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { SendMessageBatchCommand, type SendMessageBatchCommandOutput } from '@aws-sdk/client-sqs';
+import { BatchGetCommand, type BatchGetCommandOutput, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TaskSchema, type TaskMessage } from '../functions/core/task.js';
+import { TaskSchema, taskIssues, type TaskMessage } from '../functions/core/task.js';
+import { describeIdConflict, sameContent, taskFingerprint } from '../functions/core/task-identity.js';
 import { isTerminal, type TaskResult } from '../functions/core/results.js';
 import { isStale, type CompletionEvent } from '../functions/core/events.js';
 
 /** SQS's SendMessageBatch limit. */
 const SEND_BATCH = 10;
+/** DynamoDB's BatchGetItem limit. */
+const READ_BATCH = 100;
+/** Rounds of BatchGetItem's UnprocessedKeys retried before giving up. */
+const READ_ROUNDS = 5;
 
 /**
  * Where `wait` can hear of completions instead of polling: the local runtime's event stream
@@ -100,6 +105,40 @@ export class TaskValidationError extends Error {
   }
 }
 
+/** A task given to `submit` whose id is in use by a task with other content. */
+export interface TaskIdConflict {
+  /** Position in the list given to `submit` (0 for a single task). */
+  index: number;
+  taskId: string;
+  /** Status of the record that holds the id. */
+  status: TaskResult['status'];
+  /** When that record expires and the id is free again, epoch seconds. */
+  expiresAt: number;
+}
+
+/**
+ * Thrown by `submit` before anything is sent when a task's id is in use, within the result
+ * TTL, by a task with other content (method or params). An id is the producer's idempotency
+ * key: resending the same task is fine (it gets the first result), reusing the id for another
+ * task is refused, here and again by the consumer (`ID_CONFLICT`) should two producers race.
+ */
+export class TaskIdConflictError extends Error {
+  override readonly name = 'TaskIdConflictError';
+  /** Id of the first conflicting task. */
+  readonly taskId: string | undefined;
+  constructor(
+    readonly conflicts: TaskIdConflict[],
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      `${conflicts.length} task id(s) are in use by tasks with other content; nothing was sent:\n` +
+        conflicts.map((c) => `  - task #${c.index}: ${describeIdConflict(c.taskId, c)}`).join('\n'),
+      options,
+    );
+    this.taskId = conflicts[0]?.taskId;
+  }
+}
+
 /** SQS refused some messages of a batch; the others were sent. */
 export class TaskSubmitError extends Error {
   override readonly name = 'TaskSubmitError';
@@ -137,9 +176,12 @@ export class TaskWaitTimeoutError extends Error {
 }
 
 export interface Producer {
-  /** Validate, then send; returns the task's id (assigned when the task has none). */
+  /**
+   * Validate, refuse an id in use by other content (TaskIdConflictError), then send; returns
+   * the task's id (assigned when the task has none).
+   */
   submit(task: TaskMessage): Promise<string>;
-  /** Validate all, then send in batches of 10; returns the ids in the same order. */
+  /** Validate and check all, then send in batches of 10; returns the ids in the same order. */
   submit(tasks: readonly TaskMessage[]): Promise<string[]>;
   /** The task's record with its freshness, or undefined while none exists. */
   get(taskId: string, options?: { consistent?: boolean }): Promise<ProducerResult | undefined>;
@@ -161,16 +203,16 @@ export function createProducer(options: ProducerOptions): Producer {
 
   async function submitMany(input: readonly unknown[]): Promise<string[]> {
     const problems: TaskProblem[] = [];
-    const prepared: { id: string; body: string; queueUrl: string }[] = [];
+    const prepared: { id: string; body: string; queueUrl: string; fingerprint?: string }[] = [];
     input.forEach((candidate, index) => {
       const parsed = TaskSchema.safeParse(candidate);
       if (!parsed.success) {
         const id = (candidate as { id?: unknown } | null)?.id;
-        for (const issue of parsed.error.issues) {
+        for (const issue of taskIssues(parsed.error, candidate)) {
           problems.push({
             index,
             taskId: typeof id === 'string' ? id : undefined,
-            path: issue.path.join('.') || '(task)',
+            path: issue.path || '(task)',
             message: issue.message,
           });
         }
@@ -179,7 +221,13 @@ export function createProducer(options: ProducerOptions): Producer {
       const task = parsed.data;
       const id = task.id ?? randomUUID();
       const message = { ...task, id, submittedAt: task.submittedAt ?? clock() };
-      prepared.push({ id, body: JSON.stringify(message), queueUrl: queueFor(task.priority) });
+      prepared.push({
+        id,
+        body: JSON.stringify(message),
+        queueUrl: queueFor(task.priority),
+        // Only an id the producer chose can be in use already; a fresh UUID cannot.
+        ...(task.id !== undefined ? { fingerprint: taskFingerprint(task) } : {}),
+      });
     });
     if (problems.length > 0) throw new TaskValidationError(problems);
 
@@ -195,13 +243,15 @@ export function createProducer(options: ProducerOptions): Producer {
       );
     }
 
+    await refuseIdsInUse(prepared);
+
     const sent: string[] = [];
     const byQueue = new Map<string, typeof prepared>();
     for (const item of prepared) byQueue.set(item.queueUrl, [...(byQueue.get(item.queueUrl) ?? []), item]);
     for (const [queueUrl, items] of byQueue) {
       for (let i = 0; i < items.length; i += SEND_BATCH) {
         const chunk = items.slice(i, i + SEND_BATCH);
-        let answer;
+        let answer: SendMessageBatchCommandOutput;
         try {
           answer = await sqs.send(
             new SendMessageBatchCommand({
@@ -217,7 +267,7 @@ export function createProducer(options: ProducerOptions): Producer {
             { cause: error },
           );
         }
-        const failed = (answer.Failed ?? []).map((entry) => chunk[Number(entry.Id)]!.id);
+        const failed = (answer.Failed ?? []).map((entry) => chunk[Number(entry.Id)]?.id ?? `entry ${entry.Id}`);
         const ok = chunk.filter((item) => !failed.includes(item.id)).map((item) => item.id);
         sent.push(...ok);
         if (failed.length > 0) {
@@ -229,6 +279,62 @@ export function createProducer(options: ProducerOptions): Producer {
       }
     }
     return prepared.map((item) => item.id);
+  }
+
+  /**
+   * Refuse, before anything is sent, tasks whose id a live record holds for other content.
+   * A rejected record, one past its TTL and one written before fingerprints hold nothing
+   * against a resend (the consumer's claim judges the same way and has the last word).
+   */
+  async function refuseIdsInUse(prepared: readonly { id: string; fingerprint?: string }[]): Promise<void> {
+    const chosen = prepared.flatMap((item, index) =>
+      item.fingerprint === undefined ? [] : [{ index, id: item.id, fingerprint: item.fingerprint }],
+    );
+    if (chosen.length === 0) return;
+    const records = await readRecords(chosen.map((item) => item.id));
+    const nowSeconds = Math.floor(clock() / 1000);
+    const conflicts: TaskIdConflict[] = [];
+    for (const item of chosen) {
+      const record = records.get(item.id);
+      if (record === undefined || record.status === 'rejected' || record.expiresAt < nowSeconds) continue;
+      if (sameContent(record.fingerprint, item.fingerprint)) continue;
+      conflicts.push({ index: item.index, taskId: item.id, status: record.status, expiresAt: record.expiresAt });
+    }
+    if (conflicts.length > 0) throw new TaskIdConflictError(conflicts);
+  }
+
+  /** The records of these ids (consistent reads, identity fields only), by id. */
+  async function readRecords(ids: readonly string[]): Promise<Map<string, TaskResult>> {
+    const found = new Map<string, TaskResult>();
+    for (let i = 0; i < ids.length; i += READ_BATCH) {
+      let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + READ_BATCH).map((taskId) => ({ taskId }));
+      for (let round = 0; keys !== undefined && keys.length > 0; round++) {
+        if (round === READ_ROUNDS) {
+          const unread = keys.map((key) => String(key.taskId));
+          throw new TaskSubmitError(
+            `the results table left ${unread.length} id(s) unchecked; nothing was sent`,
+            unread,
+            [],
+          );
+        }
+        const answer: BatchGetCommandOutput = await documents.send(
+          new BatchGetCommand({
+            RequestItems: {
+              [options.table]: {
+                Keys: keys,
+                ConsistentRead: true,
+                ProjectionExpression: 'taskId, #status, fingerprint, expiresAt, #method',
+                ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
+              },
+            },
+          }),
+        );
+        for (const item of answer.Responses?.[options.table] ?? [])
+          found.set(item.taskId as string, item as TaskResult);
+        keys = answer.UnprocessedKeys?.[options.table]?.Keys;
+      }
+    }
+    return found;
   }
 
   function queueFor(priority: 'normal' | 'high' | undefined): string {
@@ -302,7 +408,8 @@ export function createProducer(options: ProducerOptions): Producer {
   const submit = (async (task: TaskMessage | readonly TaskMessage[]) => {
     if (Array.isArray(task)) return submitMany(task);
     const [id] = await submitMany([task]);
-    return id!;
+    // submitMany returns one id per task or throws.
+    return id as string;
   }) as Producer['submit'];
 
   return {

@@ -8,6 +8,7 @@ import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } fr
 import type { ClaimResult, ResultsRepository } from '../core/ports.js';
 import type { TaskResult } from '../core/results.js';
 import type { Task } from '../core/task.js';
+import { sameContent, taskFingerprint } from '../core/task-identity.js';
 
 /**
  * A results-table call failed for a reason other than a lost condition. The message names the
@@ -105,11 +106,16 @@ export interface DynamoResultsRepositoryOptions {
   clock?: () => number;
 }
 
-/** Fields `complete()` may not overwrite: the key, the claim bookkeeping and the TTL. */
-const CLAIM_FIELDS = new Set(['taskId', 'attempts', 'expiresAt', 'claimToken', 'leaseUntil']);
+/** Fields `complete()` may not overwrite: the key, the claim bookkeeping, the fingerprint and the TTL. */
+const CLAIM_FIELDS = new Set(['taskId', 'attempts', 'expiresAt', 'claimToken', 'leaseUntil', 'fingerprint']);
 
 /** Claim conflicts re-read and retried at most this often (a lease expiring between write and read). */
 const CLAIM_ROUNDS = 3;
+
+/** True once the record's TTL has passed: DynamoDB may still return it, but it holds nothing. */
+function isExpired(record: TaskResult, now: number): boolean {
+  return record.expiresAt < Math.floor(now / 1000);
+}
 
 /** DynamoDB implementation of {@link ResultsRepository}. */
 export class DynamoResultsRepository implements ResultsRepository {
@@ -125,55 +131,119 @@ export class DynamoResultsRepository implements ResultsRepository {
     this.clock = options.clock ?? Date.now;
   }
 
+  /**
+   * Claim the task for one delivery. A task id is the producer's idempotency key: a record of
+   * the same id and the same fingerprint (or one written before fingerprints) is this task
+   * (held, taken over or finished); one with another fingerprint is a conflict, answered
+   * without touching the record. A `rejected` record and one past its TTL (DynamoDB deletes
+   * lazily, up to days later) hold nothing: a fresh claim replaces them.
+   */
   async claim(input: { task: Task; claimToken: string; now: number; leaseMs: number }): Promise<ClaimResult> {
-    const { task, claimToken, now, leaseMs } = input;
+    const { task, now } = input;
+    const fingerprint = taskFingerprint(task);
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
-      try {
-        const written = await this.documents.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { taskId: task.id },
-            // solverId is deliberately left alone: a takeover resumes the previous submission.
-            UpdateExpression:
-              'SET #status = :solving, claimToken = :token, leaseUntil = :leaseUntil, #method = :method, priority = :priority, ' +
-              'submittedAt = :submittedAt, startedAt = :now, expiresAt = :expiresAt ADD attempts :one',
-            ConditionExpression: 'attribute_not_exists(taskId) OR (#status = :solving AND leaseUntil < :now)',
-            ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
-            ExpressionAttributeValues: {
-              ':solving': 'solving',
-              ':token': claimToken,
-              ':leaseUntil': now + leaseMs,
-              ':method': task.method,
-              ':priority': task.priority,
-              ':submittedAt': task.submittedAt,
-              ':now': now,
-              ':expiresAt': this.expiresAt(now),
-              ':one': 1,
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        const record = written.Attributes as TaskResult;
-        const takenOver = record.attempts > 1;
-        return {
-          outcome: 'claimed',
-          record,
-          takenOver,
-          ...(takenOver && record.solverId !== undefined ? { previousSolverId: record.solverId } : {}),
-        };
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) {
-          throw new ResultsRepositoryError(`claim of task ${task.id} failed`, task.id, { cause: error });
-        }
-      }
+      const fresh = await this.claimFresh(input, fingerprint);
+      if (fresh !== undefined) return { outcome: 'claimed', record: fresh, takenOver: false };
       const existing = await this.get(task.id, { consistent: true });
-      if (existing === undefined) continue; // expired by TTL between the write and the read
+      // Gone by TTL, expired, or rejected since the write: the next round's fresh claim takes it.
+      if (existing === undefined || existing.status === 'rejected' || isExpired(existing, now)) continue;
+      // Compared on every path that finds a record (Powertools' payload validation missed the
+      // failed-conditional-write path once; see its issues #2058, #3781).
+      if (!sameContent(existing.fingerprint, fingerprint)) return { outcome: 'conflict', record: existing };
       if (existing.status !== 'solving') return { outcome: 'terminal', record: existing };
       const leaseUntil = existing.leaseUntil ?? 0;
       if (leaseUntil >= now) return { outcome: 'held', leaseUntil };
-      // The lease ran out between the write and the read (or was released): try again.
+      const taken = await this.takeOver(input, fingerprint);
+      if (taken !== undefined) {
+        return {
+          outcome: 'claimed',
+          record: taken,
+          takenOver: true,
+          ...(taken.solverId !== undefined ? { previousSolverId: taken.solverId } : {}),
+        };
+      }
+      // The lease was renewed or the record changed between the read and the write: look again.
     }
     throw new ResultsRepositoryError(`claim of task ${task.id} kept conflicting after ${CLAIM_ROUNDS} rounds`, task.id);
+  }
+
+  /** A new record for a new id, or in place of a rejected or expired one; undefined when a live record holds the id. */
+  private async claimFresh(
+    input: { task: Task; claimToken: string; now: number; leaseMs: number },
+    fingerprint: string,
+  ): Promise<TaskResult | undefined> {
+    const { task, claimToken, now, leaseMs } = input;
+    const record: TaskResult = {
+      taskId: task.id,
+      status: 'solving',
+      claimToken,
+      leaseUntil: now + leaseMs,
+      method: task.method,
+      priority: task.priority,
+      submittedAt: task.submittedAt,
+      startedAt: now,
+      attempts: 1,
+      fingerprint,
+      expiresAt: this.expiresAt(now),
+    };
+    try {
+      await this.documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: record,
+          ConditionExpression: 'attribute_not_exists(taskId) OR #status = :rejected OR expiresAt < :nowSeconds',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':rejected': 'rejected', ':nowSeconds': Math.floor(now / 1000) },
+        }),
+      );
+      return record;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw new ResultsRepositoryError(`claim of task ${task.id} failed`, task.id, { cause: error });
+    }
+  }
+
+  /** Take over a claim whose lease ran out, keeping its solver id; undefined when it is no longer takeable. */
+  private async takeOver(
+    input: { task: Task; claimToken: string; now: number; leaseMs: number },
+    fingerprint: string,
+  ): Promise<TaskResult | undefined> {
+    const { task, claimToken, now, leaseMs } = input;
+    try {
+      const written = await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { taskId: task.id },
+          // solverId is deliberately left alone: a takeover resumes the previous submission.
+          UpdateExpression:
+            'SET claimToken = :token, leaseUntil = :leaseUntil, #method = :method, priority = :priority, ' +
+            'submittedAt = :submittedAt, startedAt = :now, expiresAt = :expiresAt, fingerprint = :fingerprint ' +
+            'ADD attempts :one',
+          ConditionExpression:
+            '#status = :solving AND leaseUntil < :now AND expiresAt >= :nowSeconds AND ' +
+            '(attribute_not_exists(fingerprint) OR fingerprint = :fingerprint)',
+          ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
+          ExpressionAttributeValues: {
+            ':solving': 'solving',
+            ':token': claimToken,
+            ':leaseUntil': now + leaseMs,
+            ':method': task.method,
+            ':priority': task.priority,
+            ':submittedAt': task.submittedAt,
+            ':now': now,
+            ':nowSeconds': Math.floor(now / 1000),
+            ':expiresAt': this.expiresAt(now),
+            ':fingerprint': fingerprint,
+            ':one': 1,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return written.Attributes as TaskResult;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw new ResultsRepositoryError(`takeover of task ${task.id} failed`, task.id, { cause: error });
+    }
   }
 
   async recordSolverId(taskId: string, claimToken: string, solverId: string): Promise<boolean> {
@@ -242,7 +312,8 @@ export class DynamoResultsRepository implements ResultsRepository {
       );
       return true;
     } catch (error) {
-      // A record exists already: a valid task with the same id owns it; leave it alone.
+      // A record exists already: a valid task with the same id owns it (or an earlier rejection
+      // does); leave it alone. A rejected record, for its part, never blocks a valid task: claim() replaces it.
       if (error instanceof ConditionalCheckFailedException) return false;
       throw new ResultsRepositoryError(`rejected record of task ${taskId} could not be written`, taskId, {
         cause: error,

@@ -34,6 +34,7 @@ import {
   type SolverMethod,
 } from '../core/solver-protocol.js';
 import { parseTask, type Task } from '../core/task.js';
+import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
 import type { ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import { ThreadTracking } from './thread-tracking.js';
 
@@ -283,6 +284,7 @@ class TaskRun {
       leaseMs: timing.leaseMs,
     });
 
+    if (claim.outcome === 'conflict') return this.refuseConflict(claim.record);
     if (claim.outcome === 'terminal') {
       deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
       this.log.info('duplicate delivery of a finished task acknowledged', { status: claim.record.status });
@@ -334,6 +336,29 @@ class TaskRun {
       this.emitAnswerCounts();
       await this.threads.settle();
     }
+  }
+
+  /**
+   * The id names another task (other content) whose record lives: this message goes to the DLQ
+   * with `ID_CONFLICT`, and the first task's record stays as it is (no `rejected` over it, no
+   * event: its producer is still waiting on it). A DLQ send that fails throws and retries.
+   */
+  private async refuseConflict(existing: TaskResult): Promise<void> {
+    const { deps } = this.ctx;
+    const detail = describeIdConflict(this.task.id, existing);
+    await deps.queue.deadLetter({
+      body: this.record.body,
+      reason: ID_CONFLICT,
+      reasonDetail: detail,
+      taskId: this.task.id,
+      sourceQueue: queueNameOf(this.record.eventSourceARN),
+    });
+    deps.metrics.addMetric(METRICS.rejected, MetricUnit.Count, 1);
+    this.log.warn('task id in use by other content; refused to the DLQ', {
+      reason: ID_CONFLICT,
+      reasonDetail: detail,
+      existingStatus: existing.status,
+    });
   }
 
   /**
