@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as echarts from 'echarts';
+import { at } from './arrays.js';
 import type { TraceRuns } from './bench.js';
 import { POLICY_DESCRIPTIONS, type PolicyName } from './policies.js';
 import { tableRows, type TargetCheck } from './report.js';
@@ -64,7 +65,7 @@ export function chartOption(entry: TraceRuns, options: { interactive?: boolean }
       // The governor on top: the oracle and static pool often trace the same line.
       z: run.policy === 'governor' ? 3 : 2,
       color: COLOURS[run.policy] ?? '#333',
-      data: run.samples.t.map((t, k) => [round(t / 60, 2), run.samples[panel.key][k]!]),
+      data: run.samples.t.map((t, k) => [round(t / 60, 2), at(run.samples[panel.key], k)]),
     })),
   );
   return {
@@ -196,8 +197,10 @@ function round(value: number, digits: number): number {
   return Math.round(value * f) / f;
 }
 
+const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+
 function esc(text: string): string {
-  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+  return text.replace(/[&<>"]/g, (c) => ENTITIES[c] ?? c);
 }
 
 /** JSON safe inside a script element. */

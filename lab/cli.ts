@@ -46,7 +46,10 @@ const program = new Command()
 
 function main(options: Options): void {
   const policies = selectPolicies(options.policy);
-  if (options.perf) return perf(options, policies ?? ['governor']);
+  if (options.perf) {
+    perf(options, policies ?? ['governor']);
+    return;
+  }
   let traces = selectTraces(options);
   if (options.pollLoss) traces = traces.map((trace) => ({ ...trace, pollLoss: true }));
   const bench = runBench({
@@ -125,9 +128,9 @@ function perf(options: Options, policies: PolicyName[]): void {
   process.stdout.write(`CPU: ${cpus()[0]?.model ?? 'unknown'} (${cpus().length} logical), Node ${process.version}\n`);
   for (const policy of policies) {
     const before = process.cpuUsage();
-    const [entry] = runBench({ traces: [trace], policies: [policy], seed: options.seed });
+    const [run] = runBench({ traces: [trace], policies: [policy], seed: options.seed }).flatMap((entry) => entry.runs);
     const used = process.cpuUsage(before);
-    const run = entry!.runs[0]!;
+    if (run === undefined) fail(`The ${policy} policy produced no run.`);
     const cpuSeconds = (used.user + used.system) / 1e6;
     process.stdout.write(
       `${policy}: ${run.arrivals} tasks over ${(run.simulatedSeconds / 3600).toFixed(1)} simulated h, ${run.events} events in ${(run.wallMs / 1000).toFixed(2)} s wall / ${cpuSeconds.toFixed(2)} s CPU (${Math.round(run.events / (run.wallMs / 1000)).toLocaleString('en-US')} events/s); p95 ${run.latency.p95?.toFixed(1)} s\n`,

@@ -1,3 +1,5 @@
+import { at } from './arrays.js';
+
 /**
  * The simulator's event queue: a binary min-heap on (time, sequence). The sequence number breaks
  * ties in insertion order, so events at the same virtual instant run in the order they were
@@ -17,7 +19,7 @@ export class EventHeap<T> {
 
   /** Time of the earliest event; `Infinity` when empty. */
   peekTime(): number {
-    return this.count === 0 ? Infinity : this.times[0]!;
+    return this.count === 0 ? Infinity : at(this.times, 0);
   }
 
   push(time: number, item: T): void {
@@ -29,10 +31,10 @@ export class EventHeap<T> {
     const items = this.items;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      const pt = times[parent]!;
-      if (pt < time || (pt === time && seqs[parent]! < seq)) break;
+      const pt = at(times, parent);
+      if (pt < time || (pt === time && at(seqs, parent) < seq)) break;
       times[i] = pt;
-      seqs[i] = seqs[parent]!;
+      seqs[i] = at(seqs, parent);
       items[i] = items[parent];
       i = parent;
     }
@@ -50,8 +52,8 @@ export class EventHeap<T> {
     if (last > 0) {
       const times = this.times;
       const seqs = this.seqs;
-      const time = times[last]!;
-      const seq = seqs[last]!;
+      const time = at(times, last);
+      const seq = at(seqs, last);
       const item = items[last];
       let i = 0;
       const half = last >> 1;
@@ -60,13 +62,13 @@ export class EventHeap<T> {
         const right = child + 1;
         if (
           right < last &&
-          (times[right]! < times[child]! || (times[right] === times[child] && seqs[right]! < seqs[child]!))
+          (at(times, right) < at(times, child) || (times[right] === times[child] && at(seqs, right) < at(seqs, child)))
         )
           child = right;
-        const ct = times[child]!;
-        if (time < ct || (time === ct && seq < seqs[child]!)) break;
+        const ct = at(times, child);
+        if (time < ct || (time === ct && seq < at(seqs, child))) break;
         times[i] = ct;
-        seqs[i] = seqs[child]!;
+        seqs[i] = at(seqs, child);
         items[i] = items[child];
         i = child;
       }

@@ -17,11 +17,32 @@ export interface ModelParams {
   invocationOverheadSeconds: number;
   /** Extra time when no warm execution environment is free, seconds. */
   coldStartSeconds: number;
-  /** Over-cap backoff: first wait, doubled per attempt up to the maximum (with ±50 % jitter), seconds. */
+  /** Pool workers' retry after an over-cap or transient answer: first wait, doubled per attempt up to the maximum (±50 % jitter), seconds. */
   backoffBaseSeconds: number;
   backoffMaxSeconds: number;
-  /** Wait before a task refused for lack of funds is retried, seconds. */
+  /** Wait before a pool worker retries a task refused for lack of funds, seconds. */
   accountRetrySeconds: number;
+  /**
+   * The Lambda consumer's solver client (functions/adapters/solver-client.ts, DEFAULT_RETRY):
+   * over-cap and transient answers retried this many times within the invocation…
+   */
+  consumerMaxOverCapRetries: number;
+  consumerMaxTransientRetries: number;
+  /** …after min(max, base × 2^attempt) × [0.5, 1) seconds. */
+  consumerBackoffBaseSeconds: number;
+  consumerBackoffMaxSeconds: number;
+  /**
+   * Then the invocation hands the task back (ChangeMessageVisibility; one more receive when it
+   * returns) for ceil(c/2 + random × c/2) s, c = min(max, base × 2^(receives − 1))
+   * (functions/consumer/process-task.ts, resolveTiming / backoffSeconds).
+   */
+  handBackBaseSeconds: number;
+  handBackMaxSeconds: number;
+  /** The same for account errors (no money, key refused). */
+  accountHandBackBaseSeconds: number;
+  accountHandBackMaxSeconds: number;
+  /** res.php poll interval while a solve runs, seconds (a poll inside an outage fails). */
+  pollIntervalSeconds: number;
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
   metricsWindowSeconds: number;
   /** …ending this long ago: the consumer's metrics reach the governor about a minute late. */
@@ -46,6 +67,15 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   backoffBaseSeconds: 1,
   backoffMaxSeconds: 16,
   accountRetrySeconds: 30,
+  consumerMaxOverCapRetries: 3,
+  consumerMaxTransientRetries: 3,
+  consumerBackoffBaseSeconds: 1,
+  consumerBackoffMaxSeconds: 15,
+  handBackBaseSeconds: 5,
+  handBackMaxSeconds: 300,
+  accountHandBackBaseSeconds: 60,
+  accountHandBackMaxSeconds: 900,
+  pollIntervalSeconds: 5,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,
   threadStartSeconds: 0,

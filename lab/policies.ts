@@ -12,8 +12,11 @@ import type { ControlAction, Policy, PolicyView } from './sim.js';
 export const POLICY_NAMES = [
   'governor',
   'thread-pool',
+  'thread-pool-plan',
   'process-pool',
+  'process-pool-plan',
   'hpa',
+  'hpa-plan',
   'lambda-fixed',
   'static-pool',
   'oracle',
@@ -28,6 +31,10 @@ export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
     'The usual one-process script: every 10 s, +2 workers when more than 20 tasks wait and over 70 % are busy, −1 when under 5 wait and under 20 % are busy; 2..20 workers, no scale-up under $1.',
   'process-pool':
     'The usual multi-process script: every 15 s, add max(1, backlog ÷ 10) when the backlog exceeds 5 × workers, remove 2 when under 3 wait; 2..16 processes, 1 s to spawn.',
+  'thread-pool-plan':
+    'The thread-pool script with its maximum raised from 20 to the plan threads (less reserved), so its pool could use every thread the governor may.',
+  'process-pool-plan': 'The process-pool script with its maximum raised from 16 to the plan threads (less reserved).',
+  'hpa-plan': 'The HPA with maxReplicas raised from 20 to the plan threads (less reserved).',
   hpa: 'A Kubernetes HPA on queue length: target 10 per replica, 2..20 replicas, 15 s sync, default scale-up (max of +4 pods or +100 % per 15 s), 300 s scale-down stabilization, 10 s pod start.',
   'lambda-fixed':
     "Lambda's own SQS scaling with the mapping's maximum concurrency fixed at the plan's cap and no governor.",
@@ -43,11 +50,17 @@ export function createPolicy(name: PolicyName, settings: FleetSettings, model: P
     case 'governor':
       return governorPolicy(settings);
     case 'thread-pool':
-      return threadPool(m);
+      return threadPool(name, m, 20);
+    case 'thread-pool-plan':
+      return threadPool(name, m, settings.effectiveCap);
     case 'process-pool':
-      return processPool(m);
+      return processPool(name, m, 16);
+    case 'process-pool-plan':
+      return processPool(name, m, settings.effectiveCap);
     case 'hpa':
-      return hpa(m);
+      return hpa(name, m, 20);
+    case 'hpa-plan':
+      return hpa(name, m, settings.effectiveCap);
     case 'lambda-fixed':
       return { name, capacity: 'lambda', periodSeconds: undefined, initialTarget: (s) => s.maxConcurrency };
     case 'static-pool':
@@ -85,10 +98,11 @@ function governorPolicy(settings: FleetSettings): Policy {
   };
 }
 
-function threadPool(m: ModelParams): Policy {
+/** The seeds' one-process script; `max` workers (20 as written). */
+function threadPool(name: PolicyName, m: ModelParams, max: number): Policy {
   let workers = 2;
   return {
-    name: 'thread-pool',
+    name,
     capacity: 'pool',
     periodSeconds: 10,
     workerStartSeconds: m.threadStartSeconds,
@@ -97,7 +111,7 @@ function threadPool(m: ModelParams): Policy {
       const utilization = view.workers > 0 ? view.busy / view.workers : 0;
       if (view.backlog > 20 && utilization > 0.7) {
         if (view.balance < 1) return { target: workers, reason: 'LOW_BALANCE_NO_SCALE_UP' };
-        workers = Math.min(20, workers + 2);
+        workers = Math.min(max, workers + 2);
         return { target: workers, reason: 'UP' };
       }
       if (view.backlog < 5 && utilization < 0.2) {
@@ -109,17 +123,18 @@ function threadPool(m: ModelParams): Policy {
   };
 }
 
-function processPool(m: ModelParams): Policy {
+/** The seeds' multi-process script; `max` processes (16 as written). */
+function processPool(name: PolicyName, m: ModelParams, max: number): Policy {
   let workers = 2;
   return {
-    name: 'process-pool',
+    name,
     capacity: 'pool',
     periodSeconds: 15,
     workerStartSeconds: m.processStartSeconds,
     initialTarget: () => workers,
     tick(view) {
       if (view.backlog > 5 * workers) {
-        workers = Math.min(16, workers + Math.max(1, Math.floor(view.backlog / 10)));
+        workers = Math.min(max, workers + Math.max(1, Math.floor(view.backlog / 10)));
         return { target: workers, reason: 'UP' };
       }
       if (view.backlog < 3) {
@@ -131,17 +146,16 @@ function processPool(m: ModelParams): Policy {
   };
 }
 
-/** The HPA algorithm (autoscaling/v2 defaults) on an external AverageValue metric. */
-function hpa(m: ModelParams): Policy {
+/** The HPA algorithm (autoscaling/v2 defaults) on an external AverageValue metric; `max` replicas (20 as written). */
+function hpa(name: PolicyName, m: ModelParams, max: number): Policy {
   const targetPerReplica = 10;
   const tolerance = 0.1;
   const min = 2;
-  const max = 20;
   const stabilizationSeconds = 300;
   let replicas = 3;
   const history: { at: number; desired: number }[] = [];
   return {
-    name: 'hpa',
+    name,
     capacity: 'pool',
     periodSeconds: 15,
     workerStartSeconds: m.podStartSeconds,
@@ -152,7 +166,7 @@ function hpa(m: ModelParams): Policy {
       desired = Math.min(max, Math.max(min, desired));
       // Scale-down stabilization: act on the highest recommendation of the last 300 s.
       history.push({ at: view.now, desired });
-      while (history.length > 0 && history[0]!.at < view.now - stabilizationSeconds) history.shift();
+      while ((history[0]?.at ?? Infinity) < view.now - stabilizationSeconds) history.shift();
       let stabilized = desired;
       if (desired < replicas) stabilized = Math.min(replicas, Math.max(...history.map((h) => h.desired)));
       // Default scale-up policies: the larger of +4 pods and +100 % per period.

@@ -12,6 +12,7 @@ import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
+import { at, bump } from './arrays.js';
 import { EventHeap } from './heap.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
 import { Rng } from './rng.js';
@@ -88,8 +89,17 @@ export interface RunResult {
   seed: number;
   arrivals: number;
   solved: number;
-  /** Tasks neither solved nor failed when the run stopped (queued, waiting for money). */
+  /** Tasks neither solved nor in the DLQ when the run stopped (queued, waiting for money). */
   unfinished: number;
+  /**
+   * Tasks moved to the dead-letter queue: received `maxReceiveCount` times without a result
+   * (Lambda policies; the pools keep a task in the worker until it is solved, so always 0).
+   */
+  deadLettered: number;
+  /** Times an invocation handed its task back to the queue (over cap, transient, account, deadline). */
+  handBacks: number;
+  /** Most receives any task spent (solved or dead-lettered). */
+  maxReceives: number;
   latency: { p50: number | null; p95: number | null; p99: number | null; mean: number | null };
   peakBacklog: number;
   /** From the peak backlog to the queue's next empty moment; null if it never emptied. */
@@ -97,11 +107,18 @@ export interface RunResult {
   /** Busy solver thread-seconds ÷ free thread-seconds while tasks wait = solves/s ÷ (cap ÷ mean solve time). */
   utilizationWhileBacklog: number | null;
   backlogSeconds: number;
+  /**
+   * Lost capacity: free solver thread-seconds (plan − foreign − ours) while tasks waited in the
+   * queue, the solver was up and the balance above the pause level, divided by the tasks that arrived.
+   */
+  idleThreadSecondsPerTask: number;
   /** Submissions (in.php requests) including refused ones. */
   submissions: number;
   overCapRejections: number;
   overCapShare: number;
   accountErrors: number;
+  /** Transient answers (outages): failed submissions and failed result requests. */
+  transientErrors: number;
   /** Solves accepted while the balance was under the halt level, and under the pause level. */
   startedPastHalt: number;
   startedPastPause: number;
@@ -129,6 +146,22 @@ const K_ESM = 4;
 const K_READY = 5;
 const K_SAMPLE = 6;
 const K_WORLD = 7;
+/** The solver finished a task whose invocation had already handed it back (or will read it later). */
+const K_SOLVER_DONE = 8;
+/** A resumed invocation reads an answer the solver finishes now. */
+const K_READ = 9;
+/** An invocation gives up polling (outage, deadline) and hands its task back. */
+const K_GIVE_UP = 10;
+/** A handed-back message becomes visible again. */
+const K_VISIBLE = 11;
+
+/** Where a task stands at the solver. */
+const NEW = 0;
+const ACCEPTED = 1;
+const SOLVED = 2;
+/** Why an invocation gave up polling. */
+const GAVE_UP_OUTAGE = 0;
+const GAVE_UP_DEADLINE = 1;
 
 const BUCKET_SECONDS = 10;
 const RING = 256;
@@ -171,7 +204,17 @@ class Simulation {
   private acceptedAt = new Float64Array(1 << 16);
   private baseSolve = new Float64Array(1 << 16);
   private methodOf = new Uint8Array(1 << 16);
+  /** Pool workers: over-cap and transient answers so far (the backoff's exponent). */
   private attempts = new Uint16Array(1 << 16);
+  /** Lambda: receives so far (SQS ApproximateReceiveCount). */
+  private receives = new Uint16Array(1 << 16);
+  /** Lambda: over-cap and transient answers within the current invocation. */
+  private overCapTries = new Uint8Array(1 << 16);
+  private transientTries = new Uint8Array(1 << 16);
+  private phase = new Uint8Array(1 << 16);
+  private solverDoneAt = new Float64Array(1 << 16);
+  private invocationStart = new Float64Array(1 << 16);
+  private gaveUpWhy = new Uint8Array(1 << 16);
 
   // The queue: a ring of task ids.
   private queue = new Int32Array(1 << 12);
@@ -180,7 +223,10 @@ class Simulation {
 
   // Consumers and the solver.
   private busy = 0;
+  /** Messages handed back and not yet visible again. */
+  private hidden = 0;
   private ourThreads = 0;
+  private outage = false;
   private foreign = 0;
   private factor = 1;
   private balance: number;
@@ -201,6 +247,11 @@ class Simulation {
   private submissions = 0;
   private overCap = 0;
   private accountErrors = 0;
+  private transientErrors = 0;
+  private deadLettered = 0;
+  private handBacks = 0;
+  private maxReceives = 0;
+  private idleThreadSeconds = 0;
   private startedPastHalt = 0;
   private startedPastPause = 0;
   private haltCrossedAt: number | null = null;
@@ -222,6 +273,8 @@ class Simulation {
   private readonly bSubmissions = new Float64Array(RING);
   private readonly bOverCap = new Float64Array(RING);
   private readonly bAccount = new Float64Array(RING);
+  private readonly bTransient = new Float64Array(RING);
+  private readonly bResultRequests = new Float64Array(RING);
   private readonly bSolveMs: number[][] = Array.from({ length: RING }, () => []);
 
   constructor(
@@ -285,7 +338,9 @@ class Simulation {
       this.ready = this.target;
     }
     const topUpTimes = this.trace.balance.topUps.map((topUp) => topUp.at);
-    for (const at of new Set([...this.trace.foreignThreads.at, ...this.trace.solveTimeFactor.at, ...topUpTimes])) {
+    const outageEdges = this.trace.outages.flatMap((o) => [o.start, o.end]);
+    const changes = [...this.trace.foreignThreads.at, ...this.trace.solveTimeFactor.at, ...topUpTimes, ...outageEdges];
+    for (const at of new Set(changes)) {
       if (at > 0) this.heap.push(at, K_WORLD);
     }
     if (this.policy.periodSeconds !== undefined && this.policy.tick) this.heap.push(0, K_TICK);
@@ -329,6 +384,20 @@ class Simulation {
           this.setWorld();
           this.dispatch();
           break;
+        case K_SOLVER_DONE:
+          this.solverFinish(id);
+          break;
+        case K_READ:
+          this.read(id);
+          break;
+        case K_GIVE_UP:
+          this.giveUp(id);
+          break;
+        case K_VISIBLE:
+          this.hidden--;
+          this.enqueue(id);
+          this.dispatch();
+          break;
       }
     }
     this.sample();
@@ -339,7 +408,7 @@ class Simulation {
 
   /** Schedules the next Poisson arrival after `from`, crossing rate pieces (memoryless, so exact). */
   private scheduleArrival(from: number): void {
-    const { at, value } = this.trace.arrivals;
+    const { at: starts, value: rates } = this.trace.arrivals;
     let t = from;
     for (;;) {
       if (t >= this.duration) {
@@ -348,10 +417,10 @@ class Simulation {
         return;
       }
       // Time only moves forward, so the current piece is a cursor, not a search.
-      while (this.arrivalPiece + 1 < at.length && at[this.arrivalPiece + 1]! <= t) this.arrivalPiece++;
+      while (this.arrivalPiece + 1 < starts.length && at(starts, this.arrivalPiece + 1) <= t) this.arrivalPiece++;
       const piece = this.arrivalPiece;
-      const end = Math.min(this.duration, at[piece + 1] ?? this.duration);
-      const rate = value[piece]!;
+      const end = Math.min(this.duration, starts[piece + 1] ?? this.duration);
+      const rate = at(rates, piece);
       if (rate > 0) {
         const next = t + this.arrivalRng.exponential(rate);
         if (next < end) {
@@ -370,11 +439,13 @@ class Simulation {
     // Method and intrinsic solve time are drawn at arrival, so every policy sees the same tasks.
     const u = this.taskRng.uniform();
     let m = 0;
-    while (this.methodCdf[m]! < u) m++;
+    while (at(this.methodCdf, m) < u) m++;
     this.methodOf[id] = m;
-    const sigma = this.methodSigma[m]!;
+    const sigma = at(this.methodSigma, m);
     this.baseSolve[id] =
-      sigma < 0 ? this.taskRng.exponential(1 / this.methodMu[m]!) : this.taskRng.logNormal(this.methodMu[m]!, sigma);
+      sigma < 0
+        ? this.taskRng.exponential(1 / at(this.methodMu, m))
+        : this.taskRng.logNormal(at(this.methodMu, m), sigma);
     this.enqueue(id);
     this.scheduleArrival(this.t);
     this.dispatch();
@@ -391,7 +462,7 @@ class Simulation {
         return this.ready;
       case 'oracle':
         // Clairvoyant: exactly the free threads, and it never spends past the pause level.
-        return this.balance >= this.settings.pauseBalance ? Math.max(0, this.plan - this.foreign) : 0;
+        return this.balance >= this.settings.pauseBalance && !this.outage ? Math.max(0, this.plan - this.foreign) : 0;
     }
   }
 
@@ -399,9 +470,11 @@ class Simulation {
     const limit = this.limit();
     while (this.qLen > 0 && this.busy < limit) {
       const id = this.dequeue();
+      if (this.policy.capacity === 'lambda' && !this.receive(id)) continue;
       if (++this.busy > this.stepHigh) this.stepHigh = this.busy;
       if (this.policy.capacity === 'lambda') {
         this.invocations++;
+        this.invocationStart[id] = this.t;
         let overhead = this.model.invocationOverheadSeconds;
         if (this.busy > this.warm) {
           this.warm = this.busy;
@@ -414,60 +487,230 @@ class Simulation {
     }
   }
 
-  /** One in.php request: refused for lack of funds, refused over the cap, or accepted. */
+  /**
+   * SQS hands the message to an invocation: one more receive, or the DLQ once it has been
+   * received `maxReceiveCount` times (the redrive policy moves it instead of delivering it).
+   */
+  private receive(id: number): boolean {
+    if (at(this.receives, id) >= this.settings.maxReceiveCount) {
+      this.deadLettered++;
+      this.checkFinished();
+      return false;
+    }
+    const receives = bump(this.receives, id);
+    if (receives > this.maxReceives) this.maxReceives = receives;
+    this.overCapTries[id] = 0;
+    this.transientTries[id] = 0;
+    return true;
+  }
+
+  /** One in.php request (a resumed Lambda task polls its solver id instead). */
   private submit(id: number): void {
+    if (at(this.phase, id) !== NEW) {
+      this.resume(id);
+      return;
+    }
     this.submissions++;
     this.bucket(this.t);
     const slot = this.slot;
-    this.bSubmissions[slot]!++;
+    bump(this.bSubmissions, slot);
+    const lambda = this.policy.capacity === 'lambda';
+    if (this.outage) {
+      this.transientErrors++;
+      bump(this.bTransient, slot);
+      if (lambda) this.retryOrHandBack(id, bump(this.transientTries, id), this.model.consumerMaxTransientRetries);
+      else this.poolRetry(id);
+      return;
+    }
     if (this.balance <= 0) {
       this.accountErrors++;
-      this.bAccount[slot]!++;
-      this.heap.push(this.t + this.model.accountRetrySeconds, id * 16 + K_SUBMIT);
+      bump(this.bAccount, slot);
+      if (lambda) this.handBack(id, this.model.accountHandBackBaseSeconds, this.model.accountHandBackMaxSeconds);
+      else this.heap.push(this.t + this.model.accountRetrySeconds, id * 16 + K_SUBMIT);
       return;
     }
     if (this.ourThreads + this.foreign >= this.plan) {
       this.overCap++;
-      this.bOverCap[slot]!++;
-      const attempt = ++this.attempts[id]!;
-      const wait = Math.min(this.model.backoffMaxSeconds, this.model.backoffBaseSeconds * 2 ** (attempt - 1));
-      this.heap.push(this.t + wait * (0.5 + this.jitterRng.uniform()), id * 16 + K_SUBMIT);
+      bump(this.bOverCap, slot);
+      if (lambda) this.retryOrHandBack(id, bump(this.overCapTries, id), this.model.consumerMaxOverCapRetries);
+      else this.poolRetry(id);
       return;
     }
+    this.accept(id);
+  }
+
+  /** A pool worker keeps its task and retries after a doubling, jittered wait. */
+  private poolRetry(id: number): void {
+    const attempt = bump(this.attempts, id);
+    const wait = Math.min(this.model.backoffMaxSeconds, this.model.backoffBaseSeconds * 2 ** Math.min(30, attempt - 1));
+    this.heap.push(this.t + wait * (0.5 + this.jitterRng.uniform()), id * 16 + K_SUBMIT);
+  }
+
+  /** The consumer's solver client: retry after a backoff, or give the task back after `max` retries. */
+  private retryOrHandBack(id: number, answers: number, max: number): void {
+    if (answers > max) {
+      this.handBack(id, this.model.handBackBaseSeconds, this.model.handBackMaxSeconds);
+      return;
+    }
+    this.heap.push(this.t + this.consumerBackoff(answers - 1), id * 16 + K_SUBMIT);
+  }
+
+  /** The solver client's wait before retry `attempt` (0-based): min(max, base × 2^attempt) × [0.5, 1). */
+  private consumerBackoff(attempt: number): number {
+    const m = this.model;
+    return (
+      Math.min(m.consumerBackoffMaxSeconds, m.consumerBackoffBaseSeconds * 2 ** attempt) *
+      (0.5 + 0.5 * this.jitterRng.uniform())
+    );
+  }
+
+  /** The invocation ends and the message comes back after the consumer's visibility backoff. */
+  private handBack(id: number, baseSeconds: number, maxSeconds: number): void {
+    this.busy--;
+    this.handBacks++;
+    this.hidden++;
+    const ceiling = Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, at(this.receives, id) - 1));
+    const delay = Math.ceil(ceiling / 2 + (this.jitterRng.uniform() * ceiling) / 2);
+    this.heap.push(this.t + delay, id * 16 + K_VISIBLE);
+    this.dispatch();
+  }
+
+  /**
+   * A redelivered task the solver already accepted: poll the kept solver id (nothing is paid
+   * twice). In an outage the polls fail and the task goes back; otherwise the answer is read
+   * when the solver finishes, unless an outage or the solve deadline comes first.
+   */
+  private resume(id: number): void {
+    if (this.outage) {
+      this.gaveUpWhy[id] = GAVE_UP_OUTAGE;
+      this.heap.push(this.t + this.failedPollsSeconds(), id * 16 + K_GIVE_UP);
+    } else if (at(this.phase, id) === SOLVED) {
+      this.read(id);
+    } else {
+      const readAt = this.pollUntil(id, at(this.solverDoneAt, id));
+      if (readAt !== undefined) this.heap.push(readAt, id * 16 + K_READ);
+    }
+  }
+
+  /**
+   * When a polling invocation reads an answer ready at `doneAt`; undefined when it gives up
+   * first (an outage starts, or the solve deadline passes), with its K_GIVE_UP scheduled.
+   */
+  private pollUntil(id: number, doneAt: number): number | undefined {
+    const deadline = at(this.invocationStart, id) + this.settings.solveDeadlineSeconds;
+    const outageAt = this.nextOutageStart(this.t);
+    if (doneAt <= outageAt && doneAt <= deadline) return doneAt;
+    if (outageAt < deadline) {
+      this.gaveUpWhy[id] = GAVE_UP_OUTAGE;
+      // The first poll after the outage begins fails, then the client's transient retries do.
+      const firstFailure = outageAt + this.jitterRng.uniform() * this.model.pollIntervalSeconds;
+      this.heap.push(firstFailure + this.failedPollsSeconds(), id * 16 + K_GIVE_UP);
+    } else {
+      this.gaveUpWhy[id] = GAVE_UP_DEADLINE;
+      this.heap.push(deadline, id * 16 + K_GIVE_UP);
+    }
+    return undefined;
+  }
+
+  /** Time the consumer's transient retries take after a first failed poll. */
+  private failedPollsSeconds(): number {
+    let total = 0;
+    for (let attempt = 0; attempt < this.model.consumerMaxTransientRetries; attempt++)
+      total += this.consumerBackoff(attempt);
+    return total;
+  }
+
+  /** The polling invocation gives up: failed result requests counted, the task handed back. */
+  private giveUp(id: number): void {
+    if (at(this.gaveUpWhy, id) === GAVE_UP_OUTAGE) {
+      const failed = 1 + this.model.consumerMaxTransientRetries;
+      this.transientErrors += failed;
+      this.bucket(this.t);
+      bump(this.bTransient, this.slot, failed);
+      bump(this.bResultRequests, this.slot, failed);
+    }
+    this.handBack(id, this.model.handBackBaseSeconds, this.model.handBackMaxSeconds);
+  }
+
+  /** The solver accepts the task and takes one of the plan's threads until it finishes. */
+  private accept(id: number): void {
     this.ourThreads++;
+    this.phase[id] = ACCEPTED;
     this.acceptedAt[id] = this.t;
     if (this.balance < this.settings.haltBalance) this.startedPastHalt++;
     if (this.balance < this.settings.pauseBalance) this.startedPastPause++;
-    let hold = this.baseSolve[id]! * this.factor;
+    let hold = at(this.baseSolve, id) * this.factor;
     if (this.trace.pollLoss) {
       // The answer is read at the next poll of the protocol schedule; the thread is paid until then.
-      const poll = this.methodPoll[this.methodOf[id]!]!;
+      const poll = at(this.methodPoll, at(this.methodOf, id));
       hold =
         hold <= poll.first
           ? poll.first
           : poll.first + Math.ceil((hold - poll.first) / poll.interval - 1e-9) * poll.interval;
     }
-    this.heap.push(this.t + hold, id * 16 + K_DONE);
+    const doneAt = this.solverClock(this.t, hold);
+    this.solverDoneAt[id] = doneAt;
+    if (this.policy.capacity !== 'lambda') {
+      // Pool workers and the oracle keep polling through an outage and read the answer when it comes.
+      this.heap.push(doneAt, id * 16 + K_DONE);
+      return;
+    }
+    const readAt = this.pollUntil(id, doneAt);
+    this.heap.push(doneAt, id * 16 + (readAt === doneAt ? K_DONE : K_SOLVER_DONE));
   }
 
+  /** When a solve of `hold` seconds started at `from` ends: its clock stops during outages. */
+  private solverClock(from: number, hold: number): number {
+    let t = from;
+    let left = hold;
+    for (const outage of this.trace.outages) {
+      if (outage.end <= t) continue;
+      if (outage.start >= t + left) break;
+      left -= Math.max(0, outage.start - t);
+      t = outage.end;
+    }
+    return t + left;
+  }
+
+  /** Start of the first outage after `t` (Infinity if none). */
+  private nextOutageStart(t: number): number {
+    for (const outage of this.trace.outages) if (outage.start > t) return outage.start;
+    return Infinity;
+  }
+
+  /** The solver finishes in the same instant the invocation reads the answer. */
   private done(id: number): void {
+    this.solverFinish(id);
+    this.read(id);
+  }
+
+  /** The solver frees the thread and charges the solve. */
+  private solverFinish(id: number): void {
     this.ourThreads--;
-    this.busy--;
-    const latency = this.t - this.arrivedAt[id]!;
-    if (this.solved === this.latencies.length) this.latencies = grow(this.latencies);
-    this.latencies[this.solved++] = latency;
+    this.phase[id] = SOLVED;
     this.balance -= this.price;
     this.checkBalanceLevels();
+  }
+
+  /** The consumer reads the answer and records it; the task is done. */
+  private read(id: number): void {
+    this.busy--;
+    const latency = this.t - at(this.arrivedAt, id);
+    if (this.solved === this.latencies.length) this.latencies = grow(this.latencies);
+    this.latencies[this.solved++] = latency;
     this.bucket(this.t);
-    this.bCompletions[this.slot]!++;
-    this.bSolveMs[this.slot]!.push((this.t - this.acceptedAt[id]!) * 1000);
+    bump(this.bCompletions, this.slot);
+    at(this.bSolveMs, this.slot).push((at(this.solverDoneAt, id) - at(this.acceptedAt, id)) * 1000);
     if (this.policy.capacity === 'pool' && this.ready > this.target) this.ready--;
     this.dispatch();
     this.checkFinished();
   }
 
   private controlTick(): void {
-    const action = this.policy.tick!(this.view());
+    const { tick, periodSeconds } = this.policy;
+    // Scheduled only for policies with a control loop (see run()).
+    if (tick === undefined || periodSeconds === undefined) return;
+    const action = tick(this.view());
     if (action.reason !== undefined) this.reasons[action.reason] = (this.reasons[action.reason] ?? 0) + 1;
     const target = Math.max(0, Math.round(action.target));
     const enabled = action.enabled ?? true;
@@ -478,7 +721,7 @@ class Simulation {
       this.target = target;
       this.allowance = Math.min(this.allowance, target);
     }
-    this.heap.push(this.t + this.policy.periodSeconds!, K_TICK);
+    this.heap.push(this.t + periodSeconds, K_TICK);
     this.dispatch();
   }
 
@@ -515,7 +758,7 @@ class Simulation {
       );
     } else if (this.qLen === 0) {
       let recent = 0;
-      for (let i = 0; i < ring.length; i++) if (ring[i]! > recent) recent = ring[i]!;
+      for (const high of ring) if (high > recent) recent = high;
       this.allowance = Math.min(this.target, Math.max(initial, Math.min(this.allowance, recent)));
     }
     this.heap.push(this.t + this.model.esmStepSeconds, K_ESM);
@@ -527,6 +770,7 @@ class Simulation {
   private setWorld(): void {
     this.foreign = valueAt(this.trace.foreignThreads, this.t);
     this.factor = valueAt(this.trace.solveTimeFactor, this.t);
+    this.outage = this.trace.outages.some((o) => o.start <= this.t && this.t < o.end);
     for (const topUp of this.trace.balance.topUps) if (topUp.at === this.t && this.t > 0) this.balance += topUp.usd;
   }
 
@@ -542,6 +786,9 @@ class Simulation {
         this.backlogSeconds += dt;
         this.busyThreadSecondsBacklog += this.ourThreads * dt;
         this.freeThreadSecondsBacklog += Math.max(0, this.plan - this.foreign) * dt;
+        // Capacity no policy may use is not lost: the solver down, or the money under the pause level.
+        if (!this.outage && this.balance >= this.settings.pauseBalance)
+          this.idleThreadSeconds += Math.max(0, this.plan - this.foreign - this.ourThreads) * dt;
       }
       this.computeSeconds += (this.policy.capacity === 'pool' ? this.ready + this.starting : this.busy) * dt;
       this.lastT = now;
@@ -550,7 +797,7 @@ class Simulation {
   }
 
   private checkFinished(): void {
-    if (this.arrivalsDone && this.qLen === 0 && this.busy === 0) this.finished = true;
+    if (this.arrivalsDone && this.qLen === 0 && this.busy === 0 && this.hidden === 0) this.finished = true;
   }
 
   private sample(): void {
@@ -578,7 +825,7 @@ class Simulation {
   private enqueue(id: number): void {
     if (this.qLen === this.queue.length) {
       const bigger = new Int32Array(this.queue.length * 2);
-      for (let i = 0; i < this.qLen; i++) bigger[i] = this.queue[(this.qHead + i) % this.queue.length]!;
+      for (let i = 0; i < this.qLen; i++) bigger[i] = at(this.queue, (this.qHead + i) % this.queue.length);
       this.queue = bigger;
       this.qHead = 0;
     }
@@ -592,7 +839,7 @@ class Simulation {
   }
 
   private dequeue(): number {
-    const id = this.queue[this.qHead]!;
+    const id = at(this.queue, this.qHead);
     this.qHead = (this.qHead + 1) % this.queue.length;
     this.qLen--;
     if (this.qLen === 0 && this.drainSeconds === null) this.drainSeconds = this.t - this.peakAt;
@@ -603,12 +850,15 @@ class Simulation {
     this.arrivedAt = grow(this.arrivedAt);
     this.acceptedAt = grow(this.acceptedAt);
     this.baseSolve = grow(this.baseSolve);
-    const methods = new Uint8Array(this.methodOf.length * 2);
-    methods.set(this.methodOf);
-    this.methodOf = methods;
-    const attempts = new Uint16Array(this.attempts.length * 2);
-    attempts.set(this.attempts);
-    this.attempts = attempts;
+    this.solverDoneAt = grow(this.solverDoneAt);
+    this.invocationStart = grow(this.invocationStart);
+    this.methodOf = growBytes(this.methodOf);
+    this.overCapTries = growBytes(this.overCapTries);
+    this.transientTries = growBytes(this.transientTries);
+    this.phase = growBytes(this.phase);
+    this.gaveUpWhy = growBytes(this.gaveUpWhy);
+    this.attempts = growShorts(this.attempts);
+    this.receives = growShorts(this.receives);
   }
 
   // ---- signals -------------------------------------------------------------------------------
@@ -627,7 +877,9 @@ class Simulation {
       this.bSubmissions[slot] = 0;
       this.bOverCap[slot] = 0;
       this.bAccount[slot] = 0;
-      this.bSolveMs[slot]!.length = 0;
+      this.bTransient[slot] = 0;
+      this.bResultRequests[slot] = 0;
+      at(this.bSolveMs, slot).length = 0;
     }
     this.slot = slot;
   }
@@ -664,17 +916,22 @@ class Simulation {
       let submissions = 0;
       let overCap = 0;
       let account = 0;
+      let transient = 0;
+      let resultRequests = 0;
       let solves = 0;
       for (let id = Math.floor(from / BUCKET_SECONDS); id < Math.ceil(to / BUCKET_SECONDS); id++) {
         const slot = id % RING;
         if (this.bucketId[slot] !== id) continue;
-        completions += this.bCompletions[slot]!;
-        submissions += this.bSubmissions[slot]!;
-        overCap += this.bOverCap[slot]!;
-        account += this.bAccount[slot]!;
-        const times = this.bSolveMs[slot]!;
+        completions += at(this.bCompletions, slot);
+        submissions += at(this.bSubmissions, slot);
+        overCap += at(this.bOverCap, slot);
+        account += at(this.bAccount, slot);
+        transient += at(this.bTransient, slot);
+        resultRequests += at(this.bResultRequests, slot);
+        const times = at(this.bSolveMs, slot);
         if (solves + times.length > this.scratch.length) this.scratch = grow(this.scratch, solves + times.length);
-        for (let i = 0; i < times.length; i++) this.scratch[solves++] = times[i]!;
+        this.scratch.set(times, solves);
+        solves += times.length;
       }
       let meanSolveMs: number | undefined;
       let p95SolveMs: number | undefined;
@@ -682,16 +939,18 @@ class Simulation {
         // A typed array sorts numerically in native code: this runs at every governor tick.
         const sorted = this.scratch.subarray(0, solves).sort();
         let sum = 0;
-        for (let i = 0; i < solves; i++) sum += sorted[i]!;
+        for (const solveMs of sorted) sum += solveMs;
         meanSolveMs = sum / solves;
         p95SolveMs = percentileOfSorted(sorted, 0.95);
       }
-      // The lab's solver answers no transient or task errors.
+      // The lab's solver answers transient errors only in outages, and no task errors. Only the
+      // failed result requests are counted (the lab does not model each successful poll).
       metrics = {
         windowMs: window * 1000,
         submissions,
+        resultRequests,
         overCapAnswers: overCap,
-        transientErrors: 0,
+        transientErrors: transient,
         taskErrors: 0,
         accountErrors: account,
         solved: completions,
@@ -704,16 +963,17 @@ class Simulation {
     const reading: QueueReading = {
       at: nowMs,
       visible: this.qLen,
-      notVisible: this.busy,
+      notVisible: this.busy + this.hidden,
       delayed: 0,
-      oldestAgeSeconds: this.qLen > 0 ? this.t - this.arrivedAt[this.queue[this.qHead]!]! : 0,
+      oldestAgeSeconds: this.qLen > 0 ? this.t - at(this.arrivedAt, at(this.queue, this.qHead)) : 0,
     };
     const signals = assembleSignals({
       now: nowMs,
       queues: { normal: reading },
       previous: { normal: this.previousRead },
       metrics,
-      balance: Math.max(0, this.balance),
+      // getbalance is on the solver's host: unreadable in an outage.
+      balance: this.outage ? undefined : Math.max(0, this.balance),
       settings: { normal: { ceiling: this.target, enabled: this.enabled } },
     });
     this.previousRead = reading;
@@ -726,7 +986,7 @@ class Simulation {
     const latencies = this.latencies.subarray(0, this.solved).sort();
     const pick = (q: number): number | null => percentileOfSorted(latencies, q) ?? null;
     let sum = 0;
-    for (let i = 0; i < latencies.length; i++) sum += latencies[i]!;
+    for (const latency of latencies) sum += latency;
     const computeUsd =
       this.computeSeconds * this.model.computeUsdPerSecond +
       (this.policy.capacity === 'lambda' ? this.invocations * this.model.lambdaUsdPerRequest : 0);
@@ -736,7 +996,10 @@ class Simulation {
       seed: this.seed,
       arrivals: this.taskCount,
       solved: this.solved,
-      unfinished: this.taskCount - this.solved,
+      unfinished: this.taskCount - this.solved - this.deadLettered,
+      deadLettered: this.deadLettered,
+      handBacks: this.handBacks,
+      maxReceives: this.maxReceives,
       latency: {
         p50: pick(0.5),
         p95: pick(0.95),
@@ -748,10 +1011,12 @@ class Simulation {
       utilizationWhileBacklog:
         this.freeThreadSecondsBacklog > 0 ? this.busyThreadSecondsBacklog / this.freeThreadSecondsBacklog : null,
       backlogSeconds: this.backlogSeconds,
+      idleThreadSecondsPerTask: this.taskCount > 0 ? this.idleThreadSeconds / this.taskCount : 0,
       submissions: this.submissions,
       overCapRejections: this.overCap,
       overCapShare: this.submissions > 0 ? this.overCap / this.submissions : 0,
       accountErrors: this.accountErrors,
+      transientErrors: this.transientErrors,
       startedPastHalt: this.startedPastHalt,
       startedPastPause: this.startedPastPause,
       haltCrossedAt: this.haltCrossedAt,
@@ -768,6 +1033,18 @@ class Simulation {
       wallMs,
     };
   }
+}
+
+function growBytes(array: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
+  const bigger = new Uint8Array(array.length * 2);
+  bigger.set(array);
+  return bigger;
+}
+
+function growShorts(array: Uint16Array<ArrayBuffer>): Uint16Array<ArrayBuffer> {
+  const bigger = new Uint16Array(array.length * 2);
+  bigger.set(array);
+  return bigger;
 }
 
 function grow(array: Float64Array<ArrayBuffer>, atLeast = 0): Float64Array<ArrayBuffer> {

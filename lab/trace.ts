@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
 import { METHODS, type SolverMethod } from '../functions/core/solver-protocol.js';
+import { at } from './arrays.js';
 
 const nonNegative = z.number().finite().min(0);
 const piece = <T extends z.ZodRawShape>(shape: T) => z.object({ at: nonNegative, ...shape }).strict();
@@ -49,6 +50,12 @@ export const TraceSchema = z
     foreignThreads: z.array(piece({ threads: z.number().int().min(0) })).default([{ at: 0, threads: 0 }]),
     /** Multiplies every solve time started in the piece (2 = the solver is twice as slow). */
     solveTimeFactor: z.array(piece({ factor: z.number().finite().gt(0) })).default([{ at: 0, factor: 1 }]),
+    /**
+     * Solver outages: from `at`, for `durationSeconds`, every request (in.php, res.php, the
+     * balance read) answers a transient error (HTTP 503), and solves already accepted pause
+     * (their clocks resume after), as the solver simulator's `outages` do.
+     */
+    outages: z.array(z.object({ at: nonNegative, durationSeconds: z.number().finite().gt(0) }).strict()).default([]),
     /** Account balance, what one solve costs, and money added during the run. */
     balance: z
       .object({
@@ -89,6 +96,8 @@ export interface Trace {
   readonly methods: readonly MethodMix[];
   readonly foreignThreads: Piecewise;
   readonly solveTimeFactor: Piecewise;
+  /** Outage windows [start, end), seconds, ascending and disjoint. */
+  readonly outages: readonly { start: number; end: number }[];
   readonly balance: { initialUsd: number; pricePerSolveUsd: number; topUps: readonly { at: number; usd: number }[] };
   readonly pollLoss: boolean;
   readonly surge: boolean;
@@ -123,6 +132,13 @@ export function parseTrace(json: unknown, source: string): Trace {
   checkPieces(trace.arrivals, 'arrivals', trace.durationSeconds, problems);
   checkPieces(trace.foreignThreads, 'foreignThreads', trace.durationSeconds, problems);
   checkPieces(trace.solveTimeFactor, 'solveTimeFactor', trace.durationSeconds, problems);
+  trace.outages.forEach((outage, i) => {
+    if (outage.at >= trace.durationSeconds)
+      problems.push(`outages[${i}].at: ${outage.at} is not before durationSeconds ${trace.durationSeconds}`);
+    const previous = trace.outages[i - 1];
+    if (previous !== undefined && outage.at < previous.at + previous.durationSeconds)
+      problems.push(`outages[${i}].at: ${outage.at} starts before the previous outage ends`);
+  });
   trace.balance.topUps.forEach((topUp, i) => {
     if (topUp.at >= trace.durationSeconds)
       problems.push(`balance.topUps[${i}].at: ${topUp.at} is not before durationSeconds ${trace.durationSeconds}`);
@@ -171,6 +187,7 @@ export function parseTrace(json: unknown, source: string): Trace {
     }),
     foreignThreads: toPiecewise(trace.foreignThreads, (p) => p.threads),
     solveTimeFactor: toPiecewise(trace.solveTimeFactor, (p) => p.factor),
+    outages: trace.outages.map((o) => ({ start: o.at, end: o.at + o.durationSeconds })),
     balance: trace.balance,
     pollLoss: trace.pollLoss,
     surge: trace.surge,
@@ -196,24 +213,24 @@ export function loadTraceFile(path: string): Trace {
 
 /** The value of a step function at `t` (the first piece's value before it starts). */
 export function valueAt(fn: Piecewise, t: number): number {
-  const at = fn.at;
+  const starts = fn.at;
   let lo = 0;
-  let hi = at.length - 1;
+  let hi = starts.length - 1;
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1;
-    if (at[mid]! <= t) lo = mid;
+    if (at(starts, mid) <= t) lo = mid;
     else hi = mid - 1;
   }
-  return fn.value[lo]!;
+  return at(fn.value, lo);
 }
 
 /** Expected arrivals in [0, duration): the integral of the rate. */
 export function expectedArrivals(trace: Trace): number {
-  const { at, value } = trace.arrivals;
+  const { at: starts, value: rates } = trace.arrivals;
   let total = 0;
-  for (let i = 0; i < at.length; i++) {
-    const end = Math.min(trace.durationSeconds, at[i + 1] ?? trace.durationSeconds);
-    total += Math.max(0, end - at[i]!) * value[i]!;
+  for (let i = 0; i < starts.length; i++) {
+    const end = Math.min(trace.durationSeconds, starts[i + 1] ?? trace.durationSeconds);
+    total += Math.max(0, end - at(starts, i)) * at(rates, i);
   }
   return total;
 }
@@ -225,10 +242,11 @@ function toPiecewise<P extends { at: number }>(pieces: P[], value: (p: P) => num
 function checkPieces(pieces: { at: number }[], field: string, duration: number, problems: string[]): void {
   if (pieces[0] && pieces[0].at !== 0)
     problems.push(`${field}[0].at: the first piece must start at 0, got ${pieces[0].at}`);
-  for (let i = 1; i < pieces.length; i++) {
-    if (pieces[i]!.at <= pieces[i - 1]!.at)
-      problems.push(`${field}[${i}].at: ${pieces[i]!.at} is not after the previous piece's ${pieces[i - 1]!.at}`);
-  }
+  pieces.forEach((p, i) => {
+    const previous = pieces[i - 1];
+    if (previous !== undefined && p.at <= previous.at)
+      problems.push(`${field}[${i}].at: ${p.at} is not after the previous piece's ${previous.at}`);
+  });
   pieces.forEach((p, i) => {
     if (p.at >= duration) problems.push(`${field}[${i}].at: ${p.at} is not before durationSeconds ${duration}`);
   });

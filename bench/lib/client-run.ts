@@ -59,7 +59,7 @@ export function scheduleFor(
 
 /** Solve `options.tasks` tasks with `planThreads` workers sharing one client; stop everything. */
 export async function runClientOnly(options: ClientRunOptions): Promise<ClientRunResult> {
-  const key = `bench-${randomBytes(12).toString('hex')}`;
+  const key = randomBytes(16).toString('hex');
   const sim = createSolverSimulator({
     seed: options.seed,
     planThreads: options.planThreads,
@@ -86,7 +86,8 @@ export async function runClientOnly(options: ClientRunOptions): Promise<ClientRu
     const startedAt = Date.now();
     const worker = async () => {
       while (next < tasks.length) {
-        const task = tasks[next++]!;
+        const task = tasks[next++];
+        if (task === undefined) break;
         busy++;
         try {
           outcomes.push(await client.solve(task, { deadlineAt: Date.now() + (options.solveDeadlineMs ?? 10_000) }));

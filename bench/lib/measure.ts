@@ -136,17 +136,16 @@ export function utilizationReport(input: {
   for (const i of intervals)
     if (i.readAt !== undefined) pollWait += Math.max(0, Math.min(end, i.readAt) - Math.max(startedAt, i.readyAt));
   let unfilled = 0;
-  for (let k = 1; k < samples.length; k++) {
-    const previous = samples[k - 1]!;
+  for (const [k, sample] of samples.entries()) {
+    const previous = samples[k - 1];
+    if (previous === undefined) continue;
     const from = Math.max(startedAt, previous.at);
-    const to = Math.min(end, samples[k]!.at);
+    const to = Math.min(end, sample.at);
     if (to > from) unfilled += Math.max(0, planThreads - previous.slots) * (to - from);
   }
   // A sample holds until the next one, so one taken just before the start still counts from the start.
-  const fullIndex = samples.findIndex(
-    (s, k) => s.ceiling >= planThreads && (samples[k + 1]?.at ?? Infinity) > startedAt,
-  );
-  const ceilingFullAt = fullIndex < 0 ? undefined : Math.max(startedAt, samples[fullIndex]!.at);
+  const fullSample = samples.find((s, k) => s.ceiling >= planThreads && (samples[k + 1]?.at ?? Infinity) > startedAt);
+  const ceilingFullAt = fullSample === undefined ? undefined : Math.max(startedAt, fullSample.at);
   const tasksInWindow = intervals.filter((i) => i.acceptedAt <= end).length;
   const overhead = capacity - used - unfilled - pollWait;
   return {

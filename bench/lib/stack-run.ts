@@ -59,7 +59,7 @@ export interface StackRunResult {
 export async function runOnStack(options: StackRunOptions): Promise<StackRunResult> {
   const runId = `s${options.seed}-${Date.now().toString(36)}`;
   const messages = buildBenchTasks(options.tasks, options.seed, runId);
-  const wanted = new Set(messages.map((m) => m.id!));
+  const wanted = new Set(messages.map((m) => m.id));
   const startup = Date.now();
   const stack = await startLocalStack({
     config: { planThreads: options.planThreads, tasksPerInvocation: options.batchSize },
@@ -96,7 +96,7 @@ export async function runOnStack(options: StackRunOptions): Promise<StackRunResu
     const samples = sampler.stop();
     const results = await readResults(
       stack,
-      messages.map((m) => m.id!),
+      messages.map((m) => m.id),
     );
     const sim = stack.simulator.stats();
     return {
@@ -133,11 +133,11 @@ async function send(
     return;
   }
   const sends: Promise<unknown>[] = [];
-  for (let n = 0; n < messages.length; n++) {
+  for (const [n, message] of messages.entries()) {
     const due = startedAt + (n * 1000) / rate;
     const wait = due - Date.now();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    sends.push(stack.producer.submit(messages[n]!));
+    sends.push(stack.producer.submit(message));
   }
   await Promise.all(sends);
 }
@@ -169,7 +169,7 @@ function threadIntervals(stack: LocalStack, results: readonly TaskResult[], acce
   if (ids.length === 0) return [];
   const first = Math.min(...ids);
   const solveMsById = new Map(
-    results.filter((r) => r.solveMs !== undefined).map((r) => [Number(r.solverId), r.solveMs!]),
+    results.flatMap((r) => (r.solveMs === undefined ? [] : [[Number(r.solverId), r.solveMs] as const])),
   );
   const intervals: ThreadInterval[] = [];
   for (let id = first; id < first + accepted; id++) {

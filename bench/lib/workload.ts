@@ -18,22 +18,25 @@ const MIX: MethodMix = [
 
 const SITES = ['shop', 'login', 'tickets'];
 
+/** A task message whose id the benchmark set (the producer's id is optional in general). */
+export type BenchTaskMessage = TaskMessage & { id: string };
+
 /** `count` valid task messages with ids `bench-<runId>-NNNNN`, the same for the same seed. */
-export function buildBenchTasks(count: number, seed: number, runId: string): TaskMessage[] {
+export function buildBenchTasks(count: number, seed: number, runId: string): BenchTaskMessage[] {
   const random = stream(seed, `bench-workload-${runId}`);
-  const tasks: TaskMessage[] = [];
+  const tasks: BenchTaskMessage[] = [];
   for (let n = 0; n < count; n++) {
     const method = pickMethod(MIX, random);
     const page = { sites: SITES, url: (site: string) => `https://${site}.bench.example.com/${runId}/p${n + 1}` };
     tasks.push({
       id: `bench-${runId}-${String(n + 1).padStart(5, '0')}`,
       ...sampleTask(method, n, random, page),
-    } as TaskMessage);
+    } as BenchTaskMessage);
   }
   return tasks;
 }
 
 /** The same messages as the consumer sees them after parsing (for driving the solver client directly). */
-export function asTasks(messages: readonly TaskMessage[], submittedAt: number): Task[] {
-  return messages.map((message) => ({ ...message, id: message.id!, priority: 'normal', submittedAt }) as Task);
+export function asTasks(messages: readonly BenchTaskMessage[], submittedAt: number): Task[] {
+  return messages.map((message) => ({ ...message, priority: 'normal', submittedAt }) as Task);
 }
