@@ -6,6 +6,7 @@
  * Exit codes: 0 success, 1 the command ran and reports a failure, 2 a usage error (unknown flag,
  * bad value) — printed with the command's usage.
  */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { register as registerStart } from './commands/start.js';
 import { register as registerRedrive } from './commands/redrive.js';
@@ -17,9 +18,16 @@ export const USAGE_EXIT_CODE = 2;
 
 const COMMANDS: ((program: Command) => void)[] = [registerStart, registerStatus, registerRedrive, registerGovernor];
 
+/** The package's version, from its package.json (one source). */
+function packageVersion(): string {
+  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
+}
+
 function buildProgram(): Command {
   const program = new Command('captcha-fleet')
     .description('CAPTCHA solving at volume on AWS, and the same pipeline locally')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError()
     // Throw instead of exiting so usage errors get exit code 2 and the rest can clean up.
     .exitOverride()

@@ -111,10 +111,12 @@ function shuffle<T>(items: T[], random: Random): T[] {
 
 /** One lane at one moment, for the live view. */
 export interface LaneProgress {
-  /** Messages waiting in the lane's queue (visible and delayed). */
+  /** Backlog: messages visible in the lane's queue, ready for a delivery. */
   backlog: number;
-  /** Invocations of this lane running now. */
+  /** In flight: messages received and not yet deleted (running, or handed back to wait out a retry). */
   inFlight: number;
+  /** Waiting: messages delayed (sent with a delay), not yet visible. */
+  waiting: number;
   /** Invocations this lane may run at once now; 0 while its mapping is disabled. */
   ceiling: number;
 }
@@ -141,9 +143,10 @@ export interface LaneSummary {
 export interface DemoProgress {
   elapsedMs: number;
   submitted: number;
-  /** Visible + in flight + delayed messages in both lanes. */
+  /** Backlog + in flight + waiting messages in both lanes. */
   queueDepth: number;
-  inFlight: number;
+  /** Invocations running now. */
+  invocations: number;
   solved: number;
   failed: number;
   rejected: number;
@@ -154,6 +157,8 @@ export interface DemoProgress {
   ceiling: number;
   /** The governor's latest reason code, when a governor runs. */
   governorReason: string | undefined;
+  /** Tasks with a record that has no known status (reported, never counted as finished). */
+  unknown: number;
   lanes: { high: LaneProgress; normal: LaneProgress };
 }
 
@@ -167,16 +172,32 @@ export interface DemoOptions {
   onProgress?: (progress: DemoProgress) => void;
   /** Stop early (Ctrl-C): the summary reports what was reached. */
   signal?: AbortSignal;
+  /**
+   * End the run once the governor has kept consumption paused with nothing in flight for this
+   * long (a rejected key or an empty balance would otherwise wait out `maxDurationMs`).
+   * @default never
+   */
+  stopWhenPausedMs?: number;
 }
 
-/** Where the tasks ended and what it took. */
+/**
+ * Where the tasks ended and what it took. `solved`, `failed`, `rejected`, `inDlq`, `unknown`,
+ * `stillQueued` and `lost` partition the tasks sent: each task is in exactly one of them.
+ */
 export interface DemoSummary {
   submitted: number;
+  /** Tasks with a `solved` record. */
   solved: number;
+  /** Tasks with a `failed` record. */
   failed: number;
+  /** Tasks with a `rejected` record whose message is not (yet) in the DLQ. */
   rejected: number;
-  /** Tasks whose message is in the DLQ (a rejected task with an id is there too). */
+  /** Tasks whose message is in the DLQ, with or without a `rejected` record. */
   inDlq: number;
+  /** Of `inDlq`, those that also have a `rejected` record (refused with a readable id). */
+  dlqWithRejectedRecord: number;
+  /** Tasks with a record that has no known status: not finished, and not counted as such. */
+  unknown: number;
   /** Per lane (malformed messages travel on the normal lane). */
   lanes: { high: LaneSummary; normal: LaneSummary };
   stillQueued: number;
@@ -188,10 +209,10 @@ export interface DemoSummary {
   /** Solver time (accepted → answer read) of the solved tasks, ms. */
   solveP95Ms: number | null;
   durationMs: number;
-  /** True when every task reached a terminal record or the DLQ. */
+  /** True when every task was sent and reached a terminal record or the DLQ. */
   complete: boolean;
-  /** Why the run ended: all resolved, the time limit, or a stop request. */
-  endedBy: 'complete' | 'max_duration' | 'interrupted';
+  /** Why the run ended: all resolved, the time limit, a stop request, or a pause with nothing in flight. */
+  endedBy: 'complete' | 'max_duration' | 'interrupted' | 'paused';
   failuresByCode: Record<string, number>;
   dlqByReason: Record<string, number>;
   /** DLQ messages no task of this run accounts for (earlier runs against the same queues). */
@@ -215,6 +236,8 @@ export interface DemoSummary {
     pausedMs: number;
     failedTicks: number;
     lastReason: { code: string; message: string } | null;
+    /** When the governor paused: for how long, the last pause's reason, and the probes it sent. */
+    pause: { pausedMs: number; reason: { code: string; message: string } | null; probes: number } | null;
   };
   consumer: {
     invocations: number;
@@ -243,9 +266,13 @@ interface WatchedRun {
   started: number;
   simStart: ReturnType<LocalStack['simulator']['stats']>;
   results: Map<string, TaskResult>;
+  /** Tasks whose record was read back without a known status (and no terminal one since). */
+  unknownIds: Set<string>;
   submitted: number;
   sentIds: Set<string>;
   endedBy: DemoSummary['endedBy'];
+  /** The latest decision that paused, as seen by the watch. */
+  pauseReason: { code: string; message: string } | null;
 }
 
 /** Send the workload and watch the results until every task is accounted for, the deadline, or a stop. */
@@ -254,9 +281,11 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     started: Date.now(),
     simStart: stack.simulator.stats(),
     results: new Map(),
+    unknownIds: new Set(),
     submitted: 0,
     sentIds: new Set(),
     endedBy: 'complete',
+    pauseReason: null,
   };
   const deadline = run.started + options.maxDurationMs;
   const pending = new Set(items.map((item) => item.id));
@@ -270,10 +299,13 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
   void sender.finally(() => (sendingDone = true));
 
   let lastProgress = 0;
+  const pausedIdle = pausedIdleClock(stack);
   for (;;) {
-    await refreshResults(stack, pending, run.results);
+    await refreshResults(stack, pending, run);
     const depth = await queueDepths(stack);
     const progress = progressOf(stack, run, depth);
+    const decision = stack.governor?.lastDecision;
+    if (decision?.paused) run.pauseReason = { code: decision.reason.code, message: decision.reason.message };
     if (Date.now() - lastProgress >= 200) {
       options.onProgress?.(progress);
       lastProgress = Date.now();
@@ -281,8 +313,12 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     if (sendError !== undefined) throw sendError;
     // Done when nothing is left to work on: every task has a record, or the lanes are empty,
     // nothing runs, and what has no record can be in the DLQ.
-    const quiet = sendingDone && depth.total === 0 && progress.inFlight === 0;
+    const quiet = sendingDone && depth.total === 0 && progress.invocations === 0;
     if (sendingDone && (pending.size === 0 || (quiet && pending.size <= depth.dlq))) break;
+    if (sendingDone && pausedIdle(depth, options.stopWhenPausedMs)) {
+      run.endedBy = 'paused';
+      break;
+    }
     if (options.signal?.aborted) {
       run.endedBy = 'interrupted';
       break;
@@ -294,8 +330,21 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     await sleep(options.watchIntervalMs ?? 250);
   }
   await sender.catch(() => undefined);
-  await refreshResults(stack, pending, run.results);
+  await refreshResults(stack, pending, run);
   return run;
+}
+
+/** True once the governor has kept the fleet paused, nothing in flight, for `forMs` (never without it). */
+function pausedIdleClock(stack: LocalStack): (depth: QueueDepths, forMs: number | undefined) => boolean {
+  let since: number | undefined;
+  return (depth, forMs) => {
+    const idle =
+      stack.governor?.lastDecision?.paused === true &&
+      stack.pollerStats().inFlight === 0 &&
+      depth.normal.notVisible + depth.high.notVisible === 0;
+    since = idle ? (since ?? Date.now()) : undefined;
+    return forMs !== undefined && since !== undefined && Date.now() - since >= forMs;
+  };
 }
 
 function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): DemoProgress {
@@ -303,7 +352,7 @@ function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): Dem
     elapsedMs: Date.now() - run.started,
     submitted: run.submitted,
     queueDepth: depth.total,
-    inFlight: stack.pollerStats().inFlight,
+    invocations: stack.pollerStats().inFlight,
     solved: count(run.results, 'solved'),
     failed: count(run.results, 'failed'),
     rejected: count(run.results, 'rejected'),
@@ -311,32 +360,53 @@ function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): Dem
     p95Ms: percentile(endToEnd(run.results), 0.95),
     ceiling: currentCeiling(stack),
     governorReason: stack.governor?.lastDecision?.reason.code,
+    unknown: run.unknownIds.size,
     lanes: { high: laneProgress(stack, 'high', depth.high), normal: laneProgress(stack, 'normal', depth.normal) },
   };
 }
 
-/** Where each task ended: its DLQ message (matched by body), a terminal record, a lane, or nowhere. */
+/** Where each sent task ended: exactly one outcome each (see `DemoSummary`). */
+type Outcome = 'solved' | 'failed' | 'rejected' | 'inDlq' | 'unknown' | 'unresolved';
+
+function outcomeOf(id: string, run: WatchedRun, dlqIds: ReadonlySet<string>): Outcome {
+  const status = run.results.get(id)?.status;
+  // A solved or failed record is the task's result, whatever copy of its message lingers.
+  if (status === 'solved' || status === 'failed') return status;
+  if (dlqIds.has(id)) return 'inDlq';
+  if (status === 'rejected') return 'rejected';
+  return run.unknownIds.has(id) ? 'unknown' : 'unresolved';
+}
+
+/** Where each task ended: a terminal record, its DLQ message (matched by body), a lane, or nowhere. */
 async function summarise(stack: LocalStack, items: readonly DemoItem[], run: WatchedRun): Promise<DemoSummary> {
   const { results, submitted } = run;
   const dlq = accountDlq(await inspectDlq(stack), items);
   const depth = await queueDepths(stack);
-  const unresolved = items.filter((item) => !results.has(item.id) && !dlq.ids.has(item.id)).length;
+  const rows: Record<Outcome, number> = { solved: 0, failed: 0, rejected: 0, inDlq: 0, unknown: 0, unresolved: 0 };
+  let dlqWithRejectedRecord = 0;
+  for (const id of run.sentIds) {
+    const outcome = outcomeOf(id, run, dlq.ids);
+    rows[outcome] += 1;
+    if (outcome === 'inDlq' && results.get(id)?.status === 'rejected') dlqWithRejectedRecord += 1;
+  }
   // Unresolved tasks still in a lane are not lost; SQS counts only approximately, so only as
   // many as the lanes hold (plus what is running) are counted queued.
-  const stillQueued = Math.min(unresolved, depth.total + stack.pollerStats().inFlight);
-  const complete = unresolved === 0 && submitted === items.length;
+  const stillQueued = Math.min(rows.unresolved, depth.total + stack.pollerStats().inFlight);
+  const complete = rows.unresolved === 0 && rows.unknown === 0 && submitted === items.length;
   return {
     submitted,
-    solved: count(results, 'solved'),
-    failed: count(results, 'failed'),
-    rejected: count(results, 'rejected'),
-    inDlq: dlq.ids.size,
+    solved: rows.solved,
+    failed: rows.failed,
+    rejected: rows.rejected,
+    inDlq: rows.inDlq,
+    dlqWithRejectedRecord,
+    unknown: rows.unknown,
     lanes: {
       high: laneSummary(stack, 'high', items, run.sentIds, results),
       normal: laneSummary(stack, 'normal', items, run.sentIds, results),
     },
     stillQueued,
-    lost: unresolved - stillQueued,
+    lost: rows.unresolved - stillQueued,
     duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
     p50Ms: percentile(endToEnd(results), 0.5) ?? null,
     p95Ms: percentile(endToEnd(results), 0.95) ?? null,
@@ -348,7 +418,7 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
     dlqByReason: dlq.byReason,
     foreignDlqMessages: dlq.foreign,
     solver: solverSummary(stack, run.simStart),
-    ...(stack.governor ? { governor: governorSummary(stack.governor) } : {}),
+    ...(stack.governor ? { governor: governorSummary(stack.governor, run.pauseReason) } : {}),
     consumer: consumerSummary(stack),
   };
 }
@@ -460,7 +530,7 @@ async function sendWorkload(
 async function refreshResults(
   stack: LocalStack,
   pending: Set<string>,
-  results: Map<string, TaskResult>,
+  { results, unknownIds }: Pick<WatchedRun, 'results' | 'unknownIds'>,
 ): Promise<void> {
   const ids = [...pending];
   for (let i = 0; i < ids.length; i += 100) {
@@ -477,7 +547,9 @@ async function refreshResults(
         if (isTerminal(result.status)) {
           results.set(result.taskId, result);
           pending.delete(result.taskId);
-        }
+          unknownIds.delete(result.taskId);
+        } else if (result.status !== 'solving') unknownIds.add(result.taskId);
+        else unknownIds.delete(result.taskId);
       }
       keys =
         (answer.UnprocessedKeys?.[stack.resources.tables.results]?.Keys as Record<string, unknown>[] | undefined) ?? [];
@@ -485,11 +557,14 @@ async function refreshResults(
   }
 }
 
+/** One queue's messages, in the words of docs/local.md. */
 interface QueueCount {
-  /** Visible and delayed: waiting for a delivery. */
-  waiting: number;
-  /** Received and not yet deleted. */
+  /** Backlog: visible, ready for a delivery. */
+  visible: number;
+  /** In flight: received and not yet deleted. */
   notVisible: number;
+  /** Waiting: delayed, not yet visible. */
+  delayed: number;
 }
 
 interface QueueDepths {
@@ -498,6 +573,8 @@ interface QueueDepths {
   normal: QueueCount;
   high: QueueCount;
 }
+
+const messages = (count: QueueCount) => count.visible + count.notVisible + count.delayed;
 
 async function queueDepths(stack: LocalStack): Promise<QueueDepths> {
   const read = async (queueUrl: string): Promise<QueueCount> => {
@@ -513,8 +590,9 @@ async function queueDepths(stack: LocalStack): Promise<QueueDepths> {
     );
     const a = answer.Attributes ?? {};
     return {
-      waiting: Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+      visible: Number(a.ApproximateNumberOfMessages ?? 0),
       notVisible: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+      delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
     };
   };
   const [normal, high, dlq] = await Promise.all([
@@ -523,8 +601,8 @@ async function queueDepths(stack: LocalStack): Promise<QueueDepths> {
     read(stack.resources.queueUrls.dlq),
   ]);
   return {
-    total: normal.waiting + normal.notVisible + high.waiting + high.notVisible,
-    dlq: dlq.waiting + dlq.notVisible,
+    total: messages(normal) + messages(high),
+    dlq: messages(dlq),
     normal,
     high,
   };
@@ -533,8 +611,9 @@ async function queueDepths(stack: LocalStack): Promise<QueueDepths> {
 function laneProgress(stack: LocalStack, lane: 'normal' | 'high', depth: QueueCount): LaneProgress {
   const poller = stack.pollers[lane];
   return {
-    backlog: depth.waiting,
-    inFlight: poller.stats().inFlight,
+    backlog: depth.visible,
+    inFlight: depth.notVisible,
+    waiting: depth.delayed,
     ceiling: poller.enabled ? poller.maxConcurrency : 0,
   };
 }
@@ -621,9 +700,19 @@ function currentCeiling(stack: LocalStack): number {
   );
 }
 
-function governorSummary(governor: NonNullable<LocalStack['governor']>): NonNullable<DemoSummary['governor']> {
+/** Reason codes of the decisions that tried consuming again while paused. */
+const PROBE_CODES: readonly string[] = ['PROBE_RESUME', 'OUTAGE_PROBE'];
+
+function governorSummary(
+  governor: NonNullable<LocalStack['governor']>,
+  pauseReason: WatchedRun['pauseReason'],
+): NonNullable<DemoSummary['governor']> {
   const stats = governor.stats();
   const reason = governor.lastDecision?.reason;
+  const probes = Object.entries(stats.reasons)
+    .filter(([code]) => PROBE_CODES.includes(code))
+    .reduce((sum, [, n]) => sum + (n ?? 0), 0);
+  const paused = stats.pausedMs > 0 || pauseReason !== null;
   return {
     decisions: stats.decisions,
     reasons: { ...stats.reasons } as Record<string, number>,
@@ -632,6 +721,7 @@ function governorSummary(governor: NonNullable<LocalStack['governor']>): NonNull
     pausedMs: stats.pausedMs,
     failedTicks: stats.failedTicks,
     lastReason: reason ? { code: reason.code, message: reason.message } : null,
+    pause: paused ? { pausedMs: stats.pausedMs, reason: pauseReason, probes } : null,
   };
 }
 

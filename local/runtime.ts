@@ -184,6 +184,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 /** SQS and DynamoDB: the embedded emulators, or the endpoint given. */
 interface Backends {
   clients: AwsClients;
+  /** Handler calls still running, those the pollers gave up on (timed out) included. */
+  calls: Set<Promise<unknown>>;
   endpoints: { sqs: string; dynamo: string };
   resources: FleetResources;
 }
@@ -200,6 +202,18 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
   cleanups.add(async () => {
     clients.sqs.destroy();
     clients.dynamo.destroy();
+  });
+  // A call the poller gave up on (past the function timeout) still runs; its last writes must
+  // land before the emulators close (dynalite throws on a write to a closed database). Runs
+  // after the solver is closed, so such calls end fast.
+  const calls = new Set<Promise<unknown>>();
+  cleanups.add(async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, plan.functionTimeoutMs);
+    });
+    await Promise.race([Promise.allSettled([...calls]), bound]);
+    clearTimeout(timer);
   });
   let resources: FleetResources;
   try {
@@ -218,7 +232,7 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
     [resources.queueUrls.normal, resources.queueUrls.high],
     settings.visibilityTimeoutSeconds,
   );
-  return { clients, endpoints, resources };
+  return { clients, calls, endpoints, resources };
 }
 
 /** The simulator and the solver client that talks to it. */
@@ -310,7 +324,17 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
       ...options.timing,
     },
   });
-  return { handler, metrics, events, crashes: () => crashes };
+  // Every call is tracked until it settles, whatever the poller decided about it.
+  const tracked: ConsumerHandler = (event, context) => {
+    const call = handler(event, context);
+    backends.calls.add(call);
+    void call.then(
+      () => backends.calls.delete(call),
+      () => backends.calls.delete(call),
+    );
+    return call;
+  };
+  return { handler: tracked, metrics, events, crashes: () => crashes };
 }
 
 /** The two pollers that play the event source mappings, sharing the function's concurrency. */

@@ -20,7 +20,10 @@ export function pickMethod(mix: MethodMix, random: Random): Method {
     draw -= entry.weight;
     if (draw < 0) return entry.method;
   }
-  return mix[0]!.method;
+  // Reached only when rounding leaves `draw` at 0 after the last weight: the first, as always.
+  const [first] = mix;
+  if (first === undefined) throw new RangeError('pickMethod needs a non-empty mix');
+  return first.method;
 }
 
 /** The method and parameters of task number `n`; `pageurl(site)` gives its page, from one of `sites`. */

@@ -9,11 +9,32 @@ import type { Command } from 'commander';
 import { parseEnvironment } from '../../functions/core/environment.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
 import { decisionLogFields, type GovernorLog, type TickRecord } from '../../functions/governor/loop.js';
+import { GOVERNOR_TICK_PATH, tickReviver } from '../../local/control-server.js';
+import { readLocalStackFile } from '../../local/stack-file.js';
 
 interface GovernorOptions {
   once?: boolean;
   dryRun?: boolean;
   json?: boolean;
+  local?: boolean;
+}
+
+/**
+ * One tick of the governor inside a served local stack (`npm start -- --serve`): the lanes it
+ * moves live in that process, so the tick runs there, through the control URL in the stack file.
+ * A dry run returns that governor's latest decision and applies nothing.
+ */
+async function localTick(dryRun: boolean): Promise<TickRecord> {
+  const { controlUrl, pid } = readLocalStackFile();
+  if (controlUrl === undefined)
+    throw new Error(`the local stack (pid ${pid}) serves no control URL; restart it with \`npm start -- --serve\``);
+  const response = await fetch(`${controlUrl}${GOVERNOR_TICK_PATH}${dryRun ? '?dryRun=1' : ''}`, { method: 'POST' });
+  const text = await response.text();
+  if (!response.ok) {
+    const { error } = JSON.parse(text) as { error?: string };
+    throw new Error(`the local stack (pid ${pid}) could not run a governor tick: ${error ?? response.statusText}`);
+  }
+  return JSON.parse(text, tickReviver) as TickRecord;
 }
 
 /** Human summary of one tick. */
@@ -52,6 +73,7 @@ export function register(program: Command): void {
     .option('--once', 'run one tick and exit (the Lambda runs the loop)')
     .option('--dry-run', 'decide and print, change nothing')
     .option('--json', 'print the decision as JSON')
+    .option('--local', 'tick the governor of the local stack started by `npm start -- --serve`')
     .action(async (options: GovernorOptions) => {
       if (!options.once) {
         throw new Error(
@@ -64,12 +86,15 @@ export function register(program: Command): void {
         warn: (message, fields) => warnings.push(`${message}${fields?.error ? ` (${String(fields.error)})` : ''}`),
         error: (message) => warnings.push(message),
       };
-      const governor = await createGovernorFromEnvironment({
-        environment: parseEnvironment(process.env),
-        dryRun: options.dryRun ?? false,
-        log,
-      });
-      const record = await governor.loop.tick();
+      const record = options.local
+        ? await localTick(options.dryRun ?? false)
+        : await (
+            await createGovernorFromEnvironment({
+              environment: parseEnvironment(process.env),
+              dryRun: options.dryRun ?? false,
+              log,
+            })
+          ).loop.tick();
       if (options.json) {
         console.log(JSON.stringify({ ...decisionLogFields(record), warnings }));
         return;

@@ -11,6 +11,9 @@ import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary }
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { LOG_LEVELS, startLocalStack, type LocalStack } from '../../local/runtime.js';
 import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
+import type { OutageWindow } from '../../local/solver-sim/options.js';
+import { startControlServer } from '../../local/control-server.js';
+import type { TickRecord } from '../../functions/governor/loop.js';
 
 /**
  * One row per flag: the option's name is the key (`solverBadKey` is `--solver-bad-key`), `arg`
@@ -23,6 +26,11 @@ interface OptionRow {
   default?: unknown;
   choices?: readonly string[];
 }
+
+/** --max-duration when not given, s. */
+const DEFAULT_MAX_DURATION_S = 120;
+/** Governor ticks paused with nothing in flight before a run without --max-duration stops. */
+const PAUSED_TICKS_BEFORE_STOP = 3;
 
 const integer = (min: number, max: number) => (value: string) => {
   const n = Number(value);
@@ -38,6 +46,12 @@ const decimal =
       throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
     return n;
   };
+/** `START:DURATION` in seconds, collected into a list as the flag repeats (the simulator's `outages`). */
+const outageWindow = (value: string, previous: readonly OutageWindow[]): OutageWindow[] => {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
+  if (!match) throw new InvalidArgumentError(`expected START:DURATION in seconds (e.g. 20:30), got "${value}".`);
+  return [...previous, { startMs: Number(match[1]) * 1000, durationMs: Number(match[2]) * 1000 }];
+};
 const url = (value: string) => {
   try {
     const parsed = new URL(value);
@@ -133,6 +147,12 @@ export const START_OPTIONS = {
     parse: integer(0, 600_000),
     default: 400,
   },
+  solverOutage: {
+    arg: 'start:duration',
+    description: 'the solver is down (HTTP 503 everywhere) from START for DURATION seconds after it starts; repeatable',
+    parse: outageWindow,
+    default: [],
+  },
   solverBadKey: {
     description: 'the solver rejects the key (account error: tasks stay queued)',
     default: false,
@@ -190,9 +210,8 @@ export const START_OPTIONS = {
   },
   maxDuration: {
     arg: 's',
-    description: 'end the run after this many seconds at the latest',
+    description: `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}; without it, a run the governor keeps paused with nothing in flight ends after ${PAUSED_TICKS_BEFORE_STOP} ticks)`,
     parse: decimal(1, 86_400, 'seconds'),
-    default: 120,
   },
   json: { description: 'print the summary as one JSON object on the last stdout line', default: false },
   logLevel: {
@@ -271,15 +290,18 @@ export async function runStart(
   const human = options.json ? stderr : stdout;
   const interrupt = new AbortController();
   const onSignal = () => interrupt.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  // `on`, not `once`: Ctrl-C reaches this process from the terminal and again from a parent
+  // that forwards it (npm, tsx); a second signal must not find the default handler (exit 130).
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
 
   let stack: LocalStack | undefined;
+  let lastTick: TickRecord | undefined;
   try {
     stack = await startLocalStack({
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
       config: fleetConfigOf(options),
-      governor: { tickMs: options.tickMs },
+      governor: { tickMs: options.tickMs, onDecision: (record) => (lastTick = record) },
       visibilityTimeoutSeconds: options.visibilityTimeout,
       ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
       crashRate: options.crashRate,
@@ -295,6 +317,7 @@ export async function runStart(
         unsolvableRate: options.solverUnsolvableRate,
         medianMs: options.solverLatencyMs,
         badKey: options.solverBadKey,
+        outages: options.solverOutage,
       },
     });
     human.write(describeStack(stack, options));
@@ -311,7 +334,8 @@ export async function runStart(
       const progress = progressPrinter(stderr, options.tasks);
       const summary = await runDemo(stack, items, {
         rate: options.rate,
-        maxDurationMs: options.maxDuration * 1000,
+        maxDurationMs: (options.maxDuration ?? DEFAULT_MAX_DURATION_S) * 1000,
+        ...(options.maxDuration === undefined ? { stopWhenPausedMs: pausedStopMs(options) } : {}),
         onProgress: progress.update,
         signal: interrupt.signal,
       });
@@ -324,32 +348,43 @@ export async function runStart(
       if (options.json) stdout.write(`${JSON.stringify(summary)}\n`);
     }
 
-    if (options.serve && !interrupt.signal.aborted) {
-      const file = writeLocalStackFile({
-        version: 1,
-        pid: process.pid,
-        startedAt: Date.now(),
-        prefix: stack.settings.prefix,
-        sqsEndpoint: stack.endpoints.sqs,
-        dynamoEndpoint: stack.endpoints.dynamo,
-        solverUrl: stack.endpoints.solver,
-        controlUrl: undefined,
-        queueUrls: stack.resources.queueUrls,
-        tables: stack.resources.tables,
-      });
-      human.write(serveInstructions(stack, file));
-      try {
-        await serveUntil(stack, interrupt.signal, stderr);
-      } finally {
-        removeLocalStackFile(file);
-      }
-    }
+    if (options.serve && !interrupt.signal.aborted)
+      await serveStack(stack, () => lastTick, interrupt.signal, { human, stderr });
     // Ctrl-C ends a serving stack normally; otherwise it is an interrupted run.
     return interrupt.signal.aborted && !options.serve ? 130 : code;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await stack?.stop({ graceMs: 2_000 });
+  }
+}
+
+/** Write the stack file (with the control URL for `governor --once --local`) and serve until a stop. */
+async function serveStack(
+  stack: LocalStack,
+  latestTick: () => TickRecord | undefined,
+  signal: AbortSignal,
+  io: { human: NodeJS.WriteStream; stderr: NodeJS.WriteStream },
+): Promise<void> {
+  const control = await startControlServer(stack.governor, latestTick);
+  const file = writeLocalStackFile({
+    version: 1,
+    pid: process.pid,
+    startedAt: Date.now(),
+    prefix: stack.settings.prefix,
+    sqsEndpoint: stack.endpoints.sqs,
+    dynamoEndpoint: stack.endpoints.dynamo,
+    solverUrl: stack.endpoints.solver,
+    controlUrl: control.url,
+    queueUrls: stack.resources.queueUrls,
+    tables: stack.resources.tables,
+  });
+  io.human.write(serveInstructions(stack, file));
+  try {
+    await serveUntil(stack, signal, io.stderr);
+  } finally {
+    removeLocalStackFile(file);
+    await control.close();
   }
 }
 
@@ -372,13 +407,16 @@ function progressPrinter(stream: NodeJS.WriteStream, total: number) {
   const tty = stream.isTTY === true;
   let lastLine = 0;
   let drawn = false;
-  // Per lane: backlog / in flight / ceiling ("off" while the lane's mapping is disabled).
+  // Per lane: backlog (visible) / in flight (received, not yet deleted) / ceiling ("off" while the
+  // lane's mapping is disabled); waiting (delayed) only when there is any. Words: docs/local.md.
   const lane = (name: string, l: DemoProgress['lanes']['high']) =>
     `${name} ${l.backlog}/${l.inFlight}/${l.ceiling === 0 ? 'off' : l.ceiling}`;
   const line = (p: DemoProgress) =>
     `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)}s] sent ${p.submitted}/${total} · ${lane('high', p.lanes.high)} · ${lane('normal', p.lanes.normal)} (backlog/in flight/ceiling) · ` +
     `solved ${p.solved} · failed ${p.failed} · rejected ${p.rejected} · DLQ ${p.dlqDepth} · p95 ${p.p95Ms === undefined ? '–' : `${Math.round(p.p95Ms)} ms`} · ` +
-    `ceiling ${p.ceiling}${p.governorReason ? ` (${p.governorReason})` : ''}`;
+    `ceiling ${p.ceiling}${p.governorReason ? ` (${p.governorReason})` : ''}` +
+    `${waiting(p) ? ` · waiting ${waiting(p)}` : ''}${p.unknown ? ` · unknown status ${p.unknown}` : ''}`;
+  const waiting = (p: DemoProgress) => p.lanes.high.waiting + p.lanes.normal.waiting;
   return {
     update(p: DemoProgress) {
       if (tty) {
@@ -402,20 +440,21 @@ function formatSummary(s: DemoSummary): string {
     Object.entries(record)
       .map(([code, n]) => `${code} ${n}`)
       .join(', ');
+  // The rows from `solved` to `lost` partition the tasks sent: each task is in exactly one.
   const rows: [string, string | number, string?][] = [
-    ['submitted', s.submitted],
+    ['submitted', s.submitted, `= the ${rowsOf(s)} below, each task in one row`],
     ['solved', s.solved],
     ['failed', s.failed, codes(s.failuresByCode)],
-    [
-      'rejected',
-      s.rejected,
-      s.rejected ? 'refused with a readable id: a `rejected` record, and the message in the DLQ' : '',
-    ],
+    ['rejected', s.rejected, s.rejected ? 'a `rejected` record, the message not (yet) in the DLQ' : ''],
     [
       'in DLQ',
       s.inDlq,
-      codes(s.dlqByReason) + (s.foreignDlqMessages ? `; ${s.foreignDlqMessages} from earlier runs` : ''),
+      `${s.dlqWithRejectedRecord} of them with a rejected record${s.inDlq ? `; ${codes(s.dlqByReason)}` : ''}` +
+        (s.foreignDlqMessages ? `; ${s.foreignDlqMessages} more from earlier runs, not counted` : ''),
     ],
+    ...(s.unknown
+      ? [['unknown', s.unknown, 'a record without a known status: not finished'] as [string, number, string]]
+      : []),
     ['still queued', s.stillQueued],
     ['lost', s.lost],
     ['latency', `p50 ${ms(s.p50Ms)} · p95 ${ms(s.p95Ms)}`, `submit → result; solver time p95 ${ms(s.solveP95Ms)}`],
@@ -444,6 +483,14 @@ function formatSummary(s: DemoSummary): string {
       `ceiling now ${s.consumer.ceiling} · retried ${s.consumer.retriedItems} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
     ],
   ];
+  if (s.governor?.pause) {
+    const { pausedMs, reason, probes } = s.governor.pause;
+    rows.push([
+      'paused',
+      `${(pausedMs / 1000).toFixed(1)} s`,
+      `${reason ? `${reason.code}: ${reason.message.replace(/\.$/, '')}` : 'reason not seen'} · ${probes} probe(s)`,
+    ]);
+  }
   if (s.governor) {
     const reasons = Object.entries(s.governor.reasons)
       .sort((a, b) => b[1] - a[1])
@@ -467,28 +514,47 @@ function formatSummary(s: DemoSummary): string {
   );
 }
 
-/** Exit 0 when every task reached a result (terminal record or DLQ); otherwise say why. */
+/** How long a run without --max-duration waits, paused with nothing in flight, before it stops. */
+function pausedStopMs(options: StartOptions): number {
+  return PAUSED_TICKS_BEFORE_STOP * options.tickMs;
+}
+
+/** The summary's partition of the tasks sent (each in exactly one row) adds up to them. */
+function rowsOf(s: DemoSummary): number {
+  return s.solved + s.failed + s.rejected + s.inDlq + s.unknown + s.stillQueued + s.lost;
+}
+
+/** Exit 0 only when the rows add up to the tasks sent, each with a terminal record or a DLQ message. */
 function verdictOf(s: DemoSummary, options: StartOptions): { code: number; message: string } {
-  if (s.complete)
+  const rows = rowsOf(s);
+  if (s.complete && rows === s.submitted)
     return {
       code: 0,
-      message: `OK: all ${s.submitted} tasks reached a result (${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ).`,
+      message: `OK: all ${s.submitted} tasks reached a result: ${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ (${s.dlqWithRejectedRecord} of them with a rejected record).`,
     };
   const why: string[] = [];
+  if (rows !== s.submitted) why.push(`the summary's rows add up to ${rows}, not the ${s.submitted} task(s) sent`);
+  if (s.unknown > 0) why.push(`${s.unknown} task(s) with a record that has no known status (not counted as finished)`);
   if (s.lost > 0) why.push(`${s.lost} task(s) LOST: no record, not in the DLQ, not queued`);
-  if (s.stillQueued > 0) {
-    why.push(
-      `${s.stillQueued} task(s) still queued when the run ended (${s.endedBy === 'interrupted' ? 'interrupted' : `--max-duration ${options.maxDuration} s`})` +
-        (s.governor?.lastReason?.code.startsWith('PAUSE')
-          ? ` — the governor paused consumption (${s.governor.lastReason.code}: ${s.governor.lastReason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`
-          : options.solverBadKey
-            ? ': the solver rejects the key, so tasks wait in the queue as designed'
-            : ''),
-    );
-  }
+  if (s.stillQueued > 0) why.push(`${s.stillQueued} task(s) still queued when the run ended ${endedWhy(s, options)}`);
   if (s.submitted < options.tasks)
     why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
   return { code: 1, message: `NOT COMPLETE: ${why.join('; ')}.` };
+}
+
+/** Why the run ended with tasks still queued, and why they wait when the governor paused. */
+function endedWhy(s: DemoSummary, options: StartOptions): string {
+  const ended =
+    s.endedBy === 'interrupted'
+      ? 'interrupted'
+      : s.endedBy === 'paused'
+        ? `stopped after ${PAUSED_TICKS_BEFORE_STOP} ticks paused with nothing in flight; --max-duration waits longer`
+        : `--max-duration ${options.maxDuration ?? DEFAULT_MAX_DURATION_S} s`;
+  const reason = s.governor?.pause?.reason ?? s.governor?.lastReason;
+  if (reason?.code.startsWith('PAUSE'))
+    return `(${ended}) — the governor paused consumption (${reason.code}: ${reason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`;
+  if (options.solverBadKey) return `(${ended}): the solver rejects the key, so tasks wait in the queue as designed`;
+  return `(${ended})`;
 }
 
 function serveInstructions(stack: LocalStack, stackFile: string): string {

@@ -44,7 +44,7 @@ export function register(program: Command): void {
       if (options.json) console.log(JSON.stringify({ fleet: target.description, ...status }));
       else {
         if (every !== undefined && process.stdout.isTTY) process.stdout.write('\x1b[2J\x1b[H');
-        console.log(renderStatus(status, target.description));
+        console.log(renderStatus(status, target.description, targetFlags(options)));
       }
     };
     show(await read());
@@ -96,12 +96,27 @@ function sourcesFor(target: FleetTarget) {
 const show = (value: number | string | boolean | undefined, unit = '') =>
   value === undefined ? '—' : `${value}${unit}`;
 
-/** The human view. Unknown values print as "—", never as 0. */
-export function renderStatus(status: FleetStatus, fleet: string): string {
+/** The flags that chose this fleet, so a suggested command reaches the same one. */
+function targetFlags(options: TargetOptions): string {
+  const flags = [
+    ...(options.local ? ['--local'] : []),
+    ...(!options.local && options.endpoint ? [`--endpoint ${options.endpoint}`] : []),
+    ...(!options.local && options.prefix && options.prefix !== 'captcha-fleet' ? [`--prefix ${options.prefix}`] : []),
+    ...(!options.local && options.region ? [`--region ${options.region}`] : []),
+  ];
+  return flags.join(' ');
+}
+
+/**
+ * The human view. Unknown values print as "—", never as 0. Words as in docs/local.md: backlog =
+ * visible, in flight = received and not yet deleted, waiting = delayed. `flags` are the target
+ * flags the command was given; suggested commands carry them.
+ */
+export function renderStatus(status: FleetStatus, fleet: string, flags = ''): string {
   const lines: string[] = [];
   lines.push(`captcha-fleet status — ${fleet} — ${new Date(status.at).toISOString()}`);
   lines.push('');
-  lines.push('lane     backlog  in flight  delayed  oldest   ceiling  consuming');
+  lines.push('lane     backlog  in flight  waiting  oldest   ceiling  consuming');
   for (const [name, lane] of Object.entries(status.lanes)) {
     if (!lane) continue;
     lines.push(
@@ -109,7 +124,7 @@ export function renderStatus(status: FleetStatus, fleet: string): string {
     );
   }
   lines.push(
-    `DLQ      ${show(status.dlqDepth).padStart(7)}${status.dlqDepth ? '   → npx captcha-fleet redrive --dry-run' : ''}`,
+    `DLQ      ${show(status.dlqDepth).padStart(7)}${status.dlqDepth ? `   → npx captcha-fleet redrive --dry-run${flags ? ` ${flags}` : ''}` : ''}`,
   );
   lines.push('');
   const g = status.governor;

@@ -197,7 +197,9 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
     });
   }
   const highestCeiling = Math.min(maxConcurrency, capCeiling);
-  if (config.minConcurrency > highestCeiling) {
+  // With no room for even the mapping floor, the problems above name the cause; a minConcurrency
+  // "fix" would point at a consequence.
+  if (capCeiling >= MAPPING_MIN_CONCURRENCY && config.minConcurrency > highestCeiling) {
     problems.push({
       field: 'minConcurrency',
       problem: `minConcurrency ${config.minConcurrency} is above the highest ceiling the plan and maxConcurrency allow (${highestCeiling})`,

@@ -120,8 +120,50 @@ describe('status and redrive against a served local stack', () => {
     >;
     expect(again.dlqDepth).toBe(3);
 
+    // Suggestions carry the flags that chose the fleet: run as shown, they reach the same stack.
+    const human = await cli(['status', '--local']);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toContain('→ npx captcha-fleet redrive --dry-run --local');
+    expect(human.stdout).toMatch(/lane +backlog +in flight +waiting/);
+
+    // One governor tick inside the served stack, from another process.
+    const tick = await cli(['governor', '--once', '--local', '--json']);
+    expect(tick.code, tick.stderr).toBe(0);
+    const t = JSON.parse(tick.stdout.trim().split('\n').pop()!) as Record<string, any>;
+    expect(typeof t.reason).toBe('string');
+    expect(t.freeThreads).toBe(6);
+    const dry = await cli(['governor', '--once', '--local', '--dry-run']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain('Governor decision (dry run: nothing applied)');
+
     server.kill('SIGINT');
     expect(await exited).toBe(0);
     expect(existsSync(stackFile)).toBe(false);
   }, 120_000);
+
+  it('exits 0 on Ctrl-C through npm, where the signal reaches npm and the stack at once', async () => {
+    // Prepare: `npm start -- --serve` in its own process group, as a terminal runs it.
+    const npm = spawn('npm', ['start', '--silent', '--', '--serve', '--tasks', '0'], {
+      cwd: process.cwd(),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let out = '';
+    npm.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    npm.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => npm.on('close', (code) => resolve(code)));
+    const until = Date.now() + 60_000;
+    while (!existsSync(stackFile)) {
+      if (Date.now() > until || npm.exitCode !== null) throw new Error(`the served stack did not come up:\n${out}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+
+    // Act: Ctrl-C is SIGINT to the whole foreground group.
+    process.kill(-(npm.pid as number), 'SIGINT');
+
+    // Assess
+    expect(await exited, out).toBe(0);
+    expect(existsSync(stackFile)).toBe(false);
+  }, 90_000);
 });

@@ -61,5 +61,12 @@ describe.skipIf(!HAS_MOTO)('captcha-fleet start --endpoint (moto_server)', () =>
       complete: true,
     });
     expect((summary.solver as { peakThreads: number }).peakThreads).toBeLessThanOrEqual(6);
+    // The rows partition the tasks sent, and "solved" is what the solver solved: a record read
+    // back without a status is never counted as a result.
+    const rows = ['solved', 'failed', 'rejected', 'inDlq', 'unknown', 'stillQueued', 'lost'] as const;
+    const counts = summary as Record<(typeof rows)[number], number>;
+    expect(rows.reduce((sum, row) => sum + counts[row], 0)).toBe(30);
+    expect(counts.unknown).toBe(0);
+    expect(counts.solved).toBe((summary.solver as { solved: number }).solved);
   });
 });

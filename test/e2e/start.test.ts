@@ -68,11 +68,15 @@ describe('captcha-fleet start', () => {
       complete: true,
       endedBy: 'complete',
     });
-    const { solved, failed, rejected, inDlq } = summary as Record<string, number>;
+    const { solved, failed, rejected, inDlq, dlqWithRejectedRecord, unknown } = summary as Record<string, number>;
     // The two malformed messages: one with a readable id (rejected record + DLQ), one not JSON (DLQ only).
+    // Each task is in one row: the rejected one counts in the DLQ row, not twice.
     expect(inDlq).toBe(2);
-    expect(rejected).toBe(1);
-    expect(solved! + failed! + rejected!).toBe(39);
+    expect(dlqWithRejectedRecord).toBe(1);
+    expect(rejected).toBe(0);
+    expect(unknown).toBe(0);
+    expect(solved! + failed!).toBe(38);
+    expect(run.stderr).toContain('in the DLQ (1 of them with a rejected record)');
     expect(summary.p50Ms).toEqual(expect.any(Number));
     expect(summary.p95Ms as number).toBeGreaterThanOrEqual(summary.p50Ms as number);
     expect(summary.durationMs).toEqual(expect.any(Number));
@@ -154,6 +158,19 @@ describe('captcha-fleet start', () => {
     });
     expect((summary.governor as { reasons: Record<string, number> }).reasons.PAUSE_ACCOUNT).toBeGreaterThan(0);
     expect(run.stderr).toMatch(/NOT COMPLETE: 12 task\(s\) still queued .*--max-duration 5 s.*PAUSE_ACCOUNT/);
+  });
+
+  it('ends early, saying why, when the governor keeps the fleet paused with nothing in flight and no --max-duration is given', async () => {
+    const run = await runCli(['start', '--tasks', '12', '--malformed', '0', '--solver-bad-key', '--json']);
+    expect(run.code, run.stderr).toBe(1);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 12, solved: 0, stillQueued: 12, lost: 0, endedBy: 'paused' });
+    // Well before the 120 s default: a few ticks once nothing is in flight.
+    expect(summary.durationMs as number).toBeLessThan(60_000);
+    const governor = summary.governor as { pause: { pausedMs: number; reason: { code: string } } };
+    expect(governor.pause.reason.code).toBe('PAUSE_ACCOUNT');
+    expect(governor.pause.pausedMs).toBeGreaterThan(0);
+    expect(run.stderr).toMatch(/NOT COMPLETE: 12 task\(s\) still queued .*stopped after 3 ticks paused.*PAUSE_ACCOUNT/);
   });
 
   it('sends --high-share of the tasks on the high lane and reports both lanes in the live view, the summary and --json', async () => {
@@ -239,5 +256,18 @@ describe('captcha-fleet start', () => {
     expect(together.code).toBe(2);
     expect(together.stderr).toContain('reservedThreads');
     expect(together.stderr).toContain('Usage: captcha-fleet start [options]');
+  });
+
+  it('names only the cause when reserved threads leave none: no minConcurrency fix for a ceiling of 0', async () => {
+    const run = await runCli(['start', '--solver-threads', '20', '--reserved-threads', '20']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('reserves 20 of 20 plan threads, leaving none for the fleet');
+    expect(run.stderr).not.toContain('minConcurrency');
+  });
+
+  it('prints its version', async () => {
+    const run = await runCli(['--version']);
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
