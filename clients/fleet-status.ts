@@ -50,6 +50,8 @@ export interface FleetStatus {
 /** Fields of the governor's state item this reader relies on (all optional: older items lack some). */
 interface StoredGovernorState {
   ceilings?: Partial<Record<Lane, number>>;
+  pause?: { reason?: string };
+  /** Items written before the state was grouped by concern. */
   pausedReason?: string;
   lastDecision?: {
     at?: number;
@@ -126,7 +128,7 @@ export async function readFleetStatus(
           code: decision?.code,
           message: decision?.message,
           paused: decision?.paused,
-          pausedReason: governorItem.pausedReason,
+          pausedReason: governorItem.pause?.reason ?? governorItem.pausedReason,
           freeThreads: decision?.freeThreads,
           neededThreads: decision?.neededThreads,
           shortfall: decision?.shortfall,

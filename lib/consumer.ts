@@ -8,7 +8,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
-import { COMPLETION_EVENT_SOURCE } from '../functions/core/events.js';
+import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import { FleetFunction } from './fleet-function.js';
@@ -16,20 +16,27 @@ import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environmen
 
 /** The fleet's resources every function's environment is built from, plus the consumer's own props. */
 export interface ConsumerProps extends Omit<FleetEnvironmentInput, 'service'> {
-  /** Initial MaximumConcurrency per lane (each ≥ 2). */
-  initialCeilings: Record<Lane, number>;
+  /**
+   * Initial `ScalingConfig.MaximumConcurrency` of each lane's mapping (2–1000); the governor moves
+   * them from there.
+   * @see https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html
+   */
+  readonly initialCeilings: Readonly<Record<Lane, number>>;
   /**
    * Reserve the sum of the mappings' maxima for the function.
    * @default true
    */
-  reserveConcurrency?: boolean;
+  readonly reserveConcurrency?: boolean;
 }
 
+/** The consumer function, its two SQS event source mappings and its permissions. */
 export class Consumer extends Construct {
+  /** The consumer function. */
   public readonly function: lambda.IFunction;
+  /** The function with its role and log group. */
   public readonly fleetFunction: FleetFunction;
   /** The event source mapping of each lane (the governor needs their ids). */
-  public readonly mappings: Record<Lane, SqsEventSource>;
+  public readonly mappings: Readonly<Record<Lane, SqsEventSource>>;
   /** Reserved concurrency set at deploy, if any (the governor keeps it ≥ the sum of ceilings). */
   public readonly reservedConcurrency: number | undefined;
 
@@ -79,8 +86,15 @@ export class Consumer extends Construct {
         sid: 'CompletionEvents',
         actions: ['events:PutEvents'],
         resources: [props.bus.eventBusArn],
-        // Only events that say they come from the fleet, so subscribers can trust the source.
-        conditions: { StringEquals: { 'events:source': COMPLETION_EVENT_SOURCE } },
+        // With the bus policy (CompletionEvents.admitOnly), what a subscriber may trust: an event on
+        // this bus with source settings.eventSource was put by this role, i.e. by the consumer's code
+        // after it wrote that terminal record (or by whoever may change that code or assume the role).
+        // It does not vouch for the task's content (producer input) or the answer (solver output);
+        // an event can be missing (a publish that failed after its retries) or arrive twice
+        // (EventBridge delivers to targets at least once): the results table stays the source of truth.
+        conditions: {
+          StringEquals: { 'events:source': settings.eventSource, 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE },
+        },
       }),
     );
   }

@@ -79,7 +79,7 @@ export class FleetDashboard extends Construct {
       ),
       graph('Solved / failed / rejected per minute', [
         metrics.consumer(METRICS.solved, 'Sum', 'solved'),
-        metrics.search(METRICS.failed, 'Sum', 'failed'),
+        metrics.search(METRICS.failed, 'ErrorCode', 'Sum', 'failed'),
         metrics.consumer(METRICS.rejected, 'Sum', 'rejected'),
         metrics.consumer(METRICS.tokensStale, 'Sum', 'tokens delivered stale'),
       ]),
@@ -99,14 +99,14 @@ export class FleetDashboard extends Construct {
       ]),
     );
     this.dashboard.addWidgets(
-      graph('Governor decisions by reason', [metrics.search(GOVERNOR_METRICS.decision, 'Sum', 'decisions')], {
+      graph('Governor decisions by reason', [metrics.search(GOVERNOR_METRICS.decision, 'Reason', 'Sum', 'decisions')], {
         width: 12,
         right: [metrics.governor(GOVERNOR_METRICS.paused, 'Maximum', 'paused (1 = consumption stopped)')],
       }),
       graph(
         'Retries, duplicates, throttles, governor failures',
         [
-          metrics.search(METRICS.retried, 'Sum', 'retried'),
+          metrics.search(METRICS.retried, 'Reason', 'Sum', 'retried'),
           metrics.consumer(METRICS.duplicates, 'Sum', 'duplicate deliveries'),
           props.consumer.metricThrottles({ ...perMinute, label: 'consumer throttles' }),
           props.governor.metricErrors({ ...perMinute, label: 'governor errors' }),

@@ -1,8 +1,9 @@
 /**
  * CloudWatch metrics of the fleet as the dashboard and the alarms read them. Names come from
- * functions/core/metric-names.ts; the dimension is the one Powertools Metrics adds by default
- * (`service`, from POWERTOOLS_SERVICE_NAME). Metrics with extra dimensions (ErrorCode, Reason,
- * a lane) are read through SEARCH on the dashboard, which alarms cannot use.
+ * functions/core/metric-names.ts; the namespace is the fleet's own (`CaptchaFleet/<prefix>`,
+ * settings.metricsNamespace), so another fleet's metrics never match; the dimension is the one
+ * Powertools Metrics adds by default (`service`, from POWERTOOLS_SERVICE_NAME). Metrics with extra
+ * dimensions (ErrorCode, Reason) are read through SEARCH on the dashboard, which alarms cannot use.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
@@ -42,10 +43,14 @@ export class FleetMetrics {
     });
   }
 
-  /** Every series of one metric in the fleet's namespace, whatever its dimensions (dashboards only). */
-  search(name: string, statistic: string, label: string): cw.MathExpression {
+  /**
+   * Every series of one metric of the fleet with the dimension set `service` + `dimension` (dashboards
+   * only). The `{namespace, dimensions}` schema matches the namespace exactly: a bare search term
+   * matches partially, and `CaptchaFleet/prod` would then also find `CaptchaFleet/prod-eu`.
+   */
+  search(name: string, dimension: string, statistic: string, label: string): cw.MathExpression {
     return new cw.MathExpression({
-      expression: `SEARCH('Namespace="${this.settings.metricsNamespace}" MetricName="${name}"', '${statistic}', 60)`,
+      expression: `SEARCH('{"${this.settings.metricsNamespace}",service,${dimension}} MetricName="${name}"', '${statistic}', 60)`,
       usingMetrics: {},
       label,
       period: ONE_MINUTE,

@@ -67,6 +67,7 @@ export class CaptchaFleetStack extends Stack {
       initialCeilings: config.initialCeilings,
       reserveConcurrency: config.reserveConsumerConcurrency,
     });
+    this.events.admitOnly(this.consumer.fleetFunction.role);
     this.governor = new Governor(this, 'Governor', { ...shared, consumer: this.consumer });
     this.operators = new OperatorAccess(this, 'Operators', {
       settings,

@@ -80,7 +80,7 @@ export function buildWorkload(options: WorkloadOptions): DemoItem[] {
   const kinds: NonNullable<DemoItem['malformed']>[] = ['schema', 'not_json', 'unknown_method'];
   for (let m = 0; m < malformed; m++) {
     const id = `demo-${runId}-bad${m + 1}`;
-    const kind = kinds[m % kinds.length]!;
+    const kind = kinds[m % kinds.length] ?? 'schema';
     const body =
       kind === 'schema'
         ? JSON.stringify({ id, method: 'turnstile', params: { sitekey: '0x4AAAAAAADemoKey', pageurl: 'not-a-url' } })
@@ -102,7 +102,9 @@ export function buildWorkload(options: WorkloadOptions): DemoItem[] {
 function shuffle<T>(items: T[], random: Random): T[] {
   for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
-    [items[i], items[j]] = [items[j]!, items[i]!];
+    const [a, b] = [items[i] as T, items[j] as T];
+    items[i] = b;
+    items[j] = a;
   }
   return items;
 }
@@ -226,24 +228,41 @@ export interface DemoSummary {
   };
 }
 
-/** Send the workload through the stack and watch it to the end. */
+/** Send the workload through the stack and watch it to the end: watch, then summarise. */
 export async function runDemo(
   stack: LocalStack,
   items: readonly DemoItem[],
   options: DemoOptions,
 ): Promise<DemoSummary> {
-  const started = Date.now();
-  const deadline = started + options.maxDurationMs;
-  const results = new Map<string, TaskResult>();
-  const pending = new Set(items.map((item) => item.id));
-  const simStart = stack.simulator.stats();
-  let submitted = 0;
-  const sentIds = new Set<string>();
-  let endedBy: DemoSummary['endedBy'] = 'complete';
+  const watched = await watchDemo(stack, items, options);
+  return summarise(stack, items, watched);
+}
 
+/** What the watch collected: the terminal records, what was sent, and why it ended. */
+interface WatchedRun {
+  started: number;
+  simStart: ReturnType<LocalStack['simulator']['stats']>;
+  results: Map<string, TaskResult>;
+  submitted: number;
+  sentIds: Set<string>;
+  endedBy: DemoSummary['endedBy'];
+}
+
+/** Send the workload and watch the results until every task is accounted for, the deadline, or a stop. */
+async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options: DemoOptions): Promise<WatchedRun> {
+  const run: WatchedRun = {
+    started: Date.now(),
+    simStart: stack.simulator.stats(),
+    results: new Map(),
+    submitted: 0,
+    sentIds: new Set(),
+    endedBy: 'complete',
+  };
+  const deadline = run.started + options.maxDurationMs;
+  const pending = new Set(items.map((item) => item.id));
   const sender = sendWorkload(stack, items, options.rate, deadline, options.signal, (sent) => {
-    submitted += sent.length;
-    for (const item of sent) sentIds.add(item.id);
+    run.submitted += sent.length;
+    for (const item of sent) run.sentIds.add(item.id);
   });
   let sendError: unknown;
   sender.catch((error: unknown) => (sendError = error));
@@ -252,22 +271,9 @@ export async function runDemo(
 
   let lastProgress = 0;
   for (;;) {
-    await refreshResults(stack, pending, results);
+    await refreshResults(stack, pending, run.results);
     const depth = await queueDepths(stack);
-    const progress: DemoProgress = {
-      elapsedMs: Date.now() - started,
-      submitted,
-      queueDepth: depth.total,
-      inFlight: stack.pollerStats().inFlight,
-      solved: count(results, 'solved'),
-      failed: count(results, 'failed'),
-      rejected: count(results, 'rejected'),
-      dlqDepth: depth.dlq,
-      p95Ms: percentile(endToEnd(results), 0.95),
-      ceiling: currentCeiling(stack),
-      governorReason: stack.governor?.lastDecision?.reason.code,
-      lanes: { high: laneProgress(stack, 'high', depth.high), normal: laneProgress(stack, 'normal', depth.normal) },
-    };
+    const progress = progressOf(stack, run, depth);
     if (Date.now() - lastProgress >= 200) {
       options.onProgress?.(progress);
       lastProgress = Date.now();
@@ -278,95 +284,140 @@ export async function runDemo(
     const quiet = sendingDone && depth.total === 0 && progress.inFlight === 0;
     if (sendingDone && (pending.size === 0 || (quiet && pending.size <= depth.dlq))) break;
     if (options.signal?.aborted) {
-      endedBy = 'interrupted';
+      run.endedBy = 'interrupted';
       break;
     }
     if (Date.now() >= deadline) {
-      endedBy = 'max_duration';
+      run.endedBy = 'max_duration';
       break;
     }
     await sleep(options.watchIntervalMs ?? 250);
   }
   await sender.catch(() => undefined);
-  await refreshResults(stack, pending, results);
+  await refreshResults(stack, pending, run.results);
+  return run;
+}
 
-  const dlq = await inspectDlq(stack);
+function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): DemoProgress {
+  return {
+    elapsedMs: Date.now() - run.started,
+    submitted: run.submitted,
+    queueDepth: depth.total,
+    inFlight: stack.pollerStats().inFlight,
+    solved: count(run.results, 'solved'),
+    failed: count(run.results, 'failed'),
+    rejected: count(run.results, 'rejected'),
+    dlqDepth: depth.dlq,
+    p95Ms: percentile(endToEnd(run.results), 0.95),
+    ceiling: currentCeiling(stack),
+    governorReason: stack.governor?.lastDecision?.reason.code,
+    lanes: { high: laneProgress(stack, 'high', depth.high), normal: laneProgress(stack, 'normal', depth.normal) },
+  };
+}
+
+/** Where each task ended: its DLQ message (matched by body), a terminal record, a lane, or nowhere. */
+async function summarise(stack: LocalStack, items: readonly DemoItem[], run: WatchedRun): Promise<DemoSummary> {
+  const { results, submitted } = run;
+  const dlq = accountDlq(await inspectDlq(stack), items);
   const depth = await queueDepths(stack);
-  const byBody = new Map(items.map((item) => [item.body, item.id]));
-  const inDlqIds = new Set<string>();
-  let foreign = 0;
-  const dlqByReason: Record<string, number> = {};
-  for (const message of dlq) {
-    const id = byBody.get(message.Body ?? '');
-    if (id === undefined) {
-      foreign++;
-      continue;
-    }
-    inDlqIds.add(id);
-    // No reason attribute: SQS moved it after maxReceiveCount receives (the consumer never refused it).
-    const reason = message.MessageAttributes?.reason?.StringValue ?? 'maxReceiveCount';
-    dlqByReason[reason] = (dlqByReason[reason] ?? 0) + 1;
-  }
-  const terminal = new Set(results.keys());
-  const unresolved = items.filter((item) => !terminal.has(item.id) && !inDlqIds.has(item.id)).length;
+  const unresolved = items.filter((item) => !results.has(item.id) && !dlq.ids.has(item.id)).length;
   // Unresolved tasks still in a lane are not lost; SQS counts only approximately, so only as
   // many as the lanes hold (plus what is running) are counted queued.
   const stillQueued = Math.min(unresolved, depth.total + stack.pollerStats().inFlight);
-  const sim = stack.simulator.stats();
-  const poller = stack.pollerStats();
-  const failuresByCode: Record<string, number> = {};
-  for (const result of results.values()) {
-    if (result.status === 'failed')
-      failuresByCode[result.errorCode ?? 'unknown'] = (failuresByCode[result.errorCode ?? 'unknown'] ?? 0) + 1;
-  }
+  const complete = unresolved === 0 && submitted === items.length;
   return {
     submitted,
     solved: count(results, 'solved'),
     failed: count(results, 'failed'),
     rejected: count(results, 'rejected'),
-    inDlq: inDlqIds.size,
+    inDlq: dlq.ids.size,
     lanes: {
-      high: laneSummary(stack, 'high', items, sentIds, results),
-      normal: laneSummary(stack, 'normal', items, sentIds, results),
+      high: laneSummary(stack, 'high', items, run.sentIds, results),
+      normal: laneSummary(stack, 'normal', items, run.sentIds, results),
     },
     stillQueued,
     lost: unresolved - stillQueued,
-    duplicateSolves: sim.duplicateSolves - simStart.duplicateSolves,
+    duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
     p50Ms: percentile(endToEnd(results), 0.5) ?? null,
     p95Ms: percentile(endToEnd(results), 0.95) ?? null,
-    solveP95Ms:
-      percentile(
-        [...results.values()]
-          .filter((r) => r.status === 'solved' && typeof r.solveMs === 'number')
-          .map((r) => r.solveMs as number),
-        0.95,
-      ) ?? null,
-    durationMs: Date.now() - started,
-    complete: unresolved === 0 && submitted === items.length,
-    endedBy: unresolved === 0 && submitted === items.length ? 'complete' : endedBy,
-    failuresByCode,
-    dlqByReason,
-    foreignDlqMessages: foreign,
-    solver: {
-      submissions: sim.submissions - simStart.submissions,
-      solved: sim.solved - simStart.solved,
-      peakThreads: sim.peakThreads,
-      planThreads: sim.planThreads,
-      overCapRejections: sim.overCapRejections - simStart.overCapRejections,
-      transientErrors: sim.transientErrors - simStart.transientErrors,
-      balanceStart: simStart.balance,
-      balanceEnd: sim.balance,
-    },
+    solveP95Ms: percentile(solveTimes(results), 0.95) ?? null,
+    durationMs: Date.now() - run.started,
+    complete,
+    endedBy: complete ? 'complete' : run.endedBy,
+    failuresByCode: failuresByCode(results),
+    dlqByReason: dlq.byReason,
+    foreignDlqMessages: dlq.foreign,
+    solver: solverSummary(stack, run.simStart),
     ...(stack.governor ? { governor: governorSummary(stack.governor) } : {}),
-    consumer: {
-      invocations: poller.invocations,
-      peakConcurrency: poller.peakConcurrency,
-      ceiling: currentCeiling(stack),
-      retriedItems: poller.failedItems,
-      timeouts: poller.timeouts,
-      crashes: poller.crashes,
-      errors: poller.errors + poller.badResponses,
-    },
+    consumer: consumerSummary(stack),
+  };
+}
+
+/** The DLQ's messages matched to this run's tasks by body (the DLQ keeps bodies unchanged). */
+function accountDlq(
+  messages: readonly Message[],
+  items: readonly DemoItem[],
+): { ids: Set<string>; byReason: Record<string, number>; foreign: number } {
+  const byBody = new Map(items.map((item) => [item.body, item.id]));
+  const ids = new Set<string>();
+  const byReason: Record<string, number> = {};
+  let foreign = 0;
+  for (const message of messages) {
+    const id = byBody.get(message.Body ?? '');
+    if (id === undefined) {
+      foreign++;
+      continue;
+    }
+    ids.add(id);
+    // No reason attribute: SQS moved it after maxReceiveCount receives (the consumer never refused it).
+    const reason = message.MessageAttributes?.reason?.StringValue ?? 'maxReceiveCount';
+    byReason[reason] = (byReason[reason] ?? 0) + 1;
+  }
+  return { ids, byReason, foreign };
+}
+
+function failuresByCode(results: Map<string, TaskResult>): Record<string, number> {
+  const byCode: Record<string, number> = {};
+  for (const result of results.values()) {
+    if (result.status === 'failed')
+      byCode[result.errorCode ?? 'unknown'] = (byCode[result.errorCode ?? 'unknown'] ?? 0) + 1;
+  }
+  return byCode;
+}
+
+function solveTimes(results: Map<string, TaskResult>): number[] {
+  return [...results.values()]
+    .filter((r) => r.status === 'solved' && typeof r.solveMs === 'number')
+    .map((r) => r.solveMs as number);
+}
+
+function solverSummary(
+  stack: LocalStack,
+  simStart: ReturnType<LocalStack['simulator']['stats']>,
+): DemoSummary['solver'] {
+  const sim = stack.simulator.stats();
+  return {
+    submissions: sim.submissions - simStart.submissions,
+    solved: sim.solved - simStart.solved,
+    peakThreads: sim.peakThreads,
+    planThreads: sim.planThreads,
+    overCapRejections: sim.overCapRejections - simStart.overCapRejections,
+    transientErrors: sim.transientErrors - simStart.transientErrors,
+    balanceStart: simStart.balance,
+    balanceEnd: sim.balance,
+  };
+}
+
+function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
+  const poller = stack.pollerStats();
+  return {
+    invocations: poller.invocations,
+    peakConcurrency: poller.peakConcurrency,
+    ceiling: currentCeiling(stack),
+    retriedItems: poller.failedItems,
+    timeouts: poller.timeouts,
+    crashes: poller.crashes,
+    errors: poller.errors + poller.badResponses,
   };
 }
 
@@ -441,9 +492,14 @@ interface QueueCount {
   notVisible: number;
 }
 
-async function queueDepths(
-  stack: LocalStack,
-): Promise<{ total: number; dlq: number; normal: QueueCount; high: QueueCount }> {
+interface QueueDepths {
+  total: number;
+  dlq: number;
+  normal: QueueCount;
+  high: QueueCount;
+}
+
+async function queueDepths(stack: LocalStack): Promise<QueueDepths> {
   const read = async (queueUrl: string): Promise<QueueCount> => {
     const answer = await stack.clients.sqs.send(
       new GetQueueAttributesCommand({

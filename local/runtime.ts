@@ -8,32 +8,32 @@ import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { GetQueueAttributesCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { createProducer, type Producer } from '../clients/producer-client.js';
 import { createAwsClients, type AwsClients } from '../functions/adapters/aws-clients.js';
 import { createLocalEventStream, type LocalEventStream } from '../functions/adapters/completion-events.js';
-import { createMetrics, type EmfDocument } from '../functions/adapters/metrics.js';
 import { createDynamoGovernorState } from '../functions/adapters/governor-state.js';
-import { createProducer, type Producer } from '../clients/producer-client.js';
-import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
-import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
+import type { EmfDocument } from '../functions/adapters/metrics.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
+import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/create-handler.js';
+import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
+import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
+import type { FleetEnvironment } from '../functions/core/environment.js';
+import type { GovernorConfig } from '../functions/core/governor/types.js';
+import { SERVICES } from '../functions/core/metric-names.js';
 import type { PollSchedule } from '../functions/core/poll-schedule.js';
-import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
-import { createConsumerHandler, type ConsumerTiming } from '../functions/consumer/create-handler.js';
 import {
-  MAPPING_MIN_CONCURRENCY,
-  resolveSettings,
   type FleetConfig,
   type FleetSettings,
+  MAPPING_MIN_CONCURRENCY,
+  resolveSettings,
 } from '../functions/core/settings.js';
-import { SERVICES } from '../functions/core/metric-names.js';
-import type { GovernorConfig } from '../functions/core/governor/types.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
 import { guardResultsRepository } from './chaos.js';
-import { startLocalGovernor, type LocalGovernor } from './governor-local.js';
-import { createLocalPollSchedule } from './poll-schedule-local.js';
-import { startEmulators, type Emulators } from './emulators.js';
+import { startEmulators } from './emulators.js';
+import { type LocalGovernor, startLocalGovernor } from './governor-local.js';
 import { MetricsStore } from './metrics-store.js';
-import { createPoller, type ConcurrencyPool, type Poller, type PollerStats } from './poller.js';
+import { createLocalPollSchedule } from './poll-schedule-local.js';
+import { type ConcurrencyPool, createPoller, type Poller, type PollerStats } from './poller.js';
 import { ensureFleetResources, type FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
 import { stream } from './solver-sim/prng.js';
@@ -117,8 +117,32 @@ export class LocalStackError extends Error {
   }
 }
 
-/** Start the local stack. Call `stop()` when done. */
-export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+/** Stop steps registered as each part starts; run in reverse order, each failure ignored. */
+class Cleanups {
+  private readonly steps: (() => Promise<void>)[] = [];
+  add(step: () => Promise<void>): void {
+    this.steps.push(step);
+  }
+  async run(): Promise<void> {
+    for (const step of this.steps.splice(0).reverse()) await step().catch(() => undefined);
+  }
+}
+
+/** What every part of the stack is built from: the options resolved once. */
+interface StackPlan {
+  options: LocalStackOptions;
+  settings: FleetSettings;
+  functionTimeoutMs: number;
+  visibilityTimeoutSeconds: number;
+  /** The fixed ceiling, or the fleet's maximum when governed. */
+  concurrency: number;
+  governed: boolean;
+  seed: number;
+  endpoint: string | undefined;
+  logLevel: 'SILENT';
+}
+
+function planStack(options: LocalStackOptions): StackPlan {
   const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 12;
   const functionTimeoutSeconds = Math.max(1, visibilityTimeoutSeconds - 1);
   // Short deadline: the simulator answers in milliseconds to seconds locally.
@@ -126,228 +150,296 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     { solveDeadlineSeconds: 10, ...options.config },
     { visibilityTimeoutSeconds, functionTimeoutSeconds },
   );
-  const functionTimeoutMs = functionTimeoutSeconds * 1000;
-  const concurrency = options.concurrency ?? settings.maxConcurrency;
-  const seed = options.seed ?? options.solver?.seed ?? 1;
-  const endpoint = options.endpoint ?? process.env.AWS_ENDPOINT_URL;
-
-  const cleanups: (() => Promise<void>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.reverse()) await step().catch(() => undefined);
+  return {
+    options,
+    settings,
+    functionTimeoutMs: functionTimeoutSeconds * 1000,
+    visibilityTimeoutSeconds,
+    concurrency: options.concurrency ?? settings.maxConcurrency,
+    governed: options.concurrency === undefined && options.governor !== false,
+    seed: options.seed ?? options.solver?.seed ?? 1,
+    endpoint: options.endpoint ?? process.env.AWS_ENDPOINT_URL,
+    logLevel: (options.logLevel ?? 'silent').toUpperCase() as 'SILENT',
   };
+}
+
+/** Start the local stack. Call `stop()` when done. */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const plan = planStack(options);
+  const cleanups = new Cleanups();
   try {
-    let emulators: Emulators | undefined;
-    let sqsEndpoint: string;
-    let dynamoEndpoint: string;
-    if (endpoint !== undefined) {
-      sqsEndpoint = endpoint;
-      dynamoEndpoint = endpoint;
-    } else {
-      emulators = await startEmulators();
-      cleanups.push(() => emulators!.stop());
-      sqsEndpoint = emulators.sqsEndpoint;
-      dynamoEndpoint = emulators.dynamoEndpoint;
-    }
-    const clients = createAwsClients({ sqsEndpoint, dynamoEndpoint });
-    cleanups.push(async () => {
-      clients.sqs.destroy();
-      clients.dynamo.destroy();
-    });
-    let resources: FleetResources;
-    try {
-      resources = await ensureFleetResources(clients, settings);
-    } catch (error) {
-      throw new LocalStackError(
-        `could not create the queues and tables at ${endpoint ?? 'the embedded emulators'}: ${(error as Error).message}` +
-          (endpoint ? '. Is the emulator running and does it serve both SQS and DynamoDB on that URL?' : ''),
-        { cause: error },
-      );
-    }
-
-    // Queues that already existed (an external emulator used before) keep their old timeout;
-    // this run's crash recovery and function timeout assume its own.
-    await alignVisibility(
-      clients,
-      [resources.queueUrls.normal, resources.queueUrls.high],
-      settings.visibilityTimeoutSeconds,
-    );
-
-    // A fresh key per run, known only to this process and the simulator: never printed.
-    const solverKey = `local-${randomBytes(16).toString('hex')}`;
-    const simulator = createSolverSimulator({
-      seed,
-      dialect: settings.dialect,
-      planThreads: settings.planThreads,
-      ...options.solver,
-      validKeys: [solverKey],
-    });
-    const { url: solverUrl } = await simulator.listen(0, '127.0.0.1');
-    cleanups.push(() => simulator.close());
-
-    const metrics = new MetricsStore();
-    const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
-    let crashes = 0;
-    const repository = guardResultsRepository(
-      new DynamoResultsRepository({
-        documents: clients.documents,
-        tableName: resources.tables.results,
-        ttlSeconds: settings.resultTtlSeconds,
-      }),
-      { crashRate: options.crashRate ?? 0, random: stream(seed, 'runtime-crash'), onCrash: () => crashes++ },
-    );
-    const simMedianMs = options.solver?.medianMs;
-    const solver = createSolverClient({
-      baseUrl: solverUrl,
-      key: solverKey,
-      dialect: settings.dialect,
-      // Scaled to the simulator when it has one median; else the per-method defaults are real-world times and so is the protocol's schedule.
-      ...(options.pollSchedule
-        ? { schedule: options.pollSchedule }
-        : simMedianMs !== undefined
-          ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs * (options.solver?.latencyScale ?? 1) }) }
-          : {}),
-      // Compressed like the rest of local time: over-cap and transient retries in 0.1-1 s.
-      retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 },
-    });
-    cleanups.push(() => solver.close());
-    const handler = createConsumerHandler({
-      solver,
-      repository,
-      queue: new SqsTaskQueue({
-        sqs: clients.sqs,
-        dlqUrl: resources.queueUrls.dlq,
-        sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
-      }),
-      metrics: createMetrics({
-        namespace: settings.metricsNamespace,
-        serviceName: SERVICES.consumer,
-        sink: (document: EmfDocument) => metrics.ingest(document),
-      }),
-      logger: new Logger({
-        serviceName: SERVICES.consumer,
-        logLevel: (options.logLevel ?? 'silent').toUpperCase() as 'SILENT',
-      }),
-      settings,
-      events,
-      timing: {
-        // One clock in one process: a lease as long as the function timeout outlives any
-        // invocation that holds it (the claim comes after the invocation starts).
-        leaseMs: functionTimeoutMs,
-        recordMarginMs: Math.min(2_000, Math.max(200, functionTimeoutMs / 5)),
-        // Compressed retries: a demo should not wait minutes for an over-cap backoff.
-        retryBaseSeconds: 1,
-        retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
-        accountRetryBaseSeconds: 2,
-        accountRetryMaxSeconds: 15,
-        ...options.timing,
-      },
-    });
-
-    const pool: ConcurrencyPool = { limit: concurrency, inUse: 0 };
-    const governed = options.concurrency === undefined && options.governor !== false;
-    // Governed lanes start where the stack starts its mappings (lib/config.ts initialCeilings):
-    // high a quarter, normal the rest, their sum the fleet's maximum. A fixed ceiling applies
-    // to each lane and to both together.
-    const highStart = Math.max(MAPPING_MIN_CONCURRENCY, Math.floor(concurrency / 4));
-    const startCeilings = governed
-      ? { normal: Math.max(MAPPING_MIN_CONCURRENCY, concurrency - highStart), high: highStart }
-      : { normal: concurrency, high: concurrency };
-    const lane = (queueUrl: string, queueArn: string, ceiling: number) =>
-      createPoller({
-        sqs: clients.sqs,
-        queueUrl,
-        queueArn,
-        region: clients.region,
-        handler,
-        batchSize: settings.tasksPerInvocation,
-        maxConcurrency: ceiling,
-        functionTimeoutMs,
-        functionName: `${settings.prefix}-consumer`,
-        waitTimeSeconds: options.receiveWaitSeconds ?? 1,
-        pool,
-      });
-    const pollers = {
-      high: lane(resources.queueUrls.high, resources.queueArns.high, startCeilings.high),
-      normal: lane(resources.queueUrls.normal, resources.queueArns.normal, startCeilings.normal),
-    };
-    const logLevel = (options.logLevel ?? 'silent').toUpperCase() as 'SILENT';
-    let governor: LocalGovernor | undefined;
-    const governorOptions = options.governor === false ? undefined : options.governor;
-    if (governed) {
-      // Each run starts its own control loop: a state left by an earlier run against the same
-      // endpoint (a pause, a shrunken cap for another plan) must not steer this one.
-      await clients.documents.send(
-        new DeleteCommand({ TableName: resources.tables.governor, Key: { id: GOVERNOR_STATE_ID } }),
-      );
-      governor = startLocalGovernor({
-        settings,
-        pollers,
-        pool,
-        sqs: clients.sqs,
-        queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
-        metricsStore: metrics,
-        solver,
-        // The same store as in AWS, on the local governor table: `captcha-fleet status --local`
-        // reads the last decision, ceilings and balance from it.
-        state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
-        tickMs: governorOptions?.tickMs ?? 1_000,
-        ...(governorOptions?.config ? { config: governorOptions.config } : {}),
-        ...(governorOptions?.onDecision ? { onDecision: governorOptions.onDecision } : {}),
-        logger: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel })),
-      });
-      cleanups.push(() => governor!.stop());
-      // The first decision sets the ceilings before anything is received.
-      await governor.ready;
-    }
-    await pollers.high.start();
-    await pollers.normal.start();
-    let stopped = false;
-    cleanups.push(async () => {
-      await Promise.all([pollers.high.stop({ graceMs: 0 }), pollers.normal.stop({ graceMs: 0 })]);
-    });
-
-    // `wait` hears completions from the consumer's event stream and reads only then (or after
-    // a fallback interval, should an event be lost).
-    const producer = createProducer({
-      queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
-      table: resources.tables.results,
-      clients,
-      events,
-    });
-
-    return {
-      settings,
-      clients,
-      endpoints: { sqs: sqsEndpoint, dynamo: dynamoEndpoint, solver: solverUrl, external: endpoint !== undefined },
-      resources,
-      pollers,
-      pool,
-      simulator,
-      metrics,
-      events,
-      producer,
-      governor,
-      functionTimeoutMs,
-      crashes: () => crashes,
-      pollerStats: () => ({
-        ...addStats(pollers.normal.stats(), pollers.high.stats()),
-        maxConcurrency: pool.limit,
-        peakConcurrency: pool.peak ?? 0,
-      }),
-      async stop(stopOptions = {}) {
-        if (stopped) return;
-        stopped = true;
-        const graceMs = stopOptions.graceMs ?? functionTimeoutMs;
-        // The governor first, so it does not re-enable what is being stopped.
-        await governor?.stop();
-        await Promise.all([pollers.high.stop({ graceMs }), pollers.normal.stop({ graceMs })]);
-        await cleanup();
-      },
-    };
+    const backends = await startBackends(plan, cleanups);
+    const solver = await startSolver(plan, cleanups);
+    const consumer = await wireConsumer(plan, backends, solver);
+    const lanes = createLanes(plan, backends, consumer.handler);
+    const governor = await startGovernor(plan, backends, solver, lanes, consumer.metrics, cleanups);
+    await startLanes(lanes, cleanups);
+    return assembleStack(plan, backends, solver, consumer, lanes, governor, cleanups);
   } catch (error) {
-    await cleanup();
+    await cleanups.run();
     throw error;
   }
+}
+
+/** SQS and DynamoDB: the embedded emulators, or the endpoint given. */
+interface Backends {
+  clients: AwsClients;
+  endpoints: { sqs: string; dynamo: string };
+  resources: FleetResources;
+}
+
+async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backends> {
+  const { endpoint, settings } = plan;
+  let endpoints: Backends['endpoints'] = { sqs: endpoint ?? '', dynamo: endpoint ?? '' };
+  if (endpoint === undefined) {
+    const emulators = await startEmulators();
+    cleanups.add(() => emulators.stop());
+    endpoints = { sqs: emulators.sqsEndpoint, dynamo: emulators.dynamoEndpoint };
+  }
+  const clients = createAwsClients({ sqsEndpoint: endpoints.sqs, dynamoEndpoint: endpoints.dynamo });
+  cleanups.add(async () => {
+    clients.sqs.destroy();
+    clients.dynamo.destroy();
+  });
+  let resources: FleetResources;
+  try {
+    resources = await ensureFleetResources(clients, settings);
+  } catch (error) {
+    throw new LocalStackError(
+      `could not create the queues and tables at ${endpoint ?? 'the embedded emulators'}: ${(error as Error).message}` +
+        (endpoint ? '. Is the emulator running and does it serve both SQS and DynamoDB on that URL?' : ''),
+      { cause: error },
+    );
+  }
+  // Queues that already existed (an external emulator used before) keep their old timeout;
+  // this run's crash recovery and function timeout assume its own.
+  await alignVisibility(
+    clients,
+    [resources.queueUrls.normal, resources.queueUrls.high],
+    settings.visibilityTimeoutSeconds,
+  );
+  return { clients, endpoints, resources };
+}
+
+/** The simulator and the solver client that talks to it. */
+interface SolverSide {
+  simulator: SolverSimulator;
+  url: string;
+  /** Known only to this process and the simulator: never printed. */
+  key: string;
+  client: ReturnType<typeof createSolverClient>;
+}
+
+async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverSide> {
+  const { options, settings } = plan;
+  // A fresh key per run.
+  const key = randomBytes(16).toString('hex');
+  const simulator = createSolverSimulator({
+    seed: plan.seed,
+    dialect: settings.dialect,
+    planThreads: settings.planThreads,
+    ...options.solver,
+    validKeys: [key],
+  });
+  const { url } = await simulator.listen(0, '127.0.0.1');
+  cleanups.add(() => simulator.close());
+  const simMedianMs = options.solver?.medianMs;
+  const client = createSolverClient({
+    baseUrl: url,
+    key,
+    dialect: settings.dialect,
+    // Scaled to the simulator when it has one median; else the per-method defaults are real-world times and so is the protocol's schedule.
+    ...(options.pollSchedule
+      ? { schedule: options.pollSchedule }
+      : simMedianMs !== undefined
+        ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs * (options.solver?.latencyScale ?? 1) }) }
+        : {}),
+    // Compressed like the rest of local time: over-cap and transient retries in 0.1-1 s.
+    retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 },
+  });
+  cleanups.add(() => client.close());
+  return { simulator, url, key, client };
+}
+
+/** The consumer handler, through the Lambda's own wiring, and what the runtime observes of it. */
+interface ConsumerSide {
+  handler: ConsumerHandler;
+  metrics: MetricsStore;
+  events: LocalEventStream;
+  crashes(): number;
+}
+
+async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverSide): Promise<ConsumerSide> {
+  const { options, settings, functionTimeoutMs, visibilityTimeoutSeconds } = plan;
+  const { resources } = backends;
+  const metrics = new MetricsStore();
+  const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
+  let crashes = 0;
+  const environment: FleetEnvironment = {
+    settings,
+    queueUrls: resources.queueUrls,
+    tables: resources.tables,
+    solverKeySource: { key: solver.key },
+    consumerFunctionName: `${settings.prefix}-consumer`,
+    eventBusName: undefined,
+    endpoint: plan.endpoint,
+  };
+  const handler = await createConsumerFromEnvironment({
+    environment,
+    clients: backends.clients,
+    solver: solver.client,
+    events,
+    metricsSink: (document: EmfDocument) => metrics.ingest(document),
+    logger: new Logger({ serviceName: SERVICES.consumer, logLevel: plan.logLevel }),
+    wrapRepository: (repository) =>
+      guardResultsRepository(repository, {
+        crashRate: options.crashRate ?? 0,
+        random: stream(plan.seed, 'runtime-crash'),
+        onCrash: () => crashes++,
+      }),
+    timing: {
+      // One clock in one process: a lease as long as the function timeout outlives any
+      // invocation that holds it (the claim comes after the invocation starts).
+      leaseMs: functionTimeoutMs,
+      recordMarginMs: Math.min(2_000, Math.max(200, functionTimeoutMs / 5)),
+      // Compressed retries: a demo should not wait minutes for an over-cap backoff.
+      retryBaseSeconds: 1,
+      retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
+      accountRetryBaseSeconds: 2,
+      accountRetryMaxSeconds: 15,
+      ...options.timing,
+    },
+  });
+  return { handler, metrics, events, crashes: () => crashes };
+}
+
+/** The two pollers that play the event source mappings, sharing the function's concurrency. */
+interface Lanes {
+  pollers: { normal: Poller; high: Poller };
+  pool: ConcurrencyPool;
+}
+
+function createLanes(plan: StackPlan, backends: Backends, handler: ConsumerHandler): Lanes {
+  const { settings, concurrency } = plan;
+  const { clients, resources } = backends;
+  const pool: ConcurrencyPool = { limit: concurrency, inUse: 0 };
+  // Governed lanes start where the stack starts its mappings (lib/config.ts initialCeilings):
+  // high a quarter, normal the rest, their sum the fleet's maximum. A fixed ceiling applies
+  // to each lane and to both together.
+  const highStart = Math.max(MAPPING_MIN_CONCURRENCY, Math.floor(concurrency / 4));
+  const startCeilings = plan.governed
+    ? { normal: Math.max(MAPPING_MIN_CONCURRENCY, concurrency - highStart), high: highStart }
+    : { normal: concurrency, high: concurrency };
+  const lane = (name: 'normal' | 'high') =>
+    createPoller({
+      sqs: clients.sqs,
+      queueUrl: resources.queueUrls[name],
+      queueArn: resources.queueArns[name],
+      region: clients.region,
+      handler,
+      batchSize: settings.tasksPerInvocation,
+      maxConcurrency: startCeilings[name],
+      functionTimeoutMs: plan.functionTimeoutMs,
+      functionName: `${settings.prefix}-consumer`,
+      waitTimeSeconds: plan.options.receiveWaitSeconds ?? 1,
+      pool,
+    });
+  return { pollers: { high: lane('high'), normal: lane('normal') }, pool };
+}
+
+async function startLanes({ pollers }: Lanes, cleanups: Cleanups): Promise<void> {
+  await pollers.high.start();
+  await pollers.normal.start();
+  cleanups.add(async () => {
+    await Promise.all([pollers.high.stop({ graceMs: 0 }), pollers.normal.stop({ graceMs: 0 })]);
+  });
+}
+
+/** The governor (the Lambda's loop on a timer), unless the ceiling is fixed. */
+async function startGovernor(
+  plan: StackPlan,
+  { clients, resources }: Backends,
+  solver: SolverSide,
+  { pollers, pool }: Lanes,
+  metrics: MetricsStore,
+  cleanups: Cleanups,
+): Promise<LocalGovernor | undefined> {
+  if (!plan.governed) return undefined;
+  const governorOptions = plan.options.governor === false ? undefined : plan.options.governor;
+  // Each run starts its own control loop: a state left by an earlier run against the same
+  // endpoint (a pause, a shrunken cap for another plan) must not steer this one.
+  await clients.documents.send(
+    new DeleteCommand({ TableName: resources.tables.governor, Key: { id: GOVERNOR_STATE_ID } }),
+  );
+  const governor = startLocalGovernor({
+    settings: plan.settings,
+    pollers,
+    pool,
+    sqs: clients.sqs,
+    queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
+    metricsStore: metrics,
+    solver: solver.client,
+    // The same store as in AWS, on the local governor table: `captcha-fleet status --local`
+    // reads the last decision, ceilings and balance from it.
+    state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
+    tickMs: governorOptions?.tickMs ?? 1_000,
+    ...(governorOptions?.config ? { config: governorOptions.config } : {}),
+    ...(governorOptions?.onDecision ? { onDecision: governorOptions.onDecision } : {}),
+    logger: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel })),
+  });
+  cleanups.add(() => governor.stop());
+  // The first decision sets the ceilings before anything is received.
+  await governor.ready;
+  return governor;
+}
+
+function assembleStack(
+  plan: StackPlan,
+  { clients, endpoints, resources }: Backends,
+  solver: SolverSide,
+  consumer: ConsumerSide,
+  { pollers, pool }: Lanes,
+  governor: LocalGovernor | undefined,
+  cleanups: Cleanups,
+): LocalStack {
+  // `wait` hears completions from the consumer's event stream and reads only then (or after
+  // a fallback interval, should an event be lost).
+  const producer = createProducer({
+    queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
+    table: resources.tables.results,
+    clients,
+    events: consumer.events,
+  });
+  let stopped = false;
+  return {
+    settings: plan.settings,
+    clients,
+    endpoints: { ...endpoints, solver: solver.url, external: plan.endpoint !== undefined },
+    resources,
+    pollers,
+    pool,
+    simulator: solver.simulator,
+    metrics: consumer.metrics,
+    events: consumer.events,
+    producer,
+    governor,
+    functionTimeoutMs: plan.functionTimeoutMs,
+    crashes: consumer.crashes,
+    pollerStats: () => ({
+      ...addStats(pollers.normal.stats(), pollers.high.stats()),
+      maxConcurrency: pool.limit,
+      peakConcurrency: pool.peak ?? 0,
+    }),
+    async stop(stopOptions = {}) {
+      if (stopped) return;
+      stopped = true;
+      const graceMs = stopOptions.graceMs ?? plan.functionTimeoutMs;
+      // The governor first, so it does not re-enable what is being stopped.
+      await governor?.stop();
+      await Promise.all([pollers.high.stop({ graceMs }), pollers.normal.stop({ graceMs })]);
+      await cleanups.run();
+    },
+  };
 }
 
 function addStats(a: PollerStats, b: PollerStats): PollerStats {

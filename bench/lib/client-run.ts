@@ -59,7 +59,7 @@ export function scheduleFor(
 
 /** Solve `options.tasks` tasks with `planThreads` workers sharing one client; stop everything. */
 export async function runClientOnly(options: ClientRunOptions): Promise<ClientRunResult> {
-  const key = `bench-${randomBytes(12).toString('hex')}`;
+  const key = randomBytes(16).toString('hex');
   const sim = createSolverSimulator({
     seed: options.seed,
     planThreads: options.planThreads,

@@ -3,53 +3,23 @@
  * AWS-compatible endpoint), the solver simulator, the consumer handler behind local event
  * source mappings — then a demo workload, live progress and a summary.
  *
- * Options are one table (`START_OPTIONS`); a new flag is one row there and one field in
- * `StartOptions`.
+ * Options are one table (`START_OPTIONS`); `StartOptions` is derived from it, so a new flag is
+ * one row there.
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary } from '../../local/demo.js';
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
-import { LOG_LEVELS, startLocalStack, type LocalLogLevel, type LocalStack } from '../../local/runtime.js';
+import { LOG_LEVELS, startLocalStack, type LocalStack } from '../../local/runtime.js';
 import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
 
-/** Every flag of `start`, parsed and range-checked. */
-export interface StartOptions {
-  tasks: number;
-  /** Defaults to 1 in 20 tasks, at most 3. */
-  malformed?: number;
-  /** Share of the valid demo tasks sent with priority "high" (the high lane). */
-  highShare: number;
-  rate: number;
-  concurrency?: number;
-  batchSize: number;
-  seed: number;
-  solverThreads: number;
-  solverForeignThreads: number;
-  solverBalance: number;
-  solverPrice: number;
-  solverErrorRate: number;
-  solverUnsolvableRate: number;
-  solverLatencyMs: number;
-  solverBadKey: boolean;
-  crashRate: number;
-  visibilityTimeout: number;
-  /** Governor: the plan threads the fleet believes it has (default: --solver-threads). */
-  planThreads?: number;
-  reservedThreads: number;
-  haltBalance: number;
-  pauseBalance: number;
-  tickMs: number;
-  endpoint?: string;
-  serve: boolean;
-  maxDuration: number;
-  json: boolean;
-  logLevel: LocalLogLevel;
-}
-
+/**
+ * One row per flag: the option's name is the key (`solverBadKey` is `--solver-bad-key`), `arg`
+ * names its value (absent for a switch). A row without a default is optional in `StartOptions`.
+ */
 interface OptionRow {
-  flags: string;
+  arg?: string;
   description: string;
-  parse?: (value: string) => unknown;
+  parse?: (value: string, previous: never) => unknown;
   default?: unknown;
   choices?: readonly string[];
 }
@@ -79,165 +49,187 @@ const url = (value: string) => {
 };
 
 /** The flags of `start`. Governor flags (--plan-threads, --reserved-threads, …) join here. */
-export const START_OPTIONS: readonly OptionRow[] = [
-  {
-    flags: '--tasks <n>',
+export const START_OPTIONS = {
+  tasks: {
+    arg: 'n',
     description: 'tasks in the demo workload (0 = none, e.g. with --serve)',
     parse: integer(0, 100_000),
     default: 200,
   },
-  {
-    flags: '--malformed <n>',
+  malformed: {
+    arg: 'n',
     description: 'of those, malformed on purpose, to show the DLQ path (default: 1 in 20, at most 3)',
     parse: integer(0, 100_000),
   },
-  {
-    flags: '--high-share <p>',
+  highShare: {
+    arg: 'p',
     description: 'share of the demo tasks sent with priority "high" (they travel on the high lane)',
     parse: decimal(0, 1, 'a share'),
     default: 0.1,
   },
-  {
-    flags: '--rate <r>',
+  rate: {
+    arg: 'r',
     description: 'tasks per second; 0 sends them all at once (a burst)',
     parse: decimal(0, 10_000),
     default: 0,
   },
-  {
-    flags: '--concurrency <c>',
+  concurrency: {
+    arg: 'c',
     description:
       'fixed ceiling: invocations at once per lane and in total; turns the governor off (default: the governor decides)',
     parse: integer(1, 1000),
   },
-  {
-    flags: '--batch-size <n>',
+  batchSize: {
+    arg: 'n',
     description: 'tasks per invocation (SQS batch size)',
     parse: integer(1, 10),
     default: 1,
   },
-  {
-    flags: '--seed <s>',
+  seed: {
+    arg: 's',
     description: 'seed of the workload, the simulator and the chaos',
     parse: integer(0, 2 ** 31 - 1),
     default: 1,
   },
-  {
-    flags: '--solver-threads <n>',
+  solverThreads: {
+    arg: 'n',
     description: "threads of the simulated solver plan (the fleet's planThreads)",
     parse: integer(1, 10_000),
     default: 20,
   },
-  {
-    flags: '--solver-foreign-threads <n>',
+  solverForeignThreads: {
+    arg: 'n',
     description: 'threads other users of the key hold (the fleet does not know)',
     parse: integer(0, 10_000),
     default: 0,
   },
-  {
-    flags: '--solver-balance <usd>',
+  solverBalance: {
+    arg: 'usd',
     description: 'starting balance of the simulated account, USD',
     parse: decimal(0, 1_000_000),
     default: 10,
   },
-  { flags: '--solver-price <usd>', description: 'price of one solve, USD', parse: decimal(0, 100), default: 0.001 },
-  {
-    flags: '--solver-error-rate <p>',
+  solverPrice: {
+    arg: 'usd',
+    description: 'price of one solve, USD',
+    parse: decimal(0, 100),
+    default: 0.001,
+  },
+  solverErrorRate: {
+    arg: 'p',
     description: 'share of solver requests answered with a transient error',
     parse: decimal(0, 0.9, 'a share'),
     default: 0.005,
   },
-  {
-    flags: '--solver-unsolvable-rate <p>',
+  solverUnsolvableRate: {
+    arg: 'p',
     description: 'share of captchas the solver cannot solve (resubmitted, then failed)',
     parse: decimal(0, 1, 'a share'),
     default: 0.01,
   },
-  {
-    flags: '--solver-latency-ms <ms>',
+  solverLatencyMs: {
+    arg: 'ms',
     description: 'median solve time of the simulator, ms',
     parse: integer(0, 600_000),
     default: 400,
   },
-  {
-    flags: '--solver-bad-key',
+  solverBadKey: {
     description: 'the solver rejects the key (account error: tasks stay queued)',
     default: false,
   },
-  {
-    flags: '--crash-rate <p>',
+  crashRate: {
+    arg: 'p',
     description: 'share of invocations that die after solving, before recording (tasks must still end solved once)',
     parse: decimal(0, 0.9, 'a share'),
     default: 0,
   },
-  {
-    flags: '--visibility-timeout <s>',
+  visibilityTimeout: {
+    arg: 's',
     description: 'queue visibility timeout, s; the local function timeout is 1 s less (crashed tasks return after it)',
     parse: integer(2, 900),
     default: 12,
   },
-  {
-    flags: '--plan-threads <n>',
+  planThreads: {
+    arg: 'n',
     description: 'governor: threads the fleet believes its plan has (default: --solver-threads)',
     parse: integer(1, 10_000),
   },
-  {
-    flags: '--reserved-threads <n>',
+  reservedThreads: {
+    arg: 'n',
     description: 'governor: threads kept free for other users of the key',
     parse: integer(0, 10_000),
     default: 0,
   },
-  {
-    flags: '--halt-balance <usd>',
+  haltBalance: {
+    arg: 'usd',
     description: 'governor: under this balance, no scaling up',
     parse: decimal(0, 1_000_000),
     default: 1,
   },
-  {
-    flags: '--pause-balance <usd>',
+  pauseBalance: {
+    arg: 'usd',
     description: 'governor: under this balance, consumption pauses (tasks wait in the queue)',
     parse: decimal(0, 1_000_000),
     default: 0.1,
   },
-  {
-    flags: '--tick-ms <ms>',
+  tickMs: {
+    arg: 'ms',
     description: 'governor: time between decisions, ms (10000 in AWS)',
     parse: integer(100, 60_000),
     default: 1_000,
   },
-  {
-    flags: '--endpoint <url>',
+  endpoint: {
+    arg: 'url',
     description:
       'use this AWS-compatible endpoint for SQS and DynamoDB instead of the embedded emulators (default: AWS_ENDPOINT_URL)',
     parse: url,
   },
-  {
-    flags: '--serve',
+  serve: {
     description: 'keep running after the workload: print endpoints, queue URLs and example producer commands',
     default: false,
   },
-  {
-    flags: '--max-duration <s>',
+  maxDuration: {
+    arg: 's',
     description: 'end the run after this many seconds at the latest',
     parse: decimal(1, 86_400, 'seconds'),
     default: 120,
   },
-  { flags: '--json', description: 'print the summary as one JSON object on the last stdout line', default: false },
-  {
-    flags: '--log-level <level>',
+  json: { description: 'print the summary as one JSON object on the last stdout line', default: false },
+  logLevel: {
+    arg: 'level',
     description: "the consumer's log level (its JSON logs go to stdout)",
     choices: LOG_LEVELS,
     default: 'silent',
   },
-];
+} as const satisfies Record<string, OptionRow>;
+
+type RowValue<R> = R extends { parse: (value: string, previous: never) => infer T }
+  ? T
+  : R extends { choices: readonly (infer C)[] }
+    ? C
+    : boolean;
+type Table = typeof START_OPTIONS;
+type WithDefault = { [K in keyof Table]: Table[K] extends { default: unknown } ? K : never }[keyof Table];
+
+/** Every flag of `start`, parsed and range-checked: derived from `START_OPTIONS`. */
+export type StartOptions = { [K in WithDefault]: RowValue<Table[K]> } & {
+  [K in Exclude<keyof Table, WithDefault>]?: RowValue<Table[K]>;
+};
+
+/** `solverBadKey` → `--solver-bad-key`. */
+function flagOf(key: string, row: OptionRow): string {
+  const name = key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+  return `--${name}${row.arg ? ` <${row.arg}>` : ''}`;
+}
 
 /** Add `start` to the program. */
 export function register(program: Command): void {
   const command = program
     .command('start')
     .description('run the whole fleet locally (emulators + solver simulator) with a demo workload');
-  for (const row of START_OPTIONS) {
-    const option = new Option(row.flags, row.description);
-    if (row.parse) option.argParser(row.parse);
+  for (const [key, row] of Object.entries(START_OPTIONS) as [string, OptionRow][]) {
+    const option = new Option(flagOf(key, row), row.description);
+    if (row.parse) option.argParser(row.parse as (value: string, previous: unknown) => unknown);
     if (row.choices) option.choices(row.choices);
     if (row.default !== undefined) option.default(row.default);
     command.addOption(option);
@@ -328,7 +320,8 @@ export async function runStart(
       const verdict = verdictOf(summary, options);
       human.write(`${verdict.message}\n`);
       code = verdict.code;
-      if (options.json) stdout.write(`${JSON.stringify(toJson(summary))}\n`);
+      // The `--json` object is the summary itself: one type, `DemoSummary`.
+      if (options.json) stdout.write(`${JSON.stringify(summary)}\n`);
     }
 
     if (options.serve && !interrupt.signal.aborted) {
@@ -486,7 +479,7 @@ function verdictOf(s: DemoSummary, options: StartOptions): { code: number; messa
   if (s.stillQueued > 0) {
     why.push(
       `${s.stillQueued} task(s) still queued when the run ended (${s.endedBy === 'interrupted' ? 'interrupted' : `--max-duration ${options.maxDuration} s`})` +
-        (s.governor?.lastReason && s.governor.lastReason.code.startsWith('PAUSE')
+        (s.governor?.lastReason?.code.startsWith('PAUSE')
           ? ` — the governor paused consumption (${s.governor.lastReason.code}: ${s.governor.lastReason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`
           : options.solverBadKey
             ? ': the solver rejects the key, so tasks wait in the queue as designed'
@@ -496,32 +489,6 @@ function verdictOf(s: DemoSummary, options: StartOptions): { code: number; messa
   if (s.submitted < options.tasks)
     why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
   return { code: 1, message: `NOT COMPLETE: ${why.join('; ')}.` };
-}
-
-/** The `--json` object: the summary's figures, flat where a script wants them. */
-function toJson(s: DemoSummary) {
-  return {
-    submitted: s.submitted,
-    solved: s.solved,
-    failed: s.failed,
-    rejected: s.rejected,
-    inDlq: s.inDlq,
-    lanes: s.lanes,
-    stillQueued: s.stillQueued,
-    lost: s.lost,
-    duplicateSolves: s.duplicateSolves,
-    p50Ms: s.p50Ms,
-    p95Ms: s.p95Ms,
-    solveP95Ms: s.solveP95Ms,
-    durationMs: s.durationMs,
-    complete: s.complete,
-    endedBy: s.endedBy,
-    failuresByCode: s.failuresByCode,
-    dlqByReason: s.dlqByReason,
-    solver: s.solver,
-    consumer: s.consumer,
-    ...(s.governor ? { governor: s.governor } : {}),
-  };
 }
 
 function serveInstructions(stack: LocalStack, stackFile: string): string {

@@ -10,12 +10,7 @@ import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventb
 import { sleep as wait } from '../core/helpers/time.js';
 import type { CompletionEvents } from '../core/ports.js';
 import type { TaskResult } from '../core/results.js';
-import {
-  COMPLETION_EVENT_DETAIL_TYPE,
-  COMPLETION_EVENT_SOURCE,
-  toCompletionEvent,
-  type CompletionEvent,
-} from '../core/events.js';
+import { COMPLETION_EVENT_DETAIL_TYPE, toCompletionEvent, type CompletionEvent } from '../core/events.js';
 
 /** Thrown when EventBridge refused the event after every attempt. */
 export class EventPublishError extends Error {
@@ -32,6 +27,8 @@ export class EventPublishError extends Error {
 export interface EventBridgePublisherOptions {
   client: Pick<EventBridgeClient, 'send'>;
   busName: string;
+  /** The fleet's event source (settings.eventSource): the bus policy admits no other. */
+  source: string;
   includeAnswer: boolean;
   attempts?: number;
   /** Backoff between attempts, ms (doubles each time). */
@@ -53,7 +50,7 @@ export function createEventBridgePublisher(options: EventBridgePublisherOptions)
               Entries: [
                 {
                   EventBusName: options.busName,
-                  Source: COMPLETION_EVENT_SOURCE,
+                  Source: options.source,
                   DetailType: COMPLETION_EVENT_DETAIL_TYPE,
                   Detail: JSON.stringify(event),
                   Resources: [],

@@ -2,12 +2,14 @@
  * Governor state in DynamoDB: one item (`id` = GOVERNOR_STATE_ID) in the governor table, so
  * ticks in different invocations form one control loop. Each save is a conditional put on the
  * version it read: a second governor (an overlapping invocation, the CLI) cannot overwrite a
- * newer state, it gets a GovernorStateConflictError and does not act.
+ * newer state, it gets a GovernorStateConflictError and does not act. An item in the older flat
+ * shape is migrated on load (migrateGovernorState), so an upgrade keeps the control loop's memory.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GOVERNOR_STATE_ID } from '../core/deployment.js';
 import { GovernorStateConflictError, type GovernorStateStore } from '../core/governor/ports.js';
+import { type LegacyGovernorState, migrateGovernorState } from '../core/governor/state.js';
 import type { GovernorState, GovernorStatus } from '../core/governor/types.js';
 
 export interface DynamoGovernorStateOptions {
@@ -25,9 +27,11 @@ export function createDynamoGovernorState(options: DynamoGovernorStateOptions): 
       const out = await options.documents.send(
         new GetCommand({ TableName: options.tableName, Key: { id }, ConsistentRead: true }),
       );
-      const item = out.Item as { state?: GovernorState; version?: number } | undefined;
+      const item = out.Item as { state?: GovernorState | LegacyGovernorState; version?: number } | undefined;
       if (item?.state === undefined || typeof item.version !== 'number') return undefined;
-      return { state: item.state, version: item.version };
+      // An item written by a release before the state was grouped is migrated here; the next
+      // save (conditional on this version) writes the grouped shape.
+      return { state: migrateGovernorState(item.state), version: item.version };
     },
     async save(state, expectedVersion) {
       const version = (expectedVersion ?? 0) + 1;

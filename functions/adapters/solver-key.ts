@@ -101,7 +101,7 @@ export function createKeyedSolver(loadKey: () => Promise<string>, build: (key: s
     try {
       key = await loadKey();
     } catch (error) {
-      throw new SolverAccountError(SOLVER_KEY_UNUSABLE, 'account', { message: (error as Error).message });
+      throw new SolverAccountError(SOLVER_KEY_UNUSABLE, { message: (error as Error).message });
     }
     solver = build(key);
     return solver;

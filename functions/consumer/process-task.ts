@@ -33,6 +33,8 @@ import {
   type SolverMethod,
 } from '../core/solver-protocol.js';
 import { parseTask, type Task } from '../core/task.js';
+import type { ThreadLedgerRecorder } from '../core/thread-ledger.js';
+import { ThreadTracking } from './thread-tracking.js';
 
 /** SQS caps a visibility timeout at 12 hours. */
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
@@ -72,6 +74,8 @@ export interface ConsumerDeps {
   /** Completion events; none are published when absent. */
   events?: CompletionEvents;
   timing?: Partial<ConsumerTiming>;
+  /** Where over-cap answers, acceptances and held threads are recorded for the governor; none when absent. */
+  threadLedger?: ThreadLedgerRecorder;
 }
 
 /** A record handed back to the queue on purpose; the batch processor reports it as failed. */
@@ -240,6 +244,7 @@ class TaskRun {
   private readonly message: DeliveredMessage;
   private readonly claimToken: string;
   private claimLost = false;
+  private readonly threads: ThreadTracking;
   /** Solver responses of this delivery, counted as they come and emitted once it ends. */
   private readonly answers = { submissions: 0, resultRequests: 0, transientErrors: 0, taskErrors: 0 };
 
@@ -262,6 +267,7 @@ class TaskRun {
         receiveCount: this.receiveCount,
       },
     });
+    this.threads = new ThreadTracking(this.deps.threadLedger, ctx.clock, this.log);
   }
 
   async run(): Promise<void> {
@@ -320,8 +326,10 @@ class TaskRun {
         );
       }
     } finally {
-      // Every path (solved, failed, handed back, claim lost) reports the requests it made.
+      // Every path (solved, failed, handed back, claim lost) reports the requests it made
+      // and frees the thread it held in the ledger.
       this.emitAnswerCounts();
+      await this.threads.settle();
     }
   }
 
@@ -332,6 +340,7 @@ class TaskRun {
    * invocation may still be retrying; the rest is summed and emitted when the delivery ends.
    */
   private countAnswer(answer: SolverAnswer): void {
+    this.threads.onAnswer(answer);
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {
       // No extra dimension: the single metric keeps the plain `service` dimension the alarms,
       // the dashboard and the governor read.

@@ -1,7 +1,8 @@
 /**
  * Wire the consumer from the parsed environment: AWS clients, the results table, the queues,
  * metrics, the solver client with its key, and completion events when a bus is configured.
- * `handler.ts` uses it in Lambda; the local runtime may use it with its own sink and logger.
+ * `handler.ts` uses it in Lambda; the local runtime uses it with its own clients, solver, sink,
+ * logger, events and a wrapped repository.
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -11,9 +12,10 @@ import { createMetrics, type EmfSink } from '../adapters/metrics.js';
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
+import { createDynamoThreadLedger, threadLeaseMs } from '../adapters/thread-ledger.js';
 import type { FleetEnvironment } from '../core/environment.js';
 import { SERVICES } from '../core/metric-names.js';
-import type { CompletionEvents, SolverPort } from '../core/ports.js';
+import type { CompletionEvents, ResultsRepository, SolverPort } from '../core/ports.js';
 import { createConsumerHandler, type ConsumerHandler, type ConsumerTiming } from './create-handler.js';
 
 export interface ConsumerWiringOptions {
@@ -28,6 +30,8 @@ export interface ConsumerWiringOptions {
   /** Defaults to EventBridge when `EVENT_BUS_NAME` is set, else none. */
   events?: CompletionEvents;
   timing?: Partial<ConsumerTiming>;
+  /** Wrap the results repository (the local runtime's crash knob, local/chaos.ts). @default as is */
+  wrapRepository?: (repository: ResultsRepository) => ResultsRepository;
 }
 
 /** Build the consumer handler. Reads the solver key (once) unless a solver is passed. */
@@ -54,25 +58,39 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     events = createEventBridgePublisher({
       client: new EventBridgeClient(baseClientConfig(environment.endpoint, clients.region)),
       busName: environment.eventBusName,
+      source: settings.eventSource,
       includeAnswer: settings.eventsIncludeAnswer,
     });
   }
+  const wrapRepository = options.wrapRepository ?? ((repository: ResultsRepository) => repository);
   const sourceQueueUrls = [
     environment.queueUrls.normal,
     ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
   ];
   return createConsumerHandler({
     solver,
-    repository: new DynamoResultsRepository({
-      documents: clients.documents,
-      tableName: environment.tables.results,
-      ttlSeconds: settings.resultTtlSeconds,
-    }),
+    repository: wrapRepository(
+      new DynamoResultsRepository({
+        documents: clients.documents,
+        tableName: environment.tables.results,
+        ttlSeconds: settings.resultTtlSeconds,
+      }),
+    ),
     queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls }),
     metrics,
     logger,
     settings,
     ...(events ? { events } : {}),
     ...(options.timing ? { timing: options.timing } : {}),
+    // Over-cap answers and held threads for the governor's next tick, on its table.
+    ...(environment.tables.governor !== undefined
+      ? {
+          threadLedger: createDynamoThreadLedger({
+            documents: clients.documents,
+            tableName: environment.tables.governor,
+            leaseMs: threadLeaseMs(settings),
+          }),
+        }
+      : {}),
   });
 }

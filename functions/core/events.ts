@@ -5,7 +5,8 @@
  */
 import type { TaskResult } from './results.js';
 
-export const COMPLETION_EVENT_SOURCE = 'captcha-fleet';
+// The event's `source` is the fleet's own (settings.eventSource, `captcha-fleet.<prefix>`), so two
+// fleets' events stay apart even when routed to one target.
 export const COMPLETION_EVENT_DETAIL_TYPE = 'CAPTCHA Task Completed';
 
 export interface CompletionEvent {

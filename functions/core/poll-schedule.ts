@@ -339,13 +339,13 @@ function makePlan(
   source: PollPlan['source'],
   offsetsMs: number[],
   minIntervalMs: number,
-  tailStartMs: number,
-  tailMaxMs: number,
+  tailStartWanted: number,
+  tailMaxWanted: number,
 ): PollPlan {
   const offsets = Object.freeze(offsetsMs.map((t) => Math.round(t)));
   // A zero gap would never advance the tail.
-  tailStartMs = Math.max(1, tailStartMs);
-  tailMaxMs = Math.max(tailStartMs, tailMaxMs);
+  const tailStartMs = Math.max(1, tailStartWanted);
+  const tailMaxMs = Math.max(tailStartMs, tailMaxWanted);
   const last = offsets[offsets.length - 1] as number;
   return {
     method,

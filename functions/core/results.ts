@@ -4,10 +4,17 @@
 import type { SolverMethod } from './solver-protocol.js';
 
 export type ResultStatus = 'solving' | 'solved' | 'failed' | 'rejected';
-export const TERMINAL_STATUSES: readonly ResultStatus[] = ['solved', 'failed', 'rejected'];
+/** The statuses a task ends in. */
+export type TerminalStatus = Exclude<ResultStatus, 'solving'>;
+export const TERMINAL_STATUSES: readonly TerminalStatus[] = ['solved', 'failed', 'rejected'];
 
-export function isTerminal(status: ResultStatus): boolean {
-  return status !== 'solving';
+/**
+ * True only for a known terminal status. A whitelist: a record read back without a status (or
+ * with one this code does not know) is not finished, so the consumer does not acknowledge it,
+ * `wait` does not return it and the demo reports it as unknown.
+ */
+export function isTerminal(status: unknown): status is TerminalStatus {
+  return (TERMINAL_STATUSES as readonly unknown[]).includes(status);
 }
 
 export interface TaskResult {

@@ -62,7 +62,10 @@ export const FleetConfigSchema = z.object({
   oldestMessageAlarmSeconds: int(10, 1_209_600).default(300),
   /** Governor tick inside one scheduled invocation, ms. */
   tickMs: int(100, 60_000).default(10_000),
-  /** Solver API base URL (in.php and res.php live under it). */
+  /**
+   * Solver API base URL (in.php and res.php live under it). `https://` except on a loopback
+   * address (the local simulator): res.php carries the key in its query string.
+   */
   solverBaseUrl: z.url().default('https://ocr.captchaai.com'),
   /** Which solver's error dialect to speak. */
   dialect: z.enum(DIALECTS).default('captchaai'),
@@ -87,7 +90,36 @@ export interface FleetSettings extends ParsedFleetConfig {
   leaseSeconds: number;
   queueNames: { normal: string; high: string; dlq: string };
   tableNames: { results: string; governor: string };
+  /**
+   * CloudWatch namespace of every metric the fleet emits and reads (`CaptchaFleet/<prefix>`): the
+   * fleet's identity in its metrics, so two fleets in one account and region never read each
+   * other's signals (see {@link fleetMetricsNamespace}).
+   */
   metricsNamespace: string;
+  /** `source` of the fleet's completion events (`captcha-fleet.<prefix>`; see {@link fleetEventSource}). */
+  eventSource: string;
+}
+
+/**
+ * The fleet's metrics namespace. A namespace rather than a `fleet` dimension: every emitter and
+ * reader already takes the namespace from the settings, so EMF documents (whatever their
+ * dimension sets), GetMetricData queries, alarms and SEARCH expressions (`{"CaptchaFleet/<prefix>",…}`
+ * schemas) cannot disagree about it. A dimension would have to be added to every dimension set and
+ * every query by hand, and a query that missed it would read another dimension set: nothing.
+ */
+export function fleetMetricsNamespace(prefix: string): string {
+  return `CaptchaFleet/${prefix}`;
+}
+
+/** The fleet's completion-event `source`: its bus policy admits only this source, from the consumer. */
+export function fleetEventSource(prefix: string): string {
+  return `captcha-fleet.${prefix}`;
+}
+
+/** Hosts a solver may be reached on over plain HTTP: loopback only (the local simulator). */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase();
+  return host === 'localhost' || host === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }
 
 /** Seconds a handler keeps for claiming and recording around a solve. */
@@ -172,6 +204,7 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
       fix: `set minConcurrency ≤ ${Math.max(MAPPING_MIN_CONCURRENCY, highestCeiling)}`,
     });
   }
+  problems.push(...solverUrlProblems(config.solverBaseUrl));
   if (config.pauseBalance > config.haltBalance) {
     problems.push({
       field: 'pauseBalance',
@@ -210,8 +243,22 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
       dlq: `${config.prefix}-tasks-dlq`,
     },
     tableNames: { results: `${config.prefix}-results`, governor: `${config.prefix}-governor` },
-    metricsNamespace: 'CaptchaFleet',
+    metricsNamespace: fleetMetricsNamespace(config.prefix),
+    eventSource: fleetEventSource(config.prefix),
   };
+}
+
+/** The key travels in res.php's query string: only TLS may carry it off the machine. */
+function solverUrlProblems(solverBaseUrl: string): ConfigProblem[] {
+  const url = new URL(solverBaseUrl);
+  if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname))) return [];
+  return [
+    {
+      field: 'solverBaseUrl',
+      problem: `${solverBaseUrl} is not https:// (the solver key would travel in the clear in res.php's query string); plain http:// is accepted only on loopback (127.0.0.0/8, ::1, localhost) for the local simulator`,
+      fix: `use https://${url.host}${url.pathname === '/' ? '' : url.pathname}, e.g. https://ocr.captchaai.com`,
+    },
+  ];
 }
 
 function fixFor(field: string): string {

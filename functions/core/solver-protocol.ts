@@ -75,6 +75,12 @@ export function overCapCode(dialect: Dialect): string {
  */
 export const NO_FUNDS_CODE = 'ERROR_ZERO_BALANCE';
 
+/**
+ * Length of an account key on both services (32 hex characters); they answer
+ * ERROR_WRONG_USER_KEY to a key of any other length before looking it up.
+ */
+export const SOLVER_KEY_LENGTH = 32;
+
 /** Methods of schema v1, by the protocol's own names. */
 export const METHODS = [
   'userrecaptcha',
@@ -115,61 +121,75 @@ export const TOKEN_TTL_MS: Readonly<Partial<Record<SolverMethod, number>>> = {
   funcaptcha: 120_000,
 };
 
-/** Base of the solver's typed errors: the code, its class and the task id; never the key. */
-export class SolverError extends Error {
+/** What a SolverError carries besides its code. */
+export interface SolverErrorOptions {
+  taskId?: string;
+  message?: string;
+  cause?: unknown;
+}
+
+/**
+ * Base of the solver's typed errors: the code and the task id; never the key. The subclass IS
+ * the classification (the consumer and the client both branch on `instanceof`); `errorClass`
+ * is the same fact as a label for logs and metrics, fixed by each subclass, so the two can
+ * never disagree.
+ */
+export abstract class SolverError extends Error {
   override name = 'SolverError';
+  abstract readonly errorClass: SolverErrorClass;
   readonly code: string;
-  readonly errorClass: SolverErrorClass;
   readonly taskId: string | undefined;
-  constructor(
-    code: string,
-    errorClass: SolverErrorClass,
-    options: { taskId?: string; message?: string; cause?: unknown } = {},
-  ) {
+  constructor(code: string, options: SolverErrorOptions = {}) {
     super(
       options.message ?? `solver answered ${code}`,
       options.cause === undefined ? undefined : { cause: options.cause },
     );
     this.code = code;
-    this.errorClass = errorClass;
     this.taskId = options.taskId;
   }
 }
 
+/** No free thread on the plan: back off and submit again. */
 export class SolverOverCapError extends SolverError {
   override name = 'SolverOverCapError';
+  readonly errorClass = 'over_cap';
 }
+/** A passing fault (5xx, a body that is no answer, a timeout of one request): retry. */
 export class SolverTransientError extends SolverError {
   override name = 'SolverTransientError';
+  readonly errorClass = 'transient';
 }
+/** This task cannot be solved as sent: record it `failed` with the code. */
 export class SolverTaskError extends SolverError {
   override name = 'SolverTaskError';
+  readonly errorClass = 'task_terminal';
 }
+/** The key or the account is refused: leave the task queued, pause the fleet. */
 export class SolverAccountError extends SolverError {
   override name = 'SolverAccountError';
+  readonly errorClass = 'account';
 }
 /** The overall deadline passed (or the caller aborted) before an answer came. */
 export class SolverTimeoutError extends SolverError {
   override name = 'SolverTimeoutError';
+  readonly errorClass = 'transient';
 }
 
-/** Build the typed error for a code in a dialect. */
-export function solverErrorFor(
-  code: string,
-  dialect: Dialect,
-  options: { taskId?: string; message?: string; cause?: unknown } = {},
-): SolverError {
+/** The error class that stands for each code class; `not_ready` is no error. */
+const ERROR_BY_CLASS: Readonly<
+  Record<Exclude<SolverErrorClass, 'not_ready'>, new (code: string, options?: SolverErrorOptions) => SolverError>
+> = {
+  over_cap: SolverOverCapError,
+  transient: SolverTransientError,
+  task_terminal: SolverTaskError,
+  account: SolverAccountError,
+};
+
+/** Build the typed error for a code in a dialect (a not-ready code, asked for anyway, is transient). */
+export function solverErrorFor(code: string, dialect: Dialect, options: SolverErrorOptions = {}): SolverError {
   const errorClass = classifySolverCode(code, dialect);
-  switch (errorClass) {
-    case 'over_cap':
-      return new SolverOverCapError(code, errorClass, options);
-    case 'task_terminal':
-      return new SolverTaskError(code, errorClass, options);
-    case 'account':
-      return new SolverAccountError(code, errorClass, options);
-    default:
-      return new SolverTransientError(code, 'transient', options);
-  }
+  const ErrorForClass = errorClass === 'not_ready' ? SolverTransientError : ERROR_BY_CLASS[errorClass];
+  return new ErrorForClass(code, options);
 }
 
 /**

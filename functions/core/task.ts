@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import type { SolverMethod } from './solver-protocol.js';
+import { describeRefusedParam, FLEET_OWNED_PARAMS, METHOD_PARAMS } from './task-params.js';
 
 /** Largest task message accepted, bytes of UTF-8 JSON. */
 export const MAX_TASK_BYTES = 200 * 1024;
@@ -19,20 +20,45 @@ const siteKey = z
   .max(256)
   .regex(/^[A-Za-z0-9_\-.:]+$/, 'letters, digits, _ - . : only');
 const flag = z.union([z.literal(0), z.literal(1)]);
-/** Extra protocol parameters (proxy, userAgent, cookies, …) pass through verbatim. */
-const extra = z.union([z.string().max(4096), z.number(), z.boolean()]);
-const RESERVED = ['key', 'json', 'method', 'soft_id', 'header_acao', 'pingback'] as const;
+const text = (max: number) => z.string().max(max);
+/** Proxy and browser parameters of the token methods (2captcha's names and proxy types). */
+const browser = {
+  proxy: text(512),
+  proxytype: z.enum(['HTTP', 'HTTPS', 'SOCKS4', 'SOCKS5']),
+  userAgent: text(1024),
+} as const;
 
-function params<T extends z.ZodRawShape>(shape: T) {
-  // Reserved names are declared as never-present so the published JSON Schema forbids them too.
-  const reserved = Object.fromEntries(
-    RESERVED.map((name) => [name, z.never({ error: `"${name}" is set by the fleet, not by the task` }).optional()]),
-  ) as Record<(typeof RESERVED)[number], z.ZodOptional<z.ZodNever>>;
-  return z.object({ ...shape, ...reserved }).catchall(extra);
+type Method = keyof typeof METHOD_PARAMS;
+type MethodParam<M extends Method> = (typeof METHOD_PARAMS)[M][number];
+
+/**
+ * A method's params: exactly the names of METHOD_PARAMS (the type demands each one and no
+ * other), strict, so an unknown or fleet-owned name is refused and the published JSON Schema
+ * says `additionalProperties: false`.
+ */
+function params<M extends Method, T extends { [K in MethodParam<M>]: z.ZodType }>(
+  method: M,
+  shape: T & Record<Exclude<keyof T, MethodParam<M>>, never>,
+) {
+  return z
+    .strictObject(shape)
+    .describe(
+      `in.php parameters of ${method}, by the protocol's names. Only these are accepted: any other name, ` +
+        `and the fleet's own (${FLEET_OWNED_PARAMS.join(', ')}) in any spelling, is a SCHEMA_VIOLATION.`,
+    );
 }
 
 const common = {
-  id: z.string().regex(TASK_ID_PATTERN, 'id: 1-80 of A-Z a-z 0-9 _ -').optional(),
+  id: z
+    .string()
+    .regex(TASK_ID_PATTERN, 'id: 1-80 of A-Z a-z 0-9 _ -')
+    .optional()
+    .describe(
+      "The producer's idempotency key. The same id with the same method and params is the same task: " +
+        'a duplicate gets the first result and is never solved twice. The same id with other content, ' +
+        'while the first result lives (resultTtlSeconds, a day by default), is refused to the DLQ as ' +
+        'ID_CONFLICT. A rejected message does not hold its id. Omitted: the SQS message id.',
+    ),
   priority: z.enum(['normal', 'high']).optional(),
   submittedAt: z.number().int().min(0).max(8_640_000_000_000_000).optional(),
 };
@@ -41,63 +67,88 @@ export const TaskSchema = z.discriminatedUnion('method', [
   z.object({
     ...common,
     method: z.literal('userrecaptcha'),
-    params: params({
+    params: params('userrecaptcha', {
       googlekey: siteKey,
       pageurl: url,
       version: z.enum(['v2', 'v3']).optional(),
-      action: z.string().max(256).optional(),
+      action: text(256).optional(),
       min_score: z.number().min(0.1).max(0.9).optional(),
       invisible: flag.optional(),
       enterprise: flag.optional(),
-      'data-s': z.string().max(4096).optional(),
+      'data-s': text(4096).optional(),
+      domain: z.enum(['google.com', 'recaptcha.net']).optional(),
+      cookies: text(4096).optional(),
+      proxy: browser.proxy.optional(),
+      proxytype: browser.proxytype.optional(),
+      userAgent: browser.userAgent.optional(),
     }),
   }),
   z.object({
     ...common,
     method: z.literal('turnstile'),
-    params: params({
+    params: params('turnstile', {
       sitekey: siteKey,
       pageurl: url,
-      action: z.string().max(256).optional(),
-      data: z.string().max(4096).optional(),
-      pagedata: z.string().max(4096).optional(),
+      action: text(256).optional(),
+      data: text(4096).optional(),
+      pagedata: text(4096).optional(),
+      proxy: browser.proxy.optional(),
+      proxytype: browser.proxytype.optional(),
+      userAgent: browser.userAgent.optional(),
     }),
   }),
   z.object({
     ...common,
     method: z.literal('hcaptcha'),
-    params: params({
+    params: params('hcaptcha', {
       sitekey: siteKey,
       pageurl: url,
       invisible: flag.optional(),
-      data: z.string().max(4096).optional(),
+      data: text(4096).optional(),
+      domain: z.enum(['hcaptcha.com', 'js.hcaptcha.com']).optional(),
+      proxy: browser.proxy.optional(),
+      proxytype: browser.proxytype.optional(),
+      userAgent: browser.userAgent.optional(),
     }),
   }),
   z.object({
     ...common,
     method: z.literal('geetest'),
-    params: params({
+    params: params('geetest', {
       gt: z.string().min(8).max(64),
       challenge: z.string().min(8).max(128),
       pageurl: url,
-      api_server: z.string().max(256).optional(),
+      api_server: text(256).optional(),
+      offline: flag.optional(),
+      new_captcha: flag.optional(),
+      proxy: browser.proxy.optional(),
+      proxytype: browser.proxytype.optional(),
+      userAgent: browser.userAgent.optional(),
     }),
   }),
   z.object({
     ...common,
     method: z.literal('funcaptcha'),
-    params: params({ publickey: z.string().min(8).max(128), pageurl: url, surl: url.optional() }),
+    params: params('funcaptcha', {
+      publickey: z.string().min(8).max(128),
+      pageurl: url,
+      surl: url.optional(),
+      'data[blob]': text(4096).optional(),
+      proxy: browser.proxy.optional(),
+      proxytype: browser.proxytype.optional(),
+      userAgent: browser.userAgent.optional(),
+    }),
   }),
   z.object({
     ...common,
     method: z.literal('base64'),
-    params: params({
+    params: params('base64', {
       body: z
         .string()
         .min(100)
         .max(180_000)
         .regex(/^[A-Za-z0-9+/=\r\n]+$/, 'base64 characters only'),
-      textinstructions: z.string().max(140).optional(),
+      textinstructions: text(140).optional(),
       numeric: z.number().int().min(0).max(4).optional(),
       min_len: z.number().int().min(0).max(20).optional(),
       max_len: z.number().int().min(0).max(20).optional(),
@@ -105,13 +156,17 @@ export const TaskSchema = z.discriminatedUnion('method', [
       regsense: flag.optional(),
       calc: flag.optional(),
       language: z.number().int().min(0).max(2).optional(),
-      lang: z.string().max(8).optional(),
+      lang: text(8).optional(),
     }),
   }),
   z.object({
     ...common,
     method: z.literal('textcaptcha'),
-    params: params({ textcaptcha: z.string().min(1).max(140), lang: z.string().max(8).optional() }),
+    params: params('textcaptcha', {
+      textcaptcha: z.string().min(1).max(140),
+      language: z.number().int().min(0).max(2).optional(),
+      lang: text(8).optional(),
+    }),
   }),
 ]);
 
@@ -158,9 +213,9 @@ export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt:
   }
   const parsed = TaskSchema.safeParse(json);
   if (!parsed.success) {
-    const reason = parsed.error.issues
+    const reason = taskIssues(parsed.error, json)
       .slice(0, 5)
-      .map((issue) => `${issue.path.join('.') || '(message)'}: ${issue.message}`)
+      .map((issue) => `${issue.path || '(message)'}: ${issue.message}`)
       .join('; ');
     return reject('SCHEMA_VIOLATION', reason, id);
   }
@@ -176,6 +231,30 @@ export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt:
   };
 }
 
+/** One problem of a task message: where (`params.pageurl`) and what. */
+export interface TaskIssue {
+  path: string;
+  message: string;
+}
+
+/**
+ * The problems zod found, one per offending name: a refused parameter name is reported at
+ * `params.<name>`, with the name it would be read as (fleet-owned) or the closest allowed one.
+ * The producer client and the consumer both word their errors with it.
+ */
+export function taskIssues(error: z.ZodError, message: unknown): TaskIssue[] {
+  const method = (message as { method?: unknown } | null)?.method;
+  const known = typeof method === 'string' && method in METHOD_PARAMS ? METHOD_PARAMS[method as Method] : [];
+  return error.issues.flatMap((issue) => {
+    const path = issue.path.join('.');
+    if (issue.code !== 'unrecognized_keys' || path !== 'params') return [{ path, message: issue.message }];
+    return issue.keys.map((name) => ({
+      path: `params.${name.slice(0, 64)}`,
+      message: describeRefusedParam(name, String(method), known),
+    }));
+  });
+}
+
 export function supportedMethods(): SolverMethod[] {
   return TaskSchema.options.map((option) => option.shape.method.value);
 }
@@ -186,6 +265,11 @@ export function taskJsonSchema(): Record<string, unknown> {
     ...(z.toJSONSchema(TaskSchema, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>),
     $id: 'https://github.com/captcha-fleet/captcha-fleet/schema/task-v1.schema.json',
     title: 'captcha-fleet task message, schema v1',
+    description:
+      "One CAPTCHA task for the fleet. `id` is the producer's idempotency key: within the result TTL " +
+      '(resultTtlSeconds, 86400 s by default) an id names one task (method + params); a resend with the same ' +
+      'content gets the first result, other content is refused as ID_CONFLICT. `params` carries only the ' +
+      'in.php names listed for the method.',
   };
 }
 

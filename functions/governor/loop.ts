@@ -79,7 +79,7 @@ export function decisionLogFields(record: TickRecord): Record<string, unknown> {
     shortfall: d.shortfall,
     shortfallWarning: d.shortfallWarning,
     drainSeconds: d.drainSeconds === Number.POSITIVE_INFINITY ? 'never' : d.drainSeconds,
-    effectiveCap: d.state.effectiveCap,
+    effectiveCap: d.state.overCap.effectiveCap,
     backlog: { normal: s.lanes.normal.backlog, high: s.lanes.high?.backlog },
     inFlight: { normal: s.lanes.normal.inFlight, high: s.lanes.high?.inFlight },
     balance: s.balance,

@@ -4,7 +4,16 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { DIALECTS } from '../../functions/core/solver-protocol.js';
-import { createSolverSimulator, SolverSimConfigError, type SolverSimOptions } from './index.js';
+import {
+  createSolverSimulator,
+  type OutageWindow,
+  SolverSimConfigError,
+  type SolverSimOptions,
+  type SolverSimulator,
+} from './index.js';
+
+/** A well-formed key (32 hex characters) for the printed examples; any such key is accepted. */
+const EXAMPLE_KEY = '0123456789abcdef'.repeat(2);
 
 function integer(min: number) {
   return (value: string): number => {
@@ -26,6 +35,13 @@ function decimal(min: number, max = Number.POSITIVE_INFINITY) {
   };
 }
 
+/** `START:DURATION` in seconds (decimals allowed), collected into a list as the flag repeats. */
+function outageWindow(value: string, previous: OutageWindow[]): OutageWindow[] {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
+  if (!match) throw new InvalidArgumentError(`expected START:DURATION in seconds (e.g. 30:60), got "${value}"`);
+  return [...previous, { startMs: Number(match[1]) * 1000, durationMs: Number(match[2]) * 1000 }];
+}
+
 function buildProgram(): Command {
   return new Command('solver-sim')
     .description('Protocol-faithful 2captcha / CaptchaAI API simulator (in.php, res.php, GET /stats)')
@@ -42,8 +58,14 @@ function buildProgram(): Command {
     .addOption(new Option('--dialect <name>', 'which service the codes mean').choices(DIALECTS).default('captchaai'))
     .option('--seed <n>', 'seed of every random draw', integer(Number.MIN_SAFE_INTEGER), 1)
     .option('--bad-key', 'answer ERROR_KEY_DOES_NOT_EXIST to every request', false)
-    .option('--valid-keys <keys>', 'comma-separated keys to accept (default: any)')
+    .option('--valid-keys <keys>', 'comma-separated 32-character keys to accept (default: any 32-character key)')
     .option('--ban-after <n>', 'ban an IP after n requests with a rejected key', integer(1))
+    .option(
+      '--outage <start:duration>',
+      'be down (HTTP 503) from START s for DURATION s after start; repeatable',
+      outageWindow,
+      [] as OutageWindow[],
+    )
     .showHelpAfterError()
     .exitOverride();
 }
@@ -64,6 +86,7 @@ interface CliFlags {
   badKey: boolean;
   validKeys?: string;
   banAfter?: number;
+  outage: OutageWindow[];
 }
 
 function optionsFrom(flags: CliFlags): SolverSimOptions {
@@ -78,6 +101,7 @@ function optionsFrom(flags: CliFlags): SolverSimOptions {
     transientErrorRate: flags.errorRate,
     unsolvableRate: flags.unsolvableRate,
     badKey: flags.badKey,
+    outages: flags.outage,
   };
   if (flags.latencyMs !== undefined) options.medianMs = flags.latencyMs;
   if (flags.validKeys !== undefined)
@@ -100,7 +124,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
-  let simulator;
+  let simulator: SolverSimulator;
   try {
     simulator = createSolverSimulator(optionsFrom(program.opts<CliFlags>()));
   } catch (error) {
@@ -112,12 +136,16 @@ async function main(argv: string[]): Promise<number> {
   }
   const flags = program.opts<CliFlags>();
   const { url } = await simulator.listen(flags.port, flags.host);
-  // Never echo a configured key: it may be a copy of a real one.
-  const key = flags.validKeys === undefined ? 'any-key' : '<one-of-your-valid-keys>';
+  // Never echo a configured key: it may be a copy of a real one. Without one, any well-formed
+  // key works, so the examples show one (the services refuse a key that is not 32 characters).
+  const key = flags.validKeys === undefined ? EXAMPLE_KEY : '<one-of-your-valid-keys>';
   process.stdout.write(
     [
       `solver-sim listening at ${url} (dialect ${flags.dialect}, ${flags.threads} threads, balance $${flags.balance}, seed ${flags.seed})`,
       `  in.php:  ${url}/in.php    res.php: ${url}/res.php    stats: ${url}/stats`,
+      ...flags.outage.map(
+        (window) => `  outage: down (HTTP 503) from ${window.startMs / 1000} s for ${window.durationMs / 1000} s`,
+      ),
       'try:',
       `  curl -s '${url}/in.php?key=${key}&method=userrecaptcha&googlekey=6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-&pageurl=https://example.com&json=1'`,
       `  curl -s '${url}/res.php?key=${key}&action=get&id=<id>&json=1'`,

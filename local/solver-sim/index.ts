@@ -2,7 +2,7 @@
  * A protocol-faithful stand-in for the solver API (2captcha's in.php / res.php, as CaptchaAI
  * speaks it): unmodified third-party clients work against it when pointed at its URL. It models
  * what the fleet must respect — the plan's threads, other users of the key, the balance, slow
- * and failing solves, transient errors — and counts what the fleet did, so tests can prove the
+ * and failing solves, transient errors, outages — and counts what the fleet did, so tests can prove the
  * invariants ("never above the cap", "solved once", "no polling loss").
  */
 import type { Server } from 'node:http';
@@ -14,9 +14,11 @@ export { SolverSimModel } from './model.js';
 export type { SimRequest, SimResponse, SimTaskInfo, SolverSimStats } from './model.js';
 export {
   DEFAULT_SOLVE_TIMES,
+  OutageWindowSchema,
   SolverSimConfigError,
   SolverSimOptionsSchema,
   TRANSIENT_KINDS,
+  type OutageWindow,
   type ResolvedSolverSimOptions,
   type SolveTimeSpec,
   type SolverSimOptions,

@@ -7,8 +7,17 @@
  * request (and `stats()`) first settles the tasks whose time has come, in order. So a thread is
  * free exactly when its task is done, no timer has to be cleaned up, and a test may step a
  * hand-made clock instead of sleeping.
+ *
+ * Outage windows (options.outages) are read the same way: a request inside one answers HTTP 503,
+ * and a task's `readyAt` is its solve time laid over the clock with every window skipped, so an
+ * accepted task makes no progress while the service is down and resumes after.
  */
-import { NO_FUNDS_CODE, overCapCode, type SolverMethod } from '../../functions/core/solver-protocol.js';
+import {
+  NO_FUNDS_CODE,
+  overCapCode,
+  SOLVER_KEY_LENGTH,
+  type SolverMethod,
+} from '../../functions/core/solver-protocol.js';
 import type { Clock } from '../../functions/core/ports.js';
 import { answerFor, type SimAnswer } from './answers.js';
 import { normal, pick, stream, type Random } from './prng.js';
@@ -17,6 +26,7 @@ import {
   parseSimOptions,
   priceFor,
   solveTimeFor,
+  type OutageWindow,
   type ResolvedSolverSimOptions,
   type SolverSimOptions,
   type SolverSimUpdate,
@@ -59,6 +69,10 @@ export interface SolverSimStats {
   keyRejections: number;
   /** Requests answered with an injected transient failure (any kind). */
   transientErrors: number;
+  /** Requests answered HTTP 503 because they came inside an outage window. */
+  outageAnswers: number;
+  /** Whether the service is inside an outage window now. */
+  inOutage: boolean;
   /** This key's threads held now (accepted, not yet solved or unsolvable). */
   threadsInUse: number;
   /** Threads other users of the key hold now. */
@@ -91,7 +105,10 @@ export interface SolverSimStats {
   duplicateSolves: number;
   reportBad: number;
   reportGood: number;
-  /** Every error answer by code; injected failures as ERROR_SERVER_ERROR, HTTP_500, HTML_PAGE. */
+  /**
+   * Every error answer by code; injected failures as ERROR_SERVER_ERROR, HTTP_500, HTML_PAGE,
+   * outage answers as HTTP_503.
+   */
   errorsByCode: Record<string, number>;
 }
 
@@ -119,6 +136,8 @@ interface SimTask {
   params: Record<string, string>;
   signature: string;
   acceptedAt: number;
+  /** Solve time the task needs while the service is up, ms. */
+  workMs: number;
   readyAt: number;
   willFail: boolean;
   /** Charged on solve, micro-USD; reserved while solving so the balance cannot go below zero. */
@@ -135,7 +154,7 @@ const toUsd = (micros: number) => micros / MICROS;
 
 /** Human text sent next to a code in `json=1` answers (the services add an `error_text`). */
 const ERROR_TEXT: Readonly<Record<string, string>> = {
-  ERROR_WRONG_USER_KEY: 'The key is missing or malformed.',
+  ERROR_WRONG_USER_KEY: `The key is missing or malformed: it must be ${SOLVER_KEY_LENGTH} characters.`,
   ERROR_KEY_DOES_NOT_EXIST: 'The key does not exist.',
   ERROR_ZERO_BALANCE: 'No free threads or no money on the account.',
   ERROR_NO_SLOT_AVAILABLE: 'No slot available: the plan has no free thread.',
@@ -162,6 +181,8 @@ const HTML_PAGE =
 export class SolverSimModel {
   private options: ResolvedSolverSimOptions;
   private readonly clock: Clock;
+  /** Epoch ms the simulator was created: outage windows count from here. */
+  private readonly startedAt: number;
   private balanceMicros = 0;
   private random!: { latency: Random; unsolvable: Random; transient: Random; ids: Random };
   private nextId = 0;
@@ -180,6 +201,7 @@ export class SolverSimModel {
     const { clock, ...rest } = input;
     this.options = parseSimOptions(rest);
     this.clock = clock ?? Date.now;
+    this.startedAt = this.clock();
     this.balanceMicros = toMicros(this.options.balance);
     this.reseed();
     this.counters = emptyCounters(this.balanceMicros, 0);
@@ -193,7 +215,7 @@ export class SolverSimModel {
   /**
    * Change options while running. `balance` sets the balance now (a top-up or a drain); `seed`
    * restarts the random streams; thread changes apply to the next submission (held threads are
-   * never revoked, as on the real service).
+   * never revoked, as on the real service); new `outages` re-time the tasks still solving.
    */
   update(partial: SolverSimUpdate): void {
     this.settle(this.clock());
@@ -202,6 +224,9 @@ export class SolverSimModel {
     this.options = next;
     if (partial.balance !== undefined) this.balanceMicros = toMicros(next.balance);
     if (reseed) this.reseed();
+    if (partial.outages !== undefined) {
+      for (const task of this.pending) task.readyAt = this.readyAtFor(task.acceptedAt, task.workMs);
+    }
     this.notePeak();
   }
 
@@ -226,6 +251,8 @@ export class SolverSimModel {
       parameterRejections: c.parameterRejections,
       keyRejections: c.keyRejections,
       transientErrors: c.transientErrors,
+      outageAnswers: c.outageAnswers,
+      inOutage: this.inOutage(this.clock()),
       threadsInUse: this.pending.length,
       foreignThreads: this.options.foreignThreads,
       planThreads: this.options.planThreads,
@@ -272,18 +299,19 @@ export class SolverSimModel {
     const reply = new Reply(json, this.options.jsonIdType, this.counters.errorsByCode);
     if (request.endpoint === 'in') this.counters.submissions++;
     else if (request.fields.action === 'get') this.counters.resultRequests++;
+    // A service that is down answers nothing else: not the key check, not the balance.
+    if (this.inOutage(now)) {
+      this.counters.outageAnswers++;
+      return reply.unavailable();
+    }
 
     const bannedUntil = this.bannedUntilByIp.get(request.ip);
     if (bannedUntil !== undefined && bannedUntil > now) return reply.error('IP_BANNED');
-    const key = request.fields.key ?? '';
-    if (
-      key === '' ||
-      this.options.badKey ||
-      (this.options.validKeys !== undefined && !this.options.validKeys.includes(key))
-    ) {
+    const keyRefusal = this.keyRefusal(request.fields.key ?? '');
+    if (keyRefusal !== undefined) {
       this.counters.keyRejections++;
       this.noteBadKey(request.ip, now);
-      return reply.error(key === '' ? 'ERROR_WRONG_USER_KEY' : 'ERROR_KEY_DOES_NOT_EXIST');
+      return reply.error(keyRefusal);
     }
     // Drawn for every authenticated request so the sequence of failures depends only on the
     // sequence of requests, not on what they asked for.
@@ -296,6 +324,18 @@ export class SolverSimModel {
       return reply.error(request.parseError);
     }
     return request.endpoint === 'in' ? this.submit(request, now, reply) : this.result(request, now, reply);
+  }
+
+  /**
+   * Why a key is refused, if it is: the services check the shape first (a key that is not 32
+   * characters is ERROR_WRONG_USER_KEY whatever else is true), then whether it exists.
+   */
+  private keyRefusal(key: string): string | undefined {
+    if (key.length !== SOLVER_KEY_LENGTH) return 'ERROR_WRONG_USER_KEY';
+    if (this.options.badKey) return 'ERROR_KEY_DOES_NOT_EXIST';
+    if (this.options.validKeys !== undefined && !this.options.validKeys.includes(key))
+      return 'ERROR_KEY_DOES_NOT_EXIST';
+    return undefined;
   }
 
   private submit(request: SimRequest, now: number, reply: Reply): SimResponse {
@@ -320,7 +360,7 @@ export class SolverSimModel {
     // Both draws happen for every task so one option (say the median) never shifts the other.
     const z = normal(this.random.latency);
     const willFail = this.random.unsolvable() < this.options.unsolvableRate;
-    const solveMs = spec.medianMs * this.options.latencyScale * Math.exp(spec.spread * z);
+    const workMs = Math.max(0, Math.round(spec.medianMs * this.options.latencyScale * Math.exp(spec.spread * z)));
     // The image itself is not needed to rebuild the answer; keeping it would hold every upload.
     const { body: _image, ...answerParams } = params;
     const task: SimTask = {
@@ -329,7 +369,8 @@ export class SolverSimModel {
       params: answerParams,
       signature,
       acceptedAt: now,
-      readyAt: now + Math.max(0, Math.round(solveMs)),
+      workMs,
+      readyAt: this.readyAtFor(now, workMs),
       willFail,
       priceMicros,
       state: 'solving',
@@ -452,12 +493,26 @@ export class SolverSimModel {
     }
   }
 
+  /** Whether `now` falls inside an outage window. */
+  private inOutage(now: number): boolean {
+    const sinceStart = now - this.startedAt;
+    return this.options.outages.some(
+      (window) => sinceStart >= window.startMs && sinceStart < window.startMs + window.durationMs,
+    );
+  }
+
+  /** When a task accepted at `acceptedAt` that needs `workMs` of service time is done. */
+  private readyAtFor(acceptedAt: number, workMs: number): number {
+    return finishSkippingOutages(acceptedAt, workMs, this.startedAt, this.options.outages);
+  }
+
   /** Drop finished tasks older than `forgetAfterMs`; their ids become unknown. */
   private forget(now: number): void {
     const horizon = now - this.options.forgetAfterMs;
-    while (this.finishedHead < this.finished.length && this.finished[this.finishedHead]!.readyAt < horizon) {
-      this.tasks.delete(this.finished[this.finishedHead]!.id);
+    for (let oldest = this.finished[this.finishedHead]; oldest !== undefined && oldest.readyAt < horizon; ) {
+      this.tasks.delete(oldest.id);
       this.finishedHead++;
+      oldest = this.finished[this.finishedHead];
     }
     // Compact now and then instead of shifting the array on every removal.
     if (this.finishedHead > 1024 && this.finishedHead * 2 > this.finished.length) {
@@ -510,6 +565,7 @@ function emptyCounters(balanceStartMicros: number, threadsInUse: number) {
     parameterRejections: 0,
     keyRejections: 0,
     transientErrors: 0,
+    outageAnswers: 0,
     peakThreads: threadsInUse,
     peakThreadsTotal: 0,
     balanceStartMicros,
@@ -527,6 +583,32 @@ function emptyCounters(balanceStartMicros: number, threadsInUse: number) {
     reportGood: 0,
     errorsByCode: {} as Record<string, number>,
   };
+}
+
+/**
+ * The instant `workMs` of service time has passed since `from`, the outage windows (ms after
+ * `startedAt`) not counting: work stops when a window opens and resumes when it closes.
+ */
+function finishSkippingOutages(
+  from: number,
+  workMs: number,
+  startedAt: number,
+  outages: readonly OutageWindow[],
+): number {
+  const windows = outages
+    .map((window) => ({ start: startedAt + window.startMs, end: startedAt + window.startMs + window.durationMs }))
+    .sort((a, b) => a.start - b.start);
+  let at = from;
+  let remaining = workMs;
+  for (const window of windows) {
+    if (window.end <= at) continue;
+    if (window.start > at) {
+      if (at + remaining <= window.start) return at + remaining;
+      remaining -= window.start - at;
+    }
+    at = window.end;
+  }
+  return at + remaining;
 }
 
 /** Balance as the services print it: a plain decimal number. */
@@ -567,6 +649,12 @@ class Reply {
     return this.json
       ? this.jsonBody({ status: 0, request: code, error_text: ERROR_TEXT[code] ?? code })
       : this.plain(code);
+  }
+
+  /** The service is down (an outage window): what a load balancer answers for it. */
+  unavailable(): SimResponse {
+    this.count('HTTP_503');
+    return { status: 503, contentType: 'text/plain; charset=utf-8', body: 'Service Unavailable' };
   }
 
   transient(kind: TransientKind): SimResponse {

@@ -2,7 +2,7 @@
  * The simulator's knobs: one zod schema, defaults in one place, every problem listed at once.
  */
 import { z } from 'zod';
-import { DIALECTS, METHODS, type SolverMethod } from '../../functions/core/solver-protocol.js';
+import { DIALECTS, METHODS, SOLVER_KEY_LENGTH, type SolverMethod } from '../../functions/core/solver-protocol.js';
 import type { Clock } from '../../functions/core/ports.js';
 
 /** Ways a transient failure shows itself to a client. */
@@ -39,6 +39,15 @@ export const DEFAULT_SOLVE_TIMES: Readonly<Record<SolverMethod, SolveTimeSpec>> 
 };
 
 const usd = z.number().finite().min(0);
+
+/** A time the service is down: ms from the simulator's start, by its clock. */
+export const OutageWindowSchema = z.object({
+  /** When the outage begins, ms after the simulator was created. */
+  startMs: z.number().finite().min(0),
+  /** How long it lasts, ms. */
+  durationMs: z.number().finite().min(0),
+});
+export type OutageWindow = z.infer<typeof OutageWindowSchema>;
 const solveTime = z.object({ medianMs: z.number().finite().min(0), spread: z.number().finite().min(0).max(3) });
 
 /** What a simulator can be told, at construction or later through `update`. */
@@ -74,8 +83,8 @@ export const SolverSimOptionsSchema = z.object({
     .default([...TRANSIENT_KINDS]),
   /** Every request answers ERROR_KEY_DOES_NOT_EXIST (a revoked key). */
   badKey: z.boolean().default(false),
-  /** Keys accepted (all share one account); unset = any non-empty key. */
-  validKeys: z.array(z.string().min(1)).optional(),
+  /** Keys accepted (all share one account); unset = any well-formed (32-character) key. */
+  validKeys: z.array(z.string().length(SOLVER_KEY_LENGTH)).optional(),
   /** Ban a client IP (IP_BANNED) after this many requests with a rejected key; unset = never. */
   banAfterBadKeyRequests: z.number().int().min(1).optional(),
   /** How long an IP ban lasts, ms. */
@@ -89,6 +98,12 @@ export const SolverSimOptionsSchema = z.object({
   forgetAfterMs: z.number().int().min(0).default(3_600_000),
   /** Most ids one `action=get&ids=` request may ask for. */
   maxIdsPerRequest: z.number().int().min(1).default(100),
+  /**
+   * Times the service is down. Inside a window every in.php and res.php request (getbalance
+   * included) answers HTTP 503 with a short plain-text body, and accepted tasks make no progress:
+   * their solve time resumes when the window ends. Windows may overlap.
+   */
+  outages: z.array(OutageWindowSchema).default([]),
 });
 
 /** Options as given (every field optional), plus an optional clock for tests. */

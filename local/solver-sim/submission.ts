@@ -54,7 +54,7 @@ export function checkSubmission(
 
   if (rawMethod === 'post') {
     if (file === undefined || file.bytes.length === 0) return fail('ERROR_ZERO_CAPTCHA_FILESIZE');
-    const extension = file.filename.includes('.') ? file.filename.split('.').pop()!.toLowerCase() : '';
+    const extension = file.filename.includes('.') ? (file.filename.split('.').pop() ?? '').toLowerCase() : '';
     if (extension !== '' && !IMAGE_EXTENSIONS.has(extension)) return fail('ERROR_WRONG_FILE_EXTENSION');
     const sizeCode = imageSizeCode(file.bytes.length);
     if (sizeCode) return fail(sizeCode);

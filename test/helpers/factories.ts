@@ -118,7 +118,7 @@ export class ScriptedSolver implements SolverPort {
       }
       if (step.hang) {
         await wait(Math.max(0, options.deadlineAt - Date.now()), options.signal);
-        throw new SolverTimeoutError('TIMEOUT', 'transient', {
+        throw new SolverTimeoutError('TIMEOUT', {
           taskId: task.id,
           message: `no answer before the deadline for captcha ${solverId}`,
         });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { App } from 'aws-cdk-lib';
+import { ENV, parseEnvironment } from '../../functions/core/environment.js';
 import { ConfigError, MAPPING_MIN_CONCURRENCY, PLAN_THREADS, resolveSettings } from '../../functions/core/settings.js';
 import { fleetOptionsFromContext, initialCeilings, resolveFleetStackConfig } from '../../lib/config.js';
 import { CaptchaFleetStack } from '../../lib/fleet-stack.js';
@@ -128,4 +129,56 @@ describe('initial ceilings', () => {
       ),
     );
   });
+});
+
+describe('solverBaseUrl: https except on loopback (the key travels in res.php’s query string)', () => {
+  it('refuses http:// to a remote solver at synth, naming the problem and the fix', () => {
+    // Act
+    const problems = problemsOf(() =>
+      resolveFleetStackConfig({ fleet: { solverBaseUrl: 'http://ocr.captchaai.com' } }),
+    );
+    // Assess
+    expect(problems).toEqual([
+      expect.objectContaining({
+        field: 'solverBaseUrl',
+        problem: expect.stringMatching(
+          /http:\/\/ocr\.captchaai\.com is not https:\/\/ .*key would travel in the clear/,
+        ),
+        fix: expect.stringContaining('https://ocr.captchaai.com'),
+      }),
+    ]);
+  });
+
+  it('refuses it at cold start too, with the same message', () => {
+    // Prepare
+    const env = {
+      [ENV.config]: JSON.stringify({ solverBaseUrl: 'http://10.0.0.5:8080' }),
+      [ENV.normalQueueUrl]: 'http://127.0.0.1:1/q',
+      [ENV.dlqUrl]: 'http://127.0.0.1:1/dlq',
+      [ENV.resultsTable]: 'results',
+      [ENV.solverKeySecretArn]: 'arn:aws:secretsmanager:us-east-1:1:secret:k',
+    };
+    // Act
+    const problems = problemsOf(() => parseEnvironment(env));
+    // Assess
+    expect(problems.map((p) => p.field)).toEqual(['solverBaseUrl']);
+    expect(problems[0]?.fix).toContain('https://10.0.0.5:8080');
+  });
+
+  it.each([
+    'http://127.0.0.1:4100',
+    'http://127.8.9.10',
+    'http://localhost:4100',
+    'http://[::1]:4100',
+    'https://ocr.captchaai.com',
+  ])('accepts %s', (url) => {
+    expect(resolveSettings({ solverBaseUrl: url }).solverBaseUrl).toBe(url);
+  });
+
+  it.each(['http://128.0.0.1', 'http://localhost.example.com', 'http://127.0.0.1.nip.io', 'ftp://127.0.0.1'])(
+    'refuses %s',
+    (url) => {
+      expect(problemsOf(() => resolveSettings({ solverBaseUrl: url })).map((p) => p.field)).toEqual(['solverBaseUrl']);
+    },
+  );
 });

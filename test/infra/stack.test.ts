@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { GOVERNOR_STATE_ID, SOLVER_KEY_PLACEHOLDER, STACK_OUTPUTS } from '../../functions/core/deployment.js';
 import { ENV } from '../../functions/core/environment.js';
-import { COMPLETION_EVENT_SOURCE } from '../../functions/core/events.js';
+import { COMPLETION_EVENT_DETAIL_TYPE } from '../../functions/core/events.js';
 import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY, resolveSettings } from '../../functions/core/settings.js';
 import { ALARM_IDS } from '../../lib/fleet-alarms.js';
 import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
@@ -217,7 +217,37 @@ describe('default stack', () => {
     const [busId] = only(byType(s, 'AWS::Events::EventBus'));
     const putEvents = only(statementsOf(s).filter((st) => asArray(st.Action).includes('events:PutEvents')));
     expect(putEvents.Resource).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
-    expect(putEvents.Condition).toEqual({ StringEquals: { 'events:source': COMPLETION_EVENT_SOURCE } });
+    expect(putEvents.Condition).toEqual({
+      StringEquals: { 'events:source': settings.eventSource, 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE },
+    });
+  });
+
+  it('denies PutEvents on the bus to every principal but the consumer’s role, and any other source or type', () => {
+    // Prepare
+    const [busId] = only(byType(s, 'AWS::Events::EventBus'));
+    const [, consumer] = functionNamed(s, `${settings.prefix}-consumer`);
+    const consumerRole = consumer.Properties.Role;
+    // Act
+    const policies = byType(s, 'AWS::Events::EventBusPolicy');
+    // Assess
+    const statements = policies.flatMap(([, p]) => {
+      expect(p.Properties.EventBusName).toEqual({ Ref: busId });
+      return asArray(p.Properties.Statement as Statement | Statement[]);
+    });
+    const denyPut = (condition: unknown) =>
+      expect(statements).toContainEqual(
+        expect.objectContaining({
+          Effect: 'Deny',
+          Principal: { AWS: '*' },
+          Action: 'events:PutEvents',
+          Resource: { 'Fn::GetAtt': [busId, 'Arn'] },
+          Condition: condition,
+        }),
+      );
+    denyPut({ ArnNotEquals: { 'aws:PrincipalArn': consumerRole } });
+    denyPut({ StringNotEquals: { 'events:source': settings.eventSource } });
+    denyPut({ StringNotEquals: { 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE } });
+    expect(statements.filter((st) => st.Effect === 'Allow')).toEqual([]);
   });
 
   it('gives operators StartMessageMoveTask on the DLQ and SendMessage on the lanes only', () => {

@@ -119,7 +119,7 @@ describe('completion events from the consumer', () => {
     const solvedTask = recaptchaTask();
     const failedTask = imageTask();
     h.solver.script(failedTask.id as string, {
-      error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal', {
+      error: new SolverTaskError('ERROR_BAD_PARAMETERS', {
         taskId: failedTask.id as string,
         message: 'bad parameters',
       }),

@@ -12,7 +12,7 @@ import { ENV } from '../../functions/core/environment.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { ensureFleetResources } from '../../local/resources.js';
 import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
-import { deliver, sendMessage, sleep, type TestFleet } from '../helpers/fleet-fixture.js';
+import { deliver, sendMessage, type TestFleet } from '../helpers/fleet-fixture.js';
 import { imageTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
 import { HAS_MOTO, startMotoServer, type MotoServer } from '../helpers/moto.js';
 
@@ -72,7 +72,7 @@ describe.skipIf(!HAS_MOTO)('consumer Lambda entry (moto_server)', () => {
 
     const out = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
     const err = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
-    let delivery;
+    let delivery: Awaited<ReturnType<typeof deliver>> | undefined;
     try {
       delivery = await deliver(fleet, handler);
     } finally {

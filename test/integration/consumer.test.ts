@@ -347,7 +347,7 @@ describe('claims and duplicate deliveries', () => {
     await h.repository.claim({ task: parsed as never, claimToken: 'old', now: Date.now(), leaseMs: 1 });
     await h.repository.recordSolverId(parsed.id, 'old', 'sid-gone');
     await sleep(5);
-    h.solver.script(parsed.id, { error: new SolverTaskError('ERROR_WRONG_CAPTCHA_ID', 'task_terminal') });
+    h.solver.script(parsed.id, { error: new SolverTaskError('ERROR_WRONG_CAPTCHA_ID') });
     await h.send(task);
 
     await h.deliver();
@@ -406,7 +406,7 @@ describe('solver outcomes', () => {
     const h = await harness();
     const task = recaptchaTask();
     h.solver.script(task.id as string, {
-      error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal', {
+      error: new SolverTaskError('ERROR_BAD_PARAMETERS', {
         message: `in.php?key=${TEST_SOLVER_KEY}&method=userrecaptcha answered ERROR_BAD_PARAMETERS`,
       }),
     });
@@ -424,7 +424,7 @@ describe('solver outcomes', () => {
 
   it('resubmits an unsolvable captcha as often as the settings allow, then records it failed', async () => {
     const h = await harness({ unsolvableResubmits: 2 });
-    const unsolvable = () => ({ error: new SolverTaskError('ERROR_CAPTCHA_UNSOLVABLE', 'task_terminal') });
+    const unsolvable = () => ({ error: new SolverTaskError('ERROR_CAPTCHA_UNSOLVABLE') });
     const failing = imageTask();
     const recovering = imageTask();
     h.solver.script(failing.id as string, unsolvable(), unsolvable(), unsolvable(), {});
@@ -463,18 +463,18 @@ describe('solver outcomes', () => {
         notReady,
         { request: 'result', outcome: 'task_terminal', code: 'ERROR_BAD_DUPLICATES' },
       ],
-      error: new SolverTaskError('ERROR_BAD_DUPLICATES', 'task_terminal'),
+      error: new SolverTaskError('ERROR_BAD_DUPLICATES'),
     });
     // One not-ready poll, then four transient failures in a row: handed back.
     h.solver.script(flaky.id as string, {
       answers: [{ request: 'submit', outcome: 'accepted' }, notReady, transient, transient, transient, transient],
-      error: new SolverTransientError('HTTP_502', 'transient'),
+      error: new SolverTransientError('HTTP_502'),
       stage: 'poll',
     });
     // Four over-cap answers to in.php, the last one not retried: handed back.
     h.solver.script(refused.id as string, {
       answers: [overCap, overCap, overCap, overCap],
-      error: new SolverOverCapError('ERROR_NO_SLOT_AVAILABLE', 'over_cap'),
+      error: new SolverOverCapError('ERROR_NO_SLOT_AVAILABLE'),
     });
     for (const task of [failing, flaky, refused]) await h.send(task);
 
@@ -535,7 +535,7 @@ describe('solver outcomes', () => {
   it('hands an over-cap answer back to the queue with the claim released, then solves it on the next delivery', async () => {
     const h = await harness();
     const task = recaptchaTask();
-    h.solver.script(task.id as string, { error: new SolverOverCapError('ERROR_ZERO_BALANCE', 'over_cap') });
+    h.solver.script(task.id as string, { error: new SolverOverCapError('ERROR_ZERO_BALANCE') });
     const messageId = await h.send(task);
 
     const first = await h.deliver();
@@ -557,7 +557,7 @@ describe('solver outcomes', () => {
     const h = await harness({}, { timing: { retryBaseSeconds: 2, retryMaxSeconds: 8 } });
     const task = imageTask();
     const transient = () => ({
-      error: new SolverTransientError('ERROR_SERVER_ERROR', 'transient', {
+      error: new SolverTransientError('ERROR_SERVER_ERROR', {
         message: `GET https://ocr.captchaai.com/res.php?key=${TEST_SOLVER_KEY}&action=get failed: 502`,
       }),
     });
@@ -590,7 +590,7 @@ describe('solver outcomes', () => {
   it('leaves the task queued on an account error, counted so the governor can pause', async () => {
     const h = await harness();
     const task = recaptchaTask();
-    h.solver.script(task.id as string, { error: new SolverAccountError('ERROR_WRONG_USER_KEY', 'account') });
+    h.solver.script(task.id as string, { error: new SolverAccountError('ERROR_WRONG_USER_KEY') });
     const messageId = await h.send(task);
 
     const delivery = await h.deliver();
@@ -755,8 +755,8 @@ describe('batches', () => {
     await h.send(task);
     h.solver.script(
       task.id as string,
-      { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal') },
-      { error: new SolverTaskError('ERROR_BAD_PARAMETERS', 'task_terminal') },
+      { error: new SolverTaskError('ERROR_BAD_PARAMETERS') },
+      { error: new SolverTaskError('ERROR_BAD_PARAMETERS') },
     );
 
     const first = await h.deliver({ max: 1 });

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createQueueSignals } from '../../functions/adapters/queue-signals.js';
 import { createDynamoGovernorState, readGovernorStatus } from '../../functions/adapters/governor-state.js';
 import { GovernorStateConflictError } from '../../functions/core/governor/ports.js';
+import type { GovernorState } from '../../functions/core/governor/types.js';
 import { governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
 import { METRICS } from '../../functions/core/metric-names.js';
 import { startLocalGovernor, type LocalLane } from '../../local/governor-local.js';
@@ -77,10 +79,19 @@ describe('governor state on the DynamoDB emulator', () => {
     });
     const config = governorConfigFrom(fleet.settings);
     expect(await store.load()).toBeUndefined();
-    const first = { ...initialState(config, 1000), lastShrinkAt: 500, probeCeiling: 4, probeReason: 'outage' as const };
+    const initial = initialState(config, 1000);
+    const first: GovernorState = {
+      ...initial,
+      overCap: { ...initial.overCap, lastShrinkAt: 500 },
+      probe: { lastAt: 1000, recovery: { ceiling: 4, reason: 'outage' } },
+    };
     const v1 = await store.save(first, undefined);
     expect(await store.load()).toEqual({ state: first, version: v1 });
-    const second = { ...first, effectiveCap: 5, pausedReason: 'balance', pausedSince: 2000 };
+    const second: GovernorState = {
+      ...first,
+      overCap: { ...first.overCap, effectiveCap: 5 },
+      pause: { reason: 'balance', since: 2000 },
+    };
     const v2 = await store.save(second, v1);
     expect(v2).toBe(v1 + 1);
     expect((await store.load())?.state).toEqual(second);
@@ -98,12 +109,11 @@ describe('governor state on the DynamoDB emulator', () => {
     });
     const config = governorConfigFrom(fleet.settings);
     expect(await readGovernorStatus(store)).toBeUndefined();
-    const state = {
-      ...initialState(config, 1000),
-      recentUse: [{ at: 900, threads: 7 }],
-      haltCeiling: 3,
-      balanceSeen: { at: 1000, usd: 0.75 },
-      spendPerSecond: 0.001,
+    const initial = initialState(config, 1000);
+    const state: GovernorState = {
+      ...initial,
+      overCap: { ...initial.overCap, recentUse: [{ at: 900, threads: 7 }] },
+      spend: { haltCeiling: 3, lastRead: { at: 1000, usd: 0.75 }, perSecond: 0.001 },
       lastDecision: {
         at: 1000,
         code: 'HALT_LOW_BALANCE' as const,
@@ -127,6 +137,81 @@ describe('governor state on the DynamoDB emulator', () => {
     await store.save(state, undefined);
     expect((await store.load())?.state).toEqual(state);
     expect(await readGovernorStatus(store)).toEqual(state.lastDecision);
+  });
+
+  it('loads an item written in the older flat shape as the grouped state (migrated on load)', async () => {
+    // Prepare: the item as a release before the grouping wrote it, paused on the key.
+    const id = 'legacy-shape';
+    const legacy = {
+      effectiveCap: 6,
+      lastChangeAt: 1000,
+      lastProbeAt: 900,
+      pausedReason: 'account',
+      pausedSince: 1000,
+      outageTicks: 1,
+      ceilings: { normal: 3, high: 2 },
+      lastShrinkAt: 800,
+      probeCeiling: 2,
+      probeReason: 'resume',
+      recentUse: [{ at: 950, threads: 6 }],
+      refusedThreads: 7,
+      probeBackoff: 2,
+      haltCeiling: 3,
+      balanceSeen: { at: 1000, usd: 0.75 },
+      spendPerSecond: 0.001,
+    };
+    await fixture.clients.documents.send(
+      new PutCommand({ TableName: fleet.resources.tables.governor, Item: { id, version: 4, state: legacy } }),
+    );
+    const store = createDynamoGovernorState({
+      documents: fixture.clients.documents,
+      tableName: fleet.resources.tables.governor,
+      id,
+    });
+    // Act
+    const loaded = await store.load();
+    // Assess
+    expect(loaded).toEqual({
+      version: 4,
+      state: {
+        ceilings: { normal: 3, high: 2 },
+        lastChangeAt: 1000,
+        pause: { reason: 'account', since: 1000 },
+        probe: { lastAt: 900, recovery: { ceiling: 2, reason: 'resume' } },
+        overCap: {
+          effectiveCap: 6,
+          lastShrinkAt: 800,
+          recentUse: [{ at: 950, threads: 6 }],
+          refusedThreads: 7,
+          probeBackoff: 2,
+        },
+        spend: { lastRead: { at: 1000, usd: 0.75 }, perSecond: 0.001, haltCeiling: 3 },
+        outage: { ticks: 1 },
+      },
+    });
+  });
+
+  it('saves a migrated state over the legacy item on the version it read', async () => {
+    // Prepare
+    const id = 'legacy-resave';
+    const config = governorConfigFrom(fleet.settings);
+    const legacy = { ...initialState(config, 1000), effectiveCap: 8, lastProbeAt: 1000, outageTicks: 0 };
+    const { overCap: _o, probe: _p, spend: _s, outage: _u, ...flat } = legacy;
+    await fixture.clients.documents.send(
+      new PutCommand({ TableName: fleet.resources.tables.governor, Item: { id, version: 1, state: flat } }),
+    );
+    const store = createDynamoGovernorState({
+      documents: fixture.clients.documents,
+      tableName: fleet.resources.tables.governor,
+      id,
+    });
+    const loaded = await store.load();
+    // Act
+    const version = await store.save(loaded?.state as GovernorState, loaded?.version);
+    // Assess
+    expect(version).toBe(2);
+    expect((await store.load())?.state).toEqual(loaded?.state);
+    expect((await store.load())?.state.overCap.effectiveCap).toBe(8);
   });
 });
 

@@ -202,7 +202,8 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
 
   it('runs one tick from the same environment the Lambda gets (the CLI path), dry run first', async () => {
     // Prepare: the solver simulator answers getbalance; queues, mappings and function on moto; no governor table (memory state).
-    const simulator = createSolverSimulator({ validKeys: ['k-test'], balance: 0.5, planThreads: 10 });
+    const solverKey = 'fedcba9876543210'.repeat(2);
+    const simulator = createSolverSimulator({ validKeys: [solverKey], balance: 0.5, planThreads: 10 });
     const { url } = await simulator.listen(0, '127.0.0.1');
     try {
       const env = {
@@ -212,7 +213,7 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
         HIGH_QUEUE_URL: queueUrls.high,
         DLQ_URL: queueUrls.normal,
         RESULTS_TABLE: 'results',
-        SOLVER_KEY: 'k-test',
+        SOLVER_KEY: solverKey,
         CONSUMER_FUNCTION_NAME: 'consumer',
         EVENT_SOURCE_MAPPING_IDS: JSON.stringify(ids),
       };

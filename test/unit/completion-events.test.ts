@@ -42,12 +42,17 @@ function fakeClient(answers: Array<Partial<PutEventsCommandOutput> | Error>) {
 describe('completion events', () => {
   it('publishes one event per terminal result to the bus, without the answer by default', async () => {
     const { client, sent } = fakeClient([]);
-    await createEventBridgePublisher({ client, busName: 'fleet-bus', includeAnswer: false }).publish(solved);
+    await createEventBridgePublisher({
+      client,
+      busName: 'fleet-bus',
+      source: 'captcha-fleet.captcha-fleet',
+      includeAnswer: false,
+    }).publish(solved);
     expect(sent).toHaveLength(1);
     const entry = sent[0]!.input.Entries![0]!;
     expect(entry).toMatchObject({
       EventBusName: 'fleet-bus',
-      Source: 'captcha-fleet',
+      Source: 'captcha-fleet.captcha-fleet',
       DetailType: 'CAPTCHA Task Completed',
     });
     const detail = JSON.parse(entry.Detail!);
@@ -72,9 +77,13 @@ describe('completion events', () => {
       { FailedEntryCount: 1, Entries: [{ ErrorCode: 'InternalFailure', ErrorMessage: 'try again' }] },
       new Error('socket hang up'),
     ]);
-    await createEventBridgePublisher({ client, busName: 'b', includeAnswer: false, sleep: async () => {} }).publish(
-      solved,
-    );
+    await createEventBridgePublisher({
+      client,
+      busName: 'b',
+      source: 'captcha-fleet.captcha-fleet',
+      includeAnswer: false,
+      sleep: async () => {},
+    }).publish(solved);
     expect(sent).toHaveLength(3);
   });
 
@@ -84,6 +93,7 @@ describe('completion events', () => {
     const publishing = createEventBridgePublisher({
       client,
       busName: 'b',
+      source: 'captcha-fleet.captcha-fleet',
       includeAnswer: true,
       sleep: async () => {},
     }).publish(solved);

@@ -9,10 +9,12 @@ import {
   planCap,
 } from '../../functions/core/governor/policy.js';
 import type {
+  Decision,
   GovernorConfig,
   GovernorSignals,
   GovernorState,
   LaneSignals,
+  PauseReason,
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 
@@ -59,13 +61,32 @@ function config(
 const total = (d: ReturnType<typeof decide>) =>
   (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
 
-describe('decide: table of cases', () => {
+/** The state with some of its groups replaced (tests build earlier ticks' states this way). */
+function withState(
+  base: GovernorState,
+  groups: {
+    overCap?: Partial<GovernorState['overCap']>;
+    spend?: Partial<GovernorState['spend']>;
+    probe?: Partial<GovernorState['probe']>;
+  },
+): GovernorState {
+  return {
+    ...base,
+    overCap: { ...base.overCap, ...groups.overCap },
+    spend: { ...base.spend, ...groups.spend },
+    probe: { ...base.probe, ...groups.probe },
+  };
+}
+
+describe('decide: the free threads', () => {
   const cfg = config();
   const state0 = initialState(cfg, T0);
 
   it('starts at the free threads at once, not trailing demand', () => {
     // Prepare: a small current ceiling and a fresh backlog.
-    const d = decide(signals({}, { ceiling: 2, inFlight: 2, backlog: 300 }), state0, cfg);
+    const tick = signals({}, { ceiling: 2, inFlight: 2, backlog: 300 });
+    // Act
+    const d = decide(tick, state0, cfg);
     // Assess
     expect(d.reason.code).toBe('FREE_THREADS');
     expect(d.ceilings.normal).toBe(8);
@@ -74,144 +95,269 @@ describe('decide: table of cases', () => {
   });
 
   it('subtracts reserved threads and divides by tasks per invocation', () => {
+    // Prepare
     const c = config({}, { planThreads: 50, reservedThreads: 10, tasksPerInvocation: 3 });
+    // Act
     const d = decide(signals({}, { ceiling: 2 }), initialState(c, T0), c);
+    // Assess
     expect(d.ceilings.normal).toBe(13); // ⌊40 / 3⌋
     expect(d.ceilings.normal * 3).toBeLessThanOrEqual(40);
     expect(d.freeThreads).toBe(39);
   });
 
   it('stays at the free threads while idle and says so', () => {
+    // Act
     const d = decide(signals({}, { backlog: 0, inFlight: 0, arrivalRate: 0, ceiling: 8 }), state0, cfg);
+    // Assess
     expect(d.reason.code).toBe('IDLE');
     expect(d.ceilings.normal).toBe(8);
   });
+});
 
-  it('halts under the halt level: clamps to in flight at the crossing, then holds that value', () => {
-    const d = decide(signals({ balance: 0.5 }, { ceiling: 8, inFlight: 3 }), state0, cfg);
-    expect(d.reason.code).toBe('HALT_LOW_BALANCE');
-    expect(d.ceilings.normal).toBe(3);
-    expect(d.state.haltCeiling).toBe(3);
-    // A dip in use does not ratchet it down…
-    const dip = decide(signals({ now: T0 + 20_000, balance: 0.45 }, { ceiling: 3, inFlight: 1 }), d.state, cfg);
-    expect(dip.ceilings.normal).toBe(3);
-    expect(dip.reason.message).toMatch(/held/);
-    // …and a backlog does not raise it.
+describe('decide: halt on a low balance', () => {
+  const cfg = config();
+  const state0 = initialState(cfg, T0);
+  /** The crossing (3 in flight), a dip in use, then a backlog: the three halted ticks. */
+  const halted = () => {
+    const crossing = decide(signals({ balance: 0.5 }, { ceiling: 8, inFlight: 3 }), state0, cfg);
+    const dip = decide(signals({ now: T0 + 20_000, balance: 0.45 }, { ceiling: 3, inFlight: 1 }), crossing.state, cfg);
     const up = decide(
       signals({ now: T0 + 30_000, balance: 0.4 }, { ceiling: 3, inFlight: 3, backlog: 500 }),
       dip.state,
       cfg,
     );
-    expect(up.ceilings.normal).toBe(3);
-    expect(up.reason.message).toMatch(/halt/i);
-    // Nothing in flight at the crossing: the minimum, not 0.
-    const low = decide(signals({ balance: 0.5 }, { ceiling: 4, inFlight: 0 }), state0, cfg);
-    expect(low.ceilings.normal).toBe(2);
-    // Topped up over the halt level: back at the free threads, the hold forgotten.
-    const topped = decide(signals({ now: T0 + 40_000, balance: 5 }, { ceiling: 3 }), up.state, cfg);
-    expect(topped.ceilings.normal).toBe(8);
-    expect(topped.state.haltCeiling).toBeUndefined();
+    return { crossing, dip, up };
+  };
+
+  it('clamps the ceiling to in flight at the crossing', () => {
+    // Act
+    const { crossing } = halted();
+    // Assess
+    expect(crossing.reason.code).toBe('HALT_LOW_BALANCE');
+    expect(crossing.ceilings.normal).toBe(3);
+    expect(crossing.state.spend.haltCeiling).toBe(3);
   });
 
-  it('pauses under the pause level and resumes at the free threads on the first read that shows funds', () => {
-    const d = decide(signals({ balance: 0.05 }), state0, cfg);
-    expect(d.paused).toBe(true);
-    expect(d.enabled).toEqual({ normal: false, high: false });
-    expect(d.reason.code).toBe('PAUSE_LOW_BALANCE');
-    // Still low: stays paused.
-    const still = decide(signals({ now: T0 + 11_000, balance: 0.05 }, { enabled: false }), d.state, cfg);
+  it('does not ratchet the hold down on a dip in use', () => {
+    // Act
+    const { dip } = halted();
+    // Assess
+    expect(dip.ceilings.normal).toBe(3);
+    expect(dip.reason.message).toMatch(/held/);
+  });
+
+  it('does not raise the hold on a backlog', () => {
+    // Act
+    const { up } = halted();
+    // Assess
+    expect(up.ceilings.normal).toBe(3);
+    expect(up.reason.message).toMatch(/halt/i);
+  });
+
+  it('holds at the minimum, not 0, when nothing is in flight at the crossing', () => {
+    // Act
+    const low = decide(signals({ balance: 0.5 }, { ceiling: 4, inFlight: 0 }), state0, cfg);
+    // Assess
+    expect(low.ceilings.normal).toBe(2);
+  });
+
+  it('goes back to the free threads and forgets the hold when topped up over the halt level', () => {
+    // Prepare
+    const { up } = halted();
+    // Act
+    const topped = decide(signals({ now: T0 + 40_000, balance: 5 }, { ceiling: 3 }), up.state, cfg);
+    // Assess
+    expect(topped.ceilings.normal).toBe(8);
+    expect(topped.state.spend.haltCeiling).toBeUndefined();
+  });
+});
+
+describe('decide: pause on a low balance', () => {
+  const cfg = config();
+  const state0 = initialState(cfg, T0);
+  /** Paused at $0.05, then still low a second later. */
+  const stillPaused = () => {
+    const paused = decide(signals({ balance: 0.05 }), state0, cfg);
+    const still = decide(signals({ now: T0 + 11_000, balance: 0.05 }, { enabled: false }), paused.state, cfg);
+    return { paused, still };
+  };
+
+  it('pauses under the pause level: every lane disabled', () => {
+    // Act
+    const { paused } = stillPaused();
+    // Assess
+    expect(paused.paused).toBe(true);
+    expect(paused.enabled).toEqual({ normal: false, high: false });
+    expect(paused.reason.code).toBe('PAUSE_LOW_BALANCE');
+  });
+
+  it('stays paused while the balance stays low', () => {
+    // Act
+    const { still } = stillPaused();
+    // Assess
     expect(still.paused).toBe(true);
-    // Topped up over the halt level: resumes at once (no cooldown, no doubling from the minimum).
+  });
+
+  it('resumes at the free threads on the first read over the halt level (no cooldown, no doubling)', () => {
+    // Prepare
+    const { still } = stillPaused();
+    // Act
     const resumed = decide(signals({ now: T0 + 12_000, balance: 20 }, { enabled: false }), still.state, cfg);
+    // Assess
     expect(12_000 - 10_000).toBeLessThan(cfg.probeCooldownMs);
     expect(resumed.paused).toBe(false);
     expect(resumed.reason.code).toBe('PROBE_RESUME');
     expect(resumed.ceilings.normal).toBe(8);
-    expect(resumed.state.probeCeiling).toBeUndefined();
-    // Topped up over the pause level only: resumes at the minimum with scaling halted.
+    expect(resumed.state.probe.recovery).toBeUndefined();
+  });
+
+  it('resumes at the minimum with scaling halted when topped up over the pause level only', () => {
+    // Prepare
+    const { still } = stillPaused();
+    // Act
     const part = decide(signals({ now: T0 + 12_000, balance: 0.5 }, { enabled: false }), still.state, cfg);
-    expect(part.paused).toBe(false);
-    expect(part.ceilings.normal).toBe(2);
-    const halted = decide(
+    const next = decide(
       signals({ now: T0 + 13_000, balance: 0.5 }, { ceiling: 2, inFlight: 2, backlog: 300 }),
       part.state,
       cfg,
     );
-    expect(halted.reason.code).toBe('HALT_LOW_BALANCE');
-    expect(halted.ceilings.normal).toBe(2);
-    // Funds back but the answers failing: the minimum, never up on a high error rate.
+    // Assess
+    expect(part.paused).toBe(false);
+    expect(part.ceilings.normal).toBe(2);
+    expect(next.reason.code).toBe('HALT_LOW_BALANCE');
+    expect(next.ceilings.normal).toBe(2);
+  });
+
+  it('resumes at the minimum when funds are back but the answers are failing', () => {
+    // Prepare
+    const { still } = stillPaused();
+    // Act
     const failing = decide(
       signals({ now: T0 + 12_000, balance: 20, errorRate: 0.5 }, { enabled: false }),
       still.state,
       cfg,
     );
+    // Assess
     expect(failing.paused).toBe(false);
     expect(failing.ceilings.normal).toBe(2);
   });
+});
+
+describe('decide: the spend rate', () => {
+  const c = config({}, { planThreads: 8, tickMs: 10_000 });
+  const s0 = withState(initialState(c, T0), { spend: { lastRead: { at: T0, usd: 0.2 } } });
 
   it('pauses one tick early when the spend rate says the balance will cross the pause level before the next tick', () => {
-    const c = config({}, { planThreads: 8, tickMs: 10_000 });
-    const s0 = { ...initialState(c, T0), balanceSeen: { at: T0, usd: 0.2 } };
-    // $0.05 in 10 s: $0.005/s, so two ticks ahead the $0.15 balance projects to $0.05 < $0.10.
-    const fast = decide(signals({ now: T0 + 10_000, balance: 0.15 }), s0, c);
+    // Prepare: $0.05 in 10 s: $0.005/s, so two ticks ahead the $0.15 balance projects to $0.05 < $0.10.
+    const tick = signals({ now: T0 + 10_000, balance: 0.15 });
+    // Act
+    const fast = decide(tick, s0, c);
+    // Assess
     expect(fast.paused).toBe(true);
     expect(fast.reason.code).toBe('PAUSE_LOW_BALANCE');
     expect(fast.reason.message).toMatch(/by the next tick/);
-    expect(fast.state.spendPerSecond).toBeCloseTo(0.005, 6);
-    // Slow spending at the same balance: no pause (the halt guard applies instead).
-    const slow = decide(
-      signals({ now: T0 + 10_000, balance: 0.15 }),
-      { ...s0, balanceSeen: { at: T0, usd: 0.151 } },
-      c,
-    );
-    expect(slow.paused).toBe(false);
-    expect(slow.reason.code).toBe('HALT_LOW_BALANCE');
-    // A missing balance is held, never projected from zero; the last read is kept.
-    const missing = decide(signals({ now: T0 + 10_000, balance: undefined }), s0, c);
-    expect(missing.paused).toBe(false);
-    expect(missing.reason.code).toBe('HOLD_MISSING_SIGNAL');
-    expect(missing.state.balanceSeen).toEqual({ at: T0, usd: 0.2 });
-    // The rate that paused the fleet is frozen while paused: the same balance does not resume it.
-    const again = decide(signals({ now: T0 + 20_000, balance: 0.15 }, { enabled: false }), fast.state, c);
-    expect(again.paused).toBe(true);
+    expect(fast.state.spend.perSecond).toBeCloseTo(0.005, 6);
   });
 
-  it('pauses on account errors and resumes only when the balance can be read again', () => {
-    const d = decide(signals({ accountErrors: 3, accountErrorCode: 'ERROR_WRONG_USER_KEY' }), state0, cfg);
+  it('does not pause on slow spending at the same balance (the halt guard applies instead)', () => {
+    // Act
+    const slow = decide(
+      signals({ now: T0 + 10_000, balance: 0.15 }),
+      withState(s0, { spend: { lastRead: { at: T0, usd: 0.151 } } }),
+      c,
+    );
+    // Assess
+    expect(slow.paused).toBe(false);
+    expect(slow.reason.code).toBe('HALT_LOW_BALANCE');
+  });
+
+  it('holds on a missing balance, never projects it from zero, and keeps the last read', () => {
+    // Act
+    const missing = decide(signals({ now: T0 + 10_000, balance: undefined }), s0, c);
+    // Assess
+    expect(missing.paused).toBe(false);
+    expect(missing.reason.code).toBe('HOLD_MISSING_SIGNAL');
+    expect(missing.state.spend.lastRead).toEqual({ at: T0, usd: 0.2 });
+  });
+
+  it('freezes the rate that paused the fleet: the same balance does not resume it', () => {
+    // Prepare
+    const fast = decide(signals({ now: T0 + 10_000, balance: 0.15 }), s0, c);
+    // Act
+    const again = decide(signals({ now: T0 + 20_000, balance: 0.15 }, { enabled: false }), fast.state, c);
+    // Assess
+    expect(again.paused).toBe(true);
+  });
+});
+
+describe('decide: pause on account errors', () => {
+  const cfg = config();
+  const state0 = initialState(cfg, T0);
+  const later = T0 + 10_000 + cfg.probeCooldownMs;
+  const pausedOnKey = () =>
+    decide(signals({ accountErrors: 3, accountErrorCode: 'ERROR_WRONG_USER_KEY' }), state0, cfg);
+  /** Resumed after the cooldown, then one tick later (inside the grace). */
+  const resumedOnKey = () => {
+    const resumed = decide(signals({ now: later, accountErrors: 3 }, { enabled: false }), pausedOnKey().state, cfg);
+    const next = decide(signals({ now: later + 1000, accountErrors: 3 }, { ceiling: 2 }), resumed.state, cfg);
+    return { resumed, next };
+  };
+
+  it('pauses and names the code it saw', () => {
+    // Act
+    const d = pausedOnKey();
+    // Assess
     expect(d.reason.code).toBe('PAUSE_ACCOUNT');
     expect(d.reason.message).toContain('ERROR_WRONG_USER_KEY');
-    const later = T0 + 10_000 + cfg.probeCooldownMs;
+  });
+
+  it('stays paused while the balance cannot be read', () => {
+    // Act
     const unreadable = decide(
       signals({ now: later, balance: undefined, accountErrors: 3 }, { enabled: false }),
-      d.state,
+      pausedOnKey().state,
       cfg,
     );
+    // Assess
     expect(unreadable.paused).toBe(true);
     expect(unreadable.reason.message).toMatch(/cannot be read/);
-    // The old window's account errors do not re-pause right after the resume.
-    const resumed = decide(signals({ now: later, accountErrors: 3 }, { enabled: false }), d.state, cfg);
+  });
+
+  it('resumes on a balance read after the cooldown, small, with the slow probe', () => {
+    // Act: the old window's account errors do not re-pause right after the resume.
+    const { resumed } = resumedOnKey();
+    // Assess: key and IP troubles keep the slow probe: back at the minimum, doubling per cooldown.
     expect(resumed.paused).toBe(false);
-    // Key and IP troubles keep the slow probe: back at the minimum, doubling per cooldown.
     expect(resumed.ceilings.normal).toBe(2);
-    expect(resumed.state.probeReason).toBe('resume');
-    const next = decide(signals({ now: later + 1000, accountErrors: 3 }, { ceiling: 2 }), resumed.state, cfg);
+    expect(resumed.state.probe.recovery?.reason).toBe('resume');
+  });
+
+  it("ignores the old window's account errors during the grace after a resume", () => {
+    // Act
+    const { next } = resumedOnKey();
+    // Assess
     expect(next.paused).toBe(false);
-    // After the grace, fresh account errors pause again.
+  });
+
+  it('pauses again on fresh account errors after the grace', () => {
+    // Prepare
+    const { next } = resumedOnKey();
+    // Act
     const again = decide(
       signals({ now: later + cfg.probeCooldownMs + 1, accountErrors: 1 }, { ceiling: 2 }),
       next.state,
       cfg,
     );
+    // Assess
     expect(again.reason.code).toBe('PAUSE_ACCOUNT');
   });
+});
 
-  it('does not increase while the error rate is over the threshold', () => {
-    const d = decide(signals({ errorRate: 0.2 }, { ceiling: 4 }), state0, cfg);
-    expect(d.reason.code).toBe('HIGH_ERROR_RATE');
-    expect(d.ceilings.normal).toBe(4);
-  });
-
-  it('steps down after several outage ticks and probes back', () => {
+describe('decide: errors and outages', () => {
+  const cfg = config();
+  const state0 = initialState(cfg, T0);
+  /** `outageTicks` ticks of mostly transient answers from the free threads. */
+  const outage = () => {
     let state: GovernorState = state0;
     const codes: string[] = [];
     let ceiling = 8;
@@ -225,55 +371,99 @@ describe('decide: table of cases', () => {
       state = d.state;
       ceiling = d.ceilings.normal;
     }
+    return { state, codes, ceiling };
+  };
+
+  it('does not increase while the error rate is over the threshold', () => {
+    // Act
+    const d = decide(signals({ errorRate: 0.2 }, { ceiling: 4 }), state0, cfg);
+    // Assess
+    expect(d.reason.code).toBe('HIGH_ERROR_RATE');
+    expect(d.ceilings.normal).toBe(4);
+  });
+
+  it('steps down after several outage ticks', () => {
+    // Act
+    const { codes, ceiling } = outage();
+    // Assess
     expect(codes.slice(0, -1).every((c) => c === 'HIGH_ERROR_RATE')).toBe(true);
     expect(codes.at(-1)).toBe('OUTAGE_STEP_DOWN');
     expect(ceiling).toBe(4);
-    // Errors gone: the next probe after a cooldown raises it back.
-    const healthy = decide(signals({ now: T0 + 5000 + cfg.probeCooldownMs }, { ceiling }), state, cfg);
-    expect(healthy.reason.code).toBe('OUTAGE_PROBE');
-    expect(healthy.ceilings.normal).toBe(8);
-    expect(healthy.state.probeCeiling).toBeUndefined();
   });
 
-  it('shrinks to the threads held when the solver refused, not the average use', () => {
-    const c = config({}, { planThreads: 50, tickMs: 10_000 });
-    // The fleet reached 33 in flight 50 s ago and 3 answers were over-cap; it averaged 21 threads.
-    const s0 = {
-      ...initialState(c, T0),
+  it('probes back after a cooldown once the errors are gone', () => {
+    // Prepare
+    const { state, ceiling } = outage();
+    // Act
+    const healthy = decide(signals({ now: T0 + 5000 + cfg.probeCooldownMs }, { ceiling }), state, cfg);
+    // Assess
+    expect(healthy.reason.code).toBe('OUTAGE_PROBE');
+    expect(healthy.ceilings.normal).toBe(8);
+    expect(healthy.state.probe.recovery).toBeUndefined();
+  });
+});
+
+describe('decide: over-cap answers shrink the cap to the threads held', () => {
+  const c = config({}, { planThreads: 50, tickMs: 10_000 });
+  // The fleet reached 33 in flight 50 s ago and 3 answers were over-cap; it averaged 21 threads.
+  const s0 = withState(initialState(c, T0), {
+    overCap: {
       recentUse: [
         { at: T0 - 50_000, threads: 33 },
         { at: T0 - 40_000, threads: 28 },
       ],
-    };
-    const over = { overCapAnswers: 3, overCapRate: 0.05, completionRate: 1.4, meanSolveMs: 15_000 };
-    const d = decide(signals({ now: T0, ...over }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
+    },
+  });
+  const over = { overCapAnswers: 3, overCapRate: 0.05, completionRate: 1.4, meanSolveMs: 15_000 };
+  const lane24 = { ceiling: 50, inFlight: 24, backlog: 0 };
+
+  it('shrinks to the peak less the invocations backing off, not the average use', () => {
+    // Act
+    const d = decide(signals({ now: T0, ...over }, lane24), s0, c);
+    // Assess
     expect(d.reason.code).toBe('OVER_CAP_SHRINK');
-    expect(d.state.effectiveCap).toBe(30); // 33 − 3 backing off, not 21
+    expect(d.state.overCap.effectiveCap).toBe(30); // 33 − 3 backing off, not 21
     expect(d.ceilings.normal).toBe(30);
-    // One answer shows one missing thread.
-    const one = decide(
-      signals({ now: T0, ...over, overCapAnswers: 1 }, { ceiling: 50, inFlight: 24, backlog: 0 }),
-      s0,
-      c,
-    );
-    expect(one.state.effectiveCap).toBe(32);
-    // Many answers: never below what completions say the fleet held.
-    const many = decide(
-      signals({ now: T0, ...over, overCapAnswers: 40 }, { ceiling: 50, inFlight: 24, backlog: 0 }),
-      s0,
-      c,
-    );
-    expect(many.state.effectiveCap).toBe(21);
   });
 
-  it('does not shrink twice on one lagging window, and probes back only after in flight reached the cap', () => {
-    const c = config({}, { planThreads: 50, tickMs: 10_000 });
-    const span = 2 * c.probeCooldownMs;
-    const s0 = { ...initialState(c, T0), recentUse: [{ at: T0 - 50_000, threads: 33 }] };
-    const over = { overCapAnswers: 3, completionRate: 1.4, meanSolveMs: 15_000 };
+  it('reads one answer as one missing thread', () => {
+    // Act
+    const one = decide(signals({ now: T0, ...over, overCapAnswers: 1 }, lane24), s0, c);
+    // Assess
+    expect(one.state.overCap.effectiveCap).toBe(32);
+  });
+
+  it('never shrinks below what completions say the fleet held', () => {
+    // Act
+    const many = decide(signals({ now: T0, ...over, overCapAnswers: 40 }, lane24), s0, c);
+    // Assess
+    expect(many.state.overCap.effectiveCap).toBe(21);
+  });
+
+  it('shrinks at the first tick that sees over-cap answers', () => {
+    // Prepare: locally the metric window is fresh: no earlier shrink, the first answers shrink at once.
+    const local = config({}, { planThreads: 8, tickMs: 1_000 });
+    const tick = signals(
+      { now: T0 + 1_000, overCapAnswers: 3, completionRate: 0, meanSolveMs: undefined },
+      { ceiling: 8, inFlight: 8 },
+    );
+    // Act
+    const d = decide(tick, initialState(local, T0), local);
+    // Assess
+    expect(d.reason.code).toBe('OVER_CAP_SHRINK');
+    expect(d.state.overCap.effectiveCap).toBe(5);
+    expect(d.ceilings.normal).toBe(5);
+  });
+});
+
+describe('decide: one shrink per lagging window, probes only after in flight reached the cap', () => {
+  const c = config({}, { planThreads: 50, tickMs: 10_000 });
+  const span = 2 * c.probeCooldownMs;
+  const s0 = withState(initialState(c, T0), { overCap: { recentUse: [{ at: T0 - 50_000, threads: 33 }] } });
+  const over = { overCapAnswers: 3, completionRate: 1.4, meanSolveMs: 15_000 };
+  /** d1: shrink to 30; d2: answers still in the window; d3: quiet below the cap; d4: at the cap; d5: probe. */
+  const ticks = () => {
     const d1 = decide(signals({ now: T0, ...over }, { ceiling: 50, inFlight: 24, backlog: 0 }), s0, c);
-    expect(d1.state.effectiveCap).toBe(30);
-    // Answers still in the window after a cooldown, within the metric span: not a second shrink.
     const d2 = decide(
       signals(
         { now: T0 + c.probeCooldownMs + 10_000, ...over, overCapAnswers: 5 },
@@ -282,233 +472,326 @@ describe('decide: table of cases', () => {
       d1.state,
       c,
     );
-    expect(d2.state.effectiveCap).toBe(30);
-    // Quiet, but the fleet never filled its cap: nothing was tested, no probe.
     const d3 = decide(signals({ now: T0 + span + 10_000 }, { ceiling: 30, inFlight: 22, backlog: 0 }), d2.state, c);
-    expect(d3.reason.code).toBe('FREE_THREADS');
-    expect(d3.state.effectiveCap).toBe(30);
-    // In flight reaches the cap; once the metric window has covered that moment without over-cap answers, probe.
     const d4 = decide(signals({ now: T0 + span + 20_000 }, { ceiling: 30, inFlight: 30, backlog: 4 }), d3.state, c);
-    expect(d4.state.effectiveCap).toBe(30);
     const d5 = decide(
       signals({ now: T0 + span + 20_000 + span / 2 }, { ceiling: 30, inFlight: 25, backlog: 0 }),
       d4.state,
       c,
     );
+    return { d1, d2, d3, d4, d5 };
+  };
+
+  it('does not shrink a second time on answers still in the window after a cooldown', () => {
+    // Act
+    const { d1, d2 } = ticks();
+    // Assess
+    expect(d1.state.overCap.effectiveCap).toBe(30);
+    expect(d2.state.overCap.effectiveCap).toBe(30);
+  });
+
+  it('does not probe while the fleet never filled its cap (nothing was tested)', () => {
+    // Act
+    const { d3 } = ticks();
+    // Assess
+    expect(d3.reason.code).toBe('FREE_THREADS');
+    expect(d3.state.overCap.effectiveCap).toBe(30);
+  });
+
+  it('probes once the metric window has covered in flight at the cap without over-cap answers', () => {
+    // Act
+    const { d4, d5 } = ticks();
+    // Assess
+    expect(d4.state.overCap.effectiveCap).toBe(30);
     expect(d5.reason.code).toBe('OVER_CAP_PROBE');
-    expect(d5.state.effectiveCap).toBe(31);
+    expect(d5.state.overCap.effectiveCap).toBe(31);
     expect(d5.ceilings.normal).toBe(31);
-    // The probe fails: the shrink goes back to the level just proven (30), whatever the ticks sampled.
+  });
+
+  it('shrinks back to the level just proven when the probe fails, whatever the ticks sampled', () => {
+    // Prepare
+    const { d5 } = ticks();
+    // Act
     const d6 = decide(
       signals({ now: T0 + 3 * span, ...over, overCapAnswers: 2 }, { ceiling: 31, inFlight: 31, backlog: 2 }),
       d5.state,
       c,
     );
+    // Assess
     expect(d6.reason.code).toBe('OVER_CAP_SHRINK');
-    expect(d6.state.effectiveCap).toBe(30);
+    expect(d6.state.overCap.effectiveCap).toBe(30);
   });
+});
 
-  it('backs off probing after failed probes, shrinks back at once when one fails, and resets when a probe holds', () => {
-    const c = config({}, { planThreads: 8, tickMs: 1_000 });
-    const cooldown = c.probeCooldownMs;
-    const span = 2 * cooldown;
-    // Shrunk to 5 (3 threads held by others) long enough ago; in flight fills the cap.
-    let state: GovernorState = {
-      ...initialState(c, T0),
-      effectiveCap: 5,
-      refusedThreads: 6,
-      lastShrinkAt: T0,
-      lastProbeAt: T0,
-      recentUse: [],
-    };
+describe('decide: over-cap probe backoff', () => {
+  const c = config({}, { planThreads: 8, tickMs: 1_000 });
+  const cooldown = c.probeCooldownMs;
+  const span = 2 * cooldown;
+
+  /** A fleet shrunk to 5 (3 threads held by others) long enough ago, whose in flight fills the cap. */
+  function shrunkFleet() {
+    let state: GovernorState = withState(initialState(c, T0), {
+      overCap: { effectiveCap: 5, refusedThreads: 6, lastShrinkAt: T0, recentUse: [] },
+      probe: { lastAt: T0 },
+    });
     let now = T0;
     const tick = (s: Partial<GovernorSignals>, l: Partial<LaneSignals>) => {
       const d = decide(signals({ now, ...s }, { backlog: 50, ...l }), state, c);
       state = d.state;
       return d;
     };
-    /** Fill the cap for half a span, then tick until the next probe; returns when it probed. */
+    /** Fill the cap, tick until the next probe; returns when it probed. */
     const probeAt = () => {
       for (now += 1_000; ; now += 1_000) {
         const d = tick({}, { ceiling: 5, inFlight: 5 });
         if (d.reason.code === 'OVER_CAP_PROBE') return now;
       }
     };
-    const waits: number[] = [];
-    let last = T0;
-    for (let failure = 1; failure <= 6; failure++) {
-      const probedAt = probeAt();
-      waits.push(probedAt - last);
-      expect(state.effectiveCap).toBe(6);
-      expect(state.unprovenProbeAt).toBe(probedAt);
-      // The probe fails: over-cap answers one tick later. The first time that is inside the metric
-      // span of the last shrink; the shrink still comes at once, back to where the probe started.
-      now += 1_000;
-      if (failure === 1) expect(now - (state.lastShrinkAt as number)).toBeLessThan(Math.max(cooldown, span));
-      const d = tick({ overCapAnswers: 2 }, { ceiling: 6, inFlight: 6 });
-      expect(d.reason.code).toBe('OVER_CAP_SHRINK');
-      expect(d.state.effectiveCap).toBe(5);
-      expect(d.ceilings.normal).toBe(5);
-      expect(d.state.probeBackoff).toBe(Math.min(16, 2 ** failure));
-      expect(d.state.unprovenProbeAt).toBeUndefined();
-      last = now;
+    /** Six probes that fail (over-cap answers one tick after each). */
+    const failSixProbes = () => {
+      const waits: number[] = [];
+      const failures: Array<{ probedState: GovernorState; probedAt: number; insideSpan: boolean; after: Decision }> =
+        [];
+      let last = T0;
+      for (let failure = 1; failure <= 6; failure++) {
+        const probedAt = probeAt();
+        const probedState = state;
+        waits.push(probedAt - last);
+        now += 1_000;
+        const insideSpan = now - (state.overCap.lastShrinkAt as number) < Math.max(cooldown, span);
+        const after = tick({ overCapAnswers: 2 }, { ceiling: 6, inFlight: 6 });
+        failures.push({ probedState, probedAt, insideSpan, after });
+        last = now;
+      }
+      return { waits, failures };
+    };
+    return {
+      tick,
+      probeAt,
+      failSixProbes,
+      get state() {
+        return state;
+      },
+      get now() {
+        return now;
+      },
+      set now(value: number) {
+        now = value;
+      },
+    };
+  }
+
+  it('probes one thread up, unproven until the window covers it', () => {
+    // Act
+    const { failures } = shrunkFleet().failSixProbes();
+    // Assess
+    for (const { probedState, probedAt } of failures) {
+      expect(probedState.overCap.effectiveCap).toBe(6);
+      expect(probedState.overCap.unprovenProbeAt).toBe(probedAt);
     }
-    // Each failed probe doubled the wait before the next, up to 16 × the cooldown.
+  });
+
+  it("shrinks back at once when a probe fails, even inside the last shrink's metric span", () => {
+    // Act
+    const { failures } = shrunkFleet().failSixProbes();
+    // Assess
+    expect(failures[0]?.insideSpan).toBe(true);
+    failures.forEach(({ after: d }, i) => {
+      expect(d.reason.code).toBe('OVER_CAP_SHRINK');
+      expect(d.state.overCap.effectiveCap).toBe(5);
+      expect(d.ceilings.normal).toBe(5);
+      expect(d.state.overCap.probeBackoff).toBe(Math.min(16, 2 ** (i + 1)));
+      expect(d.state.overCap.unprovenProbeAt).toBeUndefined();
+    });
+  });
+
+  it('doubles the wait before the next probe after each failed one, up to 16 × the cooldown', () => {
+    // Act
+    const { waits } = shrunkFleet().failSixProbes();
+    // Assess
     for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThanOrEqual(cooldown * Math.min(16, 2 ** i));
     expect(waits.at(-1)).toBeLessThan(cooldown * 16 + span);
-    // The foreign user leaves: the next probe holds once the window covers in flight at the new cap.
-    const probedAt = probeAt();
-    expect(state.effectiveCap).toBe(6);
-    now += 1_000;
-    const filled = tick({}, { ceiling: 6, inFlight: 6 });
-    expect(filled.state.unprovenProbeAt).toBe(probedAt); // not known yet: the window has not covered it
-    now += span / 2;
-    const held = tick({}, { ceiling: 6, inFlight: 6 });
-    expect(held.state.probeBackoff).toBeUndefined();
-    // Back to the plain cooldown: with it passed, the same tick probes the next thread.
-    expect(now - probedAt).toBeLessThan(2 * cooldown);
+  });
+
+  it('resets the backoff when a probe holds, and probes the next thread at the plain cooldown', () => {
+    // Prepare: the foreign user leaves after six failed probes.
+    const fleet = shrunkFleet();
+    fleet.failSixProbes();
+    const probedAt = fleet.probeAt();
+    expect(fleet.state.overCap.effectiveCap).toBe(6);
+    fleet.now += 1_000;
+    const filled = fleet.tick({}, { ceiling: 6, inFlight: 6 });
+    // Act: the window covers in flight at the new cap.
+    fleet.now += span / 2;
+    const held = fleet.tick({}, { ceiling: 6, inFlight: 6 });
+    // Assess
+    expect(filled.state.overCap.unprovenProbeAt).toBe(probedAt); // not known yet: the window has not covered it
+    expect(held.state.overCap.probeBackoff).toBeUndefined();
+    expect(fleet.now - probedAt).toBeLessThan(2 * cooldown);
     expect(held.reason.code).toBe('OVER_CAP_PROBE');
-    expect(held.state.effectiveCap).toBe(7);
-    expect(held.state.unprovenProbeAt).toBe(now);
+    expect(held.state.overCap.effectiveCap).toBe(7);
+    expect(held.state.overCap.unprovenProbeAt).toBe(fleet.now);
   });
 
   it('re-climbs below a failed probe level at the plain cooldown, keeping the backoff for that level', () => {
-    const c = config({}, { planThreads: 8, tickMs: 1_000 });
-    const cooldown = c.probeCooldownMs;
-    // A probe to 6 failed (backoff 4); late answers then shrank the cap to 4.
-    let state: GovernorState = {
-      ...initialState(c, T0),
-      effectiveCap: 4,
-      refusedThreads: 6,
-      lastShrinkAt: T0,
-      lastProbeAt: T0,
-      probeBackoff: 4,
-      failedProbeCap: 6,
-      recentUse: [],
-    };
-    let now = T0;
+    // Prepare: a probe to 6 failed (backoff 4); late answers then shrank the cap to 4.
+    let state: GovernorState = withState(initialState(c, T0), {
+      overCap: {
+        effectiveCap: 4,
+        refusedThreads: 6,
+        lastShrinkAt: T0,
+        probeBackoff: 4,
+        failedProbeCap: 6,
+        recentUse: [],
+      },
+      probe: { lastAt: T0 },
+    });
     const probes: Array<{ at: number; cap: number }> = [];
-    for (now = T0 + 1_000; now < T0 + 10 * cooldown; now += 1_000) {
-      const d = decide(
-        signals({ now }, { backlog: 50, ceiling: ceilingFor(state.effectiveCap, c), inFlight: state.effectiveCap }),
-        state,
-        c,
-      );
-      if (d.reason.code === 'OVER_CAP_PROBE') probes.push({ at: now - T0, cap: d.state.effectiveCap });
+    // Act
+    for (let now = T0 + 1_000; now < T0 + 10 * cooldown; now += 1_000) {
+      const cap = state.overCap.effectiveCap;
+      const d = decide(signals({ now }, { backlog: 50, ceiling: ceilingFor(cap, c), inFlight: cap }), state, c);
+      if (d.reason.code === 'OVER_CAP_PROBE') probes.push({ at: now - T0, cap: d.state.overCap.effectiveCap });
       state = d.state;
-      if (d.state.effectiveCap === 6) break;
+      if (d.state.overCap.effectiveCap === 6) break;
     }
+    // Assess
     expect(probes.map((p) => p.cap)).toEqual([5, 6]);
     // 4 → 5 is known ground: one cooldown (plus the window covering the cap). It held, but below 6: the backoff stays.
     expect(probes[0]!.at).toBeLessThan(2 * cooldown);
     // 5 → 6 failed before: it waits 4 cooldowns after the last probe.
     expect(probes[1]!.at - probes[0]!.at).toBeGreaterThanOrEqual(4 * cooldown);
-    expect(state.probeBackoff).toBe(4);
-  });
-
-  it('shrinks at the first tick that sees over-cap answers', () => {
-    // Locally the metric window is fresh: no earlier shrink, the first answers shrink at once.
-    const c = config({}, { planThreads: 8, tickMs: 1_000 });
-    const d = decide(
-      signals(
-        { now: T0 + 1_000, overCapAnswers: 3, completionRate: 0, meanSolveMs: undefined },
-        { ceiling: 8, inFlight: 8 },
-      ),
-      initialState(c, T0),
-      c,
-    );
-    expect(d.reason.code).toBe('OVER_CAP_SHRINK');
-    expect(d.state.effectiveCap).toBe(5);
-    expect(d.ceilings.normal).toBe(5);
+    expect(state.overCap.probeBackoff).toBe(4);
   });
 
   it('halves the gap to the refused level when probing back after a deep shrink', () => {
-    const c = config({}, { planThreads: 50, tickMs: 10_000 });
-    const span = 2 * c.probeCooldownMs;
-    // Refused at 41 in flight; 20 answers; completions say 21 held: cap 21.
-    const s0 = { ...initialState(c, T0), recentUse: [{ at: T0 - 30_000, threads: 41 }] };
+    // Prepare: refused at 41 in flight; 20 answers; completions say 21 held: cap 21.
+    const big = config({}, { planThreads: 50, tickMs: 10_000 });
+    const bigSpan = 2 * big.probeCooldownMs;
+    const s0 = withState(initialState(big, T0), { overCap: { recentUse: [{ at: T0 - 30_000, threads: 41 }] } });
     const d1 = decide(
       signals({ now: T0, overCapAnswers: 20, completionRate: 1.4, meanSolveMs: 15_000 }, { ceiling: 50, inFlight: 30 }),
       s0,
-      c,
+      big,
     );
-    expect(d1.state.effectiveCap).toBe(21);
-    const atCap = decide(signals({ now: T0 + span }, { ceiling: 21, inFlight: 21 }), d1.state, c);
-    const probe = decide(signals({ now: T0 + span + span / 2 }, { ceiling: 21, inFlight: 21 }), atCap.state, c);
+    const atCap = decide(signals({ now: T0 + bigSpan }, { ceiling: 21, inFlight: 21 }), d1.state, big);
+    // Act
+    const probe = decide(signals({ now: T0 + bigSpan + bigSpan / 2 }, { ceiling: 21, inFlight: 21 }), atCap.state, big);
+    // Assess
+    expect(d1.state.overCap.effectiveCap).toBe(21);
     expect(probe.reason.code).toBe('OVER_CAP_PROBE');
-    expect(probe.state.effectiveCap).toBe(31); // 21 + ⌈(40 − 21) / 2⌉
+    expect(probe.state.overCap.effectiveCap).toBe(31); // 21 + ⌈(40 − 21) / 2⌉
+  });
+});
+
+describe('decide: missing signals', () => {
+  const cfg = config();
+  const state0 = initialState(cfg, T0);
+
+  it.each([
+    { balance: undefined },
+    { errorRate: undefined },
+    { overCapAnswers: undefined },
+    { accountErrors: undefined },
+  ])('holds on a missing signal instead of reading it as zero: %o', (missing) => {
+    // Act
+    const d = decide(signals(missing, { ceiling: 3 }), state0, cfg);
+    // Assess
+    expect(d.reason.code).toBe('HOLD_MISSING_SIGNAL');
+    expect(d.ceilings.normal).toBe(3);
   });
 
-  it('holds on a missing signal instead of reading it as zero', () => {
-    for (const missing of [
-      { balance: undefined },
-      { errorRate: undefined },
-      { overCapAnswers: undefined },
-      { accountErrors: undefined },
-    ]) {
-      const d = decide(signals(missing, { ceiling: 3 }), state0, cfg);
-      expect(d.reason.code).toBe('HOLD_MISSING_SIGNAL');
-      expect(d.ceilings.normal).toBe(3);
-    }
+  it('holds on a missing backlog and names it', () => {
+    // Act
     const noBacklog = decide(signals({}, { ceiling: 3, backlog: undefined }), state0, cfg);
+    // Assess
     expect(noBacklog.reason.code).toBe('HOLD_MISSING_SIGNAL');
     expect(noBacklog.reason.message).toContain('normal backlog');
   });
+});
 
-  it('reports the capacity shortfall and warns past the usual thresholds', () => {
-    // 2 tasks/s × 10 s = 20 threads for arrivals + 600 queued × 10 s / 60 s = 100 more.
-    const d = decide(signals({ meanSolveMs: 10_000 }, { arrivalRate: 2, backlog: 600, inFlight: 8 }), state0, cfg);
+describe('decide: capacity shortfall', () => {
+  const cfg = config();
+  const state0 = initialState(cfg, T0);
+
+  it('reports the shortfall and warns past the usual thresholds', () => {
+    // Prepare: 2 tasks/s × 10 s = 20 threads for arrivals + 600 queued × 10 s / 60 s = 100 more.
+    const tick = signals({ meanSolveMs: 10_000 }, { arrivalRate: 2, backlog: 600, inFlight: 8 });
+    // Act
+    const d = decide(tick, state0, cfg);
+    // Assess
     expect(d.neededThreads).toBe(120);
     expect(d.shortfall).toBe(112);
     expect(d.shortfallWarning).toBe(true);
     expect(d.drainSeconds).toBe(Number.POSITIVE_INFINITY); // 0.8 solves/s < 2 arrivals/s
+  });
+
+  it('reports no shortfall and a finite drain when the free threads suffice', () => {
+    // Act
     const fine = decide(signals({ meanSolveMs: 10_000 }, { arrivalRate: 0.1, backlog: 10, inFlight: 2 }), state0, cfg);
+    // Assess
     expect(fine.shortfall).toBe(0);
     expect(fine.shortfallWarning).toBe(false);
     expect(fine.drainSeconds).toBeCloseTo(10 / 0.7, 5);
   });
+});
 
-  describe('two lanes', () => {
-    const c2 = config({ highLane: true }, { planThreads: 20 });
-    const s0 = initialState(c2, T0);
-    const two = (
-      high: Partial<LaneSignals>,
-      normal: Partial<LaneSignals> = {},
-      extra: Partial<GovernorSignals> = {},
-    ) => ({
-      ...signals(extra, { ceiling: 20, ...normal }),
-      lanes: { normal: lane({ ceiling: 20, ...normal }), high: lane({ ceiling: 2, enabled: false, ...high }) },
-    });
+describe('decide: two lanes', () => {
+  const c2 = config({ highLane: true }, { planThreads: 20 });
+  const s0 = initialState(c2, T0);
+  const two = (
+    high: Partial<LaneSignals>,
+    normal: Partial<LaneSignals> = {},
+    extra: Partial<GovernorSignals> = {},
+  ) => ({
+    ...signals(extra, { ceiling: 20, ...normal }),
+    lanes: { normal: lane({ ceiling: 20, ...normal }), high: lane({ ceiling: 2, enabled: false, ...high }) },
+  });
 
-    it('gives the normal lane everything while the high lane is empty', () => {
-      const d = decide(two({ backlog: 0, inFlight: 0, arrivalRate: 0 }), s0, c2);
-      expect(d.enabled).toEqual({ normal: true, high: false });
-      expect(d.ceilings.normal).toBe(20);
-    });
+  it('gives the normal lane everything while the high lane is empty', () => {
+    // Act
+    const d = decide(two({ backlog: 0, inFlight: 0, arrivalRate: 0 }), s0, c2);
+    // Assess
+    expect(d.enabled).toEqual({ normal: true, high: false });
+    expect(d.ceilings.normal).toBe(20);
+  });
 
-    it('gives the high lane what its work needs first, normal the rest', () => {
-      const d = decide(two({ backlog: 5, inFlight: 0, arrivalRate: 0 }), s0, c2);
-      expect(d.enabled).toEqual({ normal: true, high: true });
-      expect(d.ceilings.high).toBe(5);
-      expect(d.ceilings.normal).toBe(15);
-      const floor = decide(two({ backlog: 1, inFlight: 0, arrivalRate: 0 }), s0, c2);
-      expect(floor.ceilings.high).toBe(2);
-      const all = decide(two({ backlog: 50, inFlight: 0, arrivalRate: 0 }), s0, c2);
-      expect(all.ceilings.high).toBe(20);
-      expect(all.enabled.normal).toBe(false);
-    });
+  it('gives the high lane what its work needs first, normal the rest', () => {
+    // Act
+    const d = decide(two({ backlog: 5, inFlight: 0, arrivalRate: 0 }), s0, c2);
+    // Assess
+    expect(d.enabled).toEqual({ normal: true, high: true });
+    expect(d.ceilings.high).toBe(5);
+    expect(d.ceilings.normal).toBe(15);
+  });
 
-    it('keeps the high lane share first when scaling halts', () => {
-      const d = decide(
-        two({ backlog: 10, inFlight: 3, enabled: true, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }),
-        s0,
-        c2,
-      );
-      expect(d.reason.code).toBe('HALT_LOW_BALANCE');
-      expect(total(d)).toBe(10);
-      expect(d.ceilings.high).toBe(10);
-      expect(d.enabled.normal).toBe(false);
-    });
+  it('gives the high lane at least the mapping floor', () => {
+    // Act
+    const floor = decide(two({ backlog: 1, inFlight: 0, arrivalRate: 0 }), s0, c2);
+    // Assess
+    expect(floor.ceilings.high).toBe(2);
+  });
+
+  it('disables the normal lane when the high lane needs everything', () => {
+    // Act
+    const all = decide(two({ backlog: 50, inFlight: 0, arrivalRate: 0 }), s0, c2);
+    // Assess
+    expect(all.ceilings.high).toBe(20);
+    expect(all.enabled.normal).toBe(false);
+  });
+
+  it('keeps the high lane share first when scaling halts', () => {
+    // Act
+    const d = decide(
+      two({ backlog: 10, inFlight: 3, enabled: true, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }),
+      s0,
+      c2,
+    );
+    // Assess
+    expect(d.reason.code).toBe('HALT_LOW_BALANCE');
+    expect(total(d)).toBe(10);
+    expect(d.ceilings.high).toBe(10);
+    expect(d.enabled.normal).toBe(false);
   });
 });
 
@@ -574,7 +857,7 @@ const stateArb = (cfg: GovernorConfig) =>
       lastChangeAgo: fc.nat(600_000),
       lastProbeAgo: fc.nat(600_000),
       lastShrinkAgo: maybe(fc.nat(600_000)),
-      paused: maybe(fc.constantFrom('balance', 'account')),
+      paused: maybe(fc.constantFrom<PauseReason>('balance', 'account')),
       pausedAgo: fc.nat(600_000),
       outageTicks: fc.nat(5),
       probeCeiling: maybe(fc.integer({ min: 2, max: 200 })),
@@ -593,25 +876,29 @@ const stateArb = (cfg: GovernorConfig) =>
       const base = initialState(cfg, now - 1_000_000);
       return {
         ...base,
-        effectiveCap: Math.max(capFloor(cfg), Math.round(planCap(cfg) * s.capShare)),
         lastChangeAt: now - s.lastChangeAgo,
-        lastProbeAt: now - s.lastProbeAgo,
-        lastShrinkAt: s.lastShrinkAgo === undefined ? undefined : now - s.lastShrinkAgo,
-        pausedReason: s.paused,
-        pausedSince: s.paused === undefined ? undefined : now - s.pausedAgo,
-        outageTicks: s.outageTicks,
-        probeCeiling: s.probeCeiling,
-        probeReason: s.probeCeiling === undefined ? undefined : 'outage',
+        pause: s.paused === undefined ? undefined : { reason: s.paused, since: now - s.pausedAgo },
         resumedAt: s.resumedAgo === undefined ? undefined : now - s.resumedAgo,
-        recentUse: s.recentUse.map((u) => ({ at: now - u.ago, threads: u.threads })).sort((a, b) => a.at - b.at),
-        haltCeiling: s.haltCeiling,
-        balanceSeen: s.balanceSeen === undefined ? undefined : { at: now - s.balanceSeen.ago, usd: s.balanceSeen.usd },
-        spendPerSecond: s.spendPerSecond,
-        provenThreads: s.provenThreads,
-        refusedThreads: s.refusedThreads,
-        unprovenProbeAt: s.unprovenProbeAgo === undefined ? undefined : now - s.unprovenProbeAgo,
-        probeBackoff: s.probeBackoff,
-        failedProbeCap: s.failedProbeCap,
+        probe: {
+          lastAt: now - s.lastProbeAgo,
+          recovery: s.probeCeiling === undefined ? undefined : { ceiling: s.probeCeiling, reason: 'outage' },
+        },
+        overCap: {
+          effectiveCap: Math.max(capFloor(cfg), Math.round(planCap(cfg) * s.capShare)),
+          lastShrinkAt: s.lastShrinkAgo === undefined ? undefined : now - s.lastShrinkAgo,
+          recentUse: s.recentUse.map((u) => ({ at: now - u.ago, threads: u.threads })).sort((a, b) => a.at - b.at),
+          provenThreads: s.provenThreads,
+          refusedThreads: s.refusedThreads,
+          unprovenProbeAt: s.unprovenProbeAgo === undefined ? undefined : now - s.unprovenProbeAgo,
+          probeBackoff: s.probeBackoff,
+          failedProbeCap: s.failedProbeCap,
+        },
+        spend: {
+          lastRead: s.balanceSeen === undefined ? undefined : { at: now - s.balanceSeen.ago, usd: s.balanceSeen.usd },
+          perSecond: s.spendPerSecond,
+          haltCeiling: s.haltCeiling,
+        },
+        outage: { ticks: s.outageTicks },
       };
     });
 
@@ -626,8 +913,8 @@ describe('decide: properties', () => {
     fc.assert(
       fc.property(caseArb, ([cfg, sig, mkState]) => {
         const d = decide(sig, mkState(sig.now), cfg);
-        expect(total(d) * cfg.tasksPerInvocation).toBeLessThanOrEqual(d.state.effectiveCap);
-        expect(d.state.effectiveCap).toBeLessThanOrEqual(planCap(cfg));
+        expect(total(d) * cfg.tasksPerInvocation).toBeLessThanOrEqual(d.state.overCap.effectiveCap);
+        expect(d.state.overCap.effectiveCap).toBeLessThanOrEqual(planCap(cfg));
         expect(total(d)).toBeLessThanOrEqual(cfg.maxConcurrency);
         for (const l of ['normal', 'high'] as const) if (d.enabled[l]) expect(d.ceilings[l]).toBeGreaterThanOrEqual(2);
       }),
@@ -644,7 +931,7 @@ describe('decide: properties', () => {
         const d = decide(sig, mkState(sig.now), cfg);
         // The minimum may lift a fleet that stood below it (e.g. re-enabled after a pause).
         expect(total(d)).toBeLessThanOrEqual(Math.max(enabledTotal(sig, cfg), ceilingFor(capFloor(cfg), cfg)));
-        if (low) expect(d.state.effectiveCap).toBeLessThanOrEqual(mkState(sig.now).effectiveCap);
+        if (low) expect(d.state.overCap.effectiveCap).toBeLessThanOrEqual(mkState(sig.now).overCap.effectiveCap);
       }),
       { numRuns: 2000 },
     );

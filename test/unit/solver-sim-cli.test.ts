@@ -46,6 +46,42 @@ describe.concurrent('solver-sim CLI', () => {
     expect(unknown.output().stderr).toMatch(/Usage: solver-sim/);
   });
 
+  it('prints a curl example that works as pasted: its key is well-formed', async ({ expect }) => {
+    const run = runCli(['--port', '0', '--balance', '3']);
+    try {
+      await waitFor(() => /curl -s '(\S+\/res\.php\S+)'/.test(run.output().stdout), 45_000);
+      const examples = [...run.output().stdout.matchAll(/curl -s '(\S+)'/g)].map((match) => match[1] ?? '');
+      const submission = new URL(examples.find((example) => example.includes('/in.php?')) ?? '');
+      expect(submission.searchParams.get('key')).toMatch(/^[0-9a-f]{32}$/);
+      expect(await (await fetch(submission)).json()).toMatchObject({ status: 1 });
+    } finally {
+      run.child.kill('SIGTERM');
+    }
+    expect(await run.exited).toBe(0);
+  });
+
+  it('names a malformed --outage and exits 2', async ({ expect }) => {
+    const run = runCli(['--outage', '30']);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toMatch(/--outage <start:duration>.*expected START:DURATION.*"30"/);
+  });
+
+  it('is down inside each --outage window given', async ({ expect }) => {
+    const run = runCli(['--port', '0', '--outage', '3600:60', '--outage', '0:600']);
+    try {
+      await waitFor(() => /listening at (http:\S+)/.test(run.output().stdout), 45_000);
+      const url = /listening at (http:\S+)/.exec(run.output().stdout)![1]!;
+      expect(run.output().stdout).toContain('outage: down (HTTP 503) from 0 s for 600 s');
+      const balance = await fetch(`${url}/res.php?key=${'k'.repeat(32)}&action=getbalance`);
+      expect(balance.status).toBe(503);
+      const stats = (await (await fetch(`${url}/stats`)).json()) as Record<string, unknown>;
+      expect(stats).toMatchObject({ outageAnswers: 1, inOutage: true });
+    } finally {
+      run.child.kill('SIGTERM');
+    }
+    expect(await run.exited).toBe(0);
+  });
+
   it('serves with the flags given and prints the final stats on SIGTERM', async ({ expect }) => {
     const run = runCli([
       '--port',
@@ -66,10 +102,13 @@ describe.concurrent('solver-sim CLI', () => {
       await waitFor(() => /listening at (http:\S+)/.test(run.output().stdout), 45_000);
       const url = /listening at (http:\S+)/.exec(run.output().stdout)![1]!;
       expect(run.output().stdout).toContain(`curl -s '${url}/in.php?`);
+      const key = 'k'.repeat(32);
       const submit = () =>
-        fetch(`${url}/in.php?key=k&method=textcaptcha&textcaptcha=${encodeURIComponent('2+2?')}`).then((r) => r.text());
+        fetch(`${url}/in.php?key=${key}&method=textcaptcha&textcaptcha=${encodeURIComponent('2+2?')}`).then((r) =>
+          r.text(),
+        );
       expect(await submit()).toMatch(/^OK\|\d+$/);
-      expect(await (await fetch(`${url}/res.php?key=k&action=getbalance`)).text()).toBe('1.5');
+      expect(await (await fetch(`${url}/res.php?key=${key}&action=getbalance`)).text()).toBe('1.5');
     } finally {
       run.child.kill('SIGTERM');
     }

@@ -295,6 +295,110 @@ describe('result expiry', () => {
   });
 });
 
+describe('keys', () => {
+  it.each(['captchaai', '2captcha'] as const)(
+    '%s: refuses a key that is not 32 characters with ERROR_WRONG_USER_KEY, plain and json',
+    (dialect) => {
+      const { model } = harness({ dialect });
+      const ask = (key: string, json: boolean) =>
+        model.handle({
+          endpoint: 'res',
+          ip: '127.0.0.1',
+          fields: { key, action: 'getbalance', ...(json ? { json: '1' } : {}) },
+        }).body;
+      for (const key of ['', 'k'.repeat(31), 'k'.repeat(33), 'any-key']) {
+        expect(ask(key, false)).toBe('ERROR_WRONG_USER_KEY');
+        expect(JSON.parse(ask(key, true))).toMatchObject({ status: 0, request: 'ERROR_WRONG_USER_KEY' });
+      }
+      expect(ask('k'.repeat(32), false)).toBe('10');
+      expect(model.stats()).toMatchObject({ keyRejections: 8, errorsByCode: { ERROR_WRONG_USER_KEY: 8 } });
+    },
+  );
+
+  it('checks the shape before the account: a short key is WRONG_USER_KEY even when the key is revoked', () => {
+    const { model } = harness({ badKey: true });
+    const ask = (key: string) =>
+      model.handle({ endpoint: 'in', ip: '127.0.0.1', fields: { key, method: 'textcaptcha', textcaptcha: '2+2' } })
+        .body;
+    expect(ask('short')).toBe('ERROR_WRONG_USER_KEY');
+    expect(ask(KEY)).toBe('ERROR_KEY_DOES_NOT_EXIST');
+  });
+
+  it('refuses a configured valid key that the services would refuse', () => {
+    expect(() => new SolverSimModel({ validKeys: ['k-test'] })).toThrow(/validKeys\.0/);
+  });
+});
+
+describe('outage windows', () => {
+  /** Down from 2 s to 12 s after the simulator started. */
+  const OUTAGE: SolverSimOptions = { ...ONE_SECOND, outages: [{ startMs: 2_000, durationMs: 10_000 }] };
+
+  it('answers every in.php and res.php request with HTTP 503 and a short plain-text body inside a window', () => {
+    const { model, clock } = harness(OUTAGE);
+    clock.now += 2_000;
+    const answers = [
+      model.handle({ endpoint: 'in', ip: '127.0.0.1', fields: { key: KEY, method: 'userrecaptcha', json: '1' } }),
+      model.handle({ endpoint: 'res', ip: '127.0.0.1', fields: { key: KEY, action: 'get', id: '1', json: '1' } }),
+      model.handle({ endpoint: 'res', ip: '127.0.0.1', fields: { key: KEY, action: 'getbalance' } }),
+      model.handle({ endpoint: 'res', ip: '127.0.0.1', fields: { key: 'not-a-key', action: 'getbalance' } }),
+    ];
+    for (const answer of answers) {
+      expect(answer).toEqual({ status: 503, contentType: 'text/plain; charset=utf-8', body: 'Service Unavailable' });
+    }
+    expect(model.stats()).toMatchObject({ outageAnswers: 4, inOutage: true, errorsByCode: { HTTP_503: 4 } });
+  });
+
+  it('answers normally before the window opens and once it has closed', () => {
+    const { model, clock, submit, res, idOf } = harness(OUTAGE);
+    clock.now += 1_999;
+    idOf(submit());
+    clock.now += 10_001;
+    expect(res({ action: 'getbalance' })).toBe('10');
+    expect(model.stats()).toMatchObject({ outageAnswers: 0, inOutage: false });
+  });
+
+  it('does not solve an accepted task during the window, and resumes its clock after', () => {
+    const { model, clock, submit, idOf } = harness(OUTAGE);
+    clock.now += 1_500; // 500 ms of its 1 s solve left when the outage begins
+    const id = Number(idOf(submit()));
+    clock.now += 10_999; // 500 ms of work, 10 s down, 500 ms of work: ready at +12.5 s
+    expect(model.taskInfo(id)).toMatchObject({ state: 'solving', readyAt: 1_000_000 + 12_500 });
+    expect(model.stats().threadsInUse).toBe(1);
+    clock.now += 1;
+    expect(model.taskInfo(id)?.state).toBe('solved');
+  });
+
+  it('skips every window a long solve spans, overlapping ones once', () => {
+    const { model, clock, submit, idOf } = harness({
+      solveTimes: { userrecaptcha: { medianMs: 5_000, spread: 0 } },
+      outages: [
+        { startMs: 1_000, durationMs: 2_000 },
+        { startMs: 2_000, durationMs: 2_000 },
+        { startMs: 6_000, durationMs: 1_000 },
+      ],
+    });
+    const id = Number(idOf(submit()));
+    // 1 s of work, down 1–4 s, 2 s of work, down 6–7 s, 2 s of work: ready at 9 s.
+    expect(model.taskInfo(id)?.readyAt).toBe(clock.now + 9_000);
+  });
+
+  it('re-times tasks in flight when the windows change at runtime', () => {
+    const { model, clock, submit, idOf } = harness(ONE_SECOND);
+    const id = Number(idOf(submit()));
+    model.update({ outages: [{ startMs: 500, durationMs: 60_000 }] });
+    clock.now += 30_000;
+    expect(model.taskInfo(id)?.state).toBe('solving');
+    model.update({ outages: [] });
+    expect(model.taskInfo(id)?.state).toBe('solved');
+  });
+
+  it('refuses a window with a negative start or duration, naming each', () => {
+    expect(() => new SolverSimModel({ outages: [{ startMs: -1, durationMs: -5 }] })).toThrow(
+      /outages\.0\.startMs[\s\S]*outages\.0\.durationMs/,
+    );
+  });
+});
+
 describe('options', () => {
   it('lists every bad option at once', () => {
     let thrown: unknown;

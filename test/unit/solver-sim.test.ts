@@ -303,7 +303,9 @@ describe('threads, money and keys over HTTP', () => {
   it('bans an IP after repeated wrong keys, even for a good key', async () => {
     const url = await start({ validKeys: [KEY], banAfterBadKeyRequests: 3, ipBanMs: 60_000 });
     for (let i = 0; i < 3; i++)
-      expect(await getText(url, 'res.php', { key: 'wrong', action: 'getbalance' })).toBe('ERROR_KEY_DOES_NOT_EXIST');
+      expect(await getText(url, 'res.php', { key: 'b'.repeat(32), action: 'getbalance' })).toBe(
+        'ERROR_KEY_DOES_NOT_EXIST',
+      );
     expect(await getText(url, 'res.php', { key: KEY, action: 'getbalance' })).toBe('IP_BANNED');
     now += 60_000;
     expect(Number(await getText(url, 'res.php', { key: KEY, action: 'getbalance' }))).toBe(10);
@@ -329,6 +331,22 @@ describe('transient failures over HTTP', () => {
       transientErrors: 3,
       errorsByCode: { ERROR_SERVER_ERROR: 1, HTTP_500: 1, HTML_PAGE: 1 },
     });
+  });
+});
+
+describe('outage windows over HTTP', () => {
+  it('answers in.php and res.php with a 503 and plain text inside a window while /stats keeps answering', async () => {
+    const url = await start({ outages: [{ startMs: 0, durationMs: 60_000 }] });
+    const submitted = await get(url, 'in.php', { key: KEY, ...RECAPTCHA, json: '1' });
+    const balance = await get(url, 'res.php', { key: KEY, action: 'getbalance', json: '1' });
+    for (const response of [submitted, balance]) {
+      expect(response.status).toBe(503);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(await response.text()).toBe('Service Unavailable');
+    }
+    const stats = await fetch(`${url}/stats`);
+    expect(stats.status).toBe(200);
+    expect(await stats.json()).toMatchObject({ outageAnswers: 2, inOutage: true, submissions: 1, accepted: 0 });
   });
 });
 

@@ -2,6 +2,16 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { MAX_TASK_BYTES, parseTask, supportedMethods, taskJsonSchema } from '../../functions/core/task.js';
 import { METHODS } from '../../functions/core/solver-protocol.js';
+import {
+  closestParamName,
+  FLEET_OWNED_PARAMS,
+  fleetOwnedName,
+  METHOD_PARAMS,
+  normaliseParamName,
+} from '../../functions/core/task-params.js';
+import { taskFingerprint } from '../../functions/core/task-identity.js';
+import { sampleTask } from '../../local/sample-tasks.js';
+import { stream } from '../../local/solver-sim/prng.js';
 
 const SENT_AT = 1_700_000_000_000;
 const parse = (message: unknown, fallbackId = 'sqs-message-id') =>
@@ -131,5 +141,160 @@ describe('published JSON Schema', () => {
     expect(byMethod.userrecaptcha).toEqual(expect.arrayContaining(['googlekey', 'pageurl']));
     expect(byMethod.turnstile).toEqual(expect.arrayContaining(['sitekey', 'pageurl']));
     expect(byMethod.base64).toEqual(['body']);
+  });
+});
+
+describe('parameter allow-list', () => {
+  const recaptcha = valid.userrecaptcha;
+  const withParam = (name: string, value: unknown = 'x') => ({
+    ...recaptcha,
+    id: 'allow-1',
+    params: { ...recaptcha.params, [name]: value },
+  });
+
+  it.each([
+    [' key', 'key'],
+    ['KEY', 'key'],
+    ['key[]', 'key'],
+    ['key[0]', 'key'],
+    ['soft.id', 'soft_id'],
+    ['soft id', 'soft_id'],
+    ['Soft-Id', 'soft_id'],
+    ['header.acao', 'header_acao'],
+    [' pingback', 'pingback'],
+    ['JSON', 'json'],
+    ['method', 'method'],
+    ['id', 'id'],
+  ])('refuses %j, read by a PHP backend as the fleet-owned "%s", naming it', (name, owned) => {
+    const result = parse(withParam(name));
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.rejection.code).toBe('SCHEMA_VIOLATION');
+      expect(result.rejection.reason).toContain(JSON.stringify(name));
+      expect(result.rejection.reason).toMatch(owned === name ? /set by the fleet/ : `read as "${owned}"`);
+    }
+  });
+
+  it.each([
+    ['page_url', 'pageurl'],
+    ['sitekey', 'googlekey'],
+    ['useragent', 'userAgent'],
+    ['minScore', 'min_score'],
+    ['ACTION', 'action'],
+    ['googlekye', 'googlekey'],
+  ])('refuses the unknown name %j and suggests "%s"', (name, closest) => {
+    const result = parse(withParam(name));
+    expect(result).toMatchObject({ ok: false, rejection: { code: 'SCHEMA_VIOLATION' } });
+    if (!result.ok) {
+      expect(result.rejection.reason).toContain(`params.${name}: ${JSON.stringify(name)} is not a parameter`);
+      expect(result.rejection.reason).toContain(`did you mean "${closest}"?`);
+    }
+  });
+
+  it('refuses a name with no near match, listing what the method accepts', () => {
+    const result = parse(withParam('callback_url_of_mine'));
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.rejection.reason).not.toContain('did you mean');
+      expect(result.rejection.reason).toContain(`allowed: ${METHOD_PARAMS.userrecaptcha.join(', ')}`);
+    }
+  });
+
+  it('refuses a name documented for another method only', () => {
+    const result = parse({ ...valid.turnstile, params: { ...valid.turnstile.params, 'data-s': 'x' } });
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.rejection.reason).toContain('"data-s" is not a parameter of turnstile');
+  });
+
+  it('accepts every documented name of a method with a valid value', () => {
+    const result = parse({
+      ...recaptcha,
+      params: {
+        ...recaptcha.params,
+        version: 'v3',
+        action: 'login',
+        min_score: 0.3,
+        invisible: 1,
+        enterprise: 0,
+        'data-s': 'abc',
+        domain: 'recaptcha.net',
+        cookies: 'a:1;b:2',
+        proxy: 'user:pw@10.0.0.1:8080',
+        proxytype: 'SOCKS5',
+        userAgent: 'Mozilla/5.0',
+      },
+    });
+    expect(result.ok, JSON.stringify(result)).toBe(true);
+  });
+
+  it('holds no allowed name that a backend would read as a fleet-owned one', () => {
+    for (const names of Object.values(METHOD_PARAMS)) {
+      for (const name of names) expect(fleetOwnedName(name), name).toBeUndefined();
+    }
+    expect(FLEET_OWNED_PARAMS.map(normaliseParamName)).toEqual([
+      'key',
+      'json',
+      'method',
+      'softid',
+      'pingback',
+      'headeracao',
+      'id',
+    ]);
+  });
+
+  it('suggests nothing for an empty or far-off name', () => {
+    expect(closestParamName('', METHOD_PARAMS.base64)).toBeUndefined();
+    expect(closestParamName('zzzzzzzz', METHOD_PARAMS.base64)).toBeUndefined();
+  });
+
+  it("publishes each method's names, and only those, in the JSON Schema", () => {
+    const schema = taskJsonSchema() as {
+      oneOf: Array<{
+        properties: {
+          method: { const: keyof typeof METHOD_PARAMS };
+          params: { properties: Record<string, unknown>; additionalProperties: boolean };
+        };
+      }>;
+    };
+    for (const alternative of schema.oneOf) {
+      const { method, params } = alternative.properties;
+      expect(Object.keys(params.properties).sort(), method.const).toEqual([...METHOD_PARAMS[method.const]].sort());
+      expect(params.additionalProperties).toBe(false);
+    }
+  });
+
+  it('accepts the local demo and benchmark sample tasks of every method', () => {
+    const random = stream(7, 'allow-list');
+    for (const method of METHODS) {
+      for (let n = 0; n < 5; n++) {
+        const sample = sampleTask(method, n, random, {
+          sites: ['shop'],
+          url: (site) => `https://${site}.example/p${n}`,
+        });
+        const result = parse(sample);
+        expect(result.ok, `${method}: ${JSON.stringify(result)}`).toBe(true);
+      }
+    }
+  });
+});
+
+describe('task fingerprint', () => {
+  it('is the same for the same method and params in any order, whatever the id and priority', () => {
+    const a = { method: 'turnstile', params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://a.example/' } };
+    const b = { method: 'turnstile', params: { pageurl: 'https://a.example/', sitekey: '0x4AAAAAAAC3DHQFLr1GavRN' } };
+    expect(taskFingerprint(a)).toBe(taskFingerprint(b));
+    expect(taskFingerprint({ ...a, id: 'one', priority: 'high' } as typeof a)).toBe(taskFingerprint(a));
+    expect(taskFingerprint(a)).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('differs when a param value, a param name or the method differs', () => {
+    const a = { method: 'hcaptcha', params: { sitekey: '10000000-ffff', pageurl: 'https://a.example/' } };
+    const fingerprints = new Set([
+      taskFingerprint(a),
+      taskFingerprint({ ...a, params: { ...a.params, pageurl: 'https://b.example/' } }),
+      taskFingerprint({ ...a, params: { ...a.params, invisible: 1 } }),
+      taskFingerprint({ ...a, method: 'turnstile' }),
+    ]);
+    expect(fingerprints.size).toBe(4);
   });
 });

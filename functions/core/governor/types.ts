@@ -82,38 +82,48 @@ export const REASON_CODES: readonly ReasonCode[] = [
   'IDLE',
 ];
 
-/** Persisted between ticks (DynamoDB in AWS, memory locally) so ticks form one control loop. */
-export interface GovernorState {
+/** Why consumption is paused: money ran low, or the solver refused the key or the IP. */
+export type PauseReason = 'balance' | 'account';
+
+/** What a recovery probe ceiling climbs back from. */
+export type RecoveryReason = 'outage' | 'resume';
+
+/** A pause in force: every lane disabled, tasks wait in the queue. */
+export interface PauseState {
+  reason: PauseReason;
+  /** Epoch ms the pause started (a continued pause keeps it). */
+  since: number;
+}
+
+/** Probing back what the guards took away: over-cap probes and the recovery after a pause or an outage. */
+export interface ProbeState {
+  /** Epoch ms of the last probe (over-cap or recovery). */
+  lastAt: number;
+  /**
+   * While recovering from an outage or a pause: the total ceiling may not exceed `ceiling`; it
+   * doubles every probe cooldown until it reaches the free threads, then the recovery is cleared.
+   */
+  recovery?: { ceiling: number; reason: RecoveryReason };
+}
+
+/** One sample of the threads the fleet attempted at a tick. */
+export interface UseSample {
+  at: number;
+  threads: number;
+}
+
+/** What the governor believes about the threads others hold on the key (over-cap answers). */
+export interface OverCapEstimate {
   /** Threads this fleet may use now, after over-cap shrinkage; probes back toward the plan. */
   effectiveCap: number;
-  /** Epoch ms of the last ceiling change (cooldowns). */
-  lastChangeAt: number;
-  /** Epoch ms of the last probe (over-cap or outage). */
-  lastProbeAt: number;
-  /** Why the fleet is paused, if it is. */
-  pausedReason: string | undefined;
-  pausedSince: number | undefined;
-  /** Consecutive ticks that looked like a solver outage. */
-  outageTicks: number;
-  /** The ceilings the last decision set. */
-  ceilings: Record<Lane, number>;
   /** Epoch ms of the last over-cap shrink (one shrink per cooldown: metric windows lag). */
   lastShrinkAt?: number;
-  /**
-   * While recovering from an outage or a pause: the total ceiling may not exceed this; it
-   * doubles every probe cooldown until it reaches the free threads, then is cleared.
-   */
-  probeCeiling?: number;
-  /** What the probe ceiling recovers from. */
-  probeReason?: 'outage' | 'resume';
-  /** Epoch ms the fleet last resumed from a pause (account errors of the old window are ignored for a grace period). */
-  resumedAt?: number;
   /**
    * Threads the fleet attempted (min(ceiling × tasks per invocation, in flight)) at recent ticks,
    * kept for as long as the consumer's metric window reaches back: an over-cap answer in that
    * window came while the fleet held about the peak of these, not the window's average use.
    */
-  recentUse?: { at: number; threads: number }[];
+  recentUse?: UseSample[];
   /** Threads in use at the cap when the last probe found no over-cap answers: the floor for the next shrink (used once). */
   provenThreads?: number;
   /** Threads attempted when the solver last refused: over-cap probes climb back toward one below it by halving the gap. */
@@ -132,12 +142,42 @@ export interface GovernorState {
   probeBackoff?: number;
   /** Effective cap of the last failed over-cap probe: probes below it climb at the plain cooldown, the backoff applies from it up. */
   failedProbeCap?: number;
+}
+
+/** The money side: balance reads, the spend rate, the halt hold. */
+export interface SpendState {
+  /** The last balance read (USD) and when, for the spend rate. */
+  lastRead?: { at: number; usd: number };
+  /** Money spent per second, smoothed over successive balance reads; used to pause one tick early. */
+  perSecond?: number;
   /** While the balance is under the halt level: the total ceiling frozen at the crossing (current use then). */
   haltCeiling?: number;
-  /** The last balance read (USD) and when, for the spend rate. */
-  balanceSeen?: { at: number; usd: number };
-  /** Money spent per second, smoothed over successive balance reads; used to pause one tick early. */
-  spendPerSecond?: number;
+}
+
+/** Signs of a solver outage. */
+export interface OutageState {
+  /** Consecutive ticks that looked like a solver outage. */
+  ticks: number;
+}
+
+/**
+ * Persisted between ticks (DynamoDB in AWS, memory locally) so ticks form one control loop.
+ * Grouped by concern; a state written by the older flat shape is migrated on load
+ * (`migrateGovernorState` in state.ts).
+ */
+export interface GovernorState {
+  /** The ceilings the last decision set. */
+  ceilings: Record<Lane, number>;
+  /** Epoch ms of the last ceiling change (cooldowns). */
+  lastChangeAt: number;
+  /** The pause in force, if any. */
+  pause?: PauseState;
+  /** Epoch ms the fleet last resumed from a pause (account errors of the old window are ignored for a grace period). */
+  resumedAt?: number;
+  probe: ProbeState;
+  overCap: OverCapEstimate;
+  spend: SpendState;
+  outage: OutageState;
   /** What the last tick decided and saw, for `captcha-fleet status` (written by the loop on every tick). */
   lastDecision?: GovernorStatus;
 }

@@ -1,0 +1,161 @@
+/**
+ * What the solver client's steps share. `SolverContext` is built once per client (its settings,
+ * the HTTP dispatcher, the clock, the redacting logger); `SolveState` once per `solve()` (the
+ * task, its deadline and signal, the retries so far). `httpCall`, `submit` and `pollForAnswer`
+ * each take both, so no step reaches into another's closure.
+ */
+import type { Dispatcher } from 'undici';
+import type { PollSchedule } from '../core/poll-schedule.js';
+import type { Clock, SolveOptions, SolveOutcome, SolverAnswer } from '../core/ports.js';
+import {
+  type Dialect,
+  type SolverError,
+  type SolverErrorOptions,
+  SolverTimeoutError,
+  SolverTransientError,
+} from '../core/solver-protocol.js';
+
+/** How over-cap and transient answers are retried. */
+export interface SolverRetryOptions {
+  /** Over-cap answers to in.php retried before SolverOverCapError. @default 3 */
+  maxOverCapRetries: number;
+  /** Transient failures retried before SolverTransientError: per submission, and in a row while polling. @default 3 */
+  maxTransientRetries: number;
+  /** Backoff before the first retry, ms; doubles per retry. @default 1000 */
+  baseBackoffMs: number;
+  /** Largest backoff, ms. @default 15000 */
+  maxBackoffMs: number;
+}
+
+export const DEFAULT_RETRY: Readonly<SolverRetryOptions> = {
+  maxOverCapRetries: 3,
+  maxTransientRetries: 3,
+  baseBackoffMs: 1_000,
+  maxBackoffMs: 15_000,
+};
+
+/** Structured logger; Powertools' Logger fits. Lines are redacted before they get here. */
+export interface SolverLogger {
+  debug(message: string, attributes: Record<string, unknown>): void;
+  warn(message: string, attributes: Record<string, unknown>): void;
+}
+
+/** One client's settings and services, shared by every step of every solve. */
+export interface SolverContext {
+  /** Where in.php and res.php live, without a trailing slash. */
+  readonly base: string;
+  readonly key: string;
+  readonly dialect: Dialect;
+  readonly dispatcher: Dispatcher;
+  readonly clock: Clock;
+  readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  readonly schedule: PollSchedule;
+  readonly requestTimeoutMs: number;
+  readonly retry: SolverRetryOptions;
+  readonly random: () => number;
+  /** The text with the key removed. */
+  readonly redact: (text: string) => string;
+  /** Logs with message and attributes redacted. */
+  readonly log: SolverLogger;
+}
+
+/** One `solve()` in progress. */
+export interface SolveState {
+  readonly taskId: string;
+  readonly signal: AbortSignal | undefined;
+  readonly deadlineAt: number;
+  readonly onSolverAnswer: SolveOptions['onSolverAnswer'];
+  /** Counted as the steps retry; returned in the outcome. */
+  readonly retries: SolveOutcome['retries'];
+}
+
+/** The caller aborted the solve. */
+export function aborted(taskId: string | undefined): SolverTimeoutError {
+  return new SolverTimeoutError('ABORTED', {
+    taskId,
+    message: `solve of task ${taskId ?? '(none)'} aborted by the caller`,
+  });
+}
+
+/** The deadline passed with no answer. */
+export function deadlinePassed(
+  taskId: string,
+  solverId: string | undefined,
+  resultRequests: number,
+): SolverTimeoutError {
+  return new SolverTimeoutError('DEADLINE_EXCEEDED', {
+    taskId,
+    message: `no answer for task ${taskId}${solverId ? ` (solver id ${solverId})` : ''} before the deadline; ${resultRequests} result requests made`,
+  });
+}
+
+/** Wait `ms` (the caller's signal ends it early). Throws SolverTimeoutError on abort. */
+export async function pause(
+  ctx: SolverContext,
+  ms: number,
+  signal: AbortSignal | undefined,
+  taskId: string | undefined,
+): Promise<void> {
+  if (signal?.aborted) throw aborted(taskId);
+  if (ms > 0) {
+    try {
+      await ctx.sleep(ms, signal);
+    } catch (error) {
+      if (signal?.aborted) throw aborted(taskId);
+      throw new SolverTransientError('CLIENT_ERROR', {
+        taskId,
+        message: ctx.redact(`sleep failed: ${describeError(error)}`),
+      });
+    }
+  }
+  if (signal?.aborted) throw aborted(taskId);
+}
+
+/** Tell the caller about one response; a throwing hook must not change the solve. */
+export function notify(ctx: SolverContext, solve: SolveState, answer: SolverAnswer): void {
+  if (solve.onSolverAnswer === undefined) return;
+  try {
+    solve.onSolverAnswer(answer);
+  } catch (error) {
+    ctx.log.warn('onSolverAnswer hook threw; ignored', { taskId: solve.taskId, error: describeError(error) });
+  }
+}
+
+/** Back off before retry number `attempt` (0-based), or throw `error` if that would pass the deadline. */
+export async function backOff(
+  ctx: SolverContext,
+  solve: SolveState,
+  error: SolverError,
+  attempt: number,
+): Promise<void> {
+  const { retry } = ctx;
+  const delay = Math.round(
+    Math.min(retry.maxBackoffMs, retry.baseBackoffMs * 2 ** attempt) * (0.5 + 0.5 * ctx.random()),
+  );
+  if (ctx.clock() + delay >= solve.deadlineAt) {
+    throw solverErrorLike(error, `${error.message}; no retry: the backoff of ${delay} ms would pass the deadline`);
+  }
+  ctx.log.warn('solver answer retried after a backoff', {
+    taskId: solve.taskId,
+    code: error.code,
+    errorClass: error.errorClass,
+    attempt: attempt + 1,
+    delayMs: delay,
+  });
+  await pause(ctx, delay, solve.signal, solve.taskId);
+}
+
+/** The same typed error (class, code, task id, cause) with another message. */
+export function solverErrorLike(error: SolverError, message: string): SolverError {
+  const Constructor = error.constructor as new (code: string, options?: SolverErrorOptions) => SolverError;
+  return new Constructor(error.code, { taskId: error.taskId, message, cause: error.cause });
+}
+
+/** Name, code and message of a thrown value, for a (then redacted) message. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return `${error.name}${typeof code === 'string' ? ` ${code}` : ''}: ${error.message}`;
+  }
+  return String(error);
+}

@@ -1,0 +1,148 @@
+/**
+ * One HTTP exchange with the solver and the reading of its answer. A protocol answer (success
+ * or a code) comes back as a value; everything else (a transport failure, a 5xx, a body that is
+ * not the protocol's) is thrown as a SolverTransientError whose message and cause have the key
+ * removed.
+ */
+import { request } from 'undici';
+import { SOLVER_ERROR_CODES, SolverTransientError, redactKey } from '../core/solver-protocol.js';
+import { aborted, describeError, type SolverContext } from './solver-context.js';
+
+/** Shortest time an in-flight request gets even when the deadline is closer (answers then still count). */
+const MIN_REQUEST_TIMEOUT_MS = 1_000;
+
+/** A protocol answer: a success value, or a code (not ready or an error). */
+export type Answer = { ok: true; value: string } | { ok: false; code: string };
+
+/** One request to in.php (form, POST) or res.php (query, GET); the key is added here. */
+export interface Call {
+  path: 'in.php' | 'res.php';
+  form?: Record<string, string>;
+  query?: Record<string, string>;
+  signal: AbortSignal | undefined;
+  taskId: string | undefined;
+  deadlineAt?: number;
+}
+
+/** One HTTP exchange; protocol answers come back, everything else is thrown typed. */
+export async function httpCall(
+  ctx: SolverContext,
+  { path, form, query, signal, taskId, deadlineAt }: Call,
+): Promise<Answer> {
+  const { base, key, clock, requestTimeoutMs } = ctx;
+  const url = form ? `${base}/${path}` : `${base}/${path}?${new URLSearchParams({ key, ...query }).toString()}`;
+  const remaining = deadlineAt === undefined ? requestTimeoutMs : deadlineAt - clock();
+  const timeout = AbortSignal.timeout(Math.min(requestTimeoutMs, Math.max(MIN_REQUEST_TIMEOUT_MS, remaining)));
+  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+  let statusCode: number;
+  let text: string;
+  try {
+    const response = await request(url, {
+      dispatcher: ctx.dispatcher,
+      method: form ? 'POST' : 'GET',
+      signal: combined,
+      ...(form
+        ? {
+            body: new URLSearchParams({ key, ...form }).toString(),
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          }
+        : {}),
+    });
+    statusCode = response.statusCode;
+    text = await response.body.text();
+  } catch (error) {
+    if (signal?.aborted) throw aborted(taskId);
+    const kind = timeout.aborted ? 'REQUEST_TIMEOUT' : 'CONNECTION_ERROR';
+    throw new SolverTransientError(kind, {
+      taskId,
+      message: ctx.redact(`${path} ${kind === 'REQUEST_TIMEOUT' ? 'timed out' : 'failed'}: ${describeError(error)}`),
+      cause: sanitizedCause(error, key),
+    });
+  }
+  return answerOf(ctx, path, statusCode, text, taskId);
+}
+
+/** The protocol answer in a response, or a typed transient failure. */
+function answerOf(
+  ctx: SolverContext,
+  path: string,
+  statusCode: number,
+  text: string,
+  taskId: string | undefined,
+): Answer {
+  if (statusCode >= 500) {
+    throw new SolverTransientError(`HTTP_${statusCode}`, {
+      taskId,
+      message: `${path} answered HTTP ${statusCode}${snippet(text, ctx.key)}`,
+    });
+  }
+  const answer = readProtocolAnswer(text);
+  if (answer) return answer;
+  const code = statusCode >= 300 ? `HTTP_${statusCode}` : /^\s*</.test(text) ? 'HTML_BODY' : 'UNPARSEABLE_BODY';
+  throw new SolverTransientError(code, {
+    taskId,
+    message: `${path} answered HTTP ${statusCode} with a body that is not the protocol's${snippet(text, ctx.key)}`,
+  });
+}
+
+/**
+ * Read a protocol answer: `{"status":1,"request":…}` (the id may be a JSON number, a GeeTest
+ * answer an object), `{"status":0,"request":"CODE"}`, or the plain-text forms a service falls
+ * back to (`OK|…`, a bare known code). Anything else is undefined.
+ */
+export function readProtocolAnswer(text: string): Answer | undefined {
+  const trimmed = text.trim();
+  let json: unknown;
+  try {
+    json = JSON.parse(trimmed);
+  } catch {
+    json = undefined;
+  }
+  if (json !== null && typeof json === 'object' && 'status' in json && 'request' in json) {
+    const { status, request: value } = json as { status: unknown; request: unknown };
+    if (status === 1 || status === '1') {
+      if (typeof value === 'string' && value !== '') return { ok: true, value };
+      if (typeof value === 'number' && Number.isFinite(value)) return { ok: true, value: String(value) };
+      if (value !== null && typeof value === 'object') return { ok: true, value: JSON.stringify(value) };
+      return undefined;
+    }
+    if ((status === 0 || status === '0') && typeof value === 'string' && value !== '')
+      return { ok: false, code: protocolCode(value) };
+    return undefined;
+  }
+  if (trimmed.startsWith('OK|') && trimmed.length > 3) return { ok: true, value: trimmed.slice(3) };
+  if (trimmed in SOLVER_ERROR_CODES) return { ok: false, code: trimmed };
+  return undefined;
+}
+
+/**
+ * Error codes travel into logs, metrics and records: keep only what looks like a protocol code,
+ * so a service or proxy that echoes request text (a key) in `request` cannot leak it.
+ */
+const PROTOCOL_CODE = /^(?:[A-Z][A-Z0-9_]{1,63}|ERROR: \d{1,5})$/;
+export const UNRECOGNIZED_CODE = 'UNRECOGNIZED_CODE';
+function protocolCode(value: string): string {
+  return PROTOCOL_CODE.test(value) ? value : UNRECOGNIZED_CODE;
+}
+
+/**
+ * A copy of an error chain with the key removed from every message, keeping names and codes.
+ * The originals are not attached: undici and MockAgent errors can quote the URL with `key=`.
+ */
+export function sanitizedCause(error: unknown, key: string, depth = 0): Error | undefined {
+  if (error === undefined || error === null) return undefined;
+  if (!(error instanceof Error)) return new Error(redactKey(String(error), key));
+  const inner = depth < 4 ? sanitizedCause(error.cause, key, depth + 1) : undefined;
+  const copy = new Error(redactKey(error.message, key), inner === undefined ? undefined : { cause: inner });
+  copy.name = error.name;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') (copy as Error & { code?: unknown }).code = code;
+  return copy;
+}
+
+/** A short, redacted excerpt of a body for an error message (redacted before it is cut). */
+export function snippet(text: string, key: string): string {
+  const clean = redactKey(text, key).replace(/\s+/g, ' ').trim();
+  if (clean === '') return ' (empty body)';
+  return `: ${JSON.stringify(clean.length > 80 ? `${clean.slice(0, 80)}…` : clean)}`;
+}

@@ -1,0 +1,110 @@
+/**
+ * The polling step of a solve: GET res.php on the schedule's plan until the answer, a terminal
+ * code, too many transient failures in a row, the deadline or an abort.
+ */
+import type { SolveOutcome } from '../core/ports.js';
+import { classifySolverCode, type SolverError, SolverTransientError, solverErrorFor } from '../core/solver-protocol.js';
+import type { Task } from '../core/task.js';
+import {
+  aborted,
+  backOff,
+  deadlinePassed,
+  notify,
+  pause,
+  type SolveState,
+  type SolverContext,
+  solverErrorLike,
+} from './solver-context.js';
+import { httpCall } from './solver-http.js';
+
+/** One res.php get as a typed outcome: the answer, not ready, or the error it amounts to. */
+async function pollOnce(
+  ctx: SolverContext,
+  solve: SolveState,
+  solverId: string,
+): Promise<{ answer: string } | { notReady: string } | { error: SolverError }> {
+  const { taskId, signal, deadlineAt } = solve;
+  try {
+    const answer = await httpCall(ctx, {
+      path: 'res.php',
+      query: { action: 'get', id: solverId, json: '1' },
+      signal,
+      taskId,
+      deadlineAt,
+    });
+    if (answer.ok) return { answer: answer.value };
+    const errorClass = classifySolverCode(answer.code, ctx.dialect);
+    if (errorClass === 'not_ready') return { notReady: answer.code };
+    const message = `res.php answered ${answer.code} for task ${taskId} (solver id ${solverId})`;
+    // Over cap is a submission answer; on a result request it can only be a passing fault.
+    return {
+      error:
+        errorClass === 'over_cap'
+          ? new SolverTransientError(answer.code, { taskId, message })
+          : solverErrorFor(answer.code, ctx.dialect, { taskId, message }),
+    };
+  } catch (thrown) {
+    if (!(thrown instanceof SolverTransientError)) throw thrown;
+    return { error: thrown };
+  }
+}
+
+/**
+ * Poll `solverId` until its answer. A resumed submission may have been ready for a while: it is
+ * asked for at once, then on the plan, and does not feed the schedule (its acceptance time is
+ * unknown).
+ */
+export async function pollForAnswer(
+  ctx: SolverContext,
+  task: Task,
+  solve: SolveState,
+  solverId: string,
+  resumed: boolean,
+): Promise<SolveOutcome> {
+  const { clock } = ctx;
+  const { taskId, signal, deadlineAt, retries } = solve;
+  const acceptedAt = clock();
+  const plan = ctx.schedule.plan(task.method);
+  let resultRequests = 0;
+  let lastNotReadyMs: number | undefined;
+  let transientInARow = 0;
+  let nextAt = resumed ? 0 : plan.nextPollAt(0);
+
+  for (;;) {
+    if (signal?.aborted) throw aborted(taskId);
+    if (clock() >= deadlineAt) throw deadlinePassed(taskId, solverId, resultRequests);
+    // The last request goes out at the deadline rather than never.
+    await pause(ctx, Math.min(acceptedAt + nextAt, deadlineAt) - clock(), signal, taskId);
+    const sentMs = clock() - acceptedAt;
+    resultRequests += 1;
+    const outcome = await pollOnce(ctx, solve, solverId);
+    if ('answer' in outcome) {
+      notify(ctx, solve, { request: 'result', outcome: 'answered' });
+      const answeredAt = clock();
+      if (!resumed) {
+        ctx.schedule.observe(task.method, { lastNotReadyMs, answeredMs: answeredAt - acceptedAt, resultRequests });
+      }
+      return { answer: outcome.answer, solverId, acceptedAt, answeredAt, resultRequests, retries };
+    }
+    if ('notReady' in outcome) {
+      notify(ctx, solve, { request: 'result', outcome: 'not_ready', code: outcome.notReady });
+      transientInARow = 0;
+      lastNotReadyMs = sentMs;
+      // Step from the planned slot, not the send time: timers fire a little late, and stepping
+      // from a late send would skip every other slot. Half an interval after the send keeps a
+      // slow response from being followed by a burst of catch-up requests.
+      nextAt = plan.nextPollAt(Math.max(nextAt + plan.minIntervalMs, sentMs + plan.minIntervalMs / 2));
+      continue;
+    }
+    const { error } = outcome;
+    notify(ctx, solve, { request: 'result', outcome: error.errorClass, code: error.code });
+    if (!(error instanceof SolverTransientError)) throw error;
+    if (transientInARow >= ctx.retry.maxTransientRetries) {
+      throw solverErrorLike(error, `${error.message} after ${transientInARow} transient retries in a row`);
+    }
+    await backOff(ctx, solve, error, transientInARow);
+    transientInARow += 1;
+    retries.transient += 1;
+    nextAt = clock() - acceptedAt;
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The thread ledger on the governor table: one item (`id` = THREAD_LEDGER_ID), written by the
+ * consumer with single-item updates (ADD and SET, no condition, no transaction), read by the
+ * governor with one consistent GetItem per tick.
+ *
+ * Held threads are counted in lease buckets: an accepted submission ADDs 1 to the bucket of its
+ * acceptance time (`h<bucket>`), its release ADDs −1 to the same bucket. The fleet holds the sum
+ * of the current and the previous bucket. A thread is never held longer than one lease (the
+ * solve deadline), so a count a crashed invocation never took back falls out of the sum within
+ * two leases, with no TTL and no reconciliation. Each acceptance REMOVEs the buckets before
+ * those two, so the item stays small.
+ *
+ * Each answer is recorded with the threads held at that moment, copied inside the same update
+ * (`SET refusedHeld = h<k> + h<k−1>`: operands read the item as it was before the update).
+ */
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type {
+  LedgerEvent,
+  ThreadLease,
+  ThreadLedgerReader,
+  ThreadLedgerReading,
+  ThreadLedgerRecorder,
+} from '../core/thread-ledger.js';
+
+/** Partition key of the ledger item in the governor table (the stack's IAM names it). */
+export const THREAD_LEDGER_ID = 'thread-ledger';
+
+export interface DynamoThreadLedgerOptions {
+  documents: DynamoDBDocumentClient;
+  tableName: string;
+  /** Longest a thread is held, ms: the solve deadline plus the record margin. */
+  leaseMs: number;
+  /** @default THREAD_LEDGER_ID */
+  id?: string;
+  /** @default Date.now (the governor's read sums the buckets of its own now) */
+  clock?: () => number;
+}
+
+/**
+ * Lease of a held thread, ms: the consumer's function timeout. A delivery cannot hold a solver
+ * thread longer than its invocation lives, so a count left by a crash leaves the sum within two.
+ */
+export function threadLeaseMs(settings: { functionTimeoutSeconds: number }): number {
+  return settings.functionTimeoutSeconds * 1000;
+}
+
+/** Why a ledger write or read failed; the cause carries the SDK error. */
+export class ThreadLedgerError extends Error {
+  override readonly name = 'ThreadLedgerError';
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+  }
+}
+
+/** Build the ledger on DynamoDB (or dynalite): the consumer's recorder and the governor's reader in one. */
+export function createDynamoThreadLedger(
+  options: DynamoThreadLedgerOptions,
+): ThreadLedgerRecorder & ThreadLedgerReader {
+  if (!(options.leaseMs > 0)) throw new RangeError(`thread ledger lease must be positive (given ${options.leaseMs})`);
+  const id = options.id ?? THREAD_LEDGER_ID;
+  const clock = options.clock ?? Date.now;
+  const bucketOf = (now: number) => Math.floor(now / options.leaseMs);
+  const key = { TableName: options.tableName, Key: { id } };
+
+  /** `held` as an update operand: the current and previous buckets, 0 where absent. */
+  const heldOperand = (bucket: number) => ({
+    expression: 'if_not_exists(#cur, :zero) + if_not_exists(#prev, :zero)',
+    names: { '#cur': `h${bucket}`, '#prev': `h${bucket - 1}` },
+  });
+
+  const send = async (what: string, command: UpdateCommand | GetCommand) => {
+    try {
+      return await options.documents.send(command as UpdateCommand);
+    } catch (error) {
+      throw new ThreadLedgerError(
+        `thread ledger ${what} failed: ${(error as Error).name}: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  };
+
+  return {
+    async accepted(now) {
+      const bucket = bucketOf(now);
+      const held = heldOperand(bucket);
+      await send(
+        'acceptance',
+        new UpdateCommand({
+          ...key,
+          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now ADD #cur :one, acceptances :one REMOVE #old1, #old2`,
+          ExpressionAttributeNames: { ...held.names, '#old1': `h${bucket - 2}`, '#old2': `h${bucket - 3}` },
+          ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
+        }),
+      );
+      return { bucket };
+    },
+
+    async released(lease) {
+      await send(
+        'release',
+        new UpdateCommand({
+          ...key,
+          UpdateExpression: 'ADD #bucket :minusOne',
+          ExpressionAttributeNames: { '#bucket': `h${lease.bucket}` },
+          ExpressionAttributeValues: { ':minusOne': -1 },
+        }),
+      );
+    },
+
+    async refused(now) {
+      const held = heldOperand(bucketOf(now));
+      await send(
+        'refusal',
+        new UpdateCommand({
+          ...key,
+          UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one`,
+          ExpressionAttributeNames: held.names,
+          ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
+        }),
+      );
+    },
+
+    async read() {
+      const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
+      return readingOf((out as { Item?: Record<string, unknown> }).Item, bucketOf(clock()));
+    },
+  };
+}
+
+/** The reading an item gives at bucket `bucket` (an absent item: nothing recorded yet, all 0). */
+export function readingOf(item: Record<string, unknown> | undefined, bucket: number): ThreadLedgerReading {
+  const num = (name: string): number => {
+    const value = item?.[name];
+    return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+  };
+  const event = (at: string, held: string): LedgerEvent | undefined =>
+    typeof item?.[at] === 'number' && typeof item?.[held] === 'number'
+      ? { at: item[at] as number, held: Math.max(0, item[held] as number) }
+      : undefined;
+  const lastRefusal = event('refusedAt', 'refusedHeld');
+  const lastAcceptance = event('acceptedAt', 'acceptedHeld');
+  return {
+    // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
+    held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
+    refusals: num('refusals'),
+    acceptances: num('acceptances'),
+    ...(lastRefusal ? { lastRefusal } : {}),
+    ...(lastAcceptance ? { lastAcceptance } : {}),
+  };
+}
+
+/** The same ledger in memory (tests, the lab): same buckets, same arithmetic. */
+export function createMemoryThreadLedger(options: {
+  leaseMs: number;
+  clock?: () => number;
+}): ThreadLedgerRecorder & ThreadLedgerReader {
+  const item: Record<string, number> = {};
+  const clock = options.clock ?? Date.now;
+  const bucketOf = (now: number) => Math.floor(now / options.leaseMs);
+  const heldAt = (bucket: number) => (item[`h${bucket}`] ?? 0) + (item[`h${bucket - 1}`] ?? 0);
+  const add = (name: string, by: number) => {
+    item[name] = (item[name] ?? 0) + by;
+  };
+  return {
+    async accepted(now) {
+      const bucket = bucketOf(now);
+      item.acceptedHeld = heldAt(bucket);
+      item.acceptedAt = now;
+      add(`h${bucket}`, 1);
+      add('acceptances', 1);
+      delete item[`h${bucket - 2}`];
+      delete item[`h${bucket - 3}`];
+      return { bucket };
+    },
+    async released(lease: ThreadLease) {
+      add(`h${lease.bucket}`, -1);
+    },
+    async refused(now) {
+      item.refusedHeld = heldAt(bucketOf(now));
+      item.refusedAt = now;
+      add('refusals', 1);
+    },
+    async read() {
+      return readingOf({ ...item }, bucketOf(clock()));
+    },
+  };
+}

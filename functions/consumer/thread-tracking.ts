@@ -1,0 +1,79 @@
+/**
+ * One delivery's part of the thread ledger: every over-cap answer and every accepted submission
+ * is recorded as it comes (with the threads the fleet holds then, which the ledger copies), and
+ * the thread an accepted submission took is handed back when its answer is read, when it fails,
+ * or when the delivery ends. The governor reads the ledger on its next tick
+ * (functions/core/governor/neighbours.ts), without CloudWatch's minute in between.
+ *
+ * The writes run beside the solve, never in its way: the solver client's answer hook is
+ * synchronous, and a ledger that cannot be written costs a log line, never a task. `settle()`
+ * waits for them before the delivery ends, so none is cut off when Lambda freezes the invocation.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Clock, SolverAnswer } from '../core/ports.js';
+import { redactKey } from '../core/solver-protocol.js';
+import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
+
+/** Tracks the solver threads one delivery holds, in the ledger. */
+export class ThreadTracking {
+  private readonly pending = new Set<Promise<unknown>>();
+  /** The thread of the current accepted submission, until it is freed. */
+  private lease: Promise<ThreadLease | undefined> | undefined;
+
+  constructor(
+    private readonly ledger: ThreadLedgerRecorder | undefined,
+    private readonly clock: Clock,
+    private readonly log: Pick<Logger, 'warn'>,
+  ) {}
+
+  /** One solver answer (from the client's `onSolverAnswer`): record refusals and acceptances, free threads. */
+  onAnswer(answer: SolverAnswer): void {
+    if (this.ledger === undefined) return;
+    const ledger = this.ledger;
+    if (answer.request === 'submit' && answer.outcome === 'over_cap') {
+      this.track(ledger.refused(this.clock()), 'refusal');
+      return;
+    }
+    if (answer.request === 'submit' && answer.outcome === 'accepted') {
+      // A resubmit (after an unsolvable answer) follows a freed thread; free it first if not yet.
+      this.free();
+      this.lease = this.track(ledger.accepted(this.clock()), 'acceptance');
+      return;
+    }
+    // The solver frees the thread once the answer is ready or the captcha failed.
+    if (answer.request === 'result' && (answer.outcome === 'answered' || answer.outcome === 'task_terminal')) {
+      this.free();
+    }
+  }
+
+  /** Free the thread still held (timeout, error, lost claim) and wait for every ledger write. */
+  async settle(): Promise<void> {
+    this.free();
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  private free(): void {
+    const lease = this.lease;
+    if (lease === undefined || this.ledger === undefined) return;
+    this.lease = undefined;
+    const ledger = this.ledger;
+    this.track(
+      lease.then((taken) => (taken === undefined ? undefined : ledger.released(taken))),
+      'release',
+    );
+  }
+
+  /** Run a ledger write beside the solve; a failure is logged (redacted) and read as nothing written. */
+  private track<T>(write: Promise<T>, what: string): Promise<T | undefined> {
+    const settled = write.catch((error: unknown) => {
+      this.log.warn('thread ledger not written; the governor sees this answer a tick late or not at all', {
+        write: what,
+        error: redactKey(`${(error as Error).name}: ${(error as Error).message}`),
+      });
+      return undefined;
+    });
+    this.pending.add(settled);
+    void settled.finally(() => this.pending.delete(settled));
+    return settled;
+  }
+}

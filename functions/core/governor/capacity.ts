@@ -1,0 +1,110 @@
+/**
+ * Thread arithmetic: what the plan leaves this fleet, the ceiling a cap allows, and how a total
+ * ceiling splits over the lanes. Pure.
+ */
+import { MAPPING_MIN_CONCURRENCY } from '../settings.js';
+import type { GovernorConfig, GovernorSignals, Lane, LaneSignals } from './types.js';
+
+/** Threads the plan leaves this fleet: plan threads − threads reserved for other users of the key. */
+export function planCap(config: GovernorConfig): number {
+  return config.planThreads - config.reservedThreads;
+}
+
+/** Lowest total ceiling while not paused: the configured minimum, never under the mapping floor. */
+export function minimumCeiling(config: GovernorConfig): number {
+  return Math.max(MAPPING_MIN_CONCURRENCY, config.minConcurrency);
+}
+
+/** Lowest effective cap: the threads the minimum ceiling uses (the fleet cannot run on fewer without pausing). */
+export function capFloor(config: GovernorConfig): number {
+  return minimumCeiling(config) * config.tasksPerInvocation;
+}
+
+/**
+ * Total ceiling (invocations, summed over lanes) an effective cap allows:
+ * ⌊cap ÷ tasksPerInvocation⌋ clamped to [minimum, maxConcurrency], so ceiling × tasksPerInvocation ≤ cap.
+ */
+export function ceilingFor(effectiveCap: number, config: GovernorConfig): number {
+  const byThreads = Math.floor(effectiveCap / config.tasksPerInvocation);
+  return Math.max(minimumCeiling(config), Math.min(config.maxConcurrency, byThreads));
+}
+
+/** Invocations that `messages` in flight take. */
+export function invocations(messages: number, tasksPerInvocation: number): number {
+  return Math.ceil(messages / tasksPerInvocation);
+}
+
+export function clamp(value: number, low: number, high: number): number {
+  return Math.max(low, Math.min(high, value));
+}
+
+/** The lanes' ceilings as they stand. */
+export interface Current {
+  ceilings: Record<Lane, number>;
+  enabled: Record<Lane, boolean>;
+  /** Sum of the enabled lanes' ceilings. */
+  total: number;
+}
+
+/** Per-lane ceilings and enabled flags. */
+export interface LaneSplit {
+  ceilings: Record<Lane, number>;
+  enabled: Record<Lane, boolean>;
+}
+
+/** What the split needs to know besides the total. */
+export interface SplitInputs {
+  signals: GovernorSignals;
+  config: GovernorConfig;
+  lanes: readonly Lane[];
+  current: Current;
+  /** Holding (a signal is missing): the high lane keeps what it has rather than being sized. */
+  hold: boolean;
+}
+
+/**
+ * Split a total ceiling over the lanes. The high lane gets what its in-flight, backlog and
+ * arrival rate need first (at least the mapping floor); normal the rest. A lane without work
+ * (high) or without room (normal, under the floor) is disabled, so the enabled ceilings never
+ * sum above the total.
+ */
+export function splitOverLanes(total: number, inputs: SplitInputs): LaneSplit {
+  const { signals, config, lanes, current, hold } = inputs;
+  const floor = MAPPING_MIN_CONCURRENCY;
+  const keptHigh = Math.max(floor, current.ceilings.high);
+  const normalOnly: LaneSplit = { ceilings: { normal: total, high: keptHigh }, enabled: { normal: true, high: false } };
+  const high = signals.lanes.high;
+  if (!lanes.includes('high') || high === undefined) return normalOnly;
+  let highNeed: number;
+  if (hold) {
+    if (!current.enabled.high) return normalOnly;
+    highNeed = current.ceilings.high;
+  } else {
+    const need = highLaneNeed(high, signals.meanSolveMs, config.tasksPerInvocation);
+    if (need === undefined) return normalOnly;
+    highNeed = need;
+  }
+  const highCeiling = Math.min(total, Math.max(floor, highNeed));
+  const rest = total - highCeiling;
+  if (rest < floor) {
+    return {
+      ceilings: { normal: Math.max(floor, current.ceilings.normal), high: Math.max(floor, total) },
+      enabled: { normal: false, high: true },
+    };
+  }
+  return { ceilings: { normal: rest, high: highCeiling }, enabled: { normal: true, high: true } };
+}
+
+/** Invocations the high lane's queued and arriving work needs; undefined when it has none. */
+function highLaneNeed(
+  high: LaneSignals,
+  meanSolveMs: number | undefined,
+  tasksPerInvocation: number,
+): number | undefined {
+  const queued = (high.backlog ?? 0) + (high.inFlight ?? 0);
+  let arriving = 0;
+  if (high.arrivalRate !== undefined && meanSolveMs !== undefined) arriving = (high.arrivalRate * meanSolveMs) / 1000;
+  else if ((high.arrivalRate ?? 0) > 0) arriving = 1;
+  if (queued === 0 && arriving === 0) return undefined;
+  return Math.ceil((queued + arriving) / tasksPerInvocation - 1e-9);
+}

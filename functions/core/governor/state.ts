@@ -1,0 +1,98 @@
+/**
+ * The governor's persisted state: the first tick's state, and the migration of a state item
+ * written by an older release (twenty flat fields) into the grouped shape. Pure.
+ */
+import { MAPPING_MIN_CONCURRENCY } from '../settings.js';
+import { capFloor, ceilingFor, planCap } from './capacity.js';
+import type { GovernorConfig, GovernorState, GovernorStatus, Lane, PauseReason, UseSample } from './types.js';
+
+/** The state before the first tick: the full plan, ceilings at the free threads. */
+export function initialState(config: GovernorConfig, now: number): GovernorState {
+  const effectiveCap = Math.max(capFloor(config), planCap(config));
+  return {
+    ceilings: { normal: ceilingFor(effectiveCap, config), high: MAPPING_MIN_CONCURRENCY },
+    lastChangeAt: now,
+    probe: { lastAt: now },
+    overCap: { effectiveCap },
+    spend: {},
+    outage: { ticks: 0 },
+  };
+}
+
+/** The flat state items written before the state was grouped by concern (read-only here). */
+export interface LegacyGovernorState {
+  effectiveCap: number;
+  lastChangeAt: number;
+  lastProbeAt: number;
+  pausedReason?: string;
+  pausedSince?: number;
+  outageTicks?: number;
+  ceilings: Record<Lane, number>;
+  lastShrinkAt?: number;
+  probeCeiling?: number;
+  probeReason?: 'outage' | 'resume';
+  resumedAt?: number;
+  recentUse?: UseSample[];
+  provenThreads?: number;
+  refusedThreads?: number;
+  unprovenProbeAt?: number;
+  probeBackoff?: number;
+  failedProbeCap?: number;
+  haltCeiling?: number;
+  balanceSeen?: { at: number; usd: number };
+  spendPerSecond?: number;
+  lastDecision?: GovernorStatus;
+}
+
+/** Whether a stored state is the older flat shape (it has `effectiveCap` at the top and no groups). */
+export function isLegacyGovernorState(stored: unknown): stored is LegacyGovernorState {
+  return (
+    typeof stored === 'object' &&
+    stored !== null &&
+    typeof (stored as { effectiveCap?: unknown }).effectiveCap === 'number' &&
+    (stored as { overCap?: unknown }).overCap === undefined
+  );
+}
+
+/**
+ * A stored state in the current shape. A state in the older flat shape is migrated field by
+ * field: a pause other than `balance` was the slow-probe pause for key and IP troubles, so it
+ * becomes `account`. The next save writes the grouped shape, so the item is migrated once.
+ */
+export function migrateGovernorState(stored: GovernorState | LegacyGovernorState): GovernorState {
+  if (!isLegacyGovernorState(stored)) return stored;
+  const old = stored;
+  const pauseReason: PauseReason | undefined =
+    old.pausedReason === undefined ? undefined : old.pausedReason === 'balance' ? 'balance' : 'account';
+  return dropUndefined({
+    ceilings: old.ceilings,
+    lastChangeAt: old.lastChangeAt,
+    pause: pauseReason === undefined ? undefined : { reason: pauseReason, since: old.pausedSince ?? old.lastChangeAt },
+    resumedAt: old.resumedAt,
+    probe: dropUndefined({
+      lastAt: old.lastProbeAt,
+      recovery:
+        old.probeCeiling === undefined
+          ? undefined
+          : { ceiling: old.probeCeiling, reason: old.probeReason ?? ('outage' as const) },
+    }),
+    overCap: dropUndefined({
+      effectiveCap: old.effectiveCap,
+      lastShrinkAt: old.lastShrinkAt,
+      recentUse: old.recentUse,
+      provenThreads: old.provenThreads,
+      refusedThreads: old.refusedThreads,
+      unprovenProbeAt: old.unprovenProbeAt,
+      probeBackoff: old.probeBackoff,
+      failedProbeCap: old.failedProbeCap,
+    }),
+    spend: dropUndefined({ lastRead: old.balanceSeen, perSecond: old.spendPerSecond, haltCeiling: old.haltCeiling }),
+    outage: { ticks: old.outageTicks ?? 0 },
+    lastDecision: old.lastDecision,
+  });
+}
+
+/** The object without its undefined fields (as DynamoDB stores it), so a migrated state compares equal to a saved one. */
+function dropUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,53 @@
+/**
+ * The thread ledger: what the consumer tells the governor about the solver's thread cap without
+ * CloudWatch in the loop. The consumer counts the threads the fleet holds (one per accepted
+ * submission, leased, so a crashed invocation cannot leave the count high) and records every
+ * over-cap answer and every accepted submission with the threads the fleet held at that moment.
+ * The governor reads it on every tick and keeps an estimate of the threads others hold
+ * (functions/core/governor/neighbours.ts). Pure types; the DynamoDB adapter is
+ * functions/adapters/thread-ledger.ts.
+ */
+
+/** The fleet's threads as the solver saw them at one answer. */
+export interface LedgerEvent {
+  /** Epoch ms of the answer (the consumer's clock). */
+  at: number;
+  /** Threads the fleet held when the answer came, not counting the submission answered. */
+  held: number;
+}
+
+/** One read of the ledger. */
+export interface ThreadLedgerReading {
+  /** Threads the fleet holds now (accepted submissions whose answer is not yet read, within their lease). */
+  held: number;
+  /** Over-cap answers recorded so far (a counter: the reader compares successive reads). */
+  refusals: number;
+  /** Accepted submissions recorded so far (a counter). */
+  acceptances: number;
+  /** The newest over-cap answer: refused while the fleet held `held` ⇒ others hold ≥ plan − held. */
+  lastRefusal?: LedgerEvent;
+  /** The newest accepted submission: accepted while the fleet held `held` ⇒ others hold ≤ plan − held − 1. */
+  lastAcceptance?: LedgerEvent;
+}
+
+/** A thread the fleet took (the lease bucket its count went into); hand it back to `released`. */
+export interface ThreadLease {
+  /** Lease bucket (epoch ms ÷ lease length, floored). */
+  bucket: number;
+}
+
+/** What the consumer writes: one single-item update per answer, one per freed thread. */
+export interface ThreadLedgerRecorder {
+  /** The solver accepted a submission: the fleet holds one more thread. */
+  accepted(now: number): Promise<ThreadLease>;
+  /** The thread of an accepted submission is free again (answer read, failed, given up). */
+  released(lease: ThreadLease): Promise<void>;
+  /** The solver refused a submission over the cap. */
+  refused(now: number): Promise<void>;
+}
+
+/** What the governor reads once per tick. */
+export interface ThreadLedgerReader {
+  /** The ledger as it stands, or undefined when it could not be read (never read as zero). */
+  read(): Promise<ThreadLedgerReading | undefined>;
+}

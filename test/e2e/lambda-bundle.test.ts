@@ -1,0 +1,185 @@
+/**
+ * The consumer as deployed, run as Lambda runs it. The stack is synthesized with bundling
+ * (in-process, offline), the consumer's bundle is taken out of the cloud assembly and invoked in
+ * a child process with only the AWS SDK beside it (what the nodejs24.x runtime provides), on the
+ * Lambda's Node.js where .ci/run installed it (else on this Node.js, with a notice). It gets the
+ * environment the template gives it, with the stack's resources replaced by local ones: queues
+ * and tables on the embedded emulators, the key in a Secrets Manager secret and the event bus on
+ * moto_server, the solver simulator over HTTP. Skipped cleanly where moto_server is absent.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateEventBusCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
+import { ENV } from '../../functions/core/environment.js';
+import { resolveSettings } from '../../functions/core/settings.js';
+import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
+import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
+import { imageTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
+import {
+  receive,
+  sendMessage,
+  startEmulatorFixture,
+  toSqsEvent,
+  type EmulatorFixture,
+} from '../helpers/fleet-fixture.js';
+import {
+  type BundleInvocation,
+  copyPackageClosure,
+  type DeployedFunction,
+  deployedFunction,
+  externalPackages,
+  findLambdaNode,
+  invokeBundle,
+} from '../helpers/lambda-bundle.js';
+import { HAS_MOTO, type MotoServer, startMotoServer } from '../helpers/moto.js';
+import { removeOutdir, synthesizeFleet } from '../infra/synth-helpers.js';
+
+const REGION = 'us-east-1';
+const node = findLambdaNode();
+const runtimeMajor = Number(/^nodejs(\d+)\.x$/.exec(FLEET_RUNTIME.name)?.[1]);
+
+describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtime', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-lambda-'));
+  let outdir: string | undefined;
+  let moto: MotoServer | undefined;
+  let emulators: EmulatorFixture | undefined;
+  let simulator: SolverSimulator | undefined;
+  let fn: DeployedFunction;
+  let invocation: BundleInvocation;
+  let taskId: string;
+  let resultsTable: string;
+
+  beforeAll(async () => {
+    if (node.source === 'current') {
+      console.warn(
+        `lambda-bundle: no Lambda Node.js here (LAMBDA_NODE unset, ${'.ci/lambda-node'} not installed); ` +
+          `running the bundle on this Node.js ${process.version} instead of nodejs${runtimeMajor}.x`,
+      );
+    }
+    const synth = synthesizeFleet({ bundle: true });
+    outdir = synth.outdir;
+    const settingsName = resolveSettings({}).prefix;
+    fn = deployedFunction(synth.template.toJSON(), outdir, `${settingsName}-consumer`);
+    copyPackageClosure(externalPackages(readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8')), dir);
+
+    [moto, emulators] = await Promise.all([startMotoServer(), startEmulatorFixture()]);
+    simulator = createSolverSimulator({ seed: 5, medianMs: 0, validKeys: [TEST_SOLVER_KEY] });
+    const { url: solverBaseUrl } = await simulator.listen();
+    const config = { ...JSON.parse(String(fn.variables[ENV.config])), solverBaseUrl };
+    const settings = resolveSettings(config);
+    const fleet = await emulators.createFleet(config);
+    resultsTable = fleet.resources.tables.results;
+    const motoConfig = baseClientConfig(moto.endpoint, REGION);
+    const secret = await new SecretsManagerClient(motoConfig).send(
+      new CreateSecretCommand({ Name: `${settings.prefix}/solver-key`, SecretString: TEST_SOLVER_KEY }),
+    );
+    const busName = `${settings.prefix}-events`;
+    await new EventBridgeClient(motoConfig).send(new CreateEventBusCommand({ Name: busName }));
+
+    // The stack's resources, by the variable that names them; anything else the template sets
+    // from a resource has no local stand-in and fails here rather than running half-configured.
+    const standIns: Record<string, string> = {
+      [ENV.normalQueueUrl]: fleet.resources.queueUrls.normal,
+      [ENV.highQueueUrl]: fleet.resources.queueUrls.high,
+      [ENV.dlqUrl]: fleet.resources.queueUrls.dlq,
+      [ENV.resultsTable]: fleet.resources.tables.results,
+      [ENV.governorTable]: fleet.resources.tables.governor,
+      [ENV.solverKeySecretArn]: secret.ARN ?? '',
+      [ENV.eventBusName]: busName,
+    };
+    const variables: Record<string, string> = {};
+    for (const [name, value] of Object.entries(fn.variables)) {
+      const local = typeof value === 'string' ? value : standIns[name];
+      if (local === undefined) throw new Error(`the template sets ${name} to ${JSON.stringify(value)}: no stand-in`);
+      variables[name] = local;
+    }
+    variables[ENV.config] = JSON.stringify(config);
+
+    const task = imageTask();
+    taskId = task.id ?? '';
+    await sendMessage(fleet.clients, fleet.resources.queueUrls.normal, JSON.stringify(task));
+    const event = toSqsEvent(
+      await receive(fleet.clients, fleet.resources.queueUrls.normal, 1),
+      fleet.resources.queueArns.normal,
+      REGION,
+    );
+
+    invocation = await invokeBundle({
+      dir,
+      fn,
+      node: node.path,
+      event,
+      timeoutMs: 60_000,
+      env: {
+        ...variables,
+        // What the Lambda runtime sets, then where the emulators stand in for the services.
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        TZ: ':UTC',
+        AWS_REGION: REGION,
+        AWS_DEFAULT_REGION: REGION,
+        AWS_LAMBDA_FUNCTION_NAME: `${settings.prefix}-consumer`,
+        AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '256',
+        AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+        AWS_ACCESS_KEY_ID: 'lambda-role',
+        AWS_SECRET_ACCESS_KEY: 'lambda-role',
+        AWS_SESSION_TOKEN: 'lambda-role',
+        LAMBDA_TASK_ROOT: join(dir, 'task'),
+        AWS_ENDPOINT_URL_SQS: emulators.emulators.sqsEndpoint,
+        AWS_ENDPOINT_URL_DYNAMODB: emulators.emulators.dynamoEndpoint,
+        AWS_ENDPOINT_URL_SECRETS_MANAGER: moto.endpoint,
+        AWS_ENDPOINT_URL_EVENTBRIDGE: moto.endpoint,
+        ...(node.source === 'current' ? { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } : {}),
+      },
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await simulator?.close();
+    await emulators?.stop();
+    await moto?.stop();
+    if (outdir) removeOutdir(outdir);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('imports nothing from outside the bundle but the AWS SDK and Node.js built-ins', () => {
+    // Prepare
+    const code = readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8');
+
+    // Act
+    const external = externalPackages(code);
+
+    // Assess
+    expect(external.length).toBeGreaterThan(0);
+    expect(external.filter((name) => !name.startsWith('@aws-sdk/'))).toEqual([]);
+  });
+
+  it('solves the task with the key from the secret and reports no failed record', async () => {
+    // Prepare: the invocation ran in beforeAll
+    const diagnostics = `exit ${invocation.exitCode}\n${invocation.stderr}\n${invocation.stdout}`.slice(-4000);
+
+    // Act
+    const record = await emulators?.clients.documents.send(
+      new GetCommand({ TableName: resultsTable, Key: { taskId }, ConsistentRead: true }),
+    );
+
+    // Assess
+    expect(invocation.exitCode, diagnostics).toBe(0);
+    expect(invocation.response, diagnostics).toEqual({ batchItemFailures: [] });
+    expect(record?.Item?.status, diagnostics).toBe('solved');
+    expect(simulator?.stats()).toMatchObject({ accepted: 1, solved: 1, keyRejections: 0 });
+  });
+
+  it('never prints the key', () => {
+    expect(invocation.stdout).toContain('"Solved"'); // EMF on stdout, as CloudWatch reads it
+    expect(`${invocation.stdout}${invocation.stderr}`).not.toContain(TEST_SOLVER_KEY);
+  });
+
+  it.skipIf(node.source === 'current')(`runs on the Lambda runtime's Node.js (${FLEET_RUNTIME.name})`, () => {
+    expect(invocation.nodeVersion).toMatch(new RegExp(`^v${runtimeMajor}\\.`));
+  });
+});

@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDynamoThreadLedger } from '../../functions/adapters/thread-ledger.js';
+import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
+import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
+import { createConsumerHandler } from '../../functions/consumer/create-handler.js';
+import type { SolveOptions, SolveOutcome, SolverPort } from '../../functions/core/ports.js';
+import { SolverOverCapError } from '../../functions/core/solver-protocol.js';
+import type { Task } from '../../functions/core/task.js';
+import type { ThreadLedgerRecorder } from '../../functions/core/thread-ledger.js';
+import { deliver, sendMessage, sleep, startEmulatorFixture, type EmulatorFixture } from '../helpers/fleet-fixture.js';
+import { captureLogs, captureMetrics, imageTask } from '../helpers/factories.js';
+
+let fixture: EmulatorFixture;
+
+beforeAll(async () => {
+  fixture = await startEmulatorFixture();
+});
+afterAll(async () => {
+  await fixture?.stop();
+});
+
+/**
+ * A solver that holds every accepted task until `release()` and refuses the tasks named in
+ * `refuse` over the cap, reporting each answer through `onSolverAnswer` as the real client does.
+ */
+class GatedSolver implements SolverPort {
+  private open!: () => void;
+  private readonly gate = new Promise<void>((resolve) => {
+    this.open = resolve;
+  });
+  /** Before refusing, wait until this holds (so the refusal sees the others' threads). */
+  beforeRefusal: () => Promise<void> = async () => undefined;
+  constructor(private readonly refuse: Set<string>) {}
+  release(): void {
+    this.open();
+  }
+  async solve(task: Task, options: SolveOptions): Promise<SolveOutcome> {
+    if (this.refuse.has(task.id)) {
+      await this.beforeRefusal();
+      options.onSolverAnswer?.({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+      throw new SolverOverCapError('ERROR_NO_SLOT_AVAILABLE', 'over_cap', { taskId: task.id, message: 'no slot' });
+    }
+    options.onSolverAnswer?.({ request: 'submit', outcome: 'accepted' });
+    await options.onSubmitted?.(`sid-${task.id}`);
+    const acceptedAt = Date.now();
+    await this.gate;
+    options.onSolverAnswer?.({ request: 'result', outcome: 'answered' });
+    return {
+      answer: `answer-${task.id}`,
+      solverId: `sid-${task.id}`,
+      acceptedAt,
+      answeredAt: Date.now(),
+      resultRequests: 1,
+      retries: { overCap: 0, transient: 0 },
+    };
+  }
+  async getBalance(): Promise<number> {
+    return 10;
+  }
+  async reportBad(): Promise<void> {}
+  async reportGood(): Promise<void> {}
+}
+
+async function harness(solver: SolverPort, ledger?: ThreadLedgerRecorder) {
+  const fleet = await fixture.createFleet({ tasksPerInvocation: 3, solveDeadlineSeconds: 10 });
+  const logs = captureLogs();
+  const threadLedger =
+    ledger ??
+    createDynamoThreadLedger({
+      documents: fleet.clients.documents,
+      tableName: fleet.resources.tables.governor,
+      leaseMs: 60_000,
+    });
+  const handler = createConsumerHandler({
+    solver,
+    repository: new DynamoResultsRepository({
+      documents: fleet.clients.documents,
+      tableName: fleet.resources.tables.results,
+      ttlSeconds: fleet.settings.resultTtlSeconds,
+    }),
+    queue: new SqsTaskQueue({
+      sqs: fleet.clients.sqs,
+      dlqUrl: fleet.resources.queueUrls.dlq,
+      sourceQueueUrls: [fleet.resources.queueUrls.normal],
+    }),
+    metrics: captureMetrics(fleet.settings.metricsNamespace).metrics,
+    logger: logs.logger,
+    settings: fleet.settings,
+    timing: { retryBaseSeconds: 0, retryMaxSeconds: 0 },
+    threadLedger,
+  });
+  const reader = createDynamoThreadLedger({
+    documents: fleet.clients.documents,
+    tableName: fleet.resources.tables.governor,
+    leaseMs: 60_000,
+  });
+  return { fleet, handler, reader, logs };
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(20);
+  }
+}
+
+describe('consumer → thread ledger on dynalite', () => {
+  it('records an over-cap answer with the threads the fleet held then, and frees every thread when the solves end', async () => {
+    // Prepare: a batch of three; two are accepted and held, the third is refused while they hold
+    const [a, b, c] = [imageTask(), imageTask(), imageTask()];
+    const solver = new GatedSolver(new Set([c.id as string]));
+    const h = await harness(solver);
+    solver.beforeRefusal = () => until(async () => (await h.reader.read())?.held === 2);
+    for (const task of [a, b, c])
+      await sendMessage(h.fleet.clients, h.fleet.resources.queueUrls.normal, JSON.stringify(task));
+    // Act
+    const delivery = deliver(h.fleet, h.handler, { max: 3 });
+    await until(async () => (await h.reader.read())?.refusals === 1);
+    const whileHeld = await h.reader.read();
+    solver.release();
+    await delivery;
+    const after = await h.reader.read();
+    h.logs.restore();
+    // Assess
+    expect(whileHeld?.held).toBe(2);
+    expect(whileHeld?.lastRefusal?.held).toBe(2);
+    expect(after).toMatchObject({ held: 0, refusals: 1, acceptances: 2 });
+    expect(after?.lastAcceptance?.held).toBeLessThanOrEqual(1);
+  });
+
+  it('solves on when the ledger cannot be written, and says so in the log', async () => {
+    // Prepare: a ledger on a table that does not exist
+    const solver = new GatedSolver(new Set());
+    solver.release();
+    const broken = createDynamoThreadLedger({
+      documents: fixture.clients.documents,
+      tableName: 'no-such-ledger-table',
+      leaseMs: 60_000,
+    });
+    const h = await harness(solver, broken);
+    const task = imageTask();
+    await sendMessage(h.fleet.clients, h.fleet.resources.queueUrls.normal, JSON.stringify(task));
+    // Act
+    const delivery = await deliver(h.fleet, h.handler, { max: 1 });
+    h.logs.restore();
+    // Assess
+    expect(delivery.acknowledged).toHaveLength(1);
+    expect(h.logs.entries().some((e) => String(e.message).startsWith('thread ledger not written'))).toBe(true);
+  });
+});

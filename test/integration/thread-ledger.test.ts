@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  createDynamoThreadLedger,
+  createMemoryThreadLedger,
+  THREAD_LEDGER_ID,
+  ThreadLedgerError,
+} from '../../functions/adapters/thread-ledger.js';
+import { GOVERNOR_STATE_ID } from '../../functions/core/deployment.js';
+import { startEmulatorFixture, type EmulatorFixture } from '../helpers/fleet-fixture.js';
+
+let fixture: EmulatorFixture;
+let tableName: string;
+
+beforeAll(async () => {
+  fixture = await startEmulatorFixture();
+  tableName = (await fixture.createFleet()).resources.tables.governor;
+});
+
+afterAll(async () => {
+  await fixture?.stop();
+});
+
+const LEASE_MS = 10_000;
+
+function ledgerAt(now: { t: number }, id: string) {
+  return createDynamoThreadLedger({
+    documents: fixture.clients.documents,
+    tableName,
+    leaseMs: LEASE_MS,
+    id,
+    clock: () => now.t,
+  });
+}
+
+describe('thread ledger on dynalite, through the real SDK', () => {
+  it('counts the threads held: one per acceptance, back on release', async () => {
+    // Prepare
+    const now = { t: 1_000_000 };
+    const ledger = ledgerAt(now, 'held-count');
+    // Act: three accepted, one released
+    const leases = [await ledger.accepted(now.t), await ledger.accepted(now.t + 1), await ledger.accepted(now.t + 2)];
+    await ledger.released(leases[0] as (typeof leases)[number]);
+    const reading = await ledger.read();
+    // Assess
+    expect(reading?.held).toBe(2);
+    expect(reading?.acceptances).toBe(3);
+  });
+
+  it('records each acceptance with the threads held before it', async () => {
+    // Prepare: two already held
+    const now = { t: 2_000_000 };
+    const ledger = ledgerAt(now, 'acceptance-held');
+    await ledger.accepted(now.t);
+    await ledger.accepted(now.t);
+    // Act
+    await ledger.accepted(now.t + 5);
+    // Assess: held 2 when the third was accepted
+    expect((await ledger.read())?.lastAcceptance).toEqual({ at: now.t + 5, held: 2 });
+  });
+
+  it('records each over-cap answer with the threads held at that moment', async () => {
+    // Prepare: three held, one freed
+    const now = { t: 3_000_000 };
+    const ledger = ledgerAt(now, 'refusal-held');
+    const first = await ledger.accepted(now.t);
+    await ledger.accepted(now.t);
+    await ledger.accepted(now.t);
+    await ledger.released(first);
+    // Act
+    await ledger.refused(now.t + 7);
+    const reading = await ledger.read();
+    // Assess
+    expect(reading?.lastRefusal).toEqual({ at: now.t + 7, held: 2 });
+    expect(reading?.refusals).toBe(1);
+  });
+
+  it('counts a thread across the lease boundary, and drops one never released after two leases', async () => {
+    // Prepare: one thread taken just before a bucket boundary and never released (a crash)
+    const now = { t: 4 * LEASE_MS - 1 };
+    const ledger = ledgerAt(now, 'lease-expiry');
+    await ledger.accepted(now.t);
+    // Act / Assess: still held in the next bucket, gone two buckets later
+    now.t = 4 * LEASE_MS + 1;
+    expect((await ledger.read())?.held).toBe(1);
+    now.t = 5 * LEASE_MS + 1;
+    expect((await ledger.read())?.held).toBe(0);
+  });
+
+  it('keeps the item small: old buckets are removed on the next acceptance', async () => {
+    // Prepare: a leaked count in an old bucket
+    const now = { t: 10 * LEASE_MS };
+    const ledger = ledgerAt(now, 'old-buckets');
+    await ledger.accepted(now.t);
+    // Act: an acceptance three leases later
+    now.t = 13 * LEASE_MS;
+    await ledger.accepted(now.t);
+    // Assess
+    const item = await fixture.clients.documents.send(
+      new GetCommand({ TableName: tableName, Key: { id: 'old-buckets' } }),
+    );
+    expect(Object.keys(item.Item ?? {}).filter((k) => /^h\d+$/.test(k))).toEqual(['h13']);
+  });
+
+  it('reads an empty ledger as nothing recorded, and leaves the governor state item alone', async () => {
+    // Prepare: a governor state item beside it
+    await fixture.clients.documents.send(
+      new PutCommand({ TableName: tableName, Item: { id: GOVERNOR_STATE_ID, version: 1, state: { x: 1 } } }),
+    );
+    const ledger = createDynamoThreadLedger({ documents: fixture.clients.documents, tableName, leaseMs: LEASE_MS });
+    // Act
+    const reading = await ledger.read();
+    await ledger.refused(Date.now());
+    // Assess
+    expect(reading).toEqual({ held: 0, refusals: 0, acceptances: 0 });
+    const state = await fixture.clients.documents.send(
+      new GetCommand({ TableName: tableName, Key: { id: GOVERNOR_STATE_ID } }),
+    );
+    expect(state.Item).toEqual({ id: GOVERNOR_STATE_ID, version: 1, state: { x: 1 } });
+    const ledgerItem = await fixture.clients.documents.send(
+      new GetCommand({ TableName: tableName, Key: { id: THREAD_LEDGER_ID } }),
+    );
+    expect(ledgerItem.Item?.refusals).toBe(1);
+  });
+
+  it('fails with a typed error naming the cause when the table is missing', async () => {
+    const ledger = createDynamoThreadLedger({
+      documents: fixture.clients.documents,
+      tableName: 'no-such-table',
+      leaseMs: LEASE_MS,
+    });
+    await expect(ledger.refused(1)).rejects.toThrow(ThreadLedgerError);
+    await expect(ledger.read()).rejects.toThrow(/ResourceNotFoundException/);
+  });
+
+  it('behaves like the memory ledger for the same sequence', async () => {
+    // Prepare
+    const now = { t: 7_000_000 };
+    const dynamo = ledgerAt(now, 'same-as-memory');
+    const memory = createMemoryThreadLedger({ leaseMs: LEASE_MS, clock: () => now.t });
+    // Act
+    for (const ledger of [dynamo, memory]) {
+      const a = await ledger.accepted(now.t);
+      await ledger.accepted(now.t + 1);
+      await ledger.refused(now.t + 2);
+      await ledger.released(a);
+      await ledger.accepted(now.t + 3);
+    }
+    // Assess
+    expect(await dynamo.read()).toEqual(await memory.read());
+  });
+});
