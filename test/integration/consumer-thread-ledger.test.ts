@@ -38,7 +38,7 @@ class GatedSolver implements SolverPort {
     if (this.refuse.has(task.id)) {
       await this.beforeRefusal();
       options.onSolverAnswer?.({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
-      throw new SolverOverCapError('ERROR_NO_SLOT_AVAILABLE', 'over_cap', { taskId: task.id, message: 'no slot' });
+      throw new SolverOverCapError('ERROR_NO_SLOT_AVAILABLE', { taskId: task.id, message: 'no slot' });
     }
     options.onSolverAnswer?.({ request: 'submit', outcome: 'accepted' });
     await options.onSubmitted?.(`sid-${task.id}`);
