@@ -78,7 +78,7 @@ function p95VsFixed(governor: RunResult, fixed: RunResult): Omit<TargetCheck, 't
   const pass = ratio !== null && ratio <= P95_VS_LAMBDA_FIXED;
   const dropped =
     fixed.deadLettered > 0
-      ? ` lambda-fixed's p95 counts only the tasks it solved: ${fixed.deadLettered} of its tasks went to the DLQ and are not in it.`
+      ? ` lambda-fixed's p95 counts only the tasks it solved: ${fixed.deadLettered} of its ${fixed.arrivals} tasks (${pct(fixed.deadLettered / fixed.arrivals)}) went to the DLQ unsolved and are not in it${fixed.deadLettered / fixed.arrivals > 0.05 ? '; over all its tasks, more than 5 % never got an answer, so its p95 over all tasks has none' : ''}.`
       : '';
   return {
     target: 'p95 ≤ 1.05 × lambda-fixed (money not low)',
