@@ -18,6 +18,7 @@ import { DynamoResultsRepository } from '../functions/adapters/results-repositor
 import { createSolverClient } from '../functions/adapters/solver-client.js';
 import type { PollSchedule } from '../functions/core/poll-schedule.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
+import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../functions/adapters/thread-ledger.js';
 import { createConsumerHandler, type ConsumerTiming } from '../functions/consumer/create-handler.js';
 import {
   MAPPING_MIN_CONCURRENCY,
@@ -210,6 +211,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 },
     });
     cleanups.push(() => solver.close());
+    const governed = options.concurrency === undefined && options.governor !== false;
+    // Over-cap answers and held threads, from the consumer to the governor, on the governor table.
+    const threadLedger = governed
+      ? createDynamoThreadLedger({
+          documents: clients.documents,
+          tableName: resources.tables.governor,
+          leaseMs: threadLeaseMs(settings),
+        })
+      : undefined;
     const handler = createConsumerHandler({
       solver,
       repository,
@@ -229,6 +239,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       }),
       settings,
       events,
+      ...(threadLedger ? { threadLedger } : {}),
       timing: {
         // One clock in one process: a lease as long as the function timeout outlives any
         // invocation that holds it (the claim comes after the invocation starts).
@@ -244,7 +255,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     });
 
     const pool: ConcurrencyPool = { limit: concurrency, inUse: 0 };
-    const governed = options.concurrency === undefined && options.governor !== false;
     // Governed lanes start where the stack starts its mappings (lib/config.ts initialCeilings):
     // high a quarter, normal the rest, their sum the fleet's maximum. A fixed ceiling applies
     // to each lane and to both together.
@@ -276,9 +286,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     if (governed) {
       // Each run starts its own control loop: a state left by an earlier run against the same
       // endpoint (a pause, a shrunken cap for another plan) must not steer this one.
-      await clients.documents.send(
-        new DeleteCommand({ TableName: resources.tables.governor, Key: { id: GOVERNOR_STATE_ID } }),
-      );
+      for (const id of [GOVERNOR_STATE_ID, THREAD_LEDGER_ID]) {
+        await clients.documents.send(new DeleteCommand({ TableName: resources.tables.governor, Key: { id } }));
+      }
       governor = startLocalGovernor({
         settings,
         pollers,
@@ -290,6 +300,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // The same store as in AWS, on the local governor table: `captcha-fleet status --local`
         // reads the last decision, ceilings and balance from it.
         state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
+        ...(threadLedger ? { threadLedger } : {}),
         tickMs: governorOptions?.tickMs ?? 1_000,
         ...(governorOptions?.config ? { config: governorOptions.config } : {}),
         ...(governorOptions?.onDecision ? { onDecision: governorOptions.onDecision } : {}),

@@ -16,6 +16,9 @@
  * the lower one), never above what the lower bound leaves: plan − upper ≤ cap ≤ plan − lower.
  */
 import type { ThreadLedgerReading } from '../thread-ledger.js';
+import { capFloor, planCap } from './capacity.js';
+import { MIN_PROBE_COOLDOWN_MS, PROBE_COOLDOWN_TICKS } from './config.js';
+import type { GovernorConfig, GovernorState } from './types.js';
 
 /** Persisted in the governor state, so a cold start begins at the last estimate. */
 export interface NeighbourEstimate {
@@ -107,4 +110,58 @@ export function capFromEstimate(
 
 function clamp(value: number, low: number, high: number): number {
   return Math.max(low, Math.min(high, value));
+}
+
+/** Default decay period: six ticks (at least a second), as long as an over-cap probe cooldown without CloudWatch's lag. */
+export function neighbourDecayMs(config: GovernorConfig): number {
+  return config.neighbourDecayMs ?? Math.max(MIN_PROBE_COOLDOWN_MS, PROBE_COOLDOWN_TICKS * (config.tickMs ?? 10_000));
+}
+
+/** What the thread ledger did to the effective cap this tick, in words for the decision. */
+export interface NeighbourAssessment {
+  /** The next state: the estimate and the effective cap it allows. */
+  state: GovernorState;
+  /** The cap went down (a refusal raised the lower bound), in words. */
+  shrink: string | undefined;
+  /** The cap went up (an acceptance lowered the upper bound, or the lower one widened: a spare probes), in words. */
+  raise: string | undefined;
+}
+
+/**
+ * Fold this tick's ledger reading into the estimate and set the effective cap from it:
+ * plan − upper (+ one spare invocation while the bounds disagree), never above plan − lower,
+ * within [capFloor, planCap]. Replaces the blind shrink and probe of the metric window.
+ */
+export function assessNeighbours(
+  reading: ThreadLedgerReading,
+  base: GovernorState,
+  now: number,
+  config: GovernorConfig,
+): NeighbourAssessment {
+  const decayMs = neighbourDecayMs(config);
+  const shape = { planThreads: config.planThreads, decayMs };
+  const estimate = updateEstimate(base.overCap.neighbours, reading, now, shape);
+  const free = capFromEstimate(estimate, now, { ...shape, spareThreads: config.tasksPerInvocation });
+  const floor = capFloor(config);
+  const effectiveCap = Math.max(floor, Math.min(planCap(config), free));
+  const before = base.overCap.effectiveCap;
+  const state: GovernorState = { ...base, overCap: { ...base.overCap, neighbours: estimate, effectiveCap } };
+  const lower = lowerBoundAt(estimate, now, decayMs);
+  const upper = Math.max(estimate.upper, lower);
+  const others = lower === upper ? `${lower}` : `${lower}–${upper}`;
+  const cap = `effective cap ${effectiveCap} of ${planCap(config)}`;
+  if (effectiveCap < before) {
+    const refused = reading.lastRefusal;
+    const why = refused ? `refused while the fleet held ${refused.held} thread(s)` : 'the estimate narrowed';
+    return { state, shrink: `Over cap (thread ledger): ${why}, so others hold ${others}; ${cap}.`, raise: undefined };
+  }
+  if (effectiveCap > before) {
+    const spare = upper > lower ? '; one spare invocation probes for threads they handed back' : '';
+    return {
+      state,
+      shrink: undefined,
+      raise: `Thread ledger: others hold ${others} thread(s) (≥ from refusals, widening after ${Math.round(decayMs / 1000)} s without one; ≤ from acceptances); ${cap}${spare}.`,
+    };
+  }
+  return { state, shrink: undefined, raise: undefined };
 }

@@ -30,6 +30,7 @@ import {
   whilePausedForAccount,
   whilePausedForBalance,
 } from './guards.js';
+import { probeForFreedThreads } from './neighbour-guards.js';
 import type { Decision, GovernorConfig, GovernorSignals, GovernorState } from './types.js';
 
 export { capFloor, ceilingFor, minimumCeiling, planCap } from './capacity.js';
@@ -53,6 +54,7 @@ export const GUARD_ORDER: readonly Guard[] = [
   probeRecovery,
   holdRecovery,
   probeOverCap,
+  probeForFreedThreads,
   stayReadyWhileIdle,
 ];
 

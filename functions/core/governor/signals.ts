@@ -3,6 +3,7 @@
  * the mappings as they stand) → GovernorSignals. Pure, shared by the Lambda, the local runtime
  * and the CLI so all three feed decide() the same way; only the readers differ.
  */
+import type { ThreadLedgerReading } from '../thread-ledger.js';
 import type { GovernorSignals, Lane, LaneSignals } from './types.js';
 
 /** One GetQueueAttributes read of a lane's queue; a field is undefined when it could not be read. */
@@ -61,6 +62,8 @@ export interface SignalInputs {
   metrics: MetricsWindow | undefined;
   balance: number | undefined;
   settings: { normal: LaneSetting; high?: LaneSetting };
+  /** The thread ledger as read this tick (absent: none, or unreadable). */
+  threadLedger?: ThreadLedgerReading | undefined;
 }
 
 /** Share of `part` in `whole`, with 0/0 read as 0 (nothing happened) and capped at 1. */
@@ -119,6 +122,7 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
     accountErrors: m?.accountErrors,
     accountErrorCode: m?.accountErrorCode,
     balance: input.balance,
+    ...(input.threadLedger !== undefined ? { threadLedger: input.threadLedger } : {}),
   };
 }
 

@@ -3,6 +3,9 @@
  * `policy.ts` is pure; time arrives in the signals. Missing values are `undefined`, never 0.
  */
 
+import type { ThreadLedgerReading } from '../thread-ledger.js';
+import type { NeighbourEstimate } from './neighbours.js';
+
 export const LANES = ['high', 'normal'] as const;
 export type Lane = (typeof LANES)[number];
 
@@ -49,6 +52,12 @@ export interface GovernorSignals {
   accountErrorCode: string | undefined;
   /** USD; undefined when it could not be read. */
   balance: number | undefined;
+  /**
+   * The consumer's thread ledger (held threads, the newest refusal and acceptance with the
+   * threads held then), read this tick. Absent when there is none or it could not be read: the
+   * over-cap answers of the metric window are then used as before.
+   */
+  threadLedger?: ThreadLedgerReading;
 }
 
 /** Reason codes: stable strings for metrics and the `reasons` counters. */
@@ -142,6 +151,8 @@ export interface OverCapEstimate {
   probeBackoff?: number;
   /** Effective cap of the last failed over-cap probe: probes below it climb at the plain cooldown, the backoff applies from it up. */
   failedProbeCap?: number;
+  /** The threads others hold, bounded by the thread ledger's refusals and acceptances (neighbours.ts); kept across cold starts. */
+  neighbours?: NeighbourEstimate;
 }
 
 /** The money side: balance reads, the spend rate, the halt hold. */
@@ -236,6 +247,8 @@ export interface GovernorConfig {
   metricsSpanMs?: number;
   /** Largest multiplier of the over-cap probe cooldown after failed probes. @default 16 */
   maxProbeBackoff?: number;
+  /** Quiet time after which the lower bound of the threads others hold starts to widen, ms. @default 6 ticks (at least 1 s) */
+  neighbourDecayMs?: number;
 }
 
 export interface Decision {
