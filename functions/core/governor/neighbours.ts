@@ -26,6 +26,8 @@ export interface NeighbourEstimate {
   lower: number;
   /** Epoch ms the lower bound was last set or confirmed by a refusal (decay counts from here). */
   lowerAt: number;
+  /** The ledger's acceptance counter then (decay also waits for acceptances; absent: time alone). */
+  lowerAcceptances?: number;
   /** Others are taken to hold at most this many (from acceptances; raised by refusals). */
   upper: number;
   /** Epoch ms of the newest answer used. */
@@ -39,15 +41,37 @@ export interface NeighbourConfig {
   planThreads: number;
   /** Time after which the lower bound starts to widen, ms. */
   decayMs: number;
+  /**
+   * Accepted submissions per widening step: a probe refused costs one over-cap answer, so at
+   * most one per this many accepted submissions (50: 2 %). Absent: time alone.
+   */
+  acceptancesPerProbe?: number;
 }
+
+/** Accepted submissions per widening step of the lower bound by default (one failed probe per 50: 2 %). */
+export const DEFAULT_ACCEPTANCES_PER_PROBE = 50;
 
 /** Largest number of doublings the decay counts (keeps 2^k finite and far above any plan). */
 const MAX_DECAY_STEPS = 30;
 
-/** The lower bound at `now`, after decay: lower − (2^k − 1) for k whole decay periods, not below 0. */
-export function lowerBoundAt(estimate: NeighbourEstimate, now: number, decayMs: number): number {
-  const periods = decayMs > 0 ? Math.floor(Math.max(0, now - estimate.lowerAt) / decayMs) : MAX_DECAY_STEPS;
-  const widened = 2 ** Math.min(MAX_DECAY_STEPS, periods) - 1;
+/**
+ * The lower bound at `now`, after decay: lower − (2^k − 1) for k whole decay periods, not below
+ * 0. A period needs both `decayMs` and `acceptancesPerProbe` accepted submissions since the bound
+ * was set, so probing costs at most one refusal per that many acceptances, however fast they come.
+ */
+export function lowerBoundAt(
+  estimate: NeighbourEstimate,
+  now: number,
+  decay: Pick<NeighbourConfig, 'decayMs' | 'acceptancesPerProbe'>,
+): number {
+  const byTime = decay.decayMs > 0 ? Math.floor(Math.max(0, now - estimate.lowerAt) / decay.decayMs) : MAX_DECAY_STEPS;
+  const perProbe = decay.acceptancesPerProbe;
+  const accepted = estimate.seen.acceptances - (estimate.lowerAcceptances ?? estimate.seen.acceptances);
+  const byAcceptances =
+    perProbe === undefined || estimate.lowerAcceptances === undefined
+      ? MAX_DECAY_STEPS
+      : Math.floor(Math.max(0, accepted) / Math.max(1, perProbe));
+  const widened = 2 ** Math.min(MAX_DECAY_STEPS, byTime, byAcceptances) - 1;
   return Math.max(0, estimate.lower - widened);
 }
 
@@ -71,7 +95,7 @@ export function updateEstimate(
   const next: NeighbourEstimate = estimate
     ? { ...estimate, seen: { ...estimate.seen } }
     : { lower: 0, lowerAt: now, upper: 0, updatedAt: now, seen };
-  let lower = lowerBoundAt(next, now, config.decayMs);
+  let lower = lowerBoundAt(next, now, config);
 
   const refusal = reading.lastRefusal;
   if (refusal !== undefined && reading.refusals !== seen.refusals) {
@@ -80,6 +104,7 @@ export function updateEstimate(
       lower = bound;
       next.lower = bound;
       next.lowerAt = Math.min(now, refusal.at);
+      next.lowerAcceptances = reading.acceptances;
     }
     next.updatedAt = Math.max(next.updatedAt, refusal.at);
   }
@@ -103,7 +128,7 @@ export function capFromEstimate(
   config: NeighbourConfig & { spareThreads: number },
 ): number {
   const plan = config.planThreads;
-  const lower = lowerBoundAt(estimate, now, config.decayMs);
+  const lower = lowerBoundAt(estimate, now, config);
   const upper = Math.max(estimate.upper, lower);
   return Math.max(0, Math.min(plan - lower, plan - upper + (upper > lower ? config.spareThreads : 0)));
 }
@@ -139,14 +164,14 @@ export function assessNeighbours(
   config: GovernorConfig,
 ): NeighbourAssessment {
   const decayMs = neighbourDecayMs(config);
-  const shape = { planThreads: config.planThreads, decayMs };
+  const shape = { planThreads: config.planThreads, decayMs, acceptancesPerProbe: DEFAULT_ACCEPTANCES_PER_PROBE };
   const estimate = updateEstimate(base.overCap.neighbours, reading, now, shape);
   const free = capFromEstimate(estimate, now, { ...shape, spareThreads: config.tasksPerInvocation });
   const floor = capFloor(config);
   const effectiveCap = Math.max(floor, Math.min(planCap(config), free));
   const before = base.overCap.effectiveCap;
   const state: GovernorState = { ...base, overCap: { ...base.overCap, neighbours: estimate, effectiveCap } };
-  const lower = lowerBoundAt(estimate, now, decayMs);
+  const lower = lowerBoundAt(estimate, now, shape);
   const upper = Math.max(estimate.upper, lower);
   const others = lower === upper ? `${lower}` : `${lower}–${upper}`;
   const cap = `effective cap ${effectiveCap} of ${planCap(config)}`;
@@ -160,7 +185,7 @@ export function assessNeighbours(
     return {
       state,
       shrink: undefined,
-      raise: `Thread ledger: others hold ${others} thread(s) (≥ from refusals, widening after ${Math.round(decayMs / 1000)} s without one; ≤ from acceptances); ${cap}${spare}.`,
+      raise: `Thread ledger: others hold ${others} thread(s) (≥ from refusals, widening after ${Math.round(decayMs / 1000)} s and ${DEFAULT_ACCEPTANCES_PER_PROBE} acceptances without one; ≤ from acceptances); ${cap}${spare}.`,
     };
   }
   return { state, shrink: undefined, raise: undefined };
