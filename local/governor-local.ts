@@ -12,6 +12,7 @@ import { createMemoryGovernorState } from '../functions/adapters/governor-state.
 import { createQueueSignals } from '../functions/adapters/queue-signals.js';
 import { SERVICES, METRICS } from '../functions/core/metric-names.js';
 import type { SolverPort } from '../functions/core/ports.js';
+import type { ThreadLedgerReader } from '../functions/core/thread-ledger.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY } from '../functions/core/settings.js';
 import { governorConfigFrom } from '../functions/core/governor/policy.js';
@@ -56,6 +57,8 @@ export interface LocalGovernorOptions {
   onDecision?: (record: TickRecord) => void;
   /** Where the state lives between ticks. @default in memory (createMemoryGovernorState) */
   state?: GovernorStateStore;
+  /** The consumer's thread ledger (over-cap answers and held threads); without it, the metric window's over-cap answers. */
+  threadLedger?: ThreadLedgerReader;
 }
 
 /** One lane's ceilings over the run (what the decisions set, enabled or not). */
@@ -185,6 +188,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       onError: (error) =>
         log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
     }),
+    ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
     actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
     state: options.state ?? createMemoryGovernorState(),
     clock,

@@ -14,6 +14,7 @@ import {
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
 import { createLambdaActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
+import { createDynamoThreadLedger, threadLeaseMs } from '../adapters/thread-ledger.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type FleetSettings } from '../core/settings.js';
@@ -107,6 +108,17 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     metrics: cw,
     queueMetrics: cw,
     balance,
+    // The consumer's over-cap answers and held threads on the same table, read every tick.
+    ...(environment.tables.governor !== undefined
+      ? {
+          threadLedger: createDynamoThreadLedger({
+            documents: clients.documents,
+            tableName: environment.tables.governor,
+            leaseMs: threadLeaseMs(settings),
+            ...(options.clock ? { clock: options.clock } : {}),
+          }),
+        }
+      : {}),
     actuator: createLambdaActuator({
       lambda,
       mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },

@@ -5,6 +5,7 @@
  */
 import { DEFAULT_DRAIN_TARGET_MS, DEFAULT_MAX_PROBE_BACKOFF, DEFAULT_OUTAGE_TRANSIENT_SHARE } from './config.js';
 import { type Current, capFloor, ceilingFor, clamp, invocations, minimumCeiling, planCap } from './capacity.js';
+import { assessNeighbours } from './neighbours.js';
 import type { GovernorConfig, GovernorSignals, GovernorState, Lane, LaneSignals, SpendState } from './types.js';
 
 /** Weight of the newest balance delta in the smoothed spend rate: a ten-second delta is noisy (a few solves). */
@@ -37,6 +38,8 @@ export interface RunningView {
   state: GovernorState;
   /** The over-cap shrink this tick made, in words (undefined when the cap did not shrink). */
   shrink: string | undefined;
+  /** The rise of the cap the thread ledger's estimate allowed this tick, in words (neighbours.ts). */
+  raise: string | undefined;
   /** Signals that are unknown this tick, in words. */
   missing: string[];
   /** The balance is under the halt level. */
@@ -276,7 +279,12 @@ function shrinkCap(input: OverCapInputs, answers: number, probeFailed: boolean) 
 /** The running view: over-cap estimate, outage counter and halt hold updated; the totals they allow. */
 function runningView(ctx: Omit<TickContext, 'running'>, attempted: number): RunningView {
   const { signals, config, minimum, current, demand, funds } = ctx;
-  const assessed = assessOverCap({ ...ctx, attempted });
+  // With the thread ledger the estimate of others' threads sets the cap (no blind shrink or
+  // probe); without it (no ledger, or it could not be read) the metric window's over-cap answers do.
+  const assessed =
+    signals.threadLedger !== undefined
+      ? assessNeighbours(signals.threadLedger, ctx.base, ctx.now, config)
+      : { ...assessOverCap({ ...ctx, attempted }), raise: undefined };
   const halted = funds !== undefined && funds.usd < config.haltBalance;
   const erroring = signals.errorRate !== undefined && signals.errorRate > config.errorRateThreshold;
   const allowed = ceilingFor(assessed.state.overCap.effectiveCap, config);
@@ -291,6 +299,7 @@ function runningView(ctx: Omit<TickContext, 'running'>, attempted: number): Runn
   return {
     state: { ...assessed.state, spend: { ...assessed.state.spend, haltCeiling } },
     shrink: assessed.shrink,
+    raise: assessed.raise,
     missing: missingSignals(signals, ctx.lanes),
     halted,
     erroring,

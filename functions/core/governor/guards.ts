@@ -400,6 +400,8 @@ function probeWait(overCap: OverCapEstimate, step: number): number {
 /** In flight filled the shrunk cap with no over-cap answers since: probe one step back up. */
 export const probeOverCap: Guard = (ctx) => {
   const { running: r, config, now, cooldown, state: before } = ctx;
+  // With the thread ledger the estimate probes (one spare invocation): no blind step on top.
+  if (ctx.signals.threadLedger !== undefined) return undefined;
   const overCap = r.state.overCap;
   const step = overCapStep(overCap);
   const ready =

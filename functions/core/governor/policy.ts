@@ -31,6 +31,7 @@ import {
   whilePausedForBalance,
   whilePausedForOutage,
 } from './guards.js';
+import { probeForFreedThreads } from './neighbour-guards.js';
 import type { Decision, GovernorConfig, GovernorSignals, GovernorState } from './types.js';
 
 export { capFloor, ceilingFor, minimumCeiling, planCap } from './capacity.js';
@@ -57,6 +58,7 @@ export const GUARD_ORDER: readonly Guard[] = [
   probeRecovery,
   holdRecovery,
   probeOverCap,
+  probeForFreedThreads,
   stayReadyWhileIdle,
 ];
 

@@ -3,6 +3,9 @@
  * `policy.ts` is pure; time arrives in the signals. Missing values are `undefined`, never 0.
  */
 
+import type { ThreadLedgerReading } from '../thread-ledger.js';
+import type { NeighbourEstimate } from './neighbours.js';
+
 export const LANES = ['high', 'normal'] as const;
 export type Lane = (typeof LANES)[number];
 
@@ -55,6 +58,12 @@ export interface GovernorSignals {
    * Absent when the balance was read, or from readers that do not say (then it is only missing).
    */
   balanceError?: BalanceError | undefined;
+  /**
+   * The consumer's thread ledger (held threads, the newest refusal and acceptance with the
+   * threads held then), read this tick. Absent when there is none or it could not be read: the
+   * over-cap answers of the metric window are then used as before.
+   */
+  threadLedger?: ThreadLedgerReading;
 }
 
 /** A failed balance read, classified. The code is the solver's or the client's (never the key). */
@@ -156,6 +165,8 @@ export interface OverCapEstimate {
   probeBackoff?: number;
   /** Effective cap of the last failed over-cap probe: probes below it climb at the plain cooldown, the backoff applies from it up. */
   failedProbeCap?: number;
+  /** The threads others hold, bounded by the thread ledger's refusals and acceptances (neighbours.ts); kept across cold starts. */
+  neighbours?: NeighbourEstimate;
 }
 
 /** The money side: balance reads, the spend rate, the halt hold. */
@@ -254,6 +265,8 @@ export interface GovernorConfig {
   maxProbeBackoff?: number;
   /** Largest multiplier of the probe cooldown between outage probes after failed ones. @default 2 */
   maxOutageProbeBackoff?: number;
+  /** Quiet time after which the lower bound of the threads others hold starts to widen, ms. @default 6 ticks (at least 1 s) */
+  neighbourDecayMs?: number;
 }
 
 export interface Decision {
