@@ -27,8 +27,18 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 
-/** Reasons the consumer gives when it refuses a message (see functions/core/task.ts). */
-export const REJECTED_REASONS = ['MALFORMED_JSON', 'SCHEMA_VIOLATION', 'UNKNOWN_METHOD', 'TOO_LARGE'] as const;
+/**
+ * Reasons the consumer gives when it refuses a message (see functions/core/task.ts), and
+ * ID_CONFLICT (another task holds the id): moved again as they are, they come straight back, so
+ * redrive leaves them unless asked (`--include-rejected`).
+ */
+export const REJECTED_REASONS = [
+  'MALFORMED_JSON',
+  'SCHEMA_VIOLATION',
+  'UNKNOWN_METHOD',
+  'TOO_LARGE',
+  'ID_CONFLICT',
+] as const;
 /** Reason given to messages SQS moved after maxReceiveCount receives (they carry none). */
 export const EXHAUSTED = 'RECEIVES_EXHAUSTED';
 

@@ -108,6 +108,25 @@ describe('DLQ redrive', () => {
     expect(await depth(resources.queueUrls.dlq)).toBe(2);
   });
 
+  it('leaves an id conflict in the DLQ unless asked: moved back while the first task lives, it would only conflict again', async () => {
+    // Prepare
+    await clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: resources.queueUrls.dlq,
+        MessageBody: task('retry-1'),
+        MessageAttributes: { reason: { DataType: 'String', StringValue: 'ID_CONFLICT' } },
+      }),
+    );
+
+    // Act
+    const report = await redrive(target, { dryRun: false, includeRejected: false });
+
+    // Assess
+    expect(report).toMatchObject({ copied: 2, left: 3 });
+    expect(report.inventory.byReason.ID_CONFLICT).toMatchObject({ count: 1, movable: false });
+    expect(await depth(resources.queueUrls.dlq)).toBe(3);
+  });
+
   it('moves refused messages too when asked', async () => {
     const report = await redrive(target, { dryRun: false, includeRejected: true });
     expect(report).toMatchObject({ copied: 4, left: 0 });
