@@ -3,15 +3,22 @@
  * moves it back to its lane. Messages the consumer refused (malformed JSON, schema violations,
  * unknown methods, oversize) would fail again, so they stay unless asked.
  *
- * Two ways to move: SQS's own StartMessageMoveTask (AWS; moves everything back to the queue each
- * message came from) when every message is to be moved, else a copy (SendMessage to the lane,
- * then DeleteMessage): at-least-once, and a duplicate is harmless because the consumer's claim
- * solves a task once.
+ * Two ways to move, chosen per message by who put it in the DLQ:
+ * - SQS's own StartMessageMoveTask moves only messages SQS dead-lettered itself (after
+ *   maxReceiveCount receives; they carry the DeadLetterQueueSourceArn system attribute). A message
+ *   sent to the DLQ with SendMessage, as the consumer sends its refusals, fails that task with
+ *   CouldNotDetermineMessageSource, and the task moves every message in the queue, so it is used
+ *   only when every message left in the DLQ is one SQS put there, and only in AWS.
+ * - Everything else is copied (SendMessage to the lane, then DeleteMessage): at-least-once, and a
+ *   duplicate is harmless because the consumer's claim solves a task once.
+ * The report says how many moved by copy (done) and what the native task was started for (it runs
+ * on asynchronously: its status is read once, never reported as moved).
  */
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
+  ListMessageMoveTasksCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   StartMessageMoveTaskCommand,
@@ -20,13 +27,27 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 
-/** Reasons the consumer gives when it refuses a message (see functions/core/task.ts). */
-export const REJECTED_REASONS = ['MALFORMED_JSON', 'SCHEMA_VIOLATION', 'UNKNOWN_METHOD', 'TOO_LARGE'] as const;
+/**
+ * Reasons the consumer gives when it refuses a message (see functions/core/task.ts), and
+ * ID_CONFLICT (another task holds the id): moved again as they are, they come straight back, so
+ * redrive leaves them unless asked (`--include-rejected`).
+ */
+export const REJECTED_REASONS = [
+  'MALFORMED_JSON',
+  'SCHEMA_VIOLATION',
+  'UNKNOWN_METHOD',
+  'TOO_LARGE',
+  'ID_CONFLICT',
+] as const;
 /** Reason given to messages SQS moved after maxReceiveCount receives (they carry none). */
 export const EXHAUSTED = 'RECEIVES_EXHAUSTED';
 
+/** Who put a message in the DLQ: SQS after maxReceiveCount receives, or a SendMessage (the consumer's refusals). */
+export type DeadLetterOrigin = 'sqs' | 'sent';
+
 export interface DeadLetterEntry {
   messageId: string;
+  origin: DeadLetterOrigin;
   receiptHandle: string;
   reason: string;
   reasonDetail: string | undefined;
@@ -48,18 +69,31 @@ export interface RedriveTarget {
   dlqUrl: string;
   dlqArn?: string;
   queueUrls: { normal: string; high?: string };
-  /** Use StartMessageMoveTask when everything moves (AWS only; emulators lack it). */
+  /** May use StartMessageMoveTask for messages SQS dead-lettered (AWS only; emulators lack it). */
   native: boolean;
+}
+
+/** SQS's move task, as started and as first seen (it runs on after the report). */
+export interface NativeMove {
+  taskHandle: string | undefined;
+  /** Messages SQS dead-lettered that the task was started for. */
+  messages: number;
+  /** ListMessageMoveTasks' status right after the start (RUNNING, COMPLETED, FAILED, …), if read. */
+  status: string | undefined;
+  /** ApproximateNumberOfMessagesMoved at that moment. */
+  movedSoFar: number | undefined;
+  failureReason: string | undefined;
 }
 
 export interface RedriveReport {
   dryRun: boolean;
-  strategy: 'native' | 'copy' | 'none';
   inventory: Omit<DeadLetterInventory, 'entries'>;
-  moved: number;
+  /** Messages copied to their lane and deleted from the DLQ (done). */
+  copied: number;
+  /** The native move task, when one was started. */
+  nativeMove?: NativeMove;
+  /** Messages listed that stay in the DLQ (refused ones not asked for). */
   left: number;
-  /** Native move task handle, when one was started. */
-  taskHandle?: string;
 }
 
 export function isRejectedReason(reason: string): boolean {
@@ -98,12 +132,13 @@ export async function inspectDeadLetters(
   }
   const byReason: DeadLetterInventory['byReason'] = {};
   for (const entry of entries) {
-    const group = (byReason[entry.reason] ??= {
+    const group = byReason[entry.reason] ?? {
       count: 0,
       example: entry.reasonDetail,
       movable: !isRejectedReason(entry.reason),
-    });
+    };
     group.count++;
+    byReason[entry.reason] = group;
   }
   return { depth, entries, byReason };
 }
@@ -136,23 +171,29 @@ export async function redrive(
   const summary = { depth: inventory.depth, byReason: inventory.byReason };
   if (options.dryRun || movable.length === 0) {
     await releaseEntries(target, inventory.entries);
-    return { dryRun: options.dryRun, strategy: 'none', inventory: summary, moved: 0, left: inventory.entries.length };
+    return { dryRun: options.dryRun, inventory: summary, copied: 0, left: inventory.entries.length };
   }
-  const everything = staying.length === 0 && inventory.entries.length >= inventory.depth;
-  if (target.native && everything && target.dlqArn) {
-    await releaseEntries(target, inventory.entries);
-    const started = await target.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: target.dlqArn }));
-    return {
-      dryRun: false,
-      strategy: 'native',
-      inventory: summary,
-      moved: movable.length,
-      left: 0,
-      taskHandle: started.TaskHandle,
-    };
-  }
-  let moved = 0;
-  for (const entry of movable) {
+  const bySqs = movable.filter((entry) => entry.origin === 'sqs');
+  // The move task takes every message in the queue: only when all that stays is SQS's own.
+  const nativeFits =
+    target.native &&
+    target.dlqArn !== undefined &&
+    bySqs.length > 0 &&
+    staying.length === 0 &&
+    inventory.entries.length >= inventory.depth;
+  const toCopy = nativeFits ? movable.filter((entry) => entry.origin !== 'sqs') : movable;
+  const copied = await copyBack(target, toCopy);
+  await releaseEntries(target, staying);
+  if (!nativeFits) return { dryRun: false, inventory: summary, copied, left: staying.length };
+  await releaseEntries(target, bySqs);
+  const nativeMove = await startNativeMove(target, target.dlqArn as string, bySqs.length);
+  return { dryRun: false, inventory: summary, copied, nativeMove, left: 0 };
+}
+
+/** Send each entry to its lane, then delete it from the DLQ. */
+async function copyBack(target: RedriveTarget, entries: DeadLetterEntry[]): Promise<number> {
+  let copied = 0;
+  for (const entry of entries) {
     const queueUrl = entry.lane === 'high' && target.queueUrls.high ? target.queueUrls.high : target.queueUrls.normal;
     await target.sqs.send(
       new SendMessageCommand({
@@ -162,10 +203,49 @@ export async function redrive(
       }),
     );
     await target.sqs.send(new DeleteMessageCommand({ QueueUrl: target.dlqUrl, ReceiptHandle: entry.receiptHandle }));
-    moved++;
+    copied++;
   }
-  await releaseEntries(target, staying);
-  return { dryRun: false, strategy: 'copy', inventory: summary, moved, left: staying.length };
+  return copied;
+}
+
+/** Start SQS's move task back to each message's source queue, and read its status once. */
+async function startNativeMove(target: RedriveTarget, dlqArn: string, messages: number): Promise<NativeMove> {
+  const started = await target.sqs.send(new StartMessageMoveTaskCommand({ SourceArn: dlqArn }));
+  const move: NativeMove = {
+    taskHandle: started.TaskHandle,
+    messages,
+    status: undefined,
+    movedSoFar: undefined,
+    failureReason: undefined,
+  };
+  try {
+    const listed = await target.sqs.send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn, MaxResults: 1 }));
+    const task = listed.Results?.find(
+      (result) => result.TaskHandle === undefined || result.TaskHandle === started.TaskHandle,
+    );
+    move.status = task?.Status;
+    move.movedSoFar = task?.ApproximateNumberOfMessagesMoved;
+    move.failureReason = task?.FailureReason;
+  } catch {
+    // The task runs whether or not its status could be read; the report then says "unknown".
+  }
+  return move;
+}
+
+/** What a redrive did, for people: copies as done, the native task as started (never as moved). */
+export function describeRedrive(report: RedriveReport): string[] {
+  if (report.dryRun) return ['dry run: nothing moved'];
+  const lines = [`copied ${report.copied} back to their lanes (copy + delete); ${report.left} left in the DLQ`];
+  const move = report.nativeMove;
+  if (move === undefined) return lines;
+  const seen =
+    move.status === undefined
+      ? 'status unknown'
+      : `status ${move.status}${move.movedSoFar !== undefined ? `, ${move.movedSoFar} moved so far` : ''}${move.failureReason ? ` (${move.failureReason})` : ''}`;
+  lines.push(
+    `SQS move task started for ${move.messages} message(s) SQS dead-lettered itself (task ${move.taskHandle ?? 'unknown'}): ${seen}; follow it with \`aws sqs list-message-move-tasks\``,
+  );
+  return lines;
 }
 
 function toEntry(message: Message): DeadLetterEntry {
@@ -175,6 +255,8 @@ function toEntry(message: Message): DeadLetterEntry {
   const source = message.Attributes?.DeadLetterQueueSourceArn ?? attributes.sourceQueue?.StringValue ?? '';
   return {
     messageId: message.MessageId ?? '',
+    // SQS stamps the messages it dead-letters itself; a SendMessage leaves no such attribute.
+    origin: message.Attributes?.DeadLetterQueueSourceArn !== undefined ? 'sqs' : 'sent',
     receiptHandle: message.ReceiptHandle ?? '',
     reason,
     reasonDetail: attributes.reasonDetail?.StringValue,

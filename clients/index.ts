@@ -18,6 +18,8 @@ export {
   type ProducerCounters,
   type ProducerOptions,
   type ProducerResult,
+  type TaskIdConflict,
+  TaskIdConflictError,
   type TaskProblem,
   TaskSubmitError,
   TaskValidationError,

@@ -4,7 +4,8 @@
  * a producer written for AWS points at the local stack by changing one line.
  */
 import { type AwsClients, createAwsClients } from '../functions/adapters/aws-clients.js';
-import { readLocalStackFile, stackFilePath } from '../local/stack-file.js';
+import { resolve } from 'node:path';
+import { readLocalStackFile, readLocalStackFileAt } from '../local/stack-file.js';
 import type { ProducerOptions } from './producer-client.js';
 
 /** What `createProducer` needs to reach the local stack (spread or pass it as the options). */
@@ -16,10 +17,13 @@ export interface LocalStackTarget extends Pick<ProducerOptions, 'queueUrls' | 't
 
 export interface LocalStackTargetOptions {
   /**
-   * The stack file. @default `$CAPTCHA_FLEET_STACK_FILE`, else `.captcha-fleet/local-stack.json`
-   * under the current directory (where `npm start -- --serve` writes it in a checkout)
+   * The stack file, whichever fleet it records. @default `$CAPTCHA_FLEET_STACK_FILE`, else
+   * `.captcha-fleet/local-stack.<prefix>.json` under the current directory (where
+   * `npm start -- --serve` writes it in a checkout)
    */
   stackFile?: string;
+  /** The fleet's prefix, when no stack file is named. @default captcha-fleet */
+  prefix?: string;
   /** @default `$AWS_REGION`, else us-east-1 (the emulators accept any) */
   region?: string;
 }
@@ -31,7 +35,10 @@ export interface LocalStackTargetOptions {
  * const producer = createProducer(localStack());
  */
 export function localStack(options: LocalStackTargetOptions = {}): LocalStackTarget {
-  const info = readLocalStackFile(stackFilePath(options.stackFile));
+  const info =
+    options.stackFile !== undefined
+      ? readLocalStackFileAt(resolve(options.stackFile))
+      : readLocalStackFile(options.prefix);
   return {
     queueUrls: { normal: info.queueUrls.normal, high: info.queueUrls.high },
     table: info.tables.results,

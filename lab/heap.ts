@@ -1,4 +1,4 @@
-import { at } from './arrays.js';
+import { f64 } from './arrays.js';
 
 /**
  * The simulator's event queue: a binary min-heap on (time, sequence). The sequence number breaks
@@ -19,7 +19,7 @@ export class EventHeap<T> {
 
   /** Time of the earliest event; `Infinity` when empty. */
   peekTime(): number {
-    return this.count === 0 ? Infinity : at(this.times, 0);
+    return this.count === 0 ? Infinity : f64(this.times, 0);
   }
 
   push(time: number, item: T): void {
@@ -31,10 +31,10 @@ export class EventHeap<T> {
     const items = this.items;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      const pt = at(times, parent);
-      if (pt < time || (pt === time && at(seqs, parent) < seq)) break;
+      const pt = f64(times, parent);
+      if (pt < time || (pt === time && f64(seqs, parent) < seq)) break;
       times[i] = pt;
-      seqs[i] = at(seqs, parent);
+      seqs[i] = f64(seqs, parent);
       items[i] = items[parent];
       i = parent;
     }
@@ -52,8 +52,8 @@ export class EventHeap<T> {
     if (last > 0) {
       const times = this.times;
       const seqs = this.seqs;
-      const time = at(times, last);
-      const seq = at(seqs, last);
+      const time = f64(times, last);
+      const seq = f64(seqs, last);
       const item = items[last];
       let i = 0;
       const half = last >> 1;
@@ -62,13 +62,14 @@ export class EventHeap<T> {
         const right = child + 1;
         if (
           right < last &&
-          (at(times, right) < at(times, child) || (times[right] === times[child] && at(seqs, right) < at(seqs, child)))
+          (f64(times, right) < f64(times, child) ||
+            (times[right] === times[child] && f64(seqs, right) < f64(seqs, child)))
         )
           child = right;
-        const ct = at(times, child);
-        if (time < ct || (time === ct && seq < at(seqs, child))) break;
+        const ct = f64(times, child);
+        if (time < ct || (time === ct && seq < f64(seqs, child))) break;
         times[i] = ct;
-        seqs[i] = at(seqs, child);
+        seqs[i] = f64(seqs, child);
         items[i] = items[child];
         i = child;
       }

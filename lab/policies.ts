@@ -40,7 +40,7 @@ export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
     "Lambda's own SQS scaling with the mapping's maximum concurrency fixed at the plan's cap and no governor.",
   'static-pool': 'A pool of workers equal to the plan threads, always on.',
   oracle:
-    'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops under the pause level.',
+    'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops under the pause level and while the solver is down.',
 };
 
 /** Builds a policy for a trace's settings. */

@@ -12,7 +12,7 @@ import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
-import { at, bump } from './arrays.js';
+import { at, bumpF64, bumpU16, bumpU8, f64, i32, u16, u8 } from './arrays.js';
 import { EventHeap } from './heap.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
 import { Rng } from './rng.js';
@@ -439,13 +439,13 @@ class Simulation {
     // Method and intrinsic solve time are drawn at arrival, so every policy sees the same tasks.
     const u = this.taskRng.uniform();
     let m = 0;
-    while (at(this.methodCdf, m) < u) m++;
+    while (f64(this.methodCdf, m) < u) m++;
     this.methodOf[id] = m;
-    const sigma = at(this.methodSigma, m);
+    const sigma = f64(this.methodSigma, m);
     this.baseSolve[id] =
       sigma < 0
-        ? this.taskRng.exponential(1 / at(this.methodMu, m))
-        : this.taskRng.logNormal(at(this.methodMu, m), sigma);
+        ? this.taskRng.exponential(1 / f64(this.methodMu, m))
+        : this.taskRng.logNormal(f64(this.methodMu, m), sigma);
     this.enqueue(id);
     this.scheduleArrival(this.t);
     this.dispatch();
@@ -492,12 +492,12 @@ class Simulation {
    * received `maxReceiveCount` times (the redrive policy moves it instead of delivering it).
    */
   private receive(id: number): boolean {
-    if (at(this.receives, id) >= this.settings.maxReceiveCount) {
+    if (u16(this.receives, id) >= this.settings.maxReceiveCount) {
       this.deadLettered++;
       this.checkFinished();
       return false;
     }
-    const receives = bump(this.receives, id);
+    const receives = bumpU16(this.receives, id);
     if (receives > this.maxReceives) this.maxReceives = receives;
     this.overCapTries[id] = 0;
     this.transientTries[id] = 0;
@@ -506,33 +506,33 @@ class Simulation {
 
   /** One in.php request (a resumed Lambda task polls its solver id instead). */
   private submit(id: number): void {
-    if (at(this.phase, id) !== NEW) {
+    if (u8(this.phase, id) !== NEW) {
       this.resume(id);
       return;
     }
     this.submissions++;
     this.bucket(this.t);
     const slot = this.slot;
-    bump(this.bSubmissions, slot);
+    bumpF64(this.bSubmissions, slot);
     const lambda = this.policy.capacity === 'lambda';
     if (this.outage) {
       this.transientErrors++;
-      bump(this.bTransient, slot);
-      if (lambda) this.retryOrHandBack(id, bump(this.transientTries, id), this.model.consumerMaxTransientRetries);
+      bumpF64(this.bTransient, slot);
+      if (lambda) this.retryOrHandBack(id, bumpU8(this.transientTries, id), this.model.consumerMaxTransientRetries);
       else this.poolRetry(id);
       return;
     }
     if (this.balance <= 0) {
       this.accountErrors++;
-      bump(this.bAccount, slot);
+      bumpF64(this.bAccount, slot);
       if (lambda) this.handBack(id, this.model.accountHandBackBaseSeconds, this.model.accountHandBackMaxSeconds);
       else this.heap.push(this.t + this.model.accountRetrySeconds, id * 16 + K_SUBMIT);
       return;
     }
     if (this.ourThreads + this.foreign >= this.plan) {
       this.overCap++;
-      bump(this.bOverCap, slot);
-      if (lambda) this.retryOrHandBack(id, bump(this.overCapTries, id), this.model.consumerMaxOverCapRetries);
+      bumpF64(this.bOverCap, slot);
+      if (lambda) this.retryOrHandBack(id, bumpU8(this.overCapTries, id), this.model.consumerMaxOverCapRetries);
       else this.poolRetry(id);
       return;
     }
@@ -541,7 +541,7 @@ class Simulation {
 
   /** A pool worker keeps its task and retries after a doubling, jittered wait. */
   private poolRetry(id: number): void {
-    const attempt = bump(this.attempts, id);
+    const attempt = bumpU16(this.attempts, id);
     const wait = Math.min(this.model.backoffMaxSeconds, this.model.backoffBaseSeconds * 2 ** Math.min(30, attempt - 1));
     this.heap.push(this.t + wait * (0.5 + this.jitterRng.uniform()), id * 16 + K_SUBMIT);
   }
@@ -569,7 +569,7 @@ class Simulation {
     this.busy--;
     this.handBacks++;
     this.hidden++;
-    const ceiling = Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, at(this.receives, id) - 1));
+    const ceiling = Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, u16(this.receives, id) - 1));
     const delay = Math.ceil(ceiling / 2 + (this.jitterRng.uniform() * ceiling) / 2);
     this.heap.push(this.t + delay, id * 16 + K_VISIBLE);
     this.dispatch();
@@ -584,10 +584,10 @@ class Simulation {
     if (this.outage) {
       this.gaveUpWhy[id] = GAVE_UP_OUTAGE;
       this.heap.push(this.t + this.failedPollsSeconds(), id * 16 + K_GIVE_UP);
-    } else if (at(this.phase, id) === SOLVED) {
+    } else if (u8(this.phase, id) === SOLVED) {
       this.read(id);
     } else {
-      const readAt = this.pollUntil(id, at(this.solverDoneAt, id));
+      const readAt = this.pollUntil(id, f64(this.solverDoneAt, id));
       if (readAt !== undefined) this.heap.push(readAt, id * 16 + K_READ);
     }
   }
@@ -597,7 +597,7 @@ class Simulation {
    * first (an outage starts, or the solve deadline passes), with its K_GIVE_UP scheduled.
    */
   private pollUntil(id: number, doneAt: number): number | undefined {
-    const deadline = at(this.invocationStart, id) + this.settings.solveDeadlineSeconds;
+    const deadline = f64(this.invocationStart, id) + this.settings.solveDeadlineSeconds;
     const outageAt = this.nextOutageStart(this.t);
     if (doneAt <= outageAt && doneAt <= deadline) return doneAt;
     if (outageAt < deadline) {
@@ -622,12 +622,12 @@ class Simulation {
 
   /** The polling invocation gives up: failed result requests counted, the task handed back. */
   private giveUp(id: number): void {
-    if (at(this.gaveUpWhy, id) === GAVE_UP_OUTAGE) {
+    if (u8(this.gaveUpWhy, id) === GAVE_UP_OUTAGE) {
       const failed = 1 + this.model.consumerMaxTransientRetries;
       this.transientErrors += failed;
       this.bucket(this.t);
-      bump(this.bTransient, this.slot, failed);
-      bump(this.bResultRequests, this.slot, failed);
+      bumpF64(this.bTransient, this.slot, failed);
+      bumpF64(this.bResultRequests, this.slot, failed);
     }
     this.handBack(id, this.model.handBackBaseSeconds, this.model.handBackMaxSeconds);
   }
@@ -639,10 +639,10 @@ class Simulation {
     this.acceptedAt[id] = this.t;
     if (this.balance < this.settings.haltBalance) this.startedPastHalt++;
     if (this.balance < this.settings.pauseBalance) this.startedPastPause++;
-    let hold = at(this.baseSolve, id) * this.factor;
+    let hold = f64(this.baseSolve, id) * this.factor;
     if (this.trace.pollLoss) {
       // The answer is read at the next poll of the protocol schedule; the thread is paid until then.
-      const poll = at(this.methodPoll, at(this.methodOf, id));
+      const poll = at(this.methodPoll, u8(this.methodOf, id));
       hold =
         hold <= poll.first
           ? poll.first
@@ -695,12 +695,12 @@ class Simulation {
   /** The consumer reads the answer and records it; the task is done. */
   private read(id: number): void {
     this.busy--;
-    const latency = this.t - at(this.arrivedAt, id);
+    const latency = this.t - f64(this.arrivedAt, id);
     if (this.solved === this.latencies.length) this.latencies = grow(this.latencies);
     this.latencies[this.solved++] = latency;
     this.bucket(this.t);
-    bump(this.bCompletions, this.slot);
-    at(this.bSolveMs, this.slot).push((at(this.solverDoneAt, id) - at(this.acceptedAt, id)) * 1000);
+    bumpF64(this.bCompletions, this.slot);
+    at(this.bSolveMs, this.slot).push((f64(this.solverDoneAt, id) - f64(this.acceptedAt, id)) * 1000);
     if (this.policy.capacity === 'pool' && this.ready > this.target) this.ready--;
     this.dispatch();
     this.checkFinished();
@@ -825,7 +825,7 @@ class Simulation {
   private enqueue(id: number): void {
     if (this.qLen === this.queue.length) {
       const bigger = new Int32Array(this.queue.length * 2);
-      for (let i = 0; i < this.qLen; i++) bigger[i] = at(this.queue, (this.qHead + i) % this.queue.length);
+      for (let i = 0; i < this.qLen; i++) bigger[i] = i32(this.queue, (this.qHead + i) % this.queue.length);
       this.queue = bigger;
       this.qHead = 0;
     }
@@ -839,7 +839,7 @@ class Simulation {
   }
 
   private dequeue(): number {
-    const id = at(this.queue, this.qHead);
+    const id = i32(this.queue, this.qHead);
     this.qHead = (this.qHead + 1) % this.queue.length;
     this.qLen--;
     if (this.qLen === 0 && this.drainSeconds === null) this.drainSeconds = this.t - this.peakAt;
@@ -922,12 +922,12 @@ class Simulation {
       for (let id = Math.floor(from / BUCKET_SECONDS); id < Math.ceil(to / BUCKET_SECONDS); id++) {
         const slot = id % RING;
         if (this.bucketId[slot] !== id) continue;
-        completions += at(this.bCompletions, slot);
-        submissions += at(this.bSubmissions, slot);
-        overCap += at(this.bOverCap, slot);
-        account += at(this.bAccount, slot);
-        transient += at(this.bTransient, slot);
-        resultRequests += at(this.bResultRequests, slot);
+        completions += f64(this.bCompletions, slot);
+        submissions += f64(this.bSubmissions, slot);
+        overCap += f64(this.bOverCap, slot);
+        account += f64(this.bAccount, slot);
+        transient += f64(this.bTransient, slot);
+        resultRequests += f64(this.bResultRequests, slot);
         const times = at(this.bSolveMs, slot);
         if (solves + times.length > this.scratch.length) this.scratch = grow(this.scratch, solves + times.length);
         this.scratch.set(times, solves);
@@ -965,7 +965,7 @@ class Simulation {
       visible: this.qLen,
       notVisible: this.busy + this.hidden,
       delayed: 0,
-      oldestAgeSeconds: this.qLen > 0 ? this.t - at(this.arrivedAt, at(this.queue, this.qHead)) : 0,
+      oldestAgeSeconds: this.qLen > 0 ? this.t - f64(this.arrivedAt, i32(this.queue, this.qHead)) : 0,
     };
     const signals = assembleSignals({
       now: nowMs,

@@ -24,49 +24,54 @@ export interface FleetStackOptions {
    * Fleet configuration: names, limits and timings (see FleetConfigSchema).
    * @default {} (every field at its default)
    */
-  fleet?: FleetConfig;
+  readonly fleet?: FleetConfig;
   /**
    * A plan name from PLAN_THREADS (`basic`, `standard`, `advance`, `enterprise`) instead of
    * `fleet.planThreads`.
    * @default - `fleet.planThreads`
    */
-  plan?: string;
+  readonly plan?: string;
   /**
    * E-mail address subscribed to the alarm topic (the recipient confirms the subscription).
    * @default - no subscription; subscribe to the topic yourself
    */
-  alarmEmail?: string;
+  readonly alarmEmail?: string;
   /**
    * Name of an existing Secrets Manager secret that holds the solver key. When absent the stack
    * creates `<prefix>/solver-key` holding a placeholder the operator replaces.
    * @default - a new secret
    */
-  solverKeySecretName?: string;
+  readonly solverKeySecretName?: string;
   /**
    * Removal policy of the results table.
    * @default 'retain'
    */
-  resultsRemoval?: TableRemoval;
+  readonly resultsRemoval?: TableRemoval;
   /**
    * Reserve the consumer's concurrency (the sum of both mappings' maxima). Accounts whose
    * unreserved pool cannot spare it (new accounts have 10) set false: the mappings' maxima then
    * cap the fleet alone.
    * @default true
    */
-  reserveConsumerConcurrency?: boolean;
+  readonly reserveConsumerConcurrency?: boolean;
 }
 
 /** Validated configuration the constructs read. */
 export interface ResolvedFleetStackConfig {
-  settings: FleetSettings;
+  /** Settings derived from the configuration. */
+  readonly settings: FleetSettings;
   /** The operator's configuration with defaults applied: what the handlers receive as JSON. */
-  fleetConfig: ParsedFleetConfig;
-  alarmEmail: string | undefined;
-  solverKeySecretName: string | undefined;
-  resultsRemoval: TableRemoval;
-  reserveConsumerConcurrency: boolean;
+  readonly fleetConfig: ParsedFleetConfig;
+  /** Alarm e-mail, if one was given. */
+  readonly alarmEmail: string | undefined;
+  /** Existing secret to import, if one was named. */
+  readonly solverKeySecretName: string | undefined;
+  /** Removal policy of the results table. */
+  readonly resultsRemoval: TableRemoval;
+  /** Whether the consumer's concurrency is reserved. */
+  readonly reserveConsumerConcurrency: boolean;
   /** Initial `MaximumConcurrency` of each lane's mapping (the governor moves them). */
-  initialCeilings: { normal: number; high: number };
+  readonly initialCeilings: { readonly normal: number; readonly high: number };
 }
 
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;

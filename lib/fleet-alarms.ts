@@ -32,18 +32,29 @@ export const ALARM_IDS = [
 ] as const;
 export type AlarmId = (typeof ALARM_IDS)[number];
 
+/** Properties of {@link FleetAlarms}. */
 export interface FleetAlarmsProps {
-  settings: FleetSettings;
-  queues: TaskQueues;
-  consumer: lambda.IFunction;
-  governor: lambda.IFunction;
-  /** @default - no subscription */
-  alarmEmail?: string;
+  /** Fleet settings: thresholds, names and the metrics namespace. */
+  readonly settings: FleetSettings;
+  /** The lanes and the DLQ (age and depth alarms). */
+  readonly queues: TaskQueues;
+  /** The consumer function (throttle alarm). */
+  readonly consumer: lambda.IFunction;
+  /** The governor function (error and silence alarms). */
+  readonly governor: lambda.IFunction;
+  /**
+   * E-mail address subscribed to the alarm topic.
+   * @default - no subscription
+   */
+  readonly alarmEmail?: string;
 }
 
+/** The fleet's alarms and the topic they notify. */
 export class FleetAlarms extends Construct {
+  /** The alarm topic (`<prefix>-alarms`). */
   public readonly topic: sns.Topic;
-  public readonly alarms: Record<AlarmId, cw.Alarm>;
+  /** Every alarm, by id. */
+  public readonly alarms: Readonly<Record<AlarmId, cw.Alarm>>;
 
   constructor(scope: Construct, id: string, props: FleetAlarmsProps) {
     super(scope, id);

@@ -12,15 +12,23 @@ import type { FleetSettings } from '../functions/core/settings.js';
 import { FleetMetrics, ONE_MINUTE } from './fleet-metrics.js';
 import type { TaskQueues } from './task-queues.js';
 
+/** Properties of {@link FleetDashboard}. */
 export interface FleetDashboardProps {
-  settings: FleetSettings;
-  queues: TaskQueues;
-  consumer: lambda.IFunction;
-  governor: lambda.IFunction;
-  alarms: cw.IAlarm[];
+  /** Fleet settings: the dashboard's name (the prefix), annotations and the metrics namespace. */
+  readonly settings: FleetSettings;
+  /** The lanes and the DLQ. */
+  readonly queues: TaskQueues;
+  /** The consumer function. */
+  readonly consumer: lambda.IFunction;
+  /** The governor function. */
+  readonly governor: lambda.IFunction;
+  /** Alarms shown in the status widget. */
+  readonly alarms: readonly cw.IAlarm[];
 }
 
+/** The fleet's CloudWatch dashboard. */
 export class FleetDashboard extends Construct {
+  /** The dashboard (named after the prefix). */
   public readonly dashboard: cw.Dashboard;
   /** Console URL of the dashboard. */
   public readonly url: string;
@@ -116,7 +124,7 @@ export class FleetDashboard extends Construct {
       ),
     );
     this.dashboard.addWidgets(
-      new cw.AlarmStatusWidget({ title: 'Alarms', alarms: props.alarms, width: 24, height: 4 }),
+      new cw.AlarmStatusWidget({ title: 'Alarms', alarms: [...props.alarms], width: 24, height: 4 }),
     );
 
     this.url = `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${name}`;

@@ -9,16 +9,24 @@ import type { FleetSettings, ParsedFleetConfig } from '../functions/core/setting
 import type { SolverKeySecret } from './solver-key-secret.js';
 import type { TaskQueues } from './task-queues.js';
 
+/** The fleet's resources a function's environment is built from. */
 export interface FleetEnvironmentInput {
   /** Powertools service name (SERVICES): the `service` dimension of the function's metrics. */
-  service: string;
-  settings: FleetSettings;
-  fleetConfig: ParsedFleetConfig;
-  queues: TaskQueues;
-  resultsTable: dynamodb.ITable;
-  governorTable: dynamodb.ITable;
-  solverKey: SolverKeySecret;
-  bus: events.IEventBus;
+  readonly service: string;
+  /** Fleet settings (names, limits, the metrics namespace). */
+  readonly settings: FleetSettings;
+  /** The operator's configuration with defaults applied: passed to the handlers as JSON. */
+  readonly fleetConfig: ParsedFleetConfig;
+  /** The lanes and their dead-letter queue. */
+  readonly queues: TaskQueues;
+  /** The results table (key `taskId`). */
+  readonly resultsTable: dynamodb.ITable;
+  /** The governor's state table. */
+  readonly governorTable: dynamodb.ITable;
+  /** The secret holding the solver key (only its ARN reaches the environment). */
+  readonly solverKey: SolverKeySecret;
+  /** The completion-event bus. */
+  readonly bus: events.IEventBus;
 }
 
 /** Variables every fleet function gets. */

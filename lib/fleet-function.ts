@@ -26,24 +26,45 @@ export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ESM_REQUIRE_BANNER =
   "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 
+/** Properties of {@link FleetFunction}. */
 export interface FleetFunctionProps {
   /** Entry file, relative to the repository root (e.g. `functions/consumer/handler.ts`). */
-  entry: string;
-  functionName: string;
-  description: string;
-  timeout: Duration;
-  /** @default 256 */
-  memorySize?: number;
-  environment: Record<string, string>;
-  /** Reserved concurrency. @default - none */
-  reservedConcurrentExecutions?: number;
-  /** @default logs.RetentionDays.ONE_MONTH */
-  logRetention?: logs.RetentionDays;
+  readonly entry: string;
+  /** Function name (`<prefix>-consumer`, `<prefix>-governor`). */
+  readonly functionName: string;
+  /** Function description. */
+  readonly description: string;
+  /**
+   * Function timeout (at most 15 minutes).
+   * @see https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html
+   */
+  readonly timeout: Duration;
+  /**
+   * Memory, MB (128–10 240).
+   * @default 256
+   */
+  readonly memorySize?: number;
+  /** Environment variables (NODE_OPTIONS is added: source maps on). */
+  readonly environment: Readonly<Record<string, string>>;
+  /**
+   * Reserved concurrency.
+   * @default - none: the function draws on the account's unreserved pool
+   */
+  readonly reservedConcurrentExecutions?: number;
+  /**
+   * Retention of the function's log group.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
 }
 
+/** One fleet function: bundled handler, its own role and its own log group. */
 export class FleetFunction extends Construct {
+  /** The function. */
   public readonly function: nodejs.NodejsFunction;
+  /** Its role: writes its own logs, plus what the owning construct grants. */
   public readonly role: iam.Role;
+  /** Its log group. */
   public readonly logGroup: logs.LogGroup;
 
   constructor(scope: Construct, id: string, props: FleetFunctionProps) {

@@ -16,6 +16,7 @@ import { OperatorAccess } from './operator-access.js';
 import { SolverKeySecret } from './solver-key-secret.js';
 import { TaskQueues } from './task-queues.js';
 
+/** Properties of {@link CaptchaFleetStack}: the stack's own plus the fleet's options (see FleetStackOptions). */
 export interface CaptchaFleetStackProps extends StackProps, FleetStackOptions {}
 
 /** An example task producers can send as-is (schema v1). */
@@ -24,7 +25,9 @@ export const EXAMPLE_TASK = {
   params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://example.com/login' },
 };
 
+/** The whole fleet in one stack. */
 export class CaptchaFleetStack extends Stack {
+  /** The validated configuration the constructs were built from. */
   public readonly config: ResolvedFleetStackConfig;
   public readonly queues: TaskQueues;
   public readonly tables: FleetTables;

@@ -11,15 +11,18 @@ import type { TableRemoval } from './config.js';
 /** TTL attribute of result records (epoch seconds; see TaskResult.expiresAt). */
 export const RESULT_TTL_ATTRIBUTE = 'expiresAt';
 
+/** Properties of {@link FleetTables}. */
 export interface FleetTablesProps {
-  settings: FleetSettings;
+  /** Fleet settings: the table names. */
+  readonly settings: FleetSettings;
   /**
    * What happens to the results table when the stack is deleted.
    * @default 'retain'
    */
-  resultsRemoval?: TableRemoval;
+  readonly resultsRemoval?: TableRemoval;
 }
 
+/** The results table and the governor's state table. */
 export class FleetTables extends Construct {
   /** Results, key `taskId`. */
   public readonly results: dynamodb.Table;

@@ -25,13 +25,19 @@ export const GOVERNOR_SCHEDULE = 'rate(1 minute)';
  */
 export const GOVERNOR_TIMEOUT = Duration.seconds(55);
 
+/** Properties of {@link Governor}: the fleet's resources plus the consumer it moves. */
 export interface GovernorProps extends Omit<FleetEnvironmentInput, 'service'> {
-  consumer: Consumer;
+  /** The consumer whose mappings and reserved concurrency the governor sets. */
+  readonly consumer: Consumer;
 }
 
+/** The governor function and its schedule. */
 export class Governor extends Construct {
+  /** The governor function. */
   public readonly function: lambda.IFunction;
+  /** The function with its role and log group. */
   public readonly fleetFunction: FleetFunction;
+  /** The once-a-minute schedule (`<prefix>-governor-schedule`). */
   public readonly schedule: events.Rule;
 
   constructor(scope: Construct, id: string, props: GovernorProps) {

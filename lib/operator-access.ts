@@ -11,14 +11,21 @@ import { Construct } from 'constructs';
 import type { FleetSettings } from '../functions/core/settings.js';
 import type { TaskQueues } from './task-queues.js';
 
+/** Properties of {@link OperatorAccess}. */
 export interface OperatorAccessProps {
-  settings: FleetSettings;
-  queues: TaskQueues;
-  resultsTable: dynamodb.ITable;
-  governorTable: dynamodb.ITable;
+  /** Fleet settings: the policy is named `<prefix>-operator`. */
+  readonly settings: FleetSettings;
+  /** The lanes and the DLQ operators inspect and redrive. */
+  readonly queues: TaskQueues;
+  /** The results table (read only). */
+  readonly resultsTable: dynamodb.ITable;
+  /** The governor's state table (read only). */
+  readonly governorTable: dynamodb.ITable;
 }
 
+/** The operators' managed policy. */
 export class OperatorAccess extends Construct {
+  /** Attach it to the operators' user, group or role. */
   public readonly policy: iam.ManagedPolicy;
 
   constructor(scope: Construct, id: string, props: OperatorAccessProps) {

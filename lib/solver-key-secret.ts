@@ -10,16 +10,20 @@ import { Construct } from 'constructs';
 import { SOLVER_KEY_PLACEHOLDER } from '../functions/core/deployment.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 
+/** Properties of {@link SolverKeySecret}. */
 export interface SolverKeySecretProps {
-  settings: FleetSettings;
+  /** Fleet settings: the new secret is named `<prefix>/solver-key`. */
+  readonly settings: FleetSettings;
   /**
    * Import this existing secret (by name) instead of creating one.
    * @default - a new secret named `<prefix>/solver-key`
    */
-  existingSecretName?: string;
+  readonly existingSecretName?: string;
 }
 
+/** The solver key's secret, created or imported. */
 export class SolverKeySecret extends Construct {
+  /** The secret. */
   public readonly secret: secretsmanager.ISecret;
   /** True when the secret was imported by name (its ARN then ends in a `-??????` wildcard). */
   public readonly imported: boolean;

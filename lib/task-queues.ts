@@ -12,10 +12,13 @@ import type { FleetSettings } from '../functions/core/settings.js';
 /** SQS's longest retention: tasks wait out a long pause or outage instead of expiring. */
 export const QUEUE_RETENTION = Duration.days(14);
 
+/** Properties of {@link TaskQueues}. */
 export interface TaskQueuesProps {
-  settings: FleetSettings;
+  /** Fleet settings: queue names, visibility timeout and maxReceiveCount. */
+  readonly settings: FleetSettings;
 }
 
+/** The two task lanes and their shared dead-letter queue. */
 export class TaskQueues extends Construct {
   /** Normal-priority tasks. */
   public readonly normal: sqs.Queue;

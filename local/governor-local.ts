@@ -8,17 +8,18 @@
  * the last decision from another process; memory by default.
  */
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { createCachedBalance } from '../functions/adapters/balance.js';
 import { createMemoryGovernorState } from '../functions/adapters/governor-state.js';
 import { createQueueSignals } from '../functions/adapters/queue-signals.js';
 import { SERVICES, METRICS } from '../functions/core/metric-names.js';
 import type { SolverPort } from '../functions/core/ports.js';
+import type { ThreadLedgerReader } from '../functions/core/thread-ledger.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY } from '../functions/core/settings.js';
 import { governorConfigFrom } from '../functions/core/governor/policy.js';
 import type { GovernorStateStore, LaneActuator, MetricsReader } from '../functions/core/governor/ports.js';
 import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
+import { createProbingBalance } from '../functions/governor/balance-probe.js';
 import { createGovernorLoop, type GovernorLog, type TickRecord } from '../functions/governor/loop.js';
 import type { MetricsStore } from './metrics-store.js';
 
@@ -56,6 +57,8 @@ export interface LocalGovernorOptions {
   onDecision?: (record: TickRecord) => void;
   /** Where the state lives between ticks. @default in memory (createMemoryGovernorState) */
   state?: GovernorStateStore;
+  /** The consumer's thread ledger (over-cap answers and held threads); without it, the metric window's over-cap answers. */
+  threadLedger?: ThreadLedgerReader;
 }
 
 /** One lane's ceilings over the run (what the decisions set, enabled or not). */
@@ -179,12 +182,13 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     metrics: createStoreMetricsReader(options.metricsStore, windowMs, clock),
     // The local store is fresh: read it every tick.
     metricsEveryMs: 0,
-    balance: createCachedBalance(options.solver, {
+    balance: createProbingBalance(options.solver, {
       ttlMs: tickMs,
       clock,
       onError: (error) =>
         log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
     }),
+    ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
     actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
     state: options.state ?? createMemoryGovernorState(),
     clock,

@@ -14,6 +14,7 @@ import { createLocalEventStream, type LocalEventStream } from '../functions/adap
 import { createDynamoGovernorState } from '../functions/adapters/governor-state.js';
 import type { EmfDocument } from '../functions/adapters/metrics.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
+import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../functions/adapters/thread-ledger.js';
 import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/create-handler.js';
 import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
 import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
@@ -292,7 +293,9 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
   const environment: FleetEnvironment = {
     settings,
     queueUrls: resources.queueUrls,
-    tables: resources.tables,
+    // The governor table carries the thread ledger (over-cap answers, held threads) to the
+    // governor; a run with a fixed ceiling has no governor to read it.
+    tables: plan.governed ? resources.tables : { ...resources.tables, governor: undefined },
     solverKeySource: { key: solver.key },
     consumerFunctionName: `${settings.prefix}-consumer`,
     eventBusName: undefined,
@@ -392,9 +395,9 @@ async function startGovernor(
   const governorOptions = plan.options.governor === false ? undefined : plan.options.governor;
   // Each run starts its own control loop: a state left by an earlier run against the same
   // endpoint (a pause, a shrunken cap for another plan) must not steer this one.
-  await clients.documents.send(
-    new DeleteCommand({ TableName: resources.tables.governor, Key: { id: GOVERNOR_STATE_ID } }),
-  );
+  for (const id of [GOVERNOR_STATE_ID, THREAD_LEDGER_ID]) {
+    await clients.documents.send(new DeleteCommand({ TableName: resources.tables.governor, Key: { id } }));
+  }
   const governor = startLocalGovernor({
     settings: plan.settings,
     pollers,
@@ -406,6 +409,11 @@ async function startGovernor(
     // The same store as in AWS, on the local governor table: `captcha-fleet status --local`
     // reads the last decision, ceilings and balance from it.
     state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
+    threadLedger: createDynamoThreadLedger({
+      documents: clients.documents,
+      tableName: resources.tables.governor,
+      leaseMs: threadLeaseMs(plan.settings),
+    }),
     tickMs: governorOptions?.tickMs ?? 1_000,
     ...(governorOptions?.config ? { config: governorOptions.config } : {}),
     ...(governorOptions?.onDecision ? { onDecision: governorOptions.onDecision } : {}),

@@ -54,6 +54,20 @@ export function readLocalStackFile(
   prefix: string = DEFAULT_LOCAL_PREFIX,
   path = stackFilePath(prefix),
 ): LocalStackInfo {
+  const info = readLocalStackFileAt(path);
+  if (info.prefix !== prefix) {
+    throw new Error(
+      `${path} records fleet "${info.prefix}", not "${prefix}". Give --prefix ${info.prefix}, or unset CAPTCHA_FLEET_STACK_FILE.`,
+    );
+  }
+  return info;
+}
+
+/**
+ * The stack recorded in one named file, whichever fleet it is (a producer given the file).
+ * @throws Error naming the file and the fix when it is missing or its stack no longer runs.
+ */
+export function readLocalStackFileAt(path: string): LocalStackInfo {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -63,11 +77,6 @@ export function readLocalStackFile(
     );
   }
   const info = JSON.parse(text) as LocalStackInfo;
-  if (info.prefix !== prefix) {
-    throw new Error(
-      `${path} records fleet "${info.prefix}", not "${prefix}". Give --prefix ${info.prefix}, or unset CAPTCHA_FLEET_STACK_FILE.`,
-    );
-  }
   if (!isAlive(info.pid)) {
     throw new Error(
       `the local stack recorded in ${path} (pid ${info.pid}) is no longer running. Start one with \`npm start -- --serve\`.`,

@@ -1,6 +1,6 @@
 /** `captcha-fleet redrive [--dry-run] [--include-rejected]`: replay the DLQ safely. */
 import type { Command } from 'commander';
-import { redrive } from '../../clients/dlq-redrive.js';
+import { describeRedrive, redrive } from '../../clients/dlq-redrive.js';
 import { resolveTarget, withTargetOptions, type TargetOptions } from './target.js';
 
 interface RedriveOptions extends TargetOptions {
@@ -49,10 +49,6 @@ export function register(program: Command): void {
         `  ${String(group.count).padStart(6)}  ${reason.padEnd(20)} ${what}${group.example ? ` — e.g. ${group.example}` : ''}`,
       );
     }
-    if (report.dryRun) console.log('dry run: nothing moved');
-    else
-      console.log(
-        `moved ${report.moved} (${report.strategy}${report.taskHandle ? `, task ${report.taskHandle}` : ''}); ${report.left} left in the DLQ`,
-      );
+    for (const line of describeRedrive(report)) console.log(line);
   });
 }

@@ -5,8 +5,11 @@
  * messages can reach the DLQ unprocessed).
  *
  * Lambda's control plane allows ~15 requests/s per account, so calls happen only on a change:
- * the actuator remembers what it read or set. Raising: reservation first, then the mappings;
- * lowering: mappings first, then the reservation, so the sum never exceeds the reservation.
+ * the actuator remembers the mappings it read or set, and a tick that changes nothing calls
+ * nothing. The reservation is read afresh before every change, because an operator may have
+ * lowered it by hand since (a remembered figure would then hide a throttling reservation).
+ * Raising: reservation first, then the mappings; lowering: mappings first, then the reservation,
+ * so the sum never exceeds the reservation.
  * Accounts that cannot reserve (the unreserved floor of 100 would be breached) fall back to the
  * mappings alone and say so once.
  */
@@ -54,6 +57,7 @@ export function createLambdaActuator(
   const lanes: Lane[] = options.mappingIds.high ? ['normal', 'high'] : ['normal'];
   const known = new Map<Lane, LaneSetting>();
   let reserved: number | null | undefined; // undefined: not read yet; null: none set
+  let appliedSum: number | undefined; // the mappings' sum the last apply left
   let reservationSupported = options.consumerFunctionName !== undefined;
   let warned = false;
 
@@ -75,14 +79,12 @@ export function createLambdaActuator(
     return setting;
   };
 
-  /** The reservation as it stands; read once, then tracked. */
-  const currentReservation = async (): Promise<number | null> => {
-    if (reserved === undefined) {
-      const out = await options.lambda.send(
-        new GetFunctionConcurrencyCommand({ FunctionName: options.consumerFunctionName as string }),
-      );
-      reserved = out.ReservedConcurrentExecutions ?? null;
-    }
+  /** The reservation as it stands now (read every time: it may have been changed by hand). */
+  const readReservation = async (): Promise<number | null> => {
+    const out = await options.lambda.send(
+      new GetFunctionConcurrencyCommand({ FunctionName: options.consumerFunctionName as string }),
+    );
+    reserved = out.ReservedConcurrentExecutions ?? null;
     return reserved;
   };
 
@@ -131,14 +133,19 @@ export function createLambdaActuator(
         ]),
       );
       // Every mapping's maximum counts, enabled or not: a disabled lane comes back at its ceiling.
-      const sum = (pick: (lane: Lane) => number) => lanes.reduce((total, lane) => total + pick(lane), 0);
-      const wantedReservation = sum((lane) => wanted.get(lane)!.ceiling);
-      const have = reservationSupported ? await currentReservation() : undefined;
+      const wantedReservation = lanes.reduce((total, lane) => total + (wanted.get(lane) as LaneSetting).ceiling, 0);
+      const unchanged = (lane: Lane) => {
+        const want = wanted.get(lane) as LaneSetting;
+        const have = known.get(lane) as LaneSetting;
+        return want.ceiling === have.ceiling && want.enabled === have.enabled;
+      };
+      if (appliedSum === wantedReservation && lanes.every(unchanged)) return { changes };
+      const have = reservationSupported ? await readReservation() : undefined;
       if (reservationSupported && (have === null || (have as number) < wantedReservation))
         await setReservation(wantedReservation, changes);
       for (const lane of lanes) {
-        const want = wanted.get(lane)!;
-        const have = known.get(lane)!;
+        const want = wanted.get(lane) as LaneSetting;
+        const have = known.get(lane) as LaneSetting;
         if (want.ceiling === have.ceiling && want.enabled === have.enabled) continue;
         try {
           await options.lambda.send(
@@ -159,6 +166,7 @@ export function createLambdaActuator(
       }
       if (reservationSupported && reserved !== null && reserved !== undefined && reserved > wantedReservation)
         await setReservation(wantedReservation, changes);
+      appliedSum = wantedReservation;
       return { changes };
     },
   };

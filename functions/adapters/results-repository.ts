@@ -8,17 +8,93 @@ import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } fr
 import type { ClaimResult, ResultsRepository } from '../core/ports.js';
 import type { TaskResult } from '../core/results.js';
 import type { Task } from '../core/task.js';
+import { sameContent, taskFingerprint } from '../core/task-identity.js';
 
-/** A results-table call failed for a reason other than a lost condition. */
+/**
+ * A results-table call failed for a reason other than a lost condition. The message names the
+ * DynamoDB error behind it (its name and what it means: throttled, item too large, access
+ * denied, table missing), so a log line says why, not only that it failed.
+ */
 export class ResultsRepositoryError extends Error {
-  override readonly name = 'ResultsRepositoryError';
+  override name = 'ResultsRepositoryError';
   constructor(
     message: string,
     readonly taskId: string,
     options: { cause?: unknown } = {},
   ) {
-    super(message, options);
+    super(options.cause === undefined ? message : `${message}: ${dynamoFailureCause(options.cause)}`, options);
   }
+}
+
+/** DynamoDB's limit on one item, bytes: attribute names and values, UTF-8. */
+export const DYNAMODB_ITEM_LIMIT_BYTES = 400 * 1024;
+
+/**
+ * Room kept for the attributes of the record that `complete()` does not send but the item
+ * already holds (attempts, startedAt, solverId, priority, …: a few hundred bytes at most).
+ */
+const CLAIM_ATTRIBUTES_ALLOWANCE_BYTES = 1024;
+
+/** A terminal record would not fit in one DynamoDB item; nothing was written. */
+export class RecordTooLargeError extends ResultsRepositoryError {
+  override name = 'RecordTooLargeError';
+  constructor(
+    taskId: string,
+    /** Estimated size of the record, bytes. */
+    readonly recordBytes: number,
+    /** Size of its answer alone, bytes. */
+    readonly answerBytes: number,
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      `record of task ${taskId} would be ${recordBytes} bytes (its answer ${answerBytes}), over DynamoDB's item limit of ${DYNAMODB_ITEM_LIMIT_BYTES} bytes`,
+      taskId,
+      options,
+    );
+  }
+}
+
+/** What a DynamoDB error means, by its name: `ThrottlingException (throttled): …`. */
+export function dynamoFailureCause(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const meaning = DYNAMO_FAILURE_MEANINGS.find(([pattern]) => pattern.test(error.name))?.[1];
+  const tooLarge = error.name === 'ValidationException' && ITEM_TOO_LARGE.test(error.message);
+  const label = tooLarge ? 'item too large' : meaning;
+  const detail = error.message.length > 200 ? `${error.message.slice(0, 200)}…` : error.message;
+  return `${error.name}${label ? ` (${label})` : ''}: ${detail}`;
+}
+
+const DYNAMO_FAILURE_MEANINGS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^(ProvisionedThroughputExceeded|Throttling|RequestLimitExceeded)/, 'throttled'],
+  [/^(AccessDenied|UnrecognizedClient|InvalidSignature|ExpiredToken)/, 'access denied'],
+  [/^ResourceNotFound/, 'table missing'],
+  [/^(ItemCollectionSizeLimitExceeded)/, 'item too large'],
+];
+
+/** How DynamoDB (and dynalite) word an item over the limit. */
+const ITEM_TOO_LARGE = /item size (has )?exceeded|maximum allowed size/i;
+
+/**
+ * Size of an item as DynamoDB counts it: names and strings in UTF-8, numbers at most 21 bytes,
+ * 3 bytes per list or map plus 1 per element. An estimate from above, as the check needs.
+ */
+export function dynamoItemBytes(item: Record<string, unknown>): number {
+  let total = 0;
+  for (const [name, value] of Object.entries(item)) {
+    if (value !== undefined) total += Buffer.byteLength(name) + dynamoValueBytes(value);
+  }
+  return total;
+}
+
+function dynamoValueBytes(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return 21;
+  if (typeof value === 'boolean' || value === null || value === undefined) return 1;
+  if (Array.isArray(value)) return 3 + value.reduce((sum: number, element) => sum + 1 + dynamoValueBytes(element), 0);
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (typeof value === 'object')
+    return 3 + Object.keys(value).length + dynamoItemBytes(value as Record<string, unknown>);
+  return Buffer.byteLength(String(value));
 }
 
 export interface DynamoResultsRepositoryOptions {
@@ -30,11 +106,16 @@ export interface DynamoResultsRepositoryOptions {
   clock?: () => number;
 }
 
-/** Fields `complete()` may not overwrite: the key, the claim bookkeeping and the TTL. */
-const CLAIM_FIELDS = new Set(['taskId', 'attempts', 'expiresAt', 'claimToken', 'leaseUntil']);
+/** Fields `complete()` may not overwrite: the key, the claim bookkeeping, the fingerprint and the TTL. */
+const CLAIM_FIELDS = new Set(['taskId', 'attempts', 'expiresAt', 'claimToken', 'leaseUntil', 'fingerprint']);
 
 /** Claim conflicts re-read and retried at most this often (a lease expiring between write and read). */
 const CLAIM_ROUNDS = 3;
+
+/** True once the record's TTL has passed: DynamoDB may still return it, but it holds nothing. */
+function isExpired(record: TaskResult, now: number): boolean {
+  return record.expiresAt < Math.floor(now / 1000);
+}
 
 /** DynamoDB implementation of {@link ResultsRepository}. */
 export class DynamoResultsRepository implements ResultsRepository {
@@ -50,55 +131,119 @@ export class DynamoResultsRepository implements ResultsRepository {
     this.clock = options.clock ?? Date.now;
   }
 
+  /**
+   * Claim the task for one delivery. A task id is the producer's idempotency key: a record of
+   * the same id and the same fingerprint (or one written before fingerprints) is this task
+   * (held, taken over or finished); one with another fingerprint is a conflict, answered
+   * without touching the record. A `rejected` record and one past its TTL (DynamoDB deletes
+   * lazily, up to days later) hold nothing: a fresh claim replaces them.
+   */
   async claim(input: { task: Task; claimToken: string; now: number; leaseMs: number }): Promise<ClaimResult> {
-    const { task, claimToken, now, leaseMs } = input;
+    const { task, now } = input;
+    const fingerprint = taskFingerprint(task);
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
-      try {
-        const written = await this.documents.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { taskId: task.id },
-            // solverId is deliberately left alone: a takeover resumes the previous submission.
-            UpdateExpression:
-              'SET #status = :solving, claimToken = :token, leaseUntil = :leaseUntil, #method = :method, priority = :priority, ' +
-              'submittedAt = :submittedAt, startedAt = :now, expiresAt = :expiresAt ADD attempts :one',
-            ConditionExpression: 'attribute_not_exists(taskId) OR (#status = :solving AND leaseUntil < :now)',
-            ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
-            ExpressionAttributeValues: {
-              ':solving': 'solving',
-              ':token': claimToken,
-              ':leaseUntil': now + leaseMs,
-              ':method': task.method,
-              ':priority': task.priority,
-              ':submittedAt': task.submittedAt,
-              ':now': now,
-              ':expiresAt': this.expiresAt(now),
-              ':one': 1,
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        const record = written.Attributes as TaskResult;
-        const takenOver = record.attempts > 1;
-        return {
-          outcome: 'claimed',
-          record,
-          takenOver,
-          ...(takenOver && record.solverId !== undefined ? { previousSolverId: record.solverId } : {}),
-        };
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) {
-          throw new ResultsRepositoryError(`claim of task ${task.id} failed`, task.id, { cause: error });
-        }
-      }
+      const fresh = await this.claimFresh(input, fingerprint);
+      if (fresh !== undefined) return { outcome: 'claimed', record: fresh, takenOver: false };
       const existing = await this.get(task.id, { consistent: true });
-      if (existing === undefined) continue; // expired by TTL between the write and the read
+      // Gone by TTL, expired, or rejected since the write: the next round's fresh claim takes it.
+      if (existing === undefined || existing.status === 'rejected' || isExpired(existing, now)) continue;
+      // Compared on every path that finds a record (Powertools' payload validation missed the
+      // failed-conditional-write path once; see its issues #2058, #3781).
+      if (!sameContent(existing.fingerprint, fingerprint)) return { outcome: 'conflict', record: existing };
       if (existing.status !== 'solving') return { outcome: 'terminal', record: existing };
       const leaseUntil = existing.leaseUntil ?? 0;
       if (leaseUntil >= now) return { outcome: 'held', leaseUntil };
-      // The lease ran out between the write and the read (or was released): try again.
+      const taken = await this.takeOver(input, fingerprint);
+      if (taken !== undefined) {
+        return {
+          outcome: 'claimed',
+          record: taken,
+          takenOver: true,
+          ...(taken.solverId !== undefined ? { previousSolverId: taken.solverId } : {}),
+        };
+      }
+      // The lease was renewed or the record changed between the read and the write: look again.
     }
     throw new ResultsRepositoryError(`claim of task ${task.id} kept conflicting after ${CLAIM_ROUNDS} rounds`, task.id);
+  }
+
+  /** A new record for a new id, or in place of a rejected or expired one; undefined when a live record holds the id. */
+  private async claimFresh(
+    input: { task: Task; claimToken: string; now: number; leaseMs: number },
+    fingerprint: string,
+  ): Promise<TaskResult | undefined> {
+    const { task, claimToken, now, leaseMs } = input;
+    const record: TaskResult = {
+      taskId: task.id,
+      status: 'solving',
+      claimToken,
+      leaseUntil: now + leaseMs,
+      method: task.method,
+      priority: task.priority,
+      submittedAt: task.submittedAt,
+      startedAt: now,
+      attempts: 1,
+      fingerprint,
+      expiresAt: this.expiresAt(now),
+    };
+    try {
+      await this.documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: record,
+          ConditionExpression: 'attribute_not_exists(taskId) OR #status = :rejected OR expiresAt < :nowSeconds',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':rejected': 'rejected', ':nowSeconds': Math.floor(now / 1000) },
+        }),
+      );
+      return record;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw new ResultsRepositoryError(`claim of task ${task.id} failed`, task.id, { cause: error });
+    }
+  }
+
+  /** Take over a claim whose lease ran out, keeping its solver id; undefined when it is no longer takeable. */
+  private async takeOver(
+    input: { task: Task; claimToken: string; now: number; leaseMs: number },
+    fingerprint: string,
+  ): Promise<TaskResult | undefined> {
+    const { task, claimToken, now, leaseMs } = input;
+    try {
+      const written = await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { taskId: task.id },
+          // solverId is deliberately left alone: a takeover resumes the previous submission.
+          UpdateExpression:
+            'SET claimToken = :token, leaseUntil = :leaseUntil, #method = :method, priority = :priority, ' +
+            'submittedAt = :submittedAt, startedAt = :now, expiresAt = :expiresAt, fingerprint = :fingerprint ' +
+            'ADD attempts :one',
+          ConditionExpression:
+            '#status = :solving AND leaseUntil < :now AND expiresAt >= :nowSeconds AND ' +
+            '(attribute_not_exists(fingerprint) OR fingerprint = :fingerprint)',
+          ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
+          ExpressionAttributeValues: {
+            ':solving': 'solving',
+            ':token': claimToken,
+            ':leaseUntil': now + leaseMs,
+            ':method': task.method,
+            ':priority': task.priority,
+            ':submittedAt': task.submittedAt,
+            ':now': now,
+            ':nowSeconds': Math.floor(now / 1000),
+            ':expiresAt': this.expiresAt(now),
+            ':fingerprint': fingerprint,
+            ':one': 1,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return written.Attributes as TaskResult;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw new ResultsRepositoryError(`takeover of task ${task.id} failed`, task.id, { cause: error });
+    }
   }
 
   async recordSolverId(taskId: string, claimToken: string, solverId: string): Promise<boolean> {
@@ -113,6 +258,7 @@ export class DynamoResultsRepository implements ResultsRepository {
     claimToken: string,
     result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
   ): Promise<boolean> {
+    this.checkRecordSize(taskId, result);
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = {};
     const sets: string[] = [];
@@ -166,7 +312,8 @@ export class DynamoResultsRepository implements ResultsRepository {
       );
       return true;
     } catch (error) {
-      // A record exists already: a valid task with the same id owns it; leave it alone.
+      // A record exists already: a valid task with the same id owns it (or an earlier rejection
+      // does); leave it alone. A rejected record, for its part, never blocks a valid task: claim() replaces it.
       if (error instanceof ConditionalCheckFailedException) return false;
       throw new ResultsRepositoryError(`rejected record of task ${taskId} could not be written`, taskId, {
         cause: error,
@@ -182,6 +329,18 @@ export class DynamoResultsRepository implements ResultsRepository {
       return read.Item as TaskResult | undefined;
     } catch (error) {
       throw new ResultsRepositoryError(`result of task ${taskId} could not be read`, taskId, { cause: error });
+    }
+  }
+
+  /**
+   * Refuse a terminal record that no DynamoDB item can hold (an answer near 400 KB) before
+   * sending it: DynamoDB would refuse it on every delivery and the task would cycle to the DLQ.
+   */
+  private checkRecordSize(taskId: string, result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>): void {
+    const recordBytes =
+      dynamoItemBytes({ taskId, ...result, expiresAt: 0, attempts: 0 }) + CLAIM_ATTRIBUTES_ALLOWANCE_BYTES;
+    if (recordBytes > DYNAMODB_ITEM_LIMIT_BYTES) {
+      throw new RecordTooLargeError(taskId, recordBytes, Buffer.byteLength(result.answer ?? ''));
     }
   }
 
@@ -217,6 +376,16 @@ export class DynamoResultsRepository implements ResultsRepository {
       return true;
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return false;
+      // The estimate was short (DynamoDB counts a little differently): the same answer as above.
+      if (error instanceof Error && error.name === 'ValidationException' && ITEM_TOO_LARGE.test(error.message)) {
+        const answer = update.ExpressionAttributeValues[':answer'];
+        throw new RecordTooLargeError(
+          taskId,
+          dynamoItemBytes(update.ExpressionAttributeValues),
+          typeof answer === 'string' ? Buffer.byteLength(answer) : 0,
+          { cause: error },
+        );
+      }
       throw new ResultsRepositoryError(`results-table update of task ${taskId} failed`, taskId, { cause: error });
     }
   }

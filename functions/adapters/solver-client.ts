@@ -41,6 +41,12 @@ export interface SolverClientOptions {
   schedule?: PollSchedule;
   /** Limit of one HTTP request, ms; near the deadline it shrinks, to no less than 1 s. @default 15000 */
   requestTimeoutMs?: number;
+  /**
+   * Largest response body read, bytes. Image answers are a few characters and tokens a few KB;
+   * a larger body (by its Content-Length or while streaming) is dropped unread as a transient
+   * failure (`BODY_TOO_LARGE`). @default 65536
+   */
+  maxResponseBytes?: number;
   retry?: Partial<SolverRetryOptions>;
   /** Jitter source in [0, 1). @default Math.random */
   random?: () => number;
@@ -53,6 +59,9 @@ export interface SolverClient extends SolverPort {
   /** Close the dispatcher if the client created it; a dispatcher passed in is left open. */
   close(): Promise<void>;
 }
+
+/** Default cap of a response body, bytes (64 KiB): tokens are a few KB, image answers a few bytes. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
 /** The shared context of one client, from its options (defaults filled in, logging redacted). */
 function createSolverContext(options: SolverClientOptions, dispatcher: Dispatcher): SolverContext {
@@ -67,6 +76,7 @@ function createSolverContext(options: SolverClientOptions, dispatcher: Dispatche
     sleep: options.sleep ?? sleepFor,
     schedule: options.schedule ?? createAdaptivePollSchedule(),
     requestTimeoutMs: options.requestTimeoutMs ?? 15_000,
+    maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     retry: { ...DEFAULT_RETRY, ...options.retry },
     random: options.random ?? Math.random,
     redact,

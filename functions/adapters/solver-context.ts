@@ -51,6 +51,8 @@ export interface SolverContext {
   readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   readonly schedule: PollSchedule;
   readonly requestTimeoutMs: number;
+  /** Largest response body read, bytes; a larger one is a transient failure, not read whole. */
+  readonly maxResponseBytes: number;
   readonly retry: SolverRetryOptions;
   readonly random: () => number;
   /** The text with the key removed. */

@@ -1,10 +1,15 @@
 /**
  * One HTTP exchange with the solver and the reading of its answer. A protocol answer (success
- * or a code) comes back as a value; everything else (a transport failure, a 5xx, a body that is
- * not the protocol's) is thrown as a SolverTransientError whose message and cause have the key
- * removed.
+ * or a code) comes back as a value; everything else (a transport failure, a non-2xx status, a
+ * body over the size cap, a body that is not the protocol's) is thrown as a
+ * SolverTransientError whose message and cause have the key removed.
+ *
+ * The solver is untrusted input (DESIGN.md invariant 10): a body is read as a stream and
+ * dropped as soon as it passes `maxResponseBytes` (or at once when its Content-Length says it
+ * will), only 2xx bodies are answers, and a numeric id is taken from the body's own digits,
+ * never through a float.
  */
-import { request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import { SOLVER_ERROR_CODES, SolverTransientError, redactKey } from '../core/solver-protocol.js';
 import { aborted, describeError, type SolverContext } from './solver-context.js';
 
@@ -35,7 +40,7 @@ export async function httpCall(
   const timeout = AbortSignal.timeout(Math.min(requestTimeoutMs, Math.max(MIN_REQUEST_TIMEOUT_MS, remaining)));
   const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
   let statusCode: number;
-  let text: string;
+  let text: string | undefined;
   try {
     const response = await request(url, {
       dispatcher: ctx.dispatcher,
@@ -49,7 +54,7 @@ export async function httpCall(
         : {}),
     });
     statusCode = response.statusCode;
-    text = await response.body.text();
+    text = await readCapped(response, ctx.maxResponseBytes);
   } catch (error) {
     if (signal?.aborted) throw aborted(taskId);
     const kind = timeout.aborted ? 'REQUEST_TIMEOUT' : 'CONNECTION_ERROR';
@@ -59,7 +64,49 @@ export async function httpCall(
       cause: sanitizedCause(error, key),
     });
   }
+  if (text === undefined) {
+    throw new SolverTransientError('BODY_TOO_LARGE', {
+      taskId,
+      message: `${path} answered HTTP ${statusCode} with a body over ${ctx.maxResponseBytes} bytes; not read`,
+    });
+  }
   return answerOf(ctx, path, statusCode, text, taskId);
+}
+
+/**
+ * A success value (an id, an answer, a balance) with the key taken out: a service or proxy that
+ * echoes the request would otherwise carry it into the record, the logs and the events. Only
+ * the key itself is replaced, so a real answer is never altered.
+ */
+function withoutKey(ctx: SolverContext, value: string, path: string, taskId: string | undefined): string {
+  if (!value.includes(ctx.key)) return value;
+  ctx.log.warn('solver answer contained the key; redacted', { taskId, path });
+  return value.split(ctx.key).join('***');
+}
+
+/**
+ * The body as text, or undefined when it is larger than `cap` bytes. A declared length over the
+ * cap is refused before a byte is read; otherwise the stream is read chunk by chunk and
+ * destroyed (the connection with it) as soon as the total passes the cap, so a hostile body
+ * costs at most the cap plus one chunk of memory.
+ */
+async function readCapped(response: Dispatcher.ResponseData, cap: number): Promise<string | undefined> {
+  const declared = Number(response.headers['content-length']);
+  if (Number.isFinite(declared) && declared > cap) {
+    response.body.destroy();
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of response.body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > cap) {
+      response.body.destroy();
+      return undefined;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The protocol answer in a response, or a typed transient failure. */
@@ -70,15 +117,18 @@ function answerOf(
   text: string,
   taskId: string | undefined,
 ): Answer {
-  if (statusCode >= 500) {
+  // Only a 2xx body is the service's answer: a redirect, a 404 or a proxy's page that happens
+  // to read `OK|…` is not. Transient, not a task error: the task itself was never judged.
+  if (statusCode < 200 || statusCode >= 300) {
     throw new SolverTransientError(`HTTP_${statusCode}`, {
       taskId,
       message: `${path} answered HTTP ${statusCode}${snippet(text, ctx.key)}`,
     });
   }
   const answer = readProtocolAnswer(text);
+  if (answer?.ok) return { ok: true, value: withoutKey(ctx, answer.value, path, taskId) };
   if (answer) return answer;
-  const code = statusCode >= 300 ? `HTTP_${statusCode}` : /^\s*</.test(text) ? 'HTML_BODY' : 'UNPARSEABLE_BODY';
+  const code = /^\s*</.test(text) ? 'HTML_BODY' : 'UNPARSEABLE_BODY';
   throw new SolverTransientError(code, {
     taskId,
     message: `${path} answered HTTP ${statusCode} with a body that is not the protocol's${snippet(text, ctx.key)}`,
@@ -102,7 +152,10 @@ export function readProtocolAnswer(text: string): Answer | undefined {
     const { status, request: value } = json as { status: unknown; request: unknown };
     if (status === 1 || status === '1') {
       if (typeof value === 'string' && value !== '') return { ok: true, value };
-      if (typeof value === 'number' && Number.isFinite(value)) return { ok: true, value: String(value) };
+      if (typeof value === 'number' && Number.isFinite(value)) {
+        const exact = numberAsWritten(trimmed, value);
+        return exact === undefined ? undefined : { ok: true, value: exact };
+      }
       if (value !== null && typeof value === 'object') return { ok: true, value: JSON.stringify(value) };
       return undefined;
     }
@@ -113,6 +166,20 @@ export function readProtocolAnswer(text: string): Answer | undefined {
   if (trimmed.startsWith('OK|') && trimmed.length > 3) return { ok: true, value: trimmed.slice(3) };
   if (trimmed in SOLVER_ERROR_CODES) return { ok: false, code: trimmed };
   return undefined;
+}
+
+/**
+ * The digits of a numeric `request` as the body wrote them: ids past 2^53 lose digits through a
+ * float (12345678901234567890 reads back as 12345678901234567000). Taken from the raw text when
+ * exactly one `"request": <number>` member is there and it reads as the parsed value; a safe
+ * integer with no such member (the body is odd, the value is not) is still exact as parsed.
+ * Anything else is no answer we can trust.
+ */
+function numberAsWritten(body: string, parsed: number): string | undefined {
+  const members = [...body.matchAll(/"request"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*[,}]/g)];
+  const written = members.length === 1 ? members[0]?.[1] : undefined;
+  if (written !== undefined && Number(written) === parsed) return written;
+  return Number.isSafeInteger(parsed) ? String(parsed) : undefined;
 }
 
 /**

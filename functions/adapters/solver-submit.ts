@@ -2,7 +2,13 @@
  * The submission step of a solve: POST in.php until the solver accepts the task, backing off on
  * over-cap and transient answers within their retry budgets and the deadline.
  */
-import { type SolverError, SolverOverCapError, SolverTransientError, solverErrorFor } from '../core/solver-protocol.js';
+import {
+  SOLVER_ID_PATTERN,
+  type SolverError,
+  SolverOverCapError,
+  SolverTransientError,
+  solverErrorFor,
+} from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import {
   backOff,
@@ -12,7 +18,7 @@ import {
   type SolverContext,
   solverErrorLike,
 } from './solver-context.js';
-import { httpCall } from './solver-http.js';
+import { httpCall, snippet } from './solver-http.js';
 
 /** The form in.php gets: the task's own parameters, never a key of its own (the client's wins). */
 function submissionForm(task: Task): Record<string, string> {
@@ -33,7 +39,16 @@ async function submitOnce(
   const { taskId, signal, deadlineAt } = solve;
   try {
     const answer = await httpCall(ctx, { path: 'in.php', form, signal, taskId, deadlineAt });
-    if (answer.ok) return { solverId: answer.value };
+    if (answer.ok && SOLVER_ID_PATTERN.test(answer.value)) return { solverId: answer.value };
+    if (answer.ok) {
+      // Not an id we could poll (an echo of the request, a proxy's text): nothing to record.
+      return {
+        error: new SolverTransientError('MALFORMED_SOLVER_ID', {
+          taskId,
+          message: `in.php accepted task ${taskId} with an id that is not ${SOLVER_ID_PATTERN.source}${snippet(answer.value, ctx.key)}`,
+        }),
+      };
+    }
     return {
       error: solverErrorFor(answer.code, ctx.dialect, {
         taskId,

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricResolution, MetricUnit, type Metrics } from '../adapters/metrics.js';
+import { RecordTooLargeError } from '../adapters/results-repository.js';
 import { MAX_VISIBILITY_SECONDS, queueNameOf } from '../adapters/task-queue.js';
 import { METRICS } from '../core/metric-names.js';
 import type {
@@ -33,6 +34,7 @@ import {
   type SolverMethod,
 } from '../core/solver-protocol.js';
 import { parseTask, type Task } from '../core/task.js';
+import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
 import type { ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import { ThreadTracking } from './thread-tracking.js';
 
@@ -40,6 +42,8 @@ import { ThreadTracking } from './thread-tracking.js';
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
 const STALE_ID_CODES = new Set(['ERROR_WRONG_CAPTCHA_ID', 'ERROR_WRONG_ID_FORMAT']);
 const UNSOLVABLE = 'ERROR_CAPTCHA_UNSOLVABLE';
+/** The answer came but no results record can hold it (DynamoDB's 400 KB item). */
+export const ANSWER_TOO_LARGE = 'ANSWER_TOO_LARGE';
 
 /** Why a record is handed back to the queue; the `Reason` dimension of the Retried metric. */
 export type RetryReason = 'over_cap' | 'transient' | 'timeout' | 'account' | 'lease_held' | 'claim_lost' | 'error';
@@ -280,6 +284,7 @@ class TaskRun {
       leaseMs: timing.leaseMs,
     });
 
+    if (claim.outcome === 'conflict') return this.refuseConflict(claim.record);
     if (claim.outcome === 'terminal') {
       deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
       this.log.info('duplicate delivery of a finished task acknowledged', { status: claim.record.status });
@@ -331,6 +336,29 @@ class TaskRun {
       this.emitAnswerCounts();
       await this.threads.settle();
     }
+  }
+
+  /**
+   * The id names another task (other content) whose record lives: this message goes to the DLQ
+   * with `ID_CONFLICT`, and the first task's record stays as it is (no `rejected` over it, no
+   * event: its producer is still waiting on it). A DLQ send that fails throws and retries.
+   */
+  private async refuseConflict(existing: TaskResult): Promise<void> {
+    const { deps } = this.ctx;
+    const detail = describeIdConflict(this.task.id, existing);
+    await deps.queue.deadLetter({
+      body: this.record.body,
+      reason: ID_CONFLICT,
+      reasonDetail: detail,
+      taskId: this.task.id,
+      sourceQueue: queueNameOf(this.record.eventSourceARN),
+    });
+    deps.metrics.addMetric(METRICS.rejected, MetricUnit.Count, 1);
+    this.log.warn('task id in use by other content; refused to the DLQ', {
+      reason: ID_CONFLICT,
+      reasonDetail: detail,
+      existingStatus: existing.status,
+    });
   }
 
   /**
@@ -457,7 +485,7 @@ class TaskRun {
       solveMs: Math.max(0, outcome.answeredAt - outcome.acceptedAt),
       ...(tokenExpiresAt !== undefined ? { tokenExpiresAt } : {}),
     };
-    if (!(await deps.repository.complete(this.task.id, this.claimToken, result))) {
+    if (!(await this.completeOrFailTooLarge(result))) {
       await this.afterLostClaim();
       return;
     }
@@ -480,6 +508,21 @@ class TaskRun {
       answerLength: outcome.answer.length,
     });
     await this.publish({ ...claimed, ...result });
+  }
+
+  /**
+   * Write the solved record. An answer no record can hold ends the task once, as `failed` with
+   * ANSWER_TOO_LARGE (recorded by handleFailure), instead of failing every delivery to the DLQ.
+   */
+  private async completeOrFailTooLarge(
+    result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+  ): Promise<boolean> {
+    try {
+      return await this.deps.repository.complete(this.task.id, this.claimToken, result);
+    } catch (error) {
+      if (!(error instanceof RecordTooLargeError)) throw error;
+      throw new SolverTaskError(ANSWER_TOO_LARGE, { taskId: this.task.id, message: error.message });
+    }
   }
 
   private async handleFailure(

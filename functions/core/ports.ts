@@ -63,11 +63,16 @@ export interface SolverPort {
 export type ClaimResult =
   | { outcome: 'claimed'; record: TaskResult; takenOver: boolean; previousSolverId?: string }
   | { outcome: 'terminal'; record: TaskResult }
-  | { outcome: 'held'; leaseUntil: number };
+  | { outcome: 'held'; leaseUntil: number }
+  /** The id is in use by a task with other content (another fingerprint); the record is untouched. */
+  | { outcome: 'conflict'; record: TaskResult };
 
 /** The results table. Every write is a single-item conditional write. */
 export interface ResultsRepository {
-  /** Claim a task for one delivery: new → claimed; expired lease → taken over; else why not. */
+  /**
+   * Claim a task for one delivery: new (or in place of a rejected or expired record) → claimed;
+   * expired lease → taken over; same id with other content → conflict; else why not.
+   */
   claim(input: { task: Task; claimToken: string; now: number; leaseMs: number }): Promise<ClaimResult>;
   /** Remember the solver's id for the current claim. False when the claim was lost. */
   recordSolverId(taskId: string, claimToken: string, solverId: string): Promise<boolean>;

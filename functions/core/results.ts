@@ -40,6 +40,12 @@ export interface TaskResult {
   leaseUntil?: number;
   /** Identifies the delivery that holds the claim. */
   claimToken?: string;
+  /**
+   * SHA-256 of the task's method and canonical params (`taskFingerprint`), written by the claim:
+   * tells a resend of this task from another task under the same id. Never the params themselves.
+   * Absent on records written before fingerprints (taken as the same content) and on rejections.
+   */
+  fingerprint?: string;
   /** When a token answer stops being usable, epoch ms. */
   tokenExpiresAt?: number;
   /** DynamoDB TTL attribute, epoch seconds. */

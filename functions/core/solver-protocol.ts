@@ -81,6 +81,12 @@ export const NO_FUNDS_CODE = 'ERROR_ZERO_BALANCE';
  */
 export const SOLVER_KEY_LENGTH = 32;
 
+/**
+ * Shape of a solver (captcha) id: digits only, as both services issue them (11–12 digits
+ * today), bounded well below a key's 32 characters so an echoed key can never pass for one.
+ */
+export const SOLVER_ID_PATTERN = /^\d{1,24}$/;
+
 /** Methods of schema v1, by the protocol's own names. */
 export const METHODS = [
   'userrecaptcha',

@@ -4,6 +4,7 @@
  * readers and the actuator they pass.
  */
 import type { Clock } from '../core/ports.js';
+import type { ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decide, initialState } from '../core/governor/policy.js';
 import { assembleSignals, type QueueReading } from '../core/governor/signals.js';
 import { governorStatusOf } from '../core/governor/status.js';
@@ -39,6 +40,8 @@ export interface GovernorLoopOptions {
   /** Optional: oldest-message age and sent rate, read on the metrics cadence. */
   queueMetrics?: QueueMetricsReader;
   balance: BalanceReader;
+  /** Optional: the consumer's thread ledger, read every tick (the estimate of others' threads). */
+  threadLedger?: ThreadLedgerReader;
   actuator: LaneActuator;
   state: GovernorStateStore;
   clock?: Clock;
@@ -86,6 +89,8 @@ export function decisionLogFields(record: TickRecord): Record<string, unknown> {
     p95SolveMs: s.p95SolveMs,
     errorRate: s.errorRate,
     overCapAnswers: s.overCapAnswers,
+    threadsHeld: s.threadLedger?.held,
+    neighbours: d.state.overCap.neighbours,
     applied: record.applied,
     changes: record.changes,
   };
@@ -111,18 +116,31 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     return metricsCache.window;
   };
 
+  // An unreadable ledger is unknown this tick (the metric window's over-cap answers stand in), never empty.
+  const readLedger = async () => {
+    try {
+      return await options.threadLedger?.read();
+    } catch (error) {
+      options.log?.warn('thread ledger read failed; over-cap answers from the metric window this tick', {
+        error: (error as Error).message,
+      });
+      return undefined;
+    }
+  };
+
   return {
     get lastDecision() {
       return lastDecision;
     },
     async tick() {
       const now = clock();
-      const [queues, metrics, balance, settings, loaded] = await Promise.all([
+      const [queues, metrics, balance, settings, loaded, threadLedger] = await Promise.all([
         options.queues.read(),
         readMetrics(now),
         options.balance.read(),
         options.actuator.read(),
         persisted === undefined ? options.state.load() : Promise.resolve(undefined),
+        readLedger(),
       ]);
       if (persisted === undefined)
         persisted = loaded ?? { state: initialState(options.config, now), version: undefined };
@@ -134,7 +152,17 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
           reading.sentRate ??= extra.sentRate;
         }
       }
-      const signals = assembleSignals({ now, queues, previous: previousQueues ?? {}, metrics, balance, settings });
+      const balanceError = balance === undefined ? options.balance.lastError?.() : undefined;
+      const signals = assembleSignals({
+        now,
+        queues,
+        previous: previousQueues ?? {},
+        metrics,
+        balance,
+        balanceError,
+        settings,
+        threadLedger,
+      });
       previousQueues = queues;
       const decision = decide(signals, persisted.state, options.config);
       // Saved with the state, so `captcha-fleet status` can show the last decision.

@@ -6,7 +6,6 @@
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
-import { createCachedBalance } from '../adapters/balance.js';
 import {
   CLOUDWATCH_LAG_MS,
   DEFAULT_METRICS_WINDOW_MS,
@@ -15,6 +14,7 @@ import {
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
 import { createLambdaActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
+import { createDynamoThreadLedger, threadLeaseMs } from '../adapters/thread-ledger.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type FleetSettings } from '../core/settings.js';
@@ -23,6 +23,7 @@ import { governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
 import type { Clock, SolverPort } from '../core/ports.js';
+import { createProbingBalance } from './balance-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop } from './loop.js';
 
 export interface GovernorWiringOptions {
@@ -74,7 +75,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     metricsSpanMs,
   });
   const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
-  const balance: BalanceReader = createCachedBalance(solver, {
+  const balance: BalanceReader = createProbingBalance(solver, {
     ttlMs: Math.min(60_000, Math.max(settings.tickMs, 1000)),
     ...(options.clock ? { clock: options.clock } : {}),
     onError: (error) =>
@@ -107,6 +108,17 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     metrics: cw,
     queueMetrics: cw,
     balance,
+    // The consumer's over-cap answers and held threads on the same table, read every tick.
+    ...(environment.tables.governor !== undefined
+      ? {
+          threadLedger: createDynamoThreadLedger({
+            documents: clients.documents,
+            tableName: environment.tables.governor,
+            leaseMs: threadLeaseMs(settings),
+            ...(options.clock ? { clock: options.clock } : {}),
+          }),
+        }
+      : {}),
     actuator: createLambdaActuator({
       lambda,
       mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },

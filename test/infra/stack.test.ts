@@ -71,7 +71,7 @@ describe('default stack', () => {
   it('feeds the consumer from both lanes with the batch size and partial batch responses', () => {
     const mappings = byType(s, 'AWS::Lambda::EventSourceMapping');
     expect(mappings).toHaveLength(2);
-    const [consumerId] = functionNamed(s, settings.prefix + '-consumer');
+    const [consumerId] = functionNamed(s, `${settings.prefix}-consumer`);
     const queueIds = byType(s, 'AWS::SQS::Queue')
       .filter(([, r]) => r.Properties.QueueName !== settings.queueNames.dlq)
       .map(([id]) => id);
@@ -96,7 +96,7 @@ describe('default stack', () => {
   });
 
   it('reserves for the consumer at least the sum of its mappings’ maxima', () => {
-    const [, consumer] = functionNamed(s, settings.prefix + '-consumer');
+    const [, consumer] = functionNamed(s, `${settings.prefix}-consumer`);
     const sum = byType(s, 'AWS::Lambda::EventSourceMapping').reduce(
       (total, [, m]) => total + (m.Properties.ScalingConfig.MaximumConcurrency as number),
       0,
@@ -129,7 +129,7 @@ describe('default stack', () => {
   });
 
   it('keeps each lane’s visibility timeout at least the consumer’s timeout (6× as AWS advises)', () => {
-    const [, consumer] = functionNamed(s, settings.prefix + '-consumer');
+    const [, consumer] = functionNamed(s, `${settings.prefix}-consumer`);
     const timeout = consumer.Properties.Timeout as number;
     expect(timeout).toBe(settings.functionTimeoutSeconds);
     const lanes = byType(s, 'AWS::SQS::Queue').filter(([, q]) => q.Properties.QueueName !== settings.queueNames.dlq);
@@ -140,7 +140,7 @@ describe('default stack', () => {
   });
 
   it('runs the governor once a minute with reserved concurrency 1', () => {
-    const [governorId, governor] = functionNamed(s, settings.prefix + '-governor');
+    const [governorId, governor] = functionNamed(s, `${settings.prefix}-governor`);
     expect(governor.Properties.ReservedConcurrentExecutions).toBe(1);
     const rule = only(byType(s, 'AWS::Events::Rule'))[1];
     expect(rule.Properties.ScheduleExpression).toBe('rate(1 minute)');
@@ -149,8 +149,8 @@ describe('default stack', () => {
   });
 
   it('gives the governor the consumer’s name and both mapping ids', () => {
-    const [consumerId] = functionNamed(s, settings.prefix + '-consumer');
-    const [, governor] = functionNamed(s, settings.prefix + '-governor');
+    const [consumerId] = functionNamed(s, `${settings.prefix}-consumer`);
+    const [, governor] = functionNamed(s, `${settings.prefix}-governor`);
     const env = governor.Properties.Environment.Variables;
     expect(env[ENV.consumerFunctionName]).toEqual({ Ref: consumerId });
     const mappingIds = byType(s, 'AWS::Lambda::EventSourceMapping').map(([id]) => id);
@@ -201,7 +201,7 @@ describe('default stack', () => {
   });
 
   it('lets the governor move only the consumer’s mappings and concurrency, and touch only its state item', () => {
-    const [consumerId] = functionNamed(s, settings.prefix + '-consumer');
+    const [consumerId] = functionNamed(s, `${settings.prefix}-consumer`);
     const statements = statementsOf(s);
     const mapping = only(statements.filter((st) => asArray(st.Action).includes('lambda:UpdateEventSourceMapping')));
     const mappingIds = byType(s, 'AWS::Lambda::EventSourceMapping').map(([id]) => id);

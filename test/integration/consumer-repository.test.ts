@@ -1,6 +1,8 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
-import { parseTask, type Task } from '../../functions/core/task.js';
+import { parseTask, type Task, type TaskMessage } from '../../functions/core/task.js';
+import { taskFingerprint } from '../../functions/core/task-identity.js';
 import { startEmulatorFixture, type EmulatorFixture, type TestFleet } from '../helpers/fleet-fixture.js';
 import { recaptchaTask } from '../helpers/factories.js';
 
@@ -22,8 +24,8 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
-function task(): Task {
-  const parsed = parseTask(JSON.stringify(recaptchaTask()), 'fallback', 1_000);
+function task(overrides: Partial<TaskMessage> & { id?: string } = {}): Task {
+  const parsed = parseTask(JSON.stringify(recaptchaTask(overrides)), 'fallback', 1_000);
   if (!parsed.ok) throw new Error('factory task is invalid');
   return parsed.task;
 }
@@ -81,7 +83,8 @@ describe('DynamoResultsRepository claims', () => {
     expect(record?.claimToken).toBeUndefined();
     expect(record?.leaseUntil).toBeUndefined();
 
-    const again = await repository.claim({ task: t, claimToken: 'b', now: now + 60_000_000, leaseMs: 10_000 });
+    // Long after the lease (10 s), still within the record's TTL (600 s).
+    const again = await repository.claim({ task: t, claimToken: 'b', now: now + 60_000, leaseMs: 10_000 });
     expect(again).toMatchObject({ outcome: 'terminal', record: { status: 'solved' } });
     expect(await repository.complete(t.id, 'a', { status: 'failed', completedAt: now })).toBe(false);
   });
@@ -128,5 +131,95 @@ describe('DynamoResultsRepository claims', () => {
     await repository.claim({ task: t, claimToken: 'a', now: Date.now(), leaseMs: 10_000 });
     await repository.reject(t.id, { errorCode: 'MALFORMED_JSON', errorMessage: 'x', completedAt: 1 });
     expect((await repository.get(t.id, { consistent: true }))?.status).toBe('solving');
+  });
+});
+
+describe('DynamoResultsRepository task identity', () => {
+  /** The same id as `t`, other content (another page). */
+  const other = (t: Task) =>
+    task({
+      id: t.id,
+      params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://other.example/' },
+    });
+
+  it('records the fingerprint of the method and params, never the params', async () => {
+    const t = task();
+    const claim = await repository.claim({ task: t, claimToken: 'a', now: Date.now(), leaseMs: 10_000 });
+    const record = await repository.get(t.id, { consistent: true });
+    expect(claim.outcome === 'claimed' && claim.record.fingerprint).toBe(taskFingerprint(t));
+    expect(record?.fingerprint).toBe(taskFingerprint(t));
+    expect(JSON.stringify(record)).not.toContain('googlekey');
+    expect(JSON.stringify(record)).not.toContain((t.params as { pageurl: string }).pageurl);
+  });
+
+  it('answers a conflict, leaving the record alone, when the same id comes with other content', async () => {
+    const t = task();
+    const now = Date.now();
+    await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 10_000 });
+    await repository.complete(t.id, 'a', { status: 'solved', answer: 'tok-a', completedAt: now + 1 });
+    const before = await repository.get(t.id, { consistent: true });
+
+    const claim = await repository.claim({ task: other(t), claimToken: 'b', now: now + 2, leaseMs: 10_000 });
+
+    expect(claim).toMatchObject({ outcome: 'conflict', record: { status: 'solved', answer: 'tok-a' } });
+    expect(await repository.get(t.id, { consistent: true })).toEqual(before);
+  });
+
+  it('answers a conflict, not a takeover, when the other content finds an expired lease', async () => {
+    const t = task();
+    const now = Date.now();
+    await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 1 });
+    await repository.recordSolverId(t.id, 'a', 'sid-a');
+
+    const claim = await repository.claim({ task: other(t), claimToken: 'b', now: now + 10, leaseMs: 10_000 });
+
+    expect(claim).toMatchObject({ outcome: 'conflict', record: { status: 'solving', claimToken: 'a', attempts: 1 } });
+  });
+
+  it('replaces a rejected record with a fresh claim', async () => {
+    const t = task();
+    await repository.reject(t.id, { errorCode: 'MALFORMED_JSON', errorMessage: 'body is not JSON', completedAt: 1 });
+
+    const claim = await repository.claim({ task: t, claimToken: 'a', now: Date.now(), leaseMs: 10_000 });
+
+    expect(claim).toMatchObject({ outcome: 'claimed', takenOver: false, record: { status: 'solving', attempts: 1 } });
+    const record = await repository.get(t.id, { consistent: true });
+    expect(record).toMatchObject({ status: 'solving', claimToken: 'a', fingerprint: taskFingerprint(t) });
+    expect(record?.errorCode).toBeUndefined();
+  });
+
+  it('takes a record written before fingerprints as the same content: a duplicate, and takeable', async () => {
+    const finished = task();
+    const abandoned = task();
+    const now = Date.now();
+    const expiresAt = Math.floor(now / 1000) + 600;
+    for (const item of [
+      { taskId: finished.id, status: 'solved', answer: 'old-tok', attempts: 1, expiresAt },
+      { taskId: abandoned.id, status: 'solving', leaseUntil: now - 1, solverId: 'sid-old', attempts: 1, expiresAt },
+    ]) {
+      await fleet.clients.documents.send(new PutCommand({ TableName: fleet.resources.tables.results, Item: item }));
+    }
+
+    const duplicate = await repository.claim({ task: other(finished), claimToken: 'b', now, leaseMs: 10_000 });
+    const takeover = await repository.claim({ task: abandoned, claimToken: 'c', now, leaseMs: 10_000 });
+
+    expect(duplicate).toMatchObject({ outcome: 'terminal', record: { answer: 'old-tok' } });
+    expect(takeover).toMatchObject({ outcome: 'claimed', takenOver: true, previousSolverId: 'sid-old' });
+    expect((await repository.get(abandoned.id, { consistent: true }))?.fingerprint).toBe(taskFingerprint(abandoned));
+  });
+
+  it('lets a record past its TTL, not yet deleted by DynamoDB, hold nothing', async () => {
+    const t = task();
+    const now = Date.now();
+    await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 10_000 });
+    await repository.complete(t.id, 'a', { status: 'solved', answer: 'tok-a', completedAt: now });
+    const afterTtl = now + 601_000;
+
+    const claim = await repository.claim({ task: other(t), claimToken: 'b', now: afterTtl, leaseMs: 10_000 });
+
+    expect(claim).toMatchObject({ outcome: 'claimed', takenOver: false, record: { attempts: 1 } });
+    const record = await repository.get(t.id, { consistent: true });
+    expect(record).toMatchObject({ status: 'solving', fingerprint: taskFingerprint(other(t)) });
+    expect(record?.answer).toBeUndefined();
   });
 });

@@ -298,6 +298,99 @@ describe('claims and duplicate deliveries', () => {
     expect(await h.depth()).toEqual({ visible: 0, inFlight: 0 });
   });
 
+  it('acknowledges the same id with the same content in another key order as a duplicate', async () => {
+    const h = await harness();
+    const task = recaptchaTask();
+    const { googlekey, pageurl } = task.params as { googlekey: string; pageurl: string };
+    const reordered = { params: { pageurl, googlekey } };
+    await h.send(task);
+    await h.send(JSON.stringify({ ...reordered, method: task.method, id: task.id }));
+
+    await h.deliver({ max: 1 });
+    const second = await h.deliver({ max: 1 });
+
+    expect(second.acknowledged).toHaveLength(1);
+    expect(h.solver.callsOf(task.id as string)).toHaveLength(1);
+    expect(h.metricSum(METRICS.duplicates)).toBe(1);
+    expect(await receive(h.fleet.clients, h.fleet.resources.queueUrls.dlq)).toHaveLength(0);
+  });
+
+  it('refuses the same id with other content to the DLQ as ID_CONFLICT, leaving the first result untouched', async () => {
+    // Prepare: image A solved under the id; image B arrives with A's id (a reused counter).
+    const h = await harness();
+    const first = imageTask();
+    const id = first.id as string;
+    await h.send(first);
+    await h.deliver();
+    const before = await h.record(id);
+    const conflicting = JSON.stringify(imageTask({ id, params: { body: 'R0lGODlh'.padEnd(200, 'B') } }));
+    const messageId = await h.send(conflicting);
+
+    // Act
+    const delivery = await h.deliver();
+
+    // Assess
+    expect(delivery.acknowledged).toEqual([messageId]);
+    expect(h.solver.callsOf(id)).toHaveLength(1);
+    expect(await h.record(id)).toEqual(before);
+    const dead = await receive(h.fleet.clients, h.fleet.resources.queueUrls.dlq);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]?.Body).toBe(conflicting);
+    expect(dead[0]?.MessageAttributes?.reason?.StringValue).toBe('ID_CONFLICT');
+    expect(dead[0]?.MessageAttributes?.taskId?.StringValue).toBe(id);
+    expect(dead[0]?.MessageAttributes?.reasonDetail?.StringValue).toContain(`id "${id}" is in use`);
+    expect(h.metricSum(METRICS.duplicates)).toBe(0);
+    expect(h.metricSum(METRICS.rejected)).toBe(1);
+  });
+
+  it('refuses other content under an id at once, without waiting, while the first task is being solved', async () => {
+    const h = await harness();
+    const first = recaptchaTask();
+    const id = first.id as string;
+    const parsed = { ...first, id, priority: 'normal' as const, submittedAt: Date.now() };
+    await h.repository.claim({ task: parsed as never, claimToken: 'first-delivery', now: Date.now(), leaseMs: 60_000 });
+    await h.send(
+      recaptchaTask({
+        id,
+        params: { googlekey: '6LfD3PIbAAAAAJs_eEHvoOl75_83eXSqpPSRFJ_u', pageurl: 'https://example.com/b' },
+      }),
+    );
+
+    const delivery = await h.deliver();
+
+    expect(delivery.response).toEqual({ batchItemFailures: [] });
+    expect(h.solver.calls).toHaveLength(0);
+    expect(await h.record(id)).toMatchObject({ status: 'solving', claimToken: 'first-delivery', attempts: 1 });
+    const dead = await receive(h.fleet.clients, h.fleet.resources.queueUrls.dlq);
+    expect(dead.map((m) => m.MessageAttributes?.reason?.StringValue)).toEqual(['ID_CONFLICT']);
+  });
+
+  it('lets a valid task replace the rejected record of a malformed message with its id, and solves it', async () => {
+    // Prepare: a broken message carrying the id arrives first and is rejected.
+    const h = await harness();
+    const task = recaptchaTask();
+    const id = task.id as string;
+    const malformed = `{"id":"${id}","method":"userrecaptcha",`;
+    await h.send(malformed);
+    await h.deliver();
+    expect(await h.record(id)).toMatchObject({ status: 'rejected', errorCode: 'MALFORMED_JSON' });
+
+    // Act: the valid task with the same id follows.
+    await h.send(task);
+    const delivery = await h.deliver();
+
+    // Assess: solved, once; the rejection's reason stays in the DLQ.
+    expect(delivery.response).toEqual({ batchItemFailures: [] });
+    expect(h.solver.callsOf(id)).toHaveLength(1);
+    const record = await h.record(id);
+    expect(record).toMatchObject({ status: 'solved', answer: `answer-${id}`, attempts: 1 });
+    expect(record?.errorCode).toBeUndefined();
+    const dead = await receive(h.fleet.clients, h.fleet.resources.queueUrls.dlq);
+    expect(dead.map((m) => [m.Body, m.MessageAttributes?.reason?.StringValue])).toEqual([
+      [malformed, 'MALFORMED_JSON'],
+    ]);
+  });
+
   it('leaves a duplicate queued, hidden until the live lease ends, while another delivery holds the claim', async () => {
     const h = await harness();
     const task = recaptchaTask();
@@ -420,6 +513,28 @@ describe('solver outcomes', () => {
     expect(record?.errorMessage).not.toContain(TEST_SOLVER_KEY);
     expect(h.metricSum(METRICS.failed, { ErrorCode: 'ERROR_BAD_PARAMETERS' })).toBe(1);
     expect(h.metricSum(METRICS.taskErrors)).toBe(1);
+  });
+
+  it('ends a task whose answer no record can hold as failed ANSWER_TOO_LARGE, once, instead of retrying it', async () => {
+    // Prepare: an answer the size of DynamoDB's whole item
+    const h = await harness();
+    const task = recaptchaTask();
+    h.solver.script(task.id as string, { answer: 'x'.repeat(400 * 1024) });
+    await h.send(task);
+
+    // Act
+    const delivery = await h.deliver();
+
+    // Assess: acknowledged with a failed record, not handed back, nothing in the DLQ
+    expect(delivery.acknowledged).toHaveLength(1);
+    const record = await h.record(task.id as string);
+    expect(record).toMatchObject({ status: 'failed', errorCode: 'ANSWER_TOO_LARGE' });
+    expect(record?.answer).toBeUndefined();
+    expect(record?.errorMessage).toMatch(/its answer 409600\)/);
+    expect(h.queue.visibility).toEqual([]);
+    expect(h.queue.letters).toEqual([]);
+    expect(h.metricSum(METRICS.failed, { ErrorCode: 'ANSWER_TOO_LARGE' })).toBe(1);
+    expect(await h.depth()).toMatchObject({ visible: 0, inFlight: 0 });
   });
 
   it('resubmits an unsolvable captcha as often as the settings allow, then records it failed', async () => {
@@ -834,6 +949,8 @@ describe('batches', () => {
 
   it('acknowledges when the claim was lost but another delivery recorded the result, and retries when none did yet', async () => {
     let interfere: 'finish' | 'claim' | undefined;
+    /** The tasks sent, by id: the rival is another delivery of the same task (same content). */
+    const sent = new Map<string, TaskMessage>();
     const h = await harness(
       {},
       {
@@ -845,7 +962,7 @@ describe('batches', () => {
                 const [id] = args;
                 const record = await target.get(id, { consistent: true });
                 // Another delivery takes the claim over (its lease looked expired to it).
-                const task = { id, method: 'base64', params: {}, priority: 'normal', submittedAt: 1 } as never;
+                const task = { ...sent.get(id), id, priority: 'normal', submittedAt: 1 } as never;
                 await target.claim({ task, claimToken: 'rival', now: (record?.leaseUntil ?? 0) + 1, leaseMs: 60_000 });
                 if (interfere === 'finish')
                   await target.complete(id, 'rival', {
@@ -862,6 +979,7 @@ describe('batches', () => {
     answersGiven.push('rival-answer');
     const finished = imageTask();
     const pending = imageTask();
+    for (const task of [finished, pending]) sent.set(task.id as string, task);
 
     interfere = 'finish';
     await h.send(finished);

@@ -4,12 +4,13 @@ import {
   PurgeQueueCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
+  type Message,
 } from '@aws-sdk/client-sqs';
 import { startEmulators, type Emulators } from '../../local/emulators.js';
 import { ensureFleetResources, type FleetResources } from '../../local/resources.js';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-import { redrive, type RedriveTarget } from '../../clients/dlq-redrive.js';
+import { describeRedrive, redrive, type RedriveTarget } from '../../clients/dlq-redrive.js';
 
 let emulators: Emulators;
 let clients: AwsClients;
@@ -92,7 +93,7 @@ describe('DLQ redrive', () => {
       UNKNOWN_METHOD: { count: 1, example: 'UNKNOWN_METHOD detail', movable: false },
       RECEIVES_EXHAUSTED: { count: 2, example: undefined, movable: true },
     });
-    expect(report.moved).toBe(0);
+    expect(report.copied).toBe(0);
     expect(await depth(resources.queueUrls.dlq)).toBe(4);
     // Released at once: a second look sees all four again.
     expect((await redrive(target, { dryRun: true, includeRejected: false })).inventory.depth).toBe(4);
@@ -100,37 +101,132 @@ describe('DLQ redrive', () => {
 
   it('moves retryable messages back to their lane and leaves refused ones', async () => {
     const report = await redrive(target, { dryRun: false, includeRejected: false });
-    expect(report).toMatchObject({ strategy: 'copy', moved: 2, left: 2 });
+    expect(report).toMatchObject({ copied: 2, left: 2 });
+    expect(report.nativeMove).toBeUndefined();
     expect(await bodies(resources.queueUrls.normal)).toEqual([task('retry-1')]);
     expect(await bodies(resources.queueUrls.high)).toEqual([task('retry-2', 'high')]);
     expect(await depth(resources.queueUrls.dlq)).toBe(2);
   });
 
+  it('leaves an id conflict in the DLQ unless asked: moved back while the first task lives, it would only conflict again', async () => {
+    // Prepare
+    await clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: resources.queueUrls.dlq,
+        MessageBody: task('retry-1'),
+        MessageAttributes: { reason: { DataType: 'String', StringValue: 'ID_CONFLICT' } },
+      }),
+    );
+
+    // Act
+    const report = await redrive(target, { dryRun: false, includeRejected: false });
+
+    // Assess
+    expect(report).toMatchObject({ copied: 2, left: 3 });
+    expect(report.inventory.byReason.ID_CONFLICT).toMatchObject({ count: 1, movable: false });
+    expect(await depth(resources.queueUrls.dlq)).toBe(3);
+  });
+
   it('moves refused messages too when asked', async () => {
     const report = await redrive(target, { dryRun: false, includeRejected: true });
-    expect(report).toMatchObject({ moved: 4, left: 0 });
+    expect(report).toMatchObject({ copied: 4, left: 0 });
     expect(await depth(resources.queueUrls.dlq)).toBe(0);
     expect(await depth(resources.queueUrls.normal)).toBe(3);
   });
 
-  it('uses SQS StartMessageMoveTask in AWS when everything in the DLQ is to move', async () => {
-    const started: unknown[] = [];
-    const sqs = {
-      send: (command: { constructor: { name: string }; input: unknown }) => {
-        if (command.constructor.name === 'StartMessageMoveTaskCommand') {
-          started.push(command.input);
-          return Promise.resolve({ TaskHandle: 'handle-1' });
-        }
-        return clients.sqs.send(command as never);
-      },
-    };
-    const report = await redrive(
-      { ...target, sqs: sqs as never, native: true },
-      { dryRun: false, includeRejected: true },
+  it('moves consumer-sent messages by copy + delete in AWS too, never by SQS’s move task', async () => {
+    // Prepare: none of the four carries DeadLetterQueueSourceArn (all were sent with SendMessage).
+    const aws = awsLike({ sqsDeadLettered: () => false });
+    // Act
+    const report = await redrive({ ...target, sqs: aws.sqs, native: true }, { dryRun: false, includeRejected: true });
+    // Assess
+    expect(aws.moveTasks).toEqual([]);
+    expect(report).toMatchObject({ copied: 4, left: 0 });
+    expect(report.nativeMove).toBeUndefined();
+    expect(await depth(resources.queueUrls.dlq)).toBe(0);
+  });
+
+  it('copies what the consumer sent, then starts SQS’s move task for what SQS dead-lettered itself', async () => {
+    // Prepare: the two messages without a reason are SQS's own (it stamps DeadLetterQueueSourceArn).
+    const aws = awsLike({ sqsDeadLettered: (body) => body.includes('retry-') });
+    // Act
+    const report = await redrive({ ...target, sqs: aws.sqs, native: true }, { dryRun: false, includeRejected: true });
+    // Assess: the consumer's two were copied and deleted before the task started, for the other two.
+    expect(aws.moveTasks).toEqual([{ SourceArn: resources.queueArns.dlq }]);
+    expect(aws.calls.lastIndexOf('DeleteMessageCommand')).toBeLessThan(
+      aws.calls.indexOf('StartMessageMoveTaskCommand'),
     );
-    expect(report).toMatchObject({ strategy: 'native', moved: 4, taskHandle: 'handle-1' });
-    expect(started).toEqual([{ SourceArn: resources.queueArns.dlq }]);
-    // The native task does the moving; nothing was copied by hand.
-    expect(await depth(resources.queueUrls.normal)).toBe(0);
+    expect(report).toMatchObject({
+      copied: 2,
+      left: 0,
+      nativeMove: { taskHandle: 'handle-1', messages: 2, status: 'RUNNING', movedSoFar: 0 },
+    });
+    expect(await depth(resources.queueUrls.normal)).toBe(2);
+    expect(await depth(resources.queueUrls.dlq)).toBe(2);
+  });
+
+  it('leaves SQS’s move task alone while refused messages stay in the DLQ (the task would move them too)', async () => {
+    // Prepare
+    const aws = awsLike({ sqsDeadLettered: (body) => body.includes('retry-') });
+    // Act
+    const report = await redrive({ ...target, sqs: aws.sqs, native: true }, { dryRun: false, includeRejected: false });
+    // Assess
+    expect(aws.moveTasks).toEqual([]);
+    expect(report).toMatchObject({ copied: 2, left: 2 });
+  });
+
+  it('reports the move task as started with its status, never as moved', () => {
+    // Prepare
+    const report = {
+      dryRun: false,
+      inventory: { depth: 3, byReason: {} },
+      copied: 1,
+      nativeMove: {
+        taskHandle: 'h-1',
+        messages: 2,
+        status: 'FAILED',
+        movedSoFar: 0,
+        failureReason: 'CouldNotDetermineMessageSource',
+      },
+      left: 0,
+    };
+    // Act
+    const lines = describeRedrive(report);
+    // Assess
+    expect(lines).toEqual([
+      'copied 1 back to their lanes (copy + delete); 0 left in the DLQ',
+      expect.stringContaining(
+        'SQS move task started for 2 message(s) SQS dead-lettered itself (task h-1): status FAILED, 0 moved so far (CouldNotDetermineMessageSource)',
+      ),
+    ]);
+    expect(lines.join('\n')).not.toMatch(/moved 2/);
   });
 });
+
+/**
+ * The emulator's SQS, plus what only AWS does: SQS stamps the messages it dead-letters with
+ * DeadLetterQueueSourceArn, and serves the move task (mocked here, its requests recorded).
+ */
+function awsLike(options: { sqsDeadLettered: (body: string) => boolean }) {
+  const moveTasks: unknown[] = [];
+  const calls: string[] = [];
+  const sqs = {
+    send: async (command: { constructor: { name: string }; input: unknown }) => {
+      const name = command.constructor.name;
+      calls.push(name);
+      if (name === 'StartMessageMoveTaskCommand') {
+        moveTasks.push(command.input);
+        return { TaskHandle: 'handle-1' };
+      }
+      if (name === 'ListMessageMoveTasksCommand')
+        return { Results: [{ TaskHandle: 'handle-1', Status: 'RUNNING', ApproximateNumberOfMessagesMoved: 0 }] };
+      const out = (await clients.sqs.send(command as never)) as { Messages?: Message[] };
+      for (const message of out.Messages ?? []) {
+        if (options.sqsDeadLettered(message.Body ?? ''))
+          message.Attributes = { ...message.Attributes, DeadLetterQueueSourceArn: resources.queueArns.normal };
+      }
+      return out;
+    },
+  } as unknown as RedriveTarget['sqs'];
+  return { sqs, moveTasks, calls };
+}

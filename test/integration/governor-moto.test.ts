@@ -9,6 +9,7 @@ import {
   CreateEventSourceMappingCommand,
   CreateFunctionCommand,
   GetEventSourceMappingCommand,
+  UpdateEventSourceMappingCommand,
   GetFunctionConcurrencyCommand,
   LambdaClient,
 } from '@aws-sdk/client-lambda';
@@ -242,4 +243,46 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
       await simulator.close();
     }
   });
+
+  it('pauses the Lambda mappings on a solver outage (PAUSE_OUTAGE) when the balance read gets no answer', async () => {
+    // Prepare: the simulator answers HTTP 503 to everything; the Lambda's wiring on moto.
+    const solverKey = '0123456789abcdef'.repeat(2);
+    const simulator = createSolverSimulator({
+      validKeys: [solverKey],
+      balance: 25,
+      planThreads: 10,
+      outages: [{ startMs: 0, durationMs: 3_600_000 }],
+    });
+    const { url } = await simulator.listen(0, '127.0.0.1');
+    let now = Date.now();
+    try {
+      const env = {
+        AWS_ENDPOINT_URL: endpoint,
+        CAPTCHA_FLEET_CONFIG: JSON.stringify({ planThreads: 10, solverBaseUrl: url, tickMs: 1000 }),
+        TASKS_QUEUE_URL: queueUrls.normal,
+        HIGH_QUEUE_URL: queueUrls.high,
+        DLQ_URL: queueUrls.normal,
+        RESULTS_TABLE: 'results',
+        SOLVER_KEY: solverKey,
+        CONSUMER_FUNCTION_NAME: 'consumer',
+        EVENT_SOURCE_MAPPING_IDS: JSON.stringify(ids),
+      };
+      const governor = await createGovernorFromEnvironment({ environment: parseEnvironment(env), clock: () => now });
+      await lambda.send(new UpdateEventSourceMappingCommand({ UUID: ids.normal, Enabled: true }));
+      expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).State).toBe('Enabled');
+      // Act: outageTicks ticks, a tick apart (the balance cache lives one tick).
+      const codes: string[] = [];
+      for (let tick = 0; tick < governor.config.outageTicks; tick++) {
+        const record = await governor.loop.tick();
+        codes.push(record.decision.reason.code);
+        now += 1_000;
+      }
+      // Assess
+      expect(codes.at(-1)).toBe('PAUSE_OUTAGE');
+      expect(codes.slice(0, -1).every((code) => code === 'HOLD_MISSING_SIGNAL')).toBe(true);
+      expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).State).toBe('Disabled');
+    } finally {
+      await simulator.close();
+    }
+  }, 60_000);
 });

@@ -6,8 +6,11 @@ import { ensureFleetResources, type FleetResources } from '../../local/resources
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { TaskMessage } from '../../functions/core/task.js';
+import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
+import { parseTask } from '../../functions/core/task.js';
 import {
   createProducer,
+  TaskIdConflictError,
   TaskValidationError,
   TaskWaitTimeoutError,
   type CompletionEventSource,
@@ -184,6 +187,73 @@ function countingClients() {
   });
   return { clients: { sqs: clients.sqs, documents }, reads: () => reads };
 }
+
+describe('producer client: an id names one task', () => {
+  const other = (id: string): TaskMessage => ({
+    id,
+    method: 'turnstile',
+    params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://shop.example.com/checkout' },
+  });
+
+  /** Solve `task` the way the consumer records it: a claim (with its fingerprint), then the result. */
+  async function solved(task: TaskMessage): Promise<void> {
+    const repository = new DynamoResultsRepository({
+      documents: clients.documents,
+      tableName: resources.tables.results,
+      ttlSeconds: 86_400,
+    });
+    const parsed = parseTask(JSON.stringify(task), 'unused', 1);
+    if (!parsed.ok) throw new Error('invalid test task');
+    await repository.claim({ task: parsed.task, claimToken: 'c', now: Date.now(), leaseMs: 10_000 });
+    await repository.complete(parsed.task.id, 'c', { status: 'solved', answer: 'TOKEN-A', completedAt: Date.now() });
+  }
+
+  it('refuses an id in use by a task with other content, saying why, and sends nothing', async () => {
+    await solved(turnstile('reused-1'));
+
+    const error = await producer.submit([turnstile('fresh-1'), other('reused-1')]).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(TaskIdConflictError);
+    expect((error as TaskIdConflictError).conflicts).toEqual([
+      { index: 1, taskId: 'reused-1', status: 'solved', expiresAt: expect.any(Number) },
+    ]);
+    expect((error as Error).message).toContain('id "reused-1" is in use');
+    expect((error as Error).message).toContain('other content');
+    expect(await visible(resources.queueUrls.normal)).toBe(0);
+  });
+
+  it('sends a resend of the same task under its id (it gets the first result)', async () => {
+    await solved(turnstile('resend-1'));
+
+    await expect(producer.submit(turnstile('resend-1'))).resolves.toBe('resend-1');
+    expect(await visible(resources.queueUrls.normal)).toBe(1);
+  });
+
+  it('sends other content under an id held only by a rejection, an expired record or a record without fingerprint', async () => {
+    await putRecord('after-reject', 'rejected', { attempts: 0, errorCode: 'MALFORMED_JSON' });
+    await putRecord('after-expiry', 'solved', { fingerprint: 'f'.repeat(64), expiresAt: 1_600_000_000 });
+    await putRecord('legacy-1', 'solved', { answer: 'OLD' });
+
+    const ids = await producer.submit([other('after-reject'), other('after-expiry'), other('legacy-1')]);
+
+    expect(ids).toEqual(['after-reject', 'after-expiry', 'legacy-1']);
+    expect(await visible(resources.queueUrls.normal)).toBe(3);
+  });
+
+  it('names a refused parameter and what it is read as', async () => {
+    const task = {
+      ...turnstile('spelled-1'),
+      params: { ...turnstile().params, 'soft.id': 1 },
+    } as unknown as TaskMessage;
+
+    const error = await producer.submit(task).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(TaskValidationError);
+    expect((error as TaskValidationError).problems).toEqual([
+      expect.objectContaining({ path: 'params.soft.id', message: expect.stringContaining('read as "soft_id"') }),
+    ]);
+  });
+});
 
 describe('producer client: wait with completion events', () => {
   it('reads once more when the event arrives, instead of polling', async () => {

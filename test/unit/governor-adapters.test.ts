@@ -158,7 +158,10 @@ describe('cloudwatch-signals', () => {
 
 describe('lambda-actuator', () => {
   const mappings: Record<string, { ScalingConfig: { MaximumConcurrency: number }; State: string }> = {};
+  /** The consumer's reservation as Lambda holds it (an operator may change it by hand). */
+  const reservation: { value: number | undefined } = { value: undefined };
   const setup = (reserved: number | undefined, failReservation?: Error) => {
+    reservation.value = reserved;
     mappings['uuid-n'] = { ScalingConfig: { MaximumConcurrency: 8 }, State: 'Enabled' };
     mappings['uuid-h'] = { ScalingConfig: { MaximumConcurrency: 2 }, State: 'Disabled' };
     const fake = fakeClient<LambdaClient>((command, input) => {
@@ -170,9 +173,10 @@ describe('lambda-actuator', () => {
         return {};
       }
       if (command === 'GetFunctionConcurrencyCommand')
-        return reserved === undefined ? {} : { ReservedConcurrentExecutions: reserved };
+        return reservation.value === undefined ? {} : { ReservedConcurrentExecutions: reservation.value };
       if (command === 'PutFunctionConcurrencyCommand') {
         if (failReservation) throw failReservation;
+        reservation.value = input.ReservedConcurrentExecutions;
         return { ReservedConcurrentExecutions: input.ReservedConcurrentExecutions };
       }
       throw new Error(`unexpected ${command}`);
@@ -232,6 +236,35 @@ describe('lambda-actuator', () => {
       { UUID: 'uuid-n', Enabled: false },
       { UUID: 'uuid-h', Enabled: false },
     ]);
+  });
+
+  it('re-reads a reservation lowered by hand before raising the mappings, and raises it first', async () => {
+    // Prepare: the governor has seen the deployed reservation (10 = 8 + 2); an operator then lowers it to 4.
+    const { actuator, sent } = setup(10);
+    await actuator.apply({ ceilings: { normal: 8, high: 2 }, enabled: { normal: true, high: false } });
+    reservation.value = 4;
+    sent.length = 0;
+    // Act: the mappings' sum stays 10, the split changes.
+    await actuator.apply({ ceilings: { normal: 6, high: 4 }, enabled: { normal: true, high: true } });
+    // Assess
+    expect(sent.map((s) => s.command)).toEqual([
+      'GetFunctionConcurrencyCommand',
+      'PutFunctionConcurrencyCommand',
+      'UpdateEventSourceMappingCommand',
+      'UpdateEventSourceMappingCommand',
+    ]);
+    expect(sent[1]?.input).toEqual({ FunctionName: 'consumer', ReservedConcurrentExecutions: 10 });
+  });
+
+  it('calls nothing at all on a tick that changes nothing', async () => {
+    // Prepare
+    const { actuator, sent } = setup(10);
+    await actuator.apply({ ceilings: { normal: 8, high: 2 }, enabled: { normal: true, high: false } });
+    sent.length = 0;
+    // Act
+    await actuator.apply({ ceilings: { normal: 8, high: 2 }, enabled: { normal: true, high: false } });
+    // Assess
+    expect(sent).toEqual([]);
   });
 
   it('falls back to the mappings alone when the account cannot reserve, and says so once', async () => {

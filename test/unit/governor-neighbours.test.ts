@@ -23,7 +23,7 @@ describe('neighbour estimate: bounds', () => {
     // Act
     const e = updateEstimate(undefined, reading({ refusals: 1, lastRefusal: { at: T0, held: 6 } }), T0, cfg);
     // Assess
-    expect(lowerBoundAt(e, T0, DECAY)).toBe(4);
+    expect(lowerBoundAt(e, T0, cfg)).toBe(4);
     expect(capFromEstimate(e, T0, capCfg)).toBe(6);
   });
 
@@ -56,7 +56,7 @@ describe('neighbour estimate: bounds', () => {
       cfg,
     );
     // Assess
-    expect([lowerBoundAt(e, T0, DECAY), e.upper]).toEqual([4, 4]);
+    expect([lowerBoundAt(e, T0, cfg), e.upper]).toEqual([4, 4]);
     expect(capFromEstimate(e, T0, capCfg)).toBe(6);
   });
 
@@ -72,7 +72,7 @@ describe('neighbour estimate: bounds', () => {
     // Act: a confirming read later must not reset the decay
     const twice = updateEstimate(once, r, T0 + DECAY, cfg);
     // Assess
-    expect(lowerBoundAt(twice, T0 + DECAY, DECAY)).toBe(3);
+    expect(lowerBoundAt(twice, T0 + DECAY, cfg)).toBe(3);
   });
 
   it('lets a refusal win over an acceptance that claims fewer neighbours', () => {
@@ -112,7 +112,25 @@ describe('neighbour estimate: bounds', () => {
 describe('neighbour estimate: decay and the spare probe', () => {
   it('widens the lower bound by 1, 3, 7 threads after 1, 2, 3 quiet periods', () => {
     const e = updateEstimate(undefined, reading({ refusals: 1, lastRefusal: { at: T0, held: 2 } }), T0, cfg);
-    expect([1, 2, 3].map((k) => lowerBoundAt(e, T0 + k * DECAY, DECAY))).toEqual([7, 5, 1]);
+    expect([1, 2, 3].map((k) => lowerBoundAt(e, T0 + k * DECAY, cfg))).toEqual([7, 5, 1]);
+  });
+
+  it('waits for enough accepted submissions as well as time before it widens', () => {
+    // Prepare: others ≥ 4, refused when 100 submissions had been accepted; probing allowed once per 50
+    const gated = { ...cfg, acceptancesPerProbe: 50 };
+    const e0 = updateEstimate(
+      undefined,
+      reading({ refusals: 1, acceptances: 100, lastRefusal: { at: T0, held: 6 } }),
+      T0,
+      gated,
+    );
+    const later = T0 + 5 * DECAY;
+    // Act: five periods later, 49 and then 50 more accepted
+    const fewer = updateEstimate(e0, reading({ refusals: 1, acceptances: 149 }), later, gated);
+    const enough = updateEstimate(e0, reading({ refusals: 1, acceptances: 150 }), later, gated);
+    // Assess
+    expect(lowerBoundAt(fewer, later, gated)).toBe(4);
+    expect(lowerBoundAt(enough, later, gated)).toBe(3);
   });
 
   it('probes with one spare invocation once the lower bound has widened', () => {
@@ -136,7 +154,7 @@ describe('neighbour estimate: decay and the spare probe', () => {
     // Act: the spare is refused while holding 7 ⇒ others ≥ 3, the level the bound had decayed to
     const e = updateEstimate(e0, reading({ refusals: 2, lastRefusal: { at: t, held: 7 } }), t, cfg);
     // Assess: decay counts from the confirmation (3 − 1 one period later), not from the first refusal (4 − 3)
-    expect(lowerBoundAt(e, t + DECAY, DECAY)).toBe(2);
+    expect(lowerBoundAt(e, t + DECAY, cfg)).toBe(2);
   });
 
   it('climbs on accepted probes, and stops at a refused one (which restarts the decay)', () => {
@@ -198,7 +216,7 @@ describe('neighbour estimate: properties', () => {
         (events, spare) => {
           for (const { e, now } of run(events)) {
             const cap = capFromEstimate(e, now, { ...cfg, spareThreads: spare });
-            expect(cap).toBeLessThanOrEqual(PLAN - lowerBoundAt(e, now, DECAY));
+            expect(cap).toBeLessThanOrEqual(PLAN - lowerBoundAt(e, now, cfg));
             expect(cap).toBeGreaterThanOrEqual(0);
           }
         },
@@ -226,10 +244,8 @@ describe('neighbour estimate: properties', () => {
           const before = steps[i - 1] as (typeof steps)[number];
           const after = steps[i] as (typeof steps)[number];
           if (after.refusedAt === undefined)
-            expect(lowerBoundAt(after.e, after.now, DECAY)).toBeLessThanOrEqual(
-              lowerBoundAt(before.e, before.now, DECAY),
-            );
-          expect(after.e.upper).toBeGreaterThanOrEqual(lowerBoundAt(after.e, after.now, DECAY));
+            expect(lowerBoundAt(after.e, after.now, cfg)).toBeLessThanOrEqual(lowerBoundAt(before.e, before.now, cfg));
+          expect(after.e.upper).toBeGreaterThanOrEqual(lowerBoundAt(after.e, after.now, cfg));
         }
       }),
       { numRuns: 2000 },

@@ -353,26 +353,9 @@ describe('decide: pause on account errors', () => {
   });
 });
 
-describe('decide: errors and outages', () => {
+describe('decide: errors', () => {
   const cfg = config();
   const state0 = initialState(cfg, T0);
-  /** `outageTicks` ticks of mostly transient answers from the free threads. */
-  const outage = () => {
-    let state: GovernorState = state0;
-    const codes: string[] = [];
-    let ceiling = 8;
-    for (let i = 0; i < cfg.outageTicks; i++) {
-      const d = decide(
-        signals({ now: T0 + i * 1000, errorRate: 0.9, transientErrorRate: 0.9 }, { ceiling }),
-        state,
-        cfg,
-      );
-      codes.push(d.reason.code);
-      state = d.state;
-      ceiling = d.ceilings.normal;
-    }
-    return { state, codes, ceiling };
-  };
 
   it('does not increase while the error rate is over the threshold', () => {
     // Act
@@ -381,26 +364,7 @@ describe('decide: errors and outages', () => {
     expect(d.reason.code).toBe('HIGH_ERROR_RATE');
     expect(d.ceilings.normal).toBe(4);
   });
-
-  it('steps down after several outage ticks', () => {
-    // Act
-    const { codes, ceiling } = outage();
-    // Assess
-    expect(codes.slice(0, -1).every((c) => c === 'HIGH_ERROR_RATE')).toBe(true);
-    expect(codes.at(-1)).toBe('OUTAGE_STEP_DOWN');
-    expect(ceiling).toBe(4);
-  });
-
-  it('probes back after a cooldown once the errors are gone', () => {
-    // Prepare
-    const { state, ceiling } = outage();
-    // Act
-    const healthy = decide(signals({ now: T0 + 5000 + cfg.probeCooldownMs }, { ceiling }), state, cfg);
-    // Assess
-    expect(healthy.reason.code).toBe('OUTAGE_PROBE');
-    expect(healthy.ceilings.normal).toBe(8);
-    expect(healthy.state.probe.recovery).toBeUndefined();
-  });
+  // Outages pause (PAUSE_OUTAGE) rather than step down: test/unit/governor-outage.test.ts.
 });
 
 describe('decide: over-cap answers shrink the cap to the threads held', () => {

@@ -1,4 +1,6 @@
-import { MockAgent } from 'undici';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent, MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSolverClient, type SolverClientOptions } from '../../functions/adapters/solver-client.js';
 import { createAdaptivePollSchedule, createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
@@ -179,7 +181,7 @@ describe('solver client', () => {
     const schedule = createAdaptivePollSchedule({ minSamples: 3 });
     const solver = client({ schedule });
     for (let i = 0; i < 3; i += 1) {
-      script('in.php', [ok(`id-${i}`)]);
+      script('in.php', [ok(`${1000 + i}`)]);
       script('res.php', [NOT_READY, ok('token')]);
       await solver.solve(task(), options());
     }
@@ -522,7 +524,12 @@ describe('solver client', () => {
 
     const outcome = await client({ schedule }).solve(
       task(),
-      options({ resumeSolverId: '555', onSubmitted: () => void (called = true) }),
+      options({
+        resumeSolverId: '555',
+        onSubmitted: () => {
+          called = true;
+        },
+      }),
     );
 
     expect(seen.every((request) => request.path.startsWith('/res.php'))).toBe(true);
@@ -604,6 +611,198 @@ describe('solver client', () => {
     expect(text).toContain('***');
     expect(text).not.toContain(KEY);
     expect(logs.length).toBeGreaterThan(0);
+    expect(logs.join('\n')).not.toContain(KEY);
+  });
+});
+
+describe('a solver that cannot hurt', () => {
+  let agent: MockAgent;
+  let logs: string[];
+  let submitted: string[];
+  let server: Server | undefined;
+  let realAgent: Agent | undefined;
+
+  function script(path: 'in.php' | 'res.php', replies: Array<{ status?: number; body: string }>): void {
+    for (const reply of replies) {
+      agent
+        .get(ORIGIN)
+        .intercept({ path: (p) => p.startsWith(`/${path}`), method: () => true })
+        .reply(reply.status ?? 200, reply.body);
+    }
+  }
+
+  function client(overrides: Partial<SolverClientOptions> = {}) {
+    return createSolverClient({
+      baseUrl: ORIGIN,
+      key: KEY,
+      dialect: 'captchaai',
+      dispatcher: agent,
+      sleep: async () => {},
+      schedule: createFixedPollSchedule({ pollDefaults: { token: { firstPollMs: 0, intervalMs: 1 } } }),
+      retry: { maxTransientRetries: 1, baseBackoffMs: 1, maxBackoffMs: 1 },
+      logger: {
+        debug: (m, a) => logs.push(`${m} ${JSON.stringify(a)}`),
+        warn: (m, a) => logs.push(`${m} ${JSON.stringify(a)}`),
+      },
+      ...overrides,
+    });
+  }
+
+  const solve = (solver: ReturnType<typeof client>) =>
+    solver
+      .solve(task(), { deadlineAt: Date.now() + 60_000, onSubmitted: (id) => void submitted.push(id) })
+      .catch((error: unknown) => error as Error & { code?: string });
+
+  /** A real HTTP solver that answers every request with `respond`; the client reaches it through undici. */
+  async function serve(respond: (res: ServerResponse) => void): Promise<string> {
+    server = createServer((req, res) => {
+      req.resume();
+      respond(res);
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    realAgent = new Agent();
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  beforeEach(() => {
+    agent = new MockAgent();
+    agent.disableNetConnect();
+    logs = [];
+    submitted = [];
+  });
+
+  afterEach(async () => {
+    await agent.close();
+    await realAgent?.close();
+    realAgent = undefined;
+    server?.closeAllConnections();
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    server = undefined;
+  });
+
+  it('refuses a body whose Content-Length passes the cap without waiting to read it', async () => {
+    // Prepare: headers announce 64 MiB; the body then trickles and never ends.
+    const url = await serve((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(64 * 1024 * 1024) });
+      res.write('OK|');
+    });
+
+    // Act
+    const error = await solve(client({ baseUrl: url, dispatcher: realAgent, requestTimeoutMs: 5_000 }));
+
+    // Assess: refused on the header (a read would have hung until the request timeout)
+    expect(error).toBeInstanceOf(SolverTransientError);
+    expect(error).toMatchObject({ code: 'BODY_TOO_LARGE' });
+    expect((error as Error).message).toMatch(/over 65536 bytes; not read/);
+  });
+
+  it('stops reading a streamed body with no length as soon as it passes the cap', async () => {
+    // Prepare: a chunked 64 MiB answer, written only as fast as the client reads it.
+    const total = 64 * 1024 * 1024;
+    let written = 0;
+    const url = await serve((res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const chunk = Buffer.alloc(16 * 1024, 'a');
+      const pump = () => {
+        while (written < total && !res.destroyed) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      res.write('OK|');
+      pump();
+    });
+
+    // Act
+    const error = await solve(client({ baseUrl: url, dispatcher: realAgent }));
+
+    // Assess: a transient failure, and the server could not push the whole body through
+    expect(error).toMatchObject({ name: 'SolverTransientError', code: 'BODY_TOO_LARGE' });
+    expect(written).toBeLessThan(total / 2);
+  });
+
+  it('takes the cap from maxResponseBytes: one byte over is refused, the cap itself is read', async () => {
+    const atCap = JSON.stringify({ status: 1, request: '1234' });
+    script('in.php', [{ body: `${atCap} ` }, { body: `${atCap} ` }]);
+
+    const error = await solve(client({ maxResponseBytes: atCap.length }));
+
+    expect(error).toMatchObject({ code: 'BODY_TOO_LARGE' });
+    script('in.php', [{ body: atCap }]);
+    script('res.php', [{ body: JSON.stringify({ status: 1, request: 'ok' }) }]);
+    await expect(solve(client({ maxResponseBytes: atCap.length }))).resolves.toMatchObject({ solverId: '1234' });
+  });
+
+  it.each([302, 404, 409])(
+    'does not take an HTTP %i whose body reads OK|… as an accepted submission',
+    async (status) => {
+      script('in.php', [
+        { status, body: 'OK|75357844800' },
+        { status, body: JSON.stringify({ status: 1, request: 75357844800 }) },
+      ]);
+
+      const error = await solve(client());
+
+      expect(error).toBeInstanceOf(SolverTransientError);
+      expect(error).toMatchObject({ code: `HTTP_${status}` });
+      expect(submitted).toEqual([]);
+    },
+  );
+
+  it('does not take a non-2xx result body as the answer: it polls on to the real one', async () => {
+    script('in.php', [{ body: 'OK|75357844800' }]);
+    script('res.php', [
+      { status: 404, body: JSON.stringify({ status: 1, request: 'not-the-answer' }) },
+      { body: JSON.stringify({ status: 1, request: '03AG-real' }) },
+    ]);
+
+    const outcome = await solve(client());
+
+    expect(outcome).toMatchObject({ answer: '03AG-real', retries: { transient: 1 } });
+  });
+
+  it('keeps every digit of an id past 2^53 sent as a JSON number, and polls with it', async () => {
+    const id = '12345678901234567890';
+    script('in.php', [{ body: `{"status":1,"request":${id}}` }]);
+    let polledId: string | null = null;
+    agent
+      .get(ORIGIN)
+      .intercept({ path: (p) => p.startsWith('/res.php'), method: 'GET' })
+      .reply((request) => {
+        polledId = new URL(request.path, ORIGIN).searchParams.get('id');
+        return { statusCode: 200, data: JSON.stringify({ status: 1, request: 'token' }) };
+      });
+
+    const outcome = await solve(client());
+
+    expect(submitted).toEqual([id]);
+    expect(polledId).toBe(id);
+    expect(outcome).toMatchObject({ solverId: id });
+  });
+
+  it.each([
+    ['an echo of the request', `OK|key=${KEY}&method=userrecaptcha&json=1`],
+    ['letters', 'OK|75357844800abc'],
+    ['too many digits', `OK|${'9'.repeat(25)}`],
+  ])('refuses a solver id that is %s: nothing recorded, the key nowhere', async (_label, body) => {
+    script('in.php', [{ body }, { body }]);
+
+    const error = await solve(client());
+
+    expect(error).toMatchObject({ name: 'SolverTransientError', code: 'MALFORMED_SOLVER_ID' });
+    expect(submitted).toEqual([]);
+    expect(`${(error as Error).message} ${(error as Error).stack} ${logs.join('\n')}`).not.toContain(KEY);
+  });
+
+  it('redacts the key from an answer that echoes it before anyone sees the answer', async () => {
+    script('in.php', [{ body: 'OK|75357844800' }]);
+    script('res.php', [{ body: `OK|03AG-${KEY}-tail` }]);
+
+    const outcome = (await solve(client())) as { answer: string };
+
+    expect(outcome.answer).toBe('03AG-***-tail');
+    expect(logs.join('\n')).toContain('solver answer contained the key; redacted');
     expect(logs.join('\n')).not.toContain(KEY);
   });
 });

@@ -5,7 +5,7 @@
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../settings.js';
 import type { GovernorConfig } from './types.js';
 
-/** Ticks of mostly transient answers that count as a solver outage. */
+/** Ticks of mostly transient answers, or of a balance read that does not answer, that count as a solver outage. */
 export const DEFAULT_OUTAGE_TICKS = 3;
 /** Probe cooldown in ticks: long enough for the consumer's metric window to show the effect of a probe. */
 export const PROBE_COOLDOWN_TICKS = 6;
@@ -21,6 +21,12 @@ export const DEFAULT_OUTAGE_TRANSIENT_SHARE = 0.5;
  * resets it. 16 × the cooldown is 96 s locally (1 s ticks) and 48 min in AWS.
  */
 export const DEFAULT_MAX_PROBE_BACKOFF = 16;
+/**
+ * Largest multiplier of the probe cooldown between outage probes: a failed probe doubles the
+ * wait, up to 2 × the cooldown (6 min in AWS, 12 s locally). A failed probe costs one balance
+ * read, so the cap is low: the fleet resumes at most that long after the solver answers again.
+ */
+export const DEFAULT_MAX_OUTAGE_PROBE_BACKOFF = 2;
 
 /**
  * Governor configuration from fleet settings.
@@ -46,6 +52,7 @@ export function governorConfigFrom(settings: FleetSettings, overrides: Partial<G
     drainTargetMs: DEFAULT_DRAIN_TARGET_MS,
     outageTransientShare: DEFAULT_OUTAGE_TRANSIENT_SHARE,
     maxProbeBackoff: DEFAULT_MAX_PROBE_BACKOFF,
+    maxOutageProbeBackoff: DEFAULT_MAX_OUTAGE_PROBE_BACKOFF,
     tickMs,
     ...overrides,
   };

@@ -5,6 +5,7 @@
  */
 import { DEFAULT_DRAIN_TARGET_MS, DEFAULT_MAX_PROBE_BACKOFF, DEFAULT_OUTAGE_TRANSIENT_SHARE } from './config.js';
 import { type Current, capFloor, ceilingFor, clamp, invocations, minimumCeiling, planCap } from './capacity.js';
+import { assessNeighbours } from './neighbours.js';
 import type { GovernorConfig, GovernorSignals, GovernorState, Lane, LaneSignals, SpendState } from './types.js';
 
 /** Weight of the newest balance delta in the smoothed spend rate: a ten-second delta is noisy (a few solves). */
@@ -37,6 +38,8 @@ export interface RunningView {
   state: GovernorState;
   /** The over-cap shrink this tick made, in words (undefined when the cap did not shrink). */
   shrink: string | undefined;
+  /** The rise of the cap the thread ledger's estimate allowed this tick, in words (neighbours.ts). */
+  raise: string | undefined;
   /** Signals that are unknown this tick, in words. */
   missing: string[];
   /** The balance is under the halt level. */
@@ -69,8 +72,12 @@ export interface TickContext {
   readonly demand: Demand;
   /** The balance, when it could be read. */
   readonly funds: Funds | undefined;
+  /** Within the grace after a resume: the consumer's metric window may still hold answers from before the pause. */
+  readonly inGrace: boolean;
   /** Account errors in the window that are not left over from before the last resume. */
   readonly accountTrouble: boolean;
+  /** Whether this tick looks like a solver outage: true, false, or unknown (see outageEvidence). */
+  readonly outageNow: boolean | undefined;
   /** The next state every decision starts from: cap clamped, recent use and spend updated. */
   readonly base: GovernorState;
   readonly running: RunningView;
@@ -271,17 +278,15 @@ function shrinkCap(input: OverCapInputs, answers: number, probeFailed: boolean) 
 
 /** The running view: over-cap estimate, outage counter and halt hold updated; the totals they allow. */
 function runningView(ctx: Omit<TickContext, 'running'>, attempted: number): RunningView {
-  const { signals, state, config, minimum, current, demand, funds } = ctx;
-  const assessed = assessOverCap({ ...ctx, attempted });
+  const { signals, config, minimum, current, demand, funds } = ctx;
+  // With the thread ledger the estimate of others' threads sets the cap (no blind shrink or
+  // probe); without it (no ledger, or it could not be read) the metric window's over-cap answers do.
+  const assessed =
+    signals.threadLedger !== undefined
+      ? assessNeighbours(signals.threadLedger, ctx.base, ctx.now, config)
+      : { ...assessOverCap({ ...ctx, attempted }), raise: undefined };
   const halted = funds !== undefined && funds.usd < config.haltBalance;
   const erroring = signals.errorRate !== undefined && signals.errorRate > config.errorRateThreshold;
-  // Outage detector: mostly transient answers for several ticks in a row.
-  const share = config.outageTransientShare ?? DEFAULT_OUTAGE_TRANSIENT_SHARE;
-  const rate = signals.transientErrorRate;
-  const outage =
-    rate === undefined
-      ? assessed.state.outage
-      : { ...assessed.state.outage, ticks: rate > share ? state.outage.ticks + 1 : 0 };
   const allowed = ceilingFor(assessed.state.overCap.effectiveCap, config);
   const noIncrease = Math.max(minimum, Math.min(current.total, allowed));
   // Scaling halts at the crossing with the ceiling clamped to current use, then holds there:
@@ -292,8 +297,9 @@ function runningView(ctx: Omit<TickContext, 'running'>, attempted: number): Runn
     haltCeiling = Math.min(noIncrease, Math.max(minimum, invocations(demand.inFlight, config.tasksPerInvocation)));
   }
   return {
-    state: { ...assessed.state, outage, spend: { ...assessed.state.spend, haltCeiling } },
+    state: { ...assessed.state, spend: { ...assessed.state.spend, haltCeiling } },
     shrink: assessed.shrink,
+    raise: assessed.raise,
     missing: missingSignals(signals, ctx.lanes),
     halted,
     erroring,
@@ -301,6 +307,24 @@ function runningView(ctx: Omit<TickContext, 'running'>, attempted: number): Runn
     noIncrease,
     haltTotal: Math.min(noIncrease, haltCeiling ?? noIncrease),
   };
+}
+
+/**
+ * Whether this tick looks like a solver outage, judged per solver request:
+ * - the governor's own request, the balance read, got no answer (timeout, connection refused,
+ *   HTTP 5xx, unparseable body): the solver looks down whether or not the fleet is busy;
+ * - or more than `outageTransientShare` of the consumer's solver requests (submissions + result
+ *   requests) in the metric window answered transient errors (ignored within the grace after a
+ *   resume: the window may still hold the answers from before the pause).
+ * An idle fleet whose balance read answers is not an outage: an empty window is 0 % transient.
+ * False when the window is known and mostly healthy; undefined when neither side says.
+ */
+function outageEvidence(signals: GovernorSignals, config: GovernorConfig, inGrace: boolean): boolean | undefined {
+  const unreachable = signals.balance === undefined && signals.balanceError?.kind === 'unreachable';
+  const rate = inGrace ? undefined : signals.transientErrorRate;
+  const share = config.outageTransientShare ?? DEFAULT_OUTAGE_TRANSIENT_SHARE;
+  if (unreachable || (rate !== undefined && rate > share)) return true;
+  return rate === undefined ? undefined : false;
 }
 
 /** Build the tick's context. */
@@ -320,6 +344,11 @@ export function tickContext(signals: GovernorSignals, state: GovernorState, conf
     -MAX_USE_SAMPLES,
   );
   const spend = spendAfter(signals, state);
+  const inGrace = state.resumedAt !== undefined && now - state.resumedAt < (config.accountErrorGraceMs ?? cooldown);
+  const outageNow = outageEvidence(signals, config, inGrace);
+  // Counted paused or not, so a pause for another reason does not hide an outage behind it.
+  let outageTicks = state.outage.ticks;
+  if (outageNow !== undefined) outageTicks = outageNow ? outageTicks + 1 : 0;
   const base: GovernorState = {
     ...state,
     ceilings: { ...state.ceilings },
@@ -330,9 +359,8 @@ export function tickContext(signals: GovernorSignals, state: GovernorState, conf
       recentUse,
     },
     spend,
-    outage: { ...state.outage },
+    outage: { ...state.outage, ticks: outageTicks },
   };
-  const inGrace = state.resumedAt !== undefined && now - state.resumedAt < (config.accountErrorGraceMs ?? cooldown);
   const partial = {
     signals,
     state,
@@ -345,6 +373,8 @@ export function tickContext(signals: GovernorSignals, state: GovernorState, conf
     current,
     demand,
     funds: fundsOf(signals, state, spend, config),
+    inGrace,
+    outageNow,
     accountTrouble: signals.accountErrors !== undefined && signals.accountErrors > 0 && !inGrace,
     base,
   };

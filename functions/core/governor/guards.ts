@@ -3,6 +3,7 @@
  * proposal (what to set, why, and the state to persist) or nothing, and then the next guard
  * in GUARD_ORDER (policy.ts) is asked. Pure; no guard edits the context.
  */
+import { DEFAULT_MAX_OUTAGE_PROBE_BACKOFF } from './config.js';
 import { PROJECTION_TICKS, type TickContext, testedAtCap } from './context.js';
 import { ceilingFor, planCap } from './capacity.js';
 import type { GovernorState, OverCapEstimate, PauseReason, ReasonCode } from './types.js';
@@ -13,6 +14,8 @@ export interface PauseProposal {
   reason: PauseReason;
   code: ReasonCode;
   message: string;
+  /** An outage pause: when the next probe is due. */
+  probeAt?: number;
   /** The next state, before the pause itself is recorded in it. */
   state: GovernorState;
 }
@@ -70,15 +73,34 @@ function resumed(ctx: TickContext, recovery: GovernorState['probe']['recovery'])
 
 // ---- pause and resume: money and the key matter more than throughput ---------------------------
 
+/** Account error codes by the cause an operator fixes; any other account code leaves the key unusable. */
+const ACCOUNT_CAUSES: Readonly<Record<string, string>> = {
+  ERROR_WRONG_USER_KEY: 'key rejected',
+  ERROR_KEY_DOES_NOT_EXIST: 'key rejected',
+  IP_BANNED: 'IP banned',
+  ERROR_IP_BANNED: 'IP banned',
+  ERROR_IP_NOT_ALLOWED: 'IP banned',
+};
+
+/**
+ * The cause behind the account errors, from the code the consumer's metrics carry or, where
+ * they carry none (CloudWatch counts, the local store), the code the balance read was refused with.
+ */
+export function accountCause(ctx: Pick<TickContext, 'signals'>): string {
+  const { accountErrorCode, balanceError } = ctx.signals;
+  const code = accountErrorCode ?? (balanceError?.kind === 'account' ? balanceError.code : undefined);
+  if (code === undefined) return 'key or IP refused (no error code seen)';
+  return `${ACCOUNT_CAUSES[code] ?? 'key unusable'} (${code})`;
+}
+
 /** Account errors (rejected key, banned IP) outside the grace after a resume: pause. */
 export const pauseOnAccountErrors: Guard = (ctx) => {
   if (ctx.state.pause !== undefined || !ctx.accountTrouble) return undefined;
-  const { accountErrors, accountErrorCode } = ctx.signals;
   return pause(
     ctx,
     'account',
     'PAUSE_ACCOUNT',
-    `Paused: the solver answered ${accountErrors} account error(s)${accountErrorCode ? ` (${accountErrorCode})` : ''}; tasks wait in the queue until a balance read shows the key and IP work again.`,
+    `Paused: the solver answered ${ctx.signals.accountErrors} account error(s): ${accountCause(ctx)}; tasks wait in the queue until a balance read shows the key and IP work again.`,
   );
 };
 
@@ -91,6 +113,105 @@ export const pauseOnLowBalance: Guard = (ctx) => {
       ? `balance $${fmt(funds.usd)} is under the pause level $${fmt(config.pauseBalance)}`
       : `balance $${fmt(funds.usd)} will be under the pause level $${fmt(config.pauseBalance)} by the next tick (spending $${fmt4(ctx.base.spend.perSecond ?? 0)}/s)`;
   return pause(ctx, 'balance', 'PAUSE_LOW_BALANCE', `Paused: ${why}; tasks wait in the queue until it is topped up.`);
+};
+
+/** Wait before outage probe number `failed` + 1: the cooldown, doubled per failed probe, capped. */
+function outageProbeWait(ctx: TickContext, failed: number): number {
+  const cap = Math.max(1, ctx.config.maxOutageProbeBackoff ?? DEFAULT_MAX_OUTAGE_PROBE_BACKOFF);
+  return ctx.cooldown * Math.min(cap, 2 ** failed);
+}
+
+/** What the outage looked like this tick, in words. */
+function outageSeen(ctx: TickContext): string {
+  const { signals } = ctx;
+  const seen: string[] = [];
+  if (signals.balance === undefined && signals.balanceError?.kind === 'unreachable')
+    seen.push(`the balance read got no answer (${signals.balanceError.code})`);
+  if (signals.transientErrorRate !== undefined && !ctx.inGrace)
+    seen.push(`${pct(signals.transientErrorRate)} of the solver requests answered transient errors`);
+  return seen.length > 0 ? seen.join('; ') : 'no answer';
+}
+
+/**
+ * A solver outage: `outageTicks` ticks in a row looked like one, or the first tasks after an
+ * outage probe failed. Pause like for account errors: tasks wait in the queue instead of burning
+ * receives toward the DLQ. Before the missing-signal hold, which an outage makes fire (the
+ * balance cannot be read) and which would keep the mappings consuming.
+ */
+export const pauseOnOutage: Guard = (ctx) => {
+  const { state, config, now } = ctx;
+  if (state.pause !== undefined) return undefined;
+  const sustained = ctx.base.outage.ticks >= config.outageTicks;
+  const probeFailed = state.probe.recovery?.reason === 'outage' && ctx.outageNow === true;
+  if (!sustained && !probeFailed) return undefined;
+  const failed = probeFailed ? (state.outage.failedProbes ?? 0) + 1 : 0;
+  const wait = outageProbeWait(ctx, failed);
+  const why = probeFailed
+    ? 'the first tasks after the probe failed'
+    : `${ctx.base.outage.ticks} tick(s) looked like an outage`;
+  return {
+    ...pause(
+      ctx,
+      'outage',
+      'PAUSE_OUTAGE',
+      `Paused: solver outage (${why}: ${outageSeen(ctx)}); tasks wait in the queue, their receive counts do not grow; probing the solver with a balance read in ${seconds(wait)} s.`,
+    ),
+    state: { ...ctx.base, outage: { ...ctx.base.outage, failedProbes: failed } },
+    probeAt: now + wait,
+  };
+};
+
+/**
+ * An outage pause: at each probe time a balance read is the probe. When it answers with money
+ * above the pause level, resume at the minimum (the first tasks are the probe) and double every
+ * cooldown while healthy; when it does not, wait twice as long (up to the cap) before the next.
+ */
+export const whilePausedForOutage: Guard = (ctx) => {
+  const { funds, config, now } = ctx;
+  const paused = ctx.state.pause;
+  if (paused?.reason !== 'outage') return undefined;
+  const probeAt = paused.probeAt ?? paused.since + ctx.cooldown;
+  if (now < probeAt) {
+    return {
+      ...pause(
+        ctx,
+        'outage',
+        'PAUSE_OUTAGE',
+        `Still paused (outage): probing the solver in ${Math.ceil((probeAt - now) / 1000)} s.`,
+      ),
+      probeAt,
+    };
+  }
+  if (funds === undefined) {
+    const failed = (ctx.state.outage.failedProbes ?? 0) + 1;
+    const wait = outageProbeWait(ctx, failed);
+    return {
+      ...pause(
+        ctx,
+        'outage',
+        'PAUSE_OUTAGE',
+        `Still paused (outage): the probe failed (${outageSeen(ctx)}); probing again in ${seconds(wait)} s.`,
+      ),
+      state: { ...ctx.base, outage: { ...ctx.base.outage, failedProbes: failed } },
+      probeAt: now + wait,
+    };
+  }
+  if (funds.projected < config.pauseBalance) {
+    return pause(
+      ctx,
+      'balance',
+      'PAUSE_LOW_BALANCE',
+      `Still paused: the solver answers again, but balance $${fmt(funds.usd)} is under the pause level $${fmt(config.pauseBalance)}; tasks wait in the queue until it is topped up.`,
+    );
+  }
+  const state = resumed(ctx, { ceiling: ctx.minimum, reason: 'outage' });
+  const total = Math.min(ctx.minimum, ceilingFor(state.overCap.effectiveCap, config));
+  return run(
+    total,
+    'OUTAGE_PROBE',
+    `Resumed at ${total} after the outage probe: the solver answered a balance read ($${fmt(funds.usd)}); the first tasks are the probe, doubling every ${seconds(ctx.cooldown)} s while healthy.`,
+    state,
+  );
 };
 
 /**
@@ -163,7 +284,7 @@ export const whilePausedForAccount: Guard = (ctx) => {
   );
 };
 
-// ---- running: hold, shrink, halt, outage, errors -----------------------------------------------
+// ---- running: hold, shrink, halt, errors -----------------------------------------------
 
 /** A signal is unknown: hold the ceiling (missing is never read as zero). */
 export const holdOnMissingSignal: Guard = (ctx) => {
@@ -204,23 +325,6 @@ export const haltOnLowBalance: Guard = (ctx) => {
   );
 };
 
-/** Mostly transient answers for `outageTicks` ticks: step down and probe back. */
-export const stepDownOnOutage: Guard = (ctx) => {
-  const { running: r, config, minimum, now } = ctx;
-  if (r.state.outage.ticks < config.outageTicks) return undefined;
-  const total = Math.max(minimum, Math.min(r.allowed, Math.floor(ctx.current.total / 2)));
-  return run(
-    total,
-    'OUTAGE_STEP_DOWN',
-    `Solver outage: mostly transient errors for ${config.outageTicks} ticks (${pct(ctx.signals.transientErrorRate)} of answers); stepping down to ${total} and probing back every ${seconds(ctx.cooldown)} s.`,
-    {
-      ...r.state,
-      outage: { ...r.state.outage, ticks: 0 },
-      probe: { ...r.state.probe, lastAt: now, recovery: { ceiling: total, reason: 'outage' } },
-    },
-  );
-};
-
 /** The error rate is over its threshold: no increase. */
 export const holdOnHighErrorRate: Guard = (ctx) => {
   const { running: r, config, signals } = ctx;
@@ -239,7 +343,7 @@ function cooldownPassed(ctx: TickContext): boolean {
   return ctx.now - ctx.state.probe.lastAt >= ctx.cooldown;
 }
 
-/** Recovering after a pause or a step-down, healthy for a cooldown: double the recovery ceiling. */
+/** Recovering after a pause, healthy for a cooldown: double the recovery ceiling. */
 export const probeRecovery: Guard = (ctx) => {
   const { running: r, cooldown } = ctx;
   const recovery = r.state.probe.recovery;
@@ -247,7 +351,9 @@ export const probeRecovery: Guard = (ctx) => {
   const code: ReasonCode = recovery.reason === 'resume' ? 'PROBE_RESUME' : 'OUTAGE_PROBE';
   const doubled = recovery.ceiling * 2;
   if (doubled >= r.allowed) {
-    const state = { ...r.state, probe: { lastAt: ctx.now, recovery: undefined } };
+    // Recovered: an outage that comes back later is a new one, its probes start at one cooldown.
+    const outage = recovery.reason === 'outage' ? { ...r.state.outage, failedProbes: undefined } : r.state.outage;
+    const state = { ...r.state, outage, probe: { lastAt: ctx.now, recovery: undefined } };
     return run(r.allowed, code, `Probe healthy: back at the free threads (${r.allowed}).`, state);
   }
   const state = { ...r.state, probe: { lastAt: ctx.now, recovery: { ...recovery, ceiling: doubled } } };
@@ -294,6 +400,8 @@ function probeWait(overCap: OverCapEstimate, step: number): number {
 /** In flight filled the shrunk cap with no over-cap answers since: probe one step back up. */
 export const probeOverCap: Guard = (ctx) => {
   const { running: r, config, now, cooldown, state: before } = ctx;
+  // With the thread ledger the estimate probes (one spare invocation): no blind step on top.
+  if (ctx.signals.threadLedger !== undefined) return undefined;
   const overCap = r.state.overCap;
   const step = overCapStep(overCap);
   const ready =

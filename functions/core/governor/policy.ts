@@ -25,11 +25,13 @@ import {
   probeOverCap,
   probeRecovery,
   shrinkOnOverCap,
+  pauseOnOutage,
   stayReadyWhileIdle,
-  stepDownOnOutage,
   whilePausedForAccount,
   whilePausedForBalance,
+  whilePausedForOutage,
 } from './guards.js';
+import { probeForFreedThreads } from './neighbour-guards.js';
 import type { Decision, GovernorConfig, GovernorSignals, GovernorState } from './types.js';
 
 export { capFloor, ceilingFor, minimumCeiling, planCap } from './capacity.js';
@@ -38,21 +40,25 @@ export { initialState, migrateGovernorState } from './state.js';
 
 /**
  * The guards in the order they are asked; the first proposal wins, and `atFreeThreads` decides
- * when none proposes. Safer first: pauses (money, key) before holds, holds before increases.
+ * when none proposes. Safer first: pauses (key, money, outage) before holds, holds before
+ * increases. The outage pause comes before the missing-signal hold: an outage makes the balance
+ * unreadable, and holding would keep the mappings consuming. docs/governor.md has it as a table.
  */
 export const GUARD_ORDER: readonly Guard[] = [
   pauseOnAccountErrors,
   pauseOnLowBalance,
+  pauseOnOutage,
   whilePausedForBalance,
   whilePausedForAccount,
+  whilePausedForOutage,
   holdOnMissingSignal,
   shrinkOnOverCap,
   haltOnLowBalance,
-  stepDownOnOutage,
   holdOnHighErrorRate,
   probeRecovery,
   holdRecovery,
   probeOverCap,
+  probeForFreedThreads,
   stayReadyWhileIdle,
 ];
 
@@ -76,10 +82,13 @@ function shortfallOf(ctx: TickContext, freeThreads: number, usedThreads: number)
 /** Every lane disabled; the ceilings kept for when it resumes. */
 function pausedDecision(ctx: TickContext, proposal: PauseProposal): Decision {
   const before = ctx.state.pause;
+  const since = before === undefined ? ctx.now : before.since;
   const state: GovernorState = {
     ...proposal.state,
-    pause: { reason: proposal.reason, since: before === undefined ? ctx.now : before.since },
-    outage: { ...proposal.state.outage, ticks: 0 },
+    pause:
+      proposal.probeAt === undefined
+        ? { reason: proposal.reason, since }
+        : { reason: proposal.reason, since, probeAt: proposal.probeAt },
     lastChangeAt: before === undefined ? ctx.now : proposal.state.lastChangeAt,
   };
   const freeThreads = ceilingFor(state.overCap.effectiveCap, ctx.config) * ctx.config.tasksPerInvocation;

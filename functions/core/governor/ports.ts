@@ -2,7 +2,7 @@
  * What the governor loop needs from the outside world. The Lambda, the CLI and the local
  * runtime pass different implementations; the loop and decide() stay the same.
  */
-import type { Decision, GovernorState, Lane } from './types.js';
+import type { BalanceError, Decision, GovernorState, Lane } from './types.js';
 import type { LaneSetting, MetricsWindow, QueueReading } from './signals.js';
 
 /** Moves the lanes' ceilings (event source mappings in AWS, pollers locally). */
@@ -44,6 +44,8 @@ export interface MetricsReader {
 
 export interface BalanceReader {
   read(): Promise<number | undefined>;
+  /** Why the last read failed, when it did and the reader can tell (outage evidence, the account cause). */
+  lastError?(): BalanceError | undefined;
 }
 
 export type LaneRecord<T> = { normal: T } & Partial<Record<Exclude<Lane, 'normal'>, T>>;

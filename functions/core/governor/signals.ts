@@ -3,7 +3,8 @@
  * the mappings as they stand) → GovernorSignals. Pure, shared by the Lambda, the local runtime
  * and the CLI so all three feed decide() the same way; only the readers differ.
  */
-import type { GovernorSignals, Lane, LaneSignals } from './types.js';
+import type { ThreadLedgerReading } from '../thread-ledger.js';
+import type { BalanceError, GovernorSignals, Lane, LaneSignals } from './types.js';
 
 /** One GetQueueAttributes read of a lane's queue; a field is undefined when it could not be read. */
 export interface QueueReading {
@@ -60,7 +61,11 @@ export interface SignalInputs {
   previous?: { normal?: QueueReading | undefined; high?: QueueReading | undefined };
   metrics: MetricsWindow | undefined;
   balance: number | undefined;
+  /** Why the balance read failed, when it did and the reader can tell (the outage detector uses it). */
+  balanceError?: BalanceError | undefined;
   settings: { normal: LaneSetting; high?: LaneSetting };
+  /** The thread ledger as read this tick (absent: none, or unreadable). */
+  threadLedger?: ThreadLedgerReading | undefined;
 }
 
 /** Share of `part` in `whole`, with 0/0 read as 0 (nothing happened) and capped at 1. */
@@ -119,6 +124,8 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
     accountErrors: m?.accountErrors,
     accountErrorCode: m?.accountErrorCode,
     balance: input.balance,
+    balanceError: input.balance === undefined ? input.balanceError : undefined,
+    ...(input.threadLedger !== undefined ? { threadLedger: input.threadLedger } : {}),
   };
 }
 

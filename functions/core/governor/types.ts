@@ -3,6 +3,9 @@
  * `policy.ts` is pure; time arrives in the signals. Missing values are `undefined`, never 0.
  */
 
+import type { ThreadLedgerReading } from '../thread-ledger.js';
+import type { NeighbourEstimate } from './neighbours.js';
+
 export const LANES = ['high', 'normal'] as const;
 export type Lane = (typeof LANES)[number];
 
@@ -49,6 +52,24 @@ export interface GovernorSignals {
   accountErrorCode: string | undefined;
   /** USD; undefined when it could not be read. */
   balance: number | undefined;
+  /**
+   * Why the balance read failed, when it did and the reader can tell: `unreachable` (no answer,
+   * HTTP 5xx, timeouts: the solver looks down), `account` (the key or IP refused), `other`.
+   * Absent when the balance was read, or from readers that do not say (then it is only missing).
+   */
+  balanceError?: BalanceError | undefined;
+  /**
+   * The consumer's thread ledger (held threads, the newest refusal and acceptance with the
+   * threads held then), read this tick. Absent when there is none or it could not be read: the
+   * over-cap answers of the metric window are then used as before.
+   */
+  threadLedger?: ThreadLedgerReading;
+}
+
+/** A failed balance read, classified. The code is the solver's or the client's (never the key). */
+export interface BalanceError {
+  kind: 'unreachable' | 'account' | 'other';
+  code: string;
 }
 
 /** Reason codes: stable strings for metrics and the `reasons` counters. */
@@ -58,9 +79,9 @@ export type ReasonCode =
   | 'HALT_LOW_BALANCE'
   | 'PAUSE_LOW_BALANCE'
   | 'PAUSE_ACCOUNT'
+  | 'PAUSE_OUTAGE'
   | 'PROBE_RESUME'
   | 'HIGH_ERROR_RATE'
-  | 'OUTAGE_STEP_DOWN'
   | 'OVER_CAP_SHRINK'
   | 'OVER_CAP_PROBE'
   | 'OUTAGE_PROBE'
@@ -73,17 +94,17 @@ export const REASON_CODES: readonly ReasonCode[] = [
   'HALT_LOW_BALANCE',
   'PAUSE_LOW_BALANCE',
   'PAUSE_ACCOUNT',
+  'PAUSE_OUTAGE',
   'PROBE_RESUME',
   'HIGH_ERROR_RATE',
-  'OUTAGE_STEP_DOWN',
   'OVER_CAP_SHRINK',
   'OVER_CAP_PROBE',
   'OUTAGE_PROBE',
   'IDLE',
 ];
 
-/** Why consumption is paused: money ran low, or the solver refused the key or the IP. */
-export type PauseReason = 'balance' | 'account';
+/** Why consumption is paused: money ran low, the solver refused the key or the IP, or the solver is down. */
+export type PauseReason = 'balance' | 'account' | 'outage';
 
 /** What a recovery probe ceiling climbs back from. */
 export type RecoveryReason = 'outage' | 'resume';
@@ -93,6 +114,8 @@ export interface PauseState {
   reason: PauseReason;
   /** Epoch ms the pause started (a continued pause keeps it). */
   since: number;
+  /** An outage pause: epoch ms of the next probe (a balance read); failed probes push it back. */
+  probeAt?: number;
 }
 
 /** Probing back what the guards took away: over-cap probes and the recovery after a pause or an outage. */
@@ -142,6 +165,8 @@ export interface OverCapEstimate {
   probeBackoff?: number;
   /** Effective cap of the last failed over-cap probe: probes below it climb at the plain cooldown, the backoff applies from it up. */
   failedProbeCap?: number;
+  /** The threads others hold, bounded by the thread ledger's refusals and acceptances (neighbours.ts); kept across cold starts. */
+  neighbours?: NeighbourEstimate;
 }
 
 /** The money side: balance reads, the spend rate, the halt hold. */
@@ -156,8 +181,10 @@ export interface SpendState {
 
 /** Signs of a solver outage. */
 export interface OutageState {
-  /** Consecutive ticks that looked like a solver outage. */
+  /** Consecutive ticks that looked like a solver outage (counted paused or not; a resume restarts it). */
   ticks: number;
+  /** Outage probes that failed since the outage began (the wait before the next doubles); cleared when the recovery completes. */
+  failedProbes?: number;
 }
 
 /**
@@ -218,9 +245,9 @@ export interface GovernorConfig {
   errorRateThreshold: number;
   shortfallBacklog: number;
   shortfallP95Ms: number;
-  /** Wait between probes back up after an over-cap shrink or an outage step-down, ms. */
+  /** Wait between probes: over-cap probes, doubling after a resume, the first outage and account probes, ms. */
   probeCooldownMs: number;
-  /** Ticks of mostly transient errors that count as an outage. */
+  /** Ticks of mostly transient answers, or of a balance read that does not answer, that pause for an outage. */
   outageTicks: number;
   /** Whether the high-priority lane exists. */
   highLane: boolean;
@@ -236,6 +263,10 @@ export interface GovernorConfig {
   metricsSpanMs?: number;
   /** Largest multiplier of the over-cap probe cooldown after failed probes. @default 16 */
   maxProbeBackoff?: number;
+  /** Largest multiplier of the probe cooldown between outage probes after failed ones. @default 2 */
+  maxOutageProbeBackoff?: number;
+  /** Quiet time after which the lower bound of the threads others hold starts to widen, ms. @default 6 ticks (at least 1 s) */
+  neighbourDecayMs?: number;
 }
 
 export interface Decision {

@@ -1,0 +1,49 @@
+/**
+ * The governor's balance read, with why it failed. The balance is also the governor's own probe
+ * of the solver: a read that gets no answer (timeout, connection refused, HTTP 5xx) is outage
+ * evidence even when the fleet is idle and the consumer's metrics show no requests; a read the
+ * solver refuses (key, IP) is not, and its code names the cause of an account pause.
+ */
+import { createCachedBalance, type CachedBalanceOptions } from '../adapters/balance.js';
+import type { BalanceReader } from '../core/governor/ports.js';
+import type { BalanceError } from '../core/governor/types.js';
+import type { SolverPort } from '../core/ports.js';
+import { SolverAccountError, SolverError, SolverTimeoutError, SolverTransientError } from '../core/solver-protocol.js';
+
+/** Classify a failed balance read by the solver's error class; an abort or timeout outside the client is `unreachable`. */
+export function classifyBalanceError(error: unknown): BalanceError {
+  if (error instanceof SolverAccountError) return { kind: 'account', code: error.code };
+  if (error instanceof SolverTransientError || error instanceof SolverTimeoutError)
+    return { kind: 'unreachable', code: error.code };
+  if (error instanceof SolverError) return { kind: 'other', code: error.code };
+  const name = error instanceof Error ? error.name : 'UNKNOWN';
+  return { kind: name === 'TimeoutError' || name === 'AbortError' ? 'unreachable' : 'other', code: name };
+}
+
+/**
+ * The cached balance (functions/adapters/balance.ts) that also remembers why the last read
+ * failed. The cache keeps a failure for its TTL, and so does `lastError`: they change together.
+ */
+export function createProbingBalance(
+  solver: Pick<SolverPort, 'getBalance'>,
+  options: CachedBalanceOptions = {},
+): BalanceReader & { lastError(): BalanceError | undefined } {
+  let lastError: BalanceError | undefined;
+  const classifying: Pick<SolverPort, 'getBalance'> = {
+    async getBalance(readOptions) {
+      try {
+        const balance = await solver.getBalance(readOptions);
+        lastError = undefined;
+        return balance;
+      } catch (error) {
+        lastError = classifyBalanceError(error);
+        throw error;
+      }
+    },
+  };
+  const cached = createCachedBalance(classifying, options);
+  return {
+    read: () => cached.read(),
+    lastError: () => lastError,
+  };
+}
