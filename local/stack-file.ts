@@ -49,11 +49,14 @@ export function removeLocalStackFile(path = stackFilePath()): void {
   rmSync(path, { force: true });
 }
 
-/** @throws Error naming the file and the fix when no local stack of that fleet is running. */
-export function readLocalStackFile(
-  prefix: string = DEFAULT_LOCAL_PREFIX,
-  path = stackFilePath(prefix),
-): LocalStackInfo {
+/**
+ * Read the file of a running local stack: the one of `prefix` (default: the default fleet's), or
+ * the file at `path`. When a prefix is given, the file must record that fleet.
+ * @throws Error naming the file and the fix when no local stack of that fleet is running.
+ */
+export function readLocalStackFile(options: { prefix?: string; path?: string } = {}): LocalStackInfo {
+  const { prefix } = options;
+  const path = options.path !== undefined ? resolve(options.path) : stackFilePath(prefix);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -63,7 +66,7 @@ export function readLocalStackFile(
     );
   }
   const info = JSON.parse(text) as LocalStackInfo;
-  if (info.prefix !== prefix) {
+  if (prefix !== undefined && info.prefix !== prefix) {
     throw new Error(
       `${path} records fleet "${info.prefix}", not "${prefix}". Give --prefix ${info.prefix}, or unset CAPTCHA_FLEET_STACK_FILE.`,
     );
