@@ -107,7 +107,8 @@ describe('status and redrive against a served local stack', () => {
     expect(redrive.code, redrive.stderr).toBe(0);
     const r = JSON.parse(redrive.stdout.trim().split('\n').pop()!) as Record<string, any>;
     expect(r.dryRun).toBe(true);
-    expect(r.moved).toBe(0);
+    expect(r.copied).toBe(0);
+    expect(r.nativeMove).toBeUndefined();
     expect(r.inventory.depth).toBe(3);
     expect(Object.keys(r.inventory.byReason).sort()).toEqual(['MALFORMED_JSON', 'SCHEMA_VIOLATION', 'UNKNOWN_METHOD']);
     for (const group of Object.values(r.inventory.byReason) as { count: number; movable: boolean }[])
