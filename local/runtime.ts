@@ -197,6 +197,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       { crashRate: options.crashRate ?? 0, random: stream(seed, 'runtime-crash'), onCrash: () => crashes++ },
     );
     const simMedianMs = options.solver?.medianMs;
+    const governed = options.concurrency === undefined && options.governor !== false;
     const solver = createSolverClient({
       baseUrl: solverUrl,
       key: solverKey,
@@ -208,10 +209,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs * (options.solver?.latencyScale ?? 1) }) }
           : {}),
       // Compressed like the rest of local time: over-cap and transient retries in 0.1-1 s.
-      retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 },
+      // With the thread ledger a refused invocation waits for a thread (the consumer) instead of
+      // retrying in.php into the same refusal (the client).
+      retry: { baseBackoffMs: 100, maxBackoffMs: 1_000, ...(governed ? { maxOverCapRetries: 0 } : {}) },
     });
     cleanups.push(() => solver.close());
-    const governed = options.concurrency === undefined && options.governor !== false;
     // Over-cap answers and held threads, from the consumer to the governor, on the governor table.
     const threadLedger = governed
       ? createDynamoThreadLedger({
@@ -250,6 +252,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
         accountRetryBaseSeconds: 2,
         accountRetryMaxSeconds: 15,
+        overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
         ...options.timing,
       },
     });
