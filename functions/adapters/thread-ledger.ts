@@ -22,8 +22,9 @@ import type {
   ThreadLedgerRecorder,
 } from '../core/thread-ledger.js';
 
-/** Partition key of the ledger item in the governor table (the stack's IAM names it). */
-export const THREAD_LEDGER_ID = 'thread-ledger';
+import { THREAD_LEDGER_ID } from '../core/deployment.js';
+
+export { THREAD_LEDGER_ID };
 
 export interface DynamoThreadLedgerOptions {
   documents: DynamoDBDocumentClient;
