@@ -8,6 +8,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
+import { THREAD_LEDGER_ID } from '../functions/core/deployment.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
@@ -78,6 +79,16 @@ export class Consumer extends Construct {
         // Single-item conditional reads and writes only (claim, record, release): no scans, no deletes.
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
         resources: [props.resultsTable.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ThreadLedger',
+        // Over-cap answers and held threads for the governor: ADD/SET on one item, and the read a
+        // refused invocation waits on. No other key of the governor table.
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        resources: [props.governorTable.tableArn],
+        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [THREAD_LEDGER_ID] } },
       }),
     );
     props.solverKey.grantRead(role);

@@ -10,7 +10,7 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
+import { GOVERNOR_STATE_ID, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
 import { ENV } from '../functions/core/environment.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { Consumer } from './consumer.js';
@@ -93,6 +93,15 @@ export class Governor extends Construct {
         sid: 'QueueSignals',
         actions: ['sqs:GetQueueAttributes'],
         resources: [queues.normal.queueArn, queues.high.queueArn, queues.deadLetterQueue.queueArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ThreadLedger',
+        // The consumer's thread ledger, read once a tick.
+        actions: ['dynamodb:GetItem'],
+        resources: [props.governorTable.tableArn],
+        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [THREAD_LEDGER_ID] } },
       }),
     );
     role.addToPrincipalPolicy(

@@ -270,7 +270,9 @@ async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverS
         ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs * (options.solver?.latencyScale ?? 1) }) }
         : {}),
     // Compressed like the rest of local time: over-cap and transient retries in 0.1-1 s.
-    retry: { baseBackoffMs: 100, maxBackoffMs: 1_000 },
+    // With the thread ledger a refused invocation waits for a thread (the consumer) instead of
+    // retrying in.php into the same refusal (the client).
+    retry: { baseBackoffMs: 100, maxBackoffMs: 1_000, ...(plan.governed ? { maxOverCapRetries: 0 } : {}) },
   });
   cleanups.add(() => client.close());
   return { simulator, url, key, client };
@@ -324,6 +326,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
       retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
       accountRetryBaseSeconds: 2,
       accountRetryMaxSeconds: 15,
+      overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
       ...options.timing,
     },
   });

@@ -4,13 +4,14 @@
  */
 import type { FleetEnvironment } from '../core/environment.js';
 import type { SolverPort } from '../core/ports.js';
-import { createSolverClient, type SolverLogger } from './solver-client.js';
+import { createSolverClient, type SolverLogger, type SolverRetryOptions } from './solver-client.js';
 import { createKeyedSolver, createSolverKeyLoader } from './solver-key.js';
 
 export function solverFromEnvironment(
   environment: FleetEnvironment,
   region: string,
   logger?: SolverLogger,
+  retry?: Partial<SolverRetryOptions>,
 ): SolverPort {
   const { settings } = environment;
   const loadKey = createSolverKeyLoader({
@@ -24,6 +25,7 @@ export function solverFromEnvironment(
       key,
       dialect: settings.dialect,
       ...(logger ? { logger } : {}),
+      ...(retry ? { retry } : {}),
     }),
   );
 }

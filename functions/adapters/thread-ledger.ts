@@ -22,8 +22,9 @@ import type {
   ThreadLedgerRecorder,
 } from '../core/thread-ledger.js';
 
-/** Partition key of the ledger item in the governor table (the stack's IAM names it). */
-export const THREAD_LEDGER_ID = 'thread-ledger';
+import { THREAD_LEDGER_ID } from '../core/deployment.js';
+
+export { THREAD_LEDGER_ID };
 
 export interface DynamoThreadLedgerOptions {
   documents: DynamoDBDocumentClient;
@@ -111,15 +112,18 @@ export function createDynamoThreadLedger(
 
     async refused(now) {
       const held = heldOperand(bucketOf(now));
-      await send(
+      const out = await send(
         'refusal',
         new UpdateCommand({
           ...key,
           UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one`,
           ExpressionAttributeNames: held.names,
           ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
+          ReturnValues: 'UPDATED_NEW',
         }),
       );
+      const refusedHeld = (out as { Attributes?: Record<string, unknown> }).Attributes?.refusedHeld;
+      return typeof refusedHeld === 'number' ? Math.max(0, refusedHeld) : 0;
     },
 
     async read() {
@@ -181,6 +185,7 @@ export function createMemoryThreadLedger(options: {
       item.refusedHeld = heldAt(bucketOf(now));
       item.refusedAt = now;
       add('refusals', 1);
+      return Math.max(0, item.refusedHeld);
     },
     async read() {
       return readingOf({ ...item }, bucketOf(clock()));

@@ -36,7 +36,7 @@ import {
 import { parseTask, type Task } from '../core/task.js';
 import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
 import type { ThreadLedgerRecorder } from '../core/thread-ledger.js';
-import { ThreadTracking } from './thread-tracking.js';
+import { type OverCapWaiting, ThreadTracking } from './thread-tracking.js';
 
 /** SQS caps a visibility timeout at 12 hours. */
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
@@ -62,6 +62,8 @@ export interface ConsumerTiming {
   accountRetryBaseSeconds: number;
   /** Longest delay after an account error, seconds. @default 900 */
   accountRetryMaxSeconds: number;
+  /** With a thread ledger: how a refused invocation waits for a thread before submitting again. @default 1 s polls, 15 s at most, 3 waits */
+  overCapWaiting: OverCapWaiting;
 }
 
 /** What the consumer needs; the Lambda handler and the local runtime pass their own. */
@@ -122,6 +124,7 @@ export function resolveTiming(settings: FleetSettings, overrides: Partial<Consum
     retryMaxSeconds: 300,
     accountRetryBaseSeconds: 60,
     accountRetryMaxSeconds: 900,
+    overCapWaiting: { pollMs: 1_000, maxWaitMs: 15_000, maxWaits: 3 },
     ...overrides,
   };
 }
@@ -271,7 +274,7 @@ class TaskRun {
         receiveCount: this.receiveCount,
       },
     });
-    this.threads = new ThreadTracking(this.deps.threadLedger, ctx.clock, this.log);
+    this.threads = new ThreadTracking(this.deps.threadLedger, ctx.clock, this.log, ctx.timing.overCapWaiting);
   }
 
   async run(): Promise<void> {
@@ -430,6 +433,8 @@ class TaskRun {
         });
       } catch (error) {
         if (this.claimLost) throw new ClaimLostError(this.task.id);
+        // Refused over the cap: wait for a thread to free rather than retry into the same refusal.
+        if (error instanceof SolverOverCapError && (await this.threads.waitForFreeThread(deadlineAt))) continue;
         if (error instanceof SolverTaskError && resume !== undefined && STALE_ID_CODES.has(error.code)) {
           this.log.warn('resumed solver id is unknown to the solver; submitting afresh', {
             solverId: resume,

@@ -5,33 +5,82 @@
  * or when the delivery ends. The governor reads the ledger on its next tick
  * (functions/core/governor/neighbours.ts), without CloudWatch's minute in between.
  *
+ * Refused over the cap, an invocation waits for one of the fleet's threads to free (the ledger's
+ * held count falls below the count at its refusal), polling with jitter, and only then submits
+ * again, instead of retrying into the same refusal; a neighbour's freed thread is invisible, so a
+ * wait also ends after `overCapWaitMaxMs`. The thread cap holds: the retry is one submission of
+ * an invocation the ceiling already counts.
+ *
  * The writes run beside the solve, never in its way: the solver client's answer hook is
  * synchronous, and a ledger that cannot be written costs a log line, never a task. `settle()`
  * waits for them before the delivery ends, so none is cut off when Lambda freezes the invocation.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { sleep } from '../core/helpers/time.js';
 import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
+
+/** How a refused invocation waits for a thread. */
+export interface OverCapWaiting {
+  /** Ledger reads while waiting are this far apart, with jitter (×0.5–1.5), ms. */
+  pollMs: number;
+  /** Longest one wait lasts before submitting again (a neighbour may have freed a thread), ms. */
+  maxWaitMs: number;
+  /** Waits (each followed by one submission) before the task is handed back. */
+  maxWaits: number;
+  /** Jitter source in [0, 1). @default Math.random */
+  random?: () => number;
+  /** @default the shared sleep helper */
+  sleep?: (ms: number) => Promise<void>;
+}
 
 /** Tracks the solver threads one delivery holds, in the ledger. */
 export class ThreadTracking {
   private readonly pending = new Set<Promise<unknown>>();
   /** The thread of the current accepted submission, until it is freed. */
   private lease: Promise<ThreadLease | undefined> | undefined;
+  /** Threads the fleet held at this delivery's latest refusal. */
+  private refusedHeld: Promise<number | undefined> | undefined;
+  private waits = 0;
 
   constructor(
     private readonly ledger: ThreadLedgerRecorder | undefined,
     private readonly clock: Clock,
     private readonly log: Pick<Logger, 'warn'>,
+    private readonly waiting?: OverCapWaiting,
   ) {}
+
+  /**
+   * After an over-cap refusal: wait until one of the fleet's threads frees (or `maxWaitMs`), never
+   * past `deadlineAt`. Resolves true when the caller should submit again, false when it should
+   * give the task back (no ledger, waits used up, or no time left).
+   */
+  async waitForFreeThread(deadlineAt: number): Promise<boolean> {
+    const waiting = this.waiting;
+    if (this.ledger === undefined || waiting === undefined || this.waits >= waiting.maxWaits) return false;
+    const until = Math.min(deadlineAt, this.clock() + waiting.maxWaitMs);
+    if (until <= this.clock() + waiting.pollMs / 2) return false;
+    this.waits += 1;
+    const refusedHeld = await this.refusedHeld;
+    const random = waiting.random ?? Math.random;
+    const pause = waiting.sleep ?? sleep;
+    for (;;) {
+      const left = until - this.clock();
+      if (left <= 0) return true;
+      await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
+      const reading = await this.ledger.read().catch(() => undefined);
+      // Unknown counts as freed: submit again rather than wait blind.
+      if (reading === undefined || refusedHeld === undefined || reading.held < refusedHeld) return true;
+    }
+  }
 
   /** One solver answer (from the client's `onSolverAnswer`): record refusals and acceptances, free threads. */
   onAnswer(answer: SolverAnswer): void {
     if (this.ledger === undefined) return;
     const ledger = this.ledger;
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {
-      this.track(ledger.refused(this.clock()), 'refusal');
+      this.refusedHeld = this.track(ledger.refused(this.clock()), 'refusal');
       return;
     }
     if (answer.request === 'submit' && answer.outcome === 'accepted') {

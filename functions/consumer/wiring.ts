@@ -49,10 +49,17 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
   const solver: SolverPort =
     options.solver ??
     // Its lines carry the task id and are redacted before they reach the logger.
-    solverFromEnvironment(environment, clients.region, {
-      debug: (message, attributes) => logger.debug(message, attributes ?? {}),
-      warn: (message, attributes) => logger.warn(message, attributes ?? {}),
-    });
+    solverFromEnvironment(
+      environment,
+      clients.region,
+      {
+        debug: (message, attributes) => logger.debug(message, attributes ?? {}),
+        warn: (message, attributes) => logger.warn(message, attributes ?? {}),
+      },
+      // With the thread ledger a refused invocation waits for a thread (process-task.ts)
+      // instead of retrying in.php into the same refusal.
+      environment.tables.governor !== undefined ? { maxOverCapRetries: 0 } : undefined,
+    );
   let events = options.events;
   if (events === undefined && environment.eventBusName !== undefined) {
     events = createEventBridgePublisher({

@@ -11,6 +11,12 @@
 export const GOVERNOR_STATE_ID = 'governor-state';
 
 /**
+ * Partition key of the thread ledger item beside it (functions/adapters/thread-ledger.ts): the
+ * consumer updates it, the governor reads it. The stack's IAM names it for both.
+ */
+export const THREAD_LEDGER_ID = 'thread-ledger';
+
+/**
  * Value of a solver-key secret the stack created and nobody has filled yet. A handler that reads
  * it knows the operator has not put the key in, and can say so instead of calling the solver.
  */

@@ -42,8 +42,10 @@ export interface ThreadLedgerRecorder {
   accepted(now: number): Promise<ThreadLease>;
   /** The thread of an accepted submission is free again (answer read, failed, given up). */
   released(lease: ThreadLease): Promise<void>;
-  /** The solver refused a submission over the cap. */
-  refused(now: number): Promise<void>;
+  /** The solver refused a submission over the cap. Resolves to the threads the fleet held then. */
+  refused(now: number): Promise<number>;
+  /** The ledger as it stands (an invocation refused over the cap waits on `held` to fall). */
+  read(): Promise<ThreadLedgerReading | undefined>;
 }
 
 /** What the governor reads once per tick. */

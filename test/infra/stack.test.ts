@@ -7,7 +7,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { GOVERNOR_STATE_ID, SOLVER_KEY_PLACEHOLDER, STACK_OUTPUTS } from '../../functions/core/deployment.js';
+import {
+  GOVERNOR_STATE_ID,
+  SOLVER_KEY_PLACEHOLDER,
+  STACK_OUTPUTS,
+  THREAD_LEDGER_ID,
+} from '../../functions/core/deployment.js';
 import { ENV } from '../../functions/core/environment.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../../functions/core/events.js';
 import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY, resolveSettings } from '../../functions/core/settings.js';
@@ -211,6 +216,15 @@ describe('default stack', () => {
     expect(concurrency.Resource).toEqual({ 'Fn::GetAtt': [consumerId, 'Arn'] });
     const state = only(statements.filter((st) => st.Sid === 'StateItem'));
     expect(state.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [GOVERNOR_STATE_ID] } });
+  });
+
+  it('lets the consumer update and the governor read the thread ledger item only', () => {
+    const ledger = statementsOf(s).filter((st) => st.Sid === 'ThreadLedger');
+    expect(ledger.map((st) => asArray(st.Action).sort())).toEqual(
+      expect.arrayContaining([['dynamodb:GetItem', 'dynamodb:UpdateItem'], ['dynamodb:GetItem']]),
+    );
+    for (const st of ledger)
+      expect(st.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [THREAD_LEDGER_ID] } });
   });
 
   it('lets the consumer publish completion events on the fleet bus only', () => {

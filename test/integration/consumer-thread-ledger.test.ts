@@ -86,7 +86,11 @@ async function harness(solver: SolverPort, ledger?: ThreadLedgerRecorder) {
     metrics: captureMetrics(fleet.settings.metricsNamespace).metrics,
     logger: logs.logger,
     settings: fleet.settings,
-    timing: { retryBaseSeconds: 0, retryMaxSeconds: 0 },
+    timing: {
+      retryBaseSeconds: 0,
+      retryMaxSeconds: 0,
+      overCapWaiting: { pollMs: 20, maxWaitMs: 3_000, maxWaits: 1 },
+    },
     threadLedger,
   });
   const reader = createDynamoThreadLedger({
@@ -106,12 +110,15 @@ async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<
 }
 
 describe('consumer → thread ledger on dynalite', () => {
-  it('records an over-cap answer with the threads the fleet held then, and frees every thread when the solves end', async () => {
+  it('records an over-cap answer with the threads the fleet held then, waits for them to free before submitting again, and frees every thread', async () => {
     // Prepare: a batch of three; two are accepted and held, the third is refused while they hold
     const [a, b, c] = [imageTask(), imageTask(), imageTask()];
     const solver = new GatedSolver(new Set([c.id as string]));
     const h = await harness(solver);
-    solver.beforeRefusal = () => until(async () => (await h.reader.read())?.held === 2);
+    solver.beforeRefusal = async () => {
+      solver.beforeRefusal = async () => undefined;
+      await until(async () => (await h.reader.read())?.held === 2);
+    };
     for (const task of [a, b, c])
       await sendMessage(h.fleet.clients, h.fleet.resources.queueUrls.normal, JSON.stringify(task));
     // Act
@@ -125,7 +132,9 @@ describe('consumer → thread ledger on dynalite', () => {
     // Assess
     expect(whileHeld?.held).toBe(2);
     expect(whileHeld?.lastRefusal?.held).toBe(2);
-    expect(after).toMatchObject({ held: 0, refusals: 1, acceptances: 2 });
+    // The refused task waited for the two threads to free, then was refused once more (this
+    // solver always refuses it) while the fleet held none, and went back to the queue.
+    expect(after).toMatchObject({ held: 0, refusals: 2, acceptances: 2, lastRefusal: { held: 0 } });
     expect(after?.lastAcceptance?.held).toBeLessThanOrEqual(1);
   });
 

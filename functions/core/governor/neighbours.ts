@@ -43,13 +43,13 @@ export interface NeighbourConfig {
   decayMs: number;
   /**
    * Accepted submissions per widening step: a probe refused costs one over-cap answer, so at
-   * most one per this many accepted submissions (50: 2 %). Absent: time alone.
+   * most one per this many accepted submissions (100: 1 %). Absent: time alone.
    */
   acceptancesPerProbe?: number;
 }
 
-/** Accepted submissions per widening step of the lower bound by default (one failed probe per 50: 2 %). */
-export const DEFAULT_ACCEPTANCES_PER_PROBE = 50;
+/** Accepted submissions per widening step of the lower bound by default (one failed probe per 100: 1 %). */
+export const DEFAULT_ACCEPTANCES_PER_PROBE = 100;
 
 /** Largest number of doublings the decay counts (keeps 2^k finite and far above any plan). */
 const MAX_DECAY_STEPS = 30;

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { createMemoryThreadLedger } from '../../functions/adapters/thread-ledger.js';
+import { ThreadTracking } from '../../functions/consumer/thread-tracking.js';
+
+const silent = { warn: () => undefined };
+
+function setup(held: number) {
+  const now = { t: 1_000_000 };
+  const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
+  const sleeps: number[] = [];
+  let onSleep: () => Promise<void> = async () => undefined;
+  const tracking = new ThreadTracking(ledger, () => now.t, silent, {
+    pollMs: 100,
+    maxWaitMs: 2_000,
+    maxWaits: 2,
+    random: () => 0.5,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      now.t += ms;
+      await onSleep();
+    },
+  });
+  return {
+    now,
+    ledger,
+    sleeps,
+    tracking,
+    onSleep: (fn: () => Promise<void>) => {
+      onSleep = fn;
+    },
+    async hold() {
+      const leases = [];
+      for (let i = 0; i < held; i++) leases.push(await ledger.accepted(now.t));
+      return leases;
+    },
+  };
+}
+
+describe('a refused invocation waits for a thread', () => {
+  it('submits again once one of the fleet threads frees, not before', async () => {
+    // Prepare: 6 held, this invocation refused
+    const s = setup(6);
+    const leases = await s.hold();
+    s.tracking.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+    // a thread frees after the third poll
+    let polls = 0;
+    s.onSleep(async () => {
+      polls += 1;
+      if (polls === 3) await s.ledger.released(leases[0] as (typeof leases)[number]);
+    });
+    // Act
+    const again = await s.tracking.waitForFreeThread(s.now.t + 10_000);
+    // Assess
+    expect(again).toBe(true);
+    expect(s.sleeps).toEqual([100, 100, 100]);
+  });
+
+  it('gives up a wait after maxWaitMs (a neighbour may have freed a thread) and hands back after maxWaits', async () => {
+    // Prepare: nothing of ours frees
+    const s = setup(6);
+    await s.hold();
+    s.tracking.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+    // Act
+    const results = [
+      await s.tracking.waitForFreeThread(s.now.t + 60_000),
+      await s.tracking.waitForFreeThread(s.now.t + 60_000),
+      await s.tracking.waitForFreeThread(s.now.t + 60_000),
+    ];
+    // Assess: two waits of 2 s each, then the task goes back to the queue
+    expect(results).toEqual([true, true, false]);
+    expect(s.sleeps.reduce((a, b) => a + b, 0)).toBe(4_000);
+  });
+
+  it('does not wait past the solve deadline', async () => {
+    const s = setup(6);
+    await s.hold();
+    s.tracking.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+    expect(await s.tracking.waitForFreeThread(s.now.t + 10)).toBe(false);
+    expect(s.sleeps).toEqual([]);
+  });
+
+  it('does not wait without a ledger', async () => {
+    const tracking = new ThreadTracking(undefined, () => 0, silent, { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 });
+    expect(await tracking.waitForFreeThread(10_000)).toBe(false);
+  });
+});
