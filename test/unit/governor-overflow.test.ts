@@ -182,8 +182,8 @@ describe('decideOverflow', () => {
       ...start,
       spend: {
         ...start.spend,
-        hourUsd: 4.9,
-        dayUsd: 4.9,
+        hourUsd: 4.97,
+        dayUsd: 4.97,
         learnedPriceUsd: 0.003,
         lastRead: { at: T0 - TICK_MS, usd: 100 },
       },
