@@ -4,8 +4,7 @@
  * a producer written for AWS points at the local stack by changing one line.
  */
 import { type AwsClients, createAwsClients } from '../functions/adapters/aws-clients.js';
-import { resolve } from 'node:path';
-import { readLocalStackFile, readLocalStackFileAt } from '../local/stack-file.js';
+import { readLocalStackFile } from '../local/stack-file.js';
 import type { ProducerOptions } from './producer-client.js';
 
 /** What `createProducer` needs to reach the local stack (spread or pass it as the options). */
@@ -17,12 +16,14 @@ export interface LocalStackTarget extends Pick<ProducerOptions, 'queueUrls' | 't
 
 export interface LocalStackTargetOptions {
   /**
-   * The stack file, whichever fleet it records. @default `$CAPTCHA_FLEET_STACK_FILE`, else
-   * `.captcha-fleet/local-stack.<prefix>.json` under the current directory (where
-   * `npm start -- --serve` writes it in a checkout)
+   * The stack file. @default `$CAPTCHA_FLEET_STACK_FILE`, else `.captcha-fleet/local-stack.<prefix>.json`
+   * under the current directory (where `npm start -- --serve` writes it in a checkout)
    */
   stackFile?: string;
-  /** The fleet's prefix, when no stack file is named. @default captcha-fleet */
+  /**
+   * The fleet's prefix: picks its stack file, and the file must record that fleet.
+   * @default - the default fleet's file (`captcha-fleet`), whatever fleet an explicit `stackFile` records
+   */
   prefix?: string;
   /** @default `$AWS_REGION`, else us-east-1 (the emulators accept any) */
   region?: string;
@@ -35,10 +36,10 @@ export interface LocalStackTargetOptions {
  * const producer = createProducer(localStack());
  */
 export function localStack(options: LocalStackTargetOptions = {}): LocalStackTarget {
-  const info =
-    options.stackFile !== undefined
-      ? readLocalStackFileAt(resolve(options.stackFile))
-      : readLocalStackFile(options.prefix);
+  const info = readLocalStackFile({
+    ...(options.stackFile !== undefined ? { path: options.stackFile } : {}),
+    ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
+  });
   return {
     queueUrls: { normal: info.queueUrls.normal, high: info.queueUrls.high },
     table: info.tables.results,

@@ -196,231 +196,267 @@ export interface Producer {
   counters(): ProducerCounters;
 }
 
+/** What the producer's steps share: its options, clock, clients and counters. */
+interface ProducerContext {
+  options: ProducerOptions;
+  clock: () => number;
+  sqs: SQSClient;
+  documents: DynamoDBDocumentClient;
+  counters: ProducerCounters;
+}
+
+/** A validated task, ready to send. */
+interface PreparedTask {
+  id: string;
+  body: string;
+  queueUrl: string;
+  /** Only for an id the producer chose: a fresh UUID cannot be in use already. */
+  fingerprint?: string;
+}
+
 /** Build a producer. See the module comment for an example. */
 export function createProducer(options: ProducerOptions): Producer {
-  const clock = options.clock ?? Date.now;
-  const { sqs, documents } = options.clients;
-
-  async function submitMany(input: readonly unknown[]): Promise<string[]> {
-    const problems: TaskProblem[] = [];
-    const prepared: { id: string; body: string; queueUrl: string; fingerprint?: string }[] = [];
-    input.forEach((candidate, index) => {
-      const parsed = TaskSchema.safeParse(candidate);
-      if (!parsed.success) {
-        const id = (candidate as { id?: unknown } | null)?.id;
-        for (const issue of taskIssues(parsed.error, candidate)) {
-          problems.push({
-            index,
-            taskId: typeof id === 'string' ? id : undefined,
-            path: issue.path || '(task)',
-            message: issue.message,
-          });
-        }
-        return;
-      }
-      const task = parsed.data;
-      const id = task.id ?? randomUUID();
-      const message = { ...task, id, submittedAt: task.submittedAt ?? clock() };
-      prepared.push({
-        id,
-        body: JSON.stringify(message),
-        queueUrl: queueFor(task.priority),
-        // Only an id the producer chose can be in use already; a fresh UUID cannot.
-        ...(task.id !== undefined ? { fingerprint: taskFingerprint(task) } : {}),
-      });
-    });
-    if (problems.length > 0) throw new TaskValidationError(problems);
-
-    const duplicates = prepared.map((p) => p.id).filter((id, i, ids) => ids.indexOf(id) !== i);
-    if (duplicates.length > 0) {
-      throw new TaskValidationError(
-        duplicates.map((id) => ({
-          index: prepared.findIndex((p) => p.id === id),
-          taskId: id,
-          path: 'id',
-          message: 'the same id appears twice in one submission',
-        })),
-      );
-    }
-
-    await refuseIdsInUse(prepared);
-
-    const sent: string[] = [];
-    const byQueue = new Map<string, typeof prepared>();
-    for (const item of prepared) byQueue.set(item.queueUrl, [...(byQueue.get(item.queueUrl) ?? []), item]);
-    for (const [queueUrl, items] of byQueue) {
-      for (let i = 0; i < items.length; i += SEND_BATCH) {
-        const chunk = items.slice(i, i + SEND_BATCH);
-        let answer: SendMessageBatchCommandOutput;
-        try {
-          answer = await sqs.send(
-            new SendMessageBatchCommand({
-              QueueUrl: queueUrl,
-              Entries: chunk.map((item, n) => ({ Id: String(n), MessageBody: item.body })),
-            }),
-          );
-        } catch (error) {
-          throw new TaskSubmitError(
-            `sending ${chunk.length} task(s) failed: ${(error as Error).message}`,
-            chunk.map((c) => c.id),
-            sent,
-            { cause: error },
-          );
-        }
-        const failed = (answer.Failed ?? []).map((entry) => chunk[Number(entry.Id)]?.id ?? `entry ${entry.Id}`);
-        const ok = chunk.filter((item) => !failed.includes(item.id)).map((item) => item.id);
-        sent.push(...ok);
-        if (failed.length > 0) {
-          const reasons = [
-            ...new Set((answer.Failed ?? []).map((entry) => `${entry.Code}: ${entry.Message ?? ''}`)),
-          ].join('; ');
-          throw new TaskSubmitError(`SQS refused ${failed.length} task(s): ${reasons}`, failed, sent);
-        }
-      }
-    }
+  const ctx: ProducerContext = {
+    options,
+    clock: options.clock ?? Date.now,
+    sqs: options.clients.sqs,
+    documents: options.clients.documents,
+    counters: { staleDeliveries: 0, waitsByEvent: 0, waitsByRead: 0 },
+  };
+  const submitMany = async (input: readonly unknown[]): Promise<string[]> => {
+    const prepared = prepareTasks(ctx, input);
+    await refuseIdsInUse(ctx, prepared);
+    await sendPrepared(ctx, prepared);
     return prepared.map((item) => item.id);
-  }
-
-  /**
-   * Refuse, before anything is sent, tasks whose id a live record holds for other content.
-   * A rejected record, one past its TTL and one written before fingerprints hold nothing
-   * against a resend (the consumer's claim judges the same way and has the last word).
-   */
-  async function refuseIdsInUse(prepared: readonly { id: string; fingerprint?: string }[]): Promise<void> {
-    const chosen = prepared.flatMap((item, index) =>
-      item.fingerprint === undefined ? [] : [{ index, id: item.id, fingerprint: item.fingerprint }],
-    );
-    if (chosen.length === 0) return;
-    const records = await readRecords(chosen.map((item) => item.id));
-    const nowSeconds = Math.floor(clock() / 1000);
-    const conflicts: TaskIdConflict[] = [];
-    for (const item of chosen) {
-      const record = records.get(item.id);
-      if (record === undefined || record.status === 'rejected' || record.expiresAt < nowSeconds) continue;
-      if (sameContent(record.fingerprint, item.fingerprint)) continue;
-      conflicts.push({ index: item.index, taskId: item.id, status: record.status, expiresAt: record.expiresAt });
-    }
-    if (conflicts.length > 0) throw new TaskIdConflictError(conflicts);
-  }
-
-  /** The records of these ids (consistent reads, identity fields only), by id. */
-  async function readRecords(ids: readonly string[]): Promise<Map<string, TaskResult>> {
-    const found = new Map<string, TaskResult>();
-    for (let i = 0; i < ids.length; i += READ_BATCH) {
-      let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + READ_BATCH).map((taskId) => ({ taskId }));
-      for (let round = 0; keys !== undefined && keys.length > 0; round++) {
-        if (round === READ_ROUNDS) {
-          const unread = keys.map((key) => String(key.taskId));
-          throw new TaskSubmitError(
-            `the results table left ${unread.length} id(s) unchecked; nothing was sent`,
-            unread,
-            [],
-          );
-        }
-        const answer: BatchGetCommandOutput = await documents.send(
-          new BatchGetCommand({
-            RequestItems: {
-              [options.table]: {
-                Keys: keys,
-                ConsistentRead: true,
-                ProjectionExpression: 'taskId, #status, fingerprint, expiresAt, #method',
-                ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
-              },
-            },
-          }),
-        );
-        for (const item of answer.Responses?.[options.table] ?? [])
-          found.set(item.taskId as string, item as TaskResult);
-        keys = answer.UnprocessedKeys?.[options.table]?.Keys;
-      }
-    }
-    return found;
-  }
-
-  function queueFor(priority: 'normal' | 'high' | undefined): string {
-    // Without a high lane, high-priority tasks still go somewhere rather than nowhere.
-    return priority === 'high' && options.queueUrls.high ? options.queueUrls.high : options.queueUrls.normal;
-  }
-
-  const counters: ProducerCounters = { staleDeliveries: 0, waitsByEvent: 0, waitsByRead: 0 };
-
-  /** Add freshness to a record, judged now, and count a stale token handed out. */
-  function withFreshness(record: TaskResult): ProducerResult {
-    const now = clock();
-    const stale = isStale(record, now);
-    if (stale) counters.staleDeliveries += 1;
-    return {
-      ...record,
-      stale,
-      ...(record.status === 'solved' && record.tokenExpiresAt !== undefined
-        ? { tokenExpiresInMs: record.tokenExpiresAt - now }
-        : {}),
-    };
-  }
-
-  async function read(taskId: string, consistent: boolean): Promise<TaskResult | undefined> {
-    const answer = await documents.send(
-      new GetCommand({ TableName: options.table, Key: { taskId }, ConsistentRead: consistent }),
-    );
-    return answer.Item as TaskResult | undefined;
-  }
-
-  async function get(taskId: string, getOptions: { consistent?: boolean } = {}): Promise<ProducerResult | undefined> {
-    const record = await read(taskId, getOptions.consistent ?? false);
-    return record === undefined ? undefined : withFreshness(record);
-  }
-
-  async function wait(taskId: string, waitOptions: WaitOptions = {}): Promise<ProducerResult> {
-    const timeoutMs = waitOptions.timeoutMs ?? 120_000;
-    const maxInterval = waitOptions.maxIntervalMs ?? 2_000;
-    const fallbackMs = waitOptions.eventFallbackMs ?? 5_000;
-    let interval = waitOptions.initialIntervalMs ?? 100;
-    const giveUpAt = Date.now() + timeoutMs;
-    const events = options.events;
-    let last: TaskResult | undefined;
-    let heard = false;
-    for (;;) {
-      waitOptions.signal?.throwIfAborted();
-      // Listen before reading, so an event published between the read and the wait is not missed.
-      // Each wait is bounded by the fallback, so no listener outlives this call by much.
-      // A failing event source only costs the wait its speed: the reads go on.
-      const event = events
-        ?.waitFor(taskId, Math.max(1, Math.min(fallbackMs, giveUpAt - Date.now())))
-        .catch(() => undefined);
-      // The table stays the source of truth: an event says when to read, the read says what.
-      last = await read(taskId, true);
-      if (last !== undefined && isTerminal(last.status)) {
-        if (heard) counters.waitsByEvent += 1;
-        else counters.waitsByRead += 1;
-        return withFreshness(last);
-      }
-      const left = giveUpAt - Date.now();
-      if (left <= 0) throw new TaskWaitTimeoutError(taskId, timeoutMs, last?.status);
-      if (event !== undefined) {
-        heard = (await raceAbort(event, waitOptions.signal)) !== undefined;
-      } else {
-        await pause(Math.min(interval, left), waitOptions.signal);
-        interval = Math.min(maxInterval, Math.ceil(interval * 1.5));
-      }
-    }
-  }
-
+  };
   const submit = (async (task: TaskMessage | readonly TaskMessage[]) => {
     if (Array.isArray(task)) return submitMany(task);
     const [id] = await submitMany([task]);
     // submitMany returns one id per task or throws.
     return id as string;
   }) as Producer['submit'];
+  const wait = (taskId: string, waitOptions: WaitOptions = {}) => waitForResult(ctx, taskId, waitOptions);
 
   return {
     submit,
-    get,
+    async get(taskId, getOptions = {}) {
+      const record = await readRecord(ctx, taskId, getOptions.consistent ?? false);
+      return record === undefined ? undefined : withFreshness(ctx, record);
+    },
     wait,
     async solve(task, waitOptions) {
       return wait(await submit(task), waitOptions);
     },
-    counters: () => ({ ...counters }),
+    counters: () => ({ ...ctx.counters }),
   };
+}
+
+/** Validate every task (all problems at once), assign ids and route by priority; no duplicate ids. */
+function prepareTasks({ options, clock }: ProducerContext, input: readonly unknown[]): PreparedTask[] {
+  const problems: TaskProblem[] = [];
+  const prepared: PreparedTask[] = [];
+  input.forEach((candidate, index) => {
+    const parsed = TaskSchema.safeParse(candidate);
+    if (!parsed.success) {
+      const id = (candidate as { id?: unknown } | null)?.id;
+      for (const issue of taskIssues(parsed.error, candidate)) {
+        problems.push({
+          index,
+          taskId: typeof id === 'string' ? id : undefined,
+          path: issue.path || '(task)',
+          message: issue.message,
+        });
+      }
+      return;
+    }
+    const task = parsed.data;
+    const id = task.id ?? randomUUID();
+    const message = { ...task, id, submittedAt: task.submittedAt ?? clock() };
+    prepared.push({
+      id,
+      body: JSON.stringify(message),
+      queueUrl: queueFor(options, task.priority),
+      ...(task.id !== undefined ? { fingerprint: taskFingerprint(task) } : {}),
+    });
+  });
+  if (problems.length > 0) throw new TaskValidationError(problems);
+
+  const duplicates = prepared.map((p) => p.id).filter((id, i, ids) => ids.indexOf(id) !== i);
+  if (duplicates.length > 0) {
+    throw new TaskValidationError(
+      duplicates.map((id) => ({
+        index: prepared.findIndex((p) => p.id === id),
+        taskId: id,
+        path: 'id',
+        message: 'the same id appears twice in one submission',
+      })),
+    );
+  }
+  return prepared;
+}
+
+/** Send in batches of 10 per queue; a refused entry throws with what was sent before it. */
+async function sendPrepared({ sqs }: ProducerContext, prepared: readonly PreparedTask[]): Promise<void> {
+  const sent: string[] = [];
+  const byQueue = new Map<string, PreparedTask[]>();
+  for (const item of prepared) byQueue.set(item.queueUrl, [...(byQueue.get(item.queueUrl) ?? []), item]);
+  for (const [queueUrl, items] of byQueue) {
+    for (let i = 0; i < items.length; i += SEND_BATCH) {
+      const chunk = items.slice(i, i + SEND_BATCH);
+      let answer: SendMessageBatchCommandOutput;
+      try {
+        answer = await sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: chunk.map((item, n) => ({ Id: String(n), MessageBody: item.body })),
+          }),
+        );
+      } catch (error) {
+        throw new TaskSubmitError(
+          `sending ${chunk.length} task(s) failed: ${(error as Error).message}`,
+          chunk.map((c) => c.id),
+          sent,
+          { cause: error },
+        );
+      }
+      const failed = (answer.Failed ?? []).map((entry) => chunk[Number(entry.Id)]?.id ?? `entry ${entry.Id}`);
+      const ok = chunk.filter((item) => !failed.includes(item.id)).map((item) => item.id);
+      sent.push(...ok);
+      if (failed.length > 0) {
+        const reasons = [
+          ...new Set((answer.Failed ?? []).map((entry) => `${entry.Code}: ${entry.Message ?? ''}`)),
+        ].join('; ');
+        throw new TaskSubmitError(`SQS refused ${failed.length} task(s): ${reasons}`, failed, sent);
+      }
+    }
+  }
+}
+
+/**
+ * Refuse, before anything is sent, tasks whose id a live record holds for other content.
+ * A rejected record, one past its TTL and one written before fingerprints hold nothing
+ * against a resend (the consumer's claim judges the same way and has the last word).
+ */
+async function refuseIdsInUse(ctx: ProducerContext, prepared: readonly PreparedTask[]): Promise<void> {
+  const chosen = prepared.flatMap((item, index) =>
+    item.fingerprint === undefined ? [] : [{ index, id: item.id, fingerprint: item.fingerprint }],
+  );
+  if (chosen.length === 0) return;
+  const records = await readRecords(
+    ctx,
+    chosen.map((item) => item.id),
+  );
+  const nowSeconds = Math.floor(ctx.clock() / 1000);
+  const conflicts: TaskIdConflict[] = [];
+  for (const item of chosen) {
+    const record = records.get(item.id);
+    if (record === undefined || record.status === 'rejected' || record.expiresAt < nowSeconds) continue;
+    if (sameContent(record.fingerprint, item.fingerprint)) continue;
+    conflicts.push({ index: item.index, taskId: item.id, status: record.status, expiresAt: record.expiresAt });
+  }
+  if (conflicts.length > 0) throw new TaskIdConflictError(conflicts);
+}
+
+/** The records of these ids (consistent reads, identity fields only), by id. */
+async function readRecords(
+  { documents, options }: ProducerContext,
+  ids: readonly string[],
+): Promise<Map<string, TaskResult>> {
+  const found = new Map<string, TaskResult>();
+  for (let i = 0; i < ids.length; i += READ_BATCH) {
+    let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + READ_BATCH).map((taskId) => ({ taskId }));
+    for (let round = 0; keys !== undefined && keys.length > 0; round++) {
+      if (round === READ_ROUNDS) {
+        const unread = keys.map((key) => String(key.taskId));
+        throw new TaskSubmitError(
+          `the results table left ${unread.length} id(s) unchecked; nothing was sent`,
+          unread,
+          [],
+        );
+      }
+      const answer: BatchGetCommandOutput = await documents.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [options.table]: {
+              Keys: keys,
+              ConsistentRead: true,
+              ProjectionExpression: 'taskId, #status, fingerprint, expiresAt, #method',
+              ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
+            },
+          },
+        }),
+      );
+      for (const item of answer.Responses?.[options.table] ?? []) found.set(item.taskId as string, item as TaskResult);
+      keys = answer.UnprocessedKeys?.[options.table]?.Keys;
+    }
+  }
+  return found;
+}
+
+function queueFor(options: ProducerOptions, priority: 'normal' | 'high' | undefined): string {
+  // Without a high lane, high-priority tasks still go somewhere rather than nowhere.
+  return priority === 'high' && options.queueUrls.high ? options.queueUrls.high : options.queueUrls.normal;
+}
+
+/** Add freshness to a record, judged now, and count a stale token handed out. */
+function withFreshness({ clock, counters }: ProducerContext, record: TaskResult): ProducerResult {
+  const now = clock();
+  const stale = isStale(record, now);
+  if (stale) counters.staleDeliveries += 1;
+  return {
+    ...record,
+    stale,
+    ...(record.status === 'solved' && record.tokenExpiresAt !== undefined
+      ? { tokenExpiresInMs: record.tokenExpiresAt - now }
+      : {}),
+  };
+}
+
+async function readRecord(
+  { documents, options }: ProducerContext,
+  taskId: string,
+  consistent: boolean,
+): Promise<TaskResult | undefined> {
+  const answer = await documents.send(
+    new GetCommand({ TableName: options.table, Key: { taskId }, ConsistentRead: consistent }),
+  );
+  return answer.Item as TaskResult | undefined;
+}
+
+/** Until the record is terminal (see {@link Producer.wait}). */
+async function waitForResult(ctx: ProducerContext, taskId: string, waitOptions: WaitOptions): Promise<ProducerResult> {
+  const timeoutMs = waitOptions.timeoutMs ?? 120_000;
+  const maxInterval = waitOptions.maxIntervalMs ?? 2_000;
+  const fallbackMs = waitOptions.eventFallbackMs ?? 5_000;
+  let interval = waitOptions.initialIntervalMs ?? 100;
+  const giveUpAt = Date.now() + timeoutMs;
+  const events = ctx.options.events;
+  let last: TaskResult | undefined;
+  let heard = false;
+  for (;;) {
+    waitOptions.signal?.throwIfAborted();
+    // Listen before reading, so an event published between the read and the wait is not missed.
+    // Each wait is bounded by the fallback, so no listener outlives this call by much.
+    // A failing event source only costs the wait its speed: the reads go on.
+    const event = events
+      ?.waitFor(taskId, Math.max(1, Math.min(fallbackMs, giveUpAt - Date.now())))
+      .catch(() => undefined);
+    // The table stays the source of truth: an event says when to read, the read says what.
+    last = await readRecord(ctx, taskId, true);
+    if (last !== undefined && isTerminal(last.status)) {
+      if (heard) ctx.counters.waitsByEvent += 1;
+      else ctx.counters.waitsByRead += 1;
+      return withFreshness(ctx, last);
+    }
+    const left = giveUpAt - Date.now();
+    if (left <= 0) throw new TaskWaitTimeoutError(taskId, timeoutMs, last?.status);
+    if (event !== undefined) {
+      heard = (await raceAbort(event, waitOptions.signal)) !== undefined;
+    } else {
+      await pause(Math.min(interval, left), waitOptions.signal);
+      interval = Math.min(maxInterval, Math.ceil(interval * 1.5));
+    }
+  }
 }
 
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {

@@ -315,7 +315,7 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     // nothing runs, and what has no record can be in the DLQ.
     const quiet = sendingDone && depth.total === 0 && progress.invocations === 0;
     if (sendingDone && (pending.size === 0 || (quiet && pending.size <= depth.dlq))) break;
-    if (sendingDone && pausedIdle(depth, options.stopWhenPausedMs)) {
+    if (sendingDone && pausedIdle(options.stopWhenPausedMs)) {
       run.endedBy = 'paused';
       break;
     }
@@ -334,14 +334,13 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
   return run;
 }
 
-/** True once the governor has kept the fleet paused, nothing in flight, for `forMs` (never without it). */
-function pausedIdleClock(stack: LocalStack): (depth: QueueDepths, forMs: number | undefined) => boolean {
+/** True once the governor has kept the fleet paused, no invocation running, for `forMs` (never without it). */
+function pausedIdleClock(stack: LocalStack): (forMs: number | undefined) => boolean {
   let since: number | undefined;
-  return (depth, forMs) => {
-    const idle =
-      stack.governor?.lastDecision?.paused === true &&
-      stack.pollerStats().inFlight === 0 &&
-      depth.normal.notVisible + depth.high.notVisible === 0;
+  return (forMs) => {
+    // No invocation running: messages handed back stay hidden until their retry (and an emulator
+    // may count them in flight until the next receive, which a paused lane never makes).
+    const idle = stack.governor?.lastDecision?.paused === true && stack.pollerStats().inFlight === 0;
     since = idle ? (since ?? Date.now()) : undefined;
     return forMs !== undefined && since !== undefined && Date.now() - since >= forMs;
   };

@@ -159,6 +159,23 @@ export function createPollerActuator(pollers: LocalGovernorOptions['pollers'], p
   };
 }
 
+/** Add one decision to the run's counters: ceilings set (a disabled lane counts as 0) and its reason. */
+function countDecision(stats: LocalGovernorStats, d: Decision): void {
+  const total = (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
+  stats.decisions += 1;
+  stats.startCeiling ??= total;
+  stats.maxCeiling = Math.max(stats.maxCeiling ?? 0, total);
+  stats.reasons[d.reason.code] = (stats.reasons[d.reason.code] ?? 0) + 1;
+  for (const lane of ['normal', 'high'] as const) {
+    const laneStat = stats.lanes[lane];
+    // A disabled lane consumes nothing, whatever ceiling it keeps for when it resumes.
+    const ceiling = d.enabled[lane] ? d.ceilings[lane] : 0;
+    laneStat.startCeiling ??= ceiling;
+    laneStat.maxCeiling = Math.max(laneStat.maxCeiling ?? 0, ceiling);
+    if (d.enabled[lane]) laneStat.enabledDecisions += 1;
+  }
+}
+
 /** Start the local governor: one tick at once, then every `tickMs`. */
 export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor {
   const clock = options.clock ?? Date.now;
@@ -214,19 +231,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     try {
       const record = await loop.tick();
       const d = record.decision;
-      const total = (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
-      stats.decisions += 1;
-      stats.startCeiling ??= total;
-      stats.maxCeiling = Math.max(stats.maxCeiling ?? 0, total);
-      stats.reasons[d.reason.code] = (stats.reasons[d.reason.code] ?? 0) + 1;
-      for (const lane of ['normal', 'high'] as const) {
-        const laneStat = stats.lanes[lane];
-        // A disabled lane consumes nothing, whatever ceiling it keeps for when it resumes.
-        const ceiling = d.enabled[lane] ? d.ceilings[lane] : 0;
-        laneStat.startCeiling ??= ceiling;
-        laneStat.maxCeiling = Math.max(laneStat.maxCeiling ?? 0, ceiling);
-        if (d.enabled[lane]) laneStat.enabledDecisions += 1;
-      }
+      countDecision(stats, d);
       const now = record.signals.now;
       if (d.paused) pausedSince ??= now;
       else if (pausedSince !== undefined) {

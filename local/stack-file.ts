@@ -49,25 +49,14 @@ export function removeLocalStackFile(path = stackFilePath()): void {
   rmSync(path, { force: true });
 }
 
-/** @throws Error naming the file and the fix when no local stack of that fleet is running. */
-export function readLocalStackFile(
-  prefix: string = DEFAULT_LOCAL_PREFIX,
-  path = stackFilePath(prefix),
-): LocalStackInfo {
-  const info = readLocalStackFileAt(path);
-  if (info.prefix !== prefix) {
-    throw new Error(
-      `${path} records fleet "${info.prefix}", not "${prefix}". Give --prefix ${info.prefix}, or unset CAPTCHA_FLEET_STACK_FILE.`,
-    );
-  }
-  return info;
-}
-
 /**
- * The stack recorded in one named file, whichever fleet it is (a producer given the file).
- * @throws Error naming the file and the fix when it is missing or its stack no longer runs.
+ * Read the file of a running local stack: the one of `prefix` (default: the default fleet's), or
+ * the file at `path`. When a prefix is given, the file must record that fleet.
+ * @throws Error naming the file and the fix when no local stack of that fleet is running.
  */
-export function readLocalStackFileAt(path: string): LocalStackInfo {
+export function readLocalStackFile(options: { prefix?: string; path?: string } = {}): LocalStackInfo {
+  const { prefix } = options;
+  const path = options.path !== undefined ? resolve(options.path) : stackFilePath(prefix);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -77,6 +66,11 @@ export function readLocalStackFileAt(path: string): LocalStackInfo {
     );
   }
   const info = JSON.parse(text) as LocalStackInfo;
+  if (prefix !== undefined && info.prefix !== prefix) {
+    throw new Error(
+      `${path} records fleet "${info.prefix}", not "${prefix}". Give --prefix ${info.prefix}, or unset CAPTCHA_FLEET_STACK_FILE.`,
+    );
+  }
   if (!isAlive(info.pid)) {
     throw new Error(
       `the local stack recorded in ${path} (pid ${info.pid}) is no longer running. Start one with \`npm start -- --serve\`.`,

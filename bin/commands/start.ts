@@ -210,7 +210,7 @@ export const START_OPTIONS = {
   },
   maxDuration: {
     arg: 's',
-    description: `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}; without it, a run the governor keeps paused with nothing in flight ends after ${PAUSED_TICKS_BEFORE_STOP} ticks)`,
+    description: `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks)`,
     parse: decimal(1, 86_400, 'seconds'),
   },
   json: { description: 'print the summary as one JSON object on the last stdout line', default: false },
@@ -353,9 +353,13 @@ export async function runStart(
     // Ctrl-C ends a serving stack normally; otherwise it is an interrupted run.
     return interrupt.signal.aborted && !options.serve ? 130 : code;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
     await stack?.stop({ graceMs: 2_000 });
+    // After a stop request the handler stays until exit: npm forwards the Ctrl-C the terminal
+    // already sent, and that late copy must not find the default handler (exit 130).
+    if (!interrupt.signal.aborted) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
   }
 }
 
@@ -548,7 +552,7 @@ function endedWhy(s: DemoSummary, options: StartOptions): string {
     s.endedBy === 'interrupted'
       ? 'interrupted'
       : s.endedBy === 'paused'
-        ? `stopped after ${PAUSED_TICKS_BEFORE_STOP} ticks paused with nothing in flight; --max-duration waits longer`
+        ? `stopped after ${PAUSED_TICKS_BEFORE_STOP} ticks paused with no invocation running; --max-duration waits longer`
         : `--max-duration ${options.maxDuration ?? DEFAULT_MAX_DURATION_S} s`;
   const reason = s.governor?.pause?.reason ?? s.governor?.lastReason;
   if (reason?.code.startsWith('PAUSE'))

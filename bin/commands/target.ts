@@ -39,7 +39,7 @@ export function withTargetOptions(command: Command): Command {
 
 export async function resolveTarget(options: TargetOptions): Promise<FleetTarget> {
   if (options.local) {
-    const local = readLocalStackFile(options.prefix);
+    const local = readLocalStackFile({ prefix: options.prefix });
     const clients = createAwsClients({
       sqsEndpoint: local.sqsEndpoint,
       dynamoEndpoint: local.dynamoEndpoint,

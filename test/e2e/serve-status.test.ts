@@ -107,7 +107,8 @@ describe('status and redrive against a served local stack', () => {
     expect(redrive.code, redrive.stderr).toBe(0);
     const r = JSON.parse(redrive.stdout.trim().split('\n').pop()!) as Record<string, any>;
     expect(r.dryRun).toBe(true);
-    expect(r.moved).toBe(0);
+    expect(r.copied).toBe(0);
+    expect(r.nativeMove).toBeUndefined();
     expect(r.inventory.depth).toBe(3);
     expect(Object.keys(r.inventory.byReason).sort()).toEqual(['MALFORMED_JSON', 'SCHEMA_VIOLATION', 'UNKNOWN_METHOD']);
     for (const group of Object.values(r.inventory.byReason) as { count: number; movable: boolean }[])
@@ -142,7 +143,10 @@ describe('status and redrive against a served local stack', () => {
   }, 120_000);
 
   it('exits 0 on Ctrl-C through npm, where the signal reaches npm and the stack at once', async () => {
-    // Prepare: `npm start -- --serve` in its own process group, as a terminal runs it.
+    // Prepare: no stack left from the test above (its file would be taken for this one's), then
+    // `npm start -- --serve` in its own process group, as a terminal runs it.
+    if (server && server.exitCode === null) server.kill('SIGKILL');
+    rmSync(stackFile, { force: true });
     const npm = spawn('npm', ['start', '--silent', '--', '--serve', '--tasks', '0'], {
       cwd: process.cwd(),
       env,

@@ -42,7 +42,7 @@ describe('local stack files', () => {
     const second = () => writeLocalStackFile(info('prod', process.pid + 100_000), path);
     // Assess
     expect(second).toThrow(/fleet "prod" is already serving \(pid \d+/);
-    expect(readLocalStackFile('prod', path).pid).toBe(process.pid);
+    expect(readLocalStackFile({ prefix: 'prod', path }).pid).toBe(process.pid);
   });
 
   it('does not hand one fleet’s stack to a command asking for another', () => {
@@ -50,7 +50,7 @@ describe('local stack files', () => {
     const path = join(dir, 'shared.json');
     writeLocalStackFile(info('prod'), path);
     // Act
-    const read = () => readLocalStackFile('staging', path);
+    const read = () => readLocalStackFile({ prefix: 'staging', path });
     // Assess
     expect(read).toThrow(/records fleet "prod", not "staging"/);
   });
