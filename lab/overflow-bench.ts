@@ -145,7 +145,7 @@ new Command()
   .name('bench:overflow')
   .description('The governor with and without an overflow lane on the surge traces, p95 and spend per cap.')
   .option('--trace <names>', 'traces, comma-separated (default: the surge traces)')
-  .option('--caps <usd>', 'overflow spend caps, USD per hour, comma-separated', caps, [0.5, 1, 3])
+  .option('--caps <usd>', 'overflow spend caps, USD per hour, comma-separated', caps, [1, 2, 3])
   .option('--day-cap-hours <n>', 'the daily cap is this many hourly caps', positive, 8)
   .option('--price <usd>', "the overflow provider's true price per solve", positive, DEFAULT_OVERFLOW.pricePerSolveUsd)
   .option(
