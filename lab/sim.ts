@@ -9,6 +9,7 @@
  */
 import { assembleSignals, type MetricsWindow, type QueueReading } from '../functions/core/governor/signals.js';
 import type { GovernorSignals } from '../functions/core/governor/types.js';
+import type { LedgerEvent, ThreadLedgerReading } from '../functions/core/thread-ledger.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
@@ -225,6 +226,15 @@ class Simulation {
   private solverDoneAt = new Float64Array(1 << 16);
   private invocationStart = new Float64Array(1 << 16);
   private gaveUpWhy = new Uint8Array(1 << 16);
+  /** Lambda: 1 while the task's invocation holds its thread in the thread ledger (accepted, answer not read). */
+  private leased = new Uint8Array(1 << 16);
+
+  // The thread ledger the consumer writes and the governor reads each tick (fresh, no lag).
+  private ledgerHeld = 0;
+  private ledgerRefusals = 0;
+  private ledgerAcceptances = 0;
+  private lastRefusal: LedgerEvent | undefined;
+  private lastAcceptance: LedgerEvent | undefined;
 
   // The queue: a ring of task ids.
   private queue = new Int32Array(1 << 12);
@@ -559,11 +569,25 @@ class Simulation {
     if (this.ourThreads + this.foreign >= this.plan) {
       this.overCap++;
       bumpF64(this.bOverCap, slot);
+      if (lambda) this.recordRefusal();
       if (lambda) this.retryOrHandBack(id, bumpU8(this.overCapTries, id), this.model.consumerMaxOverCapRetries);
       else this.poolRetry(id);
       return;
     }
     this.accept(id);
+  }
+
+  /** The consumer records an over-cap answer with the threads the fleet held then. */
+  private recordRefusal(): void {
+    this.ledgerRefusals++;
+    this.lastRefusal = { at: this.epochMs + this.t * 1000, held: this.ledgerHeld };
+  }
+
+  /** The consumer frees the task's thread in the ledger (answer read, or the invocation gave up). */
+  private releaseLease(id: number): void {
+    if (u8(this.leased, id) === 0) return;
+    this.leased[id] = 0;
+    this.ledgerHeld--;
   }
 
   /** A pool worker keeps its task and retries after a doubling, jittered wait. */
@@ -593,6 +617,7 @@ class Simulation {
 
   /** The invocation ends and the message comes back after the consumer's visibility backoff. */
   private handBack(id: number, baseSeconds: number, maxSeconds: number): void {
+    this.releaseLease(id);
     this.busy--;
     this.handBacks++;
     this.hidden++;
@@ -663,6 +688,12 @@ class Simulation {
   private accept(id: number): void {
     this.ourThreads++;
     this.phase[id] = ACCEPTED;
+    if (this.policy.capacity === 'lambda') {
+      this.ledgerAcceptances++;
+      this.lastAcceptance = { at: this.epochMs + this.t * 1000, held: this.ledgerHeld };
+      this.ledgerHeld++;
+      this.leased[id] = 1;
+    }
     this.acceptedAt[id] = this.t;
     if (this.balance < this.settings.haltBalance) this.startedPastHalt++;
     if (this.balance < this.settings.pauseBalance) this.startedPastPause++;
@@ -721,6 +752,7 @@ class Simulation {
 
   /** The consumer reads the answer and records it; the task is done. */
   private read(id: number): void {
+    this.releaseLease(id);
     this.busy--;
     this.record(id);
     this.bucket(this.t);
@@ -896,6 +928,7 @@ class Simulation {
     this.transientTries = growBytes(this.transientTries);
     this.phase = growBytes(this.phase);
     this.gaveUpWhy = growBytes(this.gaveUpWhy);
+    this.leased = growBytes(this.leased);
     this.attempts = growShorts(this.attempts);
     this.receives = growShorts(this.receives);
   }
@@ -1014,10 +1047,23 @@ class Simulation {
       metrics,
       // getbalance is on the solver's host: unreadable in an outage.
       balance: this.outage ? undefined : Math.max(0, this.balance),
+      balanceError: this.outage ? { kind: 'unreachable', code: 'HTTP_503' } : undefined,
+      threadLedger: this.policy.capacity === 'lambda' ? this.ledgerReading() : undefined,
       settings: { normal: { ceiling: this.target, enabled: this.enabled } },
     });
     this.previousRead = reading;
     return signals;
+  }
+
+  /** The thread ledger as the governor reads it (a DynamoDB item in AWS; here the same counts, fresh). */
+  private ledgerReading(): ThreadLedgerReading {
+    return {
+      held: this.ledgerHeld,
+      refusals: this.ledgerRefusals,
+      acceptances: this.ledgerAcceptances,
+      ...(this.lastRefusal ? { lastRefusal: this.lastRefusal } : {}),
+      ...(this.lastAcceptance ? { lastAcceptance: this.lastAcceptance } : {}),
+    };
   }
 
   // ---- results -------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import { sleep } from '../functions/core/helpers/time.js';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 
 /** The consumer's shape: Lambda's SQS handler with partial batch responses. */
-export type SqsBatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void | undefined>;
+export type SqsBatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined>;
 
 /** Why an invocation ended without its result being used. */
 export type InvocationDeath = 'timeout' | 'crash';

@@ -92,7 +92,7 @@ export interface ResultsRepository {
   reject(
     taskId: string,
     result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number },
-  ): Promise<boolean | void>;
+  ): Promise<boolean | undefined>;
   get(taskId: string, options?: { consistent?: boolean }): Promise<TaskResult | undefined>;
 }
 

@@ -170,7 +170,9 @@ describe('captcha-fleet start', () => {
     const governor = summary.governor as { pause: { pausedMs: number; reason: { code: string } } };
     expect(governor.pause.reason.code).toBe('PAUSE_ACCOUNT');
     expect(governor.pause.pausedMs).toBeGreaterThan(0);
-    expect(run.stderr).toMatch(/NOT COMPLETE: 12 task\(s\) still queued .*stopped after 3 ticks paused with no invocation running.*PAUSE_ACCOUNT/);
+    expect(run.stderr).toMatch(
+      /NOT COMPLETE: 12 task\(s\) still queued .*stopped after 3 ticks paused with no invocation running.*PAUSE_ACCOUNT/,
+    );
   });
 
   it('sends --high-share of the tasks on the high lane and reports both lanes in the live view, the summary and --json', async () => {

@@ -190,7 +190,7 @@ describe('Poller (local SQS event source mapping)', () => {
     let calls = 0;
     const subject = poller(
       queueUrl,
-      async (event): Promise<SQSBatchResponse> => {
+      async (): Promise<SQSBatchResponse> => {
         calls++;
         if (calls === 1) throw new Error('boom');
         if (calls === 2) return { batchItemFailures: [{ itemIdentifier: 'not-in-this-batch' }] };

@@ -170,7 +170,9 @@ describe('event heap', () => {
   it('pops in time order, ties in insertion order', () => {
     const heap = new EventHeap<number>();
     const times = Array.from({ length: 5000 }, (_, i) => Math.floor(((i * 7919) % 1000) / 10));
-    times.forEach((time, i) => heap.push(time, i));
+    times.forEach((time, i) => {
+      heap.push(time, i);
+    });
     const popped: number[] = [];
     while (heap.size > 0) popped.push(heap.pop() as number);
     const expected = times
