@@ -16,6 +16,7 @@ import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js'
 import { at, bumpF64, bumpU16, bumpU8, f64, i32, u16, u8 } from './arrays.js';
 import { EventHeap } from './heap.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
+import { OverflowLane, type OverflowResult, type OverflowSpec } from './overflow.js';
 import { Rng } from './rng.js';
 import { valueAt, type Trace } from './trace.js';
 
@@ -39,6 +40,8 @@ export interface PolicyView {
   readonly settings: FleetSettings;
   /** The governor's signals with the lab's lag model. */
   governorSignals(): GovernorSignals;
+  /** The overflow lane, for a policy that has one (lab/overflow.ts). */
+  readonly overflowLane?: OverflowLane;
 }
 
 /** A policy's answer at a tick: the new ceiling (Lambda) or worker count (pools). */
@@ -60,6 +63,8 @@ export interface Policy {
   readonly workerStartSeconds?: number;
   /** Ceiling or worker count at the start. */
   initialTarget(settings: FleetSettings): number;
+  /** A pay-per-solve overflow provider fed from the same queue (Lambda policies; lab/overflow.ts). */
+  readonly overflow?: OverflowSpec;
   tick?(view: PolicyView): ControlAction;
 }
 
@@ -132,6 +137,8 @@ export interface RunResult {
   invocations: number;
   solverUsd: number;
   reasons: Record<string, number>;
+  /** The overflow lane's solves and spend, for a policy with one. */
+  overflow?: OverflowResult;
   samples: Samples;
   /** Simulated seconds, events processed and wall-clock ms of the run. */
   simulatedSeconds: number;
@@ -155,6 +162,8 @@ const K_READ = 9;
 const K_GIVE_UP = 10;
 /** A handed-back message becomes visible again. */
 const K_VISIBLE = 11;
+/** An overflow-lane solve ends: charged by the overflow provider and recorded. */
+const K_OVERFLOW_DONE = 12;
 
 /** Where a task stands at the solver. */
 const NEW = 0;
@@ -187,6 +196,7 @@ class Simulation {
   private readonly sampleSeconds: number;
   private readonly plan: number;
   private readonly price: number;
+  private readonly overflowLane: OverflowLane | undefined;
   private readonly methodCdf: Float64Array;
   private readonly methodMu: Float64Array;
   private readonly methodSigma: Float64Array;
@@ -332,6 +342,7 @@ class Simulation {
       return { first: poll.firstPollMs / 1000, interval: poll.intervalMs / 1000 };
     });
     this.target = policy.initialTarget(this.settings);
+    this.overflowLane = policy.overflow === undefined ? undefined : new OverflowLane(policy.overflow);
   }
 
   run(): RunResult {
@@ -407,6 +418,12 @@ class Simulation {
           this.hidden--;
           this.enqueue(id);
           this.dispatch();
+          break;
+        case K_OVERFLOW_DONE:
+          this.overflowLane?.finish(this.t);
+          this.record(id);
+          this.dispatch();
+          this.checkFinished();
           break;
       }
     }
@@ -494,6 +511,16 @@ class Simulation {
       } else {
         this.submit(id);
       }
+    }
+    // What the primary leaves waiting goes to the overflow lane while it is open.
+    const lane = this.overflowLane;
+    while (lane !== undefined && this.qLen > 0 && lane.hasRoom()) {
+      const id = this.dequeue();
+      if (!this.receive(id)) continue;
+      this.invocations++;
+      const ends = lane.start(f64(this.baseSolve, id) * this.factor, this.model.invocationOverheadSeconds);
+      this.acceptedAt[id] = this.t;
+      this.heap.push(this.t + ends, id * 16 + K_OVERFLOW_DONE);
     }
   }
 
@@ -727,15 +754,20 @@ class Simulation {
   private read(id: number): void {
     this.releaseLease(id);
     this.busy--;
-    const latency = this.t - f64(this.arrivedAt, id);
-    if (this.solved === this.latencies.length) this.latencies = grow(this.latencies);
-    this.latencies[this.solved++] = latency;
+    this.record(id);
     this.bucket(this.t);
     bumpF64(this.bCompletions, this.slot);
     at(this.bSolveMs, this.slot).push((f64(this.solverDoneAt, id) - f64(this.acceptedAt, id)) * 1000);
     if (this.policy.capacity === 'pool' && this.ready > this.target) this.ready--;
     this.dispatch();
     this.checkFinished();
+  }
+
+  /** A task's latency joins the run's. */
+  private record(id: number): void {
+    const latency = this.t - f64(this.arrivedAt, id);
+    if (this.solved === this.latencies.length) this.latencies = grow(this.latencies);
+    this.latencies[this.solved++] = latency;
   }
 
   private controlTick(): void {
@@ -829,7 +861,14 @@ class Simulation {
   }
 
   private checkFinished(): void {
-    if (this.arrivalsDone && this.qLen === 0 && this.busy === 0 && this.hidden === 0) this.finished = true;
+    if (
+      this.arrivalsDone &&
+      this.qLen === 0 &&
+      this.busy === 0 &&
+      this.hidden === 0 &&
+      (this.overflowLane?.busy ?? 0) === 0
+    )
+      this.finished = true;
   }
 
   private sample(): void {
@@ -927,6 +966,7 @@ class Simulation {
       balance: this.balance,
       settings: this.settings,
       governorSignals: () => this.governorSignals(),
+      overflowLane: this.overflowLane,
     };
   }
 
@@ -1071,8 +1111,9 @@ class Simulation {
       computeUsd,
       usdPer1000Solves: this.solved > 0 ? (computeUsd / this.solved) * 1000 : null,
       invocations: this.invocations,
-      solverUsd: this.solved * this.price,
+      solverUsd: (this.solved - (this.overflowLane?.solved ?? 0)) * this.price,
       reasons: this.reasons,
+      ...(this.overflowLane === undefined ? {} : { overflow: this.overflowLane.result() }),
       samples: this.samples,
       simulatedSeconds: this.t,
       events: this.events,

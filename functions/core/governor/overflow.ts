@@ -1,0 +1,335 @@
+/**
+ * The overflow policy: when the primary's thread plan cannot keep queue wait within a target,
+ * open a lane to a pay-per-solve provider (the same in.php / res.php protocol), sized to the
+ * excess, within a spend cap. Pure: no I/O and no clock (time arrives in the signals), so the
+ * Lambda, the local runtime and the lab run exactly this function. See docs/governor.md.
+ *
+ * The provider gets the primary's guards literally: its signals go through `decide()` with its
+ * own config and state (pause on its balance, account errors and outages; halt; hold on missing
+ * signals), and the overflow lane never exceeds what that decision allows.
+ *
+ * Spend is budgeted per fixed UTC hour and UTC day. Before opening or growing, the policy books
+ * what is already committed (the lane's in-flight solves × price) and the most solves the lane
+ * can finish before the tick after next at the new ceiling (each slot at most one solve per
+ * `minSolveMs`); only what fits under both caps is allowed. Until a price is learned from the
+ * provider's balance deltas ÷ its solves, the configured price hint is the price and the lane
+ * opens at most `probeCeiling` wide.
+ */
+import { MAPPING_MIN_CONCURRENCY } from '../settings.js';
+import { DEFAULT_DRAIN_TARGET_MS } from './config.js';
+import { PROJECTION_TICKS } from './context.js';
+import { decide } from './policy.js';
+import { initialState } from './state.js';
+import type { Decision, GovernorConfig, GovernorSignals, GovernorState, LaneSignals } from './types.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+/** Default widest lane (invocations) before a price is learned. */
+export const DEFAULT_OVERFLOW_PROBE_CEILING = 2;
+
+/** Why the overflow lane stands where it does: stable strings for metrics. */
+export type OverflowReasonCode =
+  | 'OVERFLOW_CLOSED'
+  | 'OVERFLOW_OPEN'
+  | 'OVERFLOW_PROBE'
+  | 'OVERFLOW_CAP'
+  | 'OVERFLOW_GUARD'
+  | 'OVERFLOW_MISSING_SIGNAL';
+
+/** Every overflow reason code, for counters and docs. */
+export const OVERFLOW_REASON_CODES: readonly OverflowReasonCode[] = [
+  'OVERFLOW_CLOSED',
+  'OVERFLOW_OPEN',
+  'OVERFLOW_PROBE',
+  'OVERFLOW_CAP',
+  'OVERFLOW_GUARD',
+  'OVERFLOW_MISSING_SIGNAL',
+];
+
+/** The overflow provider's configuration. */
+export interface OverflowConfig {
+  /** Queue wait the backlog should drain within (the p95 target), ms. @default 30_000 */
+  latencyTargetMs: number;
+  /** Spend caps, USD, per fixed UTC hour and per UTC day. */
+  capUsdPerHour: number;
+  capUsdPerDay: number;
+  /** The lane's widest ceiling (invocations). */
+  maxConcurrency: number;
+  tasksPerInvocation: number;
+  /** Price per solve, USD, assumed until one is learned (the provider's list price for the dearest method sent). */
+  priceHintUsd: number;
+  /** Widest ceiling while no price is learned yet. @default 2 */
+  probeCeiling: number;
+  /** Fastest solve the provider can return, ms: bounds the solves one slot finishes before the next tick. */
+  minSolveMs: number;
+  /** Time between ticks, ms (the budget covers this many ms × PROJECTION_TICKS). */
+  tickMs: number;
+  /** The provider's own governor config: its guards' balance levels, error threshold, outage ticks. */
+  provider: GovernorConfig;
+}
+
+/** What the overflow provider says this tick (its account, its lane). */
+export interface OverflowSignals {
+  /** The provider as a governor sees it: its balance, errors, outage signs, its lane's in flight and ceiling. */
+  provider: GovernorSignals;
+  /** Solves the overflow lane completed since the previous tick's balance read (price learning); undefined when unknown. */
+  solvesSinceLastRead: number | undefined;
+}
+
+/** The money side of the overflow provider, persisted between ticks. */
+export interface OverflowSpend {
+  /** Start (epoch ms) of the UTC hour and day the sums cover. */
+  hourStart: number;
+  hourUsd: number;
+  dayStart: number;
+  dayUsd: number;
+  /** The last balance read. */
+  lastRead?: { at: number; usd: number };
+  /** The worst case the last tick booked (committed + next solves): the spend assumed when a top-up hides the delta. */
+  reservedUsd: number;
+  /** Highest price per solve seen (balance drop ÷ solves between two reads), USD. */
+  learnedPriceUsd?: number;
+}
+
+/** Persisted between ticks with the governor's state. */
+export interface OverflowState {
+  /** The provider's own governor state (its guards). */
+  provider: GovernorState;
+  spend: OverflowSpend;
+  /** The primary's last known mean solve time, ms: sizes the excess while a pause empties the metric window. */
+  lastMeanSolveMs?: number;
+}
+
+/** The overflow lane for this tick. */
+export interface OverflowDecision {
+  enabled: boolean;
+  /** Maximum concurrency of the overflow mapping (a closed lane keeps at least the floor, disabled). */
+  ceiling: number;
+  reason: { code: OverflowReasonCode; message: string };
+  /** Invocations the excess asks for (0 when the primary keeps up). */
+  excess: number;
+  /** Widest ceiling the caps allow this tick. */
+  affordable: number;
+  /** Price per solve the budget used, USD, and whether it was learned. */
+  priceUsd: number;
+  priceLearned: boolean;
+  state: OverflowState;
+}
+
+/** The state before the first tick. */
+export function initialOverflowState(config: OverflowConfig, now: number): OverflowState {
+  return {
+    provider: {
+      ...initialState(config.provider, now),
+      ceilings: { normal: MAPPING_MIN_CONCURRENCY, high: MAPPING_MIN_CONCURRENCY },
+    },
+    spend: { hourStart: floorTo(now, HOUR_MS), hourUsd: 0, dayStart: floorTo(now, DAY_MS), dayUsd: 0, reservedUsd: 0 },
+  };
+}
+
+function floorTo(ms: number, unit: number): number {
+  return Math.floor(ms / unit) * unit;
+}
+
+/** Price the budget uses: the highest learned, else the hint. */
+export function budgetPrice(spend: OverflowSpend, config: OverflowConfig): number {
+  return spend.learnedPriceUsd ?? config.priceHintUsd;
+}
+
+/**
+ * The spend sums after this tick's balance read: the drop since the last read is added to the
+ * current hour and day (a drop that happened before a window began counts in it: conservative).
+ * A rise (a top-up) hides the drop, so the worst case the last tick booked is counted instead.
+ * The price per solve is the drop ÷ the solves in between; the highest seen is kept.
+ */
+export function spendAfterRead(spend: OverflowSpend, signals: OverflowSignals): OverflowSpend {
+  const now = signals.provider.now;
+  const hourStart = floorTo(now, HOUR_MS);
+  const dayStart = floorTo(now, DAY_MS);
+  const next: OverflowSpend = {
+    ...spend,
+    hourStart,
+    hourUsd: hourStart === spend.hourStart ? spend.hourUsd : 0,
+    dayStart,
+    dayUsd: dayStart === spend.dayStart ? spend.dayUsd : 0,
+  };
+  const balance = signals.provider.balance;
+  if (balance === undefined) return next;
+  const seen = spend.lastRead;
+  let spent = 0;
+  if (seen !== undefined) spent = balance <= seen.usd ? seen.usd - balance : spend.reservedUsd;
+  const solves = signals.solvesSinceLastRead;
+  let learned = spend.learnedPriceUsd;
+  // The highest price seen is kept: a mix that turns dearer must not find the budget priced low.
+  if (seen !== undefined && balance < seen.usd && solves !== undefined && solves > 0)
+    learned = Math.max(learned ?? 0, spent / solves);
+  return {
+    ...next,
+    hourUsd: next.hourUsd + spent,
+    dayUsd: next.dayUsd + spent,
+    lastRead: { at: now, usd: balance },
+    learnedPriceUsd: learned,
+  };
+}
+
+/** The primary's demand and capacity, as the overflow sizing reads them. */
+interface PrimaryView {
+  /** Threads the primary may use now: its enabled ceilings, within its free threads (0 while paused). */
+  capacity: number;
+  inFlight: number | undefined;
+  backlog: number | undefined;
+  arrivalRate: number | undefined;
+  meanSolveMs: number | undefined;
+}
+
+function laneSum(signals: GovernorSignals, pick: (l: LaneSignals) => number | undefined): number | undefined {
+  const lanes = [signals.lanes.normal, signals.lanes.high].filter((l): l is LaneSignals => l !== undefined);
+  let total = 0;
+  for (const lane of lanes) {
+    const value = pick(lane);
+    if (value === undefined) return undefined;
+    total += value;
+  }
+  return total;
+}
+
+function primaryView(
+  primary: Decision,
+  signals: GovernorSignals,
+  lastMeanSolveMs: number | undefined,
+  tasksPerInvocation: number,
+): PrimaryView {
+  // What the primary's mappings may hold now: a halt or an error hold can keep it under the free threads.
+  const set =
+    (primary.enabled.normal ? primary.ceilings.normal : 0) + (primary.enabled.high ? primary.ceilings.high : 0);
+  return {
+    capacity: primary.paused ? 0 : Math.min(primary.freeThreads, set * tasksPerInvocation),
+    inFlight: laneSum(signals, (l) => l.inFlight),
+    backlog: laneSum(signals, (l) => l.backlog),
+    arrivalRate: laneSum(signals, (l) => l.arrivalRate),
+    meanSolveMs: signals.meanSolveMs ?? lastMeanSolveMs,
+  };
+}
+
+/**
+ * Invocations the overflow lane needs so the backlog drains within the target: the rate the
+ * work asks for (arrivals + backlog ÷ target) less what the primary's capacity solves (Little's
+ * law on its mean solve time), times the provider's solve time. 0 while the primary has free
+ * threads or keeps up; undefined when a signal it needs is unknown.
+ */
+export function overflowExcess(
+  view: PrimaryView,
+  providerMeanSolveMs: number | undefined,
+  config: OverflowConfig,
+): number | undefined {
+  const { capacity, inFlight, backlog, arrivalRate, meanSolveMs } = view;
+  if (capacity > 0 && (inFlight === undefined || inFlight < capacity)) return inFlight === undefined ? undefined : 0;
+  if (backlog === undefined || arrivalRate === undefined || meanSolveMs === undefined || meanSolveMs <= 0)
+    return undefined;
+  const target = (config.latencyTargetMs > 0 ? config.latencyTargetMs : DEFAULT_DRAIN_TARGET_MS) / 1000;
+  const primaryRate = capacity / (meanSolveMs / 1000);
+  const asked = arrivalRate + backlog / target;
+  // Draining within the target at the primary's rate: backlog ≤ (rate − arrivals) × target.
+  if (backlog === 0 || asked <= primaryRate) return 0;
+  const solveSeconds = (providerMeanSolveMs ?? meanSolveMs) / 1000;
+  return Math.ceil(((asked - primaryRate) * solveSeconds) / config.tasksPerInvocation - 1e-9);
+}
+
+/**
+ * Widest ceiling the caps allow: what is left of the hour's and the day's cap, less the
+ * committed solves (in flight × price), divided by the most one invocation can spend before the
+ * tick after next (tasks per invocation × one solve per `minSolveMs`, rounded up).
+ */
+export function affordableCeiling(spend: OverflowSpend, inFlight: number, price: number, config: OverflowConfig) {
+  const left = Math.min(config.capUsdPerHour - spend.hourUsd, config.capUsdPerDay - spend.dayUsd);
+  const committed = inFlight * price;
+  const horizonMs = PROJECTION_TICKS * config.tickMs;
+  const perInvocation = config.tasksPerInvocation * Math.ceil(horizonMs / Math.max(1, config.minSolveMs)) * price;
+  const room = left - committed;
+  const affordable = room <= 0 || perInvocation <= 0 ? 0 : Math.floor(room / perInvocation + 1e-9);
+  return { affordable: Math.max(0, affordable), committed, perInvocation };
+}
+
+function usd(value: number): string {
+  return value.toFixed(2);
+}
+
+/**
+ * Decide the overflow lane for this tick.
+ * @param primary this tick's decide() for the primary
+ * @param primarySignals the signals that decision read (queue backlog and in flight exclude the overflow lane's)
+ * @param signals the overflow provider's signals
+ * @param state what the previous tick persisted (initialOverflowState for the first)
+ */
+export function decideOverflow(
+  primary: Decision,
+  primarySignals: GovernorSignals,
+  signals: OverflowSignals,
+  state: OverflowState,
+  config: OverflowConfig,
+): OverflowDecision {
+  const guard = decide(signals.provider, state.provider, config.provider);
+  const spend = spendAfterRead(state.spend, signals);
+  const lastMeanSolveMs = primarySignals.meanSolveMs ?? state.lastMeanSolveMs;
+  const inFlight = signals.provider.lanes.normal.inFlight;
+  const price = budgetPrice(spend, config);
+  const learned = spend.learnedPriceUsd !== undefined;
+  const excess = overflowExcess(
+    primaryView(primary, primarySignals, lastMeanSolveMs, config.tasksPerInvocation),
+    signals.provider.meanSolveMs,
+    config,
+  );
+  const budget = affordableCeiling(spend, inFlight ?? 0, price, config);
+  const base = { excess: excess ?? 0, affordable: budget.affordable, priceUsd: price, priceLearned: learned };
+  const close = (code: OverflowReasonCode, message: string): OverflowDecision => {
+    const reserved = budget.committed;
+    return {
+      ...base,
+      enabled: false,
+      ceiling: Math.max(MAPPING_MIN_CONCURRENCY, signals.provider.lanes.normal.ceiling),
+      reason: { code, message },
+      state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs },
+    };
+  };
+  if (guard.paused) return close('OVERFLOW_GUARD', `Overflow closed by its provider's guard: ${guard.reason.message}`);
+  // Spend that cannot be read cannot be budgeted: nothing new is started until it can.
+  if (signals.provider.balance === undefined || inFlight === undefined)
+    return close('OVERFLOW_MISSING_SIGNAL', "Overflow closed: the provider's balance or in flight is unknown.");
+  if (excess === undefined)
+    return close(
+      'OVERFLOW_MISSING_SIGNAL',
+      "Overflow closed: the primary's backlog, arrivals or solve time is unknown.",
+    );
+  if (excess === 0)
+    return close(
+      'OVERFLOW_CLOSED',
+      'Overflow closed: the primary has free threads or drains the backlog within the target.',
+    );
+  const limits = [
+    { code: 'OVERFLOW_OPEN' as const, at: Math.min(Math.max(MAPPING_MIN_CONCURRENCY, excess), config.maxConcurrency) },
+    { code: 'OVERFLOW_GUARD' as const, at: guard.ceilings.normal },
+    { code: 'OVERFLOW_PROBE' as const, at: learned ? Number.POSITIVE_INFINITY : config.probeCeiling },
+    { code: 'OVERFLOW_CAP' as const, at: budget.affordable },
+  ];
+  const ceiling = Math.min(...limits.map((l) => l.at));
+  const code = limits.find((l) => l.at === ceiling)?.code ?? 'OVERFLOW_OPEN';
+  // An event source mapping's maximum concurrency cannot go under the floor: narrower than that is closed.
+  if (ceiling < MAPPING_MIN_CONCURRENCY) {
+    const why =
+      code === 'OVERFLOW_CAP'
+        ? `at the cap: $${usd(spend.hourUsd)} this hour of $${usd(config.capUsdPerHour)}, $${usd(spend.dayUsd)} today of $${usd(config.capUsdPerDay)}, $${usd(budget.committed)} committed; the backlog still misses the target`
+        : `the ${code === 'OVERFLOW_GUARD' ? "provider's guard" : 'probe'} allows ${ceiling}, under the mapping floor`;
+    return close(code, `Overflow closed ${why}.`);
+  }
+  const reserved = budget.committed + ceiling * budget.perInvocation;
+  return {
+    ...base,
+    enabled: true,
+    ceiling,
+    reason: {
+      code,
+      message: `Overflow open at ${ceiling} (excess ${excess}, affordable ${budget.affordable} at $${price.toFixed(5)}/solve${learned ? '' : ' (hint)'}, provider allows ${guard.ceilings.normal}).`,
+    },
+    state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs },
+  };
+}

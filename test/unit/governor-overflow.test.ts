@@ -1,0 +1,438 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  decideOverflow,
+  initialOverflowState,
+  type OverflowConfig,
+  type OverflowSignals,
+  type OverflowState,
+} from '../../functions/core/governor/overflow.js';
+import { governorConfigFrom } from '../../functions/core/governor/policy.js';
+import type { Decision, GovernorSignals, LaneSignals } from '../../functions/core/governor/types.js';
+import { resolveSettings } from '../../functions/core/settings.js';
+
+const T0 = Date.UTC(2026, 0, 1, 5, 30);
+const TICK_MS = 10_000;
+
+function overflowConfig(overrides: Partial<OverflowConfig> = {}): OverflowConfig {
+  const settings = resolveSettings({ planThreads: 40, tickMs: TICK_MS, pauseBalance: 1, haltBalance: 2 });
+  return {
+    latencyTargetMs: 30_000,
+    capUsdPerHour: 5,
+    capUsdPerDay: 20,
+    maxConcurrency: 40,
+    tasksPerInvocation: 1,
+    priceHintUsd: 0.003,
+    probeCeiling: 2,
+    minSolveMs: 4_000,
+    tickMs: TICK_MS,
+    provider: governorConfigFrom(settings),
+    ...overrides,
+  };
+}
+
+/** The primary's decision: `freeThreads` at its ceiling, or paused. */
+function primary(freeThreads: number, paused = false): Decision {
+  return {
+    ceilings: { normal: freeThreads, high: 2 },
+    enabled: { normal: !paused, high: false },
+    paused,
+    freeThreads,
+    neededThreads: undefined,
+    shortfall: 0,
+    drainSeconds: undefined,
+    shortfallWarning: false,
+    reason: { code: paused ? 'PAUSE_OUTAGE' : 'FREE_THREADS', message: '' },
+    state: {} as Decision['state'],
+  };
+}
+
+function lane(overrides: Partial<LaneSignals>): LaneSignals {
+  return {
+    backlog: 0,
+    inFlight: 0,
+    delayed: 0,
+    oldestAgeSeconds: 0,
+    arrivalRate: 0,
+    ceiling: 2,
+    enabled: false,
+    ...overrides,
+  };
+}
+
+function governorSignals(now: number, normal: Partial<LaneSignals>, overrides: Partial<GovernorSignals> = {}) {
+  return {
+    now,
+    lanes: { normal: lane(normal) },
+    completionRate: 1,
+    meanSolveMs: 20_000,
+    p95SolveMs: 40_000,
+    errorRate: 0,
+    transientErrorRate: 0,
+    overCapRate: 0,
+    overCapAnswers: 0,
+    accountErrors: 0,
+    accountErrorCode: undefined,
+    balance: 100,
+    ...overrides,
+  } satisfies GovernorSignals;
+}
+
+/** The primary with all 50 threads busy and `backlog` waiting at `arrivalRate` per second. */
+function busyPrimary(now: number, backlog: number, arrivalRate = 2): GovernorSignals {
+  return governorSignals(now, { backlog, inFlight: 50, arrivalRate, ceiling: 50, enabled: true });
+}
+
+function overflowSignals(
+  now: number,
+  lanes: Partial<LaneSignals> = {},
+  overrides: Partial<GovernorSignals> = {},
+  solvesSinceLastRead: number | undefined = 0,
+): OverflowSignals {
+  return { provider: governorSignals(now, lanes, overrides), solvesSinceLastRead };
+}
+
+describe('decideOverflow', () => {
+  it('opens when the primary is saturated and the backlog cannot drain within the target', () => {
+    // Prepare: 50 threads at 20 s solve 2.5/s; 2/s arrive and 300 wait: 12/s asked.
+    const config = overflowConfig({ priceHintUsd: 0.001, capUsdPerHour: 100, capUsdPerDay: 100 });
+    const state = {
+      ...initialOverflowState(config, T0),
+      spend: { ...initialOverflowState(config, T0).spend, learnedPriceUsd: 0.001 },
+    };
+
+    // Act
+    const d = decideOverflow(primary(50), busyPrimary(T0, 300), overflowSignals(T0), state, config);
+
+    // Assess: (2 + 300/30 − 2.5) × 20 s = 190 invocations, within the max of 40.
+    expect(d.enabled).toBe(true);
+    expect(d.excess).toBe(190);
+    expect(d.ceiling).toBe(40);
+  });
+
+  it('stays closed while the primary has free threads, however long the backlog', () => {
+    const config = overflowConfig();
+    const signals = governorSignals(T0, { backlog: 5000, inFlight: 49, arrivalRate: 5, ceiling: 50, enabled: true });
+
+    const d = decideOverflow(primary(50), signals, overflowSignals(T0), initialOverflowState(config, T0), config);
+
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_CLOSED');
+  });
+
+  it('closes when the primary drains the backlog within the target', () => {
+    // 50 threads at 20 s: 2.5/s; 1/s arrives; 40 waiting drain in 27 s < 30 s.
+    const config = overflowConfig();
+
+    const d = decideOverflow(
+      primary(50),
+      busyPrimary(T0, 40, 1),
+      overflowSignals(T0),
+      initialOverflowState(config, T0),
+      config,
+    );
+
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_CLOSED');
+  });
+
+  it('opens no wider than the probe ceiling until a price is learned', () => {
+    const config = overflowConfig({ probeCeiling: 3 });
+
+    const d = decideOverflow(
+      primary(50),
+      busyPrimary(T0, 300),
+      overflowSignals(T0),
+      initialOverflowState(config, T0),
+      config,
+    );
+
+    expect(d.ceiling).toBe(3);
+    expect(d.reason.code).toBe('OVERFLOW_PROBE');
+    expect(d.priceLearned).toBe(false);
+  });
+
+  it('learns the price per solve from the balance drop divided by the solves', () => {
+    const config = overflowConfig();
+    const first = decideOverflow(
+      primary(50),
+      busyPrimary(T0, 300),
+      overflowSignals(T0),
+      initialOverflowState(config, T0),
+      config,
+    );
+
+    const d = decideOverflow(
+      primary(50),
+      busyPrimary(T0 + TICK_MS, 300),
+      overflowSignals(T0 + TICK_MS, { inFlight: 2, ceiling: 2, enabled: true }, { balance: 100 - 0.004 }, 2),
+      first.state,
+      config,
+    );
+
+    expect(d.priceUsd).toBeCloseTo(0.002, 9);
+    expect(d.priceLearned).toBe(true);
+  });
+
+  it('books the committed solves and the next ticks before opening: closed at the cap', () => {
+    // $4.97 of $5 spent this hour: 2 in flight × $0.003 and 5 solves per slot at $0.003 leave room for 1 slot, under the floor.
+    const config = overflowConfig();
+    const start = initialOverflowState(config, T0);
+    const state: OverflowState = {
+      ...start,
+      spend: {
+        ...start.spend,
+        hourUsd: 4.97,
+        dayUsd: 4.97,
+        learnedPriceUsd: 0.003,
+        lastRead: { at: T0 - TICK_MS, usd: 100 },
+      },
+    };
+
+    const d = decideOverflow(primary(50), busyPrimary(T0, 300), overflowSignals(T0, { inFlight: 2 }), state, config);
+
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_CAP');
+  });
+
+  it("is closed by its provider's guard on account errors", () => {
+    const config = overflowConfig();
+
+    const d = decideOverflow(
+      primary(50),
+      busyPrimary(T0, 300),
+      overflowSignals(T0, {}, { accountErrors: 3, accountErrorCode: 'ERROR_WRONG_USER_KEY' }),
+      initialOverflowState(config, T0),
+      config,
+    );
+
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_GUARD');
+    expect(d.reason.message).toContain('key rejected');
+  });
+
+  it('stays closed while the provider balance cannot be read', () => {
+    const config = overflowConfig();
+
+    const d = decideOverflow(
+      primary(50),
+      busyPrimary(T0, 300),
+      overflowSignals(T0, {}, { balance: undefined }),
+      initialOverflowState(config, T0),
+      config,
+    );
+
+    expect(d.enabled).toBe(false);
+  });
+
+  it('takes the work of a primary paused for an outage', () => {
+    const config = overflowConfig();
+    const signals = governorSignals(T0, { backlog: 100, inFlight: 0, arrivalRate: 1, ceiling: 50, enabled: false });
+
+    const d = decideOverflow(primary(50, true), signals, overflowSignals(T0), initialOverflowState(config, T0), config);
+
+    expect(d.enabled).toBe(true);
+  });
+
+  it('counts the worst case it booked as spent when a top-up hides the drop', () => {
+    const config = overflowConfig();
+    const first = decideOverflow(
+      primary(50),
+      busyPrimary(T0, 300),
+      overflowSignals(T0),
+      initialOverflowState(config, T0),
+      config,
+    );
+
+    const d = decideOverflow(
+      primary(50),
+      busyPrimary(T0 + TICK_MS, 300),
+      overflowSignals(T0 + TICK_MS, { inFlight: 2, ceiling: 2, enabled: true }, { balance: 150 }, 2),
+      first.state,
+      config,
+    );
+
+    expect(first.state.spend.reservedUsd).toBeGreaterThan(0);
+    expect(d.state.spend.hourUsd).toBeCloseTo(first.state.spend.reservedUsd, 9);
+  });
+});
+
+// ---- properties ---------------------------------------------------------------------------------
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+interface World {
+  truePrice: number;
+  capHour: number;
+  capDay: number;
+  minSolveMs: number;
+  startOffset: number;
+  ticks: { gap: number; saturated: boolean; backlog: number; topUp: boolean; solveSpread: number }[];
+}
+
+const worldArb: fc.Arbitrary<World> = fc.record({
+  // The policy is told only the hint ($0.003); the true price is at most that and learned.
+  truePrice: fc.double({ min: 0.0003, max: 0.003, noNaN: true }),
+  capHour: fc.double({ min: 0.02, max: 3, noNaN: true }),
+  capDay: fc.double({ min: 0.05, max: 6, noNaN: true }),
+  minSolveMs: fc.integer({ min: 1_000, max: 20_000 }),
+  startOffset: fc.integer({ min: 0, max: DAY - 1 }),
+  ticks: fc.array(
+    fc.record({
+      gap: fc.integer({ min: TICK_MS / 2, max: 2 * TICK_MS }),
+      saturated: fc.boolean(),
+      backlog: fc.nat(3000),
+      topUp: fc.boolean(),
+      solveSpread: fc.double({ min: 1, max: 6, noNaN: true }),
+    }),
+    { minLength: 50, maxLength: 600 },
+  ),
+});
+
+/**
+ * Runs the policy against a lane whose every slot takes work at once (demand never runs out)
+ * and finishes each solve in [minSolve, spread × minSolve]; each solve charges the true price at
+ * its end. Returns the most spent in any UTC hour and day, and the caps.
+ */
+function simulateSpend(world: World) {
+  const config = overflowConfig({
+    capUsdPerHour: world.capHour,
+    capUsdPerDay: world.capDay,
+    minSolveMs: world.minSolveMs,
+    probeCeiling: 2,
+  });
+  let now = Date.UTC(2026, 0, 1) + world.startOffset;
+  let state = initialOverflowState(config, now);
+  let balance = 1000;
+  let solvesSinceRead = 0;
+  const slots: (number | undefined)[] = Array.from({ length: config.maxConcurrency }, () => undefined);
+  const spentIn = new Map<string, number>();
+  const charge = (at: number) => {
+    balance -= world.truePrice;
+    solvesSinceRead++;
+    for (const key of [`h${Math.floor(at / HOUR)}`, `d${Math.floor(at / DAY)}`])
+      spentIn.set(key, (spentIn.get(key) ?? 0) + world.truePrice);
+  };
+  let open = { enabled: false, ceiling: 2 };
+  for (const tick of world.ticks) {
+    const inFlight = slots.filter((s) => s !== undefined).length;
+    const decision = decideOverflow(
+      primary(50),
+      governorSignals(now, {
+        backlog: tick.backlog,
+        inFlight: tick.saturated ? 50 : 10,
+        arrivalRate: 2,
+        ceiling: 50,
+        enabled: true,
+      }),
+      overflowSignals(now, { inFlight, ceiling: open.ceiling, enabled: open.enabled }, { balance }, solvesSinceRead),
+      state,
+      config,
+    );
+    state = decision.state;
+    solvesSinceRead = 0;
+    open = { enabled: decision.enabled, ceiling: decision.ceiling };
+    const end = now + tick.gap;
+    slots.forEach((_, i) => {
+      let doneAt = slots[i];
+      let t = now;
+      for (;;) {
+        if (doneAt !== undefined) {
+          if (doneAt > end) break;
+          charge(doneAt);
+          t = doneAt;
+        }
+        // Slots under the ceiling take the next task at once; those above it only finish theirs.
+        if (!open.enabled || i >= open.ceiling) {
+          doneAt = undefined;
+          break;
+        }
+        doneAt = t + world.minSolveMs * (1 + ((tick.solveSpread - 1) * ((i * 7919 + t) % 97)) / 97);
+      }
+      slots[i] = doneAt;
+    });
+    if (tick.topUp) balance += 5;
+    now = end;
+  }
+  let worstHour = 0;
+  let worstDay = 0;
+  for (const [key, usd] of spentIn) {
+    if (key.startsWith('h')) worstHour = Math.max(worstHour, usd);
+    else worstDay = Math.max(worstDay, usd);
+  }
+  return { worstHour, worstDay, opened: spentIn.size > 0 };
+}
+
+describe('decideOverflow properties', () => {
+  it('never spends a cent past the hourly or daily cap over any sequence of ticks', () => {
+    fc.assert(
+      fc.property(worldArb, (world) => {
+        const { worstHour, worstDay } = simulateSpend(world);
+        expect(worstHour).toBeLessThanOrEqual(world.capHour + 1e-9);
+        expect(worstDay).toBeLessThanOrEqual(world.capDay + 1e-9);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  const primaryArb = fc.record({
+    free: fc.integer({ min: 2, max: 200 }),
+    busyShare: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+    backlog: fc.nat(10_000),
+    arrivalRate: fc.double({ min: 0, max: 50, noNaN: true }),
+    meanSolveMs: fc.integer({ min: 1_000, max: 120_000 }),
+  });
+
+  it('never opens while the primary has free threads', () => {
+    fc.assert(
+      fc.property(primaryArb, (p) => {
+        const config = overflowConfig();
+        const inFlight = Math.floor(p.free * p.busyShare);
+        const signals = governorSignals(
+          T0,
+          { backlog: p.backlog, inFlight, arrivalRate: p.arrivalRate, ceiling: p.free, enabled: true },
+          { meanSolveMs: p.meanSolveMs },
+        );
+
+        const d = decideOverflow(
+          primary(p.free),
+          signals,
+          overflowSignals(T0),
+          initialOverflowState(config, T0),
+          config,
+        );
+
+        expect(d.enabled).toBe(false);
+      }),
+    );
+  });
+
+  it('closes whenever the saturated primary drains the backlog within the target', () => {
+    fc.assert(
+      fc.property(primaryArb, fc.boolean(), (p, wasOpen) => {
+        const config = overflowConfig();
+        const rate = p.free / (p.meanSolveMs / 1000);
+        fc.pre(p.arrivalRate < rate);
+        // A backlog the primary drains within the 30 s target: ≤ (rate − arrivals) × 30.
+        const backlog = Math.floor((rate - p.arrivalRate) * 30 * p.busyShare);
+        const signals = governorSignals(
+          T0,
+          { backlog, inFlight: p.free, arrivalRate: p.arrivalRate, ceiling: p.free, enabled: true },
+          { meanSolveMs: p.meanSolveMs },
+        );
+        const lane = { inFlight: wasOpen ? 5 : 0, ceiling: 10, enabled: wasOpen };
+
+        const d = decideOverflow(
+          primary(p.free),
+          signals,
+          overflowSignals(T0, lane),
+          initialOverflowState(config, T0),
+          config,
+        );
+
+        expect(d.enabled).toBe(false);
+      }),
+    );
+  });
+});
