@@ -567,12 +567,10 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
   const env = 'AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local';
   const region = `--region ${stack.clients.region}`;
   const task = '{"method":"turnstile","params":{"sitekey":"0x4AAAAAAAexample","pageurl":"https://example.com/login"}}';
+  // The package's own producer entry, pointed at this stack by its stack file.
   const node =
-    `npx tsx -e 'import { createProducer } from "./clients/producer-client.ts"; ` +
-    `import { createAwsClients } from "./functions/adapters/aws-clients.ts"; ` +
-    `const p = createProducer({ queueUrls: { normal: "${queueUrls.normal}", high: "${queueUrls.high}" }, table: "${tables.results}", ` +
-    `clients: createAwsClients({ sqsEndpoint: "${stack.endpoints.sqs}", dynamoEndpoint: "${stack.endpoints.dynamo}" }) }); ` +
-    `p.solve(${task}).then((r) => console.log(r.status, r.answer));'`;
+    `npx tsx -e 'import { createProducer, localStack } from "captcha-fleet/producer"; ` +
+    `createProducer(localStack({ stackFile: ${JSON.stringify(stackFile)} })).solve(${task}).then((r) => console.log(r.status, r.answer));'`;
   return (
     `\nServing until Ctrl-C (details for other commands in ${stackFile}).\n` +
     `  SQS        ${stack.endpoints.sqs}\n` +

@@ -9,43 +9,20 @@ import { capFloor, decide, governorConfigFrom, initialState } from '../../functi
 import type { GovernorConfig, GovernorSignals, GovernorState } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
-
-const T0 = 1_700_000_000_000;
+import { enabledTotal, governorSignals, T0 } from '../helpers/governor.js';
 
 function config(fleet: Parameters<typeof resolveSettings>[0] = {}): GovernorConfig {
   return governorConfigFrom(resolveSettings({ tickMs: 1000, planThreads: 10, ...fleet }));
 }
 
+/** A tick with the normal lane full at `ceiling`, 2 s solves, and the ledger as read. */
 function signals(now: number, ceiling: number, ledger: ThreadLedgerReading | undefined): GovernorSignals {
-  return {
+  return governorSignals(
     now,
-    lanes: {
-      normal: {
-        backlog: 100,
-        inFlight: ceiling,
-        delayed: 0,
-        oldestAgeSeconds: 5,
-        arrivalRate: 1,
-        ceiling,
-        enabled: true,
-      },
-    },
-    completionRate: 1,
-    meanSolveMs: 2_000,
-    p95SolveMs: 3_000,
-    errorRate: 0,
-    transientErrorRate: 0,
-    overCapRate: 0,
-    overCapAnswers: 0,
-    accountErrors: 0,
-    accountErrorCode: undefined,
-    balance: 50,
-    ...(ledger ? { threadLedger: ledger } : {}),
-  };
+    { completionRate: 1, meanSolveMs: 2_000, p95SolveMs: 3_000, ...(ledger ? { threadLedger: ledger } : {}) },
+    { inFlight: ceiling, ceiling },
+  );
 }
-
-const enabledTotal = (d: ReturnType<typeof decide>) =>
-  (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
 
 describe('decide() with the thread ledger', () => {
   it('shrinks to the threads held at a refusal within one tick', () => {

@@ -25,38 +25,10 @@ import type {
   LaneSignals,
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-
-const T0 = 1_700_000_000_000;
-
-function lane(overrides: Partial<LaneSignals> = {}): LaneSignals {
-  return {
-    backlog: 100,
-    inFlight: 8,
-    delayed: 0,
-    oldestAgeSeconds: 5,
-    arrivalRate: 1,
-    ceiling: 8,
-    enabled: true,
-    ...overrides,
-  };
-}
+import { governorSignals, T0 } from '../helpers/governor.js';
 
 function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
-  return {
-    now: T0,
-    lanes: { normal: lane(normal) },
-    completionRate: 0.5,
-    meanSolveMs: 10_000,
-    p95SolveMs: 20_000,
-    errorRate: 0,
-    transientErrorRate: 0,
-    overCapRate: 0,
-    overCapAnswers: 0,
-    accountErrors: 0,
-    accountErrorCode: undefined,
-    balance: 50,
-    ...overrides,
-  };
+  return governorSignals(T0, overrides, normal);
 }
 
 /** What a tick of a solver that answers nothing looks like: the balance read got no answer. */

@@ -17,38 +17,10 @@ import type {
   PauseReason,
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-
-const T0 = 1_700_000_000_000;
-
-function lane(overrides: Partial<LaneSignals> = {}): LaneSignals {
-  return {
-    backlog: 100,
-    inFlight: 8,
-    delayed: 0,
-    oldestAgeSeconds: 5,
-    arrivalRate: 1,
-    ceiling: 8,
-    enabled: true,
-    ...overrides,
-  };
-}
+import { governorSignals, laneSignals, T0 } from '../helpers/governor.js';
 
 function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
-  return {
-    now: T0 + 10_000,
-    lanes: { normal: lane(normal) },
-    completionRate: 0.5,
-    meanSolveMs: 10_000,
-    p95SolveMs: 20_000,
-    errorRate: 0,
-    transientErrorRate: 0,
-    overCapRate: 0,
-    overCapAnswers: 0,
-    accountErrors: 0,
-    accountErrorCode: undefined,
-    balance: 50,
-    ...overrides,
-  };
+  return governorSignals(T0 + 10_000, overrides, normal);
 }
 
 function config(
@@ -709,7 +681,10 @@ describe('decide: two lanes', () => {
     extra: Partial<GovernorSignals> = {},
   ) => ({
     ...signals(extra, { ceiling: 20, ...normal }),
-    lanes: { normal: lane({ ceiling: 20, ...normal }), high: lane({ ceiling: 2, enabled: false, ...high }) },
+    lanes: {
+      normal: laneSignals({ ceiling: 20, ...normal }),
+      high: laneSignals({ ceiling: 2, enabled: false, ...high }),
+    },
   });
 
   it('gives the normal lane everything while the high lane is empty', () => {

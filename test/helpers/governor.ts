@@ -1,0 +1,52 @@
+/**
+ * Builders for the governor's pure tests: a healthy tick's signals with the parts a test changes,
+ * and the enabled ceiling a decision adds up to.
+ */
+import type { Decision, GovernorSignals, LaneSignals } from '../../functions/core/governor/types.js';
+
+/** Epoch ms the governor tests start at. */
+export const T0 = 1_700_000_000_000;
+
+/** A lane with work queued and the mapping enabled at 8. */
+export function laneSignals(overrides: Partial<LaneSignals> = {}): LaneSignals {
+  return {
+    backlog: 100,
+    inFlight: 8,
+    delayed: 0,
+    oldestAgeSeconds: 5,
+    arrivalRate: 1,
+    ceiling: 8,
+    enabled: true,
+    ...overrides,
+  };
+}
+
+/** A healthy tick at `now`: every signal known, no errors, $50 of balance. */
+export function governorSignals(
+  now: number,
+  overrides: Partial<GovernorSignals> = {},
+  normal: Partial<LaneSignals> = {},
+): GovernorSignals {
+  return {
+    now,
+    lanes: { normal: laneSignals(normal) },
+    completionRate: 0.5,
+    meanSolveMs: 10_000,
+    p95SolveMs: 20_000,
+    errorRate: 0,
+    transientErrorRate: 0,
+    overCapRate: 0,
+    overCapAnswers: 0,
+    accountErrors: 0,
+    accountErrorCode: undefined,
+    balance: 50,
+    ...overrides,
+  };
+}
+
+/** The ceiling of the lanes a decision enables, summed. */
+export function enabledTotal(decision: Decision): number {
+  return (
+    (decision.enabled.normal ? decision.ceilings.normal : 0) + (decision.enabled.high ? decision.ceilings.high : 0)
+  );
+}
