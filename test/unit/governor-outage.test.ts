@@ -313,6 +313,30 @@ describe('account pause names the cause', () => {
   });
 });
 
+describe('while paused for the account, the reason names what the balance read saw', () => {
+  it.each([
+    [
+      { balanceError: { kind: 'account' as const, code: 'ERROR_WRONG_USER_KEY' } },
+      'key rejected (ERROR_WRONG_USER_KEY)',
+    ],
+    [{ balanceError: { kind: 'unreachable' as const, code: 'HTTP_503' } }, 'solver unreachable (HTTP_503)'],
+  ])('from %o says %s', (seen, cause) => {
+    // Prepare: paused on a rejected key, one cooldown and more ago
+    const paused = decide(
+      signals({ accountErrors: 1, accountErrorCode: 'ERROR_WRONG_USER_KEY' }),
+      initialState(cfg, T0),
+      cfg,
+    );
+    const later = T0 + cfg.probeCooldownMs + TICK;
+    // Act: the balance read still fails; the consumer, paused, answers nothing
+    const d = decide(signals({ now: later, accountErrors: 0, balance: undefined, ...seen }), paused.state, cfg);
+    // Assess
+    expect(d.reason.code).toBe(paused.reason.code);
+    expect(d.reason.message).toContain(cause);
+    expect(d.reason.message).not.toContain('key rejected, IP banned or solver unreachable');
+  });
+});
+
 describe('balance probe reader', () => {
   it('classifies a failed balance read by the solver error class', () => {
     // Act / Assess

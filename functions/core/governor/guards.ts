@@ -93,6 +93,14 @@ export function accountCause(ctx: Pick<TickContext, 'signals'>): string {
   return `${ACCOUNT_CAUSES[code] ?? 'key unusable'} (${code})`;
 }
 
+/** Why the balance read failed, as far as the reader could tell: the solver unreachable, or the account's cause. */
+function unreadableCause(ctx: Pick<TickContext, 'signals'>): string {
+  const failed = ctx.signals.balanceError;
+  if (failed?.kind === 'unreachable') return `solver unreachable (${failed.code})`;
+  if (failed?.kind === 'account' || ctx.signals.accountErrorCode !== undefined) return accountCause(ctx);
+  return failed === undefined ? 'no reason given' : `${failed.code}`;
+}
+
 /** Account errors (rejected key, banned IP) outside the grace after a resume: pause. */
 export const pauseOnAccountErrors: Guard = (ctx) => {
   if (ctx.state.pause !== undefined || !ctx.accountTrouble) return undefined;
@@ -269,8 +277,8 @@ export const whilePausedForAccount: Guard = (ctx) => {
   const waited = ctx.now - paused.since;
   if (waited < cooldown || funds === undefined || funds.usd < config.pauseBalance) {
     let why: string;
-    if (waited < cooldown) why = `probing again in ${Math.ceil((cooldown - waited) / 1000)} s`;
-    else if (funds === undefined) why = 'the balance cannot be read (key rejected, IP banned or solver unreachable)';
+    if (waited < cooldown) why = `${accountCause(ctx)}; probing again in ${Math.ceil((cooldown - waited) / 1000)} s`;
+    else if (funds === undefined) why = `the balance cannot be read: ${unreadableCause(ctx)}`;
     else why = `balance $${fmt(funds.usd)} is still under the pause level $${fmt(config.pauseBalance)}`;
     return pause(ctx, 'account', 'PAUSE_ACCOUNT', `Still paused (${paused.reason}): ${why}.`);
   }
