@@ -10,6 +10,7 @@ import {
 import { governorConfigFrom } from '../../functions/core/governor/policy.js';
 import type { Decision, GovernorSignals, LaneSignals } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
+import { governorSignals } from '../helpers/governor.js';
 
 const T0 = Date.UTC(2026, 0, 1, 5, 30);
 const TICK_MS = 10_000;
@@ -47,40 +48,22 @@ function primary(freeThreads: number, paused = false): Decision {
   };
 }
 
-function lane(overrides: Partial<LaneSignals>): LaneSignals {
-  return {
-    backlog: 0,
-    inFlight: 0,
-    delayed: 0,
-    oldestAgeSeconds: 0,
-    arrivalRate: 0,
-    ceiling: 2,
-    enabled: false,
-    ...overrides,
-  };
-}
-
-function governorSignals(now: number, normal: Partial<LaneSignals>, overrides: Partial<GovernorSignals> = {}) {
-  return {
+/** A tick at `now` of 20 s solves and $100, the normal lane idle and disabled unless `normal` says otherwise. */
+function signalsAt(
+  now: number,
+  normal: Partial<LaneSignals>,
+  overrides: Partial<GovernorSignals> = {},
+): GovernorSignals {
+  return governorSignals(
     now,
-    lanes: { normal: lane(normal) },
-    completionRate: 1,
-    meanSolveMs: 20_000,
-    p95SolveMs: 40_000,
-    errorRate: 0,
-    transientErrorRate: 0,
-    overCapRate: 0,
-    overCapAnswers: 0,
-    accountErrors: 0,
-    accountErrorCode: undefined,
-    balance: 100,
-    ...overrides,
-  } satisfies GovernorSignals;
+    { completionRate: 1, meanSolveMs: 20_000, p95SolveMs: 40_000, balance: 100, ...overrides },
+    { backlog: 0, inFlight: 0, oldestAgeSeconds: 0, arrivalRate: 0, ceiling: 2, enabled: false, ...normal },
+  );
 }
 
 /** The primary with all 50 threads busy and `backlog` waiting at `arrivalRate` per second. */
 function busyPrimary(now: number, backlog: number, arrivalRate = 2): GovernorSignals {
-  return governorSignals(now, { backlog, inFlight: 50, arrivalRate, ceiling: 50, enabled: true });
+  return signalsAt(now, { backlog, inFlight: 50, arrivalRate, ceiling: 50, enabled: true });
 }
 
 function overflowSignals(
@@ -89,7 +72,7 @@ function overflowSignals(
   overrides: Partial<GovernorSignals> = {},
   solvesSinceLastRead: number | undefined = 0,
 ): OverflowSignals {
-  return { provider: governorSignals(now, lanes, overrides), solvesSinceLastRead };
+  return { provider: signalsAt(now, lanes, overrides), solvesSinceLastRead };
 }
 
 describe('decideOverflow', () => {
@@ -112,7 +95,7 @@ describe('decideOverflow', () => {
 
   it('stays closed while the primary has free threads, however long the backlog', () => {
     const config = overflowConfig();
-    const signals = governorSignals(T0, { backlog: 5000, inFlight: 49, arrivalRate: 5, ceiling: 50, enabled: true });
+    const signals = signalsAt(T0, { backlog: 5000, inFlight: 49, arrivalRate: 5, ceiling: 50, enabled: true });
 
     const d = decideOverflow(primary(50), signals, overflowSignals(T0), initialOverflowState(config, T0), config);
 
@@ -227,7 +210,7 @@ describe('decideOverflow', () => {
 
   it('takes the work of a primary paused for an outage', () => {
     const config = overflowConfig();
-    const signals = governorSignals(T0, { backlog: 100, inFlight: 0, arrivalRate: 1, ceiling: 50, enabled: false });
+    const signals = signalsAt(T0, { backlog: 100, inFlight: 0, arrivalRate: 1, ceiling: 50, enabled: false });
 
     const d = decideOverflow(primary(50, true), signals, overflowSignals(T0), initialOverflowState(config, T0), config);
 
@@ -319,7 +302,7 @@ function simulateSpend(world: World) {
     const inFlight = slots.filter((s) => s !== undefined).length;
     const decision = decideOverflow(
       primary(50),
-      governorSignals(now, {
+      signalsAt(now, {
         backlog: tick.backlog,
         inFlight: tick.saturated ? 50 : 10,
         arrivalRate: 2,
@@ -389,7 +372,7 @@ describe('decideOverflow properties', () => {
       fc.property(primaryArb, (p) => {
         const config = overflowConfig();
         const inFlight = Math.floor(p.free * p.busyShare);
-        const signals = governorSignals(
+        const signals = signalsAt(
           T0,
           { backlog: p.backlog, inFlight, arrivalRate: p.arrivalRate, ceiling: p.free, enabled: true },
           { meanSolveMs: p.meanSolveMs },
@@ -416,7 +399,7 @@ describe('decideOverflow properties', () => {
         fc.pre(p.arrivalRate < rate);
         // A backlog the primary drains within the 30 s target: ≤ (rate − arrivals) × 30.
         const backlog = Math.floor((rate - p.arrivalRate) * 30 * p.busyShare);
-        const signals = governorSignals(
+        const signals = signalsAt(
           T0,
           { backlog, inFlight: p.free, arrivalRate: p.arrivalRate, ceiling: p.free, enabled: true },
           { meanSolveMs: p.meanSolveMs },
