@@ -45,6 +45,25 @@ export function threadLeaseMs(settings: { functionTimeoutSeconds: number }): num
   return settings.functionTimeoutSeconds * 1000;
 }
 
+/**
+ * The ledger of a deployment whose environment names a governor table (both handlers share it:
+ * the consumer records, the governor reads); undefined without one.
+ */
+export function threadLedgerFor(
+  environment: { settings: { functionTimeoutSeconds: number }; tables: { governor: string | undefined } },
+  documents: DynamoDBDocumentClient,
+  clock?: () => number,
+): (ThreadLedgerRecorder & ThreadLedgerReader) | undefined {
+  const tableName = environment.tables.governor;
+  if (tableName === undefined) return undefined;
+  return createDynamoThreadLedger({
+    documents,
+    tableName,
+    leaseMs: threadLeaseMs(environment.settings),
+    ...(clock ? { clock } : {}),
+  });
+}
+
 /** Why a ledger write or read failed; the cause carries the SDK error. */
 export class ThreadLedgerError extends Error {
   override readonly name = 'ThreadLedgerError';

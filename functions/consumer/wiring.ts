@@ -12,7 +12,7 @@ import { createMetrics, type EmfSink } from '../adapters/metrics.js';
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
-import { createDynamoThreadLedger, threadLeaseMs } from '../adapters/thread-ledger.js';
+import { threadLedgerFor } from '../adapters/thread-ledger.js';
 import type { FleetEnvironment } from '../core/environment.js';
 import { SERVICES } from '../core/metric-names.js';
 import type { CompletionEvents, ResultsRepository, SolverPort } from '../core/ports.js';
@@ -74,6 +74,7 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     environment.queueUrls.normal,
     ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
   ];
+  const threadLedger = threadLedgerFor(environment, clients.documents);
   return createConsumerHandler({
     solver,
     repository: wrapRepository(
@@ -90,14 +91,6 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     ...(events ? { events } : {}),
     ...(options.timing ? { timing: options.timing } : {}),
     // Over-cap answers and held threads for the governor's next tick, on its table.
-    ...(environment.tables.governor !== undefined
-      ? {
-          threadLedger: createDynamoThreadLedger({
-            documents: clients.documents,
-            tableName: environment.tables.governor,
-            leaseMs: threadLeaseMs(settings),
-          }),
-        }
-      : {}),
+    ...(threadLedger ? { threadLedger } : {}),
   });
 }

@@ -14,7 +14,7 @@ import {
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
 import { createLambdaActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
-import { createDynamoThreadLedger, threadLeaseMs } from '../adapters/thread-ledger.js';
+import { threadLedgerFor } from '../adapters/thread-ledger.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type FleetSettings } from '../core/settings.js';
@@ -96,6 +96,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     environment.tables.governor !== undefined
       ? createDynamoGovernorState({ documents: clients.documents, tableName: environment.tables.governor })
       : createMemoryGovernorState();
+  const threadLedger = threadLedgerFor(environment, clients.documents, options.clock);
   const loop = createGovernorLoop({
     config,
     queues: createQueueSignals({
@@ -109,16 +110,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     queueMetrics: cw,
     balance,
     // The consumer's over-cap answers and held threads on the same table, read every tick.
-    ...(environment.tables.governor !== undefined
-      ? {
-          threadLedger: createDynamoThreadLedger({
-            documents: clients.documents,
-            tableName: environment.tables.governor,
-            leaseMs: threadLeaseMs(settings),
-            ...(options.clock ? { clock: options.clock } : {}),
-          }),
-        }
-      : {}),
+    ...(threadLedger ? { threadLedger } : {}),
     actuator: createLambdaActuator({
       lambda,
       mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },

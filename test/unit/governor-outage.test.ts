@@ -26,6 +26,7 @@ import type {
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { governorSignals, T0 } from '../helpers/governor.js';
+import { laneArb, maybe } from '../helpers/governor-arbitraries.js';
 
 function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
   return governorSignals(T0, overrides, normal);
@@ -374,18 +375,6 @@ describe('balance probe reader', () => {
 });
 
 // ---- properties -------------------------------------------------------------------------------
-
-const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
-
-const laneArb = fc.record({
-  backlog: maybe(fc.nat(5000)),
-  inFlight: maybe(fc.nat(1000)),
-  delayed: maybe(fc.nat(100)),
-  oldestAgeSeconds: maybe(fc.nat(10_000)),
-  arrivalRate: maybe(fc.double({ min: 0, max: 100, noNaN: true })),
-  ceiling: fc.integer({ min: 2, max: 1000 }),
-  enabled: fc.boolean(),
-});
 
 /** Anything else a tick may say, each signal possibly missing. */
 const otherSignalsArb = fc.record({

@@ -18,6 +18,7 @@ import type {
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { governorSignals, laneSignals, T0 } from '../helpers/governor.js';
+import { laneArb, maybe } from '../helpers/governor-arbitraries.js';
 
 function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
   return governorSignals(T0 + 10_000, overrides, normal);
@@ -735,18 +736,6 @@ describe('decide: two lanes', () => {
 });
 
 // ---- properties -------------------------------------------------------------------------------
-
-const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
-
-const laneArb = fc.record({
-  backlog: maybe(fc.nat(5000)),
-  inFlight: maybe(fc.nat(1000)),
-  delayed: maybe(fc.nat(100)),
-  oldestAgeSeconds: maybe(fc.nat(10_000)),
-  arrivalRate: maybe(fc.double({ min: 0, max: 100, noNaN: true })),
-  ceiling: fc.integer({ min: 2, max: 1000 }),
-  enabled: fc.boolean(),
-});
 
 const signalsArb = fc.record({
   now: fc.integer({ min: T0, max: T0 + 3_600_000 }),
