@@ -59,6 +59,18 @@ export interface LocalGovernorOptions {
   state?: GovernorStateStore;
   /** The consumer's thread ledger (over-cap answers and held threads); without it, the metric window's over-cap answers. */
   threadLedger?: ThreadLedgerReader;
+  /**
+   * The overflow lane, when `settings.overflow` is set: its poller (on the normal queue, beside the
+   * primary's), its own concurrency (the overflow function's), the overflow solver (its balance)
+   * and the overflow consumer's ledger (its threads held, its solves). Its metrics come from the
+   * same store under the `consumer-overflow` service.
+   */
+  overflow?: {
+    lane: LocalLane;
+    pool?: LocalPool;
+    solver: Pick<SolverPort, 'getBalance'>;
+    ledger?: ThreadLedgerReader;
+  };
 }
 
 /** One lane's ceilings over the run (what the decisions set, enabled or not). */

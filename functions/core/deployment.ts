@@ -17,6 +17,12 @@ export const GOVERNOR_STATE_ID = 'governor-state';
 export const THREAD_LEDGER_ID = 'thread-ledger';
 
 /**
+ * Partition key of the overflow consumer's ledger (its threads held, its solves): written by the
+ * overflow consumer, read by the governor. The stack's IAM names it for both.
+ */
+export const OVERFLOW_LEDGER_ID = 'overflow-thread-ledger';
+
+/**
  * Value of a solver-key secret the stack created and nobody has filled yet. A handler that reads
  * it knows the operator has not put the key in, and can say so instead of calling the solver.
  */
@@ -38,6 +44,9 @@ export const STACK_OUTPUTS = {
   operatorPolicyArn: 'OperatorPolicyArn',
   sendTaskCommand: 'SendTaskCommand',
   fleetConfig: 'FleetConfig',
+  /** Only with an overflow provider configured. */
+  overflowKeySecretArn: 'OverflowKeySecretArn',
+  overflowFunctionName: 'OverflowConsumerFunctionName',
 } as const;
 
 /** Default stack name (`-c stackName=…` overrides it). */

@@ -3,7 +3,8 @@
  * listed at once. The stack sets these variables; the local runtime sets the same ones.
  */
 import { z } from 'zod';
-import { ConfigError, FleetConfigSchema, resolveSettings, type FleetSettings } from './settings.js';
+import { PROVIDERS, type SolverProvider } from './provider.js';
+import { ConfigError, FleetConfigSchema, resolveSettings, type ConfigProblem, type FleetSettings } from './settings.js';
 
 export const ENV = {
   /** JSON of the FleetConfig (stack props / context / CLI flags). */
@@ -23,6 +24,16 @@ export const ENV = {
   mappingIds: 'EVENT_SOURCE_MAPPING_IDS',
   /** Local / alternative endpoints (AWS-compatible emulators). */
   endpoint: 'AWS_ENDPOINT_URL',
+  /** Consumer: which provider it solves through, `primary` (default) or `overflow`. */
+  solverProvider: 'SOLVER_PROVIDER',
+  /** AWS: the Secrets Manager secret holding the overflow provider's key (overflow consumer, governor). */
+  overflowKeySecretArn: 'OVERFLOW_KEY_SECRET_ARN',
+  /** Local only: the overflow provider's key itself. */
+  overflowKey: 'OVERFLOW_KEY',
+  /** Governor: the overflow consumer's event source mapping id. */
+  overflowMappingId: 'OVERFLOW_MAPPING_ID',
+  /** Governor: the overflow consumer function (its reserved concurrency follows the lane's ceiling). */
+  overflowFunctionName: 'OVERFLOW_FUNCTION_NAME',
 } as const;
 
 /** The consumer's event source mapping ids, one per lane. */
@@ -73,6 +84,11 @@ const EnvSchema = z
         return parsed.data;
       }),
     [ENV.endpoint]: z.url().optional(),
+    [ENV.solverProvider]: z.enum(PROVIDERS).default('primary'),
+    [ENV.overflowKeySecretArn]: z.string().min(1).optional(),
+    [ENV.overflowKey]: z.string().min(1).optional(),
+    [ENV.overflowMappingId]: z.string().min(1).optional(),
+    [ENV.overflowFunctionName]: z.string().min(1).optional(),
   })
   .refine((env) => env[ENV.solverKeySecretArn] !== undefined || env[ENV.solverKey] !== undefined, {
     message: `set ${ENV.solverKeySecretArn} (AWS) or ${ENV.solverKey} (local)`,
@@ -89,6 +105,13 @@ export interface FleetEnvironment {
   endpoint: string | undefined;
   /** Governor: the consumer's event source mapping ids (EVENT_SOURCE_MAPPING_IDS). */
   mappingIds?: { normal: string; high?: string | undefined } | undefined;
+  /** Consumer: the provider it solves through (SOLVER_PROVIDER). @default 'primary' */
+  provider?: SolverProvider;
+  /** The overflow provider's key (overflow consumer and governor, when `settings.overflow` is set). */
+  overflowKeySource?: { secretArn: string } | { key: string } | undefined;
+  /** Governor: the overflow consumer's mapping id and function name. */
+  overflowMappingId?: string | undefined;
+  overflowFunctionName?: string | undefined;
 }
 
 /** Parse the environment. @throws ConfigError listing every problem. */
@@ -105,8 +128,32 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
   }
   const e = parsed.data;
   const secretArn = e[ENV.solverKeySecretArn];
+  const settings = resolveSettings(e[ENV.config]);
+  const provider = e[ENV.solverProvider];
+  const overflowSecretArn = e[ENV.overflowKeySecretArn];
+  const overflowKey = e[ENV.overflowKey];
+  const overflowKeySource =
+    overflowSecretArn !== undefined
+      ? { secretArn: overflowSecretArn }
+      : overflowKey !== undefined
+        ? { key: overflowKey }
+        : undefined;
+  const problems: ConfigProblem[] = [];
+  if (provider === 'overflow' && settings.overflow === undefined)
+    problems.push({
+      field: ENV.solverProvider,
+      problem: 'is "overflow" but the fleet configuration has no overflow block',
+      fix: 'add the overflow block to the configuration, or set SOLVER_PROVIDER=primary',
+    });
+  if (provider === 'overflow' && overflowKeySource === undefined)
+    problems.push({
+      field: ENV.overflowKeySecretArn,
+      problem: 'not set: the overflow consumer has no key for the overflow provider',
+      fix: `set ${ENV.overflowKeySecretArn} (AWS) or ${ENV.overflowKey} (local)`,
+    });
+  if (problems.length > 0) throw new ConfigError(problems);
   return {
-    settings: resolveSettings(e[ENV.config]),
+    settings,
     queueUrls: { normal: e[ENV.normalQueueUrl], high: e[ENV.highQueueUrl], dlq: e[ENV.dlqUrl] },
     tables: { results: e[ENV.resultsTable], governor: e[ENV.governorTable] },
     solverKeySource: secretArn !== undefined ? { secretArn } : { key: e[ENV.solverKey] as string },
@@ -114,5 +161,9 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
     eventBusName: e[ENV.eventBusName],
     endpoint: e[ENV.endpoint],
     mappingIds: e[ENV.mappingIds],
+    provider,
+    overflowKeySource,
+    overflowMappingId: e[ENV.overflowMappingId],
+    overflowFunctionName: e[ENV.overflowFunctionName],
   };
 }

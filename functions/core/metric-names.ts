@@ -51,7 +51,22 @@ export const GOVERNOR_METRICS = {
   tickFailed: 'TickFailed',
   /** Threads the fleet may use now (effective cap after over-cap shrinkage). */
   freeThreads: 'FreeThreads',
+  /** Overflow lane (only with an overflow provider): its ceiling, 0 while closed. */
+  overflowCeiling: 'OverflowCeiling',
+  /** Invocations the backlog asks of the overflow lane (0 when the primary keeps up). */
+  overflowExcess: 'OverflowExcess',
+  /** Overflow spend this UTC hour and this UTC day, USD (from the provider's balance reads). */
+  overflowSpendHour: 'OverflowSpendHourUsd',
+  overflowSpendDay: 'OverflowSpendDayUsd',
+  /** The overflow provider's balance, USD. */
+  overflowBalance: 'OverflowBalance',
+  /** Price per solve the budget used, USD. */
+  overflowPrice: 'OverflowPriceUsd',
+  /** 1 on a tick where the cap holds the lane narrower than the backlog asks (the alarm's signal). */
+  overflowCapReached: 'OverflowCapReached',
+  /** Dimension `Reason` (an OverflowReasonCode). */
+  overflowDecision: 'OverflowDecision',
 } as const;
 
 /** Service dimension values (Powertools `serviceName`). */
-export const SERVICES = { consumer: 'consumer', governor: 'governor' } as const;
+export const SERVICES = { consumer: 'consumer', overflowConsumer: 'consumer-overflow', governor: 'governor' } as const;

@@ -1,6 +1,7 @@
 /**
  * The result record: one per task id in the results table. Pure types and helpers.
  */
+import type { SolverProvider } from './provider.js';
 import type { SolverMethod } from './solver-protocol.js';
 
 export type ResultStatus = 'solving' | 'solved' | 'failed' | 'rejected';
@@ -28,6 +29,11 @@ export interface TaskResult {
   errorMessage?: string;
   /** Deliveries that claimed the task, counting takeovers. */
   attempts: number;
+  /**
+   * Which provider's consumer wrote the record (claimed, solved or failed it): `primary` (the
+   * plan) or `overflow`. Absent on records written before overflow existed and on rejections.
+   */
+  provider?: SolverProvider;
   /** The solver's captcha id of the current submission (lets a takeover resume it). */
   solverId?: string;
   /** Epoch ms. */

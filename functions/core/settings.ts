@@ -20,6 +20,60 @@ export const PLAN_THREADS: Readonly<Record<string, number>> = {
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
+/** Secrets Manager's secret name alphabet (a name, not an ARN). */
+export const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+
+/**
+ * The overflow provider: a pay-per-solve service speaking the same in.php / res.php protocol,
+ * which the governor opens a second lane to when the plan's threads cannot keep the queue wait
+ * within `latencyTargetSeconds`, never spending past the caps. Absent = no overflow (the stack
+ * then creates nothing for it). See docs/governor.md, "Overflow".
+ */
+export const OverflowConfigSchema = z
+  .object({
+    /** The provider's base URL (in.php and res.php under it): `https://`, or http:// on loopback (a local simulator). */
+    baseUrl: z.url(),
+    /** Which error dialect the provider speaks. */
+    dialect: z.enum(DIALECTS).default('2captcha'),
+    /**
+     * AWS: name of an existing Secrets Manager secret holding the provider's key. When absent the
+     * stack creates `<prefix>/overflow-key` holding a placeholder the operator replaces.
+     */
+    keySecretName: z.string().regex(SECRET_NAME, 'a Secrets Manager secret name (not an ARN)').optional(),
+    /** Queue wait (p95) the backlog should drain within, seconds: past it, overflow opens. */
+    latencyTargetSeconds: int(1, 3_600).default(30),
+    /** Most the overflow provider may cost in one UTC hour, USD. */
+    capUsdPerHour: z.number().positive().max(100_000),
+    /** Most the overflow provider may cost in one UTC day, USD. */
+    capUsdPerDay: z.number().positive().max(1_000_000),
+    /** The provider's price per solve for the dearest method sent, USD: assumed until one is learned from its balance. */
+    priceHintUsd: z.number().positive().max(10),
+    /** Widest the overflow lane may open (invocations). @default the fleet's maxConcurrency */
+    maxConcurrency: int(MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY).optional(),
+    /** Widest the lane opens while no price is learned yet (invocations). */
+    probeCeiling: int(MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY).default(2),
+    /**
+     * Fastest solve the provider returns, seconds: the budget assumes one slot finishes at most one
+     * solve per this many seconds. Lower it if the mix sent has faster solves.
+     */
+    minSolveSeconds: z.number().min(0.01).max(600).default(5),
+    /** The provider's balance (USD) under which the lane does not grow. */
+    haltBalance: z.number().min(0).default(1),
+    /** The provider's balance (USD) under which the lane closes. */
+    pauseBalance: z.number().min(0).default(0.1),
+  })
+  .strict();
+
+export type OverflowConfigInput = z.input<typeof OverflowConfigSchema>;
+export type ParsedOverflowConfig = z.output<typeof OverflowConfigSchema>;
+
+/** The overflow provider's settings, resolved against the fleet's. */
+export interface OverflowSettings extends ParsedOverflowConfig {
+  maxConcurrency: number;
+  /** `<prefix>-consumer-overflow`: the function its mapping feeds. */
+  functionName: string;
+}
+
 /**
  * What an operator may set (stack props, `-c` context, CLI flags, environment).
  * Every field has a default so an empty object is a valid configuration.
@@ -71,13 +125,17 @@ export const FleetConfigSchema = z.object({
   dialect: z.enum(DIALECTS).default('captchaai'),
   /** Publish the answer inside completion events (tokens are credentials: off by default). */
   eventsIncludeAnswer: z.boolean().default(false),
+  /** The overflow provider (off unless set). */
+  overflow: OverflowConfigSchema.optional(),
 });
 
 export type FleetConfig = z.input<typeof FleetConfigSchema>;
 export type ParsedFleetConfig = z.output<typeof FleetConfigSchema>;
 
 /** Settings derived from the configuration: what every part of the fleet reads. */
-export interface FleetSettings extends ParsedFleetConfig {
+export interface FleetSettings extends Omit<ParsedFleetConfig, 'overflow'> {
+  /** The overflow provider, resolved; undefined when none is configured. */
+  overflow: OverflowSettings | undefined;
   /** Threads this fleet may use: plan threads less those reserved for others. */
   effectiveCap: number;
   /** `maxConcurrency` resolved against the plan: never lets ceiling × batch exceed the cap. */
@@ -207,6 +265,7 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
     });
   }
   problems.push(...solverUrlProblems(config.solverBaseUrl));
+  const overflow = resolveOverflow(config, maxConcurrency, problems);
   if (config.pauseBalance > config.haltBalance) {
     problems.push({
       field: 'pauseBalance',
@@ -234,6 +293,7 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     ...config,
+    overflow,
     effectiveCap,
     maxConcurrency,
     functionTimeoutSeconds,
@@ -250,13 +310,47 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
   };
 }
 
+/** The overflow block resolved against the fleet (its default width is the fleet's), its cross-checks added to `problems`. */
+function resolveOverflow(
+  config: ParsedFleetConfig,
+  fleetMaxConcurrency: number,
+  problems: ConfigProblem[],
+): OverflowSettings | undefined {
+  const overflow = config.overflow;
+  if (overflow === undefined) return undefined;
+  problems.push(...solverUrlProblems(overflow.baseUrl, 'overflow.baseUrl'));
+  if (overflow.pauseBalance > overflow.haltBalance) {
+    problems.push({
+      field: 'overflow.pauseBalance',
+      problem: `pauseBalance ${overflow.pauseBalance} is above haltBalance ${overflow.haltBalance}: the lane would close before it stops growing`,
+      fix: 'set overflow.pauseBalance ≤ overflow.haltBalance',
+    });
+  }
+  if (overflow.capUsdPerHour > overflow.capUsdPerDay) {
+    problems.push({
+      field: 'overflow.capUsdPerHour',
+      problem: `the hourly cap $${overflow.capUsdPerHour} is above the daily cap $${overflow.capUsdPerDay}, so it never binds`,
+      fix: 'set overflow.capUsdPerHour ≤ overflow.capUsdPerDay',
+    });
+  }
+  const maxConcurrency = overflow.maxConcurrency ?? fleetMaxConcurrency;
+  if (overflow.probeCeiling > maxConcurrency) {
+    problems.push({
+      field: 'overflow.probeCeiling',
+      problem: `probeCeiling ${overflow.probeCeiling} is above the lane's maxConcurrency ${maxConcurrency}`,
+      fix: `set overflow.probeCeiling ≤ ${maxConcurrency}`,
+    });
+  }
+  return { ...overflow, maxConcurrency, functionName: `${config.prefix}-consumer-overflow` };
+}
+
 /** The key travels in res.php's query string: only TLS may carry it off the machine. */
-function solverUrlProblems(solverBaseUrl: string): ConfigProblem[] {
+function solverUrlProblems(solverBaseUrl: string, field = 'solverBaseUrl'): ConfigProblem[] {
   const url = new URL(solverBaseUrl);
   if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname))) return [];
   return [
     {
-      field: 'solverBaseUrl',
+      field,
       problem: `${solverBaseUrl} is not https:// (the solver key would travel in the clear in res.php's query string); plain http:// is accepted only on loopback (127.0.0.0/8, ::1, localhost) for the local simulator`,
       fix: `use https://${url.host}${url.pathname === '/' ? '' : url.pathname}, e.g. https://ocr.captchaai.com`,
     },
@@ -269,6 +363,15 @@ function fixFor(field: string): string {
       return 'give the number of concurrent threads your solver plan includes (e.g. 50)';
     case 'solverBaseUrl':
       return 'give an absolute URL such as https://ocr.captchaai.com';
+    case 'overflow.baseUrl':
+      return "give the overflow provider's absolute URL, such as https://2captcha.com";
+    case 'overflow.capUsdPerHour':
+    case 'overflow.capUsdPerDay':
+      return 'give the most the overflow provider may cost, in USD, per UTC hour and per UTC day (both are required)';
+    case 'overflow.priceHintUsd':
+      return "give the provider's list price per solve for the dearest method you send, in USD (e.g. 0.003)";
+    case 'overflow':
+      return 'give an object with baseUrl, capUsdPerHour, capUsdPerDay and priceHintUsd (see docs/governor.md, "Overflow"), or leave it out';
     case 'dialect':
       return `use one of ${DIALECTS.join(', ')}`;
     default:

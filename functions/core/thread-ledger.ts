@@ -24,6 +24,11 @@ export interface ThreadLedgerReading {
   refusals: number;
   /** Accepted submissions recorded so far (a counter). */
   acceptances: number;
+  /**
+   * Answers read as solved so far (a counter; absent on a ledger never told of one). The
+   * governor's price per overflow solve is the provider's balance drop ÷ the rise of this counter.
+   */
+  solved?: number;
   /** The newest over-cap answer: refused while the fleet held `held` ⇒ others hold ≥ plan − held. */
   lastRefusal?: LedgerEvent;
   /** The newest accepted submission: accepted while the fleet held `held` ⇒ others hold ≤ plan − held − 1. */
@@ -40,8 +45,8 @@ export interface ThreadLease {
 export interface ThreadLedgerRecorder {
   /** The solver accepted a submission: the fleet holds one more thread. */
   accepted(now: number): Promise<ThreadLease>;
-  /** The thread of an accepted submission is free again (answer read, failed, given up). */
-  released(lease: ThreadLease): Promise<void>;
+  /** The thread of an accepted submission is free again (answer read, failed, given up); `solved` when its answer was read as solved. */
+  released(lease: ThreadLease, outcome?: { solved: boolean }): Promise<void>;
   /** The solver refused a submission over the cap. Resolves to the threads the fleet held then. */
   refused(now: number): Promise<number>;
   /** The ledger as it stands (an invocation refused over the cap waits on `held` to fall). */

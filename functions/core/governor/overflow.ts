@@ -15,8 +15,8 @@
  * provider's balance deltas ÷ its solves, the configured price hint is the price and the lane
  * opens at most `probeCeiling` wide.
  */
-import { MAPPING_MIN_CONCURRENCY } from '../settings.js';
-import { DEFAULT_DRAIN_TARGET_MS } from './config.js';
+import { type FleetSettings, MAPPING_MIN_CONCURRENCY } from '../settings.js';
+import { DEFAULT_DRAIN_TARGET_MS, governorConfigFrom } from './config.js';
 import { PROJECTION_TICKS } from './context.js';
 import { decide } from './policy.js';
 import { initialState } from './state.js';
@@ -114,6 +114,43 @@ export interface OverflowDecision {
   priceUsd: number;
   priceLearned: boolean;
   state: OverflowState;
+}
+
+/**
+ * The policy's config from the fleet's settings; undefined when no overflow provider is
+ * configured. The provider's own guards are the primary's, on its balance levels and with its
+ * lane as the plan: `maxConcurrency` invocations, nothing reserved, no high lane.
+ * @param overrides of the derived governor config the primary uses (tick, cooldowns), applied to the provider's too
+ */
+export function overflowConfigFrom(
+  settings: FleetSettings,
+  overrides: Partial<GovernorConfig> = {},
+): OverflowConfig | undefined {
+  const overflow = settings.overflow;
+  if (overflow === undefined) return undefined;
+  const base = governorConfigFrom(settings, overrides);
+  const provider: GovernorConfig = {
+    ...base,
+    planThreads: overflow.maxConcurrency * settings.tasksPerInvocation,
+    reservedThreads: 0,
+    minConcurrency: MAPPING_MIN_CONCURRENCY,
+    maxConcurrency: overflow.maxConcurrency,
+    haltBalance: overflow.haltBalance,
+    pauseBalance: overflow.pauseBalance,
+    highLane: false,
+  };
+  return {
+    latencyTargetMs: overflow.latencyTargetSeconds * 1000,
+    capUsdPerHour: overflow.capUsdPerHour,
+    capUsdPerDay: overflow.capUsdPerDay,
+    maxConcurrency: overflow.maxConcurrency,
+    tasksPerInvocation: settings.tasksPerInvocation,
+    priceHintUsd: overflow.priceHintUsd,
+    probeCeiling: overflow.probeCeiling,
+    minSolveMs: Math.round(overflow.minSolveSeconds * 1000),
+    tickMs: base.tickMs ?? settings.tickMs,
+    provider,
+  };
 }
 
 /** The state before the first tick. */

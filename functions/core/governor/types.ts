@@ -5,6 +5,7 @@
 
 import type { ThreadLedgerReading } from '../thread-ledger.js';
 import type { NeighbourEstimate } from './neighbours.js';
+import type { OverflowReasonCode, OverflowState } from './overflow.js';
 
 export const LANES = ['high', 'normal'] as const;
 export type Lane = (typeof LANES)[number];
@@ -207,6 +208,8 @@ export interface GovernorState {
   outage: OutageState;
   /** What the last tick decided and saw, for `captcha-fleet status` (written by the loop on every tick). */
   lastDecision?: GovernorStatus;
+  /** The overflow lane's state (its provider's guards, its spend), when an overflow provider is configured. */
+  overflow?: OverflowState;
 }
 
 /**
@@ -232,6 +235,26 @@ export interface GovernorStatus {
   inFlight: Partial<Record<Lane, number>>;
   p95SolveMs?: number;
   errorRate?: number;
+  /** The overflow lane this tick, when an overflow provider is configured. */
+  overflow?: OverflowStatus;
+}
+
+/** What `status` shows of the overflow lane: its ceiling, why, and its spend against the caps. */
+export interface OverflowStatus {
+  enabled: boolean;
+  ceiling: number;
+  code: OverflowReasonCode;
+  message: string;
+  /** Invocations the backlog asked for. */
+  excess: number;
+  inFlight?: number;
+  balance?: number;
+  hourUsd: number;
+  dayUsd: number;
+  capUsdPerHour: number;
+  capUsdPerDay: number;
+  priceUsd: number;
+  priceLearned: boolean;
 }
 
 export interface GovernorConfig {
