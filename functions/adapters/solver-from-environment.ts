@@ -4,28 +4,61 @@
  */
 import type { FleetEnvironment } from '../core/environment.js';
 import type { SolverPort } from '../core/ports.js';
+import type { SolverProvider } from '../core/provider.js';
+import { ConfigError } from '../core/settings.js';
 import { createSolverClient, type SolverLogger, type SolverRetryOptions } from './solver-client.js';
 import { createKeyedSolver, createSolverKeyLoader } from './solver-key.js';
 
+/**
+ * @param provider whose solver: the plan's (`solverBaseUrl`, `dialect`, the solver key) or the
+ *   overflow provider's (`overflow.baseUrl`, `overflow.dialect`, the overflow key). @default the environment's provider
+ * @throws ConfigError when the overflow provider is asked for and not configured
+ */
 export function solverFromEnvironment(
   environment: FleetEnvironment,
   region: string,
   logger?: SolverLogger,
   retry?: Partial<SolverRetryOptions>,
+  provider: SolverProvider = environment.provider ?? 'primary',
 ): SolverPort {
-  const { settings } = environment;
+  const target = solverTarget(environment, provider);
   const loadKey = createSolverKeyLoader({
-    source: environment.solverKeySource,
+    source: target.keySource,
     region,
     ...(environment.endpoint ? { endpoint: environment.endpoint } : {}),
   });
   return createKeyedSolver(loadKey, (key) =>
     createSolverClient({
-      baseUrl: settings.solverBaseUrl,
+      baseUrl: target.baseUrl,
       key,
-      dialect: settings.dialect,
+      dialect: target.dialect,
       ...(logger ? { logger } : {}),
       ...(retry ? { retry } : {}),
     }),
   );
+}
+
+/** Where a provider's solver lives and where its key comes from. */
+function solverTarget(environment: FleetEnvironment, provider: SolverProvider) {
+  const { settings } = environment;
+  if (provider === 'primary')
+    return { baseUrl: settings.solverBaseUrl, dialect: settings.dialect, keySource: environment.solverKeySource };
+  const overflow = settings.overflow;
+  const keySource = environment.overflowKeySource;
+  if (overflow === undefined || keySource === undefined) {
+    throw new ConfigError([
+      {
+        field: overflow === undefined ? 'overflow' : 'OVERFLOW_KEY_SECRET_ARN',
+        problem:
+          overflow === undefined
+            ? 'the overflow provider is asked for but the configuration has no overflow block'
+            : 'the overflow provider has no key source',
+        fix:
+          overflow === undefined
+            ? 'add the overflow block to the fleet configuration'
+            : 'set OVERFLOW_KEY_SECRET_ARN (AWS) or OVERFLOW_KEY (local)',
+      },
+    ]);
+  }
+  return { baseUrl: overflow.baseUrl, dialect: overflow.dialect, keySource };
 }

@@ -47,12 +47,14 @@ export function threadLeaseMs(settings: { functionTimeoutSeconds: number }): num
 
 /**
  * The ledger of a deployment whose environment names a governor table (both handlers share it:
- * the consumer records, the governor reads); undefined without one.
+ * the consumer records, the governor reads); undefined without one. `id` picks the item: the
+ * primary consumer's or the overflow consumer's (`threadLedgerIdOf`).
  */
 export function threadLedgerFor(
   environment: { settings: { functionTimeoutSeconds: number }; tables: { governor: string | undefined } },
   documents: DynamoDBDocumentClient,
   clock?: () => number,
+  id: string = THREAD_LEDGER_ID,
 ): (ThreadLedgerRecorder & ThreadLedgerReader) | undefined {
   const tableName = environment.tables.governor;
   if (tableName === undefined) return undefined;
@@ -60,6 +62,7 @@ export function threadLedgerFor(
     documents,
     tableName,
     leaseMs: threadLeaseMs(environment.settings),
+    id,
     ...(clock ? { clock } : {}),
   });
 }
