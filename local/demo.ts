@@ -160,6 +160,8 @@ export interface DemoProgress {
   /** Tasks with a record that has no known status (reported, never counted as finished). */
   unknown: number;
   lanes: { high: LaneProgress; normal: LaneProgress };
+  /** The overflow lane (with an overflow provider): invocations running and its ceiling (0 while closed). */
+  overflow?: { inFlight: number; ceiling: number; solved: number };
 }
 
 export interface DemoOptions {
@@ -227,6 +229,8 @@ export interface DemoSummary {
     balanceStart: number;
     balanceEnd: number;
   };
+  /** The split between the plan and the overflow provider; absent without one (see `OverflowSummary`). */
+  overflow?: OverflowSummary;
   /** What the governor did; absent with a fixed ceiling. */
   governor?: {
     decisions: number;
@@ -251,6 +255,36 @@ export interface DemoSummary {
   };
 }
 
+/** Who solved what, how fast, and what the overflow provider cost against its caps. */
+export interface OverflowSummary {
+  /** Solved tasks by the provider whose consumer solved them (the record's `provider`). */
+  solved: { primary: number; overflow: number };
+  /** End to end (submitted → result) of each provider's solved tasks, ms. */
+  p95Ms: { primary: number | null; overflow: number | null };
+  /** Solver time (accepted → answer read) of each provider's solved tasks, ms. */
+  solveP95Ms: { primary: number | null; overflow: number | null };
+  /** The overflow simulator's counters over the run. */
+  provider: {
+    submissions: number;
+    solved: number;
+    /** What the provider charged over the run (its balance drop), USD. */
+    spentUsd: number;
+    balanceStart: number;
+    balanceEnd: number;
+    pricePerSolve: number;
+  };
+  capUsdPerHour: number;
+  capUsdPerDay: number;
+  /**
+   * False when the provider charged more than the caps allow over the run: the hourly cap times
+   * the UTC hours the run touched, the daily cap times the UTC days (the caps' own windows).
+   */
+  withinCaps: boolean;
+  latencyTargetMs: number;
+  /** The overflow lane: invocations, most at once, the widest ceiling the governor set. */
+  lane: { invocations: number; peakConcurrency: number; maxCeiling: number };
+}
+
 /** Send the workload through the stack and watch it to the end: watch, then summarise. */
 export async function runDemo(
   stack: LocalStack,
@@ -265,6 +299,10 @@ export async function runDemo(
 interface WatchedRun {
   started: number;
   simStart: ReturnType<LocalStack['simulator']['stats']>;
+  /** The overflow simulator's counters at the start, with an overflow provider. */
+  overflowSimStart: ReturnType<LocalStack['simulator']['stats']> | undefined;
+  /** Widest overflow ceiling seen while it was open. */
+  overflowMaxCeiling: number;
   results: Map<string, TaskResult>;
   /** Tasks whose record was read back without a known status (and no terminal one since). */
   unknownIds: Set<string>;
@@ -280,6 +318,8 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
   const run: WatchedRun = {
     started: Date.now(),
     simStart: stack.simulator.stats(),
+    overflowSimStart: stack.overflow?.simulator.stats(),
+    overflowMaxCeiling: 0,
     results: new Map(),
     unknownIds: new Set(),
     submitted: 0,
@@ -306,6 +346,7 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     const progress = progressOf(stack, run, depth);
     const decision = stack.governor?.lastDecision;
     if (decision?.paused) run.pauseReason = { code: decision.reason.code, message: decision.reason.message };
+    run.overflowMaxCeiling = Math.max(run.overflowMaxCeiling, progress.overflow?.ceiling ?? 0);
     if (Date.now() - lastProgress >= 200) {
       options.onProgress?.(progress);
       lastProgress = Date.now();
@@ -340,7 +381,7 @@ function pausedIdleClock(stack: LocalStack): (forMs: number | undefined) => bool
   return (forMs) => {
     // No invocation running: messages handed back stay hidden until their retry (and an emulator
     // may count them in flight until the next receive, which a paused lane never makes).
-    const idle = stack.governor?.lastDecision?.paused === true && stack.pollerStats().inFlight === 0;
+    const idle = stack.governor?.lastDecision?.paused === true && runningInvocations(stack) === 0;
     since = idle ? (since ?? Date.now()) : undefined;
     return forMs !== undefined && since !== undefined && Date.now() - since >= forMs;
   };
@@ -351,7 +392,7 @@ function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): Dem
     elapsedMs: Date.now() - run.started,
     submitted: run.submitted,
     queueDepth: depth.total,
-    invocations: stack.pollerStats().inFlight,
+    invocations: runningInvocations(stack),
     solved: count(run.results, 'solved'),
     failed: count(run.results, 'failed'),
     rejected: count(run.results, 'rejected'),
@@ -361,7 +402,23 @@ function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): Dem
     governorReason: stack.governor?.lastDecision?.reason.code,
     unknown: run.unknownIds.size,
     lanes: { high: laneProgress(stack, 'high', depth.high), normal: laneProgress(stack, 'normal', depth.normal) },
+    ...(stack.overflow ? { overflow: overflowProgress(stack.overflow, run.results) } : {}),
   };
+}
+
+/** Invocations running now on every lane, the overflow lane's included. */
+function runningInvocations(stack: LocalStack): number {
+  return stack.pollerStats().inFlight + (stack.overflow?.poller.stats().inFlight ?? 0);
+}
+
+function overflowProgress(
+  overflow: NonNullable<LocalStack['overflow']>,
+  results: Map<string, TaskResult>,
+): NonNullable<DemoProgress['overflow']> {
+  const poller = overflow.poller;
+  let solved = 0;
+  for (const result of results.values()) if (result.status === 'solved' && result.provider === 'overflow') solved++;
+  return { inFlight: poller.stats().inFlight, ceiling: poller.enabled ? poller.maxConcurrency : 0, solved };
 }
 
 /** Where each sent task ended: exactly one outcome each (see `DemoSummary`). */
@@ -390,7 +447,7 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
   }
   // Unresolved tasks still in a lane are not lost; SQS counts only approximately, so only as
   // many as the lanes hold (plus what is running) are counted queued.
-  const stillQueued = Math.min(rows.unresolved, depth.total + stack.pollerStats().inFlight);
+  const stillQueued = Math.min(rows.unresolved, depth.total + runningInvocations(stack));
   const complete = rows.unresolved === 0 && rows.unknown === 0 && submitted === items.length;
   return {
     submitted,
@@ -417,6 +474,7 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
     dlqByReason: dlq.byReason,
     foreignDlqMessages: dlq.foreign,
     solver: solverSummary(stack, run.simStart),
+    ...(stack.overflow && run.overflowSimStart ? { overflow: overflowSummary(stack.overflow, run) } : {}),
     ...(stack.governor ? { governor: governorSummary(stack.governor, run.pauseReason) } : {}),
     consumer: consumerSummary(stack),
   };
@@ -474,6 +532,57 @@ function solverSummary(
     transientErrors: sim.transientErrors - simStart.transientErrors,
     balanceStart: simStart.balance,
     balanceEnd: sim.balance,
+  };
+}
+
+function overflowSummary(overflow: NonNullable<LocalStack['overflow']>, run: WatchedRun): OverflowSummary {
+  const solved = [...run.results.values()].filter((r) => r.status === 'solved');
+  // A record written before providers were recorded was the plan's: only `overflow` is overflow.
+  const by = (provider: 'primary' | 'overflow') =>
+    solved.filter((r) => (r.provider === 'overflow') === (provider === 'overflow'));
+  const endToEndOf = (records: TaskResult[]) =>
+    records
+      .filter((r) => r.completedAt !== undefined && r.submittedAt !== undefined)
+      .map((r) => (r.completedAt as number) - (r.submittedAt as number));
+  const solveOf = (records: TaskResult[]) =>
+    records.filter((r) => typeof r.solveMs === 'number').map((r) => r.solveMs as number);
+  const [primary, spill] = [by('primary'), by('overflow')];
+  const start = run.overflowSimStart as ReturnType<LocalStack['simulator']['stats']>;
+  const sim = overflow.simulator.stats();
+  const poller = overflow.poller.stats();
+  const spentUsd = Math.max(0, start.balance - sim.balance);
+  const windows = (unit: number) => Math.floor(Date.now() / unit) - Math.floor(run.started / unit) + 1;
+  const allowed = Math.min(
+    overflow.settings.capUsdPerHour * windows(3_600_000),
+    overflow.settings.capUsdPerDay * windows(86_400_000),
+  );
+  return {
+    solved: { primary: primary.length, overflow: spill.length },
+    p95Ms: {
+      primary: percentile(endToEndOf(primary), 0.95) ?? null,
+      overflow: percentile(endToEndOf(spill), 0.95) ?? null,
+    },
+    solveP95Ms: {
+      primary: percentile(solveOf(primary), 0.95) ?? null,
+      overflow: percentile(solveOf(spill), 0.95) ?? null,
+    },
+    provider: {
+      submissions: sim.submissions - start.submissions,
+      solved: sim.solved - start.solved,
+      spentUsd,
+      balanceStart: start.balance,
+      balanceEnd: sim.balance,
+      pricePerSolve: overflow.simulator.options().pricePerSolve,
+    },
+    capUsdPerHour: overflow.settings.capUsdPerHour,
+    capUsdPerDay: overflow.settings.capUsdPerDay,
+    withinCaps: spentUsd <= allowed + 1e-9,
+    latencyTargetMs: overflow.settings.latencyTargetSeconds * 1000,
+    lane: {
+      invocations: poller.invocations,
+      peakConcurrency: poller.peakConcurrency,
+      maxCeiling: run.overflowMaxCeiling,
+    },
   };
 }
 

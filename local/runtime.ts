@@ -16,8 +16,9 @@ import type { EmfDocument } from '../functions/adapters/metrics.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
 import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../functions/adapters/thread-ledger.js';
 import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/create-handler.js';
+import type { ResultsRepository } from '../functions/core/ports.js';
 import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
-import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
+import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
 import type { FleetEnvironment } from '../functions/core/environment.js';
 import type { GovernorConfig } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
@@ -33,6 +34,7 @@ import { guardResultsRepository } from './chaos.js';
 import { startEmulators } from './emulators.js';
 import { type LocalGovernor, startLocalGovernor } from './governor-local.js';
 import { MetricsStore } from './metrics-store.js';
+import { type LocalOverflow, startLocalOverflow } from './overflow-local.js';
 import { createLocalPollSchedule } from './poll-schedule-local.js';
 import { type ConcurrencyPool, createPoller, type Poller, type PollerStats } from './poller.js';
 import { ensureFleetResources, type FleetResources } from './resources.js';
@@ -83,6 +85,12 @@ export interface LocalStackOptions {
    * balance or a rejected key. Off when `concurrency` fixes the ceiling. @default on, ticking every 1 s
    */
   governor?: false | { tickMs?: number; config?: Partial<GovernorConfig>; onDecision?: (record: TickRecord) => void };
+  /**
+   * The simulated overflow provider's options (price per solve, threads, latency, balance), used
+   * when `config.overflow` is set: the runtime starts a second simulator and points the overflow
+   * block's `baseUrl` at it. @default OVERFLOW_SIM_DEFAULTS, the primary's latency
+   */
+  overflowSolver?: SolverSimOptions;
 }
 
 /** A running local stack. */
@@ -100,6 +108,8 @@ export interface LocalStack {
   producer: Producer;
   /** The local governor, unless the ceiling is fixed. */
   governor: LocalGovernor | undefined;
+  /** The overflow provider's simulator, consumer and lane, when `config.overflow` is set. */
+  overflow: LocalOverflow | undefined;
   /** The function timeout the pollers enforce, ms. */
   functionTimeoutMs: number;
   /** Invocations killed by the crash knob so far. */
@@ -151,13 +161,18 @@ function planStack(options: LocalStackOptions): StackPlan {
     { solveDeadlineSeconds: 10, ...options.config },
     { visibilityTimeoutSeconds, functionTimeoutSeconds },
   );
+  const governed = options.concurrency === undefined && options.governor !== false;
+  if (settings.overflow !== undefined && !governed)
+    throw new LocalStackError(
+      'an overflow provider needs the governor to open its lane: drop the fixed ceiling (--concurrency) or the overflow block',
+    );
   return {
     options,
     settings,
     functionTimeoutMs: functionTimeoutSeconds * 1000,
     visibilityTimeoutSeconds,
     concurrency: options.concurrency ?? settings.maxConcurrency,
-    governed: options.concurrency === undefined && options.governor !== false,
+    governed,
     seed: options.seed ?? options.solver?.seed ?? 1,
     endpoint: options.endpoint ?? process.env.AWS_ENDPOINT_URL,
     logLevel: (options.logLevel ?? 'silent').toUpperCase() as 'SILENT',
@@ -172,10 +187,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const backends = await startBackends(plan, cleanups);
     const solver = await startSolver(plan, cleanups);
     const consumer = await wireConsumer(plan, backends, solver);
+    const overflow = await startOverflow(plan, backends, consumer, cleanups);
     const lanes = createLanes(plan, backends, consumer.handler);
-    const governor = await startGovernor(plan, backends, solver, lanes, consumer.metrics, cleanups);
+    const governor = await startGovernor(plan, backends, { solver, overflow }, lanes, consumer.metrics, cleanups);
     await startLanes(lanes, cleanups);
-    return assembleStack(plan, backends, solver, consumer, lanes, governor, cleanups);
+    return assembleStack(plan, backends, solver, consumer, lanes, governor, overflow, cleanups);
   } catch (error) {
     await cleanups.run();
     throw error;
@@ -284,6 +300,12 @@ interface ConsumerSide {
   metrics: MetricsStore;
   events: LocalEventStream;
   crashes(): number;
+  /** The timing both consumers run with (compressed local time). */
+  timing: Partial<ConsumerTiming>;
+  /** The crash knob around a results repository (both consumers share it and its count). */
+  wrapRepository: (repository: ResultsRepository) => ResultsRepository;
+  /** Track a handler's calls until they settle (the stop waits for them). */
+  track: (handler: ConsumerHandler) => ConsumerHandler;
 }
 
 async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverSide): Promise<ConsumerSide> {
@@ -303,6 +325,22 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     eventBusName: undefined,
     endpoint: plan.endpoint,
   };
+  const random = stream(plan.seed, 'runtime-crash');
+  const wrapRepository = (repository: ResultsRepository) =>
+    guardResultsRepository(repository, { crashRate: options.crashRate ?? 0, random, onCrash: () => crashes++ });
+  const timing: Partial<ConsumerTiming> = {
+    // One clock in one process: a lease as long as the function timeout outlives any
+    // invocation that holds it (the claim comes after the invocation starts).
+    leaseMs: functionTimeoutMs,
+    recordMarginMs: Math.min(2_000, Math.max(200, functionTimeoutMs / 5)),
+    // Compressed retries: a demo should not wait minutes for an over-cap backoff.
+    retryBaseSeconds: 1,
+    retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
+    accountRetryBaseSeconds: 2,
+    accountRetryMaxSeconds: 15,
+    overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
+    ...options.timing,
+  };
   const handler = await createConsumerFromEnvironment({
     environment,
     clients: backends.clients,
@@ -310,37 +348,52 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     events,
     metricsSink: (document: EmfDocument) => metrics.ingest(document),
     logger: new Logger({ serviceName: SERVICES.consumer, logLevel: plan.logLevel }),
-    wrapRepository: (repository) =>
-      guardResultsRepository(repository, {
-        crashRate: options.crashRate ?? 0,
-        random: stream(plan.seed, 'runtime-crash'),
-        onCrash: () => crashes++,
-      }),
-    timing: {
-      // One clock in one process: a lease as long as the function timeout outlives any
-      // invocation that holds it (the claim comes after the invocation starts).
-      leaseMs: functionTimeoutMs,
-      recordMarginMs: Math.min(2_000, Math.max(200, functionTimeoutMs / 5)),
-      // Compressed retries: a demo should not wait minutes for an over-cap backoff.
-      retryBaseSeconds: 1,
-      retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
-      accountRetryBaseSeconds: 2,
-      accountRetryMaxSeconds: 15,
-      overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
-      ...options.timing,
-    },
+    wrapRepository,
+    timing,
   });
   // Every call is tracked until it settles, whatever the poller decided about it.
-  const tracked: ConsumerHandler = (event, context) => {
-    const call = handler(event, context);
-    backends.calls.add(call);
-    void call.then(
-      () => backends.calls.delete(call),
-      () => backends.calls.delete(call),
-    );
-    return call;
-  };
-  return { handler: tracked, metrics, events, crashes: () => crashes };
+  const track =
+    (inner: ConsumerHandler): ConsumerHandler =>
+    (event, context) => {
+      const call = inner(event, context);
+      backends.calls.add(call);
+      void call.then(
+        () => backends.calls.delete(call),
+        () => backends.calls.delete(call),
+      );
+      return call;
+    };
+  return { handler: track(handler), metrics, events, crashes: () => crashes, timing, wrapRepository, track };
+}
+
+/** The overflow provider's simulator, consumer and lane, when the configuration has an overflow block. */
+async function startOverflow(
+  plan: StackPlan,
+  backends: Backends,
+  consumer: ConsumerSide,
+  cleanups: Cleanups,
+): Promise<LocalOverflow | undefined> {
+  if (plan.settings.overflow === undefined) return undefined;
+  const overflow = await startLocalOverflow({
+    settings: plan.settings,
+    // Its own draws: the same seed must not make both providers answer alike.
+    solver: { medianMs: plan.options.solver?.medianMs, ...plan.options.overflowSolver },
+    seed: plan.seed + 1,
+    clients: backends.clients,
+    resources: backends.resources,
+    metrics: consumer.metrics,
+    events: consumer.events,
+    functionTimeoutMs: plan.functionTimeoutMs,
+    receiveWaitSeconds: plan.options.receiveWaitSeconds ?? 1,
+    logLevel: plan.logLevel,
+    timing: consumer.timing,
+    wrapRepository: consumer.wrapRepository,
+    track: consumer.track,
+    onStop: (step) => cleanups.add(step),
+  });
+  // The settings everyone reads name the simulator the overflow consumer really talks to.
+  plan.settings = { ...plan.settings, overflow: overflow.settings };
+  return overflow;
 }
 
 /** The two pollers that play the event source mappings, sharing the function's concurrency. */
@@ -389,7 +442,7 @@ async function startLanes({ pollers }: Lanes, cleanups: Cleanups): Promise<void>
 async function startGovernor(
   plan: StackPlan,
   { clients, resources }: Backends,
-  solver: SolverSide,
+  { solver, overflow }: { solver: SolverSide; overflow: LocalOverflow | undefined },
   { pollers, pool }: Lanes,
   metrics: MetricsStore,
   cleanups: Cleanups,
@@ -398,7 +451,7 @@ async function startGovernor(
   const governorOptions = plan.options.governor === false ? undefined : plan.options.governor;
   // Each run starts its own control loop: a state left by an earlier run against the same
   // endpoint (a pause, a shrunken cap for another plan) must not steer this one.
-  for (const id of [GOVERNOR_STATE_ID, THREAD_LEDGER_ID]) {
+  for (const id of [GOVERNOR_STATE_ID, THREAD_LEDGER_ID, OVERFLOW_LEDGER_ID]) {
     await clients.documents.send(new DeleteCommand({ TableName: resources.tables.governor, Key: { id } }));
   }
   const governor = startLocalGovernor({
@@ -417,6 +470,10 @@ async function startGovernor(
       tableName: resources.tables.governor,
       leaseMs: threadLeaseMs(plan.settings),
     }),
+    // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
+    ...(overflow
+      ? { overflow: { lane: overflow.poller, pool: overflow.pool, solver: overflow.client, ledger: overflow.ledger } }
+      : {}),
     tickMs: governorOptions?.tickMs ?? 1_000,
     ...(governorOptions?.config ? { config: governorOptions.config } : {}),
     ...(governorOptions?.onDecision ? { onDecision: governorOptions.onDecision } : {}),
@@ -435,6 +492,7 @@ function assembleStack(
   consumer: ConsumerSide,
   { pollers, pool }: Lanes,
   governor: LocalGovernor | undefined,
+  overflow: LocalOverflow | undefined,
   cleanups: Cleanups,
 ): LocalStack {
   // `wait` hears completions from the consumer's event stream and reads only then (or after
@@ -458,6 +516,7 @@ function assembleStack(
     events: consumer.events,
     producer,
     governor,
+    overflow,
     functionTimeoutMs: plan.functionTimeoutMs,
     crashes: consumer.crashes,
     pollerStats: () => ({
@@ -471,7 +530,11 @@ function assembleStack(
       const graceMs = stopOptions.graceMs ?? plan.functionTimeoutMs;
       // The governor first, so it does not re-enable what is being stopped.
       await governor?.stop();
-      await Promise.all([pollers.high.stop({ graceMs }), pollers.normal.stop({ graceMs })]);
+      await Promise.all([
+        pollers.high.stop({ graceMs }),
+        pollers.normal.stop({ graceMs }),
+        overflow?.poller.stop({ graceMs }),
+      ]);
       await cleanups.run();
     },
   };

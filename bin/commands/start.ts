@@ -14,38 +14,14 @@ import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-fil
 import type { OutageWindow } from '../../local/solver-sim/options.js';
 import { startControlServer } from '../../local/control-server.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
-
-/**
- * One row per flag: the option's name is the key (`solverBadKey` is `--solver-bad-key`), `arg`
- * names its value (absent for a switch). A row without a default is optional in `StartOptions`.
- */
-interface OptionRow {
-  arg?: string;
-  description: string;
-  parse?: (value: string, previous: never) => unknown;
-  default?: unknown;
-  choices?: readonly string[];
-}
+import { decimal, integer, type OptionRow } from './option-rows.js';
+import { OVERFLOW_START_OPTIONS, overflowConfigOf, overflowSimOf, strayOverflowFlags } from './start-overflow.js';
 
 /** --max-duration when not given, s. */
 const DEFAULT_MAX_DURATION_S = 120;
 /** Governor ticks paused with nothing in flight before a run without --max-duration stops. */
 const PAUSED_TICKS_BEFORE_STOP = 3;
 
-const integer = (min: number, max: number) => (value: string) => {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max)
-    throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
-  return n;
-};
-const decimal =
-  (min: number, max: number, what = 'a number') =>
-  (value: string) => {
-    const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max)
-      throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
-    return n;
-  };
 /** `START:DURATION` in seconds, collected into a list as the flag repeats (the simulator's `outages`). */
 const outageWindow = (value: string, previous: readonly OutageWindow[]): OutageWindow[] => {
   const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
@@ -220,6 +196,7 @@ export const START_OPTIONS = {
     choices: LOG_LEVELS,
     default: 'silent',
   },
+  ...OVERFLOW_START_OPTIONS,
 } as const satisfies Record<string, OptionRow>;
 
 type RowValue<R> = R extends { parse: (value: string, previous: never) => infer T }
@@ -256,6 +233,17 @@ export function register(program: Command): void {
   command.action(async (options: StartOptions) => {
     if (options.malformed !== undefined && options.malformed > options.tasks)
       command.error(`error: --malformed ${options.malformed} is more than --tasks ${options.tasks}`, { exitCode: 2 });
+    const stray = strayOverflowFlags(options, (key) => command.getOptionValueSource(key));
+    if (stray.length > 0)
+      command.error(
+        `error: ${stray.map((key) => flagOf(key, {} as OptionRow)).join(', ')} only mean${stray.length === 1 ? 's' : ''} something with --overflow-sim: add it, or drop ${stray.length === 1 ? 'that flag' : 'those flags'}`,
+        { exitCode: 2 },
+      );
+    if (options.overflowSim && options.concurrency !== undefined)
+      command.error(
+        'error: --overflow-sim needs the governor to open its lane, and --concurrency turns the governor off: drop one',
+        { exitCode: 2 },
+      );
     try {
       resolveSettings(fleetConfigOf(options));
     } catch (error) {
@@ -276,6 +264,7 @@ export function fleetConfigOf(options: StartOptions): FleetConfig {
     haltBalance: options.haltBalance,
     pauseBalance: options.pauseBalance,
     tickMs: options.tickMs,
+    ...(options.overflowSim ? { overflow: overflowConfigOf(options) } : {}),
   };
 }
 
@@ -319,6 +308,7 @@ export async function runStart(
         badKey: options.solverBadKey,
         outages: options.solverOutage,
       },
+      ...(options.overflowSim ? { overflowSolver: { seed: options.seed + 1, ...overflowSimOf(options) } } : {}),
     });
     human.write(describeStack(stack, options));
 
@@ -402,7 +392,20 @@ function describeStack(stack: LocalStack, options: StartOptions): string {
     `  ${stack.governor ? `governor every ${options.tickMs} ms (plan ${stack.settings.planThreads}, reserved ${stack.settings.reservedThreads}, halt $${stack.settings.haltBalance}, pause $${stack.settings.pauseBalance})` : `fixed ceiling ${stack.pool.limit}`}` +
     ` · ${stack.settings.tasksPerInvocation} task(s) per invocation; function timeout ${stack.functionTimeoutMs / 1000} s; ` +
     `visibility ${stack.settings.visibilityTimeoutSeconds} s; DLQ after ${stack.settings.maxReceiveCount} receives` +
-    `${options.crashRate > 0 ? `; crash rate ${options.crashRate}` : ''}\n`
+    `${options.crashRate > 0 ? `; crash rate ${options.crashRate}` : ''}\n` +
+    describeOverflow(stack)
+  );
+}
+
+function describeOverflow(stack: LocalStack): string {
+  const overflow = stack.overflow;
+  if (overflow === undefined) return '';
+  const o = overflow.settings;
+  const sim = overflow.simulator.options();
+  return (
+    `  overflow simulator ${overflow.url} ($${sim.pricePerSolve} a solve, ${sim.planThreads} threads, balance $${sim.balance}): ` +
+    `opens when the backlog cannot drain within ${o.latencyTargetSeconds} s; caps $${o.capUsdPerHour}/hour, $${o.capUsdPerDay}/day; ` +
+    `lane up to ${o.maxConcurrency} invocations (${o.probeCeiling} until a price is learned; told $${o.priceHintUsd} a solve)\n`
   );
 }
 
@@ -419,6 +422,7 @@ function progressPrinter(stream: NodeJS.WriteStream, total: number) {
     `[${(p.elapsedMs / 1000).toFixed(1).padStart(5)}s] sent ${p.submitted}/${total} · ${lane('high', p.lanes.high)} · ${lane('normal', p.lanes.normal)} (backlog/in flight/ceiling) · ` +
     `solved ${p.solved} · failed ${p.failed} · rejected ${p.rejected} · DLQ ${p.dlqDepth} · p95 ${p.p95Ms === undefined ? '–' : `${Math.round(p.p95Ms)} ms`} · ` +
     `ceiling ${p.ceiling}${p.governorReason ? ` (${p.governorReason})` : ''}` +
+    `${p.overflow ? ` · overflow ${p.overflow.inFlight}/${p.overflow.ceiling === 0 ? 'off' : p.overflow.ceiling} solved ${p.overflow.solved}` : ''}` +
     `${waiting(p) ? ` · waiting ${waiting(p)}` : ''}${p.unknown ? ` · unknown status ${p.unknown}` : ''}`;
   const waiting = (p: DemoProgress) => p.lanes.high.waiting + p.lanes.normal.waiting;
   return {
@@ -487,6 +491,7 @@ function formatSummary(s: DemoSummary): string {
       `ceiling now ${s.consumer.ceiling} · retried ${s.consumer.retriedItems} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
     ],
   ];
+  rows.push(...overflowRows(s, ms));
   if (s.governor?.pause) {
     const { pausedMs, reason, probes } = s.governor.pause;
     rows.push([
@@ -518,6 +523,24 @@ function formatSummary(s: DemoSummary): string {
   );
 }
 
+/** The split between the plan and the overflow provider, and what overflow cost against its caps. */
+function overflowRows(s: DemoSummary, ms: (value: number | null) => string): [string, string, string][] {
+  const o = s.overflow;
+  if (o === undefined) return [];
+  return [
+    [
+      'by provider',
+      `plan ${o.solved.primary} · overflow ${o.solved.overflow} solved`,
+      `p95 plan ${ms(o.p95Ms.primary)} · overflow ${ms(o.p95Ms.overflow)} (target: drain within ${ms(o.latencyTargetMs)}); solver time p95 plan ${ms(o.solveP95Ms.primary)} · overflow ${ms(o.solveP95Ms.overflow)}`,
+    ],
+    [
+      'overflow',
+      `$${o.provider.spentUsd.toFixed(3)} spent`,
+      `${o.provider.solved} solves at $${o.provider.pricePerSolve}; caps $${o.capUsdPerHour}/hour, $${o.capUsdPerDay}/day; balance $${o.provider.balanceStart.toFixed(3)} → $${o.provider.balanceEnd.toFixed(3)}; lane ${o.lane.invocations} invocations, ceiling max ${o.lane.maxCeiling}, peak ${o.lane.peakConcurrency} at once`,
+    ],
+  ];
+}
+
 /** How long a run without --max-duration waits, paused with nothing in flight, before it stops. */
 function pausedStopMs(options: StartOptions): number {
   return PAUSED_TICKS_BEFORE_STOP * options.tickMs;
@@ -531,6 +554,11 @@ function rowsOf(s: DemoSummary): number {
 /** Exit 0 only when the rows add up to the tasks sent, each with a terminal record or a DLQ message. */
 function verdictOf(s: DemoSummary, options: StartOptions): { code: number; message: string } {
   const rows = rowsOf(s);
+  if (s.overflow && !s.overflow.withinCaps)
+    return {
+      code: 1,
+      message: `OVER THE CAP: the overflow provider charged $${s.overflow.provider.spentUsd.toFixed(4)}, more than its caps ($${s.overflow.capUsdPerHour}/hour, $${s.overflow.capUsdPerDay}/day) allow over this run.`,
+    };
   if (s.complete && rows === s.submitted)
     return {
       code: 0,

@@ -1,0 +1,35 @@
+/**
+ * What a table of command-line flags is made of (`start` builds its flags from one): a row per
+ * flag and the parsers that range-check values, so a bad value names the range expected.
+ */
+import { InvalidArgumentError } from 'commander';
+
+/**
+ * One row per flag: the option's name is the key (`solverBadKey` is `--solver-bad-key`), `arg`
+ * names its value (absent for a switch). A row without a default is optional in `StartOptions`.
+ */
+export interface OptionRow {
+  arg?: string;
+  description: string;
+  parse?: (value: string, previous: never) => unknown;
+  default?: unknown;
+  choices?: readonly string[];
+}
+
+/** A whole number within [min, max]. */
+export const integer = (min: number, max: number) => (value: string) => {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+    throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
+  return n;
+};
+
+/** A finite number within [min, max]; `what` names it in the error. */
+export const decimal =
+  (min: number, max: number, what = 'a number') =>
+  (value: string) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max)
+      throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
+    return n;
+  };

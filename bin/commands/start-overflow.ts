@@ -1,0 +1,128 @@
+/**
+ * The overflow flags of `start` (`--overflow-sim` and its knobs): a second simulator plays a
+ * pay-per-solve provider, and the governor opens a lane to it when the plan cannot keep the
+ * queue wait within the target, never past the caps. The rows join `START_OPTIONS`.
+ */
+import type { OverflowConfigInput } from '../../functions/core/settings.js';
+import type { SolverSimOptions } from '../../local/solver-sim/options.js';
+import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../../local/overflow-local.js';
+import { decimal, integer, type OptionRow } from './option-rows.js';
+
+export const OVERFLOW_START_OPTIONS = {
+  overflowSim: {
+    description:
+      'run a second simulator as a pay-per-solve overflow provider; the governor opens a lane to it when the plan cannot drain the backlog within --overflow-target, within the caps',
+    default: false,
+  },
+  overflowTarget: {
+    arg: 's',
+    description: 'overflow: queue wait (p95) the backlog should drain within, seconds (30 in AWS by default)',
+    parse: integer(1, 3_600),
+    default: 2,
+  },
+  overflowCapHour: {
+    arg: 'usd',
+    description: 'overflow: most it may cost in one UTC hour, USD',
+    parse: decimal(0.000_001, 100_000, 'an amount'),
+    default: 1,
+  },
+  overflowCapDay: {
+    arg: 'usd',
+    description: 'overflow: most it may cost in one UTC day, USD',
+    parse: decimal(0.000_001, 1_000_000, 'an amount'),
+    default: 10,
+  },
+  overflowPrice: {
+    arg: 'usd',
+    description: 'overflow simulator: price of one solve, USD',
+    parse: decimal(0, 10),
+    default: OVERFLOW_SIM_DEFAULTS.pricePerSolve,
+  },
+  overflowPriceHint: {
+    arg: 'usd',
+    description: 'overflow: the price per solve the fleet assumes until it learns one (default: --overflow-price)',
+    parse: decimal(0.000_001, 10, 'a price'),
+  },
+  overflowThreads: {
+    arg: 'n',
+    description: 'overflow simulator: threads it serves at once',
+    parse: integer(1, 10_000),
+    default: OVERFLOW_SIM_DEFAULTS.planThreads,
+  },
+  overflowLatencyMs: {
+    arg: 'ms',
+    description: 'overflow simulator: median solve time, ms (default: --solver-latency-ms)',
+    parse: integer(0, 600_000),
+  },
+  overflowBalance: {
+    arg: 'usd',
+    description: 'overflow simulator: starting balance, USD',
+    parse: decimal(0, 1_000_000),
+    default: OVERFLOW_SIM_DEFAULTS.balance,
+  },
+  overflowMaxConcurrency: {
+    arg: 'n',
+    description: "overflow: widest the lane may open, invocations (default: the fleet's maxConcurrency)",
+    parse: integer(2, 1000),
+  },
+} as const satisfies Record<string, OptionRow>;
+
+/** The overflow flags as `start` parsed them. */
+export interface OverflowFlags {
+  overflowSim: boolean;
+  overflowTarget: number;
+  overflowCapHour: number;
+  overflowCapDay: number;
+  overflowPrice: number;
+  overflowPriceHint?: number;
+  overflowThreads: number;
+  overflowLatencyMs?: number;
+  overflowBalance: number;
+  overflowMaxConcurrency?: number;
+  solverLatencyMs: number;
+  solverErrorRate: number;
+  solverUnsolvableRate: number;
+}
+
+/** The overflow simulator's median solve time, ms. */
+function overflowMedianMs(flags: OverflowFlags): number {
+  return flags.overflowLatencyMs ?? flags.solverLatencyMs;
+}
+
+/**
+ * The overflow block the flags describe (what the stack would be given), undefined without
+ * `--overflow-sim`. Its `baseUrl` is a loopback placeholder: the runtime points it at the
+ * simulator it starts. The budget's fastest solve is the simulator's (see SIM_FASTEST_SHARE_OF_MEDIAN).
+ */
+export function overflowConfigOf(flags: OverflowFlags): OverflowConfigInput | undefined {
+  if (!flags.overflowSim) return undefined;
+  const fastestMs = overflowMedianMs(flags) * SIM_FASTEST_SHARE_OF_MEDIAN;
+  return {
+    baseUrl: 'http://127.0.0.1',
+    dialect: '2captcha',
+    latencyTargetSeconds: flags.overflowTarget,
+    capUsdPerHour: flags.overflowCapHour,
+    capUsdPerDay: flags.overflowCapDay,
+    priceHintUsd: flags.overflowPriceHint ?? Math.max(flags.overflowPrice, 0.000_001),
+    ...(flags.overflowMaxConcurrency !== undefined ? { maxConcurrency: flags.overflowMaxConcurrency } : {}),
+    minSolveSeconds: Math.max(0.01, fastestMs / 1000),
+  };
+}
+
+/** The overflow simulator's options: its own price, threads, balance and latency; the primary's error rates. */
+export function overflowSimOf(flags: OverflowFlags): SolverSimOptions {
+  return {
+    planThreads: flags.overflowThreads,
+    pricePerSolve: flags.overflowPrice,
+    balance: flags.overflowBalance,
+    medianMs: overflowMedianMs(flags),
+    transientErrorRate: flags.solverErrorRate,
+    unsolvableRate: flags.solverUnsolvableRate,
+  };
+}
+
+/** Flags given on the command line that only mean something with `--overflow-sim`. */
+export function strayOverflowFlags(flags: OverflowFlags, sourceOf: (key: string) => string | undefined): string[] {
+  if (flags.overflowSim) return [];
+  return Object.keys(OVERFLOW_START_OPTIONS).filter((key) => key !== 'overflowSim' && sourceOf(key) === 'cli');
+}
