@@ -3,8 +3,8 @@
  * URL. moto is not a dependency (it is a Python tool): without `moto_server` on PATH the test
  * is skipped.
  */
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lastJson, runCli } from '../helpers/cli.js';
 import { HAS_MOTO, startMotoServer, type MotoServer } from '../helpers/moto.js';
 
 describe.skipIf(!HAS_MOTO)('captcha-fleet start --endpoint (moto_server)', () => {
@@ -21,37 +21,25 @@ describe.skipIf(!HAS_MOTO)('captcha-fleet start --endpoint (moto_server)', () =>
   });
 
   it('runs the whole demo against it: every task reaches a result, nothing lost', async () => {
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(
-        'node_modules/.bin/tsx',
-        [
-          'bin/captcha-fleet.ts',
-          'start',
-          '--endpoint',
-          endpoint,
-          '--tasks',
-          '30',
-          '--malformed',
-          '2',
-          '--solver-latency-ms',
-          '20',
-          '--solver-threads',
-          '6',
-          '--json',
-          '--max-duration',
-          '60',
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    const run = await runCli([
+      'start',
+      '--endpoint',
+      endpoint,
+      '--tasks',
+      '30',
+      '--malformed',
+      '2',
+      '--solver-latency-ms',
+      '20',
+      '--solver-threads',
+      '6',
+      '--json',
+      '--max-duration',
+      '60',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain(`endpoint ${endpoint}`);
-    const summary = JSON.parse(run.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+    const summary = lastJson(run.stdout);
     expect(summary).toMatchObject({
       submitted: 30,
       lost: 0,

@@ -2,43 +2,8 @@
  * `npm start` end to end: the real CLI as a child process (tsx), the embedded emulators, the
  * simulator and the consumer handler. Small numbers keep each run to seconds.
  */
-import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-
-const CLI = ['node_modules/.bin/tsx', 'bin/captcha-fleet.ts'];
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runCli(args: string[], timeoutMs = 90_000, env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(CLI[0]!, [...CLI.slice(1), ...args], {
-      cwd: process.cwd(),
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`CLI did not end in ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-    }, timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-function lastJson(stdout: string): Record<string, unknown> {
-  const lines = stdout.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
-}
+import { lastJson, runCli } from '../helpers/cli.js';
 
 describe('captcha-fleet start', () => {
   it('runs a small demo to the end: every task reaches a result, nothing lost, JSON on the last line', async () => {

@@ -1,0 +1,121 @@
+/**
+ * `npm start --overflow-sim` end to end: a second simulator plays the pay-per-solve provider,
+ * the overflow consumer solves through the Lambda's own wiring, and the governor opens, sizes
+ * and closes its lane. Each run checks the split, the latency it buys and the spend against the
+ * caps from the summary's own figures.
+ */
+import { describe, expect, it } from 'vitest';
+import type { DemoSummary } from '../../local/demo.js';
+import { lastJson, runCli } from '../helpers/cli.js';
+
+/** A plan far too small for a burst: the backlog cannot drain within the 2 s target. */
+const SMALL_PLAN_BURST = [
+  'start',
+  '--tasks',
+  '120',
+  '--malformed',
+  '0',
+  '--solver-threads',
+  '4',
+  '--solver-latency-ms',
+  '300',
+  '--overflow-sim',
+  '--json',
+  '--max-duration',
+  '80',
+];
+
+function summaryOf(stdout: string): DemoSummary {
+  return lastJson(stdout) as unknown as DemoSummary;
+}
+
+describe('captcha-fleet start --overflow-sim', () => {
+  it('spills a burst the plan cannot drain to the overflow provider, records who solved what, and stays within the caps', async () => {
+    const run = await runCli(SMALL_PLAN_BURST);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run.stdout);
+    expect(summary).toMatchObject({ submitted: 120, lost: 0, stillQueued: 0, complete: true });
+    const overflow = summary.overflow;
+    expect(overflow).toBeDefined();
+    if (overflow === undefined) return;
+    // Every solved task is on one provider's books, and the overflow took part of the burst.
+    expect(overflow.solved.primary + overflow.solved.overflow).toBe(summary.solved);
+    expect(overflow.solved.overflow).toBeGreaterThan(0);
+    expect(overflow.solved.primary).toBeGreaterThan(0);
+    // What the provider charged is what it solved at its price, and within the hourly cap.
+    expect(overflow.provider.spentUsd).toBeCloseTo(overflow.provider.solved * overflow.provider.pricePerSolve, 6);
+    expect(overflow.provider.spentUsd).toBeLessThanOrEqual(overflow.capUsdPerHour);
+    expect(overflow.withinCaps).toBe(true);
+    // The plan's simulator never saw more than its threads; the lane opened and closed again.
+    expect(summary.solver.peakThreads).toBeLessThanOrEqual(4);
+    expect(overflow.lane.maxCeiling).toBeGreaterThanOrEqual(2);
+    expect(run.stderr).toMatch(/by provider +plan \d+ · overflow \d+ solved/);
+  });
+
+  it('never spends past a tight cap: the plan solves the rest, slower', async () => {
+    const run = await runCli([...SMALL_PLAN_BURST, '--overflow-cap-hour', '0.02', '--overflow-cap-day', '0.02']);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run.stdout);
+    expect(summary).toMatchObject({ submitted: 120, lost: 0, complete: true });
+    const overflow = summary.overflow;
+    expect(overflow).toBeDefined();
+    if (overflow === undefined) return;
+    expect(overflow.provider.spentUsd).toBeLessThanOrEqual(0.02);
+    expect(overflow.withinCaps).toBe(true);
+    expect(overflow.solved.primary).toBeGreaterThan(overflow.solved.overflow);
+  });
+
+  it('moves the work to the overflow provider while the plan is down, and nothing reaches the DLQ', async () => {
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '60',
+      '--malformed',
+      '0',
+      '--rate',
+      '10',
+      '--solver-threads',
+      '6',
+      '--solver-latency-ms',
+      '200',
+      '--solver-outage',
+      '0:8',
+      '--overflow-sim',
+      '--json',
+      '--max-duration',
+      '80',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run.stdout);
+    expect(summary).toMatchObject({ submitted: 60, lost: 0, inDlq: 0, complete: true });
+    const overflow = summary.overflow;
+    expect(overflow).toBeDefined();
+    if (overflow === undefined) return;
+    // The plan is down for the first 8 s of a 6 s send: the overflow solves while it is paused.
+    expect(overflow.solved.overflow).toBeGreaterThan(0);
+    expect(summary.governor?.reasons.PAUSE_OUTAGE ?? 0).toBeGreaterThan(0);
+    expect(overflow.withinCaps).toBe(true);
+  });
+
+  it('refuses overflow flags without --overflow-sim, naming them, exit 2', async () => {
+    const run = await runCli(['start', '--tasks', '0', '--overflow-cap-hour', '3', '--overflow-price', '0.01'], 30_000);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--overflow-cap-hour, --overflow-price only mean something with --overflow-sim');
+  });
+
+  it('refuses --overflow-sim with a fixed ceiling (no governor to open the lane), exit 2', async () => {
+    const run = await runCli(['start', '--tasks', '0', '--overflow-sim', '--concurrency', '4'], 30_000);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--overflow-sim needs the governor');
+  });
+
+  it('refuses an hourly cap above the daily cap with the fix, exit 2', async () => {
+    const run = await runCli(
+      ['start', '--tasks', '0', '--overflow-sim', '--overflow-cap-hour', '5', '--overflow-cap-day', '2'],
+      30_000,
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('overflow.capUsdPerHour');
+    expect(run.stderr).toContain('Fix: set overflow.capUsdPerHour ≤ overflow.capUsdPerDay');
+  });
+});
