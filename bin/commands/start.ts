@@ -604,6 +604,7 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
     `  SQS        ${stack.endpoints.sqs}\n` +
     `  DynamoDB   ${stack.endpoints.dynamo}\n` +
     `  solver     ${stack.endpoints.solver} (simulator; GET /stats for its counters)\n` +
+    (stack.overflow ? `  overflow   ${stack.overflow.url} (the overflow provider's simulator; GET /stats)\n` : '') +
     `  queues     normal ${queueUrls.normal}\n             high   ${queueUrls.high}\n             DLQ    ${queueUrls.dlq}\n` +
     `  results    table ${tables.results}\n\n` +
     `Send a task with the AWS CLI:\n  ${env} aws sqs send-message ${region} --endpoint-url ${stack.endpoints.sqs} --queue-url ${queueUrls.normal} --message-body '{"id":"my-task-1",${task.slice(1)}'\n` +
@@ -629,7 +630,10 @@ async function serveUntil(stack: LocalStack, signal: AbortSignal, stream: NodeJS
     });
     const p = stack.pollerStats();
     const sim = stack.simulator.stats();
-    const line = `served: ${p.invocations} invocations · ${p.deleted} acknowledged · ${p.failedItems} retried · in flight ${p.inFlight} · solver solved ${sim.solved}, peak ${sim.peakThreads}/${sim.planThreads} threads`;
+    const spill = stack.overflow?.simulator.stats();
+    const line =
+      `served: ${p.invocations} invocations · ${p.deleted} acknowledged · ${p.failedItems} retried · in flight ${p.inFlight} · solver solved ${sim.solved}, peak ${sim.peakThreads}/${sim.planThreads} threads` +
+      (spill ? ` · overflow solved ${spill.solved}, $${(spill.balanceStart - spill.balance).toFixed(3)} spent` : '');
     if (line !== last) stream.write(`${line}\n`);
     last = line;
   }
