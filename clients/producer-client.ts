@@ -49,7 +49,11 @@ export interface ProducerOptions {
   events?: CompletionEventSource;
 }
 
-/** A result as `get` and `wait` return it: the record plus its freshness. */
+/**
+ * A result as `get` and `wait` return it: the record plus its freshness. The record's
+ * `provider` says whose consumer solved (or failed) it: `primary` (the plan) or `overflow`
+ * (absent on rejections and on records written before overflow existed).
+ */
 export type ProducerResult = TaskResult & {
   /** True when a token answer is past its expiry now; false otherwise (image answers never go stale). */
   stale: boolean;

@@ -5,9 +5,8 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { ClaimResult, ResultsRepository } from '../core/ports.js';
+import type { ClaimInput, ClaimResult, ResultsRepository } from '../core/ports.js';
 import type { TaskResult } from '../core/results.js';
-import type { Task } from '../core/task.js';
 import { sameContent, taskFingerprint } from '../core/task-identity.js';
 
 /**
@@ -138,7 +137,7 @@ export class DynamoResultsRepository implements ResultsRepository {
    * without touching the record. A `rejected` record and one past its TTL (DynamoDB deletes
    * lazily, up to days later) hold nothing: a fresh claim replaces them.
    */
-  async claim(input: { task: Task; claimToken: string; now: number; leaseMs: number }): Promise<ClaimResult> {
+  async claim(input: ClaimInput): Promise<ClaimResult> {
     const { task, now } = input;
     const fingerprint = taskFingerprint(task);
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
@@ -155,11 +154,15 @@ export class DynamoResultsRepository implements ResultsRepository {
       if (leaseUntil >= now) return { outcome: 'held', leaseUntil };
       const taken = await this.takeOver(input, fingerprint);
       if (taken !== undefined) {
+        // A submission can be resumed only at the provider that accepted it: a takeover by the
+        // other lane submits afresh. (`existing` names the holder's provider: only a claim writes
+        // it, and another takeover since the read would have failed ours.)
+        const resumable = (existing.provider ?? 'primary') === (input.provider ?? 'primary');
         return {
           outcome: 'claimed',
           record: taken,
           takenOver: true,
-          ...(taken.solverId !== undefined ? { previousSolverId: taken.solverId } : {}),
+          ...(resumable && taken.solverId !== undefined ? { previousSolverId: taken.solverId } : {}),
         };
       }
       // The lease was renewed or the record changed between the read and the write: look again.
@@ -168,11 +171,8 @@ export class DynamoResultsRepository implements ResultsRepository {
   }
 
   /** A new record for a new id, or in place of a rejected or expired one; undefined when a live record holds the id. */
-  private async claimFresh(
-    input: { task: Task; claimToken: string; now: number; leaseMs: number },
-    fingerprint: string,
-  ): Promise<TaskResult | undefined> {
-    const { task, claimToken, now, leaseMs } = input;
+  private async claimFresh(input: ClaimInput, fingerprint: string): Promise<TaskResult | undefined> {
+    const { task, claimToken, now, leaseMs, provider } = input;
     const record: TaskResult = {
       taskId: task.id,
       status: 'solving',
@@ -183,6 +183,7 @@ export class DynamoResultsRepository implements ResultsRepository {
       submittedAt: task.submittedAt,
       startedAt: now,
       attempts: 1,
+      ...(provider !== undefined ? { provider } : {}),
       fingerprint,
       expiresAt: this.expiresAt(now),
     };
@@ -204,26 +205,30 @@ export class DynamoResultsRepository implements ResultsRepository {
   }
 
   /** Take over a claim whose lease ran out, keeping its solver id; undefined when it is no longer takeable. */
-  private async takeOver(
-    input: { task: Task; claimToken: string; now: number; leaseMs: number },
-    fingerprint: string,
-  ): Promise<TaskResult | undefined> {
-    const { task, claimToken, now, leaseMs } = input;
+  private async takeOver(input: ClaimInput, fingerprint: string): Promise<TaskResult | undefined> {
+    const { task, claimToken, now, leaseMs, provider } = input;
     try {
       const written = await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { taskId: task.id },
           // solverId is deliberately left alone: a takeover resumes the previous submission.
+          // The provider becomes the taker's: a record says whose consumer holds (or solved) it.
           UpdateExpression:
             'SET claimToken = :token, leaseUntil = :leaseUntil, #method = :method, priority = :priority, ' +
-            'submittedAt = :submittedAt, startedAt = :now, expiresAt = :expiresAt, fingerprint = :fingerprint ' +
+            'submittedAt = :submittedAt, startedAt = :now, expiresAt = :expiresAt, fingerprint = :fingerprint' +
+            (provider !== undefined ? ', #provider = :provider ' : ' ') +
             'ADD attempts :one',
           ConditionExpression:
             '#status = :solving AND leaseUntil < :now AND expiresAt >= :nowSeconds AND ' +
             '(attribute_not_exists(fingerprint) OR fingerprint = :fingerprint)',
-          ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#method': 'method',
+            ...(provider !== undefined ? { '#provider': 'provider' } : {}),
+          },
           ExpressionAttributeValues: {
+            ...(provider !== undefined ? { ':provider': provider } : {}),
             ':solving': 'solving',
             ':token': claimToken,
             ':leaseUntil': now + leaseMs,

@@ -2,7 +2,8 @@
  * The solver the handlers use: the undici client, keyed lazily from the environment's key source
  * (Secrets Manager in AWS, SOLVER_KEY locally). One place for the consumer and the governor.
  */
-import type { FleetEnvironment } from '../core/environment.js';
+import { ENV, type FleetEnvironment } from '../core/environment.js';
+import type { PollSchedule } from '../core/poll-schedule.js';
 import type { SolverPort } from '../core/ports.js';
 import type { SolverProvider } from '../core/provider.js';
 import { ConfigError } from '../core/settings.js';
@@ -12,7 +13,9 @@ import { createKeyedSolver, createSolverKeyLoader } from './solver-key.js';
 /**
  * @param provider whose solver: the plan's (`solverBaseUrl`, `dialect`, the solver key) or the
  *   overflow provider's (`overflow.baseUrl`, `overflow.dialect`, the overflow key). @default the environment's provider
- * @throws ConfigError when the overflow provider is asked for and not configured
+ * @param schedule the client's poll schedule. @default the adaptive schedule from the protocol's defaults
+ * @throws ConfigError when the provider asked for has no key in this environment (or, for the
+ *   overflow provider, no configuration)
  */
 export function solverFromEnvironment(
   environment: FleetEnvironment,
@@ -20,6 +23,7 @@ export function solverFromEnvironment(
   logger?: SolverLogger,
   retry?: Partial<SolverRetryOptions>,
   provider: SolverProvider = environment.provider ?? 'primary',
+  schedule?: PollSchedule,
 ): SolverPort {
   const target = solverTarget(environment, provider);
   const loadKey = createSolverKeyLoader({
@@ -34,6 +38,7 @@ export function solverFromEnvironment(
       dialect: target.dialect,
       ...(logger ? { logger } : {}),
       ...(retry ? { retry } : {}),
+      ...(schedule ? { schedule } : {}),
     }),
   );
 }
@@ -41,14 +46,25 @@ export function solverFromEnvironment(
 /** Where a provider's solver lives and where its key comes from. */
 function solverTarget(environment: FleetEnvironment, provider: SolverProvider) {
   const { settings } = environment;
-  if (provider === 'primary')
-    return { baseUrl: settings.solverBaseUrl, dialect: settings.dialect, keySource: environment.solverKeySource };
+  if (provider === 'primary') {
+    const keySource = environment.solverKeySource;
+    if (keySource === undefined) {
+      throw new ConfigError([
+        {
+          field: ENV.solverKeySecretArn,
+          problem: 'the primary provider is asked for but this environment holds no primary key',
+          fix: `set ${ENV.solverKeySecretArn} (AWS) or ${ENV.solverKey} (local); an overflow consumer never solves through the primary`,
+        },
+      ]);
+    }
+    return { baseUrl: settings.solverBaseUrl, dialect: settings.dialect, keySource };
+  }
   const overflow = settings.overflow;
   const keySource = environment.overflowKeySource;
   if (overflow === undefined || keySource === undefined) {
     throw new ConfigError([
       {
-        field: overflow === undefined ? 'overflow' : 'OVERFLOW_KEY_SECRET_ARN',
+        field: overflow === undefined ? 'overflow' : ENV.overflowKeySecretArn,
         problem:
           overflow === undefined
             ? 'the overflow provider is asked for but the configuration has no overflow block'
@@ -56,7 +72,7 @@ function solverTarget(environment: FleetEnvironment, provider: SolverProvider) {
         fix:
           overflow === undefined
             ? 'add the overflow block to the fleet configuration'
-            : 'set OVERFLOW_KEY_SECRET_ARN (AWS) or OVERFLOW_KEY (local)',
+            : `set ${ENV.overflowKeySecretArn} (AWS) or ${ENV.overflowKey} (local)`,
       },
     ]);
   }

@@ -3,7 +3,7 @@
  * environment (local). Errors name the source, never the key.
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import type { FleetEnvironment } from '../core/environment.js';
+import type { SolverKeySource } from '../core/environment.js';
 import { SOLVER_KEY_PLACEHOLDER } from '../core/deployment.js';
 import { onceUntilFailure } from '../core/once.js';
 import type { SolverPort } from '../core/ports.js';
@@ -48,7 +48,7 @@ export function keyFromSecretString(secretString: string, secretArn: string): st
 }
 
 export interface SolverKeyLoaderOptions {
-  source: FleetEnvironment['solverKeySource'];
+  source: SolverKeySource;
   /** Built lazily when the source is a secret; pass one to share configuration or in tests. */
   secretsManager?: SecretsManagerClient;
   region?: string;

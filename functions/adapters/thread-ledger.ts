@@ -12,6 +12,9 @@
  *
  * Each answer is recorded with the threads held at that moment, copied inside the same update
  * (`SET refusedHeld = h<k> + h<k−1>`: operands read the item as it was before the update).
+ *
+ * A release whose answer was read as solved also ADDs 1 to `solved` in the same update: the
+ * governor's price per overflow solve is the provider's balance drop over the rise of that count.
  */
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type {
@@ -120,14 +123,16 @@ export function createDynamoThreadLedger(
       return { bucket };
     },
 
-    async released(lease) {
+    async released(lease, outcome) {
+      // A solve is counted in the release's own update: one write per freed thread, as before.
+      const solved = outcome?.solved === true;
       await send(
         'release',
         new UpdateCommand({
           ...key,
-          UpdateExpression: 'ADD #bucket :minusOne',
+          UpdateExpression: solved ? 'ADD #bucket :minusOne, solved :one' : 'ADD #bucket :minusOne',
           ExpressionAttributeNames: { '#bucket': `h${lease.bucket}` },
-          ExpressionAttributeValues: { ':minusOne': -1 },
+          ExpressionAttributeValues: solved ? { ':minusOne': -1, ':one': 1 } : { ':minusOne': -1 },
         }),
       );
     },
@@ -155,7 +160,11 @@ export function createDynamoThreadLedger(
   };
 }
 
-/** The reading an item gives at bucket `bucket` (an absent item: nothing recorded yet, all 0). */
+/**
+ * The reading an item gives at bucket `bucket` (an absent item: nothing recorded yet, all 0).
+ * `solved` is left out until a release has counted one: a ledger never told of a solve (one
+ * written before the counter, or by a consumer that read no answer yet) does not claim 0.
+ */
 export function readingOf(item: Record<string, unknown> | undefined, bucket: number): ThreadLedgerReading {
   const num = (name: string): number => {
     const value = item?.[name];
@@ -167,11 +176,13 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
       : undefined;
   const lastRefusal = event('refusedAt', 'refusedHeld');
   const lastAcceptance = event('acceptedAt', 'acceptedHeld');
+  const solved = item?.solved;
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
     held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
     refusals: num('refusals'),
     acceptances: num('acceptances'),
+    ...(typeof solved === 'number' && Number.isFinite(solved) ? { solved } : {}),
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),
   };
@@ -200,8 +211,9 @@ export function createMemoryThreadLedger(options: {
       delete item[`h${bucket - 3}`];
       return { bucket };
     },
-    async released(lease: ThreadLease) {
+    async released(lease: ThreadLease, outcome?: { solved: boolean }) {
       add(`h${lease.bucket}`, -1);
+      if (outcome?.solved === true) add('solved', 1);
     },
     async refused(now) {
       item.refusedHeld = heldAt(bucketOf(now));

@@ -20,6 +20,7 @@ import type {
   SolverPort,
   TaskQueue,
 } from '../core/ports.js';
+import type { SolverProvider } from '../core/provider.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
 import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
 import {
@@ -82,6 +83,8 @@ export interface ConsumerDeps {
   timing?: Partial<ConsumerTiming>;
   /** Where over-cap answers, acceptances and held threads are recorded for the governor; none when absent. */
   threadLedger?: ThreadLedgerRecorder;
+  /** Whose solver `solver` is: written on every claim, solved and failed record. @default 'primary' */
+  provider?: SolverProvider;
 }
 
 /** A record handed back to the queue on purpose; the batch processor reports it as failed. */
@@ -280,11 +283,13 @@ class TaskRun {
   async run(): Promise<void> {
     const { deps, clock, timing } = this.ctx;
     const claimedAt = clock();
+    const provider = deps.provider ?? 'primary';
     const claim = await deps.repository.claim({
       task: this.task,
       claimToken: this.claimToken,
       now: claimedAt,
       leaseMs: timing.leaseMs,
+      provider,
     });
 
     if (claim.outcome === 'conflict') return this.refuseConflict(claim.record);
@@ -315,6 +320,7 @@ class TaskRun {
       submittedAt: this.task.submittedAt,
       startedAt: claimedAt,
       queueWaitMs,
+      provider,
     };
 
     try {

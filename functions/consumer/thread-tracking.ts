@@ -89,10 +89,10 @@ export class ThreadTracking {
       this.lease = this.track(ledger.accepted(this.clock()), 'acceptance');
       return;
     }
-    // The solver frees the thread once the answer is ready or the captcha failed.
-    if (answer.request === 'result' && (answer.outcome === 'answered' || answer.outcome === 'task_terminal')) {
-      this.free();
-    }
+    // The solver frees the thread once the answer is ready or the captcha failed; an answer read
+    // is a solve the provider charges for, counted with the release.
+    if (answer.request === 'result' && answer.outcome === 'answered') this.free({ solved: true });
+    else if (answer.request === 'result' && answer.outcome === 'task_terminal') this.free();
   }
 
   /** Free the thread still held (timeout, error, lost claim) and wait for every ledger write. */
@@ -101,13 +101,18 @@ export class ThreadTracking {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
-  private free(): void {
+  /**
+   * Hand the held thread back, counting a solve when its answer was read. A delivery that holds
+   * no lease (it resumed a predecessor's submission, or its acceptance was not written) counts
+   * none: the governor then learns a price from fewer solves, so a higher one, never a lower.
+   */
+  private free(outcome?: { solved: true }): void {
     const lease = this.lease;
     if (lease === undefined || this.ledger === undefined) return;
     this.lease = undefined;
     const ledger = this.ledger;
     this.track(
-      lease.then((taken) => (taken === undefined ? undefined : ledger.released(taken))),
+      lease.then((taken) => (taken === undefined ? undefined : ledger.released(taken, outcome))),
       'release',
     );
   }

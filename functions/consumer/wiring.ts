@@ -3,6 +3,11 @@
  * metrics, the solver client with its key, and completion events when a bus is configured.
  * `handler.ts` uses it in Lambda; the local runtime uses it with its own clients, solver, sink,
  * logger, events and a wrapped repository.
+ *
+ * The environment's provider (SOLVER_PROVIDER) picks the lane: the plan's consumer (`primary`)
+ * or the overflow consumer, the same code with the overflow provider's solver and key, its
+ * metrics under service `consumer-overflow`, its own thread ledger item, and `provider` on
+ * every record it writes.
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -14,8 +19,9 @@ import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
 import type { FleetEnvironment } from '../core/environment.js';
-import { SERVICES } from '../core/metric-names.js';
+import type { PollSchedule } from '../core/poll-schedule.js';
 import type { CompletionEvents, ResultsRepository, SolverPort } from '../core/ports.js';
+import { consumerServiceOf, threadLedgerIdOf } from '../core/provider.js';
 import { createConsumerHandler, type ConsumerHandler, type ConsumerTiming } from './create-handler.js';
 
 export interface ConsumerWiringOptions {
@@ -25,8 +31,13 @@ export interface ConsumerWiringOptions {
   logger?: Logger;
   /** Capture EMF documents instead of writing them to stdout (local runtime). */
   metricsSink?: EmfSink;
-  /** Defaults to the undici solver client for `settings.solverBaseUrl` with the configured key. */
+  /**
+   * Defaults to the undici solver client for the environment's provider: `settings.solverBaseUrl`
+   * with the solver key, or `settings.overflow.baseUrl` with the overflow key.
+   */
   solver?: SolverPort;
+  /** The default solver client's poll schedule (tests pass one scaled to a simulator). @default the adaptive schedule */
+  pollSchedule?: PollSchedule;
   /** Defaults to EventBridge when `EVENT_BUS_NAME` is set, else none. */
   events?: CompletionEvents;
   timing?: Partial<ConsumerTiming>;
@@ -38,11 +49,12 @@ export interface ConsumerWiringOptions {
 export async function createConsumerFromEnvironment(options: ConsumerWiringOptions): Promise<ConsumerHandler> {
   const { environment } = options;
   const { settings } = environment;
+  const provider = environment.provider ?? 'primary';
   const clients = options.clients ?? createAwsClients(environment.endpoint ? { endpoint: environment.endpoint } : {});
-  const logger = options.logger ?? new Logger({ serviceName: SERVICES.consumer });
+  const logger = options.logger ?? new Logger({ serviceName: consumerServiceOf(provider) });
   const metrics = createMetrics({
     namespace: settings.metricsNamespace,
-    serviceName: SERVICES.consumer,
+    serviceName: consumerServiceOf(provider),
     logger,
     ...(options.metricsSink ? { sink: options.metricsSink } : {}),
   });
@@ -59,6 +71,8 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
       // With the thread ledger a refused invocation waits for a thread (process-task.ts)
       // instead of retrying in.php into the same refusal.
       environment.tables.governor !== undefined ? { maxOverCapRetries: 0 } : undefined,
+      provider,
+      options.pollSchedule,
     );
   let events = options.events;
   if (events === undefined && environment.eventBusName !== undefined) {
@@ -74,7 +88,7 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     environment.queueUrls.normal,
     ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
   ];
-  const threadLedger = threadLedgerFor(environment, clients.documents);
+  const threadLedger = threadLedgerFor(environment, clients.documents, undefined, threadLedgerIdOf(provider));
   return createConsumerHandler({
     solver,
     repository: wrapRepository(
@@ -88,6 +102,7 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     metrics,
     logger,
     settings,
+    provider,
     ...(events ? { events } : {}),
     ...(options.timing ? { timing: options.timing } : {}),
     // Over-cap answers and held threads for the governor's next tick, on its table.

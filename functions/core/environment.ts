@@ -90,16 +90,32 @@ const EnvSchema = z
     [ENV.overflowMappingId]: z.string().min(1).optional(),
     [ENV.overflowFunctionName]: z.string().min(1).optional(),
   })
-  .refine((env) => env[ENV.solverKeySecretArn] !== undefined || env[ENV.solverKey] !== undefined, {
-    message: `set ${ENV.solverKeySecretArn} (AWS) or ${ENV.solverKey} (local)`,
-    path: [ENV.solverKeySecretArn],
-  });
+  // The overflow consumer holds only the overflow key (checked in parseEnvironment); every other
+  // handler solves, or reads the balance, through the plan's.
+  .refine(
+    (env) =>
+      env[ENV.solverProvider] === 'overflow' ||
+      env[ENV.solverKeySecretArn] !== undefined ||
+      env[ENV.solverKey] !== undefined,
+    {
+      message: `set ${ENV.solverKeySecretArn} (AWS) or ${ENV.solverKey} (local)`,
+      path: [ENV.solverKeySecretArn],
+    },
+  );
+
+/** Where a provider's key comes from: a Secrets Manager secret (AWS) or the key itself (local). */
+export type SolverKeySource = { secretArn: string } | { key: string };
 
 export interface FleetEnvironment {
   settings: FleetSettings;
   queueUrls: { normal: string; high: string | undefined; dlq: string };
   tables: { results: string; governor: string | undefined };
-  solverKeySource: { secretArn: string } | { key: string };
+  /**
+   * The plan's (primary provider's) key. Absent only in the overflow consumer's environment
+   * (SOLVER_PROVIDER=overflow), which holds the overflow key and never the primary's; everything
+   * else (the primary consumer, the governor) has it.
+   */
+  solverKeySource?: SolverKeySource | undefined;
   consumerFunctionName: string | undefined;
   eventBusName: string | undefined;
   endpoint: string | undefined;
@@ -108,7 +124,7 @@ export interface FleetEnvironment {
   /** Consumer: the provider it solves through (SOLVER_PROVIDER). @default 'primary' */
   provider?: SolverProvider;
   /** The overflow provider's key (overflow consumer and governor, when `settings.overflow` is set). */
-  overflowKeySource?: { secretArn: string } | { key: string } | undefined;
+  overflowKeySource?: SolverKeySource | undefined;
   /** Governor: the overflow consumer's mapping id and function name. */
   overflowMappingId?: string | undefined;
   overflowFunctionName?: string | undefined;
@@ -127,36 +143,18 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
     );
   }
   const e = parsed.data;
-  const secretArn = e[ENV.solverKeySecretArn];
   const settings = resolveSettings(e[ENV.config]);
   const provider = e[ENV.solverProvider];
-  const overflowSecretArn = e[ENV.overflowKeySecretArn];
-  const overflowKey = e[ENV.overflowKey];
-  const overflowKeySource =
-    overflowSecretArn !== undefined
-      ? { secretArn: overflowSecretArn }
-      : overflowKey !== undefined
-        ? { key: overflowKey }
-        : undefined;
-  const problems: ConfigProblem[] = [];
-  if (provider === 'overflow' && settings.overflow === undefined)
-    problems.push({
-      field: ENV.solverProvider,
-      problem: 'is "overflow" but the fleet configuration has no overflow block',
-      fix: 'add the overflow block to the configuration, or set SOLVER_PROVIDER=primary',
-    });
-  if (provider === 'overflow' && overflowKeySource === undefined)
-    problems.push({
-      field: ENV.overflowKeySecretArn,
-      problem: 'not set: the overflow consumer has no key for the overflow provider',
-      fix: `set ${ENV.overflowKeySecretArn} (AWS) or ${ENV.overflowKey} (local)`,
-    });
+  const solverKeySource = keySourceOf(e[ENV.solverKeySecretArn], e[ENV.solverKey]);
+  const overflowKeySource = keySourceOf(e[ENV.overflowKeySecretArn], e[ENV.overflowKey]);
+  const problems =
+    provider === 'overflow' ? overflowConsumerProblems(settings, solverKeySource, overflowKeySource) : [];
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     settings,
     queueUrls: { normal: e[ENV.normalQueueUrl], high: e[ENV.highQueueUrl], dlq: e[ENV.dlqUrl] },
     tables: { results: e[ENV.resultsTable], governor: e[ENV.governorTable] },
-    solverKeySource: secretArn !== undefined ? { secretArn } : { key: e[ENV.solverKey] as string },
+    ...(solverKeySource !== undefined ? { solverKeySource } : {}),
     consumerFunctionName: e[ENV.consumerFunctionName],
     eventBusName: e[ENV.eventBusName],
     endpoint: e[ENV.endpoint],
@@ -166,4 +164,42 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
     overflowMappingId: e[ENV.overflowMappingId],
     overflowFunctionName: e[ENV.overflowFunctionName],
   };
+}
+
+/** A secret (AWS) wins over a key in the environment (local). */
+function keySourceOf(secretArn: string | undefined, key: string | undefined): SolverKeySource | undefined {
+  if (secretArn !== undefined) return { secretArn };
+  return key !== undefined ? { key } : undefined;
+}
+
+/**
+ * What an overflow consumer's environment must hold: the overflow block and the overflow key, and
+ * not the primary key. Least privilege: the lane solves through its own account only, so the
+ * plan's key has no business there (and a stack that passes it is wrong somewhere else too).
+ */
+function overflowConsumerProblems(
+  settings: FleetSettings,
+  solverKeySource: SolverKeySource | undefined,
+  overflowKeySource: SolverKeySource | undefined,
+): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (settings.overflow === undefined)
+    problems.push({
+      field: ENV.solverProvider,
+      problem: 'is "overflow" but the fleet configuration has no overflow block',
+      fix: `add the overflow block to the configuration, or set ${ENV.solverProvider}=primary`,
+    });
+  if (overflowKeySource === undefined)
+    problems.push({
+      field: ENV.overflowKeySecretArn,
+      problem: 'not set: the overflow consumer has no key for the overflow provider',
+      fix: `set ${ENV.overflowKeySecretArn} (AWS) or ${ENV.overflowKey} (local)`,
+    });
+  if (solverKeySource !== undefined)
+    problems.push({
+      field: 'secretArn' in solverKeySource ? ENV.solverKeySecretArn : ENV.solverKey,
+      problem: 'is set on the overflow consumer, which must hold only the overflow provider key',
+      fix: `remove it from the overflow consumer's environment (it reads ${ENV.overflowKeySecretArn} or ${ENV.overflowKey})`,
+    });
+  return problems;
 }

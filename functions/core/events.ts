@@ -3,6 +3,7 @@
  * Pure: builds the event from a result record. The answer travels only when configured,
  * because a token is a credential.
  */
+import type { SolverProvider } from './provider.js';
 import type { TaskResult } from './results.js';
 
 // The event's `source` is the fleet's own (settings.eventSource, `captcha-fleet.<prefix>`), so two
@@ -17,6 +18,8 @@ export interface CompletionEvent {
   priority: 'normal' | 'high' | undefined;
   errorCode: string | undefined;
   attempts: number;
+  /** Whose consumer wrote the result: `primary` (the plan) or `overflow`; absent on `rejected`. Added within version 1. */
+  provider: SolverProvider | undefined;
   /** Epoch ms. */
   submittedAt: number | undefined;
   startedAt: number | undefined;
@@ -44,6 +47,7 @@ export function toCompletionEvent(result: TaskResult, options: { includeAnswer: 
     priority: result.priority,
     errorCode: result.errorCode,
     attempts: result.attempts,
+    provider: result.provider,
     submittedAt: result.submittedAt,
     startedAt: result.startedAt,
     completedAt: result.completedAt,

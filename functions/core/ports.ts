@@ -4,6 +4,7 @@
  */
 import type { Task } from './task.js';
 import type { TaskResult } from './results.js';
+import type { SolverProvider } from './provider.js';
 import type { SolverErrorClass } from './solver-protocol.js';
 
 /** Milliseconds since the epoch; injected so tests and the lab control time. */
@@ -67,13 +68,28 @@ export type ClaimResult =
   /** The id is in use by a task with other content (another fingerprint); the record is untouched. */
   | { outcome: 'conflict'; record: TaskResult };
 
+/** One delivery's claim on a task. */
+export interface ClaimInput {
+  task: Task;
+  claimToken: string;
+  now: number;
+  leaseMs: number;
+  /**
+   * Whose consumer claims: written on the record (a takeover by the other lane overwrites it).
+   * A takeover resumes the holder's submission (`previousSolverId`) only when the holder was of
+   * the same provider; absent counts as `primary`.
+   */
+  provider?: SolverProvider;
+}
+
 /** The results table. Every write is a single-item conditional write. */
 export interface ResultsRepository {
   /**
    * Claim a task for one delivery: new (or in place of a rejected or expired record) → claimed;
-   * expired lease → taken over; same id with other content → conflict; else why not.
+   * expired lease → taken over; same id with other content → conflict; else why not. A claim
+   * (fresh or a takeover) records `provider`, the claiming consumer's, when given.
    */
-  claim(input: { task: Task; claimToken: string; now: number; leaseMs: number }): Promise<ClaimResult>;
+  claim(input: ClaimInput): Promise<ClaimResult>;
   /** Remember the solver's id for the current claim. False when the claim was lost. */
   recordSolverId(taskId: string, claimToken: string, solverId: string): Promise<boolean>;
   /** Write the terminal record if the claim is still ours. False when it was lost. */

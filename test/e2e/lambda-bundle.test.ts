@@ -5,9 +5,11 @@
  * Lambda's Node.js where .ci/run installed it (else on this Node.js, with a notice). It gets the
  * environment the template gives it, with the stack's resources replaced by local ones: queues
  * and tables on the embedded emulators, the key in a Secrets Manager secret and the event bus on
- * moto_server, the solver simulator over HTTP. Skipped cleanly where moto_server is absent.
+ * moto_server, the solver simulator over HTTP. The same bundle runs a second time as the overflow
+ * consumer (SOLVER_PROVIDER=overflow, only the overflow key's secret, a second simulator as the
+ * overflow provider), both invocations at once. Skipped cleanly where moto_server is absent.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateEventBusCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -20,6 +22,8 @@ import { resolveSettings } from '../../functions/core/settings.js';
 import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
 import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
 import { imageTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
+
+const OVERFLOW_KEY = 'fedcba9876543210fedcba9876543210';
 import {
   receive,
   sendMessage,
@@ -46,12 +50,16 @@ const runtimeMajor = Number(/^nodejs(\d+)\.x$/.exec(FLEET_RUNTIME.name)?.[1]);
 describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtime', () => {
   const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-lambda-'));
   let outdir: string | undefined;
+  const overflowDir = mkdtempSync(join(tmpdir(), 'captcha-fleet-lambda-overflow-'));
   let moto: MotoServer | undefined;
   let emulators: EmulatorFixture | undefined;
   let simulator: SolverSimulator | undefined;
+  let overflowSimulator: SolverSimulator | undefined;
   let fn: DeployedFunction;
   let invocation: BundleInvocation;
+  let overflowInvocation: BundleInvocation;
   let taskId: string;
+  let overflowTaskId: string;
   let resultsTable: string;
 
   beforeAll(async () => {
@@ -65,18 +73,30 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     outdir = synth.outdir;
     const settingsName = resolveSettings({}).prefix;
     fn = deployedFunction(synth.template.toJSON(), outdir, `${settingsName}-consumer`);
-    copyPackageClosure(externalPackages(readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8')), dir);
+    const packages = externalPackages(readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8'));
+    copyPackageClosure(packages, dir);
+    // The overflow invocation's layout shares the one copy of the SDK.
+    symlinkSync(join(dir, 'node_modules'), join(overflowDir, 'node_modules'), 'dir');
 
     [moto, emulators] = await Promise.all([startMotoServer(), startEmulatorFixture()]);
     simulator = createSolverSimulator({ seed: 5, medianMs: 0, validKeys: [TEST_SOLVER_KEY] });
-    const { url: solverBaseUrl } = await simulator.listen();
+    overflowSimulator = createSolverSimulator({ seed: 6, medianMs: 0, dialect: '2captcha', validKeys: [OVERFLOW_KEY] });
+    const [{ url: solverBaseUrl }, { url: overflowBaseUrl }] = await Promise.all([
+      simulator.listen(),
+      overflowSimulator.listen(),
+    ]);
     const config = { ...JSON.parse(String(fn.variables[ENV.config])), solverBaseUrl };
+    const overflow = { baseUrl: overflowBaseUrl, capUsdPerHour: 1, capUsdPerDay: 10, priceHintUsd: 0.003 };
     const settings = resolveSettings(config);
     const fleet = await emulators.createFleet(config);
     resultsTable = fleet.resources.tables.results;
     const motoConfig = baseClientConfig(moto.endpoint, REGION);
-    const secret = await new SecretsManagerClient(motoConfig).send(
+    const secrets = new SecretsManagerClient(motoConfig);
+    const secret = await secrets.send(
       new CreateSecretCommand({ Name: `${settings.prefix}/solver-key`, SecretString: TEST_SOLVER_KEY }),
+    );
+    const overflowSecret = await secrets.send(
+      new CreateSecretCommand({ Name: `${settings.prefix}/overflow-key`, SecretString: OVERFLOW_KEY }),
     );
     const busName = `${settings.prefix}-events`;
     await new EventBridgeClient(motoConfig).send(new CreateEventBusCommand({ Name: busName }));
@@ -100,50 +120,81 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     }
     variables[ENV.config] = JSON.stringify(config);
 
-    const task = imageTask();
-    taskId = task.id ?? '';
-    await sendMessage(fleet.clients, fleet.resources.queueUrls.normal, JSON.stringify(task));
-    const event = toSqsEvent(
-      await receive(fleet.clients, fleet.resources.queueUrls.normal, 1),
-      fleet.resources.queueArns.normal,
-      REGION,
-    );
+    // The overflow consumer: the same bundle and variables, but the overflow provider's key
+    // instead of the primary's (it must never hold that one) and the overflow block in its config.
+    const { [ENV.solverKeySecretArn]: _primaryKey, ...shared } = variables;
+    const overflowVariables: Record<string, string> = {
+      ...shared,
+      [ENV.config]: JSON.stringify({ ...config, overflow }),
+      [ENV.solverProvider]: 'overflow',
+      [ENV.overflowKeySecretArn]: overflowSecret.ARN ?? '',
+    };
 
-    invocation = await invokeBundle({
-      dir,
-      fn,
-      node: node.path,
-      event,
-      timeoutMs: 60_000,
-      env: {
-        ...variables,
-        // What the Lambda runtime sets, then where the emulators stand in for the services.
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        TZ: ':UTC',
-        AWS_REGION: REGION,
-        AWS_DEFAULT_REGION: REGION,
-        AWS_LAMBDA_FUNCTION_NAME: `${settings.prefix}-consumer`,
-        AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '256',
-        AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
-        AWS_ACCESS_KEY_ID: 'lambda-role',
-        AWS_SECRET_ACCESS_KEY: 'lambda-role',
-        AWS_SESSION_TOKEN: 'lambda-role',
-        LAMBDA_TASK_ROOT: join(dir, 'task'),
-        AWS_ENDPOINT_URL_SQS: emulators.emulators.sqsEndpoint,
-        AWS_ENDPOINT_URL_DYNAMODB: emulators.emulators.dynamoEndpoint,
-        AWS_ENDPOINT_URL_SECRETS_MANAGER: moto.endpoint,
-        AWS_ENDPOINT_URL_EVENTBRIDGE: moto.endpoint,
-        ...(node.source === 'current' ? { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } : {}),
-      },
+    const task = imageTask();
+    const overflowTask = imageTask();
+    taskId = task.id ?? '';
+    overflowTaskId = overflowTask.id ?? '';
+    const { sqsEndpoint, dynamoEndpoint } = emulators.emulators;
+    const motoEndpoint = moto.endpoint;
+    const lambdaEnv = (functionName: string, root: string) => ({
+      // What the Lambda runtime sets, then where the emulators stand in for the services.
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      TZ: ':UTC',
+      AWS_REGION: REGION,
+      AWS_DEFAULT_REGION: REGION,
+      AWS_LAMBDA_FUNCTION_NAME: functionName,
+      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '256',
+      AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+      AWS_ACCESS_KEY_ID: 'lambda-role',
+      AWS_SECRET_ACCESS_KEY: 'lambda-role',
+      AWS_SESSION_TOKEN: 'lambda-role',
+      LAMBDA_TASK_ROOT: join(root, 'task'),
+      AWS_ENDPOINT_URL_SQS: sqsEndpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: motoEndpoint,
+      AWS_ENDPOINT_URL_EVENTBRIDGE: motoEndpoint,
+      ...(node.source === 'current' ? { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } : {}),
     });
+    /** One message to the normal queue, received as the event source mapping would. */
+    const eventOf = async (body: string) => {
+      await sendMessage(fleet.clients, fleet.resources.queueUrls.normal, body);
+      return toSqsEvent(
+        await receive(fleet.clients, fleet.resources.queueUrls.normal, 1),
+        fleet.resources.queueArns.normal,
+        REGION,
+      );
+    };
+    const event = await eventOf(JSON.stringify(task));
+    const overflowEvent = await eventOf(JSON.stringify(overflowTask));
+
+    [invocation, overflowInvocation] = await Promise.all([
+      invokeBundle({
+        dir,
+        fn,
+        node: node.path,
+        event,
+        timeoutMs: 60_000,
+        env: { ...variables, ...lambdaEnv(`${settings.prefix}-consumer`, dir) },
+      }),
+      invokeBundle({
+        dir: overflowDir,
+        fn,
+        node: node.path,
+        event: overflowEvent,
+        timeoutMs: 60_000,
+        env: { ...overflowVariables, ...lambdaEnv(`${settings.prefix}-consumer-overflow`, overflowDir) },
+      }),
+    ]);
   }, 240_000);
 
   afterAll(async () => {
     await simulator?.close();
+    await overflowSimulator?.close();
     await emulators?.stop();
     await moto?.stop();
     if (outdir) removeOutdir(outdir);
     rmSync(dir, { recursive: true, force: true });
+    rmSync(overflowDir, { recursive: true, force: true });
   });
 
   it('imports nothing from outside the bundle but the AWS SDK and Node.js built-ins', () => {
@@ -171,12 +222,34 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     expect(invocation.exitCode, diagnostics).toBe(0);
     expect(invocation.response, diagnostics).toEqual({ batchItemFailures: [] });
     expect(record?.Item?.status, diagnostics).toBe('solved');
+    expect(record?.Item?.provider, diagnostics).toBe('primary');
     expect(simulator?.stats()).toMatchObject({ accepted: 1, solved: 1, keyRejections: 0 });
   });
 
   it('never prints the key', () => {
     expect(invocation.stdout).toContain('"Solved"'); // EMF on stdout, as CloudWatch reads it
     expect(`${invocation.stdout}${invocation.stderr}`).not.toContain(TEST_SOLVER_KEY);
+  });
+
+  it('solves as the overflow consumer with only the overflow key, through the overflow provider', async () => {
+    // Prepare: the invocation ran in beforeAll
+    const diagnostics =
+      `exit ${overflowInvocation.exitCode}\n${overflowInvocation.stderr}\n${overflowInvocation.stdout}`.slice(-4000);
+
+    // Act
+    const record = await emulators?.clients.documents.send(
+      new GetCommand({ TableName: resultsTable, Key: { taskId: overflowTaskId }, ConsistentRead: true }),
+    );
+
+    // Assess: solved by the overflow provider, its metrics under its own service, no key printed
+    expect(overflowInvocation.exitCode, diagnostics).toBe(0);
+    expect(overflowInvocation.response, diagnostics).toEqual({ batchItemFailures: [] });
+    expect(record?.Item, diagnostics).toMatchObject({ status: 'solved', provider: 'overflow' });
+    expect(overflowSimulator?.stats()).toMatchObject({ accepted: 1, solved: 1, keyRejections: 0 });
+    expect(overflowInvocation.stdout).toContain('"service":"consumer-overflow"');
+    const printed = `${overflowInvocation.stdout}${overflowInvocation.stderr}`;
+    expect(printed).not.toContain(OVERFLOW_KEY);
+    expect(printed).not.toContain(TEST_SOLVER_KEY);
   });
 
   it.skipIf(node.source === 'current')(`runs on the Lambda runtime's Node.js (${FLEET_RUNTIME.name})`, () => {

@@ -109,6 +109,52 @@ describe('DynamoResultsRepository claims', () => {
     });
   });
 
+  it('records the claiming consumer’s provider; a takeover by the other lane writes its own and does not resume the other provider’s submission', async () => {
+    // Prepare: the primary consumer claimed and submitted, then its lease ran out
+    const t = task();
+    const now = Date.now();
+    const primary = await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 1_000, provider: 'primary' });
+    expect(primary).toMatchObject({ outcome: 'claimed', record: { provider: 'primary' } });
+    await repository.recordSolverId(t.id, 'a', 'primary-sid');
+    // Act: the message comes back on the overflow lane
+    const overflow = await repository.claim({
+      task: t,
+      claimToken: 'b',
+      now: now + 1_001,
+      leaseMs: 1_000,
+      provider: 'overflow',
+    });
+    // Assess: the overflow provider never heard of primary-sid, so nothing is resumed there
+    expect(overflow).toMatchObject({
+      outcome: 'claimed',
+      takenOver: true,
+      record: { provider: 'overflow', attempts: 2 },
+    });
+    expect(overflow).not.toHaveProperty('previousSolverId');
+    expect(
+      await repository.complete(t.id, 'b', { status: 'solved', answer: 'tok', provider: 'overflow', completedAt: now }),
+    ).toBe(true);
+    expect(await repository.get(t.id, { consistent: true })).toMatchObject({ status: 'solved', provider: 'overflow' });
+  });
+
+  it('resumes the submission on a takeover by the same provider’s consumer (a record without provider is the primary’s)', async () => {
+    // Prepare: a claim written without a provider (before overflow existed)
+    const t = task();
+    const now = Date.now();
+    await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 1_000 });
+    await repository.recordSolverId(t.id, 'a', 'old-sid');
+    // Act
+    const next = await repository.claim({
+      task: t,
+      claimToken: 'b',
+      now: now + 1_001,
+      leaseMs: 1_000,
+      provider: 'primary',
+    });
+    // Assess
+    expect(next).toMatchObject({ outcome: 'claimed', previousSolverId: 'old-sid', record: { provider: 'primary' } });
+  });
+
   it('writes a rejected record only when no record exists', async () => {
     const t = task();
     await repository.reject('rejected-1', {

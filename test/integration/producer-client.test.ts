@@ -163,6 +163,36 @@ describe('producer client', () => {
     await expect(producer.wait('never-sent', { timeoutMs: 100 })).rejects.toThrow(/no record yet/);
   });
 
+  it('get and wait say which provider solved the task, as the consumer recorded it', async () => {
+    // Prepare: the overflow consumer's claim and solve, as it writes them
+    const repository = new DynamoResultsRepository({
+      documents: clients.documents,
+      tableName: resources.tables.results,
+      ttlSeconds: 86_400,
+    });
+    const parsed = parseTask(JSON.stringify(turnstile('by-overflow-1')), 'unused', 1);
+    if (!parsed.ok) throw new Error('invalid test task');
+    await repository.claim({
+      task: parsed.task,
+      claimToken: 'c',
+      now: Date.now(),
+      leaseMs: 10_000,
+      provider: 'overflow',
+    });
+    await repository.complete('by-overflow-1', 'c', {
+      status: 'solved',
+      answer: 'TOKEN',
+      provider: 'overflow',
+      completedAt: Date.now(),
+    });
+    // Act
+    const got = await producer.get('by-overflow-1', { consistent: true });
+    const waited = await producer.wait('by-overflow-1', { timeoutMs: 1_000 });
+    // Assess
+    expect(got?.provider).toBe('overflow');
+    expect(waited).toMatchObject({ status: 'solved', provider: 'overflow' });
+  });
+
   it('solve = submit + wait', async () => {
     setTimeout(() => void putRecord('solve-1', 'solved', { answer: 'ANSWER' }), 150);
     const result = await producer.solve(turnstile('solve-1'), { timeoutMs: 5_000, initialIntervalMs: 20 });

@@ -6,7 +6,7 @@ import {
   THREAD_LEDGER_ID,
   ThreadLedgerError,
 } from '../../functions/adapters/thread-ledger.js';
-import { GOVERNOR_STATE_ID } from '../../functions/core/deployment.js';
+import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID } from '../../functions/core/deployment.js';
 import { startEmulatorFixture, type EmulatorFixture } from '../helpers/fleet-fixture.js';
 
 let fixture: EmulatorFixture;
@@ -133,6 +133,45 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     await expect(ledger.read()).rejects.toThrow(/ResourceNotFoundException/);
   });
 
+  it('counts a solve in the release of its thread, and only one whose answer was read as solved', async () => {
+    // Prepare: three threads taken
+    const now = { t: 8_000_000 };
+    const ledger = ledgerAt(now, 'solved-count');
+    const leases = [await ledger.accepted(now.t), await ledger.accepted(now.t), await ledger.accepted(now.t)];
+    // Act: two answers read as solved, one thread freed by a failed captcha
+    await ledger.released(leases[0] as (typeof leases)[number], { solved: true });
+    await ledger.released(leases[1] as (typeof leases)[number], { solved: false });
+    await ledger.released(leases[2] as (typeof leases)[number], { solved: true });
+    // Assess
+    expect(await ledger.read()).toMatchObject({ held: 0, acceptances: 3, solved: 2 });
+  });
+
+  it('reads solved as absent, never 0, on a ledger never told of a solve', async () => {
+    // Prepare: threads taken and freed, none solved
+    const now = { t: 9_000_000 };
+    const ledger = ledgerAt(now, 'never-solved');
+    await ledger.released(await ledger.accepted(now.t));
+    await ledger.refused(now.t);
+    // Act
+    const reading = await ledger.read();
+    // Assess
+    expect(reading).toMatchObject({ held: 0, acceptances: 1, refusals: 1 });
+    expect(reading).not.toHaveProperty('solved');
+  });
+
+  it('keeps the overflow ledger apart from the primary one', async () => {
+    // Prepare: the two consumers' ledgers on one table
+    const now = { t: 11_000_000 };
+    const overflow = ledgerAt(now, OVERFLOW_LEDGER_ID);
+    const primary = ledgerAt(now, THREAD_LEDGER_ID);
+    const before = await primary.read();
+    // Act
+    await overflow.released(await overflow.accepted(now.t), { solved: true });
+    // Assess
+    expect(await overflow.read()).toMatchObject({ held: 0, acceptances: 1, solved: 1 });
+    expect(await primary.read()).toEqual(before);
+  });
+
   it('behaves like the memory ledger for the same sequence', async () => {
     // Prepare
     const now = { t: 7_000_000 };
@@ -144,7 +183,8 @@ describe('thread ledger on dynalite, through the real SDK', () => {
       await ledger.accepted(now.t + 1);
       await ledger.refused(now.t + 2);
       await ledger.released(a);
-      await ledger.accepted(now.t + 3);
+      const b = await ledger.accepted(now.t + 3);
+      await ledger.released(b, { solved: true });
     }
     // Assess
     expect(await dynamo.read()).toEqual(await memory.read());

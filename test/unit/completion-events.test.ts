@@ -102,6 +102,31 @@ describe('completion events', () => {
     await publishing.catch((error: Error) => expect(error.message).not.toContain('secret-token'));
   });
 
+  it('says which provider solved the task in the detail, and leaves it out where no consumer wrote one', async () => {
+    // Prepare
+    const { client, sent } = fakeClient([]);
+    const publisher = createEventBridgePublisher({
+      client,
+      busName: 'b',
+      source: 'captcha-fleet.captcha-fleet',
+      includeAnswer: false,
+    });
+    // Act
+    await publisher.publish({ ...solved, provider: 'overflow' });
+    await publisher.publish({
+      taskId: 'bad-1',
+      status: 'rejected',
+      attempts: 0,
+      errorCode: 'SCHEMA_VIOLATION',
+      expiresAt: 9,
+    });
+    // Assess
+    const [overflow, rejected] = sent.map((command) => JSON.parse(command.input.Entries?.[0]?.Detail ?? '{}'));
+    expect(overflow).toMatchObject({ id: 'task-1', status: 'solved', provider: 'overflow' });
+    expect(rejected).toMatchObject({ id: 'bad-1', status: 'rejected' });
+    expect(rejected).not.toHaveProperty('provider');
+  });
+
   it('refuses to announce a task still solving', () => {
     expect(() => toCompletionEvent({ ...solved, status: 'solving' }, { includeAnswer: false })).toThrow(/not terminal/);
   });

@@ -84,3 +84,31 @@ describe('a refused invocation waits for a thread', () => {
     expect(await tracking.waitForFreeThread(10_000)).toBe(false);
   });
 });
+
+describe('solves counted with the thread they free', () => {
+  it('counts an answer read, not a captcha the solver failed, and frees both threads', async () => {
+    // Prepare: two deliveries' submissions accepted
+    const s = setup(0);
+    const solvedOne = new ThreadTracking(s.ledger, () => s.now.t, silent);
+    const failedOne = new ThreadTracking(s.ledger, () => s.now.t, silent);
+    solvedOne.onAnswer({ request: 'submit', outcome: 'accepted' });
+    failedOne.onAnswer({ request: 'submit', outcome: 'accepted' });
+    // Act
+    solvedOne.onAnswer({ request: 'result', outcome: 'not_ready', code: 'CAPCHA_NOT_READY' });
+    solvedOne.onAnswer({ request: 'result', outcome: 'answered' });
+    failedOne.onAnswer({ request: 'result', outcome: 'task_terminal', code: 'ERROR_CAPTCHA_UNSOLVABLE' });
+    await Promise.all([solvedOne.settle(), failedOne.settle()]);
+    // Assess
+    expect(await s.ledger.read()).toMatchObject({ held: 0, acceptances: 2, solved: 1 });
+  });
+
+  it('counts no solve for a thread freed when the delivery ends without an answer', async () => {
+    const s = setup(0);
+    const tracking = new ThreadTracking(s.ledger, () => s.now.t, silent);
+    tracking.onAnswer({ request: 'submit', outcome: 'accepted' });
+    await tracking.settle();
+    const reading = await s.ledger.read();
+    expect(reading?.held).toBe(0);
+    expect(reading).not.toHaveProperty('solved');
+  });
+});

@@ -1,0 +1,258 @@
+/**
+ * The two consumer lanes on the emulators (fauxqs, dynalite), each wired from its own environment
+ * as the stack sets it, each solving through its own simulator over HTTP: the overflow consumer
+ * (SOLVER_PROVIDER=overflow, the overflow key only) and the primary one. Each records its
+ * provider, emits its metrics under its own service, logs as it, and counts its threads and
+ * solves in its own ledger item; neither key shows anywhere.
+ */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { EmfDocument } from '../../functions/adapters/metrics.js';
+import { createLocalEventStream, type LocalEventStream } from '../../functions/adapters/completion-events.js';
+import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
+import { createDynamoThreadLedger } from '../../functions/adapters/thread-ledger.js';
+import { createConsumerFromEnvironment } from '../../functions/consumer/wiring.js';
+import { OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../../functions/core/deployment.js';
+import { ENV, parseEnvironment } from '../../functions/core/environment.js';
+import { METRICS } from '../../functions/core/metric-names.js';
+import { createAdaptivePollSchedule } from '../../functions/core/poll-schedule.js';
+import type { SolverProvider } from '../../functions/core/provider.js';
+import type { TaskResult } from '../../functions/core/results.js';
+import { parseTask } from '../../functions/core/task.js';
+import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
+import { captureLogs, imageTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
+import {
+  deliver,
+  sendMessage,
+  startEmulatorFixture,
+  type EmulatorFixture,
+  type TestFleet,
+} from '../helpers/fleet-fixture.js';
+
+const PRIMARY_KEY = TEST_SOLVER_KEY;
+const OVERFLOW_KEY = 'fedcba9876543210fedcba9876543210';
+/** The simulators answer at once; polls tens of ms apart keep each solve short. */
+const FAST_POLLS = { image: { firstPollMs: 20, intervalMs: 20 }, token: { firstPollMs: 20, intervalMs: 20 } };
+
+let fixture: EmulatorFixture;
+let sims: SolverSimulator[] = [];
+let logs: ReturnType<typeof captureLogs> | undefined;
+
+beforeAll(async () => {
+  fixture = await startEmulatorFixture();
+});
+afterAll(async () => {
+  await fixture?.stop();
+});
+afterEach(async () => {
+  logs?.restore();
+  logs = undefined;
+  vi.unstubAllEnvs();
+  await Promise.all(sims.map((sim) => sim.close()));
+  sims = [];
+});
+
+async function simulator(key: string, dialect: 'captchaai' | '2captcha'): Promise<SolverSimulator & { url: string }> {
+  const sim = createSolverSimulator({ seed: 9, medianMs: 0, dialect, validKeys: [key] });
+  sims.push(sim);
+  await sim.listen();
+  return sim as SolverSimulator & { url: string };
+}
+
+/** A fleet with an overflow provider, both simulators, and a way to wire either lane's consumer. */
+async function twoLanes() {
+  const primarySim = await simulator(PRIMARY_KEY, 'captchaai');
+  const overflowSim = await simulator(OVERFLOW_KEY, '2captcha');
+  const config = {
+    solverBaseUrl: primarySim.url,
+    overflow: { baseUrl: overflowSim.url, capUsdPerHour: 1, capUsdPerDay: 10, priceHintUsd: 0.003 },
+  };
+  const fleet = await fixture.createFleet(config);
+  // Logger lines at every level (the solver client's debug lines too), captured from stdout/stderr.
+  vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'DEBUG');
+  logs = captureLogs();
+  const metrics: Record<SolverProvider, EmfDocument[]> = { primary: [], overflow: [] };
+  const events: Record<SolverProvider, LocalEventStream> = {
+    primary: createLocalEventStream({ includeAnswer: false }),
+    overflow: createLocalEventStream({ includeAnswer: false }),
+  };
+  const consumer = async (provider: SolverProvider) =>
+    createConsumerFromEnvironment({
+      // The variables each function gets: the overflow consumer holds only the overflow key.
+      environment: parseEnvironment({
+        [ENV.config]: JSON.stringify({ ...config, prefix: fleet.settings.prefix }),
+        [ENV.normalQueueUrl]: fleet.resources.queueUrls.normal,
+        [ENV.dlqUrl]: fleet.resources.queueUrls.dlq,
+        [ENV.resultsTable]: fleet.resources.tables.results,
+        [ENV.governorTable]: fleet.resources.tables.governor,
+        ...(provider === 'overflow'
+          ? { [ENV.solverProvider]: 'overflow', [ENV.overflowKey]: OVERFLOW_KEY }
+          : { [ENV.solverKey]: PRIMARY_KEY }),
+      }),
+      clients: fleet.clients,
+      metricsSink: (document) => metrics[provider].push(document),
+      events: events[provider],
+      pollSchedule: createAdaptivePollSchedule({ pollDefaults: FAST_POLLS }),
+    });
+  return { fleet, primarySim, overflowSim, metrics, events, consumer };
+}
+
+async function record(fleet: TestFleet, taskId: string): Promise<TaskResult | undefined> {
+  const read = await fleet.clients.documents.send(
+    new GetCommand({ TableName: fleet.resources.tables.results, Key: { taskId }, ConsistentRead: true }),
+  );
+  return read.Item as TaskResult | undefined;
+}
+
+async function ledgerItem(fleet: TestFleet, id: string): Promise<Record<string, unknown> | undefined> {
+  const read = await fleet.clients.documents.send(
+    new GetCommand({ TableName: fleet.resources.tables.governor, Key: { id }, ConsistentRead: true }),
+  );
+  return read.Item;
+}
+
+function ledger(fleet: TestFleet, id: string) {
+  return createDynamoThreadLedger({
+    documents: fleet.clients.documents,
+    tableName: fleet.resources.tables.governor,
+    leaseMs: fleet.settings.functionTimeoutSeconds * 1000,
+    id,
+  });
+}
+
+/** The `service` dimension of every EMF document. */
+const servicesOf = (documents: EmfDocument[]) => new Set(documents.map((document) => document.service));
+
+describe('the overflow consumer', () => {
+  it('solves through the overflow provider: its record, metrics, logs and ledger say overflow', async () => {
+    // Prepare
+    const lanes = await twoLanes();
+    const handler = await lanes.consumer('overflow');
+    const task = imageTask();
+    await sendMessage(lanes.fleet.clients, lanes.fleet.resources.queueUrls.normal, JSON.stringify(task));
+
+    // Act
+    const delivery = await deliver(lanes.fleet, handler);
+
+    // Assess: solved on the overflow provider, never on the plan
+    expect(delivery.response).toEqual({ batchItemFailures: [] });
+    expect(await record(lanes.fleet, task.id as string)).toMatchObject({
+      status: 'solved',
+      provider: 'overflow',
+      attempts: 1,
+    });
+    expect(lanes.overflowSim.stats()).toMatchObject({ accepted: 1, solved: 1, keyRejections: 0 });
+    expect(lanes.primarySim.stats()).toMatchObject({ submissions: 0 });
+    // Metrics under its own service, which the governor reads apart from the plan's
+    expect(lanes.metrics.overflow.some((document) => METRICS.solved in document)).toBe(true);
+    expect(servicesOf(lanes.metrics.overflow)).toEqual(new Set(['consumer-overflow']));
+    // Its log lines say which consumer wrote them
+    const lines = logs?.entries() ?? [];
+    expect(lines.some((line) => line.message === 'task solved')).toBe(true);
+    expect(new Set(lines.map((line) => line.service))).toEqual(new Set(['consumer-overflow']));
+    // Its ledger item: the thread back, the solve counted; the plan's ledger untouched
+    expect(await ledger(lanes.fleet, OVERFLOW_LEDGER_ID).read()).toMatchObject({ held: 0, acceptances: 1, solved: 1 });
+    expect(await ledgerItem(lanes.fleet, THREAD_LEDGER_ID)).toBeUndefined();
+    // The completion event says who solved it
+    expect(lanes.events.overflow.published).toBe(1);
+  });
+
+  it('and the primary consumer beside it record their own provider, service and ledger', async () => {
+    // Prepare
+    const lanes = await twoLanes();
+    const [overflow, primary] = await Promise.all([lanes.consumer('overflow'), lanes.consumer('primary')]);
+    const [first, second] = [imageTask(), imageTask()];
+    const heard: Array<{ id: string; provider: unknown }> = [];
+    for (const provider of ['overflow', 'primary'] as const)
+      lanes.events[provider].subscribe((event) => heard.push({ id: event.id, provider: event.provider }));
+    const queue = lanes.fleet.resources.queueUrls.normal;
+
+    // Act: one task through each lane
+    await sendMessage(lanes.fleet.clients, queue, JSON.stringify(first));
+    await deliver(lanes.fleet, overflow);
+    await sendMessage(lanes.fleet.clients, queue, JSON.stringify(second));
+    await deliver(lanes.fleet, primary);
+
+    // Assess
+    expect((await record(lanes.fleet, first.id as string))?.provider).toBe('overflow');
+    expect((await record(lanes.fleet, second.id as string))?.provider).toBe('primary');
+    expect(heard).toEqual([
+      { id: first.id, provider: 'overflow' },
+      { id: second.id, provider: 'primary' },
+    ]);
+    expect(servicesOf(lanes.metrics.primary)).toEqual(new Set(['consumer']));
+    expect(servicesOf(lanes.metrics.overflow)).toEqual(new Set(['consumer-overflow']));
+    expect(await ledger(lanes.fleet, THREAD_LEDGER_ID).read()).toMatchObject({ held: 0, acceptances: 1, solved: 1 });
+    expect(await ledger(lanes.fleet, OVERFLOW_LEDGER_ID).read()).toMatchObject({ held: 0, acceptances: 1, solved: 1 });
+    expect([lanes.primarySim.stats().solved, lanes.overflowSim.stats().solved]).toEqual([1, 1]);
+  });
+
+  it('takes over a task the primary consumer left, solves it afresh and records itself as the solver', async () => {
+    // Prepare: the primary consumer claimed and submitted, then died (its lease ran out)
+    const lanes = await twoLanes();
+    const handler = await lanes.consumer('overflow');
+    const message = imageTask();
+    const parsed = parseTask(JSON.stringify(message), 'unused', Date.now());
+    if (!parsed.ok) throw new Error('invalid test task');
+    const repository = new DynamoResultsRepository({
+      documents: lanes.fleet.clients.documents,
+      tableName: lanes.fleet.resources.tables.results,
+      ttlSeconds: lanes.fleet.settings.resultTtlSeconds,
+    });
+    const leftAt = Date.now() - 60_000;
+    await repository.claim({ task: parsed.task, claimToken: 'dead', now: leftAt, leaseMs: 1_000, provider: 'primary' });
+    await repository.recordSolverId(parsed.task.id, 'dead', '424242');
+    await sendMessage(lanes.fleet.clients, lanes.fleet.resources.queueUrls.normal, JSON.stringify(message));
+
+    // Act: the message comes back on the overflow lane
+    const delivery = await deliver(lanes.fleet, handler);
+
+    // Assess: a fresh submission at the overflow provider (the plan's id means nothing there)
+    expect(delivery.response).toEqual({ batchItemFailures: [] });
+    expect(await record(lanes.fleet, parsed.task.id)).toMatchObject({
+      status: 'solved',
+      provider: 'overflow',
+      attempts: 2,
+    });
+    expect(lanes.overflowSim.stats()).toMatchObject({ submissions: 1, accepted: 1, solved: 1 });
+    expect(lanes.overflowSim.stats().errorsByCode).toEqual({});
+    expect((await record(lanes.fleet, parsed.task.id))?.solverId).not.toBe('424242');
+  });
+
+  it('never shows either key: not in records, events, log lines or metrics', async () => {
+    // Prepare
+    const lanes = await twoLanes();
+    const [overflow, primary] = await Promise.all([lanes.consumer('overflow'), lanes.consumer('primary')]);
+    const published: unknown[] = [];
+    for (const provider of ['overflow', 'primary'] as const) lanes.events[provider].subscribe((e) => published.push(e));
+    const tasks = [imageTask(), imageTask()];
+    const queue = lanes.fleet.resources.queueUrls.normal;
+
+    // Act
+    await sendMessage(lanes.fleet.clients, queue, JSON.stringify(tasks[0]));
+    await deliver(lanes.fleet, overflow);
+    await sendMessage(lanes.fleet.clients, queue, JSON.stringify(tasks[1]));
+    await deliver(lanes.fleet, primary);
+
+    // Assess: something of each was captured, and no key is in it
+    const records = await Promise.all(tasks.map((task) => record(lanes.fleet, task.id as string)));
+    expect(records.map((r) => r?.provider)).toEqual(['overflow', 'primary']);
+    const captured = {
+      records: JSON.stringify(records),
+      events: JSON.stringify(published),
+      logs: (logs?.raw ?? []).join(''),
+      metrics: JSON.stringify([...lanes.metrics.overflow, ...lanes.metrics.primary]),
+      ledgers: JSON.stringify([
+        await ledgerItem(lanes.fleet, OVERFLOW_LEDGER_ID),
+        await ledgerItem(lanes.fleet, THREAD_LEDGER_ID),
+      ]),
+    };
+    expect(captured.logs).toContain('"level":"DEBUG"');
+    expect(published).toHaveLength(2);
+    for (const [where, text] of Object.entries(captured)) {
+      expect(text.length, where).toBeGreaterThan(0);
+      expect(text, where).not.toContain(PRIMARY_KEY);
+      expect(text, where).not.toContain(OVERFLOW_KEY);
+    }
+  });
+});
