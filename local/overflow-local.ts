@@ -143,7 +143,6 @@ async function wireOverflowConsumer(
     // The governor table carries this consumer's ledger (OVERFLOW_LEDGER_ID) to the governor.
     tables: resources.tables,
     // The overflow consumer holds only the overflow key, as in AWS.
-    solverKeySource: { key },
     provider: 'overflow',
     overflowKeySource: { key },
     consumerFunctionName: overflow.functionName,
