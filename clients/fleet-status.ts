@@ -1,14 +1,16 @@
 /**
  * One snapshot of how a fleet stands, for `captcha-fleet status`: queues per lane, the DLQ,
- * the governor's last decision (its state item), and solved / failed / p95 over the last
- * minutes — from CloudWatch in AWS, from the results table on a local or emulated stack
- * (where no CloudWatch runs). Unknown values stay undefined; nothing missing is shown as 0.
+ * the governor's last decision (its state item) with the overflow lane's, the split of solves
+ * between the plan and the overflow provider (the two consumers' ledger counters), and solved /
+ * failed / p95 over the last minutes — from CloudWatch in AWS, from the results table on a local
+ * or emulated stack (where no CloudWatch runs). Unknown values stay undefined; nothing missing
+ * is shown as 0.
  */
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
-import { GOVERNOR_STATE_ID } from '../functions/core/deployment.js';
-import type { Lane } from '../functions/core/governor/types.js';
+import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
+import type { Lane, OverflowStatus } from '../functions/core/governor/types.js';
 import type { TaskResult } from '../functions/core/results.js';
 
 export interface LaneStatus {
@@ -37,9 +39,19 @@ export interface FleetStatus {
       }
     | undefined;
   balance: number | undefined;
+  /** The overflow lane as the governor's last decision left it; undefined without an overflow provider (or before its first tick). */
+  overflow: (OverflowStatus & { at: number | undefined }) | undefined;
+  /**
+   * Solves counted by each consumer's thread ledger since it was created (the plan's and the
+   * overflow provider's): undefined when the ledger cannot be read or has counted none yet.
+   */
+  solvesByProvider: { primary: number | undefined; overflow: number | undefined };
   recent: {
     windowMinutes: number;
+    /** Solved by either provider. */
     solved: number | undefined;
+    /** Of those, solved by the overflow provider (absent without one). */
+    overflowSolved?: number | undefined;
     failed: number | undefined;
     rejected: number | undefined;
     p95SolveMs: number | undefined;
@@ -65,11 +77,14 @@ interface StoredGovernorState {
     shortfall?: number;
     balance?: number;
     oldestAgeSeconds?: Partial<Record<Lane, number>>;
+    overflow?: OverflowStatus;
   };
 }
 
 export interface RecentMetrics {
   solved: number | undefined;
+  /** Of `solved`, the overflow provider's (left out without an overflow provider). */
+  overflowSolved?: number | undefined;
   failed: number | undefined;
   rejected?: number | undefined;
   p95SolveMs: number | undefined;
@@ -83,6 +98,8 @@ export interface FleetStatusSources {
   tables: { results: string; governor: string };
   /** AWS: CloudWatch-backed; absent → computed from the results table. */
   recentMetrics?: (windowMinutes: number) => Promise<RecentMetrics>;
+  /** The fleet has an overflow provider: the results table's recent solves are split by provider. */
+  overflow?: boolean;
   clock?: () => number;
 }
 
@@ -92,11 +109,13 @@ export async function readFleetStatus(
 ): Promise<FleetStatus> {
   const clock = sources.clock ?? Date.now;
   const windowMinutes = options.windowMinutes ?? 5;
-  const [normal, high, dlq, governorItem] = await Promise.all([
+  const [normal, high, dlq, governorItem, primarySolves, overflowSolves] = await Promise.all([
     queueAttributes(sources.sqs, sources.queueUrls.normal),
     sources.queueUrls.high ? queueAttributes(sources.sqs, sources.queueUrls.high) : Promise.resolve(undefined),
     queueAttributes(sources.sqs, sources.queueUrls.dlq),
     readGovernorItem(sources.documents, sources.tables.governor),
+    ledgerSolves(sources.documents, sources.tables.governor, THREAD_LEDGER_ID),
+    ledgerSolves(sources.documents, sources.tables.governor, OVERFLOW_LEDGER_ID),
   ]);
   const recent = sources.recentMetrics
     ? {
@@ -106,7 +125,12 @@ export async function readFleetStatus(
         source: 'cloudwatch' as const,
       }
     : {
-        ...(await recentFromResults(sources.documents, sources.tables.results, clock() - windowMinutes * 60_000)),
+        ...(await recentFromResults(
+          sources.documents,
+          sources.tables.results,
+          clock() - windowMinutes * 60_000,
+          sources.overflow ?? false,
+        )),
         source: 'results-table' as const,
       };
   const decision = governorItem?.lastDecision;
@@ -135,9 +159,12 @@ export async function readFleetStatus(
         }
       : undefined,
     balance: decision?.balance,
+    overflow: decision?.overflow ? { ...decision.overflow, at: decision.at } : undefined,
+    solvesByProvider: { primary: primarySolves, overflow: overflowSolves },
     recent: {
       windowMinutes,
       solved: recent.solved,
+      ...('overflowSolved' in recent ? { overflowSolved: recent.overflowSolved } : {}),
       failed: recent.failed,
       rejected: recent.rejected,
       p95SolveMs: recent.p95SolveMs,
@@ -176,11 +203,37 @@ async function readGovernorItem(
   }
 }
 
+/**
+ * The `solved` counter of a consumer's thread ledger item (functions/adapters/thread-ledger.ts: a
+ * release whose answer was read as solved ADDs 1 to it); undefined when unreadable or never counted.
+ */
+async function ledgerSolves(
+  documents: Pick<DynamoDBDocumentClient, 'send'>,
+  table: string,
+  id: string,
+): Promise<number | undefined> {
+  try {
+    const out = await documents.send(
+      new GetCommand({
+        TableName: table,
+        Key: { id },
+        ProjectionExpression: '#solved',
+        ExpressionAttributeNames: { '#solved': 'solved' },
+      }),
+    );
+    const solved = (out.Item as { solved?: unknown } | undefined)?.solved;
+    return typeof solved === 'number' && Number.isFinite(solved) ? solved : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Local and emulated stacks: count and time the records completed in the window. */
 async function recentFromResults(
   documents: Pick<DynamoDBDocumentClient, 'send'>,
   table: string,
   since: number,
+  overflow: boolean,
 ): Promise<RecentMetrics> {
   const records: TaskResult[] = [];
   try {
@@ -191,8 +244,8 @@ async function recentFromResults(
           TableName: table,
           FilterExpression: 'completedAt >= :since',
           ExpressionAttributeValues: { ':since': since },
-          ProjectionExpression: '#s, solveMs, completedAt',
-          ExpressionAttributeNames: { '#s': 'status' },
+          ProjectionExpression: '#s, solveMs, completedAt, #p',
+          ExpressionAttributeNames: { '#s': 'status', '#p': 'provider' },
           ExclusiveStartKey: startKey,
         }),
       );
@@ -200,14 +253,23 @@ async function recentFromResults(
       startKey = out.LastEvaluatedKey;
     } while (startKey);
   } catch {
-    return { solved: undefined, failed: undefined, rejected: undefined, p95SolveMs: undefined };
+    return {
+      solved: undefined,
+      ...(overflow ? { overflowSolved: undefined } : {}),
+      failed: undefined,
+      rejected: undefined,
+      p95SolveMs: undefined,
+    };
   }
   const solveTimes = records
     .filter((r) => r.status === 'solved' && typeof r.solveMs === 'number')
     .map((r) => r.solveMs as number)
     .sort((a, b) => a - b);
+  const solved = records.filter((r) => r.status === 'solved');
   return {
-    solved: records.filter((r) => r.status === 'solved').length,
+    solved: solved.length,
+    // A record without a provider was written before providers were recorded: the plan's.
+    ...(overflow ? { overflowSolved: solved.filter((r) => r.provider === 'overflow').length } : {}),
     failed: records.filter((r) => r.status === 'failed').length,
     rejected: records.filter((r) => r.status === 'rejected').length,
     p95SolveMs: percentileOfSorted(solveTimes, 0.95),

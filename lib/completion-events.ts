@@ -2,8 +2,9 @@
  * The EventBridge bus that carries one completion event per terminal result. Producers
  * subscribe with their own rules (a Lambda, a queue, an HTTP endpoint).
  *
- * Its resource policy denies PutEvents to every principal but the one publisher the stack names
- * (the consumer's role), and to that one any other source or detail-type than the fleet's. An
+ * Its resource policy denies PutEvents to every principal but the publishers the stack names
+ * (the consumer's role, and the overflow consumer's when there is one), and to those any other
+ * source or detail-type than the fleet's. An
  * explicit deny in a resource policy overrides any allow, so an identity policy with
  * `events:PutEvents` on `*` elsewhere in the account cannot publish here.
  */
@@ -35,10 +36,11 @@ export class CompletionEvents extends Construct {
   }
 
   /**
-   * Make `publisher` the only principal that may put events on the bus, and only with the fleet's
-   * source and detail-type. Call once, with the consumer's role.
+   * Make `publishers` the only principals that may put events on the bus, and only with the fleet's
+   * source and detail-type. Call once, with the consumers' roles.
    */
-  admitOnly(publisher: iam.IRole): void {
+  admitOnly(...publishers: iam.IRole[]): void {
+    const roleArns = publishers.map((role) => role.roleArn);
     const putEvents = (sid: string, condition: Record<string, Record<string, unknown>>) =>
       this.bus.addToResourcePolicy(
         new iam.PolicyStatement({
@@ -50,8 +52,11 @@ export class CompletionEvents extends Construct {
           conditions: condition,
         }),
       );
-    // aws:PrincipalArn is the role's ARN for any session of the role.
-    putEvents('OnlyTheConsumerPublishes', { ArnNotEquals: { 'aws:PrincipalArn': publisher.roleArn } });
+    // aws:PrincipalArn is the role's ARN for any session of the role. A negated operator with a list
+    // is true when the principal matches none of them: every other principal is denied.
+    putEvents('OnlyTheConsumerPublishes', {
+      ArnNotEquals: { 'aws:PrincipalArn': roleArns.length === 1 ? roleArns[0] : roleArns },
+    });
     putEvents('OnlyTheFleetSource', { StringNotEquals: { 'events:source': this.#settings.eventSource } });
     putEvents('OnlyCompletionEvents', { StringNotEquals: { 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE } });
   }

@@ -91,6 +91,12 @@ export const STACK_CONTEXT_KEYS = [
 
 /** Fleet settings whose values are strings: every other one is a number or a boolean. */
 const STRING_SETTINGS = new Set(['prefix', 'solverBaseUrl', 'dialect']);
+/** Fleet settings whose values are objects: `-c` gives them as JSON text. */
+const OBJECT_SETTINGS = new Set(['overflow']);
+
+/** How to give the overflow block, for the problem a malformed one reports. */
+const OVERFLOW_CONTEXT_EXAMPLE =
+  '-c overflow=\'{"baseUrl":"https://2captcha.com","capUsdPerHour":2,"capUsdPerDay":20,"priceHintUsd":0.003}\'';
 
 /**
  * Split initial ceilings between the lanes: the high lane starts at a quarter of the ceiling
@@ -145,6 +151,7 @@ export function resolveFleetStackConfig(options: FleetStackOptions = {}): Resolv
       fix: 'use 1-512 of letters, digits and / _ + = . @ - (the name, not the ARN)',
     });
   }
+  problems.push(...objectSettingProblems(fleet));
   const resultsRemoval = options.resultsRemoval ?? 'retain';
   if (!TABLE_REMOVALS.includes(resultsRemoval)) {
     problems.push({
@@ -184,12 +191,40 @@ export function resolveFleetStackConfig(options: FleetStackOptions = {}): Resolv
   };
 }
 
+/**
+ * Object settings (`overflow`) that arrived as text `-c` could not parse as JSON: each is taken out
+ * of `fleet` (the schema would only say "expected object") and reported with how to write it.
+ */
+function objectSettingProblems(fleet: Record<string, unknown>): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  for (const key of OBJECT_SETTINGS) {
+    const value = fleet[key];
+    if (typeof value !== 'string') continue;
+    delete fleet[key];
+    problems.push({
+      field: key,
+      problem: `is not a JSON object: ${jsonErrorOf(value)}`,
+      fix: `give the block as one JSON object in single quotes, e.g. ${OVERFLOW_CONTEXT_EXAMPLE}, or as an object under "context" in cdk.json`,
+    });
+  }
+  return problems;
+}
+
+function jsonErrorOf(text: string): string {
+  try {
+    JSON.parse(text);
+    return 'the text is a JSON string';
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
 /** Reads one context value (`-c key=value` gives strings; cdk.json may give any JSON). */
 export type ContextReader = (key: string) => unknown;
 
 /**
- * Stack options from CDK context. Numbers and booleans given as strings by `-c` are converted;
- * `planThreads` may also be a plan name. Values that do not convert pass through unchanged so
+ * Stack options from CDK context. Numbers and booleans given as strings by `-c` are converted,
+ * and the `overflow` block given as JSON text is parsed; `planThreads` may also be a plan name. Values that do not convert pass through unchanged so
  * validation reports them with the rest.
  */
 export function fleetOptionsFromContext(read: ContextReader): FleetStackOptions {
@@ -202,7 +237,7 @@ export function fleetOptionsFromContext(read: ContextReader): FleetStackOptions 
       plan = raw;
       continue;
     }
-    fleet[key] = STRING_SETTINGS.has(key) ? raw : coerce(raw);
+    fleet[key] = STRING_SETTINGS.has(key) ? raw : OBJECT_SETTINGS.has(key) ? parseObject(raw) : coerce(raw);
   }
   const planContext = read('plan');
   const removal = read('resultsRemoval');
@@ -215,6 +250,18 @@ export function fleetOptionsFromContext(read: ContextReader): FleetStackOptions 
     ...(removal !== undefined ? { resultsRemoval: String(removal).toLowerCase() as TableRemoval } : {}),
     ...(reserve !== undefined ? { reserveConsumerConcurrency: coerce(reserve) !== false } : {}),
   };
+}
+
+/** JSON text (`-c overflow='{…}'`) parsed; anything else (cdk.json objects, text that is not JSON) unchanged. */
+function parseObject(raw: unknown): unknown {
+  if (typeof raw !== 'string') return raw;
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    // JSON text that is a string stays text, so validation reports it as not an object.
+    return typeof parsed === 'string' ? raw : parsed;
+  } catch {
+    return raw;
+  }
 }
 
 function coerce(raw: unknown): unknown {

@@ -4,14 +4,13 @@
  * governor moves. Permissions: its queues, its table, the key, the completion-event bus.
  */
 import { Duration } from 'aws-cdk-lib';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
 import { THREAD_LEDGER_ID } from '../functions/core/deployment.js';
-import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
+import { grantConsumerWork } from './consumer-permissions.js';
 import { FleetFunction } from './fleet-function.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 
@@ -70,43 +69,6 @@ export class Consumer extends Construct {
     this.function.addEventSource(this.mappings.normal);
     this.function.addEventSource(this.mappings.high);
 
-    const role = this.fleetFunction.role;
-    // Malformed and schema-violating messages go to the DLQ with their reason, never dropped.
-    queues.deadLetterQueue.grantSendMessages(role);
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'ResultRecords',
-        // Single-item conditional reads and writes only (claim, record, release): no scans, no deletes.
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-        resources: [props.resultsTable.tableArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'ThreadLedger',
-        // Over-cap answers and held threads for the governor: ADD/SET on one item, and the read a
-        // refused invocation waits on. No other key of the governor table.
-        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-        resources: [props.governorTable.tableArn],
-        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [THREAD_LEDGER_ID] } },
-      }),
-    );
-    props.solverKey.grantRead(role);
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'CompletionEvents',
-        actions: ['events:PutEvents'],
-        resources: [props.bus.eventBusArn],
-        // With the bus policy (CompletionEvents.admitOnly), what a subscriber may trust: an event on
-        // this bus with source settings.eventSource was put by this role, i.e. by the consumer's code
-        // after it wrote that terminal record (or by whoever may change that code or assume the role).
-        // It does not vouch for the task's content (producer input) or the answer (solver output);
-        // an event can be missing (a publish that failed after its retries) or arrive twice
-        // (EventBridge delivers to targets at least once): the results table stays the source of truth.
-        conditions: {
-          StringEquals: { 'events:source': settings.eventSource, 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE },
-        },
-      }),
-    );
+    grantConsumerWork(this.fleetFunction.role, props, { ledgerId: THREAD_LEDGER_ID, key: props.solverKey });
   }
 }

@@ -1,8 +1,9 @@
 /**
  * Alarms to one SNS topic (KMS-encrypted, TLS only; optional e-mail subscription): balance under
  * the halt level, DLQ not empty, oldest task too old (each lane), p95 solve time too high,
- * error rate too high, governor errors or silence, consumer throttles. Each alarm notifies on
- * ALARM and on OK. The runbook in docs/deploy.md has a row per alarm (ALARM_RUNBOOK ids).
+ * error rate too high, governor errors or silence, consumer throttles; with an overflow provider,
+ * the spend cap holding the lane narrower than the backlog needs, and overflow consumer throttles.
+ * Each alarm notifies on ALARM and on OK. The runbook in docs/deploy.md has a row per alarm.
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
@@ -14,7 +15,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { GOVERNOR_METRICS, METRICS } from '../functions/core/metric-names.js';
-import type { FleetSettings } from '../functions/core/settings.js';
+import type { FleetSettings, OverflowSettings } from '../functions/core/settings.js';
 import { FleetMetrics, ONE_MINUTE } from './fleet-metrics.js';
 import type { TaskQueues } from './task-queues.js';
 
@@ -32,6 +33,17 @@ export const ALARM_IDS = [
 ] as const;
 export type AlarmId = (typeof ALARM_IDS)[number];
 
+/** Alarms of the overflow lane, created only with an overflow provider configured. */
+export const OVERFLOW_ALARM_IDS = ['OverflowCapReached', 'OverflowConsumerThrottled'] as const;
+export type OverflowAlarmId = (typeof OVERFLOW_ALARM_IDS)[number];
+
+/**
+ * Minutes in a row the spend cap must hold the overflow lane narrower than the backlog asks before
+ * OverflowCapReached fires: one capped tick is the budget working as meant; five minutes of them is
+ * a backlog the cap leaves waiting past the target.
+ */
+export const OVERFLOW_CAP_ALARM_MINUTES = 5;
+
 /** Properties of {@link FleetAlarms}. */
 export interface FleetAlarmsProps {
   /** Fleet settings: thresholds, names and the metrics namespace. */
@@ -42,6 +54,12 @@ export interface FleetAlarmsProps {
   readonly consumer: lambda.IFunction;
   /** The governor function (error and silence alarms). */
   readonly governor: lambda.IFunction;
+  /**
+   * The overflow consumer function, when `settings.overflow` is set (its throttle alarm; with it
+   * comes the cap alarm).
+   * @default - no overflow alarms
+   */
+  readonly overflowConsumer?: lambda.IFunction;
   /**
    * E-mail address subscribed to the alarm topic.
    * @default - no subscription
@@ -55,10 +73,14 @@ export class FleetAlarms extends Construct {
   public readonly topic: sns.Topic;
   /** Every alarm, by id. */
   public readonly alarms: Readonly<Record<AlarmId, cw.Alarm>>;
+  /** The overflow lane's alarms, by id; undefined without an overflow provider. */
+  public readonly overflowAlarms: Readonly<Record<OverflowAlarmId, cw.Alarm>> | undefined;
+  readonly #settings: FleetSettings;
 
   constructor(scope: Construct, id: string, props: FleetAlarmsProps) {
     super(scope, id);
     const { settings, queues } = props;
+    this.#settings = settings;
     const metrics = new FleetMetrics(settings);
 
     // CloudWatch can publish to an encrypted topic only with a customer managed key whose policy
@@ -86,16 +108,8 @@ export class FleetAlarms extends Construct {
     if (props.alarmEmail !== undefined)
       this.topic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
 
-    const alarm = (alarmId: AlarmId, description: string, options: cw.AlarmProps) => {
-      const created = new cw.Alarm(this, alarmId, {
-        alarmName: `${settings.prefix}-${alarmId}`,
-        alarmDescription: `${description} Runbook: docs/deploy.md, "${alarmId}".`,
-        ...options,
-      });
-      created.addAlarmAction(new cwActions.SnsAction(this.topic));
-      created.addOkAction(new cwActions.SnsAction(this.topic));
-      return created;
-    };
+    const alarm = (alarmId: AlarmId, description: string, options: cw.AlarmProps) =>
+      this.#alarm(alarmId, description, options);
     const oldest = (queue: typeof queues.normal, alarmId: AlarmId, laneName: string) =>
       alarm(alarmId, `The oldest ${laneName} task has waited longer than ${settings.oldestMessageAlarmSeconds} s.`, {
         metric: queue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', period: ONE_MINUTE }),
@@ -192,6 +206,57 @@ export class FleetAlarms extends Construct {
         'Consumer invocations were throttled: messages return to the queue and may reach the DLQ unprocessed.',
         {
           metric: props.consumer.metricThrottles({ statistic: 'Sum', period: Duration.minutes(5) }),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
+    };
+    this.overflowAlarms =
+      props.overflowConsumer !== undefined && settings.overflow !== undefined
+        ? this.#overflowAlarms(metrics, settings.overflow, props.overflowConsumer)
+        : undefined;
+  }
+
+  /** One alarm named `<prefix>-<id>`, notifying the topic on ALARM and on OK, its runbook row named. */
+  #alarm(alarmId: AlarmId | OverflowAlarmId, description: string, options: cw.AlarmProps): cw.Alarm {
+    const created = new cw.Alarm(this, alarmId, {
+      alarmName: `${this.#settings.prefix}-${alarmId}`,
+      alarmDescription: `${description} Runbook: docs/deploy.md, "${alarmId}".`,
+      ...options,
+    });
+    created.addAlarmAction(new cwActions.SnsAction(this.topic));
+    created.addOkAction(new cwActions.SnsAction(this.topic));
+    return created;
+  }
+
+  #overflowAlarms(
+    metrics: FleetMetrics,
+    overflow: OverflowSettings,
+    overflowConsumer: lambda.IFunction,
+  ): Record<OverflowAlarmId, cw.Alarm> {
+    return {
+      OverflowCapReached: this.#alarm(
+        'OverflowCapReached',
+        `The overflow spend cap ($${overflow.capUsdPerHour}/h, $${overflow.capUsdPerDay}/day) has held the overflow lane narrower than the backlog needs in each of the last ${OVERFLOW_CAP_ALARM_MINUTES} minutes: tasks wait past the ${overflow.latencyTargetSeconds} s target.`,
+        {
+          // The governor emits 1 on a tick where the cap binds while the backlog misses the target,
+          // 0 otherwise: Maximum per minute is 1 when any tick of that minute was held by the cap.
+          metric: metrics.governor(GOVERNOR_METRICS.overflowCapReached, 'Maximum'),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: OVERFLOW_CAP_ALARM_MINUTES,
+          datapointsToAlarm: OVERFLOW_CAP_ALARM_MINUTES,
+          // No datapoint is no governor run: GovernorSilent covers that, not this alarm.
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
+      OverflowConsumerThrottled: this.#alarm(
+        'OverflowConsumerThrottled',
+        'Overflow consumer invocations were throttled: messages return to the normal queue and may reach the DLQ unprocessed.',
+        {
+          metric: overflowConsumer.metricThrottles({ statistic: 'Sum', period: Duration.minutes(5) }),
           threshold: 1,
           comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
           evaluationPeriods: 1,

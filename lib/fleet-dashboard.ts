@@ -1,14 +1,16 @@
 /**
  * The fleet at a glance: backlog and oldest task per lane, in flight, ceiling vs needed vs actual
  * concurrency, p50/p95 solve time, solved / failed / rejected per minute, error and over-cap
- * rates, balance, DLQ depth, governor decisions by reason, and the alarms.
+ * rates, balance, DLQ depth, governor decisions by reason; with an overflow provider, the overflow
+ * lane (ceiling vs excess, spend against the caps, its balance, solves and p95 per provider, its
+ * decisions); and the alarms.
  */
 import { Aws, Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { GOVERNOR_METRICS, METRICS } from '../functions/core/metric-names.js';
-import type { FleetSettings } from '../functions/core/settings.js';
+import type { FleetSettings, OverflowSettings } from '../functions/core/settings.js';
 import { FleetMetrics, ONE_MINUTE } from './fleet-metrics.js';
 import type { TaskQueues } from './task-queues.js';
 
@@ -22,6 +24,11 @@ export interface FleetDashboardProps {
   readonly consumer: lambda.IFunction;
   /** The governor function. */
   readonly governor: lambda.IFunction;
+  /**
+   * The overflow consumer function, when `settings.overflow` is set: adds the overflow rows.
+   * @default - no overflow rows
+   */
+  readonly overflowConsumer?: lambda.IFunction;
   /** Alarms shown in the status widget. */
   readonly alarms: readonly cw.IAlarm[];
 }
@@ -123,10 +130,86 @@ export class FleetDashboard extends Construct {
         { width: 12 },
       ),
     );
+    if (settings.overflow !== undefined && props.overflowConsumer !== undefined)
+      this.dashboard.addWidgets(...overflowRows(metrics, settings.overflow, props.overflowConsumer));
     this.dashboard.addWidgets(
       new cw.AlarmStatusWidget({ title: 'Alarms', alarms: [...props.alarms], width: 24, height: 4 }),
     );
 
     this.url = `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${name}`;
   }
+}
+
+/**
+ * The overflow lane's widgets: a heading, then ceiling vs excess vs actual, spend against the caps,
+ * the provider's balance and price, and per provider (plan vs overflow) solves and p95, and the
+ * overflow decisions by reason: a full-width heading, then three graphs to a row.
+ */
+function overflowRows(
+  metrics: FleetMetrics,
+  overflow: OverflowSettings,
+  overflowConsumer: lambda.IFunction,
+): cw.IWidget[] {
+  const graph = (title: string, left: cw.IMetric[], extra: Partial<cw.GraphWidgetProps> = {}) =>
+    new cw.GraphWidget({ title, left, width: 8, height: 6, ...extra });
+  const fromZero = { leftYAxis: { min: 0 }, rightYAxis: { min: 0 } };
+  return [
+    new cw.TextWidget({
+      markdown: `## Overflow to ${overflow.baseUrl}\nOpens when the plan's threads are all busy and the backlog would wait past ${overflow.latencyTargetSeconds} s; at most ${overflow.maxConcurrency} invocations, $${overflow.capUsdPerHour} per UTC hour and $${overflow.capUsdPerDay} per UTC day. Runbook: docs/deploy.md ("OverflowCapReached").`,
+      width: 24,
+      height: 2,
+    }),
+    graph(
+      'Overflow lane: ceiling vs excess vs actual',
+      [
+        metrics.governor(GOVERNOR_METRICS.overflowCeiling, 'Maximum', 'ceiling (0 = closed)'),
+        metrics.governor(GOVERNOR_METRICS.overflowExcess, 'Maximum', 'excess the backlog asks'),
+        overflowConsumer.metric('ConcurrentExecutions', {
+          statistic: 'Maximum',
+          period: ONE_MINUTE,
+          label: 'actual (overflow concurrent executions)',
+        }),
+      ],
+      fromZero,
+    ),
+    graph(
+      'Overflow spend (USD) vs caps',
+      [metrics.governor(GOVERNOR_METRICS.overflowSpendHour, 'Maximum', 'this UTC hour')],
+      {
+        ...fromZero,
+        right: [metrics.governor(GOVERNOR_METRICS.overflowSpendDay, 'Maximum', 'today (UTC)')],
+        leftAnnotations: [{ value: overflow.capUsdPerHour, label: 'hourly cap', color: cw.Color.RED }],
+        rightAnnotations: [{ value: overflow.capUsdPerDay, label: 'daily cap', color: cw.Color.ORANGE }],
+      },
+    ),
+    graph('Overflow balance (USD)', [metrics.governor(GOVERNOR_METRICS.overflowBalance, 'Minimum', 'balance')], {
+      ...fromZero,
+      right: [metrics.governor(GOVERNOR_METRICS.overflowPrice, 'Maximum', 'price per solve')],
+      leftAnnotations: [
+        { value: overflow.haltBalance, label: 'halt growing', color: cw.Color.ORANGE },
+        { value: overflow.pauseBalance, label: 'close', color: cw.Color.RED },
+      ],
+    }),
+    graph('Solved per minute, by provider', [
+      metrics.consumerOf('primary', METRICS.solved, 'Sum', 'plan'),
+      metrics.consumerOf('overflow', METRICS.solved, 'Sum', 'overflow'),
+    ]),
+    graph('p95 solve time (ms), by provider', [
+      metrics.consumerOf('primary', METRICS.solveDuration, 'p95', 'plan'),
+      metrics.consumerOf('overflow', METRICS.solveDuration, 'p95', 'overflow'),
+    ]),
+    graph(
+      'Overflow decisions by reason',
+      [metrics.search(GOVERNOR_METRICS.overflowDecision, 'Reason', 'Sum', 'overflow decisions')],
+      {
+        right: [
+          metrics.governor(
+            GOVERNOR_METRICS.overflowCapReached,
+            'Maximum',
+            'cap reached (1 = the cap holds the lane back)',
+          ),
+        ],
+      },
+    ),
+  ];
 }

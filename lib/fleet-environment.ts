@@ -29,8 +29,19 @@ export interface FleetEnvironmentInput {
   readonly bus: events.IEventBus;
 }
 
-/** Variables every fleet function gets. */
+/** Variables every fleet function of the primary solver gets (the primary key's secret ARN among them). */
 export function fleetEnvironment(input: FleetEnvironmentInput): Record<string, string> {
+  return sharedEnvironment(input, input.solverKey.secret.secretArn);
+}
+
+/**
+ * Variables every fleet function gets, with the primary key's secret ARN only when given: the
+ * overflow consumer gets no way to the primary key.
+ */
+export function sharedEnvironment(
+  input: Omit<FleetEnvironmentInput, 'solverKey'>,
+  solverKeySecretArn?: string,
+): Record<string, string> {
   return {
     [ENV.config]: JSON.stringify(input.fleetConfig),
     [ENV.normalQueueUrl]: input.queues.normal.queueUrl,
@@ -38,7 +49,7 @@ export function fleetEnvironment(input: FleetEnvironmentInput): Record<string, s
     [ENV.dlqUrl]: input.queues.deadLetterQueue.queueUrl,
     [ENV.resultsTable]: input.resultsTable.tableName,
     [ENV.governorTable]: input.governorTable.tableName,
-    [ENV.solverKeySecretArn]: input.solverKey.secret.secretArn,
+    ...(solverKeySecretArn !== undefined ? { [ENV.solverKeySecretArn]: solverKeySecretArn } : {}),
     [ENV.eventBusName]: input.bus.eventBusName,
     POWERTOOLS_SERVICE_NAME: input.service,
     POWERTOOLS_METRICS_NAMESPACE: input.settings.metricsNamespace,

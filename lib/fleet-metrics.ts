@@ -8,6 +8,7 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import { type GOVERNOR_METRICS, METRICS, SERVICES } from '../functions/core/metric-names.js';
+import { consumerServiceOf, type SolverProvider } from '../functions/core/provider.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 
 export const ONE_MINUTE = Duration.minutes(1);
@@ -17,10 +18,20 @@ export class FleetMetrics {
 
   /** A consumer metric (dimension service=consumer). */
   consumer(name: (typeof METRICS)[keyof typeof METRICS], statistic: string, label?: string): cw.Metric {
+    return this.consumerOf('primary', name, statistic, label);
+  }
+
+  /** A metric of one provider's consumer (dimension service=consumer, or consumer-overflow for the overflow lane). */
+  consumerOf(
+    provider: SolverProvider,
+    name: (typeof METRICS)[keyof typeof METRICS],
+    statistic: string,
+    label?: string,
+  ): cw.Metric {
     return new cw.Metric({
       namespace: this.settings.metricsNamespace,
       metricName: name,
-      dimensionsMap: { service: SERVICES.consumer },
+      dimensionsMap: { service: consumerServiceOf(provider) },
       statistic,
       period: ONE_MINUTE,
       ...(label ? { label } : {}),

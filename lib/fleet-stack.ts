@@ -1,8 +1,9 @@
 /**
- * The captcha-fleet stack: composes the constructs (queues, tables, key, events, consumer,
- * governor, operator access, alarms, dashboard) and prints what producers and operators need.
+ * The captcha-fleet stack: composes the constructs (queues, tables, key, events, consumer, the
+ * overflow lane when configured, governor, operator access, alarms, dashboard) and prints what
+ * producers and operators need.
  */
-import { CfnOutput, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { STACK_OUTPUTS } from '../functions/core/deployment.js';
 import { resolveFleetStackConfig, type FleetStackOptions, type ResolvedFleetStackConfig } from './config.js';
@@ -13,6 +14,7 @@ import { FleetDashboard } from './fleet-dashboard.js';
 import { FleetTables } from './fleet-tables.js';
 import { Governor } from './governor.js';
 import { OperatorAccess } from './operator-access.js';
+import { OverflowConsumer } from './overflow-consumer.js';
 import { SolverKeySecret } from './solver-key-secret.js';
 import { TaskQueues } from './task-queues.js';
 
@@ -34,6 +36,8 @@ export class CaptchaFleetStack extends Stack {
   public readonly solverKey: SolverKeySecret;
   public readonly events: CompletionEvents;
   public readonly consumer: Consumer;
+  /** The overflow lane; undefined unless `fleet.overflow` is set (the stack then creates nothing for it). */
+  public readonly overflow: OverflowConsumer | undefined;
   public readonly governor: Governor;
   public readonly operators: OperatorAccess;
   public readonly alarms: FleetAlarms;
@@ -70,8 +74,23 @@ export class CaptchaFleetStack extends Stack {
       initialCeilings: config.initialCeilings,
       reserveConcurrency: config.reserveConsumerConcurrency,
     });
-    this.events.admitOnly(this.consumer.fleetFunction.role);
-    this.governor = new Governor(this, 'Governor', { ...shared, consumer: this.consumer });
+    this.overflow =
+      settings.overflow === undefined
+        ? undefined
+        : new OverflowConsumer(this, 'Overflow', {
+            ...shared,
+            overflow: settings.overflow,
+            reserveConcurrency: config.reserveConsumerConcurrency,
+          });
+    this.events.admitOnly(
+      this.consumer.fleetFunction.role,
+      ...(this.overflow !== undefined ? [this.overflow.fleetFunction.role] : []),
+    );
+    this.governor = new Governor(this, 'Governor', {
+      ...shared,
+      consumer: this.consumer,
+      ...(this.overflow !== undefined ? { overflow: this.overflow } : {}),
+    });
     this.operators = new OperatorAccess(this, 'Operators', {
       settings,
       queues: this.queues,
@@ -83,6 +102,7 @@ export class CaptchaFleetStack extends Stack {
       queues: this.queues,
       consumer: this.consumer.function,
       governor: this.governor.function,
+      ...(this.overflow !== undefined ? { overflowConsumer: this.overflow.function } : {}),
       ...(config.alarmEmail !== undefined ? { alarmEmail: config.alarmEmail } : {}),
     });
     this.dashboard = new FleetDashboard(this, 'Dashboard', {
@@ -90,18 +110,9 @@ export class CaptchaFleetStack extends Stack {
       queues: this.queues,
       consumer: this.consumer.function,
       governor: this.governor.function,
-      alarms: Object.values(this.alarms.alarms),
+      ...(this.overflow !== undefined ? { overflowConsumer: this.overflow.function } : {}),
+      alarms: [...Object.values(this.alarms.alarms), ...Object.values(this.alarms.overflowAlarms ?? {})],
     });
-
-    if (this.solverKey.imported) {
-      for (const role of [this.consumer.fleetFunction.role, this.governor.fleetFunction.role]) {
-        Validations.of(role).acknowledge({
-          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${config.solverKeySecretName}-??????]`,
-          reason:
-            'A secret imported by name has an ARN ending in a random 6-character suffix; "-??????" matches only that suffix of this one secret.',
-        });
-      }
-    }
 
     this.outputs(config);
   }
@@ -128,6 +139,18 @@ export class CaptchaFleetStack extends Stack {
     output(STACK_OUTPUTS.consumerFunctionName, this.consumer.function.functionName, 'Consumer Lambda function');
     output(STACK_OUTPUTS.governorFunctionName, this.governor.function.functionName, 'Governor Lambda function');
     output(STACK_OUTPUTS.alarmTopicArn, this.alarms.topic.topicArn, 'SNS topic the alarms notify');
+    if (this.overflow !== undefined) {
+      output(
+        STACK_OUTPUTS.overflowKeySecretArn,
+        this.overflow.key.secret.secretArn,
+        "Put the overflow provider's API key in this secret",
+      );
+      output(
+        STACK_OUTPUTS.overflowFunctionName,
+        this.overflow.function.functionName,
+        'Overflow consumer Lambda function',
+      );
+    }
     output(
       STACK_OUTPUTS.operatorPolicyArn,
       this.operators.policy.managedPolicyArn,

@@ -1,8 +1,8 @@
 /**
  * The governor: a function on an EventBridge `rate(1 minute)` schedule (it ticks inside the
  * invocation), reserved concurrency 1 so two never race. It may move only the consumer's
- * mappings and concurrency, read only the fleet's queue attributes, read metrics and the key,
- * and read and write only its own state item.
+ * mappings and concurrency (and the overflow lane's, when configured), read only the fleet's queue
+ * attributes, read metrics and the keys, and read and write only its own state item.
  */
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -14,6 +14,7 @@ import { GOVERNOR_STATE_ID, THREAD_LEDGER_ID } from '../functions/core/deploymen
 import { ENV } from '../functions/core/environment.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { Consumer } from './consumer.js';
+import type { OverflowConsumer } from './overflow-consumer.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 import { FleetFunction } from './fleet-function.js';
 
@@ -29,6 +30,12 @@ export const GOVERNOR_TIMEOUT = Duration.seconds(55);
 export interface GovernorProps extends Omit<FleetEnvironmentInput, 'service'> {
   /** The consumer whose mappings and reserved concurrency the governor sets. */
   readonly consumer: Consumer;
+  /**
+   * The overflow lane, when one is configured: the governor opens, sizes and closes its mapping,
+   * keeps its reservation and reads the provider's balance.
+   * @default - no overflow lane
+   */
+  readonly overflow?: OverflowConsumer;
 }
 
 /** The governor function and its schedule. */
@@ -58,6 +65,7 @@ export class Governor extends Construct {
           normal: consumer.mappings.normal.eventSourceMappingId,
           high: consumer.mappings.high.eventSourceMappingId,
         }),
+        ...props.overflow?.governorEnvironment(),
       },
     });
     const fn = this.fleetFunction.function;
@@ -114,6 +122,7 @@ export class Governor extends Construct {
       }),
     );
     props.solverKey.grantRead(role);
+    props.overflow?.grantGovernor(role, props.governorTable);
 
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({

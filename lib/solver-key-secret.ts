@@ -1,46 +1,61 @@
 /**
- * The solver API key in Secrets Manager: created holding a placeholder the operator replaces,
- * or an existing secret imported by name. Handlers get its ARN, never its value, and read it
- * once per cold start.
+ * A solver API key in Secrets Manager (the primary solver's, or the overflow provider's): created
+ * holding a placeholder the operator replaces, or an existing secret imported by name. Handlers
+ * get its ARN, never its value, and read it once per cold start.
  */
 import { SecretValue, Validations } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { SOLVER_KEY_PLACEHOLDER } from '../functions/core/deployment.js';
+import type { SolverProvider } from '../functions/core/provider.js';
 import type { FleetSettings } from '../functions/core/settings.js';
+
+/** What each provider's secret is called after the prefix, and what its description says it holds. */
+const KEY_SECRETS: Readonly<Record<SolverProvider, { name: string; holds: string }>> = {
+  primary: { name: 'solver-key', holds: 'the solver API key' },
+  overflow: { name: 'overflow-key', holds: "the overflow provider's API key" },
+};
 
 /** Properties of {@link SolverKeySecret}. */
 export interface SolverKeySecretProps {
-  /** Fleet settings: the new secret is named `<prefix>/solver-key`. */
+  /** Fleet settings: the new secret is named after the prefix. */
   readonly settings: FleetSettings;
   /**
+   * Whose key: the primary solver's (`<prefix>/solver-key`) or the overflow provider's
+   * (`<prefix>/overflow-key`).
+   * @default 'primary'
+   */
+  readonly provider?: SolverProvider;
+  /**
    * Import this existing secret (by name) instead of creating one.
-   * @default - a new secret named `<prefix>/solver-key`
+   * @default - a new secret named `<prefix>/solver-key` (`<prefix>/overflow-key` for the overflow provider)
    */
   readonly existingSecretName?: string;
 }
 
-/** The solver key's secret, created or imported. */
+/** A solver key's secret, created or imported. */
 export class SolverKeySecret extends Construct {
   /** The secret. */
   public readonly secret: secretsmanager.ISecret;
   /** True when the secret was imported by name (its ARN then ends in a `-??????` wildcard). */
   public readonly imported: boolean;
+  readonly #existingSecretName: string | undefined;
 
   constructor(scope: Construct, id: string, props: SolverKeySecretProps) {
     super(scope, id);
     this.imported = props.existingSecretName !== undefined;
+    this.#existingSecretName = props.existingSecretName;
     if (props.existingSecretName !== undefined) {
       this.secret = secretsmanager.Secret.fromSecretNameV2(this, 'Imported', props.existingSecretName);
       return;
     }
+    const { name, holds } = KEY_SECRETS[props.provider ?? 'primary'];
     const secret = new secretsmanager.Secret(this, 'Secret', {
-      secretName: `${props.settings.prefix}/solver-key`,
-      description:
-        'captcha-fleet: the solver API key (replace the placeholder with `aws secretsmanager put-secret-value`)',
-      // Not a secret: a marker the handlers recognise, so a fleet deployed before the key was
-      // put in says so instead of sending a random string to the solver.
+      secretName: `${props.settings.prefix}/${name}`,
+      description: `captcha-fleet: ${holds} (replace the placeholder with \`aws secretsmanager put-secret-value\`)`,
+      // Not a secret: a marker the handlers recognise (whichever provider's key it stands for), so
+      // a fleet deployed before the key was put in says so instead of sending a random string.
       secretStringValue: SecretValue.unsafePlainText(SOLVER_KEY_PLACEHOLDER),
     });
     Validations.of(secret).acknowledge({
@@ -51,8 +66,14 @@ export class SolverKeySecret extends Construct {
     this.secret = secret;
   }
 
-  /** Let a function read the key. */
-  grantRead(grantee: iam.IGrantable): void {
-    this.secret.grantRead(grantee);
+  /** Let a function's role read the key. */
+  grantRead(role: iam.IRole): void {
+    this.secret.grantRead(role);
+    if (this.#existingSecretName === undefined) return;
+    Validations.of(role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${this.#existingSecretName}-??????]`,
+      reason:
+        'A secret imported by name has an ARN ending in a random 6-character suffix; "-??????" matches only that suffix of this one secret.',
+    });
   }
 }

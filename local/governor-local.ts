@@ -16,11 +16,22 @@ import type { ThreadLedgerReader } from '../functions/core/thread-ledger.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY } from '../functions/core/settings.js';
 import { governorConfigFrom } from '../functions/core/governor/policy.js';
+import {
+  overflowConfigFrom,
+  type OverflowConfig,
+  type OverflowDecision,
+  type OverflowReasonCode,
+} from '../functions/core/governor/overflow.js';
 import type { GovernorStateStore, LaneActuator, MetricsReader } from '../functions/core/governor/ports.js';
 import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
 import { createProbingBalance } from '../functions/governor/balance-probe.js';
-import { createGovernorLoop, type GovernorLog, type TickRecord } from '../functions/governor/loop.js';
+import {
+  createGovernorLoop,
+  type GovernorLog,
+  type OverflowLoopOptions,
+  type TickRecord,
+} from '../functions/governor/loop.js';
 import type { MetricsStore } from './metrics-store.js';
 
 /** What the governor moves locally: a poller (local/poller.ts fits). */
@@ -69,8 +80,28 @@ export interface LocalGovernorOptions {
     lane: LocalLane;
     pool?: LocalPool;
     solver: Pick<SolverPort, 'getBalance'>;
+    /** Without it the lane's in flight is unknown: the lane stays closed (and the primary's normal in flight is unknown too). */
     ledger?: ThreadLedgerReader;
+    /** Overrides of the derived overflow policy config (e.g. a shorter `minSolveMs` for a fast simulator). */
+    config?: Partial<Omit<OverflowConfig, 'provider'>>;
   };
+}
+
+/** The overflow lane over the run (with an overflow provider). */
+export interface LocalOverflowStats {
+  decisions: number;
+  /** Decisions that left the lane open. */
+  openDecisions: number;
+  /** Widest ceiling an open decision set. */
+  maxCeiling: number;
+  /** Overflow reason code → decisions. */
+  reasons: Partial<Record<OverflowReasonCode, number>>;
+  /** Spend of the current UTC hour and day at the last decision, USD. */
+  lastSpendHourUsd: number | undefined;
+  lastSpendDayUsd: number | undefined;
+  /** The price per solve the last decision used, USD, and whether it was learned from the balance. */
+  priceUsd: number | undefined;
+  priceLearned: boolean;
 }
 
 /** One lane's ceilings over the run (what the decisions set, enabled or not). */
@@ -93,6 +124,8 @@ export interface LocalGovernorStats {
   failedTicks: number;
   /** Per lane: the ceilings the decisions set. */
   lanes: Record<Lane, LaneCeilingStats>;
+  /** The overflow lane, when one is configured. */
+  overflow?: LocalOverflowStats;
 }
 
 export interface LocalGovernor {
@@ -106,13 +139,17 @@ export interface LocalGovernor {
   tickNow(): Promise<TickRecord | undefined>;
 }
 
-/** Reads the consumer's EMF metrics from the local store over a sliding window. */
+/**
+ * Reads a consumer's EMF metrics from the local store over a sliding window.
+ * @param service the consumer's service dimension (`consumer`, or `consumer-overflow` for the overflow lane)
+ */
 export function createStoreMetricsReader(
   store: LocalGovernorOptions['metricsStore'],
   windowMs: number,
   clock: () => number = Date.now,
+  service: string = SERVICES.consumer,
 ): MetricsReader {
-  const consumer = { service: SERVICES.consumer };
+  const consumer = { service };
   return {
     async read(): Promise<MetricsWindow> {
       const now = clock();
@@ -133,9 +170,18 @@ export function createStoreMetricsReader(
   };
 }
 
-/** Moves local pollers and the shared pool; only on change, like the Lambda actuator. */
-export function createPollerActuator(pollers: LocalGovernorOptions['pollers'], pool?: LocalPool): LaneActuator {
+/**
+ * Moves local pollers and the shared pool; only on change, like the Lambda actuator.
+ * @param label what the changes call the lanes and the pool (the overflow lane's: "overflow")
+ */
+export function createPollerActuator(
+  pollers: LocalGovernorOptions['pollers'],
+  pool?: LocalPool,
+  label?: string,
+): LaneActuator {
   const lanes: Lane[] = pollers.high ? ['normal', 'high'] : ['normal'];
+  const name = (lane: Lane) => label ?? lane;
+  const poolName = label ? `${label} pool` : 'pool';
   const clamp = (n: number) => Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, Math.round(n)));
   return {
     async read() {
@@ -147,23 +193,23 @@ export function createPollerActuator(pollers: LocalGovernorOptions['pollers'], p
       const total = lanes.reduce((sum, lane) => sum + (decision.enabled[lane] ? clamp(decision.ceilings[lane]) : 0), 0);
       // Lower the pool first when shrinking, raise it last when growing: the sum never exceeds it.
       if (pool && total < pool.limit && total > 0) {
-        changes.push(`pool ${pool.limit} → ${total}`);
+        changes.push(`${poolName} ${pool.limit} → ${total}`);
         pool.limit = total;
       }
       for (const lane of lanes) {
         const poller = pollers[lane] as LocalLane;
         const ceiling = clamp(decision.ceilings[lane]);
         if (poller.maxConcurrency !== ceiling) {
-          changes.push(`${lane} ceiling ${poller.maxConcurrency} → ${ceiling}`);
+          changes.push(`${name(lane)} ceiling ${poller.maxConcurrency} → ${ceiling}`);
           poller.setMaxConcurrency(ceiling);
         }
         if (poller.enabled !== decision.enabled[lane]) {
-          changes.push(`${lane} ${decision.enabled[lane] ? 'enabled' : 'disabled'}`);
+          changes.push(`${name(lane)} ${decision.enabled[lane] ? 'enabled' : 'disabled'}`);
           poller.setEnabled(decision.enabled[lane]);
         }
       }
       if (pool && total > pool.limit) {
-        changes.push(`pool ${pool.limit} → ${total}`);
+        changes.push(`${poolName} ${pool.limit} → ${total}`);
         pool.limit = total;
       }
       return { changes };
@@ -188,6 +234,55 @@ function countDecision(stats: LocalGovernorStats, d: Decision): void {
   }
 }
 
+/** Add one overflow decision to the run's overflow counters. */
+function countOverflow(stats: LocalOverflowStats, d: OverflowDecision): void {
+  stats.decisions += 1;
+  if (d.enabled) {
+    stats.openDecisions += 1;
+    stats.maxCeiling = Math.max(stats.maxCeiling, d.ceiling);
+  }
+  stats.reasons[d.reason.code] = (stats.reasons[d.reason.code] ?? 0) + 1;
+  stats.lastSpendHourUsd = d.state.spend.hourUsd;
+  stats.lastSpendDayUsd = d.state.spend.dayUsd;
+  stats.priceUsd = d.priceUsd;
+  stats.priceLearned = d.priceLearned;
+}
+
+/**
+ * The loop's overflow option locally: the lane's poller (and its own pool) as the actuator, the
+ * overflow solver's balance, its ledger, and its metrics from the same store under
+ * `consumer-overflow`. Undefined without an overflow block in the settings or a lane to move.
+ */
+function localOverflowOption(
+  options: LocalGovernorOptions,
+  primary: GovernorConfig,
+  local: { tickMs: number; windowMs: number; clock: () => number },
+): OverflowLoopOptions | undefined {
+  const overflow = options.overflow;
+  if (overflow === undefined) return undefined;
+  const settings = { ...options.settings, tickMs: local.tickMs };
+  const derived = overflowConfigFrom(settings, { ...options.config, metricsSpanMs: primary.metricsSpanMs });
+  if (derived === undefined) return undefined;
+  const log = options.logger;
+  if (overflow.ledger === undefined)
+    log?.warn('overflow lane without its ledger: its in flight is unknown, so it stays closed');
+  return {
+    config: { ...derived, ...overflow.config },
+    // Half a tick: every tick reads afresh, so each drop is priced by the solves counted since.
+    balance: createProbingBalance(overflow.solver, {
+      ttlMs: Math.max(1, Math.floor(local.tickMs / 2)),
+      clock: local.clock,
+      onError: (error) =>
+        log?.warn('overflow balance read failed; the overflow lane stays closed while it is unknown', {
+          error: (error as Error).message,
+        }),
+    }),
+    ...(overflow.ledger ? { ledger: overflow.ledger } : {}),
+    metrics: createStoreMetricsReader(options.metricsStore, local.windowMs, local.clock, SERVICES.overflowConsumer),
+    actuator: createPollerActuator({ normal: overflow.lane }, overflow.pool, 'overflow'),
+  };
+}
+
 /** Start the local governor: one tick at once, then every `tickMs`. */
 export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor {
   const clock = options.clock ?? Date.now;
@@ -199,6 +294,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   // length, so a shrink that lands short may follow the first one window later, not two.
   config.metricsSpanMs ??= windowMs;
   const log = options.logger;
+  const overflow = localOverflowOption(options, config, { tickMs, windowMs, clock });
   const loop = createGovernorLoop({
     config,
     queues: createQueueSignals({
@@ -220,6 +316,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
     actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
     state: options.state ?? createMemoryGovernorState(),
+    ...(overflow ? { overflow } : {}),
     clock,
     ...(log ? { log } : {}),
   });
@@ -233,6 +330,20 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     reasons: {},
     failedTicks: 0,
     lanes: { normal: laneStats(), high: laneStats() },
+    ...(overflow
+      ? {
+          overflow: {
+            decisions: 0,
+            openDecisions: 0,
+            maxCeiling: 0,
+            reasons: {},
+            lastSpendHourUsd: undefined,
+            lastSpendDayUsd: undefined,
+            priceUsd: undefined,
+            priceLearned: false,
+          },
+        }
+      : {}),
   };
   let pausedSince: number | undefined;
   let stopped = false;
@@ -244,6 +355,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       const record = await loop.tick();
       const d = record.decision;
       countDecision(stats, d);
+      if (stats.overflow && record.overflow) countOverflow(stats.overflow, record.overflow);
       const now = record.signals.now;
       if (d.paused) pausedSince ??= now;
       else if (pausedSince !== undefined) {
@@ -291,6 +403,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
         reasons: { ...stats.reasons },
         pausedMs: stats.pausedMs + open,
         lanes: { normal: { ...stats.lanes.normal }, high: { ...stats.lanes.high } },
+        ...(stats.overflow ? { overflow: { ...stats.overflow, reasons: { ...stats.overflow.reasons } } } : {}),
       };
     },
     async stop() {

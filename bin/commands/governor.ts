@@ -3,7 +3,9 @@
  * with the configuration the Lambda gets (the same environment variables: CAPTCHA_FLEET_CONFIG,
  * TASKS_QUEUE_URL, HIGH_QUEUE_URL, GOVERNOR_TABLE, EVENT_SOURCE_MAPPING_IDS,
  * CONSUMER_FUNCTION_NAME, SOLVER_KEY_SECRET_ARN or SOLVER_KEY, AWS_ENDPOINT_URL for any
- * AWS-compatible endpoint). Prints the decision and why; applies it unless --dry-run.
+ * AWS-compatible endpoint; with an overflow block also OVERFLOW_MAPPING_ID, OVERFLOW_FUNCTION_NAME
+ * and OVERFLOW_KEY_SECRET_ARN or OVERFLOW_KEY). Prints the decision and why (the overflow lane's
+ * too); applies it unless --dry-run.
  */
 import type { Command } from 'commander';
 import { parseEnvironment } from '../../functions/core/environment.js';
@@ -59,6 +61,15 @@ export function formatTick(record: TickRecord): string {
     }, oldest ${known(s.lanes.normal.oldestAgeSeconds, (v) => `${v} s`)}`,
     `  solver     balance ${known(s.balance, (v) => `$${v.toFixed(2)}`)}, p95 ${known(s.p95SolveMs, (v) => `${(v / 1000).toFixed(1)} s`)}, error rate ${known(s.errorRate, (v) => `${(v * 100).toFixed(1)} %`)}, over-cap answers ${known(s.overCapAnswers)}`,
   ];
+  const o = record.overflow;
+  if (o) {
+    const spend = o.state.spend;
+    const balance = record.overflowSignals?.provider.balance;
+    lines.push(
+      `  overflow   ${o.reason.code}: ${o.reason.message}`,
+      `             ${o.enabled ? `open at ${o.ceiling}` : 'closed'}, excess ${o.excess}, affordable ${o.affordable}, spend $${spend.hourUsd.toFixed(2)} this hour / $${spend.dayUsd.toFixed(2)} today, price $${o.priceUsd.toFixed(5)}${o.priceLearned ? '' : ' (hint)'}, balance ${known(balance, (v) => `$${v.toFixed(2)}`)}`,
+    );
+  }
   if (record.applied)
     lines.push(`  applied    ${record.changes.length === 0 ? 'nothing to change' : record.changes.join('; ')}`);
   return lines.join('\n');

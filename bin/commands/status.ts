@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
+import { SERVICES } from '../../functions/core/metric-names.js';
 import { readFleetStatus, type FleetStatus, type RecentMetrics } from '../../clients/fleet-status.js';
 import { resolveTarget, withTargetOptions, type FleetTarget, type TargetOptions } from './target.js';
 
@@ -61,35 +62,49 @@ export function register(program: Command): void {
   });
 }
 
+/** The primary consumer's window from CloudWatch, and the overflow consumer's when the fleet has one. */
+async function cloudWatchRecent(target: FleetTarget, windowMinutes: number): Promise<RecentMetrics> {
+  const cloudwatch = new CloudWatchClient(baseClientConfig(undefined, target.clients.region));
+  const reader = (service: string) =>
+    createCloudWatchSignals({
+      cloudwatch,
+      namespace: target.settings.metricsNamespace,
+      service,
+      windowMs: windowMinutes * 60_000,
+      queueNames: {
+        normal: target.settings.queueNames.normal,
+        high: target.queueUrls.high ? target.settings.queueNames.high : undefined,
+      },
+    });
+  const overflow = target.settings.overflow !== undefined;
+  const [window, queues, overflowWindow] = await Promise.all([
+    reader(SERVICES.consumer).read(),
+    reader(SERVICES.consumer).readQueues(),
+    overflow ? reader(SERVICES.overflowConsumer).read() : Promise.resolve(undefined),
+  ]);
+  const failedOf = (w: typeof window) => (w === undefined ? undefined : (w.failed ?? w.taskErrors));
+  // Both consumers' solves when there are two; unknown when either window is (never a partial count).
+  const both = (a: number | undefined, b: number | undefined) =>
+    !overflow ? a : a === undefined || b === undefined ? undefined : a + b;
+  return {
+    solved: both(window?.solved, overflowWindow?.solved),
+    ...(overflow ? { overflowSolved: overflowWindow?.solved } : {}),
+    failed: both(failedOf(window), failedOf(overflowWindow)),
+    p95SolveMs: window?.p95SolveMs,
+    oldestAgeSeconds: { normal: queues.normal.oldestAgeSeconds, high: queues.high?.oldestAgeSeconds },
+  };
+}
+
 function sourcesFor(target: FleetTarget) {
-  const recentMetrics =
-    target.kind === 'aws'
-      ? async (windowMinutes: number): Promise<RecentMetrics> => {
-          const cloudwatch = new CloudWatchClient(baseClientConfig(undefined, target.clients.region));
-          const signals = createCloudWatchSignals({
-            cloudwatch,
-            namespace: target.settings.metricsNamespace,
-            windowMs: windowMinutes * 60_000,
-            queueNames: {
-              normal: target.settings.queueNames.normal,
-              high: target.queueUrls.high ? target.settings.queueNames.high : undefined,
-            },
-          });
-          const [window, queues] = await Promise.all([signals.read(), signals.readQueues()]);
-          return {
-            solved: window?.solved,
-            failed: window?.failed ?? window?.taskErrors,
-            p95SolveMs: window?.p95SolveMs,
-            oldestAgeSeconds: { normal: queues.normal.oldestAgeSeconds, high: queues.high?.oldestAgeSeconds },
-          };
-        }
-      : undefined;
   return {
     sqs: target.clients.sqs,
     documents: target.clients.documents,
     queueUrls: target.queueUrls,
     tables: target.tables,
-    ...(recentMetrics ? { recentMetrics } : {}),
+    overflow: target.settings.overflow !== undefined,
+    ...(target.kind === 'aws'
+      ? { recentMetrics: (windowMinutes: number) => cloudWatchRecent(target, windowMinutes) }
+      : {}),
   };
 }
 
@@ -140,9 +155,41 @@ export function renderStatus(status: FleetStatus, fleet: string, flags = ''): st
     );
   }
   lines.push(`balance:  ${status.balance === undefined ? '— (not read yet)' : `$${status.balance.toFixed(2)}`}`);
+  lines.push(...renderOverflow(status));
   const r = status.recent;
   lines.push(
-    `last ${r.windowMinutes} min: solved ${show(r.solved)} · failed ${show(r.failed)}${r.rejected !== undefined ? ` · rejected ${r.rejected}` : ''} · p95 solve ${r.p95SolveMs === undefined ? '—' : `${(r.p95SolveMs / 1000).toFixed(1)} s`}  (${r.source})`,
+    `last ${r.windowMinutes} min: solved ${show(r.solved)}${'overflowSolved' in r ? ` (overflow ${show(r.overflowSolved)})` : ''} · failed ${show(r.failed)}${r.rejected !== undefined ? ` · rejected ${r.rejected}` : ''} · p95 solve ${r.p95SolveMs === undefined ? '—' : `${(r.p95SolveMs / 1000).toFixed(1)} s`}  (${r.source})`,
   );
   return lines.join('\n');
+}
+
+const usd = (value: number | undefined, digits = 2) => (value === undefined ? '—' : `$${value.toFixed(digits)}`);
+
+/**
+ * The overflow lane (from the governor's last decision) and the split of solves between the plan
+ * and the overflow provider (the consumers' ledger counters). Nothing when no overflow provider
+ * has left a trace.
+ */
+export function renderOverflow(status: FleetStatus): string[] {
+  const o = status.overflow;
+  const split = status.solvesByProvider;
+  const lines: string[] = [];
+  if (o) {
+    lines.push(
+      `overflow: ${o.enabled ? `OPEN at ${o.ceiling}` : `closed (ceiling ${o.ceiling} kept)`} — ${o.code}${o.excess > 0 ? ` · excess ${o.excess}` : ''}${o.inFlight !== undefined ? ` · in flight ${o.inFlight}` : ''}`,
+    );
+    lines.push(`          ${o.message}`);
+    lines.push(
+      `          spend ${usd(o.hourUsd)} this hour of ${usd(o.capUsdPerHour)} · ${usd(o.dayUsd)} today of ${usd(o.capUsdPerDay)} · price ${usd(o.priceUsd, 5)}/solve (${o.priceLearned ? 'learned' : 'hint'}) · balance ${o.balance === undefined ? '— (not read)' : usd(o.balance)}`,
+    );
+  }
+  if (o || split.overflow !== undefined) {
+    const total = (split.primary ?? 0) + (split.overflow ?? 0);
+    const share =
+      split.primary !== undefined && split.overflow !== undefined && total > 0
+        ? ` (${((split.overflow / total) * 100).toFixed(1)} % overflow)`
+        : '';
+    lines.push(`solves:   plan ${show(split.primary)} · overflow ${show(split.overflow)}${share}  (ledger counters)`);
+  }
+  return lines;
 }

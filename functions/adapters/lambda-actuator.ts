@@ -32,6 +32,22 @@ export interface LambdaActuatorOptions {
   consumerFunctionName?: string | undefined;
   /** Told once when the account cannot reserve concurrency. */
   warn?: (message: string, details?: Record<string, unknown>) => void;
+  /**
+   * What the changes and errors call the lanes and the function (the overflow lane's actuator
+   * says "overflow ceiling 2 → 4", "the overflow consumer's reserved concurrency").
+   * @default the lane's name, and "consumer"
+   */
+  label?: string;
+}
+
+/** The overflow lane's actuator: the overflow consumer's mapping on the normal queue, and that function's reservation. */
+export interface OverflowActuatorOptions {
+  lambda: LambdaClient;
+  /** OVERFLOW_MAPPING_ID. */
+  mappingId: string;
+  /** OVERFLOW_FUNCTION_NAME; without it the reservation is left alone. */
+  functionName?: string | undefined;
+  warn?: (message: string, details?: Record<string, unknown>) => void;
 }
 
 /** A mapping or reservation call failed. */
@@ -55,6 +71,9 @@ export function createLambdaActuator(
   options: LambdaActuatorOptions,
 ): LaneActuator & { readonly reservationSupported: boolean } {
   const lanes: Lane[] = options.mappingIds.high ? ['normal', 'high'] : ['normal'];
+  const laneName = (lane: Lane) => options.label ?? lane;
+  const functionName = options.label ? `${options.label} consumer` : 'consumer';
+  const reservationName = options.label ? `${options.label} reserved concurrency` : 'reserved concurrency';
   const known = new Map<Lane, LaneSetting>();
   let reserved: number | null | undefined; // undefined: not read yet; null: none set
   let appliedSum: number | undefined; // the mappings' sum the last apply left
@@ -96,16 +115,18 @@ export function createLambdaActuator(
           ReservedConcurrentExecutions: wanted,
         }),
       );
-      changes.push(`reserved concurrency ${reserved ?? 'none'} → ${wanted}`);
+      changes.push(`${reservationName} ${reserved ?? 'none'} → ${wanted}`);
       reserved = wanted;
     } catch (error) {
       if (!isUnreservedFloorError(error))
-        throw new ActuatorError(`could not set the consumer's reserved concurrency to ${wanted}`, { cause: error });
+        throw new ActuatorError(`could not set the ${functionName}'s reserved concurrency to ${wanted}`, {
+          cause: error,
+        });
       reservationSupported = false;
       if (!warned) {
         warned = true;
         options.warn?.(
-          'This account cannot reserve concurrency for the consumer (unreserved floor); the mappings alone cap it from now on.',
+          `This account cannot reserve concurrency for the ${functionName} (unreserved floor); the mappings alone cap it from now on.`,
           {
             wanted,
             error: (error as Error).message,
@@ -158,10 +179,12 @@ export function createLambdaActuator(
         } catch (error) {
           // What the mapping holds now is unknown: read it again next time.
           known.delete(lane);
-          throw new ActuatorError(`could not update the ${lane} lane's event source mapping`, { cause: error });
+          throw new ActuatorError(`could not update the ${laneName(lane)} lane's event source mapping`, {
+            cause: error,
+          });
         }
-        if (want.ceiling !== have.ceiling) changes.push(`${lane} ceiling ${have.ceiling} → ${want.ceiling}`);
-        if (want.enabled !== have.enabled) changes.push(`${lane} ${want.enabled ? 'enabled' : 'disabled'}`);
+        if (want.ceiling !== have.ceiling) changes.push(`${laneName(lane)} ceiling ${have.ceiling} → ${want.ceiling}`);
+        if (want.enabled !== have.enabled) changes.push(`${laneName(lane)} ${want.enabled ? 'enabled' : 'disabled'}`);
         known.set(lane, want);
       }
       if (reservationSupported && reserved !== null && reserved !== undefined && reserved > wantedReservation)
@@ -170,4 +193,21 @@ export function createLambdaActuator(
       return { changes };
     },
   };
+}
+
+/**
+ * The overflow lane's actuator: its one mapping is the `normal` lane (MaximumConcurrency and
+ * Enabled), and the overflow function's reservation is kept at least its ceiling, on the same
+ * rules and with the same change-only calls as the primary's.
+ */
+export function createOverflowActuator(
+  options: OverflowActuatorOptions,
+): LaneActuator & { readonly reservationSupported: boolean } {
+  return createLambdaActuator({
+    lambda: options.lambda,
+    mappingIds: { normal: options.mappingId },
+    consumerFunctionName: options.functionName,
+    label: 'overflow',
+    ...(options.warn ? { warn: options.warn } : {}),
+  });
 }

@@ -223,7 +223,10 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
       parsed.error.issues.map((issue) => ({
         field: issue.path.join('.') || '(config)',
         problem: issue.message,
-        fix: fixFor(issue.path.join('.')),
+        fix:
+          issue.code === 'unrecognized_keys'
+            ? unknownKeysFix(issue.path.join('.'), issue.keys)
+            : fixFor(issue.path.join('.')),
       })),
     );
   }
@@ -348,13 +351,22 @@ function resolveOverflow(
 function solverUrlProblems(solverBaseUrl: string, field = 'solverBaseUrl'): ConfigProblem[] {
   const url = new URL(solverBaseUrl);
   if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname))) return [];
+  const example = field === 'solverBaseUrl' ? 'https://ocr.captchaai.com' : 'https://2captcha.com';
+  const suggestion = `https://${url.host}${url.pathname === '/' ? '' : url.pathname}`;
   return [
     {
       field,
       problem: `${solverBaseUrl} is not https:// (the solver key would travel in the clear in res.php's query string); plain http:// is accepted only on loopback (127.0.0.0/8, ::1, localhost) for the local simulator`,
-      fix: `use https://${url.host}${url.pathname === '/' ? '' : url.pathname}, e.g. https://ocr.captchaai.com`,
+      fix: suggestion === example ? `use ${suggestion}` : `use ${suggestion}, e.g. ${example}`,
     },
   ];
+}
+
+/** A strict block (the overflow block) refuses keys it does not know: name them and the ones it takes. */
+function unknownKeysFix(field: string, keys: readonly string[]): string {
+  const known =
+    field === 'overflow' ? `; the overflow block takes ${Object.keys(OverflowConfigSchema.shape).join(', ')}` : '';
+  return `remove ${keys.map((key) => `"${key}"`).join(', ')} (a misspelt name?)${known}`;
 }
 
 function fixFor(field: string): string {
@@ -368,6 +380,8 @@ function fixFor(field: string): string {
     case 'overflow.capUsdPerHour':
     case 'overflow.capUsdPerDay':
       return 'give the most the overflow provider may cost, in USD, per UTC hour and per UTC day (both are required)';
+    case 'overflow.keySecretName':
+      return 'give the name (not the ARN) of an existing Secrets Manager secret holding the overflow key, or leave it out and the stack creates <prefix>/overflow-key';
     case 'overflow.priceHintUsd':
       return "give the provider's list price per solve for the dearest method you send, in USD (e.g. 0.003)";
     case 'overflow':

@@ -31,5 +31,10 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
     metrics,
     log,
   });
-  return { ticks: result.ticks, lastReason: result.records.at(-1)?.decision.reason.code };
+  const last = result.records.at(-1);
+  return {
+    ticks: result.ticks,
+    lastReason: last?.decision.reason.code,
+    ...(last?.overflow ? { lastOverflowReason: last.overflow.reason.code } : {}),
+  };
 };

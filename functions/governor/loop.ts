@@ -6,8 +6,9 @@
 import type { Clock } from '../core/ports.js';
 import type { ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decide, initialState } from '../core/governor/policy.js';
+import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
 import { assembleSignals, type QueueReading } from '../core/governor/signals.js';
-import { governorStatusOf } from '../core/governor/status.js';
+import { governorStatusOf, overflowStatusOf } from '../core/governor/status.js';
 import type {
   BalanceReader,
   GovernorStateStore,
@@ -17,6 +18,15 @@ import type {
 } from '../core/governor/ports.js';
 import type { Decision, GovernorConfig, GovernorSignals, GovernorState } from '../core/governor/types.js';
 import type { MetricsWindow } from '../core/governor/signals.js';
+import {
+  createOverflowStep,
+  type OverflowLoopOptions,
+  type OverflowReading,
+  type OverflowStep,
+  type OverflowTick,
+} from './overflow-step.js';
+
+export type { OverflowLoopOptions } from './overflow-step.js';
 
 /** Structured log sink (Powertools Logger fits). */
 export interface GovernorLog {
@@ -50,6 +60,12 @@ export interface GovernorLoopOptions {
   /** Decide and report but do not act. */
   dryRun?: boolean;
   log?: GovernorLog;
+  /**
+   * The overflow lane (only with an overflow provider configured): read with the primary's
+   * signals, decided after the primary's decide() by decideOverflow(), saved with the state,
+   * moved after the primary's lanes. Absent: the loop is the primary's alone.
+   */
+  overflow?: OverflowLoopOptions;
 }
 
 /** What one tick saw and did. */
@@ -58,12 +74,19 @@ export interface TickRecord {
   decision: Decision;
   /** False on a dry run. */
   applied: boolean;
-  /** Calls the actuator made, in words (empty when nothing changed). */
+  /** Calls the actuators made, in words (empty when nothing changed). */
   changes: string[];
+  /** The overflow lane's decision, when an overflow provider is configured. */
+  overflow?: OverflowDecision;
+  /** The overflow provider's signals that decision read. */
+  overflowSignals?: OverflowSignals;
 }
 
 export interface GovernorLoop {
-  /** One tick. Throws when the state or the actuator fails: the caller keeps the last ceilings (fail static). */
+  /**
+   * One tick. Throws when the state or an actuator fails (the overflow mapping's read or write
+   * too): the caller keeps the last ceilings (fail static). An unknown signal never throws.
+   */
   tick(): Promise<TickRecord>;
   readonly lastDecision: Decision | undefined;
 }
@@ -93,13 +116,51 @@ export function decisionLogFields(record: TickRecord): Record<string, unknown> {
     neighbours: d.state.overCap.neighbours,
     applied: record.applied,
     changes: record.changes,
+    ...(record.overflow ? { overflow: overflowLogFields(record.overflow, record.overflowSignals) } : {}),
   };
+}
+
+/** The overflow lane in the decision's log line: its reason first, then its numbers and its spend. */
+function overflowLogFields(d: OverflowDecision, s: OverflowSignals | undefined): Record<string, unknown> {
+  return {
+    reason: d.reason.code,
+    why: d.reason.message,
+    enabled: d.enabled,
+    ceiling: d.ceiling,
+    excess: d.excess,
+    affordable: d.affordable,
+    priceUsd: d.priceUsd,
+    priceLearned: d.priceLearned,
+    spendHourUsd: d.state.spend.hourUsd,
+    spendDayUsd: d.state.spend.dayUsd,
+    balance: s?.provider.balance,
+    inFlight: s?.provider.lanes.normal.inFlight,
+    solvesSinceLastRead: s?.solvesSinceLastRead,
+  };
+}
+
+/** Fill what GetQueueAttributes does not give (oldest age, sent rate) from the CloudWatch reads. */
+function withQueueMetrics(
+  queues: { normal: QueueReading; high?: QueueReading },
+  extra: Awaited<ReturnType<QueueMetricsReader['readQueues']>> | undefined,
+): void {
+  for (const lane of ['normal', 'high'] as const) {
+    const reading = queues[lane];
+    const more = extra?.[lane];
+    if (reading && more) {
+      reading.oldestAgeSeconds ??= more.oldestAgeSeconds;
+      reading.sentRate ??= more.sentRate;
+    }
+  }
 }
 
 /** Build the loop. State lives in the store; the loop keeps only the previous queue reads and the metric cache. */
 export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
   const clock = options.clock ?? Date.now;
   const metricsEveryMs = options.metricsEveryMs ?? 60_000;
+  const overflow: OverflowStep | undefined = options.overflow
+    ? createOverflowStep(options.overflow, metricsEveryMs, options.log)
+    : undefined;
   let previousQueues: { normal?: QueueReading; high?: QueueReading } | undefined;
   let metricsCache: { window: MetricsWindow | undefined; at: number } | undefined;
   let queueMetricsCache: Awaited<ReturnType<QueueMetricsReader['readQueues']>> | undefined;
@@ -128,30 +189,41 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     }
   };
 
+  /** Save the state (conditional on the version read), then move the primary's lanes, then the overflow lane. */
+  const persistAndApply = async (decision: Decision, lane: OverflowTick | undefined, reading?: OverflowReading) => {
+    try {
+      const version = await options.state.save(decision.state, persisted?.version);
+      persisted = { state: decision.state, version };
+    } catch (error) {
+      // Another writer (or a failed write): reload next tick, act on nothing now.
+      persisted = undefined;
+      overflow?.forget();
+      throw error;
+    }
+    if (lane && reading) overflow?.saved(reading);
+    const changes = [...(await options.actuator.apply(decision)).changes];
+    if (lane && overflow) changes.push(...(await overflow.apply(lane.decision)));
+    return changes;
+  };
+
   return {
     get lastDecision() {
       return lastDecision;
     },
     async tick() {
       const now = clock();
-      const [queues, metrics, balance, settings, loaded, threadLedger] = await Promise.all([
+      const [queues, metrics, balance, settings, loaded, threadLedger, overflowReading] = await Promise.all([
         options.queues.read(),
         readMetrics(now),
         options.balance.read(),
         options.actuator.read(),
         persisted === undefined ? options.state.load() : Promise.resolve(undefined),
         readLedger(),
+        overflow?.read(now),
       ]);
       if (persisted === undefined)
         persisted = loaded ?? { state: initialState(options.config, now), version: undefined };
-      for (const lane of ['normal', 'high'] as const) {
-        const reading = queues[lane];
-        const extra = queueMetricsCache?.[lane];
-        if (reading && extra) {
-          reading.oldestAgeSeconds ??= extra.oldestAgeSeconds;
-          reading.sentRate ??= extra.sentRate;
-        }
-      }
+      withQueueMetrics(queues, queueMetricsCache);
       const balanceError = balance === undefined ? options.balance.lastError?.() : undefined;
       const signals = assembleSignals({
         now,
@@ -162,25 +234,38 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
         balanceError,
         settings,
         threadLedger,
+        // Both mappings read the normal queue: what the overflow lane holds is not the primary's.
+        ...(overflow && overflowReading ? { sharedNormal: overflow.shared(overflowReading) } : {}),
       });
       previousQueues = queues;
       const decision = decide(signals, persisted.state, options.config);
       // Saved with the state, so `captcha-fleet status` can show the last decision.
-      decision.state.lastDecision = governorStatusOf(signals, decision);
-      let changes: string[] = [];
-      if (!options.dryRun) {
-        try {
-          const version = await options.state.save(decision.state, persisted.version);
-          persisted = { state: decision.state, version };
-        } catch (error) {
-          // Another writer (or a failed write): reload next tick, act on nothing now.
-          persisted = undefined;
-          throw error;
-        }
-        changes = (await options.actuator.apply(decision)).changes;
+      const status = governorStatusOf(signals, decision);
+      decision.state.lastDecision = status;
+      const lane =
+        overflow && overflowReading
+          ? overflow.decide({
+              now,
+              primary: decision,
+              primarySignals: signals,
+              normal: queues.normal,
+              reading: overflowReading,
+              state: persisted.state.overflow,
+            })
+          : undefined;
+      if (lane && overflow) {
+        decision.state.overflow = lane.decision.state;
+        status.overflow = overflowStatusOf(lane.decision, lane.signals, overflow.config);
       }
+      const changes = options.dryRun ? [] : await persistAndApply(decision, lane, overflowReading);
       lastDecision = decision;
-      const record: TickRecord = { signals, decision, applied: !options.dryRun, changes };
+      const record: TickRecord = {
+        signals,
+        decision,
+        applied: !options.dryRun,
+        changes,
+        ...(lane ? { overflow: lane.decision, overflowSignals: lane.signals } : {}),
+      };
       options.log?.info('governor decision', decisionLogFields(record));
       return record;
     },

@@ -64,7 +64,34 @@ export function emitDecisionMetrics(metrics: Metrics, record: TickRecord): void 
   const single = metrics.singleMetric();
   single.addDimension('Reason', d.reason.code);
   single.addMetric(GOVERNOR_METRICS.decision, MetricUnit.Count, 1);
+  if (record.overflow) emitOverflowMetrics(metrics, record);
   metrics.publishStoredMetrics();
+}
+
+/**
+ * The overflow lane's metrics (only with an overflow provider): its ceiling (0 while closed), the
+ * excess asked, the spend this UTC hour and day, the price the budget used, the provider's balance
+ * when read, whether the cap holds the lane narrower than the backlog asks (the alarm's signal),
+ * and one OverflowDecision by Reason.
+ */
+export function emitOverflowMetrics(metrics: Metrics, record: TickRecord): void {
+  const o = record.overflow;
+  if (o === undefined) return;
+  const spend = o.state.spend;
+  metrics.addMetric(GOVERNOR_METRICS.overflowCeiling, MetricUnit.Count, o.enabled ? o.ceiling : 0);
+  metrics.addMetric(GOVERNOR_METRICS.overflowExcess, MetricUnit.Count, o.excess);
+  metrics.addMetric(GOVERNOR_METRICS.overflowSpendHour, MetricUnit.NoUnit, spend.hourUsd);
+  metrics.addMetric(GOVERNOR_METRICS.overflowSpendDay, MetricUnit.NoUnit, spend.dayUsd);
+  metrics.addMetric(GOVERNOR_METRICS.overflowPrice, MetricUnit.NoUnit, o.priceUsd);
+  const capReached = o.reason.code === 'OVERFLOW_CAP' && o.excess > 0;
+  metrics.addMetric(GOVERNOR_METRICS.overflowCapReached, MetricUnit.Count, capReached ? 1 : 0);
+  // An unread balance is left out rather than published as zero.
+  const balance = record.overflowSignals?.provider.balance;
+  if (balance !== undefined && Number.isFinite(balance))
+    metrics.addMetric(GOVERNOR_METRICS.overflowBalance, MetricUnit.NoUnit, balance);
+  const single = metrics.singleMetric();
+  single.addDimension('Reason', o.reason.code);
+  single.addMetric(GOVERNOR_METRICS.overflowDecision, MetricUnit.Count, 1);
 }
 
 function sumKnown(a: number | undefined, b: number | undefined, bNeeded: boolean): number | undefined {

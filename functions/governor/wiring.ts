@@ -12,19 +12,22 @@ import {
   createCloudWatchSignals,
 } from '../adapters/cloudwatch-signals.js';
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
-import { createLambdaActuator } from '../adapters/lambda-actuator.js';
+import { createLambdaActuator, createOverflowActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
-import { ConfigError, type FleetSettings } from '../core/settings.js';
-import type { FleetEnvironment } from '../core/environment.js';
+import { ConfigError, type ConfigProblem, type FleetSettings } from '../core/settings.js';
+import { ENV, type FleetEnvironment } from '../core/environment.js';
+import { OVERFLOW_LEDGER_ID } from '../core/deployment.js';
+import { SERVICES } from '../core/metric-names.js';
+import { overflowConfigFrom } from '../core/governor/overflow.js';
 import { governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
 import type { Clock, SolverPort } from '../core/ports.js';
 import { createProbingBalance } from './balance-probe.js';
-import { createGovernorLoop, type GovernorLog, type GovernorLoop } from './loop.js';
+import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 
 export interface GovernorWiringOptions {
   environment: FleetEnvironment;
@@ -33,6 +36,8 @@ export interface GovernorWiringOptions {
   cloudwatch?: CloudWatchClient;
   /** Defaults to the undici solver client with the configured key (only getBalance is used). */
   solver?: Pick<SolverPort, 'getBalance'>;
+  /** The overflow provider's; defaults to the undici client with the overflow key (only getBalance is used). */
+  overflowSolver?: Pick<SolverPort, 'getBalance'>;
   log?: GovernorLog;
   dryRun?: boolean;
   clock?: Clock;
@@ -44,20 +49,97 @@ export interface WiredGovernor {
   settings: FleetSettings;
 }
 
-/** Build the governor loop. @throws ConfigError when the mapping ids are missing. */
+/**
+ * What the overflow lane needs from the environment when the configuration has an overflow
+ * block: its mapping, its key (for the balance) and the governor table (its ledger).
+ */
+export function overflowEnvironmentProblems(environment: FleetEnvironment): ConfigProblem[] {
+  if (environment.settings.overflow === undefined) return [];
+  const problems: ConfigProblem[] = [];
+  if (environment.overflowMappingId === undefined)
+    problems.push({
+      field: ENV.overflowMappingId,
+      problem:
+        "not set: the configuration has an overflow block but the governor cannot find the overflow consumer's mapping",
+      fix: `set ${ENV.overflowMappingId} to the overflow mapping's UUID (the stack does this for the Lambda), or remove the overflow block`,
+    });
+  if (environment.overflowKeySource === undefined)
+    problems.push({
+      field: ENV.overflowKeySecretArn,
+      problem: "not set: the governor cannot read the overflow provider's balance, so it cannot budget its spend",
+      fix: `set ${ENV.overflowKeySecretArn} (AWS) or ${ENV.overflowKey} (local)`,
+    });
+  if (environment.tables.governor === undefined)
+    problems.push({
+      field: ENV.governorTable,
+      problem: "not set: the overflow lane's in flight and solves are read from its ledger on the governor table",
+      fix: `set ${ENV.governorTable} to the governor table (the stack does this for the Lambda)`,
+    });
+  return problems;
+}
+
+/** The loop's overflow option from the environment; undefined without an overflow block. */
+function overflowOptionFrom(
+  options: GovernorWiringOptions,
+  wired: {
+    clients: AwsClients;
+    lambda: LambdaClient;
+    cloudwatch: CloudWatchClient;
+    overrides: Partial<GovernorConfig>;
+  },
+): OverflowLoopOptions | undefined {
+  const { environment, log } = options;
+  const config = overflowConfigFrom(environment.settings, wired.overrides);
+  if (config === undefined) return undefined;
+  const clock = options.clock ? { clock: options.clock } : {};
+  const solver =
+    options.overflowSolver ??
+    solverFromEnvironment(environment, wired.clients.region, undefined, undefined, 'overflow');
+  const ledger = threadLedgerFor(environment, wired.clients.documents, options.clock, OVERFLOW_LEDGER_ID);
+  return {
+    config,
+    // Shorter than a tick, so every tick reads afresh: each drop is priced by the solves counted since.
+    balance: createProbingBalance(solver, {
+      ttlMs: Math.max(1, Math.floor(environment.settings.tickMs / 2)),
+      ...clock,
+      onError: (error) =>
+        log?.warn('overflow balance read failed; the overflow lane stays closed while it is unknown', {
+          error: (error as Error).message,
+        }),
+    }),
+    ...(ledger ? { ledger } : {}),
+    metrics: createCloudWatchSignals({
+      cloudwatch: wired.cloudwatch,
+      namespace: environment.settings.metricsNamespace,
+      service: SERVICES.overflowConsumer,
+      ...clock,
+      onError: (error) =>
+        log?.warn('CloudWatch read of the overflow consumer failed; its metric signals unknown', {
+          error: (error as Error).message,
+        }),
+    }),
+    actuator: createOverflowActuator({
+      lambda: wired.lambda,
+      mappingId: environment.overflowMappingId as string,
+      functionName: environment.overflowFunctionName,
+      warn: (message, details) => log?.warn(message, details),
+    }),
+  };
+}
+
+/** Build the governor loop. @throws ConfigError when the mapping ids (or, with overflow, its variables) are missing. */
 export async function createGovernorFromEnvironment(options: GovernorWiringOptions): Promise<WiredGovernor> {
   const { environment } = options;
   const { settings } = environment;
   const mappingIds = environment.mappingIds;
-  if (mappingIds === undefined) {
-    throw new ConfigError([
-      {
-        field: 'EVENT_SOURCE_MAPPING_IDS',
-        problem: "not set: the governor cannot find the consumer's event source mappings",
-        fix: 'set it to {"normal": "<uuid>", "high": "<uuid>"} (the stack does this for the Lambda)',
-      },
-    ]);
-  }
+  const problems = overflowEnvironmentProblems(environment);
+  if (mappingIds === undefined)
+    problems.unshift({
+      field: ENV.mappingIds,
+      problem: "not set: the governor cannot find the consumer's event source mappings",
+      fix: 'set it to {"normal": "<uuid>", "high": "<uuid>"} (the stack does this for the Lambda)',
+    });
+  if (mappingIds === undefined || problems.length > 0) throw new ConfigError(problems);
   const endpoint = environment.endpoint;
   const clients = options.clients ?? createAwsClients(endpoint ? { endpoint } : {});
   const lambda = options.lambda ?? new LambdaClient(baseClientConfig(endpoint, clients.region));
@@ -69,11 +151,9 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   // Only over-cap and outage probes wait for it: the first tick sets the free threads, and a
   // money pause resumes on the first balance read that shows funds.
   const metricsSpanMs = DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS;
-  const config = governorConfigFrom(settings, {
-    highLane,
-    probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs),
-    metricsSpanMs,
-  });
+  const overrides = { probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs };
+  const config = governorConfigFrom(settings, { highLane, ...overrides });
+  const overflow = overflowOptionFrom(options, { clients, lambda, cloudwatch, overrides });
   const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
   const balance: BalanceReader = createProbingBalance(solver, {
     ttlMs: Math.min(60_000, Math.max(settings.tickMs, 1000)),
@@ -118,6 +198,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
       warn: (message, details) => log?.warn(message, details),
     }),
     state,
+    ...(overflow ? { overflow } : {}),
     metricsEveryMs: 60_000,
     ...(options.dryRun ? { dryRun: true } : {}),
     ...(options.clock ? { clock: options.clock } : {}),

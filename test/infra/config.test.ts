@@ -53,6 +53,63 @@ describe('context', () => {
   });
 });
 
+describe('overflow from context', () => {
+  const block = { baseUrl: 'https://2captcha.com', capUsdPerHour: 2, capUsdPerDay: 20, priceHintUsd: 0.003 };
+
+  it("parses -c overflow='{…}' (JSON text) into the fleet’s overflow block", () => {
+    // Act
+    const config = resolveFleetStackConfig(fromContext({ overflow: JSON.stringify(block), prefix: 'shop' }));
+    // Assess
+    expect(config.settings.overflow).toMatchObject({ ...block, functionName: 'shop-consumer-overflow' });
+    expect(config.fleetConfig.overflow).toMatchObject(block);
+  });
+
+  it('takes an object from cdk.json as it is', () => {
+    const options = fromContext({ overflow: block });
+    expect(options.fleet?.overflow).toEqual(block);
+    expect(resolveFleetStackConfig(options).settings.overflow).toMatchObject(block);
+  });
+
+  it('leaves overflow off when the context has none', () => {
+    const options = fromContext({ planThreads: '50' });
+    expect(options.fleet).not.toHaveProperty('overflow');
+    expect(resolveFleetStackConfig(options).settings.overflow).toBeUndefined();
+  });
+
+  it('refuses text that is not JSON, naming overflow and how to write it, with the other problems', () => {
+    // Act
+    const problems = problemsOf(() =>
+      resolveFleetStackConfig(fromContext({ overflow: 'baseUrl=https://2captcha.com', alarmEmail: 'nobody' })),
+    );
+    // Assess
+    expect(problems.map((p) => p.field).sort()).toEqual(['alarmEmail', 'overflow']);
+    const overflow = problems.find((p) => p.field === 'overflow');
+    expect(overflow?.problem).toMatch(/^is not a JSON object: /);
+    expect(overflow?.fix).toContain('-c overflow=\'{"baseUrl":"https://2captcha.com"');
+    expect(overflow?.fix).toContain('cdk.json');
+  });
+
+  it('refuses JSON text that is a string, not an object', () => {
+    const problems = problemsOf(() => resolveFleetStackConfig(fromContext({ overflow: '"https://2captcha.com"' })));
+    expect(problems).toEqual([
+      expect.objectContaining({ field: 'overflow', problem: expect.stringContaining('JSON string') }),
+    ]);
+  });
+
+  it('reports the block’s own problems by field from JSON text too', () => {
+    const problems = problemsOf(() =>
+      resolveFleetStackConfig(fromContext({ overflow: JSON.stringify({ ...block, capUsdPerHour: 50, colour: 1 }) })),
+    );
+    expect(problems.map((p) => p.field)).toEqual(['overflow']);
+    expect(problems[0]?.fix).toContain('remove "colour"');
+  });
+
+  it('reaches the stack from props as well', () => {
+    const config = resolveFleetStackConfig({ fleet: { overflow: block } });
+    expect(config.settings.overflow?.capUsdPerDay).toBe(20);
+  });
+});
+
 describe('validation', () => {
   it('lists every problem at once, the fleet’s and the stack’s, each with a fix', () => {
     const problems = problemsOf(

@@ -3,8 +3,6 @@
  * batches, ceilings, redrive, timeouts, concurrency, runtime, permissions, alarms and outputs,
  * plus cdk-nag and CloudFormation validation over the whole app.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import {
@@ -18,47 +16,16 @@ import { COMPLETION_EVENT_DETAIL_TYPE } from '../../functions/core/events.js';
 import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY, resolveSettings } from '../../functions/core/settings.js';
 import { ALARM_IDS } from '../../lib/fleet-alarms.js';
 import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
-
-type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
-type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown; Sid?: string };
-
-/** Actions IAM accepts only on "*"; each such statement carries its reason in lib/. */
-const REASONED_WILDCARD_ACTIONS = new Set(['cloudwatch:GetMetricData']);
-
-const byType = (s: Synthesized, type: string) => Object.entries(s.template.findResources(type)) as [string, Resource][];
-const only = <T>(items: T[]): T => {
-  expect(items).toHaveLength(1);
-  return items[0] as T;
-};
-const asArray = <T>(value: T | T[]): T[] => (Array.isArray(value) ? value : [value]);
-
-function functionNamed(s: Synthesized, name: string): [string, Resource] {
-  return only(byType(s, 'AWS::Lambda::Function').filter(([, r]) => r.Properties.FunctionName === name));
-}
-
-function statementsOf(s: Synthesized): Statement[] {
-  return [...byType(s, 'AWS::IAM::Policy'), ...byType(s, 'AWS::IAM::ManagedPolicy')].flatMap(
-    ([, r]) => r.Properties.PolicyDocument.Statement as Statement[],
-  );
-}
-
-/** Violations left in the validation report (cdk-nag and CloudFormation Validate), any severity. */
-function reportedViolations(s: Synthesized): { plugin: string; rule: string; severity: string; paths: string[] }[] {
-  const report = JSON.parse(readFileSync(join(s.outdir, 'validation-report.json'), 'utf8')) as {
-    pluginReports: {
-      pluginName: string;
-      violations: { ruleName: string; severity: string; violatingConstructs: { constructPath: string }[] }[];
-    }[];
-  };
-  return report.pluginReports.flatMap((plugin) =>
-    plugin.violations.map((v) => ({
-      plugin: plugin.pluginName,
-      rule: v.ruleName,
-      severity: v.severity,
-      paths: v.violatingConstructs.map((c) => c.constructPath),
-    })),
-  );
-}
+import {
+  asArray,
+  byType,
+  functionNamed,
+  only,
+  REASONED_WILDCARD_ACTIONS,
+  reportedViolations,
+  type Statement,
+  statementsOf,
+} from './template-helpers.js';
 
 describe('default stack', () => {
   let s: Synthesized;
@@ -375,9 +342,12 @@ describe('default stack', () => {
     }
   });
 
-  it('prints what producers and operators need', () => {
+  it('prints what producers and operators need (the overflow outputs only with an overflow provider)', () => {
     const outputs = s.template.toJSON().Outputs as Record<string, { Value: unknown }>;
-    for (const key of Object.values(STACK_OUTPUTS)) expect(outputs[key], key).toBeDefined();
+    const overflowOnly = new Set<string>([STACK_OUTPUTS.overflowKeySecretArn, STACK_OUTPUTS.overflowFunctionName]);
+    for (const key of Object.values(STACK_OUTPUTS))
+      if (overflowOnly.has(key)) expect(outputs[key], key).toBeUndefined();
+      else expect(outputs[key], key).toBeDefined();
     expect(JSON.stringify(outputs[STACK_OUTPUTS.sendTaskCommand]?.Value)).toContain(
       'aws sqs send-message --queue-url ',
     );

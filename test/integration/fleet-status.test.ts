@@ -6,7 +6,7 @@ import { ensureFleetResources, type FleetResources } from '../../local/resources
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { readFleetStatus } from '../../clients/fleet-status.js';
-import { GOVERNOR_STATE_ID } from '../../functions/core/deployment.js';
+import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../../functions/core/deployment.js';
 import { renderStatus } from '../../bin/commands/status.js';
 
 let emulators: Emulators;
@@ -100,5 +100,94 @@ describe('fleet status', () => {
     expect(text).toContain('npx captcha-fleet redrive --dry-run');
     expect(text).toContain('FREE_THREADS (4 s ago)');
     expect(text).toContain('$12.50');
+  });
+
+  it('shows the overflow lane against its caps and the split of solves between the plan and the overflow', async () => {
+    // Prepare: a fleet without overflow shows none of it.
+    const before = await readFleetStatus(sources());
+    expect(before.overflow).toBeUndefined();
+    expect(before.solvesByProvider).toEqual({ primary: undefined, overflow: undefined });
+    expect(renderStatus(before, 'test')).not.toMatch(/overflow|solves:/);
+    // The governor's last decision with its overflow lane, and both consumers' ledgers.
+    const overflow = {
+      enabled: true,
+      ceiling: 6,
+      code: 'OVERFLOW_CAP',
+      message: 'Overflow open at 6 (excess 9, affordable 6 at $0.00300/solve).',
+      excess: 9,
+      inFlight: 5,
+      balance: 41.2,
+      hourUsd: 1.5,
+      dayUsd: 4.25,
+      capUsdPerHour: 2,
+      capUsdPerDay: 10,
+      priceUsd: 0.003,
+      priceLearned: true,
+    };
+    await clients.documents.send(
+      new PutCommand({
+        TableName: resources.tables.governor,
+        Item: {
+          id: GOVERNOR_STATE_ID,
+          version: 4,
+          state: {
+            ceilings: { normal: 6, high: 2 },
+            lastDecision: {
+              at: NOW - 2_000,
+              code: 'FREE_THREADS',
+              message: 'ceiling at the 8 free threads',
+              ceilings: { normal: 8, high: 2 },
+              enabled: { normal: true, high: false },
+              paused: false,
+              freeThreads: 8,
+              shortfall: 0,
+              balance: 12.5,
+              overflow,
+            },
+          },
+        },
+      }),
+    );
+    await clients.documents.send(
+      new PutCommand({ TableName: resources.tables.governor, Item: { id: THREAD_LEDGER_ID, solved: 900, h1: 0 } }),
+    );
+    await clients.documents.send(
+      new PutCommand({ TableName: resources.tables.governor, Item: { id: OVERFLOW_LEDGER_ID, solved: 100, h1: 2 } }),
+    );
+
+    for (const taskId of ['o1', 'o2'])
+      await clients.documents.send(
+        new PutCommand({
+          TableName: resources.tables.results,
+          Item: {
+            taskId,
+            status: 'solved',
+            completedAt: NOW - 1_000,
+            solveMs: 9_000,
+            provider: 'overflow',
+            attempts: 1,
+            expiresAt: 0,
+          },
+        }),
+      );
+
+    // Act
+    const status = await readFleetStatus({ ...sources(), overflow: true });
+
+    // Assess
+    expect(status.overflow).toEqual({ ...overflow, at: NOW - 2_000 });
+    // The last minutes from the results table: the 20 plan solves of the test above and 2 overflow solves.
+    expect(status.recent).toMatchObject({ solved: 22, overflowSolved: 2 });
+    expect(before.recent).not.toHaveProperty('overflowSolved');
+    expect(status.solvesByProvider).toEqual({ primary: 900, overflow: 100 });
+    const text = renderStatus(status, 'test');
+    expect(text).toContain('overflow: OPEN at 6 — OVERFLOW_CAP · excess 9 · in flight 5');
+    expect(text).toContain('spend $1.50 this hour of $2.00 · $4.25 today of $10.00');
+    expect(text).toContain('price $0.00300/solve (learned) · balance $41.20');
+    expect(text).toContain('solves:   plan 900 · overflow 100 (10.0 % overflow)');
+    expect(text).toContain('solved 22 (overflow 2) · failed 1');
+    const json = JSON.parse(JSON.stringify({ fleet: 'test', ...status }));
+    expect(json.overflow).toMatchObject({ code: 'OVERFLOW_CAP', hourUsd: 1.5, capUsdPerHour: 2 });
+    expect(json.solvesByProvider).toEqual({ primary: 900, overflow: 100 });
   });
 });

@@ -5,16 +5,28 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import {
   CreateEventSourceMappingCommand,
   CreateFunctionCommand,
+  DeleteFunctionConcurrencyCommand,
   GetEventSourceMappingCommand,
   UpdateEventSourceMappingCommand,
   GetFunctionConcurrencyCommand,
   LambdaClient,
 } from '@aws-sdk/client-lambda';
-import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { baseClientConfig, createAwsClients } from '../../functions/adapters/aws-clients.js';
+import { threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
+import { OVERFLOW_LEDGER_ID } from '../../functions/core/deployment.js';
+import { resolveSettings } from '../../functions/core/settings.js';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
 import { createLambdaActuator } from '../../functions/adapters/lambda-actuator.js';
 import { METRICS } from '../../functions/core/metric-names.js';
@@ -283,6 +295,131 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
       expect((await lambda.send(new GetEventSourceMappingCommand({ UUID: ids.normal }))).State).toBe('Disabled');
     } finally {
       await simulator.close();
+    }
+  }, 60_000);
+
+  it('opens the overflow mapping and reserves the overflow function when the plan is saturated', async () => {
+    // Prepare: a queue of its own with 30 tasks, 6 received (4 by the plan's lane, 2 held by the
+    // overflow lane's ledger); the overflow consumer and its mapping created disabled at 5; the
+    // governor table on moto; the plan's consumer solving in 20 s in CloudWatch.
+    const clients = createAwsClients({ endpoint, region: 'us-east-1' });
+    await lambda.send(new DeleteFunctionConcurrencyCommand({ FunctionName: 'consumer' }));
+    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'tasks-overflow-test' }))).QueueUrl as string;
+    const queueArn = (
+      await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }))
+    ).Attributes?.QueueArn;
+    for (let i = 0; i < 30; i++)
+      await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: `{"i":${i}}` }));
+    await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 6, VisibilityTimeout: 600 }));
+    const emptyZip = Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array(18).fill(0)]);
+    await lambda.send(
+      new CreateFunctionCommand({
+        FunctionName: 'consumer-overflow',
+        Runtime: 'nodejs20.x',
+        Role: 'arn:aws:iam::123456789012:role/consumer-role',
+        Handler: 'index.handler',
+        Code: { ZipFile: emptyZip },
+      }),
+    );
+    const overflowMapping = (
+      await lambda.send(
+        new CreateEventSourceMappingCommand({
+          FunctionName: 'consumer-overflow',
+          EventSourceArn: queueArn,
+          BatchSize: 1,
+          ScalingConfig: { MaximumConcurrency: 5 },
+          Enabled: false,
+        }),
+      )
+    ).UUID as string;
+    await clients.dynamo.send(
+      new CreateTableCommand({
+        TableName: 'governor-overflow-test',
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    let now = Date.now();
+    const overflowBlock = {
+      baseUrl: 'https://overflow.example',
+      capUsdPerHour: 2,
+      capUsdPerDay: 10,
+      priceHintUsd: 0.003,
+    };
+    const config = {
+      planThreads: 4,
+      tickMs: 10_000,
+      metricsNamespace: 'CaptchaFleetOverflowTest',
+      overflow: overflowBlock,
+    };
+    const bucket = Math.floor(now / threadLeaseMs(resolveSettings(config)));
+    await clients.documents.send(
+      new PutCommand({
+        TableName: 'governor-overflow-test',
+        Item: { id: OVERFLOW_LEDGER_ID, [`h${bucket}`]: 2, acceptances: 2 },
+      }),
+    );
+    const at = new Date(Math.floor(now / 60_000) * 60_000 - 90_000);
+    const dims = [{ Name: 'service', Value: 'consumer' }];
+    await cloudwatch.send(
+      new PutMetricDataCommand({
+        Namespace: 'CaptchaFleetOverflowTest',
+        MetricData: [
+          { MetricName: METRICS.submissions, Dimensions: dims, Timestamp: at, Value: 12, Unit: 'Count' },
+          { MetricName: METRICS.solved, Dimensions: dims, Timestamp: at, Value: 12, Unit: 'Count' },
+          { MetricName: METRICS.solveDuration, Dimensions: dims, Timestamp: at, Value: 20_000, Unit: 'Milliseconds' },
+        ],
+      }),
+    );
+    const env = {
+      AWS_ENDPOINT_URL: endpoint,
+      CAPTCHA_FLEET_CONFIG: JSON.stringify(config),
+      TASKS_QUEUE_URL: queueUrl,
+      DLQ_URL: queueUrl,
+      RESULTS_TABLE: 'results',
+      GOVERNOR_TABLE: 'governor-overflow-test',
+      SOLVER_KEY: 'primary-key-0123456789abcdef',
+      OVERFLOW_KEY: 'overflow-key-0123456789abcdef',
+      CONSUMER_FUNCTION_NAME: 'consumer',
+      EVENT_SOURCE_MAPPING_IDS: JSON.stringify({ normal: ids.normal }),
+      OVERFLOW_MAPPING_ID: overflowMapping,
+      OVERFLOW_FUNCTION_NAME: 'consumer-overflow',
+    };
+    const governor = await createGovernorFromEnvironment({
+      environment: parseEnvironment(env),
+      solver: { getBalance: async () => 50 },
+      overflowSolver: { getBalance: async () => 20 },
+      clock: () => now,
+    });
+    try {
+      // Act: two ticks, so the arrivals are measured from successive queue reads whatever moto's
+      // CloudWatch answers for the AWS/SQS sent count.
+      const first = await governor.loop.tick();
+      now += 10_000;
+      const second = await governor.loop.tick();
+
+      // Assess
+      expect(second.signals.lanes.normal.inFlight).toBe(4);
+      expect(second.signals.meanSolveMs).toBe(20_000);
+      expect(second.overflow).toMatchObject({ enabled: true, ceiling: 2, reason: { code: 'OVERFLOW_PROBE' } });
+      const mapping = await lambda.send(new GetEventSourceMappingCommand({ UUID: overflowMapping }));
+      expect(mapping.State).toBe('Enabled');
+      expect(mapping.ScalingConfig?.MaximumConcurrency).toBe(2);
+      expect(
+        (await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: 'consumer-overflow' })))
+          .ReservedConcurrentExecutions,
+      ).toBe(2);
+      expect([...first.changes, ...second.changes]).toEqual(
+        expect.arrayContaining([
+          'overflow reserved concurrency none → 2',
+          'overflow ceiling 5 → 2',
+          'overflow enabled',
+        ]),
+      );
+    } finally {
+      clients.sqs.destroy();
+      clients.dynamo.destroy();
     }
   }, 60_000);
 });

@@ -66,6 +66,20 @@ export interface SignalInputs {
   settings: { normal: LaneSetting; high?: LaneSetting };
   /** The thread ledger as read this tick (absent: none, or unreadable). */
   threadLedger?: ThreadLedgerReading | undefined;
+  /**
+   * Another consumer on the normal queue (the overflow lane's mapping reads it too): its in flight
+   * is part of the queue's NotVisible, and its completions leave the queue. The normal lane's in
+   * flight is then NotVisible less `inFlight` (never below 0; unknown when either is), and its
+   * arrivals count `completionRate` among what left (unknown when it is).
+   */
+  sharedNormal?: SharedLane | undefined;
+}
+
+/** What another consumer on a lane's queue holds and completes. */
+export interface SharedLane {
+  inFlight: number | undefined;
+  /** Tasks it completes per second (its metric window). */
+  completionRate: number | undefined;
 }
 
 /** Share of `part` in `whole`, with 0/0 read as 0 (nothing happened) and capped at 1. */
@@ -83,27 +97,28 @@ function share(part: number, whole: number): number {
  */
 export function assembleSignals(input: SignalInputs): GovernorSignals {
   const m = input.metrics;
-  const windowSeconds = m ? m.windowMs / 1000 : undefined;
-  const completions = m ? m.solved + (m.failed ?? m.taskErrors) : undefined;
-  const completionRate = m && windowSeconds ? (completions as number) / windowSeconds : undefined;
+  const completionRate = completionRateOf(m);
   const errors = m ? m.transientErrors + m.taskErrors : undefined;
   // Every solver request can answer an error: in.php submissions and res.php result requests.
   const requests = m ? m.submissions + (m.resultRequests ?? 0) : undefined;
 
   const lanesPresent: Lane[] =
     input.queues.high !== undefined || input.settings.high !== undefined ? ['normal', 'high'] : ['normal'];
-  const totalInFlight = lanesPresent.reduce((sum, lane) => sum + (input.queues[lane]?.notVisible ?? 0), 0);
+  const shared = (lane: Lane) => (lane === 'normal' ? input.sharedNormal : undefined);
+  const ownInFlight = (lane: Lane) => inFlightOwn(input.queues[lane]?.notVisible, shared(lane));
+  const totalInFlight = lanesPresent.reduce((sum, lane) => sum + (ownInFlight(lane) ?? 0), 0);
 
   const laneSignals = (lane: Lane): LaneSignals => {
     const reading = input.queues[lane];
     const before = input.previous?.[lane];
     const setting = input.settings[lane] ?? { ceiling: 2, enabled: false };
+    const own = ownInFlight(lane);
     return {
       backlog: reading?.visible,
-      inFlight: reading?.notVisible,
+      inFlight: own,
       delayed: reading?.delayed,
       oldestAgeSeconds: reading?.oldestAgeSeconds,
-      arrivalRate: arrivalRate(reading, before, completionRate, totalInFlight),
+      arrivalRate: arrivalRate(reading, before, { completionRate, totalInFlight, own, shared: shared(lane) }),
       ceiling: setting.ceiling,
       enabled: setting.enabled,
     };
@@ -129,29 +144,54 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
   };
 }
 
+/** Tasks completed per second over a metric window (solved and failed); undefined when the window is. */
+export function completionRateOf(m: MetricsWindow | undefined): number | undefined {
+  if (m === undefined || !(m.windowMs > 0)) return undefined;
+  return (m.solved + (m.failed ?? m.taskErrors)) / (m.windowMs / 1000);
+}
+
+/** A lane's own in flight: the queue's NotVisible less what another consumer holds of it. */
+function inFlightOwn(notVisible: number | undefined, shared: SharedLane | undefined): number | undefined {
+  if (shared === undefined || notVisible === undefined) return notVisible;
+  return shared.inFlight === undefined ? undefined : Math.max(0, notVisible - shared.inFlight);
+}
+
 function queued(reading: QueueReading | undefined): number | undefined {
   if (reading === undefined || reading.visible === undefined || reading.notVisible === undefined) return undefined;
   return reading.visible + reading.notVisible + (reading.delayed ?? 0);
 }
 
+interface Leaving {
+  /** The fleet's completions per second, split over its lanes by their in flight. */
+  completionRate: number | undefined;
+  totalInFlight: number;
+  /** This lane's own in flight (the queue's less another consumer's). */
+  own: number | undefined;
+  /** Another consumer on this lane's queue, whose completions leave it too. */
+  shared: SharedLane | undefined;
+}
+
 function arrivalRate(
   reading: QueueReading | undefined,
   before: QueueReading | undefined,
-  completionRate: number | undefined,
-  totalInFlight: number,
+  leaving: Leaving,
 ): number | undefined {
   const nowQueued = queued(reading);
   const thenQueued = queued(before);
+  const { completionRate, totalInFlight, own, shared } = leaving;
+  // With another consumer on the queue, what it holds and completes must be known to split the change.
+  const sharedKnown = shared === undefined || (own !== undefined && shared.completionRate !== undefined);
   if (
     reading !== undefined &&
     nowQueued !== undefined &&
     before !== undefined &&
     thenQueued !== undefined &&
-    reading.at > before.at
+    reading.at > before.at &&
+    sharedKnown
   ) {
-    const laneShare = totalInFlight > 0 ? (reading.notVisible as number) / totalInFlight : 0;
-    const leaving = completionRate === undefined ? 0 : completionRate * laneShare;
-    return Math.max(0, (nowQueued - thenQueued) / ((reading.at - before.at) / 1000) + leaving);
+    const laneShare = totalInFlight > 0 ? (own as number) / totalInFlight : 0;
+    const left = (completionRate === undefined ? 0 : completionRate * laneShare) + (shared?.completionRate ?? 0);
+    return Math.max(0, (nowQueued - thenQueued) / ((reading.at - before.at) / 1000) + left);
   }
   return reading?.sentRate;
 }

@@ -2,7 +2,8 @@
  * The status summary of one decision: what `captcha-fleet status` shows without running the
  * governor. Pure; the loop stores it in the governor state on every tick.
  */
-import type { Decision, GovernorSignals, GovernorStatus, Lane } from './types.js';
+import type { OverflowConfig, OverflowDecision, OverflowSignals } from './overflow.js';
+import type { Decision, GovernorSignals, GovernorStatus, Lane, OverflowStatus } from './types.js';
 
 /**
  * Summarize a decision and the signals behind it. Unknown signals are left out (never 0); an
@@ -34,5 +35,35 @@ export function governorStatusOf(signals: GovernorSignals, decision: Decision): 
     inFlight,
     ...(signals.p95SolveMs !== undefined ? { p95SolveMs: signals.p95SolveMs } : {}),
     ...(signals.errorRate !== undefined ? { errorRate: signals.errorRate } : {}),
+  };
+}
+
+/**
+ * Summarize the overflow lane's decision: open or closed, why, its spend this UTC hour and day
+ * against the caps, the price the budget used. Unknown signals (its in flight, its balance) are
+ * left out.
+ */
+export function overflowStatusOf(
+  decision: OverflowDecision,
+  signals: OverflowSignals,
+  config: Pick<OverflowConfig, 'capUsdPerHour' | 'capUsdPerDay'>,
+): OverflowStatus {
+  const inFlight = signals.provider.lanes.normal.inFlight;
+  const balance = signals.provider.balance;
+  const spend = decision.state.spend;
+  return {
+    enabled: decision.enabled,
+    ceiling: decision.ceiling,
+    code: decision.reason.code,
+    message: decision.reason.message,
+    excess: decision.excess,
+    ...(inFlight !== undefined ? { inFlight } : {}),
+    ...(balance !== undefined ? { balance } : {}),
+    hourUsd: spend.hourUsd,
+    dayUsd: spend.dayUsd,
+    capUsdPerHour: config.capUsdPerHour,
+    capUsdPerDay: config.capUsdPerDay,
+    priceUsd: decision.priceUsd,
+    priceLearned: decision.priceLearned,
   };
 }

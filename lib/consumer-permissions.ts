@@ -1,0 +1,66 @@
+/**
+ * What a consumer's role may do besides reading its queue (its event source grants that): send
+ * refused messages to the DLQ, claim and record results, keep its provider's thread ledger, read
+ * its provider's key, and publish completion events. One definition for the primary consumer and
+ * the overflow consumer, so the two never drift; each names its own ledger item and its own key.
+ */
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
+import type { FleetEnvironmentInput } from './fleet-environment.js';
+import type { SolverKeySecret } from './solver-key-secret.js';
+
+/** The fleet's resources a consumer works with. */
+export type ConsumerResources = Pick<
+  FleetEnvironmentInput,
+  'settings' | 'queues' | 'resultsTable' | 'governorTable' | 'bus'
+>;
+
+/** Whose consumer: the ledger item it writes and the key it solves with. */
+export interface ConsumerProvider {
+  /** Partition key of its thread ledger (THREAD_LEDGER_ID or OVERFLOW_LEDGER_ID). */
+  readonly ledgerId: string;
+  /** The secret holding its provider's key (and no other). */
+  readonly key: SolverKeySecret;
+}
+
+/** Grant a consumer's role what it needs beyond its queue, for one provider. */
+export function grantConsumerWork(role: iam.Role, resources: ConsumerResources, provider: ConsumerProvider): void {
+  const { settings, queues } = resources;
+  // Malformed and schema-violating messages go to the DLQ with their reason, never dropped.
+  queues.deadLetterQueue.grantSendMessages(role);
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'ResultRecords',
+      // Single-item conditional reads and writes only (claim, record, release): no scans, no deletes.
+      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+      resources: [resources.resultsTable.tableArn],
+    }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'ThreadLedger',
+      // Over-cap answers and held threads for the governor: ADD/SET on one item, and the read a
+      // refused invocation waits on. No other key of the governor table.
+      actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+      resources: [resources.governorTable.tableArn],
+      conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [provider.ledgerId] } },
+    }),
+  );
+  provider.key.grantRead(role);
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'CompletionEvents',
+      actions: ['events:PutEvents'],
+      resources: [resources.bus.eventBusArn],
+      // With the bus policy (CompletionEvents.admitOnly), what a subscriber may trust: an event on
+      // this bus with source settings.eventSource was put by a consumer's role, i.e. by the consumer's
+      // code after it wrote that terminal record (or by whoever may change that code or assume the
+      // role). It does not vouch for the task's content (producer input) or the answer (solver
+      // output); an event can be missing (a publish that failed after its retries) or arrive twice
+      // (EventBridge delivers to targets at least once): the results table stays the source of truth.
+      conditions: {
+        StringEquals: { 'events:source': settings.eventSource, 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE },
+      },
+    }),
+  );
+}
