@@ -13,7 +13,13 @@
  * can finish before the tick after next at the new ceiling (each slot at most one solve per
  * `minSolveMs`); only what fits under both caps is allowed. Until a price is learned from the
  * provider's balance deltas ÷ its solves, the configured price hint is the price and the lane
- * opens at most `probeCeiling` wide.
+ * opens at most `probeCeiling` wide. The provider's balance above its pause level is budgeted the
+ * same way, so the lane's solves never take it under that level.
+ *
+ * The primary's arrival rate, read on the shared queue, misses what the lane takes from it; the
+ * lane's solves and in-flight growth are added back. An open lane stays open while the arrivals
+ * outrun the primary, even on an empty queue (the lane emptied it), so a primary's outage keeps
+ * the lane open for its length instead of closing it each time it catches up.
  */
 import { type FleetSettings, MAPPING_MIN_CONCURRENCY } from '../settings.js';
 import { DEFAULT_DRAIN_TARGET_MS, governorConfigFrom } from './config.js';
@@ -91,6 +97,13 @@ export interface OverflowSpend {
   learnedPriceUsd?: number;
 }
 
+/** The overflow lane as the previous tick read it: the base of the rate at which it takes work from the queue. */
+export interface OverflowLaneReading {
+  /** Epoch ms of the read. */
+  at: number;
+  inFlight: number;
+}
+
 /** Persisted between ticks with the governor's state. */
 export interface OverflowState {
   /** The provider's own governor state (its guards). */
@@ -98,6 +111,8 @@ export interface OverflowState {
   spend: OverflowSpend;
   /** The primary's last known mean solve time, ms: sizes the excess while a pause empties the metric window. */
   lastMeanSolveMs?: number;
+  /** The lane's in flight at the previous tick (absent before the first tick that read it). */
+  lane?: OverflowLaneReading;
 }
 
 /** The overflow lane for this tick. */
@@ -215,8 +230,11 @@ interface PrimaryView {
   capacity: number;
   inFlight: number | undefined;
   backlog: number | undefined;
+  /** Tasks per second arriving on the queue, the ones the overflow lane takes included. */
   arrivalRate: number | undefined;
   meanSolveMs: number | undefined;
+  /** Whether the overflow lane is open now: an open lane stays open while the primary cannot keep up with the arrivals. */
+  laneOpen: boolean;
 }
 
 function laneSum(signals: GovernorSignals, pick: (l: LaneSignals) => number | undefined): number | undefined {
@@ -230,21 +248,38 @@ function laneSum(signals: GovernorSignals, pick: (l: LaneSignals) => number | un
   return total;
 }
 
+/**
+ * Tasks per second the overflow lane took from the queue since the previous tick: its solves
+ * plus the growth of its in flight. The primary's arrival rate misses exactly these (the lane's
+ * in flight is taken out of the queue's count, and its solves are not the primary's
+ * completions). 0 when unknown (the first tick, or an unknown solve count).
+ */
+export function laneTakeRate(signals: OverflowSignals, previous: OverflowLaneReading | undefined): number {
+  const inFlight = signals.provider.lanes.normal.inFlight;
+  const solves = signals.solvesSinceLastRead;
+  const now = signals.provider.now;
+  if (previous === undefined || inFlight === undefined || solves === undefined || now <= previous.at) return 0;
+  return Math.max(0, (solves + inFlight - previous.inFlight) / ((now - previous.at) / 1000));
+}
+
 function primaryView(
   primary: Decision,
   signals: GovernorSignals,
   lastMeanSolveMs: number | undefined,
   tasksPerInvocation: number,
+  lane: { open: boolean; takeRate: number },
 ): PrimaryView {
   // What the primary's mappings may hold now: a halt or an error hold can keep it under the free threads.
   const set =
     (primary.enabled.normal ? primary.ceilings.normal : 0) + (primary.enabled.high ? primary.ceilings.high : 0);
+  const arrivalRate = laneSum(signals, (l) => l.arrivalRate);
   return {
     capacity: primary.paused ? 0 : Math.min(primary.freeThreads, set * tasksPerInvocation),
     inFlight: laneSum(signals, (l) => l.inFlight),
     backlog: laneSum(signals, (l) => l.backlog),
-    arrivalRate: laneSum(signals, (l) => l.arrivalRate),
+    arrivalRate: arrivalRate === undefined ? undefined : arrivalRate + lane.takeRate,
     meanSolveMs: signals.meanSolveMs ?? lastMeanSolveMs,
+    laneOpen: lane.open,
   };
 }
 
@@ -252,14 +287,16 @@ function primaryView(
  * Invocations the overflow lane needs so the backlog drains within the target: the rate the
  * work asks for (arrivals + backlog ÷ target) less what the primary's capacity solves (Little's
  * law on its mean solve time), times the provider's solve time. 0 while the primary has free
- * threads or keeps up; undefined when a signal it needs is unknown.
+ * threads or keeps up; undefined when a signal it needs is unknown. A closed lane opens only for
+ * a backlog; an open one stays open on an empty queue while the arrivals alone outrun the
+ * primary (the queue is empty because the lane takes them: in a primary's outage, all of them).
  */
 export function overflowExcess(
   view: PrimaryView,
   providerMeanSolveMs: number | undefined,
   config: OverflowConfig,
 ): number | undefined {
-  const { capacity, inFlight, backlog, arrivalRate, meanSolveMs } = view;
+  const { capacity, inFlight, backlog, arrivalRate, meanSolveMs, laneOpen } = view;
   if (capacity > 0 && (inFlight === undefined || inFlight < capacity)) return inFlight === undefined ? undefined : 0;
   if (backlog === undefined || arrivalRate === undefined || meanSolveMs === undefined || meanSolveMs <= 0)
     return undefined;
@@ -267,7 +304,7 @@ export function overflowExcess(
   const primaryRate = capacity / (meanSolveMs / 1000);
   const asked = arrivalRate + backlog / target;
   // Draining within the target at the primary's rate: backlog ≤ (rate − arrivals) × target.
-  if (backlog === 0 || asked <= primaryRate) return 0;
+  if ((backlog === 0 && !laneOpen) || asked <= primaryRate) return 0;
   const solveSeconds = (providerMeanSolveMs ?? meanSolveMs) / 1000;
   return Math.ceil(((asked - primaryRate) * solveSeconds) / config.tasksPerInvocation - 1e-9);
 }
@@ -285,6 +322,21 @@ export function affordableCeiling(spend: OverflowSpend, inFlight: number, price:
   const room = left - committed;
   const affordable = room <= 0 || perInvocation <= 0 ? 0 : Math.floor(room / perInvocation + 1e-9);
   return { affordable: Math.max(0, affordable), committed, perInvocation };
+}
+
+/**
+ * Widest ceiling the provider's money allows: its balance less its pause level and the committed
+ * solves, divided by what one invocation can spend before the tick after next (as for the caps).
+ * The guard pauses on a balance already under the level; this keeps the lane's solves, those in
+ * flight included, from taking it there.
+ */
+export function fundedCeiling(
+  balance: number,
+  budget: { committed: number; perInvocation: number },
+  pauseBalance: number,
+): number {
+  const room = balance - pauseBalance - budget.committed;
+  return room <= 0 || budget.perInvocation <= 0 ? 0 : Math.floor(room / budget.perInvocation + 1e-9);
 }
 
 function usd(value: number): string {
@@ -311,11 +363,13 @@ export function decideOverflow(
   const inFlight = signals.provider.lanes.normal.inFlight;
   const price = budgetPrice(spend, config);
   const learned = spend.learnedPriceUsd !== undefined;
+  const lane = { open: signals.provider.lanes.normal.enabled, takeRate: laneTakeRate(signals, state.lane) };
   const excess = overflowExcess(
-    primaryView(primary, primarySignals, lastMeanSolveMs, config.tasksPerInvocation),
+    primaryView(primary, primarySignals, lastMeanSolveMs, config.tasksPerInvocation, lane),
     signals.provider.meanSolveMs,
     config,
   );
+  const laneRead = inFlight === undefined ? {} : { lane: { at: signals.provider.now, inFlight } };
   const budget = affordableCeiling(spend, inFlight ?? 0, price, config);
   const base = { excess: excess ?? 0, affordable: budget.affordable, priceUsd: price, priceLearned: learned };
   const close = (code: OverflowReasonCode, message: string): OverflowDecision => {
@@ -325,7 +379,7 @@ export function decideOverflow(
       enabled: false,
       ceiling: Math.max(MAPPING_MIN_CONCURRENCY, signals.provider.lanes.normal.ceiling),
       reason: { code, message },
-      state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs },
+      state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs, ...laneRead },
     };
   };
   if (guard.paused) return close('OVERFLOW_GUARD', `Overflow closed by its provider's guard: ${guard.reason.message}`);
@@ -342,9 +396,10 @@ export function decideOverflow(
       'OVERFLOW_CLOSED',
       'Overflow closed: the primary has free threads or drains the backlog within the target.',
     );
+  const funded = fundedCeiling(signals.provider.balance, budget, config.provider.pauseBalance);
   const limits = [
     { code: 'OVERFLOW_OPEN' as const, at: Math.min(Math.max(MAPPING_MIN_CONCURRENCY, excess), config.maxConcurrency) },
-    { code: 'OVERFLOW_GUARD' as const, at: guard.ceilings.normal },
+    { code: 'OVERFLOW_GUARD' as const, at: Math.min(guard.ceilings.normal, funded) },
     { code: 'OVERFLOW_PROBE' as const, at: learned ? Number.POSITIVE_INFINITY : config.probeCeiling },
     { code: 'OVERFLOW_CAP' as const, at: budget.affordable },
   ];
@@ -355,7 +410,9 @@ export function decideOverflow(
     const why =
       code === 'OVERFLOW_CAP'
         ? `at the cap: $${usd(spend.hourUsd)} this hour of $${usd(config.capUsdPerHour)}, $${usd(spend.dayUsd)} today of $${usd(config.capUsdPerDay)}, $${usd(budget.committed)} committed; the backlog still misses the target`
-        : `the ${code === 'OVERFLOW_GUARD' ? "provider's guard" : 'probe'} allows ${ceiling}, under the mapping floor`;
+        : code === 'OVERFLOW_GUARD'
+          ? `by its provider's guard: it allows ${guard.ceilings.normal}, and $${usd(signals.provider.balance)} less $${usd(budget.committed)} committed funds ${funded} above the pause level $${usd(config.provider.pauseBalance)}; under the mapping floor`
+          : `the probe allows ${ceiling}, under the mapping floor`;
     return close(code, `Overflow closed ${why}.`);
   }
   const reserved = budget.committed + ceiling * budget.perInvocation;
@@ -365,8 +422,8 @@ export function decideOverflow(
     ceiling,
     reason: {
       code,
-      message: `Overflow open at ${ceiling} (excess ${excess}, affordable ${budget.affordable} at $${price.toFixed(5)}/solve${learned ? '' : ' (hint)'}, provider allows ${guard.ceilings.normal}).`,
+      message: `Overflow open at ${ceiling} (excess ${excess}, affordable ${budget.affordable} at $${price.toFixed(5)}/solve${learned ? '' : ' (hint)'}, provider allows ${guard.ceilings.normal}, funds ${funded}).`,
     },
-    state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs },
+    state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs, ...laneRead },
   };
 }
