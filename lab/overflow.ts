@@ -14,6 +14,8 @@
  */
 import {
   decideOverflow,
+  laneTakeRate,
+  withLaneTake,
   DEFAULT_OVERFLOW_PROBE_CEILING,
   initialOverflowState,
   type OverflowConfig,
@@ -249,18 +251,14 @@ export function governorOverflowPolicy(settings: FleetSettings, spec: OverflowSp
     tick(view: PolicyView): ControlAction {
       state ??= initialState(config, view.nowMs);
       overflowState ??= initialOverflowState(overflowConfig, view.nowMs);
-      const primarySignals = view.governorSignals();
-      const decision = decide(primarySignals, state, config);
-      state = decision.state;
       const lane = view.overflowLane;
       if (lane === undefined) throw new Error('governor-overflow runs only with an overflow lane');
-      const overflow = decideOverflow(
-        decision,
-        primarySignals,
-        lane.signals(view.nowMs, view.backlog),
-        overflowState,
-        overflowConfig,
-      );
+      const laneSignals = lane.signals(view.nowMs, view.backlog);
+      // The lab's queue reading leaves the lane out; the loop's assembleSignals counts its take the same way.
+      const primarySignals = withLaneTake(view.governorSignals(), laneTakeRate(laneSignals, overflowState.lane));
+      const decision = decide(primarySignals, state, config);
+      state = decision.state;
+      const overflow = decideOverflow(decision, primarySignals, laneSignals, overflowState, overflowConfig);
       overflowState = overflow.state;
       lane.set(overflow.enabled, overflow.ceiling, overflow.reason.code);
       return {

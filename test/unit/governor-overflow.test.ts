@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   decideOverflow,
+  laneTakeRate,
+  withLaneTake,
   initialOverflowState,
   type OverflowConfig,
   type OverflowSignals,
@@ -297,9 +299,12 @@ describe('decideOverflow while the primary cannot keep up with the arrivals', ()
     const state = learnedState(config, { at: T0 - TICK_MS, inFlight: 10 });
 
     // Act
-    const d = decideOverflow(primary(50, true), pausedPrimary(T0, 0), overflowSignals(T0, lane, {}, 8), state, config);
+    const laneSignals = overflowSignals(T0, lane, {}, 8);
+    const take = laneTakeRate(laneSignals, state.lane);
+    const d = decideOverflow(primary(50, true), withLaneTake(pausedPrimary(T0, 0), take), laneSignals, state, config);
 
     // Assess: 1/s × 20 s, and the lane's reading kept for the next tick.
+    expect(take).toBeCloseTo(1, 12);
     expect(d.enabled).toBe(true);
     expect(d.excess).toBe(20);
     expect(d.state.lane).toEqual({ at: T0, inFlight: 12 });
@@ -310,14 +315,11 @@ describe('decideOverflow while the primary cannot keep up with the arrivals', ()
     const lane = { inFlight: 12, ceiling: 20, enabled: true };
     const state = learnedState(config, { at: T0 - TICK_MS, inFlight: 10 });
 
-    const d = decideOverflow(
-      primary(50, true),
-      pausedPrimary(T0, 0),
-      { ...overflowSignals(T0, lane), solvesSinceLastRead: undefined },
-      state,
-      config,
-    );
+    const laneSignals = { ...overflowSignals(T0, lane), solvesSinceLastRead: undefined };
+    const take = laneTakeRate(laneSignals, state.lane);
+    const d = decideOverflow(primary(50, true), withLaneTake(pausedPrimary(T0, 0), take), laneSignals, state, config);
 
+    expect(take).toBe(0);
     expect(d.enabled).toBe(false);
     expect(d.reason.code).toBe('OVERFLOW_CLOSED');
   });
@@ -329,7 +331,9 @@ describe('decideOverflow while the primary cannot keep up with the arrivals', ()
     const state = learnedState(config, { at: T0 - TICK_MS, inFlight: 10 });
 
     // Act
-    const d = decideOverflow(primary(50), busyPrimary(T0, 0, 1), overflowSignals(T0, lane, {}, 8), state, config);
+    const laneSignals = overflowSignals(T0, lane, {}, 8);
+    const withTake = withLaneTake(busyPrimary(T0, 0, 1), laneTakeRate(laneSignals, state.lane));
+    const d = decideOverflow(primary(50), withTake, laneSignals, state, config);
 
     // Assess
     expect(d.enabled).toBe(false);
@@ -343,7 +347,9 @@ describe('decideOverflow while the primary cannot keep up with the arrivals', ()
     const state = learnedState(config, { at: T0 - TICK_MS, inFlight: 10 });
 
     // Act
-    const d = decideOverflow(primary(50), busyPrimary(T0, 0, 2), overflowSignals(T0, lane, {}, 8), state, config);
+    const laneSignals = overflowSignals(T0, lane, {}, 8);
+    const withTake = withLaneTake(busyPrimary(T0, 0, 2), laneTakeRate(laneSignals, state.lane));
+    const d = decideOverflow(primary(50), withTake, laneSignals, state, config);
 
     // Assess: (3 − 2.5) × 20 s = 10 invocations.
     expect(d.enabled).toBe(true);

@@ -250,9 +250,9 @@ function laneSum(signals: GovernorSignals, pick: (l: LaneSignals) => number | un
 
 /**
  * Tasks per second the overflow lane took from the queue since the previous tick: its solves
- * plus the growth of its in flight. The primary's arrival rate misses exactly these (the lane's
- * in flight is taken out of the queue's count, and its solves are not the primary's
- * completions). 0 when unknown (the first tick, or an unknown solve count).
+ * plus the growth of its in flight. A queue reading that leaves the lane out (its in flight taken
+ * out of the count, its solves not among the primary's completions) misses exactly these: add
+ * them with `withLaneTake`. 0 when unknown (the first tick, or an unknown solve count).
  */
 export function laneTakeRate(signals: OverflowSignals, previous: OverflowLaneReading | undefined): number {
   const inFlight = signals.provider.lanes.normal.inFlight;
@@ -267,20 +267,30 @@ function primaryView(
   signals: GovernorSignals,
   lastMeanSolveMs: number | undefined,
   tasksPerInvocation: number,
-  lane: { open: boolean; takeRate: number },
+  laneOpen: boolean,
 ): PrimaryView {
   // What the primary's mappings may hold now: a halt or an error hold can keep it under the free threads.
   const set =
     (primary.enabled.normal ? primary.ceilings.normal : 0) + (primary.enabled.high ? primary.ceilings.high : 0);
-  const arrivalRate = laneSum(signals, (l) => l.arrivalRate);
   return {
     capacity: primary.paused ? 0 : Math.min(primary.freeThreads, set * tasksPerInvocation),
     inFlight: laneSum(signals, (l) => l.inFlight),
     backlog: laneSum(signals, (l) => l.backlog),
-    arrivalRate: arrivalRate === undefined ? undefined : arrivalRate + lane.takeRate,
+    arrivalRate: laneSum(signals, (l) => l.arrivalRate),
     meanSolveMs: signals.meanSolveMs ?? lastMeanSolveMs,
-    laneOpen: lane.open,
+    laneOpen,
   };
+}
+
+/**
+ * The primary's signals with the lane's take counted among the normal lane's arrivals, for a
+ * caller whose queue reading leaves the lane out (the lab). The loop's `assembleSignals` counts
+ * it already (its `sharedNormal`): never add it twice.
+ */
+export function withLaneTake(signals: GovernorSignals, takeRate: number): GovernorSignals {
+  const normal = signals.lanes.normal;
+  if (normal.arrivalRate === undefined || takeRate <= 0) return signals;
+  return { ...signals, lanes: { ...signals.lanes, normal: { ...normal, arrivalRate: normal.arrivalRate + takeRate } } };
 }
 
 /**
@@ -346,7 +356,9 @@ function usd(value: number): string {
 /**
  * Decide the overflow lane for this tick.
  * @param primary this tick's decide() for the primary
- * @param primarySignals the signals that decision read (queue backlog and in flight exclude the overflow lane's)
+ * @param primarySignals the signals that decision read: the normal lane's in flight excludes the overflow
+ *   lane's, and its arrival rate counts every task that arrived on the queue, the ones the lane took
+ *   included (the loop's `assembleSignals` with `sharedNormal`; the lab through `withLaneTake`)
  * @param signals the overflow provider's signals
  * @param state what the previous tick persisted (initialOverflowState for the first)
  */
@@ -363,9 +375,14 @@ export function decideOverflow(
   const inFlight = signals.provider.lanes.normal.inFlight;
   const price = budgetPrice(spend, config);
   const learned = spend.learnedPriceUsd !== undefined;
-  const lane = { open: signals.provider.lanes.normal.enabled, takeRate: laneTakeRate(signals, state.lane) };
   const excess = overflowExcess(
-    primaryView(primary, primarySignals, lastMeanSolveMs, config.tasksPerInvocation, lane),
+    primaryView(
+      primary,
+      primarySignals,
+      lastMeanSolveMs,
+      config.tasksPerInvocation,
+      signals.provider.lanes.normal.enabled,
+    ),
     signals.provider.meanSolveMs,
     config,
   );
