@@ -1,8 +1,10 @@
 /**
- * `npm run bench:overflow` — the overflow lane in the lab: on the surge traces, the governor
- * without overflow, the governor with overflow at several spend caps, and the clairvoyant oracle
- * without overflow; p95 and total spend (thread plan + overflow + compute). Exits 1 when any
- * run spent a cent past its cap (the lane's own per-hour and per-day sums, lab/overflow.ts).
+ * `npm run bench:overflow` — the overflow lane in the lab: on the surge traces and the traces
+ * with a solver outage, the governor without overflow, the governor with overflow at several
+ * spend caps, and the clairvoyant oracle without overflow; p95, the solves split between the
+ * providers, the DLQ and receives, and total spend (thread plan + overflow + compute). Exits 1
+ * when any run spent a cent past its cap (the lane's own per-hour and per-day sums,
+ * lab/overflow.ts) or started a solve under the overflow provider's pause level.
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { shippedTraces } from './bench.js';
@@ -18,6 +20,7 @@ interface Options {
   price: number;
   priceHint: number;
   threads: number;
+  overflowBalance: number;
   solveFactor: number;
   planUsdPerThreadHour: number;
   target: number;
@@ -33,6 +36,8 @@ interface Row {
   solved: number;
   arrivals: number;
   overflowSolved: number;
+  deadLettered: number;
+  maxReceives: number;
   planUsd: number;
   overflowUsd: number;
   computeUsd: number;
@@ -40,6 +45,14 @@ interface Row {
   worstHourUsd: number;
   capUsdPerHour: number | null;
   capBreaches: number;
+  /** Ticks the overflow provider's own guard kept the lane closed. */
+  guardClosedTicks: number;
+  /** The overflow provider's lowest balance, USD, and solves it started under its pause level. */
+  overflowLowestUsd: number | null;
+  startedPastPause: number;
+  /** Ticks the lane was open, and the ticks per overflow reason (JSON only). */
+  openTicks: number;
+  overflowReasons: Record<string, number>;
 }
 
 function rowOf(trace: Trace, run: RunResult, options: Options): Row {
@@ -52,6 +65,8 @@ function rowOf(trace: Trace, run: RunResult, options: Options): Row {
     solved: run.solved,
     arrivals: run.arrivals,
     overflowSolved: run.overflow?.solved ?? 0,
+    deadLettered: run.deadLettered,
+    maxReceives: run.maxReceives,
     planUsd,
     overflowUsd,
     computeUsd: run.computeUsd,
@@ -59,6 +74,11 @@ function rowOf(trace: Trace, run: RunResult, options: Options): Row {
     worstHourUsd: run.overflow?.worstHourUsd ?? 0,
     capUsdPerHour: run.overflow?.capUsdPerHour ?? null,
     capBreaches: run.overflow?.capBreaches ?? 0,
+    guardClosedTicks: run.overflow?.guardClosedTicks ?? 0,
+    overflowLowestUsd: run.overflow?.lowestBalanceUsd ?? null,
+    startedPastPause: run.overflow?.startedPastPause ?? 0,
+    openTicks: run.overflow?.openTicks ?? 0,
+    overflowReasons: run.overflow?.reasons ?? {},
   };
 }
 
@@ -69,6 +89,7 @@ function policiesFor(trace: Trace, options: Options): Policy[] {
       pricePerSolveUsd: options.price,
       priceHintUsd: options.priceHint,
       threads: options.threads,
+      initialBalanceUsd: options.overflowBalance,
       solveFactor: options.solveFactor,
       latencyTargetMs: options.target * 1000,
       capUsdPerHour: cap,
@@ -84,28 +105,38 @@ function format(rows: Row[]): string {
     'policy',
     'p95 s',
     'solved',
-    'overflow solves',
+    'primary',
+    'overflow',
+    'DLQ',
+    'max rcv',
     'plan $',
     'overflow $',
     'compute $',
     'total $',
     'worst hour $',
-    'cap $/h',
     'breaches',
+    'past pause',
+    'guard closed',
+    'ovf low $',
   ];
   const body = rows.map((r) => [
     r.trace,
     r.policy,
     r.p95 === null ? '—' : r.p95.toFixed(1),
     `${r.solved}/${r.arrivals}`,
+    String(r.solved - r.overflowSolved),
     String(r.overflowSolved),
+    String(r.deadLettered),
+    String(r.maxReceives),
     r.planUsd.toFixed(2),
     r.overflowUsd.toFixed(2),
     r.computeUsd.toFixed(2),
     r.totalUsd.toFixed(2),
-    r.worstHourUsd.toFixed(2),
-    r.capUsdPerHour === null ? '—' : r.capUsdPerHour.toFixed(2),
+    r.capUsdPerHour === null ? '—' : `${r.worstHourUsd.toFixed(2)}/${r.capUsdPerHour.toFixed(2)}`,
     String(r.capBreaches),
+    r.capUsdPerHour === null ? '—' : String(r.startedPastPause),
+    r.capUsdPerHour === null ? '—' : String(r.guardClosedTicks),
+    r.overflowLowestUsd === null ? '—' : r.overflowLowestUsd.toFixed(2),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ');
@@ -114,7 +145,9 @@ function format(rows: Row[]): string {
 
 function main(options: Options): void {
   const names = options.trace?.split(',').map((n) => n.trim()) ?? undefined;
-  const traces = shippedTraces().filter((t) => (names === undefined ? t.surge : names.includes(t.name)));
+  const traces = shippedTraces().filter((t) =>
+    names === undefined ? t.surge || t.outages.length > 0 : names.includes(t.name),
+  );
   const rows: Row[] = [];
   for (const trace of traces) {
     for (const policy of policiesFor(trace, options)) {
@@ -124,11 +157,15 @@ function main(options: Options): void {
     }
   }
   process.stdout.write(options.json ? `${JSON.stringify(rows, null, 2)}\n` : `${format(rows)}\n`);
-  const breached = rows.filter((r) => r.capBreaches > 0);
+  const breached = rows.filter((r) => r.capBreaches > 0 || r.startedPastPause > 0);
   if (breached.length > 0) {
-    process.stderr.write(`FAIL: spend past the cap in ${breached.map((r) => `${r.trace} / ${r.policy}`).join(', ')}\n`);
+    const runs = breached.map((r) => `${r.trace} / ${r.policy}`).join(', ');
+    process.stderr.write(`FAIL: spend past the cap or under the overflow pause level in ${runs}\n`);
     process.exitCode = 1;
-  } else process.stderr.write('Cap check: no run spent a cent past its hourly or daily cap.\n');
+  } else
+    process.stderr.write(
+      'Cap check: no run spent a cent past its hourly or daily cap, nor started a solve under the overflow pause level.\n',
+    );
 }
 
 function positive(value: string): number {
@@ -143,9 +180,9 @@ function caps(value: string): number[] {
 
 new Command()
   .name('bench:overflow')
-  .description('The governor with and without an overflow lane on the surge traces, p95 and spend per cap.')
-  .option('--trace <names>', 'traces, comma-separated (default: the surge traces)')
-  .option('--caps <usd>', 'overflow spend caps, USD per hour, comma-separated', caps, [1, 2, 3])
+  .description('The governor with and without an overflow lane on the surge and outage traces, p95 and spend per cap.')
+  .option('--trace <names>', 'traces, comma-separated (default: the surge traces and those with an outage)')
+  .option('--caps <usd>', 'overflow spend caps, USD per hour, comma-separated', caps, [1, 2, 3, 6])
   .option('--day-cap-hours <n>', 'the daily cap is this many hourly caps', positive, 8)
   .option('--price <usd>', "the overflow provider's true price per solve", positive, DEFAULT_OVERFLOW.pricePerSolveUsd)
   .option(
@@ -155,6 +192,12 @@ new Command()
     DEFAULT_OVERFLOW.priceHintUsd,
   )
   .option('--threads <n>', "the overflow provider's threads", positive, DEFAULT_OVERFLOW.threads)
+  .option(
+    '--overflow-balance <usd>',
+    `the overflow account's balance at the start (its guard halts under $${DEFAULT_OVERFLOW.haltBalanceUsd}, closes the lane under $${DEFAULT_OVERFLOW.pauseBalanceUsd})`,
+    positive,
+    DEFAULT_OVERFLOW.initialBalanceUsd,
+  )
   .option('--solve-factor <x>', "the overflow provider's solve times relative to the primary's", positive, 1)
   .option('--plan-usd-per-thread-hour <usd>', 'what the thread plan costs per thread-hour', positive, 0.0025)
   .option('--target <s>', 'latency target: p95 of queue wait, seconds', positive, 30)

@@ -5,13 +5,21 @@
  *
  * The lane checks the caps itself: every solve's charge is summed per UTC hour and UTC day by
  * the lane (not by the policy), and a charge that takes either sum past its cap is counted in
- * `capBreaches`. The bench fails when any run has one.
+ * `capBreaches`. The bench fails when any run has one. It also counts the solves it started
+ * under its own pause level (the guard must close it first), and its lowest balance.
+ *
+ * The provider is another service than the primary: the trace's outages do not reach it, its
+ * balance reads always answer, and it has no errors, so an outage of the primary moves the work
+ * to it within the caps.
  */
 import {
   decideOverflow,
+  laneTakeRate,
+  withLaneTake,
   DEFAULT_OVERFLOW_PROBE_CEILING,
   initialOverflowState,
   type OverflowConfig,
+  type OverflowReasonCode,
   type OverflowState,
 } from '../functions/core/governor/overflow.js';
 import { decide, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
@@ -33,6 +41,9 @@ export interface OverflowSpec {
   /** Threads the provider serves this account at once. */
   threads: number;
   initialBalanceUsd: number;
+  /** The provider's guard levels: no scale-up under the halt level, the lane closed under the pause level. */
+  haltBalanceUsd: number;
+  pauseBalanceUsd: number;
   capUsdPerHour: number;
   capUsdPerDay: number;
   /** p95 queue-wait target, ms. */
@@ -46,6 +57,8 @@ export const DEFAULT_OVERFLOW: Readonly<OverflowSpec> = {
   solveFactor: 1,
   threads: 100,
   initialBalanceUsd: 100,
+  haltBalanceUsd: 2,
+  pauseBalanceUsd: 1,
   capUsdPerHour: 2,
   capUsdPerDay: 20,
   latencyTargetMs: 30_000,
@@ -63,6 +76,13 @@ export interface OverflowResult {
   capBreaches: number;
   /** Ticks the lane was open. */
   openTicks: number;
+  /** Ticks per overflow reason code (why the lane stood where it did). */
+  reasons: Partial<Record<OverflowReasonCode, number>>;
+  /** Ticks the provider's own guard kept the lane closed (its pause; a halt only holds it open). */
+  guardClosedTicks: number;
+  /** The provider's balance at its lowest, USD, and solves started while it was under the pause level (must be 0). */
+  lowestBalanceUsd: number;
+  startedPastPause: number;
 }
 
 /** The overflow lane inside the simulator: its ceiling, its in-flight solves, its money. */
@@ -77,10 +97,15 @@ export class OverflowLane {
   private readonly perWindow = new Map<string, number>();
   private breaches = 0;
   private openTicks = 0;
+  private readonly reasons: Partial<Record<OverflowReasonCode, number>> = {};
+  private guardClosedTicks = 0;
+  private lowestBalance: number;
+  private startedPastPause = 0;
   private solveSeconds: number[] = [];
 
   constructor(readonly spec: OverflowSpec) {
     this.balance = spec.initialBalanceUsd;
+    this.lowestBalance = spec.initialBalanceUsd;
   }
 
   /** Whether the lane may take one more task now. */
@@ -91,6 +116,7 @@ export class OverflowLane {
   /** Takes a task with the primary's solve draw `solveSeconds`; returns how long until it is done. */
   start(solveSeconds: number, overheadSeconds: number): number {
     this.busy++;
+    if (this.balance < this.spec.pauseBalanceUsd) this.startedPastPause++;
     const hold = solveSeconds * this.spec.solveFactor;
     this.solveSeconds.push(hold);
     if (this.solveSeconds.length > 200) this.solveSeconds.shift();
@@ -104,6 +130,7 @@ export class OverflowLane {
     this.solvesSinceRead++;
     const price = this.spec.pricePerSolveUsd;
     this.balance -= price;
+    this.lowestBalance = Math.min(this.lowestBalance, this.balance);
     this.spent += price;
     const windows: [string, number][] = [
       [`h${Math.floor(t / HOUR_S)}`, this.spec.capUsdPerHour],
@@ -151,10 +178,13 @@ export class OverflowLane {
     return { provider, solvesSinceLastRead };
   }
 
-  set(enabled: boolean, ceiling: number): void {
+  /** The policy's decision for this tick. */
+  set(enabled: boolean, ceiling: number, reason: OverflowReasonCode): void {
     this.enabled = enabled;
     this.ceiling = ceiling;
     if (enabled) this.openTicks++;
+    else if (reason === 'OVERFLOW_GUARD') this.guardClosedTicks++;
+    this.reasons[reason] = (this.reasons[reason] ?? 0) + 1;
   }
 
   result(): OverflowResult {
@@ -173,6 +203,10 @@ export class OverflowLane {
       worstDayUsd,
       capBreaches: this.breaches,
       openTicks: this.openTicks,
+      reasons: { ...this.reasons },
+      guardClosedTicks: this.guardClosedTicks,
+      lowestBalanceUsd: this.lowestBalance,
+      startedPastPause: this.startedPastPause,
     };
   }
 }
@@ -180,7 +214,12 @@ export class OverflowLane {
 /** The overflow policy's config for a trace's settings and the lab's provider. */
 export function overflowConfigFor(settings: FleetSettings, spec: OverflowSpec): OverflowConfig {
   const provider = governorConfigFrom(
-    resolveSettings({ planThreads: spec.threads, tickMs: settings.tickMs, pauseBalance: 1, haltBalance: 2 }),
+    resolveSettings({
+      planThreads: spec.threads,
+      tickMs: settings.tickMs,
+      pauseBalance: spec.pauseBalanceUsd,
+      haltBalance: spec.haltBalanceUsd,
+    }),
   );
   return {
     latencyTargetMs: spec.latencyTargetMs,
@@ -212,20 +251,16 @@ export function governorOverflowPolicy(settings: FleetSettings, spec: OverflowSp
     tick(view: PolicyView): ControlAction {
       state ??= initialState(config, view.nowMs);
       overflowState ??= initialOverflowState(overflowConfig, view.nowMs);
-      const primarySignals = view.governorSignals();
-      const decision = decide(primarySignals, state, config);
-      state = decision.state;
       const lane = view.overflowLane;
       if (lane === undefined) throw new Error('governor-overflow runs only with an overflow lane');
-      const overflow = decideOverflow(
-        decision,
-        primarySignals,
-        lane.signals(view.nowMs, view.backlog),
-        overflowState,
-        overflowConfig,
-      );
+      const laneSignals = lane.signals(view.nowMs, view.backlog);
+      // The lab's queue reading leaves the lane out; the loop's assembleSignals counts its take the same way.
+      const primarySignals = withLaneTake(view.governorSignals(), laneTakeRate(laneSignals, overflowState.lane));
+      const decision = decide(primarySignals, state, config);
+      state = decision.state;
+      const overflow = decideOverflow(decision, primarySignals, laneSignals, overflowState, overflowConfig);
       overflowState = overflow.state;
-      lane.set(overflow.enabled, overflow.ceiling);
+      lane.set(overflow.enabled, overflow.ceiling, overflow.reason.code);
       return {
         target: decision.ceilings.normal,
         enabled: !decision.paused && decision.enabled.normal,

@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   decideOverflow,
+  laneTakeRate,
+  withLaneTake,
   initialOverflowState,
   type OverflowConfig,
   type OverflowSignals,
@@ -240,6 +242,167 @@ describe('decideOverflow', () => {
   });
 });
 
+describe('decideOverflow while the primary cannot keep up with the arrivals', () => {
+  /** A primary paused for an outage: its queue empty (the lane took every task), `arrivalRate` read on it. */
+  const pausedPrimary = (now: number, arrivalRate: number) =>
+    signalsAt(now, { backlog: 0, inFlight: 0, arrivalRate, ceiling: 50, enabled: false });
+  /** A learned price of $0.003 and `balance` read on the previous tick (nothing spent since). */
+  const learnedState = (config: OverflowConfig, lane?: OverflowState['lane'], balance = 100): OverflowState => {
+    const start = initialOverflowState(config, T0);
+    return {
+      ...start,
+      spend: { ...start.spend, learnedPriceUsd: 0.003, lastRead: { at: T0 - TICK_MS, usd: balance } },
+      ...(lane === undefined ? {} : { lane }),
+    };
+  };
+
+  it('keeps an open lane open on an empty queue while a paused primary solves nothing', () => {
+    // Prepare: 1 task/s arrives, the lane holds 20 and has emptied the queue.
+    const config = overflowConfig();
+    const lane = { inFlight: 20, ceiling: 20, enabled: true };
+
+    // Act
+    const d = decideOverflow(
+      primary(50, true),
+      pausedPrimary(T0, 1),
+      overflowSignals(T0, lane),
+      learnedState(config),
+      config,
+    );
+
+    // Assess: sized to the arrivals, 1/s × 20 s.
+    expect(d.enabled).toBe(true);
+    expect(d.reason.code).toBe('OVERFLOW_OPEN');
+    expect(d.excess).toBe(20);
+  });
+
+  it('does not open a closed lane on an empty queue', () => {
+    const config = overflowConfig();
+
+    const d = decideOverflow(
+      primary(50, true),
+      pausedPrimary(T0, 1),
+      overflowSignals(T0),
+      learnedState(config),
+      config,
+    );
+
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_CLOSED');
+  });
+
+  it('counts what the lane took from the queue as arrivals the primary did not see', () => {
+    // Prepare: the queue's count held still (arrival rate 0 on the primary) because the lane
+    // solved 8 and grew from 10 to 12 in flight over the 10 s tick: it took 1 task/s.
+    const config = overflowConfig();
+    const lane = { inFlight: 12, ceiling: 20, enabled: true };
+    const state = learnedState(config, { at: T0 - TICK_MS, inFlight: 10 });
+
+    // Act
+    const laneSignals = overflowSignals(T0, lane, {}, 8);
+    const take = laneTakeRate(laneSignals, state.lane);
+    const d = decideOverflow(primary(50, true), withLaneTake(pausedPrimary(T0, 0), take), laneSignals, state, config);
+
+    // Assess: 1/s × 20 s, and the lane's reading kept for the next tick.
+    expect(take).toBeCloseTo(1, 12);
+    expect(d.enabled).toBe(true);
+    expect(d.excess).toBe(20);
+    expect(d.state.lane).toEqual({ at: T0, inFlight: 12 });
+  });
+
+  it('reads an unknown solve count as nothing taken', () => {
+    const config = overflowConfig();
+    const lane = { inFlight: 12, ceiling: 20, enabled: true };
+    const state = learnedState(config, { at: T0 - TICK_MS, inFlight: 10 });
+
+    const laneSignals = { ...overflowSignals(T0, lane), solvesSinceLastRead: undefined };
+    const take = laneTakeRate(laneSignals, state.lane);
+    const d = decideOverflow(primary(50, true), withLaneTake(pausedPrimary(T0, 0), take), laneSignals, state, config);
+
+    expect(take).toBe(0);
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_CLOSED');
+  });
+
+  it('closes the open lane once the resumed primary keeps up with the arrivals and the lane', () => {
+    // Prepare: 50 threads at 20 s solve 2.5/s; 1/s on the queue + 1/s the lane took = 2/s.
+    const config = overflowConfig();
+    const lane = { inFlight: 12, ceiling: 20, enabled: true };
+    const state = learnedState(config, { at: T0 - TICK_MS, inFlight: 10 });
+
+    // Act
+    const laneSignals = overflowSignals(T0, lane, {}, 8);
+    const withTake = withLaneTake(busyPrimary(T0, 0, 1), laneTakeRate(laneSignals, state.lane));
+    const d = decideOverflow(primary(50), withTake, laneSignals, state, config);
+
+    // Assess
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_CLOSED');
+  });
+
+  it('keeps the lane open while the saturated primary solves less than the arrivals and the lane', () => {
+    // Prepare: 2/s on the queue + 1/s the lane took = 3/s against the primary's 2.5/s.
+    const config = overflowConfig();
+    const lane = { inFlight: 12, ceiling: 20, enabled: true };
+    const state = learnedState(config, { at: T0 - TICK_MS, inFlight: 10 });
+
+    // Act
+    const laneSignals = overflowSignals(T0, lane, {}, 8);
+    const withTake = withLaneTake(busyPrimary(T0, 0, 2), laneTakeRate(laneSignals, state.lane));
+    const d = decideOverflow(primary(50), withTake, laneSignals, state, config);
+
+    // Assess: (3 − 2.5) × 20 s = 10 invocations.
+    expect(d.enabled).toBe(true);
+    expect(d.excess).toBe(10);
+  });
+
+  it('narrows the lane to what the balance funds above the pause level, the committed solves included', () => {
+    // Prepare: 2 in flight commit $0.006; a slot can spend 5 solves × $0.003 = $0.015 by the tick after next.
+    const config = overflowConfig();
+    const lane = { inFlight: 2, ceiling: 10, enabled: true };
+    const work = signalsAt(T0, { backlog: 300, inFlight: 0, arrivalRate: 1, ceiling: 50, enabled: false });
+    const at = (balance: number) =>
+      decideOverflow(
+        primary(50, true),
+        work,
+        overflowSignals(T0, lane, { balance }),
+        learnedState(config, undefined, balance),
+        config,
+      );
+
+    // Act: $0.05 above the $1 level funds 2 slots; $0.03 funds 1, under the mapping floor.
+    const funded = at(1.05);
+    const unfunded = at(1.03);
+
+    // Assess
+    expect(funded.enabled).toBe(true);
+    expect(funded.ceiling).toBe(2);
+    expect(funded.reason.code).toBe('OVERFLOW_GUARD');
+    expect(unfunded.enabled).toBe(false);
+    expect(unfunded.reason.code).toBe('OVERFLOW_GUARD');
+    expect(unfunded.reason.message).toContain('pause level $1.00');
+  });
+
+  it("is closed by its provider's guard when the provider's balance is under its pause level", () => {
+    // Prepare: the provider's pause level is $1.
+    const config = overflowConfig();
+
+    // Act
+    const d = decideOverflow(
+      primary(50, true),
+      signalsAt(T0, { backlog: 300, inFlight: 0, arrivalRate: 1, ceiling: 50, enabled: false }),
+      overflowSignals(T0, { inFlight: 5, ceiling: 10, enabled: true }, { balance: 0.8 }),
+      learnedState(config),
+      config,
+    );
+
+    // Assess
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_GUARD');
+    expect(d.reason.message).toContain('pause level');
+  });
+});
+
 // ---- properties ---------------------------------------------------------------------------------
 
 const HOUR = 3_600_000;
@@ -276,9 +439,10 @@ const worldArb: fc.Arbitrary<World> = fc.record({
 /**
  * Runs the policy against a lane whose every slot takes work at once (demand never runs out)
  * and finishes each solve in [minSolve, spread × minSolve]; each solve charges the true price at
- * its end. Returns the most spent in any UTC hour and day, and the caps.
+ * its end. Returns the most spent in any UTC hour and day, and the provider's lowest balance.
+ * @param account the provider's balance at the start, and whether the ticks' top-ups happen
  */
-function simulateSpend(world: World) {
+function simulateSpend(world: World, account = { balance: 1000, topUps: true }) {
   const config = overflowConfig({
     capUsdPerHour: world.capHour,
     capUsdPerDay: world.capDay,
@@ -287,12 +451,14 @@ function simulateSpend(world: World) {
   });
   let now = Date.UTC(2026, 0, 1) + world.startOffset;
   let state = initialOverflowState(config, now);
-  let balance = 1000;
+  let balance = account.balance;
+  let lowestBalance = balance;
   let solvesSinceRead = 0;
   const slots: (number | undefined)[] = Array.from({ length: config.maxConcurrency }, () => undefined);
   const spentIn = new Map<string, number>();
   const charge = (at: number) => {
     balance -= world.truePrice;
+    lowestBalance = Math.min(lowestBalance, balance);
     solvesSinceRead++;
     for (const key of [`h${Math.floor(at / HOUR)}`, `d${Math.floor(at / DAY)}`])
       spentIn.set(key, (spentIn.get(key) ?? 0) + world.truePrice);
@@ -335,7 +501,7 @@ function simulateSpend(world: World) {
       }
       slots[i] = doneAt;
     });
-    if (tick.topUp) balance += 5;
+    if (tick.topUp && account.topUps) balance += 5;
     now = end;
   }
   let worstHour = 0;
@@ -344,7 +510,7 @@ function simulateSpend(world: World) {
     if (key.startsWith('h')) worstHour = Math.max(worstHour, usd);
     else worstDay = Math.max(worstDay, usd);
   }
-  return { worstHour, worstDay, opened: spentIn.size > 0 };
+  return { worstHour, worstDay, opened: spentIn.size > 0, lowestBalance };
 }
 
 describe('decideOverflow properties', () => {
@@ -354,6 +520,20 @@ describe('decideOverflow properties', () => {
         const { worstHour, worstDay } = simulateSpend(world);
         expect(worstHour).toBeLessThanOrEqual(world.capHour + 1e-9);
         expect(worstDay).toBeLessThanOrEqual(world.capDay + 1e-9);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("never takes the provider's balance under its pause level, the solves in flight included", () => {
+    // The provider's pause level is $1 (overflowConfig); the account starts a little above it.
+    fc.assert(
+      fc.property(worldArb, fc.double({ min: 1, max: 4, noNaN: true }), (world, start) => {
+        const { lowestBalance } = simulateSpend(
+          { ...world, capHour: 100, capDay: 100 },
+          { balance: start, topUps: false },
+        );
+        expect(lowestBalance).toBeGreaterThanOrEqual(1 - 1e-9);
       }),
       { numRuns: 60 },
     );

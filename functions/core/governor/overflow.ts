@@ -13,7 +13,13 @@
  * can finish before the tick after next at the new ceiling (each slot at most one solve per
  * `minSolveMs`); only what fits under both caps is allowed. Until a price is learned from the
  * provider's balance deltas ÷ its solves, the configured price hint is the price and the lane
- * opens at most `probeCeiling` wide.
+ * opens at most `probeCeiling` wide. The provider's balance above its pause level is budgeted the
+ * same way, so the lane's solves never take it under that level.
+ *
+ * The primary's arrival rate, read on the shared queue, misses what the lane takes from it; the
+ * lane's solves and in-flight growth are added back. An open lane stays open while the arrivals
+ * outrun the primary, even on an empty queue (the lane emptied it), so a primary's outage keeps
+ * the lane open for its length instead of closing it each time it catches up.
  */
 import { type FleetSettings, MAPPING_MIN_CONCURRENCY } from '../settings.js';
 import { DEFAULT_DRAIN_TARGET_MS, governorConfigFrom } from './config.js';
@@ -91,6 +97,13 @@ export interface OverflowSpend {
   learnedPriceUsd?: number;
 }
 
+/** The overflow lane as the previous tick read it: the base of the rate at which it takes work from the queue. */
+export interface OverflowLaneReading {
+  /** Epoch ms of the read. */
+  at: number;
+  inFlight: number;
+}
+
 /** Persisted between ticks with the governor's state. */
 export interface OverflowState {
   /** The provider's own governor state (its guards). */
@@ -98,6 +111,8 @@ export interface OverflowState {
   spend: OverflowSpend;
   /** The primary's last known mean solve time, ms: sizes the excess while a pause empties the metric window. */
   lastMeanSolveMs?: number;
+  /** The lane's in flight at the previous tick (absent before the first tick that read it). */
+  lane?: OverflowLaneReading;
 }
 
 /** The overflow lane for this tick. */
@@ -215,8 +230,11 @@ interface PrimaryView {
   capacity: number;
   inFlight: number | undefined;
   backlog: number | undefined;
+  /** Tasks per second arriving on the queue, the ones the overflow lane takes included. */
   arrivalRate: number | undefined;
   meanSolveMs: number | undefined;
+  /** Whether the overflow lane is open now: an open lane stays open while the primary cannot keep up with the arrivals. */
+  laneOpen: boolean;
 }
 
 function laneSum(signals: GovernorSignals, pick: (l: LaneSignals) => number | undefined): number | undefined {
@@ -230,11 +248,26 @@ function laneSum(signals: GovernorSignals, pick: (l: LaneSignals) => number | un
   return total;
 }
 
+/**
+ * Tasks per second the overflow lane took from the queue since the previous tick: its solves
+ * plus the growth of its in flight. A queue reading that leaves the lane out (its in flight taken
+ * out of the count, its solves not among the primary's completions) misses exactly these: add
+ * them with `withLaneTake`. 0 when unknown (the first tick, or an unknown solve count).
+ */
+export function laneTakeRate(signals: OverflowSignals, previous: OverflowLaneReading | undefined): number {
+  const inFlight = signals.provider.lanes.normal.inFlight;
+  const solves = signals.solvesSinceLastRead;
+  const now = signals.provider.now;
+  if (previous === undefined || inFlight === undefined || solves === undefined || now <= previous.at) return 0;
+  return Math.max(0, (solves + inFlight - previous.inFlight) / ((now - previous.at) / 1000));
+}
+
 function primaryView(
   primary: Decision,
   signals: GovernorSignals,
   lastMeanSolveMs: number | undefined,
   tasksPerInvocation: number,
+  laneOpen: boolean,
 ): PrimaryView {
   // What the primary's mappings may hold now: a halt or an error hold can keep it under the free threads.
   const set =
@@ -245,21 +278,35 @@ function primaryView(
     backlog: laneSum(signals, (l) => l.backlog),
     arrivalRate: laneSum(signals, (l) => l.arrivalRate),
     meanSolveMs: signals.meanSolveMs ?? lastMeanSolveMs,
+    laneOpen,
   };
+}
+
+/**
+ * The primary's signals with the lane's take counted among the normal lane's arrivals, for a
+ * caller whose queue reading leaves the lane out (the lab). The loop's `assembleSignals` counts
+ * it already (its `sharedNormal`): never add it twice.
+ */
+export function withLaneTake(signals: GovernorSignals, takeRate: number): GovernorSignals {
+  const normal = signals.lanes.normal;
+  if (normal.arrivalRate === undefined || takeRate <= 0) return signals;
+  return { ...signals, lanes: { ...signals.lanes, normal: { ...normal, arrivalRate: normal.arrivalRate + takeRate } } };
 }
 
 /**
  * Invocations the overflow lane needs so the backlog drains within the target: the rate the
  * work asks for (arrivals + backlog ÷ target) less what the primary's capacity solves (Little's
  * law on its mean solve time), times the provider's solve time. 0 while the primary has free
- * threads or keeps up; undefined when a signal it needs is unknown.
+ * threads or keeps up; undefined when a signal it needs is unknown. A closed lane opens only for
+ * a backlog; an open one stays open on an empty queue while the arrivals alone outrun the
+ * primary (the queue is empty because the lane takes them: in a primary's outage, all of them).
  */
 export function overflowExcess(
   view: PrimaryView,
   providerMeanSolveMs: number | undefined,
   config: OverflowConfig,
 ): number | undefined {
-  const { capacity, inFlight, backlog, arrivalRate, meanSolveMs } = view;
+  const { capacity, inFlight, backlog, arrivalRate, meanSolveMs, laneOpen } = view;
   if (capacity > 0 && (inFlight === undefined || inFlight < capacity)) return inFlight === undefined ? undefined : 0;
   if (backlog === undefined || arrivalRate === undefined || meanSolveMs === undefined || meanSolveMs <= 0)
     return undefined;
@@ -267,7 +314,7 @@ export function overflowExcess(
   const primaryRate = capacity / (meanSolveMs / 1000);
   const asked = arrivalRate + backlog / target;
   // Draining within the target at the primary's rate: backlog ≤ (rate − arrivals) × target.
-  if (backlog === 0 || asked <= primaryRate) return 0;
+  if ((backlog === 0 && !laneOpen) || asked <= primaryRate) return 0;
   const solveSeconds = (providerMeanSolveMs ?? meanSolveMs) / 1000;
   return Math.ceil(((asked - primaryRate) * solveSeconds) / config.tasksPerInvocation - 1e-9);
 }
@@ -287,6 +334,21 @@ export function affordableCeiling(spend: OverflowSpend, inFlight: number, price:
   return { affordable: Math.max(0, affordable), committed, perInvocation };
 }
 
+/**
+ * Widest ceiling the provider's money allows: its balance less its pause level and the committed
+ * solves, divided by what one invocation can spend before the tick after next (as for the caps).
+ * The guard pauses on a balance already under the level; this keeps the lane's solves, those in
+ * flight included, from taking it there.
+ */
+export function fundedCeiling(
+  balance: number,
+  budget: { committed: number; perInvocation: number },
+  pauseBalance: number,
+): number {
+  const room = balance - pauseBalance - budget.committed;
+  return room <= 0 || budget.perInvocation <= 0 ? 0 : Math.floor(room / budget.perInvocation + 1e-9);
+}
+
 function usd(value: number): string {
   return value.toFixed(2);
 }
@@ -294,7 +356,9 @@ function usd(value: number): string {
 /**
  * Decide the overflow lane for this tick.
  * @param primary this tick's decide() for the primary
- * @param primarySignals the signals that decision read (queue backlog and in flight exclude the overflow lane's)
+ * @param primarySignals the signals that decision read: the normal lane's in flight excludes the overflow
+ *   lane's, and its arrival rate counts every task that arrived on the queue, the ones the lane took
+ *   included (the loop's `assembleSignals` with `sharedNormal`; the lab through `withLaneTake`)
  * @param signals the overflow provider's signals
  * @param state what the previous tick persisted (initialOverflowState for the first)
  */
@@ -312,10 +376,17 @@ export function decideOverflow(
   const price = budgetPrice(spend, config);
   const learned = spend.learnedPriceUsd !== undefined;
   const excess = overflowExcess(
-    primaryView(primary, primarySignals, lastMeanSolveMs, config.tasksPerInvocation),
+    primaryView(
+      primary,
+      primarySignals,
+      lastMeanSolveMs,
+      config.tasksPerInvocation,
+      signals.provider.lanes.normal.enabled,
+    ),
     signals.provider.meanSolveMs,
     config,
   );
+  const laneRead = inFlight === undefined ? {} : { lane: { at: signals.provider.now, inFlight } };
   const budget = affordableCeiling(spend, inFlight ?? 0, price, config);
   const base = { excess: excess ?? 0, affordable: budget.affordable, priceUsd: price, priceLearned: learned };
   const close = (code: OverflowReasonCode, message: string): OverflowDecision => {
@@ -325,7 +396,7 @@ export function decideOverflow(
       enabled: false,
       ceiling: Math.max(MAPPING_MIN_CONCURRENCY, signals.provider.lanes.normal.ceiling),
       reason: { code, message },
-      state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs },
+      state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs, ...laneRead },
     };
   };
   if (guard.paused) return close('OVERFLOW_GUARD', `Overflow closed by its provider's guard: ${guard.reason.message}`);
@@ -342,9 +413,10 @@ export function decideOverflow(
       'OVERFLOW_CLOSED',
       'Overflow closed: the primary has free threads or drains the backlog within the target.',
     );
+  const funded = fundedCeiling(signals.provider.balance, budget, config.provider.pauseBalance);
   const limits = [
     { code: 'OVERFLOW_OPEN' as const, at: Math.min(Math.max(MAPPING_MIN_CONCURRENCY, excess), config.maxConcurrency) },
-    { code: 'OVERFLOW_GUARD' as const, at: guard.ceilings.normal },
+    { code: 'OVERFLOW_GUARD' as const, at: Math.min(guard.ceilings.normal, funded) },
     { code: 'OVERFLOW_PROBE' as const, at: learned ? Number.POSITIVE_INFINITY : config.probeCeiling },
     { code: 'OVERFLOW_CAP' as const, at: budget.affordable },
   ];
@@ -355,7 +427,9 @@ export function decideOverflow(
     const why =
       code === 'OVERFLOW_CAP'
         ? `at the cap: $${usd(spend.hourUsd)} this hour of $${usd(config.capUsdPerHour)}, $${usd(spend.dayUsd)} today of $${usd(config.capUsdPerDay)}, $${usd(budget.committed)} committed; the backlog still misses the target`
-        : `the ${code === 'OVERFLOW_GUARD' ? "provider's guard" : 'probe'} allows ${ceiling}, under the mapping floor`;
+        : code === 'OVERFLOW_GUARD'
+          ? `by its provider's guard: it allows ${guard.ceilings.normal}, and $${usd(signals.provider.balance)} less $${usd(budget.committed)} committed funds ${funded} above the pause level $${usd(config.provider.pauseBalance)}; under the mapping floor`
+          : `the probe allows ${ceiling}, under the mapping floor`;
     return close(code, `Overflow closed ${why}.`);
   }
   const reserved = budget.committed + ceiling * budget.perInvocation;
@@ -365,8 +439,8 @@ export function decideOverflow(
     ceiling,
     reason: {
       code,
-      message: `Overflow open at ${ceiling} (excess ${excess}, affordable ${budget.affordable} at $${price.toFixed(5)}/solve${learned ? '' : ' (hint)'}, provider allows ${guard.ceilings.normal}).`,
+      message: `Overflow open at ${ceiling} (excess ${excess}, affordable ${budget.affordable} at $${price.toFixed(5)}/solve${learned ? '' : ' (hint)'}, provider allows ${guard.ceilings.normal}, funds ${funded}).`,
     },
-    state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs },
+    state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs, ...laneRead },
   };
 }
