@@ -62,7 +62,8 @@ export const OVERFLOW_START_OPTIONS = {
   },
   overflowMaxConcurrency: {
     arg: 'n',
-    description: "overflow: widest the lane may open, invocations (default: the fleet's maxConcurrency)",
+    description:
+      "overflow: widest the lane may open, invocations (default: --overflow-threads ÷ --batch-size, at most 1000; in AWS the fleet's maxConcurrency)",
     parse: integer(2, 1000),
   },
 } as const satisfies Record<string, OptionRow>;
@@ -80,6 +81,7 @@ export interface OverflowFlags {
   overflowBalance: number;
   overflowMaxConcurrency?: number;
   solverLatencyMs: number;
+  batchSize: number;
   solverErrorRate: number;
   solverUnsolvableRate: number;
 }
@@ -104,7 +106,9 @@ export function overflowConfigOf(flags: OverflowFlags): OverflowConfigInput | un
     capUsdPerHour: flags.overflowCapHour,
     capUsdPerDay: flags.overflowCapDay,
     priceHintUsd: flags.overflowPriceHint ?? Math.max(flags.overflowPrice, 0.000_001),
-    ...(flags.overflowMaxConcurrency !== undefined ? { maxConcurrency: flags.overflowMaxConcurrency } : {}),
+    // Locally the simulated provider's threads bound the lane (in AWS the fleet's maxConcurrency is the default).
+    maxConcurrency:
+      flags.overflowMaxConcurrency ?? Math.min(1000, Math.max(2, Math.floor(flags.overflowThreads / flags.batchSize))),
     minSolveSeconds: Math.max(0.01, fastestMs / 1000),
   };
 }
