@@ -32,6 +32,8 @@ export const ENV = {
   overflowKey: 'OVERFLOW_KEY',
   /** Governor: the overflow consumer's event source mapping id. */
   overflowMappingId: 'OVERFLOW_MAPPING_ID',
+  /** Governor: the overflow consumer's mapping on the high queue (opened only while the primary is paused). */
+  overflowHighMappingId: 'OVERFLOW_HIGH_MAPPING_ID',
   /** Governor: the overflow consumer function (its reserved concurrency follows the lane's ceiling). */
   overflowFunctionName: 'OVERFLOW_FUNCTION_NAME',
 } as const;
@@ -88,6 +90,7 @@ const EnvSchema = z
     [ENV.overflowKeySecretArn]: z.string().min(1).optional(),
     [ENV.overflowKey]: z.string().min(1).optional(),
     [ENV.overflowMappingId]: z.string().min(1).optional(),
+    [ENV.overflowHighMappingId]: z.string().min(1).optional(),
     [ENV.overflowFunctionName]: z.string().min(1).optional(),
   })
   // The overflow consumer holds only the overflow key (checked in parseEnvironment); every other
@@ -127,6 +130,8 @@ export interface FleetEnvironment {
   overflowKeySource?: SolverKeySource | undefined;
   /** Governor: the overflow consumer's mapping id and function name. */
   overflowMappingId?: string | undefined;
+  /** Governor: the overflow consumer's mapping on the high queue, when the stack has one. */
+  overflowHighMappingId?: string | undefined;
   overflowFunctionName?: string | undefined;
 }
 
@@ -162,6 +167,7 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
     provider,
     overflowKeySource,
     overflowMappingId: e[ENV.overflowMappingId],
+    overflowHighMappingId: e[ENV.overflowHighMappingId],
     overflowFunctionName: e[ENV.overflowFunctionName],
   };
 }
