@@ -408,17 +408,23 @@ function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): Dem
 
 /** Invocations running now on every lane, the overflow lane's included. */
 function runningInvocations(stack: LocalStack): number {
-  return stack.pollerStats().inFlight + (stack.overflow?.poller.stats().inFlight ?? 0);
+  const overflow = stack.overflow;
+  const spill = overflow ? overflow.poller.stats().inFlight + overflow.highPoller.stats().inFlight : 0;
+  return stack.pollerStats().inFlight + spill;
 }
 
 function overflowProgress(
   overflow: NonNullable<LocalStack['overflow']>,
   results: Map<string, TaskResult>,
 ): NonNullable<DemoProgress['overflow']> {
-  const poller = overflow.poller;
   let solved = 0;
   for (const result of results.values()) if (result.status === 'solved' && result.provider === 'overflow') solved++;
-  return { inFlight: poller.stats().inFlight, ceiling: poller.enabled ? poller.maxConcurrency : 0, solved };
+  const lanes = [overflow.poller, overflow.highPoller];
+  return {
+    inFlight: lanes.reduce((sum, p) => sum + p.stats().inFlight, 0),
+    ceiling: lanes.reduce((sum, p) => sum + (p.enabled ? p.maxConcurrency : 0), 0),
+    solved,
+  };
 }
 
 /** Where each sent task ended: exactly one outcome each (see `DemoSummary`). */
@@ -550,6 +556,7 @@ function overflowSummary(overflow: NonNullable<LocalStack['overflow']>, run: Wat
   const start = run.overflowSimStart as ReturnType<LocalStack['simulator']['stats']>;
   const sim = overflow.simulator.stats();
   const poller = overflow.poller.stats();
+  const highPoller = overflow.highPoller.stats();
   const spentUsd = Math.max(0, start.balance - sim.balance);
   const windows = (unit: number) => Math.floor(Date.now() / unit) - Math.floor(run.started / unit) + 1;
   const allowed = Math.min(
@@ -579,8 +586,9 @@ function overflowSummary(overflow: NonNullable<LocalStack['overflow']>, run: Wat
     withinCaps: spentUsd <= allowed + 1e-9,
     latencyTargetMs: overflow.settings.latencyTargetSeconds * 1000,
     lane: {
-      invocations: poller.invocations,
-      peakConcurrency: poller.peakConcurrency,
+      invocations: poller.invocations + highPoller.invocations,
+      // The lane's pool is shared by its two pollers: its peak is theirs together.
+      peakConcurrency: overflow.pool.peak ?? Math.max(poller.peakConcurrency, highPoller.peakConcurrency),
       maxCeiling: run.overflowMaxCeiling,
     },
   };

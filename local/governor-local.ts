@@ -78,6 +78,8 @@ export interface LocalGovernorOptions {
    */
   overflow?: {
     lane: LocalLane;
+    /** Its poller on the high queue (opened only while the primary is paused), sharing the lane's pool. */
+    highLane?: LocalLane;
     pool?: LocalPool;
     solver: Pick<SolverPort, 'getBalance'>;
     /** Without it the lane's in flight is unknown: the lane stays closed (and the primary's normal in flight is unknown too). */
@@ -180,7 +182,7 @@ export function createPollerActuator(
   label?: string,
 ): LaneActuator {
   const lanes: Lane[] = pollers.high ? ['normal', 'high'] : ['normal'];
-  const name = (lane: Lane) => label ?? lane;
+  const name = (lane: Lane) => (label ? (lanes.length > 1 ? `${label} ${lane}` : label) : lane);
   const poolName = label ? `${label} pool` : 'pool';
   const clamp = (n: number) => Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, Math.round(n)));
   return {
@@ -279,7 +281,12 @@ function localOverflowOption(
     }),
     ...(overflow.ledger ? { ledger: overflow.ledger } : {}),
     metrics: createStoreMetricsReader(options.metricsStore, local.windowMs, local.clock, SERVICES.overflowConsumer),
-    actuator: createPollerActuator({ normal: overflow.lane }, overflow.pool, 'overflow'),
+    actuator: createPollerActuator(
+      { normal: overflow.lane, ...(overflow.highLane ? { high: overflow.highLane } : {}) },
+      overflow.pool,
+      'overflow',
+    ),
+    highMapping: overflow.highLane !== undefined,
   };
 }
 

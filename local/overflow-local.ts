@@ -42,8 +42,10 @@ export interface LocalOverflow {
   simulator: SolverSimulator;
   /** The simulator's URL (also `settings.baseUrl`). */
   url: string;
-  /** The overflow function's mapping: the governor opens, sizes and closes it. */
+  /** The overflow function's mapping on the normal queue: the governor opens, sizes and closes it. */
   poller: Poller;
+  /** Its mapping on the high queue, opened only while the primary is paused. */
+  highPoller: Poller;
   /** The overflow function's concurrency (its own, not the primary's). */
   pool: ConcurrencyPool;
   /** The overflow solver client (the governor reads its balance through it). */
@@ -103,30 +105,35 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
   build.onStop(async () => client.close());
   const handler = await wireOverflowConsumer(build, settings, client, key);
   const pool: ConcurrencyPool = { limit: MAPPING_MIN_CONCURRENCY, inUse: 0 };
-  const poller = createPoller({
-    sqs: build.clients.sqs,
-    queueUrl: build.resources.queueUrls.normal,
-    queueArn: build.resources.queueArns.normal,
-    region: build.clients.region,
-    handler: build.track(handler),
-    batchSize: build.settings.tasksPerInvocation,
-    // Created as the stack creates the mapping: disabled, at the floor.
-    maxConcurrency: MAPPING_MIN_CONCURRENCY,
-    enabled: false,
-    functionTimeoutMs: build.functionTimeoutMs,
-    functionName: configured.functionName,
-    waitTimeSeconds: build.receiveWaitSeconds,
-    pool,
-  });
+  const lane = (queue: 'normal' | 'high') =>
+    createPoller({
+      sqs: build.clients.sqs,
+      queueUrl: build.resources.queueUrls[queue],
+      queueArn: build.resources.queueArns[queue],
+      region: build.clients.region,
+      handler: build.track(handler),
+      batchSize: build.settings.tasksPerInvocation,
+      // Created as the stack creates the mappings: disabled, at the floor, sharing the function's concurrency.
+      maxConcurrency: MAPPING_MIN_CONCURRENCY,
+      enabled: false,
+      functionTimeoutMs: build.functionTimeoutMs,
+      functionName: configured.functionName,
+      waitTimeSeconds: build.receiveWaitSeconds,
+      pool,
+    });
+  const [poller, highPoller] = [lane('normal'), lane('high')];
   await poller.start();
-  build.onStop(() => poller.stop({ graceMs: 0 }));
+  await highPoller.start();
+  build.onStop(async () => {
+    await Promise.all([poller.stop({ graceMs: 0 }), highPoller.stop({ graceMs: 0 })]);
+  });
   const ledger = createDynamoThreadLedger({
     documents: build.clients.documents,
     tableName: build.resources.tables.governor,
     leaseMs: threadLeaseMs(build.settings),
     id: OVERFLOW_LEDGER_ID,
   });
-  return { settings, simulator, url, poller, pool, client, ledger };
+  return { settings, simulator, url, poller, highPoller, pool, client, ledger };
 }
 
 /** The overflow consumer: the Lambda's own wiring with `provider: 'overflow'`. */

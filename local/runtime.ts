@@ -472,7 +472,15 @@ async function startGovernor(
     }),
     // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
     ...(overflow
-      ? { overflow: { lane: overflow.poller, pool: overflow.pool, solver: overflow.client, ledger: overflow.ledger } }
+      ? {
+          overflow: {
+            lane: overflow.poller,
+            highLane: overflow.highPoller,
+            pool: overflow.pool,
+            solver: overflow.client,
+            ledger: overflow.ledger,
+          },
+        }
       : {}),
     tickMs: governorOptions?.tickMs ?? 1_000,
     ...(governorOptions?.config ? { config: governorOptions.config } : {}),
@@ -534,6 +542,7 @@ function assembleStack(
         pollers.high.stop({ graceMs }),
         pollers.normal.stop({ graceMs }),
         overflow?.poller.stop({ graceMs }),
+        overflow?.highPoller.stop({ graceMs }),
       ]);
       await cleanups.run();
     },

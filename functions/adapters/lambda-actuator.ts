@@ -45,6 +45,8 @@ export interface OverflowActuatorOptions {
   lambda: LambdaClient;
   /** OVERFLOW_MAPPING_ID. */
   mappingId: string;
+  /** OVERFLOW_HIGH_MAPPING_ID: the overflow function's mapping on the high queue, when the stack has one. */
+  highMappingId?: string | undefined;
   /** OVERFLOW_FUNCTION_NAME; without it the reservation is left alone. */
   functionName?: string | undefined;
   warn?: (message: string, details?: Record<string, unknown>) => void;
@@ -71,7 +73,9 @@ export function createLambdaActuator(
   options: LambdaActuatorOptions,
 ): LaneActuator & { readonly reservationSupported: boolean } {
   const lanes: Lane[] = options.mappingIds.high ? ['normal', 'high'] : ['normal'];
-  const laneName = (lane: Lane) => options.label ?? lane;
+  // With a label and two lanes, both are named: "overflow high ceiling 2 → 4".
+  const laneName = (lane: Lane) =>
+    options.label ? (lanes.length > 1 ? `${options.label} ${lane}` : options.label) : lane;
   const functionName = options.label ? `${options.label} consumer` : 'consumer';
   const reservationName = options.label ? `${options.label} reserved concurrency` : 'reserved concurrency';
   const known = new Map<Lane, LaneSetting>();
@@ -205,7 +209,7 @@ export function createOverflowActuator(
 ): LaneActuator & { readonly reservationSupported: boolean } {
   return createLambdaActuator({
     lambda: options.lambda,
-    mappingIds: { normal: options.mappingId },
+    mappingIds: { normal: options.mappingId, ...(options.highMappingId ? { high: options.highMappingId } : {}) },
     consumerFunctionName: options.functionName,
     label: 'overflow',
     ...(options.warn ? { warn: options.warn } : {}),

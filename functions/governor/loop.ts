@@ -202,7 +202,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     }
     if (lane && reading) overflow?.saved(reading);
     const changes = [...(await options.actuator.apply(decision)).changes];
-    if (lane && overflow) changes.push(...(await overflow.apply(lane.decision)));
+    if (lane && overflow) changes.push(...(await overflow.apply(lane)));
     return changes;
   };
 
@@ -249,6 +249,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
               primary: decision,
               primarySignals: signals,
               normal: queues.normal,
+              high: queues.high,
               reading: overflowReading,
               state: persisted.state.overflow,
             })

@@ -54,8 +54,13 @@ export interface OverflowLoopOptions {
   ledger?: ThreadLedgerReader;
   /** The overflow consumer's metric window (service `consumer-overflow`): its errors, outage signs, solve times. */
   metrics: MetricsReader;
-  /** The overflow mapping as the `normal` lane (ceiling, enabled), and the overflow function's reservation. */
+  /**
+   * The overflow function's mappings: the normal queue's as the `normal` lane, the high queue's
+   * (when the stack has one) as `high`, and the function's reservation.
+   */
   actuator: LaneActuator;
+  /** Whether the overflow function has a mapping on the high queue (opened only while the primary is paused). */
+  highMapping?: boolean;
 }
 
 /** What the overflow lane's readers gave this tick. */
@@ -64,7 +69,7 @@ export interface OverflowReading {
   balanceError: BalanceError | undefined;
   ledger: ThreadLedgerReading | undefined;
   metrics: MetricsWindow | undefined;
-  /** The overflow mapping as it stands. */
+  /** The overflow lane as it stands: open when either mapping is, its ceiling the enabled mappings' sum. */
   setting: LaneSetting;
 }
 
@@ -72,6 +77,46 @@ export interface OverflowReading {
 export interface OverflowTick {
   decision: OverflowDecision;
   signals: OverflowSignals;
+  /** The decision's ceiling split over the overflow function's mappings (see `splitOverflowCeiling`). */
+  mappings: OverflowMappings;
+}
+
+/** What the overflow function's mappings are set to: the `normal` queue's, and the `high` queue's when there is one. */
+export interface OverflowMappings {
+  ceilings: { normal: number; high: number };
+  enabled: { normal: boolean; high: boolean };
+}
+
+/**
+ * The lane's ceiling over the overflow function's two mappings. The plan serves the high lane
+ * first, so overflow takes the normal queue; only while the primary is paused (an outage, its
+ * money, its key) does it take the high queue too, or priority tasks would wait behind the pause
+ * while normal ones are solved. Then the high mapping gets its share of the ceiling by backlog
+ * (rounded up; each enabled mapping at least the floor), or all of it when the ceiling cannot
+ * feed two mappings. The two maxima never sum past the decision's ceiling.
+ */
+export function splitOverflowCeiling(
+  decision: Pick<OverflowDecision, 'ceiling' | 'enabled'>,
+  primaryPaused: boolean,
+  backlog: { normal: number | undefined; high: number | undefined },
+  hasHighMapping: boolean,
+): OverflowMappings {
+  const floor = MAPPING_MIN_CONCURRENCY;
+  const normalOnly: OverflowMappings = {
+    ceilings: { normal: decision.ceiling, high: floor },
+    enabled: { normal: decision.enabled, high: false },
+  };
+  const high = backlog.high ?? 0;
+  if (!decision.enabled || !primaryPaused || !hasHighMapping || high <= 0) return normalOnly;
+  const total = decision.ceiling;
+  if (total < 2 * floor) return { ceilings: { normal: floor, high: total }, enabled: { normal: false, high: true } };
+  const normal = backlog.normal ?? 0;
+  const share = Math.ceil((total * high) / (high + normal));
+  const highCeiling = Math.min(total - floor, Math.max(floor, share));
+  return {
+    ceilings: { normal: total - highCeiling, high: highCeiling },
+    enabled: { normal: true, high: true },
+  };
 }
 
 export interface OverflowStep {
@@ -86,8 +131,8 @@ export interface OverflowStep {
   saved(reading: OverflowReading): void;
   /** The state was not saved (a conflict, a failed write): the next solves since the last read are unknown. */
   forget(): void;
-  /** Move the overflow mapping (and reservation) to the decision; returns what changed, in words. */
-  apply(decision: OverflowDecision): Promise<string[]>;
+  /** Move the overflow mappings (and reservation) to the tick's split; returns what changed, in words. */
+  apply(tick: OverflowTick): Promise<string[]>;
 }
 
 export interface OverflowStepInput {
@@ -97,9 +142,18 @@ export interface OverflowStepInput {
   primarySignals: GovernorSignals;
   /** The normal queue as read this tick (its backlog is the lane's too). */
   normal: QueueReading | undefined;
+  /** The high queue as read this tick (the lane takes it too while the primary is paused). */
+  high?: QueueReading | undefined;
   reading: OverflowReading;
   /** What the last saved tick left (undefined before the first). */
   state: OverflowState | undefined;
+}
+
+/** The lane as one: open when either mapping is; its ceiling the open mappings' sum (the normal one's while closed). */
+function laneSetting(settings: { normal: LaneSetting; high?: LaneSetting }): LaneSetting {
+  const open = [settings.normal, settings.high].filter((s): s is LaneSetting => s?.enabled === true);
+  if (open.length === 0) return settings.normal;
+  return { ceiling: open.reduce((sum, s) => sum + s.ceiling, 0), enabled: true };
 }
 
 /** Rise of a counter between two reads; unknown when either is, or when it fell (a reset item). */
@@ -170,7 +224,7 @@ export function createOverflowStep(options: OverflowLoopOptions, metricsEveryMs:
         options.actuator.read(),
       ]);
       const balanceError = balance === undefined ? options.balance.lastError?.() : undefined;
-      return { balance, balanceError, ledger, metrics, setting: settings.normal };
+      return { balance, balanceError, ledger, metrics, setting: laneSetting(settings) };
     },
     shared(reading) {
       return { inFlight: reading.ledger?.held, completionRate: completionRateOf(reading.metrics) };
@@ -182,7 +236,13 @@ export function createOverflowStep(options: OverflowLoopOptions, metricsEveryMs:
       const signals = overflowSignalsOf(input, solves);
       const state = input.state ?? initialOverflowState(options.config, input.now);
       const decision = decideOverflow(input.primary, input.primarySignals, signals, state, options.config);
-      return { decision, signals };
+      const mappings = splitOverflowCeiling(
+        decision,
+        input.primary.paused,
+        { normal: input.normal?.visible, high: input.high?.visible },
+        options.highMapping === true,
+      );
+      return { decision, signals, mappings };
     },
     saved(reading) {
       // The spend's last read moves only with a balance read; so does the base of the solves.
@@ -191,11 +251,8 @@ export function createOverflowStep(options: OverflowLoopOptions, metricsEveryMs:
     forget() {
       solvedAtLastRead = undefined;
     },
-    async apply(decision) {
-      const { changes } = await options.actuator.apply({
-        ceilings: { normal: decision.ceiling, high: MAPPING_MIN_CONCURRENCY },
-        enabled: { normal: decision.enabled, high: false },
-      });
+    async apply(tick) {
+      const { changes } = await options.actuator.apply(tick.mappings);
       return changes;
     },
   };

@@ -121,9 +121,11 @@ function overflowOptionFrom(
     actuator: createOverflowActuator({
       lambda: wired.lambda,
       mappingId: environment.overflowMappingId as string,
+      highMappingId: environment.overflowHighMappingId,
       functionName: environment.overflowFunctionName,
       warn: (message, details) => log?.warn(message, details),
     }),
+    highMapping: environment.overflowHighMappingId !== undefined,
   };
 }
 

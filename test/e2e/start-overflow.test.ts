@@ -65,7 +65,8 @@ describe('captcha-fleet start --overflow-sim', () => {
     expect(overflow.solved.primary).toBeGreaterThan(overflow.solved.overflow);
   });
 
-  it('moves the work to the overflow provider while the plan is down, and nothing reaches the DLQ', async () => {
+  it('moves all the work, high lane included, to the overflow provider while the plan is down, and nothing reaches the DLQ', async () => {
+    // The plan is down for the whole run: every task must be solved on overflow, priority ones too.
     const run = await runCli([
       'start',
       '--tasks',
@@ -74,12 +75,14 @@ describe('captcha-fleet start --overflow-sim', () => {
       '0',
       '--rate',
       '10',
+      '--high-share',
+      '0.3',
       '--solver-threads',
       '6',
       '--solver-latency-ms',
       '200',
       '--solver-outage',
-      '0:8',
+      '0:300',
       '--overflow-sim',
       '--json',
       '--max-duration',
@@ -91,9 +94,12 @@ describe('captcha-fleet start --overflow-sim', () => {
     const overflow = summary.overflow;
     expect(overflow).toBeDefined();
     if (overflow === undefined) return;
-    // The plan is down for the first 8 s of a 6 s send: the overflow solves while it is paused.
-    expect(overflow.solved.overflow).toBeGreaterThan(0);
     expect(summary.governor?.reasons.PAUSE_OUTAGE ?? 0).toBeGreaterThan(0);
+    expect(overflow.solved.primary).toBe(0);
+    expect(overflow.solved.overflow).toBe(summary.solved);
+    // The high lane is not left behind the pause while normal tasks are solved.
+    expect(summary.lanes.high.submitted).toBeGreaterThan(0);
+    expect(summary.lanes.high.solved + summary.lanes.high.failed).toBe(summary.lanes.high.submitted);
     expect(overflow.withinCaps).toBe(true);
   });
 

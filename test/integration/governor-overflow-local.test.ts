@@ -128,6 +128,71 @@ describe('local governor with an overflow lane', () => {
     }
   });
 
+  it('opens its high-queue poller too while the primary is paused, splitting the lane by backlog', async () => {
+    // Prepare: the plan's balance is under its pause level; 30 wait on the normal queue, 10 on the high one.
+    const f = await fixture.createFleet({
+      planThreads: 4,
+      tickMs: 1_000,
+      overflow: { baseUrl: 'http://127.0.0.1:1', capUsdPerHour: 2, capUsdPerDay: 10, priceHintUsd: 0.003 },
+    });
+    for (let i = 0; i < 30; i++) await sendMessage(fixture.clients, f.resources.queueUrls.normal, `{"i":${i}}`);
+    for (let i = 0; i < 10; i++) await sendMessage(fixture.clients, f.resources.queueUrls.high, `{"h":${i}}`);
+    let now = Date.now();
+    const store = new MetricsStore({ clock: () => now });
+    for (const service of ['consumer', 'consumer-overflow'])
+      for (const [name, value] of [
+        [METRICS.submissions, 2],
+        [METRICS.solved, 2],
+        [METRICS.solveDuration, 20_000],
+      ] as const)
+        store.record({ name, value, timestamp: now - 10, dimensions: { service } });
+    const overflowNormal = lane(2, false);
+    const overflowHigh = lane(2, false);
+    const overflowPool = { limit: 2 };
+    const governor = startLocalGovernor({
+      settings: f.settings,
+      pollers: { normal: lane(2, true), high: lane(2, true) },
+      pool: { limit: 4 },
+      sqs: fixture.clients.sqs,
+      queueUrls: { normal: f.resources.queueUrls.normal, high: f.resources.queueUrls.high },
+      metricsStore: store,
+      // Under the default $0.10 pause level: the primary pauses (PAUSE_LOW_BALANCE).
+      solver: { getBalance: async () => 0.05 },
+      tickMs: 60_000,
+      clock: () => now,
+      overflow: {
+        lane: overflowNormal,
+        highLane: overflowHigh,
+        pool: overflowPool,
+        solver: { getBalance: async () => 20 },
+        ledger: { read: async () => ({ held: 0, refusals: 0, acceptances: 0, solved: 0 }) },
+        // A learned-price-wide lane from the start, so the split has room for both mappings.
+        config: { probeCeiling: 8 },
+      },
+    });
+    try {
+      await governor.ready;
+      now += 1_000;
+
+      // Act
+      const record = await governor.tickNow();
+
+      // Assess: the primary paused; the lane open on both queues, the high share by backlog, the pool their sum.
+      expect(record?.decision.paused).toBe(true);
+      expect(record?.overflow?.enabled).toBe(true);
+      const ceiling = record?.overflow?.ceiling ?? 0;
+      expect(ceiling).toBeGreaterThanOrEqual(4);
+      expect(overflowHigh.enabled).toBe(true);
+      expect(overflowNormal.enabled).toBe(true);
+      expect(overflowHigh.maxConcurrency).toBe(Math.max(2, Math.ceil((ceiling * 10) / 40)));
+      expect(overflowHigh.maxConcurrency + overflowNormal.maxConcurrency).toBe(ceiling);
+      expect(overflowPool.limit).toBe(ceiling);
+      expect(record?.changes).toContain('overflow high enabled');
+    } finally {
+      await governor.stop();
+    }
+  });
+
   it('has no overflow block in its stats without an overflow lane', async () => {
     const f = await fixture.createFleet({ planThreads: 4, tickMs: 1_000 });
     const governor = startLocalGovernor({
