@@ -219,6 +219,40 @@ describe('decideOverflow', () => {
     expect(d.enabled).toBe(true);
   });
 
+  it('opens at the probe width for a primary paused before any solve was timed', () => {
+    // Prepare: an outage from the first tick: no solve time from the primary or the provider.
+    const config = overflowConfig();
+    const signals = signalsAt(
+      T0,
+      { backlog: 100, inFlight: 0, arrivalRate: 1, ceiling: 50, enabled: false },
+      { meanSolveMs: undefined },
+    );
+
+    const provider = overflowSignals(T0, {}, { meanSolveMs: undefined });
+
+    // Act
+    const d = decideOverflow(primary(50, true), signals, provider, initialOverflowState(config, T0), config);
+
+    // Assess
+    expect(d.enabled).toBe(true);
+    expect(d.excess).toBe(config.probeCeiling);
+    expect(d.ceiling).toBe(config.probeCeiling);
+  });
+
+  it('still needs the solve time of a working primary to size the excess', () => {
+    const config = overflowConfig();
+    const signals = signalsAt(
+      T0,
+      { backlog: 300, inFlight: 50, arrivalRate: 2, ceiling: 50, enabled: true },
+      { meanSolveMs: undefined },
+    );
+
+    const d = decideOverflow(primary(50), signals, overflowSignals(T0), initialOverflowState(config, T0), config);
+
+    expect(d.enabled).toBe(false);
+    expect(d.reason.code).toBe('OVERFLOW_MISSING_SIGNAL');
+  });
+
   it('counts the worst case it booked as spent when a top-up hides the drop', () => {
     const config = overflowConfig();
     const first = decideOverflow(

@@ -300,6 +300,8 @@ export function withLaneTake(signals: GovernorSignals, takeRate: number): Govern
  * threads or keeps up; undefined when a signal it needs is unknown. A closed lane opens only for
  * a backlog; an open one stays open on an empty queue while the arrivals alone outrun the
  * primary (the queue is empty because the lane takes them: in a primary's outage, all of them).
+ * A paused primary's rate is 0 whatever its solve time; paused before any solve was timed, the
+ * lane asks for `probeCeiling` until one is.
  */
 export function overflowExcess(
   view: PrimaryView,
@@ -308,15 +310,18 @@ export function overflowExcess(
 ): number | undefined {
   const { capacity, inFlight, backlog, arrivalRate, meanSolveMs, laneOpen } = view;
   if (capacity > 0 && (inFlight === undefined || inFlight < capacity)) return inFlight === undefined ? undefined : 0;
-  if (backlog === undefined || arrivalRate === undefined || meanSolveMs === undefined || meanSolveMs <= 0)
-    return undefined;
+  const known = (ms: number | undefined): ms is number => ms !== undefined && ms > 0;
+  // A paused primary solves nothing whatever its solve time: only a working one needs it known.
+  if (backlog === undefined || arrivalRate === undefined || (capacity > 0 && !known(meanSolveMs))) return undefined;
   const target = (config.latencyTargetMs > 0 ? config.latencyTargetMs : DEFAULT_DRAIN_TARGET_MS) / 1000;
-  const primaryRate = capacity / (meanSolveMs / 1000);
+  const primaryRate = capacity > 0 && known(meanSolveMs) ? capacity / (meanSolveMs / 1000) : 0;
   const asked = arrivalRate + backlog / target;
   // Draining within the target at the primary's rate: backlog ≤ (rate − arrivals) × target.
   if ((backlog === 0 && !laneOpen) || asked <= primaryRate) return 0;
-  const solveSeconds = (providerMeanSolveMs ?? meanSolveMs) / 1000;
-  return Math.ceil(((asked - primaryRate) * solveSeconds) / config.tasksPerInvocation - 1e-9);
+  const solveMs = known(providerMeanSolveMs) ? providerMeanSolveMs : meanSolveMs;
+  // Paused before any solve was timed (an outage from the start): open at the probe width until one is.
+  if (!known(solveMs)) return config.probeCeiling;
+  return Math.ceil(((asked - primaryRate) * (solveMs / 1000)) / config.tasksPerInvocation - 1e-9);
 }
 
 /**
