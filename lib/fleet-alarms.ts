@@ -254,7 +254,7 @@ export class FleetAlarms extends Construct {
       ),
       OverflowConsumerThrottled: this.#alarm(
         'OverflowConsumerThrottled',
-        'Overflow consumer invocations were throttled: messages return to the normal queue and may reach the DLQ unprocessed.',
+        'Overflow consumer invocations were throttled: messages return to their queue (normal, or high while the primary is paused) and may reach the DLQ unprocessed.',
         {
           metric: overflowConsumer.metricThrottles({ statistic: 'Sum', period: Duration.minutes(5) }),
           threshold: 1,

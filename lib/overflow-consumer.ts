@@ -1,10 +1,13 @@
 /**
  * The overflow lane (only with `fleet.overflow` set): a second consumer function,
  * `<prefix>-consumer-overflow`, running the same handler with `SOLVER_PROVIDER=overflow`, fed by its
- * own SQS event source mapping on the normal queue. The mapping is created disabled at the mapping
- * floor: the governor opens it, sizes it and closes it (docs/governor.md, "Overflow"). The high lane
- * stays on the plan, which serves it first. The function holds the overflow provider's key and
- * never the primary's: a bug or a compromise in the lane cannot spend the plan's account.
+ * own SQS event source mappings, one on each queue. Both are created disabled at the mapping floor:
+ * the governor opens, sizes and closes them (docs/governor.md, "Overflow"). The normal one takes
+ * the normal lane's excess over the plan; the high one is opened only while the primary is paused
+ * (the high lane otherwise stays on the plan, which serves it first), so priority tasks never wait
+ * behind a primary outage while normal tasks are overflowed. The governor keeps the sum of the two
+ * maxima within the function's reserved concurrency. The function holds the overflow provider's
+ * key and never the primary's: a bug or a compromise in the lane cannot spend the plan's account.
  */
 import { Duration } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -13,6 +16,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
 import { OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
 import { ENV } from '../functions/core/environment.js';
+import type { Lane } from '../functions/core/governor/types.js';
 import { consumerServiceOf } from '../functions/core/provider.js';
 import { MAPPING_MIN_CONCURRENCY, type OverflowSettings } from '../functions/core/settings.js';
 import { grantConsumerWork } from './consumer-permissions.js';
@@ -26,20 +30,23 @@ export interface OverflowConsumerProps extends Omit<FleetEnvironmentInput, 'serv
   readonly overflow: OverflowSettings;
   /**
    * Reserve `overflow.maxConcurrency` for the function: the widest the governor may open the
-   * lane, so an open lane is never throttled into the DLQ.
+   * lane (the sum of its two mappings' maxima), so an open lane is never throttled into the DLQ.
    * @default true
    */
   readonly reserveConcurrency?: boolean;
 }
 
-/** The overflow consumer, its mapping on the normal queue, its key and its permissions. */
+/** The overflow consumer, its mappings on the normal and high queues, its key and its permissions. */
 export class OverflowConsumer extends Construct {
   /** The overflow consumer function (`<prefix>-consumer-overflow`). */
   public readonly function: lambda.IFunction;
   /** The function with its role and log group. */
   public readonly fleetFunction: FleetFunction;
-  /** Its event source mapping on the normal queue (created disabled; the governor opens it). */
-  public readonly mapping: SqsEventSource;
+  /**
+   * Its event source mapping on each queue, both created disabled at the mapping floor: the
+   * governor opens the normal one for the plan's excess, the high one only while the primary is paused.
+   */
+  public readonly mappings: Readonly<Record<Lane, SqsEventSource>>;
   /** The overflow provider's key: `<prefix>/overflow-key`, or imported by `overflow.keySecretName`. */
   public readonly key: SolverKeySecret;
   /** Reserved concurrency set at deploy, if any. */
@@ -58,7 +65,8 @@ export class OverflowConsumer extends Construct {
     this.fleetFunction = new FleetFunction(this, 'Consumer', {
       entry: 'functions/consumer/handler.ts',
       functionName: overflow.functionName,
-      description: 'captcha-fleet overflow consumer: solves normal-lane tasks through the pay-per-solve provider',
+      description:
+        'captcha-fleet overflow consumer: solves normal-lane excess, and high-lane tasks while the primary is paused, through the pay-per-solve provider',
       timeout: Duration.seconds(settings.functionTimeoutSeconds),
       reservedConcurrentExecutions: this.reservedConcurrency,
       environment: {
@@ -70,22 +78,27 @@ export class OverflowConsumer extends Construct {
     });
     this.function = this.fleetFunction.function;
 
-    this.mapping = new SqsEventSource(queues.normal, {
-      batchSize: settings.tasksPerInvocation,
-      reportBatchItemFailures: true,
-      // Closed until the governor finds the plan saturated and the backlog past the target.
-      enabled: false,
-      maxConcurrency: MAPPING_MIN_CONCURRENCY,
-    });
-    // The event source grants receive, delete, change-visibility and get-attributes on the normal queue.
-    this.function.addEventSource(this.mapping);
+    const source = (lane: Lane) =>
+      new SqsEventSource(queues.lane(lane), {
+        batchSize: settings.tasksPerInvocation,
+        reportBatchItemFailures: true,
+        // Closed until the governor opens it: normal when the plan is saturated and the backlog
+        // past the target, high only while the primary is paused.
+        enabled: false,
+        maxConcurrency: MAPPING_MIN_CONCURRENCY,
+      });
+    this.mappings = { normal: source('normal'), high: source('high') };
+    // The event sources grant receive, delete, change-visibility and get-attributes on their queue.
+    this.function.addEventSource(this.mappings.normal);
+    this.function.addEventSource(this.mappings.high);
     grantConsumerWork(this.fleetFunction.role, props, { ledgerId: OVERFLOW_LEDGER_ID, key: this.key });
   }
 
-  /** The governor's environment for this lane: the mapping it moves, the function it reserves, the key it reads the balance with. */
+  /** The governor's environment for this lane: the mappings it moves, the function it reserves, the key it reads the balance with. */
   governorEnvironment(): Record<string, string> {
     return {
-      [ENV.overflowMappingId]: this.mapping.eventSourceMappingId,
+      [ENV.overflowMappingId]: this.mappings.normal.eventSourceMappingId,
+      [ENV.overflowHighMappingId]: this.mappings.high.eventSourceMappingId,
       [ENV.overflowFunctionName]: this.function.functionName,
       [ENV.overflowKeySecretArn]: this.key.secret.secretArn,
     };
@@ -97,7 +110,7 @@ export class OverflowConsumer extends Construct {
       new iam.PolicyStatement({
         sid: 'OverflowMapping',
         actions: ['lambda:GetEventSourceMapping', 'lambda:UpdateEventSourceMapping'],
-        resources: [this.mapping.eventSourceMappingArn],
+        resources: [this.mappings.normal.eventSourceMappingArn, this.mappings.high.eventSourceMappingArn],
       }),
     );
     role.addToPrincipalPolicy(

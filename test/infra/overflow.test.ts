@@ -1,7 +1,8 @@
 /**
  * The overflow lane in the template (issue 12): off unless configured, and then a second consumer
- * on the normal queue, disabled at the mapping floor, with its own key and least-privilege role;
- * the governor allowed to move that lane only; outputs, alarms and dashboard rows for it.
+ * with a mapping on each queue (the high one opened only while the primary is paused), both
+ * disabled at the mapping floor, with its own key and least-privilege role; the governor allowed
+ * to move that lane only; outputs, alarms and dashboard rows for it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -100,7 +101,9 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
   let fn: Resource;
   let secretId: string;
   let mappingId: string;
+  let highMappingId: string;
   let normalQueueId: string;
+  let highQueueId: string;
   beforeAll(() => {
     s = synthesizeFleet({ context: { overflow: JSON.stringify(BLOCK) } });
     [fnId, fn] = functionNamed(s, `${settings.prefix}-consumer-overflow`);
@@ -109,8 +112,18 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
       'AWS::SecretsManager::Secret',
       (r) => r.Properties.Name === `${settings.prefix}/overflow-key`,
     );
-    mappingId = idOfType(s, 'AWS::Lambda::EventSourceMapping', (r) => r.Properties.FunctionName.Ref === fnId);
     normalQueueId = idOfType(s, 'AWS::SQS::Queue', (r) => r.Properties.QueueName === settings.queueNames.normal);
+    highQueueId = idOfType(s, 'AWS::SQS::Queue', (r) => r.Properties.QueueName === settings.queueNames.high);
+    const mappingOn = (queueId: string) =>
+      idOfType(
+        s,
+        'AWS::Lambda::EventSourceMapping',
+        (r) =>
+          r.Properties.FunctionName.Ref === fnId &&
+          JSON.stringify(r.Properties.EventSourceArn) === JSON.stringify({ 'Fn::GetAtt': [queueId, 'Arn'] }),
+      );
+    mappingId = mappingOn(normalQueueId);
+    highMappingId = mappingOn(highQueueId);
   });
   afterAll(() => removeOutdir(s.outdir));
 
@@ -153,23 +166,35 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     expect(fn.Properties.ReservedConcurrentExecutions).toBe(overflow.maxConcurrency);
   });
 
-  it('feeds it from the normal queue only, created disabled at the mapping floor, with the batch size and partial batch responses', () => {
-    const mappings = byType(s, 'AWS::Lambda::EventSourceMapping').filter(
-      ([, m]) => m.Properties.FunctionName.Ref === fnId,
+  it('feeds it from the normal and the high queue, each mapping created disabled at the mapping floor, with the batch size and partial batch responses', () => {
+    const mappings = Object.fromEntries(
+      byType(s, 'AWS::Lambda::EventSourceMapping').filter(([, m]) => m.Properties.FunctionName.Ref === fnId),
     );
-    expect(only(mappings)[1].Properties).toEqual({
-      FunctionName: { Ref: fnId },
-      EventSourceArn: { 'Fn::GetAtt': [normalQueueId, 'Arn'] },
-      BatchSize: settings.tasksPerInvocation,
-      FunctionResponseTypes: ['ReportBatchItemFailures'],
-      Enabled: false,
-      ScalingConfig: { MaximumConcurrency: MAPPING_MIN_CONCURRENCY },
-    });
+    expect(Object.keys(mappings).sort()).toEqual([mappingId, highMappingId].sort());
+    expect(highMappingId).not.toBe(mappingId);
+    for (const [id, queueId] of [
+      [mappingId, normalQueueId],
+      [highMappingId, highQueueId],
+    ] as const)
+      expect(mappings[id]?.Properties, id).toEqual({
+        FunctionName: { Ref: fnId },
+        EventSourceArn: { 'Fn::GetAtt': [queueId, 'Arn'] },
+        BatchSize: settings.tasksPerInvocation,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        Enabled: false,
+        ScalingConfig: { MaximumConcurrency: MAPPING_MIN_CONCURRENCY },
+      });
     // The primary keeps both of its lanes, enabled.
-    expect(byType(s, 'AWS::Lambda::EventSourceMapping')).toHaveLength(3);
+    const [primaryId] = functionNamed(s, `${settings.prefix}-consumer`);
+    const primaryMappings = byType(s, 'AWS::Lambda::EventSourceMapping').filter(
+      ([, m]) => m.Properties.FunctionName.Ref === primaryId,
+    );
+    expect(primaryMappings).toHaveLength(2);
+    for (const [, m] of primaryMappings) expect(m.Properties.Enabled).toBeUndefined();
+    expect(byType(s, 'AWS::Lambda::EventSourceMapping')).toHaveLength(4);
   });
 
-  it('grants its role exactly: its logs, the normal queue, DLQ send, result records, its own ledger item, its key, completion events', () => {
+  it('grants its role exactly: its logs, the normal and high queues, DLQ send, result records, its own ledger item, its key, completion events', () => {
     // Prepare
     const ids = Object.fromEntries(
       ['AWS::Events::EventBus', 'AWS::Logs::LogGroup'].map((type) => [type, byType(s, type).map(([id]) => id)]),
@@ -187,6 +212,17 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     );
     const logsId = (fn.Properties.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
     expect(ids['AWS::Logs::LogGroup']).toContain(logsId);
+    const consumeFrom = (queueId: string) => ({
+      Effect: 'Allow',
+      Action: [
+        'sqs:ReceiveMessage',
+        'sqs:ChangeMessageVisibility',
+        'sqs:GetQueueUrl',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+      ],
+      Resource: { 'Fn::GetAtt': [queueId, 'Arn'] },
+    });
     // Act
     const statements = policyOfRole(s, roleOf(fn));
     // Assess
@@ -196,17 +232,8 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
         Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
         Resource: { 'Fn::GetAtt': [logsId, 'Arn'] },
       },
-      {
-        Effect: 'Allow',
-        Action: [
-          'sqs:ReceiveMessage',
-          'sqs:ChangeMessageVisibility',
-          'sqs:GetQueueUrl',
-          'sqs:DeleteMessage',
-          'sqs:GetQueueAttributes',
-        ],
-        Resource: { 'Fn::GetAtt': [normalQueueId, 'Arn'] },
-      },
+      consumeFrom(normalQueueId),
+      consumeFrom(highQueueId),
       {
         Effect: 'Allow',
         Action: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
@@ -269,7 +296,7 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     });
   });
 
-  it('gives the governor the lane’s mapping id, function name and key, and lets it move that lane only', () => {
+  it('gives the governor the lane’s two mapping ids, function name and key, and lets it move that lane only', () => {
     // Prepare
     const [governorId, governor] = functionNamed(s, `${settings.prefix}-governor`);
     const env = governor.Properties.Environment.Variables as Record<string, unknown>;
@@ -283,27 +310,29 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     // Assess
     expect(governorId).toBeDefined();
     expect(env[ENV.overflowMappingId]).toEqual({ Ref: mappingId });
+    expect(env[ENV.overflowHighMappingId]).toEqual({ Ref: highMappingId });
     expect(env[ENV.overflowFunctionName]).toEqual({ Ref: fnId });
     expect(env[ENV.overflowKeySecretArn]).toEqual({ Ref: secretId });
+    const mappingArn = (id: string) => ({
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':lambda:',
+          { Ref: 'AWS::Region' },
+          ':',
+          { Ref: 'AWS::AccountId' },
+          ':event-source-mapping:',
+          { Ref: id },
+        ],
+      ],
+    });
     expect(bySid('OverflowMapping')).toEqual({
       Sid: 'OverflowMapping',
       Effect: 'Allow',
       Action: ['lambda:GetEventSourceMapping', 'lambda:UpdateEventSourceMapping'],
-      Resource: {
-        'Fn::Join': [
-          '',
-          [
-            'arn:',
-            { Ref: 'AWS::Partition' },
-            ':lambda:',
-            { Ref: 'AWS::Region' },
-            ':',
-            { Ref: 'AWS::AccountId' },
-            ':event-source-mapping:',
-            { Ref: mappingId },
-          ],
-        ],
-      },
+      Resource: [mappingArn(mappingId), mappingArn(highMappingId)],
     });
     expect(bySid('OverflowConcurrency')).toEqual({
       Sid: 'OverflowConcurrency',
@@ -327,13 +356,16 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     const primaryMappings = bySid('ConsumerMappings');
     expect(asArray(primaryMappings.Resource)).toHaveLength(2);
     expect(JSON.stringify(primaryMappings.Resource)).not.toContain(mappingId);
-    // No one else may move the overflow mapping or the overflow function's concurrency.
+    expect(JSON.stringify(primaryMappings.Resource)).not.toContain(highMappingId);
+    // No one else may move the overflow mappings or the overflow function's concurrency.
     const allStatements = byType(s, 'AWS::IAM::Policy').flatMap(
       ([, p]) => p.Properties.PolicyDocument.Statement as Statement[],
     );
     const moving = allStatements.filter(
       (st) =>
-        JSON.stringify(st.Resource).includes(`"${mappingId}"`) || JSON.stringify(st.Action).includes('Concurrency'),
+        JSON.stringify(st.Resource).includes(`"${mappingId}"`) ||
+        JSON.stringify(st.Resource).includes(`"${highMappingId}"`) ||
+        JSON.stringify(st.Action).includes('Concurrency'),
     );
     expect(moving.map((st) => st.Sid).sort()).toEqual([
       'ConsumerConcurrency',
@@ -523,6 +555,7 @@ describe('stack without an overflow provider', () => {
         'AWS::CloudWatch::Alarm',
         'AWS::IAM::Policy',
         'AWS::IAM::Role',
+        'AWS::Lambda::EventSourceMapping',
         'AWS::Lambda::EventSourceMapping',
         'AWS::Lambda::Function',
         'AWS::Logs::LogGroup',
