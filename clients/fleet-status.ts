@@ -96,9 +96,15 @@ export interface FleetStatusSources {
   documents: Pick<DynamoDBDocumentClient, 'send'>;
   queueUrls: { normal: string; high?: string | undefined; dlq: string };
   tables: { results: string; governor: string };
-  /** AWS: CloudWatch-backed; absent → computed from the results table. */
-  recentMetrics?: (windowMinutes: number) => Promise<RecentMetrics>;
-  /** The fleet has an overflow provider: the results table's recent solves are split by provider. */
+  /**
+   * AWS: CloudWatch-backed; absent → computed from the results table. `overflow` says whether the
+   * fleet has an overflow provider (its consumer's window is read too).
+   */
+  recentMetrics?: (windowMinutes: number, overflow: boolean) => Promise<RecentMetrics>;
+  /**
+   * The fleet has an overflow provider: recent solves are split by provider. @default what the
+   * governor's state says (its last decision has an overflow lane, or an overflow ledger has solves)
+   */
   overflow?: boolean;
   clock?: () => number;
 }
@@ -117,10 +123,13 @@ export async function readFleetStatus(
     ledgerSolves(sources.documents, sources.tables.governor, THREAD_LEDGER_ID),
     ledgerSolves(sources.documents, sources.tables.governor, OVERFLOW_LEDGER_ID),
   ]);
+  // The CLI knows a fleet by its prefix only: whether it has an overflow provider, the governor's state says.
+  const overflow =
+    sources.overflow ?? (governorItem?.lastDecision?.overflow !== undefined || overflowSolves !== undefined);
   const recent = sources.recentMetrics
     ? {
         ...(await sources
-          .recentMetrics(windowMinutes)
+          .recentMetrics(windowMinutes, overflow)
           .catch(() => ({ solved: undefined, failed: undefined, p95SolveMs: undefined }) as RecentMetrics)),
         source: 'cloudwatch' as const,
       }
@@ -129,7 +138,7 @@ export async function readFleetStatus(
           sources.documents,
           sources.tables.results,
           clock() - windowMinutes * 60_000,
-          sources.overflow ?? false,
+          overflow,
         )),
         source: 'results-table' as const,
       };

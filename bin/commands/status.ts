@@ -63,7 +63,7 @@ export function register(program: Command): void {
 }
 
 /** The primary consumer's window from CloudWatch, and the overflow consumer's when the fleet has one. */
-async function cloudWatchRecent(target: FleetTarget, windowMinutes: number): Promise<RecentMetrics> {
+async function cloudWatchRecent(target: FleetTarget, windowMinutes: number, overflow: boolean): Promise<RecentMetrics> {
   const cloudwatch = new CloudWatchClient(baseClientConfig(undefined, target.clients.region));
   const reader = (service: string) =>
     createCloudWatchSignals({
@@ -76,7 +76,6 @@ async function cloudWatchRecent(target: FleetTarget, windowMinutes: number): Pro
         high: target.queueUrls.high ? target.settings.queueNames.high : undefined,
       },
     });
-  const overflow = target.settings.overflow !== undefined;
   const [window, queues, overflowWindow] = await Promise.all([
     reader(SERVICES.consumer).read(),
     reader(SERVICES.consumer).readQueues(),
@@ -101,9 +100,13 @@ function sourcesFor(target: FleetTarget) {
     documents: target.clients.documents,
     queueUrls: target.queueUrls,
     tables: target.tables,
-    overflow: target.settings.overflow !== undefined,
+    // Known when the target's settings carry the overflow block; else the governor's state tells.
+    ...(target.settings.overflow !== undefined ? { overflow: true } : {}),
     ...(target.kind === 'aws'
-      ? { recentMetrics: (windowMinutes: number) => cloudWatchRecent(target, windowMinutes) }
+      ? {
+          recentMetrics: (windowMinutes: number, overflow: boolean) =>
+            cloudWatchRecent(target, windowMinutes, overflow),
+        }
       : {}),
   };
 }
