@@ -64,3 +64,30 @@ export function grantConsumerWork(role: iam.Role, resources: ConsumerResources, 
     }),
   );
 }
+
+/** What the governor moves of one consumer function: its mappings' ceilings and states, and its reservation. */
+export interface ConsumerControl {
+  /** Statement ids: `<sid>` for the mappings, `<concurrencySid>` for the reservation. */
+  readonly mappingsSid: string;
+  readonly concurrencySid: string;
+  readonly mappingArns: readonly string[];
+  readonly functionArn: string;
+}
+
+/** Let the governor's role move a consumer's mappings and reservation, and nothing else of it. */
+export function grantConsumerControl(role: iam.IRole, control: ConsumerControl): void {
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: control.mappingsSid,
+      actions: ['lambda:GetEventSourceMapping', 'lambda:UpdateEventSourceMapping'],
+      resources: [...control.mappingArns],
+    }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: control.concurrencySid,
+      actions: ['lambda:GetFunctionConcurrency', 'lambda:PutFunctionConcurrency'],
+      resources: [control.functionArn],
+    }),
+  );
+}

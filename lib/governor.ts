@@ -14,6 +14,7 @@ import { GOVERNOR_STATE_ID, THREAD_LEDGER_ID } from '../functions/core/deploymen
 import { ENV } from '../functions/core/environment.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { Consumer } from './consumer.js';
+import { grantConsumerControl } from './consumer-permissions.js';
 import type { OverflowConsumer } from './overflow-consumer.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 import { FleetFunction } from './fleet-function.js';
@@ -82,20 +83,12 @@ export class Governor extends Construct {
     });
 
     const role = this.fleetFunction.role;
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'ConsumerMappings',
-        actions: ['lambda:GetEventSourceMapping', 'lambda:UpdateEventSourceMapping'],
-        resources: [consumer.mappings.normal.eventSourceMappingArn, consumer.mappings.high.eventSourceMappingArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'ConsumerConcurrency',
-        actions: ['lambda:GetFunctionConcurrency', 'lambda:PutFunctionConcurrency'],
-        resources: [consumer.function.functionArn],
-      }),
-    );
+    grantConsumerControl(role, {
+      mappingsSid: 'ConsumerMappings',
+      concurrencySid: 'ConsumerConcurrency',
+      mappingArns: [consumer.mappings.normal.eventSourceMappingArn, consumer.mappings.high.eventSourceMappingArn],
+      functionArn: consumer.function.functionArn,
+    });
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'QueueSignals',

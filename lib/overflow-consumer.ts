@@ -19,7 +19,7 @@ import { ENV } from '../functions/core/environment.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { consumerServiceOf } from '../functions/core/provider.js';
 import { MAPPING_MIN_CONCURRENCY, type OverflowSettings } from '../functions/core/settings.js';
-import { grantConsumerWork } from './consumer-permissions.js';
+import { grantConsumerControl, grantConsumerWork } from './consumer-permissions.js';
 import { type FleetEnvironmentInput, sharedEnvironment } from './fleet-environment.js';
 import { FleetFunction } from './fleet-function.js';
 import { SolverKeySecret } from './solver-key-secret.js';
@@ -106,20 +106,12 @@ export class OverflowConsumer extends Construct {
 
   /** Let the governor open, size and close this lane, read its ledger and the provider's balance. */
   grantGovernor(role: iam.Role, governorTable: FleetEnvironmentInput['governorTable']): void {
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'OverflowMapping',
-        actions: ['lambda:GetEventSourceMapping', 'lambda:UpdateEventSourceMapping'],
-        resources: [this.mappings.normal.eventSourceMappingArn, this.mappings.high.eventSourceMappingArn],
-      }),
-    );
-    role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'OverflowConcurrency',
-        actions: ['lambda:GetFunctionConcurrency', 'lambda:PutFunctionConcurrency'],
-        resources: [this.function.functionArn],
-      }),
-    );
+    grantConsumerControl(role, {
+      mappingsSid: 'OverflowMapping',
+      concurrencySid: 'OverflowConcurrency',
+      mappingArns: [this.mappings.normal.eventSourceMappingArn, this.mappings.high.eventSourceMappingArn],
+      functionArn: this.function.functionArn,
+    });
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'OverflowThreadLedger',

@@ -16,23 +16,7 @@ import { ConfigError } from '../../functions/core/settings.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
 import { formatTick } from '../../bin/commands/governor.js';
 import { sendMessage, startEmulatorFixture, type EmulatorFixture, type TestFleet } from '../helpers/fleet-fixture.js';
-
-interface Sent {
-  command: string;
-  input: Record<string, any>;
-}
-
-function fakeClient<T>(answer: (command: string, input: any) => unknown) {
-  const sent: Sent[] = [];
-  const client = {
-    send: vi.fn(async (command: { constructor: { name: string }; input: any }) => {
-      const name = command.constructor.name;
-      sent.push({ command: name, input: command.input });
-      return answer(name, command.input);
-    }),
-  } as unknown as T;
-  return { client, sent };
-}
+import { fakeClient } from '../helpers/fake-client.js';
 
 const overflowBlock = {
   baseUrl: 'https://overflow.example',

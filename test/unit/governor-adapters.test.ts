@@ -13,24 +13,7 @@ import { governorConfigFrom, initialState } from '../../functions/core/governor/
 import { createGovernorLoop } from '../../functions/governor/loop.js';
 import { GovernorTickError, runTicks } from '../../functions/governor/run.js';
 import { createMetrics, type EmfDocument } from '../../functions/adapters/metrics.js';
-
-interface Sent {
-  command: string;
-  input: Record<string, any>;
-}
-
-/** A client whose `send` records each command and answers from a function. */
-function fakeClient<T>(answer: (command: string, input: any) => unknown) {
-  const sent: Sent[] = [];
-  const client = {
-    send: vi.fn(async (command: { constructor: { name: string }; input: any }) => {
-      const name = command.constructor.name;
-      sent.push({ command: name, input: command.input });
-      return answer(name, command.input);
-    }),
-  } as unknown as T;
-  return { client, sent };
-}
+import { fakeClient, type Sent } from '../helpers/fake-client.js';
 
 describe('cloudwatch-signals', () => {
   const now = Date.UTC(2025, 0, 1, 12, 0, 42);
