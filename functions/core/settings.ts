@@ -219,16 +219,19 @@ export interface SettingsOverrides {
 export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOverrides = {}): FleetSettings {
   const parsed = FleetConfigSchema.safeParse(input);
   if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => ({
-        field: issue.path.join('.') || '(config)',
-        problem: issue.message,
-        fix:
-          issue.code === 'unrecognized_keys'
-            ? unknownKeysFix(issue.path.join('.'), issue.keys)
-            : fixFor(issue.path.join('.')),
-      })),
-    );
+    const problems = parsed.error.issues.map((issue) => ({
+      field: issue.path.join('.') || '(config)',
+      problem: issue.message,
+      fix:
+        issue.code === 'unrecognized_keys'
+          ? unknownKeysFix(issue.path.join('.'), issue.keys)
+          : fixFor(issue.path.join('.')),
+    }));
+    // Every problem at once: a URL that parses but would carry a key in the clear is one too.
+    const flagged = new Set(problems.map((p) => p.field));
+    for (const [field, url] of urlsOf(input))
+      if (!flagged.has(field) && URL.canParse(url)) problems.push(...solverUrlProblems(url, field));
+    throw new ConfigError(problems);
   }
   const config = parsed.data;
   const problems: ConfigProblem[] = [];
@@ -345,6 +348,16 @@ function resolveOverflow(
     });
   }
   return { ...overflow, maxConcurrency, functionName: `${config.prefix}-consumer-overflow` };
+}
+
+/** The solver URLs an input gives, by field, before it is parsed. */
+function urlsOf(input: FleetConfig): [string, string][] {
+  const overflow = (input as { overflow?: { baseUrl?: unknown } }).overflow;
+  const urls: [string, unknown][] = [
+    ['solverBaseUrl', input.solverBaseUrl],
+    ['overflow.baseUrl', typeof overflow === 'object' && overflow !== null ? overflow.baseUrl : undefined],
+  ];
+  return urls.filter((entry): entry is [string, string] => typeof entry[1] === 'string');
 }
 
 /** The key travels in res.php's query string: only TLS may carry it off the machine. */

@@ -74,6 +74,15 @@ describe('overflow block: baseUrl is https, or http on loopback only (the key ri
     ]);
   });
 
+  it("names an http:// provider alongside the block's other problems", () => {
+    const problems = problemsOf({ baseUrl: 'http://2captcha.com', capUsdPerHour: 2 });
+
+    expect(problems.map((p) => p.field).sort()).toEqual(
+      ['overflow.baseUrl', 'overflow.capUsdPerDay', 'overflow.priceHintUsd'].sort(),
+    );
+    expect(problems.find((p) => p.field === 'overflow.baseUrl')?.fix).toBe('use https://2captcha.com');
+  });
+
   it('refuses what is not a URL', () => {
     expect(problemsOf({ ...VALID, baseUrl: 'not a url' })).toEqual([
       expect.objectContaining({ field: 'overflow.baseUrl', fix: expect.stringContaining('https://2captcha.com') }),
