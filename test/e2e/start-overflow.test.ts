@@ -52,15 +52,17 @@ describe('captcha-fleet start --overflow-sim', () => {
     expect(run.stderr).toMatch(/by provider +plan \d+ · overflow \d+ solved/);
   });
 
-  it('never spends past a tight cap: the plan solves the rest, slower', async () => {
-    const run = await runCli([...SMALL_PLAN_BURST, '--overflow-cap-hour', '0.02', '--overflow-cap-day', '0.02']);
+  it('never spends past a tight cap: the lane opens as far as the cap funds, the plan solves the rest', async () => {
+    // $0.20 an hour funds the mapping floor for a while (the budget books ~27 solves a slot ahead at $0.003).
+    const run = await runCli([...SMALL_PLAN_BURST, '--overflow-cap-hour', '0.2', '--overflow-cap-day', '0.2']);
     expect(run.code, run.stderr).toBe(0);
     const summary = summaryOf(run.stdout);
     expect(summary).toMatchObject({ submitted: 120, lost: 0, complete: true });
     const overflow = summary.overflow;
     expect(overflow).toBeDefined();
     if (overflow === undefined) return;
-    expect(overflow.provider.spentUsd).toBeLessThanOrEqual(0.02);
+    expect(overflow.provider.spentUsd).toBeGreaterThan(0);
+    expect(overflow.provider.spentUsd).toBeLessThanOrEqual(0.2);
     expect(overflow.withinCaps).toBe(true);
     expect(overflow.solved.primary).toBeGreaterThan(overflow.solved.overflow);
   });
