@@ -155,8 +155,33 @@ describe('decideOverflow', () => {
       config,
     );
 
-    expect(d.priceUsd).toBeCloseTo(0.002, 9);
+    // Learned, but the budget never prices a solve under the hint: a drop and the solves counted
+    // beside it need not cover the same solves (see the count-lag property below).
+    expect(d.state.spend.learnedPriceUsd).toBeCloseTo(0.002, 9);
     expect(d.priceLearned).toBe(true);
+    expect(d.priceUsd).toBeCloseTo(config.priceHintUsd, 9);
+  });
+
+  it('raises the price the budget uses when the balance shows solves dearer than the hint', () => {
+    const config = overflowConfig();
+    const first = decideOverflow(
+      primary(50),
+      busyPrimary(T0, 300),
+      overflowSignals(T0),
+      initialOverflowState(config, T0),
+      config,
+    );
+
+    // $0.008 gone for 2 solves: $0.004 a solve, above the $0.003 hint.
+    const d = decideOverflow(
+      primary(50),
+      busyPrimary(T0 + TICK_MS, 300),
+      overflowSignals(T0 + TICK_MS, { inFlight: 2, ceiling: 2, enabled: true }, { balance: 100 - 0.008 }, 2),
+      first.state,
+      config,
+    );
+
+    expect(d.priceUsd).toBeCloseTo(0.004, 9);
   });
 
   it('books the committed solves and the next ticks before opening: closed at the cap', () => {
@@ -476,7 +501,7 @@ const worldArb: fc.Arbitrary<World> = fc.record({
  * its end. Returns the most spent in any UTC hour and day, and the provider's lowest balance.
  * @param account the provider's balance at the start, and whether the ticks' top-ups happen
  */
-function simulateSpend(world: World, account = { balance: 1000, topUps: true }) {
+function simulateSpend(world: World, account = { balance: 1000, topUps: true }, countLagMs = 0) {
   const config = overflowConfig({
     capUsdPerHour: world.capHour,
     capUsdPerDay: world.capDay,
@@ -488,18 +513,26 @@ function simulateSpend(world: World, account = { balance: 1000, topUps: true }) 
   let balance = account.balance;
   let lowestBalance = balance;
   let solvesSinceRead = 0;
+  // Solves the consumer reads (and counts) `countLagMs` after the provider charged them.
+  const counted: number[] = [];
   const slots: (number | undefined)[] = Array.from({ length: config.maxConcurrency }, () => undefined);
   const spentIn = new Map<string, number>();
   const charge = (at: number) => {
     balance -= world.truePrice;
     lowestBalance = Math.min(lowestBalance, balance);
-    solvesSinceRead++;
+    if (countLagMs === 0) solvesSinceRead++;
+    else counted.push(at + countLagMs);
     for (const key of [`h${Math.floor(at / HOUR)}`, `d${Math.floor(at / DAY)}`])
       spentIn.set(key, (spentIn.get(key) ?? 0) + world.truePrice);
   };
   let open = { enabled: false, ceiling: 2 };
   for (const tick of world.ticks) {
     const inFlight = slots.filter((s) => s !== undefined).length;
+    for (let i = counted.length - 1; i >= 0; i--)
+      if ((counted[i] as number) <= now) {
+        solvesSinceRead++;
+        counted.splice(i, 1);
+      }
     const decision = decideOverflow(
       primary(50),
       signalsAt(now, {
@@ -556,6 +589,20 @@ describe('decideOverflow properties', () => {
         expect(worstDay).toBeLessThanOrEqual(world.capDay + 1e-9);
       }),
       { numRuns: 60 },
+    );
+  });
+
+  it('never spends past the caps when answers are counted after the provider charged them', () => {
+    // The provider charges when its worker answers; the consumer counts the solve when it reads
+    // the answer, up to a poll interval later: a balance drop and the solves counted beside it
+    // need not cover the same solves.
+    fc.assert(
+      fc.property(worldArb, fc.integer({ min: 1, max: 2 * TICK_MS }), (world, lag) => {
+        const { worstHour, worstDay } = simulateSpend(world, undefined, lag);
+        expect(worstHour).toBeLessThanOrEqual(world.capHour + 1e-9);
+        expect(worstDay).toBeLessThanOrEqual(world.capDay + 1e-9);
+      }),
+      { numRuns: 200 },
     );
   });
 

@@ -62,7 +62,10 @@ export interface OverflowConfig {
   /** The lane's widest ceiling (invocations). */
   maxConcurrency: number;
   tasksPerInvocation: number;
-  /** Price per solve, USD, assumed until one is learned (the provider's list price for the dearest method sent). */
+  /**
+   * Price per solve, USD: the provider's list price for the dearest method sent. The budget never
+   * prices a solve lower; a learned price above it raises it.
+   */
   priceHintUsd: number;
   /** Widest ceiling while no price is learned yet. @default 2 */
   probeCeiling: number;
@@ -183,9 +186,15 @@ function floorTo(ms: number, unit: number): number {
   return Math.floor(ms / unit) * unit;
 }
 
-/** Price the budget uses: the highest learned, else the hint. */
+/**
+ * Price the budget uses: the hint (the provider's list price for the dearest method sent), or the
+ * highest price learned when the balance shows solves dearer than that. Never a learned price
+ * under the hint: the provider charges a solve when its worker answers, the consumer counts it
+ * when it reads the answer, so a balance drop and the solves counted beside it need not cover the
+ * same solves, and a ratio that comes out low would let the lane spend past the cap.
+ */
 export function budgetPrice(spend: OverflowSpend, config: OverflowConfig): number {
-  return spend.learnedPriceUsd ?? config.priceHintUsd;
+  return Math.max(config.priceHintUsd, spend.learnedPriceUsd ?? 0);
 }
 
 /**
