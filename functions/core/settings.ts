@@ -46,7 +46,7 @@ export const OverflowConfigSchema = z
     capUsdPerHour: z.number().positive().max(100_000),
     /** Most the overflow provider may cost in one UTC day, USD. */
     capUsdPerDay: z.number().positive().max(1_000_000),
-    /** The provider's price per solve for the dearest method sent, USD: assumed until one is learned from its balance. */
+    /** The provider's price per solve for the dearest method sent, USD: the budget never prices a solve lower. */
     priceHintUsd: z.number().positive().max(10),
     /** Widest the overflow lane may open (invocations). @default the fleet's maxConcurrency */
     maxConcurrency: int(MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY).optional(),
