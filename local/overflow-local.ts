@@ -21,6 +21,7 @@ import { SERVICES } from '../functions/core/metric-names.js';
 import { type FleetSettings, MAPPING_MIN_CONCURRENCY, type OverflowSettings } from '../functions/core/settings.js';
 import type { AwsClients } from '../functions/adapters/aws-clients.js';
 import type { MetricsStore } from './metrics-store.js';
+import { createAdaptivePollSchedule, withEarliestPoll } from '../functions/core/poll-schedule.js';
 import { createLocalPollSchedule } from './poll-schedule-local.js';
 import { type ConcurrencyPool, createPoller, type Poller } from './poller.js';
 import type { FleetResources } from './resources.js';
@@ -93,13 +94,16 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
   build.onStop(() => simulator.close());
   const settings: OverflowSettings = { ...configured, baseUrl: url };
   const medianMs = build.solver.medianMs;
+  const inner =
+    medianMs !== undefined
+      ? createLocalPollSchedule({ medianMs: medianMs * (build.solver.latencyScale ?? 1) })
+      : createAdaptivePollSchedule();
   const client = createSolverClient({
     baseUrl: url,
     key,
     dialect: settings.dialect,
-    ...(medianMs !== undefined
-      ? { schedule: createLocalPollSchedule({ medianMs: medianMs * (build.solver.latencyScale ?? 1) }) }
-      : {}),
+    // As in AWS (solverFromEnvironment): no answer read before the budget's fastest solve.
+    schedule: withEarliestPoll(inner, settings.minSolveSeconds * 1000),
     retry: { baseBackoffMs: 100, maxBackoffMs: 1_000, maxOverCapRetries: 0 },
   });
   build.onStop(async () => client.close());

@@ -3,7 +3,7 @@
  * (Secrets Manager in AWS, SOLVER_KEY locally). One place for the consumer and the governor.
  */
 import { ENV, type FleetEnvironment } from '../core/environment.js';
-import type { PollSchedule } from '../core/poll-schedule.js';
+import { createAdaptivePollSchedule, type PollSchedule, withEarliestPoll } from '../core/poll-schedule.js';
 import type { SolverPort } from '../core/ports.js';
 import type { SolverProvider } from '../core/provider.js';
 import { ConfigError } from '../core/settings.js';
@@ -13,7 +13,9 @@ import { createKeyedSolver, createSolverKeyLoader } from './solver-key.js';
 /**
  * @param provider whose solver: the plan's (`solverBaseUrl`, `dialect`, the solver key) or the
  *   overflow provider's (`overflow.baseUrl`, `overflow.dialect`, the overflow key). @default the environment's provider
- * @param schedule the client's poll schedule. @default the adaptive schedule from the protocol's defaults
+ * @param schedule the client's poll schedule. @default the adaptive schedule from the protocol's
+ *   defaults; the overflow provider's never asks for an answer before `overflow.minSolveSeconds`
+ *   (its budget's bound on solves per slot, kept by construction: see `withEarliestPoll`)
  * @throws ConfigError when the provider asked for has no key in this environment (or, for the
  *   overflow provider, no configuration)
  */
@@ -26,6 +28,11 @@ export function solverFromEnvironment(
   schedule?: PollSchedule,
 ): SolverPort {
   const target = solverTarget(environment, provider);
+  const overflow = environment.settings.overflow;
+  const pollSchedule =
+    provider === 'overflow' && overflow !== undefined
+      ? withEarliestPoll(schedule ?? createAdaptivePollSchedule(), overflow.minSolveSeconds * 1000)
+      : schedule;
   const loadKey = createSolverKeyLoader({
     source: target.keySource,
     region,
@@ -38,7 +45,7 @@ export function solverFromEnvironment(
       dialect: target.dialect,
       ...(logger ? { logger } : {}),
       ...(retry ? { retry } : {}),
-      ...(schedule ? { schedule } : {}),
+      ...(pollSchedule ? { schedule: pollSchedule } : {}),
     }),
   );
 }

@@ -134,6 +134,36 @@ export function createFixedPollSchedule(options: { pollDefaults?: PollDefaults }
 }
 
 /**
+ * A schedule whose solves are never asked for before `earliestMs` after acceptance. The overflow
+ * consumer runs on one: its budget assumes a slot starts at most one solve per `minSolveSeconds`,
+ * and a slot starts its next solve only once it has read the answer of the last one, so no answer
+ * read before that time keeps the assumption true whatever the provider's speed. Observations and
+ * counters are the inner schedule's.
+ */
+export function withEarliestPoll(inner: PollSchedule, earliestMs: number): PollSchedule {
+  if (!(earliestMs > 0)) return inner;
+  return {
+    kind: inner.kind,
+    plan(method) {
+      const plan = inner.plan(method);
+      return {
+        method: plan.method,
+        source: plan.source,
+        firstPollMs: Math.max(plan.firstPollMs, earliestMs),
+        minIntervalMs: plan.minIntervalMs,
+        offsetsMs: plan.offsetsMs.map((offset) => Math.max(offset, earliestMs)),
+        tailStartMs: plan.tailStartMs,
+        tailMaxMs: plan.tailMaxMs,
+        nextPollAt: (notBeforeMs) => plan.nextPollAt(Math.max(notBeforeMs, earliestMs)),
+      };
+    },
+    observe: (method, observation) => inner.observe(method, observation),
+    estimateWaitMs: (method, observation) => inner.estimateWaitMs(method, observation),
+    stats: () => inner.stats(),
+  };
+}
+
+/**
  * A schedule that learns, per method, when answers become ready and polls there.
  *
  * Method, for each method separately:

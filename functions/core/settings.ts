@@ -53,8 +53,9 @@ export const OverflowConfigSchema = z
     /** Widest the lane opens while no price is learned yet (invocations). */
     probeCeiling: int(MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY).default(2),
     /**
-     * Fastest solve the provider returns, seconds: the budget assumes one slot finishes at most one
-     * solve per this many seconds. Lower it if the mix sent has faster solves.
+     * The budget's bound on solves per slot, seconds: one slot starts at most one solve per this
+     * many seconds. The overflow consumer keeps it true by reading no answer sooner after
+     * submitting (a faster answer waits for it); lower it for a mix of faster solves.
      */
     minSolveSeconds: z.number().min(0.01).max(600).default(5),
     /** The provider's balance (USD) under which the lane does not grow. */

@@ -33,6 +33,8 @@ const PRIMARY_KEY = TEST_SOLVER_KEY;
 const OVERFLOW_KEY = 'fedcba9876543210fedcba9876543210';
 /** The simulators answer at once; polls tens of ms apart keep each solve short. */
 const FAST_POLLS = { image: { firstPollMs: 20, intervalMs: 20 }, token: { firstPollMs: 20, intervalMs: 20 } };
+/** The overflow block's `minSolveSeconds`, ms: well above the simulators' instant answers and the fast polls. */
+const OVERFLOW_MIN_SOLVE_MS = 300;
 
 let fixture: EmulatorFixture;
 let sims: SolverSimulator[] = [];
@@ -65,7 +67,14 @@ async function twoLanes() {
   const overflowSim = await simulator(OVERFLOW_KEY, '2captcha');
   const config = {
     solverBaseUrl: primarySim.url,
-    overflow: { baseUrl: overflowSim.url, capUsdPerHour: 1, capUsdPerDay: 10, priceHintUsd: 0.003 },
+    // The overflow consumer reads no answer sooner than this after submitting (its budget's bound).
+    overflow: {
+      baseUrl: overflowSim.url,
+      capUsdPerHour: 1,
+      capUsdPerDay: 10,
+      priceHintUsd: 0.003,
+      minSolveSeconds: OVERFLOW_MIN_SOLVE_MS / 1000,
+    },
   };
   const fleet = await fixture.createFleet(config);
   // Logger lines at every level (the solver client's debug lines too), captured from stdout/stderr.
@@ -155,6 +164,30 @@ describe('the overflow consumer', () => {
     expect(await ledgerItem(lanes.fleet, THREAD_LEDGER_ID)).toBeUndefined();
     // The completion event says who solved it
     expect(lanes.events.overflow.published).toBe(1);
+  });
+
+  it("reads no answer sooner than the overflow block's minSolveSeconds, so a slot starts no solve faster than its budget assumes", async () => {
+    // Prepare: both simulators answer at once; both consumers poll every 20 ms.
+    const lanes = await twoLanes();
+    const [overflow, primary] = await Promise.all([lanes.consumer('overflow'), lanes.consumer('primary')]);
+    const [first, second] = [imageTask(), imageTask()];
+    const queue = lanes.fleet.resources.queueUrls.normal;
+
+    // Act
+    await sendMessage(lanes.fleet.clients, queue, JSON.stringify(first));
+    await deliver(lanes.fleet, overflow);
+    await sendMessage(lanes.fleet.clients, queue, JSON.stringify(second));
+    await deliver(lanes.fleet, primary);
+
+    // Assess: accepted → answer read takes the bound on overflow, well under it on the plan.
+    const [spilled, planned] = [
+      await record(lanes.fleet, first.id as string),
+      await record(lanes.fleet, second.id as string),
+    ];
+    expect(spilled).toMatchObject({ status: 'solved', provider: 'overflow' });
+    expect(spilled?.solveMs).toBeGreaterThanOrEqual(OVERFLOW_MIN_SOLVE_MS);
+    expect(planned).toMatchObject({ status: 'solved', provider: 'primary' });
+    expect(planned?.solveMs).toBeLessThan(OVERFLOW_MIN_SOLVE_MS);
   });
 
   it('and the primary consumer beside it record their own provider, service and ledger', async () => {

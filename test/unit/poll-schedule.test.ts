@@ -6,6 +6,7 @@ import {
   quantile,
   replayPlan,
   type PollSchedule,
+  withEarliestPoll,
 } from '../../functions/core/poll-schedule.js';
 
 /** Seeded PRNG (mulberry32) so every run sees the same solve times. */
@@ -195,5 +196,39 @@ describe('poll schedule', () => {
     expect(schedule.estimateWaitMs('base64', { lastNotReadyMs: 6_000, answeredMs: 9_000, resultRequests: 2 })).toBe(
       9_000 - 7_500,
     );
+  });
+});
+
+describe('withEarliestPoll', () => {
+  it('asks for no answer before the earliest time, and keeps the inner plan after it', () => {
+    // Prepare: the protocol's image plan asks first at 5 s, then every 5 s.
+    const inner = createFixedPollSchedule();
+    const plan = withEarliestPoll(inner, 7_000).plan('base64');
+
+    // Act
+    const first = plan.nextPollAt(0);
+    const later = plan.nextPollAt(first + plan.minIntervalMs);
+
+    // Assess
+    expect(first).toBeGreaterThanOrEqual(7_000);
+    expect(first).toBe(inner.plan('base64').nextPollAt(7_000));
+    expect(later).toBe(inner.plan('base64').nextPollAt(first + plan.minIntervalMs));
+    expect(plan.firstPollMs).toBe(7_000);
+    expect(Math.min(...plan.offsetsMs)).toBeGreaterThanOrEqual(7_000);
+  });
+
+  it('feeds and counts through the inner schedule', () => {
+    const inner = createAdaptivePollSchedule();
+    const outer = withEarliestPoll(inner, 3_000);
+
+    outer.observe('base64', { answeredMs: 4_000, resultRequests: 1 });
+
+    expect(inner.stats().total.tasks).toBe(1);
+    expect(outer.stats()).toEqual(inner.stats());
+  });
+
+  it('is the inner schedule itself without a positive bound', () => {
+    const inner = createAdaptivePollSchedule();
+    expect(withEarliestPoll(inner, 0)).toBe(inner);
   });
 });
