@@ -281,8 +281,8 @@ export interface OverflowSummary {
    */
   withinCaps: boolean;
   latencyTargetMs: number;
-  /** The overflow lane: invocations, most at once, the widest ceiling the governor set. */
-  lane: { invocations: number; peakConcurrency: number; maxCeiling: number };
+  /** The overflow lane: invocations, most at once, the widest ceiling the governor set, and why it stood where it did (decisions by reason). */
+  lane: { invocations: number; peakConcurrency: number; maxCeiling: number; reasons: Record<string, number> };
 }
 
 /** Send the workload through the stack and watch it to the end: watch, then summarise. */
@@ -480,7 +480,9 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
     dlqByReason: dlq.byReason,
     foreignDlqMessages: dlq.foreign,
     solver: solverSummary(stack, run.simStart),
-    ...(stack.overflow && run.overflowSimStart ? { overflow: overflowSummary(stack.overflow, run) } : {}),
+    ...(stack.overflow && run.overflowSimStart
+      ? { overflow: overflowSummary(stack.overflow, run, stack.governor?.stats().overflow?.reasons) }
+      : {}),
     ...(stack.governor ? { governor: governorSummary(stack.governor, run.pauseReason) } : {}),
     consumer: consumerSummary(stack),
   };
@@ -541,7 +543,11 @@ function solverSummary(
   };
 }
 
-function overflowSummary(overflow: NonNullable<LocalStack['overflow']>, run: WatchedRun): OverflowSummary {
+function overflowSummary(
+  overflow: NonNullable<LocalStack['overflow']>,
+  run: WatchedRun,
+  reasons: Partial<Record<string, number>> | undefined,
+): OverflowSummary {
   const solved = [...run.results.values()].filter((r) => r.status === 'solved');
   // A record written before providers were recorded was the plan's: only `overflow` is overflow.
   const by = (provider: 'primary' | 'overflow') =>
@@ -590,6 +596,7 @@ function overflowSummary(overflow: NonNullable<LocalStack['overflow']>, run: Wat
       // The lane's pool is shared by its two pollers: its peak is theirs together.
       peakConcurrency: overflow.pool.peak ?? Math.max(poller.peakConcurrency, highPoller.peakConcurrency),
       maxCeiling: run.overflowMaxCeiling,
+      reasons: { ...(reasons ?? {}) } as Record<string, number>,
     },
   };
 }

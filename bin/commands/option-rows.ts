@@ -3,6 +3,7 @@
  * flag and the parsers that range-check values, so a bad value names the range expected.
  */
 import { InvalidArgumentError } from 'commander';
+import type { OutageWindow } from '../../local/solver-sim/options.js';
 
 /**
  * One row per flag: the option's name is the key (`solverBadKey` is `--solver-bad-key`), `arg`
@@ -33,3 +34,10 @@ export const decimal =
       throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
     return n;
   };
+
+/** `START:DURATION` in seconds, collected into a list as the flag repeats (the simulator's `outages`). */
+export const outageWindow = (value: string, previous: readonly OutageWindow[]): OutageWindow[] => {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
+  if (!match) throw new InvalidArgumentError(`expected START:DURATION in seconds (e.g. 20:30), got "${value}".`);
+  return [...previous, { startMs: Number(match[1]) * 1000, durationMs: Number(match[2]) * 1000 }];
+};

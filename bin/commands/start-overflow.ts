@@ -6,7 +6,8 @@
 import type { OverflowConfigInput } from '../../functions/core/settings.js';
 import type { SolverSimOptions } from '../../local/solver-sim/options.js';
 import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../../local/overflow-local.js';
-import { decimal, integer, type OptionRow } from './option-rows.js';
+import type { OutageWindow } from '../../local/solver-sim/options.js';
+import { decimal, integer, type OptionRow, outageWindow } from './option-rows.js';
 
 export const OVERFLOW_START_OPTIONS = {
   overflowSim: {
@@ -60,6 +61,13 @@ export const OVERFLOW_START_OPTIONS = {
     parse: decimal(0, 1_000_000),
     default: OVERFLOW_SIM_DEFAULTS.balance,
   },
+  overflowOutage: {
+    arg: 'start:duration',
+    description:
+      'overflow simulator: down (HTTP 503 everywhere) from START for DURATION seconds after it starts; repeatable (its guard closes the lane)',
+    parse: outageWindow,
+    default: [],
+  },
   overflowMaxConcurrency: {
     arg: 'n',
     description:
@@ -79,6 +87,7 @@ export interface OverflowFlags {
   overflowThreads: number;
   overflowLatencyMs?: number;
   overflowBalance: number;
+  overflowOutage: readonly OutageWindow[];
   overflowMaxConcurrency?: number;
   solverLatencyMs: number;
   batchSize: number;
@@ -122,6 +131,7 @@ export function overflowSimOf(flags: OverflowFlags): SolverSimOptions {
     medianMs: overflowMedianMs(flags),
     transientErrorRate: flags.solverErrorRate,
     unsolvableRate: flags.solverUnsolvableRate,
+    outages: [...flags.overflowOutage],
   };
 }
 

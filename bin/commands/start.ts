@@ -11,10 +11,9 @@ import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary }
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { LOG_LEVELS, startLocalStack, type LocalStack } from '../../local/runtime.js';
 import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
-import type { OutageWindow } from '../../local/solver-sim/options.js';
 import { startControlServer } from '../../local/control-server.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
-import { decimal, integer, type OptionRow } from './option-rows.js';
+import { decimal, integer, type OptionRow, outageWindow } from './option-rows.js';
 import { OVERFLOW_START_OPTIONS, overflowConfigOf, overflowSimOf, strayOverflowFlags } from './start-overflow.js';
 
 /** --max-duration when not given, s. */
@@ -22,12 +21,6 @@ const DEFAULT_MAX_DURATION_S = 120;
 /** Governor ticks paused with nothing in flight before a run without --max-duration stops. */
 const PAUSED_TICKS_BEFORE_STOP = 3;
 
-/** `START:DURATION` in seconds, collected into a list as the flag repeats (the simulator's `outages`). */
-const outageWindow = (value: string, previous: readonly OutageWindow[]): OutageWindow[] => {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
-  if (!match) throw new InvalidArgumentError(`expected START:DURATION in seconds (e.g. 20:30), got "${value}".`);
-  return [...previous, { startMs: Number(match[1]) * 1000, durationMs: Number(match[2]) * 1000 }];
-};
 const url = (value: string) => {
   try {
     const parsed = new URL(value);
@@ -523,6 +516,14 @@ function formatSummary(s: DemoSummary): string {
   );
 }
 
+/** Decisions by reason, most first: `OVERFLOW_CLOSED 5, OVERFLOW_OPEN 3`. */
+function reasonsOf(reasons: Record<string, number>): string {
+  return Object.entries(reasons)
+    .sort((a, b) => b[1] - a[1])
+    .map(([code, n]) => `${code} ${n}`)
+    .join(', ');
+}
+
 /** The split between the plan and the overflow provider, and what overflow cost against its caps. */
 function overflowRows(s: DemoSummary, ms: (value: number | null) => string): [string, string, string][] {
   const o = s.overflow;
@@ -536,7 +537,7 @@ function overflowRows(s: DemoSummary, ms: (value: number | null) => string): [st
     [
       'overflow',
       `$${o.provider.spentUsd.toFixed(3)} spent`,
-      `${o.provider.solved} solves at $${o.provider.pricePerSolve}; caps $${o.capUsdPerHour}/hour, $${o.capUsdPerDay}/day; balance $${o.provider.balanceStart.toFixed(3)} → $${o.provider.balanceEnd.toFixed(3)}; lane ${o.lane.invocations} invocations, ceiling max ${o.lane.maxCeiling}, peak ${o.lane.peakConcurrency} at once`,
+      `${o.provider.solved} solves at $${o.provider.pricePerSolve}; caps $${o.capUsdPerHour}/hour, $${o.capUsdPerDay}/day; balance $${o.provider.balanceStart.toFixed(3)} → $${o.provider.balanceEnd.toFixed(3)}; lane ${o.lane.invocations} invocations, ceiling max ${o.lane.maxCeiling}, peak ${o.lane.peakConcurrency} at once; ${reasonsOf(o.lane.reasons)}`,
     ],
   ];
 }

@@ -105,6 +105,20 @@ describe('captcha-fleet start --overflow-sim', () => {
     expect(overflow.withinCaps).toBe(true);
   });
 
+  it("keeps the lane closed on the overflow provider's own outage: its guard, nothing spent, the plan solves everything", async () => {
+    const run = await runCli([...SMALL_PLAN_BURST, '--overflow-outage', '0:300']);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = summaryOf(run.stdout);
+    expect(summary).toMatchObject({ submitted: 120, lost: 0, inDlq: 0, complete: true });
+    const overflow = summary.overflow;
+    expect(overflow).toBeDefined();
+    if (overflow === undefined) return;
+    expect(overflow.solved).toEqual({ primary: summary.solved, overflow: 0 });
+    expect(overflow.provider.spentUsd).toBe(0);
+    expect(overflow.lane.reasons.OVERFLOW_GUARD ?? 0).toBeGreaterThan(0);
+    expect(overflow.lane.reasons.OVERFLOW_OPEN ?? 0).toBe(0);
+  });
+
   it('refuses overflow flags without --overflow-sim, naming them, exit 2', async () => {
     const run = await runCli(['start', '--tasks', '0', '--overflow-cap-hour', '3', '--overflow-price', '0.01'], 30_000);
     expect(run.code).toBe(2);
