@@ -53,6 +53,8 @@ interface Row {
   /** Ticks the lane was open, and the ticks per overflow reason (JSON only). */
   openTicks: number;
   overflowReasons: Record<string, number>;
+  /** UpdateEventSourceMapping calls the lane's changes would have made. */
+  mappingUpdates: number;
 }
 
 function rowOf(trace: Trace, run: RunResult, options: Options): Row {
@@ -79,6 +81,7 @@ function rowOf(trace: Trace, run: RunResult, options: Options): Row {
     startedPastPause: run.overflow?.startedPastPause ?? 0,
     openTicks: run.overflow?.openTicks ?? 0,
     overflowReasons: run.overflow?.reasons ?? {},
+    mappingUpdates: run.overflow?.mappingUpdates ?? 0,
   };
 }
 
@@ -118,6 +121,7 @@ function format(rows: Row[]): string {
     'past pause',
     'guard closed',
     'ovf low $',
+    'updates',
   ];
   const body = rows.map((r) => [
     r.trace,
@@ -137,6 +141,7 @@ function format(rows: Row[]): string {
     r.capUsdPerHour === null ? '—' : String(r.startedPastPause),
     r.capUsdPerHour === null ? '—' : String(r.guardClosedTicks),
     r.overflowLowestUsd === null ? '—' : r.overflowLowestUsd.toFixed(2),
+    r.capUsdPerHour === null ? '—' : String(r.mappingUpdates),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ');

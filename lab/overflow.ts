@@ -76,6 +76,8 @@ export interface OverflowResult {
   capBreaches: number;
   /** Ticks the lane was open. */
   openTicks: number;
+  /** Changes the lane's mapping would have been sent (an opening, a closing, a new ceiling while open). */
+  mappingUpdates: number;
   /** Ticks per overflow reason code (why the lane stood where it did). */
   reasons: Partial<Record<OverflowReasonCode, number>>;
   /** Ticks the provider's own guard kept the lane closed (its pause; a halt only holds it open). */
@@ -97,6 +99,7 @@ export class OverflowLane {
   private readonly perWindow = new Map<string, number>();
   private breaches = 0;
   private openTicks = 0;
+  private mappingUpdates = 0;
   private readonly reasons: Partial<Record<OverflowReasonCode, number>> = {};
   private guardClosedTicks = 0;
   private lowestBalance: number;
@@ -180,6 +183,8 @@ export class OverflowLane {
 
   /** The policy's decision for this tick. */
   set(enabled: boolean, ceiling: number, reason: OverflowReasonCode): void {
+    // What the governor's actuator would send: one UpdateEventSourceMapping when either changes.
+    if (enabled !== this.enabled || (enabled && ceiling !== this.ceiling)) this.mappingUpdates++;
     this.enabled = enabled;
     this.ceiling = ceiling;
     if (enabled) this.openTicks++;
@@ -203,6 +208,7 @@ export class OverflowLane {
       worstDayUsd,
       capBreaches: this.breaches,
       openTicks: this.openTicks,
+      mappingUpdates: this.mappingUpdates,
       reasons: { ...this.reasons },
       guardClosedTicks: this.guardClosedTicks,
       lowestBalanceUsd: this.lowestBalance,
