@@ -8,6 +8,7 @@
  */
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { solvedOf } from '../functions/adapters/thread-ledger.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
 import type { Lane, OverflowStatus } from '../functions/core/governor/types.js';
@@ -101,11 +102,6 @@ export interface FleetStatusSources {
    * fleet has an overflow provider (its consumer's window is read too).
    */
   recentMetrics?: (windowMinutes: number, overflow: boolean) => Promise<RecentMetrics>;
-  /**
-   * The fleet has an overflow provider: recent solves are split by provider. @default what the
-   * governor's state says (its last decision has an overflow lane, or an overflow ledger has solves)
-   */
-  overflow?: boolean;
   clock?: () => number;
 }
 
@@ -123,14 +119,19 @@ export async function readFleetStatus(
     ledgerSolves(sources.documents, sources.tables.governor, THREAD_LEDGER_ID),
     ledgerSolves(sources.documents, sources.tables.governor, OVERFLOW_LEDGER_ID),
   ]);
-  // The CLI knows a fleet by its prefix only: whether it has an overflow provider, the governor's state says.
-  const overflow =
-    sources.overflow ?? (governorItem?.lastDecision?.overflow !== undefined || overflowSolves !== undefined);
+  // The CLI knows a fleet by its prefix only: whether it has an overflow provider, the governor's
+  // state says (its last decision has an overflow lane, or the overflow ledger counted solves).
+  const overflow = governorItem?.lastDecision?.overflow !== undefined || overflowSolves !== undefined;
   const recent = sources.recentMetrics
     ? {
-        ...(await sources
-          .recentMetrics(windowMinutes, overflow)
-          .catch(() => ({ solved: undefined, failed: undefined, p95SolveMs: undefined }) as RecentMetrics)),
+        ...(await sources.recentMetrics(windowMinutes, overflow).catch(
+          (): RecentMetrics => ({
+            solved: undefined,
+            ...(overflow ? { overflowSolved: undefined } : {}),
+            failed: undefined,
+            p95SolveMs: undefined,
+          }),
+        )),
         source: 'cloudwatch' as const,
       }
     : {
@@ -230,8 +231,7 @@ async function ledgerSolves(
         ExpressionAttributeNames: { '#solved': 'solved' },
       }),
     );
-    const solved = (out.Item as { solved?: unknown } | undefined)?.solved;
-    return typeof solved === 'number' && Number.isFinite(solved) ? solved : undefined;
+    return solvedOf(out.Item);
   } catch {
     return undefined;
   }

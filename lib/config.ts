@@ -9,6 +9,7 @@ import {
   MAPPING_MIN_CONCURRENCY,
   PLAN_THREADS,
   resolveSettings,
+  SECRET_NAME,
   type ConfigProblem,
   type FleetConfig,
   type FleetSettings,
@@ -75,8 +76,6 @@ export interface ResolvedFleetStackConfig {
 }
 
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
-/** Secrets Manager's secret name alphabet. */
-const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 const TABLE_REMOVALS: readonly TableRemoval[] = ['retain', 'destroy'];
 
 /** Context keys that are not fleet settings. */

@@ -38,13 +38,10 @@ export interface SolverKeySecretProps {
 export class SolverKeySecret extends Construct {
   /** The secret. */
   public readonly secret: secretsmanager.ISecret;
-  /** True when the secret was imported by name (its ARN then ends in a `-??????` wildcard). */
-  public readonly imported: boolean;
   readonly #existingSecretName: string | undefined;
 
   constructor(scope: Construct, id: string, props: SolverKeySecretProps) {
     super(scope, id);
-    this.imported = props.existingSecretName !== undefined;
     this.#existingSecretName = props.existingSecretName;
     if (props.existingSecretName !== undefined) {
       this.secret = secretsmanager.Secret.fromSecretNameV2(this, 'Imported', props.existingSecretName);

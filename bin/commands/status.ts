@@ -76,9 +76,10 @@ async function cloudWatchRecent(target: FleetTarget, windowMinutes: number, over
         high: target.queueUrls.high ? target.settings.queueNames.high : undefined,
       },
     });
+  const primary = reader(SERVICES.consumer);
   const [window, queues, overflowWindow] = await Promise.all([
-    reader(SERVICES.consumer).read(),
-    reader(SERVICES.consumer).readQueues(),
+    primary.read(),
+    primary.readQueues(),
     overflow ? reader(SERVICES.overflowConsumer).read() : Promise.resolve(undefined),
   ]);
   const failedOf = (w: typeof window) => (w === undefined ? undefined : (w.failed ?? w.taskErrors));
@@ -100,8 +101,6 @@ function sourcesFor(target: FleetTarget) {
     documents: target.clients.documents,
     queueUrls: target.queueUrls,
     tables: target.tables,
-    // Known when the target's settings carry the overflow block; else the governor's state tells.
-    ...(target.settings.overflow !== undefined ? { overflow: true } : {}),
     ...(target.kind === 'aws'
       ? {
           recentMetrics: (windowMinutes: number, overflow: boolean) =>

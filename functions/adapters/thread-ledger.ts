@@ -176,16 +176,22 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
       : undefined;
   const lastRefusal = event('refusedAt', 'refusedHeld');
   const lastAcceptance = event('acceptedAt', 'acceptedHeld');
-  const solved = item?.solved;
+  const solved = solvedOf(item);
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
     held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
     refusals: num('refusals'),
     acceptances: num('acceptances'),
-    ...(typeof solved === 'number' && Number.isFinite(solved) ? { solved } : {}),
+    ...(solved !== undefined ? { solved } : {}),
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),
   };
+}
+
+/** The `solved` counter of a ledger item; undefined until a solve was counted (never read as 0). */
+export function solvedOf(item: Record<string, unknown> | undefined): number | undefined {
+  const solved = item?.solved;
+  return typeof solved === 'number' && Number.isFinite(solved) ? solved : undefined;
 }
 
 /** The same ledger in memory (tests, the lab): same buckets, same arithmetic. */
