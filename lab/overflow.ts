@@ -102,13 +102,11 @@ export class OverflowLane {
   private mappingUpdates = 0;
   private readonly reasons: Partial<Record<OverflowReasonCode, number>> = {};
   private guardClosedTicks = 0;
-  private lowestBalance: number;
   private startedPastPause = 0;
   private solveSeconds: number[] = [];
 
   constructor(readonly spec: OverflowSpec) {
     this.balance = spec.initialBalanceUsd;
-    this.lowestBalance = spec.initialBalanceUsd;
   }
 
   /** Whether the lane may take one more task now. */
@@ -133,7 +131,6 @@ export class OverflowLane {
     this.solvesSinceRead++;
     const price = this.spec.pricePerSolveUsd;
     this.balance -= price;
-    this.lowestBalance = Math.min(this.lowestBalance, this.balance);
     this.spent += price;
     const windows: [string, number][] = [
       [`h${Math.floor(t / HOUR_S)}`, this.spec.capUsdPerHour],
@@ -211,7 +208,8 @@ export class OverflowLane {
       mappingUpdates: this.mappingUpdates,
       reasons: { ...this.reasons },
       guardClosedTicks: this.guardClosedTicks,
-      lowestBalanceUsd: this.lowestBalance,
+      // Nothing tops the lab's account up: its balance only falls, so the last is the lowest.
+      lowestBalanceUsd: this.balance,
       startedPastPause: this.startedPastPause,
     };
   }

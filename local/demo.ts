@@ -301,8 +301,6 @@ interface WatchedRun {
   simStart: ReturnType<LocalStack['simulator']['stats']>;
   /** The overflow simulator's counters at the start, with an overflow provider. */
   overflowSimStart: ReturnType<LocalStack['simulator']['stats']> | undefined;
-  /** Widest overflow ceiling seen while it was open. */
-  overflowMaxCeiling: number;
   results: Map<string, TaskResult>;
   /** Tasks whose record was read back without a known status (and no terminal one since). */
   unknownIds: Set<string>;
@@ -319,7 +317,6 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     started: Date.now(),
     simStart: stack.simulator.stats(),
     overflowSimStart: stack.overflow?.simulator.stats(),
-    overflowMaxCeiling: 0,
     results: new Map(),
     unknownIds: new Set(),
     submitted: 0,
@@ -346,7 +343,6 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     const progress = progressOf(stack, run, depth);
     const decision = stack.governor?.lastDecision;
     if (decision?.paused) run.pauseReason = { code: decision.reason.code, message: decision.reason.message };
-    run.overflowMaxCeiling = Math.max(run.overflowMaxCeiling, progress.overflow?.ceiling ?? 0);
     if (Date.now() - lastProgress >= 200) {
       options.onProgress?.(progress);
       lastProgress = Date.now();
@@ -388,29 +384,33 @@ function pausedIdleClock(stack: LocalStack): (forMs: number | undefined) => bool
 }
 
 function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): DemoProgress {
+  const overflow = stack.overflow ? overflowProgress(stack.overflow, run.results) : undefined;
   return {
     elapsedMs: Date.now() - run.started,
     submitted: run.submitted,
     queueDepth: depth.total,
-    invocations: runningInvocations(stack),
+    invocations: stack.pollerStats().inFlight + (overflow?.inFlight ?? 0),
     solved: count(run.results, 'solved'),
     failed: count(run.results, 'failed'),
     rejected: count(run.results, 'rejected'),
     dlqDepth: depth.dlq,
-    p95Ms: percentile(endToEnd(run.results), 0.95),
+    p95Ms: percentile(endToEnd(run.results.values()), 0.95),
     ceiling: currentCeiling(stack),
     governorReason: stack.governor?.lastDecision?.reason.code,
     unknown: run.unknownIds.size,
     lanes: { high: laneProgress(stack, 'high', depth.high), normal: laneProgress(stack, 'normal', depth.normal) },
-    ...(stack.overflow ? { overflow: overflowProgress(stack.overflow, run.results) } : {}),
+    ...(overflow ? { overflow } : {}),
   };
+}
+
+/** Invocations the overflow lane's two pollers run now. */
+function overflowInFlight(overflow: NonNullable<LocalStack['overflow']>): number {
+  return overflow.poller.stats().inFlight + overflow.highPoller.stats().inFlight;
 }
 
 /** Invocations running now on every lane, the overflow lane's included. */
 function runningInvocations(stack: LocalStack): number {
-  const overflow = stack.overflow;
-  const spill = overflow ? overflow.poller.stats().inFlight + overflow.highPoller.stats().inFlight : 0;
-  return stack.pollerStats().inFlight + spill;
+  return stack.pollerStats().inFlight + (stack.overflow ? overflowInFlight(stack.overflow) : 0);
 }
 
 function overflowProgress(
@@ -421,7 +421,7 @@ function overflowProgress(
   for (const result of results.values()) if (result.status === 'solved' && result.provider === 'overflow') solved++;
   const lanes = [overflow.poller, overflow.highPoller];
   return {
-    inFlight: lanes.reduce((sum, p) => sum + p.stats().inFlight, 0),
+    inFlight: overflowInFlight(overflow),
     ceiling: lanes.reduce((sum, p) => sum + (p.enabled ? p.maxConcurrency : 0), 0),
     solved,
   };
@@ -470,9 +470,9 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
     stillQueued,
     lost: rows.unresolved - stillQueued,
     duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
-    p50Ms: percentile(endToEnd(results), 0.5) ?? null,
-    p95Ms: percentile(endToEnd(results), 0.95) ?? null,
-    solveP95Ms: percentile(solveTimes(results), 0.95) ?? null,
+    p50Ms: percentile(endToEnd(results.values()), 0.5) ?? null,
+    p95Ms: percentile(endToEnd(results.values()), 0.95) ?? null,
+    solveP95Ms: percentile(solveTimes(results.values()), 0.95) ?? null,
     durationMs: Date.now() - run.started,
     complete,
     endedBy: complete ? 'complete' : run.endedBy,
@@ -481,7 +481,7 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
     foreignDlqMessages: dlq.foreign,
     solver: solverSummary(stack, run.simStart),
     ...(stack.overflow && run.overflowSimStart
-      ? { overflow: overflowSummary(stack.overflow, run, stack.governor?.stats().overflow?.reasons) }
+      ? { overflow: overflowSummary(stack.overflow, run, run.overflowSimStart, stack.governor?.stats().overflow) }
       : {}),
     ...(stack.governor ? { governor: governorSummary(stack.governor, run.pauseReason) } : {}),
     consumer: consumerSummary(stack),
@@ -520,8 +520,8 @@ function failuresByCode(results: Map<string, TaskResult>): Record<string, number
   return byCode;
 }
 
-function solveTimes(results: Map<string, TaskResult>): number[] {
-  return [...results.values()]
+function solveTimes(results: Iterable<TaskResult>): number[] {
+  return [...results]
     .filter((r) => r.status === 'solved' && typeof r.solveMs === 'number')
     .map((r) => r.solveMs as number);
 }
@@ -546,20 +546,14 @@ function solverSummary(
 function overflowSummary(
   overflow: NonNullable<LocalStack['overflow']>,
   run: WatchedRun,
-  reasons: Partial<Record<string, number>> | undefined,
+  start: ReturnType<LocalStack['simulator']['stats']>,
+  lane: { maxCeiling?: number | undefined; reasons?: Partial<Record<string, number>> } | undefined,
 ): OverflowSummary {
-  const solved = [...run.results.values()].filter((r) => r.status === 'solved');
   // A record written before providers were recorded was the plan's: only `overflow` is overflow.
-  const by = (provider: 'primary' | 'overflow') =>
-    solved.filter((r) => (r.provider === 'overflow') === (provider === 'overflow'));
-  const endToEndOf = (records: TaskResult[]) =>
-    records
-      .filter((r) => r.completedAt !== undefined && r.submittedAt !== undefined)
-      .map((r) => (r.completedAt as number) - (r.submittedAt as number));
-  const solveOf = (records: TaskResult[]) =>
-    records.filter((r) => typeof r.solveMs === 'number').map((r) => r.solveMs as number);
-  const [primary, spill] = [by('primary'), by('overflow')];
-  const start = run.overflowSimStart as ReturnType<LocalStack['simulator']['stats']>;
+  const primary: TaskResult[] = [];
+  const spill: TaskResult[] = [];
+  for (const r of run.results.values())
+    if (r.status === 'solved') (r.provider === 'overflow' ? spill : primary).push(r);
   const sim = overflow.simulator.stats();
   const poller = overflow.poller.stats();
   const highPoller = overflow.highPoller.stats();
@@ -572,12 +566,12 @@ function overflowSummary(
   return {
     solved: { primary: primary.length, overflow: spill.length },
     p95Ms: {
-      primary: percentile(endToEndOf(primary), 0.95) ?? null,
-      overflow: percentile(endToEndOf(spill), 0.95) ?? null,
+      primary: percentile(endToEnd(primary), 0.95) ?? null,
+      overflow: percentile(endToEnd(spill), 0.95) ?? null,
     },
     solveP95Ms: {
-      primary: percentile(solveOf(primary), 0.95) ?? null,
-      overflow: percentile(solveOf(spill), 0.95) ?? null,
+      primary: percentile(solveTimes(primary), 0.95) ?? null,
+      overflow: percentile(solveTimes(spill), 0.95) ?? null,
     },
     provider: {
       submissions: sim.submissions - start.submissions,
@@ -595,8 +589,9 @@ function overflowSummary(
       invocations: poller.invocations + highPoller.invocations,
       // The lane's pool is shared by its two pollers: its peak is theirs together.
       peakConcurrency: overflow.pool.peak ?? Math.max(poller.peakConcurrency, highPoller.peakConcurrency),
-      maxCeiling: run.overflowMaxCeiling,
-      reasons: { ...(reasons ?? {}) } as Record<string, number>,
+      // The governor counts every decision; the watch would only sample them.
+      maxCeiling: lane?.maxCeiling ?? 0,
+      reasons: { ...(lane?.reasons ?? {}) } as Record<string, number>,
     },
   };
 }
@@ -854,9 +849,9 @@ function count(results: Map<string, TaskResult>, status: TaskResult['status']): 
   return n;
 }
 
-function endToEnd(results: Map<string, TaskResult>): number[] {
+function endToEnd(results: Iterable<TaskResult>): number[] {
   const values: number[] = [];
-  for (const result of results.values()) {
+  for (const result of results) {
     if (result.status === 'solved' && result.completedAt !== undefined && result.submittedAt !== undefined)
       values.push(result.completedAt - result.submittedAt);
   }

@@ -25,7 +25,7 @@ import {
 import type { GovernorStateStore, LaneActuator, MetricsReader } from '../functions/core/governor/ports.js';
 import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
-import { createProbingBalance } from '../functions/governor/balance-probe.js';
+import { createOverflowBalance, createProbingBalance } from '../functions/governor/balance-probe.js';
 import {
   createGovernorLoop,
   type GovernorLog,
@@ -270,14 +270,10 @@ function localOverflowOption(
     log?.warn('overflow lane without its ledger: its in flight is unknown, so it stays closed');
   return {
     config: { ...derived, ...overflow.config },
-    // Half a tick: every tick reads afresh, so each drop is priced by the solves counted since.
-    balance: createProbingBalance(overflow.solver, {
-      ttlMs: Math.max(1, Math.floor(local.tickMs / 2)),
+    balance: createOverflowBalance(overflow.solver, {
+      tickMs: local.tickMs,
       clock: local.clock,
-      onError: (error) =>
-        log?.warn('overflow balance read failed; the overflow lane stays closed while it is unknown', {
-          error: (error as Error).message,
-        }),
+      ...(log ? { warn: (message, fields) => log.warn(message, fields) } : {}),
     }),
     ...(overflow.ledger ? { ledger: overflow.ledger } : {}),
     metrics: createStoreMetricsReader(options.metricsStore, local.windowMs, local.clock, SERVICES.overflowConsumer),

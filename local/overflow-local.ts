@@ -10,7 +10,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { LocalEventStream } from '../functions/adapters/completion-events.js';
 import type { EmfDocument } from '../functions/adapters/metrics.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
-import { createDynamoThreadLedger, threadLeaseMs } from '../functions/adapters/thread-ledger.js';
+import { threadLedgerFor } from '../functions/adapters/thread-ledger.js';
 import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/create-handler.js';
 import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
 import { OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
@@ -131,12 +131,13 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
   build.onStop(async () => {
     await Promise.all([poller.stop({ graceMs: 0 }), highPoller.stop({ graceMs: 0 })]);
   });
-  const ledger = createDynamoThreadLedger({
-    documents: build.clients.documents,
-    tableName: build.resources.tables.governor,
-    leaseMs: threadLeaseMs(build.settings),
-    id: OVERFLOW_LEDGER_ID,
-  });
+  const ledger = threadLedgerFor(
+    { settings: build.settings, tables: build.resources.tables },
+    build.clients.documents,
+    undefined,
+    OVERFLOW_LEDGER_ID,
+  );
+  if (ledger === undefined) throw new Error('the overflow lane needs the governor table for its ledger');
   return { settings, simulator, url, poller, highPoller, pool, client, ledger };
 }
 

@@ -47,3 +47,22 @@ export function createProbingBalance(
     lastError: () => lastError,
   };
 }
+
+/**
+ * The overflow provider's balance for the governor loop: probed like the primary's, but cached
+ * for only half a tick, so every tick reads afresh and each drop is priced by the solves counted
+ * since the last read. An unreadable balance closes the lane (its spend cannot be budgeted).
+ */
+export function createOverflowBalance(
+  solver: Pick<SolverPort, 'getBalance'>,
+  options: { tickMs: number; clock?: () => number; warn?: (message: string, fields?: Record<string, unknown>) => void },
+): BalanceReader & { lastError(): BalanceError | undefined } {
+  return createProbingBalance(solver, {
+    ttlMs: Math.max(1, Math.floor(options.tickMs / 2)),
+    ...(options.clock ? { clock: options.clock } : {}),
+    onError: (error) =>
+      options.warn?.('overflow balance read failed; the overflow lane stays closed while it is unknown', {
+        error: (error as Error).message,
+      }),
+  });
+}

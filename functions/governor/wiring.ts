@@ -26,7 +26,7 @@ import { governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
 import type { Clock, SolverPort } from '../core/ports.js';
-import { createProbingBalance } from './balance-probe.js';
+import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 
 export interface GovernorWiringOptions {
@@ -98,14 +98,10 @@ function overflowOptionFrom(
   const ledger = threadLedgerFor(environment, wired.clients.documents, options.clock, OVERFLOW_LEDGER_ID);
   return {
     config,
-    // Shorter than a tick, so every tick reads afresh: each drop is priced by the solves counted since.
-    balance: createProbingBalance(solver, {
-      ttlMs: Math.max(1, Math.floor(environment.settings.tickMs / 2)),
+    balance: createOverflowBalance(solver, {
+      tickMs: environment.settings.tickMs,
       ...clock,
-      onError: (error) =>
-        log?.warn('overflow balance read failed; the overflow lane stays closed while it is unknown', {
-          error: (error as Error).message,
-        }),
+      ...(log ? { warn: (message, fields) => log.warn(message, fields) } : {}),
     }),
     ...(ledger ? { ledger } : {}),
     metrics: createCloudWatchSignals({
