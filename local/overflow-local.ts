@@ -41,8 +41,6 @@ export const SIM_FASTEST_SHARE_OF_MEDIAN = 0.25;
 export interface LocalOverflow {
   settings: OverflowSettings;
   simulator: SolverSimulator;
-  /** The simulator's URL (also `settings.baseUrl`). */
-  url: string;
   /** The overflow function's mapping on the normal queue: the governor opens, sizes and closes it. */
   poller: Poller;
   /** Its mapping on the high queue, opened only while the primary is paused. */
@@ -138,7 +136,7 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
     OVERFLOW_LEDGER_ID,
   );
   if (ledger === undefined) throw new Error('the overflow lane needs the governor table for its ledger');
-  return { settings, simulator, url, poller, highPoller, pool, client, ledger };
+  return { settings, simulator, poller, highPoller, pool, client, ledger };
 }
 
 /** The overflow consumer: the Lambda's own wiring with `provider: 'overflow'`. */

@@ -396,7 +396,7 @@ function describeOverflow(stack: LocalStack): string {
   const o = overflow.settings;
   const sim = overflow.simulator.options();
   return (
-    `  overflow simulator ${overflow.url} ($${sim.pricePerSolve} a solve, ${sim.planThreads} threads, balance $${sim.balance}): ` +
+    `  overflow simulator ${overflow.settings.baseUrl} ($${sim.pricePerSolve} a solve, ${sim.planThreads} threads, balance $${sim.balance}): ` +
     `opens when the backlog cannot drain within ${o.latencyTargetSeconds} s; caps $${o.capUsdPerHour}/hour, $${o.capUsdPerDay}/day; ` +
     `lane up to ${o.maxConcurrency} invocations (${o.probeCeiling} until a price is learned; told $${o.priceHintUsd} a solve)\n`
   );
@@ -605,7 +605,9 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
     `  SQS        ${stack.endpoints.sqs}\n` +
     `  DynamoDB   ${stack.endpoints.dynamo}\n` +
     `  solver     ${stack.endpoints.solver} (simulator; GET /stats for its counters)\n` +
-    (stack.overflow ? `  overflow   ${stack.overflow.url} (the overflow provider's simulator; GET /stats)\n` : '') +
+    (stack.overflow
+      ? `  overflow   ${stack.overflow.settings.baseUrl} (the overflow provider's simulator; GET /stats)\n`
+      : '') +
     `  queues     normal ${queueUrls.normal}\n             high   ${queueUrls.high}\n             DLQ    ${queueUrls.dlq}\n` +
     `  results    table ${tables.results}\n\n` +
     `Send a task with the AWS CLI:\n  ${env} aws sqs send-message ${region} --endpoint-url ${stack.endpoints.sqs} --queue-url ${queueUrls.normal} --message-body '{"id":"my-task-1",${task.slice(1)}'\n` +

@@ -40,7 +40,7 @@ export interface LambdaActuatorOptions {
   label?: string;
 }
 
-/** The overflow lane's actuator: the overflow consumer's mapping on the normal queue, and that function's reservation. */
+/** The overflow lane's actuator: the overflow consumer's mappings, and that function's reservation. */
 export interface OverflowActuatorOptions {
   lambda: LambdaClient;
   /** OVERFLOW_MAPPING_ID. */
@@ -200,9 +200,10 @@ export function createLambdaActuator(
 }
 
 /**
- * The overflow lane's actuator: its one mapping is the `normal` lane (MaximumConcurrency and
- * Enabled), and the overflow function's reservation is kept at least its ceiling, on the same
- * rules and with the same change-only calls as the primary's.
+ * The overflow lane's actuator: its mapping on the normal queue is the `normal` lane, its mapping
+ * on the high queue (when the stack has one) the `high` lane (MaximumConcurrency and Enabled),
+ * and the overflow function's reservation is kept at least their sum, on the same rules and with
+ * the same change-only calls as the primary's.
  */
 export function createOverflowActuator(
   options: OverflowActuatorOptions,
