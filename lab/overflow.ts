@@ -17,6 +17,7 @@ import {
   laneTakeRate,
   withLaneTake,
   DEFAULT_OVERFLOW_PROBE_CEILING,
+  overflowConfigFrom,
   initialOverflowState,
   type OverflowConfig,
   type OverflowReasonCode,
@@ -217,27 +218,27 @@ export class OverflowLane {
 
 /** The overflow policy's config for a trace's settings and the lab's provider. */
 export function overflowConfigFor(settings: FleetSettings, spec: OverflowSpec): OverflowConfig {
-  const provider = governorConfigFrom(
+  // The shipped mapping from settings to the policy's config (the provider's guards included).
+  const config = overflowConfigFrom(
     resolveSettings({
-      planThreads: spec.threads,
-      tickMs: settings.tickMs,
-      pauseBalance: spec.pauseBalanceUsd,
-      haltBalance: spec.haltBalanceUsd,
+      ...settings,
+      overflow: {
+        baseUrl: 'https://overflow.lab.invalid',
+        capUsdPerHour: spec.capUsdPerHour,
+        capUsdPerDay: spec.capUsdPerDay,
+        priceHintUsd: spec.priceHintUsd,
+        latencyTargetSeconds: spec.latencyTargetMs / 1000,
+        maxConcurrency: spec.threads,
+        probeCeiling: DEFAULT_OVERFLOW_PROBE_CEILING,
+        // The fastest solve the lab's methods draw is well over a second; 2 s bounds it.
+        minSolveSeconds: 2,
+        haltBalance: spec.haltBalanceUsd,
+        pauseBalance: spec.pauseBalanceUsd,
+      },
     }),
   );
-  return {
-    latencyTargetMs: spec.latencyTargetMs,
-    capUsdPerHour: spec.capUsdPerHour,
-    capUsdPerDay: spec.capUsdPerDay,
-    maxConcurrency: spec.threads,
-    tasksPerInvocation: settings.tasksPerInvocation,
-    priceHintUsd: spec.priceHintUsd,
-    probeCeiling: DEFAULT_OVERFLOW_PROBE_CEILING,
-    // The fastest solve the lab's methods draw is well over a second; 2 s bounds it.
-    minSolveMs: 2_000,
-    tickMs: settings.tickMs,
-    provider,
-  };
+  if (config === undefined) throw new Error('the lab always configures an overflow provider');
+  return config;
 }
 
 /** The governor with an overflow lane: the real decide() for the primary, decideOverflow() for the lane. */
