@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
 
 const TSX = 'node_modules/.bin/tsx';
 const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-serve-'));
@@ -26,27 +27,8 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function cli(args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ['bin/captcha-fleet.ts', ...args], {
-      cwd: process.cwd(),
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${args.join(' ')} did not end in ${timeoutMs} ms\n${stderr}`));
-    }, timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** The CLI against this test's stack file. */
+const cli = (args: string[], timeoutMs = 30_000) => runCli(args, timeoutMs, { CAPTCHA_FLEET_STACK_FILE: stackFile });
 
 describe('status and redrive against a served local stack', () => {
   it('reads the governor decision, ceilings, balance and DLQ from another process', async () => {

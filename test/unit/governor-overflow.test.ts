@@ -137,8 +137,8 @@ describe('decideOverflow', () => {
     expect(d.priceLearned).toBe(false);
   });
 
-  it('learns the price per solve from the balance drop divided by the solves', () => {
-    const config = overflowConfig();
+  /** The second tick's decision after the provider's balance fell by `dropUsd` over `solves` solves. */
+  const afterDrop = (config: OverflowConfig, dropUsd: number, solves: number) => {
     const first = decideOverflow(
       primary(50),
       busyPrimary(T0, 300),
@@ -146,14 +146,19 @@ describe('decideOverflow', () => {
       initialOverflowState(config, T0),
       config,
     );
-
-    const d = decideOverflow(
+    return decideOverflow(
       primary(50),
       busyPrimary(T0 + TICK_MS, 300),
-      overflowSignals(T0 + TICK_MS, { inFlight: 2, ceiling: 2, enabled: true }, { balance: 100 - 0.004 }, 2),
+      overflowSignals(T0 + TICK_MS, { inFlight: 2, ceiling: 2, enabled: true }, { balance: 100 - dropUsd }, solves),
       first.state,
       config,
     );
+  };
+
+  it('learns the price per solve from the balance drop divided by the solves', () => {
+    const config = overflowConfig();
+
+    const d = afterDrop(config, 0.004, 2);
 
     // Learned, but the budget never prices a solve under the hint: a drop and the solves counted
     // beside it need not cover the same solves (see the count-lag property below).
@@ -163,23 +168,8 @@ describe('decideOverflow', () => {
   });
 
   it('raises the price the budget uses when the balance shows solves dearer than the hint', () => {
-    const config = overflowConfig();
-    const first = decideOverflow(
-      primary(50),
-      busyPrimary(T0, 300),
-      overflowSignals(T0),
-      initialOverflowState(config, T0),
-      config,
-    );
-
     // $0.008 gone for 2 solves: $0.004 a solve, above the $0.003 hint.
-    const d = decideOverflow(
-      primary(50),
-      busyPrimary(T0 + TICK_MS, 300),
-      overflowSignals(T0 + TICK_MS, { inFlight: 2, ceiling: 2, enabled: true }, { balance: 100 - 0.008 }, 2),
-      first.state,
-      config,
-    );
+    const d = afterDrop(overflowConfig(), 0.008, 2);
 
     expect(d.priceUsd).toBeCloseTo(0.004, 9);
   });
