@@ -52,6 +52,8 @@ type ClassByDialect = SolverErrorClass | Readonly<Record<Dialect, SolverErrorCla
  */
 export const SOLVER_ERROR_CODES: Readonly<Record<string, ClassByDialect>> = {
   CAPCHA_NOT_READY: 'not_ready',
+  // CapMonster Cloud's getTaskResult spells it with the T.
+  CAPTCHA_NOT_READY: 'not_ready',
   ERROR_NO_SLOT_AVAILABLE: 'over_cap',
   // CaptchaAI: "You don't have free threads"; everyone else: the account has no money.
   ERROR_ZERO_BALANCE: {
