@@ -124,8 +124,9 @@ export interface JsonCall {
 }
 
 /**
- * One JSON task API exchange. An errorId > 0 body is an answer (its code) on a 2xx and on a 4xx
- * (CapSolver answers its errors with 400 and 401); a success body only on a 2xx (DESIGN.md
+ * One JSON task API exchange. An errorId > 0 body is an answer (its code) on a 2xx, and on a 4xx
+ * from CapSolver only (it answers its errors with 400 and 401; the others answer 200, so a 4xx
+ * there is a proxy's or a wrong URL's, whatever its body); a success body only on a 2xx (DESIGN.md
  * invariant 10). Everything else is a typed transient failure.
  */
 export async function jsonCall(ctx: SolverContext, call: JsonCall): Promise<JsonAnswer> {
@@ -165,7 +166,8 @@ function jsonAnswerOf(
       : undefined;
   const errorId = object?.errorId;
   const errorBody = typeof errorId === 'number' && errorId > 0;
-  if (object !== undefined && errorBody && statusCode >= 200 && statusCode < 500) {
+  const errorStatus = statusCode < 300 || (ctx.dialect === 'capsolver' && statusCode >= 400 && statusCode < 500);
+  if (object !== undefined && errorBody && statusCode >= 200 && errorStatus) {
     const code = object.errorCode;
     return { ok: false, code: typeof code === 'string' ? protocolCode(code) : UNRECOGNIZED_CODE };
   }

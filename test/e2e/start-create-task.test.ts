@@ -40,10 +40,10 @@ describe('captcha-fleet start --solver-protocol create-task', () => {
       '--solver-dialect',
       'anti-captcha',
       '--tasks',
-      '80',
+      '40',
     ]);
     expect(code, stderr).toBe(0);
-    expect(summary).toMatchObject({ submitted: 80, lost: 0, stillQueued: 0, complete: true });
+    expect(summary).toMatchObject({ submitted: 40, lost: 0, stillQueued: 0, complete: true });
     expect(
       Object.keys(summary.failuresByCode).every(
         (failure) => failure === 'ERROR_TASK_NOT_SUPPORTED' || failure === 'ERROR_CAPTCHA_UNSOLVABLE',

@@ -147,6 +147,16 @@ describe('solver client, JSON task API wire', () => {
     expect((error as SolverTransientError).code).toBe('HTTP_302');
   });
 
+  it('reads a 4xx error body as a passing fault from a provider that answers its errors with 200', async () => {
+    script('getBalance', [{ status: 401, body: { errorId: 1, errorCode: 'ERROR_KEY_DOES_NOT_EXIST' } }]);
+    await expect(client().getBalance()).rejects.toMatchObject({ name: 'SolverTransientError', code: 'HTTP_401' });
+    script('getBalance', [{ status: 401, body: { errorId: 1, errorCode: 'ERROR_KEY_DENIED_ACCESS' } }]);
+    await expect(client({ dialect: 'capsolver' }).getBalance()).rejects.toMatchObject({
+      name: 'SolverAccountError',
+      code: 'ERROR_KEY_DENIED_ACCESS',
+    });
+  });
+
   it('refuses a task id that is not one (letters, an echo of the key) before anything records it', async () => {
     script('createTask', [{ body: { errorId: 0, taskId: KEY } }, { body: { errorId: 0, taskId: 'abc' } }]);
     let recorded = 0;
