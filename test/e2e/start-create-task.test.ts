@@ -18,7 +18,7 @@ describe('captcha-fleet start --solver-protocol create-task', () => {
       '--solver-protocol',
       'create-task',
       '--tasks',
-      '120',
+      '60',
       '--solver-threads',
       '4',
       '--solver-latency-ms',
@@ -27,8 +27,8 @@ describe('captcha-fleet start --solver-protocol create-task', () => {
     ]);
     expect(code, stderr).toBe(0);
     expect(stderr).toContain('create-task as 2captcha');
-    expect(summary).toMatchObject({ submitted: 120, lost: 0, stillQueued: 0, complete: true, duplicateSolves: 0 });
-    expect(summary.solved + summary.failed + summary.rejected + summary.inDlq).toBe(120);
+    expect(summary).toMatchObject({ submitted: 60, lost: 0, stillQueued: 0, complete: true, duplicateSolves: 0 });
+    expect(summary.solved + summary.failed + summary.rejected + summary.inDlq).toBe(60);
     expect(summary.overflow?.solved.overflow).toBeGreaterThan(0);
     expect(summary.solver.overCapRejections).toBe(0);
   });
