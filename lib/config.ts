@@ -89,9 +89,9 @@ export const STACK_CONTEXT_KEYS = [
 ] as const;
 
 /** Fleet settings whose values are strings: every other one is a number or a boolean. */
-const STRING_SETTINGS = new Set(['prefix', 'solverBaseUrl', 'dialect']);
+const STRING_SETTINGS = new Set(['prefix', 'solverBaseUrl', 'dialect', 'solverProtocol', 'solverSoftId']);
 /** Fleet settings whose values are objects: `-c` gives them as JSON text. */
-const OBJECT_SETTINGS = new Set(['overflow']);
+const OBJECT_SETTINGS = new Set(['overflow', 'solverPricesUsd']);
 
 /** How to give the overflow block, for the problem a malformed one reports. */
 const OVERFLOW_CONTEXT_EXAMPLE =

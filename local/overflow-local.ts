@@ -100,6 +100,9 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
     baseUrl: url,
     key,
     dialect: settings.dialect,
+    protocol: settings.solverProtocol,
+    ...(settings.softId !== undefined ? { softId: settings.softId } : {}),
+    ...(settings.pricesUsd !== undefined ? { prices: settings.pricesUsd } : {}),
     // As in AWS (solverFromEnvironment): no answer read before the budget's fastest solve.
     schedule: withEarliestPoll(inner, settings.minSolveSeconds * 1000),
     retry: { baseBackoffMs: 100, maxBackoffMs: 1_000, maxOverCapRetries: 0 },

@@ -279,6 +279,9 @@ async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverS
     baseUrl: url,
     key,
     dialect: settings.dialect,
+    protocol: settings.solverProtocol,
+    ...(settings.solverSoftId !== undefined ? { softId: settings.solverSoftId } : {}),
+    ...(settings.solverPricesUsd !== undefined ? { prices: settings.solverPricesUsd } : {}),
     // Scaled to the simulator when it has one median; else the per-method defaults are real-world times and so is the protocol's schedule.
     ...(options.pollSchedule
       ? { schedule: options.pollSchedule }

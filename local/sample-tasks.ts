@@ -47,6 +47,30 @@ export function sampleTask(
       return { method, params: { sitekey: `${hex(8)}-${hex(4)}-${hex(4)}-${hex(4)}-${hex(12)}`, pageurl } };
     case 'geetest':
       return { method, params: { gt: hex(32), challenge: hex(32), pageurl } };
+    case 'geetest_v4':
+      return { method, params: { captcha_id: hex(32), pageurl } };
+    case 'amazon_waf':
+      return {
+        method,
+        params: {
+          sitekey: Buffer.from(hex(48)).toString('base64'),
+          iv: Buffer.from(hex(12)).toString('base64'),
+          context: Buffer.from(hex(96)).toString('base64'),
+          pageurl,
+        },
+      };
+    case 'datadome':
+      return {
+        method,
+        params: {
+          captcha_url: `https://geo.captcha-delivery.com/captcha/?initialCid=${hex(24)}&cid=${hex(32)}`,
+          pageurl,
+          proxy: `user${n}:secret@203.0.113.${(n % 250) + 1}:3128`,
+          proxytype: 'HTTP',
+          userAgent:
+            'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36',
+        },
+      };
     case 'funcaptcha':
       return {
         method,

@@ -4,6 +4,7 @@
  * queue wait within the target, never past the caps. The rows join `START_OPTIONS`.
  */
 import type { OverflowConfigInput } from '../../functions/core/settings.js';
+import { DIALECTS, type Dialect, SOLVER_PROTOCOLS, type SolverProtocol } from '../../functions/core/solver-protocol.js';
 import type { SolverSimOptions } from '../../local/solver-sim/options.js';
 import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../../local/overflow-local.js';
 import type { OutageWindow } from '../../local/solver-sim/options.js';
@@ -68,6 +69,17 @@ export const OVERFLOW_START_OPTIONS = {
     parse: outageWindow,
     default: [],
   },
+  overflowProtocol: {
+    arg: 'protocol',
+    description: 'overflow: the wire protocol to the overflow provider (default: --solver-protocol)',
+    choices: SOLVER_PROTOCOLS,
+  },
+  overflowDialect: {
+    arg: 'name',
+    description:
+      'overflow: whose spellings and codes the overflow provider speaks (default: 2captcha, which speaks both protocols)',
+    choices: DIALECTS,
+  },
   overflowMaxConcurrency: {
     arg: 'n',
     description:
@@ -89,6 +101,9 @@ export interface OverflowFlags {
   overflowBalance: number;
   overflowOutage: readonly OutageWindow[];
   overflowMaxConcurrency?: number;
+  overflowProtocol?: SolverProtocol;
+  overflowDialect?: Dialect;
+  solverProtocol: SolverProtocol;
   solverLatencyMs: number;
   batchSize: number;
   solverErrorRate: number;
@@ -110,7 +125,8 @@ export function overflowConfigOf(flags: OverflowFlags): OverflowConfigInput | un
   const fastestMs = overflowMedianMs(flags) * SIM_FASTEST_SHARE_OF_MEDIAN;
   return {
     baseUrl: 'http://127.0.0.1',
-    dialect: '2captcha',
+    dialect: flags.overflowDialect ?? '2captcha',
+    solverProtocol: flags.overflowProtocol ?? flags.solverProtocol,
     latencyTargetSeconds: flags.overflowTarget,
     capUsdPerHour: flags.overflowCapHour,
     capUsdPerDay: flags.overflowCapDay,

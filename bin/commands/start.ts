@@ -9,6 +9,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary } from '../../local/demo.js';
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
+import { DIALECTS, SOLVER_PROTOCOLS } from '../../functions/core/solver-protocol.js';
 import { LOG_LEVELS, startLocalStack, type LocalStack } from '../../local/runtime.js';
 import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
 import { startControlServer } from '../../local/control-server.js';
@@ -125,6 +126,19 @@ export const START_OPTIONS = {
   solverBadKey: {
     description: 'the solver rejects the key (account error: tasks stay queued)',
     default: false,
+  },
+  solverProtocol: {
+    arg: 'protocol',
+    description:
+      'the wire protocol to the solver: res-php (in.php / res.php) or create-task (the JSON task API: createTask / getTaskResult)',
+    choices: SOLVER_PROTOCOLS,
+    default: 'res-php',
+  },
+  solverDialect: {
+    arg: 'name',
+    description:
+      'whose spellings and codes the solver speaks (default: captchaai with res-php, 2captcha with create-task; anti-captcha, capmonster and capsolver speak create-task only)',
+    choices: DIALECTS,
   },
   crashRate: {
     arg: 'p',
@@ -251,6 +265,8 @@ export function register(program: Command): void {
 /** The fleet configuration the flags describe (what the stack would be given). */
 export function fleetConfigOf(options: StartOptions): FleetConfig {
   return {
+    dialect: options.solverDialect ?? (options.solverProtocol === 'create-task' ? '2captcha' : 'captchaai'),
+    solverProtocol: options.solverProtocol,
     planThreads: options.planThreads ?? options.solverThreads,
     reservedThreads: options.reservedThreads,
     tasksPerInvocation: options.batchSize,
@@ -381,7 +397,7 @@ function describeStack(stack: LocalStack, options: StartOptions): string {
     : `embedded emulators (SQS ${stack.endpoints.sqs}, DynamoDB ${stack.endpoints.dynamo})`;
   return (
     `captcha-fleet local: ${where}; solver simulator ${stack.endpoints.solver} ` +
-    `(${options.solverThreads} threads${options.solverForeignThreads ? `, ${options.solverForeignThreads} held by others` : ''}, median ${options.solverLatencyMs} ms)\n` +
+    `(${stack.settings.solverProtocol} as ${stack.settings.dialect}, ${options.solverThreads} threads${options.solverForeignThreads ? `, ${options.solverForeignThreads} held by others` : ''}, median ${options.solverLatencyMs} ms)\n` +
     `  ${stack.governor ? `governor every ${options.tickMs} ms (plan ${stack.settings.planThreads}, reserved ${stack.settings.reservedThreads}, halt $${stack.settings.haltBalance}, pause $${stack.settings.pauseBalance})` : `fixed ceiling ${stack.pool.limit}`}` +
     ` · ${stack.settings.tasksPerInvocation} task(s) per invocation; function timeout ${stack.functionTimeoutMs / 1000} s; ` +
     `visibility ${stack.settings.visibilityTimeoutSeconds} s; DLQ after ${stack.settings.maxReceiveCount} receives` +

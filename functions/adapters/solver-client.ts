@@ -1,15 +1,17 @@
 /**
- * The solver API client (2captcha's in.php / res.php protocol, as CaptchaAI speaks it), over
- * undici. One submission per solve (solver-submit.ts), then result requests on a poll schedule
- * that learns when answers arrive (solver-poll.ts, functions/core/poll-schedule.ts), each
- * through one HTTP exchange (solver-http.ts). Every error it throws is a typed SolverError
- * whose message and cause chain have the key removed.
+ * The solver API client, over undici, for both wire protocols: 2captcha's in.php / res.php (as
+ * CaptchaAI speaks it; solver-res-php.ts) and the JSON task API (createTask / getTaskResult, as
+ * 2captcha's API v2, Anti-Captcha, CapMonster and CapSolver speak it; solver-create-task.ts). One
+ * submission per solve (solver-submit.ts), then result requests on a poll schedule that learns
+ * when answers arrive (solver-poll.ts, functions/core/poll-schedule.ts), each through one HTTP
+ * exchange (solver-http.ts). Every error it throws is a typed SolverError whose message and
+ * cause chain have the key removed.
  */
 import { Agent, type Dispatcher } from 'undici';
 import { sleep as sleepFor } from '../core/helpers/time.js';
 import { createAdaptivePollSchedule, type PollSchedule } from '../core/poll-schedule.js';
 import type { Clock, SolverPort } from '../core/ports.js';
-import { type Dialect, SolverTransientError, redactKey, solverErrorFor } from '../core/solver-protocol.js';
+import { type Dialect, type SolverMethod, type SolverProtocol, redactKey } from '../core/solver-protocol.js';
 import {
   aborted,
   DEFAULT_RETRY,
@@ -18,19 +20,26 @@ import {
   type SolverLogger,
   type SolverRetryOptions,
 } from './solver-context.js';
-import { httpCall, snippet } from './solver-http.js';
-import { pollForAnswer } from './solver-poll.js';
+import { createTaskWire } from './solver-create-task.js';
+import { outcomeOf, pollForAnswer } from './solver-poll.js';
+import { resPhpWire } from './solver-res-php.js';
 import { submit } from './solver-submit.js';
 
 export { DEFAULT_RETRY, type SolverLogger, type SolverRetryOptions } from './solver-context.js';
 
 export interface SolverClientOptions {
-  /** Where in.php and res.php live, e.g. https://ocr.captchaai.com. */
+  /** Where in.php and res.php (or the JSON API's methods) live, e.g. https://ocr.captchaai.com, https://api.2captcha.com. */
   baseUrl: string;
   /** The account key. Sent to the solver only; never logged, never in an error. */
   key: string;
-  /** Whose error codes to read (ERROR_ZERO_BALANCE means "no free threads" to CaptchaAI). */
+  /** Whose spellings and error codes to use (ERROR_ZERO_BALANCE means "no free threads" to CaptchaAI). */
   dialect: Dialect;
+  /** The wire protocol. @default 'res-php' */
+  protocol?: SolverProtocol;
+  /** The operator's developer id (in.php `soft_id`, JSON `softId`, CapSolver's `appId`). @default none */
+  softId?: string;
+  /** Configured prices per method, USD: a solve's `costUsd` where the provider reports none. @default none */
+  prices?: Partial<Record<SolverMethod, number>>;
   /** undici dispatcher (a Pool, an Agent, a MockAgent in tests). @default a keep-alive Agent owned by the client */
   dispatcher?: Dispatcher;
   /** @default Date.now */
@@ -71,6 +80,9 @@ function createSolverContext(options: SolverClientOptions, dispatcher: Dispatche
     base: options.baseUrl.replace(/\/+$/, ''),
     key,
     dialect: options.dialect,
+    wire: (options.protocol ?? 'res-php') === 'create-task' ? createTaskWire : resPhpWire,
+    softId: options.softId,
+    prices: options.prices ?? {},
     dispatcher,
     clock: options.clock ?? Date.now,
     sleep: options.sleep ?? sleepFor,
@@ -85,40 +97,6 @@ function createSolverContext(options: SolverClientOptions, dispatcher: Dispatche
       warn: (message, attributes) => options.logger?.warn(redact(message), redactAttributes(attributes, key)),
     },
   };
-}
-
-/** Read the account balance, USD; one request, typed errors. */
-async function readBalance(ctx: SolverContext, signal: AbortSignal | undefined): Promise<number> {
-  const answer = await httpCall(ctx, {
-    path: 'res.php',
-    query: { action: 'getbalance', json: '1' },
-    signal,
-    taskId: undefined,
-  });
-  if (!answer.ok) throw solverErrorFor(answer.code, ctx.dialect, { message: `getbalance answered ${answer.code}` });
-  const balance = Number(answer.value);
-  if (!Number.isFinite(balance)) {
-    throw new SolverTransientError('UNPARSEABLE_BODY', {
-      message: `getbalance answered a balance that is not a number${snippet(answer.value, ctx.key)}`,
-    });
-  }
-  return balance;
-}
-
-/** Report an answer as bad or good; one request. A repeated report stands as it is. */
-async function report(ctx: SolverContext, action: 'reportbad' | 'reportgood', solverId: string): Promise<void> {
-  const answer = await httpCall(ctx, {
-    path: 'res.php',
-    query: { action, id: solverId, json: '1' },
-    signal: undefined,
-    taskId: undefined,
-  });
-  // Reported before (by this or another delivery): the report stands, nothing to do.
-  if (!answer.ok && answer.code === 'ERROR_DUPLICATE_REPORT') return;
-  if (!answer.ok)
-    throw solverErrorFor(answer.code, ctx.dialect, {
-      message: `${action} for solver id ${solverId} answered ${answer.code}`,
-    });
 }
 
 /** Create the client. The key stays inside it. */
@@ -141,16 +119,20 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
       };
       if (signal?.aborted) throw aborted(task.id);
       if (resumeSolverId !== undefined) return pollForAnswer(ctx, task, solve, resumeSolverId, true);
-      const solverId = await submit(ctx, task, solve);
+      const acceptedAt = ctx.clock();
+      const { solverId, solved } = await submit(ctx, task, solve);
       ctx.log.debug('solver accepted the task', { taskId: task.id, solverId, method: task.method });
       // The caller's own errors (e.g. a lost claim) pass through as they are.
       await onSubmitted?.(solverId);
+      // Answered in the submission's response (CapSolver's image tasks): nothing to poll.
+      if (solved !== undefined)
+        return outcomeOf(solved, solverId, { acceptedAt, answeredAt: ctx.clock(), resultRequests: 0 }, solve.retries);
       return pollForAnswer(ctx, task, solve, solverId, false);
     },
 
-    getBalance: ({ signal } = {}) => readBalance(ctx, signal),
-    reportBad: (solverId) => report(ctx, 'reportbad', solverId),
-    reportGood: (solverId) => report(ctx, 'reportgood', solverId),
+    getBalance: ({ signal } = {}) => ctx.wire.balance(ctx, signal),
+    reportBad: (solverId, context) => ctx.wire.report(ctx, 'bad', solverId, context?.method),
+    reportGood: (solverId, context) => ctx.wire.report(ctx, 'good', solverId, context?.method),
 
     async close() {
       if (ownsDispatcher) await dispatcher.close();

@@ -1,8 +1,9 @@
 /**
  * What the solver client's steps share. `SolverContext` is built once per client (its settings,
- * the HTTP dispatcher, the clock, the redacting logger); `SolveState` once per `solve()` (the
- * task, its deadline and signal, the retries so far). `httpCall`, `submit` and `pollForAnswer`
- * each take both, so no step reaches into another's closure.
+ * the HTTP dispatcher, the clock, the redacting logger, and the wire protocol's adapter);
+ * `SolveState` once per `solve()` (the task, its deadline and signal, the retries so far).
+ * `httpCall` / `jsonCall`, the wires, `submit` and `pollForAnswer` each take both, so no step
+ * reaches into another's closure.
  */
 import type { Dispatcher } from 'undici';
 import type { PollSchedule } from '../core/poll-schedule.js';
@@ -11,9 +12,37 @@ import {
   type Dialect,
   type SolverError,
   type SolverErrorOptions,
+  type SolverMethod,
+  type SolverProtocol,
   SolverTimeoutError,
   SolverTransientError,
 } from '../core/solver-protocol.js';
+import type { Task } from '../core/task.js';
+
+/** An answer as read: its text, what else the provider said (bounded, redacted), what it cost. */
+export interface SolvedAnswer {
+  answer: string;
+  extras: Record<string, string>;
+  costUsd?: number;
+  costSource?: 'provider' | 'configured';
+}
+
+/** One submission's outcome: the solver id (and the answer, when the service gave it at once), or the error. */
+export type SubmitOnce = { solverId: string; solved?: SolvedAnswer } | { error: SolverError };
+/** One result request's outcome. */
+export type PollOnce = { solved: SolvedAnswer } | { notReady: string } | { error: SolverError };
+
+/**
+ * A wire protocol: one submission, one result request, the balance, a report. The client's loops
+ * (retries, backoff, the poll schedule, the deadline) are the same for every protocol.
+ */
+export interface SolverWire {
+  readonly protocol: SolverProtocol;
+  submitOnce(ctx: SolverContext, solve: SolveState, task: Task): Promise<SubmitOnce>;
+  pollOnce(ctx: SolverContext, solve: SolveState, task: Task, solverId: string): Promise<PollOnce>;
+  balance(ctx: SolverContext, signal: AbortSignal | undefined): Promise<number>;
+  report(ctx: SolverContext, verdict: 'bad' | 'good', solverId: string, method: string | undefined): Promise<void>;
+}
 
 /** How over-cap and transient answers are retried. */
 export interface SolverRetryOptions {
@@ -42,10 +71,16 @@ export interface SolverLogger {
 
 /** One client's settings and services, shared by every step of every solve. */
 export interface SolverContext {
-  /** Where in.php and res.php live, without a trailing slash. */
+  /** Where in.php and res.php (or the JSON API's methods) live, without a trailing slash. */
   readonly base: string;
   readonly key: string;
   readonly dialect: Dialect;
+  /** The protocol's adapter. */
+  readonly wire: SolverWire;
+  /** The operator's developer id (in.php `soft_id`, the JSON API's `softId`, CapSolver's `appId`), if set. */
+  readonly softId: string | undefined;
+  /** Configured prices per method, USD: a solve's cost where the provider reports none. */
+  readonly prices: Readonly<Partial<Record<SolverMethod, number>>>;
   readonly dispatcher: Dispatcher;
   readonly clock: Clock;
   readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;

@@ -11,8 +11,9 @@ import { createSolverClient, type SolverLogger, type SolverRetryOptions } from '
 import { createKeyedSolver, createSolverKeyLoader } from './solver-key.js';
 
 /**
- * @param provider whose solver: the plan's (`solverBaseUrl`, `dialect`, the solver key) or the
- *   overflow provider's (`overflow.baseUrl`, `overflow.dialect`, the overflow key). @default the environment's provider
+ * @param provider whose solver: the plan's (`solverBaseUrl`, `dialect`, `solverProtocol`, `solverSoftId`,
+ *   `solverPricesUsd`, the solver key) or the overflow provider's (`overflow.baseUrl`, `.dialect`,
+ *   `.solverProtocol`, `.softId`, `.pricesUsd`, the overflow key). @default the environment's provider
  * @param schedule the client's poll schedule. @default the adaptive schedule from the protocol's
  *   defaults; the overflow provider's never asks for an answer before `overflow.minSolveSeconds`
  *   (its budget's bound on solves per slot, kept by construction: see `withEarliestPoll`)
@@ -43,6 +44,9 @@ export function solverFromEnvironment(
       baseUrl: target.baseUrl,
       key,
       dialect: target.dialect,
+      protocol: target.protocol,
+      ...(target.softId !== undefined ? { softId: target.softId } : {}),
+      ...(target.prices !== undefined ? { prices: target.prices } : {}),
       ...(logger ? { logger } : {}),
       ...(retry ? { retry } : {}),
       ...(pollSchedule ? { schedule: pollSchedule } : {}),
@@ -64,7 +68,14 @@ function solverTarget(environment: FleetEnvironment, provider: SolverProvider) {
         },
       ]);
     }
-    return { baseUrl: settings.solverBaseUrl, dialect: settings.dialect, keySource };
+    return {
+      baseUrl: settings.solverBaseUrl,
+      dialect: settings.dialect,
+      protocol: settings.solverProtocol,
+      softId: settings.solverSoftId,
+      prices: settings.solverPricesUsd,
+      keySource,
+    };
   }
   const overflow = settings.overflow;
   const keySource = environment.overflowKeySource;
@@ -83,5 +94,12 @@ function solverTarget(environment: FleetEnvironment, provider: SolverProvider) {
       },
     ]);
   }
-  return { baseUrl: overflow.baseUrl, dialect: overflow.dialect, keySource };
+  return {
+    baseUrl: overflow.baseUrl,
+    dialect: overflow.dialect,
+    protocol: overflow.solverProtocol,
+    softId: overflow.softId,
+    prices: overflow.pricesUsd,
+    keySource,
+  };
 }

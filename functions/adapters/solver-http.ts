@@ -1,5 +1,7 @@
 /**
- * One HTTP exchange with the solver and the reading of its answer. A protocol answer (success
+ * One HTTP exchange with the solver and the reading of its answer, for both protocols: `httpCall`
+ * (in.php / res.php: a form POST or a query GET) and `jsonCall` (the JSON task API: a JSON POST,
+ * the key in the body's `clientKey`), over one transport (`exchange`). A protocol answer (success
  * or a code) comes back as a value; everything else (a transport failure, a non-2xx status, a
  * body over the size cap, a body that is not the protocol's) is thrown as a
  * SolverTransientError whose message and cause have the key removed.
@@ -16,8 +18,11 @@ import { aborted, describeError, type SolverContext } from './solver-context.js'
 /** Shortest time an in-flight request gets even when the deadline is closer (answers then still count). */
 const MIN_REQUEST_TIMEOUT_MS = 1_000;
 
-/** A protocol answer: a success value, or a code (not ready or an error). */
-export type Answer = { ok: true; value: string } | { ok: false; code: string };
+/**
+ * A protocol answer: a success value (and the members a `json=1` answer carries beside `request`:
+ * 2captcha's `useragent`, `respKey`, `cookies`), or a code (not ready or an error).
+ */
+export type Answer = { ok: true; value: string; members?: Record<string, unknown> } | { ok: false; code: string };
 
 /** One request to in.php (form, POST) or res.php (query, GET); the key is added here. */
 export interface Call {
@@ -29,28 +34,60 @@ export interface Call {
   deadlineAt?: number;
 }
 
-/** One HTTP exchange; protocol answers come back, everything else is thrown typed. */
-export async function httpCall(
-  ctx: SolverContext,
-  { path, form, query, signal, taskId, deadlineAt }: Call,
-): Promise<Answer> {
-  const { base, key, clock, requestTimeoutMs } = ctx;
+/** One in.php / res.php exchange; protocol answers come back, everything else is thrown typed. */
+export async function httpCall(ctx: SolverContext, call: Call): Promise<Answer> {
+  const { base, key } = ctx;
+  const { path, form, query } = call;
   const url = form ? `${base}/${path}` : `${base}/${path}?${new URLSearchParams({ key, ...query }).toString()}`;
+  const { statusCode, text } = await exchange(ctx, {
+    name: path,
+    url,
+    method: form ? 'POST' : 'GET',
+    ...(form
+      ? {
+          body: new URLSearchParams({ key, ...form }).toString(),
+          contentType: 'application/x-www-form-urlencoded',
+        }
+      : {}),
+    signal: call.signal,
+    taskId: call.taskId,
+    deadlineAt: call.deadlineAt,
+  });
+  return answerOf(ctx, path, statusCode, text, call.taskId);
+}
+
+/** What one exchange sends: a named request, its URL, method and body. */
+interface Exchange {
+  /** For messages: `in.php`, `createTask`, … */
+  name: string;
+  url: string;
+  method: 'GET' | 'POST';
+  body?: string;
+  contentType?: string;
+  signal: AbortSignal | undefined;
+  taskId: string | undefined;
+  deadlineAt?: number | undefined;
+}
+
+/**
+ * The transport: one request within its timeout (the deadline's remainder, never under 1 s), the
+ * body read up to the cap. Throws a typed, redacted transient error on anything but a response.
+ */
+async function exchange(ctx: SolverContext, call: Exchange): Promise<{ statusCode: number; text: string }> {
+  const { key, clock, requestTimeoutMs } = ctx;
+  const { name, signal, taskId, deadlineAt } = call;
   const remaining = deadlineAt === undefined ? requestTimeoutMs : deadlineAt - clock();
   const timeout = AbortSignal.timeout(Math.min(requestTimeoutMs, Math.max(MIN_REQUEST_TIMEOUT_MS, remaining)));
   const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
   let statusCode: number;
   let text: string | undefined;
   try {
-    const response = await request(url, {
+    const response = await request(call.url, {
       dispatcher: ctx.dispatcher,
-      method: form ? 'POST' : 'GET',
+      method: call.method,
       signal: combined,
-      ...(form
-        ? {
-            body: new URLSearchParams({ key, ...form }).toString(),
-            headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          }
+      ...(call.body !== undefined
+        ? { body: call.body, headers: { 'content-type': call.contentType ?? 'application/json' } }
         : {}),
     });
     statusCode = response.statusCode;
@@ -60,17 +97,95 @@ export async function httpCall(
     const kind = timeout.aborted ? 'REQUEST_TIMEOUT' : 'CONNECTION_ERROR';
     throw new SolverTransientError(kind, {
       taskId,
-      message: ctx.redact(`${path} ${kind === 'REQUEST_TIMEOUT' ? 'timed out' : 'failed'}: ${describeError(error)}`),
+      message: ctx.redact(`${name} ${kind === 'REQUEST_TIMEOUT' ? 'timed out' : 'failed'}: ${describeError(error)}`),
       cause: sanitizedCause(error, key),
     });
   }
   if (text === undefined) {
     throw new SolverTransientError('BODY_TOO_LARGE', {
       taskId,
-      message: `${path} answered HTTP ${statusCode} with a body over ${ctx.maxResponseBytes} bytes; not read`,
+      message: `${name} answered HTTP ${statusCode} with a body over ${ctx.maxResponseBytes} bytes; not read`,
     });
   }
-  return answerOf(ctx, path, statusCode, text, taskId);
+  return { statusCode, text };
+}
+
+/** A JSON task API answer: the body of a success (errorId 0), or the error code of a refusal. */
+export type JsonAnswer = { ok: true; body: Record<string, unknown>; text: string } | { ok: false; code: string };
+
+/** One JSON task API request (`POST <base>/<method>`); the key is added here, as `clientKey`. */
+export interface JsonCall {
+  method: string;
+  /** The request's members beside `clientKey`, already JSON text (so ids keep every digit). */
+  members: Record<string, string>;
+  signal: AbortSignal | undefined;
+  taskId: string | undefined;
+  deadlineAt?: number;
+}
+
+/**
+ * One JSON task API exchange. An errorId > 0 body is an answer (its code) on a 2xx, and on a 4xx
+ * from CapSolver only (it answers its errors with 400 and 401; the others answer 200, so a 4xx
+ * there is a proxy's or a wrong URL's, whatever its body); a success body only on a 2xx (DESIGN.md
+ * invariant 10). Everything else is a typed transient failure.
+ */
+export async function jsonCall(ctx: SolverContext, call: JsonCall): Promise<JsonAnswer> {
+  const members = { clientKey: JSON.stringify(ctx.key), ...call.members };
+  const body = `{${Object.entries(members)
+    .map(([name, value]) => `${JSON.stringify(name)}:${value}`)
+    .join(',')}}`;
+  const { statusCode, text } = await exchange(ctx, {
+    name: call.method,
+    url: `${ctx.base}/${call.method}`,
+    method: 'POST',
+    body,
+    contentType: 'application/json',
+    signal: call.signal,
+    taskId: call.taskId,
+    deadlineAt: call.deadlineAt,
+  });
+  return jsonAnswerOf(ctx, call.method, statusCode, text, call.taskId);
+}
+
+function jsonAnswerOf(
+  ctx: SolverContext,
+  name: string,
+  statusCode: number,
+  text: string,
+  taskId: string | undefined,
+): JsonAnswer {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const object =
+    parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
+  const errorId = object?.errorId;
+  const errorBody = typeof errorId === 'number' && errorId > 0;
+  const errorStatus = statusCode < 300 || (ctx.dialect === 'capsolver' && statusCode >= 400 && statusCode < 500);
+  if (object !== undefined && errorBody && statusCode >= 200 && errorStatus) {
+    const code = object.errorCode;
+    return { ok: false, code: typeof code === 'string' ? protocolCode(code) : UNRECOGNIZED_CODE };
+  }
+  if (statusCode < 200 || statusCode >= 300) {
+    throw new SolverTransientError(`HTTP_${statusCode}`, {
+      taskId,
+      message: `${name} answered HTTP ${statusCode}${snippet(text, ctx.key)}`,
+    });
+  }
+  if (object !== undefined && (errorId === 0 || errorId === '0')) {
+    if (text.includes(ctx.key)) ctx.log.warn('solver answer contained the key; redacted', { taskId, path: name });
+    return { ok: true, body: object, text };
+  }
+  const code = /^\s*</.test(text) ? 'HTML_BODY' : 'UNPARSEABLE_BODY';
+  throw new SolverTransientError(code, {
+    taskId,
+    message: `${name} answered HTTP ${statusCode} with a body that is not the JSON task API's${snippet(text, ctx.key)}`,
+  });
 }
 
 /**
@@ -126,7 +241,7 @@ function answerOf(
     });
   }
   const answer = readProtocolAnswer(text);
-  if (answer?.ok) return { ok: true, value: withoutKey(ctx, answer.value, path, taskId) };
+  if (answer?.ok) return { ...answer, value: withoutKey(ctx, answer.value, path, taskId) };
   if (answer) return answer;
   const code = /^\s*</.test(text) ? 'HTML_BODY' : 'UNPARSEABLE_BODY';
   throw new SolverTransientError(code, {
@@ -149,14 +264,15 @@ export function readProtocolAnswer(text: string): Answer | undefined {
     json = undefined;
   }
   if (json !== null && typeof json === 'object' && 'status' in json && 'request' in json) {
-    const { status, request: value } = json as { status: unknown; request: unknown };
+    const { status, request: value, error_text: _text, ...members } = json as Record<string, unknown>;
+    const extra = Object.keys(members).length > 0 ? { members } : {};
     if (status === 1 || status === '1') {
-      if (typeof value === 'string' && value !== '') return { ok: true, value };
+      if (typeof value === 'string' && value !== '') return { ok: true, value, ...extra };
       if (typeof value === 'number' && Number.isFinite(value)) {
         const exact = numberAsWritten(trimmed, value);
         return exact === undefined ? undefined : { ok: true, value: exact };
       }
-      if (value !== null && typeof value === 'object') return { ok: true, value: JSON.stringify(value) };
+      if (value !== null && typeof value === 'object') return { ok: true, value: JSON.stringify(value), ...extra };
       return undefined;
     }
     if ((status === 0 || status === '0') && typeof value === 'string' && value !== '')
@@ -175,8 +291,9 @@ export function readProtocolAnswer(text: string): Answer | undefined {
  * integer with no such member (the body is odd, the value is not) is still exact as parsed.
  * Anything else is no answer we can trust.
  */
-function numberAsWritten(body: string, parsed: number): string | undefined {
-  const members = [...body.matchAll(/"request"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*[,}]/g)];
+export function numberAsWritten(body: string, parsed: number, member = 'request'): string | undefined {
+  const pattern = new RegExp(`"${member}"\\s*:\\s*(-?\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?)\\s*[,}]`, 'g');
+  const members = [...body.matchAll(pattern)];
   const written = members.length === 1 ? members[0]?.[1] : undefined;
   if (written !== undefined && Number(written) === parsed) return written;
   return Number.isSafeInteger(parsed) ? String(parsed) : undefined;
@@ -188,7 +305,7 @@ function numberAsWritten(body: string, parsed: number): string | undefined {
  */
 const PROTOCOL_CODE = /^(?:[A-Z][A-Z0-9_]{1,63}|ERROR: \d{1,5})$/;
 export const UNRECOGNIZED_CODE = 'UNRECOGNIZED_CODE';
-function protocolCode(value: string): string {
+export function protocolCode(value: string): string {
   return PROTOCOL_CODE.test(value) ? value : UNRECOGNIZED_CODE;
 }
 

@@ -109,7 +109,7 @@ export function createKeyedSolver(loadKey: () => Promise<string>, build: (key: s
   return {
     solve: async (task, options) => (await current()).solve(task, options),
     getBalance: async (options) => (await current()).getBalance(options),
-    reportBad: async (solverId) => (await current()).reportBad(solverId),
-    reportGood: async (solverId) => (await current()).reportGood(solverId),
+    reportBad: async (solverId, context) => (await current()).reportBad(solverId, context),
+    reportGood: async (solverId, context) => (await current()).reportGood(solverId, context),
   };
 }

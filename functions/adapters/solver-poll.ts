@@ -1,9 +1,10 @@
 /**
- * The polling step of a solve: GET res.php on the schedule's plan until the answer, a terminal
- * code, too many transient failures in a row, the deadline or an abort.
+ * The polling step of a solve: a result request (res.php, or getTaskResult: the context's wire)
+ * on the schedule's plan until the answer, a terminal code, too many transient failures in a
+ * row, the deadline or an abort.
  */
 import type { SolveOutcome } from '../core/ports.js';
-import { classifySolverCode, type SolverError, SolverTransientError, solverErrorFor } from '../core/solver-protocol.js';
+import { SolverTransientError } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import {
   aborted,
@@ -11,42 +12,27 @@ import {
   deadlinePassed,
   notify,
   pause,
+  type SolvedAnswer,
   type SolveState,
   type SolverContext,
   solverErrorLike,
 } from './solver-context.js';
-import { httpCall } from './solver-http.js';
 
-/** One res.php get as a typed outcome: the answer, not ready, or the error it amounts to. */
-async function pollOnce(
-  ctx: SolverContext,
-  solve: SolveState,
+/** The outcome of a solve whose answer was read. */
+export function outcomeOf(
+  solved: SolvedAnswer,
   solverId: string,
-): Promise<{ answer: string } | { notReady: string } | { error: SolverError }> {
-  const { taskId, signal, deadlineAt } = solve;
-  try {
-    const answer = await httpCall(ctx, {
-      path: 'res.php',
-      query: { action: 'get', id: solverId, json: '1' },
-      signal,
-      taskId,
-      deadlineAt,
-    });
-    if (answer.ok) return { answer: answer.value };
-    const errorClass = classifySolverCode(answer.code, ctx.dialect);
-    if (errorClass === 'not_ready') return { notReady: answer.code };
-    const message = `res.php answered ${answer.code} for task ${taskId} (solver id ${solverId})`;
-    // Over cap is a submission answer; on a result request it can only be a passing fault.
-    return {
-      error:
-        errorClass === 'over_cap'
-          ? new SolverTransientError(answer.code, { taskId, message })
-          : solverErrorFor(answer.code, ctx.dialect, { taskId, message }),
-    };
-  } catch (thrown) {
-    if (!(thrown instanceof SolverTransientError)) throw thrown;
-    return { error: thrown };
-  }
+  times: { acceptedAt: number; answeredAt: number; resultRequests: number },
+  retries: SolveOutcome['retries'],
+): SolveOutcome {
+  return {
+    answer: solved.answer,
+    solverId,
+    ...times,
+    retries,
+    ...(Object.keys(solved.extras).length > 0 ? { extras: solved.extras } : {}),
+    ...(solved.costUsd !== undefined ? { costUsd: solved.costUsd, costSource: solved.costSource ?? 'configured' } : {}),
+  };
 }
 
 /**
@@ -77,14 +63,14 @@ export async function pollForAnswer(
     await pause(ctx, Math.min(acceptedAt + nextAt, deadlineAt) - clock(), signal, taskId);
     const sentMs = clock() - acceptedAt;
     resultRequests += 1;
-    const outcome = await pollOnce(ctx, solve, solverId);
-    if ('answer' in outcome) {
+    const outcome = await ctx.wire.pollOnce(ctx, solve, task, solverId);
+    if ('solved' in outcome) {
       notify(ctx, solve, { request: 'result', outcome: 'answered' });
       const answeredAt = clock();
       if (!resumed) {
         ctx.schedule.observe(task.method, { lastNotReadyMs, answeredMs: answeredAt - acceptedAt, resultRequests });
       }
-      return { answer: outcome.answer, solverId, acceptedAt, answeredAt, resultRequests, retries };
+      return outcomeOf(outcome.solved, solverId, { acceptedAt, answeredAt, resultRequests }, retries);
     }
     if ('notReady' in outcome) {
       notify(ctx, solve, { request: 'result', outcome: 'not_ready', code: outcome.notReady });

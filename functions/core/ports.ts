@@ -11,8 +11,8 @@ import type { SolverErrorClass } from './solver-protocol.js';
 export type Clock = () => number;
 
 /**
- * One solver response during a solve, as the client acted on it: `submit` is an in.php
- * response, `result` a res.php get. `accepted` / `answered` are successes; otherwise the class
+ * One solver response during a solve, as the client acted on it: `submit` is an in.php (or
+ * createTask) response, `result` a res.php get (or getTaskResult). `accepted` / `answered` are successes; otherwise the class
  * the client treated the answer as (an over-cap code on res.php is a passing fault, so
  * `transient`; HTTP and parse failures are `transient` too, with codes like `HTTP_502`).
  */
@@ -51,14 +51,41 @@ export interface SolveOutcome {
   resultRequests: number;
   /** Over-cap and transient answers retried on the way. */
   retries: { overCap: number; transient: number };
+  /**
+   * What the provider returned beside the answer, when it did: `userAgent` (the browser the
+   * token was made in: use it with the token), `cookies` (`name=value; …`), `respKey`
+   * (hCaptcha). Bounded (8 KiB each, longer dropped) and with the key removed, like the answer.
+   */
+  extras?: Readonly<Record<string, string>>;
+  /**
+   * What the solve cost, USD, as far as the client can know: the provider's own figure (the JSON
+   * task API's `cost`: source `provider`) or the operator's configured price of the method
+   * (`configured`; res.php reports none). Absent when neither is known.
+   */
+  costUsd?: number;
+  costSource?: 'provider' | 'configured';
 }
 
-/** One submission to the solver and its polls; throws typed SolverErrors. */
+/** What a report needs besides the solver id: the task's method (Anti-Captcha has one report method per kind). */
+export interface ReportContext {
+  method?: string;
+}
+
+/**
+ * One submission to the solver and its polls; throws typed SolverErrors. The same port whatever
+ * the wire protocol (in.php / res.php or the JSON task API): the protocol is the adapter's choice.
+ */
 export interface SolverPort {
   solve(task: Task, options: SolveOptions): Promise<SolveOutcome>;
   getBalance(options?: { signal?: AbortSignal }): Promise<number>;
-  reportBad(solverId: string): Promise<void>;
-  reportGood(solverId: string): Promise<void>;
+  /**
+   * Report an answer as wrong (for a refund) or right. Resolves when the provider took it or had
+   * it already; throws a SolverTaskError when it no longer takes one (unknown or expired id, past
+   * its report window: `ERROR_WRONG_CAPTCHA_ID`, `ERROR_NO_SUCH_CAPCHA_ID`, …) or has no report
+   * method for the task (`REPORT_NOT_SUPPORTED`).
+   */
+  reportBad(solverId: string, context?: ReportContext): Promise<void>;
+  reportGood(solverId: string, context?: ReportContext): Promise<void>;
 }
 
 export type ClaimResult =

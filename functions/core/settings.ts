@@ -3,7 +3,7 @@
  * Lambda handlers and the local runtime. Pure: parsing and derivation only, no I/O.
  */
 import { z } from 'zod';
-import { DIALECTS } from './solver-protocol.js';
+import { DIALECT_PROTOCOLS, DIALECTS, type Dialect, METHODS, SOLVER_PROTOCOLS, speaks } from './solver-protocol.js';
 
 /** Mapping floor of an SQS event source mapping's `ScalingConfig.MaximumConcurrency`. */
 export const MAPPING_MIN_CONCURRENCY = 2;
@@ -24,6 +24,19 @@ const int = (min: number, max: number) => z.number().int().min(min).max(max);
 export const SECRET_NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
 
 /**
+ * The operator's developer id with a provider (2captcha's and Anti-Captcha's `soft_id` /
+ * `softId`, a number; CapSolver's `appId`, a UUID): credited with a share of the account's spend.
+ * Never a producer's: the task schema refuses the name.
+ */
+const softId = z
+  .string()
+  .regex(/^[A-Za-z0-9-]{1,64}$/, 'digits (soft_id) or a UUID (CapSolver appId)')
+  .describe("the operator's developer id at the provider");
+
+/** Per-method prices, USD: a solve's cost where the provider reports none (res.php never does). */
+const prices = z.partialRecord(z.enum(METHODS), z.number().min(0).max(10));
+
+/**
  * The overflow provider: a pay-per-solve service speaking the same in.php / res.php protocol,
  * which the governor opens a second lane to when the plan's threads cannot keep the queue wait
  * within `latencyTargetSeconds`, never spending past the caps. Absent = no overflow (the stack
@@ -35,6 +48,12 @@ export const OverflowConfigSchema = z
     baseUrl: z.url(),
     /** Which error dialect the provider speaks. */
     dialect: z.enum(DIALECTS).default('2captcha'),
+    /** Which wire protocol: in.php / res.php, or the JSON task API (createTask). */
+    solverProtocol: z.enum(SOLVER_PROTOCOLS).default('res-php'),
+    /** The operator's developer id at this provider. @default none */
+    softId: softId.optional(),
+    /** Prices per method at this provider, USD (the cost of a solve where it reports none). @default none */
+    pricesUsd: prices.optional(),
     /**
      * AWS: name of an existing Secrets Manager secret holding the provider's key. When absent the
      * stack creates `<prefix>/overflow-key` holding a placeholder the operator replaces.
@@ -122,8 +141,17 @@ export const FleetConfigSchema = z.object({
    * address (the local simulator): res.php carries the key in its query string.
    */
   solverBaseUrl: z.url().default('https://ocr.captchaai.com'),
-  /** Which solver's error dialect to speak. */
+  /** Which solver's error dialect (and task type spellings) to speak. */
   dialect: z.enum(DIALECTS).default('captchaai'),
+  /**
+   * The wire protocol: `res-php` (in.php / res.php) or `create-task` (the JSON task API:
+   * createTask / getTaskResult / getBalance). The dialect must speak it (CaptchaAI speaks res-php only).
+   */
+  solverProtocol: z.enum(SOLVER_PROTOCOLS).default('res-php'),
+  /** The operator's developer id at the solver (in.php `soft_id`, JSON `softId` / CapSolver `appId`). @default none */
+  solverSoftId: softId.optional(),
+  /** Prices per method at the solver, USD: the cost of a solve where the provider reports none. @default none */
+  solverPricesUsd: prices.optional(),
   /** Publish the answer inside completion events (tokens are credentials: off by default). */
   eventsIncludeAnswer: z.boolean().default(false),
   /** The overflow provider (off unless set). */
@@ -272,6 +300,7 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
     });
   }
   problems.push(...solverUrlProblems(config.solverBaseUrl));
+  problems.push(...protocolProblems(config.dialect, config.solverProtocol, config.solverSoftId, ''));
   const overflow = resolveOverflow(config, maxConcurrency, problems);
   if (config.pauseBalance > config.haltBalance) {
     problems.push({
@@ -326,6 +355,7 @@ function resolveOverflow(
   const overflow = config.overflow;
   if (overflow === undefined) return undefined;
   problems.push(...solverUrlProblems(overflow.baseUrl, 'overflow.baseUrl'));
+  problems.push(...protocolProblems(overflow.dialect, overflow.solverProtocol, overflow.softId, 'overflow.'));
   if (overflow.pauseBalance > overflow.haltBalance) {
     problems.push({
       field: 'overflow.pauseBalance',
@@ -361,7 +391,46 @@ function urlsOf(input: FleetConfig): [string, string][] {
   return urls.filter((entry): entry is [string, string] => typeof entry[1] === 'string');
 }
 
-/** The key travels in res.php's query string: only TLS may carry it off the machine. */
+/**
+ * A dialect's service must speak the protocol asked for, and a developer id must have the
+ * dialect's form (digits; CapSolver's appId a UUID). `prefix` is `` or `overflow.`.
+ */
+function protocolProblems(
+  dialect: Dialect,
+  protocol: (typeof SOLVER_PROTOCOLS)[number],
+  id: string | undefined,
+  prefix: string,
+): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (!speaks(dialect, protocol)) {
+    const others = DIALECTS.filter((d) => speaks(d, protocol));
+    problems.push({
+      field: `${prefix}solverProtocol`,
+      problem: `${dialect} speaks ${DIALECT_PROTOCOLS[dialect].join(' and ')} only, not ${protocol}`,
+      fix: `set ${prefix}solverProtocol to ${DIALECT_PROTOCOLS[dialect].join(' or ')}, or ${prefix}dialect to one of ${others.join(', ')} (with ${prefix === '' ? 'solverBaseUrl' : 'overflow.baseUrl'} pointing at that provider's API)`,
+    });
+  }
+  const idField = prefix === '' ? 'solverSoftId' : 'overflow.softId';
+  if (
+    id !== undefined &&
+    dialect === 'capsolver' &&
+    !/^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/.test(id)
+  )
+    problems.push({
+      field: idField,
+      problem: `"${id}" is not a CapSolver appId (a UUID)`,
+      fix: "give the appId from CapSolver's developer page, or leave it out",
+    });
+  if (id !== undefined && dialect !== 'capsolver' && !/^\d{1,10}$/.test(id))
+    problems.push({
+      field: idField,
+      problem: `"${id}" is not a ${dialect} soft_id (digits)`,
+      fix: `give the numeric software id from ${dialect}'s developer page, or leave it out`,
+    });
+  return problems;
+}
+
+/** The key travels in res.php's query string (or the JSON API's body): only TLS may carry it off the machine. */
 function solverUrlProblems(solverBaseUrl: string, field = 'solverBaseUrl'): ConfigProblem[] {
   const url = new URL(solverBaseUrl);
   if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname))) return [];
@@ -370,7 +439,7 @@ function solverUrlProblems(solverBaseUrl: string, field = 'solverBaseUrl'): Conf
   return [
     {
       field,
-      problem: `${solverBaseUrl} is not https:// (the solver key would travel in the clear in res.php's query string); plain http:// is accepted only on loopback (127.0.0.0/8, ::1, localhost) for the local simulator`,
+      problem: `${solverBaseUrl} is not https:// (the solver key would travel in the clear, in res.php's query string or the JSON API's body); plain http:// is accepted only on loopback (127.0.0.0/8, ::1, localhost) for the local simulator`,
       fix: suggestion === example ? `use ${suggestion}` : `use ${suggestion}, e.g. ${example}`,
     },
   ];
@@ -401,7 +470,11 @@ function fixFor(field: string): string {
     case 'overflow':
       return 'give an object with baseUrl, capUsdPerHour, capUsdPerDay and priceHintUsd (see docs/governor.md, "Overflow"), or leave it out';
     case 'dialect':
+    case 'overflow.dialect':
       return `use one of ${DIALECTS.join(', ')}`;
+    case 'solverProtocol':
+    case 'overflow.solverProtocol':
+      return `use one of ${SOLVER_PROTOCOLS.join(', ')}`;
     default:
       return 'see the configuration reference in the README';
   }

@@ -1,11 +1,41 @@
 /**
- * The solver API's protocol (2captcha's in.php / res.php, spoken by CaptchaAI): methods, error
- * codes and their classes, in one table. Pure: no I/O.
+ * The solver APIs' protocols — 2captcha's in.php / res.php (spoken by CaptchaAI) and the JSON
+ * task API (createTask / getTaskResult / getBalance, spoken by 2captcha's API v2, Anti-Captcha
+ * and CapSolver) — their methods, error codes and the codes' classes, in one table. Pure: no I/O.
  */
 
-/** Dialects differ in what the same code means. */
-export const DIALECTS = ['captchaai', '2captcha'] as const;
+/**
+ * The two wire protocols. `res-php`: form or query requests to `in.php` / `res.php`, answers
+ * `{"status":0|1,"request":…}`. `create-task`: JSON POSTs to `/createTask`, `/getTaskResult`,
+ * `/getBalance` and the report methods, answers `{"errorId":0|n,…}`, the key in the body's
+ * `clientKey`.
+ */
+export const SOLVER_PROTOCOLS = ['res-php', 'create-task'] as const;
+export type SolverProtocol = (typeof SOLVER_PROTOCOLS)[number];
+
+/**
+ * Dialects: whose spellings (task type names, error codes) and meanings to speak. The same
+ * code can mean different things (CaptchaAI's ERROR_ZERO_BALANCE is "no free thread").
+ */
+export const DIALECTS = ['captchaai', '2captcha', 'anti-captcha', 'capmonster', 'capsolver'] as const;
 export type Dialect = (typeof DIALECTS)[number];
+
+/**
+ * Which protocols the fleet speaks to each dialect's service: CaptchaAI only in.php / res.php;
+ * 2captcha both (its API v1 and v2); Anti-Captcha, CapMonster Cloud and CapSolver the JSON task API.
+ */
+export const DIALECT_PROTOCOLS: Readonly<Record<Dialect, readonly SolverProtocol[]>> = {
+  captchaai: ['res-php'],
+  '2captcha': ['res-php', 'create-task'],
+  'anti-captcha': ['create-task'],
+  capmonster: ['create-task'],
+  capsolver: ['create-task'],
+};
+
+/** Whether a dialect's service speaks a protocol. */
+export function speaks(dialect: Dialect, protocol: SolverProtocol): boolean {
+  return DIALECT_PROTOCOLS[dialect].includes(protocol);
+}
 
 /** What a consumer does with an answer (see DESIGN.md, "Error classes"). */
 export type SolverErrorClass = 'not_ready' | 'over_cap' | 'transient' | 'task_terminal' | 'account';
@@ -13,14 +43,34 @@ export type SolverErrorClass = 'not_ready' | 'over_cap' | 'transient' | 'task_te
 type ClassByDialect = SolverErrorClass | Readonly<Record<Dialect, SolverErrorClass>>;
 
 /**
- * Code → class. One table for both dialects; an entry keyed by dialect where the same code
- * means different things. Codes not listed are `transient` (retried, then the DLQ).
+ * Code → class. One table for every dialect and both protocols (the JSON API's codes are the
+ * same names where they mean the same thing, e.g. ERROR_ZERO_BALANCE, and its own names where
+ * not, e.g. ERROR_NO_SUCH_CAPCHA_ID for res.php's ERROR_WRONG_CAPTCHA_ID); an entry keyed by
+ * dialect where the same code means different things. Codes not listed are `transient`
+ * (retried, then the DLQ). Codes a JSON API answers about one task id (getTaskResult) are
+ * `task_terminal`: polling that id again would only repeat them.
  */
 export const SOLVER_ERROR_CODES: Readonly<Record<string, ClassByDialect>> = {
   CAPCHA_NOT_READY: 'not_ready',
+  // CapMonster Cloud's getTaskResult spells it with the T.
+  CAPTCHA_NOT_READY: 'not_ready',
   ERROR_NO_SLOT_AVAILABLE: 'over_cap',
-  // CaptchaAI: "You don't have free threads"; 2captcha: the account has no money.
-  ERROR_ZERO_BALANCE: { captchaai: 'over_cap', '2captcha': 'account' },
+  // CaptchaAI: "You don't have free threads"; everyone else: the account has no money.
+  ERROR_ZERO_BALANCE: {
+    captchaai: 'over_cap',
+    '2captcha': 'account',
+    'anti-captcha': 'account',
+    capmonster: 'account',
+    capsolver: 'account',
+  },
+  // CapSolver: the package's concurrency limit (its over-cap answer); a plain rate limit elsewhere.
+  ERROR_RATE_LIMIT: {
+    captchaai: 'transient',
+    '2captcha': 'transient',
+    'anti-captcha': 'transient',
+    capmonster: 'transient',
+    capsolver: 'over_cap',
+  },
   ERROR_SERVER_ERROR: 'transient',
   ERROR_INTERNAL_SERVER_ERROR: 'transient',
   MAX_USER_TURN: 'transient',
@@ -50,6 +100,39 @@ export const SOLVER_ERROR_CODES: Readonly<Record<string, ClassByDialect>> = {
   ERROR_PROXY_CONNECTION_FAILED: 'task_terminal',
   ERROR_TOKEN_EXPIRED: 'task_terminal',
   ERROR_METHOD_CALL: 'task_terminal',
+  // The JSON task API (2captcha v2, Anti-Captcha, CapSolver).
+  ERROR_NO_SUCH_CAPCHA_ID: 'task_terminal',
+  ERROR_NO_SUCH_METHOD: 'task_terminal',
+  ERROR_TASK_ABSENT: 'task_terminal',
+  ERROR_TASK_NOT_SUPPORTED: 'task_terminal',
+  ERROR_EMPTY_COMMENT: 'task_terminal',
+  ERROR_INCORRECT_SESSION_DATA: 'task_terminal',
+  ERROR_RECAPTCHA_INVALID_SITEKEY: 'task_terminal',
+  ERROR_RECAPTCHA_INVALID_DOMAIN: 'task_terminal',
+  ERROR_RECAPTCHA_OLD_BROWSER: 'task_terminal',
+  ERROR_RECAPTCHA_STOKEN_EXPIRED: 'task_terminal',
+  ERROR_RECAPTCHA_TIMEOUT: 'task_terminal',
+  ERROR_PROXY_CONNECT_REFUSED: 'task_terminal',
+  ERROR_PROXY_CONNECT_TIMEOUT: 'task_terminal',
+  ERROR_PROXY_READ_TIMEOUT: 'task_terminal',
+  ERROR_PROXY_BANNED: 'task_terminal',
+  ERROR_PROXY_TRANSPARENT: 'task_terminal',
+  ERROR_PROXY_NOT_AUTHORISED: 'task_terminal',
+  ERROR_PROXY_MISSING: 'task_terminal',
+  ERROR_INVALID_TASK_DATA: 'task_terminal',
+  ERROR_TASKID_INVALID: 'task_terminal',
+  ERROR_TASK_TIMEOUT: 'task_terminal',
+  ERROR_INVALID_IMAGE: 'task_terminal',
+  ERROR_PARSE_IMAGE_FAIL: 'task_terminal',
+  ERROR_UNKNOWN_QUESTION: 'task_terminal',
+  ERROR_DOMAIN_NOT_ALLOWED: 'task_terminal',
+  ERROR_WRONG_USERAGENT: 'task_terminal',
+  ERROR_SERVICE_UNAVALIABLE: 'transient',
+  ERROR_BAD_REQUEST: 'transient',
+  ERROR_KEY_DENIED_ACCESS: 'account',
+  ERROR_SETTLEMENT_FAILED: 'account',
+  ERROR_IP_BLOCKED: 'account',
+  ERROR_ACCOUNT_SUSPENDED: 'account',
   ERROR_WRONG_USER_KEY: 'account',
   ERROR_KEY_DOES_NOT_EXIST: 'account',
   IP_BANNED: 'account',
@@ -66,8 +149,20 @@ export function classifySolverCode(code: string, dialect: Dialect): SolverErrorC
 
 /** Code the simulator (and a real service) answers when a submission exceeds the plan's threads. */
 export function overCapCode(dialect: Dialect): string {
-  return dialect === 'captchaai' ? 'ERROR_ZERO_BALANCE' : 'ERROR_NO_SLOT_AVAILABLE';
+  if (dialect === 'captchaai') return 'ERROR_ZERO_BALANCE';
+  return dialect === 'capsolver' ? 'ERROR_RATE_LIMIT' : 'ERROR_NO_SLOT_AVAILABLE';
 }
+
+/**
+ * Codes that say a report is no longer taken for an id (unknown, expired or past the report
+ * window): the report is refused, never retried.
+ */
+export const REPORT_REFUSED_CODES: ReadonlySet<string> = new Set([
+  'ERROR_WRONG_CAPTCHA_ID',
+  'ERROR_NO_SUCH_CAPCHA_ID',
+  'ERROR_TASKID_INVALID',
+  'REPORT_NOT_RECORDED',
+]);
 
 /**
  * Code answered when the balance cannot pay for a task. CaptchaAI uses it for "no free
@@ -82,18 +177,29 @@ export const NO_FUNDS_CODE = 'ERROR_ZERO_BALANCE';
 export const SOLVER_KEY_LENGTH = 32;
 
 /**
- * Shape of a solver (captcha) id: digits only, as both services issue them (11–12 digits
- * today), bounded well below a key's 32 characters so an echoed key can never pass for one.
+ * Shape of a solver (captcha / task) id: digits, as 2captcha, CaptchaAI and Anti-Captcha issue
+ * them (11–12 digits today, bounded well below a key's 32 characters), or a dashed UUID, as
+ * CapSolver issues them (36 characters with four dashes, which no 32-character key has), so an
+ * echoed key can never pass for one.
  */
-export const SOLVER_ID_PATTERN = /^\d{1,24}$/;
+export const SOLVER_ID_PATTERN =
+  /^(?:\d{1,24}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})$/;
 
-/** Methods of schema v1, by the protocol's own names. */
+/**
+ * Methods of schema v1, by in.php's own names (2captcha's API v1): `geetest` is GeeTest v3,
+ * `geetest_v4` v4; reCAPTCHA Enterprise is `userrecaptcha` with `enterprise=1` (v2, or v3 with
+ * `version=v3`, `action`, `min_score`); Turnstile challenge pages are `turnstile` with
+ * `action`, `data` (cData) and `pagedata` (chlPageData).
+ */
 export const METHODS = [
   'userrecaptcha',
   'turnstile',
   'hcaptcha',
   'geetest',
+  'geetest_v4',
   'funcaptcha',
+  'amazon_waf',
+  'datadome',
   'base64',
   'textcaptcha',
 ] as const;
@@ -107,7 +213,10 @@ export const METHOD_KIND: Readonly<Record<SolverMethod, MethodKind>> = {
   turnstile: 'token',
   hcaptcha: 'token',
   geetest: 'token',
+  geetest_v4: 'token',
   funcaptcha: 'token',
+  amazon_waf: 'token',
+  datadome: 'token',
   base64: 'image',
   textcaptcha: 'image',
 };
@@ -124,7 +233,10 @@ export const TOKEN_TTL_MS: Readonly<Partial<Record<SolverMethod, number>>> = {
   hcaptcha: 120_000,
   turnstile: 300_000,
   geetest: 120_000,
+  geetest_v4: 120_000,
   funcaptcha: 120_000,
+  // AWS WAF's default CAPTCHA immunity time. A DataDome cookie lives for hours: no token TTL.
+  amazon_waf: 300_000,
 };
 
 /** What a SolverError carries besides its code. */

@@ -3,8 +3,10 @@
  * Pure: no I/O.
  *
  * The names are the protocol's own, as 2captcha documents them per method in its API reference
- * and its official clients (2captcha-python `TwoCaptcha.recaptcha/hcaptcha/turnstile/…`,
- * `@2captcha/captcha-solver`'s `params*` types); CaptchaAI speaks the same names. Only these
+ * and its official clients (2captcha-python `TwoCaptcha.recaptcha/hcaptcha/turnstile/geetest_v4/
+ * amazon_waf/datadome/…`, `@2captcha/captcha-solver`'s `params*` types); CaptchaAI speaks the
+ * same names. The JSON task API's names (websiteURL, websiteKey, …) are mapped from these in
+ * one place (task-types.ts); producers use these. Only these
  * reach the solver: the consumer forwards a task's params after the fleet's own, so a name the
  * fleet sets (`key`, `soft_id`, `pingback`, …) in any spelling a PHP backend would read as that
  * name must never pass.
@@ -12,11 +14,24 @@
 
 /**
  * Names the fleet itself sends (in.php: `key`, `json`, `method`, `soft_id`, `pingback`,
- * `header_acao`; res.php: `action`, `id`). `action` is also a documented in.php parameter of
- * reCAPTCHA and Turnstile (the page's action); there it is allowed by its exact name only, and
- * it never reaches res.php, which the task does not feed.
+ * `header_acao`; res.php: `action`, `id`; the JSON task API: `clientKey`, `softId` (read as
+ * `soft_id`), CapSolver's `appId`, `callbackUrl`, `taskId`). `action` is also a documented in.php
+ * parameter of reCAPTCHA and Turnstile (the page's action); there it is allowed by its exact
+ * name only, and it never reaches res.php, which the task does not feed.
  */
-export const FLEET_OWNED_PARAMS = ['key', 'json', 'method', 'soft_id', 'pingback', 'header_acao', 'id'] as const;
+export const FLEET_OWNED_PARAMS = [
+  'key',
+  'json',
+  'method',
+  'soft_id',
+  'pingback',
+  'header_acao',
+  'id',
+  'clientKey',
+  'appId',
+  'callbackUrl',
+  'taskId',
+] as const;
 
 /** Proxy and browser parameters 2captcha documents for the token methods. */
 const BROWSER = ['proxy', 'proxytype', 'userAgent'] as const;
@@ -42,7 +57,10 @@ export const METHOD_PARAMS = {
   turnstile: ['sitekey', 'pageurl', 'action', 'data', 'pagedata', ...BROWSER],
   hcaptcha: ['sitekey', 'pageurl', 'invisible', 'data', 'domain', ...BROWSER],
   geetest: ['gt', 'challenge', 'pageurl', 'api_server', 'offline', 'new_captcha', ...BROWSER],
+  geetest_v4: ['captcha_id', 'pageurl', 'risk_type', 'api_server', ...BROWSER],
   funcaptcha: ['publickey', 'pageurl', 'surl', 'data[blob]', ...BROWSER],
+  amazon_waf: ['sitekey', 'iv', 'context', 'pageurl', 'challenge_script', 'captcha_script', ...BROWSER],
+  datadome: ['captcha_url', 'pageurl', ...BROWSER],
   base64: [
     'body',
     'phrase',
@@ -63,6 +81,9 @@ const ALIASES: Readonly<Record<string, readonly string[]>> = {
   sitekey: ['googlekey'],
   googlekey: ['sitekey'],
   websitekey: ['googlekey', 'sitekey', 'publickey'],
+  websitepublickey: ['publickey'],
+  captchaurl: ['captcha_url'],
+  gt: ['captcha_id'],
   url: ['pageurl'],
   websiteurl: ['pageurl'],
   score: ['min_score'],

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { SolverMethod } from './solver-protocol.js';
 import { describeRefusedParam, FLEET_OWNED_PARAMS, METHOD_PARAMS } from './task-params.js';
+import { methodOfTaskType } from './task-types.js';
 
 /** Largest task message accepted, bytes of UTF-8 JSON. */
 export const MAX_TASK_BYTES = 200 * 1024;
@@ -81,6 +82,14 @@ export const TaskSchema = z.discriminatedUnion('method', [
       proxy: browser.proxy.optional(),
       proxytype: browser.proxytype.optional(),
       userAgent: browser.userAgent.optional(),
+    }).superRefine((p, ctx) => {
+      // A minimum score exists only for v3 (2captcha: "min_score — only for v3").
+      if (p.min_score !== undefined && p.version !== 'v3')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['min_score'],
+          message: 'min_score is a reCAPTCHA v3 parameter: add version "v3" or drop it',
+        });
     }),
   }),
   z.object({
@@ -95,6 +104,15 @@ export const TaskSchema = z.discriminatedUnion('method', [
       proxy: browser.proxy.optional(),
       proxytype: browser.proxytype.optional(),
       userAgent: browser.userAgent.optional(),
+    }).superRefine((p, ctx) => {
+      // A challenge page's turnstile.render call carries all three: chlPageData alone is a page
+      // scraped half-way, which the provider solves into a token the page refuses.
+      if (p.pagedata !== undefined && (p.action === undefined || p.data === undefined))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['pagedata'],
+          message: 'a challenge page (pagedata) also needs its action and data (cData)',
+        });
     }),
   }),
   z.object({
@@ -124,6 +142,63 @@ export const TaskSchema = z.discriminatedUnion('method', [
       proxy: browser.proxy.optional(),
       proxytype: browser.proxytype.optional(),
       userAgent: browser.userAgent.optional(),
+    }),
+  }),
+  z.object({
+    ...common,
+    method: z.literal('geetest_v4'),
+    params: params('geetest_v4', {
+      captcha_id: z
+        .string()
+        .min(8)
+        .max(64)
+        .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ - only'),
+      pageurl: url,
+      risk_type: text(64).optional(),
+      api_server: text(256).optional(),
+      proxy: browser.proxy.optional(),
+      proxytype: browser.proxytype.optional(),
+      userAgent: browser.userAgent.optional(),
+    }),
+  }),
+  z.object({
+    ...common,
+    method: z.literal('amazon_waf'),
+    params: params('amazon_waf', {
+      sitekey: z
+        .string()
+        .min(8)
+        .max(2048)
+        .regex(/^[A-Za-z0-9+/=_-]+$/, 'base64 characters only'),
+      iv: z
+        .string()
+        .min(8)
+        .max(256)
+        .regex(/^[A-Za-z0-9+/=_-]+$/, 'base64 characters only'),
+      context: z
+        .string()
+        .min(8)
+        .max(8192)
+        .regex(/^[A-Za-z0-9+/=_-]+$/, 'base64 characters only'),
+      pageurl: url,
+      challenge_script: url.optional(),
+      captcha_script: url.optional(),
+      proxy: browser.proxy.optional(),
+      proxytype: browser.proxytype.optional(),
+      userAgent: browser.userAgent.optional(),
+    }),
+  }),
+  z.object({
+    ...common,
+    method: z.literal('datadome'),
+    // DataDome ties its cookie to the IP and the browser: the provider must solve through the
+    // producer's proxy and user agent (2captcha: both required).
+    params: params('datadome', {
+      captcha_url: url,
+      pageurl: url,
+      proxy: browser.proxy,
+      proxytype: browser.proxytype,
+      userAgent: browser.userAgent.min(1),
     }),
   }),
   z.object({
@@ -201,6 +276,8 @@ export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt:
     return reject('MALFORMED_JSON', `body is not JSON: ${(error as Error).message}`, readId(body));
   }
   const id = readId(json);
+  const createTaskShape = createTaskShapeReason(json);
+  if (createTaskShape !== undefined) return reject('SCHEMA_VIOLATION', createTaskShape, id);
   if (json !== null && typeof json === 'object' && 'method' in json) {
     const method = (json as { method: unknown }).method;
     if (typeof method === 'string' && !TaskSchema.options.some((option) => option.shape.method.value === method)) {
@@ -271,6 +348,30 @@ export function taskJsonSchema(): Record<string, unknown> {
       'content gets the first result, other content is refused as ID_CONFLICT. `params` carries only the ' +
       'in.php names listed for the method.',
   };
+}
+
+/**
+ * Why a message in the JSON task API's shape (`{"task": {"type": "RecaptchaV2TaskProxyless", …}}`)
+ * is refused, naming the method to send instead; undefined for any other message. One schema on
+ * purpose: one allow-list, one idempotency fingerprint, and the fleet (not the producer) picks the
+ * provider and its protocol, so a task written for one provider's type names never pins another.
+ */
+function createTaskShapeReason(json: unknown): string | undefined {
+  if (json === null || typeof json !== 'object' || 'method' in json) return undefined;
+  const inner = (json as { task?: unknown }).task;
+  const type =
+    inner !== null && typeof inner === 'object'
+      ? (inner as { type?: unknown }).type
+      : (json as { type?: unknown }).type;
+  if (typeof type !== 'string') return undefined;
+  const method = methodOfTaskType(type);
+  const shown = JSON.stringify(type.slice(0, 64));
+  return (
+    `the createTask shape (task.type ${shown}) is not accepted: send {"method", "params"} with in.php's names` +
+    (method !== undefined
+      ? ` (${shown} is method "${method}"; allowed params: ${METHOD_PARAMS[method].join(', ')})`
+      : '')
+  );
 }
 
 function reject(code: TaskRejection['code'], reason: string, id: string | undefined): ParseTaskResult {

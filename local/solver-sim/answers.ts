@@ -4,6 +4,7 @@
  * strings it will meet in production. Deterministic from the seed and the captcha id, so an
  * answer need not be stored: it is rebuilt whenever it is read.
  */
+import type { SolverMethod } from '../../functions/core/solver-protocol.js';
 import { deriveSeed, mulberry32, pick, randomString, type Random } from './prng.js';
 
 const URL_SAFE = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-';
@@ -15,14 +16,11 @@ const DIGITS = '0123456789';
 export type SimAnswer = string | Readonly<Record<string, string>>;
 
 /** Method names as the simulator stores them (`post` uploads are stored as `base64`). */
-export type AnswerMethod =
-  | 'userrecaptcha'
-  | 'turnstile'
-  | 'hcaptcha'
-  | 'geetest'
-  | 'funcaptcha'
-  | 'base64'
-  | 'textcaptcha';
+export type AnswerMethod = SolverMethod;
+
+/** The browser the simulated workers solve in: returned as the user agent where providers return one. */
+export const SIM_USER_AGENT =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 /** Build the answer of captcha `id` for a method and its submitted parameters. */
 export function answerFor(
@@ -48,6 +46,22 @@ export function answerFor(
         geetest_seccode: `${validate}|jordan`,
       };
     }
+    case 'geetest_v4':
+      // 2captcha's res.php answers GeeTest v4 with the five values the page's form posts.
+      return {
+        captcha_id: params.captcha_id ?? randomString(random, HEX, 32),
+        lot_number: randomString(random, HEX, 32),
+        pass_token: randomString(random, HEX, 64),
+        gen_time: String(1_700_000_000 + Math.floor(random() * 100_000_000)),
+        captcha_output: randomString(random, URL_SAFE, 160),
+      };
+    case 'amazon_waf':
+      return {
+        captcha_voucher: `eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.${randomString(random, URL_SAFE, 300)}.${randomString(random, URL_SAFE, 43)}`,
+        existing_token: `${randomString(random, HEX, 8)}-${randomString(random, HEX, 4)}-${randomString(random, HEX, 4)}-${randomString(random, HEX, 4)}-${randomString(random, HEX, 12)}:${randomString(random, URL_SAFE, 60)}`,
+      };
+    case 'datadome':
+      return `datadome=${randomString(random, URL_SAFE, 120)}; Max-Age=31536000; Domain=.${hostOf(params.pageurl)}; Path=/; Secure; SameSite=Lax`;
     case 'funcaptcha':
       return funcaptchaToken(random, params.publickey ?? '');
     case 'base64':
@@ -55,6 +69,10 @@ export function answerFor(
     case 'textcaptcha':
       return pick(random, ['4', '7', 'blue', 'paris', 'monday', 'twelve', 'cat', 'yes']);
   }
+}
+
+function hostOf(pageurl: string | undefined): string {
+  return pageurl !== undefined && URL.canParse(pageurl) ? new URL(pageurl).hostname : 'example.com';
 }
 
 function funcaptchaToken(random: Random, publicKey: string): string {

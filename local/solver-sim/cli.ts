@@ -44,7 +44,9 @@ function outageWindow(value: string, previous: OutageWindow[]): OutageWindow[] {
 
 function buildProgram(): Command {
   return new Command('solver-sim')
-    .description('Protocol-faithful 2captcha / CaptchaAI API simulator (in.php, res.php, GET /stats)')
+    .description(
+      'Protocol-faithful solver API simulator: in.php / res.php (2captcha, CaptchaAI) and the JSON task API (createTask / getTaskResult / getBalance: 2captcha v2, Anti-Captcha, CapMonster, CapSolver) on one port; GET /stats',
+    )
     .option('--port <n>', 'port to listen on (0 = any free port)', integer(0), 8080)
     .option('--host <address>', 'address to bind', '127.0.0.1')
     .option('--threads <n>', 'plan threads (concurrent tasks allowed)', integer(0), 50)
@@ -142,13 +144,15 @@ async function main(argv: string[]): Promise<number> {
   process.stdout.write(
     [
       `solver-sim listening at ${url} (dialect ${flags.dialect}, ${flags.threads} threads, balance $${flags.balance}, seed ${flags.seed})`,
-      `  in.php:  ${url}/in.php    res.php: ${url}/res.php    stats: ${url}/stats`,
+      `  in.php:  ${url}/in.php    res.php: ${url}/res.php    createTask: ${url}/createTask    stats: ${url}/stats`,
       ...flags.outage.map(
         (window) => `  outage: down (HTTP 503) from ${window.startMs / 1000} s for ${window.durationMs / 1000} s`,
       ),
       'try:',
       `  curl -s '${url}/in.php?key=${key}&method=userrecaptcha&googlekey=6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-&pageurl=https://example.com&json=1'`,
       `  curl -s '${url}/res.php?key=${key}&action=get&id=<id>&json=1'`,
+      `  curl -s ${url}/createTask -d '{"clientKey":"${key}","task":{"type":"RecaptchaV2TaskProxyless","websiteURL":"https://example.com","websiteKey":"6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"}}'`,
+      `  curl -s ${url}/getTaskResult -d '{"clientKey":"${key}","taskId":<taskId>}'`,
       `  curl -s '${url}/stats'`,
       'Ctrl-C prints the final stats.',
       '',

@@ -19,7 +19,18 @@ import {
   type SolverMethod,
 } from '../../functions/core/solver-protocol.js';
 import type { Clock } from '../../functions/core/ports.js';
-import { answerFor, type SimAnswer } from './answers.js';
+import { answerFor, SIM_USER_AGENT, type SimAnswer } from './answers.js';
+import {
+  badKeyCode,
+  formatTaskId,
+  JSON_API_METHODS,
+  JsonReply,
+  parseTaskId,
+  readTaskObject,
+  reportRoute,
+  solutionOf,
+  unknownTaskCode,
+} from './json-api.js';
 import { normal, pick, stream, type Random } from './prng.js';
 import { checkSubmission, type UploadedFile } from './submission.js';
 import {
@@ -33,11 +44,16 @@ import {
   type TransientKind,
 } from './options.js';
 
-/** One request to in.php or res.php, already parsed by the server. */
+/** One request to in.php, res.php or a JSON task API method, already parsed by the server. */
 export interface SimRequest {
-  endpoint: 'in' | 'res';
-  /** Query and body parameters merged (the body wins). */
+  /** `json`: a JSON task API method (createTask, getTaskResult, …), named by `jsonMethod`. */
+  endpoint: 'in' | 'res' | 'json';
+  /** Query and body parameters merged (the body wins); empty for `json`. */
   fields: Record<string, string>;
+  /** The JSON API method: the last segment of the path (`createTask`). */
+  jsonMethod?: string;
+  /** The JSON API request body (an object; `{}` when it was not one). */
+  body?: Readonly<Record<string, unknown>>;
   /** The `file` part of a multipart upload. */
   file?: UploadedFile;
   /** Client address, for the IP ban. */
@@ -51,6 +67,12 @@ export interface SimResponse {
   status: number;
   contentType: string;
   body: string;
+  /**
+   * Hold the answer until this epoch ms, then write `complete()` instead: a CapSolver image task
+   * is answered in the createTask response itself, once solved.
+   */
+  holdUntil?: number;
+  complete?: () => SimResponse;
 }
 
 /** Counters of a run (GET /stats returns the same object). */
@@ -105,6 +127,14 @@ export interface SolverSimStats {
   duplicateSolves: number;
   reportBad: number;
   reportGood: number;
+  /** Bad reports refunded: the solve's price credited back to the balance. */
+  refunds: number;
+  /** USD credited back by refunds. */
+  refundedUsd: number;
+  /** Reports refused: unknown or forgotten id, past the report window, not solved, or reported already. */
+  reportsRefused: number;
+  /** Requests to the JSON task API (createTask, getTaskResult, getBalance, reports). */
+  jsonApiRequests: number;
   /**
    * Every error answer by code; injected failures as ERROR_SERVER_ERROR, HTTP_500, HTML_PAGE,
    * outage answers as HTTP_503.
@@ -146,6 +176,8 @@ interface SimTask {
   polls: number;
   answerReads: number;
   reported?: 'bad' | 'good';
+  /** The client address that created it (the JSON API reports it back as `ip`). */
+  ip: string;
 }
 
 const MICROS = 1_000_000;
@@ -176,6 +208,13 @@ const ERROR_TEXT: Readonly<Record<string, string>> = {
 
 const HTML_PAGE =
   '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body></html>\n';
+
+/** What both protocols' replies can say before a request is dispatched. */
+interface ProtocolReply {
+  error(code: string): SimResponse;
+  unavailable(): SimResponse;
+  transient(kind: TransientKind): SimResponse;
+}
 
 /** The solver service: account, tasks and protocol answers. */
 export class SolverSimModel {
@@ -271,6 +310,10 @@ export class SolverSimModel {
       duplicateSolves: c.duplicateSolves,
       reportBad: c.reportBad,
       reportGood: c.reportGood,
+      refunds: c.refunds,
+      refundedUsd: toUsd(c.refundedMicros),
+      reportsRefused: c.reportsRefused,
+      jsonApiRequests: c.jsonApiRequests,
       errorsByCode: { ...c.errorsByCode },
     };
   }
@@ -291,14 +334,19 @@ export class SolverSimModel {
     };
   }
 
-  /** Answer one in.php or res.php request. */
+  /** Answer one in.php, res.php or JSON task API request. */
   handle(request: SimRequest): SimResponse {
     const now = this.clock();
     this.settle(now);
-    const json = request.fields.json === '1' || request.fields.json === 'true';
-    const reply = new Reply(json, this.options.jsonIdType, this.counters.errorsByCode);
-    if (request.endpoint === 'in') this.counters.submissions++;
-    else if (request.fields.action === 'get') this.counters.resultRequests++;
+    const isJson = request.endpoint === 'json';
+    const reply: ProtocolReply = isJson
+      ? new JsonReply(this.options.dialect, this.counters.errorsByCode)
+      : new Reply(
+          request.fields.json === '1' || request.fields.json === 'true',
+          this.options.jsonIdType,
+          this.counters.errorsByCode,
+        );
+    this.countRequest(request);
     // A service that is down answers nothing else: not the key check, not the balance.
     if (this.inOutage(now)) {
       this.counters.outageAnswers++;
@@ -306,8 +354,9 @@ export class SolverSimModel {
     }
 
     const bannedUntil = this.bannedUntilByIp.get(request.ip);
-    if (bannedUntil !== undefined && bannedUntil > now) return reply.error('IP_BANNED');
-    const keyRefusal = this.keyRefusal(request.fields.key ?? '');
+    if (bannedUntil !== undefined && bannedUntil > now) return reply.error(isJson ? 'ERROR_IP_BLOCKED' : 'IP_BANNED');
+    const key = isJson ? request.body?.clientKey : request.fields.key;
+    const keyRefusal = this.keyRefusal(typeof key === 'string' ? key : '', isJson);
     if (keyRefusal !== undefined) {
       this.counters.keyRejections++;
       this.noteBadKey(request.ip, now);
@@ -319,22 +368,34 @@ export class SolverSimModel {
       this.counters.transientErrors++;
       return reply.transient(pick(this.random.transient, this.options.transientKinds));
     }
+    if (isJson) return this.handleJson(request, now, reply as JsonReply);
+    const legacy = reply as Reply;
     if (request.parseError !== undefined) {
       if (request.endpoint === 'in') this.counters.parameterRejections++;
-      return reply.error(request.parseError);
+      return legacy.error(request.parseError);
     }
-    return request.endpoint === 'in' ? this.submit(request, now, reply) : this.result(request, now, reply);
+    return request.endpoint === 'in' ? this.submit(request, now, legacy) : this.result(request, now, legacy);
+  }
+
+  private countRequest(request: SimRequest): void {
+    if (request.endpoint === 'json') {
+      this.counters.jsonApiRequests++;
+      if (request.jsonMethod === 'createTask') this.counters.submissions++;
+      else if (request.jsonMethod === 'getTaskResult') this.counters.resultRequests++;
+    } else if (request.endpoint === 'in') this.counters.submissions++;
+    else if (request.fields.action === 'get') this.counters.resultRequests++;
   }
 
   /**
-   * Why a key is refused, if it is: the services check the shape first (a key that is not 32
-   * characters is ERROR_WRONG_USER_KEY whatever else is true), then whether it exists.
+   * Why a key is refused, if it is: in.php / res.php check the shape first (a key that is not 32
+   * characters is ERROR_WRONG_USER_KEY whatever else is true), then whether it exists; the JSON
+   * API has one code for both (ERROR_KEY_DOES_NOT_EXIST; CapSolver's ERROR_KEY_DENIED_ACCESS).
    */
-  private keyRefusal(key: string): string | undefined {
-    if (key.length !== SOLVER_KEY_LENGTH) return 'ERROR_WRONG_USER_KEY';
-    if (this.options.badKey) return 'ERROR_KEY_DOES_NOT_EXIST';
-    if (this.options.validKeys !== undefined && !this.options.validKeys.includes(key))
-      return 'ERROR_KEY_DOES_NOT_EXIST';
+  private keyRefusal(key: string, json: boolean): string | undefined {
+    const unknown = json ? badKeyCode(this.options.dialect) : 'ERROR_KEY_DOES_NOT_EXIST';
+    if (key.length !== SOLVER_KEY_LENGTH) return json ? unknown : 'ERROR_WRONG_USER_KEY';
+    if (this.options.badKey) return unknown;
+    if (this.options.validKeys !== undefined && !this.options.validKeys.includes(key)) return unknown;
     return undefined;
   }
 
@@ -345,16 +406,31 @@ export class SolverSimModel {
       return reply.error(check.code);
     }
     const { method, params, signature } = check.submission;
+    const admitted = this.admit(method, params, signature, now, request.ip);
+    return 'refusal' in admitted ? reply.error(admitted.refusal) : reply.ok(admitted.task.id);
+  }
+
+  /**
+   * Take a task on, or refuse it for money or threads (both protocols): the price is set aside
+   * while it solves, its thread held until its solve time.
+   */
+  private admit(
+    method: SolverMethod,
+    params: Record<string, string>,
+    signature: string,
+    now: number,
+    ip: string,
+  ): { task: SimTask } | { refusal: string } {
     const priceMicros = toMicros(priceFor(this.options, method));
     const reservedMicros = this.pending.reduce((sum, task) => sum + task.priceMicros, 0);
     const availableMicros = this.balanceMicros - reservedMicros;
     if (availableMicros <= 0 || availableMicros < priceMicros) {
       this.counters.noFundsRejections++;
-      return reply.error(NO_FUNDS_CODE);
+      return { refusal: NO_FUNDS_CODE };
     }
     if (this.pending.length + this.options.foreignThreads + 1 > this.options.planThreads) {
       this.counters.overCapRejections++;
-      return reply.error(overCapCode(this.options.dialect));
+      return { refusal: overCapCode(this.options.dialect) };
     }
     const spec = solveTimeFor(this.options, method);
     // Both draws happen for every task so one option (say the median) never shifts the other.
@@ -376,13 +452,14 @@ export class SolverSimModel {
       state: 'solving',
       polls: 0,
       answerReads: 0,
+      ip,
     };
     this.tasks.set(task.id, task);
     this.pending.push(task);
     this.counters.accepted++;
     this.notePeak();
     this.settle(now);
-    return reply.ok(task.id);
+    return { task };
   }
 
   private result(request: SimRequest, now: number, reply: Reply): SimResponse {
@@ -396,7 +473,7 @@ export class SolverSimModel {
         return reply.text(formatUsd(this.balanceMicros));
       case 'reportbad':
       case 'reportgood':
-        return this.report(request.fields.id, action === 'reportbad' ? 'bad' : 'good', reply);
+        return this.report(request.fields.id, action === 'reportbad' ? 'bad' : 'good', now, reply);
       default:
         return reply.error('ERROR_EMPTY_ACTION');
     }
@@ -408,7 +485,115 @@ export class SolverSimModel {
     const answer = this.readAnswer(lookup, now);
     if (answer === 'CAPCHA_NOT_READY') return reply.notReady();
     if (answer === 'ERROR_CAPTCHA_UNSOLVABLE') return reply.error(answer);
-    return reply.answer(answer.value);
+    return reply.answer(answer.value, this.extendedAnswer(lookup, answer.value));
+  }
+
+  /**
+   * What 2captcha's res.php adds to a `json=1` answer beside `request`: the worker's user agent
+   * for Turnstile and hCaptcha, and hCaptcha's respKey.
+   */
+  private extendedAnswer(task: SimTask, answer: SimAnswer): Record<string, string> {
+    if (this.options.dialect !== '2captcha') return {};
+    if (task.method === 'turnstile') return { useragent: SIM_USER_AGENT };
+    if (task.method === 'hcaptcha' && typeof answer === 'string')
+      return { respKey: `E0_${answer.slice(-24)}`, useragent: SIM_USER_AGENT };
+    return {};
+  }
+
+  /** One JSON task API request, past the outage, ban, key and chaos checks. */
+  private handleJson(request: SimRequest, now: number, reply: JsonReply): SimResponse {
+    const body = request.body ?? {};
+    const name = request.jsonMethod ?? '';
+    if (!JSON_API_METHODS.has(name)) return reply.error('ERROR_NO_SUCH_METHOD');
+    switch (name) {
+      case 'createTask':
+        return this.createTask(body, now, reply, request.ip);
+      case 'getTaskResult': {
+        const task = this.jsonTask(body.taskId);
+        return task === undefined
+          ? reply.error(unknownTaskCode(this.options.dialect))
+          : this.taskResult(task, now, reply);
+      }
+      case 'getBalance':
+        return reply.ok({ balance: toUsd(this.balanceMicros) });
+      default:
+        return this.reportJson(name, body, now, reply);
+    }
+  }
+
+  /** The task a JSON API task id names, if this service issued it and still knows it. */
+  private jsonTask(rawId: unknown): SimTask | undefined {
+    const id = parseTaskId(this.options.dialect, this.options.seed, rawId);
+    return id === undefined ? undefined : this.tasks.get(id);
+  }
+
+  private createTask(body: Readonly<Record<string, unknown>>, now: number, reply: JsonReply, ip: string): SimResponse {
+    const check = readTaskObject(this.options.dialect, body.task);
+    if (!check.ok) {
+      this.counters.parameterRejections++;
+      return reply.error(check.code);
+    }
+    const admitted = this.admit(check.method, check.answerParams, check.signature, now, ip);
+    if ('refusal' in admitted) return reply.error(admitted.refusal);
+    const { task } = admitted;
+    const taskId = formatTaskId(this.options.dialect, this.options.seed, task.id);
+    if (!check.sync) return reply.ok({ taskId });
+    // CapSolver answers a recognition task in this very response, once it is solved.
+    return {
+      ...reply.ok({ taskId, status: 'processing' }),
+      holdUntil: task.readyAt,
+      complete: () => {
+        const at = this.clock();
+        this.settle(at);
+        return this.taskResult(task, at, reply);
+      },
+    };
+  }
+
+  /** getTaskResult's answer for a task: processing, ready with its solution (and cost), or its error. */
+  private taskResult(task: SimTask, now: number, reply: JsonReply): SimResponse {
+    const { dialect, seed } = this.options;
+    const answer = this.readAnswer(task, now);
+    const idField = dialect === 'capsolver' ? { taskId: formatTaskId(dialect, seed, task.id) } : {};
+    if (answer === 'CAPCHA_NOT_READY') return reply.ok({ ...idField, status: 'processing' });
+    if (answer === 'ERROR_CAPTCHA_UNSOLVABLE') return reply.error(answer);
+    const solution = solutionOf(dialect, task.method, answer.value);
+    if (dialect === 'capsolver') return reply.ok({ ...idField, status: 'ready', solution });
+    return reply.ok({
+      status: 'ready',
+      solution,
+      cost: toUsd(task.priceMicros).toFixed(6),
+      ip: task.ip,
+      createTime: Math.floor(task.acceptedAt / 1000),
+      endTime: Math.floor(task.readyAt / 1000),
+      solveCount: 1,
+    });
+  }
+
+  /** A JSON API report: the dialect's method for it, then the same rules as res.php's. */
+  private reportJson(
+    name: string,
+    body: Readonly<Record<string, unknown>>,
+    now: number,
+    reply: JsonReply,
+  ): SimResponse {
+    const { dialect } = this.options;
+    const route = reportRoute(dialect, name, body);
+    if (route === undefined) return reply.error('ERROR_NO_SUCH_METHOD');
+    const unknown = unknownTaskCode(dialect);
+    const task = this.jsonTask(body.taskId);
+    // Anti-Captcha takes each report method for its own kind of task only.
+    if (task === undefined || (route.methods !== undefined && !route.methods.includes(task.method))) {
+      this.counters.reportsRefused++;
+      return reply.error(unknown);
+    }
+    const refusal = this.record(task, route.verdict, now, {
+      tooLate: unknown,
+      notSolved: unknown,
+      duplicate: dialect === '2captcha' ? 'ERROR_DUPLICATE_REPORT' : unknown,
+    });
+    if (refusal !== undefined) return reply.error(refusal);
+    return reply.ok(dialect === 'capsolver' ? { message: 'feedback received' } : { status: 'success' });
   }
 
   /** `ids=1,2,3`: one answer per id, joined with `|`, in the order asked. */
@@ -458,15 +643,51 @@ export class SolverSimModel {
     return { value: answerFor(this.options.seed, task.id, task.method, task.params) };
   }
 
-  private report(rawId: string | undefined, verdict: 'bad' | 'good', reply: Reply): SimResponse {
+  private report(rawId: string | undefined, verdict: 'bad' | 'good', now: number, reply: Reply): SimResponse {
     const lookup = this.lookup(rawId);
-    if (typeof lookup === 'string') return reply.error(lookup);
-    if (lookup.state !== 'solved') return reply.error('REPORT_NOT_RECORDED');
-    if (lookup.reported !== undefined) return reply.error('ERROR_DUPLICATE_REPORT');
-    lookup.reported = verdict;
-    if (verdict === 'bad') this.counters.reportBad++;
-    else this.counters.reportGood++;
-    return reply.text('OK_REPORT_RECORDED');
+    if (typeof lookup === 'string') {
+      this.counters.reportsRefused++;
+      return reply.error(lookup);
+    }
+    const refusal = this.record(lookup, verdict, now, {
+      tooLate: 'ERROR_WRONG_CAPTCHA_ID',
+      notSolved: 'REPORT_NOT_RECORDED',
+      duplicate: 'ERROR_DUPLICATE_REPORT',
+    });
+    return refusal === undefined ? reply.text('OK_REPORT_RECORDED') : reply.error(refusal);
+  }
+
+  /**
+   * Record a report on a task (both protocols), or name why not: past the report window, not
+   * solved, reported before. A bad report on a solved task refunds its price (`refundBadReports`).
+   */
+  private record(
+    task: SimTask,
+    verdict: 'bad' | 'good',
+    now: number,
+    codes: { tooLate: string; notSolved: string; duplicate: string },
+  ): string | undefined {
+    const windowMs = this.options.reportWindowMs ?? (this.options.dialect === 'anti-captcha' ? 60_000 : undefined);
+    let refusal: string | undefined;
+    if (windowMs !== undefined && task.state !== 'solving' && now - task.readyAt > windowMs) refusal = codes.tooLate;
+    else if (task.state !== 'solved') refusal = codes.notSolved;
+    else if (task.reported !== undefined) refusal = codes.duplicate;
+    if (refusal !== undefined) {
+      this.counters.reportsRefused++;
+      return refusal;
+    }
+    task.reported = verdict;
+    if (verdict === 'good') {
+      this.counters.reportGood++;
+      return undefined;
+    }
+    this.counters.reportBad++;
+    if (this.options.refundBadReports) {
+      this.balanceMicros += task.priceMicros;
+      this.counters.refunds++;
+      this.counters.refundedMicros += task.priceMicros;
+    }
+    return undefined;
   }
 
   /** Finish every task whose time has come, oldest first: free its thread, charge, count. */
@@ -581,6 +802,10 @@ function emptyCounters(balanceStartMicros: number, threadsInUse: number) {
     duplicateSolves: 0,
     reportBad: 0,
     reportGood: 0,
+    refunds: 0,
+    refundedMicros: 0,
+    reportsRefused: 0,
+    jsonApiRequests: 0,
     errorsByCode: {} as Record<string, number>,
   };
 }
@@ -630,8 +855,8 @@ class Reply {
       : this.plain(`OK|${id}`);
   }
 
-  answer(value: SimAnswer): SimResponse {
-    if (this.json) return this.jsonBody({ status: 1, request: value });
+  answer(value: SimAnswer, extended: Readonly<Record<string, string>> = {}): SimResponse {
+    if (this.json) return this.jsonBody({ status: 1, request: value, ...extended });
     return this.plain(`OK|${typeof value === 'string' ? value : JSON.stringify(value)}`);
   }
 

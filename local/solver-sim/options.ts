@@ -35,7 +35,10 @@ export const DEFAULT_SOLVE_TIMES: Readonly<Record<SolverMethod, SolveTimeSpec>> 
   hcaptcha: { medianMs: 22_000, spread: 0.35 },
   funcaptcha: { medianMs: 25_000, spread: 0.35 },
   geetest: { medianMs: 15_000, spread: 0.35 },
+  geetest_v4: { medianMs: 15_000, spread: 0.35 },
   turnstile: { medianMs: 15_000, spread: 0.35 },
+  amazon_waf: { medianMs: 20_000, spread: 0.35 },
+  datadome: { medianMs: 25_000, spread: 0.35 },
 };
 
 const usd = z.number().finite().min(0);
@@ -96,6 +99,14 @@ export const SolverSimOptionsSchema = z.object({
    * (ERROR_WRONG_CAPTCHA_ID), as results expire on the real services. Also bounds memory.
    */
   forgetAfterMs: z.number().int().min(0).default(3_600_000),
+  /**
+   * How long after a task is finished a report on it is taken, ms; later reports are refused
+   * with the dialect's unknown-id code. @default 60 000 for Anti-Captcha (its documented
+   * window), else as long as the task is remembered (`forgetAfterMs`)
+   */
+  reportWindowMs: z.number().int().min(0).optional(),
+  /** Credit a solve's price back when it is reported bad (the refund providers give on review). */
+  refundBadReports: z.boolean().default(true),
   /** Most ids one `action=get&ids=` request may ask for. */
   maxIdsPerRequest: z.number().int().min(1).default(100),
   /**

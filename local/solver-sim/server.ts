@@ -1,8 +1,14 @@
 /**
  * HTTP face of the simulator: reads in.php / res.php requests in every shape clients send
- * (GET query, urlencoded POST, JSON POST, multipart with a `file` part), hands them to the
- * model and writes its answer. GET /stats returns the counters as JSON.
+ * (GET query, urlencoded POST, JSON POST, multipart with a `file` part) and the JSON task API's
+ * POSTs (`/createTask`, `/getTaskResult`, `/getBalance`, the report methods) on the same port,
+ * hands them to the model and writes its answer. GET /stats returns the counters as JSON.
+ *
+ * A request in absolute form (`POST https://api.anti-captcha.com/createTask`, what an HTTP
+ * client sends to a proxy) is read by its path, so clients whose URL is built in can reach the
+ * simulator through their HTTP library's proxy setting.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SolverSimModel, SimRequest } from './model.js';
@@ -10,6 +16,12 @@ import type { UploadedFile } from './submission.js';
 
 /** Largest request body read, bytes: a 100 kB image in base64 inside multipart fits easily. */
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Longest a synchronous answer (CapSolver's image tasks) is held before it is written, ms. */
+const MAX_HOLD_MS = 120_000;
+
+/** A JSON task API method name: the last path segment of a POST, camelCase (createTask, getBalance, …). */
+const JSON_METHOD = /^[a-z][A-Za-z]{2,40}$/;
 
 /** A request body that could not be read as its content type says. */
 class BodyError extends Error {
@@ -53,13 +65,20 @@ export async function listen(server: Server, port: number, host: string): Promis
 async function serve(model: SolverSimModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://solver-sim.local');
   const path = url.pathname.replace(/\/+$/, '');
+  const last = path.slice(path.lastIndexOf('/') + 1);
+  if (req.method === 'POST' && JSON_METHOD.test(last) && last !== 'stats') return serveJson(model, req, res, last);
   const endpoint = path.endsWith('/in.php') ? 'in' : path.endsWith('/res.php') ? 'res' : undefined;
 
   if (endpoint === undefined) {
     if (path === '/stats' && req.method === 'GET')
       return send(res, 200, 'application/json', JSON.stringify(model.stats()));
     if (path === '' || path === '/health')
-      return send(res, 200, 'text/plain; charset=utf-8', 'solver-sim: in.php, res.php, GET /stats\n');
+      return send(
+        res,
+        200,
+        'text/plain; charset=utf-8',
+        'solver-sim: in.php, res.php; POST createTask, getTaskResult, getBalance, report methods; GET /stats\n',
+      );
     req.resume();
     return send(res, 404, 'text/plain; charset=utf-8', 'Not Found');
   }
@@ -83,6 +102,30 @@ async function serve(model: SolverSimModel, req: IncomingMessage, res: ServerRes
   if (fields.header_acao === '1') headers['access-control-allow-origin'] = '*';
   res.writeHead(answer.status, headers);
   res.end(answer.body);
+}
+
+/** One JSON task API request: the body read as JSON whatever its content type (clients differ). */
+async function serveJson(model: SolverSimModel, req: IncomingMessage, res: ServerResponse, jsonMethod: string) {
+  let body: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse((await readBody(req)).toString('utf8'));
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed))
+      body = parsed as Record<string, unknown>;
+  } catch {
+    // Not JSON (or too big): an empty body, which the model refuses as the service would (no key).
+  }
+  let answer = model.handle({
+    endpoint: 'json',
+    jsonMethod,
+    body,
+    fields: {},
+    ip: req.socket.remoteAddress ?? 'unknown',
+  });
+  if (answer.holdUntil !== undefined && answer.complete !== undefined) {
+    await sleep(Math.min(MAX_HOLD_MS, Math.max(0, answer.holdUntil - Date.now())));
+    answer = answer.complete();
+  }
+  send(res, answer.status, answer.contentType, answer.body);
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {

@@ -82,6 +82,20 @@ export function checkSubmission(
       if (!present('publickey')) return fail('ERROR_BAD_PARAMETERS');
       if (!present('pageurl')) return fail('ERROR_PAGEURL');
       break;
+    case 'geetest_v4':
+      if (!present('captcha_id')) return fail('ERROR_BAD_PARAMETERS');
+      if (!present('pageurl')) return fail('ERROR_PAGEURL');
+      break;
+    case 'amazon_waf':
+      if (!present('sitekey')) return fail('ERROR_SITEKEY');
+      if (!present('iv') || !present('context')) return fail('ERROR_BAD_PARAMETERS');
+      if (!present('pageurl')) return fail('ERROR_PAGEURL');
+      break;
+    case 'datadome':
+      // DataDome is solved through the customer's proxy and browser only.
+      if (!present('captcha_url') || !present('userAgent') || !present('proxy')) return fail('ERROR_BAD_PARAMETERS');
+      if (!present('pageurl')) return fail('ERROR_PAGEURL');
+      break;
     case 'base64': {
       const body = (params.body ?? '').replace(/\s+/g, '');
       if (body === '') return fail('ERROR_ZERO_CAPTCHA_FILESIZE');

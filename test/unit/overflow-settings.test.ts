@@ -40,6 +40,7 @@ describe('overflow block: off unless set', () => {
     expect(settings.overflow).toEqual({
       ...VALID,
       dialect: '2captcha',
+      solverProtocol: 'res-php',
       latencyTargetSeconds: 30,
       probeCeiling: 2,
       minSolveSeconds: 5,

@@ -115,7 +115,10 @@ describe.concurrent('solver-sim CLI', () => {
     expect(await run.exited).toBe(0);
     const { stdout } = run.output();
     expect(stdout).toMatch(/SIGTERM: final stats/);
-    const stats = JSON.parse(stdout.slice(stdout.indexOf('{'))) as Record<string, unknown>;
+    const stats = JSON.parse(stdout.slice(stdout.indexOf('{', stdout.indexOf('final stats')))) as Record<
+      string,
+      unknown
+    >;
     expect(stats).toMatchObject({ submissions: 1, solved: 1, planThreads: 1, balance: 1.5, spent: 0.5 });
   });
 });

@@ -38,9 +38,33 @@ const valid = {
       pageurl: 'https://shop.example/',
     },
   },
+  geetest_v4: {
+    method: 'geetest_v4',
+    params: { captcha_id: 'e392e1d7fd421dc63325744d5a2b9c73', pageurl: 'https://shop.example/' },
+  },
   funcaptcha: {
     method: 'funcaptcha',
     params: { publickey: '69A21A01-CC7B-B9C6-0F9A-E7FA06677FFC', pageurl: 'https://shop.example/' },
+  },
+  amazon_waf: {
+    method: 'amazon_waf',
+    params: {
+      sitekey:
+        'AQIDAHjcYu/GjX+QlghicBgQ/7bFaQZ+m5FKCMDnO+vTbNg96AHDh0IR5vgzHNceHYqZR+GOAAAAfjB8BgkqhkiG9w0BBwagbzBtAgEA',
+      iv: 'CgAFRjIw2vAAABSM',
+      context: 'zPT0jOl1rQlUNaldX6LUpn4D6Tl9bJ8VUQ/NrWFxPiiFujn/dYa8P+g1PFnlkTgs',
+      pageurl: 'https://shop.example/',
+    },
+  },
+  datadome: {
+    method: 'datadome',
+    params: {
+      captcha_url: 'https://geo.captcha-delivery.com/captcha/?initialCid=AHrlqAAAAAMA&cid=abc&t=fe',
+      pageurl: 'https://shop.example/',
+      proxy: 'user:pw@203.0.113.7:3128',
+      proxytype: 'HTTP',
+      userAgent: 'Mozilla/5.0 (X11; Linux x86_64)',
+    },
   },
   base64: { method: 'base64', params: { body: 'iVBORw0KGgo'.padEnd(400, 'A'), numeric: 1 } },
   textcaptcha: { method: 'textcaptcha', params: { textcaptcha: 'If tomorrow is Saturday, what day is today?' } },
@@ -239,7 +263,93 @@ describe('parameter allow-list', () => {
       'pingback',
       'headeracao',
       'id',
+      'clientkey',
+      'appid',
+      'callbackurl',
+      'taskid',
     ]);
+  });
+
+  it.each([
+    [
+      'a minimum score without v3',
+      { ...recaptcha, params: { ...recaptcha.params, min_score: 0.7 } },
+      'params.min_score',
+    ],
+    [
+      'a challenge page without its action and cData',
+      {
+        ...valid.turnstile,
+        params: { sitekey: valid.turnstile.params.sitekey, pageurl: 'https://a.example/', pagedata: 'x' },
+      },
+      'params.pagedata',
+    ],
+    [
+      'DataDome without the proxy it must be solved through',
+      { ...valid.datadome, params: { ...valid.datadome.params, proxy: undefined } },
+      'params.proxy',
+    ],
+    [
+      'DataDome without a user agent',
+      { ...valid.datadome, params: { ...valid.datadome.params, userAgent: '' } },
+      'params.userAgent',
+    ],
+    [
+      'GeeTest v4 without captcha_id',
+      { method: 'geetest_v4', params: { pageurl: 'https://a.example/' } },
+      'params.captcha_id',
+    ],
+    [
+      'Amazon WAF without iv',
+      { ...valid.amazon_waf, params: { ...valid.amazon_waf.params, iv: undefined } },
+      'params.iv',
+    ],
+  ])('refuses %s, naming the parameter', (_name, message, path) => {
+    const result = parse(message);
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.rejection.code).toBe('SCHEMA_VIOLATION');
+      expect(result.rejection.reason).toContain(path);
+    }
+  });
+
+  it('accepts a Turnstile challenge page and reCAPTCHA Enterprise v3 with its action and score', () => {
+    const challenge = parse({
+      ...valid.turnstile,
+      params: { ...valid.turnstile.params, data: 'cdata-7f3', pagedata: 'chl-page-data', userAgent: 'Mozilla/5.0' },
+    });
+    expect(challenge.ok, JSON.stringify(challenge)).toBe(true);
+    const enterprise = parse({
+      ...recaptcha,
+      params: { ...recaptcha.params, version: 'v3', enterprise: 1, action: 'checkout', min_score: 0.7 },
+    });
+    expect(enterprise.ok, JSON.stringify(enterprise)).toBe(true);
+  });
+
+  it.each([
+    [
+      { task: { type: 'RecaptchaV2TaskProxyless', websiteURL: 'https://a.example/', websiteKey: 'k' } },
+      'userrecaptcha',
+    ],
+    [{ clientKey: 'x', task: { type: 'AntiTurnstileTaskProxyLess' } }, 'turnstile'],
+    [{ task: { type: 'AmazonTaskProxyless' } }, 'amazon_waf'],
+    [{ task: { type: 'DataDomeSliderTask' } }, 'datadome'],
+    [{ task: { type: 'ImageToTextTask', body: 'x' } }, 'base64'],
+  ])('refuses a createTask-shaped message (%j), naming the method to send instead', (message, method) => {
+    const result = parse({ id: 'ct-1', ...message });
+    expect(result).toMatchObject({ ok: false, rejection: { code: 'SCHEMA_VIOLATION', id: 'ct-1' } });
+    if (!result.ok) {
+      expect(result.rejection.reason).toContain('createTask shape');
+      expect(result.rejection.reason).toContain(`method "${method}"`);
+    }
+  });
+
+  it("refuses the JSON API names of the fleet-owned parameters as the fleet's own", () => {
+    for (const name of ['softId', 'clientKey', 'appId', 'callbackUrl']) {
+      const result = parse({ ...valid.turnstile, params: { ...valid.turnstile.params, [name]: '1' } });
+      expect(result.ok, name).toBe(false);
+      if (!result.ok) expect(result.rejection.reason, name).toMatch(/set by the fleet|which the fleet sets/);
+    }
   });
 
   it('suggests nothing for an empty or far-off name', () => {
