@@ -6,7 +6,7 @@
  * Exit codes: 0 success, 1 the command ran and reports a failure, 2 a usage error (unknown flag,
  * bad value) — printed with the command's usage.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { register as registerStart } from './commands/start.js';
 import { register as registerRedrive } from './commands/redrive.js';
@@ -18,10 +18,15 @@ export const USAGE_EXIT_CODE = 2;
 
 const COMMANDS: ((program: Command) => void)[] = [registerStart, registerStatus, registerRedrive, registerGovernor];
 
-/** The package's version, from its package.json (one source). */
+/** The package's version, from its package.json (one source): `../` from the source, `../../` from dist/bin/. */
 function packageVersion(): string {
-  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
-  return (JSON.parse(text) as { version: string }).version;
+  for (const relative of ['../package.json', '../../package.json']) {
+    const url = new URL(relative, import.meta.url);
+    if (!existsSync(url)) continue;
+    const manifest = JSON.parse(readFileSync(url, 'utf8')) as { name?: string; version: string };
+    if (manifest.name === 'captcha-fleet') return manifest.version;
+  }
+  throw new Error('captcha-fleet: package.json not found beside the CLI');
 }
 
 function buildProgram(): Command {
