@@ -8,7 +8,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { register as registerStart } from './commands/start.js';
+import { flagsNpmKept, npmKeptFlagsMessage } from './commands/npm-flags.js';
+import { register as registerStart, START_OPTIONS } from './commands/start.js';
 import { register as registerRedrive } from './commands/redrive.js';
 import { register as registerGovernor } from './commands/governor.js';
 import { register as registerStatus } from './commands/status.js';
@@ -33,19 +34,32 @@ function buildProgram(): Command {
   const program = new Command('captcha-fleet')
     .description('CAPTCHA solving at volume on AWS, and the same pipeline locally')
     .version(packageVersion(), '-V, --version', 'print the version')
-    .showHelpAfterError()
+    .showHelpAfterError('(run `captcha-fleet --help` for the commands)')
     // Throw instead of exiting so usage errors get exit code 2 and the rest can clean up.
     .exitOverride()
     .configureOutput({ outputError: (text, write) => write(text) });
   // Settings above are inherited by the subcommands added below.
   for (const register of COMMANDS) register(program);
+  // A usage error prints the error and where the options are, not the whole help.
+  for (const command of program.commands)
+    command.showHelpAfterError(`(run ${helpCommand(command.name())} for its options)`);
   return program;
+}
+
+/** How the reader asks for a command's help: through npm when npm started it (`npm start -- --help`). */
+function helpCommand(name: string): string {
+  return process.env.npm_lifecycle_event === name ? `\`npm ${name} -- --help\`` : `\`captcha-fleet ${name} --help\``;
 }
 
 async function main(argv: string[]): Promise<number> {
   // The SDK's notice that its 2027 releases will need Node 22 is about future versions, not this
   // one (engines: Node >= 20.19); printed at the first client it would only clutter the demo.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const kept = argv[2] === 'start' ? flagsNpmKept(START_OPTIONS, 'start') : [];
+  if (kept.length > 0) {
+    process.stderr.write(`${npmKeptFlagsMessage(kept, 'start')}\n`);
+    return USAGE_EXIT_CODE;
+  }
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

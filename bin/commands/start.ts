@@ -10,7 +10,13 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary } from '../../local/demo.js';
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { LOG_LEVELS, startLocalStack, type LocalStack } from '../../local/runtime.js';
-import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
+import {
+  LocalStackConflictError,
+  liveLocalStack,
+  removeLocalStackFile,
+  stackFilePath,
+  writeLocalStackFile,
+} from '../../local/stack-file.js';
 import { startControlServer } from '../../local/control-server.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
 import { decimal, integer, type OptionRow, outageWindow } from './option-rows.js';
@@ -268,6 +274,10 @@ export async function runStart(
 ): Promise<number> {
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
+  // A second server of one fleet would fail only when it writes its stack file, after its whole demo.
+  const servedFile = stackFilePath(resolveSettings(fleetConfigOf(options)).prefix);
+  const serving = options.serve ? liveLocalStack(servedFile) : undefined;
+  if (serving !== undefined) throw new LocalStackConflictError(serving, servedFile);
   // With --json, stdout carries only the JSON line; people read stderr.
   const human = options.json ? stderr : stdout;
   const interrupt = new AbortController();
