@@ -607,8 +607,10 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
   const region = `--region ${stack.clients.region}`;
   const task = '{"method":"turnstile","params":{"sitekey":"0x4AAAAAAAexample","pageurl":"https://example.com/login"}}';
   // The package's own producer entry, pointed at this stack by its stack file.
+  // A checkout runs this file as TypeScript (tsx is there); the installed package runs compiled JS.
+  const runner = import.meta.url.endsWith('.ts') ? 'npx tsx' : 'node --input-type=module';
   const node =
-    `npx tsx -e 'import { createProducer, localStack } from "captcha-fleet/producer"; ` +
+    `${runner} -e 'import { createProducer, localStack } from "captcha-fleet/producer"; ` +
     `createProducer(localStack({ stackFile: ${JSON.stringify(stackFile)} })).solve(${task}).then((r) => console.log(r.status, r.answer));'`;
   return (
     `\nServing until Ctrl-C (details for other commands in ${stackFile}).\n` +
@@ -622,7 +624,7 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
     `  results    table ${tables.results}\n\n` +
     `Send a task with the AWS CLI:\n  ${env} aws sqs send-message ${region} --endpoint-url ${stack.endpoints.sqs} --queue-url ${queueUrls.normal} --message-body '{"id":"my-task-1",${task.slice(1)}'\n` +
     `Read its result:\n  ${env} aws dynamodb get-item ${region} --endpoint-url ${stack.endpoints.dynamo} --table-name ${tables.results} --consistent-read --key '{"taskId":{"S":"my-task-1"}}'\n` +
-    `Or submit and wait from Node (in this repository):\n  ${node}\n\n`
+    `Or submit and wait from Node (here, or in a project that installed captcha-fleet):\n  ${node}\n\n`
   );
 }
 
