@@ -6,7 +6,8 @@
  * a setting, see it in `cdk diff`, deploy the update, and destroy. moto's gaps are worked around in
  * test/helpers/cdk-deploy.ts, never in the product. Skipped cleanly where moto_server is absent.
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import {
@@ -17,11 +18,15 @@ import {
 } from '@aws-sdk/client-lambda';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
 import { STACK_OUTPUTS } from '../../functions/core/deployment.js';
 import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
 import { MotoCdk, motoEnvironment, synthesizeForMoto } from '../helpers/cdk-deploy.js';
+import { startDeployedPollers, WarmFunction } from '../helpers/deployed-runtime.js';
+import { copyPackageClosure, deployedFunction, externalPackages, findLambdaNode } from '../helpers/lambda-bundle.js';
 import { TEST_SOLVER_KEY } from '../helpers/factories.js';
 import { HAS_MOTO, type MotoServer, startMotoServer } from '../helpers/moto.js';
 import { describeRun, run } from '../helpers/processes.js';
@@ -90,7 +95,7 @@ describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against w
     const [, synthesized] = await Promise.all([cdk.bootstrap(), Promise.resolve(synthesizeForMoto(context, REGION))]);
     assemblies.push(synthesized.outdir);
     expect(synthesized.rewrites).toBeGreaterThan(0);
-  }, 180_000);
+  }, 400_000);
 
   afterAll(async () => {
     await simulator?.close();
@@ -176,6 +181,83 @@ describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against w
     expect(await depth(`${PREFIX}-tasks-dlq`)).toBe(0);
     expect(await depth(`${PREFIX}-tasks`)).toBe(1);
   });
+
+  it('the deployed bundle solves tasks under pollers that follow the deployed mappings: the governor’s writes throttle it', async () => {
+    // Prepare: the consumer's synthesized bundle in warm environments with its deployed variables
+    const outdir = assemblies[0] as string;
+    const template = JSON.parse(readFileSync(join(outdir, `${STACK}.template.json`), 'utf8'));
+    const fn = deployedFunction(template, outdir, `${PREFIX}-consumer`);
+    const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-deployed-'));
+    copyPackageClosure(externalPackages(readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8')), dir);
+    const deployed = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-consumer` }));
+    const consumer = new WarmFunction({
+      dir,
+      assetDir: fn.assetDir,
+      node: findLambdaNode().path,
+      timeoutMs: fn.timeoutSeconds * 1000,
+      env: {
+        ...deployed.Environment?.Variables,
+        PATH: process.env.PATH,
+        AWS_LAMBDA_FUNCTION_NAME: `${PREFIX}-consumer`,
+        AWS_REGION: REGION,
+        AWS_ENDPOINT_URL: env.AWS_ENDPOINT_URL,
+        AWS_ACCESS_KEY_ID: 'testing',
+        AWS_SECRET_ACCESS_KEY: 'testing',
+      },
+    });
+    const runtime = await startDeployedPollers({
+      lambda,
+      sqs,
+      region: REGION,
+      functionName: `${PREFIX}-consumer`,
+      invoke: (event) => consumer.invoke(event),
+      functionTimeoutMs: fn.timeoutSeconds * 1000,
+    });
+    const documents = DynamoDBDocumentClient.from(new DynamoDBClient(baseClientConfig(env.AWS_ENDPOINT_URL, REGION)));
+    const statusOf = async (taskId: string) =>
+      (await documents.send(new GetCommand({ TableName: `${PREFIX}-results`, Key: { taskId }, ConsistentRead: true })))
+        .Item?.status as string | undefined;
+    const until = async (what: string, check: () => Promise<boolean>, ms = 30_000) => {
+      for (const end = Date.now() + ms; !(await check()); ) {
+        if (Date.now() > end) throw new Error(`${what} did not happen within ${ms} ms\n${consumer.output}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
+    try {
+      // The governor parked the high lane: its poller follows the mapping
+      expect(runtime.pollers[`${PREFIX}-tasks`]?.maxConcurrency).toBe(50);
+      expect(runtime.pollers[`${PREFIX}-tasks-high`]?.enabled).toBe(false);
+      const high = {
+        id: 'urgent-1',
+        method: 'turnstile',
+        priority: 'high',
+        params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://example.com/' },
+      };
+      const highUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: `${PREFIX}-tasks-high` }))).QueueUrl;
+      await sqs.send(new SendMessageCommand({ QueueUrl: highUrl, MessageBody: JSON.stringify(high) }));
+
+      // Act 1: the normal lane is open, so the redriven task is solved end to end
+      await until('the redriven task solved', async () => (await statusOf('redriven-1')) === 'solved');
+      // ...while the high task waits behind its disabled mapping
+      expect(await statusOf('urgent-1')).toBeUndefined();
+      expect(runtime.pollers[`${PREFIX}-tasks-high`]?.stats().invocations).toBe(0);
+
+      // Act 2: the governor sees the high backlog and enables the lane; the poller follows it
+      const variables = (await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-governor` })))
+        .Environment?.Variables;
+      await cli(['governor', '--once', '--json'], variables);
+      await until('the high task solved', async () => (await statusOf('urgent-1')) === 'solved');
+
+      // Assess
+      expect(runtime.pollers[`${PREFIX}-tasks-high`]?.enabled).toBe(true);
+      expect(runtime.pollers[`${PREFIX}-tasks-high`]?.stats().invocations).toBeGreaterThanOrEqual(1);
+      expect(simulator?.stats().solved).toBeGreaterThanOrEqual(2);
+    } finally {
+      await runtime.stop();
+      consumer.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('a changed setting shows in cdk diff and deploys as an update', async () => {
     // Prepare: a smaller plan

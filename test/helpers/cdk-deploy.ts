@@ -96,7 +96,7 @@ export class MotoCdk {
     private readonly region: string,
   ) {}
 
-  private async cli(args: string[], timeoutMs = 120_000): Promise<Run> {
+  private async cli(args: string[], timeoutMs = 300_000): Promise<Run> {
     const result = await run(process.execPath, [CDK, ...args], ROOT, this.env, timeoutMs);
     if (result.code !== 0) throw new Error(describeRun(`cdk ${args.join(' ')}`, result));
     return result;
