@@ -1,6 +1,15 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // In the checkout the package's own entries are its sources (as tsconfig.json's paths say);
+  // the installed package's compiled entries are tested from a packed tarball (test/e2e/package.test.ts).
+  resolve: {
+    alias: {
+      'captcha-fleet/producer': fileURLToPath(new URL('./clients/index.ts', import.meta.url)),
+      'captcha-fleet/cdk': fileURLToPath(new URL('./lib/index.ts', import.meta.url)),
+    },
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 60_000,

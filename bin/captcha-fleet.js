@@ -1,7 +1,14 @@
 #!/usr/bin/env node
-// Shim so `npx captcha-fleet` works without a build step: register tsx's ESM loader, then run
-// the TypeScript entry point.
-import { register } from 'tsx/esm/api';
+// The `captcha-fleet` command. The installed package runs its compiled CLI (dist/); a checkout,
+// which has the TypeScript source beside this file, runs that source through tsx (a development
+// dependency), so what runs there is always the code as edited.
+import { existsSync } from 'node:fs';
 
-register();
-await import('./captcha-fleet.ts');
+const source = new URL('./captcha-fleet.ts', import.meta.url);
+if (existsSync(source)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(source.href);
+} else {
+  await import('../dist/bin/captcha-fleet.js');
+}

@@ -1,46 +1,23 @@
 #!/usr/bin/env -S npx tsx
 /**
- * The `captcha-fleet` CLI. Each subcommand lives in `bin/commands/<name>.ts` and exports
- * `register(program)`; adding one is one import and one line in `COMMANDS`.
- *
- * Exit codes: 0 success, 1 the command ran and reports a failure, 2 a usage error (unknown flag,
- * bad value) — printed with the command's usage.
+ * The `captcha-fleet` CLI: its commands are bin/program.ts's; this file runs one. Exit codes: 0
+ * success, 1 the command ran and reports a failure, 2 a usage error (unknown flag, bad value) —
+ * printed with where the command's options are.
  */
-import { readFileSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
-import { register as registerStart } from './commands/start.js';
-import { register as registerRedrive } from './commands/redrive.js';
-import { register as registerGovernor } from './commands/governor.js';
-import { register as registerStatus } from './commands/status.js';
-
-/** Exit code of a usage error (as most CLIs use). */
-export const USAGE_EXIT_CODE = 2;
-
-const COMMANDS: ((program: Command) => void)[] = [registerStart, registerStatus, registerRedrive, registerGovernor];
-
-/** The package's version, from its package.json (one source). */
-function packageVersion(): string {
-  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
-  return (JSON.parse(text) as { version: string }).version;
-}
-
-function buildProgram(): Command {
-  const program = new Command('captcha-fleet')
-    .description('CAPTCHA solving at volume on AWS, and the same pipeline locally')
-    .version(packageVersion(), '-V, --version', 'print the version')
-    .showHelpAfterError()
-    // Throw instead of exiting so usage errors get exit code 2 and the rest can clean up.
-    .exitOverride()
-    .configureOutput({ outputError: (text, write) => write(text) });
-  // Settings above are inherited by the subcommands added below.
-  for (const register of COMMANDS) register(program);
-  return program;
-}
+import { CommanderError } from 'commander';
+import { flagsNpmKept, npmKeptFlagsMessage } from './commands/npm-flags.js';
+import { START_OPTIONS } from './commands/start.js';
+import { buildProgram, USAGE_EXIT_CODE } from './program.js';
 
 async function main(argv: string[]): Promise<number> {
-  // The SDK's notice that its 2027 releases will need Node 22 is about future versions, not this
-  // one (engines: Node >= 20.19); printed at the first client it would only clutter the demo.
+  // The SDK's notice that its 2027 releases will need Node 22 is about future versions, not the
+  // pinned ones this runs; printed at the first client it would only clutter the output.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const kept = argv[2] === 'start' ? flagsNpmKept(START_OPTIONS, 'start') : [];
+  if (kept.length > 0) {
+    process.stderr.write(`${npmKeptFlagsMessage(kept, 'start')}\n`);
+    return USAGE_EXIT_CODE;
+  }
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

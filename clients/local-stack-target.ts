@@ -4,7 +4,7 @@
  * a producer written for AWS points at the local stack by changing one line.
  */
 import { type AwsClients, createAwsClients } from '../functions/adapters/aws-clients.js';
-import { readLocalStackFile } from '../local/stack-file.js';
+import { type LocalStackHints, readLocalStackFile } from '../local/stack-file.js';
 import type { ProducerOptions } from './producer-client.js';
 
 /** What `createProducer` needs to reach the local stack (spread or pass it as the options). */
@@ -29,6 +29,12 @@ export interface LocalStackTargetOptions {
   region?: string;
 }
 
+/** A producer has options, not flags: the hints name them. */
+const PRODUCER_HINTS: LocalStackHints = {
+  otherwise: 'or pass localStack({ stackFile }) (or set CAPTCHA_FLEET_STACK_FILE) with the file it wrote',
+  choosePrefix: (prefix) => `Pass localStack({ prefix: '${prefix}' })`,
+};
+
 /**
  * The local stack's queues, results table and clients.
  * @throws Error naming the file and the fix when no local stack is running there.
@@ -39,6 +45,7 @@ export function localStack(options: LocalStackTargetOptions = {}): LocalStackTar
   const info = readLocalStackFile({
     ...(options.stackFile !== undefined ? { path: options.stackFile } : {}),
     ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
+    hints: PRODUCER_HINTS,
   });
   return {
     queueUrls: { normal: info.queueUrls.normal, high: info.queueUrls.high },

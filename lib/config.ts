@@ -1,8 +1,10 @@
 /**
- * Stack configuration: what `-c key=value` context and stack props may set, validated at synth.
- * Every problem is collected (the fleet settings' own checks and the stack's) and thrown as one
- * ConfigError that lists them all with their fix.
+ * The fleet's configuration: what the CaptchaFleet construct's props, the stack's props and
+ * `-c key=value` context may set, validated at synth. Every problem is collected (the fleet
+ * settings' own checks and the construct's) and thrown as one ConfigError that lists them all
+ * with their fix.
  */
+import type { Dialect } from '../functions/core/solver-protocol.js';
 import {
   ConfigError,
   FleetConfigSchema,
@@ -13,23 +15,191 @@ import {
   type ConfigProblem,
   type FleetConfig,
   type FleetSettings,
+  type OverflowConfigInput,
   type ParsedFleetConfig,
 } from '../functions/core/settings.js';
 
 /** What happens to the results table when the stack is deleted. */
 export type TableRemoval = 'retain' | 'destroy';
 
-/** Options of the captcha-fleet stack beyond the fleet configuration. */
-export interface FleetStackOptions {
+/**
+ * The overflow block: a pay-per-solve provider on the same protocol, which the governor opens a
+ * second lane to while every plan thread is busy and the backlog would wait past the latency target,
+ * never past the spend caps. See docs/governor.md, "Overflow".
+ */
+export interface OverflowProps extends Readonly<OverflowConfigInput> {
+  /** The provider's base URL (in.php and res.php under it): `https://`, or `http://` on loopback only. */
+  readonly baseUrl: string;
   /**
-   * Fleet configuration: names, limits and timings (see FleetConfigSchema).
-   * @default {} (every field at its default)
+   * The provider's error dialect.
+   * @default '2captcha'
    */
-  readonly fleet?: FleetConfig;
+  readonly dialect?: Dialect;
+  /**
+   * Name of an existing Secrets Manager secret holding the provider's key.
+   * @default - a new secret `<prefix>/overflow-key` holding a placeholder the operator replaces
+   */
+  readonly keySecretName?: string;
+  /**
+   * Queue wait (p95, seconds) the backlog should drain within; past it the lane opens (1–3600).
+   * @default 30
+   */
+  readonly latencyTargetSeconds?: number;
+  /** Most the provider may cost in one UTC hour, USD (at most capUsdPerDay). */
+  readonly capUsdPerHour: number;
+  /** Most the provider may cost in one UTC day, USD. */
+  readonly capUsdPerDay: number;
+  /** The provider's price per solve for the dearest method sent, USD: the budget never prices a solve lower. */
+  readonly priceHintUsd: number;
+  /**
+   * Widest the lane may open, invocations (2–1000).
+   * @default - the fleet's maxConcurrency
+   */
+  readonly maxConcurrency?: number;
+  /**
+   * Widest the lane opens while no price is learned yet, invocations.
+   * @default 2
+   */
+  readonly probeCeiling?: number;
+  /**
+   * One slot starts at most one solve per this many seconds (the budget's bound on solves per slot).
+   * @default 5
+   */
+  readonly minSolveSeconds?: number;
+  /**
+   * The provider's balance (USD) under which the lane does not grow.
+   * @default 1
+   */
+  readonly haltBalance?: number;
+  /**
+   * The provider's balance (USD) under which the lane closes.
+   * @default 0.1
+   */
+  readonly pauseBalance?: number;
+}
+
+/**
+ * The fleet's settings (functions/core/settings.ts), one prop each: the names of `-c key=value`
+ * and of the README's configuration table. The handlers receive them as JSON.
+ */
+export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow'>> {
+  /**
+   * Prefix of every resource name (queues, tables, functions, secret, bus, alarms): two fleets in
+   * one account and region need two prefixes. Lowercase letters, digits and dashes, 2–31 characters.
+   * @default 'captcha-fleet'
+   */
+  readonly prefix?: string;
+  /**
+   * Concurrent threads the solver plan pays for (1–10000); `plan` names one instead.
+   * @default 50
+   */
+  readonly planThreads?: number;
+  /**
+   * Threads kept free for other users of the same key.
+   * @default 0
+   */
+  readonly reservedThreads?: number;
+  /**
+   * Lowest ceiling the governor sets while not paused (the mapping floor is 2).
+   * @default 2
+   */
+  readonly minConcurrency?: number;
+  /**
+   * Highest ceiling the governor may set (2–1000); ceiling × tasksPerInvocation stays within
+   * planThreads − reservedThreads.
+   * @default - (planThreads − reservedThreads) ÷ tasksPerInvocation, within 2–1000
+   */
+  readonly maxConcurrency?: number;
+  /**
+   * SQS batch size = tasks one invocation solves at once (1–10).
+   * @default 1
+   */
+  readonly tasksPerInvocation?: number;
+  /**
+   * Deadline of one solve (submit and polls), seconds (10–840); the consumer's timeout is this + 20 s,
+   * the queues' visibility 6 × that.
+   * @default 180
+   */
+  readonly solveDeadlineSeconds?: number;
+  /**
+   * Resubmissions of ERROR_CAPTCHA_UNSOLVABLE before the task is recorded failed (0–5).
+   * @default 2
+   */
+  readonly unsolvableResubmits?: number;
+  /**
+   * Receives before SQS moves a message to the DLQ (at least 5, as AWS advises for Lambda).
+   * @default 10
+   */
+  readonly maxReceiveCount?: number;
+  /**
+   * Lifetime of a result record, seconds (through the table's TTL).
+   * @default 86400
+   */
+  readonly resultTtlSeconds?: number;
+  /**
+   * Balance (USD) under which the governor never scales up.
+   * @default 1
+   */
+  readonly haltBalance?: number;
+  /**
+   * Balance (USD) under which consumption pauses (tasks wait in the queue); at most haltBalance.
+   * @default 0.1
+   */
+  readonly pauseBalance?: number;
+  /**
+   * Error rate above which the governor does not scale up, and the error alarm's threshold.
+   * @default 0.05
+   */
+  readonly errorRateThreshold?: number;
+  /**
+   * Backlog above which a capacity shortfall is reported.
+   * @default 20
+   */
+  readonly shortfallBacklog?: number;
+  /**
+   * p95 solve time (ms) above which a capacity shortfall is reported.
+   * @default 60000
+   */
+  readonly shortfallP95Ms?: number;
+  /**
+   * Age of the oldest queued task (seconds) that raises the alarm.
+   * @default 300
+   */
+  readonly oldestMessageAlarmSeconds?: number;
+  /**
+   * Governor tick inside its once-a-minute invocation, ms.
+   * @default 10000
+   */
+  readonly tickMs?: number;
+  /**
+   * Solver API base URL (in.php and res.php under it): `https://` (res.php carries the key in its
+   * query string), `http://` only on loopback.
+   * @default 'https://ocr.captchaai.com'
+   */
+  readonly solverBaseUrl?: string;
+  /**
+   * The solver's error dialect.
+   * @default 'captchaai'
+   */
+  readonly dialect?: Dialect;
+  /**
+   * Put answers (tokens are credentials) in completion events.
+   * @default false
+   */
+  readonly eventsIncludeAnswer?: boolean;
+  /**
+   * A pay-per-solve provider for surges past the plan.
+   * @default - no overflow lane (nothing of it is created)
+   */
+  readonly overflow?: OverflowProps;
+}
+
+/** Properties of the CaptchaFleet construct (and the CaptchaFleetStack): the fleet's settings and the deployment's own. */
+export interface CaptchaFleetProps extends FleetSettingsProps {
   /**
    * A plan name from PLAN_THREADS (`basic`, `standard`, `advance`, `enterprise`) instead of
-   * `fleet.planThreads`.
-   * @default - `fleet.planThreads`
+   * `planThreads`.
+   * @default - `planThreads`
    */
   readonly plan?: string;
   /**
@@ -38,7 +208,7 @@ export interface FleetStackOptions {
    */
   readonly alarmEmail?: string;
   /**
-   * Name of an existing Secrets Manager secret that holds the solver key. When absent the stack
+   * Name of an existing Secrets Manager secret that holds the solver key. When absent the fleet
    * creates `<prefix>/solver-key` holding a placeholder the operator replaces.
    * @default - a new secret
    */
@@ -78,15 +248,30 @@ export interface ResolvedFleetStackConfig {
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 const TABLE_REMOVALS: readonly TableRemoval[] = ['retain', 'destroy'];
 
-/** Context keys that are not fleet settings. */
-export const STACK_CONTEXT_KEYS = [
+/** Props of the construct that are not fleet settings (the deployment's own). */
+export const DEPLOYMENT_PROP_KEYS = [
   'plan',
   'alarmEmail',
   'solverKeySecretName',
   'resultsRemoval',
   'reserveConsumerConcurrency',
-  'stackName',
-] as const;
+] as const satisfies readonly (keyof CaptchaFleetProps)[];
+
+/** Context keys that are not fleet settings: the deployment's props and the stack's name. */
+export const STACK_CONTEXT_KEYS = [...DEPLOYMENT_PROP_KEYS, 'stackName'] as const;
+
+/** Every prop of {@link CaptchaFleetProps}: the fleet settings' keys, then the deployment's. */
+export function captchaFleetPropKeys(): string[] {
+  return [...Object.keys(FleetConfigSchema.shape), ...DEPLOYMENT_PROP_KEYS];
+}
+
+/** The CaptchaFleet props among `props` (a stack's props carry StackProps beside them); undefined values dropped. */
+export function pickCaptchaFleetProps(props: object): CaptchaFleetProps {
+  const known = new Set(captchaFleetPropKeys());
+  return Object.fromEntries(
+    Object.entries(props).filter(([key, value]) => known.has(key) && value !== undefined),
+  ) as CaptchaFleetProps;
+}
 
 /** Fleet settings whose values are strings: every other one is a number or a boolean. */
 const STRING_SETTINGS = new Set(['prefix', 'solverBaseUrl', 'dialect', 'solverProtocol', 'solverSoftId']);
@@ -109,49 +294,32 @@ export function initialCeilings(settings: FleetSettings): { normal: number; high
 }
 
 /**
- * Validate the stack's options and derive the settings.
+ * Validate the fleet's props and derive the settings.
  * @throws ConfigError listing every problem found, each with its fix.
  */
-export function resolveFleetStackConfig(options: FleetStackOptions = {}): ResolvedFleetStackConfig {
-  const problems: ConfigProblem[] = [];
-  const fleet: Record<string, unknown> = { ...(options.fleet ?? {}) };
-
-  if (options.plan !== undefined) {
-    const threads = PLAN_THREADS[options.plan.toLowerCase()];
-    if (threads === undefined) {
-      problems.push({
-        field: 'plan',
-        problem: `unknown plan "${options.plan}"`,
-        fix: `use one of ${Object.entries(PLAN_THREADS)
-          .map(([name, n]) => `${name} (${n} threads)`)
-          .join(', ')}, or give planThreads as a number`,
-      });
-    } else if (fleet.planThreads !== undefined && fleet.planThreads !== threads) {
-      problems.push({
-        field: 'plan',
-        problem: `plan "${options.plan}" has ${threads} threads but planThreads is ${String(fleet.planThreads)}`,
-        fix: 'give either plan or planThreads, not both',
-      });
-    } else {
-      fleet.planThreads = threads;
-    }
-  }
-  if (options.alarmEmail !== undefined && !EMAIL.test(options.alarmEmail)) {
+export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): ResolvedFleetStackConfig {
+  const problems: ConfigProblem[] = unknownPropProblems(props);
+  const settingsKeys = new Set(Object.keys(FleetConfigSchema.shape));
+  const fleet: Record<string, unknown> = Object.fromEntries(
+    Object.entries(props).filter(([key, value]) => settingsKeys.has(key) && value !== undefined),
+  );
+  problems.push(...planProblems(props.plan, fleet));
+  if (props.alarmEmail !== undefined && !EMAIL.test(props.alarmEmail)) {
     problems.push({
       field: 'alarmEmail',
-      problem: `"${options.alarmEmail}" is not an e-mail address`,
+      problem: `"${props.alarmEmail}" is not an e-mail address`,
       fix: 'give one address such as ops@example.com, or leave it out',
     });
   }
-  if (options.solverKeySecretName !== undefined && !SECRET_NAME.test(options.solverKeySecretName)) {
+  if (props.solverKeySecretName !== undefined && !SECRET_NAME.test(props.solverKeySecretName)) {
     problems.push({
       field: 'solverKeySecretName',
-      problem: `"${options.solverKeySecretName}" is not a Secrets Manager secret name`,
+      problem: `"${props.solverKeySecretName}" is not a Secrets Manager secret name`,
       fix: 'use 1-512 of letters, digits and / _ + = . @ - (the name, not the ARN)',
     });
   }
   problems.push(...objectSettingProblems(fleet));
-  const resultsRemoval = options.resultsRemoval ?? 'retain';
+  const resultsRemoval = props.resultsRemoval ?? 'retain';
   if (!TABLE_REMOVALS.includes(resultsRemoval)) {
     problems.push({
       field: 'resultsRemoval',
@@ -182,12 +350,52 @@ export function resolveFleetStackConfig(options: FleetStackOptions = {}): Resolv
   return {
     settings,
     fleetConfig: FleetConfigSchema.parse(fleet),
-    alarmEmail: options.alarmEmail,
-    solverKeySecretName: options.solverKeySecretName,
+    alarmEmail: props.alarmEmail,
+    solverKeySecretName: props.solverKeySecretName,
     resultsRemoval,
-    reserveConsumerConcurrency: options.reserveConsumerConcurrency ?? true,
+    reserveConsumerConcurrency: props.reserveConsumerConcurrency ?? true,
     initialCeilings: initialCeilings(settings),
   };
+}
+
+/** Props no fleet knows (a misspelt name from plain JavaScript, or a key of another version). */
+function unknownPropProblems(props: object): ConfigProblem[] {
+  const known = new Set(captchaFleetPropKeys());
+  const unknown = Object.keys(props).filter((key) => !known.has(key));
+  if (unknown.length === 0) return [];
+  return [
+    {
+      field: unknown.join(', '),
+      problem: `${unknown.length === 1 ? 'is not a prop' : 'are not props'} of CaptchaFleet`,
+      fix: `remove ${unknown.length === 1 ? 'it' : 'them'} (a misspelt name?); the props are ${[...known].join(', ')}`,
+    },
+  ];
+}
+
+/** A plan name resolved into `fleet.planThreads`, or the problem with it. */
+function planProblems(plan: string | undefined, fleet: Record<string, unknown>): ConfigProblem[] {
+  if (plan === undefined) return [];
+  const threads = PLAN_THREADS[plan.toLowerCase()];
+  if (threads === undefined)
+    return [
+      {
+        field: 'plan',
+        problem: `unknown plan "${plan}"`,
+        fix: `use one of ${Object.entries(PLAN_THREADS)
+          .map(([name, n]) => `${name} (${n} threads)`)
+          .join(', ')}, or give planThreads as a number`,
+      },
+    ];
+  if (fleet.planThreads !== undefined && fleet.planThreads !== threads)
+    return [
+      {
+        field: 'plan',
+        problem: `plan "${plan}" has ${threads} threads but planThreads is ${String(fleet.planThreads)}`,
+        fix: 'give either plan or planThreads, not both',
+      },
+    ];
+  fleet.planThreads = threads;
+  return [];
 }
 
 /**
@@ -222,33 +430,30 @@ function jsonErrorOf(text: string): string {
 export type ContextReader = (key: string) => unknown;
 
 /**
- * Stack options from CDK context. Numbers and booleans given as strings by `-c` are converted,
- * and the `overflow` block given as JSON text is parsed; `planThreads` may also be a plan name. Values that do not convert pass through unchanged so
- * validation reports them with the rest.
+ * The fleet's props from CDK context. Numbers and booleans given as strings by `-c` are converted,
+ * and the `overflow` block given as JSON text is parsed; `planThreads` may also be a plan name.
+ * Values that do not convert pass through unchanged so validation reports them with the rest.
  */
-export function fleetOptionsFromContext(read: ContextReader): FleetStackOptions {
-  const fleet: Record<string, unknown> = {};
-  let plan: string | undefined;
+export function fleetOptionsFromContext(read: ContextReader): CaptchaFleetProps {
+  const props: Record<string, unknown> = {};
   for (const key of Object.keys(FleetConfigSchema.shape)) {
     const raw = read(key);
     if (raw === undefined) continue;
     if (key === 'planThreads' && typeof raw === 'string' && !/^\s*\d+\s*$/.test(raw)) {
-      plan = raw;
+      props.plan = raw;
       continue;
     }
-    fleet[key] = STRING_SETTINGS.has(key) ? raw : OBJECT_SETTINGS.has(key) ? parseObject(raw) : coerce(raw);
+    props[key] = STRING_SETTINGS.has(key) ? raw : OBJECT_SETTINGS.has(key) ? parseObject(raw) : coerce(raw);
   }
   const planContext = read('plan');
   const removal = read('resultsRemoval');
   const reserve = read('reserveConsumerConcurrency');
-  return {
-    fleet: fleet as FleetConfig,
-    ...(planContext !== undefined ? { plan: String(planContext) } : plan !== undefined ? { plan } : {}),
-    ...(read('alarmEmail') !== undefined ? { alarmEmail: String(read('alarmEmail')) } : {}),
-    ...(read('solverKeySecretName') !== undefined ? { solverKeySecretName: String(read('solverKeySecretName')) } : {}),
-    ...(removal !== undefined ? { resultsRemoval: String(removal).toLowerCase() as TableRemoval } : {}),
-    ...(reserve !== undefined ? { reserveConsumerConcurrency: coerce(reserve) !== false } : {}),
-  };
+  if (planContext !== undefined) props.plan = String(planContext);
+  if (read('alarmEmail') !== undefined) props.alarmEmail = String(read('alarmEmail'));
+  if (read('solverKeySecretName') !== undefined) props.solverKeySecretName = String(read('solverKeySecretName'));
+  if (removal !== undefined) props.resultsRemoval = String(removal).toLowerCase();
+  if (reserve !== undefined) props.reserveConsumerConcurrency = coerce(reserve) !== false;
+  return props as CaptchaFleetProps;
 }
 
 /** JSON text (`-c overflow='{…}'`) parsed; anything else (cdk.json objects, text that is not JSON) unchanged. */

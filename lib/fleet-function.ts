@@ -1,34 +1,24 @@
 /**
- * A Lambda function of the fleet, built one way: NodejsFunction on Node.js 24 / arm64, bundled
- * locally by esbuild (no Docker) as ESM, its own role whose only built-in permission is writing
- * to its own log group (no AWSLambdaBasicExecutionRole, whose `logs:*` resources are `*`).
+ * A Lambda function of the fleet, built one way: Node.js 24 / arm64, its handler's esbuild bundle
+ * (lib/handler-bundle.ts: built from source in a checkout, prebuilt in the package), its own role
+ * whose only built-in permission is writing to its own log group (no AWSLambdaBasicExecutionRole,
+ * whose `logs:*` resources are `*`).
  */
-import { fileURLToPath } from 'node:url';
 import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { BUNDLE_HANDLER, handlerCode, handlerNameOf } from './handler-bundle.js';
 
-/** Runtime of every fleet function (set explicitly: the NodejsFunction default moves with CDK). */
+/** Runtime of every fleet function (set explicitly: CDK's defaults move between versions). */
 export const FLEET_RUNTIME = lambda.Runtime.NODEJS_24_X;
 /** Graviton: cheaper per GB-second, and the handlers have no native dependencies. */
 export const FLEET_ARCHITECTURE = lambda.Architecture.ARM_64;
 
-/** Repository root, from this file (lib/). */
-export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-/**
- * esbuild's ESM output has no `require`; some dependencies still call it (the AWS SDK's
- * CommonJS paths), so the bundle defines one.
- */
-const ESM_REQUIRE_BANNER =
-  "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
-
 /** Properties of {@link FleetFunction}. */
 export interface FleetFunctionProps {
-  /** Entry file, relative to the repository root (e.g. `functions/consumer/handler.ts`). */
+  /** The handler's entry, `functions/<name>/handler.ts` (e.g. `functions/consumer/handler.ts`): its bundle is the code. */
   readonly entry: string;
   /** Function name (`<prefix>-consumer`, `<prefix>-governor`). */
   readonly functionName: string;
@@ -61,7 +51,7 @@ export interface FleetFunctionProps {
 /** One fleet function: bundled handler, its own role and its own log group. */
 export class FleetFunction extends Construct {
   /** The function. */
-  public readonly function: nodejs.NodejsFunction;
+  public readonly function: lambda.Function;
   /** Its role: writes its own logs, plus what the owning construct grants. */
   public readonly role: iam.Role;
   /** Its log group. */
@@ -79,13 +69,11 @@ export class FleetFunction extends Construct {
     });
     this.logGroup.grantWrite(this.role);
 
-    this.function = new nodejs.NodejsFunction(this, 'Function', {
+    this.function = new lambda.Function(this, 'Function', {
       functionName: props.functionName,
       description: props.description,
-      entry: fileURLToPath(new URL(`../${props.entry}`, import.meta.url)),
-      handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: fileURLToPath(new URL('../package-lock.json', import.meta.url)),
+      code: handlerCode(handlerNameOf(props.entry)),
+      handler: BUNDLE_HANDLER,
       runtime: FLEET_RUNTIME,
       architecture: FLEET_ARCHITECTURE,
       memorySize: props.memorySize ?? 256,
@@ -95,17 +83,6 @@ export class FleetFunction extends Construct {
       loggingFormat: lambda.LoggingFormat.JSON,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
-      bundling: {
-        forceDockerBundling: false,
-        format: nodejs.OutputFormat.ESM,
-        target: 'node24',
-        mainFields: ['module', 'main'],
-        banner: ESM_REQUIRE_BANNER,
-        minify: true,
-        sourceMap: true,
-        sourceMapMode: nodejs.SourceMapMode.DEFAULT,
-        sourcesContent: false,
-      },
     });
   }
 }

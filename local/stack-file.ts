@@ -32,14 +32,50 @@ export function stackFilePath(prefix: string = DEFAULT_LOCAL_PREFIX): string {
   return resolve(process.env.CAPTCHA_FLEET_STACK_FILE ?? `${STACK_FILE_DIR}/local-stack.${prefix}.json`);
 }
 
-/** @throws Error when a live stack of the same fleet already recorded itself there. */
-export function writeLocalStackFile(info: LocalStackInfo, path = stackFilePath(info.prefix)): string {
-  const running = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as LocalStackInfo) : undefined;
-  if (running !== undefined && running.pid !== info.pid && isAlive(running.pid)) {
-    throw new Error(
-      `a local stack of fleet "${running.prefix}" is already serving (pid ${running.pid}, ${path}). Stop it first, or point this one elsewhere with CAPTCHA_FLEET_STACK_FILE.`,
+/** How to start a local stack, wherever the reader runs captcha-fleet from. */
+export const START_SERVE_HINT =
+  'Start one with `npx captcha-fleet start --serve` (`npm start -- --serve` in a checkout) in another terminal';
+
+/**
+ * What a caller of {@link readLocalStackFile} tells its user to do when no stack is found: a CLI
+ * names its own flags, a library its own options (it has no flags).
+ */
+export interface LocalStackHints {
+  /** After "no local stack found": how else to reach a fleet (e.g. "or drop --local to reach AWS"). */
+  readonly otherwise: string;
+  /** When the file records another fleet: how to ask for that one. */
+  readonly choosePrefix: (prefix: string) => string;
+}
+
+/** Thrown when two live stacks of one fleet would share a stack file. */
+export class LocalStackConflictError extends Error {
+  override readonly name = 'LocalStackConflictError';
+  constructor(
+    readonly running: LocalStackInfo,
+    readonly path: string,
+  ) {
+    super(
+      `a local stack of fleet "${running.prefix}" is already serving (pid ${running.pid}, started ${new Date(running.startedAt).toISOString()}, ${path}). Stop it first (Ctrl-C in its terminal, or kill ${running.pid}), or serve this one under another file with CAPTCHA_FLEET_STACK_FILE=<path>.`,
     );
   }
+}
+
+/** The live stack recorded at `path` by another process, if there is one. */
+export function liveLocalStack(path: string, self = process.pid): LocalStackInfo | undefined {
+  if (!existsSync(path)) return undefined;
+  let running: LocalStackInfo;
+  try {
+    running = JSON.parse(readFileSync(path, 'utf8')) as LocalStackInfo;
+  } catch {
+    return undefined;
+  }
+  return running.pid !== self && isAlive(running.pid) ? running : undefined;
+}
+
+/** @throws LocalStackConflictError when a live stack of the same fleet already recorded itself there. */
+export function writeLocalStackFile(info: LocalStackInfo, path = stackFilePath(info.prefix)): string {
+  const running = liveLocalStack(path, info.pid);
+  if (running !== undefined) throw new LocalStackConflictError(running, path);
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
   return path;
@@ -49,32 +85,36 @@ export function removeLocalStackFile(path = stackFilePath()): void {
   rmSync(path, { force: true });
 }
 
+/** A library's hints: it has options, not flags. */
+const LIBRARY_HINTS: LocalStackHints = {
+  otherwise: 'or give the file its stack wrote (CAPTCHA_FLEET_STACK_FILE)',
+  choosePrefix: (prefix) => `Ask for fleet "${prefix}"`,
+};
+
 /**
  * Read the file of a running local stack: the one of `prefix` (default: the default fleet's), or
  * the file at `path`. When a prefix is given, the file must record that fleet.
  * @throws Error naming the file and the fix when no local stack of that fleet is running.
  */
-export function readLocalStackFile(options: { prefix?: string; path?: string } = {}): LocalStackInfo {
-  const { prefix } = options;
+export function readLocalStackFile(
+  options: { prefix?: string; path?: string; hints?: LocalStackHints } = {},
+): LocalStackInfo {
+  const { prefix, hints = LIBRARY_HINTS } = options;
   const path = options.path !== undefined ? resolve(options.path) : stackFilePath(prefix);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch {
-    throw new Error(
-      `no local stack found (${path} is missing). Start one with \`npm start -- --serve\` in another terminal, or point at AWS with --prefix/--region.`,
-    );
+    throw new Error(`no local stack found (${path} is missing). ${START_SERVE_HINT}, ${hints.otherwise}.`);
   }
   const info = JSON.parse(text) as LocalStackInfo;
   if (prefix !== undefined && info.prefix !== prefix) {
     throw new Error(
-      `${path} records fleet "${info.prefix}", not "${prefix}". Give --prefix ${info.prefix}, or unset CAPTCHA_FLEET_STACK_FILE.`,
+      `${path} records fleet "${info.prefix}", not "${prefix}". ${hints.choosePrefix(info.prefix)}, or unset CAPTCHA_FLEET_STACK_FILE.`,
     );
   }
   if (!isAlive(info.pid)) {
-    throw new Error(
-      `the local stack recorded in ${path} (pid ${info.pid}) is no longer running. Start one with \`npm start -- --serve\`.`,
-    );
+    throw new Error(`the local stack recorded in ${path} (pid ${info.pid}) is no longer running. ${START_SERVE_HINT}.`);
   }
   return info;
 }

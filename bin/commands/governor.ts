@@ -8,7 +8,8 @@
  * too); applies it unless --dry-run.
  */
 import type { Command } from 'commander';
-import { parseEnvironment } from '../../functions/core/environment.js';
+import { ConfigError } from '../../functions/core/settings.js';
+import { type FleetEnvironment, parseEnvironment } from '../../functions/core/environment.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
 import { decisionLogFields, type GovernorLog, type TickRecord } from '../../functions/governor/loop.js';
 import { GOVERNOR_TICK_PATH, tickReviver } from '../../local/control-server.js';
@@ -27,7 +28,12 @@ interface GovernorOptions {
  * A dry run returns that governor's latest decision and applies nothing.
  */
 async function localTick(dryRun: boolean): Promise<TickRecord> {
-  const { controlUrl, pid } = readLocalStackFile();
+  const { controlUrl, pid } = readLocalStackFile({
+    hints: {
+      otherwise: "or drop --local to tick a deployed fleet's governor (in the governor Lambda's environment)",
+      choosePrefix: (prefix) => `Point CAPTCHA_FLEET_STACK_FILE at fleet "${prefix}"'s file`,
+    },
+  });
   if (controlUrl === undefined)
     throw new Error(`the local stack (pid ${pid}) serves no control URL; restart it with \`npm start -- --serve\``);
   const response = await fetch(`${controlUrl}${GOVERNOR_TICK_PATH}${dryRun ? '?dryRun=1' : ''}`, { method: 'POST' });
@@ -37,6 +43,27 @@ async function localTick(dryRun: boolean): Promise<TickRecord> {
     throw new Error(`the local stack (pid ${pid}) could not run a governor tick: ${error ?? response.statusText}`);
   }
   return JSON.parse(text, tickReviver) as TickRecord;
+}
+
+/**
+ * The governor Lambda's environment from this shell, or a usage error that says what is missing
+ * and the two ways to run a tick: `--local` for a served local stack, or the deployed governor's
+ * variables for a fleet in AWS.
+ */
+function governorEnvironment(command: Command): FleetEnvironment {
+  try {
+    return parseEnvironment(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const missing = error.problems.map((p) => `  - ${p.field}: ${p.problem}`).join('\n');
+    return command.error(
+      `error: \`governor --once\` ticks with the governor Lambda's environment, and this shell does not have it:\n${missing}\n` +
+        'For the local stack started with `npm start -- --serve`, add --local. For a deployed fleet, export the ' +
+        "governor function's variables (aws lambda get-function-configuration --function-name <prefix>-governor " +
+        '--query Environment.Variables), and AWS_ENDPOINT_URL for an AWS-compatible endpoint.',
+      { exitCode: 2 },
+    );
+  }
 }
 
 /** Human summary of one tick. */
@@ -85,12 +112,12 @@ export function register(program: Command): void {
     .option('--dry-run', 'decide and print, change nothing')
     .option('--json', 'print the decision as JSON')
     .option('--local', 'tick the governor of the local stack started by `npm start -- --serve`')
-    .action(async (options: GovernorOptions) => {
-      if (!options.once) {
-        throw new Error(
-          'only `governor --once` runs from the CLI; the scheduled Lambda (or `npm start` locally) runs the loop',
+    .action(async (options: GovernorOptions, command: Command) => {
+      if (!options.once)
+        command.error(
+          'error: only `governor --once` runs from the CLI (add --once); the scheduled Lambda (or `npm start` locally) runs the loop',
+          { exitCode: 2 },
         );
-      }
       const warnings: string[] = [];
       const log: GovernorLog = {
         info: () => undefined,
@@ -101,7 +128,7 @@ export function register(program: Command): void {
         ? await localTick(options.dryRun ?? false)
         : await (
             await createGovernorFromEnvironment({
-              environment: parseEnvironment(process.env),
+              environment: governorEnvironment(command),
               dryRun: options.dryRun ?? false,
               log,
             })

@@ -11,7 +11,13 @@ import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary }
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../functions/core/solver-protocol.js';
 import { LOG_LEVELS, startLocalStack, type LocalStack } from '../../local/runtime.js';
-import { removeLocalStackFile, writeLocalStackFile } from '../../local/stack-file.js';
+import {
+  LocalStackConflictError,
+  liveLocalStack,
+  removeLocalStackFile,
+  stackFilePath,
+  writeLocalStackFile,
+} from '../../local/stack-file.js';
 import { startControlServer } from '../../local/control-server.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
 import { decimal, integer, type OptionRow, outageWindow } from './option-rows.js';
@@ -284,6 +290,10 @@ export async function runStart(
 ): Promise<number> {
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
+  // A second server of one fleet would fail only when it writes its stack file, after its whole demo.
+  const servedFile = stackFilePath(resolveSettings(fleetConfigOf(options)).prefix);
+  const serving = options.serve ? liveLocalStack(servedFile) : undefined;
+  if (serving !== undefined) throw new LocalStackConflictError(serving, servedFile);
   // With --json, stdout carries only the JSON line; people read stderr.
   const human = options.json ? stderr : stdout;
   const interrupt = new AbortController();
@@ -613,8 +623,10 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
   const region = `--region ${stack.clients.region}`;
   const task = '{"method":"turnstile","params":{"sitekey":"0x4AAAAAAAexample","pageurl":"https://example.com/login"}}';
   // The package's own producer entry, pointed at this stack by its stack file.
+  // A checkout runs this file as TypeScript (tsx is there); the installed package runs compiled JS.
+  const runner = import.meta.url.endsWith('.ts') ? 'npx tsx' : 'node --input-type=module';
   const node =
-    `npx tsx -e 'import { createProducer, localStack } from "captcha-fleet/producer"; ` +
+    `${runner} -e 'import { createProducer, localStack } from "captcha-fleet/producer"; ` +
     `createProducer(localStack({ stackFile: ${JSON.stringify(stackFile)} })).solve(${task}).then((r) => console.log(r.status, r.answer));'`;
   return (
     `\nServing until Ctrl-C (details for other commands in ${stackFile}).\n` +
@@ -628,7 +640,7 @@ function serveInstructions(stack: LocalStack, stackFile: string): string {
     `  results    table ${tables.results}\n\n` +
     `Send a task with the AWS CLI:\n  ${env} aws sqs send-message ${region} --endpoint-url ${stack.endpoints.sqs} --queue-url ${queueUrls.normal} --message-body '{"id":"my-task-1",${task.slice(1)}'\n` +
     `Read its result:\n  ${env} aws dynamodb get-item ${region} --endpoint-url ${stack.endpoints.dynamo} --table-name ${tables.results} --consistent-read --key '{"taskId":{"S":"my-task-1"}}'\n` +
-    `Or submit and wait from Node (in this repository):\n  ${node}\n\n`
+    `Or submit and wait from Node (here, or in a project that installed captcha-fleet):\n  ${node}\n\n`
   );
 }
 

@@ -39,7 +39,13 @@ export function withTargetOptions(command: Command): Command {
 
 export async function resolveTarget(options: TargetOptions): Promise<FleetTarget> {
   if (options.local) {
-    const local = readLocalStackFile({ prefix: options.prefix });
+    const local = readLocalStackFile({
+      prefix: options.prefix,
+      hints: {
+        otherwise: 'or drop --local to reach a deployed fleet (--prefix, --region, --endpoint)',
+        choosePrefix: (prefix) => `Give --prefix ${prefix}`,
+      },
+    });
     const clients = createAwsClients({
       sqsEndpoint: local.sqsEndpoint,
       dynamoEndpoint: local.dynamoEndpoint,

@@ -38,11 +38,35 @@ export function baseClientConfig(endpoint: string | undefined, region: string) {
   };
 }
 
+/** The SDK's switch for its notice that its releases after January 2027 will need Node.js 22. */
+const NODE_VERSION_WARNING = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
+
+/**
+ * Build clients without the SDK's Node.js-version notice. It is about SDK versions published
+ * after January 2027; this package pins its SDK versions, which keep working where they run, so a
+ * producer's output must not carry it. The variable is set only while these clients are built and
+ * restored after. (The SDK prints the notice once per process, at the first client built with it
+ * on: a client the program builds later does not print it either.)
+ */
+function withoutNodeVersionNotice<T>(build: () => T): T {
+  const previous = process.env[NODE_VERSION_WARNING];
+  process.env[NODE_VERSION_WARNING] = 'true';
+  try {
+    return build();
+  } finally {
+    if (previous === undefined) delete process.env[NODE_VERSION_WARNING];
+    else process.env[NODE_VERSION_WARNING] = previous;
+  }
+}
+
+/** SQS and DynamoDB clients for AWS, or for the endpoints given (dummy credentials when none are set). */
 export function createAwsClients(options: ClientOptions = {}): AwsClients {
   const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const endpoint = options.endpoint;
-  const sqs = new SQSClient(baseClientConfig(options.sqsEndpoint ?? endpoint, region));
-  const dynamo = new DynamoDBClient(baseClientConfig(options.dynamoEndpoint ?? endpoint, region));
+  const [sqs, dynamo] = withoutNodeVersionNotice((): [SQSClient, DynamoDBClient] => [
+    new SQSClient(baseClientConfig(options.sqsEndpoint ?? endpoint, region)),
+    new DynamoDBClient(baseClientConfig(options.dynamoEndpoint ?? endpoint, region)),
+  ]);
   const documents = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
   return { sqs, dynamo, documents, region, endpoint };
 }

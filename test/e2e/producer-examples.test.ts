@@ -1,51 +1,21 @@
 /**
  * The producer examples as a user pastes them, against `npm start -- --serve` in another
- * process: the README's TypeScript block from a project that installed this package (a
- * node_modules symlink, as `npm install /path/to/captcha-fleet` makes) run with tsx, and
+ * process: the README's TypeScript block run with tsx in the checkout (as the README says), and
  * docs/producer.md's Python block with python3 and boto3 (skipped cleanly where boto3 is absent).
+ * The README's blocks from an installed package, without tsx: test/e2e/package.test.ts.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localStack } from '../../clients/index.js';
+import { codeBlock, run } from '../helpers/processes.js';
 import { ROOT } from '../infra/synth-helpers.js';
 
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const HAS_BOTO3 = spawnSync('python3', ['-c', 'import boto3'], { stdio: 'ignore' }).status === 0;
-
-/** The fenced code block of `file` whose first line starts with `marker`, as the reader copies it. */
-function codeBlock(file: string, marker: string): string {
-  const text = readFileSync(join(ROOT, file), 'utf8');
-  const blocks = [...text.matchAll(/^```\w*\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? '');
-  const block = blocks.find((b) => b.split('\n')[0]?.startsWith(marker));
-  if (block === undefined) throw new Error(`${file} has no code block starting with ${JSON.stringify(marker)}`);
-  return block;
-}
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 describe('producer examples against `npm start -- --serve`', () => {
   const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-producer-'));
@@ -99,16 +69,13 @@ describe('producer examples against `npm start -- --serve`', () => {
     }
   }
 
-  it("runs the README's TypeScript producer from a project that installed the package", async () => {
-    // Prepare: a user's project with captcha-fleet installed from a path
-    const project = join(dir, 'my-producer');
-    mkdirSync(join(project, 'node_modules'), { recursive: true });
-    symlinkSync(ROOT, join(project, 'node_modules/captcha-fleet'), 'dir');
-    writeFileSync(join(project, 'package.json'), '{ "name": "my-producer", "private": true, "type": "module" }\n');
-    writeFileSync(join(project, 'producer.ts'), codeBlock('README.md', '// producer.ts'));
+  it("runs the README's TypeScript producer in the checkout with tsx", async () => {
+    // Prepare: saved in the checkout, where `captcha-fleet/producer` is the source (tsconfig paths)
+    const file = join(ROOT, `.producer-example-${process.pid}.ts`);
+    writeFileSync(file, codeBlock('README.md', '// producer.ts'));
 
     // Act
-    const result = await run(TSX, ['producer.ts'], project, env);
+    const result = await run(TSX, [file], ROOT, env).finally(() => rmSync(file, { force: true }));
 
     // Assess
     expect(result.code, `${result.stderr}\n${result.stdout}\n--serve:\n${serverOut}`).toBe(0);

@@ -23,10 +23,16 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Start moto_server on a free loopback port and wait until it answers (30 s at most). */
-export async function startMotoServer(options: { env?: Record<string, string> } = {}): Promise<MotoServer> {
+/**
+ * Start moto_server on a free loopback port and wait until it answers (30 s at most). The
+ * endpoint names the host `127.0.0.1`, or `localhost` when asked (moto reads an S3 URL path-style,
+ * as the CDK CLI's TemplateURL is, only when its host contains "localhost").
+ */
+export async function startMotoServer(
+  options: { env?: Record<string, string>; hostName?: '127.0.0.1' | 'localhost' } = {},
+): Promise<MotoServer> {
   const port = await freePort();
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://${options.hostName ?? '127.0.0.1'}:${port}`;
   const moto: ChildProcess = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], {
     stdio: 'ignore',
     env: { ...process.env, ...options.env },

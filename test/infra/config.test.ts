@@ -37,14 +37,14 @@ describe('context', () => {
       prefix: 'fleet-a',
       reserveConsumerConcurrency: 'false',
     });
-    expect(options.fleet).toEqual({
+    expect(options).toEqual({
       planThreads: 50,
       tasksPerInvocation: 2,
       haltBalance: 2.5,
       eventsIncludeAnswer: true,
       prefix: 'fleet-a',
+      reserveConsumerConcurrency: false,
     });
-    expect(options.reserveConsumerConcurrency).toBe(false);
   });
 
   it('accepts a plan name for planThreads', () => {
@@ -66,13 +66,13 @@ describe('overflow from context', () => {
 
   it('takes an object from cdk.json as it is', () => {
     const options = fromContext({ overflow: block });
-    expect(options.fleet?.overflow).toEqual(block);
+    expect(options.overflow).toEqual(block);
     expect(resolveFleetStackConfig(options).settings.overflow).toMatchObject(block);
   });
 
   it('leaves overflow off when the context has none', () => {
     const options = fromContext({ planThreads: '50' });
-    expect(options.fleet).not.toHaveProperty('overflow');
+    expect(options).not.toHaveProperty('overflow');
     expect(resolveFleetStackConfig(options).settings.overflow).toBeUndefined();
   });
 
@@ -105,7 +105,7 @@ describe('overflow from context', () => {
   });
 
   it('reaches the stack from props as well', () => {
-    const config = resolveFleetStackConfig({ fleet: { overflow: block } });
+    const config = resolveFleetStackConfig({ overflow: block });
     expect(config.settings.overflow?.capUsdPerDay).toBe(20);
   });
 });
@@ -116,7 +116,10 @@ describe('validation', () => {
       () =>
         new CaptchaFleetStack(new App(), 'Invalid', {
           plan: 'gold',
-          fleet: { reservedThreads: 60, haltBalance: 0.05, pauseBalance: 0.5, solverBaseUrl: 'not a url' },
+          reservedThreads: 60,
+          haltBalance: 0.05,
+          pauseBalance: 0.5,
+          solverBaseUrl: 'not a url',
           alarmEmail: 'ops-at-example',
           solverKeySecretName: 'arn:aws:secretsmanager:eu-west-1:123:secret:key with spaces',
           resultsRemoval: 'keep' as never,
@@ -132,7 +135,11 @@ describe('validation', () => {
   it('reports the cross-checks of the settings together with the stack’s own', () => {
     const problems = problemsOf(() =>
       resolveFleetStackConfig({
-        fleet: { planThreads: 10, reservedThreads: 2, maxConcurrency: 9, pauseBalance: 2, haltBalance: 1 },
+        planThreads: 10,
+        reservedThreads: 2,
+        maxConcurrency: 9,
+        pauseBalance: 2,
+        haltBalance: 1,
         alarmEmail: 'x',
       }),
     );
@@ -140,11 +147,11 @@ describe('validation', () => {
   });
 
   it('refuses a plan too small for two lanes at the mapping floor, and says what would do', () => {
-    const problems = problemsOf(() => resolveFleetStackConfig({ fleet: { planThreads: 3 } }));
+    const problems = problemsOf(() => resolveFleetStackConfig({ planThreads: 3 }));
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatchObject({ field: 'maxConcurrency' });
     expect(problems[0]?.fix).toContain('at least 4 planThreads');
-    expect(() => resolveFleetStackConfig({ fleet: { planThreads: 4 } })).not.toThrow();
+    expect(() => resolveFleetStackConfig({ planThreads: 4 })).not.toThrow();
   });
 
   it('ends `cdk synth` with one message that lists every problem, and no stack trace', () => {
@@ -191,9 +198,7 @@ describe('initial ceilings', () => {
 describe('solverBaseUrl: https except on loopback (the key travels in res.php’s query string)', () => {
   it('refuses http:// to a remote solver at synth, naming the problem and the fix', () => {
     // Act
-    const problems = problemsOf(() =>
-      resolveFleetStackConfig({ fleet: { solverBaseUrl: 'http://ocr.captchaai.com' } }),
-    );
+    const problems = problemsOf(() => resolveFleetStackConfig({ solverBaseUrl: 'http://ocr.captchaai.com' }));
     // Assess
     expect(problems).toEqual([
       expect.objectContaining({

@@ -534,8 +534,8 @@ describe('stack without an overflow provider', () => {
 
   it('holds nothing of overflow: no resource, variable, permission, alarm, widget or output names it', () => {
     expect(JSON.stringify(off.template.toJSON())).not.toMatch(/overflow/i);
-    expect(off.stack.overflow).toBeUndefined();
-    expect(off.stack.alarms.overflowAlarms).toBeUndefined();
+    expect(off.stack.fleet.overflow).toBeUndefined();
+    expect(off.stack.fleet.alarms.overflowAlarms).toBeUndefined();
   });
 
   it('is the overflow stack less the overflow resources: same logical ids and types, the rest untouched', () => {

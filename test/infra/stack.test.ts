@@ -408,7 +408,10 @@ describe('validation at synth', () => {
     expect(() =>
       synthesizeFleet({
         extend: (stack) =>
-          (stack.queues.normal.node.defaultChild as sqs.CfnQueue).addPropertyOverride('VisibilityTimeout', 99_999),
+          (stack.fleet.queues.normal.node.defaultChild as sqs.CfnQueue).addPropertyOverride(
+            'VisibilityTimeout',
+            99_999,
+          ),
       }),
     ).toThrow(/CloudFormation Validate[\s\S]*VisibilityTimeout|VisibilityTimeout[\s\S]*CloudFormation Validate/);
   });

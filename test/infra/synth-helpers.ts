@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import type { FleetStackOptions } from '../../lib/config.js';
+import type { CaptchaFleetProps } from '../../lib/config.js';
 import { addFleetStack } from '../../lib/fleet-app.js';
 import type { CaptchaFleetStack } from '../../lib/fleet-stack.js';
 
@@ -29,7 +29,7 @@ export interface Synthesized {
 export function synthesizeFleet(
   options: {
     context?: Record<string, unknown>;
-    overrides?: FleetStackOptions;
+    overrides?: CaptchaFleetProps;
     bundle?: boolean;
     /** Change the stack before synthesis (e.g. add a non-compliant resource). */
     extend?: (stack: CaptchaFleetStack) => unknown;

@@ -1,0 +1,135 @@
+/**
+ * The fleet as one construct, to add to any stack: the queues, tables, key, events, consumer, the
+ * overflow lane when configured, governor, operator access, alarms and dashboard, each its own
+ * construct (one concern each), composed here. CaptchaFleetStack is this construct alone in a
+ * stack, plus outputs.
+ *
+ * ```ts
+ * import { CaptchaFleet } from 'captcha-fleet/cdk';
+ * const fleet = new CaptchaFleet(this, 'Captcha', { planThreads: 50, alarmEmail: 'ops@example.com' });
+ * fleet.grantProduce(myWorker.role);
+ * ```
+ */
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+import type { FleetSettings } from '../functions/core/settings.js';
+import { type CaptchaFleetProps, type ResolvedFleetStackConfig, resolveFleetStackConfig } from './config.js';
+import { CompletionEvents } from './completion-events.js';
+import { Consumer } from './consumer.js';
+import { FleetAlarms } from './fleet-alarms.js';
+import { FleetDashboard } from './fleet-dashboard.js';
+import { FleetTables } from './fleet-tables.js';
+import { Governor } from './governor.js';
+import { OperatorAccess } from './operator-access.js';
+import { OverflowConsumer } from './overflow-consumer.js';
+import { SolverKeySecret } from './solver-key-secret.js';
+import { TaskQueues } from './task-queues.js';
+
+/** A captcha-fleet: SQS lanes, Lambda consumers capped by the solver plan's threads, and the governor that moves the cap. */
+export class CaptchaFleet extends Construct {
+  /** The validated configuration the constructs were built from. */
+  public readonly config: ResolvedFleetStackConfig;
+  /** The fleet's settings (names, limits, timings), as the handlers see them. */
+  public readonly settings: FleetSettings;
+  /** The normal and high-priority lanes and their dead-letter queue. */
+  public readonly queues: TaskQueues;
+  /** The results table (key `taskId`) and the governor's state table. */
+  public readonly tables: FleetTables;
+  /** The solver key's secret (created, or imported by `solverKeySecretName`). */
+  public readonly solverKey: SolverKeySecret;
+  /** The completion-event bus (`<prefix>-events`). */
+  public readonly events: CompletionEvents;
+  /** The consumer function and its two event source mappings. */
+  public readonly consumer: Consumer;
+  /** The overflow lane; undefined unless `overflow` is set (nothing of it is created then). */
+  public readonly overflow: OverflowConsumer | undefined;
+  /** The governor function and its schedule. */
+  public readonly governor: Governor;
+  /** The operators' managed policy (status, DLQ inspection, redrive). */
+  public readonly operators: OperatorAccess;
+  /** The alarms and their SNS topic. */
+  public readonly alarms: FleetAlarms;
+  /** The CloudWatch dashboard. */
+  public readonly dashboard: FleetDashboard;
+
+  /** @throws ConfigError listing every configuration problem, before any resource is created. */
+  constructor(scope: Construct, id: string, props: CaptchaFleetProps = {}) {
+    const config = resolveFleetStackConfig(props);
+    super(scope, id);
+    this.config = config;
+    const { settings, fleetConfig } = config;
+    this.settings = settings;
+
+    this.queues = new TaskQueues(this, 'Queues', { settings });
+    this.tables = new FleetTables(this, 'Tables', { settings, resultsRemoval: config.resultsRemoval });
+    this.solverKey = new SolverKeySecret(this, 'SolverKey', {
+      settings,
+      existingSecretName: config.solverKeySecretName,
+    });
+    this.events = new CompletionEvents(this, 'CompletionEvents', { settings });
+    const shared = {
+      settings,
+      fleetConfig,
+      queues: this.queues,
+      resultsTable: this.tables.results,
+      governorTable: this.tables.governor,
+      solverKey: this.solverKey,
+      bus: this.events.bus,
+    };
+    this.consumer = new Consumer(this, 'Consumer', {
+      ...shared,
+      initialCeilings: config.initialCeilings,
+      reserveConcurrency: config.reserveConsumerConcurrency,
+    });
+    this.overflow =
+      settings.overflow === undefined
+        ? undefined
+        : new OverflowConsumer(this, 'Overflow', {
+            ...shared,
+            overflow: settings.overflow,
+            reserveConcurrency: config.reserveConsumerConcurrency,
+          });
+    this.events.admitOnly(
+      this.consumer.fleetFunction.role,
+      ...(this.overflow !== undefined ? [this.overflow.fleetFunction.role] : []),
+    );
+    this.governor = new Governor(this, 'Governor', {
+      ...shared,
+      consumer: this.consumer,
+      ...(this.overflow !== undefined ? { overflow: this.overflow } : {}),
+    });
+    this.operators = new OperatorAccess(this, 'Operators', {
+      settings,
+      queues: this.queues,
+      resultsTable: this.tables.results,
+      governorTable: this.tables.governor,
+    });
+    const overflowConsumer = this.overflow !== undefined ? { overflowConsumer: this.overflow.function } : {};
+    this.alarms = new FleetAlarms(this, 'Alarms', {
+      settings,
+      queues: this.queues,
+      consumer: this.consumer.function,
+      governor: this.governor.function,
+      ...overflowConsumer,
+      ...(config.alarmEmail !== undefined ? { alarmEmail: config.alarmEmail } : {}),
+    });
+    this.dashboard = new FleetDashboard(this, 'Dashboard', {
+      settings,
+      queues: this.queues,
+      consumer: this.consumer.function,
+      governor: this.governor.function,
+      ...overflowConsumer,
+      alarms: [...Object.values(this.alarms.alarms), ...Object.values(this.alarms.overflowAlarms ?? {})],
+    });
+  }
+
+  /**
+   * Let a producer (a function's role, a user, a group) send tasks to both lanes and read their
+   * results: `sqs:SendMessage` on the two queues, `dynamodb:GetItem` on the results table, nothing else.
+   */
+  grantProduce(grantee: iam.IGrantable): void {
+    this.queues.normal.grantSendMessages(grantee);
+    this.queues.high.grantSendMessages(grantee);
+    this.tables.results.grant(grantee, 'dynamodb:GetItem');
+  }
+}

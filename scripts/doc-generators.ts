@@ -1,0 +1,23 @@
+/**
+ * The generators of the docs' generated blocks (scripts/doc-blocks.ts). Each is a deterministic
+ * run: the same code gives the same text. Add one per figure or output a page shows.
+ */
+import type { Command } from 'commander';
+import { buildProgram } from '../bin/program.js';
+import type { DocGenerator } from './doc-blocks.js';
+
+/** `captcha-fleet <command> --help`, as printed 100 columns wide, in a fenced block. */
+function help([name]: string[]): string {
+  const program = buildProgram();
+  const command: Command | undefined = name === undefined ? program : program.commands.find((c) => c.name() === name);
+  if (command === undefined) throw new Error(`help: no command "${name}"`);
+  command.configureHelp({ helpWidth: 100 });
+  return [
+    '```text',
+    `$ captcha-fleet${name === undefined ? '' : ` ${name}`} --help`,
+    command.helpInformation().trimEnd(),
+    '```',
+  ].join('\n');
+}
+
+export const DOC_GENERATORS: Readonly<Record<string, DocGenerator>> = { help };

@@ -1,0 +1,165 @@
+/**
+ * The papercuts a new user hit (issue 20), each as the user meets it: the real CLI (or npm, or
+ * the producer library) in a child process, with a shell's environment and nothing of this test's.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { flagsNpmKept } from '../../bin/commands/npm-flags.js';
+import { START_OPTIONS } from '../../bin/commands/start.js';
+import { localStack } from '../../clients/index.js';
+import { writeLocalStackFile } from '../../local/stack-file.js';
+import { run } from '../helpers/processes.js';
+import { ROOT } from '../infra/synth-helpers.js';
+
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-papercuts-'));
+
+/** A user's shell: PATH and HOME, no AWS settings, no fleet environment. */
+const shell = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  ...extra,
+});
+const cli = (args: string[], env: NodeJS.ProcessEnv = shell()) =>
+  run(TSX, ['bin/captcha-fleet.ts', ...args], ROOT, env, 60_000);
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('governor --once without the stack’s environment', () => {
+  it('exits 2, names what is missing and points at --local and at the deployed governor’s variables', async () => {
+    const result = await cli(['governor', '--once', '--dry-run']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('TASKS_QUEUE_URL');
+    expect(result.stderr).toContain('add --local');
+    expect(result.stderr).toContain('get-function-configuration');
+  });
+
+  it('without --once is a usage error: exit 2, like every other', async () => {
+    const result = await cli(['governor', '--dry-run', '--local']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/^error: only `governor --once` runs from the CLI \(add --once\)/);
+  });
+});
+
+describe('a usage error', () => {
+  it('prints the error first and a pointer to --help, not the whole help', async () => {
+    const result = await cli(['start', '--bogus']);
+    expect(result.code).toBe(2);
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines[0]).toBe("error: unknown option '--bogus'");
+    expect(lines.length).toBeLessThanOrEqual(3);
+    expect(result.stderr).toContain('`captcha-fleet start --help`');
+    expect(result.stdout).toBe('');
+  });
+
+  it('points npm users at `npm start -- --help`', async () => {
+    const result = await cli(['start', '--bogus'], shell({ npm_lifecycle_event: 'start' }));
+    expect(result.stderr).toContain('`npm start -- --help`');
+  });
+});
+
+describe('a second `start --serve` of the same fleet', () => {
+  it('fails at once, before any demo, naming the stack that serves', async () => {
+    // Prepare: this test process plays the stack already serving.
+    const stackFile = join(dir, 'serving.json');
+    writeLocalStackFile(
+      {
+        version: 1,
+        pid: process.pid,
+        startedAt: Date.now(),
+        prefix: 'captcha-fleet',
+        sqsEndpoint: 'http://127.0.0.1:1',
+        dynamoEndpoint: 'http://127.0.0.1:2',
+        solverUrl: undefined,
+        controlUrl: undefined,
+        queueUrls: { normal: 'n', high: 'h', dlq: 'd' },
+        tables: { results: 'r', governor: 'g' },
+      },
+      stackFile,
+    );
+
+    // Act
+    const started = Date.now();
+    const result = await cli(['start', '--serve', '--tasks', '200'], shell({ CAPTCHA_FLEET_STACK_FILE: stackFile }));
+
+    // Assess
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`already serving (pid ${process.pid}`);
+    expect(result.stderr).toContain(stackFile);
+    expect(result.stdout).not.toContain('Summary');
+    expect(result.stdout).not.toContain('captcha-fleet local:');
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+});
+
+describe('`npm start --serve` (without `--`)', () => {
+  it('stops and says what to type, instead of running the plain demo', async () => {
+    const result = await run('npm', ['start', '--serve'], ROOT, shell(), 60_000);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('type `npm start -- --serve`');
+    expect(result.stdout).not.toContain('captcha-fleet local:');
+  });
+
+  it('knows the flags npm keeps, with their values where npm kept them', () => {
+    const env = {
+      npm_lifecycle_event: 'start',
+      npm_config_serve: 'true',
+      npm_config_plan_threads: '3',
+      npm_config_tasks: 'true',
+    };
+    expect(flagsNpmKept(START_OPTIONS, 'start', env)).toEqual(['--tasks <n>', '--plan-threads 3', '--serve']);
+    expect(flagsNpmKept(START_OPTIONS, 'start', { ...env, npm_lifecycle_event: 'test' })).toEqual([]);
+  });
+});
+
+describe('the hints say what exists where they are read', () => {
+  it('from the producer library: its options, no flags', () => {
+    const read = () => localStack({ stackFile: join(dir, 'missing.json') });
+    expect(read).toThrow(/localStack\(\{ stackFile \}\)/);
+    expect(read).not.toThrow(/--prefix|--region|--local/);
+  });
+
+  it('from `governor --once --local`, which has no --prefix or --region', async () => {
+    const result = await cli(
+      ['governor', '--once', '--local'],
+      shell({ CAPTCHA_FLEET_STACK_FILE: join(dir, 'none.json') }),
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('no local stack found');
+    expect(result.stderr).not.toMatch(/--prefix|--region/);
+  });
+
+  it('from `status --local`, which has them', async () => {
+    const result = await cli(['status', '--local'], shell({ CAPTCHA_FLEET_STACK_FILE: join(dir, 'none.json') }));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('drop --local to reach a deployed fleet (--prefix, --region, --endpoint)');
+  });
+});
+
+describe("the SDK's Node.js-version notice", () => {
+  // The notice appears on Node.js < 22: the child pretends to be 20.
+  const pretend20 = `data:text/javascript,${encodeURIComponent("Object.defineProperty(process, 'version', { value: 'v20.20.2' });")}`;
+  const node = (code: string) =>
+    run(process.execPath, ['--import', pretend20, '--import', 'tsx', '--input-type=module', '-e', code], ROOT, {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+    });
+
+  it("is not printed by the producer's clients, and the switch is left as it was", async () => {
+    const result = await node(
+      "const { createAwsClients } = await import('./clients/index.ts'); createAwsClients({ endpoint: 'http://127.0.0.1:1' }); console.log(String(process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED));",
+    );
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim()).toBe('undefined');
+  });
+
+  it('is what a bare SDK client prints there (the check above can see it)', async () => {
+    const result = await node(
+      "const { SQSClient } = await import('@aws-sdk/client-sqs'); new SQSClient({ region: 'us-east-1' });",
+    );
+    expect(result.stderr).toContain('NodeVersionSupportWarning');
+  });
+});

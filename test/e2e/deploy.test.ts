@@ -1,0 +1,287 @@
+/**
+ * `cdk deploy` as an operator runs it, onto moto_server's CloudFormation: bootstrap, deploy the
+ * synthesized fleet (bundles and all), drive what was deployed with the project's CLIs —
+ * `governor --once` with the deployed governor's own environment applies its decision to the
+ * deployed mappings, `status` reads them, `redrive` moves a dead-lettered task back — then change
+ * a setting, see it in `cdk diff`, deploy the update, and destroy. moto's gaps are worked around in
+ * test/helpers/cdk-deploy.ts, never in the product. Skipped cleanly where moto_server is absent.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import {
+  GetFunctionConcurrencyCommand,
+  GetFunctionConfigurationCommand,
+  LambdaClient,
+  ListEventSourceMappingsCommand,
+} from '@aws-sdk/client-lambda';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { GetQueueAttributesCommand, GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
+import { STACK_OUTPUTS } from '../../functions/core/deployment.js';
+import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
+import { MotoCdk, motoEnvironment, synthesizeForMoto } from '../helpers/cdk-deploy.js';
+import { startDeployedPollers, WarmFunction } from '../helpers/deployed-runtime.js';
+import { copyPackageClosure, deployedFunction, externalPackages, findLambdaNode } from '../helpers/lambda-bundle.js';
+import { TEST_SOLVER_KEY } from '../helpers/factories.js';
+import { HAS_MOTO, type MotoServer, startMotoServer } from '../helpers/moto.js';
+import { describeRun, run } from '../helpers/processes.js';
+import { ROOT } from '../infra/synth-helpers.js';
+
+const REGION = 'us-east-1';
+const STACK = 'DeployE2E';
+const PREFIX = 'deploy-e2e';
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+
+describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against what was deployed', () => {
+  let moto: MotoServer | undefined;
+  let simulator: SolverSimulator | undefined;
+  let env: NodeJS.ProcessEnv;
+  let cdk: MotoCdk;
+  let lambda: LambdaClient;
+  let sqs: SQSClient;
+  let cloudformation: CloudFormationClient;
+  const assemblies: string[] = [];
+  let context: Record<string, unknown>;
+
+  /** The mappings of the deployed consumer, by queue name. */
+  async function mappings() {
+    const listed = await lambda.send(new ListEventSourceMappingsCommand({ FunctionName: `${PREFIX}-consumer` }));
+    return Object.fromEntries(
+      (listed.EventSourceMappings ?? []).map((m) => [
+        m.EventSourceArn?.split(':').pop(),
+        { max: m.ScalingConfig?.MaximumConcurrency, state: m.State, batchSize: m.BatchSize },
+      ]),
+    );
+  }
+
+  async function outputs(): Promise<Record<string, string>> {
+    const described = await cloudformation.send(new DescribeStacksCommand({ StackName: STACK }));
+    return Object.fromEntries((described.Stacks?.[0]?.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));
+  }
+
+  /** `captcha-fleet <args>` from this checkout with `extra` in moto's environment. */
+  async function cli(args: string[], extra: NodeJS.ProcessEnv = {}) {
+    const result = await run(TSX, ['bin/captcha-fleet.ts', ...args], ROOT, { ...env, ...extra }, 60_000);
+    expect(result.code, describeRun(`captcha-fleet ${args.join(' ')}`, result)).toBe(0);
+    return result;
+  }
+
+  beforeAll(async () => {
+    moto = await startMotoServer({ hostName: 'localhost' });
+    env = motoEnvironment(moto.endpoint, REGION);
+    cdk = new MotoCdk(env, REGION);
+    const config = baseClientConfig(moto.endpoint, REGION);
+    lambda = new LambdaClient(config);
+    sqs = new SQSClient(config);
+    cloudformation = new CloudFormationClient(config);
+    simulator = createSolverSimulator({ seed: 7, planThreads: 50, balance: 10, medianMs: 20 });
+    const { url } = await simulator.listen();
+    // moto's CloudFormation cannot create the secret: it exists first, as an imported key would.
+    await new SecretsManagerClient(config).send(
+      new CreateSecretCommand({ Name: `${PREFIX}/solver-key`, SecretString: TEST_SOLVER_KEY }),
+    );
+    context = {
+      prefix: PREFIX,
+      stackName: STACK,
+      solverKeySecretName: `${PREFIX}/solver-key`,
+      solverBaseUrl: url,
+      resultsRemoval: 'destroy',
+    };
+    const [, synthesized] = await Promise.all([cdk.bootstrap(), Promise.resolve(synthesizeForMoto(context, REGION))]);
+    assemblies.push(synthesized.outdir);
+    expect(synthesized.rewrites).toBeGreaterThan(0);
+  }, 400_000);
+
+  afterAll(async () => {
+    await simulator?.close();
+    await moto?.stop();
+    for (const dir of assemblies) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('deploys the synthesized fleet: outputs, mappings and reserved concurrency as the template says', async () => {
+    // Act
+    await cdk.deploy(assemblies[0] as string, STACK);
+
+    // Assess
+    const out = await outputs();
+    expect(out[STACK_OUTPUTS.consumerFunctionName]).toBe(`${PREFIX}-consumer`);
+    expect(out[STACK_OUTPUTS.governorFunctionName]).toBe(`${PREFIX}-governor`);
+    expect(out[STACK_OUTPUTS.normalQueueUrl]).toContain(`${PREFIX}-tasks`);
+    expect(JSON.parse(out[STACK_OUTPUTS.fleetConfig] ?? '{}')).toMatchObject({ prefix: PREFIX, planThreads: 50 });
+    const deployed = await mappings();
+    expect(deployed[`${PREFIX}-tasks`]).toMatchObject({ max: 38, state: 'Enabled', batchSize: 1 });
+    expect(deployed[`${PREFIX}-tasks-high`]).toMatchObject({ max: 12, state: 'Enabled' });
+    const reserved = await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: `${PREFIX}-consumer` }));
+    expect(reserved.ReservedConcurrentExecutions).toBe(50);
+  });
+
+  it('governor --once, with the deployed governor’s own environment, applies its decision to the deployed mappings', async () => {
+    // Prepare: the variables the stack gave the governor Lambda, here pointed at moto
+    const fn = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-governor` }));
+    const variables = fn.Environment?.Variables ?? {};
+    expect(Object.keys(variables)).toEqual(
+      expect.arrayContaining(['EVENT_SOURCE_MAPPING_IDS', 'CAPTCHA_FLEET_CONFIG']),
+    );
+
+    // Act
+    const tick = await cli(['governor', '--once', '--json'], variables);
+
+    // Assess: an idle fleet opens the normal lane to the plan's free threads and parks the high lane
+    const decision = JSON.parse(tick.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+    expect(JSON.stringify(decision)).toContain('IDLE');
+    const deployed = await mappings();
+    expect(deployed[`${PREFIX}-tasks`]).toMatchObject({ max: 50, state: 'Enabled' });
+    expect(deployed[`${PREFIX}-tasks-high`]?.state).toBe('Disabled');
+    const reserved = await lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: `${PREFIX}-consumer` }));
+    expect(reserved.ReservedConcurrentExecutions).toBeGreaterThanOrEqual(50);
+  });
+
+  it('status reads the deployed fleet: its lanes, the ceilings the governor set and its last decision', async () => {
+    const status = await cli(['status', '--endpoint', env.AWS_ENDPOINT_URL as string, '--prefix', PREFIX, '--json']);
+    const report = JSON.parse(status.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+    const text = JSON.stringify(report);
+    expect(text).toContain('IDLE');
+    expect(text).toContain(`"fleet":"endpoint ${env.AWS_ENDPOINT_URL}"`);
+  });
+
+  it('redrive moves a dead-lettered task back to its lane', async () => {
+    // Prepare
+    const url = async (name: string) =>
+      (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl as string;
+    const task = {
+      id: 'redriven-1',
+      method: 'turnstile',
+      params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://example.com/' },
+    };
+    await sqs.send(
+      new SendMessageCommand({ QueueUrl: await url(`${PREFIX}-tasks-dlq`), MessageBody: JSON.stringify(task) }),
+    );
+
+    // Act
+    const redriven = await cli(['redrive', '--endpoint', env.AWS_ENDPOINT_URL as string, '--prefix', PREFIX, '--json']);
+
+    // Assess
+    expect(JSON.parse(redriven.stdout.trim().split('\n').pop() ?? '{}')).toMatchObject({ copied: 1, left: 0 });
+    const depth = async (name: string) =>
+      Number(
+        (
+          await sqs.send(
+            new GetQueueAttributesCommand({
+              QueueUrl: await url(name),
+              AttributeNames: ['ApproximateNumberOfMessages'],
+            }),
+          )
+        ).Attributes?.ApproximateNumberOfMessages,
+      );
+    expect(await depth(`${PREFIX}-tasks-dlq`)).toBe(0);
+    expect(await depth(`${PREFIX}-tasks`)).toBe(1);
+  });
+
+  it('the deployed bundle solves tasks under pollers that follow the deployed mappings: the governor’s writes throttle it', async () => {
+    // Prepare: the consumer's synthesized bundle in warm environments with its deployed variables
+    const outdir = assemblies[0] as string;
+    const template = JSON.parse(readFileSync(join(outdir, `${STACK}.template.json`), 'utf8'));
+    const fn = deployedFunction(template, outdir, `${PREFIX}-consumer`);
+    const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-deployed-'));
+    copyPackageClosure(externalPackages(readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8')), dir);
+    const deployed = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-consumer` }));
+    const consumer = new WarmFunction({
+      dir,
+      assetDir: fn.assetDir,
+      node: findLambdaNode().path,
+      timeoutMs: fn.timeoutSeconds * 1000,
+      env: {
+        ...deployed.Environment?.Variables,
+        PATH: process.env.PATH,
+        AWS_LAMBDA_FUNCTION_NAME: `${PREFIX}-consumer`,
+        AWS_REGION: REGION,
+        AWS_ENDPOINT_URL: env.AWS_ENDPOINT_URL,
+        AWS_ACCESS_KEY_ID: 'testing',
+        AWS_SECRET_ACCESS_KEY: 'testing',
+      },
+    });
+    const runtime = await startDeployedPollers({
+      lambda,
+      sqs,
+      region: REGION,
+      functionName: `${PREFIX}-consumer`,
+      invoke: (event) => consumer.invoke(event),
+      functionTimeoutMs: fn.timeoutSeconds * 1000,
+    });
+    const documents = DynamoDBDocumentClient.from(new DynamoDBClient(baseClientConfig(env.AWS_ENDPOINT_URL, REGION)));
+    const statusOf = async (taskId: string) =>
+      (await documents.send(new GetCommand({ TableName: `${PREFIX}-results`, Key: { taskId }, ConsistentRead: true })))
+        .Item?.status as string | undefined;
+    const until = async (what: string, check: () => Promise<boolean>, ms = 30_000) => {
+      for (const end = Date.now() + ms; !(await check()); ) {
+        if (Date.now() > end) throw new Error(`${what} did not happen within ${ms} ms\n${consumer.output}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
+    try {
+      // The governor parked the high lane: its poller follows the mapping
+      expect(runtime.pollers[`${PREFIX}-tasks`]?.maxConcurrency).toBe(50);
+      expect(runtime.pollers[`${PREFIX}-tasks-high`]?.enabled).toBe(false);
+      const high = {
+        id: 'urgent-1',
+        method: 'turnstile',
+        priority: 'high',
+        params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://example.com/' },
+      };
+      const highUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: `${PREFIX}-tasks-high` }))).QueueUrl;
+      await sqs.send(new SendMessageCommand({ QueueUrl: highUrl, MessageBody: JSON.stringify(high) }));
+
+      // Act 1: the normal lane is open, so the redriven task is solved end to end
+      await until('the redriven task solved', async () => (await statusOf('redriven-1')) === 'solved');
+      // ...while the high task waits behind its disabled mapping
+      expect(await statusOf('urgent-1')).toBeUndefined();
+      expect(runtime.pollers[`${PREFIX}-tasks-high`]?.stats().invocations).toBe(0);
+
+      // Act 2: the governor sees the high backlog and enables the lane; the poller follows it
+      const variables = (await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-governor` })))
+        .Environment?.Variables;
+      await cli(['governor', '--once', '--json'], variables);
+      await until('the high task solved', async () => (await statusOf('urgent-1')) === 'solved');
+
+      // Assess
+      expect(runtime.pollers[`${PREFIX}-tasks-high`]?.enabled).toBe(true);
+      expect(runtime.pollers[`${PREFIX}-tasks-high`]?.stats().invocations).toBeGreaterThanOrEqual(1);
+      expect(simulator?.stats().solved).toBeGreaterThanOrEqual(2);
+    } finally {
+      await runtime.stop();
+      consumer.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('a changed setting shows in cdk diff and deploys as an update', async () => {
+    // Prepare: a smaller plan
+    const changed = synthesizeForMoto({ ...context, planThreads: 20 }, REGION);
+    assemblies.push(changed.outdir);
+
+    // Act
+    const diff = await cdk.diff(changed.outdir, STACK);
+    await cdk.deploy(changed.outdir, STACK);
+
+    // Assess
+    const said = `${diff.stdout}\n${diff.stderr}`;
+    expect(said).toMatch(/AWS::Lambda::EventSourceMapping/);
+    expect(said).toMatch(/MaximumConcurrency/);
+    expect(said).toContain('Number of stacks with differences: 1');
+    expect(JSON.parse((await outputs())[STACK_OUTPUTS.fleetConfig] ?? '{}')).toMatchObject({ planThreads: 20 });
+    const deployed = await mappings();
+    expect(deployed[`${PREFIX}-tasks`]?.max).toBe(15);
+    expect(deployed[`${PREFIX}-tasks-high`]?.max).toBe(5);
+  });
+
+  it('destroy removes the stack and its resources', async () => {
+    await cdk.destroy(assemblies[1] as string, STACK);
+    await expect(cloudformation.send(new DescribeStacksCommand({ StackName: STACK }))).rejects.toThrow();
+    await expect(sqs.send(new GetQueueUrlCommand({ QueueName: `${PREFIX}-tasks` }))).rejects.toThrow();
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * The CaptchaFleet construct: its props cannot drift from the settings (one documented prop per
+ * setting, whose `@default` is the schema's default), it validates as the stack does, it embeds in
+ * any stack, and CaptchaFleetStack built on it keeps the logical ids deployed fleets already have
+ * (a renamed stateful resource would be replaced, and a table's data lost, on the next deploy).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, FleetConfigSchema, OverflowConfigSchema } from '../../functions/core/settings.js';
+import { CaptchaFleet } from '../../lib/captcha-fleet.js';
+import { DEPLOYMENT_PROP_KEYS } from '../../lib/config.js';
+import { ROOT, removeOutdir, synthesizeFleet } from './synth-helpers.js';
+
+/** Each member of `interfaceName` in lib/config.ts with its `@default` text (undefined when it has none). */
+function documentedProps(interfaceName: string): Map<string, string | undefined> {
+  const file = join(ROOT, 'lib/config.ts');
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const props = new Map<string, string | undefined>();
+  source.forEachChild((node) => {
+    if (!ts.isInterfaceDeclaration(node) || node.name.text !== interfaceName) return;
+    for (const member of node.members) {
+      if (!ts.isPropertySignature(member)) continue;
+      const tag = ts.getJSDocTags(member).find((t) => t.tagName.text === 'default');
+      const text = tag === undefined ? undefined : (ts.getTextOfJSDocComment(tag.comment) ?? '').trim();
+      props.set(member.name.getText(source), text);
+    }
+  });
+  return props;
+}
+
+/** How a default is written in TSDoc: strings quoted, numbers and booleans as they are. */
+const written = (value: unknown) => (typeof value === 'string' ? `'${value}'` : String(value));
+
+/** Every setting with a documented prop whose `@default` is the schema's: the problems found. */
+function driftOf(props: Map<string, string | undefined>, keys: string[], defaults: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const key of keys) {
+    if (!props.has(key)) {
+      problems.push(`${key}: no prop (add it with TSDoc and @default)`);
+      continue;
+    }
+    const tag = props.get(key);
+    const expected = defaults[key];
+    if (tag === undefined) problems.push(`${key}: no @default`);
+    else if (expected !== undefined && tag !== written(expected))
+      problems.push(`${key}: @default ${tag}, but the schema's default is ${written(expected)}`);
+    else if (expected === undefined && !tag.startsWith('-') && !/^\w+ /.test(tag))
+      problems.push(`${key}: @default ${tag}, but the schema has no default (say what happens, "- …")`);
+  }
+  return problems;
+}
+
+describe('CaptchaFleet props', () => {
+  it('have one documented prop per fleet setting, its @default the schema’s', () => {
+    const props = documentedProps('FleetSettingsProps');
+    expect(driftOf(props, Object.keys(FleetConfigSchema.shape), FleetConfigSchema.parse({}))).toEqual([]);
+    expect([...props.keys()].sort()).toEqual(Object.keys(FleetConfigSchema.shape).sort());
+  });
+
+  it('have one documented prop per overflow setting, its @default the schema’s', () => {
+    const required = { baseUrl: 'https://2captcha.com', capUsdPerHour: 1, capUsdPerDay: 2, priceHintUsd: 0.003 };
+    const defaults = Object.fromEntries(
+      Object.entries(OverflowConfigSchema.parse(required)).filter(([key]) => !(key in required)),
+    );
+    const props = documentedProps('OverflowProps');
+    const optional = Object.keys(OverflowConfigSchema.shape).filter((key) => !(key in required));
+    expect(driftOf(props, optional, defaults)).toEqual([]);
+    expect([...props.keys()].sort()).toEqual(Object.keys(OverflowConfigSchema.shape).sort());
+  });
+
+  it('have the deployment’s own props documented', () => {
+    const props = documentedProps('CaptchaFleetProps');
+    expect([...props.keys()].sort()).toEqual([...DEPLOYMENT_PROP_KEYS].sort());
+    for (const key of DEPLOYMENT_PROP_KEYS) expect(props.get(key), key).toBeDefined();
+  });
+});
+
+describe('CaptchaFleet in a stack of your own', () => {
+  it('builds the fleet under its id, beside the stack’s own resources, and grants a producer only what it needs', () => {
+    // Prepare
+    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
+    const worker = new iam.Role(stack, 'Worker', { assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com') });
+
+    // Act
+    const fleet = new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', planThreads: 20 });
+    fleet.grantProduce(worker);
+
+    // Assess
+    const template = Template.fromStack(stack);
+    template.resourceCountIs('AWS::SQS::Queue', 3);
+    template.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'shop-tasks' });
+    expect(
+      Object.keys(template.findResources('AWS::DynamoDB::Table')).every((id) => id.startsWith('CaptchaTables')),
+    ).toBe(true);
+    const policies = JSON.stringify(template.findResources('AWS::IAM::Policy'));
+    const workerPolicy = Object.values(template.findResources('AWS::IAM::Policy')).find((p) =>
+      JSON.stringify(p.Properties.Roles).includes('Worker'),
+    );
+    const actions = JSON.stringify(
+      workerPolicy?.Properties.PolicyDocument.Statement.map((s: { Action: unknown }) => s.Action),
+    );
+    expect(actions).toContain('sqs:SendMessage');
+    expect(actions).toContain('dynamodb:GetItem');
+    expect(actions).not.toMatch(/Scan|Query|PutItem|ReceiveMessage|DeleteMessage/);
+    expect(policies).toContain('shop');
+  });
+
+  it('refuses a configuration problem before creating anything, listing every one (misspelt props too)', () => {
+    const stack = new Stack(new App(), 'Shop');
+    const build = () =>
+      new CaptchaFleet(stack, 'Captcha', { planThread: 20, alarmEmail: 'nobody' } as unknown as Record<string, never>);
+    expect(build).toThrow(ConfigError);
+    try {
+      build();
+    } catch (error) {
+      const fields = (error as ConfigError).problems.map((p) => p.field);
+      expect(fields).toEqual(['planThread', 'alarmEmail']);
+      expect((error as ConfigError).problems[0]?.fix).toContain('planThreads');
+    }
+    expect(stack.node.tryFindChild('Captcha')).toBeUndefined();
+  });
+});
+
+describe('CaptchaFleetStack', () => {
+  it('keeps the logical ids of the stateful resources fleets already have deployed', () => {
+    const s = synthesizeFleet();
+    try {
+      const ids = (type: string) => Object.keys(s.template.findResources(type)).sort();
+      expect(ids('AWS::SQS::Queue')).toEqual([
+        'QueuesDeadLetterQueue82AA3FB7',
+        'QueuesHighPriorityQueueDF7F2C44',
+        'QueuesTasksQueueECA677E4',
+      ]);
+      expect(ids('AWS::DynamoDB::Table')).toEqual(['TablesGovernorState1C36604F', 'TablesResultsD85FCDF1']);
+      expect(ids('AWS::SecretsManager::Secret')).toEqual(['SolverKeySecret311132E2']);
+      expect(ids('AWS::Events::EventBus')).toEqual(['CompletionEventsBusF19C6D83']);
+      expect(ids('AWS::SNS::Topic')).toEqual(['AlarmsTopic3A2DFEBA']);
+      expect(s.stack.fleet.node.id).toBe('Default');
+    } finally {
+      removeOutdir(s.outdir);
+    }
+  });
+});
