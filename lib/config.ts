@@ -4,7 +4,7 @@
  * settings' own checks and the construct's) and thrown as one ConfigError that lists them all
  * with their fix.
  */
-import type { Dialect } from '../functions/core/solver-protocol.js';
+import type { Dialect, SolverMethod, SolverProtocol } from '../functions/core/solver-protocol.js';
 import {
   ConfigError,
   FleetConfigSchema,
@@ -35,6 +35,22 @@ export interface OverflowProps extends Readonly<OverflowConfigInput> {
    * @default '2captcha'
    */
   readonly dialect?: Dialect;
+  /**
+   * The provider's wire protocol: `res-php` (in.php / res.php) or `create-task` (the JSON task API);
+   * its dialect must speak it.
+   * @default 'res-php'
+   */
+  readonly solverProtocol?: SolverProtocol;
+  /**
+   * The operator's developer id at this provider (`soft_id`, `softId`, or CapSolver's `appId`).
+   * @default - none sent
+   */
+  readonly softId?: string;
+  /**
+   * Prices per method at this provider, USD: a solve's cost where the provider reports none.
+   * @default - none (a solve's cost is the provider's own figure, or unknown)
+   */
+  readonly pricesUsd?: Partial<Record<SolverMethod, number>>;
   /**
    * Name of an existing Secrets Manager secret holding the provider's key.
    * @default - a new secret `<prefix>/overflow-key` holding a placeholder the operator replaces
@@ -182,6 +198,23 @@ export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow
    * @default 'captchaai'
    */
   readonly dialect?: Dialect;
+  /**
+   * The solver's wire protocol: `res-php` (in.php / res.php) or `create-task` (the JSON task API:
+   * createTask / getTaskResult / getBalance); the dialect must speak it.
+   * @default 'res-php'
+   */
+  readonly solverProtocol?: SolverProtocol;
+  /**
+   * The operator's developer id at the solver (in.php `soft_id`, JSON `softId`, CapSolver `appId`);
+   * never a producer's.
+   * @default - none sent
+   */
+  readonly solverSoftId?: string;
+  /**
+   * Prices per method at the solver, USD: a solve's cost where the provider reports none (res.php never does).
+   * @default - none (a solve's cost is the provider's own figure, or unknown)
+   */
+  readonly solverPricesUsd?: Partial<Record<SolverMethod, number>>;
   /**
    * Put answers (tokens are credentials) in completion events.
    * @default false
