@@ -1,3 +1,5 @@
+import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
+
 /**
  * The lab's model constants: how Lambda, the worker pools and the consumer behave, and what
  * compute costs. One place, so docs/lab.md can cite them and a user can override any of them.
@@ -67,14 +69,15 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   backoffBaseSeconds: 1,
   backoffMaxSeconds: 16,
   accountRetrySeconds: 30,
-  consumerMaxOverCapRetries: 3,
-  consumerMaxTransientRetries: 3,
-  consumerBackoffBaseSeconds: 1,
-  consumerBackoffMaxSeconds: 15,
-  handBackBaseSeconds: 5,
-  handBackMaxSeconds: 300,
-  accountHandBackBaseSeconds: 60,
-  accountHandBackMaxSeconds: 900,
+  // The consumer's and the solver client's own defaults (functions/core/backoff.ts).
+  consumerMaxOverCapRetries: SOLVER_RETRY_DEFAULTS.maxOverCapRetries,
+  consumerMaxTransientRetries: SOLVER_RETRY_DEFAULTS.maxTransientRetries,
+  consumerBackoffBaseSeconds: SOLVER_RETRY_DEFAULTS.baseBackoffMs / 1000,
+  consumerBackoffMaxSeconds: SOLVER_RETRY_DEFAULTS.maxBackoffMs / 1000,
+  handBackBaseSeconds: HAND_BACK_BACKOFF.baseSeconds,
+  handBackMaxSeconds: HAND_BACK_BACKOFF.maxSeconds,
+  accountHandBackBaseSeconds: ACCOUNT_HAND_BACK_BACKOFF.baseSeconds,
+  accountHandBackMaxSeconds: ACCOUNT_HAND_BACK_BACKOFF.maxSeconds,
   pollIntervalSeconds: 5,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,

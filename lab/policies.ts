@@ -20,6 +20,7 @@ export const POLICY_NAMES = [
   'lambda-fixed',
   'static-pool',
   'oracle',
+  'oracle-ramp',
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
@@ -39,6 +40,8 @@ export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
   'lambda-fixed':
     "Lambda's own SQS scaling with the mapping's maximum concurrency fixed at the plan's cap and no governor.",
   'static-pool': 'A pool of workers equal to the plan threads, always on.',
+  'oracle-ramp':
+    "The fair floor: a clairvoyant Lambda whose mapping's maximum concurrency is exactly the free threads at every instant, disabled exactly in outages and under the pause level, under Lambda's own SQS ramp, overheads, retries and hand-backs (a floor some Lambda policy could reach on a surge faster than the ramp).",
   oracle:
     'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops under the pause level and while the solver is down.',
 };
@@ -73,6 +76,14 @@ export function createPolicy(name: PolicyName, settings: FleetSettings, model: P
       };
     case 'oracle':
       return { name, capacity: 'oracle', periodSeconds: undefined, initialTarget: (s) => s.planThreads };
+    case 'oracle-ramp':
+      return {
+        name,
+        capacity: 'lambda',
+        clairvoyant: true,
+        periodSeconds: undefined,
+        initialTarget: (s) => Math.max(1, s.maxConcurrency),
+      };
   }
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { shippedTraces } from '../../lab/bench.js';
-import { DEFAULT_OVERFLOW, governorOverflowPolicy, OverflowLane, type OverflowSpec } from '../../lab/overflow.js';
+import { DEFAULT_OVERFLOW, governorOverflowPolicy, type OverflowSpec } from '../../lab/overflow.js';
+import { OverflowLane } from '../../lab/sim/overflow-lane.js';
 import { createPolicy } from '../../lab/policies.js';
 import { simulate } from '../../lab/sim.js';
 import { parseTrace } from '../../lab/trace.js';
