@@ -163,6 +163,8 @@ class Simulation {
   /** Pools: the worker count the policy asked for. */
   private target: number;
   private previousRead: QueueReading | undefined;
+  /** The fair floor's frozen ceiling while the balance is under the halt level. */
+  private haltCeiling: number | undefined;
   /** Threads the mapping's floor needs: fewer free than this and the fleet is starved. */
   private readonly floorThreads: number;
 
@@ -541,17 +543,22 @@ class Simulation {
     this.solver.finish();
     this.tasks.phase[id] = SOLVED;
     this.checkBalanceLevels();
-    if (this.policy.clairvoyant && this.solver.balance < this.settings.pauseBalance) this.followWorld();
+    if (this.policy.clairvoyant && this.solver.balance < this.settings.haltBalance) this.followWorld();
   }
 
-  /** The clairvoyant mapping (the fair floor) follows the free threads, the outages and the money exactly. */
+  /**
+   * The clairvoyant mapping (the fair floor) follows the free threads, the outages and the money
+   * exactly, under the governor's own money rule: below the halt level it never scales up, its
+   * ceiling frozen at the invocations it ran when the balance crossed (at least the minimum).
+   */
   private followWorld(): void {
     if (!this.policy.clairvoyant) return;
     const s = this.solver;
-    const free = Math.min(
-      this.settings.maxConcurrency,
-      Math.max(0, s.plan - this.settings.reservedThreads - s.foreign),
-    );
+    let free = Math.min(this.settings.maxConcurrency, Math.max(0, s.plan - this.settings.reservedThreads - s.foreign));
+    if (s.balance < this.settings.haltBalance) {
+      this.haltCeiling ??= Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency, this.busy);
+      free = Math.min(free, this.haltCeiling);
+    } else this.haltCeiling = undefined;
     const open = !s.outage && s.balance >= this.settings.pauseBalance && free > 0;
     if (open !== this.mapping.enabled || (open && free !== this.mapping.ceiling)) {
       this.mapping.set(open ? free : this.mapping.ceiling, open);
