@@ -43,6 +43,13 @@ export interface ModelParams {
   /** The same for account errors (no money, key refused). */
   accountHandBackBaseSeconds: number;
   accountHandBackMaxSeconds: number;
+  /**
+   * The consumer keeps the thread of a submission it hands back unanswered (its deadline passed,
+   * or an outage outlasted its retries) counted in the thread ledger, as a leftover, until its
+   * lease ages out (functions/consumer/thread-tracking.ts). False models the consumer before that
+   * (it freed the count at the hand-back while the solver still held the thread).
+   */
+  consumerKeepsUnansweredLease: boolean;
   /** res.php poll interval while a solve runs, seconds (a poll inside an outage fails). */
   pollIntervalSeconds: number;
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
@@ -78,6 +85,7 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   handBackMaxSeconds: HAND_BACK_BACKOFF.maxSeconds,
   accountHandBackBaseSeconds: ACCOUNT_HAND_BACK_BACKOFF.baseSeconds,
   accountHandBackMaxSeconds: ACCOUNT_HAND_BACK_BACKOFF.maxSeconds,
+  consumerKeepsUnansweredLease: true,
   pollIntervalSeconds: 5,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,

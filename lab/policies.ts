@@ -3,7 +3,7 @@
  * the scalers of the usual scripts (thread pool, process pool, Kubernetes HPA), Lambda's own
  * scaling at a fixed maximum, a static pool, and a clairvoyant oracle as the floor.
  */
-import { decide, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
+import { decideTick, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
 import type { GovernorState } from '../functions/core/governor/types.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
@@ -87,7 +87,11 @@ export function createPolicy(name: PolicyName, settings: FleetSettings, model: P
   }
 }
 
-/** The governor: its tick runs the real policy code with the signals the simulator measures. */
+/**
+ * The governor: its tick runs the real policy (decideTick) with the signals the simulator
+ * measures; a decision that asks for a probe submission gets one (the simulator makes it as the
+ * governor's probe adapter does, functions/governor/thread-probe.ts).
+ */
 function governorPolicy(settings: FleetSettings): Policy {
   const config = governorConfigFrom(settings);
   let state: GovernorState | undefined;
@@ -98,12 +102,13 @@ function governorPolicy(settings: FleetSettings): Policy {
     initialTarget: () => initialState(config, 0).ceilings.normal,
     tick(view: PolicyView): ControlAction {
       state ??= initialState(config, view.nowMs);
-      const decision = decide(view.governorSignals(), state, config);
-      state = decision.state;
+      const { primary, state: next } = decideTick(view.governorSignals(), state, config);
+      state = next;
       return {
-        target: decision.ceilings.normal,
-        enabled: !decision.paused && decision.enabled.normal,
-        reason: decision.reason.code,
+        target: primary.ceilings.normal,
+        enabled: !primary.paused && primary.enabled.normal,
+        reason: primary.reason.code,
+        probe: primary.probe,
       };
     },
   };

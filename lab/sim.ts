@@ -58,6 +58,10 @@ const K_GIVE_UP = 10;
 const K_VISIBLE = 11;
 /** An overflow-lane solve ends: charged by the overflow provider and recorded. */
 const K_OVERFLOW_DONE = 12;
+/** The governor's accepted probe finishes at the solver; the probe adapter reads it and frees its thread in the ledger. */
+const K_PROBE_DONE = 13;
+/** A leftover's lease ages out of the thread ledger. */
+const K_LEFTOVER_EXPIRES = 14;
 
 const DEFAULT_EPOCH_MS = Date.UTC(2025, 0, 1);
 
@@ -119,6 +123,8 @@ class Counters {
   backlogSeconds = 0;
   starvedSeconds = 0;
   overCapWhileStarved = 0;
+  probes = 0;
+  probesAccepted = 0;
   busyThreadSecondsBacklog = 0;
   freeThreadSecondsBacklog = 0;
   latencies = new Float64Array(1 << 16);
@@ -163,6 +169,8 @@ class Simulation {
   /** Pools: the worker count the policy asked for. */
   private target: number;
   private previousRead: QueueReading | undefined;
+  /** Mean solve time of the trace's mix, seconds (a probe's draw). */
+  private readonly meanSolveSeconds: number;
   /** The fair floor's frozen ceiling while the balance is under the halt level. */
   private haltCeiling: number | undefined;
   /** Threads the mapping's floor needs: fewer free than this and the fleet is starved. */
@@ -189,6 +197,15 @@ class Simulation {
     this.target = policy.initialTarget(this.settings);
     this.mapping = new SqsMapping(this.model, this.target);
     this.overflowLane = policy.overflow === undefined ? undefined : new OverflowLane(policy.overflow);
+    this.meanSolveSeconds = trace.methods.reduce(
+      (sum, m) =>
+        sum +
+        m.share *
+          (m.distribution === 'exponential'
+            ? m.meanSeconds
+            : m.medianSeconds * Math.exp((Math.log(m.p95Seconds / m.medianSeconds) / 1.6448536269514722) ** 2 / 2)),
+      0,
+    );
     this.floorThreads =
       Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency) * this.settings.tasksPerInvocation;
   }
@@ -252,6 +269,16 @@ class Simulation {
       case K_VISIBLE:
         this.queue.hidden--;
         this.queue.enqueue(id, this.t);
+        return this.dispatch();
+      case K_PROBE_DONE:
+        this.solver.finish();
+        this.ledger.released();
+        this.checkBalanceLevels();
+        return this.dispatch();
+      case K_LEFTOVER_EXPIRES:
+        if (u8(this.tasks.orphaned, id) === 0) return;
+        this.tasks.orphaned[id] = 0;
+        this.ledger.expired();
         return this.dispatch();
       case K_OVERFLOW_DONE:
         this.overflowLane?.finish(this.t);
@@ -416,6 +443,20 @@ class Simulation {
     this.ledger.released();
   }
 
+  /**
+   * The solver still works on the task's submission as its delivery ends: the ledger keeps the
+   * thread counted, as a leftover, until the lease bucket of its acceptance ages out.
+   */
+  private leaveOver(id: number): void {
+    this.tasks.leased[id] = 0;
+    this.tasks.orphaned[id] = 1;
+    this.ledger.leftOver();
+    const leaseMs = this.settings.functionTimeoutSeconds * 1000;
+    const acceptedMs = this.epochMs + f64(this.tasks.acceptedAt, id) * 1000;
+    const expiresMs = (Math.floor(acceptedMs / leaseMs) + 2) * leaseMs;
+    this.heap.push(Math.max(this.t, (expiresMs - this.epochMs) / 1000), id * 16 + K_LEFTOVER_EXPIRES);
+  }
+
   /** A pool worker keeps its task and retries after a doubling, jittered wait. */
   private poolRetry(id: number): void {
     const attempt = bumpU16(this.tasks.attempts, id);
@@ -433,6 +474,12 @@ class Simulation {
 
   /** The invocation ends and the message comes back after the consumer's visibility backoff. */
   private handBack(id: number, account: boolean): void {
+    if (
+      u8(this.tasks.phase, id) === ACCEPTED &&
+      u8(this.tasks.leased, id) === 1 &&
+      this.model.consumerKeepsUnansweredLease
+    )
+      this.leaveOver(id);
     this.releaseLease(id);
     this.busy--;
     this.c.handBacks++;
@@ -574,6 +621,11 @@ class Simulation {
   /** The consumer reads the answer and records it; the task is done. */
   private read(id: number): void {
     this.releaseLease(id);
+    if (u8(this.tasks.orphaned, id) === 1) {
+      // The delivery that resumed a kept solver id read its answer: the leftover's thread is free.
+      this.tasks.orphaned[id] = 0;
+      this.ledger.expired();
+    }
     this.busy--;
     this.record(id);
     const tasks = this.tasks;
@@ -607,8 +659,34 @@ class Simulation {
       if (target !== this.mapping.ceiling || enabled !== this.mapping.enabled) this.c.scalingChanges++;
       this.mapping.set(target, enabled);
     }
+    if (action.probe === true && this.lambda) this.probe();
     this.heap.push(this.t + periodSeconds, K_TICK);
     this.dispatch();
+  }
+
+  /**
+   * The governor's probe submission: a synthetic task of the mix's mean solve time, submitted
+   * once; refused, an over-cap answer in the ledger; accepted, a thread the ledger counts until the
+   * solver answers it (charged like any solve).
+   */
+  private probe(): void {
+    const c = this.c;
+    c.probes++;
+    c.submissions++;
+    const answer = this.solver.answer();
+    const atMs = this.epochMs + this.t * 1000;
+    if (answer === OVER_CAP) {
+      c.overCap++;
+      if (this.starved()) c.overCapWhileStarved++;
+      this.ledger.refused(atMs);
+      return;
+    }
+    if (answer !== ACCEPT) return;
+    c.probesAccepted++;
+    this.solver.ourThreads++;
+    this.ledger.accepted(atMs);
+    const hold = this.consumer.probeSolveSeconds(this.meanSolveSeconds);
+    this.heap.push(this.solver.solverClock(this.t, hold * this.solver.factor), K_PROBE_DONE);
   }
 
   private setWorkers(target: number): void {
@@ -773,6 +851,8 @@ class Simulation {
       transientErrors: c.transientErrors,
       starvedSeconds: c.starvedSeconds,
       overCapWhileStarved: c.overCapWhileStarved,
+      probes: c.probes,
+      probesAccepted: c.probesAccepted,
       startedPastHalt: c.startedPastHalt,
       startedPastPause: c.startedPastPause,
       haltCrossedAt: c.haltCrossedAt,

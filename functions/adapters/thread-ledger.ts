@@ -115,8 +115,14 @@ export function createDynamoThreadLedger(
         'acceptance',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now ADD #cur :one, acceptances :one REMOVE #old1, #old2`,
-          ExpressionAttributeNames: { ...held.names, '#old1': `h${bucket - 2}`, '#old2': `h${bucket - 3}` },
+          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now ADD #cur :one, acceptances :one REMOVE #old1, #old2, #oold1, #oold2`,
+          ExpressionAttributeNames: {
+            ...held.names,
+            '#old1': `h${bucket - 2}`,
+            '#old2': `h${bucket - 3}`,
+            '#oold1': `o${bucket - 2}`,
+            '#oold2': `o${bucket - 3}`,
+          },
           ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
         }),
       );
@@ -133,6 +139,19 @@ export function createDynamoThreadLedger(
           UpdateExpression: solved ? 'ADD #bucket :minusOne, solved :one' : 'ADD #bucket :minusOne',
           ExpressionAttributeNames: { '#bucket': `h${lease.bucket}` },
           ExpressionAttributeValues: solved ? { ':minusOne': -1, ':one': 1 } : { ':minusOne': -1 },
+        }),
+      );
+    },
+
+    async leftOver(lease) {
+      // The thread stays in its h bucket (held) and ages out with it; o counts it as held by no invocation.
+      await send(
+        'leftover',
+        new UpdateCommand({
+          ...key,
+          UpdateExpression: 'ADD #bucket :one',
+          ExpressionAttributeNames: { '#bucket': `o${lease.bucket}` },
+          ExpressionAttributeValues: { ':one': 1 },
         }),
       );
     },
@@ -177,9 +196,11 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
   const lastRefusal = event('refusedAt', 'refusedHeld');
   const lastAcceptance = event('acceptedAt', 'acceptedHeld');
   const solved = solvedOf(item);
+  const leftover = Math.max(0, num(`o${bucket}`) + num(`o${bucket - 1}`));
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
     held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
+    ...(leftover > 0 ? { leftover } : {}),
     refusals: num('refusals'),
     acceptances: num('acceptances'),
     ...(solved !== undefined ? { solved } : {}),
@@ -213,9 +234,14 @@ export function createMemoryThreadLedger(options: {
       item.acceptedAt = now;
       add(`h${bucket}`, 1);
       add('acceptances', 1);
-      delete item[`h${bucket - 2}`];
-      delete item[`h${bucket - 3}`];
+      for (const old of [bucket - 2, bucket - 3]) {
+        delete item[`h${old}`];
+        delete item[`o${old}`];
+      }
       return { bucket };
+    },
+    async leftOver(lease: ThreadLease) {
+      add(`o${lease.bucket}`, 1);
     },
     async released(lease: ThreadLease, outcome?: { solved: boolean }) {
       add(`h${lease.bucket}`, -1);

@@ -49,6 +49,11 @@ export class ConsumerTiming {
     return wait * (0.5 + this.random());
   }
 
+  /** A probe's solve time: exponential with the mix's mean, seconds. */
+  probeSolveSeconds(meanSeconds: number): number {
+    return -Math.log(this.random()) * meanSeconds;
+  }
+
   /** A uniform draw in (0, 1) from the same stream (poll phases). */
   uniform(): number {
     return this.random();

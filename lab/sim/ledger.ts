@@ -24,6 +24,20 @@ export class LabThreadLedger {
     this.held--;
   }
 
+  /** Leftovers: held threads no invocation waits on any more (counted in `held` until their lease ages out). */
+  private leftover = 0;
+
+  /** A delivery ends while the solver still works on its submission: the thread stays held, as a leftover. */
+  leftOver(): void {
+    this.leftover++;
+  }
+
+  /** A leftover's lease ages out, or the delivery that resumed its solver id read the answer: its thread leaves the count. */
+  expired(): void {
+    this.leftover--;
+    this.held--;
+  }
+
   /** An over-cap answer at epoch ms `atMs`, with the threads the fleet held then. */
   refused(atMs: number): void {
     this.refusals++;
@@ -36,6 +50,7 @@ export class LabThreadLedger {
       held: this.held,
       refusals: this.refusals,
       acceptances: this.acceptances,
+      ...(this.leftover > 0 ? { leftover: this.leftover } : {}),
       ...(this.lastRefusal ? { lastRefusal: this.lastRefusal } : {}),
       ...(this.lastAcceptance ? { lastAcceptance: this.lastAcceptance } : {}),
     };

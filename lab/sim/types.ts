@@ -37,6 +37,8 @@ export interface ControlAction {
   enabled?: boolean;
   /** Why, for the per-reason counters of the report. */
   reason?: string;
+  /** Lambda only: make one probe submission of the governor's own now (a synthetic task, answered in the thread ledger). */
+  probe?: boolean;
 }
 
 /** A scaling policy plugged into the simulator. */
@@ -125,6 +127,9 @@ export interface RunResult {
    */
   starvedSeconds: number;
   overCapWhileStarved: number;
+  /** The governor's own probe submissions, and how many the solver accepted. */
+  probes: number;
+  probesAccepted: number;
   /** Solves accepted while the balance was under the halt level, and under the pause level. */
   startedPastHalt: number;
   startedPastPause: number;
