@@ -430,8 +430,12 @@ class Simulation {
       if (this.starved()) this.c.overCapWhileStarved++;
       this.metrics.submission(this.t, 'over_cap');
       if (this.lambda) {
+        const held = this.ledger.held;
         this.ledger.refused(this.epochMs + this.t * 1000);
-        this.retryOrHandBack(id, bumpU8(tasks.overCapTries, id), this.model.consumerMaxOverCapRetries);
+        // Refused while the fleet holds fewer threads than the mapping's floor: others hold the
+        // plan, a retry would be refused again; the consumer hands the task back at once.
+        if (held < MAPPING_MIN_CONCURRENCY) this.handBack(id, false);
+        else this.retryOrHandBack(id, bumpU8(tasks.overCapTries, id), this.model.consumerMaxOverCapRetries);
       } else this.poolRetry(id);
     }
   }

@@ -21,6 +21,9 @@ import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 
+/** Threads held under which a refusal means others hold the plan (a mapping's floor of two invocations). */
+const STARVED_HELD = 2;
+
 /** How a refused invocation waits for a thread. */
 export interface OverCapWaiting {
   /** Ledger reads while waiting are this far apart, with jitter (×0.5–1.5), ms. */
@@ -63,6 +66,9 @@ export class ThreadTracking {
     if (until <= this.clock() + waiting.pollMs / 2) return false;
     this.waits += 1;
     const refusedHeld = await this.refusedHeld;
+    // Refused while the fleet held fewer threads than a mapping's floor: others hold the plan, and a
+    // wait would end in another refusal; the governor probes for the threads they hand back.
+    if (refusedHeld !== undefined && refusedHeld < STARVED_HELD) return false;
     const random = waiting.random ?? Math.random;
     const pause = waiting.sleep ?? sleep;
     for (;;) {

@@ -24,6 +24,8 @@ export interface PauseProposal {
   message: string;
   /** An outage pause: the total ceiling to resume at. */
   resumeTotal?: number;
+  /** An outage pause: the threads the ledger counted when it began. */
+  heldAtPause?: number;
 }
 
 export type Proposal = RunProposal | PauseProposal;
@@ -37,7 +39,7 @@ export interface Flow {
   probe: boolean;
   /** Total ceiling the free threads allow (invocations). */
   allowed: number;
-  /** Threads the estimator says this fleet may hold for its invocations (may be under the mapping's floor). */
+  /** Threads the estimator says this fleet may hold beside others, leftovers included (may be under the mapping's floor). */
   free: number;
   /** Refusals the thread ledger recorded since the last tick (unknown: 0). */
   refusedSinceLastTick: number;

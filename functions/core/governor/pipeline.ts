@@ -49,10 +49,12 @@ function pausedDecision(ctx: TickContext, flow: Flow, proposal: PauseProposal, s
   const before = ctx.state.pause;
   const same = before?.reason === proposal.reason;
   const since = same && before !== undefined ? before.since : ctx.now;
-  const pause =
-    proposal.resumeTotal === undefined
-      ? { reason: proposal.reason, since }
-      : { reason: proposal.reason, since, resumeTotal: proposal.resumeTotal };
+  const pause = {
+    reason: proposal.reason,
+    since,
+    ...(proposal.resumeTotal !== undefined ? { resumeTotal: proposal.resumeTotal } : {}),
+    ...(proposal.heldAtPause !== undefined ? { heldAtPause: proposal.heldAtPause } : {}),
+  };
   const state: GovernorState = {
     ...flow.state,
     pause,

@@ -23,12 +23,15 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
   if (unhealthy.length > 0)
     return {
       ...flow,
-      proposal: pause(
-        'outage',
-        'PAUSE_OUTAGE',
-        `Still paused (outage): ${names(unhealthy)}; probing again next tick.`,
-        resumeTotal,
-      ),
+      proposal: {
+        ...pause(
+          'outage',
+          'PAUSE_OUTAGE',
+          `Still paused (outage): ${names(unhealthy)}; probing again next tick.`,
+          resumeTotal,
+        ),
+        ...(ctx.state.pause?.heldAtPause !== undefined ? { heldAtPause: ctx.state.pause.heldAtPause } : {}),
+      },
     };
   if (funds === undefined || funds.projected < config.pauseBalance)
     return {
@@ -39,10 +42,18 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
         `Still paused: the solver answers again, but balance $${usd(funds?.usd ?? 0)} is under the pause level $${usd(config.pauseBalance)}; tasks wait in the queue until it is topped up.`,
       ),
     };
-  const total = Math.min(flow.allowed, Math.max(ctx.minimum, resumeTotal ?? flow.allowed));
+  // The solver resumes the solves it paused; those whose leases aged out are still its threads for a while.
+  const aged = Math.max(0, (ctx.state.pause?.heldAtPause ?? 0) - (ctx.signals.threadLedger?.held ?? 0));
+  const holdMs = 2 * (ctx.signals.meanSolveMs ?? 30_000);
+  const carried = aged > 0 ? { threads: aged, until: ctx.now + holdMs } : undefined;
+  const allowed = carried
+    ? Math.max(ctx.minimum, flow.allowed - Math.ceil(aged / ctx.config.tasksPerInvocation))
+    : flow.allowed;
+  const total = Math.min(allowed, Math.max(ctx.minimum, resumeTotal ?? allowed));
+  const state = resumed(ctx, flow.state);
   return {
     ...flow,
-    state: resumed(ctx, flow.state),
+    state: { ...state, overCap: { ...state.overCap, carried } },
     proposal: run(
       total,
       'OUTAGE_PROBE',
@@ -64,12 +75,15 @@ export const availabilityStage: Stage = {
     return {
       ...flow,
       probe: false,
-      proposal: pause(
-        'outage',
-        'PAUSE_OUTAGE',
-        `Paused: outage (${down.map((d) => `${d.name} looked down ${d.ticks} tick(s): ${d.seen}`).join('; ')}); tasks wait in the queue, their receive counts do not grow; probing every tick.`,
-        Math.max(ctx.minimum, before),
-      ),
+      proposal: {
+        ...pause(
+          'outage',
+          'PAUSE_OUTAGE',
+          `Paused: outage (${down.map((d) => `${d.name} looked down ${d.ticks} tick(s): ${d.seen}`).join('; ')}); tasks wait in the queue, their receive counts do not grow; probing every tick.`,
+          Math.max(ctx.minimum, before),
+        ),
+        heldAtPause: ctx.signals.threadLedger?.held ?? 0,
+      },
     };
   },
 };

@@ -35,8 +35,14 @@ export const freeThreadsStage: Calculation = {
     const { estimate, change } = reading
       ? updateEstimate(before, reading, shape)
       : { estimate: before, change: undefined };
-    const leftover = reading?.leftover ?? 0;
-    const free = Math.max(0, estimate.free - leftover);
+    // Leftovers (threads held for submissions handed back unanswered) keep the ceiling from
+    // rising, never cut it: the tasks come back to resume them, and a mapping cut back starts its
+    // ramp over (minutes on a big plan).
+    const carried =
+      base.overCap.carried !== undefined && ctx.now < base.overCap.carried.until ? base.overCap.carried : undefined;
+    const leftover = (reading?.leftover ?? 0) + (carried?.threads ?? 0);
+    const heldNow = ctx.current.total * config.tasksPerInvocation;
+    const free = Math.max(Math.min(estimate.free, heldNow), estimate.free - leftover);
     const effectiveCap = clamp(free, capFloor(config), Math.max(capFloor(config), planCap(config)));
     const allowed = ceilingFor(effectiveCap, config);
     const code: ReasonCode =
@@ -54,10 +60,11 @@ export const freeThreadsStage: Calculation = {
     const refused = reading === undefined ? 0 : Math.max(0, reading.refusals - before.seen.refusals);
     return {
       proposal: run(allowed, code, message),
-      state: { ...base, overCap: { effectiveCap, neighbours: estimate } },
+      state: { ...base, overCap: { ...base.overCap, effectiveCap, neighbours: estimate, carried } },
       probe: false,
       allowed,
-      free,
+      // Leftovers are the fleet's own threads (their tasks come back and resume them): not a sign of neighbours.
+      free: estimate.free,
       refusedSinceLastTick: refused,
     };
   },

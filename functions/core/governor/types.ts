@@ -146,6 +146,8 @@ export interface PauseState {
   since: number;
   /** An outage pause: the total ceiling before it, where the fleet resumes (an outage says nothing about capacity). */
   resumeTotal?: number;
+  /** An outage pause: the threads the ledger counted when it began (the solver resumes those solves after it). */
+  heldAtPause?: number;
 }
 
 /** Probing back what an account pause took away. */
@@ -190,6 +192,11 @@ export interface OverCapEstimate {
   neighbours?: NeighbourEstimate;
   /** While starved: probe submissions the refusals of the starved ticks leave room for (at most 1). */
   probeCredit?: number;
+  /**
+   * After an outage: threads the solver still holds for solves it paused through the outage,
+   * beyond what the ledger's leases still count (they aged out while it lasted), until `until`.
+   */
+  carried?: { threads: number; until: number };
 }
 
 /** The money side: balance reads, the spend rate, the halt hold. */
