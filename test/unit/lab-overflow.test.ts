@@ -116,11 +116,11 @@ describe('lab overflow lane through an outage of the primary', () => {
     // pause level; its guard halts under $2.
     const run = withOverflow({ capUsdPerHour: 3, initialBalanceUsd: 2.2 });
 
-    // Assess: the lane solved until its guard closed it, and its balance, the solves in flight
-    // when it closed included, never went under $1; the rest waited for the primary.
+    // Assess: the lane solved while its guard narrowed it to what the money above $1 funds, and
+    // its balance, the solves in flight included, never went under $1; the rest waited for the primary.
     const lane = run.overflow;
     expect(lane?.solved).toBeGreaterThan(0);
-    expect(lane?.guardClosedTicks).toBeGreaterThan(0);
+    expect(lane?.reasons.OVERFLOW_GUARD).toBeGreaterThan(0);
     expect(lane?.startedPastPause).toBe(0);
     expect(lane?.lowestBalanceUsd).toBeGreaterThanOrEqual(DEFAULT_OVERFLOW.pauseBalanceUsd);
     expect(lane?.spentUsd).toBeLessThanOrEqual(2.2 - DEFAULT_OVERFLOW.pauseBalanceUsd);
