@@ -93,7 +93,8 @@ export function createPolicy(name: PolicyName, settings: FleetSettings, model: P
  * governor's probe adapter does, functions/governor/thread-probe.ts).
  */
 function governorPolicy(settings: FleetSettings): Policy {
-  const config = governorConfigFrom(settings);
+  // The simulator makes the probe submission a decision asks for (as functions/governor/thread-probe.ts does).
+  const config = governorConfigFrom(settings, { probeSubmissions: true });
   let state: GovernorState | undefined;
   return {
     name: 'governor',

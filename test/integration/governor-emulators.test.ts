@@ -181,15 +181,10 @@ describe('governor state on the DynamoDB emulator', () => {
         lastChangeAt: 1000,
         pause: { reason: 'account', since: 1000 },
         probe: { lastAt: 900, recovery: { ceiling: 2, reason: 'resume' } },
-        overCap: {
-          effectiveCap: 6,
-          lastShrinkAt: 800,
-          recentUse: [{ at: 950, threads: 6 }],
-          refusedThreads: 7,
-          probeBackoff: 2,
-        },
+        // The metric window's over-cap fields are retired: the thread ledger's estimate starts afresh.
+        overCap: { effectiveCap: 6 },
         spend: { lastRead: { at: 1000, usd: 0.75 }, perSecond: 0.001, haltCeiling: 3 },
-        outage: { ticks: 1 },
+        availability: { solver: { ticks: 1 } },
       },
     });
   });

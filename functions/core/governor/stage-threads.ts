@@ -83,7 +83,8 @@ const MAX_PROBE_CREDIT = 1;
 export const neighboursStage: Stage = {
   name: 'neighbours',
   apply(ctx, flow) {
-    const starved = flow.free < capFloor(ctx.config);
+    // Without a probe adapter a paused fleet could never learn that threads came back: it runs at the floor.
+    const starved = flow.free < capFloor(ctx.config) && ctx.config.probeSubmissions === true;
     const paused = ctx.state.pause;
     if (!starved) {
       if (paused?.reason !== 'threads' || flow.proposal.kind === 'pause') return flow;

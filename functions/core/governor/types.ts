@@ -303,6 +303,13 @@ export interface GovernorConfig {
   outageTicks: number;
   /** Whether the high-priority lane exists. */
   highLane: boolean;
+  /**
+   * Whether the loop can make the governor's own probe submission (a probe adapter is wired).
+   * With it, a fleet others leave fewer threads than the mapping's floor is paused and probes one
+   * submission a tick; without it, it runs at the floor (its retries are then its probes).
+   * @default false
+   */
+  probeSubmissions?: boolean;
   /** Time within which queued work should drain when sizing the threads it needs, ms. @default 60_000 */
   drainTargetMs?: number;
   /** Share of answers that are transient errors above which a tick counts toward an outage. @default 0.5 */
