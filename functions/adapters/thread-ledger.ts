@@ -143,17 +143,43 @@ export function createDynamoThreadLedger(
       );
     },
 
-    async leftOver(lease) {
-      // The thread stays in its h bucket (held) and ages out with it; o counts it as held by no invocation.
+    async leftOver(lease, solverId) {
+      // The thread stays in its h bucket (held) and ages out with it; o counts it as held by no
+      // invocation, and the entry lets the delivery that resumes the id free it when it answers.
+      const entry = solverId === undefined ? undefined : leftoverEntry(solverId, lease.bucket);
       await send(
         'leftover',
         new UpdateCommand({
           ...key,
-          UpdateExpression: 'ADD #bucket :one',
+          UpdateExpression: entry === undefined ? 'ADD #bucket :one' : 'ADD #bucket :one, leftoverIds :entry',
           ExpressionAttributeNames: { '#bucket': `o${lease.bucket}` },
-          ExpressionAttributeValues: { ':one': 1 },
+          ExpressionAttributeValues: entry === undefined ? { ':one': 1 } : { ':one': 1, ':entry': new Set([entry]) },
         }),
       );
+    },
+
+    async leftoverAnswered(solverId) {
+      const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
+      const item = (out as { Item?: Record<string, unknown> }).Item;
+      for (const entry of leftoverEntriesOf(item, solverId)) {
+        try {
+          await options.documents.send(
+            new UpdateCommand({
+              ...key,
+              // Only the delivery that removes the entry frees the thread (two resumers release it once).
+              UpdateExpression: 'ADD #h :minusOne, #o :minusOne DELETE leftoverIds :entry',
+              ConditionExpression: 'contains(leftoverIds, :name)',
+              ExpressionAttributeNames: { '#h': `h${entry.bucket}`, '#o': `o${entry.bucket}` },
+              ExpressionAttributeValues: { ':minusOne': -1, ':entry': new Set([entry.name]), ':name': entry.name },
+            }),
+          );
+        } catch (error) {
+          if ((error as Error).name !== 'ConditionalCheckFailedException')
+            throw new ThreadLedgerError(`thread ledger leftover release failed: ${(error as Error).message}`, {
+              cause: error,
+            });
+        }
+      }
     },
 
     async refused(now) {
@@ -209,6 +235,24 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
   };
 }
 
+/** A leftover's entry in the item's `leftoverIds` string set: `<solver id>@<lease bucket>`. */
+function leftoverEntry(solverId: string, bucket: number): string {
+  return `${solverId}@${bucket}`;
+}
+
+/** The leftover entries of `solverId` in an item, with their buckets. */
+function leftoverEntriesOf(
+  item: Record<string, unknown> | undefined,
+  solverId: string,
+): { name: string; bucket: number }[] {
+  const ids = item?.leftoverIds;
+  const names = ids instanceof Set ? [...ids] : Array.isArray(ids) ? ids : [];
+  return names
+    .filter((name): name is string => typeof name === 'string' && name.startsWith(`${solverId}@`))
+    .map((name) => ({ name, bucket: Number(name.slice(solverId.length + 1)) }))
+    .filter((entry) => Number.isInteger(entry.bucket));
+}
+
 /** The `solved` counter of a ledger item; undefined until a solve was counted (never read as 0). */
 export function solvedOf(item: Record<string, unknown> | undefined): number | undefined {
   const solved = item?.solved;
@@ -221,6 +265,7 @@ export function createMemoryThreadLedger(options: {
   clock?: () => number;
 }): ThreadLedgerRecorder & ThreadLedgerReader {
   const item: Record<string, number> = {};
+  const leftovers = new Map<string, number>();
   const clock = options.clock ?? Date.now;
   const bucketOf = (now: number) => Math.floor(now / options.leaseMs);
   const heldAt = (bucket: number) => (item[`h${bucket}`] ?? 0) + (item[`h${bucket - 1}`] ?? 0);
@@ -240,8 +285,16 @@ export function createMemoryThreadLedger(options: {
       }
       return { bucket };
     },
-    async leftOver(lease: ThreadLease) {
+    async leftOver(lease: ThreadLease, solverId?: string) {
       add(`o${lease.bucket}`, 1);
+      if (solverId !== undefined) leftovers.set(solverId, lease.bucket);
+    },
+    async leftoverAnswered(solverId: string) {
+      const bucket = leftovers.get(solverId);
+      if (bucket === undefined) return;
+      leftovers.delete(solverId);
+      add(`h${bucket}`, -1);
+      add(`o${bucket}`, -1);
     },
     async released(lease: ThreadLease, outcome?: { solved: boolean }) {
       add(`h${lease.bucket}`, -1);

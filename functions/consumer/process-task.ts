@@ -409,6 +409,7 @@ class TaskRun {
     const deadlineAt = Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
     const abort = new AbortController();
     let resume = resumeSolverId;
+    if (resume !== undefined) this.threads.resuming(resume);
     let unsolvable = 0;
     for (;;) {
       try {
@@ -419,6 +420,7 @@ class TaskRun {
           onSolverAnswer: (answer) => this.countAnswer(answer),
           onSubmitted: async (solverId) => {
             this.log.info('submitted to the solver', { solverId });
+            this.threads.submitted(solverId);
             let stillOurs: boolean;
             try {
               stillOurs = await deps.repository.recordSolverId(this.task.id, this.claimToken, solverId);

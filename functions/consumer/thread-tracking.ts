@@ -11,6 +11,12 @@
  * wait also ends after `overCapWaitMaxMs`. The thread cap holds: the retry is one submission of
  * an invocation the ceiling already counts.
  *
+ * A delivery that ends while the solver still works on its accepted submission (its deadline
+ * passed, an outage outlasted its retries, the claim was lost) does not free that thread: it
+ * stays counted, as a leftover tagged with its solver id, until the delivery that resumes the id
+ * reads its answer (or its failure), or its lease ages out. The governor keeps the ceiling from
+ * rising into threads the solver still holds, and the next invocation does not submit on top.
+ *
  * The writes run beside the solve, never in its way: the solver client's answer hook is
  * synchronous, and a ledger that cannot be written costs a log line, never a task. `settle()`
  * waits for them before the delivery ends, so none is cut off when Lambda freezes the invocation.
@@ -45,6 +51,10 @@ export class ThreadTracking {
   private lease: Promise<ThreadLease | undefined> | undefined;
   /** Threads the fleet held at this delivery's latest refusal. */
   private refusedHeld: Promise<number | undefined> | undefined;
+  /** The solver id of the current accepted submission (a leftover is tagged with it). */
+  private solverId: string | undefined;
+  /** The solver id this delivery resumed (a predecessor's leftover it frees when it reads the answer). */
+  private resumed: string | undefined;
   private waits = 0;
 
   constructor(
@@ -81,6 +91,16 @@ export class ThreadTracking {
     }
   }
 
+  /** The solver accepted this delivery's submission under `solverId`. */
+  submitted(solverId: string): void {
+    this.solverId = solverId;
+  }
+
+  /** This delivery polls a predecessor's submission instead of submitting. */
+  resuming(solverId: string): void {
+    this.resumed = solverId;
+  }
+
   /** One solver answer (from the client's `onSolverAnswer`): record refusals and acceptances, free threads. */
   onAnswer(answer: SolverAnswer): void {
     if (this.ledger === undefined) return;
@@ -92,19 +112,43 @@ export class ThreadTracking {
     if (answer.request === 'submit' && answer.outcome === 'accepted') {
       // A resubmit (after an unsolvable answer) follows a freed thread; free it first if not yet.
       this.free();
+      this.solverId = undefined;
       this.lease = this.track(ledger.accepted(this.clock()), 'acceptance');
       return;
     }
     // The solver frees the thread once the answer is ready or the captcha failed; an answer read
     // is a solve the provider charges for, counted with the release.
-    if (answer.request === 'result' && answer.outcome === 'answered') this.free({ solved: true });
-    else if (answer.request === 'result' && answer.outcome === 'task_terminal') this.free();
+    const ended = answer.request === 'result' && (answer.outcome === 'answered' || answer.outcome === 'task_terminal');
+    if (!ended) return;
+    if (this.lease === undefined && this.resumed !== undefined) {
+      const id = this.resumed;
+      this.resumed = undefined;
+      this.track(ledger.leftoverAnswered(id), 'leftover release');
+      return;
+    }
+    if (answer.outcome === 'answered') this.free({ solved: true });
+    else this.free();
   }
 
-  /** Free the thread still held (timeout, error, lost claim) and wait for every ledger write. */
+  /**
+   * The delivery ends: a thread still held for an unanswered submission (timeout, outage, lost
+   * claim) stays counted as a leftover; then wait for every ledger write.
+   */
   async settle(): Promise<void> {
-    this.free();
+    this.leaveOver();
     while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  private leaveOver(): void {
+    const lease = this.lease;
+    if (lease === undefined || this.ledger === undefined) return;
+    this.lease = undefined;
+    const ledger = this.ledger;
+    const solverId = this.solverId;
+    this.track(
+      lease.then((taken) => (taken === undefined ? undefined : ledger.leftOver(taken, solverId))),
+      'leftover',
+    );
   }
 
   /**

@@ -56,9 +56,11 @@ export interface ThreadLedgerRecorder {
   /**
    * The delivery ends while the solver still works on its accepted submission (its deadline
    * passed, or an outage outlasted its retries): the thread stays counted, as a leftover, until
-   * its lease ages out (the solver answers or drops the id by then).
+   * its lease ages out or the delivery that resumes the submission's `solverId` reads its answer.
    */
-  leftOver(lease: ThreadLease): Promise<void>;
+  leftOver(lease: ThreadLease, solverId?: string): Promise<void>;
+  /** The delivery that resumed `solverId` read its answer (or its failure): that leftover's thread is free. */
+  leftoverAnswered(solverId: string): Promise<void>;
   /** The solver refused a submission over the cap. Resolves to the threads the fleet held then. */
   refused(now: number): Promise<number>;
   /** The ledger as it stands (an invocation refused over the cap waits on `held` to fall). */
