@@ -169,6 +169,8 @@ class Simulation {
   /** Pools: the worker count the policy asked for. */
   private target: number;
   private previousRead: QueueReading | undefined;
+  /** Threads the plan leaves the fleet (plan − reserved): what the consumer checks the ledger against. */
+  private readonly planCap: number;
   /** Mean solve time of the trace's mix, seconds (a probe's draw). */
   private readonly meanSolveSeconds: number;
   /** The fair floor's frozen ceiling while the balance is under the halt level. */
@@ -197,6 +199,7 @@ class Simulation {
     this.target = policy.initialTarget(this.settings);
     this.mapping = new SqsMapping(this.model, this.target);
     this.overflowLane = policy.overflow === undefined ? undefined : new OverflowLane(policy.overflow);
+    this.planCap = this.settings.planThreads - this.settings.reservedThreads;
     this.meanSolveSeconds = trace.methods.reduce(
       (sum, m) =>
         sum +
@@ -409,6 +412,12 @@ class Simulation {
       this.resume(id);
       return;
     }
+    if (this.lambda && this.ledger.held >= this.planCap && this.t + 1 < this.deadlineOf(id)) {
+      // The consumer reads the ledger before it submits: with the plan's threads all held by the
+      // fleet (leftovers included) it waits for one to free rather than submit into a refusal.
+      this.heap.push(this.t + this.consumer.ledgerPollDelay(), id * 16 + K_SUBMIT);
+      return;
+    }
     this.c.submissions++;
     const answer = this.solver.answer();
     if (answer === ACCEPT) {
@@ -569,7 +578,9 @@ class Simulation {
     tasks.acceptedAt[id] = this.t;
     if (solver.balance < this.settings.haltBalance) this.c.startedPastHalt++;
     if (solver.balance < this.settings.pauseBalance) this.c.startedPastPause++;
-    let hold = f64(tasks.baseSolve, id) * solver.factor;
+    // A solve the solver has not answered within a function timeout ends there: the id expires
+    // (the consumer's lease on its thread lasts at least that long, so the ledger never loses it).
+    let hold = Math.min(f64(tasks.baseSolve, id) * solver.factor, this.settings.functionTimeoutSeconds);
     if (this.trace.pollLoss) {
       // The answer is read at the next poll of the protocol schedule; the thread is paid until then.
       const poll = at(this.methods.poll, u8(tasks.methodOf, id));
@@ -615,6 +626,11 @@ class Simulation {
       this.mapping.set(open ? free : this.mapping.ceiling, open);
       this.c.scalingChanges++;
     }
+  }
+
+  /** The invocation's solve deadline, seconds. */
+  private deadlineOf(id: number): number {
+    return f64(this.tasks.invocationStart, id) + this.settings.solveDeadlineSeconds;
   }
 
   /** Others leave the fleet fewer threads than the mapping's floor needs. */

@@ -277,7 +277,13 @@ class TaskRun {
         receiveCount: this.receiveCount,
       },
     });
-    this.threads = new ThreadTracking(this.deps.threadLedger, ctx.clock, this.log, ctx.timing.overCapWaiting);
+    this.threads = new ThreadTracking(
+      this.deps.threadLedger,
+      ctx.clock,
+      this.log,
+      ctx.timing.overCapWaiting,
+      this.deps.settings.effectiveCap,
+    );
   }
 
   async run(): Promise<void> {
@@ -413,6 +419,7 @@ class TaskRun {
     let unsolvable = 0;
     for (;;) {
       try {
+        if (resume === undefined) await this.threads.waitForRoom(deadlineAt);
         return await deps.solver.solve(this.task, {
           deadlineAt,
           signal: abort.signal,

@@ -62,7 +62,29 @@ export class ThreadTracking {
     private readonly clock: Clock,
     private readonly log: Pick<Logger, 'warn'>,
     private readonly waiting?: OverCapWaiting,
+    /** Threads the plan leaves the fleet (plan − reserved): a submission waits while the fleet holds them all. */
+    private readonly planCap?: number,
   ) {}
+
+  /**
+   * Before a new submission: while the fleet already holds every thread the plan leaves it
+   * (leftovers included: submissions handed back that the solver still works on), wait for one to
+   * free rather than submit into a refusal, never past `deadlineAt`. An unreadable ledger does not wait.
+   */
+  async waitForRoom(deadlineAt: number): Promise<void> {
+    const waiting = this.waiting;
+    const cap = this.planCap;
+    if (this.ledger === undefined || waiting === undefined || cap === undefined) return;
+    const random = waiting.random ?? Math.random;
+    const pause = waiting.sleep ?? sleep;
+    for (;;) {
+      const reading = await this.ledger.read().catch(() => undefined);
+      if (reading === undefined || reading.held < cap) return;
+      const left = deadlineAt - this.clock() - waiting.pollMs;
+      if (left <= 0) return;
+      await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
+    }
+  }
 
   /**
    * After an over-cap refusal: wait until one of the fleet's threads frees (or `maxWaitMs`), never

@@ -49,6 +49,11 @@ export class ConsumerTiming {
     return wait * (0.5 + this.random());
   }
 
+  /** The consumer's wait between ledger reads while the fleet holds the whole plan: 1 s × [0.5, 1.5). */
+  ledgerPollDelay(): number {
+    return 0.5 + this.random();
+  }
+
   /** A probe's solve time: exponential with the mix's mean, seconds. */
   probeSolveSeconds(meanSeconds: number): number {
     return -Math.log(this.random()) * meanSeconds;

@@ -139,6 +139,34 @@ describe('solves counted with the thread they free', () => {
     expect(reading).not.toHaveProperty('leftover');
   });
 
+  it('waits before submitting while the fleet holds every thread of the plan, leftovers included', async () => {
+    // Prepare: a plan of 3, all held (one of them a leftover the solver still works on).
+    const s = setup(3);
+    const leases = await s.hold();
+    await s.ledger.leftOver(leases[2] as (typeof leases)[number], '99');
+    const tracking = new ThreadTracking(
+      s.ledger,
+      () => s.now.t,
+      silent,
+      {
+        pollMs: 100,
+        maxWaitMs: 2_000,
+        maxWaits: 2,
+        random: () => 0.5,
+        sleep: async (ms) => {
+          s.now.t += ms;
+          if (s.now.t >= 1_000_300) await s.ledger.leftoverAnswered('99');
+        },
+      },
+      3,
+    );
+    // Act
+    await tracking.waitForRoom(s.now.t + 10_000);
+    // Assess: it submitted only once the leftover was answered (a thread freed), not into a refusal.
+    expect(s.now.t).toBeGreaterThanOrEqual(1_000_300);
+    expect((await s.ledger.read())?.held).toBe(2);
+  });
+
   it('hands back at once when refused while the fleet holds fewer threads than a mapping floor', async () => {
     // Prepare: one thread held, this invocation refused (others hold the rest of the plan).
     const s = setup(1);

@@ -202,7 +202,9 @@ describe('outage probe: every tick, back where it was', () => {
 
   it('does not pause for a blip shorter than outageTicks ticks (the retries absorb it)', () => {
     // Act: down for outageTicks − 1 ticks, then up.
-    const decisions = run(initialState(cfg, T0), cfg.outageTicks + 3, (i) => (i < cfg.outageTicks - 1 ? NO_ANSWER : {}));
+    const decisions = run(initialState(cfg, T0), cfg.outageTicks + 3, (i) =>
+      i < cfg.outageTicks - 1 ? NO_ANSWER : {},
+    );
     // Assess
     expect(decisions.some((d) => d.paused)).toBe(false);
   });
@@ -489,7 +491,12 @@ describe('decide: outage properties', () => {
           // Prepare: running (not paused), no resume whose grace, nor failed balance read whose span, could hide the window.
           const before = mkState(T0);
           const ticks0 = before.availability.solver?.ticks ?? 0;
-          const state = { ...before, pause: undefined, resumedAt: undefined, availability: { solver: { ticks: ticks0 } } };
+          const state = {
+            ...before,
+            pause: undefined,
+            resumedAt: undefined,
+            availability: { solver: { ticks: ticks0 } },
+          };
           const sequence = ticks.slice(0, c.outageTicks);
           fc.pre(sequence.length === c.outageTicks);
           // Act

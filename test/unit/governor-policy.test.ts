@@ -344,19 +344,18 @@ describe('decide: missing signals', () => {
   const cfg = config();
   const state0 = initialState(cfg, T0);
 
-  it.each([
-    { balance: undefined },
-    { errorRate: undefined },
-    { accountErrors: undefined },
-  ])('holds on a missing signal instead of reading it as zero: %o', (missing) => {
-    // Act
-    const d = decide(signals(missing, { ceiling: 3 }), state0, cfg);
-    // Assess
-    expect(d.reason.code).toBe('HOLD_MISSING_SIGNAL');
-    expect(d.ceilings.normal).toBe(3);
-  });
+  it.each([{ balance: undefined }, { errorRate: undefined }, { accountErrors: undefined }])(
+    'holds on a missing signal instead of reading it as zero: %o',
+    (missing) => {
+      // Act
+      const d = decide(signals(missing, { ceiling: 3 }), state0, cfg);
+      // Assess
+      expect(d.reason.code).toBe('HOLD_MISSING_SIGNAL');
+      expect(d.ceilings.normal).toBe(3);
+    },
+  );
 
-  it('does not need the metric window\'s over-cap answers (the thread ledger sets the free threads)', () => {
+  it("does not need the metric window's over-cap answers (the thread ledger sets the free threads)", () => {
     // Act
     const d = decide(signals({ overCapAnswers: undefined }, { ceiling: 3 }), state0, cfg);
     // Assess
