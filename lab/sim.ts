@@ -241,53 +241,68 @@ class Simulation {
   private handle(kind: number, id: number): void {
     switch (kind) {
       case K_ARRIVAL:
-        return this.arrive();
+        this.arrive();
+        return;
       case K_SUBMIT:
-        return this.submit(id);
+        this.submit(id);
+        return;
       case K_DONE:
         this.solverFinish(id);
-        return this.read(id);
+        this.read(id);
+        return;
       case K_TICK:
-        return this.controlTick();
+        this.controlTick();
+        return;
       case K_ESM:
         this.mapping.step(this.queue.length, this.busy);
         this.heap.push(this.t + this.model.esmStepSeconds, K_ESM);
-        return this.dispatch();
+        this.dispatch();
+        return;
       case K_READY:
         this.starting--;
         if (this.ready < this.target) this.ready++;
-        return this.dispatch();
+        this.dispatch();
+        return;
       case K_SAMPLE:
-        return this.sample();
+        this.sample();
+        return;
       case K_WORLD:
         this.solver.setWorld(this.t);
         this.followWorld();
-        return this.dispatch();
+        this.dispatch();
+        return;
       case K_SOLVER_DONE:
-        return this.solverFinish(id);
+        this.solverFinish(id);
+        return;
       case K_READ:
-        return this.read(id);
+        this.read(id);
+        return;
       case K_GIVE_UP:
-        return this.giveUp(id);
+        this.giveUp(id);
+        return;
       case K_VISIBLE:
         this.queue.hidden--;
         this.queue.enqueue(id, this.t);
-        return this.dispatch();
+        this.dispatch();
+        return;
       case K_PROBE_DONE:
         this.solver.finish();
         this.ledger.released();
         this.checkBalanceLevels();
-        return this.dispatch();
+        this.dispatch();
+        return;
       case K_LEFTOVER_EXPIRES:
         if (u8(this.tasks.orphaned, id) === 0) return;
         this.tasks.orphaned[id] = 0;
         this.ledger.expired();
-        return this.dispatch();
+        this.dispatch();
+        return;
       case K_OVERFLOW_DONE:
         this.overflowLane?.finish(this.t);
         this.record(id);
         this.dispatch();
-        return this.checkFinished();
+        this.checkFinished();
+        return;
     }
   }
 

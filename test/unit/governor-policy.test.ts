@@ -9,7 +9,6 @@ import {
   planCap,
 } from '../../functions/core/governor/policy.js';
 import type {
-  Decision,
   GovernorConfig,
   GovernorSignals,
   GovernorState,

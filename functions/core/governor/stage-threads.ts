@@ -5,7 +5,6 @@
  * submission per tick, never more). Pure.
  */
 import { capFloor, ceilingFor, clamp, planCap } from './capacity.js';
-import type { TickContext } from './context.js';
 import { type Calculation, pause, resumed, run, type Stage } from './flow.js';
 import { type EstimateShape, initialEstimate, updateEstimate } from './neighbours.js';
 import type { GovernorConfig, NeighbourEstimate, ReasonCode } from './types.js';
