@@ -123,7 +123,9 @@ describe('the free-threads estimator', () => {
 
 // ---- decide: the neighbours stage -----------------------------------------------------------------
 
-const cfg: GovernorConfig = governorConfigFrom(resolveSettings({ tickMs: 1000, planThreads: PLAN }));
+const cfg: GovernorConfig = governorConfigFrom(resolveSettings({ tickMs: 1000, planThreads: PLAN }), {
+  probeSubmissions: true,
+});
 
 function tick(state: GovernorState, now: number, ledger: ThreadLedgerReading, ceiling: number, enabled: boolean) {
   return decide(
@@ -148,6 +150,23 @@ describe('decide: others hold (nearly) the whole plan', () => {
     expect(d.paused).toBe(true);
     expect(d.enabled).toEqual({ normal: false, high: false });
     expect(d.probe).toBe(true);
+  });
+
+  it('runs at the floor instead where no probe adapter is wired (it could never learn the threads came back)', () => {
+    // Act
+    const d = decide(
+      governorSignals(
+        T0,
+        { threadLedger: reading({ held: 1, refusals: 1, lastRefusal: { at: T0, held: 1 } }) },
+        { ceiling: 20 },
+      ),
+      initialState(cfg, T0),
+      { ...cfg, probeSubmissions: false },
+    );
+    // Assess
+    expect(d.paused).toBe(false);
+    expect(d.ceilings.normal).toBe(2);
+    expect(d.probe).toBe(false);
   });
 
   it('probes no more than once a tick: a burst of refusals uses up the probes it leaves room for', () => {
