@@ -190,43 +190,18 @@ interface LoadedState {
   unread?: DependencyHealth;
 }
 
-/** Build the loop. State lives in the store; the loop keeps only the previous queue reads and the metric cache. */
-export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
-  const clock = options.clock ?? Date.now;
-  const metricsEveryMs = options.metricsEveryMs ?? 60_000;
-  const overflow: OverflowStep | undefined = options.overflow
-    ? createOverflowStep(options.overflow, metricsEveryMs, options.log)
-    : undefined;
-  let previousQueues: { normal?: QueueReading; high?: QueueReading } | undefined;
-  let metricsCache: { window: MetricsWindow | undefined; at: number } | undefined;
-  let queueMetricsCache: Awaited<ReturnType<QueueMetricsReader['readQueues']>> | undefined;
+/**
+ * The state's side of a tick: load it (or, when the store cannot be read, the loop's last state
+ * with the store reported down), then save it conditionally and move the lanes; on an unread
+ * store only a pause is acted on, without saving.
+ */
+function createStateKeeper(
+  options: GovernorLoopOptions,
+  clock: () => number,
+  overflow: OverflowStep | undefined,
+  lastState: () => GovernorState | undefined,
+) {
   let persisted: { state: GovernorState; version: number | undefined } | undefined;
-  /** What the loop decided last, kept to decide from while the store cannot be read. */
-  let lastState: GovernorState | undefined;
-  let lastDecision: Decision | undefined;
-
-  const readMetrics = async (now: number) => {
-    // A failed read is retried next tick rather than a minute later.
-    if (metricsCache === undefined || metricsCache.window === undefined || now - metricsCache.at >= metricsEveryMs) {
-      const [window, queues] = await Promise.all([options.metrics.read(), options.queueMetrics?.readQueues()]);
-      metricsCache = { window, at: now };
-      if (queues) queueMetricsCache = queues;
-    }
-    return metricsCache.window;
-  };
-
-  // An unreadable ledger is unknown this tick (the last estimate stands), never empty.
-  const readLedger = async () => {
-    try {
-      return await options.threadLedger?.read();
-    } catch (error) {
-      options.log?.warn('thread ledger read failed; the last estimate of the free threads stands this tick', {
-        error: (error as Error).message,
-      });
-      return undefined;
-    }
-  };
-
   const loadState = async (now: number): Promise<LoadedState> => {
     if (persisted !== undefined) return persisted;
     try {
@@ -239,7 +214,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
         error: detail,
       });
       return {
-        state: lastState ?? initialState(options.config, now),
+        state: lastState() ?? initialState(options.config, now),
         version: undefined,
         unread: { name: 'governor-state', down: true, detail },
       };
@@ -270,6 +245,47 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     return changes;
   };
 
+  return { load: loadState, persistAndApply };
+}
+
+/** Build the loop. State lives in the store; the loop keeps only the previous queue reads and the metric cache. */
+export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
+  const clock = options.clock ?? Date.now;
+  const metricsEveryMs = options.metricsEveryMs ?? 60_000;
+  const overflow: OverflowStep | undefined = options.overflow
+    ? createOverflowStep(options.overflow, metricsEveryMs, options.log)
+    : undefined;
+  let previousQueues: { normal?: QueueReading; high?: QueueReading } | undefined;
+  let metricsCache: { window: MetricsWindow | undefined; at: number } | undefined;
+  let queueMetricsCache: Awaited<ReturnType<QueueMetricsReader['readQueues']>> | undefined;
+  /** What the loop decided last, kept to decide from while the store cannot be read. */
+  let lastState: GovernorState | undefined;
+  let lastDecision: Decision | undefined;
+
+  const readMetrics = async (now: number) => {
+    // A failed read is retried next tick rather than a minute later.
+    if (metricsCache === undefined || metricsCache.window === undefined || now - metricsCache.at >= metricsEveryMs) {
+      const [window, queues] = await Promise.all([options.metrics.read(), options.queueMetrics?.readQueues()]);
+      metricsCache = { window, at: now };
+      if (queues) queueMetricsCache = queues;
+    }
+    return metricsCache.window;
+  };
+
+  // An unreadable ledger is unknown this tick (the last estimate stands), never empty.
+  const readLedger = async () => {
+    try {
+      return await options.threadLedger?.read();
+    } catch (error) {
+      options.log?.warn('thread ledger read failed; the last estimate of the free threads stands this tick', {
+        error: (error as Error).message,
+      });
+      return undefined;
+    }
+  };
+
+  const keeper = createStateKeeper(options, clock, overflow, () => lastState);
+
   return {
     get lastDecision() {
       return lastDecision;
@@ -281,7 +297,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
         readMetrics(now),
         options.balance.read(),
         options.actuator.read(),
-        loadState(now),
+        keeper.load(now),
         readLedger(),
         overflow?.read(now),
       ]);
@@ -313,7 +329,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
           : undefined;
       const tick = decideTick(signals, loaded.state, options.config, lane);
       lastState = tick.state;
-      const changes = options.dryRun ? [] : await persistAndApply(tick, loaded, overflowReading);
+      const changes = options.dryRun ? [] : await keeper.persistAndApply(tick, loaded, overflowReading);
       lastDecision = tick.primary;
       const record: TickRecord = {
         signals,
