@@ -62,6 +62,9 @@ const K_OVERFLOW_DONE = 12;
 const K_PROBE_DONE = 13;
 /** A leftover's lease ages out of the thread ledger. */
 const K_LEFTOVER_EXPIRES = 14;
+/** An invocation waiting for a free thread before it submits reaches its deadline's last second (it submits). */
+const K_ROOM_TIMEOUT = 15;
+
 
 const DEFAULT_EPOCH_MS = Date.UTC(2025, 0, 1);
 
@@ -169,6 +172,8 @@ class Simulation {
   /** Pools: the worker count the policy asked for. */
   private target: number;
   private previousRead: QueueReading | undefined;
+  /** Invocations waiting for a freed thread before they submit, oldest first. */
+  private readonly roomWaiters: number[] = [];
   /** Threads the plan leaves the fleet (plan − reserved): what the consumer checks the ledger against. */
   private readonly planCap: number;
   /** Mean solve time of the trace's mix, seconds (a probe's draw). */
@@ -288,13 +293,20 @@ class Simulation {
       case K_PROBE_DONE:
         this.solver.finish();
         this.ledger.released();
+        this.wakeWaiter();
         this.checkBalanceLevels();
         this.dispatch();
+        return;
+      case K_ROOM_TIMEOUT:
+        if (u8(this.tasks.waiting, id) !== 1) return;
+        this.tasks.waiting[id] = 2;
+        this.submit(id);
         return;
       case K_LEFTOVER_EXPIRES:
         if (u8(this.tasks.orphaned, id) === 0) return;
         this.tasks.orphaned[id] = 0;
         this.ledger.expired();
+        this.wakeWaiter();
         this.dispatch();
         return;
       case K_OVERFLOW_DONE:
@@ -427,12 +439,22 @@ class Simulation {
       this.resume(id);
       return;
     }
-    if (this.lambda && this.ledger.held >= this.planCap && this.t + 1 < this.deadlineOf(id)) {
+    if (
+      this.lambda &&
+      u8(this.tasks.waiting, id) === 0 &&
+      this.ledger.held >= this.planCap &&
+      this.t + 1 < this.deadlineOf(id)
+    ) {
       // The consumer reads the ledger before it submits: with the plan's threads all held by the
-      // fleet (leftovers included) it waits for one to free rather than submit into a refusal.
-      this.heap.push(this.t + this.consumer.ledgerPollDelay(), id * 16 + K_SUBMIT);
+      // fleet (leftovers included) it waits for one to free rather than submit into a refusal, at
+      // most until a second before its deadline. Its polls (1 s × [0.5, 1.5)) find the freed
+      // thread at the next one: modelled as a wake-up on a freed thread, not every poll.
+      this.tasks.waiting[id] = 1;
+      this.roomWaiters.push(id);
+      this.heap.push(this.deadlineOf(id) - 1, id * 16 + K_ROOM_TIMEOUT);
       return;
     }
+    this.tasks.waiting[id] = 0;
     this.c.submissions++;
     const answer = this.solver.answer();
     if (answer === ACCEPT) {
@@ -469,6 +491,19 @@ class Simulation {
     if (u8(this.tasks.leased, id) === 0) return;
     this.tasks.leased[id] = 0;
     this.ledger.released();
+    this.wakeWaiter();
+  }
+
+  /** A thread freed in the ledger: the oldest invocation waiting for one finds it at its next poll. */
+  private wakeWaiter(): void {
+    while (this.roomWaiters.length > 0) {
+      const id = this.roomWaiters.shift() as number;
+      if (u8(this.tasks.waiting, id) !== 1) continue;
+      // It reads the ledger again at its next poll (and waits on if the thread was taken meanwhile).
+      this.tasks.waiting[id] = 0;
+      this.heap.push(this.t + this.consumer.ledgerPollDelay() / 2, id * 16 + K_SUBMIT);
+      return;
+    }
   }
 
   /**
@@ -660,6 +695,7 @@ class Simulation {
       // The delivery that resumed a kept solver id read its answer: the leftover's thread is free.
       this.tasks.orphaned[id] = 0;
       this.ledger.expired();
+      this.wakeWaiter();
     }
     this.busy--;
     this.record(id);

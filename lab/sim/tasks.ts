@@ -30,6 +30,8 @@ export class TaskTable {
   invocationStart = new Float64Array(INITIAL);
   /** Lambda: 1 while the task's invocation holds its thread in the thread ledger (accepted, answer not read). */
   leased = new Uint8Array(INITIAL);
+  /** Lambda: 1 while the invocation waits for the fleet to free a thread before submitting, 2 once it stopped waiting. */
+  waiting = new Uint8Array(INITIAL);
   /** Lambda: 1 while the solver holds a thread for a submission no invocation waits on (handed back unanswered). */
   orphaned = new Uint8Array(INITIAL);
 
@@ -52,6 +54,7 @@ export class TaskTable {
     this.phase = growU8(this.phase);
     this.leased = growU8(this.leased);
     this.orphaned = growU8(this.orphaned);
+    this.waiting = growU8(this.waiting);
     this.attempts = growU16(this.attempts);
     this.receives = growU16(this.receives);
   }
