@@ -65,7 +65,6 @@ const K_LEFTOVER_EXPIRES = 14;
 /** An invocation waiting for a free thread before it submits reaches its deadline's last second (it submits). */
 const K_ROOM_TIMEOUT = 15;
 
-
 const DEFAULT_EPOCH_MS = Date.UTC(2025, 0, 1);
 
 /** Replays `trace` against `policy`; deterministic for a given seed. */
