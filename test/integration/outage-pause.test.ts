@@ -79,8 +79,6 @@ beforeAll(async () => {
     outageAnswers: stack.simulator.stats().outageAnswers,
     outageStart,
   };
-  if (process.env.DEBUG_OUTAGE)
-    console.log(JSON.stringify(seen.map((x) => `${x.at - outageStart}:${x.code}:${x.paused}`)));
 }, 90_000);
 
 afterAll(async () => {
