@@ -8,6 +8,8 @@ import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { runBench, shippedTraces, TRACES_DIR, type TraceRuns } from './bench.js';
 import { renderHtml, renderSvg } from './charts.js';
+import { formatGenerated, generatedJson, runGeneratedParallel } from './classes.js';
+import { generateTraces, TRACE_CLASSES, type TraceClass } from './generate.js';
 import { POLICY_NAMES, type PolicyName } from './policies.js';
 import { checkTargets, formatTable, toJson } from './report.js';
 import { loadTraceFile, TraceFileError, type Trace } from './trace.js';
@@ -24,6 +26,10 @@ interface Options {
   svgTrace?: string;
   pollLoss?: boolean;
   perf?: boolean;
+  generate?: number;
+  classes?: string;
+  jobs: number;
+  worst: number;
 }
 
 const program = new Command()
@@ -42,12 +48,32 @@ const program = new Command()
   .option('--svg-trace <name>', 'the trace drawn by --svg (default: sale-day-surge, else the first)')
   .option('--poll-loss', 'model answers waiting for the next res.php poll on every trace')
   .option('--perf', 'speed benchmark: a simulated day of 10^6 tasks (lab/traces/perf/day-1m.json)')
+  .option(
+    '--generate <n>',
+    'draw N traces over the classes (docs/lab.md), judge each against its fair floor',
+    parseCount,
+  )
+  .option(
+    '--classes <names>',
+    `with --generate: only these classes, comma-separated: ${Object.keys(TRACE_CLASSES).join(', ')}`,
+  )
+  .option(
+    '--jobs <n>',
+    'with --generate: worker threads (default: the CPUs, at most 4)',
+    parseCount,
+    Math.min(4, cpus().length),
+  )
+  .option('--worst <n>', 'with --generate: how many failing traces to print with their causes', parseCount, 10)
   .action((options: Options) => main(options));
 
 function main(options: Options): void {
   const policies = selectPolicies(options.policy);
   if (options.perf) {
     perf(options, policies ?? ['governor']);
+    return;
+  }
+  if (options.generate !== undefined) {
+    void generated(options, options.generate);
     return;
   }
   let traces = selectTraces(options);
@@ -136,6 +162,76 @@ function perf(options: Options, policies: PolicyName[]): void {
       `${policy}: ${run.arrivals} tasks over ${(run.simulatedSeconds / 3600).toFixed(1)} simulated h, ${run.events} events in ${(run.wallMs / 1000).toFixed(2)} s wall / ${cpuSeconds.toFixed(2)} s CPU (${Math.round(run.events / (run.wallMs / 1000)).toLocaleString('en-US')} events/s); p95 ${run.latency.p95?.toFixed(1)} s\n`,
     );
   }
+}
+
+/**
+ * `--generate N`: draws N traces (of the chosen classes), runs the governor, the fair floor and
+ * the fixed-maximum Lambda on each, prints the per-class table and the worst traces, and writes
+ * each failing trace to <out>/failing/ as a file --trace-file replays, and the figures to
+ * <out>/generated.json.
+ */
+async function generated(options: Options, count: number): Promise<void> {
+  const wanted = selectClasses(options.classes);
+  const traces = wanted === undefined ? generateTraces(count, options.seed) : drawOnly(count, options.seed, wanted);
+  const started = performance.now();
+  const runs = await runGeneratedParallel(traces, {
+    seed: options.seed,
+    jobs: options.jobs,
+    onTrace: (run, done) => {
+      if (done % 50 === 0 || done === traces.length)
+        process.stderr.write(
+          `  ${done}/${traces.length} traces, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+        );
+      if (!run.verdict.pass)
+        process.stderr.write(`  MISS ${run.generated.trace.name} (× ${run.verdict.ratio?.toFixed(2) ?? '–'})\n`);
+    },
+  });
+  let failingDir: string | undefined;
+  if (options.report) {
+    const dir = resolve(options.out);
+    failingDir = join(dir, 'failing');
+    mkdirSync(failingDir, { recursive: true });
+    for (const run of runs.filter((r) => !r.verdict.pass))
+      writeFileSync(
+        join(failingDir, `${run.generated.trace.name}.json`),
+        `${JSON.stringify(run.generated.input, null, 2)}\n`,
+      );
+    writeFileSync(join(dir, 'generated.json'), `${JSON.stringify(generatedJson(runs, options.seed))}\n`);
+  }
+  const wall = ((performance.now() - started) / 1000).toFixed(1);
+  process.stdout.write(
+    options.json
+      ? `${JSON.stringify(generatedJson(runs, options.seed), null, 2)}\n`
+      : `${formatGenerated(runs, { seed: options.seed, worst: options.worst, failingDir })}\n\n${runs.length} traces in ${wall} s wall\n`,
+  );
+}
+
+/** N traces of the wanted classes only: the generator's draws, those of other classes skipped. */
+function drawOnly(count: number, seed: number, wanted: readonly TraceClass[]) {
+  const out = [];
+  for (let batch = 0; out.length < count; batch++) {
+    const drawn = generateTraces((batch + 1) * 200, seed).slice(batch * 200);
+    out.push(...drawn.filter((g) => wanted.includes(g.traceClass)));
+  }
+  return out.slice(0, count);
+}
+
+function selectClasses(list: string | undefined): TraceClass[] | undefined {
+  if (list === undefined) return undefined;
+  const names = list
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !(n in TRACE_CLASSES));
+  if (unknown.length > 0)
+    fail(`Unknown class ${unknown.join(', ')}. Choose from: ${Object.keys(TRACE_CLASSES).join(', ')}.`);
+  return names as TraceClass[];
+}
+
+function parseCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new InvalidArgumentError('a whole number from 1 to 100000');
+  return n;
 }
 
 function parseSeed(value: string): number {

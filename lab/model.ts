@@ -1,3 +1,5 @@
+import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
+
 /**
  * The lab's model constants: how Lambda, the worker pools and the consumer behave, and what
  * compute costs. One place, so docs/lab.md can cite them and a user can override any of them.
@@ -41,6 +43,13 @@ export interface ModelParams {
   /** The same for account errors (no money, key refused). */
   accountHandBackBaseSeconds: number;
   accountHandBackMaxSeconds: number;
+  /**
+   * The consumer keeps the thread of a submission it hands back unanswered (its deadline passed,
+   * or an outage outlasted its retries) counted in the thread ledger, as a leftover, until its
+   * lease ages out (functions/consumer/thread-tracking.ts). False models the consumer before that
+   * (it freed the count at the hand-back while the solver still held the thread).
+   */
+  consumerKeepsUnansweredLease: boolean;
   /** res.php poll interval while a solve runs, seconds (a poll inside an outage fails). */
   pollIntervalSeconds: number;
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
@@ -67,14 +76,16 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   backoffBaseSeconds: 1,
   backoffMaxSeconds: 16,
   accountRetrySeconds: 30,
-  consumerMaxOverCapRetries: 3,
-  consumerMaxTransientRetries: 3,
-  consumerBackoffBaseSeconds: 1,
-  consumerBackoffMaxSeconds: 15,
-  handBackBaseSeconds: 5,
-  handBackMaxSeconds: 300,
-  accountHandBackBaseSeconds: 60,
-  accountHandBackMaxSeconds: 900,
+  // The consumer's and the solver client's own defaults (functions/core/backoff.ts).
+  consumerMaxOverCapRetries: SOLVER_RETRY_DEFAULTS.maxOverCapRetries,
+  consumerMaxTransientRetries: SOLVER_RETRY_DEFAULTS.maxTransientRetries,
+  consumerBackoffBaseSeconds: SOLVER_RETRY_DEFAULTS.baseBackoffMs / 1000,
+  consumerBackoffMaxSeconds: SOLVER_RETRY_DEFAULTS.maxBackoffMs / 1000,
+  handBackBaseSeconds: HAND_BACK_BACKOFF.baseSeconds,
+  handBackMaxSeconds: HAND_BACK_BACKOFF.maxSeconds,
+  accountHandBackBaseSeconds: ACCOUNT_HAND_BACK_BACKOFF.baseSeconds,
+  accountHandBackMaxSeconds: ACCOUNT_HAND_BACK_BACKOFF.maxSeconds,
+  consumerKeepsUnansweredLease: true,
   pollIntervalSeconds: 5,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,

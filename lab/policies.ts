@@ -3,7 +3,7 @@
  * the scalers of the usual scripts (thread pool, process pool, Kubernetes HPA), Lambda's own
  * scaling at a fixed maximum, a static pool, and a clairvoyant oracle as the floor.
  */
-import { decide, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
+import { decideTick, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
 import type { GovernorState } from '../functions/core/governor/types.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
@@ -20,6 +20,7 @@ export const POLICY_NAMES = [
   'lambda-fixed',
   'static-pool',
   'oracle',
+  'oracle-ramp',
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
@@ -39,6 +40,8 @@ export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
   'lambda-fixed':
     "Lambda's own SQS scaling with the mapping's maximum concurrency fixed at the plan's cap and no governor.",
   'static-pool': 'A pool of workers equal to the plan threads, always on.',
+  'oracle-ramp':
+    "The fair floor: a clairvoyant Lambda whose mapping's maximum concurrency is exactly the free threads at every instant, disabled exactly in outages and under the pause level, under Lambda's own SQS ramp, overheads, retries and hand-backs (a floor some Lambda policy could reach on a surge faster than the ramp).",
   oracle:
     'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops under the pause level and while the solver is down.',
 };
@@ -73,12 +76,25 @@ export function createPolicy(name: PolicyName, settings: FleetSettings, model: P
       };
     case 'oracle':
       return { name, capacity: 'oracle', periodSeconds: undefined, initialTarget: (s) => s.planThreads };
+    case 'oracle-ramp':
+      return {
+        name,
+        capacity: 'lambda',
+        clairvoyant: true,
+        periodSeconds: undefined,
+        initialTarget: (s) => Math.max(1, s.maxConcurrency),
+      };
   }
 }
 
-/** The governor: its tick runs the real policy code with the signals the simulator measures. */
+/**
+ * The governor: its tick runs the real policy (decideTick) with the signals the simulator
+ * measures; a decision that asks for a probe submission gets one (the simulator makes it as the
+ * governor's probe adapter does, functions/governor/thread-probe.ts).
+ */
 function governorPolicy(settings: FleetSettings): Policy {
-  const config = governorConfigFrom(settings);
+  // The simulator makes the probe submission a decision asks for (as functions/governor/thread-probe.ts does).
+  const config = governorConfigFrom(settings, { probeSubmissions: true });
   let state: GovernorState | undefined;
   return {
     name: 'governor',
@@ -87,12 +103,13 @@ function governorPolicy(settings: FleetSettings): Policy {
     initialTarget: () => initialState(config, 0).ceilings.normal,
     tick(view: PolicyView): ControlAction {
       state ??= initialState(config, view.nowMs);
-      const decision = decide(view.governorSignals(), state, config);
-      state = decision.state;
+      const { primary, state: next } = decideTick(view.governorSignals(), state, config);
+      state = next;
       return {
-        target: decision.ceilings.normal,
-        enabled: !decision.paused && decision.enabled.normal,
-        reason: decision.reason.code,
+        target: primary.ceilings.normal,
+        enabled: !primary.paused && primary.enabled.normal,
+        reason: primary.reason.code,
+        probe: primary.probe,
       };
     },
   };

@@ -211,7 +211,7 @@ export const TABLE_COLUMNS: readonly string[] = COLUMNS;
 
 /** Lambda policies have a queue with receive counts; a pool keeps its task in the worker. */
 function hasReceives(r: RunResult): boolean {
-  return r.policy === 'governor' || r.policy === 'lambda-fixed';
+  return r.policy === 'governor' || r.policy === 'lambda-fixed' || r.policy === 'oracle-ramp';
 }
 
 /** One row of figures per run. */

@@ -6,6 +6,7 @@
  * reaches into another's closure.
  */
 import type { Dispatcher } from 'undici';
+import { retryBackoffMs, SOLVER_RETRY_DEFAULTS } from '../core/backoff.js';
 import type { PollSchedule } from '../core/poll-schedule.js';
 import type { Clock, SolveOptions, SolveOutcome, SolverAnswer } from '../core/ports.js';
 import {
@@ -56,12 +57,7 @@ export interface SolverRetryOptions {
   maxBackoffMs: number;
 }
 
-export const DEFAULT_RETRY: Readonly<SolverRetryOptions> = {
-  maxOverCapRetries: 3,
-  maxTransientRetries: 3,
-  baseBackoffMs: 1_000,
-  maxBackoffMs: 15_000,
-};
+export const DEFAULT_RETRY: Readonly<SolverRetryOptions> = SOLVER_RETRY_DEFAULTS;
 
 /** Structured logger; Powertools' Logger fits. Lines are redacted before they get here. */
 export interface SolverLogger {
@@ -166,9 +162,7 @@ export async function backOff(
   attempt: number,
 ): Promise<void> {
   const { retry } = ctx;
-  const delay = Math.round(
-    Math.min(retry.maxBackoffMs, retry.baseBackoffMs * 2 ** attempt) * (0.5 + 0.5 * ctx.random()),
-  );
+  const delay = Math.round(retryBackoffMs(attempt, retry, ctx.random));
   if (ctx.clock() + delay >= solve.deadlineAt) {
     throw solverErrorLike(error, `${error.message}; no retry: the backoff of ${delay} ms would pass the deadline`);
   }

@@ -115,8 +115,14 @@ export function createDynamoThreadLedger(
         'acceptance',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now ADD #cur :one, acceptances :one REMOVE #old1, #old2`,
-          ExpressionAttributeNames: { ...held.names, '#old1': `h${bucket - 2}`, '#old2': `h${bucket - 3}` },
+          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now ADD #cur :one, acceptances :one REMOVE #old1, #old2, #oold1, #oold2`,
+          ExpressionAttributeNames: {
+            ...held.names,
+            '#old1': `h${bucket - 2}`,
+            '#old2': `h${bucket - 3}`,
+            '#oold1': `o${bucket - 2}`,
+            '#oold2': `o${bucket - 3}`,
+          },
           ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
         }),
       );
@@ -135,6 +141,45 @@ export function createDynamoThreadLedger(
           ExpressionAttributeValues: solved ? { ':minusOne': -1, ':one': 1 } : { ':minusOne': -1 },
         }),
       );
+    },
+
+    async leftOver(lease, solverId) {
+      // The thread stays in its h bucket (held) and ages out with it; o counts it as held by no
+      // invocation, and the entry lets the delivery that resumes the id free it when it answers.
+      const entry = solverId === undefined ? undefined : leftoverEntry(solverId, lease.bucket);
+      await send(
+        'leftover',
+        new UpdateCommand({
+          ...key,
+          UpdateExpression: entry === undefined ? 'ADD #bucket :one' : 'ADD #bucket :one, leftoverIds :entry',
+          ExpressionAttributeNames: { '#bucket': `o${lease.bucket}` },
+          ExpressionAttributeValues: entry === undefined ? { ':one': 1 } : { ':one': 1, ':entry': new Set([entry]) },
+        }),
+      );
+    },
+
+    async leftoverAnswered(solverId) {
+      const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
+      const item = (out as { Item?: Record<string, unknown> }).Item;
+      for (const entry of leftoverEntriesOf(item, solverId)) {
+        try {
+          await options.documents.send(
+            new UpdateCommand({
+              ...key,
+              // Only the delivery that removes the entry frees the thread (two resumers release it once).
+              UpdateExpression: 'ADD #h :minusOne, #o :minusOne DELETE leftoverIds :entry',
+              ConditionExpression: 'contains(leftoverIds, :name)',
+              ExpressionAttributeNames: { '#h': `h${entry.bucket}`, '#o': `o${entry.bucket}` },
+              ExpressionAttributeValues: { ':minusOne': -1, ':entry': new Set([entry.name]), ':name': entry.name },
+            }),
+          );
+        } catch (error) {
+          if ((error as Error).name !== 'ConditionalCheckFailedException')
+            throw new ThreadLedgerError(`thread ledger leftover release failed: ${(error as Error).message}`, {
+              cause: error,
+            });
+        }
+      }
     },
 
     async refused(now) {
@@ -177,15 +222,35 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
   const lastRefusal = event('refusedAt', 'refusedHeld');
   const lastAcceptance = event('acceptedAt', 'acceptedHeld');
   const solved = solvedOf(item);
+  const leftover = Math.max(0, num(`o${bucket}`) + num(`o${bucket - 1}`));
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
     held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
+    ...(leftover > 0 ? { leftover } : {}),
     refusals: num('refusals'),
     acceptances: num('acceptances'),
     ...(solved !== undefined ? { solved } : {}),
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),
   };
+}
+
+/** A leftover's entry in the item's `leftoverIds` string set: `<solver id>@<lease bucket>`. */
+function leftoverEntry(solverId: string, bucket: number): string {
+  return `${solverId}@${bucket}`;
+}
+
+/** The leftover entries of `solverId` in an item, with their buckets. */
+function leftoverEntriesOf(
+  item: Record<string, unknown> | undefined,
+  solverId: string,
+): { name: string; bucket: number }[] {
+  const ids = item?.leftoverIds;
+  const names = ids instanceof Set ? [...ids] : Array.isArray(ids) ? ids : [];
+  return names
+    .filter((name): name is string => typeof name === 'string' && name.startsWith(`${solverId}@`))
+    .map((name) => ({ name, bucket: Number(name.slice(solverId.length + 1)) }))
+    .filter((entry) => Number.isInteger(entry.bucket));
 }
 
 /** The `solved` counter of a ledger item; undefined until a solve was counted (never read as 0). */
@@ -200,6 +265,7 @@ export function createMemoryThreadLedger(options: {
   clock?: () => number;
 }): ThreadLedgerRecorder & ThreadLedgerReader {
   const item: Record<string, number> = {};
+  const leftovers = new Map<string, number>();
   const clock = options.clock ?? Date.now;
   const bucketOf = (now: number) => Math.floor(now / options.leaseMs);
   const heldAt = (bucket: number) => (item[`h${bucket}`] ?? 0) + (item[`h${bucket - 1}`] ?? 0);
@@ -213,9 +279,22 @@ export function createMemoryThreadLedger(options: {
       item.acceptedAt = now;
       add(`h${bucket}`, 1);
       add('acceptances', 1);
-      delete item[`h${bucket - 2}`];
-      delete item[`h${bucket - 3}`];
+      for (const old of [bucket - 2, bucket - 3]) {
+        delete item[`h${old}`];
+        delete item[`o${old}`];
+      }
       return { bucket };
+    },
+    async leftOver(lease: ThreadLease, solverId?: string) {
+      add(`o${lease.bucket}`, 1);
+      if (solverId !== undefined) leftovers.set(solverId, lease.bucket);
+    },
+    async leftoverAnswered(solverId: string) {
+      const bucket = leftovers.get(solverId);
+      if (bucket === undefined) return;
+      leftovers.delete(solverId);
+      add(`h${bucket}`, -1);
+      add(`o${bucket}`, -1);
     },
     async released(lease: ThreadLease, outcome?: { solved: boolean }) {
       add(`h${lease.bucket}`, -1);

@@ -9,6 +9,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricResolution, MetricUnit, type Metrics } from '../adapters/metrics.js';
 import { RecordTooLargeError } from '../adapters/results-repository.js';
 import { MAX_VISIBILITY_SECONDS, queueNameOf } from '../adapters/task-queue.js';
+import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, handBackSeconds } from '../core/backoff.js';
 import { METRICS } from '../core/metric-names.js';
 import type {
   Clock,
@@ -123,10 +124,10 @@ export function resolveTiming(settings: FleetSettings, overrides: Partial<Consum
   return {
     leaseMs: settings.leaseSeconds * 1000,
     recordMarginMs: RECORD_MARGIN_SECONDS * 1000,
-    retryBaseSeconds: 5,
-    retryMaxSeconds: 300,
-    accountRetryBaseSeconds: 60,
-    accountRetryMaxSeconds: 900,
+    retryBaseSeconds: HAND_BACK_BACKOFF.baseSeconds,
+    retryMaxSeconds: HAND_BACK_BACKOFF.maxSeconds,
+    accountRetryBaseSeconds: ACCOUNT_HAND_BACK_BACKOFF.baseSeconds,
+    accountRetryMaxSeconds: ACCOUNT_HAND_BACK_BACKOFF.maxSeconds,
     overCapWaiting: { pollMs: 1_000, maxWaitMs: 15_000, maxWaits: 3 },
     ...overrides,
   };
@@ -142,8 +143,7 @@ export function backoffSeconds(
   maxSeconds: number,
   random: () => number = Math.random,
 ): number {
-  const ceiling = Math.min(maxSeconds, baseSeconds * 2 ** Math.max(0, receiveCount - 1));
-  return Math.min(MAX_VISIBILITY_SECONDS, Math.ceil(ceiling / 2 + (random() * ceiling) / 2));
+  return handBackSeconds(receiveCount, { baseSeconds, maxSeconds }, random);
 }
 
 /** Handle one record. Resolves to acknowledge; throws to have SQS deliver it again. */
@@ -277,7 +277,13 @@ class TaskRun {
         receiveCount: this.receiveCount,
       },
     });
-    this.threads = new ThreadTracking(this.deps.threadLedger, ctx.clock, this.log, ctx.timing.overCapWaiting);
+    this.threads = new ThreadTracking(
+      this.deps.threadLedger,
+      ctx.clock,
+      this.log,
+      ctx.timing.overCapWaiting,
+      this.deps.settings.effectiveCap,
+    );
   }
 
   async run(): Promise<void> {
@@ -409,9 +415,11 @@ class TaskRun {
     const deadlineAt = Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
     const abort = new AbortController();
     let resume = resumeSolverId;
+    if (resume !== undefined) this.threads.resuming(resume);
     let unsolvable = 0;
     for (;;) {
       try {
+        if (resume === undefined) await this.threads.waitForRoom(deadlineAt);
         return await deps.solver.solve(this.task, {
           deadlineAt,
           signal: abort.signal,
@@ -419,6 +427,7 @@ class TaskRun {
           onSolverAnswer: (answer) => this.countAnswer(answer),
           onSubmitted: async (solverId) => {
             this.log.info('submitted to the solver', { solverId });
+            this.threads.submitted(solverId);
             let stillOurs: boolean;
             try {
               stillOurs = await deps.repository.recordSolverId(this.task.id, this.claimToken, solverId);

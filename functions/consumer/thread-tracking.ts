@@ -11,6 +11,12 @@
  * wait also ends after `overCapWaitMaxMs`. The thread cap holds: the retry is one submission of
  * an invocation the ceiling already counts.
  *
+ * A delivery that ends while the solver still works on its accepted submission (its deadline
+ * passed, an outage outlasted its retries, the claim was lost) does not free that thread: it
+ * stays counted, as a leftover tagged with its solver id, until the delivery that resumes the id
+ * reads its answer (or its failure), or its lease ages out. The governor keeps the ceiling from
+ * rising into threads the solver still holds, and the next invocation does not submit on top.
+ *
  * The writes run beside the solve, never in its way: the solver client's answer hook is
  * synchronous, and a ledger that cannot be written costs a log line, never a task. `settle()`
  * waits for them before the delivery ends, so none is cut off when Lambda freezes the invocation.
@@ -20,6 +26,9 @@ import { sleep } from '../core/helpers/time.js';
 import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
+
+/** Threads held under which a refusal means others hold the plan (a mapping's floor of two invocations). */
+const STARVED_HELD = 2;
 
 /** How a refused invocation waits for a thread. */
 export interface OverCapWaiting {
@@ -42,6 +51,10 @@ export class ThreadTracking {
   private lease: Promise<ThreadLease | undefined> | undefined;
   /** Threads the fleet held at this delivery's latest refusal. */
   private refusedHeld: Promise<number | undefined> | undefined;
+  /** The solver id of the current accepted submission (a leftover is tagged with it). */
+  private solverId: string | undefined;
+  /** The solver id this delivery resumed (a predecessor's leftover it frees when it reads the answer). */
+  private resumed: string | undefined;
   private waits = 0;
 
   constructor(
@@ -49,7 +62,29 @@ export class ThreadTracking {
     private readonly clock: Clock,
     private readonly log: Pick<Logger, 'warn'>,
     private readonly waiting?: OverCapWaiting,
+    /** Threads the plan leaves the fleet (plan − reserved): a submission waits while the fleet holds them all. */
+    private readonly planCap?: number,
   ) {}
+
+  /**
+   * Before a new submission: while the fleet already holds every thread the plan leaves it
+   * (leftovers included: submissions handed back that the solver still works on), wait for one to
+   * free rather than submit into a refusal, never past `deadlineAt`. An unreadable ledger does not wait.
+   */
+  async waitForRoom(deadlineAt: number): Promise<void> {
+    const waiting = this.waiting;
+    const cap = this.planCap;
+    if (this.ledger === undefined || waiting === undefined || cap === undefined) return;
+    const random = waiting.random ?? Math.random;
+    const pause = waiting.sleep ?? sleep;
+    for (;;) {
+      const reading = await this.ledger.read().catch(() => undefined);
+      if (reading === undefined || reading.held < cap) return;
+      const left = deadlineAt - this.clock() - waiting.pollMs;
+      if (left <= 0) return;
+      await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
+    }
+  }
 
   /**
    * After an over-cap refusal: wait until one of the fleet's threads frees (or `maxWaitMs`), never
@@ -63,6 +98,9 @@ export class ThreadTracking {
     if (until <= this.clock() + waiting.pollMs / 2) return false;
     this.waits += 1;
     const refusedHeld = await this.refusedHeld;
+    // Refused while the fleet held fewer threads than a mapping's floor: others hold the plan, and a
+    // wait would end in another refusal; the governor probes for the threads they hand back.
+    if (refusedHeld !== undefined && refusedHeld < STARVED_HELD) return false;
     const random = waiting.random ?? Math.random;
     const pause = waiting.sleep ?? sleep;
     for (;;) {
@@ -73,6 +111,16 @@ export class ThreadTracking {
       // Unknown counts as freed: submit again rather than wait blind.
       if (reading === undefined || refusedHeld === undefined || reading.held < refusedHeld) return true;
     }
+  }
+
+  /** The solver accepted this delivery's submission under `solverId`. */
+  submitted(solverId: string): void {
+    this.solverId = solverId;
+  }
+
+  /** This delivery polls a predecessor's submission instead of submitting. */
+  resuming(solverId: string): void {
+    this.resumed = solverId;
   }
 
   /** One solver answer (from the client's `onSolverAnswer`): record refusals and acceptances, free threads. */
@@ -86,19 +134,43 @@ export class ThreadTracking {
     if (answer.request === 'submit' && answer.outcome === 'accepted') {
       // A resubmit (after an unsolvable answer) follows a freed thread; free it first if not yet.
       this.free();
+      this.solverId = undefined;
       this.lease = this.track(ledger.accepted(this.clock()), 'acceptance');
       return;
     }
     // The solver frees the thread once the answer is ready or the captcha failed; an answer read
     // is a solve the provider charges for, counted with the release.
-    if (answer.request === 'result' && answer.outcome === 'answered') this.free({ solved: true });
-    else if (answer.request === 'result' && answer.outcome === 'task_terminal') this.free();
+    const ended = answer.request === 'result' && (answer.outcome === 'answered' || answer.outcome === 'task_terminal');
+    if (!ended) return;
+    if (this.lease === undefined && this.resumed !== undefined) {
+      const id = this.resumed;
+      this.resumed = undefined;
+      this.track(ledger.leftoverAnswered(id), 'leftover release');
+      return;
+    }
+    if (answer.outcome === 'answered') this.free({ solved: true });
+    else this.free();
   }
 
-  /** Free the thread still held (timeout, error, lost claim) and wait for every ledger write. */
+  /**
+   * The delivery ends: a thread still held for an unanswered submission (timeout, outage, lost
+   * claim) stays counted as a leftover; then wait for every ledger write.
+   */
   async settle(): Promise<void> {
-    this.free();
+    this.leaveOver();
     while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  private leaveOver(): void {
+    const lease = this.lease;
+    if (lease === undefined || this.ledger === undefined) return;
+    this.lease = undefined;
+    const ledger = this.ledger;
+    const solverId = this.solverId;
+    this.track(
+      lease.then((taken) => (taken === undefined ? undefined : ledger.leftOver(taken, solverId))),
+      'leftover',
+    );
   }
 
   /**

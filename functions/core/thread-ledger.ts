@@ -29,6 +29,12 @@ export interface ThreadLedgerReading {
    * governor's price per overflow solve is the provider's balance drop ÷ the rise of this counter.
    */
   solved?: number;
+  /**
+   * Threads held for submissions no invocation waits on any more (handed back at their deadline
+   * or in an outage while the solver still works on them), within their lease; counted in `held`.
+   * Absent on a ledger never told of one.
+   */
+  leftover?: number;
   /** The newest over-cap answer: refused while the fleet held `held` ⇒ others hold ≥ plan − held. */
   lastRefusal?: LedgerEvent;
   /** The newest accepted submission: accepted while the fleet held `held` ⇒ others hold ≤ plan − held − 1. */
@@ -47,6 +53,14 @@ export interface ThreadLedgerRecorder {
   accepted(now: number): Promise<ThreadLease>;
   /** The thread of an accepted submission is free again (answer read, failed, given up); `solved` when its answer was read as solved. */
   released(lease: ThreadLease, outcome?: { solved: boolean }): Promise<void>;
+  /**
+   * The delivery ends while the solver still works on its accepted submission (its deadline
+   * passed, or an outage outlasted its retries): the thread stays counted, as a leftover, until
+   * its lease ages out or the delivery that resumes the submission's `solverId` reads its answer.
+   */
+  leftOver(lease: ThreadLease, solverId?: string): Promise<void>;
+  /** The delivery that resumed `solverId` read its answer (or its failure): that leftover's thread is free. */
+  leftoverAnswered(solverId: string): Promise<void>;
   /** The solver refused a submission over the cap. Resolves to the threads the fleet held then. */
   refused(now: number): Promise<number>;
   /** The ledger as it stands (an invocation refused over the cap waits on `held` to fall). */

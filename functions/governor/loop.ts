@@ -1,14 +1,19 @@
 /**
- * One governor control loop: read signals, decide, persist, act, report. The Lambda handler,
- * the CLI (`governor --once`) and the local runtime all run this; they differ only in the
- * readers and the actuator they pass.
+ * One governor control loop: read signals, decide every lane at once (decideTick), persist, act,
+ * report. The Lambda handler, the CLI (`governor --once`) and the local runtime all run this;
+ * they differ only in the readers and the actuators they pass.
+ *
+ * The state store is one of the fleet's dependencies. When its read fails, the tick still decides
+ * from the state this loop last held (or the first tick's), with `governor-state` reported down;
+ * once that has lasted `outageTicks` ticks the decision pauses and the loop disables the mappings
+ * without saving (disabling is safe without the conditional write). Any other decision on an
+ * unread state is not acted on (fail static).
  */
 import type { Clock } from '../core/ports.js';
 import type { ThreadLedgerReader } from '../core/thread-ledger.js';
-import { decide, initialState } from '../core/governor/policy.js';
+import { decideTick, initialState } from '../core/governor/policy.js';
 import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
 import { assembleSignals, type QueueReading } from '../core/governor/signals.js';
-import { governorStatusOf, overflowStatusOf } from '../core/governor/status.js';
 import type {
   BalanceReader,
   GovernorStateStore,
@@ -16,14 +21,20 @@ import type {
   MetricsReader,
   QueueReader,
 } from '../core/governor/ports.js';
-import type { Decision, GovernorConfig, GovernorSignals, GovernorState } from '../core/governor/types.js';
+import type {
+  Decision,
+  DependencyHealth,
+  GovernorConfig,
+  GovernorSignals,
+  GovernorState,
+  TickDecision,
+} from '../core/governor/types.js';
 import type { MetricsWindow } from '../core/governor/signals.js';
 import {
   createOverflowStep,
   type OverflowLoopOptions,
   type OverflowReading,
   type OverflowStep,
-  type OverflowTick,
 } from './overflow-step.js';
 
 export type { OverflowLoopOptions } from './overflow-step.js';
@@ -62,16 +73,30 @@ export interface GovernorLoopOptions {
   log?: GovernorLog;
   /**
    * The overflow lane (only with an overflow provider configured): read with the primary's
-   * signals, decided after the primary's decide() by decideOverflow(), saved with the state,
-   * moved after the primary's lanes. Absent: the loop is the primary's alone.
+   * signals, decided in the same decideTick(), saved with the state, moved after the primary's
+   * lanes. Absent: the loop is the primary's alone.
    */
   overflow?: OverflowLoopOptions;
+  /**
+   * The governor's own probe submission, made on a tick whose decision asks for one (others hold
+   * all but fewer threads than the mapping's floor): it records its answer in the thread ledger
+   * like a consumer. Absent: no probe (the fleet then waits for the estimate to widen).
+   */
+  probe?: ThreadProbe;
+}
+
+/** One probe submission of the governor's own; its answer goes to the thread ledger. Never throws. */
+export interface ThreadProbe {
+  submit(now: number): Promise<void>;
 }
 
 /** What one tick saw and did. */
 export interface TickRecord {
   signals: GovernorSignals;
+  /** The primary's part of the tick's decision. */
   decision: Decision;
+  /** The tick's whole decision, every lane, as decideTick returned it. */
+  tick: TickDecision;
   /** False on a dry run. */
   applied: boolean;
   /** Calls the actuators made, in words (empty when nothing changed). */
@@ -106,6 +131,8 @@ export function decisionLogFields(record: TickRecord): Record<string, unknown> {
     shortfallWarning: d.shortfallWarning,
     drainSeconds: d.drainSeconds === Number.POSITIVE_INFINITY ? 'never' : d.drainSeconds,
     effectiveCap: d.state.overCap.effectiveCap,
+    stages: d.stages.filter((stage) => stage.changed).map((stage) => `${stage.stage}: ${stage.code} ${stage.value}`),
+    probe: d.probe,
     backlog: { normal: s.lanes.normal.backlog, high: s.lanes.high?.backlog },
     inFlight: { normal: s.lanes.normal.inFlight, high: s.lanes.high?.inFlight },
     balance: s.balance,
@@ -113,6 +140,7 @@ export function decisionLogFields(record: TickRecord): Record<string, unknown> {
     errorRate: s.errorRate,
     overCapAnswers: s.overCapAnswers,
     threadsHeld: s.threadLedger?.held,
+    threadsLeftOver: s.threadLedger?.leftover,
     neighbours: d.state.overCap.neighbours,
     applied: record.applied,
     changes: record.changes,
@@ -154,6 +182,72 @@ function withQueueMetrics(
   }
 }
 
+/** The state this tick decides from: the store's, or (when its read fails) the loop's own with the store reported down. */
+interface LoadedState {
+  state: GovernorState;
+  version: number | undefined;
+  /** The store could not be read this tick: nothing is saved, only a pause is acted on. */
+  unread?: DependencyHealth;
+}
+
+/**
+ * The state's side of a tick: load it (or, when the store cannot be read, the loop's last state
+ * with the store reported down), then save it conditionally and move the lanes; on an unread
+ * store only a pause is acted on, without saving.
+ */
+function createStateKeeper(
+  options: GovernorLoopOptions,
+  clock: () => number,
+  overflow: OverflowStep | undefined,
+  lastState: () => GovernorState | undefined,
+) {
+  let persisted: { state: GovernorState; version: number | undefined } | undefined;
+  const loadState = async (now: number): Promise<LoadedState> => {
+    if (persisted !== undefined) return persisted;
+    try {
+      const loaded = await options.state.load();
+      persisted = loaded ?? { state: initialState(options.config, now), version: undefined };
+      return persisted;
+    } catch (error) {
+      const detail = `${(error as Error).name}: ${(error as Error).message}`;
+      options.log?.warn('governor state read failed; deciding from the last state, acting only on a pause', {
+        error: detail,
+      });
+      return {
+        state: lastState() ?? initialState(options.config, now),
+        version: undefined,
+        unread: { name: 'governor-state', down: true, detail },
+      };
+    }
+  };
+
+  /** Save the state (conditional on the version read), then move the primary's lanes, then the overflow lane. */
+  const persistAndApply = async (tick: TickDecision, loaded: LoadedState, reading?: OverflowReading) => {
+    if (loaded.unread !== undefined) {
+      // The store is down: disabling the mappings needs no conditional write; anything else waits (fail static).
+      if (!tick.primary.paused)
+        throw new Error(`governor state unreadable (${loaded.unread.detail}); keeping the last ceilings`);
+      return [...(await options.actuator.apply(tick.primary)).changes];
+    }
+    try {
+      const version = await options.state.save(tick.state, loaded.version);
+      persisted = { state: tick.state, version };
+    } catch (error) {
+      // Another writer (or a failed write): reload next tick, act on nothing now.
+      persisted = undefined;
+      overflow?.forget();
+      throw error;
+    }
+    if (tick.overflow && reading) overflow?.saved(reading);
+    const changes = [...(await options.actuator.apply(tick.primary)).changes];
+    if (tick.overflow && overflow) changes.push(...(await overflow.apply(tick.overflow.mappings)));
+    if (tick.primary.probe && options.probe) await options.probe.submit(clock());
+    return changes;
+  };
+
+  return { load: loadState, persistAndApply };
+}
+
 /** Build the loop. State lives in the store; the loop keeps only the previous queue reads and the metric cache. */
 export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
   const clock = options.clock ?? Date.now;
@@ -164,7 +258,8 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
   let previousQueues: { normal?: QueueReading; high?: QueueReading } | undefined;
   let metricsCache: { window: MetricsWindow | undefined; at: number } | undefined;
   let queueMetricsCache: Awaited<ReturnType<QueueMetricsReader['readQueues']>> | undefined;
-  let persisted: { state: GovernorState; version: number | undefined } | undefined;
+  /** What the loop decided last, kept to decide from while the store cannot be read. */
+  let lastState: GovernorState | undefined;
   let lastDecision: Decision | undefined;
 
   const readMetrics = async (now: number) => {
@@ -177,34 +272,19 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     return metricsCache.window;
   };
 
-  // An unreadable ledger is unknown this tick (the metric window's over-cap answers stand in), never empty.
+  // An unreadable ledger is unknown this tick (the last estimate stands), never empty.
   const readLedger = async () => {
     try {
       return await options.threadLedger?.read();
     } catch (error) {
-      options.log?.warn('thread ledger read failed; over-cap answers from the metric window this tick', {
+      options.log?.warn('thread ledger read failed; the last estimate of the free threads stands this tick', {
         error: (error as Error).message,
       });
       return undefined;
     }
   };
 
-  /** Save the state (conditional on the version read), then move the primary's lanes, then the overflow lane. */
-  const persistAndApply = async (decision: Decision, lane: OverflowTick | undefined, reading?: OverflowReading) => {
-    try {
-      const version = await options.state.save(decision.state, persisted?.version);
-      persisted = { state: decision.state, version };
-    } catch (error) {
-      // Another writer (or a failed write): reload next tick, act on nothing now.
-      persisted = undefined;
-      overflow?.forget();
-      throw error;
-    }
-    if (lane && reading) overflow?.saved(reading);
-    const changes = [...(await options.actuator.apply(decision)).changes];
-    if (lane && overflow) changes.push(...(await overflow.apply(lane)));
-    return changes;
-  };
+  const keeper = createStateKeeper(options, clock, overflow, () => lastState);
 
   return {
     get lastDecision() {
@@ -217,12 +297,10 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
         readMetrics(now),
         options.balance.read(),
         options.actuator.read(),
-        persisted === undefined ? options.state.load() : Promise.resolve(undefined),
+        keeper.load(now),
         readLedger(),
         overflow?.read(now),
       ]);
-      if (persisted === undefined)
-        persisted = loaded ?? { state: initialState(options.config, now), version: undefined };
       withQueueMetrics(queues, queueMetricsCache);
       const balanceError = balance === undefined ? options.balance.lastError?.() : undefined;
       const signals = assembleSignals({
@@ -234,38 +312,32 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
         balanceError,
         settings,
         threadLedger,
+        ...(loaded.unread ? { dependencies: [loaded.unread] } : {}),
         // Both mappings read the normal queue: what the overflow lane holds is not the primary's.
         ...(overflow && overflowReading ? { sharedNormal: overflow.shared(overflowReading) } : {}),
       });
       previousQueues = queues;
-      const decision = decide(signals, persisted.state, options.config);
-      // Saved with the state, so `captcha-fleet status` can show the last decision.
-      const status = governorStatusOf(signals, decision);
-      decision.state.lastDecision = status;
       const lane =
         overflow && overflowReading
-          ? overflow.decide({
+          ? overflow.tickInput({
               now,
-              primary: decision,
               primarySignals: signals,
               normal: queues.normal,
               high: queues.high,
               reading: overflowReading,
-              state: persisted.state.overflow,
             })
           : undefined;
-      if (lane && overflow) {
-        decision.state.overflow = lane.decision.state;
-        status.overflow = overflowStatusOf(lane.decision, lane.signals, overflow.config);
-      }
-      const changes = options.dryRun ? [] : await persistAndApply(decision, lane, overflowReading);
-      lastDecision = decision;
+      const tick = decideTick(signals, loaded.state, options.config, lane);
+      lastState = tick.state;
+      const changes = options.dryRun ? [] : await keeper.persistAndApply(tick, loaded, overflowReading);
+      lastDecision = tick.primary;
       const record: TickRecord = {
         signals,
-        decision,
+        decision: tick.primary,
+        tick,
         applied: !options.dryRun,
         changes,
-        ...(lane ? { overflow: lane.decision, overflowSignals: lane.signals } : {}),
+        ...(tick.overflow ? { overflow: tick.overflow.decision, overflowSignals: tick.overflow.signals } : {}),
       };
       options.log?.info('governor decision', decisionLogFields(record));
       return record;

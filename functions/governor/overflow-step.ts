@@ -3,22 +3,20 @@
  * primary's signals it reads the overflow provider's balance, the overflow consumer's ledger
  * (threads held, solves counted) and metric window, and the overflow mapping. Both mappings read
  * the normal queue, so the lane's in flight and completions are handed to the primary's signal
- * assembly (`shared`) before decide(). After decide(), the provider's signals are built the same
- * way as the primary's and decideOverflow() runs; after the state is saved, the overflow mapping
- * (and the overflow function's reservation) follows its decision.
+ * assembly (`shared`). The provider's signals are built the same way as the primary's and go into
+ * the tick's decideTick() with the primary's; after the state is saved, the overflow mapping (and
+ * the overflow function's reservation) follows the lane's part of that decision.
  *
  * A reader that fails is unknown this tick, never zero: an unknown balance or in flight closes
  * the lane (OVERFLOW_MISSING_SIGNAL) and the primary's tick goes on. Only the mapping's read and
  * write fail the tick, as the primary's do (fail static: the lanes keep their last ceilings).
  */
-import {
-  decideOverflow,
-  initialOverflowState,
-  type OverflowConfig,
-  type OverflowDecision,
-  type OverflowSignals,
-  type OverflowState,
-} from '../core/governor/overflow.js';
+import type { OverflowConfig, OverflowSignals } from '../core/governor/overflow.js';
+import type { OverflowTick } from '../core/governor/tick.js';
+import type { OverflowMappings } from '../core/governor/types.js';
+
+export { splitOverflowCeiling } from '../core/governor/overflow.js';
+export type { OverflowMappings } from '../core/governor/types.js';
 import type { BalanceReader, LaneActuator, MetricsReader } from '../core/governor/ports.js';
 import {
   assembleSignals,
@@ -28,8 +26,7 @@ import {
   type QueueReading,
   type SharedLane,
 } from '../core/governor/signals.js';
-import type { BalanceError, Decision, GovernorSignals } from '../core/governor/types.js';
-import { MAPPING_MIN_CONCURRENCY } from '../core/settings.js';
+import type { BalanceError, GovernorSignals } from '../core/governor/types.js';
 import type { ThreadLedgerReader, ThreadLedgerReading } from '../core/thread-ledger.js';
 
 /** Log sink (the loop's GovernorLog fits). */
@@ -73,80 +70,31 @@ export interface OverflowReading {
   setting: LaneSetting;
 }
 
-/** The overflow lane's decision and the provider's signals it read. */
-export interface OverflowTick {
-  decision: OverflowDecision;
-  signals: OverflowSignals;
-  /** The decision's ceiling split over the overflow function's mappings (see `splitOverflowCeiling`). */
-  mappings: OverflowMappings;
-}
-
-/** What the overflow function's mappings are set to: the `normal` queue's, and the `high` queue's when there is one. */
-export interface OverflowMappings {
-  ceilings: { normal: number; high: number };
-  enabled: { normal: boolean; high: boolean };
-}
-
-/**
- * The lane's ceiling over the overflow function's two mappings. The plan serves the high lane
- * first, so overflow takes the normal queue; only while the primary is paused (an outage, its
- * money, its key) does it take the high queue too, or priority tasks would wait behind the pause
- * while normal ones are solved. Then the high mapping gets its share of the ceiling by backlog
- * (rounded up; each enabled mapping at least the floor), or all of it when the ceiling cannot
- * feed two mappings. The two maxima never sum past the decision's ceiling.
- */
-export function splitOverflowCeiling(
-  decision: Pick<OverflowDecision, 'ceiling' | 'enabled'>,
-  primaryPaused: boolean,
-  backlog: { normal: number | undefined; high: number | undefined },
-  hasHighMapping: boolean,
-): OverflowMappings {
-  const floor = MAPPING_MIN_CONCURRENCY;
-  const normalOnly: OverflowMappings = {
-    ceilings: { normal: decision.ceiling, high: floor },
-    enabled: { normal: decision.enabled, high: false },
-  };
-  const high = backlog.high ?? 0;
-  if (!decision.enabled || !primaryPaused || !hasHighMapping || high <= 0) return normalOnly;
-  const total = decision.ceiling;
-  if (total < 2 * floor) return { ceilings: { normal: floor, high: total }, enabled: { normal: false, high: true } };
-  const normal = backlog.normal ?? 0;
-  const share = Math.ceil((total * high) / (high + normal));
-  const highCeiling = Math.min(total - floor, Math.max(floor, share));
-  return {
-    ceilings: { normal: total - highCeiling, high: highCeiling },
-    enabled: { normal: true, high: true },
-  };
-}
-
 export interface OverflowStep {
   readonly config: OverflowConfig;
   /** Read the lane's signals. @throws when the overflow mapping cannot be read (as the primary's read does) */
   read(now: number): Promise<OverflowReading>;
   /** What the lane holds and completes of the normal queue, for the primary's signals. */
   shared(reading: OverflowReading): SharedLane;
-  /** The lane's decision for this tick, after the primary's. */
-  decide(input: OverflowStepInput): OverflowTick;
+  /** The lane's inputs to this tick's decideTick: the provider's signals, the queues' backlogs, its mappings. */
+  tickInput(input: OverflowStepInput): OverflowTick;
   /** The state with this reading is saved: its solve count is the base of the next tick's solves. */
   saved(reading: OverflowReading): void;
   /** The state was not saved (a conflict, a failed write): the next solves since the last read are unknown. */
   forget(): void;
   /** Move the overflow mappings (and reservation) to the tick's split; returns what changed, in words. */
-  apply(tick: OverflowTick): Promise<string[]>;
+  apply(mappings: OverflowMappings): Promise<string[]>;
 }
 
 export interface OverflowStepInput {
   now: number;
-  /** The primary's decision this tick and the signals it read. */
-  primary: Decision;
+  /** The primary's signals this tick (the provider's arrivals are the queue's). */
   primarySignals: GovernorSignals;
   /** The normal queue as read this tick (its backlog is the lane's too). */
   normal: QueueReading | undefined;
   /** The high queue as read this tick (the lane takes it too while the primary is paused). */
   high?: QueueReading | undefined;
   reading: OverflowReading;
-  /** What the last saved tick left (undefined before the first). */
-  state: OverflowState | undefined;
 }
 
 /** The lane as one: open when either mapping is; its ceiling the open mappings' sum (the normal one's while closed). */
@@ -168,10 +116,7 @@ export function counterRise(now: number | undefined, before: number | undefined)
  * primary's signals measured) with the lane's own in flight from its ledger; its balance, balance
  * error and metric window are its own.
  */
-export function overflowSignalsOf(
-  input: Omit<OverflowStepInput, 'primary' | 'state'>,
-  solvesSinceLastRead: number | undefined,
-): OverflowSignals {
+export function overflowSignalsOf(input: OverflowStepInput, solvesSinceLastRead: number | undefined): OverflowSignals {
   const { now, normal, reading, primarySignals } = input;
   const provider = assembleSignals({
     now,
@@ -229,20 +174,16 @@ export function createOverflowStep(options: OverflowLoopOptions, metricsEveryMs:
     shared(reading) {
       return { inFlight: reading.ledger?.held, completionRate: completionRateOf(reading.metrics) };
     },
-    decide(input) {
+    tickInput(input) {
       const { reading } = input;
       // Solves are priced against the balance drop since the last read: without a read, none are counted.
       const solves = reading.balance === undefined ? undefined : counterRise(reading.ledger?.solved, solvedAtLastRead);
-      const signals = overflowSignalsOf(input, solves);
-      const state = input.state ?? initialOverflowState(options.config, input.now);
-      const decision = decideOverflow(input.primary, input.primarySignals, signals, state, options.config);
-      const mappings = splitOverflowCeiling(
-        decision,
-        input.primary.paused,
-        { normal: input.normal?.visible, high: input.high?.visible },
-        options.highMapping === true,
-      );
-      return { decision, signals, mappings };
+      return {
+        config: options.config,
+        signals: overflowSignalsOf(input, solves),
+        backlog: { normal: input.normal?.visible, high: input.high?.visible },
+        highMapping: options.highMapping === true,
+      };
     },
     saved(reading) {
       // The spend's last read moves only with a balance read; so does the base of the solves.
@@ -251,8 +192,8 @@ export function createOverflowStep(options: OverflowLoopOptions, metricsEveryMs:
     forget() {
       solvedAtLastRead = undefined;
     },
-    async apply(tick) {
-      const { changes } = await options.actuator.apply(tick.mappings);
+    async apply(mappings) {
+      const { changes } = await options.actuator.apply(mappings);
       return changes;
     },
   };

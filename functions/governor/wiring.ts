@@ -27,6 +27,7 @@ import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
 import type { Clock, SolverPort } from '../core/ports.js';
 import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
+import { createThreadProbe } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 
 export interface GovernorWiringOptions {
@@ -38,6 +39,8 @@ export interface GovernorWiringOptions {
   solver?: Pick<SolverPort, 'getBalance'>;
   /** The overflow provider's; defaults to the undici client with the overflow key (only getBalance is used). */
   overflowSolver?: Pick<SolverPort, 'getBalance'>;
+  /** The governor's probe submissions (while others hold the plan); defaults to the undici client with over-cap retries off. */
+  probeSolver?: Pick<SolverPort, 'solve'>;
   log?: GovernorLog;
   dryRun?: boolean;
   clock?: Clock;
@@ -150,7 +153,21 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   // money pause resumes on the first balance read that shows funds.
   const metricsSpanMs = DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS;
   const overrides = { probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs };
-  const config = governorConfigFrom(settings, { highLane, ...overrides });
+  const threadLedger = threadLedgerFor(environment, clients.documents, options.clock);
+  // One probe submission a tick while others hold the plan: over-cap retries off, so one refusal at most.
+  const probe = threadLedger
+    ? createThreadProbe({
+        solver:
+          options.probeSolver ??
+          solverFromEnvironment(environment, clients.region, undefined, { maxOverCapRetries: 0 }),
+        ledger: threadLedger,
+        ...(options.clock ? { clock: options.clock } : {}),
+        ...(options.log
+          ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
+          : {}),
+      })
+    : undefined;
+  const config = governorConfigFrom(settings, { highLane, probeSubmissions: probe !== undefined, ...overrides });
   const overflow = overflowOptionFrom(options, { clients, lambda, cloudwatch, overrides });
   const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
   const balance: BalanceReader = createProbingBalance(solver, {
@@ -174,7 +191,6 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     environment.tables.governor !== undefined
       ? createDynamoGovernorState({ documents: clients.documents, tableName: environment.tables.governor })
       : createMemoryGovernorState();
-  const threadLedger = threadLedgerFor(environment, clients.documents, options.clock);
   const loop = createGovernorLoop({
     config,
     queues: createQueueSignals({
@@ -189,6 +205,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     balance,
     // The consumer's over-cap answers and held threads on the same table, read every tick.
     ...(threadLedger ? { threadLedger } : {}),
+    ...(probe ? { probe } : {}),
     actuator: createLambdaActuator({
       lambda,
       mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },

@@ -82,8 +82,8 @@ describe('governor state on the DynamoDB emulator', () => {
     const initial = initialState(config, 1000);
     const first: GovernorState = {
       ...initial,
-      overCap: { ...initial.overCap, lastShrinkAt: 500 },
-      probe: { lastAt: 1000, recovery: { ceiling: 4, reason: 'outage' } },
+      overCap: { ...initial.overCap, probeCredit: 1 },
+      probe: { lastAt: 1000, recovery: { ceiling: 4, reason: 'resume' } },
     };
     const v1 = await store.save(first, undefined);
     expect(await store.load()).toEqual({ state: first, version: v1 });
@@ -112,7 +112,10 @@ describe('governor state on the DynamoDB emulator', () => {
     const initial = initialState(config, 1000);
     const state: GovernorState = {
       ...initial,
-      overCap: { ...initial.overCap, recentUse: [{ at: 900, threads: 7 }] },
+      overCap: {
+        ...initial.overCap,
+        neighbours: { free: 7, step: 2, budget: 1.5, seen: { refusals: 1, acceptances: 100 }, updatedAt: 900 },
+      },
       spend: { haltCeiling: 3, lastRead: { at: 1000, usd: 0.75 }, perSecond: 0.001 },
       lastDecision: {
         at: 1000,
@@ -178,15 +181,10 @@ describe('governor state on the DynamoDB emulator', () => {
         lastChangeAt: 1000,
         pause: { reason: 'account', since: 1000 },
         probe: { lastAt: 900, recovery: { ceiling: 2, reason: 'resume' } },
-        overCap: {
-          effectiveCap: 6,
-          lastShrinkAt: 800,
-          recentUse: [{ at: 950, threads: 6 }],
-          refusedThreads: 7,
-          probeBackoff: 2,
-        },
+        // The metric window's over-cap fields are retired: the thread ledger's estimate starts afresh.
+        overCap: { effectiveCap: 6 },
         spend: { lastRead: { at: 1000, usd: 0.75 }, perSecond: 0.001, haltCeiling: 3 },
-        outage: { ticks: 1 },
+        availability: { solver: { ticks: 1 } },
       },
     });
   });
@@ -196,7 +194,7 @@ describe('governor state on the DynamoDB emulator', () => {
     const id = 'legacy-resave';
     const config = governorConfigFrom(fleet.settings);
     const legacy = { ...initialState(config, 1000), effectiveCap: 8, lastProbeAt: 1000, outageTicks: 0 };
-    const { overCap: _o, probe: _p, spend: _s, outage: _u, ...flat } = legacy;
+    const { overCap: _o, probe: _p, spend: _s, availability: _u, ...flat } = legacy;
     await fixture.clients.documents.send(
       new PutCommand({ TableName: fleet.resources.tables.governor, Item: { id, version: 1, state: flat } }),
     );

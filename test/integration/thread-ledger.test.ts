@@ -47,6 +47,23 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect(reading?.acceptances).toBe(3);
   });
 
+  it('keeps a leftover counted until its resumer frees it, once, through the real SDK', async () => {
+    // Prepare
+    const now = { t: 1_000_000 };
+    const ledger = ledgerAt(now, 'leftovers');
+    const lease = await ledger.accepted(now.t);
+    await ledger.accepted(now.t + 1);
+    // Act: the first delivery ends unanswered; later two resumers of 4711 read its answer.
+    await ledger.leftOver(lease, '4711');
+    const left = await ledger.read();
+    await Promise.all([ledger.leftoverAnswered('4711'), ledger.leftoverAnswered('4711')]);
+    const after = await ledger.read();
+    // Assess
+    expect(left).toMatchObject({ held: 2, leftover: 1 });
+    expect(after?.held).toBe(1);
+    expect(after).not.toHaveProperty('leftover');
+  });
+
   it('records each acceptance with the threads held before it', async () => {
     // Prepare: two already held
     const now = { t: 2_000_000 };

@@ -102,13 +102,80 @@ describe('solves counted with the thread they free', () => {
     expect(await s.ledger.read()).toMatchObject({ held: 0, acceptances: 2, solved: 1 });
   });
 
-  it('counts no solve for a thread freed when the delivery ends without an answer', async () => {
+  it('keeps the thread of a submission handed back unanswered counted, as a leftover, and counts no solve', async () => {
+    // Prepare: accepted, then the delivery ends (deadline, outage) with the solver still at work.
     const s = setup(0);
     const tracking = new ThreadTracking(s.ledger, () => s.now.t, silent);
     tracking.onAnswer({ request: 'submit', outcome: 'accepted' });
+    tracking.submitted('4711');
+    // Act
     await tracking.settle();
+    // Assess: the solver still holds it, so the ledger does too (the next invocation must not submit on top).
+    const reading = await s.ledger.read();
+    expect(reading?.held).toBe(1);
+    expect(reading?.leftover).toBe(1);
+    expect(reading).not.toHaveProperty('solved');
+  });
+
+  it('frees a leftover when the delivery that resumes its solver id reads the answer, once', async () => {
+    // Prepare: a delivery left submission 4711 unanswered.
+    const s = setup(0);
+    const first = new ThreadTracking(s.ledger, () => s.now.t, silent);
+    first.onAnswer({ request: 'submit', outcome: 'accepted' });
+    first.submitted('4711');
+    await first.settle();
+    // Act: the next delivery resumes 4711 and reads its answer; a duplicate resumer reads it too.
+    const second = new ThreadTracking(s.ledger, () => s.now.t, silent);
+    second.resuming('4711');
+    second.onAnswer({ request: 'result', outcome: 'answered' });
+    await second.settle();
+    const duplicate = new ThreadTracking(s.ledger, () => s.now.t, silent);
+    duplicate.resuming('4711');
+    duplicate.onAnswer({ request: 'result', outcome: 'answered' });
+    await duplicate.settle();
+    // Assess
     const reading = await s.ledger.read();
     expect(reading?.held).toBe(0);
-    expect(reading).not.toHaveProperty('solved');
+    expect(reading).not.toHaveProperty('leftover');
+  });
+
+  it('waits before submitting while the fleet holds every thread of the plan, leftovers included', async () => {
+    // Prepare: a plan of 3, all held (one of them a leftover the solver still works on).
+    const s = setup(3);
+    const leases = await s.hold();
+    await s.ledger.leftOver(leases[2] as (typeof leases)[number], '99');
+    const tracking = new ThreadTracking(
+      s.ledger,
+      () => s.now.t,
+      silent,
+      {
+        pollMs: 100,
+        maxWaitMs: 2_000,
+        maxWaits: 2,
+        random: () => 0.5,
+        sleep: async (ms) => {
+          s.now.t += ms;
+          if (s.now.t >= 1_000_300) await s.ledger.leftoverAnswered('99');
+        },
+      },
+      3,
+    );
+    // Act
+    await tracking.waitForRoom(s.now.t + 10_000);
+    // Assess: it submitted only once the leftover was answered (a thread freed), not into a refusal.
+    expect(s.now.t).toBeGreaterThanOrEqual(1_000_300);
+    expect((await s.ledger.read())?.held).toBe(2);
+  });
+
+  it('hands back at once when refused while the fleet holds fewer threads than a mapping floor', async () => {
+    // Prepare: one thread held, this invocation refused (others hold the rest of the plan).
+    const s = setup(1);
+    await s.hold();
+    s.tracking.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+    // Act
+    const again = await s.tracking.waitForFreeThread(s.now.t + 10_000);
+    // Assess: no wait (a retry would be refused again); the governor probes instead.
+    expect(again).toBe(false);
+    expect(s.sleeps).toEqual([]);
   });
 });

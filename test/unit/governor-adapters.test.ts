@@ -431,6 +431,44 @@ describe('governor loop and ticks', () => {
     expect((await state.load())?.version).toBe(1);
   });
 
+  it('disables the mappings when its own state store stays unreadable, acting on nothing else (fail static)', async () => {
+    // Prepare: the state item cannot be read; everything else is healthy.
+    const actuator = lanes();
+    let now = 1000;
+    const broken = {
+      load: async () => {
+        throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+      },
+      save: vi.fn(async () => 1),
+    };
+    const loop = createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: now, visible: 50, notVisible: 2, delayed: 0 } }) },
+      metrics: { read: async () => healthyMetrics },
+      balance: { read: async () => 10 },
+      actuator,
+      state: broken,
+      clock: () => now,
+    });
+    // Act: outageTicks ticks on an unreadable store.
+    const outcomes: string[] = [];
+    for (let i = 0; i < config.outageTicks; i++) {
+      outcomes.push(
+        await loop.tick().then(
+          (r) => r.decision.reason.code,
+          (e: Error) => `threw: ${e.message}`,
+        ),
+      );
+      now += 1000;
+    }
+    // Assess: no ceiling set on an unread state until the store has looked down outageTicks ticks; then paused, unsaved.
+    expect(outcomes.slice(0, -1).every((o) => o.startsWith('threw: governor state unreadable'))).toBe(true);
+    expect(outcomes.at(-1)).toBe('PAUSE_OUTAGE');
+    expect(actuator.apply).toHaveBeenCalledOnce();
+    expect(actuator.apply.mock.calls[0]?.[0]).toMatchObject({ enabled: { normal: false } });
+    expect(broken.save).not.toHaveBeenCalled();
+  });
+
   it('saves a summary of each decision with the state, for the status command', async () => {
     const state = createMemoryGovernorState();
     expect(await readGovernorStatus(state)).toBeUndefined();

@@ -1,14 +1,16 @@
 /**
- * Outage = pause, not attrition (issue 9 item 1): the outage guard, its place in the guard order,
- * the outage probe and its backoff, and the account pause's cause. Properties over decide():
- * an outage always pauses within `outageTicks` ticks whatever else is missing, a pause never
- * enables a lane, and no sequence of ticks sets the ceiling above the cap.
+ * Outage = pause, not attrition: the availability stage (one record per dependency: the solver
+ * and the stores the loop reports), its place in the pipeline, the probe every tick and the
+ * resume at the pre-outage ceiling, and the account pause's cause. Properties over decide(): an
+ * outage always pauses within `outageTicks` ticks whatever else is missing, the pre-outage
+ * ceiling is back on the first tick every dependency answers, a pause never enables a lane, and
+ * no sequence of ticks sets the ceiling above the cap.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
-  GUARD_ORDER,
+  PIPELINE,
   capFloor,
   decide,
   governorConfigFrom,
@@ -81,8 +83,8 @@ describe('outage guard', () => {
   it('pauses after outageTicks ticks of mostly transient answers, every lane disabled', () => {
     // Act
     const decisions = run(initialState(cfg, T0), cfg.outageTicks, () => MOSTLY_TRANSIENT);
-    // Assess
-    expect(decisions.slice(0, -1).map((d) => d.reason.code)).toEqual(['HIGH_ERROR_RATE', 'HIGH_ERROR_RATE']);
+    // Assess: transient answers are the outage's evidence, not a reason to hold (the error rate less them is 0)
+    expect(decisions.slice(0, -1).every((d) => !d.paused && d.reason.code !== 'HIGH_ERROR_RATE')).toBe(true);
     const last = decisions.at(-1) as Decision;
     expect(last.reason.code).toBe('PAUSE_OUTAGE');
     expect(last.paused).toBe(true);
@@ -164,130 +166,85 @@ describe('guard order', () => {
     expect(later.reason.code).toBe('PAUSE_OUTAGE');
   });
 
-  it('asks the guards in the order docs/governor.md gives', () => {
-    // Prepare: the guard column of the table under "Guard order".
+  it('runs the stages in the order docs/governor.md gives', () => {
+    // Prepare: the stage column of the table under "The pipeline".
     const doc = readFileSync(new URL('../../docs/governor.md', import.meta.url), 'utf8');
-    const section = doc.slice(doc.indexOf('### Guard order'), doc.indexOf('### ', doc.indexOf('### Guard order') + 4));
-    const documented = [...section.matchAll(/^\| \d+ \| `(\w+)` \|/gm)].map((m) => m[1]);
-    // Act
-    const inCode = GUARD_ORDER.map((guard) => guard.name);
+    const start = doc.indexOf('### The pipeline');
+    const section = doc.slice(start, doc.indexOf('### ', start + 4));
+    const documented = [...section.matchAll(/^\| \d+ \| `([\w-]+)` \|/gm)].map((m) => m[1]);
     // Assess
-    expect(documented).toEqual([...inCode, 'atFreeThreads']);
+    expect(documented).toEqual([...PIPELINE]);
   });
 });
 
-describe('outage probe', () => {
-  it('stays paused until the probe time even when the balance reads again', () => {
-    // Prepare
-    const { decision, at } = pausedForOutage();
-    // Act
-    const early = decide(signals({ now: at + TICK }, { enabled: false }), decision.state, cfg);
+describe('outage probe: every tick, back where it was', () => {
+  it('probes every tick: the first balance read that answers resumes at the ceiling held before the outage', () => {
+    // Prepare: running at 6 of 8 when the solver goes down.
+    let state = initialState(cfg, T0);
+    let d: Decision | undefined;
+    for (let i = 0; i < cfg.outageTicks; i++) {
+      d = decide(signals({ now: T0 + i * TICK, ...NO_ANSWER }, { ceiling: 6 }), state, cfg);
+      state = d.state;
+    }
+    const paused = d as Decision;
+    const next = T0 + cfg.outageTicks * TICK;
+    // Act: still down one tick, answering the next.
+    const still = decide(signals({ now: next, ...NO_ANSWER }, { enabled: false }), paused.state, cfg);
+    const back = decide(signals({ now: next + TICK }, { enabled: false }), still.state, cfg);
     // Assess
-    expect(early.paused).toBe(true);
-    expect(early.reason.message).toMatch(/probing the solver in \d+ s/);
+    expect(paused.reason.code).toBe('PAUSE_OUTAGE');
+    expect(still.paused).toBe(true);
+    expect(still.reason.message).toContain('probing again next tick');
+    expect(back.reason.code).toBe('OUTAGE_PROBE');
+    expect(back.paused).toBe(false);
+    expect(back.ceilings.normal).toBe(6);
   });
 
-  it('resumes at the minimum when the probe (a balance read) answers, then doubles while healthy', () => {
+  it('does not pause for a blip shorter than outageTicks ticks (the retries absorb it)', () => {
+    // Act: down for outageTicks − 1 ticks, then up.
+    const decisions = run(initialState(cfg, T0), cfg.outageTicks + 3, (i) =>
+      i < cfg.outageTicks - 1 ? NO_ANSWER : {},
+    );
+    // Assess
+    expect(decisions.some((d) => d.paused)).toBe(false);
+  });
+
+  it("does not count the metric window's transient share while it covers a failed balance read", () => {
+    // Prepare: a blip of outageTicks − 1 ticks, then the balance answers while the lagging window still shows it.
+    const decisions = run(initialState(cfg, T0), cfg.outageTicks + 4, (i) =>
+      i < cfg.outageTicks - 1 ? NO_ANSWER : MOSTLY_TRANSIENT,
+    );
+    // Assess
+    expect(decisions.some((d) => d.paused)).toBe(false);
+  });
+
+  it('pauses for a store the loop reports down, each dependency with its own record, and resumes when all answer', () => {
     // Prepare
-    const { decision, at } = pausedForOutage();
-    const probeAt = decision.state.pause?.probeAt as number;
+    const storeDown = { dependencies: [{ name: 'governor-state', down: true, detail: 'ThrottlingException' }] };
+    const decisions = run(initialState(cfg, T0), cfg.outageTicks, () => storeDown);
+    const paused = decisions.at(-1) as Decision;
+    const at = T0 + cfg.outageTicks * TICK;
     // Act
-    const resumed = decide(signals({ now: probeAt }, { enabled: false }), decision.state, cfg);
-    const doubled = decide(
-      signals({ now: probeAt + cfg.probeCooldownMs }, { ceiling: resumed.ceilings.normal }),
-      resumed.state,
+    const solverUpStoreDown = decide(signals({ now: at, ...storeDown }, { enabled: false }), paused.state, cfg);
+    const allUp = decide(
+      signals({ now: at + TICK, dependencies: [{ name: 'governor-state', down: false }] }, { enabled: false }),
+      solverUpStoreDown.state,
       cfg,
     );
     // Assess
-    expect(probeAt - at).toBe(cfg.probeCooldownMs);
-    expect(resumed.reason.code).toBe('OUTAGE_PROBE');
-    expect(resumed.paused).toBe(false);
-    expect(resumed.ceilings.normal).toBe(2);
-    expect(doubled.reason.code).toBe('OUTAGE_PROBE');
-    expect(doubled.ceilings.normal).toBe(4);
-  });
-
-  it('clears the failed probes once the recovery reaches the free threads', () => {
-    // Prepare: one probe failed, the next one answers.
-    const { decision } = pausedForOutage();
-    const first = decision.state.pause?.probeAt as number;
-    const failed = decide(signals({ now: first, ...NO_ANSWER }, { enabled: false }), decision.state, cfg);
-    const second = failed.state.pause?.probeAt as number;
-    const resumed = decide(signals({ now: second }, { enabled: false }), failed.state, cfg);
-    // Act: healthy for two cooldowns and more: 2 → 4 → 8 (the free threads).
-    const ticks = (2 * cfg.probeCooldownMs) / TICK + 1;
-    const last = run(resumed.state, ticks, () => ({}), second + TICK).at(-1) as Decision;
-    // Assess
-    expect(failed.state.outage.failedProbes).toBe(1);
-    expect(last.ceilings.normal).toBe(8);
-    expect(last.state.probe.recovery).toBeUndefined();
-    expect(last.state.outage.failedProbes).toBeUndefined();
-  });
-
-  /** Cooldowns between five failed probes in a row. */
-  function failedProbeWaits(c: GovernorConfig): { waits: number[]; since: number | undefined; first: Decision } {
-    const first = run(initialState(c, T0), c.outageTicks, () => NO_ANSWER, T0, c).at(-1) as Decision;
-    let state = first.state;
-    const waits: number[] = [];
-    for (let probe = 0; probe < 5; probe++) {
-      const at = state.pause?.probeAt as number;
-      const d = decide(signals({ now: at, ...NO_ANSWER }, { enabled: false }), state, c);
-      waits.push(((d.state.pause?.probeAt as number) - at) / c.probeCooldownMs);
-      state = d.state;
-    }
-    return { waits, since: state.pause?.since, first };
-  }
-
-  it('waits twice the cooldown after failed probes by default (the cap: a failed probe costs one read)', () => {
-    // Act
-    const { waits, since, first } = failedProbeWaits(cfg);
-    // Assess
-    expect(waits).toEqual([2, 2, 2, 2, 2]);
-    expect(since).toBe(first.state.pause?.since);
-  });
-
-  it('doubles the wait after each failed probe, up to maxOutageProbeBackoff × the cooldown', () => {
-    // Act
-    const { waits } = failedProbeWaits(config({ maxOutageProbeBackoff: 8 }));
-    // Assess
-    expect(waits).toEqual([2, 4, 8, 8, 8]);
-  });
-
-  it('pauses again at once, with a longer wait, when the first tasks after the probe fail', () => {
-    // Prepare: resumed by the probe; past the grace the window shows the probe tasks failing.
-    const { decision } = pausedForOutage();
-    const probeAt = decision.state.pause?.probeAt as number;
-    const resumed = decide(signals({ now: probeAt }, { enabled: false }), decision.state, cfg);
-    const afterGrace = probeAt + cfg.probeCooldownMs;
-    // Act
-    const failed = decide(signals({ now: afterGrace, ...MOSTLY_TRANSIENT }, { ceiling: 2 }), resumed.state, cfg);
-    // Assess
-    expect(failed.reason.code).toBe('PAUSE_OUTAGE');
-    expect(failed.reason.message).toContain('the first tasks after the probe failed');
-    expect(failed.state.outage.failedProbes).toBe(1);
-    expect(failed.state.pause?.probeAt).toBe(afterGrace + 2 * cfg.probeCooldownMs);
-  });
-
-  it('ignores transient answers from before the pause during the grace after a resume', () => {
-    // Prepare
-    const { decision } = pausedForOutage();
-    const probeAt = decision.state.pause?.probeAt as number;
-    const resumed = decide(signals({ now: probeAt }, { enabled: false }), decision.state, cfg);
-    // Act: the window still shows the outage, one tick after the resume.
-    const stale = decide(signals({ now: probeAt + TICK, ...MOSTLY_TRANSIENT }, { ceiling: 2 }), resumed.state, cfg);
-    // Assess
-    expect(stale.paused).toBe(false);
+    expect(paused.reason.code).toBe('PAUSE_OUTAGE');
+    expect(paused.reason.message).toContain('governor-state');
+    expect(paused.state.availability['governor-state']?.ticks).toBe(cfg.outageTicks);
+    expect(paused.state.availability.solver?.ticks).toBe(0);
+    expect(solverUpStoreDown.paused).toBe(true);
+    expect(allUp.paused).toBe(false);
   });
 
   it('turns into a money pause when the solver answers again but the balance is under the pause level', () => {
     // Prepare
-    const { decision } = pausedForOutage();
+    const { decision, at } = pausedForOutage();
     // Act
-    const poor = decide(
-      signals({ now: decision.state.pause?.probeAt as number, balance: 0.05 }, { enabled: false }),
-      decision.state,
-      cfg,
-    );
+    const poor = decide(signals({ now: at + TICK, balance: 0.05 }, { enabled: false }), decision.state, cfg);
     // Assess
     expect(poor.paused).toBe(true);
     expect(poor.reason.code).toBe('PAUSE_LOW_BALANCE');
@@ -412,13 +369,13 @@ const stateArb = (c: GovernorConfig) =>
   fc
     .record({
       capShare: fc.double({ min: 0, max: 1, noNaN: true }),
-      pause: maybe(fc.constantFrom('balance' as const, 'account' as const, 'outage' as const)),
+      pause: maybe(fc.constantFrom('balance' as const, 'account' as const, 'outage' as const, 'threads' as const)),
       pausedAgo: fc.nat(600_000),
-      probeIn: fc.integer({ min: -600_000, max: 600_000 }),
-      recovery: maybe(fc.constantFrom('outage' as const, 'resume' as const)),
+      resumeTotal: maybe(fc.integer({ min: 2, max: 300 })),
+      recovery: fc.boolean(),
       resumedAgo: maybe(fc.nat(600_000)),
       outageTicks: fc.nat(6),
-      failedProbes: maybe(fc.nat(5)),
+      lastDownAgo: maybe(fc.nat(600_000)),
     })
     .map((s) => (now: number): GovernorState => {
       const base = initialState(c, now - 1_000_000);
@@ -430,15 +387,17 @@ const stateArb = (c: GovernorConfig) =>
             : {
                 reason: s.pause,
                 since: now - s.pausedAgo,
-                ...(s.pause === 'outage' ? { probeAt: now + s.probeIn } : {}),
+                ...(s.pause === 'outage' && s.resumeTotal !== undefined ? { resumeTotal: s.resumeTotal } : {}),
               },
         resumedAt: s.resumedAgo === undefined ? undefined : now - s.resumedAgo,
-        probe: {
-          lastAt: now - 1000,
-          recovery: s.recovery === undefined ? undefined : { ceiling: 2, reason: s.recovery },
-        },
+        probe: { lastAt: now - 1000, recovery: s.recovery ? { ceiling: 2, reason: 'resume' } : undefined },
         overCap: { effectiveCap: Math.max(capFloor(c), Math.round(planCap(c) * s.capShare)) },
-        outage: { ticks: s.outageTicks, failedProbes: s.failedProbes },
+        availability: {
+          solver: {
+            ticks: s.outageTicks,
+            ...(s.lastDownAgo === undefined ? {} : { lastDownAt: now - s.lastDownAgo }),
+          },
+        },
       };
     });
 
@@ -471,6 +430,40 @@ function runSequence(
 const total = (d: Decision) => (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
 
 describe('decide: outage properties', () => {
+  it('is back at the pre-outage ceiling on the first tick every dependency answers, however long the outage', () => {
+    fc.assert(
+      fc.property(
+        configArb,
+        fc.integer({ min: 0, max: 200 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (c, extra, share) => {
+          // Prepare: running at some ceiling within the free threads, then down for outageTicks + extra ticks.
+          const before = Math.max(2, Math.floor(c.maxConcurrency * share));
+          let s = initialState(c, T0);
+          let ceiling = before;
+          let enabled = true;
+          let now = T0;
+          const tick = (extraSignals: Partial<GovernorSignals>) => {
+            const d = decide(signals({ now, ...extraSignals }, { ceiling, enabled }), s, c);
+            s = d.state;
+            ceiling = d.ceilings.normal;
+            enabled = d.enabled.normal;
+            now += c.tickMs ?? 1000;
+            return d;
+          };
+          const down = Array.from({ length: c.outageTicks + extra }, () => tick(NO_ANSWER));
+          // Act
+          const back = tick({});
+          // Assess: paused within outageTicks ticks; back at the ceiling it held before on the first answering tick.
+          expect(down[c.outageTicks - 1]?.paused).toBe(true);
+          expect(back.paused).toBe(false);
+          expect(total(back)).toBe(before);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
   it('pauses within outageTicks ticks of no answer, whatever else is missing, and stays paused', () => {
     fc.assert(
       fc.property(
@@ -495,8 +488,15 @@ describe('decide: outage properties', () => {
         configArb.chain((c) => fc.tuple(fc.constant(c), stateArb(c), ticksArb(fc.integer({ min: 1, max: 6 })))),
         fc.double({ min: 0.51, max: 1, noNaN: true }),
         ([c, mkState, ticks], rate) => {
-          // Prepare: running (not paused), no resume whose grace could hide the window.
-          const state = { ...mkState(T0), pause: undefined, resumedAt: undefined };
+          // Prepare: running (not paused), no resume whose grace, nor failed balance read whose span, could hide the window.
+          const before = mkState(T0);
+          const ticks0 = before.availability.solver?.ticks ?? 0;
+          const state = {
+            ...before,
+            pause: undefined,
+            resumedAt: undefined,
+            availability: { solver: { ticks: ticks0 } },
+          };
           const sequence = ticks.slice(0, c.outageTicks);
           fc.pre(sequence.length === c.outageTicks);
           // Act

@@ -46,6 +46,8 @@ function primary(freeThreads: number, paused = false): Decision {
     drainSeconds: undefined,
     shortfallWarning: false,
     reason: { code: paused ? 'PAUSE_OUTAGE' : 'FREE_THREADS', message: '' },
+    stages: [],
+    probe: false,
     state: {} as Decision['state'],
   };
 }

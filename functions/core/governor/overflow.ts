@@ -24,115 +24,38 @@
 import { type FleetSettings, MAPPING_MIN_CONCURRENCY } from '../settings.js';
 import { DEFAULT_DRAIN_TARGET_MS, governorConfigFrom } from './config.js';
 import { PROJECTION_TICKS } from './context.js';
-import { decide } from './policy.js';
+import { decide } from './pipeline.js';
 import { initialState } from './state.js';
-import type { Decision, GovernorConfig, GovernorSignals, GovernorState, LaneSignals } from './types.js';
+import type {
+  Decision,
+  GovernorConfig,
+  GovernorSignals,
+  LaneSignals,
+  OverflowConfig,
+  OverflowDecision,
+  OverflowLaneReading,
+  OverflowMappings,
+  OverflowReasonCode,
+  OverflowSignals,
+  OverflowSpend,
+  OverflowState,
+} from './types.js';
+
+export { OVERFLOW_REASON_CODES } from './types.js';
+export type {
+  OverflowConfig,
+  OverflowDecision,
+  OverflowLaneReading,
+  OverflowReasonCode,
+  OverflowSignals,
+  OverflowSpend,
+  OverflowState,
+} from './types.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 /** Default widest lane (invocations) before a price is learned. */
 export const DEFAULT_OVERFLOW_PROBE_CEILING = 2;
-
-/** Why the overflow lane stands where it does: stable strings for metrics. */
-export type OverflowReasonCode =
-  | 'OVERFLOW_CLOSED'
-  | 'OVERFLOW_OPEN'
-  | 'OVERFLOW_PROBE'
-  | 'OVERFLOW_CAP'
-  | 'OVERFLOW_GUARD'
-  | 'OVERFLOW_MISSING_SIGNAL';
-
-/** Every overflow reason code, for counters and docs. */
-export const OVERFLOW_REASON_CODES: readonly OverflowReasonCode[] = [
-  'OVERFLOW_CLOSED',
-  'OVERFLOW_OPEN',
-  'OVERFLOW_PROBE',
-  'OVERFLOW_CAP',
-  'OVERFLOW_GUARD',
-  'OVERFLOW_MISSING_SIGNAL',
-];
-
-/** The overflow provider's configuration. */
-export interface OverflowConfig {
-  /** Queue wait the backlog should drain within (the p95 target), ms. @default 30_000 */
-  latencyTargetMs: number;
-  /** Spend caps, USD, per fixed UTC hour and per UTC day. */
-  capUsdPerHour: number;
-  capUsdPerDay: number;
-  /** The lane's widest ceiling (invocations). */
-  maxConcurrency: number;
-  tasksPerInvocation: number;
-  /**
-   * Price per solve, USD: the provider's list price for the dearest method sent. The budget never
-   * prices a solve lower; a learned price above it raises it.
-   */
-  priceHintUsd: number;
-  /** Widest ceiling while no price is learned yet. @default 2 */
-  probeCeiling: number;
-  /** Fastest solve the provider can return, ms: bounds the solves one slot finishes before the next tick. */
-  minSolveMs: number;
-  /** Time between ticks, ms (the budget covers this many ms × PROJECTION_TICKS). */
-  tickMs: number;
-  /** The provider's own governor config: its guards' balance levels, error threshold, outage ticks. */
-  provider: GovernorConfig;
-}
-
-/** What the overflow provider says this tick (its account, its lane). */
-export interface OverflowSignals {
-  /** The provider as a governor sees it: its balance, errors, outage signs, its lane's in flight and ceiling. */
-  provider: GovernorSignals;
-  /** Solves the overflow lane completed since the previous tick's balance read (price learning); undefined when unknown. */
-  solvesSinceLastRead: number | undefined;
-}
-
-/** The money side of the overflow provider, persisted between ticks. */
-export interface OverflowSpend {
-  /** Start (epoch ms) of the UTC hour and day the sums cover. */
-  hourStart: number;
-  hourUsd: number;
-  dayStart: number;
-  dayUsd: number;
-  /** The last balance read. */
-  lastRead?: { at: number; usd: number };
-  /** The worst case the last tick booked (committed + next solves): the spend assumed when a top-up hides the delta. */
-  reservedUsd: number;
-  /** Highest price per solve seen (balance drop ÷ solves between two reads), USD. */
-  learnedPriceUsd?: number;
-}
-
-/** The overflow lane as the previous tick read it: the base of the rate at which it takes work from the queue. */
-export interface OverflowLaneReading {
-  /** Epoch ms of the read. */
-  at: number;
-  inFlight: number;
-}
-
-/** Persisted between ticks with the governor's state. */
-export interface OverflowState {
-  /** The provider's own governor state (its guards). */
-  provider: GovernorState;
-  spend: OverflowSpend;
-  /** The primary's last known mean solve time, ms: sizes the excess while a pause empties the metric window. */
-  lastMeanSolveMs?: number;
-  /** The lane's in flight at the previous tick (absent before the first tick that read it). */
-  lane?: OverflowLaneReading;
-}
-
-/** The overflow lane for this tick. */
-export interface OverflowDecision {
-  enabled: boolean;
-  /** Maximum concurrency of the overflow mapping (a closed lane keeps at least the floor, disabled). */
-  ceiling: number;
-  reason: { code: OverflowReasonCode; message: string };
-  /** Invocations the excess asks for (0 when the primary keeps up). */
-  excess: number;
-  /** Widest ceiling the caps allow this tick. */
-  affordable: number;
-  /** Price per solve the budget used, USD, and whether it was learned. */
-  priceUsd: number;
-  priceLearned: boolean;
-  state: OverflowState;
-}
 
 /**
  * The policy's config from the fleet's settings; undefined when no overflow provider is
@@ -456,5 +379,37 @@ export function decideOverflow(
       message: `Overflow open at ${ceiling} (excess ${excess}, affordable ${budget.affordable} at $${price.toFixed(5)}/solve${learned ? '' : ' (hint)'}, provider allows ${guard.ceilings.normal}, funds ${funded}).`,
     },
     state: { provider: guard.state, spend: { ...spend, reservedUsd: reserved }, lastMeanSolveMs, ...laneRead },
+  };
+}
+
+/**
+ * The lane's ceiling over the overflow function's two mappings. The plan serves the high lane
+ * first, so overflow takes the normal queue; only while the primary is paused (an outage, its
+ * money, its key) does it take the high queue too, or priority tasks would wait behind the pause
+ * while normal ones are solved. Then the high mapping gets its share of the ceiling by backlog
+ * (rounded up; each enabled mapping at least the floor), or all of it when the ceiling cannot
+ * feed two mappings. The two maxima never sum past the decision's ceiling.
+ */
+export function splitOverflowCeiling(
+  decision: Pick<OverflowDecision, 'ceiling' | 'enabled'>,
+  primaryPaused: boolean,
+  backlog: { normal: number | undefined; high: number | undefined },
+  hasHighMapping: boolean,
+): OverflowMappings {
+  const floor = MAPPING_MIN_CONCURRENCY;
+  const normalOnly: OverflowMappings = {
+    ceilings: { normal: decision.ceiling, high: floor },
+    enabled: { normal: decision.enabled, high: false },
+  };
+  const high = backlog.high ?? 0;
+  if (!decision.enabled || !primaryPaused || !hasHighMapping || high <= 0) return normalOnly;
+  const total = decision.ceiling;
+  if (total < 2 * floor) return { ceilings: { normal: floor, high: total }, enabled: { normal: false, high: true } };
+  const normal = backlog.normal ?? 0;
+  const share = Math.ceil((total * high) / (high + normal));
+  const highCeiling = Math.min(total - floor, Math.max(floor, share));
+  return {
+    ceilings: { normal: total - highCeiling, high: highCeiling },
+    enabled: { normal: true, high: true },
   };
 }

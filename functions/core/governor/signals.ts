@@ -4,7 +4,7 @@
  * and the CLI so all three feed decide() the same way; only the readers differ.
  */
 import type { ThreadLedgerReading } from '../thread-ledger.js';
-import type { BalanceError, GovernorSignals, Lane, LaneSignals } from './types.js';
+import type { BalanceError, DependencyHealth, GovernorSignals, Lane, LaneSignals, ProbeOutcome } from './types.js';
 
 /** One GetQueueAttributes read of a lane's queue; a field is undefined when it could not be read. */
 export interface QueueReading {
@@ -73,6 +73,10 @@ export interface SignalInputs {
    * arrivals count `completionRate` among what left (unknown when it is).
    */
   sharedNormal?: SharedLane | undefined;
+  /** The fleet's stores as the loop found them this tick (a failed read of one is its outage evidence). */
+  dependencies?: readonly DependencyHealth[] | undefined;
+  /** The governor's own probe submission's outcome since the last tick. */
+  probe?: ProbeOutcome | undefined;
 }
 
 /** What another consumer on a lane's queue holds and completes. */
@@ -141,6 +145,8 @@ export function assembleSignals(input: SignalInputs): GovernorSignals {
     balance: input.balance,
     balanceError: input.balance === undefined ? input.balanceError : undefined,
     ...(input.threadLedger !== undefined ? { threadLedger: input.threadLedger } : {}),
+    ...(input.dependencies !== undefined && input.dependencies.length > 0 ? { dependencies: input.dependencies } : {}),
+    ...(input.probe !== undefined ? { probe: input.probe } : {}),
   };
 }
 

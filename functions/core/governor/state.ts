@@ -4,7 +4,7 @@
  */
 import { MAPPING_MIN_CONCURRENCY } from '../settings.js';
 import { capFloor, ceilingFor, planCap } from './capacity.js';
-import type { GovernorConfig, GovernorState, GovernorStatus, Lane, PauseReason, UseSample } from './types.js';
+import type { GovernorConfig, GovernorState, GovernorStatus, Lane, NeighbourEstimate, PauseReason } from './types.js';
 
 /** The state before the first tick: the full plan, ceilings at the free threads. */
 export function initialState(config: GovernorConfig, now: number): GovernorState {
@@ -15,7 +15,7 @@ export function initialState(config: GovernorConfig, now: number): GovernorState
     probe: { lastAt: now },
     overCap: { effectiveCap },
     spend: {},
-    outage: { ticks: 0 },
+    availability: {},
   };
 }
 
@@ -32,7 +32,7 @@ export interface LegacyGovernorState {
   probeCeiling?: number;
   probeReason?: 'outage' | 'resume';
   resumedAt?: number;
-  recentUse?: UseSample[];
+  recentUse?: { at: number; threads: number }[];
   provenThreads?: number;
   refusedThreads?: number;
   unprovenProbeAt?: number;
@@ -56,11 +56,13 @@ export function isLegacyGovernorState(stored: unknown): stored is LegacyGovernor
 
 /**
  * A stored state in the current shape. A state in the older flat shape is migrated field by
- * field: a pause other than `balance` was the slow-probe pause for key and IP troubles, so it
- * becomes `account`. The next save writes the grouped shape, so the item is migrated once.
+ * field (a pause other than `balance` was the slow-probe pause for key and IP troubles, so it
+ * becomes `account`); a grouped state of the previous release (an `outage` counter, an outage
+ * pause with its probe time, a neighbour estimate of bounds, the metric window's over-cap fields)
+ * keeps what still means something. The next save writes the current shape.
  */
 export function migrateGovernorState(stored: GovernorState | LegacyGovernorState): GovernorState {
-  if (!isLegacyGovernorState(stored)) return stored;
+  if (!isLegacyGovernorState(stored)) return currentShape(stored);
   const old = stored;
   const pauseReason: PauseReason | undefined =
     old.pausedReason === undefined ? undefined : old.pausedReason === 'balance' ? 'balance' : 'account';
@@ -72,24 +74,52 @@ export function migrateGovernorState(stored: GovernorState | LegacyGovernorState
     probe: dropUndefined({
       lastAt: old.lastProbeAt,
       recovery:
-        old.probeCeiling === undefined
+        old.probeCeiling === undefined || old.probeReason === 'outage'
           ? undefined
-          : { ceiling: old.probeCeiling, reason: old.probeReason ?? ('outage' as const) },
+          : { ceiling: old.probeCeiling, reason: 'resume' as const },
     }),
-    overCap: dropUndefined({
-      effectiveCap: old.effectiveCap,
-      lastShrinkAt: old.lastShrinkAt,
-      recentUse: old.recentUse,
-      provenThreads: old.provenThreads,
-      refusedThreads: old.refusedThreads,
-      unprovenProbeAt: old.unprovenProbeAt,
-      probeBackoff: old.probeBackoff,
-      failedProbeCap: old.failedProbeCap,
-    }),
+    overCap: { effectiveCap: old.effectiveCap },
     spend: dropUndefined({ lastRead: old.balanceSeen, perSecond: old.spendPerSecond, haltCeiling: old.haltCeiling }),
-    outage: { ticks: old.outageTicks ?? 0 },
+    availability: { solver: { ticks: old.outageTicks ?? 0 } },
     lastDecision: old.lastDecision,
   });
+}
+
+/** The previous grouped shape's fields, as a stored item may still carry them. */
+interface PreviousShape {
+  outage?: { ticks?: number };
+  availability?: GovernorState['availability'];
+  overCap: GovernorState['overCap'] & { neighbours?: Partial<NeighbourEstimate> & { lower?: number } };
+  probe: GovernorState['probe'] & { recovery?: { ceiling: number; reason: string } };
+}
+
+function currentShape(stored: GovernorState): GovernorState {
+  const s = stored as GovernorState & PreviousShape;
+  const neighbours = s.overCap.neighbours;
+  const estimate =
+    neighbours !== undefined && typeof neighbours.free === 'number'
+      ? (neighbours as NeighbourEstimate)
+      : neighbours === undefined
+        ? undefined
+        : {
+            free: s.overCap.effectiveCap,
+            step: 1,
+            budget: 0,
+            seen: neighbours.seen ?? { refusals: 0, acceptances: 0 },
+            updatedAt: neighbours.updatedAt ?? s.lastChangeAt,
+          };
+  const recovery = s.probe.recovery?.reason === 'resume' ? s.probe.recovery : undefined;
+  const { outage: _outage, ...rest } = s;
+  return dropUndefined({
+    ...rest,
+    probe: dropUndefined({ lastAt: s.probe.lastAt, recovery: recovery as GovernorState['probe']['recovery'] }),
+    overCap: dropUndefined({
+      effectiveCap: s.overCap.effectiveCap,
+      neighbours: estimate,
+      probeCredit: s.overCap.probeCredit,
+    }),
+    availability: s.availability ?? { solver: { ticks: s.outage?.ticks ?? 0 } },
+  }) as GovernorState;
 }
 
 /** The object without its undefined fields (as DynamoDB stores it), so a migrated state compares equal to a saved one. */

@@ -1,11 +1,10 @@
 /**
- * The governor's contract: signals in, a decision out. `decide(signals, state, config)` in
- * `policy.ts` is pure; time arrives in the signals. Missing values are `undefined`, never 0.
+ * The governor's types, all in one place: signals in, a decision out, the state kept between
+ * ticks, the stages of the pipeline and the overflow lane. `decideTick(signals, state, config)`
+ * in `tick.ts` is pure; time arrives in the signals. Missing values are `undefined`, never 0.
  */
 
 import type { ThreadLedgerReading } from '../thread-ledger.js';
-import type { NeighbourEstimate } from './neighbours.js';
-import type { OverflowReasonCode, OverflowState } from './overflow.js';
 
 export const LANES = ['high', 'normal'] as const;
 export type Lane = (typeof LANES)[number];
@@ -65,6 +64,30 @@ export interface GovernorSignals {
    * over-cap answers of the metric window are then used as before.
    */
   threadLedger?: ThreadLedgerReading;
+  /**
+   * The fleet's own stores as dependencies (DynamoDB, SQS), each with its health this tick; the
+   * solver is judged from the balance read and the metric window and is not listed here. Absent:
+   * none reported (a store the loop cannot read is reported by the loop, see loop.ts).
+   */
+  dependencies?: readonly DependencyHealth[];
+  /** What the governor's own probe submission (while starved) did since the last tick, when it made one. */
+  probe?: ProbeOutcome;
+}
+
+/** One dependency's health this tick: down, up, or unknown (no evidence either way). */
+export interface DependencyHealth {
+  /** A stable name: `results-table`, `tasks-queue`, `governor-state`, … (`solver` is reserved). */
+  name: string;
+  down: boolean | undefined;
+  /** Why, in words (an error name or code; never a secret). */
+  detail?: string;
+}
+
+/** The outcome of the governor's probe submission (one per tick while others hold the plan). */
+export interface ProbeOutcome {
+  /** Epoch ms of the answer. */
+  at: number;
+  outcome: 'accepted' | 'refused' | 'failed';
 }
 
 /** A failed balance read, classified. The code is the solver's or the client's (never the key). */
@@ -86,6 +109,7 @@ export type ReasonCode =
   | 'OVER_CAP_SHRINK'
   | 'OVER_CAP_PROBE'
   | 'OUTAGE_PROBE'
+  | 'WAIT_FOR_THREADS'
   | 'IDLE';
 
 /** Every reason code, for counters and docs. */
@@ -101,73 +125,78 @@ export const REASON_CODES: readonly ReasonCode[] = [
   'OVER_CAP_SHRINK',
   'OVER_CAP_PROBE',
   'OUTAGE_PROBE',
+  'WAIT_FOR_THREADS',
   'IDLE',
 ];
 
-/** Why consumption is paused: money ran low, the solver refused the key or the IP, or the solver is down. */
-export type PauseReason = 'balance' | 'account' | 'outage';
+/**
+ * Why consumption is paused: money ran low, the solver refused the key or the IP, a dependency
+ * (the solver, a store) is down, or others hold so much of the plan that fewer threads than the
+ * mapping's floor are left (the fleet then probes with one submission per tick).
+ */
+export type PauseReason = 'balance' | 'account' | 'outage' | 'threads';
 
-/** What a recovery probe ceiling climbs back from. */
-export type RecoveryReason = 'outage' | 'resume';
+/** What a recovery probe ceiling climbs back from (only an account pause climbs; an outage resumes where it was). */
+export type RecoveryReason = 'resume';
 
 /** A pause in force: every lane disabled, tasks wait in the queue. */
 export interface PauseState {
   reason: PauseReason;
   /** Epoch ms the pause started (a continued pause keeps it). */
   since: number;
-  /** An outage pause: epoch ms of the next probe (a balance read); failed probes push it back. */
-  probeAt?: number;
+  /** An outage pause: the total ceiling before it, where the fleet resumes (an outage says nothing about capacity). */
+  resumeTotal?: number;
+  /** An outage pause: the threads the ledger counted when it began (the solver resumes those solves after it). */
+  heldAtPause?: number;
 }
 
-/** Probing back what the guards took away: over-cap probes and the recovery after a pause or an outage. */
+/** Probing back what an account pause took away. */
 export interface ProbeState {
-  /** Epoch ms of the last probe (over-cap or recovery). */
+  /** Epoch ms of the last recovery step. */
   lastAt: number;
   /**
-   * While recovering from an outage or a pause: the total ceiling may not exceed `ceiling`; it
+   * While recovering from an account pause: the total ceiling may not exceed `ceiling`; it
    * doubles every probe cooldown until it reaches the free threads, then the recovery is cleared.
    */
   recovery?: { ceiling: number; reason: RecoveryReason };
 }
 
-/** One sample of the threads the fleet attempted at a tick. */
-export interface UseSample {
-  at: number;
-  threads: number;
+/**
+ * What the governor believes about the threads it may use beside others on the key, from the
+ * thread ledger (neighbours.ts). Persisted, so a cold start begins at the last estimate.
+ */
+export interface NeighbourEstimate {
+  /** Threads this fleet may hold (its own, leftovers included): plan − reserved − what others hold. */
+  free: number;
+  /** Threads the estimate may climb by on the next tick that finds the fleet at it without a refusal: doubles per such tick. */
+  step: number;
+  /**
+   * Refusals a climb may still cost: 1.5 % of the accepted submissions since the estimate began,
+   * less the refusals outside the starved probes, at most a few plans' worth (the target is at
+   * most 2 % of submissions; an overshooting climb costs refusals).
+   */
+  budget: number;
+  /** Ledger counters already used, so an answer is counted once. */
+  seen: { refusals: number; acceptances: number };
+  /** Epoch ms of the newest answer used. */
+  updatedAt: number;
+  /** Epoch ms of the acceptance the last climb came on (refusals soon after are the climb's cost). */
+  climbedAt?: number;
 }
 
-/** What the governor believes about the threads others hold on the key (over-cap answers). */
+/** The threads this fleet may use, as estimated from the thread ledger. */
 export interface OverCapEstimate {
-  /** Threads this fleet may use now, after over-cap shrinkage; probes back toward the plan. */
+  /** Threads this fleet may use now (plan − reserved − what others hold), never under the mapping floor's. */
   effectiveCap: number;
-  /** Epoch ms of the last over-cap shrink (one shrink per cooldown: metric windows lag). */
-  lastShrinkAt?: number;
-  /**
-   * Threads the fleet attempted (min(ceiling × tasks per invocation, in flight)) at recent ticks,
-   * kept for as long as the consumer's metric window reaches back: an over-cap answer in that
-   * window came while the fleet held about the peak of these, not the window's average use.
-   */
-  recentUse?: UseSample[];
-  /** Threads in use at the cap when the last probe found no over-cap answers: the floor for the next shrink (used once). */
-  provenThreads?: number;
-  /** Threads attempted when the solver last refused: over-cap probes climb back toward one below it by halving the gap. */
-  refusedThreads?: number;
-  /**
-   * Epoch ms of the last over-cap probe while it is not yet known to hold: cleared when the
-   * metric window covers in flight at the probed cap without over-cap answers (it held), or by
-   * the shrink its over-cap answers cause (it failed).
-   */
-  unprovenProbeAt?: number;
-  /**
-   * Multiplier of the over-cap probe cooldown (1 when absent) for probes to `failedProbeCap` and
-   * above: each failed probe doubles it, up to `maxProbeBackoff`, since every failed probe costs a
-   * burst of over-cap answers; a probe that holds at that level or above resets it.
-   */
-  probeBackoff?: number;
-  /** Effective cap of the last failed over-cap probe: probes below it climb at the plain cooldown, the backoff applies from it up. */
-  failedProbeCap?: number;
-  /** The threads others hold, bounded by the thread ledger's refusals and acceptances (neighbours.ts); kept across cold starts. */
+  /** The estimate of others' threads behind it; absent before the first ledger reading. */
   neighbours?: NeighbourEstimate;
+  /** While starved: probe submissions the refusals of the starved ticks leave room for (at most 1). */
+  probeCredit?: number;
+  /**
+   * After an outage: threads the solver still holds for solves it paused through the outage,
+   * beyond what the ledger's leases still count (they aged out while it lasted), until `until`.
+   */
+  carried?: { threads: number; until: number };
 }
 
 /** The money side: balance reads, the spend rate, the halt hold. */
@@ -180,33 +209,33 @@ export interface SpendState {
   haltCeiling?: number;
 }
 
-/** Signs of a solver outage. */
-export interface OutageState {
-  /** Consecutive ticks that looked like a solver outage (counted paused or not; a resume restarts it). */
+/** One dependency's record: consecutive ticks it looked down (counted paused or not; healthy resets it). */
+export interface DependencyState {
   ticks: number;
-  /** Outage probes that failed since the outage began (the wait before the next doubles); cleared when the recovery completes. */
-  failedProbes?: number;
+  /** Epoch ms of the last tick its own probe got no answer (the solver: the balance read). */
+  lastDownAt?: number;
 }
 
 /**
  * Persisted between ticks (DynamoDB in AWS, memory locally) so ticks form one control loop.
- * Grouped by concern; a state written by the older flat shape is migrated on load
+ * Grouped by concern; a state written by an older shape is migrated on load
  * (`migrateGovernorState` in state.ts).
  */
 export interface GovernorState {
   /** The ceilings the last decision set. */
   ceilings: Record<Lane, number>;
-  /** Epoch ms of the last ceiling change (cooldowns). */
+  /** Epoch ms of the last ceiling change. */
   lastChangeAt: number;
   /** The pause in force, if any. */
   pause?: PauseState;
-  /** Epoch ms the fleet last resumed from a pause (account errors of the old window are ignored for a grace period). */
+  /** Epoch ms the fleet last resumed from a pause (the metric window's old answers are ignored for a grace period). */
   resumedAt?: number;
   probe: ProbeState;
   overCap: OverCapEstimate;
   spend: SpendState;
-  outage: OutageState;
-  /** What the last tick decided and saw, for `captcha-fleet status` (written by the loop on every tick). */
+  /** Per dependency (`solver`, and the stores the loop reports): consecutive down ticks. */
+  availability: Record<string, DependencyState>;
+  /** What the last tick decided and saw, for `captcha-fleet status` (built by decideTick). */
   lastDecision?: GovernorStatus;
   /** The overflow lane's state (its provider's guards, its spend), when an overflow provider is configured. */
   overflow?: OverflowState;
@@ -268,30 +297,55 @@ export interface GovernorConfig {
   errorRateThreshold: number;
   shortfallBacklog: number;
   shortfallP95Ms: number;
-  /** Wait between probes: over-cap probes, doubling after a resume, the first outage and account probes, ms. */
+  /** Wait before the first probe of an account pause, and between the recovery's doublings, ms. */
   probeCooldownMs: number;
-  /** Ticks of mostly transient answers, or of a balance read that does not answer, that pause for an outage. */
+  /** Ticks in a row a dependency must look down (no balance answer, mostly transient answers) to pause for an outage. */
   outageTicks: number;
   /** Whether the high-priority lane exists. */
   highLane: boolean;
+  /**
+   * Whether the loop can make the governor's own probe submission (a probe adapter is wired).
+   * With it, a fleet others leave fewer threads than the mapping's floor is paused and probes one
+   * submission a tick; without it, it runs at the floor (its retries are then its probes).
+   * @default false
+   */
+  probeSubmissions?: boolean;
   /** Time within which queued work should drain when sizing the threads it needs, ms. @default 60_000 */
   drainTargetMs?: number;
   /** Share of answers that are transient errors above which a tick counts toward an outage. @default 0.5 */
   outageTransientShare?: number;
-  /** After a resume, account errors younger than this are from before the pause and ignored, ms. @default probeCooldownMs */
+  /** After a resume, the metric window's account errors and transient share are from before the pause and ignored for this long, ms. @default metricsSpanMs, else probeCooldownMs */
   accountErrorGraceMs?: number;
   /** Time between ticks, ms: the balance is projected this far ahead (plus one tick of margin). @default the last observed interval */
   tickMs?: number;
   /** How far back the consumer's metric window reaches (window + lag), ms. @default 2 × probeCooldownMs */
   metricsSpanMs?: number;
-  /** Largest multiplier of the over-cap probe cooldown after failed probes. @default 16 */
-  maxProbeBackoff?: number;
-  /** Largest multiplier of the probe cooldown between outage probes after failed ones. @default 2 */
-  maxOutageProbeBackoff?: number;
-  /** Quiet time after which the lower bound of the threads others hold starts to widen, ms. @default 6 ticks (at least 1 s) */
-  neighbourDecayMs?: number;
 }
 
+/** The pipeline's stages, in order (pipeline.ts). */
+export const STAGE_NAMES = [
+  'free-threads',
+  'account',
+  'availability',
+  'neighbours',
+  'stabilize',
+  'rate-limit',
+  'lanes',
+] as const;
+export type StageName = (typeof STAGE_NAMES)[number];
+
+/** What one stage made of the decision: its value (a total ceiling, or paused) and why. */
+export interface StageResult {
+  stage: StageName;
+  /** The total ceiling after the stage, or `paused`. */
+  value: number | 'paused';
+  code: ReasonCode;
+  message: string;
+  /** Whether this stage changed the value or the reason. */
+  changed: boolean;
+}
+
+/** The primary's decision for one tick: its lanes, whether it pauses, and why. */
 export interface Decision {
   /** Maximum concurrency per lane (a disabled lane keeps its last value, ≥ the mapping floor). */
   ceilings: Record<Lane, number>;
@@ -309,6 +363,140 @@ export interface Decision {
   /** Whether operators should be warned of a capacity shortfall. */
   shortfallWarning: boolean;
   reason: { code: ReasonCode; message: string };
+  /** Each stage's value and reason, in pipeline order. */
+  stages: StageResult[];
+  /** Make one probe submission this tick (others hold all but fewer threads than the mapping's floor). */
+  probe: boolean;
   /** State to persist for the next tick. */
+  state: GovernorState;
+}
+
+// ---- the overflow lane ------------------------------------------------------------------------
+
+/** Why the overflow lane stands where it does: stable strings for metrics. */
+export type OverflowReasonCode =
+  | 'OVERFLOW_CLOSED'
+  | 'OVERFLOW_OPEN'
+  | 'OVERFLOW_PROBE'
+  | 'OVERFLOW_CAP'
+  | 'OVERFLOW_GUARD'
+  | 'OVERFLOW_MISSING_SIGNAL';
+
+/** Every overflow reason code, for counters and docs. */
+export const OVERFLOW_REASON_CODES: readonly OverflowReasonCode[] = [
+  'OVERFLOW_CLOSED',
+  'OVERFLOW_OPEN',
+  'OVERFLOW_PROBE',
+  'OVERFLOW_CAP',
+  'OVERFLOW_GUARD',
+  'OVERFLOW_MISSING_SIGNAL',
+];
+
+/** The overflow provider's configuration. */
+export interface OverflowConfig {
+  /** Queue wait the backlog should drain within (the p95 target), ms. @default 30_000 */
+  latencyTargetMs: number;
+  /** Spend caps, USD, per fixed UTC hour and per UTC day. */
+  capUsdPerHour: number;
+  capUsdPerDay: number;
+  /** The lane's widest ceiling (invocations). */
+  maxConcurrency: number;
+  tasksPerInvocation: number;
+  /**
+   * Price per solve, USD: the provider's list price for the dearest method sent. The budget never
+   * prices a solve lower; a learned price above it raises it.
+   */
+  priceHintUsd: number;
+  /** Widest ceiling while no price is learned yet. @default 2 */
+  probeCeiling: number;
+  /** Fastest solve the provider can return, ms: bounds the solves one slot finishes before the next tick. */
+  minSolveMs: number;
+  /** Time between ticks, ms (the budget covers this many ms × PROJECTION_TICKS). */
+  tickMs: number;
+  /** The provider's own governor config: its guards' balance levels, error threshold, outage ticks. */
+  provider: GovernorConfig;
+}
+
+/** What the overflow provider says this tick (its account, its lane). */
+export interface OverflowSignals {
+  /** The provider as a governor sees it: its balance, errors, outage signs, its lane's in flight and ceiling. */
+  provider: GovernorSignals;
+  /** Solves the overflow lane completed since the previous tick's balance read (price learning); undefined when unknown. */
+  solvesSinceLastRead: number | undefined;
+}
+
+/** The money side of the overflow provider, persisted between ticks. */
+export interface OverflowSpend {
+  /** Start (epoch ms) of the UTC hour and day the sums cover. */
+  hourStart: number;
+  hourUsd: number;
+  dayStart: number;
+  dayUsd: number;
+  /** The last balance read. */
+  lastRead?: { at: number; usd: number };
+  /** The worst case the last tick booked (committed + next solves): the spend assumed when a top-up hides the delta. */
+  reservedUsd: number;
+  /** Highest price per solve seen (balance drop ÷ solves between two reads), USD. */
+  learnedPriceUsd?: number;
+}
+
+/** The overflow lane as the previous tick read it: the base of the rate at which it takes work from the queue. */
+export interface OverflowLaneReading {
+  /** Epoch ms of the read. */
+  at: number;
+  inFlight: number;
+}
+
+/** Persisted between ticks with the governor's state. */
+export interface OverflowState {
+  /** The provider's own governor state (its guards). */
+  provider: GovernorState;
+  spend: OverflowSpend;
+  /** The primary's last known mean solve time, ms: sizes the excess while a pause empties the metric window. */
+  lastMeanSolveMs?: number;
+  /** The lane's in flight at the previous tick (absent before the first tick that read it). */
+  lane?: OverflowLaneReading;
+}
+
+/** The overflow lane for this tick. */
+export interface OverflowDecision {
+  enabled: boolean;
+  /** Maximum concurrency of the overflow mapping (a closed lane keeps at least the floor, disabled). */
+  ceiling: number;
+  reason: { code: OverflowReasonCode; message: string };
+  /** Invocations the excess asks for (0 when the primary keeps up). */
+  excess: number;
+  /** Widest ceiling the caps allow this tick. */
+  affordable: number;
+  /** Price per solve the budget used, USD, and whether it was learned. */
+  priceUsd: number;
+  priceLearned: boolean;
+  state: OverflowState;
+}
+
+/** What the overflow function's mappings are set to: the `normal` queue's, and the `high` queue's. */
+export interface OverflowMappings {
+  ceilings: { normal: number; high: number };
+  enabled: { normal: boolean; high: boolean };
+}
+
+/** The overflow lane's inputs to a tick: its signals and how its mappings are split. */
+export interface OverflowTickInput {
+  signals: OverflowSignals;
+  /** The visible backlog of each queue (the lane takes the high queue only while the primary is paused). */
+  backlog: { normal: number | undefined; high: number | undefined };
+  /** Whether the overflow function has a mapping on the high queue. */
+  highMapping: boolean;
+}
+
+/** The whole decision of one tick, every lane: nothing edits it afterwards. */
+export interface TickDecision {
+  /** The primary's lanes (high and normal) and why. */
+  primary: Decision;
+  /** The overflow lane, when an overflow provider is configured. */
+  overflow?: { decision: OverflowDecision; mappings: OverflowMappings; signals: OverflowSignals };
+  /** What `captcha-fleet status` shows of this tick. */
+  status: GovernorStatus;
+  /** The state to persist: the primary's, with the overflow lane's and the status in it. */
   state: GovernorState;
 }

@@ -1,0 +1,90 @@
+/**
+ * What flows through the pipeline's stages: the proposal so far (run at a total ceiling, or
+ * pause), the state to persist, whether to probe, and the free threads the estimator found.
+ * Each stage takes the flow and returns the next one (or the same); none edits its input. Pure.
+ */
+import type { TickContext } from './context.js';
+import type { GovernorState, PauseReason, ReasonCode, StageName } from './types.js';
+
+/** Consumption goes on at a total ceiling, split over the lanes. */
+export interface RunProposal {
+  kind: 'run';
+  total: number;
+  code: ReasonCode;
+  message: string;
+  /** A signal is missing: the lanes keep their shares rather than being sized again. */
+  hold?: boolean;
+}
+
+/** Consumption stops: every lane disabled, tasks wait in the queue. */
+export interface PauseProposal {
+  kind: 'pause';
+  reason: PauseReason;
+  code: ReasonCode;
+  message: string;
+  /** An outage pause: the total ceiling to resume at. */
+  resumeTotal?: number;
+  /** An outage pause: the threads the ledger counted when it began. */
+  heldAtPause?: number;
+}
+
+export type Proposal = RunProposal | PauseProposal;
+
+/** The pipeline's running value. */
+export interface Flow {
+  proposal: Proposal;
+  /** The state to persist so far. */
+  state: GovernorState;
+  /** Make one probe submission this tick. */
+  probe: boolean;
+  /** Total ceiling the free threads allow (invocations). */
+  allowed: number;
+  /** Threads the estimator says this fleet may hold beside others, leftovers included (may be under the mapping's floor). */
+  free: number;
+  /** Refusals the thread ledger recorded since the last tick (unknown: 0). */
+  refusedSinceLastTick: number;
+}
+
+/** The first stage: it reads the tick's context and calculates the flow the others refine. */
+export interface Calculation {
+  readonly name: StageName;
+  calculate(ctx: TickContext): Flow;
+}
+
+/** One named stage: it reads the tick's context and the flow so far, and returns the next flow. */
+export interface Stage {
+  readonly name: StageName;
+  apply(ctx: TickContext, flow: Flow): Flow;
+}
+
+export function run(total: number, code: ReasonCode, message: string, hold = false): RunProposal {
+  return hold ? { kind: 'run', total, code, message, hold } : { kind: 'run', total, code, message };
+}
+
+export function pause(reason: PauseReason, code: ReasonCode, message: string, resumeTotal?: number): PauseProposal {
+  return resumeTotal === undefined
+    ? { kind: 'pause', reason, code, message }
+    : { kind: 'pause', reason, code, message, resumeTotal };
+}
+
+/** The state of a fleet that resumes now; `recovery` limits the ceiling while it proves itself. */
+export function resumed(ctx: TickContext, state: GovernorState, recovery?: GovernorState['probe']['recovery']) {
+  return { ...state, pause: undefined, resumedAt: ctx.now, probe: { lastAt: ctx.now, recovery } };
+}
+
+/** Total ceiling without an increase: current use, within [minimum, allowed]. */
+export function noIncrease(ctx: TickContext, allowed: number): number {
+  return Math.max(ctx.minimum, Math.min(ctx.current.total, allowed));
+}
+
+export function usd(value: number, digits = 2): string {
+  return value.toFixed(digits);
+}
+
+export function pct(rate: number | undefined): string {
+  return rate === undefined ? 'unknown' : `${(rate * 100).toFixed(1)} %`;
+}
+
+export function seconds(ms: number): number {
+  return Math.round(ms / 1000);
+}

@@ -1,0 +1,138 @@
+/**
+ * The `account` stage: the solver account, its key and IP and its money. Account errors (a
+ * rejected key, a banned IP) pause; a cooldown later a balance read that works resumes small and
+ * doubles (the rate-limit stage). A balance, or its projection by the tick after next, under the
+ * pause level pauses; the first funded read resumes at once. Pure.
+ */
+import type { TickContext } from './context.js';
+import { PROJECTION_TICKS } from './context.js';
+import { type Flow, pause, pct, resumed, run, seconds, type Stage, usd } from './flow.js';
+
+/** Account error codes by the cause an operator fixes; any other account code leaves the key unusable. */
+const ACCOUNT_CAUSES: Readonly<Record<string, string>> = {
+  ERROR_WRONG_USER_KEY: 'key rejected',
+  ERROR_KEY_DOES_NOT_EXIST: 'key rejected',
+  IP_BANNED: 'IP banned',
+  ERROR_IP_BANNED: 'IP banned',
+  ERROR_IP_NOT_ALLOWED: 'IP banned',
+};
+
+/**
+ * The cause behind the account errors, from the code the consumer's metrics carry or, where
+ * they carry none (CloudWatch counts, the local store), the code the balance read was refused with.
+ */
+export function accountCause(ctx: Pick<TickContext, 'signals'>): string {
+  const { accountErrorCode, balanceError } = ctx.signals;
+  const code = accountErrorCode ?? (balanceError?.kind === 'account' ? balanceError.code : undefined);
+  if (code === undefined) return 'key or IP refused (no error code seen)';
+  return `${ACCOUNT_CAUSES[code] ?? 'key unusable'} (${code})`;
+}
+
+/** Why the balance read failed, as far as the reader could tell. */
+function unreadableCause(ctx: TickContext): string {
+  const failed = ctx.signals.balanceError;
+  if (failed?.kind === 'unreachable') return `solver unreachable (${failed.code})`;
+  if (failed?.kind === 'account' || ctx.signals.accountErrorCode !== undefined) return accountCause(ctx);
+  return failed === undefined ? 'no reason given' : `${failed.code}`;
+}
+
+function startPause(ctx: TickContext, flow: Flow): Flow {
+  const { funds, config } = ctx;
+  if (ctx.accountTrouble)
+    return {
+      ...flow,
+      proposal: pause(
+        'account',
+        'PAUSE_ACCOUNT',
+        `Paused: the solver answered ${ctx.signals.accountErrors} account error(s): ${accountCause(ctx)}; tasks wait in the queue until a balance read shows the key and IP work again.`,
+      ),
+    };
+  if (funds === undefined || funds.projected >= config.pauseBalance) return flow;
+  const why =
+    funds.usd < config.pauseBalance
+      ? `balance $${usd(funds.usd)} is under the pause level $${usd(config.pauseBalance)}`
+      : `balance $${usd(funds.usd)} will be under the pause level $${usd(config.pauseBalance)} by the next tick (spending $${usd(flow.state.spend.perSecond ?? 0, 4)}/s)`;
+  return {
+    ...flow,
+    proposal: pause('balance', 'PAUSE_LOW_BALANCE', `Paused: ${why}; tasks wait in the queue until it is topped up.`),
+  };
+}
+
+/** Paused for money: stay, or resume on the first read that shows funds (at the free threads above the halt level). */
+function whileBroke(ctx: TickContext, flow: Flow): Flow {
+  const { funds, config, signals, minimum } = ctx;
+  if (funds === undefined || funds.projected < config.pauseBalance) {
+    const why =
+      funds === undefined
+        ? 'the balance cannot be read'
+        : `balance $${usd(funds.usd, 4)}, less ${PROJECTION_TICKS} tick(s) of spending at the last rate, is still under the pause level $${usd(config.pauseBalance)}`;
+    return { ...flow, proposal: pause('balance', 'PAUSE_LOW_BALANCE', `Still paused (balance): ${why}.`) };
+  }
+  const state = resumed(ctx, flow.state);
+  const underHalt = funds.usd < config.haltBalance;
+  if (signals.errorRate !== undefined && signals.errorRate > config.errorRateThreshold) {
+    const spend = underHalt ? { ...state.spend, haltCeiling: minimum } : state.spend;
+    return {
+      ...flow,
+      state: { ...state, spend, probe: { ...state.probe, recovery: { ceiling: minimum, reason: 'resume' } } },
+      proposal: run(
+        minimum,
+        'PROBE_RESUME',
+        `Resumed at the minimum (${minimum}): balance $${usd(funds.usd)} read back, but the error rate ${pct(signals.errorRate)} is over ${pct(config.errorRateThreshold)}.`,
+      ),
+    };
+  }
+  if (!underHalt)
+    return {
+      ...flow,
+      state: { ...state, spend: { ...state.spend, haltCeiling: undefined } },
+      proposal: run(
+        flow.allowed,
+        'PROBE_RESUME',
+        `Resumed at the free threads (${flow.allowed}): balance $${usd(funds.usd)} read back above the halt level $${usd(config.haltBalance)}.`,
+      ),
+    };
+  return {
+    ...flow,
+    state: { ...state, spend: { ...state.spend, haltCeiling: minimum } },
+    proposal: run(
+      minimum,
+      'PROBE_RESUME',
+      `Resumed at the minimum (${minimum}): balance $${usd(funds.usd)} is over the pause level but under the halt level $${usd(config.haltBalance)}, so scaling stays halted.`,
+    ),
+  };
+}
+
+/** Paused for the key or IP: a cooldown, then a balance read that works resumes small (doubling in rate-limit). */
+function whileRefused(ctx: TickContext, flow: Flow): Flow {
+  const { funds, config, cooldown } = ctx;
+  const waited = ctx.now - (ctx.state.pause?.since ?? ctx.now);
+  if (waited < cooldown || funds === undefined || funds.usd < config.pauseBalance) {
+    let why: string;
+    if (waited < cooldown) why = `${accountCause(ctx)}; probing again in ${Math.ceil((cooldown - waited) / 1000)} s`;
+    else if (funds === undefined) why = `the balance cannot be read: ${unreadableCause(ctx)}`;
+    else why = `balance $${usd(funds.usd)} is still under the pause level $${usd(config.pauseBalance)}`;
+    return { ...flow, proposal: pause('account', 'PAUSE_ACCOUNT', `Still paused (account): ${why}.`) };
+  }
+  const total = Math.min(ctx.minimum, flow.allowed);
+  return {
+    ...flow,
+    state: resumed(ctx, flow.state, { ceiling: ctx.minimum, reason: 'resume' }),
+    proposal: run(
+      total,
+      'PROBE_RESUME',
+      `Resumed at ${total} after the probe: balance $${usd(funds.usd)} read back above the pause level; doubling every ${seconds(cooldown)} s while healthy.`,
+    ),
+  };
+}
+
+export const accountStage: Stage = {
+  name: 'account',
+  apply(ctx, flow) {
+    const paused = ctx.state.pause;
+    if (paused === undefined || paused.reason === 'threads') return startPause(ctx, flow);
+    if (paused.reason === 'balance') return whileBroke(ctx, flow);
+    if (paused.reason === 'account') return whileRefused(ctx, flow);
+    return flow;
+  },
+};

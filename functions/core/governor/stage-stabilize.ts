@@ -1,0 +1,126 @@
+/**
+ * The `stabilize` stage (holds that keep the ceiling where it is) and the `rate-limit` stage (the
+ * climb after an account pause, and the bounds of the mappings). Pure.
+ *
+ * stabilize: a needed signal unknown holds the ceiling (missing is never read as zero); a balance
+ * under the halt level freezes it at the use when it crossed (no scale-up, no ratchet); an error
+ * rate over its threshold allows no increase; no work at all keeps the ceiling at the free
+ * threads, so a burst starts at once (IDLE).
+ *
+ * rate-limit: after an account pause the ceiling starts at the minimum and doubles every
+ * cooldown while healthy; nothing else is rate-limited upward (on Lambda an unused ceiling costs
+ * nothing, so a big plan climbs back to its free threads at once).
+ */
+import { invocations } from './capacity.js';
+import type { TickContext } from './context.js';
+import { type Flow, noIncrease, pct, run, seconds, type Stage, usd } from './flow.js';
+import type { GovernorState } from './types.js';
+
+/** The halt hold's ceiling, set at the crossing (current use, at least the minimum), cleared once funded again. */
+function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
+  const { funds, config, minimum, demand } = ctx;
+  const held = flow.state.spend.haltCeiling;
+  if (funds !== undefined && funds.usd >= config.haltBalance) return undefined;
+  if (!ctx.halted || held !== undefined || demand.inFlight === undefined) return held;
+  return Math.min(
+    noIncrease(ctx, flow.allowed),
+    Math.max(minimum, invocations(demand.inFlight, config.tasksPerInvocation)),
+  );
+}
+
+export const stabilizeStage: Stage = {
+  name: 'stabilize',
+  apply(ctx, flow) {
+    if (flow.proposal.kind === 'pause') return flow;
+    const halt = haltCeiling(ctx, flow);
+    const state: GovernorState = { ...flow.state, spend: { ...flow.state.spend, haltCeiling: halt } };
+    const { proposal } = flow;
+    const hold = noIncrease(ctx, flow.allowed);
+    if (ctx.missing.length > 0) {
+      const shrink = proposal.code === 'OVER_CAP_SHRINK';
+      return {
+        ...flow,
+        state,
+        proposal: run(
+          Math.min(hold, proposal.total),
+          shrink ? 'OVER_CAP_SHRINK' : 'HOLD_MISSING_SIGNAL',
+          `${shrink ? `${proposal.message} ` : ''}Holding the ceiling: ${ctx.missing.join(', ')} unknown (missing is never read as zero).`,
+          true,
+        ),
+      };
+    }
+    if (ctx.halted && ctx.funds !== undefined) {
+      const total = Math.min(hold, halt ?? hold, proposal.total);
+      const crossing = ctx.state.spend.haltCeiling === undefined;
+      return {
+        ...flow,
+        state,
+        proposal: run(
+          total,
+          'HALT_LOW_BALANCE',
+          `Scaling halted: balance $${usd(ctx.funds.usd)} is under the halt level $${usd(ctx.config.haltBalance)}; ceiling ${crossing ? 'clamped to current use' : 'held at the use when it crossed'} (${total}), work in progress goes on.`,
+        ),
+      };
+    }
+    if (ctx.erroring)
+      return {
+        ...flow,
+        state,
+        proposal: run(
+          Math.min(hold, proposal.total),
+          'HIGH_ERROR_RATE',
+          `No increase: error rate ${pct(ctx.signals.errorRate)} is over ${pct(ctx.config.errorRateThreshold)}.`,
+        ),
+      };
+    const { demand } = ctx;
+    const idle = demand.backlog === 0 && demand.inFlight === 0 && (demand.arrivalRate ?? 0) === 0;
+    if (idle && proposal.code === 'FREE_THREADS')
+      return {
+        ...flow,
+        state,
+        proposal: run(
+          proposal.total,
+          'IDLE',
+          `No work queued; ceiling stays at the free threads (${proposal.total}) so a burst starts at once.`,
+        ),
+      };
+    return { ...flow, state };
+  },
+};
+
+export const rateLimitStage: Stage = {
+  name: 'rate-limit',
+  apply(ctx, flow) {
+    const { proposal } = flow;
+    const recovery = flow.state.probe.recovery;
+    if (proposal.kind === 'pause' || recovery === undefined) return flow;
+    const { cooldown, now } = ctx;
+    const due = now - flow.state.probe.lastAt >= cooldown;
+    const ceiling = due ? recovery.ceiling * 2 : recovery.ceiling;
+    if (ceiling >= flow.allowed) {
+      const state = { ...flow.state, probe: { lastAt: now, recovery: undefined } };
+      const done = proposal.code === 'PROBE_RESUME' || proposal.code === 'FREE_THREADS';
+      return done
+        ? {
+            ...flow,
+            state,
+            proposal: run(proposal.total, 'PROBE_RESUME', `Probe healthy: back at the free threads (${flow.allowed}).`),
+          }
+        : { ...flow, state };
+    }
+    const total = Math.min(proposal.total, ceiling);
+    const state = due ? { ...flow.state, probe: { lastAt: now, recovery: { ...recovery, ceiling } } } : flow.state;
+    const next = Math.max(0, Math.ceil((cooldown - (now - state.probe.lastAt)) / 1000));
+    if (total >= proposal.total) return { ...flow, state };
+    return {
+      ...flow,
+      state,
+      proposal: run(
+        total,
+        'PROBE_RESUME',
+        `Recovering after the account pause: ceiling ${total} of ${flow.allowed}, ${due ? `doubling again in ${seconds(cooldown)} s` : `next step in ${next} s`}.`,
+        proposal.hold === true,
+      ),
+    };
+  },
+};

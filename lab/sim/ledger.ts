@@ -1,0 +1,58 @@
+/**
+ * The thread ledger the consumer writes and the governor reads each tick (a DynamoDB item in
+ * AWS; here the same counts, fresh): threads held, refusals and acceptances with the threads held
+ * at each (functions/core/thread-ledger.ts).
+ */
+import type { LedgerEvent, ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
+
+export class LabThreadLedger {
+  held = 0;
+  private refusals = 0;
+  private acceptances = 0;
+  private lastRefusal: LedgerEvent | undefined;
+  private lastAcceptance: LedgerEvent | undefined;
+
+  /** An accepted submission at epoch ms `atMs`: one more thread held. */
+  accepted(atMs: number): void {
+    this.acceptances++;
+    this.lastAcceptance = { at: atMs, held: this.held };
+    this.held++;
+  }
+
+  /** A thread the fleet held is free again (answer read, or the invocation gave up). */
+  released(): void {
+    this.held--;
+  }
+
+  /** Leftovers: held threads no invocation waits on any more (counted in `held` until their lease ages out). */
+  private leftover = 0;
+
+  /** A delivery ends while the solver still works on its submission: the thread stays held, as a leftover. */
+  leftOver(): void {
+    this.leftover++;
+  }
+
+  /** A leftover's lease ages out, or the delivery that resumed its solver id read the answer: its thread leaves the count. */
+  expired(): void {
+    this.leftover--;
+    this.held--;
+  }
+
+  /** An over-cap answer at epoch ms `atMs`, with the threads the fleet held then. */
+  refused(atMs: number): void {
+    this.refusals++;
+    this.lastRefusal = { at: atMs, held: this.held };
+  }
+
+  /** The ledger as the governor reads it. */
+  reading(): ThreadLedgerReading {
+    return {
+      held: this.held,
+      refusals: this.refusals,
+      acceptances: this.acceptances,
+      ...(this.leftover > 0 ? { leftover: this.leftover } : {}),
+      ...(this.lastRefusal ? { lastRefusal: this.lastRefusal } : {}),
+      ...(this.lastAcceptance ? { lastAcceptance: this.lastAcceptance } : {}),
+    };
+  }
+}

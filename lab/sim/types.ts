@@ -1,0 +1,152 @@
+/**
+ * The simulator's contract with the policies it replays and the figures one run produces.
+ */
+import type { GovernorSignals } from '../../functions/core/governor/types.js';
+import type { FleetSettings } from '../../functions/core/settings.js';
+import type { ModelParams } from '../model.js';
+import type { OverflowLane, OverflowResult, OverflowSpec } from './overflow-lane.js';
+
+/** How a policy's capacity becomes consumers. */
+export type CapacityKind = 'lambda' | 'pool' | 'oracle';
+
+/** What a policy sees at its control tick. */
+export interface PolicyView {
+  /** Seconds since the start of the run. */
+  readonly now: number;
+  /** Epoch ms (what `GovernorSignals.now` carries). */
+  readonly nowMs: number;
+  /** Visible tasks waiting in the queue. */
+  readonly backlog: number;
+  /** Consumers holding a task (invocations or busy workers). */
+  readonly busy: number;
+  /** Pools: live workers; Lambda: the ceiling. */
+  readonly workers: number;
+  /** Fresh balance, USD. */
+  readonly balance: number;
+  readonly settings: FleetSettings;
+  /** The governor's signals with the lab's lag model. */
+  governorSignals(): GovernorSignals;
+  /** The overflow lane, for a policy that has one (lab/overflow.ts). */
+  readonly overflowLane?: OverflowLane;
+}
+
+/** A policy's answer at a tick: the new ceiling (Lambda) or worker count (pools). */
+export interface ControlAction {
+  target: number;
+  /** Lambda only: whether the mapping consumes. @default true */
+  enabled?: boolean;
+  /** Why, for the per-reason counters of the report. */
+  reason?: string;
+  /** Lambda only: make one probe submission of the governor's own now (a synthetic task, answered in the thread ledger). */
+  probe?: boolean;
+}
+
+/** A scaling policy plugged into the simulator. */
+export interface Policy {
+  readonly name: string;
+  readonly capacity: CapacityKind;
+  /** Seconds between control ticks; `undefined` for policies without a control loop. */
+  readonly periodSeconds: number | undefined;
+  /** Pools: seconds a new worker takes to start. */
+  readonly workerStartSeconds?: number;
+  /** Ceiling or worker count at the start. */
+  initialTarget(settings: FleetSettings): number;
+  /**
+   * Lambda only: a clairvoyant mapping (the fair floor). Its maximum concurrency is exactly the
+   * free threads (plan − reserved − foreign, at most maxConcurrency) at every instant, and it is
+   * disabled exactly while the solver is down, the balance is under the pause level or no thread
+   * is free; Lambda's ramp, overheads, retries and hand-backs apply as to any mapping.
+   */
+  readonly clairvoyant?: boolean;
+  /** A pay-per-solve overflow provider fed from the same queue (Lambda policies; lab/overflow.ts). */
+  readonly overflow?: OverflowSpec;
+  tick?(view: PolicyView): ControlAction;
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  seed: number;
+  model?: Partial<ModelParams>;
+  /** Chart sampling period, seconds. @default durationSeconds / 720, at least 5 */
+  sampleSeconds?: number;
+  /** How long after the trace ends the run may go on draining, seconds. @default max(3600, duration) */
+  drainLimitSeconds?: number;
+  /** Epoch ms of virtual time 0. @default 2025-01-01T00:00:00Z */
+  epochMs?: number;
+}
+
+/** Series for the report's charts. */
+export interface Samples {
+  t: number[];
+  backlog: number[];
+  ceiling: number[];
+  inFlight: number[];
+}
+
+/** Everything measured in one run. Times in seconds; `null` where a figure does not apply. */
+export interface RunResult {
+  trace: string;
+  policy: string;
+  seed: number;
+  arrivals: number;
+  solved: number;
+  /** Tasks neither solved nor in the DLQ when the run stopped (queued, waiting for money). */
+  unfinished: number;
+  /**
+   * Tasks moved to the dead-letter queue: received `maxReceiveCount` times without a result
+   * (Lambda policies; the pools keep a task in the worker until it is solved, so always 0).
+   */
+  deadLettered: number;
+  /** Times an invocation handed its task back to the queue (over cap, transient, account, deadline). */
+  handBacks: number;
+  /** Most receives any task spent (solved or dead-lettered). */
+  maxReceives: number;
+  latency: { p50: number | null; p95: number | null; p99: number | null; mean: number | null };
+  peakBacklog: number;
+  /** From the peak backlog to the queue's next empty moment; null if it never emptied. */
+  drainSeconds: number | null;
+  /** Busy solver thread-seconds ÷ free thread-seconds while tasks wait = solves/s ÷ (cap ÷ mean solve time). */
+  utilizationWhileBacklog: number | null;
+  backlogSeconds: number;
+  /**
+   * Lost capacity: free solver thread-seconds (plan − foreign − ours) while tasks waited in the
+   * queue, the solver was up and the balance above the pause level, divided by the tasks that arrived.
+   */
+  idleThreadSecondsPerTask: number;
+  /** Submissions (in.php requests) including refused ones. */
+  submissions: number;
+  overCapRejections: number;
+  overCapShare: number;
+  accountErrors: number;
+  /** Transient answers (outages): failed submissions and failed result requests. */
+  transientErrors: number;
+  /**
+   * Seconds during which others left the fleet fewer threads than the mapping's floor
+   * (plan − reserved − foreign < the minimum ceiling × tasks per invocation), and the over-cap
+   * answers in them (the target allows one per tick there).
+   */
+  starvedSeconds: number;
+  overCapWhileStarved: number;
+  /** The governor's own probe submissions, and how many the solver accepted. */
+  probes: number;
+  probesAccepted: number;
+  /** Solves accepted while the balance was under the halt level, and under the pause level. */
+  startedPastHalt: number;
+  startedPastPause: number;
+  haltCrossedAt: number | null;
+  scalingChanges: number;
+  /** Worker-seconds (pools, billed while idle) or invocation-seconds (Lambda). */
+  computeSeconds: number;
+  computeUsd: number;
+  usdPer1000Solves: number | null;
+  invocations: number;
+  solverUsd: number;
+  reasons: Record<string, number>;
+  /** The overflow lane's solves and spend, for a policy with one. */
+  overflow?: OverflowResult;
+  samples: Samples;
+  /** Simulated seconds, events processed and wall-clock ms of the run. */
+  simulatedSeconds: number;
+  events: number;
+  wallMs: number;
+}

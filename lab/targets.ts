@@ -1,0 +1,205 @@
+/**
+ * The targets every trace is held to, generated or shipped, read against its fair floor: the
+ * better (lower p95) of the clairvoyant Lambda bounded by the SQS ramp (`oracle-ramp`) and the
+ * fixed-maximum Lambda where that one refuses ≤ 2 % of its submissions, dead-letters nothing and
+ * leaves no more tasks unfinished than the clairvoyant one (its p95 is then over the same tasks).
+ *
+ * - p95 ≤ 1.2 × the floor's + 5 s (and never above 1.5 × the floor's, reported apart);
+ * - over-cap: ≤ 2 % of submissions with neighbours on the key and 0 without, plus at most one
+ *   refused submission per tick while others leave the fleet fewer threads than the mapping's floor;
+ * - nothing to the DLQ;
+ * - unfinished ≤ the floor's.
+ * Each miss carries its cause, in words, from the same runs.
+ */
+import type { RunResult } from './sim/types.js';
+import type { Trace } from './trace.js';
+
+export const P95_FACTOR = 1.2;
+export const P95_SLACK_SECONDS = 5;
+export const P95_HARD_FACTOR = 1.5;
+export const OVER_CAP_SHARE_WITH_NEIGHBOURS = 0.02;
+export const FLOOR_POLICY = 'oracle-ramp';
+export const FIXED_POLICY = 'lambda-fixed';
+
+/** The four targets. */
+export const TARGET_KEYS = ['p95', 'over-cap', 'dlq', 'unfinished'] as const;
+export type TargetKey = (typeof TARGET_KEYS)[number];
+
+/** A target on one trace; a miss names its cause. */
+export interface TraceTarget {
+  /** Which target: stable, for the per-class counts. */
+  key: TargetKey;
+  target: string;
+  pass: boolean;
+  detail: string;
+  cause?: string;
+}
+
+/** Every target of one trace, the floor it was read against and the p95 ratio. */
+export interface TraceVerdict {
+  trace: string;
+  pass: boolean;
+  targets: TraceTarget[];
+  floorPolicy: string;
+  floorP95: number | null;
+  governorP95: number | null;
+  /** governor p95 ÷ floor p95 (null when either solved nothing). */
+  ratio: number | null;
+  /** Above 1.5 × the floor. */
+  hardMiss: boolean;
+}
+
+/** The fair floor's run: oracle-ramp, or lambda-fixed where it qualifies and does better. */
+export function fairFloor(runs: readonly RunResult[]): RunResult | undefined {
+  const ramp = runs.find((r) => r.policy === FLOOR_POLICY);
+  const fixed = runs.find((r) => r.policy === FIXED_POLICY);
+  if (ramp === undefined) return fixed;
+  const qualifies =
+    fixed !== undefined &&
+    fixed.overCapShare <= OVER_CAP_SHARE_WITH_NEIGHBOURS &&
+    fixed.deadLettered === 0 &&
+    fixed.unfinished <= ramp.unfinished &&
+    fixed.latency.p95 !== null &&
+    (ramp.latency.p95 === null || fixed.latency.p95 < ramp.latency.p95);
+  return qualifies ? fixed : ramp;
+}
+
+/** Ticks during which others left the fleet fewer threads than the mapping's floor. */
+export function starvedTicks(trace: Trace, run: RunResult): number {
+  return Math.ceil(run.starvedSeconds / (trace.settings.tickMs / 1000) - 1e-9);
+}
+
+/** Whether any other user of the key holds threads during the trace. */
+export function hasNeighbours(trace: Trace): boolean {
+  return trace.foreignThreads.value.some((threads) => threads > 0);
+}
+
+/** The governor's run on one trace against its floor. */
+export function judgeTrace(trace: Trace, runs: readonly RunResult[]): TraceVerdict | undefined {
+  const governor = runs.find((r) => r.policy === 'governor');
+  const floor = fairFloor(runs);
+  if (governor === undefined || floor === undefined) return undefined;
+  const ratio = p95Ratio(governor, floor);
+  const targets = [p95Target(governor, floor, ratio), overCapTarget(trace, governor)];
+  targets.push(dlqTarget(governor, runs), unfinishedTarget(governor, floor));
+  return {
+    trace: trace.name,
+    pass: targets.every((t) => t.pass),
+    targets,
+    floorPolicy: floor.policy,
+    floorP95: floor.latency.p95,
+    governorP95: governor.latency.p95,
+    ratio,
+    hardMiss: ratio !== null && ratio > P95_HARD_FACTOR,
+  };
+}
+
+function p95Ratio(a: RunResult, b: RunResult): number | null {
+  if (a.latency.p95 === null || b.latency.p95 === null) return null;
+  return b.latency.p95 > 0 ? a.latency.p95 / b.latency.p95 : null;
+}
+
+function p95Target(governor: RunResult, floor: RunResult, ratio: number | null): TraceTarget {
+  const g = governor.latency.p95;
+  const f = floor.latency.p95;
+  const pass = g === null ? f === null : f !== null && g <= P95_FACTOR * f + P95_SLACK_SECONDS;
+  return {
+    key: 'p95',
+    target: 'p95 ≤ 1.2 × floor + 5 s',
+    pass,
+    detail: `governor ${s(g)} vs floor (${floor.policy}) ${s(f)}${ratio === null ? '' : ` (× ${ratio.toFixed(2)})`}`,
+    cause: pass ? undefined : latencyCause(governor, floor),
+  };
+}
+
+function overCapTarget(trace: Trace, governor: RunResult): TraceTarget {
+  const neighbours = hasNeighbours(trace);
+  const starved = starvedTicks(trace, governor);
+  const outside = governor.overCapRejections - governor.overCapWhileStarved;
+  const allowed = neighbours ? OVER_CAP_SHARE_WITH_NEIGHBOURS * governor.submissions : 0;
+  const pass = outside <= allowed && governor.overCapWhileStarved <= starved;
+  const share = governor.submissions > 0 ? outside / governor.submissions : 0;
+  let cause: string | undefined;
+  if (!pass) {
+    const parts: string[] = [];
+    if (outside > allowed)
+      parts.push(
+        neighbours
+          ? `${outside} refusals (${pct(share)}) outside the starved ticks, over 2 % of ${governor.submissions} submissions: the ceiling stood above the threads the neighbours left free (OVER_CAP_SHRINK ${governor.reasons.OVER_CAP_SHRINK ?? 0}, OVER_CAP_PROBE ${governor.reasons.OVER_CAP_PROBE ?? 0}).`
+          : `${outside} refusals without any neighbour: the fleet's own submissions outran the threads it held (${governor.transientErrors > 0 ? 'solves paused by an outage or ' : ''}solves handed back at their deadline still hold their threads at the solver).`,
+      );
+    if (governor.overCapWhileStarved > starved)
+      parts.push(
+        `${governor.overCapWhileStarved} refusals in ${starved} ticks while others left fewer threads than the mapping's floor: more than one probe a tick.`,
+      );
+    cause = parts.join(' ');
+  }
+  return {
+    key: 'over-cap',
+    target: neighbours ? 'over-cap ≤ 2 % (+1 a starved tick)' : 'zero over-cap (+1 a starved tick)',
+    pass,
+    detail: `${governor.overCapRejections} of ${governor.submissions} submissions refused, ${governor.overCapWhileStarved} of them in ${starved} starved tick(s)`,
+    cause,
+  };
+}
+
+function dlqTarget(governor: RunResult, runs: readonly RunResult[]): TraceTarget {
+  const fixed = runs.find((r) => r.policy === FIXED_POLICY);
+  const pass = governor.deadLettered === 0;
+  return {
+    key: 'dlq',
+    target: 'zero to the DLQ',
+    pass,
+    detail: `${governor.deadLettered} to the DLQ, most receives ${governor.maxReceives}${fixed ? `; lambda-fixed ${fixed.deadLettered}` : ''}`,
+    cause: pass
+      ? undefined
+      : `Tasks reached maxReceiveCount: ${governor.handBacks} hand-backs (outages the mapping consumed through, refusals, deadlines); decisions: ${reasonList(governor)}.`,
+  };
+}
+
+function unfinishedTarget(governor: RunResult, floor: RunResult): TraceTarget {
+  const pass = governor.unfinished <= floor.unfinished;
+  return {
+    key: 'unfinished',
+    target: 'unfinished ≤ floor',
+    pass,
+    detail: `${governor.unfinished} unfinished vs ${floor.unfinished} (${floor.policy})`,
+    cause: pass
+      ? undefined
+      : `The governor solved ${governor.solved} of ${governor.arrivals} when the run stopped, the floor ${floor.solved}: ${governor.idleThreadSecondsPerTask.toFixed(2)} vs ${floor.idleThreadSecondsPerTask.toFixed(2)} free thread-seconds per task left unused while tasks waited; decisions: ${reasonList(governor)}.`,
+  };
+}
+
+/** Why a p95 is above the floor's, from the figures both runs measured. */
+export function latencyCause(governor: RunResult, other: RunResult): string {
+  const parts = [
+    `Tasks waited longer: peak backlog ${governor.peakBacklog} vs ${other.peakBacklog}, ${s(governor.backlogSeconds)} vs ${s(other.backlogSeconds)} with tasks waiting, ${governor.idleThreadSecondsPerTask.toFixed(2)} vs ${other.idleThreadSecondsPerTask.toFixed(2)} free thread-seconds per task left unused while they waited.`,
+  ];
+  if (governor.handBacks > other.handBacks)
+    parts.push(
+      `${governor.handBacks} hand-backs (vs ${other.handBacks}) each sent a task back for 5 s or more (over cap, outage, no money).`,
+    );
+  parts.push(`The governor's decisions: ${reasonList(governor)}.`);
+  return parts.join(' ');
+}
+
+/** The governor's reason codes, most frequent first, FREE_THREADS left out (the usual tick). */
+export function reasonList(run: RunResult): string {
+  const entries = Object.entries(run.reasons)
+    .filter(([code]) => code !== 'FREE_THREADS')
+    .sort((a, b) => b[1] - a[1]);
+  return entries.length === 0 ? 'no tick other than FREE_THREADS' : entries.map(([c, n]) => `${c} ${n}`).join(', ');
+}
+
+function num(value: number | null): string {
+  if (value === null) return '–';
+  return value >= 100 ? value.toFixed(0) : value.toFixed(1);
+}
+
+function s(seconds: number | null): string {
+  return `${num(seconds)} s`;
+}
+
+function pct(share: number): string {
+  return `${(share * 100).toFixed(share > 0 && share < 0.001 ? 3 : 2)} %`;
+}

@@ -1,0 +1,57 @@
+/**
+ * The trace generator and the generated benchmark on a small N: every class is drawn, every
+ * drawn trace is a valid trace file that replays the same, the draws are deterministic, and a few
+ * traces run end to end against their fair floor with every target judged.
+ */
+import { describe, expect, it } from 'vitest';
+import { classFigures, runGenerated } from '../../lab/classes.js';
+import { generateTraces, TRACE_CLASSES } from '../../lab/generate.js';
+import { TARGET_KEYS } from '../../lab/targets.js';
+import { expectedArrivals, parseTrace } from '../../lab/trace.js';
+
+const SLOTS = Object.values(TRACE_CLASSES).reduce((sum, n) => sum + n, 0);
+
+describe('the trace generator', () => {
+  const traces = generateTraces(SLOTS, 7);
+
+  it('draws every class in one rotation, hard ones included', () => {
+    expect(new Set(traces.map((t) => t.traceClass))).toEqual(new Set(Object.keys(TRACE_CLASSES)));
+    const plans = traces.map((t) => t.trace.settings.planThreads);
+    expect(Math.min(...plans)).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...plans)).toBeLessThanOrEqual(1000);
+    const tiny = traces.filter((t) => t.traceClass === 'blips-tiny');
+    const huge = traces.filter((t) => t.traceClass === 'blips-huge');
+    expect(tiny.every((t) => t.trace.settings.planThreads <= 8 && t.trace.outages.length > 3)).toBe(true);
+    expect(huge.every((t) => t.trace.settings.planThreads >= 500 && t.trace.outages.length > 3)).toBe(true);
+    const takesAll = traces.filter((t) => t.traceClass === 'neighbour-takes-all');
+    expect(takesAll.every((t) => t.trace.foreignThreads.value.includes(t.trace.settings.planThreads))).toBe(true);
+  });
+
+  it('writes each trace as a file --trace-file replays as the same trace, under the task bound', () => {
+    for (const g of traces) {
+      const replayed = parseTrace(JSON.parse(JSON.stringify(g.input)), 'replayed');
+      expect(replayed).toEqual(g.trace);
+      // The bound is on the drawn rates; rounding them to the file’s precision moves it by a few tasks.
+      expect(expectedArrivals(g.trace)).toBeLessThanOrEqual(100_000 * 1.001);
+    }
+  });
+
+  it('draws the same traces for the same seed, whatever N', () => {
+    const again = generateTraces(5, 7);
+    expect(again.map((t) => t.input)).toEqual(traces.slice(0, 5).map((t) => t.input));
+    expect(generateTraces(5, 8).map((t) => t.input.name)).not.toEqual(again.map((t) => t.input.name));
+  });
+
+  it('runs a small N against the fair floor and judges every target, per class', () => {
+    // The four smallest traces of the rotation, so this stays quick.
+    const small = [...traces].sort((a, b) => expectedArrivals(a.trace) - expectedArrivals(b.trace)).slice(0, 4);
+    const runs = runGenerated(small, { seed: 7 });
+    for (const run of runs) {
+      expect(run.runs.map((r) => r.policy)).toEqual(['governor', 'oracle-ramp', 'lambda-fixed']);
+      expect(run.verdict.targets.map((t) => t.key)).toEqual([...TARGET_KEYS]);
+      for (const t of run.verdict.targets) if (!t.pass) expect(t.cause).toBeTruthy();
+    }
+    const all = classFigures(runs).at(-1);
+    expect(all?.traces).toBe(4);
+  });
+});
