@@ -19,6 +19,22 @@ export interface ChaosOptions {
 }
 
 /**
+ * Any port of a Lambda's (the task queue, the completion events): calls from an invocation that
+ * is already dead (crashed or timed out) never settle, because a dead Lambda environment sends
+ * nothing more. Calls made outside a poller's invocation pass through untouched.
+ */
+export function guardDeadInvocations<T extends object>(port: T): T {
+  return new Proxy(port, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      const method = value as (...args: unknown[]) => unknown;
+      return (...args: unknown[]) => (currentInvocation()?.dead ? never() : method.apply(target, args));
+    },
+  });
+}
+
+/**
  * Wrap a results repository for the local runtime:
  * - with probability `crashRate`, `complete()` kills the invocation it runs in;
  * - any call from an invocation that is already dead (crashed or timed out) never settles,

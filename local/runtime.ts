@@ -16,7 +16,7 @@ import type { EmfDocument } from '../functions/adapters/metrics.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
 import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../functions/adapters/thread-ledger.js';
 import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/create-handler.js';
-import type { ResultsRepository } from '../functions/core/ports.js';
+import type { ResultsRepository, SolverPort, TaskQueue } from '../functions/core/ports.js';
 import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
 import type { FleetEnvironment } from '../functions/core/environment.js';
@@ -30,7 +30,9 @@ import {
   resolveSettings,
 } from '../functions/core/settings.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
-import { guardResultsRepository } from './chaos.js';
+import { guardDeadInvocations, guardResultsRepository } from './chaos.js';
+import type { FaultPlan } from './faults/plan.js';
+import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
 import { startEmulators } from './emulators.js';
 import { type LocalGovernor, startLocalGovernor } from './governor-local.js';
 import { MetricsStore } from './metrics-store.js';
@@ -91,12 +93,23 @@ export interface LocalStackOptions {
    * block's `baseUrl` at it. @default OVERFLOW_SIM_DEFAULTS, the primary's latency
    */
   overflowSolver?: SolverSimOptions;
+  /**
+   * Put the fault proxy (local/faults/proxy.ts) between the fleet (consumers, governor, producer)
+   * and SQS and DynamoDB, following this plan; its windows count from the moment the stack is
+   * ready. The setup of the queues and tables and `observer` go around it. @default no faults
+   */
+  faults?: FaultPlan;
 }
 
 /** A running local stack. */
 export interface LocalStack {
   settings: FleetSettings;
+  /** The fleet's clients (through the fault proxy when there is one). */
   clients: AwsClients;
+  /** Clients straight to SQS and DynamoDB, for watching the run from outside: never faulted. */
+  observer: AwsClients;
+  /** The fault proxy, when `faults` was given. */
+  faults: FaultProxy | undefined;
   endpoints: { sqs: string; dynamo: string; solver: string; external: boolean };
   resources: FleetResources;
   pollers: { normal: Poller; high: Poller };
@@ -201,6 +214,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 /** SQS and DynamoDB: the embedded emulators, or the endpoint given. */
 interface Backends {
   clients: AwsClients;
+  observer: AwsClients;
+  faults: FaultProxy | undefined;
   /** Handler calls still running, those the pollers gave up on (timed out) included. */
   calls: Set<Promise<unknown>>;
   endpoints: { sqs: string; dynamo: string };
@@ -215,11 +230,28 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
     cleanups.add(() => emulators.stop());
     endpoints = { sqs: emulators.sqsEndpoint, dynamo: emulators.dynamoEndpoint };
   }
-  const clients = createAwsClients({ sqsEndpoint: endpoints.sqs, dynamoEndpoint: endpoints.dynamo });
+  const observer = createAwsClients({ sqsEndpoint: endpoints.sqs, dynamoEndpoint: endpoints.dynamo });
   cleanups.add(async () => {
-    clients.sqs.destroy();
-    clients.dynamo.destroy();
+    observer.sqs.destroy();
+    observer.dynamo.destroy();
   });
+  let faults: FaultProxy | undefined;
+  let clients = observer;
+  if (plan.options.faults !== undefined) {
+    faults = await startFaultProxy({
+      upstreams: { sqs: endpoints.sqs, dynamodb: endpoints.dynamo },
+      plan: plan.options.faults,
+      seed: plan.options.faults.seed ?? plan.seed,
+    });
+    const proxy = faults;
+    cleanups.add(() => proxy.close());
+    clients = createAwsClients({ sqsEndpoint: proxy.url, dynamoEndpoint: proxy.url });
+    const faulted = clients;
+    cleanups.add(async () => {
+      faulted.sqs.destroy();
+      faulted.dynamo.destroy();
+    });
+  }
   // A call the poller gave up on (past the function timeout) still runs; its last writes must
   // land before the emulators close (dynalite throws on a write to a closed database). Runs
   // after the solver is closed, so such calls end fast.
@@ -234,7 +266,7 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
   });
   let resources: FleetResources;
   try {
-    resources = await ensureFleetResources(clients, settings);
+    resources = await ensureFleetResources(observer, settings);
   } catch (error) {
     throw new LocalStackError(
       `could not create the queues and tables at ${endpoint ?? 'the embedded emulators'}: ${(error as Error).message}` +
@@ -245,11 +277,11 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
   // Queues that already existed (an external emulator used before) keep their old timeout;
   // this run's crash recovery and function timeout assume its own.
   await alignVisibility(
-    clients,
+    observer,
     [resources.queueUrls.normal, resources.queueUrls.high],
     settings.visibilityTimeoutSeconds,
   );
-  return { clients, calls, endpoints, resources };
+  return { clients, observer, faults, calls, endpoints, resources };
 }
 
 /** The simulator and the solver client that talks to it. */
@@ -306,6 +338,12 @@ interface ConsumerSide {
   wrapRepository: (repository: ResultsRepository) => ResultsRepository;
   /** Track a handler's calls until they settle (the stop waits for them). */
   track: (handler: ConsumerHandler) => ConsumerHandler;
+  /** A dead invocation's queue calls and events never go out (local/chaos.ts). */
+  wrapQueue: (queue: TaskQueue) => TaskQueue;
+  guardedEvents: LocalEventStream;
+  /** The overflow provider's key, made before either consumer, and the slot its client fills. */
+  overflowKey: string | undefined;
+  overflowResume: { client: SolverPort | undefined };
 }
 
 async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverSide): Promise<ConsumerSide> {
@@ -314,6 +352,10 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
   const metrics = new MetricsStore();
   const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
   let crashes = 0;
+  // The overflow provider's key is made now: the primary consumer holds it too, to resume (never
+  // submit) what the overflow lane paid for; its client exists once the overflow side starts.
+  const overflowKey = settings.overflow !== undefined ? randomBytes(16).toString('hex') : undefined;
+  const overflowResume: { client: SolverPort | undefined } = { client: undefined };
   const environment: FleetEnvironment = {
     settings,
     queueUrls: resources.queueUrls,
@@ -321,6 +363,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     // governor; a run with a fixed ceiling has no governor to read it.
     tables: plan.governed ? resources.tables : { ...resources.tables, governor: undefined },
     solverKeySource: { key: solver.key },
+    ...(overflowKey !== undefined ? { overflowKeySource: { key: overflowKey } } : {}),
     consumerFunctionName: `${settings.prefix}-consumer`,
     eventBusName: undefined,
     endpoint: plan.endpoint,
@@ -338,18 +381,29 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
     accountRetryBaseSeconds: 2,
     accountRetryMaxSeconds: 15,
+    // A store's bad minute is waited out in local seconds too: hand-backs grow to 10 s, and a
+    // task near the DLQ goes back as a fresh copy.
+    storeRetryBaseSeconds: 1,
+    storeRetryMaxSeconds: 10,
+    writeRetry: { firstMs: 50, maxMs: 500 },
+    solverIdCarryAfterMs: 1_000,
+    requeueReserveMs: 500,
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
     ...options.timing,
   };
+  const wrapQueue = (queue: TaskQueue) => guardDeadInvocations(queue);
+  const guardedEvents = guardDeadInvocations(events);
   const handler = await createConsumerFromEnvironment({
     environment,
     clients: backends.clients,
     solver: solver.client,
-    events,
+    events: guardedEvents,
     metricsSink: (document: EmfDocument) => metrics.ingest(document),
     logger: new Logger({ serviceName: SERVICES.consumer, logLevel: plan.logLevel }),
     wrapRepository,
+    wrapQueue,
     timing,
+    ...(overflowKey !== undefined ? { overflowResumeSolver: lateSolver(overflowResume) } : {}),
   });
   // Every call is tracked until it settles, whatever the poller decided about it.
   const track =
@@ -363,7 +417,33 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
       );
       return call;
     };
-  return { handler: track(handler), metrics, events, crashes: () => crashes, timing, wrapRepository, track };
+  return {
+    handler: track(handler),
+    metrics,
+    events,
+    crashes: () => crashes,
+    timing,
+    wrapRepository,
+    track,
+    wrapQueue,
+    guardedEvents,
+    overflowKey,
+    overflowResume,
+  };
+}
+
+/** A solver whose client is set later (the overflow client, made after the primary consumer). */
+function lateSolver(slot: { client: SolverPort | undefined }): SolverPort {
+  const client = (): SolverPort => {
+    if (slot.client === undefined) throw new LocalStackError('the overflow solver is not started yet');
+    return slot.client;
+  };
+  return {
+    solve: (task, options) => client().solve(task, options),
+    getBalance: (options) => client().getBalance(options),
+    reportBad: (solverId) => client().reportBad(solverId),
+    reportGood: (solverId) => client().reportGood(solverId),
+  };
 }
 
 /** The overflow provider's simulator, consumer and lane, when the configuration has an overflow block. */
@@ -382,15 +462,18 @@ async function startOverflow(
     clients: backends.clients,
     resources: backends.resources,
     metrics: consumer.metrics,
-    events: consumer.events,
+    events: consumer.guardedEvents,
     functionTimeoutMs: plan.functionTimeoutMs,
     receiveWaitSeconds: plan.options.receiveWaitSeconds ?? 1,
     logLevel: plan.logLevel,
     timing: consumer.timing,
     wrapRepository: consumer.wrapRepository,
     track: consumer.track,
+    wrapQueue: consumer.wrapQueue,
+    ...(consumer.overflowKey !== undefined ? { key: consumer.overflowKey } : {}),
     onStop: (step) => cleanups.add(step),
   });
+  consumer.overflowResume.client = overflow.client;
   // The settings everyone reads name the simulator the overflow consumer really talks to.
   plan.settings = { ...plan.settings, overflow: overflow.settings };
   return overflow;
@@ -495,7 +578,7 @@ async function startGovernor(
 
 function assembleStack(
   plan: StackPlan,
-  { clients, endpoints, resources }: Backends,
+  { clients, observer, faults, endpoints, resources }: Backends,
   solver: SolverSide,
   consumer: ConsumerSide,
   { pollers, pool }: Lanes,
@@ -512,9 +595,13 @@ function assembleStack(
     events: consumer.events,
   });
   let stopped = false;
+  // The plan's windows count from here: the stack is up, the workload about to start.
+  faults?.arm();
   return {
     settings: plan.settings,
     clients,
+    observer,
+    faults,
     endpoints: { ...endpoints, solver: solver.url, external: plan.endpoint !== undefined },
     resources,
     pollers,
