@@ -82,6 +82,7 @@ export class CaptchaFleetStack extends Stack {
             overflow: settings.overflow,
             reserveConcurrency: config.reserveConsumerConcurrency,
           });
+    if (this.overflow !== undefined) this.consumer.resumeAtOverflow(this.overflow.key);
     this.events.admitOnly(
       this.consumer.fleetFunction.role,
       ...(this.overflow !== undefined ? [this.overflow.fleetFunction.role] : []),

@@ -21,6 +21,7 @@ import type { TaskMessage } from '../functions/core/task.js';
 import { describeFaultPlan } from './faults/plan.js';
 import type { FaultStats } from './faults/proxy.js';
 import type { LocalStack } from './runtime.js';
+import type { StoreOutage } from './store-watch.js';
 import { randomString, stream, type Random } from './solver-sim/prng.js';
 import { pickMethod, sampleTask, type MethodMix } from './sample-tasks.js';
 
@@ -223,8 +224,11 @@ export interface DemoSummary {
   validInDlq: number;
   /** DLQ messages beyond the first of one task (a second copy of one letter). */
   dlqDuplicates: number;
-  /** The fault proxy's plan and what it injected, when one ran. */
-  faults?: { plan: string; stats: FaultStats };
+  /**
+   * The fault proxy's plan and what it injected, when one ran, and the store outages the
+   * store-health assessment saw meanwhile (when consumption would have paused).
+   */
+  faults?: { plan: string; stats: FaultStats; storeOutages: StoreOutage[]; storeResumes: number };
   /** End to end (submitted → terminal record) of the solved tasks, ms. */
   p50Ms: number | null;
   p95Ms: number | null;
@@ -521,7 +525,16 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
     solvedNotAnnounced: solvedIds.filter((id) => !run.announced.has(id)).length,
     validInDlq: [...dlq.ids].filter((id) => !malformed.has(id)).length,
     dlqDuplicates: dlq.duplicates,
-    ...(stack.faults ? { faults: { plan: describeFaultPlan(stack.faults.plan), stats: stack.faults.stats() } } : {}),
+    ...(stack.faults
+      ? {
+          faults: {
+            plan: describeFaultPlan(stack.faults.plan),
+            stats: stack.faults.stats(),
+            storeOutages: stack.storeHealth?.stats().outages ?? [],
+            storeResumes: stack.storeHealth?.stats().resumes ?? 0,
+          },
+        }
+      : {}),
     p50Ms: percentile(endToEnd(results.values()), 0.5) ?? null,
     p95Ms: percentile(endToEnd(results.values()), 0.95) ?? null,
     solveP95Ms: percentile(solveTimes(results.values()), 0.95) ?? null,
@@ -722,8 +735,9 @@ async function sendWorkload(
     // Ten at a time (one SendMessageBatch each) so the progress line sees them go.
     for (let i = 0; i < valid.length; i += 10) {
       const chunk = valid.slice(i, i + 10);
-      const done = await withRetries(() =>
-        stack.producer.submit(chunk.map((item) => JSON.parse(item.body) as TaskMessage)),
+      const done = await withRetries(
+        () => stack.producer.submit(chunk.map((item) => JSON.parse(item.body) as TaskMessage)),
+        SEND_TRIES,
       );
       if (done) sent(chunk);
       else for (const item of chunk) run.unsent.add(item.id);
@@ -731,10 +745,12 @@ async function sendWorkload(
     for (const item of batch.filter((candidate) => candidate.malformed !== undefined)) {
       // Straight to SQS: the producer client would refuse it, which is its job. The message id
       // is what the DLQ is matched by.
-      const answer = await withRetries(() =>
-        stack.observer.sqs.send(
-          new SendMessageCommand({ QueueUrl: stack.resources.queueUrls.normal, MessageBody: item.body }),
-        ),
+      const answer = await withRetries(
+        () =>
+          stack.observer.sqs.send(
+            new SendMessageCommand({ QueueUrl: stack.resources.queueUrls.normal, MessageBody: item.body }),
+          ),
+        SEND_TRIES,
       );
       if (answer?.MessageId !== undefined) run.messageIds.set(answer.MessageId, item.id);
       if (answer !== undefined) sent([item]);
@@ -745,19 +761,23 @@ async function sendWorkload(
 }
 
 /**
- * A send, tried again (0.2 s, 0.4 s, …) while SQS refuses it: a resend of a task is safe (its id
- * makes it a duplicate). Undefined when it still fails after five tries.
+ * A call tried again (0.2 s, 0.4 s, … at most 2 s apart) while it fails, `tries` times: a resend
+ * of a task is safe (its id makes it a duplicate), and a producer keeps its tasks through a
+ * queue's bad minute. Undefined when it still fails.
  */
-async function withRetries<T>(send: () => Promise<T>): Promise<T | undefined> {
-  for (let attempt = 0; attempt < 5; attempt++) {
+async function withRetries<T>(call: () => Promise<T>, tries = 5): Promise<T | undefined> {
+  for (let attempt = 0; attempt < tries; attempt++) {
     try {
-      return await send();
+      return await call();
     } catch {
-      await sleep(200 * 2 ** attempt);
+      if (attempt < tries - 1) await sleep(Math.min(2_000, 200 * 2 ** attempt));
     }
   }
   return undefined;
 }
+
+/** Tries of one send: about four minutes at 2 s apart, longer than the fault plans' SQS outages. */
+const SEND_TRIES = 120;
 
 async function refreshResults(
   stack: LocalStack,

@@ -41,6 +41,7 @@ import { createLocalPollSchedule } from './poll-schedule-local.js';
 import { type ConcurrencyPool, createPoller, type Poller, type PollerStats } from './poller.js';
 import { ensureFleetResources, type FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
+import { type StoreWatch, startStoreWatch } from './store-watch.js';
 import { stream } from './solver-sim/prng.js';
 
 /** Log levels of the consumer's Powertools logger. */
@@ -110,6 +111,11 @@ export interface LocalStack {
   observer: AwsClients;
   /** The fault proxy, when `faults` was given. */
   faults: FaultProxy | undefined;
+  /**
+   * The store-health assessment watched beside the governor (local/store-watch.ts): when an
+   * outage of SQS or DynamoDB would pause consumption. With the fault proxy only.
+   */
+  storeHealth: StoreWatch | undefined;
   endpoints: { sqs: string; dynamo: string; solver: string; external: boolean };
   resources: FleetResources;
   pollers: { normal: Poller; high: Poller };
@@ -597,11 +603,23 @@ function assembleStack(
   let stopped = false;
   // The plan's windows count from here: the stack is up, the workload about to start.
   faults?.arm();
+  const storeHealth =
+    faults === undefined
+      ? undefined
+      : startStoreWatch({
+          clients,
+          metrics: consumer.metrics,
+          resultsTable: resources.tables.results,
+          queueUrl: resources.queueUrls.normal,
+          tickMs: plan.settings.tickMs,
+        });
+  if (storeHealth) cleanups.add(async () => storeHealth.stop());
   return {
     settings: plan.settings,
     clients,
     observer,
     faults,
+    storeHealth,
     endpoints: { ...endpoints, solver: solver.url, external: plan.endpoint !== undefined },
     resources,
     pollers,

@@ -75,6 +75,21 @@ export function faultRows(s: DemoSummary): [string, string, string][] {
       return `${service} ${stats.requests} requests${hurt ? ` (${hurt})` : ''}`;
     };
     rows.push(['faults', injected('dynamodb'), `${injected('sqs')}; plan ${s.faults.plan}`]);
+    const outages = s.faults.storeOutages;
+    rows.push([
+      'store health',
+      `${outages.length} outage(s)`,
+      outages.length === 0
+        ? 'the store-health assessment saw no outage to pause for'
+        : `${outages
+            .map(
+              (o) =>
+                `${o.store} ${((o.startMs ?? 0) / 1000).toFixed(0)}–${o.endMs === undefined ? 'end' : (o.endMs / 1000).toFixed(0)} s`,
+            )
+            .join(
+              ', ',
+            )} (when the governor's availability stage would pause); ${s.faults.storeResumes} probe(s) resumed`,
+    ]);
   }
   return rows;
 }

@@ -216,6 +216,7 @@ export async function sendCopy(
   options: { delaySeconds: number; failing: boolean; carry?: Carry; why: string },
 ): Promise<boolean> {
   const previous = delivery.redelivery;
+  const carry = options.carry ?? previous?.carry;
   const redelivery: Redelivery = {
     v: 1,
     taskId: delivery.fallbackId,
@@ -223,7 +224,8 @@ export async function sendCopy(
     firstReceivedAt: delivery.firstReceivedAt,
     generation: (previous?.generation ?? 0) + (options.failing ? 1 : 0),
     waits: (previous?.waits ?? 0) + (options.failing ? 0 : 1),
-    ...(options.carry !== undefined ? { carry: options.carry } : {}),
+    // A carry travels on from copy to copy until a delivery records it (a newer one replaces it).
+    ...(carry !== undefined ? { carry } : {}),
   };
   const value = JSON.stringify(redelivery);
   const attributes = {
@@ -241,7 +243,7 @@ export async function sendCopy(
     log.info('message put back as a fresh copy', {
       why: options.why,
       generation: redelivery.generation,
-      carries: options.carry === undefined ? 'nothing' : options.carry.answer !== undefined ? 'answer' : 'solver id',
+      carries: carry === undefined ? 'nothing' : carry.answer !== undefined ? 'answer' : 'solver id',
       delaySeconds: options.delaySeconds,
       originalDeleted: deleted,
     });

@@ -33,6 +33,12 @@ export interface FaultWindow {
   delayMs?: readonly [number, number];
   /** `unavailable`: the status answered. @default 503 */
   status?: 500 | 503;
+  /** Only requests of these operations (`UpdateItem`, `SendMessage`, …). @default all */
+  operations?: readonly string[];
+  /** Only requests whose body contains this text (a test aims at one write). @default all */
+  bodyIncludes?: string;
+  /** Hurt at most this many requests. @default no limit */
+  count?: number;
 }
 
 export interface FaultPlan {

@@ -97,18 +97,22 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   };
   const stats: FaultStats = { dynamodb: emptyStats(), sqs: emptyStats() };
   let armedAt: number | undefined;
-  const active = (service: FaultService, operation: string): FaultWindow | undefined => {
+  const used = new Map<FaultWindow, number>();
+  const applies = (w: FaultWindow, service: FaultService, operation: string, body: string, at: number) =>
+    w.service === service &&
+    at >= w.startMs &&
+    at < w.startMs + w.durationMs &&
+    (w.kind !== 'lost_commit' || COMMITTING.has(operation)) &&
+    (w.operations === undefined || w.operations.includes(operation)) &&
+    (w.bodyIncludes === undefined || body.includes(w.bodyIncludes)) &&
+    (w.count === undefined || (used.get(w) ?? 0) < w.count);
+  const active = (service: FaultService, operation: string, body: string): FaultWindow | undefined => {
     if (armedAt === undefined) return undefined;
     const at = clock() - armedAt;
-    const windows = options.plan.windows.filter(
-      (w) =>
-        w.service === service &&
-        at >= w.startMs &&
-        at < w.startMs + w.durationMs &&
-        (w.kind !== 'lost_commit' || COMMITTING.has(operation)),
-    );
     // Overlapping windows each get their own draw, in plan order: the first that hits wins.
-    return windows.find((w) => random() < w.rate);
+    const hit = options.plan.windows.find((w) => applies(w, service, operation, body, at) && random() < w.rate);
+    if (hit !== undefined) used.set(hit, (used.get(hit) ?? 0) + 1);
+    return hit;
   };
   const server: Server = createServer((request, response) => {
     void handle(request, response).catch(() => {
@@ -120,7 +124,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const body = await readBody(request);
     const { service, operation } = targetOf(request);
     stats[service].requests++;
-    const fault = active(service, operation);
+    const fault = active(service, operation, body.toString('utf8'));
     if (fault !== undefined) stats[service].injected[fault.kind]++;
     if (fault?.kind === 'reset') return void request.socket.destroy();
     if (fault?.kind === 'throttle') return answerError(response, 400, service, THROTTLE_BODY[service]);
