@@ -275,6 +275,12 @@ export interface DemoSummary {
     retriedItems: number;
     timeouts: number;
     crashes: number;
+    /**
+     * Submissions the provider accepted whose answer came back to an invocation already dead (a
+     * request in flight when it crashed): no delivery can know their id, so the task is paid
+     * again. The one window crashes leave (see docs/consumer.md, "Paid once").
+     */
+    idsLostInCrashes: number;
     errors: number;
   };
 }
@@ -705,6 +711,7 @@ function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
     retriedItems: poller.failedItems,
     timeouts: poller.timeouts,
     crashes: poller.crashes,
+    idsLostInCrashes: stack.idsLostInCrashes(),
     errors: poller.errors + poller.badResponses,
   };
 }

@@ -23,6 +23,7 @@ import type { AwsClients } from '../functions/adapters/aws-clients.js';
 import type { MetricsStore } from './metrics-store.js';
 import { createAdaptivePollSchedule, withEarliestPoll } from '../functions/core/poll-schedule.js';
 import { createLocalPollSchedule } from './poll-schedule-local.js';
+import { InvocationBoundAgent } from './chaos.js';
 import { type ConcurrencyPool, createPoller, type Poller } from './poller.js';
 import type { FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
@@ -100,10 +101,14 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
     medianMs !== undefined
       ? createLocalPollSchedule({ medianMs: medianMs * (build.solver.latencyScale ?? 1) })
       : createAdaptivePollSchedule();
+  const agent = new InvocationBoundAgent({ keepAliveTimeout: 10_000 });
+  build.onStop(() => agent.close());
   const client = createSolverClient({
     baseUrl: url,
     key,
     dialect: settings.dialect,
+    // A dead invocation (timed out, crashed) sends the provider nothing more, as in Lambda.
+    dispatcher: agent,
     // As in AWS (solverFromEnvironment): no answer read before the budget's fastest solve.
     schedule: withEarliestPoll(inner, settings.minSolveSeconds * 1000),
     retry: { baseBackoffMs: 100, maxBackoffMs: 1_000, maxOverCapRetries: 0 },

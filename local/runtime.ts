@@ -30,7 +30,7 @@ import {
   resolveSettings,
 } from '../functions/core/settings.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
-import { guardDeadInvocations, guardResultsRepository } from './chaos.js';
+import { guardDeadInvocations, guardResultsRepository, InvocationBoundAgent } from './chaos.js';
 import type { FaultPlan } from './faults/plan.js';
 import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
 import { startEmulators } from './emulators.js';
@@ -133,6 +133,8 @@ export interface LocalStack {
   functionTimeoutMs: number;
   /** Invocations killed by the crash knob so far. */
   crashes(): number;
+  /** Solver ids accepted by the provider after their invocation died (see local/chaos.ts `onIdLost`). */
+  idsLostInCrashes(): number;
   /** Both pollers' counters added up; the ceiling and peak are the shared pool's. */
   pollerStats(): PollerStats;
   /** Stop receiving, let in-flight invocations end (at most `graceMs`), stop everything. */
@@ -313,10 +315,14 @@ async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverS
   const { url } = await simulator.listen(0, '127.0.0.1');
   cleanups.add(() => simulator.close());
   const simMedianMs = options.solver?.medianMs;
+  const agent = new InvocationBoundAgent({ keepAliveTimeout: 10_000 });
+  cleanups.add(() => agent.close());
   const client = createSolverClient({
     baseUrl: url,
     key,
     dialect: settings.dialect,
+    // A dead invocation (timed out, crashed) sends the solver nothing more, as in Lambda.
+    dispatcher: agent,
     // Scaled to the simulator when it has one median; else the per-method defaults are real-world times and so is the protocol's schedule.
     ...(options.pollSchedule
       ? { schedule: options.pollSchedule }
@@ -338,6 +344,7 @@ interface ConsumerSide {
   metrics: MetricsStore;
   events: LocalEventStream;
   crashes(): number;
+  idsLostInCrashes(): number;
   /** The timing both consumers run with (compressed local time). */
   timing: Partial<ConsumerTiming>;
   /** The crash knob around a results repository (both consumers share it and its count). */
@@ -358,6 +365,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
   const metrics = new MetricsStore();
   const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
   let crashes = 0;
+  let idsLost = 0;
   // The overflow provider's key is made now: the primary consumer holds it too, to resume (never
   // submit) what the overflow lane paid for; its client exists once the overflow side starts.
   const overflowKey = settings.overflow !== undefined ? randomBytes(16).toString('hex') : undefined;
@@ -376,7 +384,12 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
   };
   const random = stream(plan.seed, 'runtime-crash');
   const wrapRepository = (repository: ResultsRepository) =>
-    guardResultsRepository(repository, { crashRate: options.crashRate ?? 0, random, onCrash: () => crashes++ });
+    guardResultsRepository(repository, {
+      crashRate: options.crashRate ?? 0,
+      random,
+      onCrash: () => crashes++,
+      onIdLost: () => idsLost++,
+    });
   const timing: Partial<ConsumerTiming> = {
     // One clock in one process: a lease as long as the function timeout outlives any
     // invocation that holds it (the claim comes after the invocation starts).
@@ -392,8 +405,9 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     storeRetryBaseSeconds: 1,
     storeRetryMaxSeconds: 10,
     writeRetry: { firstMs: 50, maxMs: 500 },
-    solverIdCarryAfterMs: 1_000,
+    solverIdCarryAfterMs: 300,
     requeueReserveMs: 500,
+    minSolveWindowMs: 1_500,
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
     ...options.timing,
   };
@@ -428,6 +442,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     metrics,
     events,
     crashes: () => crashes,
+    idsLostInCrashes: () => idsLost,
     timing,
     wrapRepository,
     track,
@@ -632,6 +647,7 @@ function assembleStack(
     overflow,
     functionTimeoutMs: plan.functionTimeoutMs,
     crashes: consumer.crashes,
+    idsLostInCrashes: consumer.idsLostInCrashes,
     pollerStats: () => ({
       ...addStats(pollers.normal.stats(), pollers.high.stats()),
       maxConcurrency: pool.limit,

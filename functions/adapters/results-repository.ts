@@ -124,6 +124,7 @@ const CLAIM_FIELDS = new Set([
   'fingerprint',
   'completedBy',
   'announcedAt',
+  'orphanWaitAt',
 ]);
 
 /** Claim conflicts re-read and retried at most this often (a lease expiring between write and read). */
@@ -178,7 +179,10 @@ export class DynamoResultsRepository implements ResultsRepository {
       if (existing.solverId !== undefined && !resumableBy(input).includes(holder))
         return { outcome: 'held_elsewhere', solverProvider: holder, record: existing };
       const taken = await this.takeOver(input, fingerprint);
-      if (taken !== undefined) return ownClaim(taken, input, true);
+      if (taken !== undefined) {
+        const orphaned = leaseUntil > 0 && existing.solverId === undefined && existing.orphanWaitAt === undefined;
+        return { ...ownClaim(taken, input, true), ...(orphaned ? { orphaned } : {}) };
+      }
       // The lease was renewed or the record changed between the read and the write: look again.
     }
     throw new ResultsRepositoryError(`claim of task ${task.id} kept conflicting after ${CLAIM_ROUNDS} rounds`, task.id);
@@ -329,12 +333,12 @@ export class DynamoResultsRepository implements ResultsRepository {
     }
   }
 
-  async release(taskId: string, claimToken: string): Promise<void> {
+  async release(taskId: string, claimToken: string, note?: { orphanWaitAt: number }): Promise<void> {
     // Lease 0 rather than a delete: attempts and the solver id survive, so the next delivery
     // takes over at once and resumes the submission instead of paying for a new one.
     await this.ifClaimed(taskId, claimToken, {
-      UpdateExpression: 'SET leaseUntil = :zero REMOVE claimToken',
-      ExpressionAttributeValues: { ':zero': 0 },
+      UpdateExpression: `SET leaseUntil = :zero${note ? ', orphanWaitAt = :orphanWaitAt' : ''} REMOVE claimToken`,
+      ExpressionAttributeValues: { ':zero': 0, ...(note ? { ':orphanWaitAt': note.orphanWaitAt } : {}) },
     });
   }
 

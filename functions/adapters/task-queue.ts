@@ -189,12 +189,17 @@ export class SqsTaskQueue implements TaskQueue {
         cause: error,
       });
     }
-    try {
-      await this.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle }));
-      return { deleted: true };
-    } catch {
-      return { deleted: false };
+    // The copy is out: the original must go, or it comes back without what the copy carries.
+    // One more try after the SDK's own, then the caller hears that two copies are out.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await this.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle }));
+        return { deleted: true };
+      } catch {
+        if (attempt === 0) await new Promise((resolve) => setTimeout(resolve, 200));
+      }
     }
+    return { deleted: false };
   }
 
   private async urlOf(arn: string): Promise<string> {

@@ -61,10 +61,26 @@ export interface ConsumerTiming {
   storeRetryMaxSeconds: number;
   /** Retries of one write (a solver id, a terminal record) inside the invocation: first wait and longest wait, ms. @default 100 / 2000 */
   writeRetry: { firstMs: number; maxMs: number };
-  /** A paid submission's id not recorded after this long is carried in a fresh copy of the message, ms. @default 2000 */
+  /**
+   * A paid submission's id whose write failed, or has not answered this long after the solver
+   * accepted it, is carried in a fresh copy of the message as well, ms: until it is stored
+   * somewhere, a crash would cost a second payment. @default 1000
+   */
   solverIdCarryAfterMs: number;
   /** Time kept after a terminal write's retries for putting its answer in a fresh copy, ms. @default 1000 */
   requeueReserveMs: number;
+  /**
+   * No fresh submission is made with less than this before the solve's deadline (a claim that
+   * took long, a slow table): a paid submission needs time to keep its id and read its answer.
+   * The task is handed back instead; a resumed submission is polled whatever is left. @default 5000
+   */
+  minSolveWindowMs: number;
+  /**
+   * A claim that took longer than this, or an invocation that has already seen the results table
+   * fail, does not start a fresh (paid) submission: the table that will have to keep its id is
+   * struggling, and waiting costs nothing. The task goes back to wait, ms. @default 2000
+   */
+  degradedStoreMs: number;
   requeue: RequeuePolicy;
   /** With a thread ledger: how a refused invocation waits for a thread before submitting again. @default 1 s polls, 15 s at most, 3 waits */
   overCapWaiting: OverCapWaiting;
@@ -115,6 +131,8 @@ export interface RecordContext {
    * with it its receive count toward the DLQ.
    */
   acknowledgeEach: boolean;
+  /** Failed calls to the results table so far in this invocation (throttled or unavailable). */
+  dynamoErrors: () => number;
 }
 
 export function resolveTiming(settings: FleetSettings, overrides: Partial<ConsumerTiming> = {}): ConsumerTiming {
@@ -128,8 +146,10 @@ export function resolveTiming(settings: FleetSettings, overrides: Partial<Consum
     storeRetryBaseSeconds: 10,
     storeRetryMaxSeconds: 900,
     writeRetry: { firstMs: 100, maxMs: 2_000 },
-    solverIdCarryAfterMs: 2_000,
+    solverIdCarryAfterMs: 1_000,
     requeueReserveMs: 1_000,
+    minSolveWindowMs: 5_000,
+    degradedStoreMs: 2_000,
     requeue: { beforeReceives: 3, refreshBeforeReceives: 1, maxGenerations: 3, maxWaitCopies: 50 },
     overCapWaiting: { pollMs: 1_000, maxWaitMs: 15_000, maxWaits: 3 },
     ...overrides,

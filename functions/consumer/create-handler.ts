@@ -32,6 +32,7 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
       stopAt: clock() + context.getRemainingTimeInMillis(),
       requestId: context.awsRequestId,
       acknowledgeEach: event.Records.length > 1,
+      dynamoErrors: counted.dynamoErrors,
     };
     // One processor per invocation: it keeps the batch's state on the instance, and the local
     // runtime may run several invocations of this handler at once in one process.

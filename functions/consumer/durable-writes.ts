@@ -62,6 +62,8 @@ export class SolverIdKeeper {
   private running: Promise<void> | undefined;
   private written = false;
   private stopped = false;
+  /** The current submission's number: an older one's loop stops when a newer one starts. */
+  private generation = 0;
 
   constructor(private readonly options: SolverIdKeeperOptions) {}
 
@@ -70,11 +72,13 @@ export class SolverIdKeeper {
     return this.written;
   }
 
-  /** Keep this submission's id (a resubmission replaces the previous one). */
+  /** Keep this submission's id; a resubmission supersedes the previous one (its retries stop). */
   keep(solverId: string, provider: SolverProvider, acceptedAt: number): void {
     this.written = false;
+    const generation = ++this.generation;
     const previous = this.running ?? Promise.resolve();
-    this.running = previous.then(() => this.loop(solverId, provider, acceptedAt));
+    const loop = this.loop(solverId, provider, acceptedAt, generation);
+    this.running = Promise.all([previous, loop]).then(() => undefined);
   }
 
   /** Stop retrying (the terminal record is about to carry the id) and wait for a write in flight. */
@@ -83,30 +87,43 @@ export class SolverIdKeeper {
     await this.running;
   }
 
-  private async loop(solverId: string, provider: SolverProvider, acceptedAt: number): Promise<void> {
+  private async loop(
+    solverId: string,
+    provider: SolverProvider,
+    acceptedAt: number,
+    generation: number,
+  ): Promise<void> {
     const { clock, timing, until, log } = this.options;
     const wait = this.options.wait ?? sleep;
-    const started = clock();
     let pause = timing.writeRetry.firstMs;
     let carried = false;
-    for (let attempt = 1; !this.stopped; attempt++) {
-      try {
-        if (!(await this.options.write(solverId, provider))) return this.options.onClaimLost();
-        this.written = true;
-        if (attempt > 1) log.info('solver id recorded after retries', { solverId, attempts: attempt });
-        return;
-      } catch (error) {
-        if (attempt === 1)
-          log.warn('solver id not recorded yet; polling on and retrying', { solverId, error: describe(error) });
-        const givingUp = !retryable(error) || clock() + pause >= until;
-        if (!carried && (givingUp || clock() - started >= timing.solverIdCarryAfterMs)) {
-          carried = true;
-          await this.options.onUnrecorded(solverId, provider, acceptedAt);
+    // Until the id is on the record, a crash costs a second payment: if the write fails, or has
+    // not answered within `solverIdCarryAfterMs`, the id also goes into a fresh copy of the message.
+    const carry = async () => {
+      if (carried) return;
+      carried = true;
+      await this.options.onUnrecorded(solverId, provider, acceptedAt);
+    };
+    const current = () => !this.stopped && generation === this.generation;
+    const slow = setTimeout(() => void (this.written || !current() ? undefined : carry()), timing.solverIdCarryAfterMs);
+    try {
+      for (let attempt = 1; current(); attempt++) {
+        try {
+          if (!(await this.options.write(solverId, provider))) return this.options.onClaimLost();
+          if (generation === this.generation) this.written = true;
+          if (attempt > 1) log.info('solver id recorded after retries', { solverId, attempts: attempt });
+          return;
+        } catch (error) {
+          if (attempt === 1)
+            log.warn('solver id not recorded yet; polling on and retrying', { solverId, error: describe(error) });
+          await carry();
+          if (!retryable(error) || clock() + pause >= until) return;
         }
-        if (givingUp) return;
+        await wait(pause);
+        pause = Math.min(timing.writeRetry.maxMs, pause * 2);
       }
-      await wait(pause);
-      pause = Math.min(timing.writeRetry.maxMs, pause * 2);
+    } finally {
+      clearTimeout(slow);
     }
   }
 }

@@ -28,7 +28,9 @@ export type RetryReason =
   /** The completion event could not be published: the redelivery publishes it. */
   | 'announce'
   /** Another provider holds the task's submission; its lane finishes it. */
-  | 'held_elsewhere';
+  | 'held_elsewhere'
+  /** A dead holder's copy of the message may carry its paid submission: given one round to arrive. */
+  | 'orphan_wait';
 
 /** Why a record was acknowledged (for the log). */
 export type AckReason = 'solved' | 'failed' | 'duplicate' | 'conflict' | 'rejected';
@@ -67,7 +69,7 @@ export class RetryLaterError extends Error {
 }
 
 /** Reasons that wait for something outside the task (see `Outcome.waiting`). */
-const WAITING: ReadonlySet<RetryReason> = new Set(['store', 'announce', 'held_elsewhere', 'lease_held']);
+const WAITING: ReadonlySet<RetryReason> = new Set(['store', 'announce', 'held_elsewhere', 'lease_held', 'orphan_wait']);
 
 /** A retry outcome with its delay from the reason's backoff. */
 export function retry(
@@ -80,7 +82,7 @@ export function retry(
   const n = delivery.receiveCount;
   const delaySeconds =
     extra.delaySeconds ??
-    (reason === 'store'
+    (reason === 'store' || reason === 'orphan_wait'
       ? backoffSeconds(n, timing.storeRetryBaseSeconds, timing.storeRetryMaxSeconds)
       : reason === 'account'
         ? backoffSeconds(n, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds)

@@ -35,10 +35,11 @@ function counting<T extends object>(target: T, tally: Tally): T {
 }
 
 /** The dependencies with counted ports, and the emission of the counts (once, at the invocation's end). */
-export function countStoreCalls(deps: ConsumerDeps): { deps: ConsumerDeps; emit(): void } {
+export function countStoreCalls(deps: ConsumerDeps): { deps: ConsumerDeps; emit(): void; dynamoErrors(): number } {
   const dynamo: Tally = { requests: 0, errors: 0 };
   const sqs: Tally = { requests: 0, errors: 0 };
   return {
+    dynamoErrors: () => dynamo.errors,
     deps: {
       ...deps,
       repository: counting<ResultsRepository>(deps.repository, dynamo),

@@ -74,6 +74,10 @@ export class TaskRun {
   private claimLost = false;
   /** The submission this delivery is polling (its own or a resumed one). */
   private submission: Submission | undefined;
+  /** When this delivery's claim runs out, epoch ms. */
+  private leaseUntil = 0;
+  /** How long the claim call took, ms. */
+  private claimLatencyMs = 0;
   /** Solver responses of this delivery, counted as they come and emitted once it ends. */
   private readonly answers = { submissions: 0, resultRequests: 0, transientErrors: 0, taskErrors: 0 };
 
@@ -111,6 +115,7 @@ export class TaskRun {
       provider: this.provider,
       resumable: this.resumableProviders(),
     });
+    this.claimLatencyMs = clock() - claimedAt;
     switch (claim.outcome) {
       case 'conflict':
         return this.refuseConflict(claim.record);
@@ -140,6 +145,7 @@ export class TaskRun {
 
   private async work(claim: Extract<ClaimResult, { outcome: 'claimed' }>, claimedAt: number): Promise<Outcome> {
     const { deps } = this.ctx;
+    this.leaseUntil = claim.record.leaseUntil ?? claimedAt + this.ctx.timing.leaseMs;
     const queueWaitMs = Math.max(0, claimedAt - this.delivery.sentAt);
     if (claim.record.attempts === 1) deps.metrics.addMetric(METRICS.queueWait, MetricUnit.Milliseconds, queueWaitMs);
     const carry = await this.openCarry();
@@ -154,9 +160,39 @@ export class TaskRun {
         resume: resume?.solverId,
         at: resume?.provider,
       });
+    // A submission known only from the message goes onto the record at once: every later
+    // delivery, of this copy or of any other, then resumes it.
+    if (
+      carry !== undefined &&
+      claim.previousSolverId !== carry.solverId &&
+      this.solverFor(carry.provider) !== undefined
+    )
+      this.keeper.keep(carry.solverId, carry.provider, carry.acceptedAt);
     // A carried submission of a provider this consumer cannot poll: that provider's lane finishes it.
     if (resume !== undefined && this.solverFor(resume.provider) === undefined)
       return this.heldElsewhere(resume.provider, true);
+    // The previous holder died holding the claim with no id on the record: if it was paid and the
+    // table would not take the id, the id is in a fresh copy of this message, which may come back
+    // together with (or after) this one when SQS has had a bad minute. One round for it to arrive.
+    if (resume === undefined && claim.orphaned === true) {
+      await this.release({ orphanWaitAt: claimedAt });
+      return retry(this.ctx, this.delivery, 'orphan_wait', {
+        detail: 'the previous holder died with no solver id recorded; waiting once for a copy that may carry it',
+      });
+    }
+    const claimMs = this.claimLatencyMs;
+    if (resume === undefined && (claimMs > this.ctx.timing.degradedStoreMs || this.ctx.dynamoErrors() > 0)) {
+      await this.release();
+      return retry(this.ctx, this.delivery, 'store', {
+        detail: `the results table is struggling (claim ${claimMs} ms, ${this.ctx.dynamoErrors()} failed call(s) in this invocation): no new paid submission until it answers well`,
+      });
+    }
+    if (resume === undefined && this.solveDeadline(claimedAt) - this.ctx.clock() < this.ctx.timing.minSolveWindowMs) {
+      await this.release();
+      return retry(this.ctx, this.delivery, 'timeout', {
+        detail: 'too little of the invocation left to pay for a submission and keep its id',
+      });
+    }
     const base: BaseFields = {
       method: this.task.method,
       priority: this.task.priority,
@@ -246,9 +282,15 @@ export class TaskRun {
   }
 
   /** Submit (or resume) and poll; resubmit unsolvable captchas as the settings allow. */
-  private async solve(resumeFrom: Submission | undefined, startedAt: number): Promise<Solved> {
+  /** When a solve started at `startedAt` gives up: its own deadline, or the invocation's end less the margin. */
+  private solveDeadline(startedAt: number): number {
     const { deps, timing, stopAt } = this.ctx;
-    const deadlineAt = Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
+    return Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
+  }
+
+  private async solve(resumeFrom: Submission | undefined, startedAt: number): Promise<Solved> {
+    const { deps } = this.ctx;
+    const deadlineAt = this.solveDeadline(startedAt);
     let resume = resumeFrom;
     let unsolvable = 0;
     this.submission = resume;
@@ -310,7 +352,9 @@ export class TaskRun {
   private async carryEarly(submission: Submission): Promise<void> {
     const carry = await this.sealCarry(submission);
     if (carry === undefined) return;
-    const delaySeconds = secondsUntil(this.ctx.stopAt + 1_000, this.ctx.clock(), 1);
+    // Back just after this claim runs out: before the original message's own visibility timeout
+    // (never shorter than the lease) could bring it back without the id.
+    const delaySeconds = secondsUntil(this.leaseUntil + 500, this.ctx.clock(), 1);
     await sendCopy(this.delivery, this.ctx, this.log, {
       delaySeconds,
       failing: false,
@@ -492,9 +536,9 @@ export class TaskRun {
   }
 
   /** Give the claim up so the next delivery need not wait for the lease (best effort: else the lease runs out). */
-  private async release(): Promise<void> {
+  private async release(note?: { orphanWaitAt: number }): Promise<void> {
     try {
-      await this.ctx.deps.repository.release(this.task.id, this.claimToken);
+      await this.ctx.deps.repository.release(this.task.id, this.claimToken, note);
     } catch (error) {
       this.log.warn('claim could not be released', { error: describe(error) });
     }

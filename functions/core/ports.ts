@@ -103,6 +103,12 @@ export type ClaimResult =
       previousSolverId?: string;
       /** Who accepted `previousSolverId`. @default the claiming consumer's provider */
       previousSolverProvider?: SolverProvider;
+      /**
+       * The takeover replaced a claim that ran out (its holder died) with no solver id on it and
+       * no wait for it yet: the holder may have been paid for a submission whose id it could only
+       * put in a fresh copy of the message (the table would not take it). See `orphanWaitAt`.
+       */
+      orphaned?: boolean;
     }
   | { outcome: 'terminal'; record: TaskResult }
   | { outcome: 'held'; leaseUntil: number }
@@ -163,8 +169,12 @@ export interface ResultsRepository {
   ): Promise<boolean>;
   /** Note that the terminal record's completion event went out (`announcedAt`); a redelivery then stays silent. */
   markAnnounced(taskId: string, at: number): Promise<void>;
-  /** Give the claim up so another delivery need not wait for the lease. */
-  release(taskId: string, claimToken: string): Promise<void>;
+  /**
+   * Give the claim up so another delivery need not wait for the lease. With `orphanWaitAt`, note
+   * on the record that a delivery waited for the copy an orphaned claim's holder may have made
+   * (the next takeover does not wait again).
+   */
+  release(taskId: string, claimToken: string, note?: { orphanWaitAt: number }): Promise<void>;
   /**
    * Write a `rejected` record unless a record exists already. `written` when this call wrote it
    * (or an earlier attempt by the same `writer` whose answer was lost), else the record found.

@@ -48,6 +48,8 @@ export interface TaskResult {
   completedBy?: string;
   /** When the completion event went out, epoch ms; absent until then (a redelivery announces it). */
   announcedAt?: number;
+  /** When a delivery waited once for the copy of a dead holder's message that may carry its submission, epoch ms. */
+  orphanWaitAt?: number;
   /** Epoch ms. */
   submittedAt?: number;
   startedAt?: number;

@@ -157,6 +157,7 @@ const FAST: Partial<ConsumerTiming> = {
   accountRetryMaxSeconds: 30,
   storeRetryBaseSeconds: 0,
   storeRetryMaxSeconds: 0,
+  minSolveWindowMs: 100,
 };
 
 async function harness(

@@ -1,0 +1,11 @@
+import { buildWorkload, newRunId, runDemo } from './local/demo.js';
+import { drawFaultMix } from './local/faults/plan.js';
+import { startLocalStack } from './local/runtime.js';
+const seed = Number(process.argv[2] ?? 11);
+const plan = drawFaultMix(seed, { horizonMs: 20_000, windows: 5 });
+const stack = await startLocalStack({ seed, faults: plan, crashRate: 0.2, logLevel: 'info', config: { planThreads: 12, tasksPerInvocation: 3 }, solver: { seed, planThreads: 12, medianMs: 200, unsolvableRate: 0.02 } });
+const items = buildWorkload({ tasks: 80, malformed: 4, seed, runId: newRunId() });
+const s = await runDemo(stack, items, { rate: 8, maxDurationMs: 240_000 });
+await stack.stop({ graceMs: 2000 });
+process.stderr.write(`${JSON.stringify({ paidTwice: s.paidTwice, validInDlq: s.validInDlq, lost: s.lost, unsent: s.unsent, na: s.solvedNotAnnounced, crashes: s.consumer.crashes, timeouts: s.consumer.timeouts, lostIds: s.consumer.idsLostInCrashes })}\n`);
+process.exit(0);
