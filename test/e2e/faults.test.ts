@@ -42,35 +42,51 @@ const HOLD = {
 };
 
 describe('the fleet through the fault proxy', () => {
-  it(`pays once, dead-letters nothing valid, loses nothing and announces every solve under a drawn mix (seed ${SEED}), with crashes`, async () => {
-    // Prepare: every fault class once, within 20 s; batches of three and one invocation in five dying after its solve.
+  /** One run of the local stack under the seed's mix; the demo's summary. */
+  async function runUnder(crashRate: number) {
+    // Every fault class once, within 20 s; with crashes, batches of three.
     const plan = drawFaultMix(SEED, { horizonMs: 20_000, windows: 5 });
     const stack = await startLocalStack({
       seed: SEED,
       faults: plan,
-      crashRate: 0.2,
-      config: { planThreads: 12, tasksPerInvocation: 3 },
+      crashRate,
+      config: { planThreads: 12, tasksPerInvocation: crashRate > 0 ? 3 : 1 },
       solver: { seed: SEED, planThreads: 12, medianMs: 200, unsolvableRate: 0.02 },
     });
     try {
       const items = buildWorkload({ tasks: 80, malformed: 4, seed: SEED, runId: newRunId() });
-
-      // Act
-      const summary = await runDemo(stack, items, { rate: 8, maxDurationMs: 240_000 });
-
-      // Assess
-      expect(invariants(summary as unknown as Record<string, unknown>), describeFaultPlan(plan)).toEqual(HOLD);
-      expect(summary.submitted).toBe(80);
-      expect(summary.solved + summary.failed).toBe(76);
-      // Every class was exercised, on the stores the mix chose.
-      const injected = summary.faults?.stats;
-      const hurt = (kind: keyof NonNullable<typeof injected>['sqs']['injected']) =>
-        (injected?.dynamodb.injected[kind] ?? 0) + (injected?.sqs.injected[kind] ?? 0);
-      for (const kind of ['throttle', 'unavailable', 'reset', 'slow', 'lost_commit'] as const)
-        expect(hurt(kind), kind).toBeGreaterThan(0);
+      return { plan, summary: await runDemo(stack, items, { rate: 8, maxDurationMs: 240_000 }) };
     } finally {
       await stack.stop({ graceMs: 2_000 });
     }
+  }
+
+  /** Every class was exercised, on the stores the mix chose. */
+  function expectEveryClass(summary: Awaited<ReturnType<typeof runUnder>>['summary']): void {
+    const stats = summary.faults?.stats;
+    for (const kind of ['throttle', 'unavailable', 'reset', 'slow', 'lost_commit'] as const)
+      expect((stats?.dynamodb.injected[kind] ?? 0) + (stats?.sqs.injected[kind] ?? 0), kind).toBeGreaterThan(0);
+  }
+
+  it(`pays once, dead-letters nothing valid, loses nothing and announces every solve under a drawn mix (seed ${SEED})`, async () => {
+    const { plan, summary } = await runUnder(0);
+    expect(invariants(summary as unknown as Record<string, unknown>), describeFaultPlan(plan)).toEqual(HOLD);
+    expect(summary.submitted).toBe(80);
+    expect(summary.solved + summary.failed).toBe(76);
+    expectEveryClass(summary);
+  }, 300_000);
+
+  it(`holds them with crashes too, but for ids not yet stored when their invocation died (seed ${SEED})`, async () => {
+    const { plan, summary } = await runUnder(0.2);
+    const found = invariants(summary as unknown as Record<string, unknown>);
+    // A submission the provider accepts while its invocation dies (its answer in flight, or its
+    // id not yet written anywhere) cannot be resumed by anyone: the one way a crash still costs a
+    // second payment (docs/consumer.md, "Paid once"). Every other invariant holds outright.
+    expect(found.paidTwice, describeFaultPlan(plan)).toBeLessThanOrEqual(summary.consumer.idsLostInCrashes);
+    expect({ ...found, paidTwice: 0 }, describeFaultPlan(plan)).toEqual(HOLD);
+    expect(summary.consumer.crashes).toBeGreaterThan(0);
+    expect(summary.solved + summary.failed).toBe(76);
+    expectEveryClass(summary);
   }, 300_000);
 
   it('`start` prints its summary and reaches every result when SQS is down as the run starts', async () => {
