@@ -20,6 +20,8 @@ export interface Delivery {
   redelivery: Redelivery | undefined;
   /** The id a task without one is claimed under: the first message's id, kept across copies. */
   fallbackId: string;
+  /** The task's id once the body is read (its own id, else `fallbackId`). */
+  taskId: string;
   /** The first message's SentTimestamp, epoch ms. */
   sentAt: number;
   /** The earliest receive of this task's message (any copy), epoch ms. */
@@ -45,6 +47,7 @@ export function deliveryOf(record: SQSRecord, now: number): Delivery {
     receiveCount: Number(record.attributes.ApproximateReceiveCount) || 1,
     redelivery,
     fallbackId: redelivery?.taskId ?? record.messageId,
+    taskId: redelivery?.taskId ?? record.messageId,
     sentAt: redelivery?.sentAt ?? sent,
     firstReceivedAt: Math.min(received, redelivery?.firstReceivedAt ?? received),
     sourceQueue: queueNameOf(record.eventSourceARN),

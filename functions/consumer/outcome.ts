@@ -221,7 +221,7 @@ export async function sendCopy(
   const carry = options.carry ?? previous?.carry;
   const redelivery: Redelivery = {
     v: 1,
-    taskId: delivery.fallbackId,
+    taskId: delivery.taskId,
     sentAt: delivery.sentAt,
     firstReceivedAt: delivery.firstReceivedAt,
     generation: (previous?.generation ?? 0) + (options.failing ? 1 : 0),
@@ -279,7 +279,7 @@ function fittingPassengers(delivery: Delivery, fleetValue: string): ReturnType<t
 }
 
 /**
- * Before any work, a delivery that comes this close to the DLQ copies its message: the ones
+ * Once claimed (before the solve), a delivery that comes this close to the DLQ copies its message: the ones
  * before it ended without an outcome (crashed, timed out), so this one might too, and SQS's
  * redrive would then take a task that may be paid for. The copy comes back after this delivery's
  * lease; if this delivery finishes the task, the copy is acknowledged as a duplicate.

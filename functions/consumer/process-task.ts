@@ -9,7 +9,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { parseTask } from '../core/task.js';
 import type { RecordContext } from './context.js';
 import { deliveryOf, recordLog } from './delivery.js';
-import { type Outcome, refreshNearDlq, settle, unexpected } from './outcome.js';
+import { type Outcome, settle, unexpected } from './outcome.js';
 import { rejectRecord } from './rejection.js';
 import { TaskRun } from './task-run.js';
 
@@ -35,9 +35,9 @@ export async function processRecord(record: SQSRecord, ctx: RecordContext): Prom
     receiveCount: delivery.receiveCount,
     ...(parsed.ok ? { method: parsed.task.method } : {}),
   });
+  delivery.taskId = taskId;
   let outcome: Outcome;
   try {
-    await refreshNearDlq(delivery, ctx, log);
     outcome = parsed.ok
       ? await new TaskRun(delivery, parsed.task, ctx, log).run()
       : await rejectRecord(delivery, parsed.rejection, ctx, log);

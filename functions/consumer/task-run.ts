@@ -34,7 +34,7 @@ import { announce, announcementPending } from './announce.js';
 import type { RecordContext } from './context.js';
 import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.js';
 import { retryWrite, SolverIdKeeper } from './durable-writes.js';
-import { type AckReason, type Outcome, retry, secondsUntil, sendCopy } from './outcome.js';
+import { type AckReason, type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
 import { ThreadTracking } from './thread-tracking.js';
 
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
@@ -146,6 +146,8 @@ export class TaskRun {
   private async work(claim: Extract<ClaimResult, { outcome: 'claimed' }>, claimedAt: number): Promise<Outcome> {
     const { deps } = this.ctx;
     this.leaseUntil = claim.record.leaseUntil ?? claimedAt + this.ctx.timing.leaseMs;
+    // Claimed, so this delivery will solve or resume: near the DLQ it copies its message first.
+    await refreshNearDlq(this.delivery, this.ctx, this.log);
     const queueWaitMs = Math.max(0, claimedAt - this.delivery.sentAt);
     if (claim.record.attempts === 1) deps.metrics.addMetric(METRICS.queueWait, MetricUnit.Milliseconds, queueWaitMs);
     const carry = await this.openCarry();

@@ -370,6 +370,65 @@ describe('a store’s bad minute', () => {
   });
 });
 
+describe('deliveries that keep dying', () => {
+  it('copy their message before they could be the last: a task whose every delivery dies for a while is not dead-lettered, and is paid once', async () => {
+    // Prepare: five receives to the DLQ; the first seven deliveries die inside complete().
+    let deaths = 0;
+    let dying = true;
+    const h = await harness({
+      config: { maxReceiveCount: 5 },
+      wrapRepository: (inner) =>
+        new Proxy(inner, {
+          get(target, property, receiver) {
+            const value = Reflect.get(target, property, receiver) as (...a: unknown[]) => Promise<unknown>;
+            if (property !== 'complete') return value;
+            return (...args: unknown[]) => {
+              if (!dying) return value.apply(target, args);
+              deaths++;
+              return new Promise(() => undefined);
+            };
+          },
+        }),
+    });
+    const task = imageTask();
+    await h.send(task);
+
+    // Act: each delivery dies; its message comes back when its lease has run out.
+    for (let round = 0; round < 60 && deaths < 7; round++) {
+      const [message] = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 1);
+      if (message === undefined) {
+        await sleep(200);
+        continue;
+      }
+      const before = deaths;
+      void h.handler(
+        toSqsEvent([message], h.fleet.resources.queueArns.normal, h.fleet.clients.region),
+        lambdaContext(),
+      );
+      for (let i = 0; i < 100 && deaths === before; i++) await sleep(10);
+      await sleep(450);
+      await h.fleet.clients.sqs
+        .send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: h.fleet.resources.queueUrls.normal,
+            ReceiptHandle: message.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        )
+        .catch(() => undefined);
+    }
+    dying = false;
+    await h.deliverUntilDone(task.id as string);
+
+    // Assess
+    expect(deaths).toBe(7);
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved' });
+    expect(await h.dlq()).toEqual([]);
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+    expect(h.metricSum(METRICS.requeued)).toBeGreaterThanOrEqual(1);
+  });
+});
+
 describe('batches with crashes', () => {
   it('dead-letters a malformed message once even when its batch dies: it is deleted as soon as it is in the DLQ', async () => {
     // Prepare: a batch of three, one malformed, one whose complete() never returns.
