@@ -14,10 +14,12 @@
 export {
   type CompletionEventSource,
   createProducer,
+  IdCheckUnavailableError,
   type Producer,
   type ProducerCounters,
   type ProducerOptions,
   type ProducerResult,
+  type ProducerWarning,
   type TaskIdConflict,
   TaskIdConflictError,
   type TaskProblem,

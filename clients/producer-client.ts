@@ -14,7 +14,7 @@ import { SendMessageBatchCommand, type SendMessageBatchCommandOutput } from '@aw
 import { BatchGetCommand, type BatchGetCommandOutput, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TaskSchema, taskIssues, type TaskMessage } from '../functions/core/task.js';
+import { MAX_TASK_BYTES, TaskSchema, taskIssues, type TaskMessage } from '../functions/core/task.js';
 import { describeIdConflict, sameContent, taskFingerprint } from '../functions/core/task-identity.js';
 import { isTerminal, type TaskResult } from '../functions/core/results.js';
 import { isStale, type CompletionEvent } from '../functions/core/events.js';
@@ -23,8 +23,12 @@ import { isStale, type CompletionEvent } from '../functions/core/events.js';
 const SEND_BATCH = 10;
 /** DynamoDB's BatchGetItem limit. */
 const READ_BATCH = 100;
-/** Rounds of BatchGetItem's UnprocessedKeys retried before giving up. */
+/** Rounds of BatchGetItem (a failed call, or UnprocessedKeys left) tried before giving up. */
 const READ_ROUNDS = 5;
+/** Tries of one SendMessageBatch while SQS throttles, fails or resets. */
+const SEND_ATTEMPTS = 5;
+/** First pause between tries, ms; doubles each try. */
+const RETRY_BASE_MS = 100;
 
 /**
  * Where `wait` can hear of completions instead of polling: the local runtime's event stream
@@ -47,6 +51,24 @@ export interface ProducerOptions {
    * `eventFallbackMs` in case one never does (a failed publish). @default none: reads with backoff
    */
   events?: CompletionEventSource;
+  /**
+   * When the results table cannot be read for the id check before a send (after retries):
+   * `send` sends anyway and reports a warning: the consumer checks every id again when it claims
+   * the task (a reused id still ends in the DLQ as ID_CONFLICT), so nothing but the early error
+   * is lost, and producers keep working while DynamoDB has a bad minute; `refuse` throws
+   * IdCheckUnavailableError and sends nothing. @default 'send'
+   */
+  idCheckUnavailable?: 'send' | 'refuse';
+  /** Told of what the producer did on its own (an id check skipped). @default none */
+  onWarning?: (warning: ProducerWarning) => void;
+}
+
+/** Something the producer did on its own that its caller may want to log. */
+export interface ProducerWarning {
+  code: 'ID_CHECK_SKIPPED';
+  message: string;
+  taskIds: string[];
+  cause?: unknown;
 }
 
 /**
@@ -69,6 +91,10 @@ export interface ProducerCounters {
   waitsByEvent: number;
   /** `wait` calls that ended on a read without an event (no event source, or the event never came). */
   waitsByRead: number;
+  /** Tasks sent without the id check, because the results table could not be read (`idCheckUnavailable: 'send'`). */
+  idChecksSkipped: number;
+  /** SendMessageBatch calls (or their failed entries) tried again. */
+  sendRetries: number;
 }
 
 export interface WaitOptions {
@@ -140,6 +166,28 @@ export class TaskIdConflictError extends Error {
       options,
     );
     this.taskId = conflicts[0]?.taskId;
+  }
+}
+
+/**
+ * Thrown by `submit` (with `idCheckUnavailable: 'refuse'`) when the results table could not be
+ * read for the id check; nothing was sent.
+ */
+export class IdCheckUnavailableError extends Error {
+  override readonly name = 'IdCheckUnavailableError';
+  constructor(
+    readonly taskIds: string[],
+    options: { cause?: unknown } = {},
+  ) {
+    super(
+      `the results table could not be read to check ${taskIds.length} task id(s) for reuse; nothing was sent ` +
+        `(retry later, or create the producer with idCheckUnavailable: 'send': the consumer checks ids again)`,
+      options,
+    );
+  }
+
+  get taskId(): string | undefined {
+    return this.taskIds[0];
   }
 }
 
@@ -225,7 +273,7 @@ export function createProducer(options: ProducerOptions): Producer {
     clock: options.clock ?? Date.now,
     sqs: options.clients.sqs,
     documents: options.clients.documents,
-    counters: { staleDeliveries: 0, waitsByEvent: 0, waitsByRead: 0 },
+    counters: { staleDeliveries: 0, waitsByEvent: 0, waitsByRead: 0, idChecksSkipped: 0, sendRetries: 0 },
   };
   const submitMany = async (input: readonly unknown[]): Promise<string[]> => {
     const prepared = prepareTasks(ctx, input);
@@ -276,9 +324,20 @@ function prepareTasks({ options, clock }: ProducerContext, input: readonly unkno
     const task = parsed.data;
     const id = task.id ?? randomUUID();
     const message = { ...task, id, submittedAt: task.submittedAt ?? clock() };
+    const body = JSON.stringify(message);
+    const bytes = Buffer.byteLength(body);
+    if (bytes > MAX_TASK_BYTES) {
+      problems.push({
+        index,
+        taskId: id,
+        path: '(task)',
+        message: `the message is ${bytes} bytes; the limit is ${MAX_TASK_BYTES} (SQS's 1 MiB less the room the fleet keeps for its attributes)`,
+      });
+      return;
+    }
     prepared.push({
       id,
-      body: JSON.stringify(message),
+      body,
       queueUrl: queueFor(options, task.priority),
       ...(task.id !== undefined ? { fingerprint: taskFingerprint(task) } : {}),
     });
@@ -299,41 +358,78 @@ function prepareTasks({ options, clock }: ProducerContext, input: readonly unkno
   return prepared;
 }
 
-/** Send in batches of 10 per queue; a refused entry throws with what was sent before it. */
-async function sendPrepared({ sqs }: ProducerContext, prepared: readonly PreparedTask[]): Promise<void> {
+/**
+ * Send in batches of 10 per queue. A call that fails for SQS's sake (throttled, 5xx, a reset
+ * connection) and entries SQS failed on its side are tried again with backoff: a resend is safe,
+ * since the task's id makes a second copy a duplicate the consumer acknowledges without solving.
+ * An entry SQS refuses as the sender's fault, or still failing after the tries, throws with what
+ * was sent before it.
+ */
+async function sendPrepared(ctx: ProducerContext, prepared: readonly PreparedTask[]): Promise<void> {
   const sent: string[] = [];
   const byQueue = new Map<string, PreparedTask[]>();
   for (const item of prepared) byQueue.set(item.queueUrl, [...(byQueue.get(item.queueUrl) ?? []), item]);
   for (const [queueUrl, items] of byQueue) {
     for (let i = 0; i < items.length; i += SEND_BATCH) {
-      const chunk = items.slice(i, i + SEND_BATCH);
-      let answer: SendMessageBatchCommandOutput;
-      try {
-        answer = await sqs.send(
-          new SendMessageBatchCommand({
-            QueueUrl: queueUrl,
-            Entries: chunk.map((item, n) => ({ Id: String(n), MessageBody: item.body })),
-          }),
-        );
-      } catch (error) {
-        throw new TaskSubmitError(
-          `sending ${chunk.length} task(s) failed: ${(error as Error).message}`,
-          chunk.map((c) => c.id),
-          sent,
-          { cause: error },
-        );
-      }
-      const failed = (answer.Failed ?? []).map((entry) => chunk[Number(entry.Id)]?.id ?? `entry ${entry.Id}`);
-      const ok = chunk.filter((item) => !failed.includes(item.id)).map((item) => item.id);
-      sent.push(...ok);
-      if (failed.length > 0) {
-        const reasons = [
-          ...new Set((answer.Failed ?? []).map((entry) => `${entry.Code}: ${entry.Message ?? ''}`)),
-        ].join('; ');
-        throw new TaskSubmitError(`SQS refused ${failed.length} task(s): ${reasons}`, failed, sent);
-      }
+      await sendChunk(ctx, queueUrl, items.slice(i, i + SEND_BATCH), sent);
     }
   }
+}
+
+async function sendChunk(
+  ctx: ProducerContext,
+  queueUrl: string,
+  chunk: readonly PreparedTask[],
+  sent: string[],
+): Promise<void> {
+  let left = [...chunk];
+  for (let attempt = 1; ; attempt++) {
+    let answer: SendMessageBatchCommandOutput;
+    try {
+      answer = await ctx.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: left.map((item, n) => ({ Id: String(n), MessageBody: item.body })),
+        }),
+      );
+    } catch (error) {
+      if (attempt < SEND_ATTEMPTS && retryableSend(error)) {
+        ctx.counters.sendRetries += 1;
+        await pause(RETRY_BASE_MS * 2 ** (attempt - 1), undefined);
+        continue;
+      }
+      throw new TaskSubmitError(
+        `sending ${left.length} task(s) failed: ${(error as Error).message}`,
+        left.map((c) => c.id),
+        [...sent],
+        { cause: error },
+      );
+    }
+    const failedEntries = answer.Failed ?? [];
+    const failedAt = new Set(failedEntries.map((entry) => Number(entry.Id)));
+    sent.push(...left.filter((_, n) => !failedAt.has(n)).map((item) => item.id));
+    if (failedEntries.length === 0) return;
+    const senderFault = failedEntries.filter((entry) => entry.SenderFault !== false);
+    if (senderFault.length === 0 && attempt < SEND_ATTEMPTS) {
+      ctx.counters.sendRetries += 1;
+      left = left.filter((_, n) => failedAt.has(n));
+      await pause(RETRY_BASE_MS * 2 ** (attempt - 1), undefined);
+      continue;
+    }
+    const failed = failedEntries.map((entry) => left[Number(entry.Id)]?.id ?? `entry ${entry.Id}`);
+    const reasons = [...new Set(failedEntries.map((entry) => `${entry.Code}: ${entry.Message ?? ''}`))].join('; ');
+    throw new TaskSubmitError(`SQS refused ${failed.length} task(s): ${reasons}`, failed, [...sent]);
+  }
+}
+
+/** A failed SendMessageBatch worth trying again: SQS's side (5xx, throttling) or the network, not the request. */
+function retryableSend(error: unknown): boolean {
+  const e = error as { $fault?: string; name?: string; $metadata?: { httpStatusCode?: number } };
+  if (e.$fault === 'server') return true;
+  if (/Throttl|RequestThrottled|TooManyRequests|TimeoutError|NetworkingError|ECONNRESET|socket/i.test(e.name ?? ''))
+    return true;
+  const status = e.$metadata?.httpStatusCode;
+  return status === undefined || status === 429 || status >= 500;
 }
 
 /**
@@ -346,10 +442,21 @@ async function refuseIdsInUse(ctx: ProducerContext, prepared: readonly PreparedT
     item.fingerprint === undefined ? [] : [{ index, id: item.id, fingerprint: item.fingerprint }],
   );
   if (chosen.length === 0) return;
-  const records = await readRecords(
-    ctx,
-    chosen.map((item) => item.id),
-  );
+  const ids = chosen.map((item) => item.id);
+  let records: Map<string, TaskResult>;
+  try {
+    records = await readRecords(ctx, ids);
+  } catch (error) {
+    if (ctx.options.idCheckUnavailable === 'refuse') throw new IdCheckUnavailableError(ids, { cause: error });
+    ctx.counters.idChecksSkipped += ids.length;
+    ctx.options.onWarning?.({
+      code: 'ID_CHECK_SKIPPED',
+      message: `the results table could not be read to check ${ids.length} task id(s) for reuse; sent anyway (the consumer checks them when it claims each task): ${(error as Error).message}`,
+      taskIds: ids,
+      cause: error,
+    });
+    return;
+  }
   const nowSeconds = Math.floor(ctx.clock() / 1000);
   const conflicts: TaskIdConflict[] = [];
   for (const item of chosen) {
@@ -366,6 +473,7 @@ async function readRecords(
   { documents, options }: ProducerContext,
   ids: readonly string[],
 ): Promise<Map<string, TaskResult>> {
+  // Unread keys after every round throw too: the caller decides (send anyway, or refuse).
   const found = new Map<string, TaskResult>();
   for (let i = 0; i < ids.length; i += READ_BATCH) {
     let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + READ_BATCH).map((taskId) => ({ taskId }));
@@ -378,20 +486,29 @@ async function readRecords(
           [],
         );
       }
-      const answer: BatchGetCommandOutput = await documents.send(
-        new BatchGetCommand({
-          RequestItems: {
-            [options.table]: {
-              Keys: keys,
-              ConsistentRead: true,
-              ProjectionExpression: 'taskId, #status, fingerprint, expiresAt, #method',
-              ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
+      let answer: BatchGetCommandOutput;
+      try {
+        answer = await documents.send(
+          new BatchGetCommand({
+            RequestItems: {
+              [options.table]: {
+                Keys: keys,
+                ConsistentRead: true,
+                ProjectionExpression: 'taskId, #status, fingerprint, expiresAt, #method',
+                ExpressionAttributeNames: { '#status': 'status', '#method': 'method' },
+              },
             },
-          },
-        }),
-      );
+          }),
+        );
+      } catch (error) {
+        // Throttled, 5xx, a reset: the SDK's own tries are spent; try the round again after a pause.
+        if (round === READ_ROUNDS - 1) throw error;
+        await pause(RETRY_BASE_MS * 2 ** round, undefined);
+        continue;
+      }
       for (const item of answer.Responses?.[options.table] ?? []) found.set(item.taskId as string, item as TaskResult);
       keys = answer.UnprocessedKeys?.[options.table]?.Keys;
+      if (keys !== undefined && keys.length > 0) await pause(RETRY_BASE_MS * 2 ** round, undefined);
     }
   }
   return found;

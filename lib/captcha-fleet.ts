@@ -89,6 +89,7 @@ export class CaptchaFleet extends Construct {
             overflow: settings.overflow,
             reserveConcurrency: config.reserveConsumerConcurrency,
           });
+    if (this.overflow !== undefined) this.consumer.resumeAtOverflow(this.overflow.key);
     this.events.admitOnly(
       this.consumer.fleetFunction.role,
       ...(this.overflow !== undefined ? [this.overflow.fleetFunction.role] : []),

@@ -28,6 +28,10 @@ export function grantConsumerWork(role: iam.Role, resources: ConsumerResources, 
   const { settings, queues } = resources;
   // Malformed and schema-violating messages go to the DLQ with their reason, never dropped.
   queues.deadLetterQueue.grantSendMessages(role);
+  // A task near the DLQ (or carrying a paid submission the table would not take) goes back to
+  // its own lane as a fresh copy; the event sources already grant the delete of the original.
+  queues.normal.grantSendMessages(role);
+  queues.high.grantSendMessages(role);
   role.addToPrincipalPolicy(
     new iam.PolicyStatement({
       sid: 'ResultRecords',

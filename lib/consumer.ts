@@ -8,11 +8,13 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
 import { THREAD_LEDGER_ID } from '../functions/core/deployment.js';
+import { ENV } from '../functions/core/environment.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import { grantConsumerWork } from './consumer-permissions.js';
 import { FleetFunction } from './fleet-function.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
+import type { SolverKeySecret } from './solver-key-secret.js';
 
 /** The fleet's resources every function's environment is built from, plus the consumer's own props. */
 export interface ConsumerProps extends Omit<FleetEnvironmentInput, 'service'> {
@@ -70,5 +72,16 @@ export class Consumer extends Construct {
     this.function.addEventSource(this.mappings.high);
 
     grantConsumerWork(this.fleetFunction.role, props, { ledgerId: THREAD_LEDGER_ID, key: props.solverKey });
+  }
+
+  /**
+   * Let this consumer finish, at the overflow provider, a submission the overflow lane paid for and
+   * left (its invocation died): it polls that provider with its key, never submits there, so a
+   * task is never paid at both providers (DESIGN.md invariant 11). The overflow consumer gets no
+   * such access to the plan's key.
+   */
+  resumeAtOverflow(overflowKey: SolverKeySecret): void {
+    this.fleetFunction.function.addEnvironment(ENV.overflowKeySecretArn, overflowKey.secret.secretArn);
+    overflowKey.grantRead(this.fleetFunction.role);
   }
 }

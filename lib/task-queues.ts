@@ -8,6 +8,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { Lane } from '../functions/core/governor/types.js';
 import type { FleetSettings } from '../functions/core/settings.js';
+import { SQS_MESSAGE_LIMIT_BYTES, TASK_QUEUE_MESSAGE_LIMIT_BYTES } from '../functions/core/task.js';
 
 /** SQS's longest retention: tasks wait out a long pause or outage instead of expiring. */
 export const QUEUE_RETENTION = Duration.days(14);
@@ -38,6 +39,8 @@ export class TaskQueues extends Construct {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: QUEUE_RETENTION,
+      // SQS's whole limit: a message of the lanes fits with its reason attributes.
+      maxMessageSizeBytes: SQS_MESSAGE_LIMIT_BYTES,
       // Only the fleet's own lanes may use it as their DLQ. ARNs are built from the names so the
       // DLQ does not depend on the queues that depend on it.
       redriveAllowPolicy: {
@@ -60,6 +63,8 @@ export class TaskQueues extends Construct {
         enforceSSL: true,
         retentionPeriod: QUEUE_RETENTION,
         visibilityTimeout: Duration.seconds(settings.visibilityTimeoutSeconds),
+        // Room kept for the DLQ's reason attributes: whatever a lane holds can be dead-lettered with its reason.
+        maxMessageSizeBytes: TASK_QUEUE_MESSAGE_LIMIT_BYTES,
         deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
       });
     this.normal = lane('TasksQueue', settings.queueNames.normal);

@@ -5,6 +5,7 @@
  * the message returns after its visibility timeout, the next delivery takes the claim over and
  * resumes the solver submission whose id the claim recorded.
  */
+import { Agent, type Dispatcher } from 'undici';
 import type { ResultsRepository } from '../functions/core/ports.js';
 import { currentInvocation } from './poller.js';
 import type { Random } from './solver-sim/prng.js';
@@ -16,6 +17,41 @@ export interface ChaosOptions {
   random: Random;
   /** Told of each kill (the runtime counts them). */
   onCrash?: (taskId: string) => void;
+  /**
+   * Told when a dead invocation tries to record a solver id: the provider accepted a submission
+   * whose answer reached an invocation already gone (a request in flight when it died), so no
+   * delivery can know the id. The one way a crash can still cost a second payment.
+   */
+  onIdLost?: (taskId: string) => void;
+}
+
+/**
+ * Any port of a Lambda's (the task queue, the completion events): calls from an invocation that
+ * is already dead (crashed or timed out) never settle, because a dead Lambda environment sends
+ * nothing more. Calls made outside a poller's invocation pass through untouched.
+ */
+export function guardDeadInvocations<T extends object>(port: T): T {
+  return new Proxy(port, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      const method = value as (...args: unknown[]) => unknown;
+      return (...args: unknown[]) => (currentInvocation()?.dead ? never() : method.apply(target, args));
+    },
+  });
+}
+
+/**
+ * An undici agent for the local solver clients that sends nothing for a dead invocation: Lambda
+ * restarts the runtime after a timeout or a crash, so a solve cut off there never goes on to
+ * submit (and pay) behind the next delivery's back. A request from a dead invocation is never
+ * sent and never answered (its own timeout may still end it).
+ */
+export class InvocationBoundAgent extends Agent {
+  override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    if (currentInvocation()?.dead) return true;
+    return super.dispatch(options, handler);
+  }
 }
 
 /**
@@ -36,7 +72,10 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
       const method = value as (...args: unknown[]) => unknown;
       return (...args: unknown[]) => {
         const invocation = currentInvocation();
-        if (invocation?.dead) return never();
+        if (invocation?.dead) {
+          if (property === 'recordSolverId') options.onIdLost?.(String(args[0]));
+          return never();
+        }
         if (
           property === 'complete' &&
           invocation !== undefined &&

@@ -13,11 +13,15 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
+import { parseRedelivery, REDELIVERY_ATTRIBUTE } from '../functions/core/redelivery.js';
 import { isTerminal, type TaskResult } from '../functions/core/results.js';
 import { percentile } from '../functions/core/helpers/stats.js';
 import { sleep } from '../functions/core/helpers/time.js';
 import type { TaskMessage } from '../functions/core/task.js';
+import { describeFaultPlan } from './faults/plan.js';
+import type { FaultStats } from './faults/proxy.js';
 import type { LocalStack } from './runtime.js';
+import type { StoreOutage } from './store-watch.js';
 import { randomString, stream, type Random } from './solver-sim/prng.js';
 import { pickMethod, sampleTask, type MethodMix } from './sample-tasks.js';
 
@@ -204,7 +208,27 @@ export interface DemoSummary {
   lanes: { high: LaneSummary; normal: LaneSummary };
   stillQueued: number;
   lost: number;
+  /** Tasks the workload could not send (SQS refused them after retries); not counted as submitted. */
+  unsent: number;
   duplicateSolves: number;
+  /**
+   * Tasks paid for more than once: accepted submissions (not found unsolvable) of one task's
+   * method and parameters, counted at the simulators, both providers together.
+   */
+  paidTwice: number;
+  /** Of the solved, failed and rejected tasks, those whose completion event was heard. */
+  announced: number;
+  /** Solved tasks no completion event was heard for. */
+  solvedNotAnnounced: number;
+  /** Valid tasks (not malformed on purpose) whose message is in the DLQ. */
+  validInDlq: number;
+  /** DLQ messages beyond the first of one task (a second copy of one letter). */
+  dlqDuplicates: number;
+  /**
+   * The fault proxy's plan and what it injected, when one ran, and the store outages the
+   * store-health assessment saw meanwhile (when consumption would have paused).
+   */
+  faults?: { plan: string; stats: FaultStats; storeOutages: StoreOutage[]; storeResumes: number };
   /** End to end (submitted → terminal record) of the solved tasks, ms. */
   p50Ms: number | null;
   p95Ms: number | null;
@@ -251,6 +275,12 @@ export interface DemoSummary {
     retriedItems: number;
     timeouts: number;
     crashes: number;
+    /**
+     * Submissions the provider accepted whose answer came back to an invocation already dead (a
+     * request in flight when it crashed): no delivery can know their id, so the task is paid
+     * again. The one window crashes leave (see docs/consumer.md, "Paid once").
+     */
+    idsLostInCrashes: number;
     errors: number;
   };
 }
@@ -309,6 +339,12 @@ interface WatchedRun {
   endedBy: DemoSummary['endedBy'];
   /** The latest decision that paused, as seen by the watch. */
   pauseReason: { code: string; message: string } | null;
+  /** Tasks whose completion event was heard (a task may be announced more than once, with one event id). */
+  announced: Set<string>;
+  /** Tasks the sender gave up on. */
+  unsent: Set<string>;
+  /** SQS message ids of the messages sent raw (the malformed ones), to their demo ids. */
+  messageIds: Map<string, string>;
 }
 
 /** Send the workload and watch the results until every task is accounted for, the deadline, or a stop. */
@@ -323,23 +359,39 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     sentIds: new Set(),
     endedBy: 'complete',
     pauseReason: null,
+    announced: new Set(),
+    unsent: new Set(),
+    messageIds: new Map(),
   };
+  const unsubscribe = stack.events.subscribe((event) => run.announced.add(event.id));
+  try {
+    return await watchUntilDone(stack, items, options, run);
+  } finally {
+    unsubscribe();
+  }
+}
+
+async function watchUntilDone(
+  stack: LocalStack,
+  items: readonly DemoItem[],
+  options: DemoOptions,
+  run: WatchedRun,
+): Promise<WatchedRun> {
   const deadline = run.started + options.maxDurationMs;
   const pending = new Set(items.map((item) => item.id));
-  const sender = sendWorkload(stack, items, options.rate, deadline, options.signal, (sent) => {
-    run.submitted += sent.length;
-    for (const item of sent) run.sentIds.add(item.id);
-  });
-  let sendError: unknown;
-  sender.catch((error: unknown) => (sendError = error));
+  // The sender never throws: a chunk SQS keeps refusing is counted unsent and the run goes on.
+  const sender = sendWorkload(stack, items, options.rate, deadline, options.signal, run);
   let sendingDone = false;
   void sender.finally(() => (sendingDone = true));
 
   let lastProgress = 0;
   const pausedIdle = pausedIdleClock(stack);
+  let depth: QueueDepths = EMPTY_DEPTHS;
   for (;;) {
-    await refreshResults(stack, pending, run);
-    const depth = await queueDepths(stack);
+    // A watch read that fails (an external endpoint's bad moment) keeps the last view: the run
+    // goes on and the summary is still printed.
+    await refreshResults(stack, pending, run).catch(() => undefined);
+    depth = await queueDepths(stack).catch(() => ({ ...depth, unread: true }));
     const progress = progressOf(stack, run, depth);
     const decision = stack.governor?.lastDecision;
     if (decision?.paused) run.pauseReason = { code: decision.reason.code, message: decision.reason.message };
@@ -347,11 +399,11 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
       options.onProgress?.(progress);
       lastProgress = Date.now();
     }
-    if (sendError !== undefined) throw sendError;
     // Done when nothing is left to work on: every task has a record, or the lanes are empty,
     // nothing runs, and what has no record can be in the DLQ.
-    const quiet = sendingDone && depth.total === 0 && progress.invocations === 0;
-    if (sendingDone && (pending.size === 0 || (quiet && pending.size <= depth.dlq))) break;
+    const quiet = sendingDone && !depth.unread && depth.total === 0 && progress.invocations === 0;
+    const waitingFor = pending.size - run.unsent.size;
+    if (sendingDone && (waitingFor <= 0 || (quiet && waitingFor <= depth.dlq))) break;
     if (sendingDone && pausedIdle(options.stopWhenPausedMs)) {
       run.endedBy = 'paused';
       break;
@@ -366,8 +418,8 @@ async function watchDemo(stack: LocalStack, items: readonly DemoItem[], options:
     }
     await sleep(options.watchIntervalMs ?? 250);
   }
-  await sender.catch(() => undefined);
-  await refreshResults(stack, pending, run);
+  await sender;
+  await withRetries(() => refreshResults(stack, pending, run));
   return run;
 }
 
@@ -442,8 +494,9 @@ function outcomeOf(id: string, run: WatchedRun, dlqIds: ReadonlySet<string>): Ou
 /** Where each task ended: a terminal record, its DLQ message (matched by body), a lane, or nowhere. */
 async function summarise(stack: LocalStack, items: readonly DemoItem[], run: WatchedRun): Promise<DemoSummary> {
   const { results, submitted } = run;
-  const dlq = accountDlq(await inspectDlq(stack), items);
-  const depth = await queueDepths(stack);
+  // Read with retries: the summary is printed whatever an external endpoint does meanwhile.
+  const dlq = accountDlq((await withRetries(() => inspectDlq(stack))) ?? [], items, run.messageIds);
+  const depth = (await withRetries(() => queueDepths(stack))) ?? EMPTY_DEPTHS;
   const rows: Record<Outcome, number> = { solved: 0, failed: 0, rejected: 0, inDlq: 0, unknown: 0, unresolved: 0 };
   let dlqWithRejectedRecord = 0;
   for (const id of run.sentIds) {
@@ -455,6 +508,8 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
   // many as the lanes hold (plus what is running) are counted queued.
   const stillQueued = Math.min(rows.unresolved, depth.total + runningInvocations(stack));
   const complete = rows.unresolved === 0 && rows.unknown === 0 && submitted === items.length;
+  const malformed = new Set(items.filter((item) => item.malformed !== undefined).map((item) => item.id));
+  const solvedIds = [...run.sentIds].filter((id) => results.get(id)?.status === 'solved');
   return {
     submitted,
     solved: rows.solved,
@@ -469,7 +524,23 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
     },
     stillQueued,
     lost: rows.unresolved - stillQueued,
+    unsent: run.unsent.size,
     duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
+    paidTwice: paidTwice(stack),
+    announced: [...run.sentIds].filter((id) => isTerminal(results.get(id)?.status) && run.announced.has(id)).length,
+    solvedNotAnnounced: solvedIds.filter((id) => !run.announced.has(id)).length,
+    validInDlq: [...dlq.ids].filter((id) => !malformed.has(id)).length,
+    dlqDuplicates: dlq.duplicates,
+    ...(stack.faults
+      ? {
+          faults: {
+            plan: describeFaultPlan(stack.faults.plan),
+            stats: stack.faults.stats(),
+            storeOutages: stack.storeHealth?.stats().outages ?? [],
+            storeResumes: stack.storeHealth?.stats().resumes ?? 0,
+          },
+        }
+      : {}),
     p50Ms: percentile(endToEnd(results.values()), 0.5) ?? null,
     p95Ms: percentile(endToEnd(results.values()), 0.95) ?? null,
     solveP95Ms: percentile(solveTimes(results.values()), 0.95) ?? null,
@@ -488,27 +559,62 @@ async function summarise(stack: LocalStack, items: readonly DemoItem[], run: Wat
   };
 }
 
-/** The DLQ's messages matched to this run's tasks by body (the DLQ keeps bodies unchanged). */
+/**
+ * The DLQ's messages matched to this run's tasks by id, never by body (a producer adds fields
+ * to what it sends, and a body may repeat): the `taskId` attribute of the consumer's own letters,
+ * the SQS message id for messages sent raw (a letter names it as `sourceMessageId`; SQS's redrive
+ * keeps it), the id the fleet's redelivery attribute names, else the body's own `id`.
+ */
 function accountDlq(
   messages: readonly Message[],
   items: readonly DemoItem[],
-): { ids: Set<string>; byReason: Record<string, number>; foreign: number } {
-  const byBody = new Map(items.map((item) => [item.body, item.id]));
+  messageIds: ReadonlyMap<string, string>,
+): { ids: Set<string>; byReason: Record<string, number>; foreign: number; duplicates: number } {
+  const known = new Set(items.map((item) => item.id));
   const ids = new Set<string>();
   const byReason: Record<string, number> = {};
   let foreign = 0;
+  let matched = 0;
   for (const message of messages) {
-    const id = byBody.get(message.Body ?? '');
-    if (id === undefined) {
+    const id = dlqTaskId(message, messageIds);
+    if (id === undefined || !known.has(id)) {
       foreign++;
       continue;
     }
+    matched++;
     ids.add(id);
     // No reason attribute: SQS moved it after maxReceiveCount receives (the consumer never refused it).
     const reason = message.MessageAttributes?.reason?.StringValue ?? 'maxReceiveCount';
     byReason[reason] = (byReason[reason] ?? 0) + 1;
   }
-  return { ids, byReason, foreign };
+  return { ids, byReason, foreign, duplicates: matched - ids.size };
+}
+
+/** The task id a DLQ message stands for (see accountDlq). */
+export function dlqTaskId(message: Message, messageIds: ReadonlyMap<string, string>): string | undefined {
+  const attributes = message.MessageAttributes ?? {};
+  const named = attributes.taskId?.StringValue;
+  if (named !== undefined) return named;
+  const source = attributes.sourceMessageId?.StringValue ?? message.MessageId;
+  const sent = source === undefined ? undefined : messageIds.get(source);
+  if (sent !== undefined) return sent;
+  const redelivered = parseRedelivery(attributes[REDELIVERY_ATTRIBUTE]?.StringValue)?.taskId;
+  if (redelivered !== undefined) return redelivered;
+  try {
+    const id = (JSON.parse(message.Body ?? '') as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Tasks (by method and parameters) with more than one paid submission, both providers together. */
+function paidTwice(stack: LocalStack): number {
+  const paid = new Map<string, number>();
+  for (const simulator of [stack.simulator, stack.overflow?.simulator])
+    for (const [signature, n] of simulator?.paidSubmissions() ?? [])
+      paid.set(signature, (paid.get(signature) ?? 0) + n);
+  return [...paid.values()].filter((n) => n > 1).length;
 }
 
 function failuresByCode(results: Map<string, TaskResult>): Record<string, number> {
@@ -605,20 +711,25 @@ function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
     retriedItems: poller.failedItems,
     timeouts: poller.timeouts,
     crashes: poller.crashes,
+    idsLostInCrashes: stack.idsLostInCrashes(),
     errors: poller.errors + poller.badResponses,
   };
 }
 
-/** Send valid tasks through the producer client and malformed ones raw, at the rate asked. */
+/** Send valid tasks through the producer client and malformed ones raw, at the rate asked. Never throws. */
 async function sendWorkload(
   stack: LocalStack,
   items: readonly DemoItem[],
   rate: number,
   deadline: number,
   signal: AbortSignal | undefined,
-  onSent: (items: readonly DemoItem[]) => void,
+  run: WatchedRun,
 ): Promise<void> {
   const started = Date.now();
+  const sent = (batch: readonly DemoItem[]) => {
+    run.submitted += batch.length;
+    for (const item of batch) run.sentIds.add(item.id);
+  };
   let next = 0;
   while (next < items.length) {
     if (signal?.aborted || Date.now() >= deadline) return;
@@ -631,19 +742,49 @@ async function sendWorkload(
     // Ten at a time (one SendMessageBatch each) so the progress line sees them go.
     for (let i = 0; i < valid.length; i += 10) {
       const chunk = valid.slice(i, i + 10);
-      await stack.producer.submit(chunk.map((item) => JSON.parse(item.body) as TaskMessage));
-      onSent(chunk);
+      const done = await withRetries(
+        () => stack.producer.submit(chunk.map((item) => JSON.parse(item.body) as TaskMessage)),
+        SEND_TRIES,
+      );
+      if (done) sent(chunk);
+      else for (const item of chunk) run.unsent.add(item.id);
     }
     for (const item of batch.filter((candidate) => candidate.malformed !== undefined)) {
-      // Straight to SQS: the producer client would refuse it, which is its job.
-      await stack.clients.sqs.send(
-        new SendMessageCommand({ QueueUrl: stack.resources.queueUrls.normal, MessageBody: item.body }),
+      // Straight to SQS: the producer client would refuse it, which is its job. The message id
+      // is what the DLQ is matched by.
+      const answer = await withRetries(
+        () =>
+          stack.observer.sqs.send(
+            new SendMessageCommand({ QueueUrl: stack.resources.queueUrls.normal, MessageBody: item.body }),
+          ),
+        SEND_TRIES,
       );
-      onSent([item]);
+      if (answer?.MessageId !== undefined) run.messageIds.set(answer.MessageId, item.id);
+      if (answer !== undefined) sent([item]);
+      else run.unsent.add(item.id);
     }
     if (next < items.length) await sleep(Math.max(10, Math.min(100, 1000 / rate)));
   }
 }
+
+/**
+ * A call tried again (0.2 s, 0.4 s, … at most 2 s apart) while it fails, `tries` times: a resend
+ * of a task is safe (its id makes it a duplicate), and a producer keeps its tasks through a
+ * queue's bad minute. Undefined when it still fails.
+ */
+async function withRetries<T>(call: () => Promise<T>, tries = 5): Promise<T | undefined> {
+  for (let attempt = 0; attempt < tries; attempt++) {
+    try {
+      return await call();
+    } catch {
+      if (attempt < tries - 1) await sleep(Math.min(2_000, 200 * 2 ** attempt));
+    }
+  }
+  return undefined;
+}
+
+/** Tries of one send: about four minutes at 2 s apart, longer than the fault plans' SQS outages. */
+const SEND_TRIES = 120;
 
 async function refreshResults(
   stack: LocalStack,
@@ -655,7 +796,7 @@ async function refreshResults(
     let keys: Record<string, unknown>[] = ids.slice(i, i + 100).map((taskId) => ({ taskId }));
     // Unprocessed keys are asked for again (DynamoDB may throttle part of a batch).
     for (let round = 0; keys.length > 0 && round < 5; round++) {
-      const answer = await stack.clients.documents.send(
+      const answer = await stack.observer.documents.send(
         new BatchGetCommand({
           RequestItems: { [stack.resources.tables.results]: { Keys: keys, ConsistentRead: true } },
         }),
@@ -690,13 +831,19 @@ interface QueueDepths {
   dlq: number;
   normal: QueueCount;
   high: QueueCount;
+  /** The last read failed: these are older figures. */
+  unread?: boolean;
 }
+
+const NO_MESSAGES: QueueCount = { visible: 0, notVisible: 0, delayed: 0 };
+/** Before the first read: nothing known, nothing taken as done. */
+const EMPTY_DEPTHS: QueueDepths = { total: 0, dlq: 0, normal: NO_MESSAGES, high: NO_MESSAGES, unread: true };
 
 const messages = (count: QueueCount) => count.visible + count.notVisible + count.delayed;
 
 async function queueDepths(stack: LocalStack): Promise<QueueDepths> {
   const read = async (queueUrl: string): Promise<QueueCount> => {
-    const answer = await stack.clients.sqs.send(
+    const answer = await stack.observer.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: queueUrl,
         AttributeNames: [
@@ -780,7 +927,7 @@ async function inspectDlq(stack: LocalStack): Promise<Message[]> {
   const queueUrl = stack.resources.queueUrls.dlq;
   const seen = new Map<string, Message>();
   for (let empty = 0; empty < 2; ) {
-    const answer = await stack.clients.sqs.send(
+    const answer = await stack.observer.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: queueUrl,
         MaxNumberOfMessages: 10,
@@ -795,7 +942,7 @@ async function inspectDlq(stack: LocalStack): Promise<Message[]> {
   }
   const all = [...seen.values()];
   for (let i = 0; i < all.length; i += 10) {
-    await stack.clients.sqs
+    await stack.observer.sqs
       .send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: queueUrl,

@@ -15,7 +15,7 @@ import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/crea
 import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
 import { OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
 import type { FleetEnvironment } from '../functions/core/environment.js';
-import type { ResultsRepository } from '../functions/core/ports.js';
+import type { ResultsRepository, TaskQueue } from '../functions/core/ports.js';
 import type { ThreadLedgerReader } from '../functions/core/thread-ledger.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import { type FleetSettings, MAPPING_MIN_CONCURRENCY, type OverflowSettings } from '../functions/core/settings.js';
@@ -23,6 +23,7 @@ import type { AwsClients } from '../functions/adapters/aws-clients.js';
 import type { MetricsStore } from './metrics-store.js';
 import { createAdaptivePollSchedule, withEarliestPoll } from '../functions/core/poll-schedule.js';
 import { createLocalPollSchedule } from './poll-schedule-local.js';
+import { InvocationBoundAgent } from './chaos.js';
 import { type ConcurrencyPool, createPoller, type Poller } from './poller.js';
 import type { FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
@@ -73,6 +74,10 @@ export interface OverflowBuild {
   track: (handler: ConsumerHandler) => ConsumerHandler;
   /** Register a stop step. */
   onStop: (step: () => Promise<void>) => void;
+  /** The overflow provider's key (the primary consumer holds it too, to resume what this lane paid for). @default a fresh one */
+  key?: string;
+  /** Wrap the overflow consumer's task queue and events (a dead invocation sends nothing). @default as is */
+  wrapQueue?: (queue: TaskQueue) => TaskQueue;
 }
 
 /** Start the overflow simulator, wire the overflow consumer, create its (disabled) lane. */
@@ -80,7 +85,7 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
   const configured = build.settings.overflow;
   if (configured === undefined) throw new Error('startLocalOverflow needs settings.overflow');
   // A fresh key per run, known only to this process and the overflow simulator.
-  const key = randomBytes(16).toString('hex');
+  const key = build.key ?? randomBytes(16).toString('hex');
   const simulator = createSolverSimulator({
     seed: build.seed,
     dialect: configured.dialect,
@@ -96,6 +101,8 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
     medianMs !== undefined
       ? createLocalPollSchedule({ medianMs: medianMs * (build.solver.latencyScale ?? 1) })
       : createAdaptivePollSchedule();
+  const agent = new InvocationBoundAgent({ keepAliveTimeout: 10_000 });
+  build.onStop(() => agent.close());
   const client = createSolverClient({
     baseUrl: url,
     key,
@@ -103,6 +110,8 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
     protocol: settings.solverProtocol,
     ...(settings.softId !== undefined ? { softId: settings.softId } : {}),
     ...(settings.pricesUsd !== undefined ? { prices: settings.pricesUsd } : {}),
+    // A dead invocation (timed out, crashed) sends the provider nothing more, as in Lambda.
+    dispatcher: agent,
     // As in AWS (solverFromEnvironment): no answer read before the budget's fastest solve.
     schedule: withEarliestPoll(inner, settings.minSolveSeconds * 1000),
     retry: { baseBackoffMs: 100, maxBackoffMs: 1_000, maxOverCapRetries: 0 },
@@ -171,5 +180,6 @@ async function wireOverflowConsumer(
     logger: new Logger({ serviceName: SERVICES.overflowConsumer, logLevel: build.logLevel }),
     timing: build.timing,
     wrapRepository: build.wrapRepository,
+    ...(build.wrapQueue ? { wrapQueue: build.wrapQueue } : {}),
   });
 }

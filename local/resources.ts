@@ -11,6 +11,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { AwsClients } from '../functions/adapters/aws-clients.js';
 import type { FleetSettings } from '../functions/core/settings.js';
+import { SQS_MESSAGE_LIMIT_BYTES, TASK_QUEUE_MESSAGE_LIMIT_BYTES } from '../functions/core/task.js';
 
 export interface FleetResources {
   queueUrls: { normal: string; high: string; dlq: string };
@@ -22,11 +23,14 @@ export interface FleetResources {
 export async function ensureFleetResources(clients: AwsClients, settings: FleetSettings): Promise<FleetResources> {
   const dlq = await ensureQueue(clients, settings.queueNames.dlq, {
     MessageRetentionPeriod: String(14 * 86_400),
+    MaximumMessageSize: String(SQS_MESSAGE_LIMIT_BYTES),
   });
   const redrive = JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: settings.maxReceiveCount });
   const queueAttributes = {
     VisibilityTimeout: String(settings.visibilityTimeoutSeconds),
     MessageRetentionPeriod: String(14 * 86_400),
+    // As in the stack (lib/task-queues.ts): room kept for the DLQ's reason attributes.
+    MaximumMessageSize: String(TASK_QUEUE_MESSAGE_LIMIT_BYTES),
     RedrivePolicy: redrive,
   };
   const normal = await ensureQueue(clients, settings.queueNames.normal, queueAttributes);

@@ -16,7 +16,7 @@ import type { EmfDocument } from '../functions/adapters/metrics.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
 import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../functions/adapters/thread-ledger.js';
 import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/create-handler.js';
-import type { ResultsRepository } from '../functions/core/ports.js';
+import type { ResultsRepository, SolverPort, TaskQueue } from '../functions/core/ports.js';
 import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
 import type { FleetEnvironment } from '../functions/core/environment.js';
@@ -30,7 +30,9 @@ import {
   resolveSettings,
 } from '../functions/core/settings.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
-import { guardResultsRepository } from './chaos.js';
+import { guardDeadInvocations, guardResultsRepository, InvocationBoundAgent } from './chaos.js';
+import type { FaultPlan } from './faults/plan.js';
+import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
 import { startEmulators } from './emulators.js';
 import { type LocalGovernor, startLocalGovernor } from './governor-local.js';
 import { MetricsStore } from './metrics-store.js';
@@ -39,6 +41,7 @@ import { createLocalPollSchedule } from './poll-schedule-local.js';
 import { type ConcurrencyPool, createPoller, type Poller, type PollerStats } from './poller.js';
 import { ensureFleetResources, type FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
+import { type StoreWatch, startStoreWatch } from './store-watch.js';
 import { stream } from './solver-sim/prng.js';
 
 /** Log levels of the consumer's Powertools logger. */
@@ -91,12 +94,28 @@ export interface LocalStackOptions {
    * block's `baseUrl` at it. @default OVERFLOW_SIM_DEFAULTS, the primary's latency
    */
   overflowSolver?: SolverSimOptions;
+  /**
+   * Put the fault proxy (local/faults/proxy.ts) between the fleet (consumers, governor, producer)
+   * and SQS and DynamoDB, following this plan; its windows count from the moment the stack is
+   * ready. The setup of the queues and tables and `observer` go around it. @default no faults
+   */
+  faults?: FaultPlan;
 }
 
 /** A running local stack. */
 export interface LocalStack {
   settings: FleetSettings;
+  /** The fleet's clients (through the fault proxy when there is one). */
   clients: AwsClients;
+  /** Clients straight to SQS and DynamoDB, for watching the run from outside: never faulted. */
+  observer: AwsClients;
+  /** The fault proxy, when `faults` was given. */
+  faults: FaultProxy | undefined;
+  /**
+   * The store-health assessment watched beside the governor (local/store-watch.ts): when an
+   * outage of SQS or DynamoDB would pause consumption. With the fault proxy only.
+   */
+  storeHealth: StoreWatch | undefined;
   endpoints: { sqs: string; dynamo: string; solver: string; external: boolean };
   resources: FleetResources;
   pollers: { normal: Poller; high: Poller };
@@ -114,6 +133,8 @@ export interface LocalStack {
   functionTimeoutMs: number;
   /** Invocations killed by the crash knob so far. */
   crashes(): number;
+  /** Solver ids accepted by the provider after their invocation died (see local/chaos.ts `onIdLost`). */
+  idsLostInCrashes(): number;
   /** Both pollers' counters added up; the ceiling and peak are the shared pool's. */
   pollerStats(): PollerStats;
   /** Stop receiving, let in-flight invocations end (at most `graceMs`), stop everything. */
@@ -201,6 +222,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 /** SQS and DynamoDB: the embedded emulators, or the endpoint given. */
 interface Backends {
   clients: AwsClients;
+  observer: AwsClients;
+  faults: FaultProxy | undefined;
   /** Handler calls still running, those the pollers gave up on (timed out) included. */
   calls: Set<Promise<unknown>>;
   endpoints: { sqs: string; dynamo: string };
@@ -215,11 +238,28 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
     cleanups.add(() => emulators.stop());
     endpoints = { sqs: emulators.sqsEndpoint, dynamo: emulators.dynamoEndpoint };
   }
-  const clients = createAwsClients({ sqsEndpoint: endpoints.sqs, dynamoEndpoint: endpoints.dynamo });
+  const observer = createAwsClients({ sqsEndpoint: endpoints.sqs, dynamoEndpoint: endpoints.dynamo });
   cleanups.add(async () => {
-    clients.sqs.destroy();
-    clients.dynamo.destroy();
+    observer.sqs.destroy();
+    observer.dynamo.destroy();
   });
+  let faults: FaultProxy | undefined;
+  let clients = observer;
+  if (plan.options.faults !== undefined) {
+    faults = await startFaultProxy({
+      upstreams: { sqs: endpoints.sqs, dynamodb: endpoints.dynamo },
+      plan: plan.options.faults,
+      seed: plan.options.faults.seed ?? plan.seed,
+    });
+    const proxy = faults;
+    cleanups.add(() => proxy.close());
+    clients = createAwsClients({ sqsEndpoint: proxy.url, dynamoEndpoint: proxy.url });
+    const faulted = clients;
+    cleanups.add(async () => {
+      faulted.sqs.destroy();
+      faulted.dynamo.destroy();
+    });
+  }
   // A call the poller gave up on (past the function timeout) still runs; its last writes must
   // land before the emulators close (dynalite throws on a write to a closed database). Runs
   // after the solver is closed, so such calls end fast.
@@ -234,7 +274,7 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
   });
   let resources: FleetResources;
   try {
-    resources = await ensureFleetResources(clients, settings);
+    resources = await ensureFleetResources(observer, settings);
   } catch (error) {
     throw new LocalStackError(
       `could not create the queues and tables at ${endpoint ?? 'the embedded emulators'}: ${(error as Error).message}` +
@@ -245,11 +285,11 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
   // Queues that already existed (an external emulator used before) keep their old timeout;
   // this run's crash recovery and function timeout assume its own.
   await alignVisibility(
-    clients,
+    observer,
     [resources.queueUrls.normal, resources.queueUrls.high],
     settings.visibilityTimeoutSeconds,
   );
-  return { clients, calls, endpoints, resources };
+  return { clients, observer, faults, calls, endpoints, resources };
 }
 
 /** The simulator and the solver client that talks to it. */
@@ -275,6 +315,8 @@ async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverS
   const { url } = await simulator.listen(0, '127.0.0.1');
   cleanups.add(() => simulator.close());
   const simMedianMs = options.solver?.medianMs;
+  const agent = new InvocationBoundAgent({ keepAliveTimeout: 10_000 });
+  cleanups.add(() => agent.close());
   const client = createSolverClient({
     baseUrl: url,
     key,
@@ -282,6 +324,8 @@ async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverS
     protocol: settings.solverProtocol,
     ...(settings.solverSoftId !== undefined ? { softId: settings.solverSoftId } : {}),
     ...(settings.solverPricesUsd !== undefined ? { prices: settings.solverPricesUsd } : {}),
+    // A dead invocation (timed out, crashed) sends the solver nothing more, as in Lambda.
+    dispatcher: agent,
     // Scaled to the simulator when it has one median; else the per-method defaults are real-world times and so is the protocol's schedule.
     ...(options.pollSchedule
       ? { schedule: options.pollSchedule }
@@ -303,12 +347,19 @@ interface ConsumerSide {
   metrics: MetricsStore;
   events: LocalEventStream;
   crashes(): number;
+  idsLostInCrashes(): number;
   /** The timing both consumers run with (compressed local time). */
   timing: Partial<ConsumerTiming>;
   /** The crash knob around a results repository (both consumers share it and its count). */
   wrapRepository: (repository: ResultsRepository) => ResultsRepository;
   /** Track a handler's calls until they settle (the stop waits for them). */
   track: (handler: ConsumerHandler) => ConsumerHandler;
+  /** A dead invocation's queue calls and events never go out (local/chaos.ts). */
+  wrapQueue: (queue: TaskQueue) => TaskQueue;
+  guardedEvents: LocalEventStream;
+  /** The overflow provider's key, made before either consumer, and the slot its client fills. */
+  overflowKey: string | undefined;
+  overflowResume: { client: SolverPort | undefined };
 }
 
 async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverSide): Promise<ConsumerSide> {
@@ -317,6 +368,11 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
   const metrics = new MetricsStore();
   const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
   let crashes = 0;
+  let idsLost = 0;
+  // The overflow provider's key is made now: the primary consumer holds it too, to resume (never
+  // submit) what the overflow lane paid for; its client exists once the overflow side starts.
+  const overflowKey = settings.overflow !== undefined ? randomBytes(16).toString('hex') : undefined;
+  const overflowResume: { client: SolverPort | undefined } = { client: undefined };
   const environment: FleetEnvironment = {
     settings,
     queueUrls: resources.queueUrls,
@@ -324,13 +380,19 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     // governor; a run with a fixed ceiling has no governor to read it.
     tables: plan.governed ? resources.tables : { ...resources.tables, governor: undefined },
     solverKeySource: { key: solver.key },
+    ...(overflowKey !== undefined ? { overflowKeySource: { key: overflowKey } } : {}),
     consumerFunctionName: `${settings.prefix}-consumer`,
     eventBusName: undefined,
     endpoint: plan.endpoint,
   };
   const random = stream(plan.seed, 'runtime-crash');
   const wrapRepository = (repository: ResultsRepository) =>
-    guardResultsRepository(repository, { crashRate: options.crashRate ?? 0, random, onCrash: () => crashes++ });
+    guardResultsRepository(repository, {
+      crashRate: options.crashRate ?? 0,
+      random,
+      onCrash: () => crashes++,
+      onIdLost: () => idsLost++,
+    });
   const timing: Partial<ConsumerTiming> = {
     // One clock in one process: a lease as long as the function timeout outlives any
     // invocation that holds it (the claim comes after the invocation starts).
@@ -341,18 +403,30 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),
     accountRetryBaseSeconds: 2,
     accountRetryMaxSeconds: 15,
+    // A store's bad minute is waited out in local seconds too: hand-backs grow to 10 s, and a
+    // task near the DLQ goes back as a fresh copy.
+    storeRetryBaseSeconds: 1,
+    storeRetryMaxSeconds: 10,
+    writeRetry: { firstMs: 50, maxMs: 500 },
+    solverIdCarryAfterMs: 300,
+    requeueReserveMs: 500,
+    minSolveWindowMs: 1_500,
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
     ...options.timing,
   };
+  const wrapQueue = (queue: TaskQueue) => guardDeadInvocations(queue);
+  const guardedEvents = guardDeadInvocations(events);
   const handler = await createConsumerFromEnvironment({
     environment,
     clients: backends.clients,
     solver: solver.client,
-    events,
+    events: guardedEvents,
     metricsSink: (document: EmfDocument) => metrics.ingest(document),
     logger: new Logger({ serviceName: SERVICES.consumer, logLevel: plan.logLevel }),
     wrapRepository,
+    wrapQueue,
     timing,
+    ...(overflowKey !== undefined ? { overflowResumeSolver: lateSolver(overflowResume) } : {}),
   });
   // Every call is tracked until it settles, whatever the poller decided about it.
   const track =
@@ -366,7 +440,34 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
       );
       return call;
     };
-  return { handler: track(handler), metrics, events, crashes: () => crashes, timing, wrapRepository, track };
+  return {
+    handler: track(handler),
+    metrics,
+    events,
+    crashes: () => crashes,
+    idsLostInCrashes: () => idsLost,
+    timing,
+    wrapRepository,
+    track,
+    wrapQueue,
+    guardedEvents,
+    overflowKey,
+    overflowResume,
+  };
+}
+
+/** A solver whose client is set later (the overflow client, made after the primary consumer). */
+function lateSolver(slot: { client: SolverPort | undefined }): SolverPort {
+  const client = (): SolverPort => {
+    if (slot.client === undefined) throw new LocalStackError('the overflow solver is not started yet');
+    return slot.client;
+  };
+  return {
+    solve: (task, options) => client().solve(task, options),
+    getBalance: (options) => client().getBalance(options),
+    reportBad: (solverId) => client().reportBad(solverId),
+    reportGood: (solverId) => client().reportGood(solverId),
+  };
 }
 
 /** The overflow provider's simulator, consumer and lane, when the configuration has an overflow block. */
@@ -385,15 +486,18 @@ async function startOverflow(
     clients: backends.clients,
     resources: backends.resources,
     metrics: consumer.metrics,
-    events: consumer.events,
+    events: consumer.guardedEvents,
     functionTimeoutMs: plan.functionTimeoutMs,
     receiveWaitSeconds: plan.options.receiveWaitSeconds ?? 1,
     logLevel: plan.logLevel,
     timing: consumer.timing,
     wrapRepository: consumer.wrapRepository,
     track: consumer.track,
+    wrapQueue: consumer.wrapQueue,
+    ...(consumer.overflowKey !== undefined ? { key: consumer.overflowKey } : {}),
     onStop: (step) => cleanups.add(step),
   });
+  consumer.overflowResume.client = overflow.client;
   // The settings everyone reads name the simulator the overflow consumer really talks to.
   plan.settings = { ...plan.settings, overflow: overflow.settings };
   return overflow;
@@ -498,7 +602,7 @@ async function startGovernor(
 
 function assembleStack(
   plan: StackPlan,
-  { clients, endpoints, resources }: Backends,
+  { clients, observer, faults, endpoints, resources }: Backends,
   solver: SolverSide,
   consumer: ConsumerSide,
   { pollers, pool }: Lanes,
@@ -515,9 +619,25 @@ function assembleStack(
     events: consumer.events,
   });
   let stopped = false;
+  // The plan's windows count from here: the stack is up, the workload about to start.
+  faults?.arm();
+  const storeHealth =
+    faults === undefined
+      ? undefined
+      : startStoreWatch({
+          clients,
+          metrics: consumer.metrics,
+          resultsTable: resources.tables.results,
+          queueUrl: resources.queueUrls.normal,
+          tickMs: plan.settings.tickMs,
+        });
+  if (storeHealth) cleanups.add(async () => storeHealth.stop());
   return {
     settings: plan.settings,
     clients,
+    observer,
+    faults,
+    storeHealth,
     endpoints: { ...endpoints, solver: solver.url, external: plan.endpoint !== undefined },
     resources,
     pollers,
@@ -530,6 +650,7 @@ function assembleStack(
     overflow,
     functionTimeoutMs: plan.functionTimeoutMs,
     crashes: consumer.crashes,
+    idsLostInCrashes: consumer.idsLostInCrashes,
     pollerStats: () => ({
       ...addStats(pollers.normal.stats(), pollers.high.stats()),
       maxConcurrency: pool.limit,

@@ -10,6 +10,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary } from '../../local/demo.js';
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../functions/core/solver-protocol.js';
+import { describeFaultPlan } from '../../local/faults/plan.js';
 import { LOG_LEVELS, startLocalStack, type LocalStack } from '../../local/runtime.js';
 import {
   LocalStackConflictError,
@@ -21,6 +22,7 @@ import {
 import { startControlServer } from '../../local/control-server.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
 import { decimal, integer, type OptionRow, outageWindow } from './option-rows.js';
+import { FAULT_START_OPTIONS, faultPlanOf, faultRows } from './start-faults.js';
 import { OVERFLOW_START_OPTIONS, overflowConfigOf, overflowSimOf, strayOverflowFlags } from './start-overflow.js';
 
 /** --max-duration when not given, s. */
@@ -210,6 +212,7 @@ export const START_OPTIONS = {
     default: 'silent',
   },
   ...OVERFLOW_START_OPTIONS,
+  ...FAULT_START_OPTIONS,
 } as const satisfies Record<string, OptionRow>;
 
 type RowValue<R> = R extends { parse: (value: string, previous: never) => infer T }
@@ -328,6 +331,7 @@ export async function runStart(
         outages: options.solverOutage,
       },
       ...(options.overflowSim ? { overflowSolver: { seed: options.seed + 1, ...overflowSimOf(options) } } : {}),
+      ...(options.faults ? { faults: faultPlanOf(options.faults, options.seed) } : {}),
     });
     human.write(describeStack(stack, options));
 
@@ -412,6 +416,7 @@ function describeStack(stack: LocalStack, options: StartOptions): string {
     ` · ${stack.settings.tasksPerInvocation} task(s) per invocation; function timeout ${stack.functionTimeoutMs / 1000} s; ` +
     `visibility ${stack.settings.visibilityTimeoutSeconds} s; DLQ after ${stack.settings.maxReceiveCount} receives` +
     `${options.crashRate > 0 ? `; crash rate ${options.crashRate}` : ''}\n` +
+    (stack.faults ? `  fault proxy ${stack.faults.url}: ${describeFaultPlan(stack.faults.plan)}\n` : '') +
     describeOverflow(stack)
   );
 }
@@ -511,6 +516,7 @@ function formatSummary(s: DemoSummary): string {
     ],
   ];
   rows.push(...overflowRows(s, ms));
+  rows.push(...faultRows(s));
   if (s.governor?.pause) {
     const { pausedMs, reason, probes } = s.governor.pause;
     rows.push([
@@ -586,6 +592,8 @@ function verdictOf(s: DemoSummary, options: StartOptions): { code: number; messa
       code: 1,
       message: `OVER THE CAP: the overflow provider charged $${s.overflow.provider.spentUsd.toFixed(4)}, more than its caps ($${s.overflow.capUsdPerHour}/hour, $${s.overflow.capUsdPerDay}/day) allow over this run.`,
     };
+  const broken = invariantsBroken(s);
+  if (broken.length > 0) return { code: 1, message: `INVARIANT BROKEN: ${broken.join('; ')}.` };
   if (s.complete && rows === s.submitted)
     return {
       code: 0,
@@ -596,9 +604,20 @@ function verdictOf(s: DemoSummary, options: StartOptions): { code: number; messa
   if (s.unknown > 0) why.push(`${s.unknown} task(s) with a record that has no known status (not counted as finished)`);
   if (s.lost > 0) why.push(`${s.lost} task(s) LOST: no record, not in the DLQ, not queued`);
   if (s.stillQueued > 0) why.push(`${s.stillQueued} task(s) still queued when the run ended ${endedWhy(s, options)}`);
-  if (s.submitted < options.tasks)
+  if (s.unsent > 0) why.push(`${s.unsent} task(s) could not be sent (SQS refused them after retries)`);
+  else if (s.submitted < options.tasks)
     why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
   return { code: 1, message: `NOT COMPLETE: ${why.join('; ')}.` };
+}
+
+/** What a run must never show, faults or not: a task paid twice, a valid task dead-lettered, a solve unannounced. */
+function invariantsBroken(s: DemoSummary): string[] {
+  const broken: string[] = [];
+  if (s.paidTwice > 0) broken.push(`${s.paidTwice} task(s) paid twice`);
+  if (s.validInDlq > 0) broken.push(`${s.validInDlq} valid task(s) in the DLQ`);
+  if (s.solvedNotAnnounced > 0) broken.push(`${s.solvedNotAnnounced} solved task(s) never announced`);
+  if (s.dlqDuplicates > 0) broken.push(`${s.dlqDuplicates} second DLQ copies of one message`);
+  return broken;
 }
 
 /** Why the run ended with tasks still queued, and why they wait when the governor paused. */

@@ -34,7 +34,9 @@ export function baseClientConfig(endpoint: string | undefined, region: string) {
     // Bound every call: the consumer keeps 20 s to claim and record around a solve, and the
     // governor must finish its ticks before its timeout. Long polls of 20 s would need more;
     // this code polls for at most a few seconds.
-    requestHandler: { requestTimeout: 10_000, connectionTimeout: 3_000 },
+    // `throwOnRequestTimeout`: without it this SDK only logs a warning past `requestTimeout` and
+    // keeps waiting, so a store that stops answering would hold an invocation to its end.
+    requestHandler: { requestTimeout: 10_000, connectionTimeout: 3_000, throwOnRequestTimeout: true },
   };
 }
 

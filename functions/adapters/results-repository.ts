@@ -5,23 +5,35 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { ClaimInput, ClaimResult, ResultsRepository } from '../core/ports.js';
-import type { TaskResult } from '../core/results.js';
+import {
+  type ClaimInput,
+  type ClaimResult,
+  type RejectOutcome,
+  type ResultsRepository,
+  StoreError,
+  type StoreFailureKind,
+} from '../core/ports.js';
+import type { SolverProvider } from '../core/provider.js';
+import { isTerminal, type TaskResult } from '../core/results.js';
 import { sameContent, taskFingerprint } from '../core/task-identity.js';
+import { ITEM_TOO_LARGE, storeFailureKind } from './store-failure.js';
 
 /**
  * A results-table call failed for a reason other than a lost condition. The message names the
  * DynamoDB error behind it (its name and what it means: throttled, item too large, access
- * denied, table missing), so a log line says why, not only that it failed.
+ * denied, table missing), so a log line says why, not only that it failed; `kind` says what the
+ * caller can do about it (the port's words).
  */
-export class ResultsRepositoryError extends Error {
+export class ResultsRepositoryError extends StoreError {
   override name = 'ResultsRepositoryError';
-  constructor(
-    message: string,
-    readonly taskId: string,
-    options: { cause?: unknown } = {},
-  ) {
-    super(options.cause === undefined ? message : `${message}: ${dynamoFailureCause(options.cause)}`, options);
+  constructor(message: string, taskId: string, options: { cause?: unknown; kind?: StoreFailureKind } = {}) {
+    super(
+      options.cause === undefined ? message : `${message}: ${dynamoFailureCause(options.cause)}`,
+      'dynamodb',
+      options.kind ?? (options.cause === undefined ? 'unavailable' : storeFailureKind(options.cause)),
+      taskId,
+      options.cause === undefined ? {} : { cause: options.cause },
+    );
   }
 }
 
@@ -48,7 +60,7 @@ export class RecordTooLargeError extends ResultsRepositoryError {
     super(
       `record of task ${taskId} would be ${recordBytes} bytes (its answer ${answerBytes}), over DynamoDB's item limit of ${DYNAMODB_ITEM_LIMIT_BYTES} bytes`,
       taskId,
-      options,
+      { ...options, kind: 'too_large' },
     );
   }
 }
@@ -69,9 +81,6 @@ const DYNAMO_FAILURE_MEANINGS: ReadonlyArray<readonly [RegExp, string]> = [
   [/^ResourceNotFound/, 'table missing'],
   [/^(ItemCollectionSizeLimitExceeded)/, 'item too large'],
 ];
-
-/** How DynamoDB (and dynalite) word an item over the limit. */
-const ITEM_TOO_LARGE = /item size (has )?exceeded|maximum allowed size/i;
 
 /**
  * Size of an item as DynamoDB counts it: names and strings in UTF-8, numbers at most 21 bytes,
@@ -106,7 +115,17 @@ export interface DynamoResultsRepositoryOptions {
 }
 
 /** Fields `complete()` may not overwrite: the key, the claim bookkeeping, the fingerprint and the TTL. */
-const CLAIM_FIELDS = new Set(['taskId', 'attempts', 'expiresAt', 'claimToken', 'leaseUntil', 'fingerprint']);
+const CLAIM_FIELDS = new Set([
+  'taskId',
+  'attempts',
+  'expiresAt',
+  'claimToken',
+  'leaseUntil',
+  'fingerprint',
+  'completedBy',
+  'announcedAt',
+  'orphanWaitAt',
+]);
 
 /** Claim conflicts re-read and retried at most this often (a lease expiring between write and read). */
 const CLAIM_ROUNDS = 3;
@@ -146,24 +165,23 @@ export class DynamoResultsRepository implements ResultsRepository {
       const existing = await this.get(task.id, { consistent: true });
       // Gone by TTL, expired, or rejected since the write: the next round's fresh claim takes it.
       if (existing === undefined || existing.status === 'rejected' || isExpired(existing, now)) continue;
+      // Our own write, committed but its answer lost (the SDK's retry then failed the condition).
+      if (existing.status === 'solving' && existing.claimToken === input.claimToken) return ownClaim(existing, input);
       // Compared on every path that finds a record (Powertools' payload validation missed the
       // failed-conditional-write path once; see its issues #2058, #3781).
       if (!sameContent(existing.fingerprint, fingerprint)) return { outcome: 'conflict', record: existing };
       if (existing.status !== 'solving') return { outcome: 'terminal', record: existing };
       const leaseUntil = existing.leaseUntil ?? 0;
       if (leaseUntil >= now) return { outcome: 'held', leaseUntil };
+      const holder = solverHolderOf(existing);
+      // A submission accepted by a provider this consumer cannot poll: taking over would pay a
+      // second provider for a task the first may have solved already (invariant 11).
+      if (existing.solverId !== undefined && !resumableBy(input).includes(holder))
+        return { outcome: 'held_elsewhere', solverProvider: holder, record: existing };
       const taken = await this.takeOver(input, fingerprint);
       if (taken !== undefined) {
-        // A submission can be resumed only at the provider that accepted it: a takeover by the
-        // other lane submits afresh. (`existing` names the holder's provider: only a claim writes
-        // it, and another takeover since the read would have failed ours.)
-        const resumable = (existing.provider ?? 'primary') === (input.provider ?? 'primary');
-        return {
-          outcome: 'claimed',
-          record: taken,
-          takenOver: true,
-          ...(resumable && taken.solverId !== undefined ? { previousSolverId: taken.solverId } : {}),
-        };
+        const orphaned = leaseUntil > 0 && existing.solverId === undefined && existing.orphanWaitAt === undefined;
+        return { ...ownClaim(taken, input, true), ...(orphaned ? { orphaned } : {}) };
       }
       // The lease was renewed or the record changed between the read and the write: look again.
     }
@@ -207,6 +225,7 @@ export class DynamoResultsRepository implements ResultsRepository {
   /** Take over a claim whose lease ran out, keeping its solver id; undefined when it is no longer takeable. */
   private async takeOver(input: ClaimInput, fingerprint: string): Promise<TaskResult | undefined> {
     const { task, claimToken, now, leaseMs, provider } = input;
+    const resumableCondition = resumableHolderCondition(resumableBy(input));
     try {
       const written = await this.documents.send(
         new UpdateCommand({
@@ -221,13 +240,15 @@ export class DynamoResultsRepository implements ResultsRepository {
             'ADD attempts :one',
           ConditionExpression:
             '#status = :solving AND leaseUntil < :now AND expiresAt >= :nowSeconds AND ' +
-            '(attribute_not_exists(fingerprint) OR fingerprint = :fingerprint)',
+            '(attribute_not_exists(fingerprint) OR fingerprint = :fingerprint) AND ' +
+            resumableCondition.expression,
           ExpressionAttributeNames: {
             '#status': 'status',
             '#method': 'method',
-            ...(provider !== undefined ? { '#provider': 'provider' } : {}),
+            '#provider': 'provider',
           },
           ExpressionAttributeValues: {
+            ...resumableCondition.values,
             ...(provider !== undefined ? { ':provider': provider } : {}),
             ':solving': 'solving',
             ':token': claimToken,
@@ -251,10 +272,15 @@ export class DynamoResultsRepository implements ResultsRepository {
     }
   }
 
-  async recordSolverId(taskId: string, claimToken: string, solverId: string): Promise<boolean> {
+  async recordSolverId(
+    taskId: string,
+    claimToken: string,
+    solverId: string,
+    provider: SolverProvider = 'primary',
+  ): Promise<boolean> {
     return this.ifClaimed(taskId, claimToken, {
-      UpdateExpression: 'SET solverId = :solverId',
-      ExpressionAttributeValues: { ':solverId': solverId },
+      UpdateExpression: 'SET solverId = :solverId, solverProvider = :solverProvider',
+      ExpressionAttributeValues: { ':solverId': solverId, ':solverProvider': provider },
     });
   }
 
@@ -275,27 +301,53 @@ export class DynamoResultsRepository implements ResultsRepository {
     }
     values[':expiresAt'] = this.expiresAt(this.clock());
     sets.push('expiresAt = :expiresAt');
-    return this.ifClaimed(taskId, claimToken, {
+    // The writer's token stays on the record: a retry whose first attempt committed (its answer
+    // lost) finds the condition failed and recognises the record as its own.
+    values[':completedBy'] = claimToken;
+    sets.push('completedBy = :completedBy');
+    const written = await this.ifClaimed(taskId, claimToken, {
       UpdateExpression: `SET ${sets.join(', ')} REMOVE claimToken, leaseUntil`,
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
     });
+    if (written) return true;
+    const current = await this.get(taskId, { consistent: true });
+    return current !== undefined && isTerminal(current.status) && current.completedBy === claimToken;
   }
 
-  async release(taskId: string, claimToken: string): Promise<void> {
+  async markAnnounced(taskId: string, at: number): Promise<void> {
+    try {
+      await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { taskId },
+          UpdateExpression: 'SET announcedAt = :at',
+          ConditionExpression: 'attribute_exists(taskId)',
+          ExpressionAttributeValues: { ':at': at },
+        }),
+      );
+    } catch (error) {
+      // Gone (TTL) meanwhile: nothing left to mark.
+      if (error instanceof ConditionalCheckFailedException) return;
+      throw new ResultsRepositoryError(`announcement of task ${taskId} could not be noted`, taskId, { cause: error });
+    }
+  }
+
+  async release(taskId: string, claimToken: string, note?: { orphanWaitAt: number }): Promise<void> {
     // Lease 0 rather than a delete: attempts and the solver id survive, so the next delivery
     // takes over at once and resumes the submission instead of paying for a new one.
     await this.ifClaimed(taskId, claimToken, {
-      UpdateExpression: 'SET leaseUntil = :zero REMOVE claimToken',
-      ExpressionAttributeValues: { ':zero': 0 },
+      UpdateExpression: `SET leaseUntil = :zero${note ? ', orphanWaitAt = :orphanWaitAt' : ''} REMOVE claimToken`,
+      ExpressionAttributeValues: { ':zero': 0, ...(note ? { ':orphanWaitAt': note.orphanWaitAt } : {}) },
     });
   }
 
-  /** @returns true when this call wrote the record, false when one existed already. */
+  /** `written` when this call (or an earlier attempt by `writer`) wrote the record, else the record found. */
   async reject(
     taskId: string,
     result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number },
-  ): Promise<boolean> {
+    writer: string,
+  ): Promise<RejectOutcome> {
     const record: TaskResult = {
       taskId,
       status: 'rejected',
@@ -305,6 +357,7 @@ export class DynamoResultsRepository implements ResultsRepository {
       ...(result.method !== undefined ? { method: result.method } : {}),
       ...(result.submittedAt !== undefined ? { submittedAt: result.submittedAt } : {}),
       completedAt: result.completedAt,
+      completedBy: writer,
       expiresAt: this.expiresAt(result.completedAt),
     };
     try {
@@ -315,15 +368,21 @@ export class DynamoResultsRepository implements ResultsRepository {
           ConditionExpression: 'attribute_not_exists(taskId)',
         }),
       );
-      return true;
+      return { outcome: 'written', record };
     } catch (error) {
       // A record exists already: a valid task with the same id owns it (or an earlier rejection
       // does); leave it alone. A rejected record, for its part, never blocks a valid task: claim() replaces it.
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw new ResultsRepositoryError(`rejected record of task ${taskId} could not be written`, taskId, {
-        cause: error,
-      });
+      if (!(error instanceof ConditionalCheckFailedException))
+        throw new ResultsRepositoryError(`rejected record of task ${taskId} could not be written`, taskId, {
+          cause: error,
+        });
     }
+    const existing = await this.get(taskId, { consistent: true });
+    // Deleted (TTL) between the write and the read: the next delivery writes it.
+    if (existing === undefined)
+      throw new ResultsRepositoryError(`rejected record of task ${taskId} vanished while written`, taskId);
+    const ours = existing.status === 'rejected' && existing.completedBy === writer;
+    return { outcome: ours ? 'written' : 'exists', record: existing };
   }
 
   async get(taskId: string, options: { consistent?: boolean } = {}): Promise<TaskResult | undefined> {
@@ -394,4 +453,49 @@ export class DynamoResultsRepository implements ResultsRepository {
       throw new ResultsRepositoryError(`results-table update of task ${taskId} failed`, taskId, { cause: error });
     }
   }
+}
+
+/** The providers a claim may resume the submissions of. */
+function resumableBy(input: ClaimInput): readonly SolverProvider[] {
+  return input.resumable ?? [input.provider ?? 'primary'];
+}
+
+/** Who accepted the record's submission: `solverProvider`, else (older records) its claimant, else the primary. */
+function solverHolderOf(record: TaskResult): SolverProvider {
+  return record.solverProvider ?? record.provider ?? 'primary';
+}
+
+/** The claimed outcome for a record this claim holds (just taken over, or found ours after a lost answer). */
+function ownClaim(record: TaskResult, input: ClaimInput, takenOver = (record.attempts ?? 1) > 1): ClaimResult {
+  const holder = solverHolderOf(record);
+  const resumable = record.solverId !== undefined && resumableBy(input).includes(holder);
+  return {
+    outcome: 'claimed',
+    record,
+    takenOver,
+    ...(resumable ? { previousSolverId: record.solverId as string, previousSolverProvider: holder } : {}),
+  };
+}
+
+/**
+ * The takeover's guard, in DynamoDB's words: no submission yet, or one a provider in `providers`
+ * accepted (`solverProvider`, or on older records the claimant's `provider`, absent = primary).
+ */
+function resumableHolderCondition(providers: readonly SolverProvider[]): {
+  expression: string;
+  values: Record<string, string>;
+} {
+  const values: Record<string, string> = {};
+  providers.forEach((provider, index) => {
+    values[`:resumable${index}`] = provider;
+  });
+  const list = Object.keys(values).join(', ');
+  if (list === '') return { expression: 'attribute_not_exists(solverId)', values };
+  const legacy = providers.includes('primary') ? ' OR attribute_not_exists(#provider)' : '';
+  return {
+    expression:
+      `(attribute_not_exists(solverId) OR solverProvider IN (${list}) OR ` +
+      `(attribute_not_exists(solverProvider) AND (#provider IN (${list})${legacy})))`,
+    values,
+  };
 }

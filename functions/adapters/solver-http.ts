@@ -12,6 +12,7 @@
  * never through a float.
  */
 import { type Dispatcher, request } from 'undici';
+import { containsSecret, redactSecrets } from '../core/redaction.js';
 import { SOLVER_ERROR_CODES, SolverTransientError, redactKey } from '../core/solver-protocol.js';
 import { aborted, describeError, type SolverContext } from './solver-context.js';
 
@@ -194,9 +195,20 @@ function jsonAnswerOf(
  * the key itself is replaced, so a real answer is never altered.
  */
 function withoutKey(ctx: SolverContext, value: string, path: string, taskId: string | undefined): string {
-  if (!value.includes(ctx.key)) return value;
+  if (!containsSecret(value, [ctx.key])) return value;
   ctx.log.warn('solver answer contained the key; redacted', { taskId, path });
-  return value.split(ctx.key).join('***');
+  return redactSecrets(value, [ctx.key]);
+}
+
+/**
+ * An error code with the key in it (an echo, upper-cased or reversed, that still looks like a
+ * protocol code) is no code: it would travel into logs, metrics, records and the governor's
+ * saved decisions.
+ */
+function keyFreeCode(ctx: SolverContext, code: string, path: string, taskId: string | undefined): string {
+  if (!containsSecret(code, [ctx.key])) return code;
+  ctx.log.warn('solver error code contained the key; replaced', { taskId, path });
+  return UNRECOGNIZED_CODE;
 }
 
 /**
@@ -242,7 +254,7 @@ function answerOf(
   }
   const answer = readProtocolAnswer(text);
   if (answer?.ok) return { ...answer, value: withoutKey(ctx, answer.value, path, taskId) };
-  if (answer) return answer;
+  if (answer) return { ...answer, code: keyFreeCode(ctx, answer.code, path, taskId) };
   const code = /^\s*</.test(text) ? 'HTML_BODY' : 'UNPARSEABLE_BODY';
   throw new SolverTransientError(code, {
     taskId,

@@ -1,29 +1,48 @@
 /**
  * The consumer's side of the task queues (SQS): dead-lettering refused messages with their
- * reason, and changing a delivered message's visibility (lease waits and retry backoff).
+ * reason, changing a delivered message's visibility (lease waits and retry backoff), deleting a
+ * message whose work is done, and putting a fresh copy of a message in its place.
  */
 import {
   ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
   GetQueueUrlCommand,
+  type MessageAttributeValue,
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { DeadLetter, DeliveredMessage, TaskQueue } from '../core/ports.js';
+import {
+  type DeadLetter,
+  type DeliveredMessage,
+  type MessageAttribute,
+  type MessageCopy,
+  StoreError,
+  type StoreFailureKind,
+  type TaskQueue,
+} from '../core/ports.js';
+import { SQS_MESSAGE_LIMIT_BYTES } from '../core/task.js';
+import { storeFailureKind } from './store-failure.js';
 
 /** SQS allows a visibility timeout of at most 12 hours. */
 export const MAX_VISIBILITY_SECONDS = 43_200;
-/** Message attribute values are capped by the 256 KiB message limit; keep the detail short. */
-const MAX_DETAIL_CHARS = 1024;
+/** SQS allows a message delay of at most 15 minutes. */
+export const MAX_DELAY_SECONDS = 900;
+/** SQS allows at most 10 attributes on a message. */
+const MAX_ATTRIBUTES = 10;
+/** The reason detail kept on a dead letter, bytes of UTF-8 (the headroom holds it with the rest). */
+const MAX_DETAIL_BYTES = 2_048;
 
-/** A queue call failed; carries the task id when known. */
-export class TaskQueueError extends Error {
-  override readonly name = 'TaskQueueError';
-  constructor(
-    message: string,
-    readonly taskId: string | undefined,
-    options: { cause?: unknown } = {},
-  ) {
-    super(message, options);
+/** A queue call failed; carries the task id when known and what the failure means (`kind`). */
+export class TaskQueueError extends StoreError {
+  override name = 'TaskQueueError';
+  constructor(message: string, taskId: string | undefined, options: { cause?: unknown; kind?: StoreFailureKind } = {}) {
+    super(
+      message,
+      'sqs',
+      options.kind ?? (options.cause === undefined ? 'unavailable' : storeFailureKind(options.cause)),
+      taskId,
+      options.cause === undefined ? {} : { cause: options.cause },
+    );
   }
 }
 
@@ -40,6 +59,62 @@ export function queueNameOf(arnOrUrl: string): string {
   return arnOrUrl.slice(arnOrUrl.lastIndexOf(separator) + 1);
 }
 
+type Attributes = Record<string, MessageAttributeValue>;
+
+/** Bytes SQS counts for a message: the body, and each attribute's name, type and value. */
+export function messageBytes(body: string, attributes: Attributes): number {
+  let total = Buffer.byteLength(body);
+  for (const [name, value] of Object.entries(attributes)) {
+    total += Buffer.byteLength(name) + Buffer.byteLength(value.DataType ?? '');
+    if (value.StringValue !== undefined) total += Buffer.byteLength(value.StringValue);
+    if (value.BinaryValue !== undefined) total += value.BinaryValue.byteLength;
+  }
+  return total;
+}
+
+/** A string cut to at most `bytes` of UTF-8, never inside a character. */
+function cutToBytes(text: string, bytes: number): string {
+  if (Buffer.byteLength(text) <= bytes) return text;
+  let out = Buffer.from(text).subarray(0, Math.max(0, bytes)).toString('utf8');
+  // A cut multi-byte character decodes as U+FFFD: drop it.
+  while (out.endsWith('\uFFFD')) out = out.slice(0, -1);
+  return out;
+}
+
+const text = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
+
+/**
+ * A dead letter's attributes, fitted to the DLQ's limit with the body: the detail is cut first,
+ * then the optional attributes go, the reason last. The lanes accept DEAD_LETTER_HEADROOM_BYTES
+ * less than SQS's limit, so on the fleet's own queues everything fits.
+ */
+export function deadLetterAttributes(letter: DeadLetter, limit = SQS_MESSAGE_LIMIT_BYTES): Attributes {
+  const attributes: Attributes = {
+    reason: text(letter.reason),
+    reasonDetail: text(cutToBytes(letter.reasonDetail, MAX_DETAIL_BYTES) || letter.reason),
+    sourceQueue: text(letter.sourceQueue),
+    ...(letter.taskId !== undefined ? { taskId: text(letter.taskId) } : {}),
+    ...(letter.sourceMessageId !== undefined ? { sourceMessageId: text(letter.sourceMessageId) } : {}),
+  };
+  const over = () => messageBytes(letter.body, attributes) - limit;
+  if (over() > 0) {
+    const detail = attributes.reasonDetail?.StringValue ?? '';
+    attributes.reasonDetail = text(cutToBytes(detail, Math.max(1, Buffer.byteLength(detail) - over())) || '-');
+  }
+  for (const name of ['reasonDetail', 'sourceQueue', 'sourceMessageId', 'taskId', 'reason'])
+    if (over() > 0) delete attributes[name];
+  return attributes;
+}
+
+/** A Lambda-shaped attribute (binary as base64) in SQS's shape. */
+function toSqsAttribute(attribute: MessageAttribute): MessageAttributeValue {
+  return {
+    DataType: attribute.dataType,
+    ...(attribute.stringValue !== undefined ? { StringValue: attribute.stringValue } : {}),
+    ...(attribute.binaryValue !== undefined ? { BinaryValue: Buffer.from(attribute.binaryValue, 'base64') } : {}),
+  };
+}
+
 /** SQS implementation of {@link TaskQueue}. */
 export class SqsTaskQueue implements TaskQueue {
   private readonly sqs: SQSClient;
@@ -53,18 +128,13 @@ export class SqsTaskQueue implements TaskQueue {
   }
 
   async deadLetter(letter: DeadLetter): Promise<void> {
-    const attributes: Record<string, { DataType: 'String'; StringValue: string }> = {
-      reason: { DataType: 'String', StringValue: letter.reason },
-      reasonDetail: {
-        DataType: 'String',
-        StringValue: letter.reasonDetail.slice(0, MAX_DETAIL_CHARS) || letter.reason,
-      },
-      sourceQueue: { DataType: 'String', StringValue: letter.sourceQueue },
-    };
-    if (letter.taskId !== undefined) attributes.taskId = { DataType: 'String', StringValue: letter.taskId };
     try {
       await this.sqs.send(
-        new SendMessageCommand({ QueueUrl: this.dlqUrl, MessageBody: letter.body, MessageAttributes: attributes }),
+        new SendMessageCommand({
+          QueueUrl: this.dlqUrl,
+          MessageBody: letter.body,
+          MessageAttributes: deadLetterAttributes(letter),
+        }),
       );
     } catch (error) {
       throw new TaskQueueError(`dead-lettering a message (${letter.reason}) failed`, letter.taskId, { cause: error });
@@ -89,14 +159,62 @@ export class SqsTaskQueue implements TaskQueue {
     }
   }
 
+  async acknowledge(message: DeliveredMessage): Promise<void> {
+    const queueUrl = await this.urlOf(message.eventSourceArn);
+    try {
+      await this.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle }));
+    } catch (error) {
+      throw new TaskQueueError(`deleting a message of ${queueNameOf(queueUrl)} failed`, undefined, { cause: error });
+    }
+  }
+
+  async requeue(message: DeliveredMessage, copy: MessageCopy): Promise<{ deleted: boolean }> {
+    const queueUrl = await this.urlOf(message.eventSourceArn);
+    const attributes = Object.fromEntries(
+      Object.entries(copy.attributes)
+        .slice(0, MAX_ATTRIBUTES)
+        .map(([name, attribute]) => [name, toSqsAttribute(attribute)]),
+    );
+    try {
+      await this.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: queueUrl,
+          MessageBody: copy.body,
+          MessageAttributes: attributes,
+          DelaySeconds: Math.max(0, Math.min(MAX_DELAY_SECONDS, Math.ceil(copy.delaySeconds))),
+        }),
+      );
+    } catch (error) {
+      throw new TaskQueueError(`sending a fresh copy of a message of ${queueNameOf(queueUrl)} failed`, undefined, {
+        cause: error,
+      });
+    }
+    // The copy is out: the original must go, or it comes back without what the copy carries.
+    // One more try after the SDK's own, then the caller hears that two copies are out.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await this.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.receiptHandle }));
+        return { deleted: true };
+      } catch {
+        if (attempt === 0) await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+    return { deleted: false };
+  }
+
   private async urlOf(arn: string): Promise<string> {
     const name = queueNameOf(arn);
     const known = this.urlsByName.get(name);
     if (known !== undefined) return known;
     const account = arn.split(':')[4];
-    const found = await this.sqs.send(
-      new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }),
-    );
+    let found: { QueueUrl?: string | undefined };
+    try {
+      found = await this.sqs.send(
+        new GetQueueUrlCommand({ QueueName: name, ...(account ? { QueueOwnerAWSAccountId: account } : {}) }),
+      );
+    } catch (error) {
+      throw new TaskQueueError(`the URL of queue ${name} could not be read`, undefined, { cause: error });
+    }
     if (!found.QueueUrl) throw new TaskQueueError(`queue ${name} has no URL`, undefined);
     this.urlsByName.set(name, found.QueueUrl);
     return found.QueueUrl;

@@ -5,8 +5,9 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { processRecord, resolveTiming, type ConsumerDeps, type RecordContext } from './process-task.js';
+import { countStoreCalls } from './store-calls.js';
 
-export type { ConsumerDeps, ConsumerTiming, RetryReason } from './process-task.js';
+export type { ConsumerDeps, ConsumerTiming, Outcome, RetryReason, RequeuePolicy } from './process-task.js';
 export { RetryLaterError, ClaimLostError, backoffSeconds } from './process-task.js';
 
 /** Lambda's SQS handler with partial batch responses. */
@@ -21,12 +22,17 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
   const clock = deps.clock ?? Date.now;
   const timing = resolveTiming(deps.settings, deps.timing);
   return async (event, context) => {
+    // The invocation's calls to DynamoDB and SQS are counted (and their failures) for the
+    // governor's store-health signal; per invocation, as several may run at once in one process.
+    const counted = countStoreCalls(deps);
     const ctx: RecordContext = {
-      deps,
+      deps: counted.deps,
       clock,
       timing,
       stopAt: clock() + context.getRemainingTimeInMillis(),
       requestId: context.awsRequestId,
+      acknowledgeEach: event.Records.length > 1,
+      dynamoErrors: counted.dynamoErrors,
     };
     // One processor per invocation: it keeps the batch's state on the instance, and the local
     // runtime may run several invocations of this handler at once in one process.
@@ -40,6 +46,7 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
         throwOnFullBatchFailure: false,
       });
     } finally {
+      counted.emit();
       deps.metrics.publishStoredMetrics();
     }
   };

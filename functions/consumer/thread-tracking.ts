@@ -21,7 +21,6 @@
  * synchronous, and a ledger that cannot be written costs a log line, never a task. `settle()`
  * waits for them before the delivery ends, so none is cut off when Lambda freezes the invocation.
  */
-import type { Logger } from '@aws-lambda-powertools/logger';
 import { sleep } from '../core/helpers/time.js';
 import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
@@ -60,7 +59,7 @@ export class ThreadTracking {
   constructor(
     private readonly ledger: ThreadLedgerRecorder | undefined,
     private readonly clock: Clock,
-    private readonly log: Pick<Logger, 'warn'>,
+    private readonly log: { warn(message: string, attributes?: Record<string, unknown>): void },
     private readonly waiting?: OverCapWaiting,
     /** Threads the plan leaves the fleet (plan − reserved): a submission waits while the fleet holds them all. */
     private readonly planCap?: number,

@@ -7,21 +7,26 @@
  * The environment's provider (SOLVER_PROVIDER) picks the lane: the plan's consumer (`primary`)
  * or the overflow consumer, the same code with the overflow provider's solver and key, its
  * metrics under service `consumer-overflow`, its own thread ledger item, and `provider` on
- * every record it writes.
+ * every record it writes. The primary consumer of a fleet with an overflow provider also holds
+ * that provider's key, to resume (poll, never submit) a submission the overflow lane paid for:
+ * a task is never paid at both. The overflow consumer holds only its own key.
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
+import { createCarrySeal, type KeyLoaders } from '../adapters/carry-seal.js';
 import { createEventBridgePublisher } from '../adapters/completion-events.js';
 import { createMetrics, type EmfSink } from '../adapters/metrics.js';
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
+import { createSolverKeyLoader } from '../adapters/solver-key.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
-import type { FleetEnvironment } from '../core/environment.js';
+import type { FleetEnvironment, SolverKeySource } from '../core/environment.js';
 import type { PollSchedule } from '../core/poll-schedule.js';
-import type { CompletionEvents, ResultsRepository, SolverPort } from '../core/ports.js';
-import { consumerServiceOf, threadLedgerIdOf } from '../core/provider.js';
+import type { CompletionEvents, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
+import { consumerServiceOf, type SolverProvider, threadLedgerIdOf } from '../core/provider.js';
+import { createRedactor } from '../core/redaction.js';
 import { createConsumerHandler, type ConsumerHandler, type ConsumerTiming } from './create-handler.js';
 
 export interface ConsumerWiringOptions {
@@ -43,6 +48,13 @@ export interface ConsumerWiringOptions {
   timing?: Partial<ConsumerTiming>;
   /** Wrap the results repository (the local runtime's crash knob, local/chaos.ts). @default as is */
   wrapRepository?: (repository: ResultsRepository) => ResultsRepository;
+  /** Wrap the task queue (the local runtime: a dead invocation sends nothing). @default as is */
+  wrapQueue?: (queue: TaskQueue) => TaskQueue;
+  /**
+   * The primary consumer's resume solver at the overflow provider. @default the undici client for
+   * the overflow block with the overflow key, when the environment holds both
+   */
+  overflowResumeSolver?: SolverPort;
 }
 
 /** Build the consumer handler. Reads the solver key (once) unless a solver is passed. */
@@ -84,6 +96,14 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     });
   }
   const wrapRepository = options.wrapRepository ?? ((repository: ResultsRepository) => repository);
+  const wrapQueue = options.wrapQueue ?? ((queue: TaskQueue) => queue);
+  const keys = keyLoadersOf(environment, provider, clients.region);
+  const redactor = createRedactor();
+  const seal = createCarrySeal(keys, redactor);
+  // The keys are read now, so the redactor knows them before the first log line; a key that cannot
+  // be read yet is read again on first use (the solver reports it as an account error).
+  for (const load of Object.values(keys)) void load().then(redactor.add, () => undefined);
+  const resumeSolvers = resumeSolversOf(environment, provider, clients.region, options, logger);
   const sourceQueueUrls = [
     environment.queueUrls.normal,
     ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
@@ -98,14 +118,52 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
         ttlSeconds: settings.resultTtlSeconds,
       }),
     ),
-    queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls }),
+    queue: wrapQueue(new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls })),
     metrics,
     logger,
     settings,
     provider,
+    seal,
+    redactor,
+    ...(resumeSolvers ? { resumeSolvers } : {}),
     ...(events ? { events } : {}),
     ...(options.timing ? { timing: options.timing } : {}),
     // Over-cap answers and held threads for the governor's next tick, on its table.
     ...(threadLedger ? { threadLedger } : {}),
   });
+}
+
+/** The keys this consumer holds: its provider's, and the overflow provider's for the primary of a fleet with overflow. */
+function keyLoadersOf(environment: FleetEnvironment, provider: SolverProvider, region: string): KeyLoaders {
+  const loader = (source: SolverKeySource | undefined) =>
+    source === undefined
+      ? undefined
+      : createSolverKeyLoader({ source, region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) });
+  const primary = provider === 'primary' ? loader(environment.solverKeySource) : undefined;
+  const overflow = environment.settings.overflow !== undefined ? loader(environment.overflowKeySource) : undefined;
+  return { ...(primary ? { primary } : {}), ...(overflow ? { overflow } : {}) };
+}
+
+/** The primary consumer's poll-only solver at the overflow provider, when it may hold one. */
+function resumeSolversOf(
+  environment: FleetEnvironment,
+  provider: SolverProvider,
+  region: string,
+  options: ConsumerWiringOptions,
+  logger: Logger,
+): Partial<Record<SolverProvider, SolverPort>> | undefined {
+  if (provider !== 'primary' || environment.settings.overflow === undefined) return undefined;
+  if (options.overflowResumeSolver !== undefined) return { overflow: options.overflowResumeSolver };
+  if (environment.overflowKeySource === undefined) return undefined;
+  const overflow = solverFromEnvironment(
+    environment,
+    region,
+    {
+      debug: (message, attributes) => logger.debug(message, attributes ?? {}),
+      warn: (message, attributes) => logger.warn(message, attributes ?? {}),
+    },
+    undefined,
+    'overflow',
+  );
+  return { overflow };
 }

@@ -23,6 +23,13 @@ export const THREAD_LEDGER_ID = 'thread-ledger';
 export const OVERFLOW_LEDGER_ID = 'overflow-thread-ledger';
 
 /**
+ * Key of the results table the governor's store probe reads (consistently) each tick: nothing
+ * writes it, so the read costs half a read unit and says only whether DynamoDB answers. The
+ * governor's IAM allows it this one key of the results table.
+ */
+export const STORE_PROBE_KEY = '__store-probe__';
+
+/**
  * Value of a solver-key secret the stack created and nobody has filled yet. A handler that reads
  * it knows the operator has not put the key in, and can say so instead of calling the solver.
  */

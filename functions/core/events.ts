@@ -3,6 +3,7 @@
  * Pure: builds the event from a result record. The answer travels only when configured,
  * because a token is a credential.
  */
+import { createHash } from 'node:crypto';
 import type { SolverProvider } from './provider.js';
 import type { TaskResult } from './results.js';
 
@@ -12,7 +13,14 @@ export const COMPLETION_EVENT_DETAIL_TYPE = 'CAPTCHA Task Completed';
 
 export interface CompletionEvent {
   version: 1;
+  /** The task id. */
   id: string;
+  /**
+   * The event's own id, the same on every publish of one terminal record (the fleet announces at
+   * least once: a redelivery re-publishes when the first publish may not have gone out), so a
+   * subscriber drops duplicates by it. Added within version 1.
+   */
+  eventId: string;
   status: 'solved' | 'failed' | 'rejected';
   method: string | undefined;
   priority: 'normal' | 'high' | undefined;
@@ -42,6 +50,7 @@ export function toCompletionEvent(result: TaskResult, options: { includeAnswer: 
   return {
     version: 1,
     id: result.taskId,
+    eventId: eventIdOf(result),
     status: result.status,
     method: result.method,
     priority: result.priority,
@@ -57,6 +66,18 @@ export function toCompletionEvent(result: TaskResult, options: { includeAnswer: 
     tokenExpiresAt: result.tokenExpiresAt,
     ...(options.includeAnswer && result.answer !== undefined ? { answer: result.answer } : {}),
   };
+}
+
+/**
+ * The event id of a terminal record: a digest of the task id, the status and the completion time,
+ * which every publish of that record shares and a later task under the same id (after the TTL)
+ * does not.
+ */
+export function eventIdOf(result: Pick<TaskResult, 'taskId' | 'status' | 'completedAt'>): string {
+  return createHash('sha256')
+    .update(JSON.stringify([result.taskId, result.status, result.completedAt ?? null]))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /** Whether a token answer is past its expiry at `now`. Image answers never go stale. */

@@ -28,8 +28,16 @@ export const METRICS = {
   duplicates: 'DuplicateDeliveries',
   /** Token answers delivered after their expiry. */
   tokensStale: 'TokensDeliveredStale',
-  /** Completion events not published (the record is written and stays the source of truth). */
+  /** Completion events not published (the record is written; the message is handed back and the redelivery publishes). */
   eventPublishFailures: 'EventPublishFailures',
+  /** Messages put back as a fresh copy (near the DLQ, or carrying a submission to the next delivery). */
+  requeued: 'Requeued',
+  /** The consumer's calls to DynamoDB (results table) in an invocation, and those that failed after the SDK's retries (throttled or unavailable). */
+  dynamoRequests: 'DynamoRequests',
+  dynamoErrors: 'DynamoErrors',
+  /** The consumer's own calls to SQS (visibility, dead letters, deletes, copies), and those that failed. */
+  sqsRequests: 'SqsRequests',
+  sqsErrors: 'SqsErrors',
 } as const;
 
 export type MetricName = (typeof METRICS)[keyof typeof METRICS];

@@ -88,12 +88,65 @@ export interface SolverPort {
   reportGood(solverId: string, context?: ReportContext): Promise<void>;
 }
 
+/** Which of the fleet's own stores a call went to. */
+export type StoreName = 'dynamodb' | 'sqs';
+
+/**
+ * What a failed store call means to its caller, whatever the store: the item or message is
+ * `too_large` to ever be written (no retry helps), the store is `throttled` (retry later), or
+ * it is `unavailable` (5xx, a reset or timed-out connection, refused access: retry later, and a
+ * sustained run of them is an outage the governor pauses for).
+ */
+export type StoreFailureKind = 'too_large' | 'throttled' | 'unavailable';
+
+/**
+ * A store call failed (after the SDK's own retries). Adapters throw it (or a subclass); the
+ * consumer reads `kind` and `store`, never an adapter's own classes.
+ */
+export class StoreError extends Error {
+  override name = 'StoreError';
+  constructor(
+    message: string,
+    readonly store: StoreName,
+    readonly kind: StoreFailureKind,
+    readonly taskId: string | undefined,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** True for a {@link StoreError} of any adapter. */
+export function isStoreError(error: unknown): error is StoreError {
+  return error instanceof StoreError;
+}
+
 export type ClaimResult =
-  | { outcome: 'claimed'; record: TaskResult; takenOver: boolean; previousSolverId?: string }
+  | {
+      outcome: 'claimed';
+      record: TaskResult;
+      takenOver: boolean;
+      /** The submission a takeover resumes (its holder was a provider this consumer can resume at). */
+      previousSolverId?: string;
+      /** Who accepted `previousSolverId`. @default the claiming consumer's provider */
+      previousSolverProvider?: SolverProvider;
+      /**
+       * The takeover replaced a claim that ran out (its holder died) with no solver id on it and
+       * no wait for it yet: the holder may have been paid for a submission whose id it could only
+       * put in a fresh copy of the message (the table would not take it). See `orphanWaitAt`.
+       */
+      orphaned?: boolean;
+    }
   | { outcome: 'terminal'; record: TaskResult }
   | { outcome: 'held'; leaseUntil: number }
   /** The id is in use by a task with other content (another fingerprint); the record is untouched. */
-  | { outcome: 'conflict'; record: TaskResult };
+  | { outcome: 'conflict'; record: TaskResult }
+  /**
+   * The lease ran out, but the task's submission was accepted by a provider this consumer cannot
+   * resume at: taking over would pay a second provider for a task the first may have solved. The
+   * record is untouched; the task waits for that provider's lane.
+   */
+  | { outcome: 'held_elsewhere'; solverProvider: SolverProvider; record: TaskResult };
 
 /** One delivery's claim on a task. */
 export interface ClaimInput {
@@ -107,7 +160,16 @@ export interface ClaimInput {
    * the same provider; absent counts as `primary`.
    */
   provider?: SolverProvider;
+  /**
+   * Providers whose submissions this consumer can resume (poll with their key). A takeover of a
+   * submission accepted by any other provider answers `held_elsewhere` instead.
+   * @default [provider]
+   */
+  resumable?: readonly SolverProvider[];
 }
+
+/** What `reject()` found: its own record written (or recognised after a lost answer), or another. */
+export type RejectOutcome = { outcome: 'written'; record: TaskResult } | { outcome: 'exists'; record: TaskResult };
 
 /** The results table. Every write is a single-item conditional write. */
 export interface ResultsRepository {
@@ -117,25 +179,38 @@ export interface ResultsRepository {
    * (fresh or a takeover) records `provider`, the claiming consumer's, when given.
    */
   claim(input: ClaimInput): Promise<ClaimResult>;
-  /** Remember the solver's id for the current claim. False when the claim was lost. */
-  recordSolverId(taskId: string, claimToken: string, solverId: string): Promise<boolean>;
-  /** Write the terminal record if the claim is still ours. False when it was lost. */
+  /**
+   * Remember the solver's id (and the provider that accepted it) for the current claim. False
+   * when the claim was lost. Idempotent under one claim: a retry after a lost answer succeeds.
+   */
+  recordSolverId(taskId: string, claimToken: string, solverId: string, provider?: SolverProvider): Promise<boolean>;
+  /**
+   * Write the terminal record if the claim is still ours. True when the record is now ours:
+   * written by this call, or by an earlier attempt under the same claim whose answer was lost
+   * (the record names its writer, `completedBy`). False when another delivery owns the task.
+   */
   complete(
     taskId: string,
     claimToken: string,
     result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
   ): Promise<boolean>;
-  /** Give the claim up so another delivery need not wait for the lease. */
-  release(taskId: string, claimToken: string): Promise<void>;
+  /** Note that the terminal record's completion event went out (`announcedAt`); a redelivery then stays silent. */
+  markAnnounced(taskId: string, at: number): Promise<void>;
   /**
-   * Write a `rejected` record unless a result exists already. Resolves `true` when this call
-   * wrote it, `false` when a record existed (implementations that cannot tell resolve nothing;
-   * the consumer then publishes no event for the rejection, so none is ever repeated).
+   * Give the claim up so another delivery need not wait for the lease. With `orphanWaitAt`, note
+   * on the record that a delivery waited for the copy an orphaned claim's holder may have made
+   * (the next takeover does not wait again).
+   */
+  release(taskId: string, claimToken: string, note?: { orphanWaitAt: number }): Promise<void>;
+  /**
+   * Write a `rejected` record unless a record exists already. `written` when this call wrote it
+   * (or an earlier attempt by the same `writer` whose answer was lost), else the record found.
    */
   reject(
     taskId: string,
     result: { errorCode: string; errorMessage: string; method?: string; submittedAt?: number; completedAt: number },
-  ): Promise<boolean | undefined>;
+    writer: string,
+  ): Promise<RejectOutcome>;
   get(taskId: string, options?: { consistent?: boolean }): Promise<TaskResult | undefined>;
 }
 
@@ -144,6 +219,25 @@ export interface DeliveredMessage {
   /** The queue's ARN as the event source reports it (`eventSourceARN`). */
   eventSourceArn: string;
   receiptHandle: string;
+  /** SQS's id of the message (named on a dead letter as `sourceMessageId`). */
+  messageId?: string;
+}
+
+/** A message attribute as Lambda's SQS event carries it (binary as base64). */
+export interface MessageAttribute {
+  dataType: string;
+  stringValue?: string;
+  binaryValue?: string;
+}
+
+/** A fresh copy of a delivered message, sent to its own queue in its place. */
+export interface MessageCopy {
+  /** The body, unchanged. */
+  body: string;
+  /** Its attributes (the fleet's redelivery attribute among them). */
+  attributes: Readonly<Record<string, MessageAttribute>>;
+  /** Hidden this long before its first delivery, seconds (SQS allows 0–900). */
+  delaySeconds: number;
 }
 
 /** A refused message on its way to the dead-letter queue, with why. */
@@ -158,6 +252,8 @@ export interface DeadLetter {
   taskId?: string;
   /** Name of the queue the message was received from. */
   sourceQueue: string;
+  /** SQS's id of the refused message: a second copy of one letter is recognised by it. */
+  sourceMessageId?: string;
 }
 
 /** What the consumer asks of the task queues besides the event source's own acknowledgement. */
@@ -166,6 +262,28 @@ export interface TaskQueue {
   deadLetter(letter: DeadLetter): Promise<void>;
   /** Hide a message for `seconds` from now (0 makes it visible at once). */
   changeVisibility(message: DeliveredMessage, seconds: number): Promise<void>;
+  /** Delete a message whose work is done, without waiting for the batch's end (its batch-mates may still crash). */
+  acknowledge(message: DeliveredMessage): Promise<void>;
+  /**
+   * Put a fresh copy of a message in its own queue, then delete the message: the copy's receive
+   * count starts again, and its attributes carry what the next delivery needs. Throws when the
+   * copy could not be sent (the message is then left as it is); `deleted` is false when the
+   * original could not be deleted (a second copy is then in the queue: safe, it is the same task).
+   */
+  requeue(message: DeliveredMessage, copy: MessageCopy): Promise<{ deleted: boolean }>;
+}
+
+/**
+ * Seals what a delivery hands to the next one inside a message (a paid submission's id, an
+ * answer read but not recorded) with a key of the provider that holds it, so that a producer
+ * cannot forge one into a message of its own. A process seals and opens only with the keys it
+ * holds.
+ */
+export interface CarrySeal {
+  /** The MAC of `payload` with `provider`'s key; undefined when this process holds no such key. */
+  seal(provider: SolverProvider, payload: string): Promise<string | undefined>;
+  /** Whether `mac` is `payload`'s MAC with `provider`'s key; false when this process holds none. */
+  verify(provider: SolverProvider, payload: string, mac: string): Promise<boolean>;
 }
 
 /** Optional: announce terminal results (EventBridge in AWS, an emitter locally). */

@@ -36,6 +36,20 @@ export interface TaskResult {
   provider?: SolverProvider;
   /** The solver's captcha id of the current submission (lets a takeover resume it). */
   solverId?: string;
+  /**
+   * Which provider accepted `solverId`: only a consumer that can poll that provider resumes it.
+   * Absent on records written before it: the claimant's `provider` then stands for it.
+   */
+  solverProvider?: SolverProvider;
+  /**
+   * The claim token of the delivery that wrote the terminal record: a write whose answer was lost
+   * is recognised as its own by the retry. Absent on records written before it.
+   */
+  completedBy?: string;
+  /** When the completion event went out, epoch ms; absent until then (a redelivery announces it). */
+  announcedAt?: number;
+  /** When a delivery waited once for the copy of a dead holder's message that may carry its submission, epoch ms. */
+  orphanWaitAt?: number;
   /** Epoch ms. */
   submittedAt?: number;
   startedAt?: number;

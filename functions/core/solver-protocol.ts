@@ -3,6 +3,7 @@
  * task API (createTask / getTaskResult / getBalance, spoken by 2captcha's API v2, Anti-Captcha
  * and CapSolver) — their methods, error codes and the codes' classes, in one table. Pure: no I/O.
  */
+import { redactSecrets } from './redaction.js';
 
 /**
  * The two wire protocols. `res-php`: form or query requests to `in.php` / `res.php`, answers
@@ -312,10 +313,10 @@ export function solverErrorFor(code: string, dialect: Dialect, options: SolverEr
 
 /**
  * Remove a solver key from any text before it leaves the process (URLs in undici errors,
- * echoed request bodies). Keys are 32 hex chars in both services; the query form is also masked.
+ * echoed request bodies). Keys are 32 hex chars in both services; the query form is also masked,
+ * and the key is found in any letter case and reversed (core/redaction.ts): an echo may come
+ * back upper-cased inside an error code.
  */
 export function redactKey(text: string, key?: string): string {
-  let out = text.replace(/([?&]key=)[^&\s"']+/gi, '$1***');
-  if (key && key.length >= 4) out = out.split(key).join('***');
-  return out;
+  return redactSecrets(text.replace(/([?&]key=)[^&\s"']+/gi, '$1***'), [key]);
 }

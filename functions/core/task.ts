@@ -9,8 +9,31 @@ import type { SolverMethod } from './solver-protocol.js';
 import { describeRefusedParam, FLEET_OWNED_PARAMS, METHOD_PARAMS } from './task-params.js';
 import { methodOfTaskType } from './task-types.js';
 
-/** Largest task message accepted, bytes of UTF-8 JSON. */
-export const MAX_TASK_BYTES = 200 * 1024;
+/**
+ * SQS's limit on one message (body and attributes together, 1 MiB since 2025); Lambda's SQS
+ * events carry the same. The dead-letter queue keeps it.
+ */
+export const SQS_MESSAGE_LIMIT_BYTES = 1_048_576;
+/**
+ * Room kept in a dead letter for its reason attributes (`reason`, `reasonDetail`, `taskId`,
+ * `sourceQueue`, `sourceMessageId`: names, types and values), bytes. The task lanes accept this
+ * much less than SQS's limit, so every message they hold can be dead-lettered with its reason.
+ */
+export const DEAD_LETTER_HEADROOM_BYTES = 4_096;
+/** The task lanes' `MaximumMessageSize`: whatever they accept fits the DLQ with its reason. */
+export const TASK_QUEUE_MESSAGE_LIMIT_BYTES = SQS_MESSAGE_LIMIT_BYTES - DEAD_LETTER_HEADROOM_BYTES;
+/**
+ * Room kept in a task message for the fleet's redelivery attribute: a fresh copy of the message
+ * may carry a paid submission's id and an answer read but not yet recorded (at most 64 KiB, the
+ * solver client's response cap) to the next delivery.
+ */
+export const REDELIVERY_HEADROOM_BYTES = 72 * 1024;
+/**
+ * Largest task message accepted, bytes of UTF-8 JSON: what the lanes accept less the room its
+ * redelivery needs. A larger message that reaches a lane is dead-lettered as TOO_LARGE, with its
+ * reason, on its first receive.
+ */
+export const MAX_TASK_BYTES = TASK_QUEUE_MESSAGE_LIMIT_BYTES - REDELIVERY_HEADROOM_BYTES;
 /** Task ids: the SQS message id alphabet plus the 8-char ids of the usual Redis scripts. */
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]{1,80}$/;
 

@@ -45,6 +45,8 @@ export interface SolverSimulator {
   options(): ResolvedSolverSimOptions;
   /** One task's state and timing; undefined for unknown ids. */
   taskInfo(id: number): SimTaskInfo | undefined;
+  /** Paid submissions by task signature (see SolverSimModel.paidSubmissions). */
+  paidSubmissions(): Map<string, number>;
   /** Answer one request without HTTP (the lab and unit tests may drive the model directly). */
   handle(request: SimRequest): SimResponse;
   /** Base URL once listening. */
@@ -86,6 +88,7 @@ export function createSolverSimulator(options: SolverSimOptions = {}): SolverSim
     resetStats: () => model.resetStats(),
     options: () => model.current(),
     taskInfo: (id) => model.taskInfo(id),
+    paidSubmissions: () => model.paidSubmissions(),
     handle: (request) => model.handle(request),
     get url() {
       return url;

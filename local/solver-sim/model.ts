@@ -334,6 +334,19 @@ export class SolverSimModel {
     };
   }
 
+  /**
+   * Accepted submissions the account pays for (solved, or still solving: not the unsolvable
+   * ones), by the task's signature (method and parameters): above 1 is a task paid twice.
+   * Tasks forgotten (`forgetAfterMs`) are not counted.
+   */
+  paidSubmissions(): Map<string, number> {
+    this.settle(this.clock());
+    const paid = new Map<string, number>();
+    for (const task of this.tasks.values())
+      if (task.state !== 'unsolvable') paid.set(task.signature, (paid.get(task.signature) ?? 0) + 1);
+    return paid;
+  }
+
   /** Answer one in.php, res.php or JSON task API request. */
   handle(request: SimRequest): SimResponse {
     const now = this.clock();

@@ -44,3 +44,34 @@ describe('demo accounting', () => {
     }
   });
 });
+
+describe('the demo’s DLQ accounting', () => {
+  it('matches dead-lettered messages to tasks by id: a valid task SQS moved after maxReceiveCount is in the DLQ, not lost', async () => {
+    // Prepare: a rejected key (account errors, retried at once) and no fresh copies near the DLQ,
+    // so SQS's own redrive moves the valid tasks after 5 receives. The producer adds
+    // `submittedAt` to every body, so no DLQ body equals the body the workload wrote.
+    const stack = await startLocalStack({
+      concurrency: 2,
+      config: { maxReceiveCount: 5 },
+      solver: { medianMs: 20, badKey: true },
+      timing: {
+        accountRetryBaseSeconds: 0,
+        accountRetryMaxSeconds: 0,
+        requeue: { beforeReceives: -1, refreshBeforeReceives: -1, maxGenerations: 0, maxWaitCopies: 0 },
+      },
+    });
+    try {
+      const items = buildWorkload({ tasks: 4, malformed: 2, seed: 3, runId: 'dlq-by-id' });
+
+      // Act
+      const summary = await runDemo(stack, items, { rate: 0, maxDurationMs: 60_000 });
+
+      // Assess: every task has its row; the two valid ones and the two malformed ones are in the DLQ.
+      expect(summary).toMatchObject({ submitted: 4, inDlq: 4, lost: 0, stillQueued: 0, foreignDlqMessages: 0 });
+      expect(summary.validInDlq).toBe(2);
+      expect(summary.dlqByReason.maxReceiveCount).toBe(2);
+    } finally {
+      await stack.stop({ graceMs: 0 });
+    }
+  });
+});

@@ -239,6 +239,17 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
         Action: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
         Resource: { 'Fn::GetAtt': [dlqId, 'Arn'] },
       },
+      // A task near the DLQ, or carrying a paid submission, goes back to its lane as a fresh copy.
+      {
+        Effect: 'Allow',
+        Action: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
+        Resource: { 'Fn::GetAtt': [normalQueueId, 'Arn'] },
+      },
+      {
+        Effect: 'Allow',
+        Action: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'],
+        Resource: { 'Fn::GetAtt': [highQueueId, 'Arn'] },
+      },
       {
         Sid: 'ResultRecords',
         Effect: 'Allow',
@@ -269,7 +280,7 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     ]);
   });
 
-  it('keeps each key to its own side: the primary consumer never reads the overflow key, the overflow consumer never the primary’s', () => {
+  it('keeps the plan’s key from the overflow consumer; the primary reads the overflow key, to finish what that lane paid for', () => {
     const primarySecretId = idOfType(
       s,
       'AWS::SecretsManager::Secret',
@@ -277,8 +288,10 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     );
     const [, primary] = functionNamed(s, `${settings.prefix}-consumer`);
     expect(JSON.stringify(policyOfRole(s, roleOf(fn)))).not.toContain(primarySecretId);
-    expect(JSON.stringify(policyOfRole(s, roleOf(primary)))).not.toContain(secretId);
     expect(JSON.stringify(fn.Properties.Environment)).not.toContain(primarySecretId);
+    // The primary polls (never submits at) the overflow provider for a submission the overflow lane left.
+    expect(JSON.stringify(policyOfRole(s, roleOf(primary)))).toContain(secretId);
+    expect(primary.Properties.Environment.Variables[ENV.overflowKeySecretArn]).toEqual({ Ref: secretId });
     // The primary still writes only its own ledger item.
     const primaryLedger = only(policyOfRole(s, roleOf(primary)).filter((st) => st.Sid === 'ThreadLedger'));
     expect(primaryLedger.Condition).toEqual({
@@ -505,7 +518,8 @@ describe('stack with an overflow key imported by name, a prefix, and no reservat
     const reads = byType(s, 'AWS::IAM::Policy')
       .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Statement[])
       .filter((st) => JSON.stringify(st.Resource).includes(':secret:team/overflow-key-??????'));
-    expect(reads).toHaveLength(2);
+    // The overflow consumer, the governor, and the primary consumer (to resume what the lane paid for).
+    expect(reads).toHaveLength(3);
     for (const st of reads)
       expect(st.Action).toEqual(['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret']);
   });
@@ -564,8 +578,14 @@ describe('stack without an overflow provider', () => {
     );
     for (const id of added) expect(id).toMatch(/^(Overflow|AlarmsOverflow)/);
     // What overflow changes in existing resources: the configuration the functions run with, the
-    // governor's variables and permissions, the bus's publisher list and the dashboard.
+    // governor's variables and permissions, the primary consumer's read of the overflow key, the
+    // bus's publisher list and the dashboard.
     const [primaryId] = functionNamed(off, `${settings.prefix}-consumer`);
+    const primaryPolicyId = only(
+      byType(off, 'AWS::IAM::Policy').filter(
+        ([, p]) => p.Properties.Roles[0].Ref === roleOf(resources(off)[primaryId] as Resource),
+      ),
+    )[0];
     const [governorId] = functionNamed(off, `${settings.prefix}-governor`);
     const governorPolicyId = only(
       byType(off, 'AWS::IAM::Policy').filter(
@@ -576,7 +596,9 @@ describe('stack without an overflow provider', () => {
     const busPolicyId = idOfType(off, 'AWS::Events::EventBusPolicy', (r) =>
       JSON.stringify(r.Properties.Statement).includes('aws:PrincipalArn'),
     );
-    expect(changed.sort()).toEqual([primaryId, governorId, governorPolicyId, dashboardId, busPolicyId].sort());
+    expect(changed.sort()).toEqual(
+      [primaryId, primaryPolicyId, governorId, governorPolicyId, dashboardId, busPolicyId].sort(),
+    );
     const withoutEnv = (r: Resource | undefined) => ({ ...r?.Properties, Environment: undefined });
     expect(withoutEnv(onResources[primaryId])).toEqual(withoutEnv(offResources[primaryId]));
   });

@@ -26,6 +26,7 @@ import {
   type Statement,
   statementsOf,
 } from './template-helpers.js';
+import { SQS_MESSAGE_LIMIT_BYTES, TASK_QUEUE_MESSAGE_LIMIT_BYTES } from '../../functions/core/task.js';
 
 describe('default stack', () => {
   let s: Synthesized;
@@ -98,6 +99,17 @@ describe('default stack', () => {
         expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
       );
     }
+  });
+
+  it('takes SQS’s 1 MiB in the DLQ and keeps the lanes 4 KiB under it, for a dead letter’s reason attributes', () => {
+    const queues = byType(s, 'AWS::SQS::Queue');
+    for (const [, queue] of queues)
+      expect(queue.Properties.MaximumMessageSize).toBe(
+        queue.Properties.QueueName === settings.queueNames.dlq
+          ? SQS_MESSAGE_LIMIT_BYTES
+          : TASK_QUEUE_MESSAGE_LIMIT_BYTES,
+      );
+    expect(SQS_MESSAGE_LIMIT_BYTES - TASK_QUEUE_MESSAGE_LIMIT_BYTES).toBe(4_096);
   });
 
   it('keeps each lane’s visibility timeout at least the consumer’s timeout (6× as AWS advises)', () => {

@@ -11,7 +11,13 @@ import { createLocalEventStream } from '../../functions/adapters/completion-even
 import { createProducer } from '../../clients/producer-client.js';
 import type { CompletionEvent } from '../../functions/core/events.js';
 import { METRICS } from '../../functions/core/metric-names.js';
-import type { CompletionEvents, DeadLetter, DeliveredMessage, TaskQueue } from '../../functions/core/ports.js';
+import type {
+  CompletionEvents,
+  DeadLetter,
+  DeliveredMessage,
+  MessageCopy,
+  TaskQueue,
+} from '../../functions/core/ports.js';
 import type { TaskResult } from '../../functions/core/results.js';
 import { SolverTaskError, TOKEN_TTL_MS } from '../../functions/core/solver-protocol.js';
 import { createConsumerHandler } from '../../functions/consumer/create-handler.js';
@@ -67,6 +73,12 @@ class FlakyDlqQueue implements TaskQueue {
   }
   async changeVisibility(message: DeliveredMessage, seconds: number): Promise<void> {
     await this.inner.changeVisibility(message, seconds);
+  }
+  acknowledge(message: DeliveredMessage): Promise<void> {
+    return this.inner.acknowledge(message);
+  }
+  requeue(message: DeliveredMessage, copy: MessageCopy): Promise<{ deleted: boolean }> {
+    return this.inner.requeue(message, copy);
   }
 }
 
@@ -146,27 +158,36 @@ describe('completion events from the consumer', () => {
     expect(h.solver.submissionsOf(solvedTask.id as string)).toBe(1);
   });
 
-  it('a failed publish neither fails the record nor solves again: acknowledged, recorded once, counted', async () => {
+  it('a failed publish hands the message back and its redelivery publishes the event, with the same event id, without solving again', async () => {
     const h = await harness();
     h.events.failWith = new Error('EventBridge unreachable');
     const task = recaptchaTask();
     await h.send(task);
 
-    const delivery = await h.deliver();
+    const first = await h.deliver();
 
-    expect(delivery.acknowledged).toHaveLength(1);
-    expect(delivery.response.batchItemFailures).toEqual([]);
+    // Recorded, not announced: the message goes back (retry delay 0 in this harness).
+    expect(first.response.batchItemFailures).toHaveLength(1);
     expect(h.events.recordStatusAtPublish).toEqual(['solved']);
-    expect((await h.repository.get(task.id as string, { consistent: true }))?.status).toBe('solved');
+    const record = await h.repository.get(task.id as string, { consistent: true });
+    expect(record).toMatchObject({ status: 'solved' });
+    expect(record?.announcedAt).toBeUndefined();
     expect(h.metricSum(METRICS.eventPublishFailures)).toBe(1);
     expect(h.metricSum(METRICS.solved)).toBe(1);
-    // Nothing is left to deliver again, and a redelivery would not solve again.
-    expect((await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal)).length).toBe(0);
+    expect(logs.raw.join('')).toContain('completion event could not be published');
+
+    h.events.failWith = undefined;
+    const second = await h.deliver();
+
+    expect(second.acknowledged).toHaveLength(1);
+    expect(h.events.published).toHaveLength(1);
+    expect(h.events.published[0]).toMatchObject({ taskId: task.id, status: 'solved' });
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+    expect((await h.repository.get(task.id as string, { consistent: true }))?.announcedAt).toBeGreaterThan(0);
+    // Announced and noted: a third delivery stays silent.
     await h.send(task);
     await h.deliver();
-    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
-    expect(h.metricSum(METRICS.eventPublishFailures)).toBe(1);
-    expect(logs.raw.join('')).toContain('completion event could not be published');
+    expect(h.events.published).toHaveLength(1);
   });
 
   it('a refused message with an id publishes one rejected event, even when the DLQ send fails and the message comes back', async () => {

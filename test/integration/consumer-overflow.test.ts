@@ -6,6 +6,7 @@
  * solves in its own ledger item; neither key shows anywhere.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EmfDocument } from '../../functions/adapters/metrics.js';
 import { createLocalEventStream, type LocalEventStream } from '../../functions/adapters/completion-events.js';
@@ -96,7 +97,8 @@ async function twoLanes() {
         [ENV.governorTable]: fleet.resources.tables.governor,
         ...(provider === 'overflow'
           ? { [ENV.solverProvider]: 'overflow', [ENV.overflowKey]: OVERFLOW_KEY }
-          : { [ENV.solverKey]: PRIMARY_KEY }),
+          : // The primary holds the overflow key too: to resume what the overflow lane paid for.
+            { [ENV.solverKey]: PRIMARY_KEY, [ENV.overflowKey]: OVERFLOW_KEY }),
       }),
       clients: fleet.clients,
       metricsSink: (document) => metrics[provider].push(document),
@@ -104,6 +106,14 @@ async function twoLanes() {
       pollSchedule: createAdaptivePollSchedule({ pollDefaults: FAST_POLLS }),
     });
   return { fleet, primarySim, overflowSim, metrics, events, consumer };
+}
+
+function repositoryOf(fleet: TestFleet): DynamoResultsRepository {
+  return new DynamoResultsRepository({
+    documents: fleet.clients.documents,
+    tableName: fleet.resources.tables.results,
+    ttlSeconds: fleet.settings.resultTtlSeconds,
+  });
 }
 
 async function record(fleet: TestFleet, taskId: string): Promise<TaskResult | undefined> {
@@ -220,36 +230,71 @@ describe('the overflow consumer', () => {
     expect([lanes.primarySim.stats().solved, lanes.overflowSim.stats().solved]).toEqual([1, 1]);
   });
 
-  it('takes over a task the primary consumer left, solves it afresh and records itself as the solver', async () => {
+  it('never pays the overflow provider for a task the plan holds a submission for: it hands it back', async () => {
     // Prepare: the primary consumer claimed and submitted, then died (its lease ran out)
     const lanes = await twoLanes();
     const handler = await lanes.consumer('overflow');
     const message = imageTask();
     const parsed = parseTask(JSON.stringify(message), 'unused', Date.now());
     if (!parsed.ok) throw new Error('invalid test task');
-    const repository = new DynamoResultsRepository({
-      documents: lanes.fleet.clients.documents,
-      tableName: lanes.fleet.resources.tables.results,
-      ttlSeconds: lanes.fleet.settings.resultTtlSeconds,
-    });
+    const repository = repositoryOf(lanes.fleet);
     const leftAt = Date.now() - 60_000;
     await repository.claim({ task: parsed.task, claimToken: 'dead', now: leftAt, leaseMs: 1_000, provider: 'primary' });
-    await repository.recordSolverId(parsed.task.id, 'dead', '424242');
+    await repository.recordSolverId(parsed.task.id, 'dead', '424242', 'primary');
     await sendMessage(lanes.fleet.clients, lanes.fleet.resources.queueUrls.normal, JSON.stringify(message));
 
     // Act: the message comes back on the overflow lane
     const delivery = await deliver(lanes.fleet, handler);
 
-    // Assess: a fresh submission at the overflow provider (the plan's id means nothing there)
+    // Assess: handed back for the plan's lane, nothing submitted at the overflow provider
+    expect(delivery.response.batchItemFailures).toHaveLength(1);
+    expect(lanes.overflowSim.stats()).toMatchObject({ submissions: 0 });
+    expect(await record(lanes.fleet, parsed.task.id)).toMatchObject({ status: 'solving', solverId: '424242' });
+    expect(logs?.raw.join('')).toContain('held_elsewhere');
+  });
+
+  it('lets the primary consumer finish, at the overflow provider, a task the overflow lane paid for and left', async () => {
+    // Prepare: the overflow lane submitted (a real submission at its simulator), then died
+    const lanes = await twoLanes();
+    const handler = await lanes.consumer('primary');
+    const message = imageTask();
+    const parsed = parseTask(JSON.stringify(message), 'unused', Date.now());
+    if (!parsed.ok) throw new Error('invalid test task');
+    const submitted = await request(`${lanes.overflowSim.url}/in.php`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        key: OVERFLOW_KEY,
+        method: 'base64',
+        body: (parsed.task.params as { body: string }).body,
+        json: '1',
+      }).toString(),
+    });
+    const solverId = String(((await submitted.body.json()) as { request: unknown }).request);
+    const repository = repositoryOf(lanes.fleet);
+    await repository.claim({
+      task: parsed.task,
+      claimToken: 'dead',
+      now: Date.now() - 60_000,
+      leaseMs: 1_000,
+      provider: 'overflow',
+    });
+    await repository.recordSolverId(parsed.task.id, 'dead', solverId, 'overflow');
+    await sendMessage(lanes.fleet.clients, lanes.fleet.resources.queueUrls.normal, JSON.stringify(message));
+
+    // Act: the message comes back on the primary lane
+    const delivery = await deliver(lanes.fleet, handler);
+
+    // Assess: resumed there, one submission in all, solved by the overflow provider
     expect(delivery.response).toEqual({ batchItemFailures: [] });
     expect(await record(lanes.fleet, parsed.task.id)).toMatchObject({
       status: 'solved',
       provider: 'overflow',
+      solverId,
       attempts: 2,
     });
-    expect(lanes.overflowSim.stats()).toMatchObject({ submissions: 1, accepted: 1, solved: 1 });
-    expect(lanes.overflowSim.stats().errorsByCode).toEqual({});
-    expect((await record(lanes.fleet, parsed.task.id))?.solverId).not.toBe('424242');
+    expect(lanes.overflowSim.stats()).toMatchObject({ submissions: 1, solved: 1 });
+    expect(lanes.primarySim.stats()).toMatchObject({ submissions: 0 });
   });
 
   it('never shows either key: not in records, events, log lines or metrics', async () => {

@@ -86,7 +86,11 @@ describe('DynamoResultsRepository claims', () => {
     // Long after the lease (10 s), still within the record's TTL (600 s).
     const again = await repository.claim({ task: t, claimToken: 'b', now: now + 60_000, leaseMs: 10_000 });
     expect(again).toMatchObject({ outcome: 'terminal', record: { status: 'solved' } });
-    expect(await repository.complete(t.id, 'a', { status: 'failed', completedAt: now })).toBe(false);
+    // Another claim's complete finds the record someone else's; the writer's own retry (its first
+    // answer lost) finds it its own and leaves it as it is.
+    expect(await repository.complete(t.id, 'b', { status: 'failed', completedAt: now })).toBe(false);
+    expect(await repository.complete(t.id, 'a', { status: 'failed', completedAt: now })).toBe(true);
+    expect(await repository.get(t.id, { consistent: true })).toMatchObject({ status: 'solved', completedBy: 'a' });
   });
 
   it('release lets the next delivery take over at once and keeps attempts and the solver id', async () => {
@@ -109,14 +113,14 @@ describe('DynamoResultsRepository claims', () => {
     });
   });
 
-  it('records the claiming consumer’s provider; a takeover by the other lane writes its own and does not resume the other provider’s submission', async () => {
+  it('records the claiming consumer’s provider; the other lane does not take over a submission it cannot poll, and resumes one it can', async () => {
     // Prepare: the primary consumer claimed and submitted, then its lease ran out
     const t = task();
     const now = Date.now();
     const primary = await repository.claim({ task: t, claimToken: 'a', now, leaseMs: 1_000, provider: 'primary' });
     expect(primary).toMatchObject({ outcome: 'claimed', record: { provider: 'primary' } });
-    await repository.recordSolverId(t.id, 'a', 'primary-sid');
-    // Act: the message comes back on the overflow lane
+    await repository.recordSolverId(t.id, 'a', 'primary-sid', 'primary');
+    // Act: the message comes back on the overflow lane, which holds no primary key
     const overflow = await repository.claim({
       task: t,
       claimToken: 'b',
@@ -124,17 +128,33 @@ describe('DynamoResultsRepository claims', () => {
       leaseMs: 1_000,
       provider: 'overflow',
     });
-    // Assess: the overflow provider never heard of primary-sid, so nothing is resumed there
-    expect(overflow).toMatchObject({
+    // Assess: taking over would pay the overflow provider for a task the plan may have solved
+    expect(overflow).toMatchObject({ outcome: 'held_elsewhere', solverProvider: 'primary' });
+    expect(await repository.get(t.id, { consistent: true })).toMatchObject({ claimToken: 'a', attempts: 1 });
+
+    // The overflow lane's own submission, taken over by the primary, which may poll the overflow provider
+    const u = task();
+    await repository.claim({ task: u, claimToken: 'c', now, leaseMs: 1_000, provider: 'overflow' });
+    await repository.recordSolverId(u.id, 'c', 'overflow-sid', 'overflow');
+    const resumed = await repository.claim({
+      task: u,
+      claimToken: 'd',
+      now: now + 1_001,
+      leaseMs: 1_000,
+      provider: 'primary',
+      resumable: ['primary', 'overflow'],
+    });
+    expect(resumed).toMatchObject({
       outcome: 'claimed',
       takenOver: true,
-      record: { provider: 'overflow', attempts: 2 },
+      previousSolverId: 'overflow-sid',
+      previousSolverProvider: 'overflow',
+      record: { provider: 'primary', attempts: 2 },
     });
-    expect(overflow).not.toHaveProperty('previousSolverId');
     expect(
-      await repository.complete(t.id, 'b', { status: 'solved', answer: 'tok', provider: 'overflow', completedAt: now }),
+      await repository.complete(u.id, 'd', { status: 'solved', answer: 'tok', provider: 'overflow', completedAt: now }),
     ).toBe(true);
-    expect(await repository.get(t.id, { consistent: true })).toMatchObject({ status: 'solved', provider: 'overflow' });
+    expect(await repository.get(u.id, { consistent: true })).toMatchObject({ status: 'solved', provider: 'overflow' });
   });
 
   it('resumes the submission on a takeover by the same provider’s consumer (a record without provider is the primary’s)', async () => {
@@ -157,12 +177,16 @@ describe('DynamoResultsRepository claims', () => {
 
   it('writes a rejected record only when no record exists', async () => {
     const t = task();
-    await repository.reject('rejected-1', {
-      errorCode: 'SCHEMA_VIOLATION',
-      errorMessage: 'params.pageurl: required',
-      method: 'hcaptcha',
-      completedAt: 5_000,
-    });
+    await repository.reject(
+      'rejected-1',
+      {
+        errorCode: 'SCHEMA_VIOLATION',
+        errorMessage: 'params.pageurl: required',
+        method: 'hcaptcha',
+        completedAt: 5_000,
+      },
+      'w1',
+    );
     expect(await repository.get('rejected-1')).toEqual({
       taskId: 'rejected-1',
       status: 'rejected',
@@ -171,11 +195,12 @@ describe('DynamoResultsRepository claims', () => {
       errorMessage: 'params.pageurl: required',
       method: 'hcaptcha',
       completedAt: 5_000,
+      completedBy: 'w1',
       expiresAt: 5 + 600,
     });
 
     await repository.claim({ task: t, claimToken: 'a', now: Date.now(), leaseMs: 10_000 });
-    await repository.reject(t.id, { errorCode: 'MALFORMED_JSON', errorMessage: 'x', completedAt: 1 });
+    await repository.reject(t.id, { errorCode: 'MALFORMED_JSON', errorMessage: 'x', completedAt: 1 }, 'w2');
     expect((await repository.get(t.id, { consistent: true }))?.status).toBe('solving');
   });
 });
@@ -224,7 +249,11 @@ describe('DynamoResultsRepository task identity', () => {
 
   it('replaces a rejected record with a fresh claim', async () => {
     const t = task();
-    await repository.reject(t.id, { errorCode: 'MALFORMED_JSON', errorMessage: 'body is not JSON', completedAt: 1 });
+    await repository.reject(
+      t.id,
+      { errorCode: 'MALFORMED_JSON', errorMessage: 'body is not JSON', completedAt: 1 },
+      'w',
+    );
 
     const claim = await repository.claim({ task: t, claimToken: 'a', now: Date.now(), leaseMs: 10_000 });
 

@@ -77,7 +77,11 @@ describe('record size', () => {
 describe('the cause of a DynamoDB failure', () => {
   it("names DynamoDB's own size refusal (dynalite's ValidationException on a put)", async () => {
     const error = await repository
-      .reject(task().id, { errorCode: 'X', errorMessage: 'z'.repeat(DYNAMODB_ITEM_LIMIT_BYTES + 1), completedAt: 1 })
+      .reject(
+        task().id,
+        { errorCode: 'X', errorMessage: 'z'.repeat(DYNAMODB_ITEM_LIMIT_BYTES + 1), completedAt: 1 },
+        'w',
+      )
       .catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(ResultsRepositoryError);

@@ -1,0 +1,226 @@
+/**
+ * `npm run bench:faults` — the fleet's bad days on one machine, not a test. Each run starts the
+ * local stack with the fault proxy between the fleet (consumers, governor, producer) and SQS /
+ * DynamoDB, following a mix drawn from the run's seed: every fault class (throttling at 10–90 %,
+ * 5xx windows of 10–120 s, connection resets, slow answers, writes committed with their answer
+ * lost) on a drawn service at a drawn time. Runs alternate crashes (invocations that die after
+ * solving, batches of three) and the overflow lane, on and off. The demo workload goes through at
+ * a steady rate, and each run is judged by what must hold whatever the stores do:
+ *
+ * - 0 tasks paid twice (accepted submissions per task, counted at the simulators, both providers);
+ * - 0 valid tasks in the DLQ, and no second DLQ copy of a message;
+ * - 0 lost (every valid task sent ends in a terminal record);
+ * - every solved task announced (its completion event heard).
+ *
+ * People read the table on stdout; `--json` prints one JSON object; `--write-docs` puts the
+ * table into docs/consumer.md between its markers. Exit 1 when any run breaks an invariant.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Command, InvalidArgumentError } from 'commander';
+import { buildWorkload, type DemoSummary, newRunId, runDemo } from '../local/demo.js';
+import { describeFaultPlan, drawFaultMix, type FaultPlan, faultPlanEndMs } from '../local/faults/plan.js';
+import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../local/overflow-local.js';
+import { startLocalStack } from '../local/runtime.js';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+interface Options {
+  runs: number;
+  seed: number;
+  tasks: number;
+  rate: number;
+  horizon: number;
+  json?: boolean;
+  writeDocs?: boolean;
+}
+
+/** One run's shape: which of crashes and overflow it turns on. */
+interface Shape {
+  crashRate: number;
+  batchSize: number;
+  overflow: boolean;
+}
+
+/** Crashes and the overflow lane, off and on, in turn. */
+const SHAPES: readonly Shape[] = [
+  { crashRate: 0, batchSize: 1, overflow: false },
+  { crashRate: 0.2, batchSize: 3, overflow: false },
+  { crashRate: 0, batchSize: 1, overflow: true },
+  { crashRate: 0.2, batchSize: 3, overflow: true },
+];
+
+/** The median solve time of the simulators, ms. */
+const MEDIAN_MS = 400;
+
+interface RunResult {
+  run: number;
+  seed: number;
+  shape: Shape;
+  plan: FaultPlan;
+  summary: DemoSummary;
+  requeued: number;
+  broken: string[];
+}
+
+const positive = (what: string) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`expected ${what} above 0.`);
+  return n;
+};
+
+/** What the run must never show. */
+function brokenInvariants(summary: DemoSummary): string[] {
+  const broken: string[] = [];
+  if (summary.paidTwice > 0)
+    broken.push(
+      `${summary.paidTwice} paid twice (${summary.consumer.idsLostInCrashes} solver id(s) not yet stored when their invocation crashed)`,
+    );
+  if (summary.validInDlq > 0) broken.push(`${summary.validInDlq} valid in the DLQ`);
+  if (summary.dlqDuplicates > 0) broken.push(`${summary.dlqDuplicates} second DLQ copies`);
+  if (summary.lost + summary.stillQueued + summary.unknown > 0)
+    broken.push(`${summary.lost} lost, ${summary.stillQueued} still queued, ${summary.unknown} unknown`);
+  if (summary.unsent > 0) broken.push(`${summary.unsent} never sent`);
+  if (summary.solvedNotAnnounced > 0) broken.push(`${summary.solvedNotAnnounced} solved unannounced`);
+  return broken;
+}
+
+async function runOne(run: number, options: Options): Promise<RunResult> {
+  const seed = options.seed + run;
+  // The shape follows the seed, so `--seed N --runs 1` repeats run N of a longer series.
+  const shape = SHAPES[(((seed - 1) % SHAPES.length) + SHAPES.length) % SHAPES.length] as Shape;
+  // Every class in every run, each on a drawn service at a drawn time.
+  const plan = drawFaultMix(seed, { horizonMs: options.horizon * 1000, windows: 5 });
+  // A small plan with overflow (the lane opens), at least two invocations' worth of threads.
+  const planThreads = shape.overflow ? Math.max(4, 2 * shape.batchSize) : 20;
+  const stack = await startLocalStack({
+    seed,
+    faults: plan,
+    crashRate: shape.crashRate,
+    config: {
+      planThreads,
+      tasksPerInvocation: shape.batchSize,
+      ...(shape.overflow
+        ? {
+            overflow: {
+              baseUrl: 'http://127.0.0.1',
+              dialect: '2captcha',
+              latencyTargetSeconds: 2,
+              capUsdPerHour: 5,
+              capUsdPerDay: 50,
+              priceHintUsd: OVERFLOW_SIM_DEFAULTS.pricePerSolve,
+              maxConcurrency: Math.max(2, Math.floor(20 / shape.batchSize)),
+              minSolveSeconds: (MEDIAN_MS * SIM_FASTEST_SHARE_OF_MEDIAN) / 1000,
+            },
+          }
+        : {}),
+    },
+    solver: { seed, planThreads, medianMs: MEDIAN_MS, transientErrorRate: 0.005, unsolvableRate: 0.01 },
+    ...(shape.overflow ? { overflowSolver: { seed: seed + 1, medianMs: MEDIAN_MS } } : {}),
+  });
+  try {
+    const items = buildWorkload({
+      tasks: options.tasks,
+      malformed: Math.min(15, Math.floor(options.tasks / 20)),
+      seed,
+      highShare: 0.1,
+      runId: newRunId(),
+    });
+    const summary = await runDemo(stack, items, {
+      rate: options.rate,
+      // Long enough to outlast the last window and drain after it.
+      maxDurationMs: faultPlanEndMs(plan) + 300_000,
+    });
+    const requeued = stack.metrics.totals().Requeued?.sum ?? 0;
+    return { run, seed, shape, plan, summary, requeued, broken: brokenInvariants(summary) };
+  } finally {
+    await stack.stop({ graceMs: 2_000 });
+  }
+}
+
+/** The mix in short: `ddb throttle 0.6 · sqs 5xx(503) 75 s · …`. */
+function mixOf(plan: FaultPlan): string {
+  const service = (s: string) => (s === 'dynamodb' ? 'ddb' : 'sqs');
+  return plan.windows
+    .map((w) => {
+      const seconds = `${Math.round(w.durationMs / 1000)} s`;
+      if (w.kind === 'unavailable') return `${service(w.service)} 5xx ${seconds}`;
+      return `${service(w.service)} ${w.kind.replace('_', ' ')} ${Math.round(w.rate * 100)} % ${seconds}`;
+    })
+    .join(' · ');
+}
+
+function injectedOf(summary: DemoSummary): string {
+  const stats = summary.faults?.stats;
+  if (stats === undefined) return '–';
+  const hurt = (s: 'dynamodb' | 'sqs') => Object.values(stats[s].injected).reduce((a, b) => a + b, 0);
+  return `${hurt('dynamodb')}/${stats.dynamodb.requests} · ${hurt('sqs')}/${stats.sqs.requests}`;
+}
+
+/** The store outages the assessment held: `ddb 4–61 s`. */
+function outagesOf(summary: DemoSummary): string {
+  const outages = summary.faults?.storeOutages ?? [];
+  if (outages.length === 0) return 'none';
+  return outages
+    .map(
+      (o) =>
+        `${o.store === 'dynamodb' ? 'ddb' : 'sqs'} ${(o.startMs / 1000).toFixed(0)}–${o.endMs === undefined ? 'end' : (o.endMs / 1000).toFixed(0)} s`,
+    )
+    .join(', ');
+}
+
+/** The markdown table (the docs carry it as printed). */
+function table(results: readonly RunResult[], options: Options): string {
+  const head =
+    '| run | seed | faults (drawn) | crashes | overflow | valid tasks | solved | paid twice | ids lost in crashes | valid in DLQ | lost | solved unannounced | fresh copies | hurt requests (DynamoDB · SQS) | store outages seen | duration | verdict |\n' +
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|';
+  const rows = results.map((r) => {
+    const s = r.summary;
+    const valid = s.submitted - s.inDlq + s.validInDlq;
+    return `| ${r.run + 1} | ${r.seed} | ${mixOf(r.plan)} | ${r.shape.crashRate > 0 ? `${r.shape.crashRate} (batches of ${r.shape.batchSize})` : 'off'} | ${r.shape.overflow ? `on (plan ${Math.max(4, 2 * r.shape.batchSize)} threads)` : 'off'} | ${valid} | ${s.solved} | ${s.paidTwice} | ${s.consumer.idsLostInCrashes} | ${s.validInDlq} | ${s.lost + s.stillQueued} | ${s.solvedNotAnnounced} | ${r.requeued} | ${injectedOf(s)} | ${outagesOf(s)} | ${(s.durationMs / 1000).toFixed(0)} s | ${r.broken.length === 0 ? 'OK' : `**${r.broken.join('; ')}**`} |`;
+  });
+  return [
+    `${options.runs} runs, seeds ${options.seed}–${options.seed + options.runs - 1}, ${options.tasks} tasks each at ${options.rate}/s (5 % malformed on purpose), five fault windows per run within ${options.horizon} s:`,
+    '',
+    head,
+    ...rows,
+  ].join('\n');
+}
+
+const BEGIN = '<!-- bench:faults begin -->';
+const END = '<!-- bench:faults end -->';
+
+function writeDocs(text: string): void {
+  const path = 'docs/consumer.md';
+  const doc = readFileSync(path, 'utf8');
+  const start = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`${path} has no ${BEGIN} … ${END} markers`);
+  writeFileSync(path, `${doc.slice(0, start + BEGIN.length)}\n${text}\n${doc.slice(end)}`);
+}
+
+async function main(): Promise<void> {
+  const program = new Command('bench:faults')
+    .option('--runs <n>', 'runs (crashes and overflow alternate)', positive('a number of runs'), 8)
+    .option('--seed <n>', 'seed of the first run (the next runs take the next seeds)', Number, 1)
+    .option('--tasks <n>', 'tasks per run', positive('a number of tasks'), 300)
+    .option('--rate <r>', 'tasks per second', positive('a rate'), 10)
+    .option('--horizon <s>', 'the fault windows fall within this many seconds', positive('seconds'), 90)
+    .option('--json', 'print one JSON object')
+    .option('--write-docs', 'write the table into docs/consumer.md');
+  const options = program.parse().opts<Options>();
+  const results: RunResult[] = [];
+  for (let run = 0; run < options.runs; run++) {
+    const result = await runOne(run, options);
+    results.push(result);
+    process.stderr.write(
+      `run ${run + 1}/${options.runs} seed ${result.seed} ${describeFaultPlan(result.plan)}: ${result.broken.length === 0 ? 'OK' : result.broken.join('; ')} (${(result.summary.durationMs / 1000).toFixed(0)} s)\n`,
+    );
+  }
+  const text = table(results, options);
+  if (options.json) process.stdout.write(`${JSON.stringify({ options, results })}\n`);
+  else process.stdout.write(`${text}\n`);
+  if (options.writeDocs) writeDocs(text);
+  process.exitCode = results.some((r) => r.broken.length > 0) ? 1 : 0;
+}
+
+await main();

@@ -1,0 +1,155 @@
+/**
+ * The store-health signal the governor reads each tick (functions/core/store-health.ts judges
+ * it): its own probe of each store — one GetItem of a key nobody writes on the results table,
+ * one GetQueueAttributes on the normal lane, each bounded in time — and the consumers' calls to
+ * the stores and their failures over the metric window (their `DynamoRequests` / `DynamoErrors` /
+ * `SqsRequests` / `SqsErrors`, both lanes' services summed). The consumers' figures travel as
+ * EMF through CloudWatch Logs, so they arrive whichever store is down; the probe needs no
+ * consumer running (an idle fleet, or one the governor paused).
+ */
+import { GetMetricDataCommand, type CloudWatchClient, type MetricDataQuery } from '@aws-sdk/client-cloudwatch';
+import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { STORE_PROBE_KEY } from '../core/deployment.js';
+import { METRICS, SERVICES } from '../core/metric-names.js';
+import type { Clock, StoreName } from '../core/ports.js';
+import type { StoreProbe, StoreSample } from '../core/store-health.js';
+import { DEFAULT_METRICS_WINDOW_MS, METRIC_PERIOD_SECONDS, metricWindow } from './cloudwatch-signals.js';
+import { storeFailureKind } from './store-failure.js';
+
+/** A probe that takes longer than this counts as unavailable, ms. */
+export const STORE_PROBE_TIMEOUT_MS = 2_000;
+
+export interface StoreProbeOptions {
+  documents: DynamoDBDocumentClient;
+  sqs: SQSClient;
+  /** The results table (the probe reads STORE_PROBE_KEY, which nothing writes). */
+  resultsTable: string;
+  /** The normal lane's URL. */
+  queueUrl: string;
+  timeoutMs?: number;
+  clock?: Clock;
+}
+
+/** The governor's direct read of each store. */
+export type StoreProber = () => Promise<Record<StoreName, StoreProbe>>;
+
+/** Build the prober. Never throws: a failed read is the probe's answer. */
+export function createStoreProber(options: StoreProbeOptions): StoreProber {
+  const clock = options.clock ?? Date.now;
+  const timeoutMs = options.timeoutMs ?? STORE_PROBE_TIMEOUT_MS;
+  const timed = async (read: (signal: AbortSignal) => Promise<unknown>): Promise<StoreProbe> => {
+    const started = clock();
+    try {
+      await read(AbortSignal.timeout(timeoutMs));
+      return { ok: true, latencyMs: clock() - started };
+    } catch (error) {
+      const kind = storeFailureKind(error);
+      const name = error instanceof Error ? error.name : 'Error';
+      return { ok: false, kind: kind === 'throttled' ? 'throttled' : 'unavailable', detail: name };
+    }
+  };
+  return async () => {
+    const [dynamodb, sqs] = await Promise.all([
+      timed((abortSignal) =>
+        options.documents.send(
+          new GetCommand({ TableName: options.resultsTable, Key: { taskId: STORE_PROBE_KEY }, ConsistentRead: true }),
+          { abortSignal },
+        ),
+      ),
+      timed((abortSignal) =>
+        options.sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: options.queueUrl,
+            AttributeNames: ['ApproximateNumberOfMessages'],
+          }),
+          { abortSignal },
+        ),
+      ),
+    ]);
+    return { dynamodb, sqs };
+  };
+}
+
+/** The consumers' store calls over the window, per store; undefined when unknown (a failed read, never zero). */
+export type ConsumerStoreCalls = Partial<Record<StoreName, { requests: number; errors: number }>>;
+
+const CALL_METRICS: Record<StoreName, { requests: string; errors: string }> = {
+  dynamodb: { requests: METRICS.dynamoRequests, errors: METRICS.dynamoErrors },
+  sqs: { requests: METRICS.sqsRequests, errors: METRICS.sqsErrors },
+};
+
+export interface ConsumerStoreCallsOptions {
+  cloudwatch: Pick<CloudWatchClient, 'send'>;
+  namespace: string;
+  /** @default both consumers' services */
+  services?: readonly string[];
+  /** @default two minutes */
+  windowMs?: number;
+  clock?: Clock;
+}
+
+/** The GetMetricData queries (Sum per service and metric): what the governor's role needs `cloudwatch:GetMetricData` for. */
+export function consumerStoreCallQueries(namespace: string, services: readonly string[]): MetricDataQuery[] {
+  const queries: MetricDataQuery[] = [];
+  for (const [s, service] of services.entries())
+    for (const store of Object.keys(CALL_METRICS) as StoreName[])
+      for (const part of ['requests', 'errors'] as const)
+        queries.push({
+          Id: `${store}_${part}_${s}`,
+          MetricStat: {
+            Metric: {
+              Namespace: namespace,
+              MetricName: CALL_METRICS[store][part],
+              Dimensions: [{ Name: 'service', Value: service }],
+            },
+            Period: METRIC_PERIOD_SECONDS,
+            Stat: 'Sum',
+          },
+          ReturnData: true,
+        });
+  return queries;
+}
+
+/** Read the consumers' store calls from CloudWatch. */
+export function createConsumerStoreCalls(options: ConsumerStoreCallsOptions): () => Promise<ConsumerStoreCalls> {
+  const services = options.services ?? [SERVICES.consumer, SERVICES.overflowConsumer];
+  const clock = options.clock ?? Date.now;
+  const windowMs = options.windowMs ?? DEFAULT_METRICS_WINDOW_MS;
+  return async () => {
+    const { start, end } = metricWindow(clock(), windowMs);
+    let results: { Id?: string; Values?: number[] }[];
+    try {
+      const answer = await options.cloudwatch.send(
+        new GetMetricDataCommand({
+          StartTime: start,
+          EndTime: end,
+          MetricDataQueries: consumerStoreCallQueries(options.namespace, services),
+        }),
+      );
+      results = answer.MetricDataResults ?? [];
+    } catch {
+      return {};
+    }
+    const sum = (prefix: string) =>
+      results
+        .filter((r) => r.Id?.startsWith(prefix))
+        .reduce((total, r) => total + (r.Values ?? []).reduce((a, b) => a + b, 0), 0);
+    const calls: ConsumerStoreCalls = {};
+    for (const store of Object.keys(CALL_METRICS) as StoreName[])
+      calls[store] = { requests: sum(`${store}_requests_`), errors: sum(`${store}_errors_`) };
+    return calls;
+  };
+}
+
+/** One tick's samples: the probe and the consumers' window together. */
+export function storeSamplesOf(
+  probe: Record<StoreName, StoreProbe> | undefined,
+  calls: ConsumerStoreCalls,
+): StoreSample[] {
+  return (['dynamodb', 'sqs'] as const).map((store) => ({
+    store,
+    ...(probe !== undefined ? { probe: probe[store] } : {}),
+    ...(calls[store] !== undefined ? { consumers: calls[store] } : {}),
+  }));
+}

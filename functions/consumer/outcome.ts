@@ -1,0 +1,304 @@
+/**
+ * Outcomes as values. Every path of a record's handling ends in one of three values: `ack`
+ * (done), `retry` (hand it back, why and after how long, maybe with something for the next
+ * delivery to carry on with) or `dead_letter` (refused, with its reason). `settle` turns the
+ * value into what SQS and the batch response see, in this one place: deletes, dead letters,
+ * visibility changes, fresh copies near the DLQ, and the throw Powertools' batch processor reads
+ * as a failed item. Powertools' idempotency handler decides from a status value the same way.
+ */
+import { isStoreError, type DeadLetter, type StoreName } from '../core/ports.js';
+import { MetricUnit } from '../adapters/metrics.js';
+import { METRICS } from '../core/metric-names.js';
+import { type Carry, REDELIVERY_ATTRIBUTE, type Redelivery } from '../core/redelivery.js';
+import { TASK_QUEUE_MESSAGE_LIMIT_BYTES } from '../core/task.js';
+import { backoffSeconds, MAX_VISIBILITY_SECONDS, type RecordContext } from './context.js';
+import { type Delivery, describe, passengerAttributes, type RecordLog } from './delivery.js';
+
+/** Why a record is handed back to the queue; the `Reason` dimension of the Retried metric. */
+export type RetryReason =
+  | 'over_cap'
+  | 'transient'
+  | 'timeout'
+  | 'account'
+  | 'lease_held'
+  | 'claim_lost'
+  | 'error'
+  /** The results table or a queue failed (throttled, unavailable): the task waits. */
+  | 'store'
+  /** The completion event could not be published: the redelivery publishes it. */
+  | 'announce'
+  /** Another provider holds the task's submission; its lane finishes it. */
+  | 'held_elsewhere'
+  /** A dead holder's copy of the message may carry its paid submission: given one round to arrive. */
+  | 'orphan_wait';
+
+/** Why a record was acknowledged (for the log). */
+export type AckReason = 'solved' | 'failed' | 'duplicate' | 'conflict' | 'rejected';
+
+export type Outcome =
+  | { kind: 'ack'; why: AckReason }
+  | {
+      kind: 'retry';
+      reason: RetryReason;
+      delaySeconds: number;
+      /**
+       * The task waits for something outside it (a store, the holding lane, another delivery's
+       * lease): copies made for it do not count toward `maxGenerations`.
+       */
+      waiting: boolean;
+      /** A submission (and maybe its answer) for the next delivery, sealed. */
+      carry?: Carry;
+      /** What failed, for the log (redacted there). */
+      detail?: string;
+      /** The solver's code, when a solver answer was the cause. */
+      code?: string;
+    }
+  | { kind: 'dead_letter'; letter: DeadLetter };
+
+/** A record handed back to the queue on purpose; the batch processor reports it as failed. */
+export class RetryLaterError extends Error {
+  override readonly name = 'RetryLaterError';
+  constructor(
+    readonly reason: RetryReason,
+    readonly taskId: string,
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** Reasons that wait for something outside the task (see `Outcome.waiting`). */
+const WAITING: ReadonlySet<RetryReason> = new Set(['store', 'announce', 'held_elsewhere', 'lease_held', 'orphan_wait']);
+
+/** A retry outcome with its delay from the reason's backoff. */
+export function retry(
+  ctx: RecordContext,
+  delivery: Delivery,
+  reason: RetryReason,
+  extra: { delaySeconds?: number; carry?: Carry; detail?: string; code?: string } = {},
+): Outcome {
+  const { timing } = ctx;
+  const n = delivery.receiveCount;
+  const delaySeconds =
+    extra.delaySeconds ??
+    (reason === 'store' || reason === 'orphan_wait'
+      ? backoffSeconds(n, timing.storeRetryBaseSeconds, timing.storeRetryMaxSeconds)
+      : reason === 'account'
+        ? backoffSeconds(n, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds)
+        : backoffSeconds(n, timing.retryBaseSeconds, timing.retryMaxSeconds));
+  return {
+    kind: 'retry',
+    reason,
+    delaySeconds,
+    waiting: WAITING.has(reason),
+    ...(extra.carry !== undefined ? { carry: extra.carry } : {}),
+    ...(extra.detail !== undefined ? { detail: extra.detail } : {}),
+    ...(extra.code !== undefined ? { code: extra.code } : {}),
+  };
+}
+
+/** The outcome of a thrown value nobody expected: a store failure waits, anything else retries. */
+export function unexpected(ctx: RecordContext, delivery: Delivery, error: unknown): Outcome {
+  const store: StoreName | undefined = isStoreError(error) ? error.store : undefined;
+  return retry(ctx, delivery, store !== undefined ? 'store' : 'error', {
+    detail: `${store !== undefined ? `${store} ` : ''}${describe(error)}`,
+  });
+}
+
+/** Settle an outcome: resolve to acknowledge, throw RetryLaterError to hand the record back. */
+export async function settle(
+  outcome: Outcome,
+  delivery: Delivery,
+  taskId: string,
+  ctx: RecordContext,
+  log: RecordLog,
+): Promise<void> {
+  if (outcome.kind === 'ack') return acknowledge(delivery, ctx, log, ctx.acknowledgeEach);
+  if (outcome.kind === 'dead_letter') {
+    try {
+      await ctx.deps.queue.deadLetter({ ...outcome.letter, sourceMessageId: delivery.record.messageId });
+    } catch (error) {
+      return settle(unexpected(ctx, delivery, error), delivery, taskId, ctx, log);
+    }
+    ctx.deps.metrics.addMetric(METRICS.rejected, MetricUnit.Count, 1);
+    log.warn('message refused to the DLQ', {
+      reason: outcome.letter.reason,
+      reasonDetail: outcome.letter.reasonDetail,
+    });
+    // Deleted at once: a batch-mate's crash (or this invocation's) would bring it back and
+    // dead-letter it a second time.
+    return acknowledge(delivery, ctx, log, true);
+  }
+  countRetried(ctx, outcome.reason);
+  if (await requeueInstead(outcome, delivery, ctx, log)) return;
+  const level = outcome.reason === 'account' || outcome.reason === 'error' ? 'error' : 'warn';
+  log[level]('task handed back to the queue', {
+    reason: outcome.reason,
+    code: outcome.code,
+    detail: outcome.detail,
+    retryInSeconds: outcome.delaySeconds,
+  });
+  if (!delivery.moved) await hide(delivery, outcome.delaySeconds, ctx, log);
+  throw new RetryLaterError(
+    outcome.reason,
+    taskId,
+    `task ${taskId} handed back (${outcome.reason}${outcome.code ? ` ${outcome.code}` : ''})`,
+  );
+}
+
+/** Delete a finished message now (when asked), else leave it to the batch response. */
+async function acknowledge(delivery: Delivery, ctx: RecordContext, log: RecordLog, now: boolean): Promise<void> {
+  if (!now || delivery.moved) return;
+  try {
+    await ctx.deps.queue.acknowledge(delivery.message);
+  } catch (error) {
+    // The batch response still lists it as done: the event source deletes it.
+    log.warn('finished message not deleted at once; the batch response acknowledges it', { error: describe(error) });
+  }
+}
+
+/** Delay a message's next delivery; if that fails it returns after the queue's own visibility timeout: later, not lost. */
+export async function hide(delivery: Delivery, seconds: number, ctx: RecordContext, log: RecordLog): Promise<void> {
+  const visibility = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(seconds)));
+  try {
+    await ctx.deps.queue.changeVisibility(delivery.message, visibility);
+  } catch (error) {
+    log.warn('visibility could not be changed', { visibility, error: describe(error) });
+  }
+}
+
+function countRetried(ctx: RecordContext, reason: RetryReason): void {
+  // A metric with its own dimension goes out as a single metric, so the invocation's other
+  // metrics keep their plain `service` dimension.
+  const single = ctx.deps.metrics.singleMetric();
+  single.addDimension('Reason', reason);
+  single.addMetric(METRICS.retried, MetricUnit.Count, 1);
+}
+
+/**
+ * Near the DLQ, or with something to carry, the record goes back as a fresh copy of its message
+ * (receive count from zero) rather than as the same message: a store's bad minute then never
+ * burns a valid task to the DLQ, and an answer read but not recorded travels to the next
+ * delivery. A message that fails delivery after delivery for no outside reason is copied at most
+ * `maxGenerations` times, then left to SQS's redrive.
+ */
+async function requeueInstead(
+  outcome: Extract<Outcome, { kind: 'retry' }>,
+  delivery: Delivery,
+  ctx: RecordContext,
+  log: RecordLog,
+): Promise<boolean> {
+  const policy = ctx.timing.requeue;
+  const nearDlq = delivery.receiveCount >= ctx.deps.settings.maxReceiveCount - policy.beforeReceives;
+  const generation = delivery.redelivery?.generation ?? 0;
+  const waiting = outcome.waiting && (delivery.redelivery?.waits ?? 0) < policy.maxWaitCopies;
+  const allowed = waiting || generation < policy.maxGenerations;
+  // A carry always travels (even beside an earlier copy: that one may lack it); else near the DLQ only.
+  if (outcome.carry === undefined && (delivery.moved || !nearDlq || !allowed)) return false;
+  const sent = await sendCopy(delivery, ctx, log, {
+    delaySeconds: outcome.delaySeconds,
+    failing: !waiting,
+    ...(outcome.carry !== undefined ? { carry: outcome.carry } : {}),
+    why: outcome.reason,
+  });
+  return sent;
+}
+
+/**
+ * Put a fresh copy of the delivery's message in its queue in its place (SendMessage, then
+ * DeleteMessage of the original). The copy keeps the task's identity (the id it was claimed
+ * under, first send and receive times) and, when given, carries a sealed submission. False when
+ * the copy could not be sent (the message is then left as it is).
+ */
+export async function sendCopy(
+  delivery: Delivery,
+  ctx: RecordContext,
+  log: RecordLog,
+  options: { delaySeconds: number; failing: boolean; carry?: Carry; why: string },
+): Promise<boolean> {
+  const previous = delivery.redelivery;
+  const carry = options.carry ?? previous?.carry;
+  const redelivery: Redelivery = {
+    v: 1,
+    taskId: delivery.taskId,
+    sentAt: delivery.sentAt,
+    firstReceivedAt: delivery.firstReceivedAt,
+    generation: (previous?.generation ?? 0) + (options.failing ? 1 : 0),
+    waits: (previous?.waits ?? 0) + (options.failing ? 0 : 1),
+    // A carry travels on from copy to copy until a delivery records it (a newer one replaces it).
+    ...(carry !== undefined ? { carry } : {}),
+  };
+  const value = JSON.stringify(redelivery);
+  const attributes = {
+    ...fittingPassengers(delivery, value),
+    [REDELIVERY_ATTRIBUTE]: { dataType: 'String', stringValue: value },
+  };
+  try {
+    const { deleted } = await ctx.deps.queue.requeue(delivery.message, {
+      body: delivery.record.body,
+      attributes,
+      delaySeconds: Math.min(900, Math.max(0, Math.ceil(options.delaySeconds))),
+    });
+    delivery.moved = true;
+    ctx.deps.metrics.addMetric(METRICS.requeued, MetricUnit.Count, 1);
+    log.info('message put back as a fresh copy', {
+      why: options.why,
+      generation: redelivery.generation,
+      carries: carry === undefined ? 'nothing' : carry.answer !== undefined ? 'answer' : 'solver id',
+      delaySeconds: options.delaySeconds,
+      originalDeleted: deleted,
+    });
+    return true;
+  } catch (error) {
+    log.warn('fresh copy of the message could not be sent; it stays as it is', { error: describe(error) });
+    return false;
+  }
+}
+
+/** The message's own attributes, as many as fit beside the fleet's (SQS: ten, and the lane's size limit). */
+function fittingPassengers(delivery: Delivery, fleetValue: string): ReturnType<typeof passengerAttributes> {
+  const passengers = Object.entries(passengerAttributes(delivery)).slice(0, 9);
+  let bytes =
+    Buffer.byteLength(delivery.record.body) +
+    Buffer.byteLength(REDELIVERY_ATTRIBUTE) +
+    Buffer.byteLength('String') +
+    Buffer.byteLength(fleetValue);
+  const kept: ReturnType<typeof passengerAttributes> = {};
+  for (const [name, attribute] of passengers) {
+    const size =
+      Buffer.byteLength(name) +
+      Buffer.byteLength(attribute.dataType) +
+      Buffer.byteLength(attribute.stringValue ?? '') +
+      Math.ceil(((attribute.binaryValue ?? '').length * 3) / 4);
+    if (bytes + size > TASK_QUEUE_MESSAGE_LIMIT_BYTES) continue;
+    bytes += size;
+    kept[name] = attribute;
+  }
+  return kept;
+}
+
+/**
+ * Once claimed (before the solve), a delivery that comes this close to the DLQ copies its message: the ones
+ * before it ended without an outcome (crashed, timed out), so this one might too, and SQS's
+ * redrive would then take a task that may be paid for. The copy comes back after this delivery's
+ * lease; if this delivery finishes the task, the copy is acknowledged as a duplicate.
+ */
+export async function refreshNearDlq(delivery: Delivery, ctx: RecordContext, log: RecordLog): Promise<void> {
+  const policy = ctx.timing.requeue;
+  if (delivery.receiveCount < ctx.deps.settings.maxReceiveCount - policy.refreshBeforeReceives) return;
+  if ((delivery.redelivery?.generation ?? 0) >= policy.maxGenerations) return;
+  await sendCopy(delivery, ctx, log, {
+    delaySeconds: Math.ceil(ctx.timing.leaseMs / 1000),
+    failing: true,
+    why: 'near_dlq',
+  });
+}
+
+/** Seconds until `until`, at least `floor`. */
+export function secondsUntil(until: number, now: number, floor = 0): number {
+  return Math.max(floor, Math.ceil((until - now) / 1000));
+}
+
+/** Re-exported for the handler's callers. */
+export { backoffSeconds } from './context.js';

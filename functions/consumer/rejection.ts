@@ -1,0 +1,53 @@
+/**
+ * A message the schema refuses: a `rejected` record when its id can be read, its announcement,
+ * then the DLQ with its reason. Returns the outcome; `settle` sends the dead letter.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TaskRejection } from '../core/task.js';
+import { announce, announcementPending } from './announce.js';
+import type { RecordContext } from './context.js';
+import type { Delivery, RecordLog } from './delivery.js';
+import { retry, type Outcome } from './outcome.js';
+
+/** The refused message's outcome. The record and the event come first: both are idempotent. */
+export async function rejectRecord(
+  delivery: Delivery,
+  rejection: TaskRejection,
+  ctx: RecordContext,
+  log: RecordLog,
+): Promise<Outcome> {
+  const { deps, clock } = ctx;
+  const { record } = delivery;
+  if (rejection.id !== undefined) {
+    const method = readMethod(record.body);
+    const rejected = {
+      errorCode: rejection.code,
+      errorMessage: rejection.reason,
+      ...(method !== undefined ? { method } : {}),
+      completedAt: clock(),
+    };
+    const writer = `${record.messageId}:${delivery.receiveCount}:${randomUUID()}`;
+    const found = await deps.repository.reject(rejection.id, rejected, writer);
+    // Announced when this delivery wrote the record, or when a rejection of this id was recorded
+    // but never announced (an earlier delivery's publish failed); a valid task's record is left
+    // to that task. Before the DLQ send, so a failing send (retried) cannot cost the event.
+    const owed =
+      found.outcome === 'written' || (found.record.status === 'rejected' && announcementPending(ctx, found.record));
+    if (owed && !(await announce(ctx, log, found.record))) return retry(ctx, delivery, 'announce');
+  }
+  return {
+    kind: 'dead_letter',
+    letter: {
+      body: record.body,
+      reason: rejection.code,
+      reasonDetail: rejection.reason,
+      ...(rejection.id !== undefined ? { taskId: rejection.id } : {}),
+      sourceQueue: delivery.sourceQueue,
+    },
+  };
+}
+
+function readMethod(body: string): string | undefined {
+  const match = /"method"\s*:\s*"([A-Za-z0-9_-]{1,40})"/.exec(body.slice(0, 4096));
+  return match?.[1];
+}

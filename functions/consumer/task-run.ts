@@ -1,0 +1,634 @@
+/**
+ * One valid task of one delivery: claim → solve (or resume) → record → announce, as a value.
+ * Every path returns an Outcome (outcome.ts); nothing here throws to hand a task back. The steps
+ * that must survive a store's bad minute once the solver is paid live in durable-writes.ts: the
+ * submission's id is kept beside the solve, the terminal record is retried within the
+ * invocation's margin, and what still cannot be written travels in a fresh copy of the message.
+ */
+import { randomUUID } from 'node:crypto';
+import { MetricResolution, MetricUnit } from '../adapters/metrics.js';
+import { METRICS } from '../core/metric-names.js';
+import {
+  type ClaimResult,
+  isStoreError,
+  type SolveOutcome,
+  type SolverAnswer,
+  type SolverPort,
+} from '../core/ports.js';
+import type { SolverProvider } from '../core/provider.js';
+import { answerFitsCarry, type Carry, carryText } from '../core/redelivery.js';
+import { isTerminal, type TaskResult } from '../core/results.js';
+import {
+  METHOD_KIND,
+  SolverAccountError,
+  SolverError,
+  SolverOverCapError,
+  SolverTaskError,
+  SolverTimeoutError,
+  TOKEN_TTL_MS,
+  type SolverMethod,
+} from '../core/solver-protocol.js';
+import type { Task } from '../core/task.js';
+import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
+import { announce, announcementPending } from './announce.js';
+import type { RecordContext } from './context.js';
+import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.js';
+import { retryWrite, SolverIdKeeper } from './durable-writes.js';
+import { type AckReason, type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
+import { ThreadTracking } from './thread-tracking.js';
+
+/** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
+const STALE_ID_CODES = new Set(['ERROR_WRONG_CAPTCHA_ID', 'ERROR_WRONG_ID_FORMAT']);
+const UNSOLVABLE = 'ERROR_CAPTCHA_UNSOLVABLE';
+/** The answer came but no results record can hold it (DynamoDB's 400 KB item). */
+export const ANSWER_TOO_LARGE = 'ANSWER_TOO_LARGE';
+
+/** The claim was lost mid-solve (another delivery took the task over). */
+export class ClaimLostError extends Error {
+  override readonly name = 'ClaimLostError';
+  constructor(readonly taskId: string) {
+    super(`claim of task ${taskId} was lost to another delivery`);
+  }
+}
+
+/** A paid submission: who accepted it, its id, when. */
+interface Submission {
+  provider: SolverProvider;
+  solverId: string;
+  acceptedAt: number;
+}
+
+/** A solve's outcome, with the provider whose submission answered. */
+type Solved = SolveOutcome & { provider: SolverProvider };
+
+/** The fields every terminal record of this delivery shares. */
+type BaseFields = Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>;
+
+/** One claimed-or-not task of one delivery. */
+export class TaskRun {
+  private readonly claimToken: string;
+  private readonly provider: SolverProvider;
+  private readonly threads: ThreadTracking;
+  private readonly keeper: SolverIdKeeper;
+  private readonly abort = new AbortController();
+  private claimLost = false;
+  /** The submission this delivery is polling (its own or a resumed one). */
+  private submission: Submission | undefined;
+  /** When this delivery's claim runs out, epoch ms. */
+  private leaseUntil = 0;
+  /** How long the claim call took, ms. */
+  private claimLatencyMs = 0;
+  /** Solver responses of this delivery, counted as they come and emitted once it ends. */
+  private readonly answers = { submissions: 0, resultRequests: 0, transientErrors: 0, taskErrors: 0 };
+
+  constructor(
+    private readonly delivery: Delivery,
+    private readonly task: Task,
+    private readonly ctx: RecordContext,
+    private readonly log: RecordLog,
+  ) {
+    this.provider = ctx.deps.provider ?? 'primary';
+    this.claimToken = `${delivery.record.messageId}:${delivery.receiveCount}:${randomUUID()}`;
+    this.threads = new ThreadTracking(
+      ctx.deps.threadLedger,
+      ctx.clock,
+      log,
+      ctx.timing.overCapWaiting,
+      ctx.deps.settings.effectiveCap,
+    );
+    this.keeper = new SolverIdKeeper({
+      write: (solverId, provider) => ctx.deps.repository.recordSolverId(task.id, this.claimToken, solverId, provider),
+      onClaimLost: () => {
+        this.claimLost = true;
+        this.abort.abort(new ClaimLostError(task.id));
+      },
+      onUnrecorded: (solverId, provider, acceptedAt) => this.carryEarly({ solverId, provider, acceptedAt }),
+      clock: ctx.clock,
+      timing: ctx.timing,
+      until: ctx.stopAt - ctx.timing.recordMarginMs / 2,
+      log,
+    });
+  }
+
+  async run(): Promise<Outcome> {
+    const { deps, clock, timing } = this.ctx;
+    const claimedAt = clock();
+    const claim = await deps.repository.claim({
+      task: this.task,
+      claimToken: this.claimToken,
+      now: claimedAt,
+      leaseMs: timing.leaseMs,
+      provider: this.provider,
+      resumable: this.resumableProviders(),
+    });
+    this.claimLatencyMs = clock() - claimedAt;
+    switch (claim.outcome) {
+      case 'conflict':
+        return this.refuseConflict(claim.record);
+      case 'terminal':
+        return this.duplicate(claim.record);
+      case 'held':
+        return retry(this.ctx, this.delivery, 'lease_held', {
+          delaySeconds: secondsUntil(claim.leaseUntil, claimedAt),
+          detail: `claimed by another delivery until ${new Date(claim.leaseUntil).toISOString()}`,
+        });
+      case 'held_elsewhere':
+        return this.heldElsewhere(claim.solverProvider, false);
+      default:
+        return this.work(claim, claimedAt);
+    }
+  }
+
+  /** Providers this consumer can resume a submission at: its own and those it holds a resume solver for. */
+  private resumableProviders(): SolverProvider[] {
+    const others = Object.keys(this.ctx.deps.resumeSolvers ?? {}) as SolverProvider[];
+    return [this.provider, ...others.filter((p) => p !== this.provider)];
+  }
+
+  private solverFor(provider: SolverProvider): SolverPort | undefined {
+    return provider === this.provider ? this.ctx.deps.solver : this.ctx.deps.resumeSolvers?.[provider];
+  }
+
+  private async work(claim: Extract<ClaimResult, { outcome: 'claimed' }>, claimedAt: number): Promise<Outcome> {
+    const { deps } = this.ctx;
+    this.leaseUntil = claim.record.leaseUntil ?? claimedAt + this.ctx.timing.leaseMs;
+    // Claimed, so this delivery will solve or resume: near the DLQ it copies its message first.
+    await refreshNearDlq(this.delivery, this.ctx, this.log);
+    const queueWaitMs = Math.max(0, claimedAt - this.delivery.sentAt);
+    if (claim.record.attempts === 1) deps.metrics.addMetric(METRICS.queueWait, MetricUnit.Milliseconds, queueWaitMs);
+    const carry = await this.openCarry();
+    const resume: Submission | undefined =
+      carry ??
+      (claim.previousSolverId !== undefined
+        ? { solverId: claim.previousSolverId, provider: claim.previousSolverProvider ?? this.provider, acceptedAt: 0 }
+        : undefined);
+    if (claim.takenOver || carry !== undefined)
+      this.log.info('task resumed', {
+        attempts: claim.record.attempts,
+        resume: resume?.solverId,
+        at: resume?.provider,
+      });
+    // A submission known only from the message goes onto the record at once: every later
+    // delivery, of this copy or of any other, then resumes it.
+    if (
+      carry !== undefined &&
+      claim.previousSolverId !== carry.solverId &&
+      this.solverFor(carry.provider) !== undefined
+    )
+      this.keeper.keep(carry.solverId, carry.provider, carry.acceptedAt);
+    // A carried submission of a provider this consumer cannot poll: that provider's lane finishes it.
+    if (resume !== undefined && this.solverFor(resume.provider) === undefined)
+      return this.heldElsewhere(resume.provider, true);
+    // The previous holder died holding the claim with no id on the record: if it was paid and the
+    // table would not take the id, the id is in a fresh copy of this message, which may come back
+    // together with (or after) this one when SQS has had a bad minute. One round for it to arrive.
+    if (resume === undefined && claim.orphaned === true) {
+      await this.release({ orphanWaitAt: claimedAt });
+      return retry(this.ctx, this.delivery, 'orphan_wait', {
+        detail: 'the previous holder died with no solver id recorded; waiting once for a copy that may carry it',
+      });
+    }
+    const claimMs = this.claimLatencyMs;
+    if (resume === undefined && (claimMs > this.ctx.timing.degradedStoreMs || this.ctx.dynamoErrors() > 0)) {
+      await this.release();
+      return retry(this.ctx, this.delivery, 'store', {
+        detail: `the results table is struggling (claim ${claimMs} ms, ${this.ctx.dynamoErrors()} failed call(s) in this invocation): no new paid submission until it answers well`,
+      });
+    }
+    if (resume === undefined && this.solveDeadline(claimedAt) - this.ctx.clock() < this.ctx.timing.minSolveWindowMs) {
+      await this.release();
+      return retry(this.ctx, this.delivery, 'timeout', {
+        detail: 'too little of the invocation left to pay for a submission and keep its id',
+      });
+    }
+    const base: BaseFields = {
+      method: this.task.method,
+      priority: this.task.priority,
+      submittedAt: this.task.submittedAt,
+      startedAt: claimedAt,
+      queueWaitMs,
+      provider: this.provider,
+    };
+    try {
+      const answer = carry?.answer;
+      const solved =
+        carry !== undefined && answer !== undefined
+          ? solvedFromCarry({ ...carry, answer })
+          : await this.solve(resume, claimedAt);
+      return await this.recordSolved(solved, base, claim.record, resume);
+    } catch (error) {
+      return await this.afterSolveError(error, base, claim.record);
+    } finally {
+      // Every path reports the requests it made and frees the thread it held in the ledger.
+      this.emitAnswerCounts();
+      await this.keeper.settle();
+      await this.threads.settle();
+    }
+  }
+
+  /**
+   * The id names another task (other content) whose record lives: this message goes to the DLQ
+   * with `ID_CONFLICT`, and the first task's record stays as it is (no `rejected` over it, no
+   * event: its producer is still waiting on it).
+   */
+  private refuseConflict(existing: TaskResult): Outcome {
+    const detail = describeIdConflict(this.task.id, existing);
+    this.log.warn('task id in use by other content', { reason: ID_CONFLICT, existingStatus: existing.status });
+    return {
+      kind: 'dead_letter',
+      letter: {
+        body: this.delivery.record.body,
+        reason: ID_CONFLICT,
+        reasonDetail: detail,
+        taskId: this.task.id,
+        sourceQueue: this.delivery.sourceQueue,
+      },
+    };
+  }
+
+  /** A finished task delivered again: acknowledged, and announced if its event may not have gone out. */
+  private async duplicate(record: TaskResult): Promise<Outcome> {
+    this.ctx.deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
+    this.log.info('duplicate delivery of a finished task acknowledged', { status: record.status });
+    return this.announced(record, 'duplicate');
+  }
+
+  /** Announce (once noted, a redelivery stays silent) and acknowledge; a failed publish hands the message back. */
+  private async announced(record: TaskResult, why: AckReason): Promise<Outcome> {
+    if (!announcementPending(this.ctx, record)) return { kind: 'ack', why };
+    return (await announce(this.ctx, this.log, record))
+      ? { kind: 'ack', why }
+      : retry(this.ctx, this.delivery, 'announce');
+  }
+
+  /**
+   * The task's submission belongs to a provider this consumer cannot poll: paying its own would
+   * pay twice. The message goes back for that provider's lane (the claim, if taken, released).
+   */
+  private async heldElsewhere(provider: SolverProvider, claimed: boolean): Promise<Outcome> {
+    if (claimed) await this.release();
+    const carry = this.delivery.redelivery?.carry;
+    return retry(this.ctx, this.delivery, 'held_elsewhere', {
+      detail: `the ${provider} provider holds this task's submission; its lane finishes it`,
+      ...(carry !== undefined && carry.provider === provider ? { carry } : {}),
+    });
+  }
+
+  /** The carry of a fresh copy, when its seal holds for this task's body; undefined otherwise. */
+  private async openCarry(): Promise<Carry | undefined> {
+    const carry = this.delivery.redelivery?.carry;
+    const seal = this.ctx.deps.seal;
+    if (carry === undefined) return undefined;
+    const { mac, ...fields } = carry;
+    const text = carryText(this.delivery.record.body, this.task.id, fields);
+    // A carry sealed with a key this consumer does not hold is another lane's: it stands as its
+    // holder's claim on the task (heldElsewhere), never as an answer to record.
+    if (this.solverFor(carry.provider) === undefined) return carry;
+    const verified = seal !== undefined && (await seal.verify(carry.provider, text, mac).catch(() => false));
+    if (!verified) this.log.warn('carried submission not verified; ignored', { provider: carry.provider });
+    return verified ? carry : undefined;
+  }
+
+  /** Submit (or resume) and poll; resubmit unsolvable captchas as the settings allow. */
+  /** When a solve started at `startedAt` gives up: its own deadline, or the invocation's end less the margin. */
+  private solveDeadline(startedAt: number): number {
+    const { deps, timing, stopAt } = this.ctx;
+    return Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
+  }
+
+  private async solve(resumeFrom: Submission | undefined, startedAt: number): Promise<Solved> {
+    const { deps } = this.ctx;
+    const deadlineAt = this.solveDeadline(startedAt);
+    let resume = resumeFrom;
+    let unsolvable = 0;
+    this.submission = resume;
+    if (resume !== undefined) this.threads.resuming(resume.solverId);
+    for (;;) {
+      const provider = resume?.provider ?? this.provider;
+      const solver = this.solverFor(provider) ?? deps.solver;
+      try {
+        if (resume === undefined) await this.threads.waitForRoom(deadlineAt);
+        const outcome = await solver.solve(this.task, {
+          deadlineAt,
+          signal: this.abort.signal,
+          ...(resume !== undefined ? { resumeSolverId: resume.solverId } : {}),
+          onSolverAnswer: (answer) => this.countAnswer(answer),
+          onSubmitted: (solverId) => this.submitted(solverId),
+        });
+        return { ...outcome, provider };
+      } catch (error) {
+        if (this.claimLost) throw new ClaimLostError(this.task.id);
+        // Refused over the cap: wait for a thread to free rather than retry into the same refusal.
+        if (error instanceof SolverOverCapError && (await this.threads.waitForFreeThread(deadlineAt))) continue;
+        if (error instanceof SolverTaskError && resume !== undefined && STALE_ID_CODES.has(error.code)) {
+          this.log.warn('resumed solver id is unknown to the solver; submitting afresh', {
+            solverId: resume.solverId,
+            at: resume.provider,
+            code: error.code,
+          });
+          resume = undefined;
+          continue;
+        }
+        if (
+          error instanceof SolverTaskError &&
+          error.code === UNSOLVABLE &&
+          unsolvable < deps.settings.unsolvableResubmits
+        ) {
+          unsolvable += 1;
+          resume = undefined;
+          this.log.info('solver could not solve the captcha; resubmitting', {
+            resubmit: unsolvable,
+            of: deps.settings.unsolvableResubmits,
+          });
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** The solver accepted a submission: it is paid for, so its id is kept whatever the table does. */
+  private submitted(solverId: string): void {
+    this.submission = { solverId, provider: this.provider, acceptedAt: this.ctx.clock() };
+    this.log.info('submitted to the solver', { solverId });
+    this.threads.submitted(solverId);
+    this.keeper.keep(solverId, this.provider, this.submission.acceptedAt);
+  }
+
+  /**
+   * The table would not take the submission's id: put it in a fresh copy of the message now, so
+   * that a crash from here on still resumes this submission. The copy comes back after this
+   * invocation (the claim's lease holds it off meanwhile).
+   */
+  private async carryEarly(submission: Submission): Promise<void> {
+    const carry = await this.sealCarry(submission);
+    if (carry === undefined) return;
+    // Back just after this claim runs out: before the original message's own visibility timeout
+    // (never shorter than the lease) could bring it back without the id.
+    const delaySeconds = secondsUntil(this.leaseUntil + 500, this.ctx.clock(), 1);
+    await sendCopy(this.delivery, this.ctx, this.log, {
+      delaySeconds,
+      failing: false,
+      carry,
+      why: 'solver_id_unrecorded',
+    });
+  }
+
+  /** A carry of the submission (and the answer, when it fits), sealed with its provider's key. */
+  private async sealCarry(
+    submission: Submission,
+    read?: { answer: string; answeredAt: number },
+  ): Promise<Carry | undefined> {
+    const seal = this.ctx.deps.seal;
+    if (seal === undefined) return undefined;
+    const fields: Omit<Carry, 'mac'> = {
+      provider: submission.provider,
+      solverId: submission.solverId,
+      acceptedAt: submission.acceptedAt,
+      ...(read !== undefined && answerFitsCarry(read.answer) ? read : {}),
+    };
+    const mac = await seal
+      .seal(submission.provider, carryText(this.delivery.record.body, this.task.id, fields))
+      .catch(() => undefined);
+    return mac === undefined ? undefined : { ...fields, mac };
+  }
+
+  /** A carry of the current submission when its id is not on the record (else nothing to carry). */
+  private async carryIfUnrecorded(): Promise<Carry | undefined> {
+    const submission = this.submission;
+    if (submission === undefined || this.keeper.recorded) return undefined;
+    return this.sealCarry(submission);
+  }
+
+  /**
+   * Write the solved record, retrying while the table is throttled or down. An answer no record can
+   * hold ends the task as `failed` with ANSWER_TOO_LARGE; an answer the table will not take within
+   * the margin goes, sealed, into a fresh copy of the message: never thrown away, never paid again.
+   */
+  private async recordSolved(
+    solved: Solved,
+    base: BaseFields,
+    claimed: TaskResult,
+    resumed: Submission | undefined,
+  ): Promise<Outcome> {
+    const { deps, clock } = this.ctx;
+    const m = deps.metrics;
+    const solveMs = Math.max(0, solved.answeredAt - solved.acceptedAt);
+    m.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, solveMs, MetricResolution.High);
+    const method = this.task.method as SolverMethod;
+    const ttl = METHOD_KIND[method] === 'token' ? TOKEN_TTL_MS[method] : undefined;
+    const completedAt = clock();
+    const tokenExpiresAt = ttl === undefined ? undefined : this.issuedNoLaterThan(solved, resumed) + ttl;
+    const result = {
+      ...base,
+      // Who solved it: the provider whose submission answered (a resume at the other lane's provider names it).
+      provider: solved.provider,
+      solverProvider: solved.provider,
+      status: 'solved' as const,
+      answer: solved.answer,
+      solverId: solved.solverId,
+      completedAt,
+      solveMs,
+      ...(tokenExpiresAt !== undefined ? { tokenExpiresAt } : {}),
+    };
+    let written: boolean;
+    try {
+      written = await this.writeTerminal(result);
+    } catch (error) {
+      if (isStoreError(error) && error.kind === 'too_large')
+        return this.fail(
+          new SolverTaskError(ANSWER_TOO_LARGE, { taskId: this.task.id, message: error.message }),
+          base,
+          claimed,
+        );
+      // Read but not recorded: the answer travels, sealed, in a fresh copy of the message.
+      await this.release();
+      const submission = { provider: solved.provider, solverId: solved.solverId, acceptedAt: solved.acceptedAt };
+      const carry = await this.sealCarry(submission, { answer: solved.answer, answeredAt: solved.answeredAt });
+      return retry(this.ctx, this.delivery, isStoreError(error) ? 'store' : 'error', {
+        detail: `answer read but not recorded (${describe(error)})${carry ? '; it travels in a fresh copy of the message' : ''}`,
+        ...(carry !== undefined ? { carry } : {}),
+      });
+    }
+    if (!written) return this.afterLostClaim();
+    m.addMetric(METRICS.solved, MetricUnit.Count, 1);
+    if (tokenExpiresAt !== undefined && completedAt >= tokenExpiresAt) {
+      // Recorded as solved (the solver was paid and the answer is the truth of what happened),
+      // but a producer must not use it: `get`/`wait` report it stale, and operators see the count.
+      m.addMetric(METRICS.tokensStale, MetricUnit.Count, 1);
+      this.log.warn('token answer recorded already stale', {
+        solverId: solved.solverId,
+        tokenExpiresAt,
+        resumed: resumed !== undefined,
+      });
+    }
+    m.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, completedAt - this.task.submittedAt));
+    this.log.info('task solved', {
+      solverId: solved.solverId,
+      solveMs,
+      resultRequests: solved.resultRequests,
+      answerLength: solved.answer.length,
+    });
+    return this.announced({ ...claimed, ...result, completedBy: this.claimToken }, 'solved');
+  }
+
+  /** `complete()` under this claim, retried within the invocation's margin. */
+  private writeTerminal(result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>): Promise<boolean> {
+    const { deps, clock, timing, stopAt } = this.ctx;
+    return retryWrite(() => deps.repository.complete(this.task.id, this.claimToken, result), {
+      until: stopAt - timing.requeueReserveMs,
+      clock,
+      timing: timing.writeRetry,
+    });
+  }
+
+  /** Record a task-terminal error as `failed` and announce it. */
+  private async fail(error: SolverTaskError, base: BaseFields, claimed: TaskResult): Promise<Outcome> {
+    const { deps, clock } = this.ctx;
+    const completedAt = clock();
+    const redactor = redactorOf(this.ctx);
+    const result = {
+      ...base,
+      status: 'failed' as const,
+      errorCode: redactor.redact(error.code),
+      errorMessage: redactor.redact(error.message),
+      completedAt,
+    };
+    let written: boolean;
+    try {
+      written = await this.writeTerminal(result);
+    } catch (failure) {
+      // Not recorded: the claim is released, and the next delivery resumes the submission (its
+      // id on the record or carried) without waiting for the lease.
+      await this.release();
+      const carry = await this.carryIfUnrecorded();
+      return retry(this.ctx, this.delivery, isStoreError(failure) ? 'store' : 'error', {
+        detail: `failure not recorded (${describe(failure)})`,
+        ...(carry !== undefined ? { carry } : {}),
+      });
+    }
+    if (!written) return this.afterLostClaim();
+    const single = deps.metrics.singleMetric();
+    single.addDimension('ErrorCode', result.errorCode);
+    single.addMetric(METRICS.failed, MetricUnit.Count, 1);
+    deps.metrics.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, completedAt - this.task.submittedAt));
+    this.log.warn('task failed', { errorCode: result.errorCode, errorMessage: result.errorMessage });
+    return this.announced({ ...claimed, ...result, completedBy: this.claimToken }, 'failed');
+  }
+
+  /** The solve (or its record) ended in an error: record a task error, else hand the task back by class. */
+  private async afterSolveError(error: unknown, base: BaseFields, claimed: TaskResult): Promise<Outcome> {
+    if (error instanceof ClaimLostError) {
+      this.log.warn('claim lost while solving');
+      return this.afterLostClaim();
+    }
+    if (error instanceof SolverTaskError) return this.fail(error, base, claimed);
+    // Every other outcome hands the task back. The claim is released (lease 0, solver id kept)
+    // rather than kept: a kept lease would make the retry wait for it and burn a receive as
+    // `lease_held`; a released one lets the retry take over at once and resume the same
+    // submission, so nothing is paid twice. An id the table never took travels with the message.
+    await this.release();
+    const carry = await this.carryIfUnrecorded();
+    const extra = {
+      detail: describe(error),
+      ...(error instanceof SolverError ? { code: error.code } : {}),
+      ...(carry !== undefined ? { carry } : {}),
+    };
+    if (error instanceof SolverAccountError) {
+      this.ctx.deps.metrics.addMetric(METRICS.accountErrors, MetricUnit.Count, 1);
+      return retry(this.ctx, this.delivery, 'account', extra);
+    }
+    // The answers behind these (over-cap, transient) were counted as they came (countAnswer).
+    if (error instanceof SolverOverCapError) return retry(this.ctx, this.delivery, 'over_cap', extra);
+    if (error instanceof SolverTimeoutError) return retry(this.ctx, this.delivery, 'timeout', extra);
+    if (error instanceof SolverError) return retry(this.ctx, this.delivery, 'transient', extra);
+    if (isStoreError(error)) return retry(this.ctx, this.delivery, 'store', extra);
+    return retry(this.ctx, this.delivery, 'error', extra);
+  }
+
+  /** Give the claim up so the next delivery need not wait for the lease (best effort: else the lease runs out). */
+  private async release(note?: { orphanWaitAt: number }): Promise<void> {
+    try {
+      await this.ctx.deps.repository.release(this.task.id, this.claimToken, note);
+    } catch (error) {
+      this.log.warn('claim could not be released', { error: describe(error) });
+    }
+  }
+
+  /** complete() found the claim gone: acknowledge only if some delivery recorded a result. */
+  private async afterLostClaim(): Promise<Outcome> {
+    const { clock } = this.ctx;
+    let current: TaskResult | undefined;
+    try {
+      current = await this.ctx.deps.repository.get(this.task.id, { consistent: true });
+    } catch (error) {
+      return retry(this.ctx, this.delivery, 'store', { detail: describe(error) });
+    }
+    if (current !== undefined && isTerminal(current.status)) {
+      this.ctx.deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
+      this.log.warn('claim lost, but the task has a terminal record; acknowledged', { status: current.status });
+      return this.announced(current, 'duplicate');
+    }
+    return retry(this.ctx, this.delivery, 'claim_lost', {
+      delaySeconds: current?.leaseUntil !== undefined ? secondsUntil(current.leaseUntil, clock()) : 0,
+      detail: 'the claim was lost and the task has no terminal record yet',
+    });
+  }
+
+  /**
+   * One solver response (the client calls this for every in.php / res.php answer, retried ones
+   * included). Over-cap answers go out at once as their own EMF document, with the submission
+   * they refused: the governor reads OverCapAnswers per window and must see them while this
+   * invocation may still be retrying; the rest is summed and emitted when the delivery ends.
+   */
+  private countAnswer(answer: SolverAnswer): void {
+    this.threads.onAnswer(answer);
+    if (answer.request === 'submit' && answer.outcome === 'over_cap') {
+      // No extra dimension: the single metric keeps the plain `service` dimension the alarms,
+      // the dashboard and the governor read. A single metric publishes on every addMetric.
+      const single = this.ctx.deps.metrics.singleMetric();
+      single.addMetric(METRICS.overCapAnswers, MetricUnit.Count, 1);
+      single.addMetric(METRICS.submissions, MetricUnit.Count, 1);
+      return;
+    }
+    if (answer.request === 'submit') this.answers.submissions += 1;
+    else this.answers.resultRequests += 1;
+    if (answer.outcome === 'transient') this.answers.transientErrors += 1;
+    else if (answer.outcome === 'task_terminal') this.answers.taskErrors += 1;
+  }
+
+  private emitAnswerCounts(): void {
+    const m = this.ctx.deps.metrics;
+    const { submissions, resultRequests, transientErrors, taskErrors } = this.answers;
+    if (submissions > 0) m.addMetric(METRICS.submissions, MetricUnit.Count, submissions);
+    if (resultRequests > 0) m.addMetric(METRICS.resultRequests, MetricUnit.Count, resultRequests);
+    if (transientErrors > 0) m.addMetric(METRICS.transientErrors, MetricUnit.Count, transientErrors);
+    if (taskErrors > 0) m.addMetric(METRICS.taskErrors, MetricUnit.Count, taskErrors);
+    this.answers.submissions = this.answers.resultRequests = this.answers.transientErrors = this.answers.taskErrors = 0;
+  }
+
+  /**
+   * The latest the token can have been issued. A fresh submission's answer is read within one
+   * poll of being issued, so the read time stands. A resumed (or carried) submission's answer may
+   * have waited at the solver since the previous holder died: it was issued no earlier than the
+   * task's message was first received (nothing was submitted before that), and that earlier time
+   * is taken so the expiry is never later than the truth.
+   */
+  private issuedNoLaterThan(solved: Solved, resumed: Submission | undefined): number {
+    if (resumed === undefined || solved.solverId !== resumed.solverId) return solved.answeredAt;
+    return Math.min(solved.answeredAt, this.delivery.firstReceivedAt);
+  }
+}
+
+/** A carried answer as a solve's outcome: read by an earlier delivery, recorded by this one. */
+function solvedFromCarry(carry: Carry & { answer: string }): Solved {
+  return {
+    answer: carry.answer,
+    solverId: carry.solverId,
+    acceptedAt: carry.acceptedAt,
+    answeredAt: carry.answeredAt ?? carry.acceptedAt,
+    resultRequests: 0,
+    retries: { overCap: 0, transient: 0 },
+    provider: carry.provider,
+  };
+}

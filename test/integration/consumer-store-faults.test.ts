@@ -1,0 +1,537 @@
+/**
+ * The consumer on a store's bad day, on the emulators: the results table throttled or down while
+ * a paid submission is polled, writes that commit while their answer is lost (through the fault
+ * proxy), receive counts near the DLQ, a batch whose invocation dies, messages at SQS's limit, and
+ * text with the key in it. What must hold: paid once, announced at least once, nothing valid
+ * dead-lettered, no second DLQ copy, the key nowhere.
+ */
+import { ChangeMessageVisibilityCommand, SendMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createAwsClients } from '../../functions/adapters/aws-clients.js';
+import { createCarrySeal } from '../../functions/adapters/carry-seal.js';
+import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
+import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
+import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
+import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
+import { METRICS } from '../../functions/core/metric-names.js';
+import { type ResultsRepository, StoreError } from '../../functions/core/ports.js';
+import { createRedactor } from '../../functions/core/redaction.js';
+import { carryText, REDELIVERY_ATTRIBUTE } from '../../functions/core/redelivery.js';
+import { SolverTransientError } from '../../functions/core/solver-protocol.js';
+import { MAX_TASK_BYTES, TASK_QUEUE_MESSAGE_LIMIT_BYTES, type TaskMessage } from '../../functions/core/task.js';
+import { startFaultProxy, type FaultProxy } from '../../local/faults/proxy.js';
+import {
+  captureLogs,
+  captureMetrics,
+  imageTask,
+  recaptchaTask,
+  ScriptedSolver,
+  TEST_SOLVER_KEY,
+} from '../helpers/factories.js';
+import {
+  deliver,
+  lambdaContext,
+  receive,
+  sendMessage,
+  sleep,
+  startEmulatorFixture,
+  toSqsEvent,
+  type EmulatorFixture,
+  type TestFleet,
+} from '../helpers/fleet-fixture.js';
+
+let fixture: EmulatorFixture;
+let logs: ReturnType<typeof captureLogs>;
+const proxies: FaultProxy[] = [];
+
+beforeAll(async () => {
+  fixture = await startEmulatorFixture();
+});
+afterAll(async () => {
+  await fixture?.stop();
+});
+beforeEach(() => {
+  logs = captureLogs();
+});
+afterEach(async () => {
+  logs.restore();
+  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
+  // Every test doubles as a leak check: the key in no case and no direction.
+  const reversed = [...TEST_SOLVER_KEY].reverse().join('');
+  expect(logs.raw.join('')).not.toMatch(new RegExp(`${TEST_SOLVER_KEY}|${reversed}`, 'i'));
+});
+
+const FAST: Partial<ConsumerTiming> = {
+  leaseMs: 400,
+  recordMarginMs: 300,
+  retryBaseSeconds: 0,
+  retryMaxSeconds: 0,
+  storeRetryBaseSeconds: 0,
+  storeRetryMaxSeconds: 0,
+  minSolveWindowMs: 100,
+  accountRetryBaseSeconds: 0,
+  accountRetryMaxSeconds: 0,
+  writeRetry: { firstMs: 20, maxMs: 100 },
+  solverIdCarryAfterMs: 150,
+  requeueReserveMs: 150,
+};
+
+/** A repository whose chosen methods fail as the table does while `down` says so. */
+function flaky(
+  inner: ResultsRepository,
+  down: (method: keyof ResultsRepository, args: unknown[]) => boolean,
+): ResultsRepository {
+  return new Proxy(inner, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (down(property as keyof ResultsRepository, args))
+          return Promise.reject(
+            new StoreError('results table unavailable (test)', 'dynamodb', 'unavailable', String(args[0])),
+          );
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+interface HarnessOptions {
+  config?: Parameters<EmulatorFixture['createFleet']>[0];
+  timing?: Partial<ConsumerTiming>;
+  wrapRepository?: (inner: ResultsRepository) => ResultsRepository;
+  /** Route the consumer's SQS and DynamoDB calls through a fault proxy with these windows. */
+  faults?: Parameters<typeof startFaultProxy>[0]['plan'];
+}
+
+async function harness(options: HarnessOptions = {}) {
+  const fleet: TestFleet = await fixture.createFleet({ solveDeadlineSeconds: 10, ...options.config });
+  let clients = fleet.clients;
+  if (options.faults) {
+    const proxy = await startFaultProxy({
+      upstreams: { sqs: fixture.emulators.sqsEndpoint, dynamodb: fixture.emulators.dynamoEndpoint },
+      plan: options.faults,
+    });
+    proxies.push(proxy);
+    proxy.arm();
+    clients = createAwsClients({ sqsEndpoint: proxy.url, dynamoEndpoint: proxy.url, region: 'us-east-1' });
+  }
+  const solver = new ScriptedSolver();
+  const repository = new DynamoResultsRepository({
+    documents: clients.documents,
+    tableName: fleet.resources.tables.results,
+    ttlSeconds: fleet.settings.resultTtlSeconds,
+  });
+  const queue = new SqsTaskQueue({
+    sqs: clients.sqs,
+    dlqUrl: fleet.resources.queueUrls.dlq,
+    sourceQueueUrls: [fleet.resources.queueUrls.normal, fleet.resources.queueUrls.high],
+  });
+  const captured = captureMetrics(fleet.settings.metricsNamespace);
+  const events = createLocalEventStream({ includeAnswer: false });
+  const heard: string[] = [];
+  events.subscribe((event) => heard.push(`${event.id}:${event.eventId}`));
+  const redactor = createRedactor([TEST_SOLVER_KEY]);
+  const handler = createConsumerHandler({
+    solver,
+    repository: options.wrapRepository ? options.wrapRepository(repository) : repository,
+    queue,
+    metrics: captured.metrics,
+    logger: logs.logger,
+    settings: fleet.settings,
+    events,
+    redactor,
+    seal: createCarrySeal({ primary: async () => TEST_SOLVER_KEY }),
+    timing: { ...FAST, ...options.timing },
+  });
+  const url = fleet.resources.queueUrls.normal;
+  const record = (id: string) => repository.get(id, { consistent: true });
+  return {
+    fleet,
+    solver,
+    handler,
+    heard,
+    record,
+    send: (task: TaskMessage | string) =>
+      sendMessage(fleet.clients, url, typeof task === 'string' ? task : JSON.stringify(task)),
+    deliver: (opts: { max?: number; remainingMs?: number } = {}) => deliver(fleet, handler, opts),
+    metricSum: (name: string) => captured.store.total(name).sum,
+    dlq: () => receive(fleet.clients, fleet.resources.queueUrls.dlq),
+    /** Deliver until the task has a terminal record (or `rounds` run out), waiting for delayed copies. */
+    async deliverUntilDone(id: string, rounds = 40, opts: { remainingMs?: number } = {}) {
+      for (let round = 0; round < rounds; round++) {
+        const status = (await record(id))?.status;
+        if (status === 'solved' || status === 'failed') return;
+        await deliver(fleet, handler, opts);
+        await sleep(100);
+      }
+    },
+  };
+}
+
+describe('paid once', () => {
+  it('keeps a paid submission’s id through a throttled table: written on a retry, so a crash after it resumes the submission', async () => {
+    // Prepare: the first two writes of the id fail; the first delivery dies inside complete().
+    let idWrites = 0;
+    let dieInComplete = true;
+    let died = false;
+    const h = await harness({
+      wrapRepository: (inner) =>
+        new Proxy(
+          flaky(inner, (method) => method === 'recordSolverId' && ++idWrites <= 2),
+          {
+            get(target, property, receiver) {
+              const value = Reflect.get(target, property, receiver) as (...a: unknown[]) => Promise<unknown>;
+              if (property !== 'complete') return value;
+              return (...args: unknown[]) => {
+                if (!dieInComplete) return value.apply(target, args);
+                died = true;
+                return new Promise(() => undefined);
+              };
+            },
+          },
+        ),
+    });
+    const task = imageTask();
+    h.solver.script(task.id as string, { delayMs: 300 });
+    await h.send(task);
+    const [message] = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 1);
+    if (message === undefined) throw new Error('no message');
+
+    // Act: the invocation dies; its lease runs out; the message comes back.
+    void h.handler(toSqsEvent([message], h.fleet.resources.queueArns.normal, h.fleet.clients.region), lambdaContext());
+    for (let i = 0; i < 100 && !died; i++) await sleep(20);
+    expect(died).toBe(true);
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solving', solverId: expect.any(String) });
+    dieInComplete = false;
+    await sleep(450);
+    // The message comes back (or, when the id's first write failed, its fresh copy carrying the id).
+    await h.fleet.clients.sqs
+      .send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: h.fleet.resources.queueUrls.normal,
+          ReceiptHandle: message.ReceiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      )
+      .catch(() => undefined);
+    await h.deliverUntilDone(task.id as string);
+
+    // Assess: the second delivery resumed the first submission
+    expect(idWrites).toBeGreaterThanOrEqual(3);
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved', attempts: 2 });
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+  });
+
+  it('carries an answer the table would not take in a fresh copy of the message: the next delivery records it, asking the solver nothing', async () => {
+    // Prepare: the table takes the claim, then neither the submission's id nor the record.
+    let down = true;
+    const h = await harness({
+      wrapRepository: (inner) =>
+        flaky(
+          inner,
+          (method) => down && (method === 'recordSolverId' || method === 'complete' || method === 'release'),
+        ),
+    });
+    const task = recaptchaTask();
+    h.solver.script(task.id as string, { delayMs: 250, answer: 'the-token' });
+    await h.send(task);
+
+    // Act: the first delivery, cut short, records nothing but puts a fresh copy in the message's
+    // place (acknowledging the original); the table comes back.
+    const first = await h.deliver({ remainingMs: 1_500 });
+    expect(first.response).toEqual({ batchItemFailures: [] });
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solving' });
+    expect(h.metricSum(METRICS.requeued)).toBeGreaterThanOrEqual(1);
+    down = false;
+    await h.deliverUntilDone(task.id as string);
+
+    // Assess
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved', answer: 'the-token' });
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+    expect(h.solver.callsOf(task.id as string)).toHaveLength(1);
+    expect(h.heard.filter((e) => e.startsWith(`${task.id}:`))).toHaveLength(1);
+    expect(h.metricSum(METRICS.dynamoErrors)).toBeGreaterThan(0);
+    expect(h.metricSum(METRICS.dynamoRequests)).toBeGreaterThan(h.metricSum(METRICS.dynamoErrors));
+  });
+
+  it('ignores a carried answer whose seal does not hold (a producer cannot forge one)', async () => {
+    const h = await harness();
+    const task = imageTask();
+    const body = JSON.stringify(task);
+    const carry = { provider: 'primary' as const, solverId: '123456', acceptedAt: 1, answer: 'forged', answeredAt: 2 };
+    const forged = {
+      v: 1,
+      taskId: task.id,
+      sentAt: 1,
+      firstReceivedAt: 1,
+      generation: 0,
+      waits: 0,
+      carry: { ...carry, mac: '0'.repeat(64) },
+    };
+    expect(carryText(body, task.id as string, carry)).toContain('forged');
+    await h.fleet.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: h.fleet.resources.queueUrls.normal,
+        MessageBody: body,
+        MessageAttributes: { [REDELIVERY_ATTRIBUTE]: { DataType: 'String', StringValue: JSON.stringify(forged) } },
+      }),
+    );
+
+    await h.deliver();
+
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved', answer: `answer-${task.id}` });
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+    expect(logs.raw.join('')).toContain('carried submission not verified');
+  });
+});
+
+describe('announced once, at least', () => {
+  it('recognises a terminal write that committed while its answer was lost, and announces it', async () => {
+    // Prepare: the fault proxy loses the answer of the first write of the solved record.
+    const h = await harness({
+      faults: {
+        windows: [
+          {
+            service: 'dynamodb',
+            kind: 'lost_commit',
+            startMs: 0,
+            durationMs: 60_000,
+            rate: 1,
+            operations: ['UpdateItem'],
+            bodyIncludes: '#answer',
+            count: 1,
+          },
+        ],
+      },
+    });
+    const task = imageTask();
+    await h.send(task);
+
+    // Act
+    const delivery = await h.deliver();
+
+    // Assess: the SDK's retry met its own record; the task is acknowledged and announced.
+    expect(delivery.response).toEqual({ batchItemFailures: [] });
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved' });
+    expect(h.heard.filter((e) => e.startsWith(`${task.id}:`))).toHaveLength(1);
+    expect(h.metricSum(METRICS.solved)).toBe(1);
+  });
+});
+
+describe('a store’s bad minute', () => {
+  it('never burns a valid task to the DLQ: near maxReceiveCount it goes back as a fresh copy, and is solved once the table answers', async () => {
+    // Prepare: five receives to the DLQ; the table refuses the first ten deliveries' claims.
+    let claims = 0;
+    const h = await harness({
+      config: { maxReceiveCount: 5 },
+      wrapRepository: (inner) => flaky(inner, (method) => method === 'claim' && ++claims <= 10),
+    });
+    const task = imageTask();
+    await h.send(task);
+
+    // Act
+    await h.deliverUntilDone(task.id as string, 40);
+
+    // Assess
+    expect(claims).toBeGreaterThan(10);
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved' });
+    expect(await h.dlq()).toEqual([]);
+    expect(h.metricSum(METRICS.requeued)).toBeGreaterThanOrEqual(2);
+  });
+
+  it('reads a store failure by the port’s kind, from any repository: an item too large ends the task once, as failed', async () => {
+    const h = await harness({
+      wrapRepository: (inner) =>
+        new Proxy(inner, {
+          get(target, property, receiver) {
+            const value = Reflect.get(target, property, receiver) as (...a: unknown[]) => Promise<unknown>;
+            if (property !== 'complete') return value;
+            return (...args: unknown[]) => {
+              const result = args[2] as { status: string };
+              if (result.status === 'solved')
+                return Promise.reject(
+                  new StoreError('item too large (test)', 'dynamodb', 'too_large', String(args[0])),
+                );
+              return value.apply(target, args);
+            };
+          },
+        }),
+    });
+    const task = imageTask();
+    await h.send(task);
+
+    const delivery = await h.deliver();
+
+    expect(delivery.response).toEqual({ batchItemFailures: [] });
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'failed', errorCode: 'ANSWER_TOO_LARGE' });
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+  });
+});
+
+describe('deliveries that keep dying', () => {
+  it('copy their message before they could be the last: a task whose every delivery dies for a while is not dead-lettered, and is paid once', async () => {
+    // Prepare: five receives to the DLQ; the first seven deliveries die inside complete().
+    let deaths = 0;
+    let dying = true;
+    const h = await harness({
+      config: { maxReceiveCount: 5 },
+      wrapRepository: (inner) =>
+        new Proxy(inner, {
+          get(target, property, receiver) {
+            const value = Reflect.get(target, property, receiver) as (...a: unknown[]) => Promise<unknown>;
+            if (property !== 'complete') return value;
+            return (...args: unknown[]) => {
+              if (!dying) return value.apply(target, args);
+              deaths++;
+              return new Promise(() => undefined);
+            };
+          },
+        }),
+    });
+    const task = imageTask();
+    await h.send(task);
+
+    // Act: each delivery dies; its message comes back when its lease has run out.
+    for (let round = 0; round < 60 && deaths < 7; round++) {
+      const [message] = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 1);
+      if (message === undefined) {
+        await sleep(200);
+        continue;
+      }
+      const before = deaths;
+      void h.handler(
+        toSqsEvent([message], h.fleet.resources.queueArns.normal, h.fleet.clients.region),
+        lambdaContext(),
+      );
+      for (let i = 0; i < 100 && deaths === before; i++) await sleep(10);
+      await sleep(450);
+      await h.fleet.clients.sqs
+        .send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: h.fleet.resources.queueUrls.normal,
+            ReceiptHandle: message.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        )
+        .catch(() => undefined);
+    }
+    dying = false;
+    await h.deliverUntilDone(task.id as string);
+
+    // Assess
+    expect(deaths).toBe(7);
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved' });
+    expect(await h.dlq()).toEqual([]);
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+    expect(h.metricSum(METRICS.requeued)).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('batches with crashes', () => {
+  it('dead-letters a malformed message once even when its batch dies: it is deleted as soon as it is in the DLQ', async () => {
+    // Prepare: a batch of three, one malformed, one whose complete() never returns.
+    let dieOn = '';
+    const h = await harness({
+      wrapRepository: (inner) =>
+        new Proxy(inner, {
+          get(target, property, receiver) {
+            const value = Reflect.get(target, property, receiver) as (...a: unknown[]) => Promise<unknown>;
+            if (property !== 'complete') return value;
+            return (...args: unknown[]) =>
+              args[0] === dieOn ? new Promise(() => undefined) : value.apply(target, args);
+          },
+        }),
+    });
+    const [dying, healthy] = [imageTask(), imageTask()];
+    dieOn = dying.id as string;
+    await h.send(dying);
+    await h.send('not JSON at all');
+    await h.send(healthy);
+    const messages = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 3);
+    expect(messages).toHaveLength(3);
+
+    // Act: the invocation never returns; everything not deleted comes back.
+    void h.handler(toSqsEvent(messages, h.fleet.resources.queueArns.normal, h.fleet.clients.region), lambdaContext());
+    for (let i = 0; i < 100 && (await h.record(healthy.id as string))?.status !== 'solved'; i++) await sleep(20);
+    await sleep(200);
+    dieOn = '';
+    for (const message of messages)
+      await h.fleet.clients.sqs
+        .send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: h.fleet.resources.queueUrls.normal,
+            ReceiptHandle: message.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        )
+        .catch(() => undefined);
+    await sleep(450);
+    const again = await h.deliver();
+
+    // Assess: only the dying task came back; one DLQ copy of the malformed message
+    expect(again.messages.map((m) => m.Body)).toEqual([JSON.stringify(dying)]);
+    const letters = await h.dlq();
+    expect(letters).toHaveLength(1);
+    expect(letters[0]?.MessageAttributes?.reason?.StringValue).toBe('MALFORMED_JSON');
+    expect(letters[0]?.MessageAttributes?.sourceMessageId?.StringValue).toBe(messages[1]?.MessageId);
+  });
+});
+
+describe('messages at SQS’s limit', () => {
+  it('the lanes refuse a message without room for the DLQ’s reason attributes', async () => {
+    const h = await harness();
+    await expect(h.send('x'.repeat(TASK_QUEUE_MESSAGE_LIMIT_BYTES + 1))).rejects.toThrow(/shorter than/);
+  });
+
+  it('dead-letters a too-large message with its reason on its first receive, even from a queue that accepts SQS’s whole 1 MiB', async () => {
+    // Prepare: an older lane with SQS's whole limit, and a message that fills it all but 50 bytes.
+    const h = await harness();
+    await h.fleet.clients.sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: h.fleet.resources.queueUrls.normal,
+        Attributes: { MaximumMessageSize: '1048576' },
+      }),
+    );
+    const body = JSON.stringify({
+      id: 'huge-1',
+      method: 'textcaptcha',
+      params: { textcaptcha: 'x'.repeat(1_048_476) },
+    });
+    expect(Buffer.byteLength(body)).toBeGreaterThan(MAX_TASK_BYTES);
+    await h.send(body);
+
+    // Act
+    const first = await h.deliver();
+
+    // Assess
+    expect(first.response).toEqual({ batchItemFailures: [] });
+    const letters = await h.dlq();
+    expect(letters).toHaveLength(1);
+    expect(letters[0]?.MessageAttributes?.reason?.StringValue).toBe('TOO_LARGE');
+    expect(letters[0]?.Body).toBe(body);
+    expect(await h.record('huge-1')).toMatchObject({ status: 'rejected', errorCode: 'TOO_LARGE' });
+  });
+});
+
+describe('redaction in the consumer', () => {
+  it('takes the key out of every log line and saved text, upper-cased or reversed', async () => {
+    const h = await harness();
+    const task = imageTask();
+    const upper = TEST_SOLVER_KEY.toUpperCase();
+    const reversed = [...TEST_SOLVER_KEY].reverse().join('');
+    h.solver.script(task.id as string, {
+      error: new SolverTransientError(`ERROR_${upper}`, { message: `in.php echoed ${upper} and ${reversed}` }),
+      stage: 'submit',
+    });
+    await h.send(task);
+
+    const delivery = await h.deliver();
+
+    expect((delivery.response as SQSBatchResponse).batchItemFailures).toHaveLength(1);
+    const text = logs.raw.join('');
+    expect(text).toContain('task handed back to the queue');
+    expect(text).toContain('ERROR_***');
+  });
+});
