@@ -2,7 +2,8 @@
  * The governor: a function on an EventBridge `rate(1 minute)` schedule (it ticks inside the
  * invocation), reserved concurrency 1 so two never race. It may move only the consumer's
  * mappings and concurrency (and the overflow lane's, when configured), read only the fleet's queue
- * attributes, read metrics and the keys, and read and write only its own state item.
+ * attributes, read metrics and the keys, read one probe key of the results table (the store's
+ * health), and read and write only its own state item.
  */
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -10,7 +11,7 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { GOVERNOR_STATE_ID, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
+import { GOVERNOR_STATE_ID, STORE_PROBE_KEY, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
 import { ENV } from '../functions/core/environment.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { Consumer } from './consumer.js';
@@ -103,6 +104,16 @@ export class Governor extends Construct {
         actions: ['dynamodb:GetItem'],
         resources: [props.governorTable.tableArn],
         conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [THREAD_LEDGER_ID] } },
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'StoreProbe',
+        // The governor's probe of DynamoDB each tick: one read of a key nothing writes on the
+        // results table (SQS is probed with the GetQueueAttributes above). No task's record.
+        actions: ['dynamodb:GetItem'],
+        resources: [props.resultsTable.tableArn],
+        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [STORE_PROBE_KEY] } },
       }),
     );
     role.addToPrincipalPolicy(

@@ -12,6 +12,7 @@ import { createMemoryGovernorState } from '../functions/adapters/governor-state.
 import { createQueueSignals } from '../functions/adapters/queue-signals.js';
 import { SERVICES, METRICS } from '../functions/core/metric-names.js';
 import type { SolverPort } from '../functions/core/ports.js';
+import type { StoreSample } from '../functions/core/store-health.js';
 import type { ThreadLedgerReader } from '../functions/core/thread-ledger.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY } from '../functions/core/settings.js';
@@ -70,6 +71,8 @@ export interface LocalGovernorOptions {
   state?: GovernorStateStore;
   /** The consumer's thread ledger (over-cap answers and held threads); without it, the metric window's over-cap answers. */
   threadLedger?: ThreadLedgerReader;
+  /** The fleet's stores as dependencies (local/store-watch.ts): probed every tick. Absent: not watched. */
+  stores?: { read(): Promise<StoreSample[]> };
   /**
    * The overflow lane, when `settings.overflow` is set: its poller (on the normal queue, beside the
    * primary's), its own concurrency (the overflow function's), the overflow solver (its balance)
@@ -317,6 +320,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
         log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
     }),
     ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
+    ...(options.stores ? { stores: options.stores } : {}),
     actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
     state: options.state ?? createMemoryGovernorState(),
     ...(overflow ? { overflow } : {}),

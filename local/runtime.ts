@@ -41,7 +41,7 @@ import { createLocalPollSchedule } from './poll-schedule-local.js';
 import { type ConcurrencyPool, createPoller, type Poller, type PollerStats } from './poller.js';
 import { ensureFleetResources, type FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
-import { type StoreWatch, startStoreWatch } from './store-watch.js';
+import { createStoreWatch, type StoreWatch } from './store-watch.js';
 import { stream } from './solver-sim/prng.js';
 
 /** Log levels of the consumer's Powertools logger. */
@@ -112,8 +112,9 @@ export interface LocalStack {
   /** The fault proxy, when `faults` was given. */
   faults: FaultProxy | undefined;
   /**
-   * The store-health assessment watched beside the governor (local/store-watch.ts): when an
-   * outage of SQS or DynamoDB would pause consumption. With the fault proxy only.
+   * The stores as the governor's dependencies (local/store-watch.ts): its probes of SQS and
+   * DynamoDB each tick, and when a store outage paused consumption and a probe resumed it.
+   * With the governor only.
    */
   storeHealth: StoreWatch | undefined;
   endpoints: { sqs: string; dynamo: string; solver: string; external: boolean };
@@ -210,9 +211,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const consumer = await wireConsumer(plan, backends, solver);
     const overflow = await startOverflow(plan, backends, consumer, cleanups);
     const lanes = createLanes(plan, backends, consumer.handler);
-    const governor = await startGovernor(plan, backends, { solver, overflow }, lanes, consumer.metrics, cleanups);
+    const { governor, storeHealth } = await startGovernor(
+      plan,
+      backends,
+      { solver, overflow },
+      lanes,
+      consumer.metrics,
+      cleanups,
+    );
     await startLanes(lanes, cleanups);
-    return assembleStack(plan, backends, solver, consumer, lanes, governor, overflow, cleanups);
+    return assembleStack(plan, backends, solver, consumer, lanes, { governor, storeHealth }, overflow, cleanups);
   } catch (error) {
     await cleanups.run();
     throw error;
@@ -553,9 +561,19 @@ async function startGovernor(
   { pollers, pool }: Lanes,
   metrics: MetricsStore,
   cleanups: Cleanups,
-): Promise<LocalGovernor | undefined> {
-  if (!plan.governed) return undefined;
+): Promise<{ governor: LocalGovernor | undefined; storeHealth: StoreWatch | undefined }> {
+  if (!plan.governed) return { governor: undefined, storeHealth: undefined };
   const governorOptions = plan.options.governor === false ? undefined : plan.options.governor;
+  const tickMs = governorOptions?.tickMs ?? 1_000;
+  // The stores are dependencies the governor probes every tick, as in AWS.
+  const storeHealth = createStoreWatch({
+    clients,
+    metrics,
+    resultsTable: resources.tables.results,
+    queueUrl: resources.queueUrls.normal,
+    windowMs: 5 * tickMs,
+  });
+  const onDecision = governorOptions?.onDecision;
   // Each run starts its own control loop: a state left by an earlier run against the same
   // endpoint (a pause, a shrunken cap for another plan) must not steer this one.
   for (const id of [GOVERNOR_STATE_ID, THREAD_LEDGER_ID, OVERFLOW_LEDGER_ID]) {
@@ -589,15 +607,19 @@ async function startGovernor(
           },
         }
       : {}),
-    tickMs: governorOptions?.tickMs ?? 1_000,
+    stores: storeHealth.samples,
+    tickMs,
     ...(governorOptions?.config ? { config: governorOptions.config } : {}),
-    ...(governorOptions?.onDecision ? { onDecision: governorOptions.onDecision } : {}),
+    onDecision: (record) => {
+      storeHealth.observe(record);
+      onDecision?.(record);
+    },
     logger: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel })),
   });
   cleanups.add(() => governor.stop());
   // The first decision sets the ceilings before anything is received.
   await governor.ready;
-  return governor;
+  return { governor, storeHealth };
 }
 
 function assembleStack(
@@ -606,7 +628,7 @@ function assembleStack(
   solver: SolverSide,
   consumer: ConsumerSide,
   { pollers, pool }: Lanes,
-  governor: LocalGovernor | undefined,
+  { governor, storeHealth }: { governor: LocalGovernor | undefined; storeHealth: StoreWatch | undefined },
   overflow: LocalOverflow | undefined,
   cleanups: Cleanups,
 ): LocalStack {
@@ -621,17 +643,7 @@ function assembleStack(
   let stopped = false;
   // The plan's windows count from here: the stack is up, the workload about to start.
   faults?.arm();
-  const storeHealth =
-    faults === undefined
-      ? undefined
-      : startStoreWatch({
-          clients,
-          metrics: consumer.metrics,
-          resultsTable: resources.tables.results,
-          queueUrl: resources.queueUrls.normal,
-          tickMs: plan.settings.tickMs,
-        });
-  if (storeHealth) cleanups.add(async () => storeHealth.stop());
+  storeHealth?.arm();
   return {
     settings: plan.settings,
     clients,

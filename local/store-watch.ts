@@ -1,64 +1,67 @@
 /**
- * The store-health signal of the local runtime, watched beside the governor: each tick it
- * probes SQS and DynamoDB through the fleet's own clients (the fault proxy's, when there is
- * one), reads the consumers' store calls from the local metrics store (the EMF they emitted),
- * and judges them with the same pure assessment the governor's availability stage is to use
- * (functions/core/store-health.ts). It does not steer the pollers: it records when an outage
- * would have paused consumption and when a probe would have resumed it, for the summary and
- * the fault benchmark.
+ * The fleet's stores as the local governor's dependencies: each tick the governor probes SQS and
+ * DynamoDB through the fleet's own clients (the fault proxy's, when there is one) and reads the
+ * consumers' store calls from the local metrics store (the EMF they emitted), as it reads
+ * CloudWatch in AWS (functions/adapters/store-health-signals.ts). Its availability stage judges
+ * them like the solver: a store down for `outageTicks` ticks pauses the pollers (the local
+ * mappings), every tick probes, the first tick on which every dependency answers resumes.
+ *
+ * The outage record here only listens to the governor's decisions (one state machine, the
+ * governor's): when a store outage paused consumption and when a probe resumed it, for the
+ * summary and the fault benchmark.
  */
 import type { AwsClients } from '../functions/adapters/aws-clients.js';
 import {
-  createStoreProber,
-  storeSamplesOf,
   type ConsumerStoreCalls,
+  createStoreProber,
+  createStoreSamplesReader,
+  type StoreSamplesReader,
 } from '../functions/adapters/store-health-signals.js';
 import { METRICS } from '../functions/core/metric-names.js';
-import type { StoreName } from '../functions/core/ports.js';
-import {
-  assessStoreHealth,
-  type StoreHealthState,
-  type StoreHealthVerdict,
-  storeHealthConfig,
-} from '../functions/core/store-health.js';
+import { STORE_NAMES } from '../functions/core/store-health.js';
+import type { TickRecord } from '../functions/governor/loop.js';
 import type { MetricsStore } from './metrics-store.js';
 
-/** One stretch during which the assessment held an outage (consumption would be paused). */
+/** One stretch during which the governor held consumption paused for a store outage. */
 export interface StoreOutage {
-  store: StoreName;
+  /** The stores down when the pause began (`dynamodb`, `sqs`; `governor-state` when its own state read failed). */
+  store: string;
   /** From the watch's start, ms. */
   startMs: number;
   endMs: number | undefined;
+  /** The governor's reason, in words. */
   reason: string;
 }
 
 export interface StoreWatchStats {
   outages: StoreOutage[];
-  /** Outage probes that answered (a resume at the minimum). */
+  /** Outage pauses that ended in a resume (a probe answered). */
   resumes: number;
+  /** Decisions heard. */
   ticks: number;
-  verdict: StoreHealthVerdict;
 }
 
 export interface StoreWatch {
+  /** The governor's input: both stores' samples this tick. */
+  readonly samples: StoreSamplesReader;
+  /** Listen to a decision (the local governor's `onDecision`). */
+  observe(record: TickRecord): void;
+  /** Count outage times from now (the fault plan's start). */
+  arm(): void;
   stats(): StoreWatchStats;
-  stop(): void;
 }
 
 export interface StoreWatchOptions {
   clients: AwsClients;
-  metrics: MetricsStore;
+  metrics: Pick<MetricsStore, 'sum'>;
   resultsTable: string;
   queueUrl: string;
-  tickMs: number;
-  /** The consumers' window, ms. @default 5 ticks */
-  windowMs?: number;
-  /** The probe cooldown, ms. @default the governor's: 6 ticks, at least 1 s */
-  probeCooldownMs?: number;
+  /** The consumers' window, ms. */
+  windowMs: number;
 }
 
 /** The consumers' store calls over the last `windowMs`, both lanes together. */
-function consumerCalls(metrics: MetricsStore, windowMs: number): ConsumerStoreCalls {
+function consumerCalls(metrics: Pick<MetricsStore, 'sum'>, windowMs: number): ConsumerStoreCalls {
   const read = (requests: string, errors: string) => ({
     requests: metrics.sum(requests, windowMs),
     errors: metrics.sum(errors, windowMs),
@@ -69,52 +72,48 @@ function consumerCalls(metrics: MetricsStore, windowMs: number): ConsumerStoreCa
   };
 }
 
-/** Start watching; call `stop()` when done. */
-export function startStoreWatch(options: StoreWatchOptions): StoreWatch {
-  const started = Date.now();
+const STORE_DEPENDENCIES = new Set<string>([...STORE_NAMES, 'governor-state']);
+
+/** The stores a decision saw down. */
+function storesDown(record: TickRecord): string[] {
+  return (record.signals.dependencies ?? [])
+    .filter((d) => d.down === true && STORE_DEPENDENCIES.has(d.name))
+    .map((d) => d.name);
+}
+
+/** The governor's store input and the record of its store outages. */
+export function createStoreWatch(options: StoreWatchOptions): StoreWatch {
   const prober = createStoreProber({
     documents: options.clients.documents,
     sqs: options.clients.sqs,
     resultsTable: options.resultsTable,
     queueUrl: options.queueUrl,
   });
-  const config = storeHealthConfig(options.probeCooldownMs ?? Math.max(1_000, 6 * options.tickMs));
-  const windowMs = options.windowMs ?? 5 * options.tickMs;
-  const stats: StoreWatchStats = { outages: [], resumes: 0, ticks: 0, verdict: { status: 'healthy' } };
-  let state: StoreHealthState | undefined;
-  let running = false;
-  const tick = async () => {
-    if (running) return;
-    running = true;
-    try {
-      const probe = await prober();
-      const now = Date.now();
-      const next = assessStoreHealth(
-        state,
-        storeSamplesOf(probe, consumerCalls(options.metrics, windowMs)),
-        now,
-        config,
-      );
-      record(stats, stats.verdict, next.verdict, now - started);
-      state = next.state;
-      stats.verdict = next.verdict;
-      stats.ticks++;
-    } finally {
-      running = false;
-    }
-  };
-  const timer = setInterval(() => void tick(), options.tickMs);
+  const samples = createStoreSamplesReader(prober, async () => consumerCalls(options.metrics, options.windowMs));
+  let started = Date.now();
+  const stats: StoreWatchStats = { outages: [], resumes: 0, ticks: 0 };
+  let pausedForStores = false;
   return {
+    samples,
+    arm() {
+      started = Date.now();
+    },
+    observe(record) {
+      stats.ticks++;
+      const d = record.decision;
+      const atMs = record.signals.now - started;
+      const open = stats.outages.at(-1);
+      const outagePause = d.paused && d.reason.code === 'PAUSE_OUTAGE';
+      const stores = storesDown(record);
+      if (outagePause && !pausedForStores && stores.length > 0) {
+        stats.outages.push({ store: stores.join('+'), startMs: atMs, endMs: undefined, reason: d.reason.message });
+        pausedForStores = true;
+      } else if (!outagePause && pausedForStores) {
+        if (open !== undefined) open.endMs = atMs;
+        pausedForStores = false;
+        if (!d.paused) stats.resumes++;
+      }
+    },
     stats: () => structuredClone(stats),
-    stop: () => clearInterval(timer),
   };
-}
-
-/** Note an outage's start and end, and each resume after a probe. */
-function record(stats: StoreWatchStats, was: StoreHealthVerdict, now: StoreHealthVerdict, atMs: number): void {
-  const open = stats.outages.at(-1);
-  if (now.status === 'outage' && (open === undefined || open.endMs !== undefined))
-    stats.outages.push({ store: now.store, startMs: atMs, endMs: undefined, reason: now.reason });
-  if (now.status !== 'outage' && open !== undefined && open.endMs === undefined) open.endMs = atMs;
-  if (was.status === 'outage' && now.status === 'probing') stats.resumes++;
 }

@@ -1,6 +1,6 @@
 /**
  * The store-health signal the governor reads each tick (functions/core/store-health.ts judges
- * it): its own probe of each store — one GetItem of a key nobody writes on the results table,
+ * it, the availability stage acts on it): its own probe of each store — one GetItem of a key nobody writes on the results table,
  * one GetQueueAttributes on the normal lane, each bounded in time — and the consumers' calls to
  * the stores and their failures over the metric window (their `DynamoRequests` / `DynamoErrors` /
  * `SqsRequests` / `SqsErrors`, both lanes' services summed). The consumers' figures travel as
@@ -139,6 +139,27 @@ export function createConsumerStoreCalls(options: ConsumerStoreCallsOptions): ()
     for (const store of Object.keys(CALL_METRICS) as StoreName[])
       calls[store] = { requests: sum(`${store}_requests_`), errors: sum(`${store}_errors_`) };
     return calls;
+  };
+}
+
+/** What the governor loop reads each tick: both stores' samples. Never throws. */
+export interface StoreSamplesReader {
+  read(): Promise<StoreSample[]>;
+}
+
+/** The probe and the consumers' window, read together each tick. */
+export function createStoreSamplesReader(
+  prober: StoreProber,
+  consumerCalls: () => Promise<ConsumerStoreCalls>,
+): StoreSamplesReader {
+  return {
+    async read() {
+      const [probe, calls] = await Promise.all([
+        prober().catch(() => undefined),
+        consumerCalls().catch((): ConsumerStoreCalls => ({})),
+      ]);
+      return storeSamplesOf(probe, calls);
+    },
   };
 }
 

@@ -8,18 +8,28 @@
  * once that has lasted `outageTicks` ticks the decision pauses and the loop disables the mappings
  * without saving (disabling is safe without the conditional write). Any other decision on an
  * unread state is not acted on (fail static).
+ *
+ * The fleet's stores (DynamoDB, SQS) are dependencies too (`stores`): each tick the loop probes
+ * them and reads the consumers' store calls, judges them (functions/core/store-health.ts) and
+ * reports them in `signals.dependencies`; the availability stage pauses after `outageTicks` down
+ * ticks, probes every tick and resumes at the pre-outage ceiling, as for a solver outage. With
+ * DynamoDB down the state cannot be saved: a pause is still acted on (disabling needs no
+ * conditional write), and the loop decides from the state it holds in memory until a save
+ * succeeds again, so the outage's record survives the store it is about.
  */
 import type { Clock } from '../core/ports.js';
+import { consumersStale, type StoreSample, storeDependencies } from '../core/store-health.js';
 import type { ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decideTick, initialState } from '../core/governor/policy.js';
 import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
 import { assembleSignals, type QueueReading } from '../core/governor/signals.js';
-import type {
-  BalanceReader,
-  GovernorStateStore,
-  LaneActuator,
-  MetricsReader,
-  QueueReader,
+import {
+  GovernorStateConflictError,
+  type BalanceReader,
+  type GovernorStateStore,
+  type LaneActuator,
+  type MetricsReader,
+  type QueueReader,
 } from '../core/governor/ports.js';
 import type {
   Decision,
@@ -83,6 +93,12 @@ export interface GovernorLoopOptions {
    * like a consumer. Absent: no probe (the fleet then waits for the estimate to widen).
    */
   probe?: ThreadProbe;
+  /**
+   * The fleet's stores as dependencies: the governor's own probe of DynamoDB and SQS and the
+   * consumers' store calls over the metric window, read every tick (never throws).
+   * Absent: the stores are not watched (only the governor's state read is).
+   */
+  stores?: { read(): Promise<StoreSample[]> };
 }
 
 /** One probe submission of the governor's own; its answer goes to the thread ledger. Never throws. */
@@ -202,17 +218,28 @@ function createStateKeeper(
   lastState: () => GovernorState | undefined,
 ) {
   let persisted: { state: GovernorState; version: number | undefined } | undefined;
+  /**
+   * The last decision could not be saved (the store down, not another writer): the stored state
+   * is older than the loop's, so the next load keeps the loop's state (on the stored version).
+   */
+  let unsaved = false;
   const loadState = async (now: number): Promise<LoadedState> => {
     if (persisted !== undefined) return persisted;
     try {
       const loaded = await options.state.load();
-      persisted = loaded ?? { state: initialState(options.config, now), version: undefined };
+      const held = unsaved ? lastState() : undefined;
+      persisted =
+        held !== undefined
+          ? { state: held, version: loaded?.version }
+          : (loaded ?? { state: initialState(options.config, now), version: undefined });
+      unsaved = false;
       return persisted;
     } catch (error) {
       const detail = `${(error as Error).name}: ${(error as Error).message}`;
       options.log?.warn('governor state read failed; deciding from the last state, acting only on a pause', {
         error: detail,
       });
+      unsaved = true;
       return {
         state: lastState() ?? initialState(options.config, now),
         version: undefined,
@@ -236,6 +263,15 @@ function createStateKeeper(
       // Another writer (or a failed write): reload next tick, act on nothing now.
       persisted = undefined;
       overflow?.forget();
+      const conflict = error instanceof GovernorStateConflictError;
+      unsaved = !conflict;
+      // The store is down (not another writer) and the decision pauses: disabling is safe without the save.
+      if (!conflict && tick.primary.paused) {
+        options.log?.warn('governor state save failed; acting on the pause without it', {
+          error: `${(error as Error).name}: ${(error as Error).message}`,
+        });
+        return [...(await options.actuator.apply(tick.primary)).changes];
+      }
       throw error;
     }
     if (tick.overflow && reading) overflow?.saved(reading);
@@ -292,7 +328,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     },
     async tick() {
       const now = clock();
-      const [queues, metrics, balance, settings, loaded, threadLedger, overflowReading] = await Promise.all([
+      const [queues, metrics, balance, settings, loaded, threadLedger, overflowReading, stores] = await Promise.all([
         options.queues.read(),
         readMetrics(now),
         options.balance.read(),
@@ -300,7 +336,14 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
         keeper.load(now),
         readLedger(),
         overflow?.read(now),
+        options.stores?.read().catch(() => undefined),
       ]);
+      const dependencies = [
+        ...(loaded.unread ? [loaded.unread] : []),
+        ...(stores
+          ? storeDependencies(stores, { consumersStale: consumersStale(loaded.state, now, options.config) })
+          : []),
+      ];
       withQueueMetrics(queues, queueMetricsCache);
       const balanceError = balance === undefined ? options.balance.lastError?.() : undefined;
       const signals = assembleSignals({
@@ -312,7 +355,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
         balanceError,
         settings,
         threadLedger,
-        ...(loaded.unread ? { dependencies: [loaded.unread] } : {}),
+        ...(dependencies.length > 0 ? { dependencies } : {}),
         // Both mappings read the normal queue: what the overflow lane holds is not the primary's.
         ...(overflow && overflowReading ? { sharedNormal: overflow.shared(overflowReading) } : {}),
       });

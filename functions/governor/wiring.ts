@@ -14,6 +14,11 @@ import {
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
 import { createLambdaActuator, createOverflowActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
+import {
+  createConsumerStoreCalls,
+  createStoreProber,
+  createStoreSamplesReader,
+} from '../adapters/store-health-signals.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
@@ -187,6 +192,22 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     onError: (error) =>
       log?.warn('CloudWatch read failed; metric signals unknown', { error: (error as Error).message }),
   });
+  // The stores as dependencies: the governor's own read of each, and the consumers' store calls
+  // (their EMF, through CloudWatch Logs, so it arrives whichever store is down).
+  const stores = createStoreSamplesReader(
+    createStoreProber({
+      documents: clients.documents,
+      sqs: clients.sqs,
+      resultsTable: environment.tables.results,
+      queueUrl: environment.queueUrls.normal,
+      ...(options.clock ? { clock: options.clock } : {}),
+    }),
+    createConsumerStoreCalls({
+      cloudwatch,
+      namespace: settings.metricsNamespace,
+      ...(options.clock ? { clock: options.clock } : {}),
+    }),
+  );
   const state: GovernorStateStore =
     environment.tables.governor !== undefined
       ? createDynamoGovernorState({ documents: clients.documents, tableName: environment.tables.governor })
@@ -206,6 +227,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     // The consumer's over-cap answers and held threads on the same table, read every tick.
     ...(threadLedger ? { threadLedger } : {}),
     ...(probe ? { probe } : {}),
+    stores,
     actuator: createLambdaActuator({
       lambda,
       mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },

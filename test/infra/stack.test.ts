@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import {
   GOVERNOR_STATE_ID,
+  STORE_PROBE_KEY,
   SOLVER_KEY_PLACEHOLDER,
   STACK_OUTPUTS,
   THREAD_LEDGER_ID,
@@ -195,6 +196,16 @@ describe('default stack', () => {
     expect(concurrency.Resource).toEqual({ 'Fn::GetAtt': [consumerId, 'Arn'] });
     const state = only(statements.filter((st) => st.Sid === 'StateItem'));
     expect(state.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [GOVERNOR_STATE_ID] } });
+  });
+
+  it('lets the governor read only the store-probe key of the results table (its DynamoDB probe)', () => {
+    const [tableId] = only(
+      byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => JSON.stringify(t.Properties.TableName).includes('results')),
+    );
+    const probe = only(statementsOf(s).filter((st) => st.Sid === 'StoreProbe'));
+    expect(asArray(probe.Action)).toEqual(['dynamodb:GetItem']);
+    expect(probe.Resource).toEqual({ 'Fn::GetAtt': [tableId, 'Arn'] });
+    expect(probe.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [STORE_PROBE_KEY] } });
   });
 
   it('lets the consumer update and the governor read the thread ledger item only', () => {
