@@ -156,14 +156,14 @@ function injectedOf(summary: DemoSummary): string {
   return `${hurt('dynamodb')}/${stats.dynamodb.requests} · ${hurt('sqs')}/${stats.sqs.requests}`;
 }
 
-/** The store outages the assessment held: `ddb 4–61 s`. */
+/** The store outages the governor paused for: `ddb 4–61 s`. */
 function outagesOf(summary: DemoSummary): string {
   const outages = summary.faults?.storeOutages ?? [];
   if (outages.length === 0) return 'none';
   return outages
     .map(
       (o) =>
-        `${o.store === 'dynamodb' ? 'ddb' : 'sqs'} ${(o.startMs / 1000).toFixed(0)}–${o.endMs === undefined ? 'end' : (o.endMs / 1000).toFixed(0)} s`,
+        `${o.store.replaceAll('dynamodb', 'ddb').replaceAll('governor-state', 'state')} ${(o.startMs / 1000).toFixed(0)}–${o.endMs === undefined ? 'end' : (o.endMs / 1000).toFixed(0)} s`,
     )
     .join(', ');
 }
@@ -171,7 +171,7 @@ function outagesOf(summary: DemoSummary): string {
 /** The markdown table (the docs carry it as printed). */
 function table(results: readonly RunResult[], options: Options): string {
   const head =
-    '| run | seed | faults (drawn) | crashes | overflow | valid tasks | solved | paid twice | ids lost in crashes | valid in DLQ | lost | solved unannounced | fresh copies | hurt requests (DynamoDB · SQS) | store outages seen | duration | verdict |\n' +
+    '| run | seed | faults (drawn) | crashes | overflow | valid tasks | solved | paid twice | ids lost in crashes | valid in DLQ | lost | solved unannounced | fresh copies | hurt requests (DynamoDB · SQS) | paused for store outages | duration | verdict |\n' +
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|';
   const rows = results.map((r) => {
     const s = r.summary;

@@ -80,7 +80,7 @@ export function faultRows(s: DemoSummary): [string, string, string][] {
       'store health',
       `${outages.length} outage(s)`,
       outages.length === 0
-        ? 'the store-health assessment saw no outage to pause for'
+        ? 'the governor paused for no store outage'
         : `${outages
             .map(
               (o) =>
@@ -88,7 +88,7 @@ export function faultRows(s: DemoSummary): [string, string, string][] {
             )
             .join(
               ', ',
-            )} (when the governor's availability stage would pause); ${s.faults.storeResumes} probe(s) resumed`,
+            )} (the governor paused consumption); ${s.faults.storeResumes} probe(s) resumed it`,
     ]);
   }
   return rows;
