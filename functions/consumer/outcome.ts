@@ -13,6 +13,7 @@ import { type Carry, REDELIVERY_ATTRIBUTE, type Redelivery } from '../core/redel
 import { TASK_QUEUE_MESSAGE_LIMIT_BYTES } from '../core/task.js';
 import { backoffSeconds, MAX_VISIBILITY_SECONDS, type RecordContext } from './context.js';
 import { type Delivery, describe, passengerAttributes, type RecordLog } from './delivery.js';
+import { retryWrite } from './durable-writes.js';
 
 /** Why a record is handed back to the queue; the `Reason` dimension of the Retried metric. */
 export type RetryReason =
@@ -208,8 +209,10 @@ async function requeueInstead(
 /**
  * Put a fresh copy of the delivery's message in its queue in its place (SendMessage, then
  * DeleteMessage of the original). The copy keeps the task's identity (the id it was claimed
- * under, first send and receive times) and, when given, carries a sealed submission. False when
- * the copy could not be sent (the message is then left as it is).
+ * under, first send and receive times) and, when given, carries a sealed submission. A copy that
+ * carries one (a paid id, an answer read) is the only place it is kept when the table will not
+ * take it: its send is retried while SQS is throttled or unavailable, up to the invocation's end.
+ * False when the copy could not be sent (the message is then left as it is).
  */
 export async function sendCopy(
   delivery: Delivery,
@@ -234,12 +237,21 @@ export async function sendCopy(
     ...fittingPassengers(delivery, value),
     [REDELIVERY_ATTRIBUTE]: { dataType: 'String', stringValue: value },
   };
-  try {
-    const { deleted } = await ctx.deps.queue.requeue(delivery.message, {
+  const send = () =>
+    ctx.deps.queue.requeue(delivery.message, {
       body: delivery.record.body,
       attributes,
       delaySeconds: Math.min(900, Math.max(0, Math.ceil(options.delaySeconds))),
     });
+  try {
+    const { deleted } =
+      carry === undefined
+        ? await send()
+        : await retryWrite(send, {
+            until: ctx.stopAt - ctx.timing.requeueReserveMs / 2,
+            clock: ctx.clock,
+            timing: ctx.timing.writeRetry,
+          });
     delivery.moved = true;
     ctx.deps.metrics.addMetric(METRICS.requeued, MetricUnit.Count, 1);
     log.info('message put back as a fresh copy', {

@@ -256,6 +256,46 @@ describe('paid once', () => {
     expect(h.metricSum(METRICS.dynamoRequests)).toBeGreaterThan(h.metricSum(METRICS.dynamoErrors));
   });
 
+  it('keeps sending the copy that carries a paid answer while SQS refuses it and the table is down: paid once', async () => {
+    // Prepare: the table takes the claim, then neither the id nor the record; SQS throttles the
+    // first two SendMessage calls past the SDK's own retries (three tries each).
+    let down = true;
+    const h = await harness({
+      wrapRepository: (inner) =>
+        flaky(
+          inner,
+          (method) => down && (method === 'recordSolverId' || method === 'complete' || method === 'release'),
+        ),
+      faults: {
+        windows: [
+          {
+            service: 'sqs',
+            kind: 'throttle',
+            startMs: 0,
+            durationMs: 60_000,
+            rate: 1,
+            operations: ['SendMessage'],
+            count: 6,
+          },
+        ],
+      },
+    });
+    const task = recaptchaTask();
+    h.solver.script(task.id as string, { delayMs: 250, answer: 'the-token' });
+    await h.send(task);
+
+    // Act
+    const first = await h.deliver({ remainingMs: 4_000 });
+    expect(first.response).toEqual({ batchItemFailures: [] });
+    expect(h.metricSum(METRICS.requeued)).toBeGreaterThanOrEqual(1);
+    down = false;
+    await h.deliverUntilDone(task.id as string);
+
+    // Assess
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved', answer: 'the-token' });
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+  });
+
   it('ignores a carried answer whose seal does not hold (a producer cannot forge one)', async () => {
     const h = await harness();
     const task = imageTask();
