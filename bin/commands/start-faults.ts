@@ -86,9 +86,7 @@ export function faultRows(s: DemoSummary): [string, string, string][] {
               (o) =>
                 `${o.store} ${((o.startMs ?? 0) / 1000).toFixed(0)}–${o.endMs === undefined ? 'end' : (o.endMs / 1000).toFixed(0)} s`,
             )
-            .join(
-              ', ',
-            )} (the governor paused consumption); ${s.faults.storeResumes} probe(s) resumed it`,
+            .join(', ')} (the governor paused consumption); ${s.faults.storeResumes} probe(s) resumed it`,
     ]);
   }
   return rows;
