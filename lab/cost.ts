@@ -94,7 +94,8 @@ export function costOfRun(trace: Trace, run: RunResult, options: RunCostOptions 
 
 /** Prices a usage (a run's, or a design's reading of a run). */
 export function costOfUsage(policy: string, trace: Trace, usage: FleetUsage, options: RunCostOptions = {}): RunCost {
-  const bill = fleetBill(usage, {
+  const sized = options.consumerSizing === undefined ? usage : { ...usage, consumerSizing: options.consumerSizing };
+  const bill = fleetBill(sized, {
     planThreads: trace.settings.planThreads,
     assumptions: options.assumptions,
     governorSizing: options.governorSizing,

@@ -126,6 +126,11 @@ export interface FleetUsage {
   governor?: boolean;
   /** Consumers are pool workers on VMs instead of Lambda: the VM-hours (t4g.small). */
   poolVmHours?: number;
+  /**
+   * The consumer runs as Lambda on instances Lambda manages (Managed Instances): no GB-seconds,
+   * the instances' hours at this price instead, requests and logs as any Lambda.
+   */
+  managedInstances?: { hours: number; usdPerHour: number };
 }
 
 /** A bill of the fleet for `usage`, with the plan's own cost beside it. */
@@ -153,7 +158,11 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
 
   // Compute: Lambda invocations, or the VMs a pool runs on.
   if (pool) lines.push(p.ec2Hours('pool VMs (t4g.small)', usage.poolVmHours ?? 0, prices.ec2.t4gSmallUsdPerHour));
-  else {
+  else if (usage.managedInstances !== undefined) {
+    const { hours, usdPerHour } = usage.managedInstances;
+    lines.push(p.ec2Hours('managed instances (+ markup, NAT)', hours, usdPerHour));
+    lines.push(p.lambdaRequests('consumer requests', usage.invocations));
+  } else {
     const sizing = usage.consumerSizing ?? FUNCTION_SIZING.consumer;
     lines.push(p.lambdaDuration('consumer duration', sizing, usage.invocationSeconds));
     lines.push(p.lambdaRequests('consumer requests', usage.invocations));
