@@ -75,14 +75,29 @@ export interface PollSchedule {
   intervalSeconds: number;
 }
 
+/** The method whose cumulative share first passes `u` (the last one for rounding). */
+function pickMethod(trace: Trace, u: number): Trace['methods'][number] | undefined {
+  let left = u;
+  for (const method of trace.methods) {
+    left -= method.share;
+    if (left < 0) return method;
+  }
+  return trace.methods[trace.methods.length - 1];
+}
+
+/** A result with `usd` more on its bill (a charge the fleet bill has no line for). */
+function plus(result: DesignResult, usd: number): DesignResult {
+  const awsUsd = result.cost.awsUsd + usd;
+  return { ...result, cost: { ...result.cost, awsUsd, awsPerPlan: awsUsd / result.cost.planUsd } };
+}
+
 /** Draws the trace's solve-time mix (seeded) for the figures the designs need. */
 export function mixFigures(trace: Trace, seed: number, draws = 20_000): MixFigures {
   const rng = new Rng(seed).fork(9);
   const solves: number[] = [];
   const protocol: PollSchedule[] = [];
   for (let i = 0; i < draws; i++) {
-    let u = rng.uniform();
-    const method = trace.methods.find((m) => (u -= m.share) < 0) ?? trace.methods[trace.methods.length - 1];
+    const method = pickMethod(trace, rng.uniform());
     if (method === undefined) break;
     const seconds =
       method.distribution === 'exponential'
@@ -162,7 +177,6 @@ function ratio(a: number | null, b: number | null): number | null {
 export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures): DesignResult[] {
   const { governor, parked, parkedTight, parkedByGovernor, oracle } = runs;
   const t = DESIGN_TIMING;
-  const hours = billedHours(trace);
   const today = usageOfRun(trace, governor);
   const parkedToday = usageOfRun(trace, parked);
   const tightToday = usageOfRun(trace, parkedTight);
@@ -245,28 +259,9 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
   };
   const governorBulkReads = billedHours(trace) * 3600 * 0.9;
 
-  // Lambda Managed Instances: the consumer as today on one c7g.large (+15 %) behind a NAT gateway.
-  const managedHourly =
-    AWS_PRICES.ec2.c7gLargeUsdPerHour * (1 + AWS_PRICES.managedInstances.ec2Markup) + AWS_PRICES.ec2.natUsdPerHour;
-  const managed = result('managed instances (1 × c7g.large + NAT)', governor, {
-    ...today,
-    invocationSeconds: 0,
-    managedInstances: { hours, usdPerHour: managedHourly },
-  });
-  // Durable functions: the invocation suspends between polls; $8 per million operations (a step per
-  // submit and per poll, a wait between polls).
-  const durableOps = tasks * (1 + 2 * tightPolls);
-  const durable = result('durable functions (wait between polls)', parkedTight, {
-    ...tightToday,
-    invocations: tasks * (1 + tightPolls),
-    invocationSeconds: tasks * (t.parkSubmitSeconds + tightPolls * t.parkPollSeconds),
-  });
-  const durableUsd = durableOps * AWS_PRICES.durableFunctions.usdPerOperation;
-  durable.cost = {
-    ...durable.cost,
-    awsUsd: durable.cost.awsUsd + durableUsd,
-    awsPerPlan: (durable.cost.awsUsd + durableUsd) / durable.cost.planUsd,
-  };
+  const others = otherRuntimes(trace, { today, tightToday, tasks, tightPolls }, (design, run, usage) =>
+    result(design, run === 'today' ? governor : parkedTight, usage),
+  );
 
   return [
     result('(a) today: each invocation waits through its solve', governor, today),
@@ -297,19 +292,45 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
       governorSizing: SMALL,
       assumptions: perInvocation(tightDeliveries / bulkInvocations),
     }),
-    (() => {
-      const r = result('(f) park; the governor bulk-polls every parked id each second', parkedByGovernor, byGovernor, {
+    plus(
+      result('(f) park; the governor bulk-polls every parked id each second', parkedByGovernor, byGovernor, {
         consumerSizing: SMALL,
         governorSizing: SMALL,
         assumptions: perInvocation((2 * tasks) / Math.max(1, byGovernor.invocations)),
-      });
-      const extra = governorBulkReads * AWS_PRICES.dynamodb.usdPerReadUnit;
-      r.cost = { ...r.cost, awsUsd: r.cost.awsUsd + extra, awsPerPlan: (r.cost.awsUsd + extra) / r.cost.planUsd };
-      return r;
-    })(),
-    managed,
-    durable,
+      }),
+      governorBulkReads * AWS_PRICES.dynamodb.usdPerReadUnit,
+    ),
+    ...others,
   ];
+}
+
+/** Other runtimes for the same consumer: Lambda Managed Instances, durable functions. */
+function otherRuntimes(
+  trace: Trace,
+  counts: { today: FleetUsage; tightToday: FleetUsage; tasks: number; tightPolls: number },
+  price: (design: string, run: 'today' | 'parked', usage: FleetUsage) => DesignResult,
+): DesignResult[] {
+  const { today, tightToday, tasks, tightPolls } = counts;
+  const t = DESIGN_TIMING;
+  const hours = billedHours(trace);
+  // Lambda Managed Instances: the consumer as today on one c7g.large (+15 %) behind a NAT gateway.
+  const managedHourly =
+    AWS_PRICES.ec2.c7gLargeUsdPerHour * (1 + AWS_PRICES.managedInstances.ec2Markup) + AWS_PRICES.ec2.natUsdPerHour;
+  const managed = price('managed instances (1 × c7g.large + NAT)', 'today', {
+    ...today,
+    invocationSeconds: 0,
+    managedInstances: { hours, usdPerHour: managedHourly },
+  });
+  // Durable functions: the invocation suspends between polls; $8 per million operations (a step per
+  // submit and per poll, a wait between polls).
+  const durableOps = tasks * (1 + 2 * tightPolls);
+  const durable = price('durable functions (wait between polls)', 'parked', {
+    ...tightToday,
+    invocations: tasks * (1 + tightPolls),
+    invocationSeconds: tasks * (t.parkSubmitSeconds + tightPolls * t.parkPollSeconds),
+  });
+  const durableUsd = durableOps * AWS_PRICES.durableFunctions.usdPerOperation;
+  return [managed, plus(durable, durableUsd)];
 }
 
 /** The consumer's function in each design, for the docs. */

@@ -4,6 +4,8 @@
  */
 import type { Command } from 'commander';
 import { buildProgram } from '../bin/program.js';
+import { designsMarkdownFor } from '../lab/designs-report.js';
+import { monthlyBillMarkdown } from './cost-bill.js';
 import type { DocGenerator } from './doc-blocks.js';
 
 /** `captcha-fleet <command> --help`, as printed 100 columns wide, in a fenced block. */
@@ -20,4 +22,9 @@ function help([name]: string[]): string {
   ].join('\n');
 }
 
-export const DOC_GENERATORS: Readonly<Record<string, DocGenerator>> = { help };
+export const DOC_GENERATORS: Readonly<Record<string, DocGenerator>> = {
+  help,
+  'monthly-bill': () => monthlyBillMarkdown(),
+  /** `cost-designs steady,sale-day-surge`: the design comparison of docs/cost.md (lab/designs.ts). */
+  'cost-designs': ([names]) => designsMarkdownFor((names ?? 'steady,sale-day-surge').split(',')),
+};
