@@ -269,6 +269,8 @@ export interface DemoSummary {
   };
   consumer: {
     invocations: number;
+    /** Summed duration of the consumer's invocations, seconds (Lambda's billed time). */
+    invocationSeconds: number;
     peakConcurrency: number;
     /** Ceiling at the end (the governor moves it). */
     ceiling: number;
@@ -706,6 +708,7 @@ function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
   const poller = stack.pollerStats();
   return {
     invocations: poller.invocations,
+    invocationSeconds: poller.invocationMs / 1000,
     peakConcurrency: poller.peakConcurrency,
     ceiling: currentCeiling(stack),
     retriedItems: poller.failedItems,

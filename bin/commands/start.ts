@@ -7,6 +7,7 @@
  * one row there.
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { awsCostRow } from '../../local/aws-cost.js';
 import { buildWorkload, newRunId, runDemo, type DemoProgress, type DemoSummary } from '../../local/demo.js';
 import { ConfigError, resolveSettings, type FleetConfig } from '../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../functions/core/solver-protocol.js';
@@ -515,6 +516,7 @@ function formatSummary(s: DemoSummary): string {
       `ceiling now ${s.consumer.ceiling} · retried ${s.consumer.retriedItems} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
     ],
   ];
+  rows.push(awsCostRow(s));
   rows.push(...overflowRows(s, ms));
   rows.push(...faultRows(s));
   if (s.governor?.pause) {
