@@ -9,6 +9,12 @@ import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-sig
 import { sqsChunks, writeUnits } from '../../functions/core/cost/bill.js';
 import { fleetBill, GOVERNOR_CALLS } from '../../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../../functions/core/cost/prices.js';
+import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
+import { shippedTraces } from '../../lab/bench.js';
+import { costOfRun } from '../../lab/cost.js';
+import { createPolicy } from '../../lab/policies.js';
+import { simulate } from '../../lab/sim.js';
+import type { Trace } from '../../lab/trace.js';
 
 // One hour, 1 000 tasks solved at 15 s each, one task per invocation, nothing handed back.
 const HOUR = {
@@ -117,5 +123,28 @@ describe('units', () => {
     expect(GOVERNOR_CALLS.metricsPerMinute).toBe(
       signals.consumerQueries().length + signals.percentileQueries().length + queueMetrics,
     );
+  });
+});
+
+describe('the lab bill (lab/cost.ts)', () => {
+  const trace = { ...shippedTraces().find((t) => t.name === 'steady'), durationSeconds: 900 } as Trace;
+  const run = (name: 'governor' | 'thread-pool-plan') =>
+    simulate(trace, createPolicy(name, trace.settings), { seed: 3 });
+
+  it('bills a Lambda policy at the stack consumer’s memory and architecture, per second it held a task', () => {
+    const governor = run('governor');
+    const cost = costOfRun(trace, governor);
+    const duration = cost.bill.lines.find((l) => l.item.startsWith('consumer duration'));
+    expect(duration?.quantity).toBeCloseTo((governor.computeSeconds * FUNCTION_SIZING.consumer.memoryMb) / 1024, 6);
+    expect(duration?.usd).toBeCloseTo(((governor.computeSeconds * 256) / 1024) * 0.0000133334, 9);
+    expect(cost.planUsd).toBeCloseTo(50 * 0.25 * 0.0025, 9);
+    expect(cost.bill.lines.some((l) => l.item.startsWith('governor duration'))).toBe(true);
+  });
+
+  it('bills a plan-sized thread pool as one t4g.small over the trace, and no Lambda', () => {
+    const cost = costOfRun(trace, run('thread-pool-plan'));
+    expect(cost.byService.ec2).toBeCloseTo(0.25 * 0.0168, 9);
+    expect(cost.byService.lambda).toBe(0);
+    expect(cost.bill.lines.some((l) => l.item.startsWith('governor'))).toBe(false);
   });
 });
