@@ -7,7 +7,8 @@
  *   simulations: deterministic; timings go to stderr and are not shown).
  * - `status-example text|json`: what `status` prints for a fixed fleet state (its renderer).
  * - `event-source`: the completion events' source and detail-type, from the code.
- * - `node-floor`: the Node.js versions the package supports (`engines`) and the Lambdas run.
+ * - `lab-table`: the README's table of the lab (`npm run bench`, seed 1): p95 per policy and trace.
+ * - `overflow-readme`: the README's paragraph on `npm run bench:overflow`, its figures from the run.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -56,6 +57,106 @@ function lab(script: string): DocGenerator {
     const shown = args.filter((arg) => arg !== '--no-report').join(' ');
     return ['```text', `$ npm run ${script}${shown ? ` -- ${shown}` : ''}`, stdout.trimEnd(), '```'].join('\n');
   };
+}
+
+/** The policies of the README's lab table, in its column order. */
+const LAB_TABLE_POLICIES = [
+  'governor',
+  'thread-pool',
+  'thread-pool-plan',
+  'process-pool',
+  'process-pool-plan',
+  'hpa',
+  'hpa-plan',
+  'lambda-fixed',
+  'oracle',
+] as const;
+
+/** One policy's run of one trace in `npm run bench -- --json`, the figures the table shows. */
+interface LabRun {
+  policy: string;
+  latency: { p95: number | null };
+  overCapRejections: number;
+  overCapShare: number;
+  deadLettered: number;
+  idleThreadSecondsPerTask: number;
+}
+
+/** The README's lab table, from `npm run bench -- --json` (seed 1, every shipped trace). */
+async function labTable(): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', 'lab/cli.ts', '--json', '--no-report'],
+    { cwd: ROOT, maxBuffer: 256 * 1024 * 1024 },
+  );
+  const { traces } = JSON.parse(stdout) as { traces: { name: string; runs: LabRun[] }[] };
+  // As the lab's own table writes seconds: whole from 100 up, one decimal below.
+  const num = (value: number | null) => (value === null ? '–' : value >= 100 ? value.toFixed(0) : value.toFixed(1));
+  const lines = [
+    `| trace | ${LAB_TABLE_POLICIES.join(' | ')} | governor over-cap | DLQ governor / lambda-fixed | idle thr-s/task governor / oracle |`,
+    `|---|${LAB_TABLE_POLICIES.map(() => '---|').join('')}---|---|---|`,
+  ];
+  for (const trace of traces) {
+    const run = (policy: string) => {
+      const found = trace.runs.find((r) => r.policy === policy);
+      if (found === undefined) throw new Error(`lab: ${trace.name} has no ${policy} run`);
+      return found;
+    };
+    const governor = run('governor');
+    lines.push(
+      `| ${trace.name} | ${LAB_TABLE_POLICIES.map((policy) => num(run(policy).latency.p95)).join(' | ')} | ` +
+        `${governor.overCapRejections} (${(governor.overCapShare * 100).toFixed(2)} %) | ` +
+        `${governor.deadLettered} / ${run('lambda-fixed').deadLettered} | ` +
+        `${governor.idleThreadSecondsPerTask.toFixed(2)} / ${run('oracle').idleThreadSecondsPerTask.toFixed(2)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** One row of `npm run bench:overflow -- --json`. */
+interface OverflowRow {
+  trace: string;
+  policy: string;
+  p95: number;
+  overflowUsd: number;
+  deadLettered: number;
+  capBreaches: number;
+  startedPastPause: number | null;
+}
+
+/** The README's paragraph on the overflow lane: every figure from `npm run bench:overflow` (seed 1, its defaults). */
+async function overflowReadme(): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', 'lab/overflow-bench.ts', '--json'],
+    {
+      cwd: ROOT,
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
+  const rows = JSON.parse(stdout) as OverflowRow[];
+  const row = (trace: string, policy: string) => {
+    const found = rows.find((r) => r.trace === trace && r.policy === policy);
+    if (found === undefined) throw new Error(`bench:overflow has no row ${trace} / ${policy}`);
+    return found;
+  };
+  const s = (value: number, digits = 0) => value.toFixed(digits);
+  const spike = { without: row('spike-and-drop', 'governor'), oracle: row('spike-and-drop', 'oracle') };
+  const spike2 = row('spike-and-drop', 'governor-overflow $2/h');
+  const outage = { without: row('solver-outage', 'governor'), six: row('solver-outage', 'governor-overflow $6/h') };
+  const overflowRuns = rows.filter((r) => r.policy.startsWith('governor-overflow'));
+  const breaching = overflowRuns.filter((r) => r.capBreaches > 0).length;
+  const pastPause = overflowRuns.filter((r) => (r.startedPastPause ?? 0) > 0).length;
+  return [
+    '`npm run bench:overflow` adds a pay-per-solve overflow lane to the governor (the stack deploys it',
+    'with `overflow` in the fleet config, see [docs/deploy.md](docs/deploy.md); locally',
+    `\`npm start -- --overflow-sim\`): on spike-and-drop the p95 falls from ${s(spike.without.p95)} s (the`,
+    `oracle without overflow: ${s(spike.oracle.p95)} s) to ${s(spike2.p95, 1)} s at a $2/h spend cap, for $${s(spike2.overflowUsd, 2)} of overflow solves.`,
+    "Through the 30-minute outage of `solver-outage` the paused primary's work moves to the overflow",
+    `provider: p95 ${s(outage.six.p95)} s instead of ${s(outage.without.p95)} s at a $6/h cap, for $${s(outage.six.overflowUsd, 2)} of overflow solves, ${outage.six.deadLettered === 0 ? 'none' : outage.six.deadLettered} to the DLQ.`,
+    `${breaching === 0 ? 'No run spends a cent past its cap' : `${breaching} of ${overflowRuns.length} runs spend past their cap`}, ${pastPause === 0 ? 'nor takes the overflow account under its pause level' : `and ${pastPause} start tasks under the overflow account's pause level`}`,
+    '([docs/lab.md](docs/lab.md#overflow-to-a-pay-per-solve-provider-issue-12)).',
+  ].join('\n');
 }
 
 /** A fleet's state as a local `npm start -- --serve` leaves it after a demo: fixed, so its rendering is deterministic. */
@@ -113,4 +214,6 @@ export const DOC_GENERATORS: Readonly<Record<string, DocGenerator>> = {
   'bench:overflow': lab('bench:overflow'),
   'status-example': statusExample,
   'event-source': eventSource,
+  'overflow-readme': overflowReadme,
+  'lab-table': labTable,
 };
