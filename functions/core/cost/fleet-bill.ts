@@ -71,7 +71,10 @@ export interface CostAssumptions {
   consumerMetrics: number;
   /** Custom metrics the governor emits in an ordinary hour. */
   governorMetrics: number;
-  /** Billed seconds of a governor invocation (it ticks until the next schedule is near: GOVERNOR_TIMEOUT 55 s). */
+  /**
+   * Billed seconds of a governor invocation: six ticks 10 s apart within its 55 s timeout, the
+   * last at 50 s (functions/governor/run.ts stops when less than a 5 s margin would be left).
+   */
   governorSecondsPerInvocation: number;
   /** Governor ticks per minute (60 000 / tickMs). */
   governorTicksPerMinute: number;
@@ -93,7 +96,7 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   governorLogBytesPerTick: 2_500,
   consumerMetrics: 10,
   governorMetrics: 13,
-  governorSecondsPerInvocation: 55,
+  governorSecondsPerInvocation: 51,
   governorTicksPerMinute: 6,
   mappings: 2,
   pollersPerMapping: 5,
