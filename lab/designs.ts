@@ -32,8 +32,8 @@ export const DESIGN_TIMING = {
   /** (f): the governor's minute-long invocation polls every parked id in one bulk request this often. */
   governorPoll: { firstSeconds: 1, intervalSeconds: 1 } as PollSchedule,
   /** Log bytes of an invocation (START / REPORT lines, its EMF document) and of each task it carries. */
-  logBytesPerInvocation: 1_200,
-  logBytesPerDelivery: 1_000,
+  logBytesPerInvocation: 1_500,
+  logBytesPerDelivery: 700,
 } as const;
 
 /** The simulated runs a design reads. */

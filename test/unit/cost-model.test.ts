@@ -45,9 +45,9 @@ describe('the fleet bill', () => {
     // ledger accepted + released (1 unit each) = 10 000 write units; 1 000 ledger reads
     expect(bill.byService.dynamodb).toBeCloseTo(10_000 * 6.25e-7 + 1000 * 1.25e-7, 9);
     expect(bill.byService.eventbridge).toBeCloseTo(0.001, 9);
-    // CloudWatch: 3 MB of logs at $0.50/GB + 10 metrics for 1 h of a 730 h month at $0.30
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.0015 + (10 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.06510484, 7);
+    // CloudWatch: 2.2 MB of logs at $0.50/GB + 10 metrics for 1 h of a 730 h month at $0.30
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.0011 + (10 / 730) * 0.3, 9);
+    expect(bill.usd).toBeCloseTo(0.06470484, 7);
     expect(bill.byService.ec2).toBe(0);
     // The plan: 50 threads × 1 h × $0.0025
     expect(bill.planUsd).toBeCloseTo(0.125, 9);

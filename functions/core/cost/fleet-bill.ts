@@ -63,7 +63,11 @@ export interface CostAssumptions {
   answeredRecordBytes: number;
   /** The thread ledger item, bytes. */
   ledgerBytes: number;
-  /** Log bytes an invocation of the consumer ingests: START/REPORT lines, its own JSON lines, its EMF document. */
+  /**
+   * Log bytes an invocation of the consumer ingests: its own JSON lines (705 B an invocation
+   * measured: `npm start -- --tasks 40 --log-level info`, 40 908 B over 58 invocations), its EMF
+   * document (~1 KB) and Lambda's START / REPORT lines (~0.5 KB).
+   */
   consumerLogBytesPerInvocation: number;
   /** Log bytes a governor tick ingests (its decision line and EMF document; the invocation's START/REPORT spread over its ticks). */
   governorLogBytesPerTick: number;
@@ -92,7 +96,7 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   recordBytes: 900,
   answeredRecordBytes: 2_800,
   ledgerBytes: 700,
-  consumerLogBytesPerInvocation: 3_000,
+  consumerLogBytesPerInvocation: 2_200,
   governorLogBytesPerTick: 2_500,
   consumerMetrics: 10,
   governorMetrics: 13,
