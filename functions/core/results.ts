@@ -2,6 +2,7 @@
  * The result record: one per task id in the results table. Pure types and helpers.
  */
 import type { SolverProvider } from './provider.js';
+import type { TaskReport } from './report.js';
 import type { SolverMethod } from './solver-protocol.js';
 
 export type ResultStatus = 'solving' | 'solved' | 'failed' | 'rejected';
@@ -68,6 +69,15 @@ export interface TaskResult {
   fingerprint?: string;
   /** When a token answer stops being usable, epoch ms. */
   tokenExpiresAt?: number;
+  /**
+   * What the solve cost, USD: the provider's own figure (the JSON task API's `cost`) or the
+   * operator's configured price of the method (`costSource`). Absent when neither is known, and
+   * on failed and rejected records.
+   */
+  costUsd?: number;
+  costSource?: 'provider' | 'configured';
+  /** A producer's report on the answer (bad: a refund asked; good), once one came. See core/report.ts. */
+  report?: TaskReport;
   /** DynamoDB TTL attribute, epoch seconds. */
   expiresAt: number;
 }
