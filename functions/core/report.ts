@@ -24,7 +24,9 @@ export const ReportMessageSchema = z
   .strictObject({
     version: z.literal(1).optional().describe('schema version; 1 when absent'),
     taskId: z.string().regex(TASK_ID_PATTERN, 'taskId: 1-80 of A-Z a-z 0-9 _ -').describe('the solved task'),
-    verdict: z.enum(VERDICTS).describe('"bad": the answer was wrong (asks the provider for a refund); "good": it was right'),
+    verdict: z
+      .enum(VERDICTS)
+      .describe('"bad": the answer was wrong (asks the provider for a refund); "good": it was right'),
   })
   .describe('captcha-fleet report message, schema v1');
 
