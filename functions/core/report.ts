@@ -10,14 +10,14 @@
  */
 import { z } from 'zod';
 import type { SolverProvider } from './provider.js';
-import type { TaskResult } from './results.js';
+import { type ReportRefusal, type TaskReport, type TaskResult, VERDICTS, type Verdict } from './results.js';
 import { TASK_ID_PATTERN } from './task.js';
 
 /** Largest report message accepted, bytes of UTF-8 JSON (a report is a few dozen). */
 export const MAX_REPORT_BYTES = 1_024;
 
-export const VERDICTS = ['bad', 'good'] as const;
-export type Verdict = (typeof VERDICTS)[number];
+// The report as the record keeps it lives with the record (results.ts); re-exported for report's callers.
+export { REPORT_REFUSALS, type ReportRefusal, type TaskReport, VERDICTS, type Verdict } from './results.js';
 
 /** The report message (schema v1), strict: an unknown name is refused. */
 export const ReportMessageSchema = z
@@ -31,54 +31,6 @@ export const ReportMessageSchema = z
   .describe('captcha-fleet report message, schema v1');
 
 export type ReportMessage = z.output<typeof ReportMessageSchema>;
-
-/**
- * Why a report was refused, as the record keeps it and the caller reads it:
- * - `NOT_FOUND`: no record of the task (never sent, or past the results TTL);
- * - `NOT_SOLVED`: the task is still solving, or ended failed or rejected: there is no answer to report;
- * - `NO_SOLVER_ID`: the record names no solver id (written before ids were kept);
- * - `PROVIDER_REFUSED`: the provider no longer takes a report on it (`code`: ERROR_WRONG_CAPTCHA_ID,
- *   ERROR_NO_SUCH_CAPCHA_ID, ERROR_TASKID_INVALID, REPORT_NOT_RECORDED…: unknown, expired, past its window);
- * - `NOT_SUPPORTED`: the provider has no report method for this task (CapMonster; Anti-Captcha's good
- *   reports on anything but reCAPTCHA);
- * - `PROVIDER_UNAVAILABLE`: the provider that solved it is no longer configured in this fleet;
- * - `ALREADY_REPORTED`: the task was reported with the other verdict; the first report stands.
- */
-export const REPORT_REFUSALS = [
-  'NOT_FOUND',
-  'NOT_SOLVED',
-  'NO_SOLVER_ID',
-  'PROVIDER_REFUSED',
-  'NOT_SUPPORTED',
-  'PROVIDER_UNAVAILABLE',
-  'ALREADY_REPORTED',
-] as const;
-export type ReportRefusal = (typeof REPORT_REFUSALS)[number];
-
-/** A report as the result record keeps it (`report`). */
-export interface TaskReport {
-  verdict: Verdict;
-  /** `pending` while a delivery calls the provider; `accepted` or `refused` once settled. */
-  state: 'pending' | 'accepted' | 'refused';
-  /** Why it was refused. */
-  reason?: ReportRefusal;
-  /** The provider's code behind a refusal (ERROR_…), when it gave one. */
-  code?: string;
-  /** What happened, for people. */
-  message?: string;
-  /** When the report was taken up, epoch ms. */
-  requestedAt: number;
-  /** When it settled, epoch ms. */
-  reportedAt?: number;
-  /** The provider called (the one that solved the task) and the id it was called with. */
-  provider?: SolverProvider;
-  solverId?: string;
-  /** A bad report accepted: the solve's cost the provider is asked to refund, USD, when known. */
-  refundUsd?: number;
-  /** The delivery that holds a pending report (SQS message id), and until when. Absent once settled. */
-  token?: string;
-  leaseUntil?: number;
-}
 
 /** A settled report: what `report()` and the CLI hand back. */
 export type SettledReport = TaskReport & { state: 'accepted' | 'refused' };
