@@ -8,7 +8,9 @@
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFleetStatus } from '../../clients/fleet-status.js';
 import { ReportRefusedError } from '../../clients/producer-client.js';
+import { renderSpend } from '../../bin/commands/status.js';
 import type { CompletionEvent } from '../../functions/core/events.js';
 import { REPORT_METRICS, METRICS } from '../../functions/core/metric-names.js';
 import type { TaskResult } from '../../functions/core/results.js';
@@ -135,6 +137,23 @@ describe('reports over in.php / res.php (configured prices)', () => {
     expect(again).toMatchObject({ reason: 'PROVIDER_REFUSED' });
     expect(stack.simulator.stats().reportsRefused).toBe(refusedBefore);
   }, 40_000);
+
+  it("status shows the last hour's spend, per provider and method, from the records", async () => {
+    const status = await readFleetStatus({
+      sqs: stack.observer.sqs,
+      documents: stack.observer.documents,
+      queueUrls: stack.resources.queueUrls,
+      tables: stack.resources.tables,
+    });
+    // Two turnstile solves at the configured $0.0025 (refund-1, refund-late).
+    expect(status.spend).toMatchObject({ windowMinutes: 60, source: 'results-table', unpriced: 0 });
+    expect(status.spend.totalUsd).toBeCloseTo(0.005, 9);
+    expect(status.spend.byProvider.primary).toBeCloseTo(0.005, 9);
+    expect(status.spend.byMethod.turnstile).toBeCloseTo(0.005, 9);
+    expect(renderSpend(status.spend)).toBe(
+      'spend:    $0.0050 in the last 60 min (plan $0.0050) — turnstile $0.0050  (results-table)',
+    );
+  });
 
   it('a malformed report goes to the reports DLQ with its reason', async () => {
     await stack.clients.sqs.send(
