@@ -359,7 +359,9 @@ async function spendFromResults(
   } catch {
     return { totalUsd: undefined, byProvider: {}, byMethod: {} };
   }
-  return { totalUsd, byProvider, byMethod, unpriced };
+  // Solves but none with a known price: the spend is unknown, not $0.
+  const priced = Object.keys(byProvider).length > 0;
+  return { totalUsd: priced || unpriced === 0 ? totalUsd : undefined, byProvider, byMethod, unpriced };
 }
 
 function numberOf(value: string | undefined): number | undefined {

@@ -220,7 +220,10 @@ export function renderStatus(status: FleetStatus, fleet: string, flags = ''): st
 /** The last hour's spend: the total, per provider, per method (dearest first). */
 export function renderSpend(spend: SpendStatus): string {
   const money = (value: number) => `$${value.toFixed(4)}`;
-  if (spend.totalUsd === undefined) return `spend:    — (last ${spend.windowMinutes} min not read)  (${spend.source})`;
+  if (spend.totalUsd === undefined)
+    return spend.unpriced
+      ? `spend:    — no price known for the ${spend.unpriced} solve(s) of the last ${spend.windowMinutes} min (configure solverPricesUsd)  (${spend.source})`
+      : `spend:    — (last ${spend.windowMinutes} min not read)  (${spend.source})`;
   const providers = Object.entries(spend.byProvider)
     .map(([provider, value]) => `${provider === 'primary' ? 'plan' : provider} ${money(value)}`)
     .join(' · ');
