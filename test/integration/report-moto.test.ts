@@ -20,7 +20,7 @@ describe.skipIf(!HAS_MOTO)('report round trip on moto_server', () => {
       endpoint: moto.endpoint,
       config: { planThreads: 4, solverPricesUsd: { turnstile: 0.002 } },
       concurrency: 2,
-      visibilityTimeoutSeconds: 3,
+      visibilityTimeoutSeconds: 8,
       solver: { seed: 7, medianMs: 30, transientErrorRate: 0, unsolvableRate: 0, prices: { turnstile: 0.002 } },
     });
   }, 60_000);

@@ -39,7 +39,7 @@ describe('reports over in.php / res.php (configured prices)', () => {
     stack = await startLocalStack({
       config: { planThreads: 4, solverPricesUsd: { turnstile: 0.0025 } },
       concurrency: 2,
-      visibilityTimeoutSeconds: 3,
+      visibilityTimeoutSeconds: 8,
       // The provider's own prices, as the operator configured them.
       solver: { ...sim, prices: { turnstile: 0.0025 } },
     });
@@ -185,7 +185,7 @@ describe('reports over the JSON task API (the provider prices each solve)', () =
     stack = await startLocalStack({
       config: { planThreads: 4, dialect: '2captcha', solverProtocol: 'create-task' },
       concurrency: 2,
-      visibilityTimeoutSeconds: 3,
+      visibilityTimeoutSeconds: 8,
       solver: { ...sim, prices: { turnstile: 0.00145 } },
     });
   }, 30_000);
