@@ -18,6 +18,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ENV } from '../functions/core/environment.js';
+import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import { MAX_REPORT_BYTES } from '../functions/core/report.js';
 import { MAPPING_MIN_CONCURRENCY } from '../functions/core/settings.js';
@@ -81,6 +82,7 @@ export class Reports extends Construct {
       functionName: `${settings.prefix}-reporter`,
       description: 'captcha-fleet reports: a bad or good answer reported once to the provider that solved it',
       timeout: REPORTER_TIMEOUT,
+      sizing: FUNCTION_SIZING.reporter,
       environment: {
         ...fleetEnvironment({ ...props, service: SERVICES.reporter }),
         [ENV.reportsQueueUrl]: this.queue.queueUrl,
