@@ -182,6 +182,15 @@ export const STATUS_EXAMPLE: FleetStatus = {
   balance: 9.943,
   overflow: undefined,
   solvesByProvider: { primary: undefined, overflow: undefined },
+  // The demo's default: res.php with no prices configured, so no solve has a known cost.
+  spend: {
+    windowMinutes: 60,
+    totalUsd: undefined,
+    byProvider: {},
+    byMethod: {},
+    unpriced: 57,
+    source: 'results-table',
+  },
   recent: { windowMinutes: 5, solved: 57, failed: 0, rejected: 2, p95SolveMs: 688, source: 'results-table' },
 };
 
