@@ -55,8 +55,8 @@ export function faultRows(s: DemoSummary): [string, string, string][] {
     ],
     [
       'announced',
-      `${s.announced} of ${s.solved + s.failed + s.rejected}`,
-      `results with a completion event heard; solved without one ${s.solvedNotAnnounced}`,
+      `${s.announced} of ${s.solved + s.failed + s.rejected + s.dlqWithRejectedRecord}`,
+      `results (refusals with a record included) with a completion event heard; solved without one ${s.solvedNotAnnounced}`,
     ],
     ['DLQ', `${s.validInDlq} valid`, `valid tasks in the DLQ; second copies of one letter ${s.dlqDuplicates}`],
   ];
