@@ -8,7 +8,7 @@ import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../bin/program.js';
 import { findBlocks, renderBlocks } from '../../scripts/doc-blocks.js';
-import { nodeFloor } from '../../scripts/doc-generators.js';
+import { labJson, nodeFloor } from '../../scripts/doc-generators.js';
 import { markdownFiles, staleFiles } from '../../scripts/docs.js';
 import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
 import { ROOT } from '../infra/synth-helpers.js';
@@ -293,3 +293,38 @@ function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSum
     },
   };
 }
+
+describe("the README's prose on the lab", () => {
+  it('states the figures `npm run bench` gives now (seed 1)', async () => {
+    const lab = await labJson();
+    const text = readFileSync(`${ROOT}/README.md`, 'utf8').replace(/\s+/g, ' ');
+    const run = (trace: string, policy: string) => {
+      const found = lab.traces.find((t) => t.name === trace)?.runs.find((r) => r.policy === policy);
+      if (found === undefined) throw new Error(`lab: no ${trace} / ${policy}`);
+      return found;
+    };
+    const p95 = (trace: string, policy = 'governor') => (run(trace, policy).latency.p95 ?? Number.NaN).toFixed(0);
+    const share = (trace: string, policy = 'governor') => (run(trace, policy).overCapShare * 100).toFixed(2);
+    const outage = run('solver-outage', 'lambda-fixed');
+    const claims: [RegExp, string][] = [
+      [
+        /Against the targets, (\d+ of \d+) checks hold/,
+        `${lab.targets.filter((c) => c.pass).length} of ${lab.targets.length}`,
+      ],
+      [/`solver-outage` (\d+) s, was/, p95('solver-outage')],
+      [/`neighbours-come-and-go` (\d+) s, was/, p95('neighbours-come-and-go')],
+      [/([\d.]+) % on `foreign-threads`/, share('foreign-threads')],
+      [/and ([\d.]+) % on `neighbours-come-and-go`/, share('neighbours-come-and-go')],
+      [/maximum sends (\d+ of \d+)/, `${outage.deadLettered} of ${outage.arrivals}`],
+      [
+        /on `solver-outage`\* \((\d+ s vs \d+ s)\)/,
+        `${p95('solver-outage')} s vs ${p95('solver-outage', 'lambda-fixed')} s`,
+      ],
+    ];
+    const wrong = claims.flatMap(([pattern, expected]) => {
+      const stated = pattern.exec(text)?.[1];
+      return stated === expected ? [] : [`${pattern}: README says ${stated ?? 'nothing'}, the lab gives ${expected}`];
+    });
+    expect(wrong).toEqual([]);
+  });
+});
