@@ -19,6 +19,8 @@ import { buildProgram } from '../bin/program.js';
 import type { FleetStatus } from '../clients/fleet-status.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import { fleetEventSource, resolveSettings } from '../functions/core/settings.js';
+import { designsMarkdownFor } from '../lab/designs-report.js';
+import { monthlyBillMarkdown } from './cost-bill.js';
 import type { DocGenerator } from './doc-blocks.js';
 
 const ROOT = new URL('..', import.meta.url);
@@ -192,6 +194,15 @@ export const STATUS_EXAMPLE: FleetStatus = {
   balance: 9.943,
   overflow: undefined,
   solvesByProvider: { primary: undefined, overflow: undefined },
+  // The demo's default: res.php with no prices configured, so no solve has a known cost.
+  spend: {
+    windowMinutes: 60,
+    totalUsd: undefined,
+    byProvider: {},
+    byMethod: {},
+    unpriced: 57,
+    source: 'results-table',
+  },
   recent: { windowMinutes: 5, solved: 57, failed: 0, rejected: 2, p95SolveMs: 688, source: 'results-table' },
 };
 
@@ -222,6 +233,9 @@ export function nodeFloor(): string {
 
 export const DOC_GENERATORS: Readonly<Record<string, DocGenerator>> = {
   help,
+  'monthly-bill': () => monthlyBillMarkdown(),
+  /** `cost-designs steady,sale-day-surge`: the design comparison of docs/cost.md (lab/designs.ts). */
+  'cost-designs': ([names]) => designsMarkdownFor((names ?? 'steady,sale-day-surge').split(',')),
   bench: lab('bench'),
   'bench:overflow': lab('bench:overflow'),
   'status-example': statusExample,

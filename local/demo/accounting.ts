@@ -179,6 +179,7 @@ function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
   const poller = stack.pollerStats();
   return {
     invocations: poller.invocations,
+    invocationSeconds: poller.invocationMs / 1000,
     peakConcurrency: poller.peakConcurrency,
     ceiling: currentCeiling(stack),
     retriedItems: poller.failedItems,

@@ -107,6 +107,8 @@ export interface DemoSummary {
   };
   consumer: {
     invocations: number;
+    /** Summed duration of the consumer's invocations, seconds (Lambda's billed time). */
+    invocationSeconds: number;
     peakConcurrency: number;
     /** Ceiling at the end (the governor moves it). */
     ceiling: number;

@@ -255,6 +255,60 @@ describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against w
     }
   }, 120_000);
 
+  it('the deployed report function refunds a wrong answer: captcha-fleet report → its mapping → the provider, once', async () => {
+    // Prepare: the report function's synthesized bundle with its deployed variables, under pollers
+    // that follow its deployed mapping on the reports queue
+    const outdir = assemblies[0] as string;
+    const template = JSON.parse(readFileSync(join(outdir, `${STACK}.template.json`), 'utf8'));
+    const fn = deployedFunction(template, outdir, `${PREFIX}-reporter`);
+    const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-reporter-'));
+    copyPackageClosure(externalPackages(readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8')), dir);
+    const deployed = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-reporter` }));
+    const reporter = new WarmFunction({
+      dir,
+      assetDir: fn.assetDir,
+      node: findLambdaNode().path,
+      timeoutMs: fn.timeoutSeconds * 1000,
+      env: {
+        ...deployed.Environment?.Variables,
+        PATH: process.env.PATH,
+        AWS_LAMBDA_FUNCTION_NAME: `${PREFIX}-reporter`,
+        AWS_REGION: REGION,
+        AWS_ENDPOINT_URL: env.AWS_ENDPOINT_URL,
+        AWS_ACCESS_KEY_ID: 'testing',
+        AWS_SECRET_ACCESS_KEY: 'testing',
+      },
+    });
+    const runtime = await startDeployedPollers({
+      lambda,
+      sqs,
+      region: REGION,
+      functionName: `${PREFIX}-reporter`,
+      invoke: (event) => reporter.invoke(event),
+      functionTimeoutMs: fn.timeoutSeconds * 1000,
+    });
+    const badBefore = simulator?.stats().reportBad ?? 0;
+    try {
+      expect(Object.keys(runtime.pollers)).toEqual([`${PREFIX}-reports`]);
+      // Act: the task the deployed consumer solved above, reported wrong from the CLI
+      const target = ['--endpoint', env.AWS_ENDPOINT_URL as string, '--prefix', PREFIX];
+      const first = await cli(['report', 'redriven-1', 'bad', ...target, '--json', '--timeout', '60']);
+      const again = await cli(['report', 'redriven-1', 'bad', ...target, '--json']);
+
+      // Assess
+      const report = JSON.parse(first.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+      expect(report).toMatchObject({ taskId: 'redriven-1', verdict: 'bad', state: 'accepted', provider: 'primary' });
+      expect(JSON.parse(again.stdout.trim().split('\n').pop() ?? '{}')).toEqual(report);
+      expect((simulator?.stats().reportBad ?? 0) - badBefore).toBe(1);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${reporter.output}`, { cause: error });
+    } finally {
+      await runtime.stop();
+      reporter.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('a changed setting shows in cdk diff and deploys as an update', async () => {
     // Prepare: a smaller plan
     const changed = synthesizeForMoto({ ...context, planThreads: 20 }, REGION);

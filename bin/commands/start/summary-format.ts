@@ -7,6 +7,7 @@
  * section it belongs to, or a new section in that list: money lines (what the run cost) go in
  * `costRows`, after the solver's balance.
  */
+import { awsCostRow } from '../../../local/aws-cost.js';
 import type { DemoSummary } from '../../../local/demo.js';
 import { faultRows } from '../start-faults.js';
 import { rowsOf } from './verdict.js';
@@ -81,6 +82,7 @@ const costRows: SummarySection = (s) => [
     `$${s.solver.balanceStart.toFixed(3)} → $${s.solver.balanceEnd.toFixed(3)}`,
     `duplicate solves ${s.duplicateSolves}`,
   ],
+  awsCostRow(s),
 ];
 
 /** What the consumer's invocations did. */
