@@ -283,6 +283,7 @@ function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSum
     },
     consumer: {
       invocations: 2,
+      invocationSeconds: 1,
       peakConcurrency: 1,
       ceiling: 1,
       retriedItems: 0,
