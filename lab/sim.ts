@@ -660,14 +660,15 @@ class Simulation {
   /**
    * The clairvoyant mapping (the fair floor) follows the free threads, the outages and the money
    * exactly, under the governor's own money rule: below the halt level it never scales up, its
-   * ceiling frozen at the invocations it ran when the balance crossed (at least the minimum).
+   * ceiling frozen where it stood when the balance crossed (the free threads then, at least the
+   * minimum).
    */
   private followWorld(): void {
     if (!this.policy.clairvoyant) return;
     const s = this.solver;
     let free = Math.min(this.settings.maxConcurrency, Math.max(0, s.plan - this.settings.reservedThreads - s.foreign));
     if (s.balance < this.settings.haltBalance) {
-      this.haltCeiling ??= Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency, this.busy);
+      this.haltCeiling ??= Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency, free);
       free = Math.min(free, this.haltCeiling);
     } else this.haltCeiling = undefined;
     const open = !s.outage && s.balance >= this.settings.pauseBalance && free > 0;
