@@ -89,55 +89,55 @@ describe('decide: the free threads', () => {
 describe('decide: halt on a low balance', () => {
   const cfg = config();
   const state0 = initialState(cfg, T0);
-  /** The crossing (3 in flight), a dip in use, then a backlog: the three halted ticks. */
+  /** The crossing (ceiling 5 of the 8 free, 3 in flight), a dip in use, then a backlog: the three halted ticks. */
   const halted = () => {
-    const crossing = decide(signals({ balance: 0.5 }, { ceiling: 8, inFlight: 3 }), state0, cfg);
-    const dip = decide(signals({ now: T0 + 20_000, balance: 0.45 }, { ceiling: 3, inFlight: 1 }), crossing.state, cfg);
+    const crossing = decide(signals({ balance: 0.5 }, { ceiling: 5, inFlight: 3 }), state0, cfg);
+    const dip = decide(signals({ now: T0 + 20_000, balance: 0.45 }, { ceiling: 5, inFlight: 1 }), crossing.state, cfg);
     const up = decide(
-      signals({ now: T0 + 30_000, balance: 0.4 }, { ceiling: 3, inFlight: 3, backlog: 500 }),
+      signals({ now: T0 + 30_000, balance: 0.4 }, { ceiling: 5, inFlight: 5, backlog: 500 }),
       dip.state,
       cfg,
     );
     return { crossing, dip, up };
   };
 
-  it('clamps the ceiling to in flight at the crossing', () => {
+  it('freezes the ceiling where it stands at the crossing, not at the use (an idle ceiling costs nothing)', () => {
     // Act
     const { crossing } = halted();
     // Assess
     expect(crossing.reason.code).toBe('HALT_LOW_BALANCE');
-    expect(crossing.ceilings.normal).toBe(3);
-    expect(crossing.state.spend.haltCeiling).toBe(3);
+    expect(crossing.ceilings.normal).toBe(5);
+    expect(crossing.state.spend.haltCeiling).toBe(5);
   });
 
   it('does not ratchet the hold down on a dip in use', () => {
     // Act
     const { dip } = halted();
     // Assess
-    expect(dip.ceilings.normal).toBe(3);
+    expect(dip.ceilings.normal).toBe(5);
     expect(dip.reason.message).toMatch(/held/);
   });
 
   it('does not raise the hold on a backlog', () => {
     // Act
     const { up } = halted();
-    // Assess
-    expect(up.ceilings.normal).toBe(3);
+    // Assess: 8 threads are free, the hold stays at 5.
+    expect(up.ceilings.normal).toBe(5);
     expect(up.reason.message).toMatch(/halt/i);
   });
 
-  it('holds at the minimum, not 0, when nothing is in flight at the crossing', () => {
+  it('holds where the ceiling stands, not at 0 or the minimum, when nothing is in flight at the crossing', () => {
     // Act
     const low = decide(signals({ balance: 0.5 }, { ceiling: 4, inFlight: 0 }), state0, cfg);
     // Assess
-    expect(low.ceilings.normal).toBe(2);
+    expect(low.ceilings.normal).toBe(4);
   });
 
   it('goes back to the free threads and forgets the hold when topped up over the halt level', () => {
     // Prepare
     const { up } = halted();
     // Act
-    const topped = decide(signals({ now: T0 + 40_000, balance: 5 }, { ceiling: 3 }), up.state, cfg);
+    const topped = decide(signals({ now: T0 + 40_000, balance: 5 }, { ceiling: 5 }), up.state, cfg);
     // Assess
     expect(topped.ceilings.normal).toBe(8);
     expect(topped.state.spend.haltCeiling).toBeUndefined();
@@ -447,7 +447,8 @@ describe('decide: two lanes', () => {
   it('keeps the high lane share first when scaling halts', () => {
     // Act
     const d = decide(
-      two({ backlog: 10, inFlight: 3, enabled: true, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }),
+      // The high lane at 10 holds every thread that stands enabled when the balance crosses.
+      two({ backlog: 10, inFlight: 3, enabled: false, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }),
       s0,
       c2,
     );
