@@ -381,7 +381,7 @@ class Simulation {
         return this.ready;
       case 'oracle':
         // Clairvoyant: exactly the free threads, and it never spends past the pause level.
-        return this.solver.balance >= this.settings.pauseBalance && !this.solver.outage
+        return this.funded() && !this.solver.outage
           ? Math.max(0, this.solver.plan - this.solver.foreign)
           : 0;
     }
@@ -655,6 +655,8 @@ class Simulation {
     tasks.acceptedAt[id] = this.t;
     if (solver.balance < this.settings.haltBalance) this.c.startedPastHalt++;
     if (solver.balance < this.settings.pauseBalance) this.c.startedPastPause++;
+    // The floor closes as soon as its solves in flight would take the balance under the pause level.
+    if (this.policy.clairvoyant && solver.balance < this.settings.haltBalance) this.followWorld();
     // A solve the solver has not answered within a function timeout ends there: the id expires
     // (the consumer's lease on its thread lasts at least that long, so the ledger never loses it).
     let hold = Math.min(f64(tasks.baseSolve, id) * solver.factor, this.settings.functionTimeoutSeconds);
@@ -686,6 +688,17 @@ class Simulation {
   }
 
   /**
+   * The clairvoyant floors' money rule: they start solves only while the balance, less the
+   * solves they already have at the solver (charged when each finishes), is at the pause level
+   * or over it, so they never spend past it (a rule on the balance alone would let every solve
+   * in flight at the crossing be charged under the level: money the governor keeps).
+   */
+  private funded(): boolean {
+    const s = this.solver;
+    return s.balance - s.ourThreads * s.price >= this.settings.pauseBalance;
+  }
+
+  /**
    * The clairvoyant mapping (the fair floor) follows the free threads, the outages and the money
    * exactly, under the governor's own money rule: below the halt level it never scales up, its
    * ceiling frozen where it stood when the balance crossed (the free threads then, at least the
@@ -699,7 +712,7 @@ class Simulation {
       this.haltCeiling ??= Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency, free);
       free = Math.min(free, this.haltCeiling);
     } else this.haltCeiling = undefined;
-    const open = !s.outage && s.balance >= this.settings.pauseBalance && free > 0;
+    const open = !s.outage && this.funded() && free > 0;
     if (open !== this.mapping.enabled || (open && free !== this.mapping.ceiling)) {
       this.mapping.set(open ? free : this.mapping.ceiling, open);
       this.c.scalingChanges++;

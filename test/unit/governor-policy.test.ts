@@ -219,9 +219,23 @@ describe('decide: the spend rate', () => {
   const c = config({}, { planThreads: 8, tickMs: 10_000 });
   const s0 = withState(initialState(c, T0), { spend: { lastRead: { at: T0, usd: 0.2 } } });
 
+  it('spends the money above the pause level at the share of the use it pays for, when that is at least the minimum', () => {
+    // Prepare: $0.005/s at 8 in flight; two ticks ahead $0.15 projects to $0.05, and the $0.05
+    // over the pause level pays for half of those two ticks: 4 of the 8 invocations.
+    const tick = signals({ now: T0 + 10_000, balance: 0.15 }, { ceiling: 8, inFlight: 8 });
+    // Act
+    const budgeted = decide(tick, s0, c);
+    // Assess
+    expect(budgeted.paused).toBe(false);
+    expect(budgeted.reason.code).toBe('HALT_LOW_BALANCE');
+    expect(budgeted.reason.message).toMatch(/Spending the rest/);
+    expect(total(budgeted)).toBe(4);
+  });
+
   it('pauses one tick early when the spend rate says the balance will cross the pause level before the next tick', () => {
-    // Prepare: $0.05 in 10 s: $0.005/s, so two ticks ahead the $0.15 balance projects to $0.05 < $0.10.
-    const tick = signals({ now: T0 + 10_000, balance: 0.15 });
+    // Prepare: $0.05 in 10 s: $0.005/s, so two ticks ahead the $0.15 balance projects to $0.05 < $0.10;
+    // at 2 in flight the money above the pause level pays for 1 invocation, under the minimum.
+    const tick = signals({ now: T0 + 10_000, balance: 0.15 }, { inFlight: 2 });
     // Act
     const fast = decide(tick, s0, c);
     // Assess
@@ -254,7 +268,7 @@ describe('decide: the spend rate', () => {
 
   it('freezes the rate that paused the fleet: the same balance does not resume it', () => {
     // Prepare
-    const fast = decide(signals({ now: T0 + 10_000, balance: 0.15 }), s0, c);
+    const fast = decide(signals({ now: T0 + 10_000, balance: 0.15 }, { inFlight: 2 }), s0, c);
     // Act
     const again = decide(signals({ now: T0 + 20_000, balance: 0.15 }, { enabled: false }), fast.state, c);
     // Assess
