@@ -381,9 +381,7 @@ class Simulation {
         return this.ready;
       case 'oracle':
         // Clairvoyant: exactly the free threads, and it never spends past the pause level.
-        return this.funded() && !this.solver.outage
-          ? Math.max(0, this.solver.plan - this.solver.foreign)
-          : 0;
+        return this.funded() && !this.solver.outage ? Math.max(0, this.solver.plan - this.solver.foreign) : 0;
     }
   }
 

@@ -322,8 +322,7 @@ export class TaskRun {
       const provider = resume?.provider ?? this.provider;
       const solver = this.solverFor(provider) ?? deps.solver;
       try {
-        if (resume === undefined && !(await this.threads.waitForRoom(deadlineAt)))
-          throw new NoRoomError(this.task.id);
+        if (resume === undefined && !(await this.threads.waitForRoom(deadlineAt))) throw new NoRoomError(this.task.id);
         const outcome = await solver.solve(this.task, {
           deadlineAt,
           signal: this.abort.signal,
