@@ -644,6 +644,36 @@ describe('decide: properties', () => {
     );
   });
 
+  it('holds a halted fleet where its ceiling stood at the crossing, whatever the use and the backlog do', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 40 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.array(fc.record({ inFlight: fc.nat(40), backlog: fc.nat(5_000) }), { minLength: 1, maxLength: 12 }),
+        (plan, standShare, ticks) => {
+          const cfg = config({}, { planThreads: plan });
+          const standing = Math.max(2, Math.round(plan * standShare));
+          let state = initialState(cfg, T0);
+          let ceiling = standing;
+          ticks.forEach((t, i) => {
+            // Between the pause ($0.10) and the halt ($1) levels, the spend slow enough for no projected pause.
+            const sig = signals(
+              { now: T0 + (i + 1) * 1000, balance: 0.9 - i * 1e-6 },
+              { ceiling, inFlight: Math.min(t.inFlight, ceiling), backlog: t.backlog },
+            );
+            const d = decide(sig, state, cfg);
+            expect(d.paused).toBe(false);
+            // Never lowered to the use (an idle ceiling costs nothing), never raised (no scale-up).
+            expect(total(d)).toBe(standing);
+            state = d.state;
+            ceiling = d.ceilings.normal;
+          });
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
   it('gives the same output for the same input (pure, no clock)', () => {
     fc.assert(
       fc.property(caseArb, ([cfg, sig, mkState]) => {
