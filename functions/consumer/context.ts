@@ -134,6 +134,27 @@ export interface RecordContext {
   acknowledgeEach: boolean;
   /** Failed calls to the results table so far in this invocation (throttled or unavailable). */
   dynamoErrors: () => number;
+  /**
+   * In a batch of several, the batch's refused messages are dead-lettered and deleted before any
+   * of its tasks starts (`settled` resolves once each refusal has settled, `done` counts one):
+   * a task's crash kills the whole invocation, and one that came between a letter's send and its
+   * delete would bring the refused message back to be dead-lettered a second time.
+   */
+  refusalsFirst?: { settled: Promise<void>; done: () => void };
+}
+
+/** The gate of `RecordContext.refusalsFirst` for `count` refusals (open at once for none). */
+export function refusalGate(count: number): { settled: Promise<void>; done: () => void } {
+  let left = count;
+  let open: () => void = () => undefined;
+  const settled = left <= 0 ? Promise.resolve() : new Promise<void>((resolve) => (open = resolve));
+  return {
+    settled,
+    done: () => {
+      left -= 1;
+      if (left === 0) open();
+    },
+  };
 }
 
 export function resolveTiming(settings: FleetSettings, overrides: Partial<ConsumerTiming> = {}): ConsumerTiming {

@@ -4,7 +4,14 @@
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { processRecord, resolveTiming, type ConsumerDeps, type RecordContext } from './process-task.js';
+import {
+  isRefused,
+  processRecord,
+  refusalGate,
+  resolveTiming,
+  type ConsumerDeps,
+  type RecordContext,
+} from './process-task.js';
 import { countStoreCalls } from './store-calls.js';
 
 export type { ConsumerDeps, ConsumerTiming, Outcome, RetryReason, RequeuePolicy } from './process-task.js';
@@ -33,6 +40,10 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
       requestId: context.awsRequestId,
       acknowledgeEach: event.Records.length > 1,
       dynamoErrors: counted.dynamoErrors,
+      // A batch's refusals settle before its tasks start (RecordContext.refusalsFirst).
+      ...(event.Records.length > 1
+        ? { refusalsFirst: refusalGate(event.Records.filter((record) => isRefused(record, clock())).length) }
+        : {}),
     };
     // One processor per invocation: it keeps the batch's state on the instance, and the local
     // runtime may run several invocations of this handler at once in one process.

@@ -86,7 +86,11 @@ export function retry(
       ? backoffSeconds(n, timing.storeRetryBaseSeconds, timing.storeRetryMaxSeconds)
       : reason === 'account'
         ? backoffSeconds(n, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds)
-        : backoffSeconds(n, timing.retryBaseSeconds, timing.retryMaxSeconds));
+        : backoffSeconds(
+            reason === 'transient' && overflowCanTake(ctx) ? 1 : n,
+            timing.retryBaseSeconds,
+            timing.retryMaxSeconds,
+          ));
   return {
     kind: 'retry',
     reason,
@@ -96,6 +100,17 @@ export function retry(
     ...(extra.detail !== undefined ? { detail: extra.detail } : {}),
     ...(extra.code !== undefined ? { code: extra.code } : {}),
   };
+}
+
+/**
+ * A primary consumer whose fleet has an overflow provider: a task its solver could not take
+ * (transient answers: the plan's outage) is handed back at the first step's delay, not a growing
+ * one, since the overflow lane takes the work while the plan is down and a long invisibility
+ * only hides the task from it. The governor pauses the primary's mappings within a few ticks, so
+ * these receives stop; near the DLQ a fresh copy carries the task on as for any retry.
+ */
+function overflowCanTake(ctx: RecordContext): boolean {
+  return (ctx.deps.provider ?? 'primary') === 'primary' && ctx.deps.settings.overflow !== undefined;
 }
 
 /** The outcome of a thrown value nobody expected: a store failure waits, anything else retries. */

@@ -19,6 +19,7 @@ export {
   type ConsumerTiming,
   type RecordContext,
   type RequeuePolicy,
+  refusalGate,
   resolveTiming,
 } from './context.js';
 export { type Outcome, RetryLaterError, type RetryReason } from './outcome.js';
@@ -36,6 +37,7 @@ export async function processRecord(record: SQSRecord, ctx: RecordContext): Prom
     ...(parsed.ok ? { method: parsed.task.method } : {}),
   });
   delivery.taskId = taskId;
+  if (parsed.ok) await ctx.refusalsFirst?.settled;
   let outcome: Outcome;
   try {
     outcome = parsed.ok
@@ -46,5 +48,15 @@ export async function processRecord(record: SQSRecord, ctx: RecordContext): Prom
     // after a backoff rather than after the queue's long visibility timeout.
     outcome = unexpected(ctx, delivery, error);
   }
-  await settle(outcome, delivery, taskId, ctx, log);
+  try {
+    await settle(outcome, delivery, taskId, ctx, log);
+  } finally {
+    if (!parsed.ok) ctx.refusalsFirst?.done();
+  }
+}
+
+/** Whether the schema refuses a record (what `processRecord` will dead-letter). */
+export function isRefused(record: SQSRecord, now: number): boolean {
+  const delivery = deliveryOf(record, now);
+  return !parseTask(record.body, delivery.fallbackId, delivery.sentAt).ok;
 }

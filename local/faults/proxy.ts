@@ -109,8 +109,15 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const active = (service: FaultService, operation: string, body: string): FaultWindow | undefined => {
     if (armedAt === undefined) return undefined;
     const at = clock() - armedAt;
-    // Overlapping windows each get their own draw, in plan order: the first that hits wins.
-    const hit = options.plan.windows.find((w) => applies(w, service, operation, body, at) && random() < w.rate);
+    // Overlapping windows each get their own draw, visited in a fresh random order per request so
+    // none shadows another (a 5xx window at rate 1 listed first would otherwise hide every window
+    // under it): the first that hits wins.
+    const open = options.plan.windows.filter((w) => applies(w, service, operation, body, at));
+    for (let i = open.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [open[i], open[j]] = [open[j] as FaultWindow, open[i] as FaultWindow];
+    }
+    const hit = open.find((w) => random() < w.rate);
     if (hit !== undefined) used.set(hit, (used.get(hit) ?? 0) + 1);
     return hit;
   };

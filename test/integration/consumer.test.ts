@@ -76,19 +76,26 @@ afterEach(() => {
 class RecordingQueue implements TaskQueue {
   readonly visibility: Array<{ receiptHandle: string; seconds: number }> = [];
   readonly letters: DeadLetter[] = [];
+  /** What was asked of the queue and the solver, in order (`solve:<id>` is pushed by the test). */
+  readonly order: string[] = [];
   failDeadLetters = false;
+  /** A slow DLQ: each letter's send takes this long. */
+  deadLetterDelayMs = 0;
   constructor(private readonly inner: TaskQueue) {}
   async deadLetter(letter: DeadLetter): Promise<void> {
     if (this.failDeadLetters) throw new Error('DLQ unreachable');
+    if (this.deadLetterDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.deadLetterDelayMs));
     this.letters.push(letter);
+    this.order.push(`letter:${letter.reason}`);
     await this.inner.deadLetter(letter);
   }
   async changeVisibility(message: DeliveredMessage, seconds: number): Promise<void> {
     this.visibility.push({ receiptHandle: message.receiptHandle, seconds });
     await this.inner.changeVisibility(message, seconds);
   }
-  acknowledge(message: DeliveredMessage): Promise<void> {
-    return this.inner.acknowledge(message);
+  async acknowledge(message: DeliveredMessage): Promise<void> {
+    await this.inner.acknowledge(message);
+    this.order.push(`deleted:${message.messageId}`);
   }
   requeue(message: DeliveredMessage, copy: MessageCopy): Promise<{ deleted: boolean }> {
     return this.inner.requeue(message, copy);
@@ -289,6 +296,26 @@ describe('refused messages', () => {
     expect(second.acknowledged).toEqual([messageId]);
     expect(h.queue.letters.map((l) => l.reason)).toEqual(['MALFORMED_JSON']);
     expect(await h.depth()).toEqual({ visible: 0, inFlight: 0 });
+  });
+  it("settles a batch's refusals before any of its tasks starts: a task's crash cannot bring a dead-lettered message back", async () => {
+    const h = await harness();
+    const good = imageTask();
+    await h.send(good);
+    const refusedId = await h.send('{"id": "broken-first", "method":');
+    h.queue.deadLetterDelayMs = 300;
+    const solve = h.solver.solve.bind(h.solver);
+    h.solver.solve = async (task, options) => {
+      h.queue.order.push(`solve:${task.id}`);
+      return solve(task, options);
+    };
+
+    const delivery = await h.deliver({ max: 10 });
+
+    expect(delivery.messages).toHaveLength(2);
+    expect(delivery.response).toEqual({ batchItemFailures: [] });
+    const order = h.queue.order.filter((step) => !step.startsWith('deleted:') || step === `deleted:${refusedId}`);
+    expect(order.slice(0, 3)).toEqual(['letter:MALFORMED_JSON', `deleted:${refusedId}`, `solve:${good.id}`]);
+    expect(await h.record(good.id as string)).toMatchObject({ status: 'solved' });
   });
 });
 

@@ -106,6 +106,15 @@ describe('the fault proxy', () => {
     expect(stored.Item).toEqual(item);
   });
 
+  it('gives every overlapping window a share: a 5xx window at rate 1 hides none under it', async () => {
+    const { clients, proxy } = await through([always('dynamodb', 'unavailable'), always('dynamodb', 'throttle')]);
+    for (let n = 0; n < 8; n++) await readTable(clients).catch(() => undefined);
+    const { injected } = proxy.stats().dynamodb;
+    expect(injected.unavailable).toBeGreaterThan(0);
+    expect(injected.throttle).toBeGreaterThan(0);
+    expect(injected.unavailable + injected.throttle).toBe(proxy.stats().dynamodb.requests);
+  });
+
   it('loses only writes (and receives), never a read, and hurts at most `count` requests', async () => {
     const { clients, proxy } = await through([always('sqs', 'lost_commit', { count: 2 })]);
     await readQueue(clients);
