@@ -31,7 +31,7 @@ function label(doc: GeneratedDocument): string {
 
 /** The Markdown table: per class, the pass share on every seed before and after, and the hard misses of the first seeds. */
 export function docTable(before: readonly GeneratedDocument[], after: readonly GeneratedDocument[]): string {
-  const classes = [
+  const classes: string[] = [
     ...new Set([...before, ...after].flatMap((d) => d.classes.map((c) => c.traceClass)).filter((c) => c !== 'all')),
   ].sort();
   classes.push('all');
