@@ -65,7 +65,8 @@ function startPause(ctx: TickContext, flow: Flow): Flow {
  * The balance is still over the pause level, but the spending of the tick after next would take
  * it under: rather than stop with that money unspent (a whole fleet's two ticks of solves, which
  * the user left above the pause level to be spent), run at the share of today's use the money
- * above the pause level pays for over those ticks, while that is at least the minimum. The share
+ * above the pause level pays for over those ticks (less what the solves in flight will still be
+ * charged), while that is at least the minimum. The share
  * falls every tick as the money does, so the fleet spends down to the pause level and pauses
  * with at most the minimum's two ticks of spending left, never under the level by the same
  * projection. Undefined (pause) when the use is unknown or the share is under the minimum.
@@ -75,7 +76,9 @@ function spendTheRest(ctx: TickContext, flow: Flow): Flow | undefined {
   if (funds === undefined || funds.usd < config.pauseBalance || demand.inFlight === undefined) return undefined;
   const ahead = funds.usd - funds.projected;
   if (!(ahead > 0)) return undefined;
-  const share = (funds.usd - config.pauseBalance) / ahead;
+  // The solves in flight are charged as they finish: about a mean solve of spending at the rate.
+  const committed = ((flow.state.spend.perSecond ?? 0) * (ctx.signals.meanSolveMs ?? 0)) / 1000;
+  const share = (funds.usd - config.pauseBalance - committed) / ahead;
   const using = invocations(demand.inFlight, config.tasksPerInvocation);
   const total = Math.min(flow.allowed, Math.floor(using * share + 1e-9));
   if (total < minimum) return undefined;
