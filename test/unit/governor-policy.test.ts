@@ -220,16 +220,17 @@ describe('decide: the spend rate', () => {
   const s0 = withState(initialState(c, T0), { spend: { lastRead: { at: T0, usd: 0.2 } } });
 
   it('spends the money above the pause level at the share of the use it pays for, when that is at least the minimum', () => {
-    // Prepare: $0.005/s at 8 in flight; two ticks ahead $0.15 projects to $0.05, and the $0.05
-    // over the pause level pays for half of those two ticks: 4 of the 8 invocations.
-    const tick = signals({ now: T0 + 10_000, balance: 0.15 }, { ceiling: 8, inFlight: 8 });
+    // Prepare: $0.005/s at 8 in flight; two ticks ahead $0.15 projects to $0.05. Of the $0.05 over
+    // the pause level, the solves in flight (2 s mean) will still be charged $0.01; the $0.04 left
+    // pays for 40 % of those two ticks: 3 of the 8 invocations.
+    const tick = signals({ now: T0 + 10_000, balance: 0.15, meanSolveMs: 2_000 }, { ceiling: 8, inFlight: 8 });
     // Act
     const budgeted = decide(tick, s0, c);
     // Assess
     expect(budgeted.paused).toBe(false);
     expect(budgeted.reason.code).toBe('HALT_LOW_BALANCE');
     expect(budgeted.reason.message).toMatch(/Spending the rest/);
-    expect(total(budgeted)).toBe(4);
+    expect(total(budgeted)).toBe(3);
   });
 
   it('pauses one tick early when the spend rate says the balance will cross the pause level before the next tick', () => {
