@@ -4,6 +4,7 @@
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { costOfRun, type RunCost } from './cost.js';
 import type { ModelParams } from './model.js';
 import { createPolicy, POLICY_NAMES, type PolicyName } from './policies.js';
 import { simulate, type RunResult } from './sim.js';
@@ -24,6 +25,8 @@ export function shippedTraces(): Trace[] {
 export interface TraceRuns {
   trace: Trace;
   runs: RunResult[];
+  /** What each run would have cost on AWS, beside the plan's cost (lab/cost.ts), in the order of `runs`. */
+  costs: RunCost[];
 }
 
 export interface BenchOptions {
@@ -38,15 +41,15 @@ export interface BenchOptions {
 /** Runs every policy on every trace. */
 export function runBench(options: BenchOptions): TraceRuns[] {
   const policies = options.policies ?? POLICY_NAMES;
-  return options.traces.map((trace) => ({
-    trace,
-    runs: policies.map((name) => {
+  return options.traces.map((trace) => {
+    const runs = policies.map((name) => {
       const result = simulate(trace, createPolicy(name, trace.settings, options.model), {
         seed: options.seed,
         model: options.model,
       });
       options.onRun?.(result);
       return result;
-    }),
-  }));
+    });
+    return { trace, runs, costs: runs.map((run) => costOfRun(trace, run)) };
+  });
 }

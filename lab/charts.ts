@@ -157,7 +157,7 @@ export function renderHtml(
 <section id="trace-${esc(entry.trace.name)}">
   <h2>${esc(entry.trace.name)}</h2>
   <p>${esc(entry.trace.description)} — ${entry.runs[0]?.arrivals ?? 0} tasks, plan ${entry.trace.settings.planThreads} threads.</p>
-  ${table(TABLE_COLUMNS, tableRows(entry.runs))}
+  ${table(TABLE_COLUMNS, tableRows(entry.runs, entry.costs))}
   <div class="chart" id="chart-${i}"></div>
 </section>`,
     )

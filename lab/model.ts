@@ -52,6 +52,12 @@ export interface ModelParams {
   consumerKeepsUnansweredLease: boolean;
   /** res.php poll interval while a solve runs, seconds (a poll inside an outage fails). */
   pollIntervalSeconds: number;
+  /**
+   * With `pollLoss`, the answer is read on this schedule instead of the protocol's (first poll
+   * after 5 s images / 15 s tokens, then every 5 s): the first poll and the interval, seconds.
+   * @default undefined - the protocol's schedule
+   */
+  pollSchedule?: { firstSeconds: number; intervalSeconds: number };
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
   metricsWindowSeconds: number;
   /** …ending this long ago: the consumer's metrics reach the governor about a minute late. */

@@ -2,12 +2,13 @@
  * `npm run bench:overflow` — the overflow lane in the lab: on the surge traces and the traces
  * with a solver outage, the governor without overflow, the governor with overflow at several
  * spend caps, and the clairvoyant oracle without overflow; p95, the solves split between the
- * providers, the DLQ and receives, and total spend (thread plan + overflow + compute). Exits 1
+ * providers, the DLQ and receives, and total spend (thread plan + overflow + the AWS bill, lab/cost.ts). Exits 1
  * when any run spent a cent past its cap (the lane's own per-hour and per-day sums,
  * lab/overflow.ts) or started a solve under the overflow provider's pause level.
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { shippedTraces } from './bench.js';
+import { costOfRun } from './cost.js';
 import { DEFAULT_OVERFLOW, governorOverflowPolicy } from './overflow.js';
 import { createPolicy } from './policies.js';
 import { type Policy, simulate, type RunResult } from './sim.js';
@@ -41,6 +42,9 @@ interface Row {
   planUsd: number;
   overflowUsd: number;
   computeUsd: number;
+  /** What the run would have cost on AWS (every charge, lab/cost.ts), and by service. */
+  awsUsd: number;
+  awsByService: Record<string, number>;
   totalUsd: number;
   worstHourUsd: number;
   capUsdPerHour: number | null;
@@ -60,6 +64,7 @@ interface Row {
 function rowOf(trace: Trace, run: RunResult, options: Options): Row {
   const planUsd = trace.settings.planThreads * (trace.durationSeconds / 3600) * options.planUsdPerThreadHour;
   const overflowUsd = run.overflow?.spentUsd ?? 0;
+  const aws = costOfRun(trace, run);
   return {
     trace: trace.name,
     policy: run.policy,
@@ -72,7 +77,9 @@ function rowOf(trace: Trace, run: RunResult, options: Options): Row {
     planUsd,
     overflowUsd,
     computeUsd: run.computeUsd,
-    totalUsd: planUsd + overflowUsd + run.solverUsd + run.computeUsd,
+    awsUsd: aws.awsUsd,
+    awsByService: { ...aws.byService },
+    totalUsd: planUsd + overflowUsd + run.solverUsd + aws.awsUsd,
     worstHourUsd: run.overflow?.worstHourUsd ?? 0,
     capUsdPerHour: run.overflow?.capUsdPerHour ?? null,
     capBreaches: run.overflow?.capBreaches ?? 0,
@@ -114,7 +121,7 @@ function format(rows: Row[]): string {
     'max rcv',
     'plan $',
     'overflow $',
-    'compute $',
+    'aws $',
     'total $',
     'worst hour $',
     'breaches',
@@ -134,7 +141,7 @@ function format(rows: Row[]): string {
     String(r.maxReceives),
     r.planUsd.toFixed(2),
     r.overflowUsd.toFixed(2),
-    r.computeUsd.toFixed(2),
+    r.awsUsd.toFixed(2),
     r.totalUsd.toFixed(2),
     r.capUsdPerHour === null ? '—' : `${r.worstHourUsd.toFixed(2)}/${r.capUsdPerHour.toFixed(2)}`,
     String(r.capBreaches),

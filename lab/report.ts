@@ -4,6 +4,8 @@
  * and the JSON document.
  */
 import type { TraceRuns } from './bench.js';
+import type { RunCost } from './cost.js';
+import { describeBill } from '../functions/core/cost/fleet-bill.js';
 import type { RunResult } from './sim.js';
 import type { Trace } from './trace.js';
 
@@ -203,6 +205,9 @@ const COLUMNS = [
   'changes',
   'compute s',
   '$/1k solves',
+  'plan $',
+  'aws $',
+  'aws/plan',
   'unfinished',
 ];
 
@@ -214,9 +219,12 @@ function hasReceives(r: RunResult): boolean {
   return r.policy === 'governor' || r.policy === 'lambda-fixed' || r.policy === 'oracle-ramp';
 }
 
-/** One row of figures per run. */
-export function tableRows(runs: RunResult[]): string[][] {
-  return runs.map((r) => [
+/**
+ * One row of figures per run. `$/1k solves` is the whole AWS bill per thousand solves; `plan $`
+ * the thread plan over the trace, `aws $` what the run would have cost on AWS (lab/cost.ts).
+ */
+export function tableRows(runs: RunResult[], costs: readonly RunCost[] = []): string[][] {
+  return runs.map((r, i) => [
     r.policy,
     num(r.latency.p50),
     num(r.latency.p95),
@@ -230,7 +238,10 @@ export function tableRows(runs: RunResult[]): string[][] {
     String(r.startedPastHalt),
     String(r.scalingChanges),
     Math.round(r.computeSeconds).toString(),
-    r.usdPer1000Solves === null ? '–' : r.usdPer1000Solves.toFixed(4),
+    costs[i] === undefined || r.solved === 0 ? '–' : ((costs[i].awsUsd / r.solved) * 1000).toFixed(4),
+    costs[i] === undefined ? '–' : costs[i].planUsd.toFixed(3),
+    costs[i] === undefined ? '–' : costs[i].awsUsd.toFixed(3),
+    costs[i] === undefined ? '–' : `× ${costs[i].awsPerPlan.toFixed(2)}`,
     String(r.unfinished),
   ]);
 }
@@ -280,13 +291,15 @@ export function summaryRows(bench: TraceRuns[], checks: TargetCheck[]): string[]
 export function formatTable(bench: TraceRuns[], checks: TargetCheck[]): string {
   const out: string[] = ['Summary (× = governor p95 ÷ that policy p95)'];
   out.push(...align([[...SUMMARY_COLUMNS], ...summaryRows(bench, checks)]).map((line) => `  ${line}`), '');
-  for (const { trace, runs } of bench) {
+  for (const { trace, runs, costs } of bench) {
     const arrivals = runs[0]?.arrivals ?? 0;
     out.push(`${trace.name} — ${trace.description}`);
     out.push(
       `  ${arrivals} tasks, plan ${trace.settings.planThreads} threads, ${(trace.durationSeconds / 60).toFixed(0)} min${trace.pollLoss ? ', polling loss on' : ''}`,
     );
-    out.push(...align([COLUMNS, ...tableRows(runs)]).map((line) => `  ${line}`));
+    out.push(...align([COLUMNS, ...tableRows(runs, costs)]).map((line) => `  ${line}`));
+    out.push('  AWS bill by service:');
+    for (const cost of costs) out.push(`    ${cost.policy}: ${describeBill(cost.bill)}`);
     out.push('');
   }
   if (checks.length > 0) {
@@ -304,15 +317,21 @@ export function formatTable(bench: TraceRuns[], checks: TargetCheck[]): string {
 /** The JSON document: figures without the chart samples unless asked. */
 export function toJson(bench: TraceRuns[], checks: TargetCheck[], options: { samples?: boolean } = {}): unknown {
   return {
-    traces: bench.map(({ trace, runs }) => ({
+    traces: bench.map(({ trace, runs, costs }) => ({
       name: trace.name,
       description: trace.description,
       durationSeconds: trace.durationSeconds,
       planThreads: trace.settings.planThreads,
-      runs: runs.map((r) => {
-        if (options.samples) return r;
+      runs: runs.map((r, i) => {
+        const cost = costs[i] && {
+          planUsd: costs[i].planUsd,
+          awsUsd: costs[i].awsUsd,
+          byService: costs[i].byService,
+          lines: costs[i].bill.lines,
+        };
+        if (options.samples) return { ...r, cost };
         const { samples: _samples, ...figures } = r;
-        return figures;
+        return { ...figures, cost };
       }),
     })),
     targets: checks,

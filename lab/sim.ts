@@ -84,7 +84,7 @@ class MethodDraws {
   readonly sigma: Float64Array;
   readonly poll: { first: number; interval: number }[];
 
-  constructor(trace: Trace) {
+  constructor(trace: Trace, schedule?: ModelParams['pollSchedule']) {
     const methods = trace.methods;
     this.cdf = new Float64Array(methods.length);
     this.mu = new Float64Array(methods.length);
@@ -104,6 +104,7 @@ class MethodDraws {
     });
     this.cdf[methods.length - 1] = 1;
     this.poll = methods.map((m) => {
+      if (schedule !== undefined) return { first: schedule.firstSeconds, interval: schedule.intervalSeconds };
       const poll = DEFAULT_POLL[METHOD_KIND[m.method]];
       return { first: poll.firstPollMs / 1000, interval: poll.intervalMs / 1000 };
     });
@@ -202,7 +203,7 @@ class Simulation {
     this.duration = trace.durationSeconds;
     this.endLimit = this.duration + (options.drainLimitSeconds ?? Math.max(3600, this.duration));
     this.sampleSeconds = options.sampleSeconds ?? Math.max(5, this.duration / 720);
-    this.methods = new MethodDraws(trace);
+    this.methods = new MethodDraws(trace, this.model.pollSchedule);
     this.solver = new SolverWorld(trace);
     this.lambda = policy.capacity === 'lambda';
     this.target = policy.initialTarget(this.settings);

@@ -12,6 +12,7 @@ import { ENV } from '../functions/core/environment.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import { grantConsumerWork } from './consumer-permissions.js';
+import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
 import { FleetFunction } from './fleet-function.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 import type { SolverKeySecret } from './solver-key-secret.js';
@@ -51,6 +52,7 @@ export class Consumer extends Construct {
     this.reservedConcurrency = (props.reserveConcurrency ?? true) ? ceilings.normal + ceilings.high : undefined;
 
     this.fleetFunction = new FleetFunction(this, 'Consumer', {
+      sizing: FUNCTION_SIZING.consumer,
       entry: 'functions/consumer/handler.ts',
       functionName: `${settings.prefix}-consumer`,
       description: 'captcha-fleet consumer: claims, solves and records tasks from both lanes',

@@ -9,12 +9,11 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import type { FunctionSizing } from '../functions/core/function-sizing.js';
 import { BUNDLE_HANDLER, handlerCode, handlerNameOf } from './handler-bundle.js';
 
 /** Runtime of every fleet function (set explicitly: CDK's defaults move between versions). */
 export const FLEET_RUNTIME = lambda.Runtime.NODEJS_24_X;
-/** Graviton: cheaper per GB-second, and the handlers have no native dependencies. */
-export const FLEET_ARCHITECTURE = lambda.Architecture.ARM_64;
 
 /** Properties of {@link FleetFunction}. */
 export interface FleetFunctionProps {
@@ -29,11 +28,8 @@ export interface FleetFunctionProps {
    * @see https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html
    */
   readonly timeout: Duration;
-  /**
-   * Memory, MB (128–10 240).
-   * @default 256
-   */
-  readonly memorySize?: number;
+  /** Memory and architecture (functions/core/function-sizing.ts: the cost model bills the same). */
+  readonly sizing: FunctionSizing;
   /** Environment variables (NODE_OPTIONS is added: source maps on). */
   readonly environment: Readonly<Record<string, string>>;
   /**
@@ -75,8 +71,8 @@ export class FleetFunction extends Construct {
       code: handlerCode(handlerNameOf(props.entry)),
       handler: BUNDLE_HANDLER,
       runtime: FLEET_RUNTIME,
-      architecture: FLEET_ARCHITECTURE,
-      memorySize: props.memorySize ?? 256,
+      architecture: props.sizing.architecture === 'arm64' ? lambda.Architecture.ARM_64 : lambda.Architecture.X86_64,
+      memorySize: props.sizing.memoryMb,
       timeout: props.timeout,
       role: this.role,
       logGroup: this.logGroup,

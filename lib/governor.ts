@@ -17,6 +17,7 @@ import type { Consumer } from './consumer.js';
 import { grantConsumerControl } from './consumer-permissions.js';
 import type { OverflowConsumer } from './overflow-consumer.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
+import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
 import { FleetFunction } from './fleet-function.js';
 
 /** The schedule fires once a minute; the governor ticks (settings.tickMs) inside the invocation. */
@@ -54,6 +55,7 @@ export class Governor extends Construct {
     const stack = Stack.of(this);
 
     this.fleetFunction = new FleetFunction(this, 'Governor', {
+      sizing: FUNCTION_SIZING.governor,
       entry: 'functions/governor/handler.ts',
       functionName: `${settings.prefix}-governor`,
       description: 'captcha-fleet governor: sets the consumer mappings ceilings from queue, metrics and balance',

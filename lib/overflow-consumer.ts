@@ -21,6 +21,7 @@ import { consumerServiceOf } from '../functions/core/provider.js';
 import { MAPPING_MIN_CONCURRENCY, type OverflowSettings } from '../functions/core/settings.js';
 import { grantConsumerControl, grantConsumerWork } from './consumer-permissions.js';
 import { type FleetEnvironmentInput, sharedEnvironment } from './fleet-environment.js';
+import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
 import { FleetFunction } from './fleet-function.js';
 import { SolverKeySecret } from './solver-key-secret.js';
 
@@ -63,6 +64,7 @@ export class OverflowConsumer extends Construct {
     this.reservedConcurrency = (props.reserveConcurrency ?? true) ? overflow.maxConcurrency : undefined;
 
     this.fleetFunction = new FleetFunction(this, 'Consumer', {
+      sizing: FUNCTION_SIZING.overflowConsumer,
       entry: 'functions/consumer/handler.ts',
       functionName: overflow.functionName,
       description:

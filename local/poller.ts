@@ -110,6 +110,8 @@ export interface PollerStats {
   timeouts: number;
   /** Invocations killed by chaos (after solving, before recording). */
   crashes: number;
+  /** Summed duration of the ended invocations, ms (what Lambda would bill, before rounding). */
+  invocationMs: number;
   /** Deletes SQS refused (e.g. an expired receipt handle). */
   deleteFailures: number;
   receiveErrors: number;
@@ -174,6 +176,7 @@ export class Poller {
     badResponses: 0,
     timeouts: 0,
     crashes: 0,
+    invocationMs: 0,
     deleteFailures: 0,
     receiveErrors: 0,
   };
@@ -402,6 +405,7 @@ export class Poller {
         failed: 0,
         durationMs: this.now() - startedAt,
       };
+      this.counters.invocationMs += summary.durationMs;
       if (outcome.kind === 'dead') {
         summary.outcome = outcome.reason;
         if (outcome.reason === 'timeout') this.counters.timeouts++;

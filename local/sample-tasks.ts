@@ -89,3 +89,36 @@ export function sampleTask(
       return { method, params: { textcaptcha: `What is ${n + 2} plus ${(n % 7) + 1}?` } };
   }
 }
+
+/** What a workload's tasks look like: the mix of methods, the sites and pages, the ids. */
+export interface TaskShape {
+  mix: MethodMix;
+  sites: readonly string[];
+  /** The page URL of task number `n` (from 0) on `site`. */
+  url: (site: string, n: number) => string;
+  /** The id of task number `n` (from 0). */
+  id: (n: number) => string;
+}
+
+/**
+ * `count` valid task messages drawn in order from `random`, the same for the same stream: the
+ * one generator of the demo workload and the benchmarks' (each with its own shape and stream).
+ * `fields` draws a task's own extra fields (a priority, …) before its method.
+ */
+export function sampleTaskMessages<F extends Partial<TaskMessage> = Record<never, never>>(
+  random: Random,
+  count: number,
+  shape: TaskShape,
+  fields?: (random: Random, n: number) => F,
+): (TaskMessage & { id: string })[] {
+  const messages: (TaskMessage & { id: string })[] = [];
+  for (let n = 0; n < count; n++) {
+    const id = shape.id(n);
+    const extra = fields?.(random, n) ?? {};
+    const page = { sites: shape.sites, url: (site: string) => shape.url(site, n) };
+    messages.push({ id, ...extra, ...sampleTask(pickMethod(shape.mix, random), n, random, page) } as TaskMessage & {
+      id: string;
+    });
+  }
+  return messages;
+}

@@ -1,10 +1,11 @@
 /**
  * The benchmark's tasks: a seeded mix of the protocol's methods, each with its own page URL so
- * the simulator's duplicate-solve count stays meaningful. Kept here rather than borrowed from
- * the demo so the benchmark's workload does not change when the demo's does.
+ * the simulator's duplicate-solve count stays meaningful. Drawn by the demo's generator
+ * (`sampleTaskMessages`) with the benchmark's own mix, sites and stream, so the benchmark's
+ * workload does not change when the demo's mix does.
  */
 import type { Task, TaskMessage } from '../../functions/core/task.js';
-import { pickMethod, sampleTask, type MethodMix } from '../../local/sample-tasks.js';
+import { type MethodMix, sampleTaskMessages } from '../../local/sample-tasks.js';
 import { stream } from '../../local/solver-sim/prng.js';
 
 /** Weights of the methods: mostly token types, some images, like a scraping fleet's traffic. */
@@ -23,17 +24,12 @@ export type BenchTaskMessage = TaskMessage & { id: string };
 
 /** `count` valid task messages with ids `bench-<runId>-NNNNN`, the same for the same seed. */
 export function buildBenchTasks(count: number, seed: number, runId: string): BenchTaskMessage[] {
-  const random = stream(seed, `bench-workload-${runId}`);
-  const tasks: BenchTaskMessage[] = [];
-  for (let n = 0; n < count; n++) {
-    const method = pickMethod(MIX, random);
-    const page = { sites: SITES, url: (site: string) => `https://${site}.bench.example.com/${runId}/p${n + 1}` };
-    tasks.push({
-      id: `bench-${runId}-${String(n + 1).padStart(5, '0')}`,
-      ...sampleTask(method, n, random, page),
-    } as BenchTaskMessage);
-  }
-  return tasks;
+  return sampleTaskMessages(stream(seed, `bench-workload-${runId}`), count, {
+    mix: MIX,
+    sites: SITES,
+    url: (site, n) => `https://${site}.bench.example.com/${runId}/p${n + 1}`,
+    id: (n) => `bench-${runId}-${String(n + 1).padStart(5, '0')}`,
+  });
 }
 
 /** The same messages as the consumer sees them after parsing (for driving the solver client directly). */

@@ -15,13 +15,13 @@ function flagName(key: string): string {
 }
 
 /**
- * The flags of `options` (a command's option rows: `arg` names a flag's value) that npm took as its
+ * The flags of `options` (a command's table of options by key, each with its commander `flags`: `--tasks <n>`) that npm took as its
  * own when `npm <lifecycle>` ran without `--`, each as it should have been typed (`--serve`,
  * `--plan-threads 3`, `--tasks <n>` where npm kept only the name); empty unless this process is
  * npm's `lifecycle` script.
  */
 export function flagsNpmKept(
-  options: Readonly<Record<string, { readonly arg?: string; readonly description: string }>>,
+  options: Readonly<Record<string, { readonly flags: string }>>,
   lifecycle: string,
   env: NodeJS.ProcessEnv = process.env,
 ): string[] {
@@ -32,7 +32,8 @@ export function flagsNpmKept(
     if (value === undefined) continue;
     // npm takes `--tasks 5` as the switch `--tasks` and an argument `5`: then only the name is certain.
     const bare = value === 'true' || value === '';
-    kept.push(!bare ? `${flagName(key)} ${value}` : row.arg ? `${flagName(key)} <${row.arg}>` : flagName(key));
+    const arg = /<[^>]+>/.exec(row.flags)?.[0];
+    kept.push(!bare ? `${flagName(key)} ${value}` : arg ? `${flagName(key)} ${arg}` : flagName(key));
   }
   return kept;
 }

@@ -1,21 +1,9 @@
 /**
- * What a table of command-line flags is made of (`start` builds its flags from one): a row per
- * flag and the parsers that range-check values, so a bad value names the range expected.
+ * The parsers of command-line values (`start`'s table of flags uses them): each range-checks a
+ * value, so a bad value names the range expected.
  */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError } from '@commander-js/extra-typings';
 import type { OutageWindow } from '../../local/solver-sim/options.js';
-
-/**
- * One row per flag: the option's name is the key (`solverBadKey` is `--solver-bad-key`), `arg`
- * names its value (absent for a switch). A row without a default is optional in `StartOptions`.
- */
-export interface OptionRow {
-  arg?: string;
-  description: string;
-  parse?: (value: string, previous: never) => unknown;
-  default?: unknown;
-  choices?: readonly string[];
-}
 
 /** A whole number within [min, max]. */
 export const integer = (min: number, max: number) => (value: string) => {

@@ -3,10 +3,9 @@
  * (local/faults/proxy.ts), following a written plan or one drawn from the run's seed, and the
  * summary's rows for what it did. The rows join `START_OPTIONS`.
  */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import type { DemoSummary } from '../../local/demo.js';
 import { drawFaultMix, type FaultPlan, FaultSpecError, parseFaultSpec } from '../../local/faults/plan.js';
-import type { OptionRow } from './option-rows.js';
 
 /** What `--faults` holds until the seed is known: a plan, or a mix to draw. */
 export type FaultsFlag = { plan: FaultPlan } | { random: { seed?: number; horizonMs: number } };
@@ -33,13 +32,11 @@ const faultsFlag = (value: string): FaultsFlag => {
 };
 
 export const FAULT_START_OPTIONS = {
-  faults: {
-    arg: 'spec',
-    description:
-      'put a fault proxy between the fleet and SQS/DynamoDB: "random[:SEED][@SECONDS]" draws a mix (throttling, 5xx windows, resets, slow answers, writes whose answer is lost) within SECONDS (90) from the seed (default --seed), or a list SERVICE:KIND[:RATE]@START+DURATION, e.g. dynamodb:unavailable@20+60,sqs:throttle:0.5@10+30',
-    parse: faultsFlag,
-  },
-} as const satisfies Record<string, OptionRow>;
+  faults: new Option(
+    '--faults <spec>',
+    'put a fault proxy between the fleet and SQS/DynamoDB: "random[:SEED][@SECONDS]" draws a mix (throttling, 5xx windows, resets, slow answers, writes whose answer is lost) within SECONDS (90) from the seed (default --seed), or a list SERVICE:KIND[:RATE]@START+DURATION, e.g. dynamodb:unavailable@20+60,sqs:throttle:0.5@10+30',
+  ).argParser(faultsFlag),
+} as const;
 
 /** The plan `--faults` describes, drawn from the run's seed unless it names one. */
 export function faultPlanOf(flag: FaultsFlag | undefined, seed: number): FaultPlan | undefined {
@@ -58,8 +55,8 @@ export function faultRows(s: DemoSummary): [string, string, string][] {
     ],
     [
       'announced',
-      `${s.announced} of ${s.solved + s.failed + s.rejected}`,
-      `results with a completion event heard; solved without one ${s.solvedNotAnnounced}`,
+      `${s.announced} of ${s.solved + s.failed + s.rejected + s.dlqWithRejectedRecord}`,
+      `results (refusals with a record included) with a completion event heard; solved without one ${s.solvedNotAnnounced}`,
     ],
     ['DLQ', `${s.validInDlq} valid`, `valid tasks in the DLQ; second copies of one letter ${s.dlqDuplicates}`],
   ];

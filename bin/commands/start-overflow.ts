@@ -3,90 +3,67 @@
  * pay-per-solve provider, and the governor opens a lane to it when the plan cannot keep the
  * queue wait within the target, never past the caps. The rows join `START_OPTIONS`.
  */
+import { Option } from '@commander-js/extra-typings';
 import type { OverflowConfigInput } from '../../functions/core/settings.js';
 import { DIALECTS, type Dialect, SOLVER_PROTOCOLS, type SolverProtocol } from '../../functions/core/solver-protocol.js';
 import type { SolverSimOptions } from '../../local/solver-sim/options.js';
 import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../../local/overflow-local.js';
 import type { OutageWindow } from '../../local/solver-sim/options.js';
-import { decimal, integer, type OptionRow, outageWindow } from './option-rows.js';
+import { decimal, integer, outageWindow } from './option-rows.js';
 
 export const OVERFLOW_START_OPTIONS = {
-  overflowSim: {
-    description:
-      'run a second simulator as a pay-per-solve overflow provider; the governor opens a lane to it when the plan cannot drain the backlog within --overflow-target, within the caps',
-    default: false,
-  },
-  overflowTarget: {
-    arg: 's',
-    description: 'overflow: queue wait (p95) the backlog should drain within, seconds (30 in AWS by default)',
-    parse: integer(1, 3_600),
-    default: 2,
-  },
-  overflowCapHour: {
-    arg: 'usd',
-    description: 'overflow: most it may cost in one UTC hour, USD',
-    parse: decimal(0.000_001, 100_000, 'an amount'),
-    default: 1,
-  },
-  overflowCapDay: {
-    arg: 'usd',
-    description: 'overflow: most it may cost in one UTC day, USD',
-    parse: decimal(0.000_001, 1_000_000, 'an amount'),
-    default: 10,
-  },
-  overflowPrice: {
-    arg: 'usd',
-    description: 'overflow simulator: price of one solve, USD',
-    parse: decimal(0, 10),
-    default: OVERFLOW_SIM_DEFAULTS.pricePerSolve,
-  },
-  overflowPriceHint: {
-    arg: 'usd',
-    description: 'overflow: the price per solve the fleet assumes until it learns one (default: --overflow-price)',
-    parse: decimal(0.000_001, 10, 'a price'),
-  },
-  overflowThreads: {
-    arg: 'n',
-    description: 'overflow simulator: threads it serves at once',
-    parse: integer(1, 10_000),
-    default: OVERFLOW_SIM_DEFAULTS.planThreads,
-  },
-  overflowLatencyMs: {
-    arg: 'ms',
-    description: 'overflow simulator: median solve time, ms (default: --solver-latency-ms)',
-    parse: integer(0, 600_000),
-  },
-  overflowBalance: {
-    arg: 'usd',
-    description: 'overflow simulator: starting balance, USD',
-    parse: decimal(0, 1_000_000),
-    default: OVERFLOW_SIM_DEFAULTS.balance,
-  },
-  overflowOutage: {
-    arg: 'start:duration',
-    description:
-      'overflow simulator: down (HTTP 503 everywhere) from START for DURATION seconds after it starts; repeatable (its guard closes the lane)',
-    parse: outageWindow,
-    default: [],
-  },
-  overflowProtocol: {
-    arg: 'protocol',
-    description: 'overflow: the wire protocol to the overflow provider (default: --solver-protocol)',
-    choices: SOLVER_PROTOCOLS,
-  },
-  overflowDialect: {
-    arg: 'name',
-    description:
-      'overflow: whose spellings and codes the overflow provider speaks (default: 2captcha, which speaks both protocols)',
-    choices: DIALECTS,
-  },
-  overflowMaxConcurrency: {
-    arg: 'n',
-    description:
-      "overflow: widest the lane may open, invocations (default: --overflow-threads ÷ --batch-size, at most 1000; in AWS the fleet's maxConcurrency)",
-    parse: integer(2, 1000),
-  },
-} as const satisfies Record<string, OptionRow>;
+  overflowSim: new Option(
+    '--overflow-sim',
+    'run a second simulator as a pay-per-solve overflow provider; the governor opens a lane to it when the plan cannot drain the backlog within --overflow-target, within the caps',
+  ).default(false),
+  overflowTarget: new Option(
+    '--overflow-target <s>',
+    'overflow: queue wait (p95) the backlog should drain within, seconds (30 in AWS by default)',
+  )
+    .argParser(integer(1, 3_600))
+    .default(2),
+  overflowCapHour: new Option('--overflow-cap-hour <usd>', 'overflow: most it may cost in one UTC hour, USD')
+    .argParser(decimal(0.000_001, 100_000, 'an amount'))
+    .default(1),
+  overflowCapDay: new Option('--overflow-cap-day <usd>', 'overflow: most it may cost in one UTC day, USD')
+    .argParser(decimal(0.000_001, 1_000_000, 'an amount'))
+    .default(10),
+  overflowPrice: new Option('--overflow-price <usd>', 'overflow simulator: price of one solve, USD')
+    .argParser(decimal(0, 10))
+    .default(OVERFLOW_SIM_DEFAULTS.pricePerSolve),
+  overflowPriceHint: new Option(
+    '--overflow-price-hint <usd>',
+    'overflow: the price per solve the fleet assumes until it learns one (default: --overflow-price)',
+  ).argParser(decimal(0.000_001, 10, 'a price')),
+  overflowThreads: new Option('--overflow-threads <n>', 'overflow simulator: threads it serves at once')
+    .argParser(integer(1, 10_000))
+    .default(OVERFLOW_SIM_DEFAULTS.planThreads),
+  overflowLatencyMs: new Option(
+    '--overflow-latency-ms <ms>',
+    'overflow simulator: median solve time, ms (default: --solver-latency-ms)',
+  ).argParser(integer(0, 600_000)),
+  overflowBalance: new Option('--overflow-balance <usd>', 'overflow simulator: starting balance, USD')
+    .argParser(decimal(0, 1_000_000))
+    .default(OVERFLOW_SIM_DEFAULTS.balance),
+  overflowOutage: new Option(
+    '--overflow-outage <start:duration>',
+    'overflow simulator: down (HTTP 503 everywhere) from START for DURATION seconds after it starts; repeatable (its guard closes the lane)',
+  )
+    .argParser(outageWindow)
+    .default([]),
+  overflowProtocol: new Option(
+    '--overflow-protocol <protocol>',
+    'overflow: the wire protocol to the overflow provider (default: --solver-protocol)',
+  ).choices(SOLVER_PROTOCOLS),
+  overflowDialect: new Option(
+    '--overflow-dialect <name>',
+    'overflow: whose spellings and codes the overflow provider speaks (default: 2captcha, which speaks both protocols)',
+  ).choices(DIALECTS),
+  overflowMaxConcurrency: new Option(
+    '--overflow-max-concurrency <n>',
+    "overflow: widest the lane may open, invocations (default: --overflow-threads ÷ --batch-size, at most 1000; in AWS the fleet's maxConcurrency)",
+  ).argParser(integer(2, 1000)),
+} as const;
 
 /** The overflow flags as `start` parsed them. */
 export interface OverflowFlags {
@@ -151,8 +128,16 @@ export function overflowSimOf(flags: OverflowFlags): SolverSimOptions {
   };
 }
 
+/** A key of the overflow flags (`overflowTarget` is `--overflow-target`). */
+type OverflowKey = keyof typeof OVERFLOW_START_OPTIONS;
+
 /** Flags given on the command line that only mean something with `--overflow-sim`. */
-export function strayOverflowFlags(flags: OverflowFlags, sourceOf: (key: string) => string | undefined): string[] {
+export function strayOverflowFlags(
+  flags: OverflowFlags,
+  sourceOf: (key: OverflowKey) => string | undefined,
+): OverflowKey[] {
   if (flags.overflowSim) return [];
-  return Object.keys(OVERFLOW_START_OPTIONS).filter((key) => key !== 'overflowSim' && sourceOf(key) === 'cli');
+  return (Object.keys(OVERFLOW_START_OPTIONS) as OverflowKey[]).filter(
+    (key) => key !== 'overflowSim' && sourceOf(key) === 'cli',
+  );
 }

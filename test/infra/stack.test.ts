@@ -3,6 +3,7 @@
  * batches, ceilings, redrive, timeouts, concurrency, runtime, permissions, alarms and outputs,
  * plus cdk-nag and CloudFormation validation over the whole app.
  */
+import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import {
@@ -141,6 +142,17 @@ describe('default stack', () => {
     const joined = JSON.stringify(env[ENV.mappingIds]);
     for (const id of mappingIds) expect(joined).toContain(`{"Ref":"${id}"}`);
     expect(joined).toMatch(/normal.*high/);
+  });
+
+  it('deploys each function at the memory and architecture the cost model bills (functions/core/function-sizing.ts)', () => {
+    for (const [name, sizing] of [
+      ['consumer', FUNCTION_SIZING.consumer],
+      ['governor', FUNCTION_SIZING.governor],
+    ] as const) {
+      const [, fn] = functionNamed(s, `${settings.prefix}-${name}`);
+      expect(fn.Properties.MemorySize).toBe(sizing.memoryMb);
+      expect(fn.Properties.Architectures).toEqual([sizing.architecture]);
+    }
   });
 
   it('runs both functions on Node.js 24 / arm64 with the fleet environment and no key in it', () => {

@@ -95,6 +95,31 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 8_
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('Poller (local SQS event source mapping)', () => {
+  it('sums the time its invocations ran (what the AWS cost row bills)', async () => {
+    // Prepare: two invocations of one message each, each held 300 ms
+    const queueUrl = await freshQueue();
+    await send(queueUrl, ['a', 'b']);
+    const subject = poller(
+      queueUrl,
+      async () => {
+        await sleep(300);
+        return { batchItemFailures: [] };
+      },
+      { batchSize: 1, functionTimeoutMs: 4_000 },
+    );
+
+    // Act
+    await subject.start();
+    await until(() => subject.stats().deleted === 2);
+    await subject.stop();
+
+    // Assess: at least the two holds, and not a receive loop's worth more
+    const { invocationMs, invocations } = subject.stats();
+    expect(invocations).toBe(2);
+    expect(invocationMs).toBeGreaterThanOrEqual(2 * 295);
+    expect(invocationMs).toBeLessThan(2 * 300 + 1_000);
+  });
+
   it('hands batches of up to the batch size as a well-formed SQSEvent and Context, and deletes them', async () => {
     // Prepare
     const queueUrl = await freshQueue();

@@ -8,7 +8,9 @@ import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../bin/program.js';
 import { findBlocks, renderBlocks } from '../../scripts/doc-blocks.js';
+import { nodeFloor } from '../../scripts/doc-generators.js';
 import { markdownFiles, staleFiles } from '../../scripts/docs.js';
+import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
 import { ROOT } from '../infra/synth-helpers.js';
 
 /** Each command's long flags, as its help lists them. */
@@ -68,5 +70,95 @@ describe('CLI docs against --help', () => {
 
   it('every command line in the docs uses only flags its command has', () => {
     expect(unknownFlags()).toEqual([]);
+  });
+});
+
+/** Every Markdown file's text, by its path from the root. */
+function docs(): [string, string][] {
+  return markdownFiles().map((file) => [relative(ROOT, file), readFileSync(file, 'utf8')]);
+}
+
+describe('figures the docs take from the code', () => {
+  it('every Node.js floor the docs state is `engines.node`', () => {
+    const floor = nodeFloor();
+    const stated: string[] = [];
+    for (const [file, text] of docs())
+      for (const match of text.matchAll(
+        /Node(?:\.js)?\s*(?:≥|>=)\s*(\d+(?:\.\d+)*)|Node(?:\.js)? (\d+(?:\.\d+)*) is the floor|engines[^.\n]{0,20}?(?:≥|>=)\s*(\d+(?:\.\d+)*)/g,
+      ))
+        stated.push(`${file}: ${match[1] ?? match[2] ?? match[3]}`);
+    expect(stated.length).toBeGreaterThan(0);
+    expect(stated.filter((claim) => !claim.endsWith(`: ${floor}`))).toEqual([]);
+  });
+
+  it('every Lambda runtime the docs state is the stack’s (FLEET_RUNTIME)', () => {
+    const version = /^nodejs(\d+)\.x$/.exec(FLEET_RUNTIME.name)?.[1];
+    expect(version).toBeDefined();
+    const stated: string[] = [];
+    for (const [file, text] of docs())
+      for (const match of text.matchAll(
+        /Node\.js (\d+)(?:,| \/) arm64|Lambdas? (?:runs? )?(?:on )?Node(?:\.js)? (\d+)|`nodejs(\d+)\.x`/g,
+      ))
+        stated.push(`${file}: ${match[1] ?? match[2] ?? match[3]}`);
+    expect(stated.length).toBeGreaterThan(0);
+    expect(stated.filter((claim) => !claim.endsWith(`: ${version}`))).toEqual([]);
+  });
+
+  it('the default column of docs/local.md’s flags table is each flag’s default', () => {
+    const text = readFileSync(`${ROOT}/docs/local.md`, 'utf8');
+    const section = text.slice(text.indexOf('## Flags'), text.indexOf('\n## ', text.indexOf('## Flags') + 1));
+    const start = buildProgram().commands.find((command) => command.name() === 'start');
+    const wrong: string[] = [];
+    let compared = 0;
+    for (const [, flag, column] of section.matchAll(/^\| `(--[a-z0-9-]+)[^`]*` \| ([^|]*) \|/gm)) {
+      const option = start?.options.find((o) => o.long === flag);
+      const value: unknown = option?.defaultValue;
+      const shown = (column ?? '').trim().replace(/`/g, '');
+      const expected =
+        value === undefined
+          ? undefined
+          : value === false
+            ? 'off'
+            : Array.isArray(value) && value.length === 0
+              ? 'none'
+              : String(value);
+      // A flag without a default says in words what stands in for it (`--solver-threads`, the governor, …).
+      if (expected !== undefined) compared++;
+      if (expected !== undefined && shown !== expected)
+        wrong.push(`${flag}: docs say ${shown}, the flag's default is ${expected}`);
+    }
+    expect(wrong).toEqual([]);
+    expect(compared).toBeGreaterThan(20);
+  });
+
+  it('the status and event examples are generated from the code', () => {
+    const text = readFileSync(`${ROOT}/docs/lanes-events.md`, 'utf8');
+    const generators = findBlocks(text).map((block) => `${block.generator} ${block.args.join(' ')}`.trim());
+    expect(generators).toEqual(expect.arrayContaining(['event-source', 'status-example text', 'status-example json']));
+  });
+});
+
+/**
+ * Blocks a writer fills from a measured run (timing-dependent, so no generator can re-run it in
+ * the suite): each is marked `<!-- NAME begin -->` … `<!-- NAME end -->`, and NAME is a writer here.
+ */
+const MEASURED_WRITERS: Readonly<Record<string, { command: string; firstLine: RegExp }>> = {
+  'bench:faults': { command: 'npm run bench:faults -- --write-docs', firstLine: /^\d+ runs, seeds \d+–\d+, / },
+};
+
+describe('measured blocks', () => {
+  it('each has a known writer, is closed, and holds what its writer prints (or nothing yet)', () => {
+    const problems: string[] = [];
+    for (const [file, text] of docs()) {
+      for (const match of text.matchAll(/<!-- ([\w:-]+) begin -->\n([\s\S]*?)(<!-- \1 end -->|$)/g)) {
+        const [, name = '', body = '', end] = match;
+        const writer = MEASURED_WRITERS[name];
+        if (writer === undefined) problems.push(`${file}: block ${name} has no known writer`);
+        else if (!end) problems.push(`${file}: block ${name} is never closed`);
+        else if (body.trim() !== '' && !writer.firstLine.test(body.trim()))
+          problems.push(`${file}: block ${name} is not what \`${writer.command}\` writes`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 });

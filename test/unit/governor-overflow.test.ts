@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   decideOverflow,
+  PRICE_WINDOW_READS,
   laneTakeRate,
   withLaneTake,
   initialOverflowState,
@@ -174,6 +175,46 @@ describe('decideOverflow', () => {
     const d = afterDrop(overflowConfig(), 0.008, 2);
 
     expect(d.priceUsd).toBeCloseTo(0.004, 9);
+  });
+
+  it('learns the price over the last reads, so solves counted a read late do not price the lane out for good', () => {
+    // The provider charged 8 solves ($0.024) in the first interval, the consumer counted 1 of them
+    // then and the other 7 a read later: per interval that is $0.024 a solve, 8× the price.
+    const config = overflowConfig();
+    let state = initialOverflowState(config, T0);
+    let balance = 100;
+    const reads: Array<[dropUsd: number, solves: number]> = [
+      [0, 0],
+      [0.024, 1],
+      [0, 7],
+      [0.006, 2],
+    ];
+    reads.forEach(([dropUsd, solves], n) => {
+      const at = T0 + n * TICK_MS;
+      balance -= dropUsd;
+      const d = decideOverflow(
+        primary(50),
+        busyPrimary(at, 300),
+        overflowSignals(at, { inFlight: 2, ceiling: 2, enabled: true }, { balance }, n === 0 ? undefined : solves),
+        state,
+        config,
+      );
+      state = d.state;
+    });
+    expect(state.spend.learnedPriceUsd).toBeCloseTo(0.003, 9);
+    // …and a mix that turns dearer shows within the window: $0.01 a solve from now on.
+    for (let n = 4; n < 4 + PRICE_WINDOW_READS; n++) {
+      const at = T0 + n * TICK_MS;
+      balance -= 0.02;
+      state = decideOverflow(
+        primary(50),
+        busyPrimary(at, 300),
+        overflowSignals(at, { inFlight: 2, ceiling: 2, enabled: true }, { balance }, 2),
+        state,
+        config,
+      ).state;
+    }
+    expect(state.spend.learnedPriceUsd).toBeCloseTo(0.01, 9);
   });
 
   it('books the committed solves and the next ticks before opening: closed at the cap', () => {

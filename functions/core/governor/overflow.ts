@@ -110,8 +110,17 @@ function floorTo(ms: number, unit: number): number {
 }
 
 /**
+ * Intervals between balance reads the learned price sums over. The solves a drop paid for can be
+ * counted a read or two later (the provider charges when its worker answers, the consumer counts
+ * when it reads the answer); summed over this many reads the lag moves the ratio by at most the
+ * lagged solves' share, where a per-interval ratio could come out many times the price (a drop
+ * for 8 solves beside 1 counted) and, kept as the highest seen, close the lane for good.
+ */
+export const PRICE_WINDOW_READS = 10;
+
+/**
  * Price the budget uses: the hint (the provider's list price for the dearest method sent), or the
- * highest price learned when the balance shows solves dearer than that. Never a learned price
+ * price learned over the last reads when the balance shows solves dearer than that. Never a learned price
  * under the hint: the provider charges a solve when its worker answers, the consumer counts it
  * when it reads the answer, so a balance drop and the solves counted beside it need not cover the
  * same solves, and a ratio that comes out low would let the lane spend past the cap.
@@ -124,7 +133,8 @@ export function budgetPrice(spend: OverflowSpend, config: OverflowConfig): numbe
  * The spend sums after this tick's balance read: the drop since the last read is added to the
  * current hour and day (a drop that happened before a window began counts in it: conservative).
  * A rise (a top-up) hides the drop, so the worst case the last tick booked is counted instead.
- * The price per solve is the drop ÷ the solves in between; the highest seen is kept.
+ * The price per solve is the drops ÷ the solves over the last `PRICE_WINDOW_READS` intervals, so
+ * a mix that turns dearer shows within that many reads and a count that lags a drop evens out.
  */
 export function spendAfterRead(spend: OverflowSpend, signals: OverflowSignals): OverflowSpend {
   const now = signals.provider.now;
@@ -143,16 +153,25 @@ export function spendAfterRead(spend: OverflowSpend, signals: OverflowSignals): 
   let spent = 0;
   if (seen !== undefined) spent = balance <= seen.usd ? seen.usd - balance : spend.reservedUsd;
   const solves = signals.solvesSinceLastRead;
+  let window = spend.priceWindow ?? [];
   let learned = spend.learnedPriceUsd;
-  // The highest price seen is kept: a mix that turns dearer must not find the budget priced low.
-  if (seen !== undefined && balance < seen.usd && solves !== undefined && solves > 0)
-    learned = Math.max(learned ?? 0, spent / solves);
+  // An interval with a drop or solves counted joins the window (a top-up's is left out: its drop
+  // is hidden); the learned price is the window's drops ÷ its solves.
+  if (seen !== undefined && balance <= seen.usd && solves !== undefined && (solves > 0 || spent > 0)) {
+    window = [...window, { usd: seen.usd - balance, solves }].slice(-PRICE_WINDOW_READS);
+    const sum = window.reduce((total, entry) => ({ usd: total.usd + entry.usd, solves: total.solves + entry.solves }), {
+      usd: 0,
+      solves: 0,
+    });
+    if (sum.solves > 0 && sum.usd > 0) learned = sum.usd / sum.solves;
+  }
   return {
     ...next,
     hourUsd: next.hourUsd + spent,
     dayUsd: next.dayUsd + spent,
     lastRead: { at: now, usd: balance },
-    learnedPriceUsd: learned,
+    ...(learned !== undefined ? { learnedPriceUsd: learned } : {}),
+    ...(window.length > 0 ? { priceWindow: window } : {}),
   };
 }
 

@@ -436,8 +436,13 @@ export interface OverflowSpend {
   lastRead?: { at: number; usd: number };
   /** The worst case the last tick booked (committed + next solves): the spend assumed when a top-up hides the delta. */
   reservedUsd: number;
-  /** Highest price per solve seen (balance drop ÷ solves between two reads), USD. */
+  /**
+   * Price per solve learned from the balance, USD: the drops ÷ the solves counted over the last
+   * `PRICE_WINDOW_READS` intervals between two reads (`priceWindow`).
+   */
   learnedPriceUsd?: number;
+  /** The last intervals' balance drops and the solves counted in them, oldest first (top-ups left out). */
+  priceWindow?: Array<{ usd: number; solves: number }>;
 }
 
 /** The overflow lane as the previous tick read it: the base of the rate at which it takes work from the queue. */

@@ -1,0 +1,208 @@
+/**
+ * The flags of `start`, one table (`START_OPTIONS`) of commander options, each with its parser,
+ * choices and default; `startCommand()` adds them all, and `StartOptions` is what commander
+ * infers from them (its typed options), so a new flag is one row here and one `.addOption`.
+ */
+import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { DIALECTS, SOLVER_PROTOCOLS } from '../../../functions/core/solver-protocol.js';
+import { LOG_LEVELS } from '../../../local/runtime.js';
+import { decimal, integer, outageWindow } from '../option-rows.js';
+import { FAULT_START_OPTIONS } from '../start-faults.js';
+import { OVERFLOW_START_OPTIONS } from '../start-overflow.js';
+
+/** --max-duration when not given, s. */
+export const DEFAULT_MAX_DURATION_S = 120;
+/** Governor ticks paused with nothing in flight before a run without --max-duration stops. */
+export const PAUSED_TICKS_BEFORE_STOP = 3;
+
+const url = (value: string) => {
+  try {
+    const parsed = new URL(value);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http');
+    return value.replace(/\/+$/, '');
+  } catch {
+    throw new InvalidArgumentError('expected an http(s) URL such as http://127.0.0.1:5000.');
+  }
+};
+
+/** The flags of `start`. Governor flags (--plan-threads, --reserved-threads, …) join here. */
+export const START_OPTIONS = {
+  tasks: new Option('--tasks <n>', 'tasks in the demo workload (0 = none, e.g. with --serve)')
+    .argParser(integer(0, 100_000))
+    .default(200),
+  malformed: new Option(
+    '--malformed <n>',
+    'of those, malformed on purpose, to show the DLQ path (default: 1 in 20, at most 3)',
+  ).argParser(integer(0, 100_000)),
+  highShare: new Option(
+    '--high-share <p>',
+    'share of the demo tasks sent with priority "high" (they travel on the high lane)',
+  )
+    .argParser(decimal(0, 1, 'a share'))
+    .default(0.1),
+  rate: new Option('--rate <r>', 'tasks per second; 0 sends them all at once (a burst)')
+    .argParser(decimal(0, 10_000))
+    .default(0),
+  concurrency: new Option(
+    '--concurrency <c>',
+    'fixed ceiling: invocations at once per lane and in total; turns the governor off (default: the governor decides)',
+  ).argParser(integer(1, 1000)),
+  batchSize: new Option('--batch-size <n>', 'tasks per invocation (SQS batch size)')
+    .argParser(integer(1, 10))
+    .default(1),
+  seed: new Option('--seed <s>', 'seed of the workload, the simulator and the chaos')
+    .argParser(integer(0, 2 ** 31 - 1))
+    .default(1),
+  solverThreads: new Option('--solver-threads <n>', "threads of the simulated solver plan (the fleet's planThreads)")
+    .argParser(integer(1, 10_000))
+    .default(20),
+  solverForeignThreads: new Option(
+    '--solver-foreign-threads <n>',
+    'threads other users of the key hold (the fleet does not know)',
+  )
+    .argParser(integer(0, 10_000))
+    .default(0),
+  solverBalance: new Option('--solver-balance <usd>', 'starting balance of the simulated account, USD')
+    .argParser(decimal(0, 1_000_000))
+    .default(10),
+  solverPrice: new Option('--solver-price <usd>', 'price of one solve, USD').argParser(decimal(0, 100)).default(0.001),
+  solverErrorRate: new Option('--solver-error-rate <p>', 'share of solver requests answered with a transient error')
+    .argParser(decimal(0, 0.9, 'a share'))
+    .default(0.005),
+  solverUnsolvableRate: new Option(
+    '--solver-unsolvable-rate <p>',
+    'share of captchas the solver cannot solve (resubmitted, then failed)',
+  )
+    .argParser(decimal(0, 1, 'a share'))
+    .default(0.01),
+  solverLatencyMs: new Option('--solver-latency-ms <ms>', 'median solve time of the simulator, ms')
+    .argParser(integer(0, 600_000))
+    .default(400),
+  solverOutage: new Option(
+    '--solver-outage <start:duration>',
+    'the solver is down (HTTP 503 everywhere) from START for DURATION seconds after it starts; repeatable',
+  )
+    .argParser(outageWindow)
+    .default([]),
+  solverBadKey: new Option('--solver-bad-key', 'the solver rejects the key (account error: tasks stay queued)').default(
+    false,
+  ),
+  solverProtocol: new Option(
+    '--solver-protocol <protocol>',
+    'the wire protocol to the solver: res-php (in.php / res.php) or create-task (the JSON task API: createTask / getTaskResult)',
+  )
+    .choices(SOLVER_PROTOCOLS)
+    .default('res-php'),
+  solverDialect: new Option(
+    '--solver-dialect <name>',
+    'whose spellings and codes the solver speaks (default: captchaai with res-php, 2captcha with create-task; anti-captcha, capmonster and capsolver speak create-task only)',
+  ).choices(DIALECTS),
+  crashRate: new Option(
+    '--crash-rate <p>',
+    'share of invocations that die after solving, before recording (tasks must still end solved once)',
+  )
+    .argParser(decimal(0, 0.9, 'a share'))
+    .default(0),
+  visibilityTimeout: new Option(
+    '--visibility-timeout <s>',
+    'queue visibility timeout, s; the local function timeout is 1 s less (crashed tasks return after it)',
+  )
+    .argParser(integer(2, 900))
+    .default(12),
+  planThreads: new Option(
+    '--plan-threads <n>',
+    'governor: threads the fleet believes its plan has (default: --solver-threads)',
+  ).argParser(integer(1, 10_000)),
+  reservedThreads: new Option('--reserved-threads <n>', 'governor: threads kept free for other users of the key')
+    .argParser(integer(0, 10_000))
+    .default(0),
+  haltBalance: new Option('--halt-balance <usd>', 'governor: under this balance, no scaling up')
+    .argParser(decimal(0, 1_000_000))
+    .default(1),
+  pauseBalance: new Option(
+    '--pause-balance <usd>',
+    'governor: under this balance, consumption pauses (tasks wait in the queue)',
+  )
+    .argParser(decimal(0, 1_000_000))
+    .default(0.1),
+  tickMs: new Option('--tick-ms <ms>', 'governor: time between decisions, ms (10000 in AWS)')
+    .argParser(integer(100, 60_000))
+    .default(1_000),
+  endpoint: new Option(
+    '--endpoint <url>',
+    'use this AWS-compatible endpoint for SQS and DynamoDB instead of the embedded emulators (default: AWS_ENDPOINT_URL)',
+  ).argParser(url),
+  serve: new Option(
+    '--serve',
+    'keep running after the workload: print endpoints, queue URLs and example producer commands',
+  ).default(false),
+  maxDuration: new Option(
+    '--max-duration <s>',
+    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks)`,
+  ).argParser(decimal(1, 86_400, 'seconds')),
+  json: new Option('--json', 'print the summary as one JSON object on the last stdout line').default(false),
+  logLevel: new Option('--log-level <level>', "the consumer's log level (its JSON logs go to stdout)")
+    .choices(LOG_LEVELS)
+    .default('silent'),
+  ...OVERFLOW_START_OPTIONS,
+  ...FAULT_START_OPTIONS,
+} as const;
+
+/** The `start` command with every flag of `START_OPTIONS`, in the table's order (the help's). */
+export function startCommand() {
+  const o = START_OPTIONS;
+  return new Command('start')
+    .description('run the whole fleet locally (emulators + solver simulator) with a demo workload')
+    .addOption(o.tasks)
+    .addOption(o.malformed)
+    .addOption(o.highShare)
+    .addOption(o.rate)
+    .addOption(o.concurrency)
+    .addOption(o.batchSize)
+    .addOption(o.seed)
+    .addOption(o.solverThreads)
+    .addOption(o.solverForeignThreads)
+    .addOption(o.solverBalance)
+    .addOption(o.solverPrice)
+    .addOption(o.solverErrorRate)
+    .addOption(o.solverUnsolvableRate)
+    .addOption(o.solverLatencyMs)
+    .addOption(o.solverOutage)
+    .addOption(o.solverBadKey)
+    .addOption(o.solverProtocol)
+    .addOption(o.solverDialect)
+    .addOption(o.crashRate)
+    .addOption(o.visibilityTimeout)
+    .addOption(o.planThreads)
+    .addOption(o.reservedThreads)
+    .addOption(o.haltBalance)
+    .addOption(o.pauseBalance)
+    .addOption(o.tickMs)
+    .addOption(o.endpoint)
+    .addOption(o.serve)
+    .addOption(o.maxDuration)
+    .addOption(o.json)
+    .addOption(o.logLevel)
+    .addOption(o.overflowSim)
+    .addOption(o.overflowTarget)
+    .addOption(o.overflowCapHour)
+    .addOption(o.overflowCapDay)
+    .addOption(o.overflowPrice)
+    .addOption(o.overflowPriceHint)
+    .addOption(o.overflowThreads)
+    .addOption(o.overflowLatencyMs)
+    .addOption(o.overflowBalance)
+    .addOption(o.overflowOutage)
+    .addOption(o.overflowProtocol)
+    .addOption(o.overflowDialect)
+    .addOption(o.overflowMaxConcurrency)
+    .addOption(o.faults);
+}
+
+/** Every flag of `start`, parsed and range-checked: commander's typed options of `startCommand()`. */
+export type StartOptions = ReturnType<ReturnType<typeof startCommand>['opts']>;
+
+/** How long a run without --max-duration waits, paused with nothing in flight, before it stops. */
+export function pausedStopMs(options: StartOptions): number {
+  return PAUSED_TICKS_BEFORE_STOP * options.tickMs;
+}

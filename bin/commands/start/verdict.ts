@@ -1,0 +1,62 @@
+/**
+ * The verdict of a demo run and its exit code: 0 only when the summary's rows add up to the
+ * tasks sent, each with a terminal record or a DLQ message, and no invariant broke.
+ */
+import type { DemoSummary } from '../../../local/demo.js';
+import { DEFAULT_MAX_DURATION_S, PAUSED_TICKS_BEFORE_STOP, type StartOptions } from './options.js';
+
+/** The summary's partition of the tasks sent (each in exactly one row) adds up to them. */
+export function rowsOf(s: DemoSummary): number {
+  return s.solved + s.failed + s.rejected + s.inDlq + s.unknown + s.stillQueued + s.lost;
+}
+
+/** Exit 0 only when the rows add up to the tasks sent, each with a terminal record or a DLQ message. */
+export function verdictOf(s: DemoSummary, options: StartOptions): { code: number; message: string } {
+  const rows = rowsOf(s);
+  if (s.overflow && !s.overflow.withinCaps)
+    return {
+      code: 1,
+      message: `OVER THE CAP: the overflow provider charged $${s.overflow.provider.spentUsd.toFixed(4)}, more than its caps ($${s.overflow.capUsdPerHour}/hour, $${s.overflow.capUsdPerDay}/day) allow over this run.`,
+    };
+  const broken = invariantsBroken(s);
+  if (broken.length > 0) return { code: 1, message: `INVARIANT BROKEN: ${broken.join('; ')}.` };
+  if (s.complete && rows === s.submitted)
+    return {
+      code: 0,
+      message: `OK: all ${s.submitted} tasks reached a result: ${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ (${s.dlqWithRejectedRecord} of them with a rejected record).`,
+    };
+  const why: string[] = [];
+  if (rows !== s.submitted) why.push(`the summary's rows add up to ${rows}, not the ${s.submitted} task(s) sent`);
+  if (s.unknown > 0) why.push(`${s.unknown} task(s) with a record that has no known status (not counted as finished)`);
+  if (s.lost > 0) why.push(`${s.lost} task(s) LOST: no record, not in the DLQ, not queued`);
+  if (s.stillQueued > 0) why.push(`${s.stillQueued} task(s) still queued when the run ended ${endedWhy(s, options)}`);
+  if (s.unsent > 0) why.push(`${s.unsent} task(s) could not be sent (SQS refused them after retries)`);
+  else if (s.submitted < options.tasks)
+    why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
+  return { code: 1, message: `NOT COMPLETE: ${why.join('; ')}.` };
+}
+
+/** What a run must never show, faults or not: a task paid twice, a valid task dead-lettered, a solve unannounced. */
+function invariantsBroken(s: DemoSummary): string[] {
+  const broken: string[] = [];
+  if (s.paidTwice > 0) broken.push(`${s.paidTwice} task(s) paid twice`);
+  if (s.validInDlq > 0) broken.push(`${s.validInDlq} valid task(s) in the DLQ`);
+  if (s.solvedNotAnnounced > 0) broken.push(`${s.solvedNotAnnounced} solved task(s) never announced`);
+  if (s.dlqDuplicates > 0) broken.push(`${s.dlqDuplicates} second DLQ copies of one message`);
+  return broken;
+}
+
+/** Why the run ended with tasks still queued, and why they wait when the governor paused. */
+function endedWhy(s: DemoSummary, options: StartOptions): string {
+  const ended =
+    s.endedBy === 'interrupted'
+      ? 'interrupted'
+      : s.endedBy === 'paused'
+        ? `stopped after ${PAUSED_TICKS_BEFORE_STOP} ticks paused with no invocation running; --max-duration waits longer`
+        : `--max-duration ${options.maxDuration ?? DEFAULT_MAX_DURATION_S} s`;
+  const reason = s.governor?.pause?.reason ?? s.governor?.lastReason;
+  if (reason?.code.startsWith('PAUSE'))
+    return `(${ended}) — the governor paused consumption (${reason.code}: ${reason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`;
+  if (options.solverBadKey) return `(${ended}): the solver rejects the key, so tasks wait in the queue as designed`;
+  return `(${ended})`;
+}

@@ -1,0 +1,254 @@
+/**
+ * What the fleet costs on AWS: its counted calls (what the consumer, the governor and the event
+ * source mapping do per task, per delivery, per tick) priced from the price table. The calls are
+ * counted from the code, each with the place that makes it; sizes that depend on the tasks (a
+ * task's message, a record with its answer) are parameters with the defaults below.
+ */
+import { FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
+import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits } from './bill.js';
+import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
+
+/**
+ * The consumer's calls, counted from functions/consumer/ (the happy path of one task, then what
+ * a hand-back and an over-cap answer add). Quantities are calls; sizes turn them into units.
+ */
+export const CONSUMER_CALLS = {
+  /** Every delivery: claim (results-repository claim: a conditional PutItem or UpdateItem). */
+  writesPerDelivery: 1,
+  /**
+   * Every accepted submission: the solver id on the record (recordSolverId) and the thread
+   * ledger's `accepted` (UpdateItem); before it, waitForRoom reads the ledger (GetItem, strong).
+   */
+  writesPerAcceptedSubmission: 2,
+  readsPerSubmission: 1,
+  /**
+   * Every solved task: the ledger's `released`, the terminal record (complete) and its
+   * announcement note (markAnnounced) — the last two on the item that holds the answer — and one
+   * completion event (PutEvents).
+   */
+  ledgerWritesPerSolve: 1,
+  answerWritesPerSolve: 2,
+  eventsPerSolve: 1,
+  /** Every hand-back: the claim released (release), the ledger's released or leftOver, ChangeMessageVisibility. */
+  writesPerHandBack: 2,
+  sqsPerHandBack: 1,
+  /** Every over-cap answer: the ledger's `refused` (UpdateItem). */
+  writesPerOverCap: 1,
+  /** Every invocation: the mapping's ReceiveMessage that brought its batch and the DeleteMessageBatch of what it acknowledged. */
+  sqsPerInvocation: 2,
+} as const;
+
+/**
+ * The governor's calls, counted from functions/governor/ and its adapters: one invocation a
+ * minute (rate(1 minute)) that ticks every tickMs inside it; per tick the queue attributes of
+ * both lanes (GetQueueAttributes), the thread ledger, the governor state and the store probe
+ * (three strongly consistent GetItem) and the state saved (one conditional write); once a minute
+ * the consumer's metric window and the queues' CloudWatch metrics (GetMetricData).
+ */
+export const GOVERNOR_CALLS = {
+  sqsPerTick: 2,
+  readsPerTick: 3,
+  writesPerTick: 1,
+  /** Metrics per GetMetricData minute: the consumer's window (10) and age + sent of two lanes (4); test/unit/cost checks it against the adapters' queries. */
+  metricsPerMinute: 14,
+} as const;
+
+/** Sizes and timings the bill depends on; every field has a default (DEFAULT_COST_ASSUMPTIONS). */
+export interface CostAssumptions {
+  /** A task's message as the producer sends it, bytes (SQS bills per 64 KiB chunk). */
+  taskBytes: number;
+  /** The results item before the answer (claim, solver id), bytes. */
+  recordBytes: number;
+  /** The results item with its answer (complete, markAnnounced), bytes: a reCAPTCHA token is ~2 KB. */
+  answeredRecordBytes: number;
+  /** The thread ledger item, bytes. */
+  ledgerBytes: number;
+  /**
+   * Log bytes an invocation of the consumer ingests: its own JSON lines (705 B an invocation
+   * measured: `npm start -- --tasks 40 --log-level info`, 40 908 B over 58 invocations), its EMF
+   * document (~1 KB) and Lambda's START / REPORT lines (~0.5 KB).
+   */
+  consumerLogBytesPerInvocation: number;
+  /** Log bytes a governor tick ingests (its decision line and EMF document; the invocation's START/REPORT spread over its ticks). */
+  governorLogBytesPerTick: number;
+  /** Custom metrics the consumer emits in an ordinary hour (name × dimensions). */
+  consumerMetrics: number;
+  /** Custom metrics the governor emits in an ordinary hour. */
+  governorMetrics: number;
+  /**
+   * Billed seconds of a governor invocation: six ticks 10 s apart within its 55 s timeout, the
+   * last at 50 s (functions/governor/run.ts stops when less than a 5 s margin would be left).
+   */
+  governorSecondsPerInvocation: number;
+  /** Governor ticks per minute (60 000 / tickMs). */
+  governorTicksPerMinute: number;
+  /** Event source mappings polling (normal and high lanes). */
+  mappings: number;
+  /** Long polls a mapping keeps open (Lambda: 5) and their length (20 s): the idle ReceiveMessage floor. */
+  pollersPerMapping: number;
+  longPollSeconds: number;
+  /** Threads one t4g.small hosts for a thread pool (20–100 in one process). */
+  threadsPerVm: number;
+}
+
+export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
+  taskBytes: 2_048,
+  recordBytes: 900,
+  answeredRecordBytes: 2_800,
+  ledgerBytes: 700,
+  consumerLogBytesPerInvocation: 2_200,
+  governorLogBytesPerTick: 2_500,
+  consumerMetrics: 10,
+  governorMetrics: 13,
+  governorSecondsPerInvocation: 51,
+  governorTicksPerMinute: 6,
+  mappings: 2,
+  pollersPerMapping: 5,
+  longPollSeconds: 20,
+  threadsPerVm: 100,
+};
+
+/** What ran, counted: a lab run, a local run or a month of a plan all reduce to this. */
+export interface FleetUsage {
+  /** The span billed for what runs whether or not tasks come (governor, pollers, metrics, VMs), hours. */
+  hours: number;
+  /** Tasks the producers sent. */
+  tasks: number;
+  solved: number;
+  /** Consumer deliveries (one task each) and the invocations that carried them. */
+  deliveries: number;
+  invocations: number;
+  /** Billed seconds of the consumer's invocations. */
+  invocationSeconds: number;
+  /** Submissions the solver accepted, and its over-cap answers. */
+  acceptedSubmissions: number;
+  submissions: number;
+  overCapAnswers: number;
+  handBacks: number;
+  /** Fresh copies of messages the consumer sent (carried, parked), each one SendMessage. */
+  copiesSent: number;
+  /** The consumer's function; FUNCTION_SIZING.consumer by default. */
+  consumerSizing?: FunctionSizing;
+  /** The governor runs (Lambda policies governed by it). @default true */
+  governor?: boolean;
+  /** Consumers are pool workers on VMs instead of Lambda: the VM-hours (t4g.small). */
+  poolVmHours?: number;
+  /**
+   * The consumer runs as Lambda on instances Lambda manages (Managed Instances): no GB-seconds,
+   * the instances' hours at this price instead, requests and logs as any Lambda.
+   */
+  managedInstances?: { hours: number; usdPerHour: number };
+}
+
+/** A bill of the fleet for `usage`, with the plan's own cost beside it. */
+export interface FleetBill extends Bill {
+  /** The thread plan over the same hours: planThreads × hours × its price per thread-hour. */
+  readonly planUsd: number;
+}
+
+export interface FleetBillOptions {
+  planThreads: number;
+  prices?: PriceTable;
+  assumptions?: Partial<CostAssumptions>;
+  governorSizing?: FunctionSizing;
+  planUsdPerThreadHour?: number;
+}
+
+/** Prices every counted call of `usage`. */
+export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBill {
+  const prices = options.prices ?? AWS_PRICES;
+  const a = { ...DEFAULT_COST_ASSUMPTIONS, ...options.assumptions };
+  const p = pricer(prices);
+  const lines: BillLine[] = [];
+  const pool = usage.poolVmHours !== undefined;
+  const answered = usage.solved;
+
+  // Compute: Lambda invocations, or the VMs a pool runs on.
+  if (pool) lines.push(p.ec2Hours('pool VMs (t4g.small)', usage.poolVmHours ?? 0, prices.ec2.t4gSmallUsdPerHour));
+  else if (usage.managedInstances !== undefined) {
+    const { hours, usdPerHour } = usage.managedInstances;
+    lines.push(p.ec2Hours('managed instances (+ markup, NAT)', hours, usdPerHour));
+    lines.push(p.lambdaRequests('consumer requests', usage.invocations));
+  } else {
+    const sizing = usage.consumerSizing ?? FUNCTION_SIZING.consumer;
+    lines.push(p.lambdaDuration('consumer duration', sizing, usage.invocationSeconds));
+    lines.push(p.lambdaRequests('consumer requests', usage.invocations));
+  }
+
+  // Queue: producers' sends, the mapping's receives and deletes, hand-backs, copies, idle long polls.
+  lines.push(p.sqsRequests('producer SendMessage', usage.tasks, a.taskBytes));
+  lines.push(p.sqsRequests('receive + delete', usage.invocations * CONSUMER_CALLS.sqsPerInvocation));
+  lines.push(p.sqsRequests('hand-backs (ChangeMessageVisibility)', usage.handBacks * CONSUMER_CALLS.sqsPerHandBack));
+  if (usage.copiesSent > 0) lines.push(p.sqsRequests('fresh copies (SendMessage)', usage.copiesSent, a.taskBytes));
+  const idlePolls = a.mappings * a.pollersPerMapping * ((usage.hours * 3600) / a.longPollSeconds);
+  lines.push(p.sqsRequests('idle long polls (ReceiveMessage)', idlePolls));
+
+  // Results table and thread ledger.
+  const record = writeUnits(a.recordBytes);
+  const answeredUnits = writeUnits(a.answeredRecordBytes);
+  const ledger = writeUnits(a.ledgerBytes);
+  lines.push(
+    p.dynamoWrites(
+      'claims, solver ids',
+      usage.deliveries * CONSUMER_CALLS.writesPerDelivery * record + usage.acceptedSubmissions * record,
+    ),
+  );
+  lines.push(
+    p.dynamoWrites('results, announcement notes', answered * CONSUMER_CALLS.answerWritesPerSolve * answeredUnits),
+  );
+  lines.push(
+    p.dynamoWrites(
+      'thread ledger (accepted, released, refused)',
+      (usage.acceptedSubmissions + answered * CONSUMER_CALLS.ledgerWritesPerSolve + usage.overCapAnswers) * ledger,
+    ),
+  );
+  lines.push(
+    p.dynamoWrites('hand-backs (release, ledger)', usage.handBacks * CONSUMER_CALLS.writesPerHandBack * record),
+  );
+  lines.push(
+    p.dynamoReads(
+      'thread ledger reads before a submission',
+      usage.submissions * CONSUMER_CALLS.readsPerSubmission * strongReadUnits(a.ledgerBytes),
+    ),
+  );
+
+  lines.push(p.events('completion events', answered * CONSUMER_CALLS.eventsPerSolve));
+  if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * a.consumerLogBytesPerInvocation));
+  lines.push(p.customMetrics('consumer custom metrics', a.consumerMetrics, usage.hours));
+
+  if (usage.governor ?? true) lines.push(...governorLines(usage.hours, a, options.governorSizing, prices));
+
+  const planUsd = options.planThreads * usage.hours * (options.planUsdPerThreadHour ?? PLAN_USD_PER_THREAD_HOUR);
+  return { ...billOf(lines), planUsd };
+}
+
+/** The governor over `hours`: its minute-long invocations, its reads per tick, its metrics. */
+function governorLines(
+  hours: number,
+  a: CostAssumptions,
+  sizing: FunctionSizing = FUNCTION_SIZING.governor,
+  prices: PriceTable,
+): BillLine[] {
+  const p = pricer(prices);
+  const minutes = hours * 60;
+  const ticks = minutes * a.governorTicksPerMinute;
+  return [
+    p.lambdaDuration('governor duration', sizing, minutes * a.governorSecondsPerInvocation),
+    p.lambdaRequests('governor requests', minutes),
+    p.sqsRequests('governor GetQueueAttributes', ticks * GOVERNOR_CALLS.sqsPerTick),
+    p.dynamoReads('governor reads (ledger, state, store probe)', ticks * GOVERNOR_CALLS.readsPerTick),
+    p.dynamoWrites('governor state', ticks * GOVERNOR_CALLS.writesPerTick),
+    p.getMetricData('governor GetMetricData', minutes * GOVERNOR_CALLS.metricsPerMinute),
+    p.logs('governor logs + EMF', ticks * a.governorLogBytesPerTick),
+    p.customMetrics('governor custom metrics', a.governorMetrics, hours),
+  ];
+}
+
+/** The bill's services and their sums, in one line ("lambda $0.41 · sqs $0.01 · …"), zero services left out. */
+export function describeBill(bill: Bill, digits = 4): string {
+  return Object.entries(bill.byService)
+    .filter(([, usd]) => usd > 0)
+    .sort((x, y) => y[1] - x[1])
+    .map(([service, usd]) => `${service} $${usd.toFixed(digits)}`)
+    .join(' · ');
+}

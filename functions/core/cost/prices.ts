@@ -1,0 +1,80 @@
+/**
+ * The unit prices every cost figure of the project is computed from: one table, with its region
+ * and the date it was read. The lab (lab/cost.ts), the docs' worked bills (scripts/cost-bill.ts)
+ * and `npm start`'s summary all read this table; nothing else holds a price.
+ */
+
+/** One table of on-demand unit prices. */
+export interface PriceTable {
+  readonly region: string;
+  /** When the prices were read from the public price pages (YYYY-MM-DD). */
+  readonly asOf: string;
+  readonly lambda: {
+    /** Per GB-second of duration, by architecture. */
+    readonly usdPerGbSecond: { readonly arm64: number; readonly x86_64: number };
+    /** Per invocation. */
+    readonly usdPerRequest: number;
+  };
+  readonly sqs: {
+    /** Standard queue, per request; each 64 KiB chunk of a payload is a request. */
+    readonly usdPerRequest: number;
+    readonly chunkBytes: number;
+  };
+  readonly dynamodb: {
+    /** On demand, per write request unit (1 KB of item per unit, rounded up). */
+    readonly usdPerWriteUnit: number;
+    /** On demand, per read request unit (4 KB strongly consistent, or 8 KB eventually consistent). */
+    readonly usdPerReadUnit: number;
+  };
+  readonly cloudwatch: {
+    /** Logs ingestion (standard class), per GB. */
+    readonly logsUsdPerGb: number;
+    /** A custom metric (name + dimensions) for a month, prorated by the hour it is emitted in. */
+    readonly usdPerMetricMonth: number;
+    /** GetMetricData, per metric requested. */
+    readonly getMetricDataUsdPerMetric: number;
+  };
+  readonly eventbridge: {
+    /** Custom events (PutEvents), per 64 KB event. */
+    readonly usdPerEvent: number;
+  };
+  readonly ec2: {
+    /** t4g.small on demand (2 vCPU, 2 GiB): the VM a thread pool of 20–100 threads runs on. */
+    readonly t4gSmallUsdPerHour: number;
+    /** c7g.large on demand: the smallest instance Lambda Managed Instances offers in this table. */
+    readonly c7gLargeUsdPerHour: number;
+    /** NAT gateway per hour (Managed Instances need an internet route to reach a solver API). */
+    readonly natUsdPerHour: number;
+  };
+  readonly managedInstances: {
+    /** Lambda Managed Instances charge the EC2 price plus this share. */
+    readonly ec2Markup: number;
+  };
+  readonly durableFunctions: {
+    /** Lambda durable functions: per durable operation (a step, a wait, a callback). */
+    readonly usdPerOperation: number;
+  };
+  /** Hours in the month the monthly prices are prorated over (AWS uses 730). */
+  readonly hoursPerMonth: number;
+}
+
+/**
+ * us-east-1 on demand, read 2026-12-02 from the public price pages (Lambda, SQS, DynamoDB
+ * after its Nov 2024 on-demand cut, CloudWatch, EventBridge, EC2).
+ */
+export const AWS_PRICES: PriceTable = {
+  region: 'us-east-1',
+  asOf: '2026-12-02',
+  lambda: { usdPerGbSecond: { arm64: 0.0000133334, x86_64: 0.0000166667 }, usdPerRequest: 0.2 / 1e6 },
+  sqs: { usdPerRequest: 0.4 / 1e6, chunkBytes: 64 * 1024 },
+  dynamodb: { usdPerWriteUnit: 0.625 / 1e6, usdPerReadUnit: 0.125 / 1e6 },
+  cloudwatch: { logsUsdPerGb: 0.5, usdPerMetricMonth: 0.3, getMetricDataUsdPerMetric: 0.01 / 1000 },
+  eventbridge: { usdPerEvent: 1 / 1e6 },
+  ec2: { t4gSmallUsdPerHour: 0.0168, c7gLargeUsdPerHour: 0.0725, natUsdPerHour: 0.045 },
+  managedInstances: { ec2Markup: 0.15 },
+  durableFunctions: { usdPerOperation: 8 / 1e6 },
+  hoursPerMonth: 730,
+};
+
+/** What a solver thread plan costs per thread-hour ($90 a month for 50 threads ≈ $0.0025). */
+export const PLAN_USD_PER_THREAD_HOUR = 0.0025;

@@ -1,0 +1,252 @@
+/**
+ * The accounting of a demo run: where each task sent ended (exactly one outcome each), per lane,
+ * what the solver, the consumer, the governor and the overflow provider did, from what the
+ * watch collected, the DLQ and the simulators' counters.
+ */
+import { isTerminal, type TaskResult } from '../../functions/core/results.js';
+import { percentile } from '../../functions/core/helpers/stats.js';
+import { describeFaultPlan } from '../faults/plan.js';
+import type { LocalStack } from '../runtime.js';
+import { accountDlq, inspectDlq } from './dlq.js';
+import { currentCeiling, runningInvocations } from './lanes.js';
+import { EMPTY_DEPTHS, queueDepths } from './queues.js';
+import { endToEnd, failuresByCode, solveTimes } from './records.js';
+import { withRetries } from './send.js';
+import type { DemoSummary, LaneSummary, OverflowSummary } from './summary.js';
+import type { WatchedRun } from './watch.js';
+import type { DemoItem } from './workload.js';
+
+/** Where each sent task ended: exactly one outcome each (see `DemoSummary`). */
+type Outcome = 'solved' | 'failed' | 'rejected' | 'inDlq' | 'unknown' | 'unresolved';
+
+function outcomeOf(id: string, run: WatchedRun, dlqIds: ReadonlySet<string>): Outcome {
+  const status = run.results.get(id)?.status;
+  // A solved or failed record is the task's result, whatever copy of its message lingers.
+  if (status === 'solved' || status === 'failed') return status;
+  if (dlqIds.has(id)) return 'inDlq';
+  if (status === 'rejected') return 'rejected';
+  return run.unknownIds.has(id) ? 'unknown' : 'unresolved';
+}
+
+/** Where each task ended: a terminal record, its DLQ message (matched by body), a lane, or nowhere. */
+export async function summarise(stack: LocalStack, items: readonly DemoItem[], run: WatchedRun): Promise<DemoSummary> {
+  const { results, submitted } = run;
+  // Read with retries: the summary is printed whatever an external endpoint does meanwhile.
+  const dlq = accountDlq((await withRetries(() => inspectDlq(stack))) ?? [], items, run.messageIds);
+  const depth = (await withRetries(() => queueDepths(stack))) ?? EMPTY_DEPTHS;
+  const rows: Record<Outcome, number> = { solved: 0, failed: 0, rejected: 0, inDlq: 0, unknown: 0, unresolved: 0 };
+  let dlqWithRejectedRecord = 0;
+  for (const id of run.sentIds) {
+    const outcome = outcomeOf(id, run, dlq.ids);
+    rows[outcome] += 1;
+    if (outcome === 'inDlq' && results.get(id)?.status === 'rejected') dlqWithRejectedRecord += 1;
+  }
+  // Unresolved tasks still in a lane are not lost; SQS counts only approximately, so only as
+  // many as the lanes hold (plus what is running) are counted queued.
+  const stillQueued = Math.min(rows.unresolved, depth.total + runningInvocations(stack));
+  const complete = rows.unresolved === 0 && rows.unknown === 0 && submitted === items.length;
+  const malformed = new Set(items.filter((item) => item.malformed !== undefined).map((item) => item.id));
+  const solvedIds = [...run.sentIds].filter((id) => results.get(id)?.status === 'solved');
+  return {
+    submitted,
+    solved: rows.solved,
+    failed: rows.failed,
+    rejected: rows.rejected,
+    inDlq: rows.inDlq,
+    dlqWithRejectedRecord,
+    unknown: rows.unknown,
+    lanes: {
+      high: laneSummary(stack, 'high', items, run.sentIds, results),
+      normal: laneSummary(stack, 'normal', items, run.sentIds, results),
+    },
+    stillQueued,
+    lost: rows.unresolved - stillQueued,
+    unsent: run.unsent.size,
+    duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
+    paidTwice: paidTwice(stack),
+    announced: [...run.sentIds].filter((id) => isTerminal(results.get(id)?.status) && run.announced.has(id)).length,
+    solvedNotAnnounced: solvedIds.filter((id) => !run.announced.has(id)).length,
+    validInDlq: [...dlq.ids].filter((id) => !malformed.has(id)).length,
+    dlqDuplicates: dlq.duplicates,
+    ...(stack.faults
+      ? {
+          faults: {
+            plan: describeFaultPlan(stack.faults.plan),
+            stats: stack.faults.stats(),
+            storeOutages: stack.storeHealth?.stats().outages ?? [],
+            storeResumes: stack.storeHealth?.stats().resumes ?? 0,
+          },
+        }
+      : {}),
+    p50Ms: percentile(endToEnd(results.values()), 0.5) ?? null,
+    p95Ms: percentile(endToEnd(results.values()), 0.95) ?? null,
+    solveP95Ms: percentile(solveTimes(results.values()), 0.95) ?? null,
+    durationMs: Date.now() - run.started,
+    complete,
+    endedBy: complete ? 'complete' : run.endedBy,
+    failuresByCode: failuresByCode(results),
+    dlqByReason: dlq.byReason,
+    foreignDlqMessages: dlq.foreign,
+    solver: solverSummary(stack, run.simStart),
+    ...(stack.overflow && run.overflowSimStart
+      ? { overflow: overflowSummary(stack.overflow, run, run.overflowSimStart, stack.governor?.stats().overflow) }
+      : {}),
+    ...(stack.governor ? { governor: governorSummary(stack.governor, run.pauseReason) } : {}),
+    consumer: consumerSummary(stack),
+  };
+}
+
+/** Tasks (by method and parameters) with more than one paid submission, both providers together. */
+function paidTwice(stack: LocalStack): number {
+  const paid = new Map<string, number>();
+  for (const simulator of [stack.simulator, stack.overflow?.simulator])
+    for (const [signature, n] of simulator?.paidSubmissions() ?? [])
+      paid.set(signature, (paid.get(signature) ?? 0) + n);
+  return [...paid.values()].filter((n) => n > 1).length;
+}
+
+function solverSummary(
+  stack: LocalStack,
+  simStart: ReturnType<LocalStack['simulator']['stats']>,
+): DemoSummary['solver'] {
+  const sim = stack.simulator.stats();
+  return {
+    submissions: sim.submissions - simStart.submissions,
+    solved: sim.solved - simStart.solved,
+    peakThreads: sim.peakThreads,
+    planThreads: sim.planThreads,
+    overCapRejections: sim.overCapRejections - simStart.overCapRejections,
+    transientErrors: sim.transientErrors - simStart.transientErrors,
+    balanceStart: simStart.balance,
+    balanceEnd: sim.balance,
+  };
+}
+
+function overflowSummary(
+  overflow: NonNullable<LocalStack['overflow']>,
+  run: WatchedRun,
+  start: ReturnType<LocalStack['simulator']['stats']>,
+  lane: { maxCeiling?: number | undefined; reasons?: Partial<Record<string, number>> } | undefined,
+): OverflowSummary {
+  // A record written before providers were recorded was the plan's: only `overflow` is overflow.
+  const primary: TaskResult[] = [];
+  const spill: TaskResult[] = [];
+  for (const r of run.results.values())
+    if (r.status === 'solved') (r.provider === 'overflow' ? spill : primary).push(r);
+  const sim = overflow.simulator.stats();
+  const poller = overflow.poller.stats();
+  const highPoller = overflow.highPoller.stats();
+  const spentUsd = Math.max(0, start.balance - sim.balance);
+  const windows = (unit: number) => Math.floor(Date.now() / unit) - Math.floor(run.started / unit) + 1;
+  const allowed = Math.min(
+    overflow.settings.capUsdPerHour * windows(3_600_000),
+    overflow.settings.capUsdPerDay * windows(86_400_000),
+  );
+  return {
+    solved: { primary: primary.length, overflow: spill.length },
+    p95Ms: {
+      primary: percentile(endToEnd(primary), 0.95) ?? null,
+      overflow: percentile(endToEnd(spill), 0.95) ?? null,
+    },
+    solveP95Ms: {
+      primary: percentile(solveTimes(primary), 0.95) ?? null,
+      overflow: percentile(solveTimes(spill), 0.95) ?? null,
+    },
+    provider: {
+      submissions: sim.submissions - start.submissions,
+      solved: sim.solved - start.solved,
+      spentUsd,
+      balanceStart: start.balance,
+      balanceEnd: sim.balance,
+      pricePerSolve: overflow.simulator.options().pricePerSolve,
+    },
+    capUsdPerHour: overflow.settings.capUsdPerHour,
+    capUsdPerDay: overflow.settings.capUsdPerDay,
+    withinCaps: spentUsd <= allowed + 1e-9,
+    latencyTargetMs: overflow.settings.latencyTargetSeconds * 1000,
+    lane: {
+      invocations: poller.invocations + highPoller.invocations,
+      // The lane's pool is shared by its two pollers: its peak is theirs together.
+      peakConcurrency: overflow.pool.peak ?? Math.max(poller.peakConcurrency, highPoller.peakConcurrency),
+      // The governor counts every decision; the watch would only sample them.
+      maxCeiling: lane?.maxCeiling ?? 0,
+      reasons: { ...(lane?.reasons ?? {}) } as Record<string, number>,
+    },
+  };
+}
+
+function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
+  const poller = stack.pollerStats();
+  return {
+    invocations: poller.invocations,
+    invocationSeconds: poller.invocationMs / 1000,
+    peakConcurrency: poller.peakConcurrency,
+    ceiling: currentCeiling(stack),
+    retriedItems: poller.failedItems,
+    timeouts: poller.timeouts,
+    crashes: poller.crashes,
+    idsLostInCrashes: stack.idsLostInCrashes(),
+    errors: poller.errors + poller.badResponses,
+  };
+}
+
+function laneSummary(
+  stack: LocalStack,
+  lane: 'normal' | 'high',
+  items: readonly DemoItem[],
+  sentIds: ReadonlySet<string>,
+  results: Map<string, TaskResult>,
+): LaneSummary {
+  const mine = items.filter((item) => item.priority === lane && sentIds.has(item.id));
+  const records = mine
+    .map((item) => results.get(item.id))
+    .filter((record): record is TaskResult => record !== undefined);
+  const solved = records.filter((record) => record.status === 'solved');
+  const endToEndMs = solved
+    .filter((r) => r.completedAt !== undefined && r.submittedAt !== undefined)
+    .map((r) => (r.completedAt as number) - (r.submittedAt as number));
+  const startWaitMs = records
+    .filter((r) => r.startedAt !== undefined && r.submittedAt !== undefined)
+    .map((r) => (r.startedAt as number) - (r.submittedAt as number));
+  const poller = stack.pollers[lane].stats();
+  const governed = stack.governor?.stats().lanes[lane];
+  const fixed = stack.governor === undefined ? stack.pollers[lane].maxConcurrency : undefined;
+  return {
+    submitted: mine.length,
+    solved: solved.length,
+    failed: records.filter((r) => r.status === 'failed').length,
+    rejected: records.filter((r) => r.status === 'rejected').length,
+    p50Ms: percentile(endToEndMs, 0.5) ?? null,
+    p95Ms: percentile(endToEndMs, 0.95) ?? null,
+    startWaitP50Ms: percentile(startWaitMs, 0.5) ?? null,
+    startWaitP95Ms: percentile(startWaitMs, 0.95) ?? null,
+    ceiling: { start: fixed ?? governed?.startCeiling ?? null, max: fixed ?? governed?.maxCeiling ?? null },
+    invocations: poller.invocations,
+    peakInFlight: poller.peakConcurrency,
+  };
+}
+
+/** Reason codes of the decisions that tried consuming again while paused. */
+const PROBE_CODES: readonly string[] = ['PROBE_RESUME', 'OUTAGE_PROBE'];
+
+function governorSummary(
+  governor: NonNullable<LocalStack['governor']>,
+  pauseReason: WatchedRun['pauseReason'],
+): NonNullable<DemoSummary['governor']> {
+  const stats = governor.stats();
+  const reason = governor.lastDecision?.reason;
+  const probes = Object.entries(stats.reasons)
+    .filter(([code]) => PROBE_CODES.includes(code))
+    .reduce((sum, [, n]) => sum + (n ?? 0), 0);
+  const paused = stats.pausedMs > 0 || pauseReason !== null;
+  return {
+    decisions: stats.decisions,
+    reasons: { ...stats.reasons } as Record<string, number>,
+    startCeiling: stats.startCeiling ?? null,
+    maxCeiling: stats.maxCeiling ?? null,
+    pausedMs: stats.pausedMs,
+    failedTicks: stats.failedTicks,
+    lastReason: reason ? { code: reason.code, message: reason.message } : null,
+    pause: paused ? { pausedMs: stats.pausedMs, reason: pauseReason, probes } : null,
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * What a demo run reports: where each task ended (a partition of the tasks sent), per lane, the
+ * solver's and the consumer's counters, the governor's decisions, the overflow split and the
+ * fault proxy's account. `--json` prints this object; the summary's table is drawn from it.
+ */
+import type { FaultStats } from '../faults/proxy.js';
+import type { StoreOutage } from '../store-watch.js';
+
+/** One lane over the run, for the summary. */
+export interface LaneSummary {
+  submitted: number;
+  solved: number;
+  failed: number;
+  rejected: number;
+  /** End to end (submitted → terminal record) of the lane's solved tasks, ms. */
+  p50Ms: number | null;
+  p95Ms: number | null;
+  /** Wait before a delivery claimed the task (submitted → started), ms. */
+  startWaitP50Ms: number | null;
+  startWaitP95Ms: number | null;
+  /** The lane's ceiling: the first decision's and the highest (0 while disabled); fixed with --concurrency. */
+  ceiling: { start: number | null; max: number | null };
+  invocations: number;
+  peakInFlight: number;
+}
+
+/**
+ * Where the tasks ended and what it took. `solved`, `failed`, `rejected`, `inDlq`, `unknown`,
+ * `stillQueued` and `lost` partition the tasks sent: each task is in exactly one of them.
+ */
+export interface DemoSummary {
+  submitted: number;
+  /** Tasks with a `solved` record. */
+  solved: number;
+  /** Tasks with a `failed` record. */
+  failed: number;
+  /** Tasks with a `rejected` record whose message is not (yet) in the DLQ. */
+  rejected: number;
+  /** Tasks whose message is in the DLQ, with or without a `rejected` record. */
+  inDlq: number;
+  /** Of `inDlq`, those that also have a `rejected` record (refused with a readable id). */
+  dlqWithRejectedRecord: number;
+  /** Tasks with a record that has no known status: not finished, and not counted as such. */
+  unknown: number;
+  /** Per lane (malformed messages travel on the normal lane). */
+  lanes: { high: LaneSummary; normal: LaneSummary };
+  stillQueued: number;
+  lost: number;
+  /** Tasks the workload could not send (SQS refused them after retries); not counted as submitted. */
+  unsent: number;
+  duplicateSolves: number;
+  /**
+   * Tasks paid for more than once: accepted submissions (not found unsolvable) of one task's
+   * method and parameters, counted at the simulators, both providers together.
+   */
+  paidTwice: number;
+  /** Of the solved, failed and rejected tasks, those whose completion event was heard. */
+  announced: number;
+  /** Solved tasks no completion event was heard for. */
+  solvedNotAnnounced: number;
+  /** Valid tasks (not malformed on purpose) whose message is in the DLQ. */
+  validInDlq: number;
+  /** DLQ messages beyond the first of one task (a second copy of one letter). */
+  dlqDuplicates: number;
+  /**
+   * The fault proxy's plan and what it injected, when one ran, and the store outages the
+   * store-health assessment saw meanwhile (when consumption would have paused).
+   */
+  faults?: { plan: string; stats: FaultStats; storeOutages: StoreOutage[]; storeResumes: number };
+  /** End to end (submitted → terminal record) of the solved tasks, ms. */
+  p50Ms: number | null;
+  p95Ms: number | null;
+  /** Solver time (accepted → answer read) of the solved tasks, ms. */
+  solveP95Ms: number | null;
+  durationMs: number;
+  /** True when every task was sent and reached a terminal record or the DLQ. */
+  complete: boolean;
+  /** Why the run ended: all resolved, the time limit, a stop request, or a pause with nothing in flight. */
+  endedBy: 'complete' | 'max_duration' | 'interrupted' | 'paused';
+  failuresByCode: Record<string, number>;
+  dlqByReason: Record<string, number>;
+  /** DLQ messages no task of this run accounts for (earlier runs against the same queues). */
+  foreignDlqMessages: number;
+  solver: {
+    submissions: number;
+    solved: number;
+    peakThreads: number;
+    planThreads: number;
+    overCapRejections: number;
+    transientErrors: number;
+    balanceStart: number;
+    balanceEnd: number;
+  };
+  /** The split between the plan and the overflow provider; absent without one (see `OverflowSummary`). */
+  overflow?: OverflowSummary;
+  /** What the governor did; absent with a fixed ceiling. */
+  governor?: {
+    decisions: number;
+    reasons: Record<string, number>;
+    startCeiling: number | null;
+    maxCeiling: number | null;
+    pausedMs: number;
+    failedTicks: number;
+    lastReason: { code: string; message: string } | null;
+    /** When the governor paused: for how long, the last pause's reason, and the probes it sent. */
+    pause: { pausedMs: number; reason: { code: string; message: string } | null; probes: number } | null;
+  };
+  consumer: {
+    invocations: number;
+    /** Summed duration of the consumer's invocations, seconds (Lambda's billed time). */
+    invocationSeconds: number;
+    peakConcurrency: number;
+    /** Ceiling at the end (the governor moves it). */
+    ceiling: number;
+    retriedItems: number;
+    timeouts: number;
+    crashes: number;
+    /**
+     * Submissions the provider accepted whose answer came back to an invocation already dead (a
+     * request in flight when it crashed): no delivery can know their id, so the task is paid
+     * again. The one window crashes leave (see docs/consumer.md, "Paid once").
+     */
+    idsLostInCrashes: number;
+    errors: number;
+  };
+}
+
+/** Who solved what, how fast, and what the overflow provider cost against its caps. */
+export interface OverflowSummary {
+  /** Solved tasks by the provider whose consumer solved them (the record's `provider`). */
+  solved: { primary: number; overflow: number };
+  /** End to end (submitted → result) of each provider's solved tasks, ms. */
+  p95Ms: { primary: number | null; overflow: number | null };
+  /** Solver time (accepted → answer read) of each provider's solved tasks, ms. */
+  solveP95Ms: { primary: number | null; overflow: number | null };
+  /** The overflow simulator's counters over the run. */
+  provider: {
+    submissions: number;
+    solved: number;
+    /** What the provider charged over the run (its balance drop), USD. */
+    spentUsd: number;
+    balanceStart: number;
+    balanceEnd: number;
+    pricePerSolve: number;
+  };
+  capUsdPerHour: number;
+  capUsdPerDay: number;
+  /**
+   * False when the provider charged more than the caps allow over the run: the hourly cap times
+   * the UTC hours the run touched, the daily cap times the UTC days (the caps' own windows).
+   */
+  withinCaps: boolean;
+  latencyTargetMs: number;
+  /** The overflow lane: invocations, most at once, the widest ceiling the governor set, and why it stood where it did (decisions by reason). */
+  lane: { invocations: number; peakConcurrency: number; maxCeiling: number; reasons: Record<string, number> };
+}

@@ -1,0 +1,227 @@
+/**
+ * The watch of a demo run: send the workload, read the results and the queues until every task
+ * is accounted for, the deadline, a stop, or a pause with nothing in flight; report progress.
+ */
+import type { TaskResult } from '../../functions/core/results.js';
+import { percentile } from '../../functions/core/helpers/stats.js';
+import { sleep } from '../../functions/core/helpers/time.js';
+import type { LocalStack } from '../runtime.js';
+import { currentCeiling, overflowInFlight, runningInvocations } from './lanes.js';
+import { EMPTY_DEPTHS, type QueueCount, type QueueDepths, queueDepths } from './queues.js';
+import { count, endToEnd, refreshResults } from './records.js';
+import { sendWorkload, withRetries } from './send.js';
+import type { DemoSummary } from './summary.js';
+import type { DemoItem } from './workload.js';
+
+/** One lane at one moment, for the live view. */
+export interface LaneProgress {
+  /** Backlog: messages visible in the lane's queue, ready for a delivery. */
+  backlog: number;
+  /** In flight: messages received and not yet deleted (running, or handed back to wait out a retry). */
+  inFlight: number;
+  /** Waiting: messages delayed (sent with a delay), not yet visible. */
+  waiting: number;
+  /** Invocations this lane may run at once now; 0 while its mapping is disabled. */
+  ceiling: number;
+}
+
+/** What the watch sees at one moment. */
+export interface DemoProgress {
+  elapsedMs: number;
+  submitted: number;
+  /** Backlog + in flight + waiting messages in both lanes. */
+  queueDepth: number;
+  /** Invocations running now. */
+  invocations: number;
+  solved: number;
+  failed: number;
+  rejected: number;
+  dlqDepth: number;
+  /** End-to-end p95 of the solved so far, ms. */
+  p95Ms: number | undefined;
+  /** Invocations allowed at once now (the governor moves it). */
+  ceiling: number;
+  /** The governor's latest reason code, when a governor runs. */
+  governorReason: string | undefined;
+  /** Tasks with a record that has no known status (reported, never counted as finished). */
+  unknown: number;
+  lanes: { high: LaneProgress; normal: LaneProgress };
+  /** The overflow lane (with an overflow provider): invocations running and its ceiling (0 while closed). */
+  overflow?: { inFlight: number; ceiling: number; solved: number };
+}
+
+export interface DemoOptions {
+  /** Tasks per second; 0 sends everything at once. */
+  rate: number;
+  /** Give up watching after this long, ms. */
+  maxDurationMs: number;
+  /** How often to read the results, ms. @default 250 */
+  watchIntervalMs?: number;
+  onProgress?: (progress: DemoProgress) => void;
+  /** Stop early (Ctrl-C): the summary reports what was reached. */
+  signal?: AbortSignal;
+  /**
+   * End the run once the governor has kept consumption paused with nothing in flight for this
+   * long (a rejected key or an empty balance would otherwise wait out `maxDurationMs`).
+   * @default never
+   */
+  stopWhenPausedMs?: number;
+}
+
+/** What the watch collected: the terminal records, what was sent, and why it ended. */
+export interface WatchedRun {
+  started: number;
+  simStart: ReturnType<LocalStack['simulator']['stats']>;
+  /** The overflow simulator's counters at the start, with an overflow provider. */
+  overflowSimStart: ReturnType<LocalStack['simulator']['stats']> | undefined;
+  results: Map<string, TaskResult>;
+  /** Tasks whose record was read back without a known status (and no terminal one since). */
+  unknownIds: Set<string>;
+  submitted: number;
+  sentIds: Set<string>;
+  endedBy: DemoSummary['endedBy'];
+  /** The latest decision that paused, as seen by the watch. */
+  pauseReason: { code: string; message: string } | null;
+  /** Tasks whose completion event was heard (a task may be announced more than once, with one event id). */
+  announced: Set<string>;
+  /** Tasks the sender gave up on. */
+  unsent: Set<string>;
+  /** SQS message ids of the messages sent raw (the malformed ones), to their demo ids. */
+  messageIds: Map<string, string>;
+}
+
+/** Send the workload and watch the results until every task is accounted for, the deadline, or a stop. */
+export async function watchDemo(
+  stack: LocalStack,
+  items: readonly DemoItem[],
+  options: DemoOptions,
+): Promise<WatchedRun> {
+  const run: WatchedRun = {
+    started: Date.now(),
+    simStart: stack.simulator.stats(),
+    overflowSimStart: stack.overflow?.simulator.stats(),
+    results: new Map(),
+    unknownIds: new Set(),
+    submitted: 0,
+    sentIds: new Set(),
+    endedBy: 'complete',
+    pauseReason: null,
+    announced: new Set(),
+    unsent: new Set(),
+    messageIds: new Map(),
+  };
+  const unsubscribe = stack.events.subscribe((event) => run.announced.add(event.id));
+  try {
+    return await watchUntilDone(stack, items, options, run);
+  } finally {
+    unsubscribe();
+  }
+}
+
+async function watchUntilDone(
+  stack: LocalStack,
+  items: readonly DemoItem[],
+  options: DemoOptions,
+  run: WatchedRun,
+): Promise<WatchedRun> {
+  const deadline = run.started + options.maxDurationMs;
+  const pending = new Set(items.map((item) => item.id));
+  // The sender never throws: a chunk SQS keeps refusing is counted unsent and the run goes on.
+  const sender = sendWorkload(stack, items, options.rate, deadline, options.signal, run);
+  let sendingDone = false;
+  void sender.finally(() => (sendingDone = true));
+
+  let lastProgress = 0;
+  const pausedIdle = pausedIdleClock(stack);
+  let depth: QueueDepths = EMPTY_DEPTHS;
+  for (;;) {
+    // A watch read that fails (an external endpoint's bad moment) keeps the last view: the run
+    // goes on and the summary is still printed.
+    await refreshResults(stack, pending, run).catch(() => undefined);
+    depth = await queueDepths(stack).catch(() => ({ ...depth, unread: true }));
+    const progress = progressOf(stack, run, depth);
+    const decision = stack.governor?.lastDecision;
+    if (decision?.paused) run.pauseReason = { code: decision.reason.code, message: decision.reason.message };
+    if (Date.now() - lastProgress >= 200) {
+      options.onProgress?.(progress);
+      lastProgress = Date.now();
+    }
+    // Done when nothing is left to work on: every task has a record, or the lanes are empty,
+    // nothing runs, and what has no record can be in the DLQ.
+    const quiet = sendingDone && !depth.unread && depth.total === 0 && progress.invocations === 0;
+    const waitingFor = pending.size - run.unsent.size;
+    if (sendingDone && (waitingFor <= 0 || (quiet && waitingFor <= depth.dlq))) break;
+    if (sendingDone && pausedIdle(options.stopWhenPausedMs)) {
+      run.endedBy = 'paused';
+      break;
+    }
+    if (options.signal?.aborted) {
+      run.endedBy = 'interrupted';
+      break;
+    }
+    if (Date.now() >= deadline) {
+      run.endedBy = 'max_duration';
+      break;
+    }
+    await sleep(options.watchIntervalMs ?? 250);
+  }
+  await sender;
+  await withRetries(() => refreshResults(stack, pending, run));
+  return run;
+}
+
+/** True once the governor has kept the fleet paused, no invocation running, for `forMs` (never without it). */
+function pausedIdleClock(stack: LocalStack): (forMs: number | undefined) => boolean {
+  let since: number | undefined;
+  return (forMs) => {
+    // No invocation running: messages handed back stay hidden until their retry (and an emulator
+    // may count them in flight until the next receive, which a paused lane never makes).
+    const idle = stack.governor?.lastDecision?.paused === true && runningInvocations(stack) === 0;
+    since = idle ? (since ?? Date.now()) : undefined;
+    return forMs !== undefined && since !== undefined && Date.now() - since >= forMs;
+  };
+}
+
+function progressOf(stack: LocalStack, run: WatchedRun, depth: QueueDepths): DemoProgress {
+  const overflow = stack.overflow ? overflowProgress(stack.overflow, run.results) : undefined;
+  return {
+    elapsedMs: Date.now() - run.started,
+    submitted: run.submitted,
+    queueDepth: depth.total,
+    invocations: stack.pollerStats().inFlight + (overflow?.inFlight ?? 0),
+    solved: count(run.results, 'solved'),
+    failed: count(run.results, 'failed'),
+    rejected: count(run.results, 'rejected'),
+    dlqDepth: depth.dlq,
+    p95Ms: percentile(endToEnd(run.results.values()), 0.95),
+    ceiling: currentCeiling(stack),
+    governorReason: stack.governor?.lastDecision?.reason.code,
+    unknown: run.unknownIds.size,
+    lanes: { high: laneProgress(stack, 'high', depth.high), normal: laneProgress(stack, 'normal', depth.normal) },
+    ...(overflow ? { overflow } : {}),
+  };
+}
+
+function overflowProgress(
+  overflow: NonNullable<LocalStack['overflow']>,
+  results: Map<string, TaskResult>,
+): NonNullable<DemoProgress['overflow']> {
+  let solved = 0;
+  for (const result of results.values()) if (result.status === 'solved' && result.provider === 'overflow') solved++;
+  const lanes = [overflow.poller, overflow.highPoller];
+  return {
+    inFlight: overflowInFlight(overflow),
+    ceiling: lanes.reduce((sum, p) => sum + (p.enabled ? p.maxConcurrency : 0), 0),
+    solved,
+  };
+}
+
+function laneProgress(stack: LocalStack, lane: 'normal' | 'high', depth: QueueCount): LaneProgress {
+  const poller = stack.pollers[lane];
+  return {
+    backlog: depth.visible,
+    inFlight: depth.notVisible,
+    waiting: depth.delayed,
+    ceiling: poller.enabled ? poller.maxConcurrency : 0,
+  };
+}

@@ -1,0 +1,150 @@
+/**
+ * The cost model: every figure is the price table times a counted call, checked here against a
+ * bill worked by hand; the governor's GetMetricData count is the adapters' own queries; the lab
+ * bills a pool as the VMs that host it and a Lambda policy at the stack's memory.
+ */
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { describe, expect, it } from 'vitest';
+import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
+import { sqsChunks, writeUnits } from '../../functions/core/cost/bill.js';
+import { fleetBill, GOVERNOR_CALLS } from '../../functions/core/cost/fleet-bill.js';
+import { AWS_PRICES } from '../../functions/core/cost/prices.js';
+import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
+import { shippedTraces } from '../../lab/bench.js';
+import { costOfRun } from '../../lab/cost.js';
+import { createPolicy } from '../../lab/policies.js';
+import { simulate } from '../../lab/sim.js';
+import type { Trace } from '../../lab/trace.js';
+
+// One hour, 1 000 tasks solved at 15 s each, one task per invocation, nothing handed back.
+const HOUR = {
+  hours: 1,
+  tasks: 1000,
+  solved: 1000,
+  deliveries: 1000,
+  invocations: 1000,
+  invocationSeconds: 15_000,
+  acceptedSubmissions: 1000,
+  submissions: 1000,
+  overCapAnswers: 0,
+  handBacks: 0,
+  copiesSent: 0,
+  consumerSizing: { memoryMb: 256, architecture: 'arm64' as const },
+};
+
+describe('the fleet bill', () => {
+  it('prices an hour of the consumer as worked by hand', () => {
+    // GIVEN the hour above, no governor WHEN billed
+    const bill = fleetBill({ ...HOUR, governor: false }, { planThreads: 50 });
+    // THEN each service is its counted calls × the table's price:
+    // Lambda 15 000 s × 0.25 GB × $0.0000133334 + 1 000 × $0.0000002
+    expect(bill.byService.lambda).toBeCloseTo(0.05000025 + 0.0002, 9);
+    // SQS: 1 000 sends + 2 000 receives/deletes + 2 mappings × 5 pollers × 180 idle polls, × $0.0000004
+    expect(bill.byService.sqs).toBeCloseTo((1000 + 2000 + 1800) * 4e-7, 9);
+    // DynamoDB: claim + solver id (1 unit each), result + note (3 units each: a 2.8 KB item),
+    // ledger accepted + released (1 unit each) = 10 000 write units; 1 000 ledger reads
+    expect(bill.byService.dynamodb).toBeCloseTo(10_000 * 6.25e-7 + 1000 * 1.25e-7, 9);
+    expect(bill.byService.eventbridge).toBeCloseTo(0.001, 9);
+    // CloudWatch: 2.2 MB of logs at $0.50/GB + 10 metrics for 1 h of a 730 h month at $0.30
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.0011 + (10 / 730) * 0.3, 9);
+    expect(bill.usd).toBeCloseTo(0.06470484, 7);
+    expect(bill.byService.ec2).toBe(0);
+    // The plan: 50 threads × 1 h × $0.0025
+    expect(bill.planUsd).toBeCloseTo(0.125, 9);
+  });
+
+  it('adds the governor: an invocation a minute ticking six times', () => {
+    const without = fleetBill({ ...HOUR, governor: false }, { planThreads: 50 });
+    const withGovernor = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
+    // 60 × 51 s × 0.25 GB (six ticks, the last at 50 s); 60 requests; 720 GetQueueAttributes; 1 080 reads, 360 writes;
+    // 840 GetMetricData metrics; 360 ticks × 2 500 log bytes; 13 metrics for an hour.
+    const byHand =
+      765 * 0.0000133334 +
+      60 * 2e-7 +
+      720 * 4e-7 +
+      1080 * 1.25e-7 +
+      360 * 6.25e-7 +
+      840 * 1e-5 +
+      0.00045 +
+      (13 / 730) * 0.3;
+    expect(withGovernor.usd - without.usd).toBeCloseTo(byHand, 9);
+  });
+
+  it('bills the memory and architecture it is given, per GB-second', () => {
+    const small = fleetBill(
+      { ...HOUR, governor: false, consumerSizing: { memoryMb: 128, architecture: 'arm64' } },
+      { planThreads: 50 },
+    );
+    const x86 = fleetBill(
+      { ...HOUR, governor: false, consumerSizing: { memoryMb: 256, architecture: 'x86_64' } },
+      { planThreads: 50 },
+    );
+    expect(small.byService.lambda).toBeCloseTo(15_000 * 0.125 * 0.0000133334 + 0.0002, 9);
+    expect(x86.byService.lambda).toBeCloseTo(15_000 * 0.25 * 0.0000166667 + 0.0002, 9);
+  });
+
+  it('bills a pool as its VMs, not as Lambda-seconds', () => {
+    const pool = fleetBill({ ...HOUR, governor: false, invocationSeconds: 0, poolVmHours: 1 }, { planThreads: 50 });
+    expect(pool.byService.ec2).toBeCloseTo(0.0168, 9);
+    expect(pool.byService.lambda).toBe(0);
+    expect(pool.lines.some((l) => l.item.startsWith('consumer logs'))).toBe(false);
+  });
+
+  it('counts hand-backs, over-cap answers and copies', () => {
+    const base = fleetBill({ ...HOUR, governor: false }, { planThreads: 50 });
+    const more = fleetBill(
+      { ...HOUR, governor: false, handBacks: 100, overCapAnswers: 50, copiesSent: 200 },
+      { planThreads: 50 },
+    );
+    // 100 × (1 ChangeMessageVisibility) + 200 SendMessage; 100 × 2 writes + 50 ledger refusals
+    expect(more.byService.sqs - base.byService.sqs).toBeCloseTo(300 * 4e-7, 9);
+    expect(more.byService.dynamodb - base.byService.dynamodb).toBeCloseTo(250 * 6.25e-7, 9);
+  });
+});
+
+describe('units', () => {
+  it('splits SQS payloads into 64 KiB chunks and DynamoDB writes into 1 KB units', () => {
+    expect(sqsChunks(AWS_PRICES, 10)).toBe(1);
+    expect(sqsChunks(AWS_PRICES, 64 * 1024)).toBe(1);
+    expect(sqsChunks(AWS_PRICES, 64 * 1024 + 1)).toBe(2);
+    expect(sqsChunks(AWS_PRICES, 1024 * 1024)).toBe(16);
+    expect(writeUnits(900)).toBe(1);
+    expect(writeUnits(2800)).toBe(3);
+  });
+
+  it('counts the GetMetricData metrics the governor sends each minute from the adapters themselves', () => {
+    const signals = createCloudWatchSignals({
+      cloudwatch: new CloudWatchClient({ region: 'us-east-1' }),
+      namespace: 'CaptchaFleet',
+      queueNames: { normal: 'tasks', high: 'tasks-high' },
+    });
+    // The consumer's window, the percentile apart, and age + sent per lane (two lanes).
+    const queueMetrics = 2 * 2;
+    expect(GOVERNOR_CALLS.metricsPerMinute).toBe(
+      signals.consumerQueries().length + signals.percentileQueries().length + queueMetrics,
+    );
+  });
+});
+
+describe('the lab bill (lab/cost.ts)', () => {
+  const trace = { ...shippedTraces().find((t) => t.name === 'steady'), durationSeconds: 900 } as Trace;
+  const run = (name: 'governor' | 'thread-pool-plan') =>
+    simulate(trace, createPolicy(name, trace.settings), { seed: 3 });
+
+  it('bills a Lambda policy at the stack consumer’s memory and architecture, per second it held a task', () => {
+    const governor = run('governor');
+    const cost = costOfRun(trace, governor);
+    const duration = cost.bill.lines.find((l) => l.item.startsWith('consumer duration'));
+    expect(duration?.quantity).toBeCloseTo((governor.computeSeconds * FUNCTION_SIZING.consumer.memoryMb) / 1024, 6);
+    expect(duration?.usd).toBeCloseTo(((governor.computeSeconds * 256) / 1024) * 0.0000133334, 9);
+    expect(cost.planUsd).toBeCloseTo(50 * 0.25 * 0.0025, 9);
+    expect(cost.bill.lines.some((l) => l.item.startsWith('governor duration'))).toBe(true);
+  });
+
+  it('bills a plan-sized thread pool as one t4g.small over the trace, and no Lambda', () => {
+    const cost = costOfRun(trace, run('thread-pool-plan'));
+    expect(cost.byService.ec2).toBeCloseTo(0.25 * 0.0168, 9);
+    expect(cost.byService.lambda).toBe(0);
+    expect(cost.bill.lines.some((l) => l.item.startsWith('governor'))).toBe(false);
+  });
+});
