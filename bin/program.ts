@@ -8,13 +8,20 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { register as registerGovernor } from './commands/governor.js';
 import { register as registerRedrive } from './commands/redrive.js';
+import { register as registerReport } from './commands/report.js';
 import { register as registerStart } from './commands/start.js';
 import { register as registerStatus } from './commands/status.js';
 
 /** Exit code of a usage error (as most CLIs use). */
 export const USAGE_EXIT_CODE = 2;
 
-const COMMANDS: ((program: Command) => void)[] = [registerStart, registerStatus, registerRedrive, registerGovernor];
+const COMMANDS: ((program: Command) => void)[] = [
+  registerStart,
+  registerStatus,
+  registerReport,
+  registerRedrive,
+  registerGovernor,
+];
 
 /** The package's version, from its package.json (one source): `../` from the source, `../../` from dist/bin/. */
 function packageVersion(): string {

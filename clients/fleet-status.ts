@@ -47,6 +47,12 @@ export interface FleetStatus {
    * overflow provider's): undefined when the ledger cannot be read or has counted none yet.
    */
   solvesByProvider: { primary: number | undefined; overflow: number | undefined };
+  /**
+   * What the solves of the last hour cost, USD (each record's `costUsd`, or the consumers'
+   * `SpendUsd` metric): in total, per provider and per method. Undefined values are unknown (the
+   * source could not be read), never 0; a solve whose cost is not known counts in `unpriced`.
+   */
+  spend: SpendStatus;
   recent: {
     windowMinutes: number;
     /** Solved by either provider. */
@@ -82,6 +88,19 @@ interface StoredGovernorState {
   };
 }
 
+export interface SpendStatus {
+  windowMinutes: number;
+  totalUsd: number | undefined;
+  byProvider: Partial<Record<'primary' | 'overflow', number>>;
+  byMethod: Record<string, number>;
+  /** Solves in the window with no known cost (results table only). */
+  unpriced?: number;
+  source: 'cloudwatch' | 'results-table';
+}
+
+/** The spend window `status` shows: the last hour. */
+export const SPEND_WINDOW_MINUTES = 60;
+
 export interface RecentMetrics {
   solved: number | undefined;
   /** Of `solved`, the overflow provider's (left out without an overflow provider). */
@@ -102,6 +121,8 @@ export interface FleetStatusSources {
    * fleet has an overflow provider (its consumer's window is read too).
    */
   recentMetrics?: (windowMinutes: number, overflow: boolean) => Promise<RecentMetrics>;
+  /** AWS: the last hour's spend from CloudWatch; absent → summed from the results table. */
+  recentSpend?: (windowMinutes: number) => Promise<Omit<SpendStatus, 'source' | 'windowMinutes'>>;
   clock?: () => number;
 }
 
@@ -143,6 +164,19 @@ export async function readFleetStatus(
         )),
         source: 'results-table' as const,
       };
+  const spend: SpendStatus = sources.recentSpend
+    ? {
+        windowMinutes: SPEND_WINDOW_MINUTES,
+        ...(await sources
+          .recentSpend(SPEND_WINDOW_MINUTES)
+          .catch(() => ({ totalUsd: undefined, byProvider: {}, byMethod: {} }))),
+        source: 'cloudwatch',
+      }
+    : {
+        windowMinutes: SPEND_WINDOW_MINUTES,
+        ...(await spendFromResults(sources.documents, sources.tables.results, clock() - SPEND_WINDOW_MINUTES * 60_000)),
+        source: 'results-table',
+      };
   const decision = governorItem?.lastDecision;
   const lane = (name: Lane, attributes: Record<string, string> | undefined): LaneStatus => ({
     backlog: numberOf(attributes?.ApproximateNumberOfMessages),
@@ -171,6 +205,7 @@ export async function readFleetStatus(
     balance: decision?.balance,
     overflow: decision?.overflow ? { ...decision.overflow, at: decision.at } : undefined,
     solvesByProvider: { primary: primarySolves, overflow: overflowSolves },
+    spend,
     recent: {
       windowMinutes,
       solved: recent.solved,
@@ -283,6 +318,50 @@ async function recentFromResults(
     rejected: records.filter((r) => r.status === 'rejected').length,
     p95SolveMs: percentileOfSorted(solveTimes, 0.95),
   };
+}
+
+/** Local and emulated stacks: the cost of the records solved in the window, by provider and method. */
+async function spendFromResults(
+  documents: Pick<DynamoDBDocumentClient, 'send'>,
+  table: string,
+  since: number,
+): Promise<Omit<SpendStatus, 'source' | 'windowMinutes'>> {
+  const byProvider: SpendStatus['byProvider'] = {};
+  const byMethod: Record<string, number> = {};
+  let totalUsd = 0;
+  let unpriced = 0;
+  try {
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const out = await documents.send(
+        new ScanCommand({
+          TableName: table,
+          FilterExpression: 'completedAt >= :since AND #s = :solved',
+          ExpressionAttributeValues: { ':since': since, ':solved': 'solved' },
+          ProjectionExpression: 'costUsd, #m, #p',
+          ExpressionAttributeNames: { '#s': 'status', '#m': 'method', '#p': 'provider' },
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const record of (out.Items ?? []) as TaskResult[]) {
+        if (typeof record.costUsd !== 'number') {
+          unpriced += 1;
+          continue;
+        }
+        const provider = record.provider ?? 'primary';
+        totalUsd += record.costUsd;
+        byProvider[provider] = (byProvider[provider] ?? 0) + record.costUsd;
+        const method = String(record.method ?? 'unknown');
+        byMethod[method] = (byMethod[method] ?? 0) + record.costUsd;
+      }
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+  } catch {
+    return { totalUsd: undefined, byProvider: {}, byMethod: {} };
+  }
+  // Solves but none with a known price: the spend is unknown, not $0.
+  const priced = Object.keys(byProvider).length > 0;
+  return { totalUsd: priced || unpriced === 0 ? totalUsd : undefined, byProvider, byMethod, unpriced };
 }
 
 function numberOf(value: string | undefined): number | undefined {

@@ -1,6 +1,6 @@
 /**
  * `captcha-fleet/producer`: what a producer program imports. Submit tasks to the fleet's queues,
- * read and wait for their results, against AWS or the local stack (`npm start -- --serve`).
+ * read and wait for their results, report wrong answers (a refund) or right ones, against AWS or the local stack (`npm start -- --serve`).
  *
  * ```ts
  * import { createProducer, localStack } from 'captcha-fleet/producer';
@@ -20,6 +20,9 @@ export {
   type ProducerOptions,
   type ProducerResult,
   type ProducerWarning,
+  type ReportOptions,
+  ReportRefusedError,
+  ReportWaitTimeoutError,
   type TaskIdConflict,
   TaskIdConflictError,
   type TaskProblem,
@@ -32,3 +35,4 @@ export { type LocalStackTarget, type LocalStackTargetOptions, localStack } from 
 export { type AwsClients, type ClientOptions, createAwsClients } from '../functions/adapters/aws-clients.js';
 export type { TaskMessage } from '../functions/core/task.js';
 export type { ResultStatus, TaskResult } from '../functions/core/results.js';
+export type { ReportMessage, ReportRefusal, SettledReport, TaskReport, Verdict } from '../functions/core/report.js';

@@ -9,7 +9,7 @@ import type { ProducerOptions } from './producer-client.js';
 
 /** What `createProducer` needs to reach the local stack (spread or pass it as the options). */
 export interface LocalStackTarget extends Pick<ProducerOptions, 'queueUrls' | 'table'> {
-  queueUrls: { normal: string; high: string };
+  queueUrls: { normal: string; high: string; reports?: string };
   /** Clients for the stack's SQS and DynamoDB emulators (dummy credentials unless yours are set). */
   clients: AwsClients;
 }
@@ -48,7 +48,11 @@ export function localStack(options: LocalStackTargetOptions = {}): LocalStackTar
     hints: PRODUCER_HINTS,
   });
   return {
-    queueUrls: { normal: info.queueUrls.normal, high: info.queueUrls.high },
+    queueUrls: {
+      normal: info.queueUrls.normal,
+      high: info.queueUrls.high,
+      ...(info.reportsQueueUrl !== undefined ? { reports: info.reportsQueueUrl } : {}),
+    },
     table: info.tables.results,
     clients: createAwsClients({
       sqsEndpoint: info.sqsEndpoint,

@@ -10,7 +10,7 @@
  * ```
  */
 import { randomUUID } from 'node:crypto';
-import { SendMessageBatchCommand, type SendMessageBatchCommandOutput } from '@aws-sdk/client-sqs';
+import { SendMessageBatchCommand, SendMessageCommand, type SendMessageBatchCommandOutput } from '@aws-sdk/client-sqs';
 import { BatchGetCommand, type BatchGetCommandOutput, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -18,6 +18,14 @@ import { MAX_TASK_BYTES, TaskSchema, taskIssues, type TaskMessage } from '../fun
 import { describeIdConflict, sameContent, taskFingerprint } from '../functions/core/task-identity.js';
 import { isTerminal, type TaskResult } from '../functions/core/results.js';
 import { isStale, type CompletionEvent } from '../functions/core/events.js';
+import {
+  decideReport,
+  type ReportMessage,
+  type ReportRefusal,
+  ReportMessageSchema,
+  type SettledReport,
+  type Verdict,
+} from '../functions/core/report.js';
 
 /** SQS's SendMessageBatch limit. */
 const SEND_BATCH = 10;
@@ -40,7 +48,11 @@ export interface CompletionEventSource {
 }
 
 export interface ProducerOptions {
-  queueUrls: { normal: string; high?: string };
+  /**
+   * The task lanes, and the reports queue `report()` sends to (`<prefix>-reports`; the stack's
+   * `ReportsQueueUrl` output). @default no reports queue: `report()` throws
+   */
+  queueUrls: { normal: string; high?: string; reports?: string };
   /** Name of the results table. */
   table: string;
   clients: { sqs: SQSClient; documents: DynamoDBDocumentClient };
@@ -244,8 +256,52 @@ export interface Producer {
   wait(taskId: string, options?: WaitOptions): Promise<ProducerResult>;
   /** `submit` then `wait`. */
   solve(task: TaskMessage, options?: WaitOptions): Promise<ProducerResult>;
+  /**
+   * Report a solved task's answer as wrong (`bad`: the provider is asked for a refund) or right
+   * (`good`). The fleet calls the provider that solved it once, with its solver id, and marks the
+   * record; this waits for that and resolves with the accepted report. A repeated report resolves
+   * with the first one's answer and calls nobody. Throws ReportRefusedError (with a `reason`) when
+   * the report is refused: no such task, not solved, reported the other way, or the provider no
+   * longer takes it; ReportWaitTimeoutError when the fleet has not settled it in time (it still will).
+   */
+  report(taskId: string, verdict: Verdict, options?: ReportOptions): Promise<SettledReport>;
   /** Counters since the producer was built. */
   counters(): ProducerCounters;
+}
+
+export interface ReportOptions {
+  /** Give up waiting after this long, ms (the report is still made). @default 60000 */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** A report the fleet (or this client, before sending) refused, with why. */
+export class ReportRefusedError extends Error {
+  override readonly name = 'ReportRefusedError';
+  constructor(
+    readonly taskId: string,
+    readonly reason: ReportRefusal,
+    message: string,
+    /** The provider's code behind a PROVIDER_REFUSED or NOT_SUPPORTED (ERROR_…), when it gave one. */
+    readonly code?: string,
+    /** The report as the record keeps it, when it was written there. */
+    readonly report?: SettledReport,
+  ) {
+    super(`report on task ${taskId} refused (${reason}${code ? ` ${code}` : ''}): ${message}`);
+  }
+}
+
+/** `report` sent the report, but the fleet did not settle it within the wait (it still will). */
+export class ReportWaitTimeoutError extends Error {
+  override readonly name = 'ReportWaitTimeoutError';
+  constructor(
+    readonly taskId: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      `report on task ${taskId} sent, not settled after ${timeoutMs} ms (is the report function running?); read the record's \`report\` later`,
+    );
+  }
 }
 
 /** What the producer's steps share: its options, clock, clients and counters. */
@@ -299,6 +355,7 @@ export function createProducer(options: ProducerOptions): Producer {
     async solve(task, waitOptions) {
       return wait(await submit(task), waitOptions);
     },
+    report: (taskId, verdict, reportOptions = {}) => reportAnswer(ctx, taskId, verdict, reportOptions),
     counters: () => ({ ...ctx.counters }),
   };
 }
@@ -577,6 +634,56 @@ async function waitForResult(ctx: ProducerContext, taskId: string, waitOptions: 
       await pause(Math.min(interval, left), waitOptions.signal);
       interval = Math.min(maxInterval, Math.ceil(interval * 1.5));
     }
+  }
+}
+
+/**
+ * Check the record (refused at once when the fleet would refuse it, answered at once when settled),
+ * send the report message, then read until the record's report settles.
+ */
+async function reportAnswer(
+  ctx: ProducerContext,
+  taskId: string,
+  verdict: Verdict,
+  options: ReportOptions,
+): Promise<SettledReport> {
+  const message: ReportMessage = ReportMessageSchema.parse({ taskId, verdict });
+  const queueUrl = ctx.options.queueUrls.reports;
+  if (queueUrl === undefined)
+    throw new TypeError(
+      'this producer has no reports queue: pass queueUrls.reports (the stack output ReportsQueueUrl, <prefix>-reports)',
+    );
+  const settled = (record: TaskResult | undefined): SettledReport | undefined => {
+    const decision = decideReport(record, verdict, { now: ctx.clock(), token: '' });
+    if (decision.kind === 'settled') {
+      if (decision.report.state === 'refused')
+        throw new ReportRefusedError(
+          taskId,
+          decision.report.reason ?? 'PROVIDER_REFUSED',
+          decision.report.message ?? 'refused',
+          decision.report.code,
+          decision.report,
+        );
+      return decision.report;
+    }
+    if (decision.kind === 'refuse') {
+      const written = record?.report?.state === 'refused' ? (record.report as SettledReport) : undefined;
+      throw new ReportRefusedError(taskId, decision.reason, decision.message, written?.code, written);
+    }
+    return undefined;
+  };
+  const before = settled(await readRecord(ctx, taskId, true));
+  if (before !== undefined) return before;
+  await ctx.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const giveUpAt = Date.now() + timeoutMs;
+  let interval = 100;
+  for (;;) {
+    await pause(Math.min(interval, Math.max(1, giveUpAt - Date.now())), options.signal);
+    const after = settled(await readRecord(ctx, taskId, true));
+    if (after !== undefined) return after;
+    if (Date.now() >= giveUpAt) throw new ReportWaitTimeoutError(taskId, timeoutMs);
+    interval = Math.min(1_000, Math.ceil(interval * 1.5));
   }
 }
 

@@ -22,6 +22,7 @@ import { FleetTables } from './fleet-tables.js';
 import { Governor } from './governor.js';
 import { OperatorAccess } from './operator-access.js';
 import { OverflowConsumer } from './overflow-consumer.js';
+import { Reports } from './reports.js';
 import { SolverKeySecret } from './solver-key-secret.js';
 import { TaskQueues } from './task-queues.js';
 
@@ -43,6 +44,8 @@ export class CaptchaFleet extends Construct {
   public readonly consumer: Consumer;
   /** The overflow lane; undefined unless `overflow` is set (nothing of it is created then). */
   public readonly overflow: OverflowConsumer | undefined;
+  /** The reports queue, its DLQ and the report function (a refund for a wrong answer). */
+  public readonly reports: Reports;
   /** The governor function and its schedule. */
   public readonly governor: Governor;
   /** The operators' managed policy (status, DLQ inspection, redrive). */
@@ -94,6 +97,10 @@ export class CaptchaFleet extends Construct {
       this.consumer.fleetFunction.role,
       ...(this.overflow !== undefined ? [this.overflow.fleetFunction.role] : []),
     );
+    this.reports = new Reports(this, 'Reports', {
+      ...shared,
+      ...(this.overflow !== undefined ? { overflowKey: this.overflow.key } : {}),
+    });
     this.governor = new Governor(this, 'Governor', {
       ...shared,
       consumer: this.consumer,
@@ -102,6 +109,7 @@ export class CaptchaFleet extends Construct {
     this.operators = new OperatorAccess(this, 'Operators', {
       settings,
       queues: this.queues,
+      reportsQueue: this.reports.queue,
       resultsTable: this.tables.results,
       governorTable: this.tables.governor,
     });
@@ -119,18 +127,21 @@ export class CaptchaFleet extends Construct {
       queues: this.queues,
       consumer: this.consumer.function,
       governor: this.governor.function,
+      reportsDlq: this.reports.deadLetterQueue,
       ...overflowConsumer,
       alarms: [...Object.values(this.alarms.alarms), ...Object.values(this.alarms.overflowAlarms ?? {})],
     });
   }
 
   /**
-   * Let a producer (a function's role, a user, a group) send tasks to both lanes and read their
-   * results: `sqs:SendMessage` on the two queues, `dynamodb:GetItem` on the results table, nothing else.
+   * Let a producer (a function's role, a user, a group) send tasks to both lanes, report answers
+   * and read their results: `sqs:SendMessage` on the two lanes and the reports queue,
+   * `dynamodb:GetItem` on the results table, nothing else.
    */
   grantProduce(grantee: iam.IGrantable): void {
     this.queues.normal.grantSendMessages(grantee);
     this.queues.high.grantSendMessages(grantee);
+    this.reports.grantSend(grantee);
     this.tables.results.grant(grantee, 'dynamodb:GetItem');
   }
 }

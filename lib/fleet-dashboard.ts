@@ -3,13 +3,15 @@
  * concurrency, p50/p95 solve time, solved / failed / rejected per minute, error and over-cap
  * rates, balance, DLQ depth, governor decisions by reason; with an overflow provider, the overflow
  * lane (ceiling vs excess, spend against the caps, its balance, solves and p95 per provider, its
- * decisions); and the alarms.
+ * decisions); spend per provider and per method, and reports (refunds asked, good, refused by
+ * reason); and the alarms.
  */
 import { Aws, Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { GOVERNOR_METRICS, METRICS } from '../functions/core/metric-names.js';
+import { GOVERNOR_METRICS, METRICS, REPORT_METRICS } from '../functions/core/metric-names.js';
 import type { FleetSettings, OverflowSettings } from '../functions/core/settings.js';
 import { FleetMetrics, ONE_MINUTE } from './fleet-metrics.js';
 import type { TaskQueues } from './task-queues.js';
@@ -29,6 +31,11 @@ export interface FleetDashboardProps {
    * @default - no overflow rows
    */
   readonly overflowConsumer?: lambda.IFunction;
+  /**
+   * The reports queue's DLQ (reports that could not be made, and malformed ones).
+   * @default - not shown
+   */
+  readonly reportsDlq?: sqs.IQueue;
   /** Alarms shown in the status widget. */
   readonly alarms: readonly cw.IAlarm[];
 }
@@ -130,6 +137,7 @@ export class FleetDashboard extends Construct {
         { width: 12 },
       ),
     );
+    this.dashboard.addWidgets(...spendAndReportRows(metrics, settings, props.reportsDlq));
     if (settings.overflow !== undefined && props.overflowConsumer !== undefined)
       this.dashboard.addWidgets(...overflowRows(metrics, settings.overflow, props.overflowConsumer));
     this.dashboard.addWidgets(
@@ -138,6 +146,49 @@ export class FleetDashboard extends Construct {
 
     this.url = `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${name}`;
   }
+}
+
+/**
+ * What the solves cost (per provider: the plan's consumer and the overflow consumer; per method
+ * and provider) and what producers reported: refunds asked for (and their cost), good answers,
+ * refusals by reason, repeats and reports retried.
+ */
+function spendAndReportRows(
+  metrics: FleetMetrics,
+  settings: FleetSettings,
+  reportsDlq: sqs.IQueue | undefined,
+): cw.IWidget[] {
+  const graph = (title: string, left: cw.IMetric[], extra: Partial<cw.GraphWidgetProps> = {}) =>
+    new cw.GraphWidget({ title, left, width: 8, height: 6, leftYAxis: { min: 0 }, ...extra });
+  return [
+    graph('Spend (USD per minute), by provider', [
+      metrics.consumerOf('primary', METRICS.spendUsd, 'Sum', 'plan'),
+      ...(settings.overflow !== undefined ? [metrics.consumerOf('overflow', METRICS.spendUsd, 'Sum', 'overflow')] : []),
+    ]),
+    graph('Spend (USD per minute), by method and provider', [
+      metrics.search(METRICS.spendUsd, 'Method', 'Sum', 'spend'),
+    ]),
+    graph(
+      'Reports: refunds asked, good answers, refused',
+      [
+        metrics.reporter(REPORT_METRICS.refunds, 'Sum', 'refunds asked (bad, accepted)'),
+        metrics.reporter(REPORT_METRICS.goodReports, 'Sum', 'good (accepted)'),
+        metrics.search(REPORT_METRICS.reportsRefused, 'Reason', 'Sum', 'refused'),
+        metrics.reporter(REPORT_METRICS.reportsRepeated, 'Sum', 'repeated (answered from the record)'),
+        metrics.reporter(REPORT_METRICS.reportErrors, 'Sum', 'not made yet (retried)'),
+        ...(reportsDlq !== undefined
+          ? [
+              reportsDlq.metricApproximateNumberOfMessagesVisible({
+                statistic: 'Maximum',
+                period: ONE_MINUTE,
+                label: 'reports DLQ',
+              }),
+            ]
+          : []),
+      ],
+      { right: [metrics.reporter(REPORT_METRICS.refundsUsd, 'Sum', 'refunds asked (USD)')] },
+    ),
+  ];
 }
 
 /**

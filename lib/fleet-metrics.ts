@@ -7,7 +7,7 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
-import { type GOVERNOR_METRICS, METRICS, SERVICES } from '../functions/core/metric-names.js';
+import { type GOVERNOR_METRICS, METRICS, type REPORT_METRICS, SERVICES } from '../functions/core/metric-names.js';
 import { consumerServiceOf, type SolverProvider } from '../functions/core/provider.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 
@@ -48,6 +48,18 @@ export class FleetMetrics {
       namespace: this.settings.metricsNamespace,
       metricName: name,
       dimensionsMap: { service: SERVICES.governor },
+      statistic,
+      period: ONE_MINUTE,
+      ...(label ? { label } : {}),
+    });
+  }
+
+  /** A report function metric (dimension service=reporter). */
+  reporter(name: (typeof REPORT_METRICS)[keyof typeof REPORT_METRICS], statistic: string, label?: string): cw.Metric {
+    return new cw.Metric({
+      namespace: this.settings.metricsNamespace,
+      metricName: name,
+      dimensionsMap: { service: SERVICES.reporter },
       statistic,
       period: ONE_MINUTE,
       ...(label ? { label } : {}),

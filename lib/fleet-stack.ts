@@ -39,6 +39,7 @@ export class CaptchaFleetStack extends Stack {
   private outputs(): void {
     const { queues, tables, dashboard, solverKey, events, consumer, governor, alarms, overflow, operators, config } =
       this.fleet;
+    const { reports } = this.fleet;
     const output = (key: string, value: string, description: string) =>
       new CfnOutput(this, key, { value, description });
     output(STACK_OUTPUTS.normalQueueUrl, queues.normal.queueUrl, 'Send normal-priority tasks here');
@@ -48,6 +49,12 @@ export class CaptchaFleetStack extends Stack {
       'Send high-priority tasks here (the producer client routes priority "high" here)',
     );
     output(STACK_OUTPUTS.dlqUrl, queues.deadLetterQueue.queueUrl, 'Dead-letter queue of both lanes');
+    output(
+      STACK_OUTPUTS.reportsQueueUrl,
+      reports.queue.queueUrl,
+      'Send {"taskId","verdict":"bad"|"good"} here to report an answer (a refund for a wrong one)',
+    );
+    output(STACK_OUTPUTS.reporterFunctionName, reports.function.functionName, 'Report function');
     output(STACK_OUTPUTS.resultsTable, tables.results.tableName, 'Results table (key taskId)');
     output(STACK_OUTPUTS.governorTable, tables.governor.tableName, 'Governor state table');
     output(STACK_OUTPUTS.dashboardUrl, dashboard.url, 'CloudWatch dashboard');

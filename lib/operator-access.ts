@@ -7,6 +7,7 @@
 import { Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { FleetSettings } from '../functions/core/settings.js';
 import type { TaskQueues } from './task-queues.js';
@@ -17,6 +18,11 @@ export interface OperatorAccessProps {
   readonly settings: FleetSettings;
   /** The lanes and the DLQ operators inspect and redrive. */
   readonly queues: TaskQueues;
+  /**
+   * The reports queue, which `captcha-fleet report` sends to.
+   * @default - no report permissions
+   */
+  readonly reportsQueue?: sqs.IQueue;
   /** The results table (read only). */
   readonly resultsTable: dynamodb.ITable;
   /** The governor's state table (read only). */
@@ -35,7 +41,7 @@ export class OperatorAccess extends Construct {
     const dlq = queues.deadLetterQueue.queueArn;
     this.policy = new iam.ManagedPolicy(this, 'Policy', {
       managedPolicyName: `${props.settings.prefix}-operator`,
-      description: 'captcha-fleet operators: status, DLQ inspection and redrive',
+      description: 'captcha-fleet operators: status, DLQ inspection and redrive, reports on answers',
       statements: [
         new iam.PolicyStatement({
           sid: 'QueueStatus',
@@ -61,6 +67,15 @@ export class OperatorAccess extends Construct {
           actions: ['sqs:SendMessage'],
           resources: lanes,
         }),
+        ...(props.reportsQueue !== undefined
+          ? [
+              new iam.PolicyStatement({
+                sid: 'ReportAnswers',
+                actions: ['sqs:SendMessage', 'sqs:GetQueueUrl'],
+                resources: [props.reportsQueue.queueArn],
+              }),
+            ]
+          : []),
         new iam.PolicyStatement({
           sid: 'ReadResultsAndGovernorState',
           actions: ['dynamodb:GetItem', 'dynamodb:DescribeTable'],

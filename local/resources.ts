@@ -17,10 +17,21 @@ export interface FleetResources {
   queueUrls: { normal: string; high: string; dlq: string };
   queueArns: { normal: string; high: string; dlq: string };
   tables: { results: string; governor: string };
+  /** The reports queue (producers' bad / good reports) and its own DLQ. */
+  reportQueueUrls: { reports: string; dlq: string };
+  reportQueueArns: { reports: string; dlq: string };
 }
 
+/** The reports queue's receives before its DLQ, and its visibility timeout, seconds (lib/report-queue.ts alike). */
+export const REPORT_QUEUE_MAX_RECEIVES = 5;
+export const REPORT_QUEUE_VISIBILITY_SECONDS = 180;
+
 /** Idempotent: existing resources are reused. */
-export async function ensureFleetResources(clients: AwsClients, settings: FleetSettings): Promise<FleetResources> {
+export async function ensureFleetResources(
+  clients: AwsClients,
+  settings: FleetSettings,
+  options: { reportVisibilitySeconds?: number } = {},
+): Promise<FleetResources> {
   const dlq = await ensureQueue(clients, settings.queueNames.dlq, {
     MessageRetentionPeriod: String(14 * 86_400),
     MaximumMessageSize: String(SQS_MESSAGE_LIMIT_BYTES),
@@ -35,6 +46,14 @@ export async function ensureFleetResources(clients: AwsClients, settings: FleetS
   };
   const normal = await ensureQueue(clients, settings.queueNames.normal, queueAttributes);
   const high = await ensureQueue(clients, settings.queueNames.high, queueAttributes);
+  const reportsDlq = await ensureQueue(clients, settings.queueNames.reportsDlq, {
+    MessageRetentionPeriod: String(14 * 86_400),
+  });
+  const reports = await ensureQueue(clients, settings.queueNames.reports, {
+    MessageRetentionPeriod: String(14 * 86_400),
+    VisibilityTimeout: String(options.reportVisibilitySeconds ?? REPORT_QUEUE_VISIBILITY_SECONDS),
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: reportsDlq.arn, maxReceiveCount: REPORT_QUEUE_MAX_RECEIVES }),
+  });
   await ensureTable(clients, settings.tableNames.results, 'taskId');
   await ensureTable(clients, settings.tableNames.governor, 'id');
   try {
@@ -51,6 +70,8 @@ export async function ensureFleetResources(clients: AwsClients, settings: FleetS
     queueUrls: { normal: normal.url, high: high.url, dlq: dlq.url },
     queueArns: { normal: normal.arn, high: high.arn, dlq: dlq.arn },
     tables: { results: settings.tableNames.results, governor: settings.tableNames.governor },
+    reportQueueUrls: { reports: reports.url, dlq: reportsDlq.url },
+    reportQueueArns: { reports: reports.arn, dlq: reportsDlq.arn },
   };
 }
 

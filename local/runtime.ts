@@ -18,6 +18,7 @@ import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../fu
 import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/create-handler.js';
 import type { ResultsRepository, SolverPort, TaskQueue } from '../functions/core/ports.js';
 import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
+import { createReporterFromEnvironment } from '../functions/reporter/wiring.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
 import type { FleetEnvironment } from '../functions/core/environment.js';
 import type { GovernorConfig } from '../functions/core/governor/types.js';
@@ -120,6 +121,8 @@ export interface LocalStack {
   endpoints: { sqs: string; dynamo: string; solver: string; external: boolean };
   resources: FleetResources;
   pollers: { normal: Poller; high: Poller };
+  /** The report function's event source: the reports queue, read by the same handler as in Lambda. */
+  reports: Poller;
   /** Reserved concurrency shared by both lanes. */
   pool: ConcurrencyPool;
   simulator: SolverSimulator;
@@ -213,7 +216,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const lanes = createLanes(plan, backends, consumer.handler);
     const governor = await startGovernor(plan, backends, { solver, overflow }, lanes, consumer.metrics, cleanups);
     await startLanes(lanes, cleanups);
-    return assembleStack(plan, backends, solver, consumer, lanes, governor, overflow, cleanups);
+    const reports = await startReports(plan, backends, { solver, overflow }, consumer, cleanups);
+    return assembleStack(plan, backends, solver, consumer, { ...lanes, reports }, governor, overflow, cleanups);
   } catch (error) {
     await cleanups.run();
     throw error;
@@ -275,7 +279,9 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
   });
   let resources: FleetResources;
   try {
-    resources = await ensureFleetResources(observer, settings);
+    resources = await ensureFleetResources(observer, settings, {
+      reportVisibilitySeconds: plan.visibilityTimeoutSeconds,
+    });
   } catch (error) {
     throw new LocalStackError(
       `could not create the queues and tables at ${endpoint ?? 'the embedded emulators'}: ${(error as Error).message}` +
@@ -287,7 +293,7 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
   // this run's crash recovery and function timeout assume its own.
   await alignVisibility(
     observer,
-    [resources.queueUrls.normal, resources.queueUrls.high],
+    [resources.queueUrls.normal, resources.queueUrls.high, resources.reportQueueUrls.reports],
     settings.visibilityTimeoutSeconds,
   );
   return { clients, observer, faults, calls, endpoints, resources };
@@ -466,8 +472,8 @@ function lateSolver(slot: { client: SolverPort | undefined }): SolverPort {
   return {
     solve: (task, options) => client().solve(task, options),
     getBalance: (options) => client().getBalance(options),
-    reportBad: (solverId) => client().reportBad(solverId),
-    reportGood: (solverId) => client().reportGood(solverId),
+    reportBad: (solverId, context) => client().reportBad(solverId, context),
+    reportGood: (solverId, context) => client().reportGood(solverId, context),
   };
 }
 
@@ -546,6 +552,55 @@ async function startLanes({ pollers }: Lanes, cleanups: Cleanups): Promise<void>
   });
 }
 
+/**
+ * The report function (functions/reporter), wired as in Lambda, on a poller of the reports queue:
+ * a report goes to the simulator of the provider that solved the task.
+ */
+async function startReports(
+  plan: StackPlan,
+  backends: Backends,
+  { solver, overflow }: { solver: SolverSide; overflow: LocalOverflow | undefined },
+  consumer: ConsumerSide,
+  cleanups: Cleanups,
+): Promise<Poller> {
+  const { settings } = plan;
+  const { resources, clients } = backends;
+  const handler = createReporterFromEnvironment({
+    environment: {
+      settings,
+      queueUrls: resources.queueUrls,
+      reportQueueUrls: resources.reportQueueUrls,
+      tables: resources.tables,
+      solverKeySource: { key: solver.key },
+      consumerFunctionName: undefined,
+      eventBusName: undefined,
+      endpoint: plan.endpoint,
+    },
+    clients,
+    solvers: { primary: solver.client, ...(overflow ? { overflow: overflow.client } : {}) },
+    metricsSink: (document: EmfDocument) => consumer.metrics.ingest(document),
+    logger: new Logger({ serviceName: SERVICES.reporter, logLevel: plan.logLevel }),
+    // A claimed report outlives no local invocation.
+    leaseMs: plan.functionTimeoutMs,
+  });
+  const poller = createPoller({
+    sqs: clients.sqs,
+    queueUrl: resources.reportQueueUrls.reports,
+    queueArn: resources.reportQueueArns.reports,
+    region: clients.region,
+    handler,
+    batchSize: 10,
+    maxConcurrency: 2,
+    functionTimeoutMs: plan.functionTimeoutMs,
+    functionName: `${settings.prefix}-reporter`,
+    waitTimeSeconds: plan.options.receiveWaitSeconds ?? 1,
+    pool: { limit: 2, inUse: 0 },
+  });
+  await poller.start();
+  cleanups.add(() => poller.stop({ graceMs: 0 }));
+  return poller;
+}
+
 /** The governor (the Lambda's loop on a timer), unless the ceiling is fixed. */
 async function startGovernor(
   plan: StackPlan,
@@ -610,7 +665,7 @@ function assembleStack(
   { clients, observer, faults, endpoints, resources }: Backends,
   solver: SolverSide,
   consumer: ConsumerSide,
-  { pollers, pool }: Lanes,
+  { pollers, pool, reports }: Lanes & { reports: Poller },
   governor: LocalGovernor | undefined,
   overflow: LocalOverflow | undefined,
   cleanups: Cleanups,
@@ -618,7 +673,11 @@ function assembleStack(
   // `wait` hears completions from the consumer's event stream and reads only then (or after
   // a fallback interval, should an event be lost).
   const producer = createProducer({
-    queueUrls: { normal: resources.queueUrls.normal, high: resources.queueUrls.high },
+    queueUrls: {
+      normal: resources.queueUrls.normal,
+      high: resources.queueUrls.high,
+      reports: resources.reportQueueUrls.reports,
+    },
     table: resources.tables.results,
     clients,
     events: consumer.events,
@@ -646,6 +705,7 @@ function assembleStack(
     endpoints: { ...endpoints, solver: solver.url, external: plan.endpoint !== undefined },
     resources,
     pollers,
+    reports,
     pool,
     simulator: solver.simulator,
     metrics: consumer.metrics,
@@ -672,6 +732,7 @@ function assembleStack(
         pollers.normal.stop({ graceMs }),
         overflow?.poller.stop({ graceMs }),
         overflow?.highPoller.stop({ graceMs }),
+        reports.stop({ graceMs }),
       ]);
       await cleanups.run();
     },

@@ -19,6 +19,8 @@ export interface LocalStackInfo {
   /** The local runtime's HTTP control/status endpoint, when it serves one. */
   controlUrl: string | undefined;
   queueUrls: { normal: string; high: string; dlq: string };
+  /** The reports queue (`captcha-fleet report --local` sends there). Absent in files of older stacks. */
+  reportsQueueUrl?: string;
   tables: { results: string; governor: string };
 }
 

@@ -84,14 +84,26 @@ interface LabRun {
   idleThreadSecondsPerTask: number;
 }
 
+/** `npm run bench -- --json` (seed 1, every shipped trace and policy): its traces' runs and its target checks. */
+export interface LabFigures {
+  traces: { name: string; runs: (LabRun & { arrivals: number })[] }[];
+  targets: { trace: string; target: string; pass: boolean }[];
+}
+
+let lab1: Promise<LabFigures> | undefined;
+
+/** The lab's figures, run once per process (the table and the checks of the prose read the same run). */
+export function labJson(): Promise<LabFigures> {
+  lab1 ??= promisify(execFile)(process.execPath, ['--import', 'tsx', 'lab/cli.ts', '--json', '--no-report'], {
+    cwd: ROOT,
+    maxBuffer: 256 * 1024 * 1024,
+  }).then(({ stdout }) => JSON.parse(stdout) as LabFigures);
+  return lab1;
+}
+
 /** The README's lab table, from `npm run bench -- --json` (seed 1, every shipped trace). */
 async function labTable(): Promise<string> {
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    ['--import', 'tsx', 'lab/cli.ts', '--json', '--no-report'],
-    { cwd: ROOT, maxBuffer: 256 * 1024 * 1024 },
-  );
-  const { traces } = JSON.parse(stdout) as { traces: { name: string; runs: LabRun[] }[] };
+  const { traces } = await labJson();
   // As the lab's own table writes seconds: whole from 100 up, one decimal below.
   const num = (value: number | null) => (value === null ? '–' : value >= 100 ? value.toFixed(0) : value.toFixed(1));
   const lines = [
@@ -182,6 +194,15 @@ export const STATUS_EXAMPLE: FleetStatus = {
   balance: 9.943,
   overflow: undefined,
   solvesByProvider: { primary: undefined, overflow: undefined },
+  // The demo's default: res.php with no prices configured, so no solve has a known cost.
+  spend: {
+    windowMinutes: 60,
+    totalUsd: undefined,
+    byProvider: {},
+    byMethod: {},
+    unpriced: 57,
+    source: 'results-table',
+  },
   recent: { windowMinutes: 5, solved: 57, failed: 0, rejected: 2, p95SolveMs: 688, source: 'results-table' },
 };
 

@@ -1,10 +1,10 @@
 /** `captcha-fleet status [--json] [--watch [S]]`: how the fleet stands, at a glance. */
 import type { Command } from 'commander';
-import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { CloudWatchClient, GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
-import { SERVICES } from '../../functions/core/metric-names.js';
-import { readFleetStatus, type FleetStatus, type RecentMetrics } from '../../clients/fleet-status.js';
+import { METRICS, SERVICES } from '../../functions/core/metric-names.js';
+import { readFleetStatus, type FleetStatus, type RecentMetrics, type SpendStatus } from '../../clients/fleet-status.js';
 import { resolveTarget, withTargetOptions, type FleetTarget, type TargetOptions } from './target.js';
 
 interface StatusOptions extends TargetOptions {
@@ -95,6 +95,56 @@ async function cloudWatchRecent(target: FleetTarget, windowMinutes: number, over
   };
 }
 
+/**
+ * The last hour's spend from the consumers' `SpendUsd` metric: one sum per provider (service
+ * dimension) and one per method and provider (SEARCH over the `service, Method` dimension set).
+ */
+async function cloudWatchSpend(
+  target: FleetTarget,
+  windowMinutes: number,
+): Promise<Omit<SpendStatus, 'source' | 'windowMinutes'>> {
+  const cloudwatch = new CloudWatchClient(baseClientConfig(undefined, target.clients.region));
+  const namespace = target.settings.metricsNamespace;
+  const period = windowMinutes * 60;
+  const end = new Date();
+  const perProvider = (id: string, service: string) => ({
+    Id: id,
+    MetricStat: {
+      Metric: { Namespace: namespace, MetricName: METRICS.spendUsd, Dimensions: [{ Name: 'service', Value: service }] },
+      Period: period,
+      Stat: 'Sum',
+    },
+  });
+  const out = await cloudwatch.send(
+    new GetMetricDataCommand({
+      StartTime: new Date(end.getTime() - period * 1000),
+      EndTime: end,
+      MetricDataQueries: [
+        perProvider('primary', SERVICES.consumer),
+        perProvider('overflow', SERVICES.overflowConsumer),
+        {
+          Id: 'methods',
+          Expression: `SEARCH('{"${namespace}",service,Method} MetricName="${METRICS.spendUsd}"', 'Sum', ${period})`,
+        },
+      ],
+    }),
+  );
+  const sum = (values: number[] | undefined) => (values ?? []).reduce((a, b) => a + b, 0);
+  const results = out.MetricDataResults ?? [];
+  const byProvider: SpendStatus['byProvider'] = {};
+  for (const provider of ['primary', 'overflow'] as const) {
+    const found = results.find((r) => r.Id === provider);
+    if (found?.Values && found.Values.length > 0) byProvider[provider] = sum(found.Values);
+  }
+  const byMethod: Record<string, number> = {};
+  for (const r of results.filter((r) => r.Id !== 'primary' && r.Id !== 'overflow')) {
+    // A SEARCH series' label is its dimension values: "<service> <Method>".
+    const method = (r.Label ?? '').split(' ').pop() ?? 'unknown';
+    byMethod[method] = (byMethod[method] ?? 0) + sum(r.Values);
+  }
+  return { totalUsd: (byProvider.primary ?? 0) + (byProvider.overflow ?? 0), byProvider, byMethod };
+}
+
 function sourcesFor(target: FleetTarget) {
   return {
     sqs: target.clients.sqs,
@@ -105,6 +155,7 @@ function sourcesFor(target: FleetTarget) {
       ? {
           recentMetrics: (windowMinutes: number, overflow: boolean) =>
             cloudWatchRecent(target, windowMinutes, overflow),
+          recentSpend: (windowMinutes: number) => cloudWatchSpend(target, windowMinutes),
         }
       : {}),
   };
@@ -158,11 +209,30 @@ export function renderStatus(status: FleetStatus, fleet: string, flags = ''): st
   }
   lines.push(`balance:  ${status.balance === undefined ? '— (not read yet)' : `$${status.balance.toFixed(2)}`}`);
   lines.push(...renderOverflow(status));
+  lines.push(renderSpend(status.spend));
   const r = status.recent;
   lines.push(
     `last ${r.windowMinutes} min: solved ${show(r.solved)}${'overflowSolved' in r ? ` (overflow ${show(r.overflowSolved)})` : ''} · failed ${show(r.failed)}${r.rejected !== undefined ? ` · rejected ${r.rejected}` : ''} · p95 solve ${r.p95SolveMs === undefined ? '—' : `${(r.p95SolveMs / 1000).toFixed(1)} s`}  (${r.source})`,
   );
   return lines.join('\n');
+}
+
+/** The last hour's spend: the total, per provider, per method (dearest first). */
+export function renderSpend(spend: SpendStatus): string {
+  const money = (value: number) => `$${value.toFixed(4)}`;
+  if (spend.totalUsd === undefined)
+    return spend.unpriced
+      ? `spend:    — no price known for the ${spend.unpriced} solve(s) of the last ${spend.windowMinutes} min (configure solverPricesUsd)  (${spend.source})`
+      : `spend:    — (last ${spend.windowMinutes} min not read)  (${spend.source})`;
+  const providers = Object.entries(spend.byProvider)
+    .map(([provider, value]) => `${provider === 'primary' ? 'plan' : provider} ${money(value)}`)
+    .join(' · ');
+  const methods = Object.entries(spend.byMethod)
+    .sort(([, a], [, b]) => b - a)
+    .map(([method, value]) => `${method} ${money(value)}`)
+    .join(', ');
+  const unpriced = spend.unpriced ? ` · ${spend.unpriced} solve(s) without a known price` : '';
+  return `spend:    ${money(spend.totalUsd)} in the last ${spend.windowMinutes} min${providers ? ` (${providers})` : ''}${methods ? ` — ${methods}` : ''}${unpriced}  (${spend.source})`;
 }
 
 const usd = (value: number | undefined, digits = 2) => (value === undefined ? '—' : `$${value.toFixed(digits)}`);

@@ -21,6 +21,8 @@ export interface FleetTarget {
   clients: AwsClients;
   settings: FleetSettings;
   queueUrls: { normal: string; high: string | undefined; dlq: string };
+  /** The reports queue, when the fleet has one (`captcha-fleet report`). */
+  reportsQueueUrl: string | undefined;
   queueArns: { dlq: string | undefined };
   tables: { results: string; governor: string };
   local: LocalStackInfo | undefined;
@@ -56,6 +58,7 @@ export async function resolveTarget(options: TargetOptions): Promise<FleetTarget
       clients,
       settings: resolveSettings({ prefix: local.prefix }),
       queueUrls: local.queueUrls,
+      reportsQueueUrl: local.reportsQueueUrl,
       queueArns: { dlq: undefined },
       tables: local.tables,
       local,
@@ -83,6 +86,7 @@ export async function resolveTarget(options: TargetOptions): Promise<FleetTarget
   const normal = (await url(settings.queueNames.normal, true)) as string;
   const dlq = (await url(settings.queueNames.dlq, true)) as string;
   const high = await url(settings.queueNames.high, false);
+  const reports = await url(settings.queueNames.reports, false);
   const dlqArn = (
     await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq, AttributeNames: ['QueueArn'] }))
   ).Attributes?.QueueArn;
@@ -91,6 +95,7 @@ export async function resolveTarget(options: TargetOptions): Promise<FleetTarget
     clients,
     settings,
     queueUrls: { normal, high, dlq },
+    reportsQueueUrl: reports,
     queueArns: { dlq: dlqArn },
     tables: settings.tableNames,
     local: undefined,

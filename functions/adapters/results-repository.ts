@@ -125,6 +125,8 @@ const CLAIM_FIELDS = new Set([
   'completedBy',
   'announcedAt',
   'orphanWaitAt',
+  // The reporter's: a terminal write never touches a producer's report.
+  'report',
 ]);
 
 /** Claim conflicts re-read and retried at most this often (a lease expiring between write and read). */

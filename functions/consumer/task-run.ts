@@ -34,6 +34,7 @@ import { announce, announcementPending } from './announce.js';
 import type { RecordContext } from './context.js';
 import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.js';
 import { retryWrite, SolverIdKeeper } from './durable-writes.js';
+import { countSpend } from './spend.js';
 import { type AckReason, type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
 import { ThreadTracking } from './thread-tracking.js';
 
@@ -450,6 +451,7 @@ export class TaskRun {
       completedAt,
       solveMs,
       ...(tokenExpiresAt !== undefined ? { tokenExpiresAt } : {}),
+      ...(solved.costUsd !== undefined ? { costUsd: solved.costUsd, costSource: solved.costSource } : {}),
     };
     let written: boolean;
     try {
@@ -472,6 +474,7 @@ export class TaskRun {
     }
     if (!written) return this.afterLostClaim();
     m.addMetric(METRICS.solved, MetricUnit.Count, 1);
+    countSpend(m, method, solved.costUsd);
     if (tokenExpiresAt !== undefined && completedAt >= tokenExpiresAt) {
       // Recorded as solved (the solver was paid and the answer is the truth of what happened),
       // but a producer must not use it: `get`/`wait` report it stale, and operators see the count.

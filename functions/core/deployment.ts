@@ -40,6 +40,9 @@ export const STACK_OUTPUTS = {
   normalQueueUrl: 'TasksQueueUrl',
   highQueueUrl: 'HighPriorityQueueUrl',
   dlqUrl: 'DeadLetterQueueUrl',
+  /** Producers' bad / good reports on answers. */
+  reportsQueueUrl: 'ReportsQueueUrl',
+  reporterFunctionName: 'ReporterFunctionName',
   resultsTable: 'ResultsTableName',
   governorTable: 'GovernorTableName',
   dashboardUrl: 'DashboardUrl',

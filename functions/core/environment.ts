@@ -12,6 +12,9 @@ export const ENV = {
   normalQueueUrl: 'TASKS_QUEUE_URL',
   highQueueUrl: 'HIGH_QUEUE_URL',
   dlqUrl: 'DLQ_URL',
+  /** The reports queue (producers' bad / good reports) and its dead-letter queue. */
+  reportsQueueUrl: 'REPORTS_QUEUE_URL',
+  reportsDlqUrl: 'REPORTS_DLQ_URL',
   resultsTable: 'RESULTS_TABLE',
   governorTable: 'GOVERNOR_TABLE',
   /** AWS: the Secrets Manager secret holding the key. */
@@ -57,6 +60,8 @@ const EnvSchema = z
     [ENV.normalQueueUrl]: z.string().min(1),
     [ENV.highQueueUrl]: z.string().min(1).optional(),
     [ENV.dlqUrl]: z.string().min(1),
+    [ENV.reportsQueueUrl]: z.string().min(1).optional(),
+    [ENV.reportsDlqUrl]: z.string().min(1).optional(),
     [ENV.resultsTable]: z.string().min(1),
     [ENV.governorTable]: z.string().min(1).optional(),
     [ENV.solverKeySecretArn]: z.string().min(1).optional(),
@@ -112,6 +117,8 @@ export type SolverKeySource = { secretArn: string } | { key: string };
 export interface FleetEnvironment {
   settings: FleetSettings;
   queueUrls: { normal: string; high: string | undefined; dlq: string };
+  /** The reports queue and its DLQ (the report function's environment, and producers'). */
+  reportQueueUrls?: { reports: string; dlq: string } | undefined;
   tables: { results: string; governor: string | undefined };
   /**
    * The plan's (primary provider's) key. Absent only in the overflow consumer's environment
@@ -158,6 +165,7 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
   return {
     settings,
     queueUrls: { normal: e[ENV.normalQueueUrl], high: e[ENV.highQueueUrl], dlq: e[ENV.dlqUrl] },
+    ...reportQueueUrlsOf(e[ENV.reportsQueueUrl], e[ENV.reportsDlqUrl]),
     tables: { results: e[ENV.resultsTable], governor: e[ENV.governorTable] },
     ...(solverKeySource !== undefined ? { solverKeySource } : {}),
     consumerFunctionName: e[ENV.consumerFunctionName],
@@ -170,6 +178,10 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
     overflowHighMappingId: e[ENV.overflowHighMappingId],
     overflowFunctionName: e[ENV.overflowFunctionName],
   };
+}
+
+function reportQueueUrlsOf(reports: string | undefined, dlq: string | undefined) {
+  return reports !== undefined && dlq !== undefined ? { reportQueueUrls: { reports, dlq } } : {};
 }
 
 /** A secret (AWS) wins over a key in the environment (local). */

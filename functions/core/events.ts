@@ -37,6 +37,12 @@ export interface CompletionEvent {
   endToEndMs: number | undefined;
   /** When a token answer stops being usable, epoch ms. */
   tokenExpiresAt: number | undefined;
+  /**
+   * What the solve cost, USD (the provider's figure or the configured price: `costSource`); absent
+   * when unknown and on failed and rejected tasks. Added within version 1.
+   */
+  costUsd: number | undefined;
+  costSource: 'provider' | 'configured' | undefined;
   /** Present only when the fleet is configured to publish answers. */
   answer?: string;
 }
@@ -64,6 +70,8 @@ export function toCompletionEvent(result: TaskResult, options: { includeAnswer: 
     solveMs: result.solveMs,
     endToEndMs,
     tokenExpiresAt: result.tokenExpiresAt,
+    costUsd: result.costUsd,
+    costSource: result.costSource,
     ...(options.includeAnswer && result.answer !== undefined ? { answer: result.answer } : {}),
   };
 }

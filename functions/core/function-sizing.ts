@@ -21,4 +21,6 @@ export const FUNCTION_SIZING = {
   consumer: { memoryMb: 256, architecture: FLEET_FUNCTION_ARCHITECTURE },
   overflowConsumer: { memoryMb: 256, architecture: FLEET_FUNCTION_ARCHITECTURE },
   governor: { memoryMb: 256, architecture: FLEET_FUNCTION_ARCHITECTURE },
+  /** The report function: one provider call per report, a few a day; the cost model does not bill it yet. */
+  reporter: { memoryMb: 256, architecture: FLEET_FUNCTION_ARCHITECTURE },
 } as const satisfies Record<string, FunctionSizing>;

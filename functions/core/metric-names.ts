@@ -38,6 +38,24 @@ export const METRICS = {
   /** The consumer's own calls to SQS (visibility, dead letters, deletes, copies), and those that failed. */
   sqsRequests: 'SqsRequests',
   sqsErrors: 'SqsErrors',
+  /** What solves cost, USD (learned from the provider or configured), by `service` and by `service` + `Method`. */
+  spendUsd: 'SpendUsd',
+} as const;
+
+/** Metrics the report function publishes (service `reporter`). */
+export const REPORT_METRICS = {
+  /** Bad reports the provider accepted: refunds asked for. */
+  refunds: 'Refunds',
+  /** The cost of the solves those refunds are for, USD (when known). */
+  refundsUsd: 'RefundsUsd',
+  /** Good reports the provider accepted. */
+  goodReports: 'GoodReports',
+  /** Dimension `Reason` (a ReportRefusal). */
+  reportsRefused: 'ReportsRefused',
+  /** A report already settled, sent again: answered from the record, the provider not called. */
+  reportsRepeated: 'ReportsRepeated',
+  /** Report calls that failed for a passing reason (transient, account): the message is retried. */
+  reportErrors: 'ReportErrors',
 } as const;
 
 export type MetricName = (typeof METRICS)[keyof typeof METRICS];
@@ -77,4 +95,9 @@ export const GOVERNOR_METRICS = {
 } as const;
 
 /** Service dimension values (Powertools `serviceName`). */
-export const SERVICES = { consumer: 'consumer', overflowConsumer: 'consumer-overflow', governor: 'governor' } as const;
+export const SERVICES = {
+  consumer: 'consumer',
+  overflowConsumer: 'consumer-overflow',
+  governor: 'governor',
+  reporter: 'reporter',
+} as const;

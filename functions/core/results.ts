@@ -68,6 +68,67 @@ export interface TaskResult {
   fingerprint?: string;
   /** When a token answer stops being usable, epoch ms. */
   tokenExpiresAt?: number;
+  /**
+   * What the solve cost, USD: the provider's own figure (the JSON task API's `cost`) or the
+   * operator's configured price of the method (`costSource`). Absent when neither is known, and
+   * on failed and rejected records.
+   */
+  costUsd?: number;
+  costSource?: 'provider' | 'configured';
+  /** A producer's report on the answer (bad: a refund asked; good), once one came. See core/report.ts. */
+  report?: TaskReport;
   /** DynamoDB TTL attribute, epoch seconds. */
   expiresAt: number;
+}
+
+/** A producer's verdict on an answer (core/report.ts has the message and the decision). */
+export const VERDICTS = ['bad', 'good'] as const;
+export type Verdict = (typeof VERDICTS)[number];
+
+/**
+ * Why a report was refused, as the record keeps it and the caller reads it:
+ * - `NOT_FOUND`: no record of the task (never sent, or past the results TTL);
+ * - `NOT_SOLVED`: the task is still solving, or ended failed or rejected: there is no answer to report;
+ * - `NO_SOLVER_ID`: the record names no solver id (written before ids were kept);
+ * - `PROVIDER_REFUSED`: the provider no longer takes a report on it (`code`: ERROR_WRONG_CAPTCHA_ID,
+ *   ERROR_NO_SUCH_CAPCHA_ID, ERROR_TASKID_INVALID, REPORT_NOT_RECORDED…: unknown, expired, past its window);
+ * - `NOT_SUPPORTED`: the provider has no report method for this task (CapMonster; Anti-Captcha's good
+ *   reports on anything but reCAPTCHA);
+ * - `PROVIDER_UNAVAILABLE`: the provider that solved it is no longer configured in this fleet;
+ * - `ALREADY_REPORTED`: the task was reported with the other verdict; the first report stands.
+ */
+export const REPORT_REFUSALS = [
+  'NOT_FOUND',
+  'NOT_SOLVED',
+  'NO_SOLVER_ID',
+  'PROVIDER_REFUSED',
+  'NOT_SUPPORTED',
+  'PROVIDER_UNAVAILABLE',
+  'ALREADY_REPORTED',
+] as const;
+export type ReportRefusal = (typeof REPORT_REFUSALS)[number];
+
+/** A report as the result record keeps it (`report`). */
+export interface TaskReport {
+  verdict: Verdict;
+  /** `pending` while a delivery calls the provider; `accepted` or `refused` once settled. */
+  state: 'pending' | 'accepted' | 'refused';
+  /** Why it was refused. */
+  reason?: ReportRefusal;
+  /** The provider's code behind a refusal (ERROR_…), when it gave one. */
+  code?: string;
+  /** What happened, for people. */
+  message?: string;
+  /** When the report was taken up, epoch ms. */
+  requestedAt: number;
+  /** When it settled, epoch ms. */
+  reportedAt?: number;
+  /** The provider called (the one that solved the task) and the id it was called with. */
+  provider?: SolverProvider;
+  solverId?: string;
+  /** A bad report accepted: the solve's cost the provider is asked to refund, USD, when known. */
+  refundUsd?: number;
+  /** The delivery that holds a pending report (SQS message id), and until when. Absent once settled. */
+  token?: string;
+  leaseUntil?: number;
 }

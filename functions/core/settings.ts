@@ -175,7 +175,8 @@ export interface FleetSettings extends Omit<ParsedFleetConfig, 'overflow'> {
   visibilityTimeoutSeconds: number;
   /** How long a claim protects a task from other deliveries. */
   leaseSeconds: number;
-  queueNames: { normal: string; high: string; dlq: string };
+  /** The task lanes and their DLQ; the reports queue (producers' bad / good reports) and its own DLQ. */
+  queueNames: { normal: string; high: string; dlq: string; reports: string; reportsDlq: string };
   tableNames: { results: string; governor: string };
   /**
    * CloudWatch namespace of every metric the fleet emits and reads (`CaptchaFleet/<prefix>`): the
@@ -339,6 +340,8 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
       normal: `${config.prefix}-tasks`,
       high: `${config.prefix}-tasks-high`,
       dlq: `${config.prefix}-tasks-dlq`,
+      reports: `${config.prefix}-reports`,
+      reportsDlq: `${config.prefix}-reports-dlq`,
     },
     tableNames: { results: `${config.prefix}-results`, governor: `${config.prefix}-governor` },
     metricsNamespace: fleetMetricsNamespace(config.prefix),

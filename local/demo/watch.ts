@@ -6,6 +6,7 @@ import type { TaskResult } from '../../functions/core/results.js';
 import { percentile } from '../../functions/core/helpers/stats.js';
 import { sleep } from '../../functions/core/helpers/time.js';
 import type { LocalStack } from '../runtime.js';
+import { accountDlq, inspectDlq } from './dlq.js';
 import { currentCeiling, overflowInFlight, runningInvocations } from './lanes.js';
 import { EMPTY_DEPTHS, type QueueCount, type QueueDepths, queueDepths } from './queues.js';
 import { count, endToEnd, refreshResults } from './records.js';
@@ -134,6 +135,7 @@ async function watchUntilDone(
   let lastProgress = 0;
   const pausedIdle = pausedIdleClock(stack);
   let depth: QueueDepths = EMPTY_DEPTHS;
+  let lastDlqCheck = 0;
   for (;;) {
     // A watch read that fails (an external endpoint's bad moment) keeps the last view: the run
     // goes on and the summary is still printed.
@@ -151,6 +153,21 @@ async function watchUntilDone(
     const quiet = sendingDone && !depth.unread && depth.total === 0 && progress.invocations === 0;
     const waitingFor = pending.size - run.unsent.size;
     if (sendingDone && (waitingFor <= 0 || (quiet && waitingFor <= depth.dlq))) break;
+    // Delayed messages alone (a copy of a finished task's message, sent with a delay as insurance
+    // while a write lagged) do not hold the run: done once every task without a record is in the
+    // DLQ by id. Checked at most once a second, only when nothing else is left in the lanes.
+    if (
+      sendingDone &&
+      waitingFor <= depth.dlq &&
+      onlyDelayed(depth) &&
+      progress.invocations === 0 &&
+      Date.now() - lastDlqCheck >= 1_000
+    ) {
+      lastDlqCheck = Date.now();
+      const letters = await inspectDlq(stack).catch(() => undefined);
+      const inDlq = letters && accountDlq(letters, items, run.messageIds).ids;
+      if (inDlq && [...pending].every((id) => run.unsent.has(id) || inDlq.has(id))) break;
+    }
     if (sendingDone && pausedIdle(options.stopWhenPausedMs)) {
       run.endedBy = 'paused';
       break;
@@ -224,4 +241,9 @@ function laneProgress(stack: LocalStack, lane: 'normal' | 'high', depth: QueueCo
     waiting: depth.delayed,
     ceiling: poller.enabled ? poller.maxConcurrency : 0,
   };
+}
+
+/** The lanes hold nothing visible and nothing in flight: only messages sent with a delay, if any. */
+function onlyDelayed(depth: QueueDepths): boolean {
+  return !depth.unread && [depth.normal, depth.high].every((lane) => lane.visible === 0 && lane.notVisible === 0);
 }

@@ -163,3 +163,14 @@ describe("the SDK's Node.js-version notice", () => {
     expect(result.stderr).toContain('NodeVersionSupportWarning');
   });
 });
+
+describe('report with a wrong verdict or task id', () => {
+  it('is a usage error: exit 2, naming what it takes, before any fleet is reached', async () => {
+    const verdict = await cli(['report', 'order-42', 'wrong']);
+    expect(verdict.code).toBe(2);
+    expect(verdict.stderr).toContain('the verdict is bad or good (got "wrong")');
+    const id = await cli(['report', 'not an id', 'bad']);
+    expect(id.code).toBe(2);
+    expect(id.stderr).toContain('is not a task id');
+  });
+});

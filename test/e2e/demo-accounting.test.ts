@@ -2,6 +2,7 @@
  * The demo's accounting on the embedded emulators: a record read back without a status is
  * reported as "unknown", never counted as a result, and the rows still partition the tasks sent.
  */
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { buildWorkload, runDemo } from '../../local/demo.js';
@@ -74,4 +75,34 @@ describe('the demo’s DLQ accounting', () => {
       await stack.stop({ graceMs: 0 });
     }
   });
+});
+
+describe('the end of a demo run', () => {
+  it('is not held by a delayed copy of a finished task: done once every task without a record is in the DLQ by id', async () => {
+    // Prepare: a workload with a malformed message that has no id (it never gets a record), and a
+    // copy of one task's message sent with a 60 s delay, as a lagging write's insurance copy is.
+    const stack = await startLocalStack({ concurrency: 4, solver: { medianMs: 20 } });
+    try {
+      const items = buildWorkload({ tasks: 6, malformed: 3, seed: 4, runId: 'delayed-copy' });
+      const valid = items.find((item) => item.malformed === undefined);
+      await stack.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: stack.resources.queueUrls.normal,
+          MessageBody: valid?.body ?? '',
+          DelaySeconds: 60,
+        }),
+      );
+      const started = Date.now();
+
+      // Act
+      const summary = await runDemo(stack, items, { rate: 0, maxDurationMs: 45_000 });
+
+      // Assess: complete long before the copy shows, every task in one row.
+      expect(summary).toMatchObject({ submitted: 6, lost: 0, unknown: 0, complete: true, endedBy: 'complete' });
+      expect(summary.inDlq).toBeGreaterThan(0);
+      expect(Date.now() - started).toBeLessThan(40_000);
+    } finally {
+      await stack.stop({ graceMs: 0 });
+    }
+  }, 90_000);
 });

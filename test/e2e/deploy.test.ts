@@ -36,6 +36,11 @@ const REGION = 'us-east-1';
 const STACK = 'DeployE2E';
 const PREFIX = 'deploy-e2e';
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
+/**
+ * The tasks the deployed bundle solves: an image, whose first result request the protocol makes
+ * after 5 s (a token's after 15 s), so the end-to-end steps wait seconds, not a quarter minute.
+ */
+const IMAGE_TASK = { method: 'base64', params: { body: Buffer.alloc(300, 7).toString('base64') } } as const;
 
 describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against what was deployed', () => {
   let moto: MotoServer | undefined;
@@ -153,11 +158,7 @@ describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against w
     // Prepare
     const url = async (name: string) =>
       (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl as string;
-    const task = {
-      id: 'redriven-1',
-      method: 'turnstile',
-      params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://example.com/' },
-    };
+    const task = { id: 'redriven-1', ...IMAGE_TASK };
     await sqs.send(
       new SendMessageCommand({ QueueUrl: await url(`${PREFIX}-tasks-dlq`), MessageBody: JSON.stringify(task) }),
     );
@@ -227,12 +228,7 @@ describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against w
       // The governor parked the high lane: its poller follows the mapping
       expect(runtime.pollers[`${PREFIX}-tasks`]?.maxConcurrency).toBe(50);
       expect(runtime.pollers[`${PREFIX}-tasks-high`]?.enabled).toBe(false);
-      const high = {
-        id: 'urgent-1',
-        method: 'turnstile',
-        priority: 'high',
-        params: { sitekey: '0x4AAAAAAAexample', pageurl: 'https://example.com/' },
-      };
+      const high = { id: 'urgent-1', priority: 'high', ...IMAGE_TASK };
       const highUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: `${PREFIX}-tasks-high` }))).QueueUrl;
       await sqs.send(new SendMessageCommand({ QueueUrl: highUrl, MessageBody: JSON.stringify(high) }));
 
@@ -255,6 +251,60 @@ describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against w
     } finally {
       await runtime.stop();
       consumer.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('the deployed report function refunds a wrong answer: captcha-fleet report → its mapping → the provider, once', async () => {
+    // Prepare: the report function's synthesized bundle with its deployed variables, under pollers
+    // that follow its deployed mapping on the reports queue
+    const outdir = assemblies[0] as string;
+    const template = JSON.parse(readFileSync(join(outdir, `${STACK}.template.json`), 'utf8'));
+    const fn = deployedFunction(template, outdir, `${PREFIX}-reporter`);
+    const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-reporter-'));
+    copyPackageClosure(externalPackages(readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8')), dir);
+    const deployed = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-reporter` }));
+    const reporter = new WarmFunction({
+      dir,
+      assetDir: fn.assetDir,
+      node: findLambdaNode().path,
+      timeoutMs: fn.timeoutSeconds * 1000,
+      env: {
+        ...deployed.Environment?.Variables,
+        PATH: process.env.PATH,
+        AWS_LAMBDA_FUNCTION_NAME: `${PREFIX}-reporter`,
+        AWS_REGION: REGION,
+        AWS_ENDPOINT_URL: env.AWS_ENDPOINT_URL,
+        AWS_ACCESS_KEY_ID: 'testing',
+        AWS_SECRET_ACCESS_KEY: 'testing',
+      },
+    });
+    const runtime = await startDeployedPollers({
+      lambda,
+      sqs,
+      region: REGION,
+      functionName: `${PREFIX}-reporter`,
+      invoke: (event) => reporter.invoke(event),
+      functionTimeoutMs: fn.timeoutSeconds * 1000,
+    });
+    const badBefore = simulator?.stats().reportBad ?? 0;
+    try {
+      expect(Object.keys(runtime.pollers)).toEqual([`${PREFIX}-reports`]);
+      // Act: the task the deployed consumer solved above, reported wrong from the CLI
+      const target = ['--endpoint', env.AWS_ENDPOINT_URL as string, '--prefix', PREFIX];
+      const first = await cli(['report', 'redriven-1', 'bad', ...target, '--json', '--timeout', '60']);
+      const again = await cli(['report', 'redriven-1', 'bad', ...target, '--json']);
+
+      // Assess
+      const report = JSON.parse(first.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+      expect(report).toMatchObject({ taskId: 'redriven-1', verdict: 'bad', state: 'accepted', provider: 'primary' });
+      expect(JSON.parse(again.stdout.trim().split('\n').pop() ?? '{}')).toEqual(report);
+      expect((simulator?.stats().reportBad ?? 0) - badBefore).toBe(1);
+    } catch (error) {
+      throw new Error(`${(error as Error).message}\n${reporter.output}`, { cause: error });
+    } finally {
+      await runtime.stop();
+      reporter.close();
       rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);

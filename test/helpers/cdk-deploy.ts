@@ -13,7 +13,8 @@
  * The cloud assembly is synthesized in-process (bundling on), patched, and deployed with
  * `--app <assembly directory>`, so the CLI deploys exactly the patched templates.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeRun, type Run, run } from './processes.js';
 import { ROOT, synthesizeFleet } from '../infra/synth-helpers.js';
@@ -96,14 +97,24 @@ export class MotoCdk {
     private readonly region: string,
   ) {}
 
-  private async cli(args: string[], timeoutMs = 300_000): Promise<Run> {
-    const result = await run(process.execPath, [CDK, ...args], ROOT, this.env, timeoutMs);
+  private async cli(args: string[], timeoutMs = 300_000, cwd = ROOT): Promise<Run> {
+    const result = await run(process.execPath, [CDK, ...args], cwd, this.env, timeoutMs);
     if (result.code !== 0) throw new Error(describeRun(`cdk ${args.join(' ')}`, result));
     return result;
   }
 
-  bootstrap(): Promise<Run> {
-    return this.cli(['bootstrap', `aws://${MOTO_ACCOUNT}/${this.region}`]);
+  /**
+   * `cdk bootstrap` of moto's account and region, from an empty directory: in the project's
+   * directory the CLI would first synthesize the app of cdk.json (about 20 s, longer under load)
+   * only to learn environments the command already names.
+   */
+  async bootstrap(): Promise<Run> {
+    const empty = mkdtempSync(join(tmpdir(), 'captcha-fleet-bootstrap-'));
+    try {
+      return await this.cli(['bootstrap', `aws://${MOTO_ACCOUNT}/${this.region}`], 300_000, empty);
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
   }
 
   deploy(assembly: string, stack: string): Promise<Run> {

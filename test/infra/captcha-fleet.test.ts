@@ -92,7 +92,9 @@ describe('CaptchaFleet in a stack of your own', () => {
 
     // Assess
     const template = Template.fromStack(stack);
-    template.resourceCountIs('AWS::SQS::Queue', 3);
+    // The two lanes and their DLQ, the reports queue and its DLQ.
+    template.resourceCountIs('AWS::SQS::Queue', 5);
+    template.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'shop-reports' });
     template.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'shop-tasks' });
     expect(
       Object.keys(template.findResources('AWS::DynamoDB::Table')).every((id) => id.startsWith('CaptchaTables')),
@@ -135,6 +137,8 @@ describe('CaptchaFleetStack', () => {
         'QueuesDeadLetterQueue82AA3FB7',
         'QueuesHighPriorityQueueDF7F2C44',
         'QueuesTasksQueueECA677E4',
+        'ReportsDeadLetterQueue411898AD',
+        'ReportsQueue58F354F3',
       ]);
       expect(ids('AWS::DynamoDB::Table')).toEqual(['TablesGovernorState1C36604F', 'TablesResultsD85FCDF1']);
       expect(ids('AWS::SecretsManager::Secret')).toEqual(['SolverKeySecret311132E2']);

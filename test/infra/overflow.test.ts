@@ -191,7 +191,8 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     );
     expect(primaryMappings).toHaveLength(2);
     for (const [, m] of primaryMappings) expect(m.Properties.Enabled).toBeUndefined();
-    expect(byType(s, 'AWS::Lambda::EventSourceMapping')).toHaveLength(4);
+    // With the report function's own, on the reports queue.
+    expect(byType(s, 'AWS::Lambda::EventSourceMapping')).toHaveLength(5);
   });
 
   it('grants its role exactly: its logs, the normal and high queues, DLQ send, result records, its own ledger item, its key, completion events', () => {
@@ -518,8 +519,9 @@ describe('stack with an overflow key imported by name, a prefix, and no reservat
     const reads = byType(s, 'AWS::IAM::Policy')
       .flatMap(([, p]) => p.Properties.PolicyDocument.Statement as Statement[])
       .filter((st) => JSON.stringify(st.Resource).includes(':secret:team/overflow-key-??????'));
-    // The overflow consumer, the governor, and the primary consumer (to resume what the lane paid for).
-    expect(reads).toHaveLength(3);
+    // The overflow consumer, the governor, the primary consumer (to resume what the lane paid for),
+    // and the report function (to report what the lane solved).
+    expect(reads).toHaveLength(4);
     for (const st of reads)
       expect(st.Action).toEqual(['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret']);
   });
@@ -592,12 +594,28 @@ describe('stack without an overflow provider', () => {
         ([, p]) => p.Properties.Roles[0].Ref === roleOf(resources(off)[governorId] as Resource),
       ),
     )[0];
+    // The report function: the configuration, the overflow key's ARN and its read (a task the lane solved is reported there).
+    const [reporterId] = functionNamed(off, `${settings.prefix}-reporter`);
+    const reporterPolicyId = only(
+      byType(off, 'AWS::IAM::Policy').filter(
+        ([, p]) => p.Properties.Roles[0].Ref === roleOf(resources(off)[reporterId] as Resource),
+      ),
+    )[0];
     const [dashboardId] = only(byType(off, 'AWS::CloudWatch::Dashboard'));
     const busPolicyId = idOfType(off, 'AWS::Events::EventBusPolicy', (r) =>
       JSON.stringify(r.Properties.Statement).includes('aws:PrincipalArn'),
     );
     expect(changed.sort()).toEqual(
-      [primaryId, primaryPolicyId, governorId, governorPolicyId, dashboardId, busPolicyId].sort(),
+      [
+        primaryId,
+        primaryPolicyId,
+        governorId,
+        governorPolicyId,
+        reporterId,
+        reporterPolicyId,
+        dashboardId,
+        busPolicyId,
+      ].sort(),
     );
     const withoutEnv = (r: Resource | undefined) => ({ ...r?.Properties, Environment: undefined });
     expect(withoutEnv(onResources[primaryId])).toEqual(withoutEnv(offResources[primaryId]));

@@ -29,6 +29,19 @@ import {
 } from './template-helpers.js';
 import { SQS_MESSAGE_LIMIT_BYTES, TASK_QUEUE_MESSAGE_LIMIT_BYTES } from '../../functions/core/task.js';
 
+/** The consumer's event source mappings (the report function has its own, on the reports queue). */
+function consumerMappings(s: Synthesized, prefix: string) {
+  const [consumerId] = functionNamed(s, `${prefix}-consumer`);
+  return byType(s, 'AWS::Lambda::EventSourceMapping').filter(([, m]) => m.Properties.FunctionName?.Ref === consumerId);
+}
+
+/** The task lanes and their DLQ (the reports queue and its DLQ are tested in reports.test.ts). */
+function taskQueues(s: Synthesized, names: { normal: string; high: string; dlq: string }) {
+  return byType(s, 'AWS::SQS::Queue').filter(([, q]) =>
+    [names.normal, names.high, names.dlq].includes(q.Properties.QueueName),
+  );
+}
+
 describe('default stack', () => {
   let s: Synthesized;
   const settings = resolveSettings({});
@@ -43,10 +56,10 @@ describe('default stack', () => {
   });
 
   it('feeds the consumer from both lanes with the batch size and partial batch responses', () => {
-    const mappings = byType(s, 'AWS::Lambda::EventSourceMapping');
+    const mappings = consumerMappings(s, settings.prefix);
     expect(mappings).toHaveLength(2);
     const [consumerId] = functionNamed(s, `${settings.prefix}-consumer`);
-    const queueIds = byType(s, 'AWS::SQS::Queue')
+    const queueIds = taskQueues(s, settings.queueNames)
       .filter(([, r]) => r.Properties.QueueName !== settings.queueNames.dlq)
       .map(([id]) => id);
     expect(mappings.map(([, m]) => m.Properties.EventSourceArn['Fn::GetAtt'][0]).sort()).toEqual(queueIds.sort());
@@ -58,7 +71,7 @@ describe('default stack', () => {
   });
 
   it('caps both mappings: each within 2..1000, together within the usable plan threads', () => {
-    const maxima = byType(s, 'AWS::Lambda::EventSourceMapping').map(
+    const maxima = consumerMappings(s, settings.prefix).map(
       ([, m]) => m.Properties.ScalingConfig?.MaximumConcurrency as number,
     );
     for (const max of maxima) {
@@ -71,7 +84,7 @@ describe('default stack', () => {
 
   it('reserves for the consumer at least the sum of its mappings’ maxima', () => {
     const [, consumer] = functionNamed(s, `${settings.prefix}-consumer`);
-    const sum = byType(s, 'AWS::Lambda::EventSourceMapping').reduce(
+    const sum = consumerMappings(s, settings.prefix).reduce(
       (total, [, m]) => total + (m.Properties.ScalingConfig.MaximumConcurrency as number),
       0,
     );
@@ -79,7 +92,7 @@ describe('default stack', () => {
   });
 
   it('sends both lanes to one DLQ after maxReceiveCount (≥ 5) receives, encrypted, TLS only, 14 days', () => {
-    const queues = byType(s, 'AWS::SQS::Queue');
+    const queues = taskQueues(s, settings.queueNames);
     expect(queues).toHaveLength(3);
     const [dlqId] = only(queues.filter(([, q]) => q.Properties.QueueName === settings.queueNames.dlq));
     for (const [, queue] of queues.filter(([id]) => id !== dlqId)) {
@@ -93,8 +106,9 @@ describe('default stack', () => {
       expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
       expect(queue.Properties.MessageRetentionPeriod).toBe(14 * 86_400);
     }
+    // The reports queue and its DLQ have theirs too (reports.test.ts).
     const policies = byType(s, 'AWS::SQS::QueuePolicy');
-    expect(policies).toHaveLength(3);
+    expect(policies).toHaveLength(5);
     for (const [, policy] of policies) {
       expect(policy.Properties.PolicyDocument.Statement).toContainEqual(
         expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
@@ -103,7 +117,7 @@ describe('default stack', () => {
   });
 
   it('takes SQS’s 1 MiB in the DLQ and keeps the lanes 4 KiB under it, for a dead letter’s reason attributes', () => {
-    const queues = byType(s, 'AWS::SQS::Queue');
+    const queues = taskQueues(s, settings.queueNames);
     for (const [, queue] of queues)
       expect(queue.Properties.MaximumMessageSize).toBe(
         queue.Properties.QueueName === settings.queueNames.dlq
@@ -117,7 +131,9 @@ describe('default stack', () => {
     const [, consumer] = functionNamed(s, `${settings.prefix}-consumer`);
     const timeout = consumer.Properties.Timeout as number;
     expect(timeout).toBe(settings.functionTimeoutSeconds);
-    const lanes = byType(s, 'AWS::SQS::Queue').filter(([, q]) => q.Properties.QueueName !== settings.queueNames.dlq);
+    const lanes = taskQueues(s, settings.queueNames).filter(
+      ([, q]) => q.Properties.QueueName !== settings.queueNames.dlq,
+    );
     for (const [, queue] of lanes) {
       expect(queue.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(timeout);
       expect(queue.Properties.VisibilityTimeout).toBe(6 * timeout);
@@ -138,7 +154,7 @@ describe('default stack', () => {
     const [, governor] = functionNamed(s, `${settings.prefix}-governor`);
     const env = governor.Properties.Environment.Variables;
     expect(env[ENV.consumerFunctionName]).toEqual({ Ref: consumerId });
-    const mappingIds = byType(s, 'AWS::Lambda::EventSourceMapping').map(([id]) => id);
+    const mappingIds = consumerMappings(s, settings.prefix).map(([id]) => id);
     const joined = JSON.stringify(env[ENV.mappingIds]);
     for (const id of mappingIds) expect(joined).toContain(`{"Ref":"${id}"}`);
     expect(joined).toMatch(/normal.*high/);
@@ -148,6 +164,7 @@ describe('default stack', () => {
     for (const [name, sizing] of [
       ['consumer', FUNCTION_SIZING.consumer],
       ['governor', FUNCTION_SIZING.governor],
+      ['reporter', FUNCTION_SIZING.reporter],
     ] as const) {
       const [, fn] = functionNamed(s, `${settings.prefix}-${name}`);
       expect(fn.Properties.MemorySize).toBe(sizing.memoryMb);
@@ -155,9 +172,9 @@ describe('default stack', () => {
     }
   });
 
-  it('runs both functions on Node.js 24 / arm64 with the fleet environment and no key in it', () => {
+  it('runs every function on Node.js 24 / arm64 with the fleet environment and no key in it', () => {
     const functions = byType(s, 'AWS::Lambda::Function');
-    expect(functions).toHaveLength(2);
+    expect(functions).toHaveLength(3);
     for (const [, fn] of functions) {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
@@ -176,7 +193,7 @@ describe('default stack', () => {
       }
       expect(env[ENV.solverKey]).toBeUndefined();
       expect(JSON.stringify(env)).not.toContain(SOLVER_KEY_PLACEHOLDER);
-      expect(['consumer', 'governor']).toContain(env.POWERTOOLS_SERVICE_NAME);
+      expect(['consumer', 'governor', 'reporter']).toContain(env.POWERTOOLS_SERVICE_NAME);
       expect(env.POWERTOOLS_METRICS_NAMESPACE).toBe(settings.metricsNamespace);
       expect(JSON.parse(env[ENV.config] as string)).toMatchObject({ planThreads: settings.planThreads });
     }
@@ -200,7 +217,7 @@ describe('default stack', () => {
     const [consumerId] = functionNamed(s, `${settings.prefix}-consumer`);
     const statements = statementsOf(s);
     const mapping = only(statements.filter((st) => asArray(st.Action).includes('lambda:UpdateEventSourceMapping')));
-    const mappingIds = byType(s, 'AWS::Lambda::EventSourceMapping').map(([id]) => id);
+    const mappingIds = consumerMappings(s, settings.prefix).map(([id]) => id);
     expect(asArray(mapping.Resource)).toHaveLength(2);
     for (const id of mappingIds) expect(JSON.stringify(mapping.Resource)).toContain(`{"Ref":"${id}"}`);
     const concurrency = only(statements.filter((st) => asArray(st.Action).includes('lambda:PutFunctionConcurrency')));
@@ -255,7 +272,7 @@ describe('default stack', () => {
     expect(statements.filter((st) => st.Effect === 'Allow')).toEqual([]);
   });
 
-  it('gives operators StartMessageMoveTask on the DLQ and SendMessage on the lanes only', () => {
+  it('gives operators StartMessageMoveTask on the DLQ and SendMessage on the lanes and the reports queue only', () => {
     const [dlqId] = only(
       byType(s, 'AWS::SQS::Queue').filter(([, q]) => q.Properties.QueueName === settings.queueNames.dlq),
     );
@@ -263,8 +280,9 @@ describe('default stack', () => {
     const statements = policy.Properties.PolicyDocument.Statement as Statement[];
     const redrive = only(statements.filter((st) => asArray(st.Action).includes('sqs:StartMessageMoveTask')));
     expect(redrive.Resource).toEqual({ 'Fn::GetAtt': [dlqId, 'Arn'] });
-    const send = only(statements.filter((st) => asArray(st.Action).includes('sqs:SendMessage')));
-    expect(JSON.stringify(send.Resource)).not.toContain(dlqId);
+    const sends = statements.filter((st) => asArray(st.Action).includes('sqs:SendMessage'));
+    expect(sends.map((st) => st.Sid).sort()).toEqual(['RedriveToLanes', 'ReportAnswers']);
+    for (const send of sends) expect(JSON.stringify(send.Resource)).not.toContain(dlqId);
   });
 
   it('keeps results on demand with TTL on expiresAt, point-in-time recovery, retained by default', () => {
@@ -397,13 +415,14 @@ describe('stack with an imported secret, an alarm e-mail, a named plan and a des
     expect(reportedViolations(s)).toEqual([]);
     expect(byType(s, 'AWS::SecretsManager::Secret')).toHaveLength(0);
     const secretReads = statementsOf(s).filter((st) => asArray(st.Action).includes('secretsmanager:GetSecretValue'));
-    expect(secretReads).toHaveLength(2);
+    // The consumer, the governor and the report function.
+    expect(secretReads).toHaveLength(3);
     for (const st of secretReads) expect(JSON.stringify(st.Resource)).toContain(':secret:team/captcha-key-??????');
   });
 
   it('sizes the ceilings from the plan name and the batch size', () => {
     const settings = resolveSettings({ planThreads: 15, tasksPerInvocation: 2 });
-    const mappings = byType(s, 'AWS::Lambda::EventSourceMapping');
+    const mappings = consumerMappings(s, settings.prefix);
     const sum = mappings.reduce((total, [, m]) => total + (m.Properties.ScalingConfig.MaximumConcurrency as number), 0);
     expect(sum * 2).toBeLessThanOrEqual(15);
     expect(sum).toBe(settings.maxConcurrency);

@@ -31,12 +31,12 @@ describe('npx cdk synth --quiet (offline)', () => {
     expect(existsSync(join(outdir, `${DEFAULT_STACK_NAME}.template.json`))).toBe(true);
   });
 
-  it('bundles both handlers as ESM with a require shim and source maps', () => {
+  it('bundles every handler (consumer, governor, reporter) as ESM with a require shim and source maps', () => {
     const assets = JSON.parse(readFileSync(join(outdir, `${DEFAULT_STACK_NAME}.assets.json`), 'utf8')) as {
       files: Record<string, { source: { path: string; packaging?: string } }>;
     };
     const bundles = Object.values(assets.files).filter((f) => f.source.packaging === 'zip');
-    expect(bundles).toHaveLength(2);
+    expect(bundles).toHaveLength(3);
     for (const bundle of bundles) {
       const code = readFileSync(join(outdir, bundle.source.path, 'index.mjs'), 'utf8');
       expect(code.startsWith("import { createRequire } from 'node:module';")).toBe(true);

@@ -8,7 +8,7 @@ import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../bin/program.js';
 import { findBlocks, renderBlocks } from '../../scripts/doc-blocks.js';
-import { nodeFloor } from '../../scripts/doc-generators.js';
+import { labJson, nodeFloor } from '../../scripts/doc-generators.js';
 import { markdownFiles, staleFiles } from '../../scripts/docs.js';
 import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
 import { ROOT } from '../infra/synth-helpers.js';
@@ -160,5 +160,172 @@ describe('measured blocks', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+});
+
+describe('commands the docs name', () => {
+  it('every `npm run X` is a script of package.json, every `npx captcha-fleet X` a command', () => {
+    const scripts = Object.keys(
+      (JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { scripts: Record<string, string> }).scripts,
+    );
+    const commands = buildProgram().commands.map((command) => command.name());
+    const unknown: string[] = [];
+    let named = 0;
+    for (const [file, text] of docs()) {
+      for (const [, script] of text.matchAll(/npm run ([a-z][a-z:-]*[a-z])/g)) {
+        named++;
+        if (!scripts.includes(script ?? '')) unknown.push(`${file}: npm run ${script}`);
+      }
+      for (const [, command] of text.matchAll(/npx captcha-fleet ([a-z][a-z-]*)/g)) {
+        named++;
+        if (!commands.includes(command ?? '')) unknown.push(`${file}: npx captcha-fleet ${command}`);
+      }
+    }
+    expect(unknown).toEqual([]);
+    expect(named).toBeGreaterThan(50);
+  });
+});
+
+describe('the demo summary the docs show', () => {
+  /** Every fenced block of the docs that shows a `start` summary, with its file. */
+  function summaryExamples(): { file: string; lines: string[] }[] {
+    const found: { file: string; lines: string[] }[] = [];
+    for (const [file, text] of docs())
+      for (const [, body = ''] of text.matchAll(/```[a-z]*\n([\s\S]*?)```/g))
+        if (/^Summary \(\d+(\.\d+)? s\)$/m.test(body)) found.push({ file, lines: body.split('\n') });
+    return found;
+  }
+
+  it('has the rows `start` prints, in its order, and the default workload’s lanes (seed 1)', async () => {
+    const { formatSummary } = await import('../../bin/commands/start/summary-format.js');
+    const { buildWorkload } = await import('../../local/demo.js');
+    const items = buildWorkload({ tasks: 200, malformed: 3, seed: 1, highShare: 0.1 });
+    const high = items.filter((item) => item.priority === 'high').length;
+    const examples = summaryExamples();
+    expect(examples.length).toBeGreaterThan(0);
+    for (const { file, lines } of examples) {
+      const at = lines.findIndex((line) => line.startsWith('Summary ('));
+      const rows = lines.slice(at + 1).filter((line) => line.startsWith('  '));
+      const labels = rows.map((line) => line.slice(2, 15).trim());
+      // The labels a governed run without overflow or faults prints, from the formatter itself.
+      const printed = formatSummary(summaryFixture(labels.includes('unknown')))
+        .split('\n')
+        .filter((line) => line.startsWith('  '))
+        .map((line) => line.slice(2, 15).trim());
+      expect(labels, file).toEqual(printed);
+      const lane = (name: string) => Number(/(\d+) sent/.exec(rows.find((r) => r.includes(`${name} lane`)) ?? '')?.[1]);
+      expect([lane('high'), lane('normal')], file).toEqual([high, items.length - high]);
+    }
+  });
+});
+
+/** A summary of a governed run without overflow or faults: which rows print, not what they say. */
+function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSummary {
+  const lane = {
+    submitted: 1,
+    solved: 1,
+    failed: 0,
+    rejected: 0,
+    p50Ms: 1,
+    p95Ms: 1,
+    startWaitP50Ms: 1,
+    startWaitP95Ms: 1,
+    ceiling: { start: 1, max: 1 },
+    invocations: 1,
+    peakInFlight: 1,
+  };
+  return {
+    submitted: 2,
+    solved: 2,
+    failed: 0,
+    rejected: 0,
+    inDlq: 0,
+    dlqWithRejectedRecord: 0,
+    unknown: unknown ? 1 : 0,
+    lanes: { high: lane, normal: lane },
+    stillQueued: 0,
+    lost: 0,
+    unsent: 0,
+    duplicateSolves: 0,
+    paidTwice: 0,
+    announced: 2,
+    solvedNotAnnounced: 0,
+    validInDlq: 0,
+    dlqDuplicates: 0,
+    p50Ms: 1,
+    p95Ms: 1,
+    solveP95Ms: 1,
+    durationMs: 1,
+    complete: true,
+    endedBy: 'complete',
+    failuresByCode: {},
+    dlqByReason: {},
+    foreignDlqMessages: 0,
+    solver: {
+      submissions: 2,
+      solved: 2,
+      peakThreads: 1,
+      planThreads: 1,
+      overCapRejections: 0,
+      transientErrors: 0,
+      balanceStart: 1,
+      balanceEnd: 1,
+    },
+    governor: {
+      decisions: 1,
+      reasons: {},
+      startCeiling: 1,
+      maxCeiling: 1,
+      pausedMs: 0,
+      failedTicks: 0,
+      lastReason: null,
+      pause: null,
+    },
+    consumer: {
+      invocations: 2,
+      invocationSeconds: 1,
+      peakConcurrency: 1,
+      ceiling: 1,
+      retriedItems: 0,
+      timeouts: 0,
+      crashes: 0,
+      idsLostInCrashes: 0,
+      errors: 0,
+    },
+  };
+}
+
+describe("the README's prose on the lab", () => {
+  it('states the figures `npm run bench` gives now (seed 1)', async () => {
+    const lab = await labJson();
+    const text = readFileSync(`${ROOT}/README.md`, 'utf8').replace(/\s+/g, ' ');
+    const run = (trace: string, policy: string) => {
+      const found = lab.traces.find((t) => t.name === trace)?.runs.find((r) => r.policy === policy);
+      if (found === undefined) throw new Error(`lab: no ${trace} / ${policy}`);
+      return found;
+    };
+    const p95 = (trace: string, policy = 'governor') => (run(trace, policy).latency.p95 ?? Number.NaN).toFixed(0);
+    const share = (trace: string, policy = 'governor') => (run(trace, policy).overCapShare * 100).toFixed(2);
+    const outage = run('solver-outage', 'lambda-fixed');
+    const claims: [RegExp, string][] = [
+      [
+        /Against the targets, (\d+ of \d+) checks hold/,
+        `${lab.targets.filter((c) => c.pass).length} of ${lab.targets.length}`,
+      ],
+      [/`solver-outage` (\d+) s, was/, p95('solver-outage')],
+      [/`neighbours-come-and-go` (\d+) s, was/, p95('neighbours-come-and-go')],
+      [/([\d.]+) % on `foreign-threads`/, share('foreign-threads')],
+      [/and ([\d.]+) % on `neighbours-come-and-go`/, share('neighbours-come-and-go')],
+      [/maximum sends (\d+ of \d+)/, `${outage.deadLettered} of ${outage.arrivals}`],
+      [
+        /on `solver-outage`\* \((\d+ s vs \d+ s)\)/,
+        `${p95('solver-outage')} s vs ${p95('solver-outage', 'lambda-fixed')} s`,
+      ],
+    ];
+    const wrong = claims.flatMap(([pattern, expected]) => {
+      const stated = pattern.exec(text)?.[1];
+      return stated === expected ? [] : [`${pattern}: README says ${stated ?? 'nothing'}, the lab gives ${expected}`];
+    });
+    expect(wrong).toEqual([]);
   });
 });

@@ -29,6 +29,8 @@ describe('fleet settings', () => {
       normal: 'shop-fleet-tasks',
       high: 'shop-fleet-tasks-high',
       dlq: 'shop-fleet-tasks-dlq',
+      reports: 'shop-fleet-reports',
+      reportsDlq: 'shop-fleet-reports-dlq',
     });
     expect(settings.tableNames.results).toBe('shop-fleet-results');
   });

@@ -25,6 +25,7 @@ export async function serveStack(
     solverUrl: stack.endpoints.solver,
     controlUrl: control.url,
     queueUrls: stack.resources.queueUrls,
+    reportsQueueUrl: stack.resources.reportQueueUrls.reports,
     tables: stack.resources.tables,
   });
   io.human.write(serveInstructions(stack, file));
