@@ -41,9 +41,9 @@ export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
     "Lambda's own SQS scaling with the mapping's maximum concurrency fixed at the plan's cap and no governor.",
   'static-pool': 'A pool of workers equal to the plan threads, always on.',
   'oracle-ramp':
-    "The fair floor: a clairvoyant Lambda whose mapping's maximum concurrency is exactly the free threads at every instant, disabled exactly in outages and under the pause level, under Lambda's own SQS ramp, overheads, retries and hand-backs (a floor some Lambda policy could reach on a surge faster than the ramp).",
+    "The fair floor: a clairvoyant Lambda whose mapping's maximum concurrency is exactly the free threads at every instant, disabled exactly in outages and once its solves in flight would take the balance under the pause level, under Lambda's own SQS ramp, overheads, retries and hand-backs (a floor some Lambda policy could reach on a surge faster than the ramp).",
   oracle:
-    'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops under the pause level and while the solver is down.',
+    'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops once its solves in flight would take the balance under the pause level, and while the solver is down.',
 };
 
 /** Builds a policy for a trace's settings. */

@@ -15,6 +15,7 @@ import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
+import { ROOM_WAIT_MAX_MS } from '../functions/core/thread-ledger.js';
 import { at, bumpU16, bumpU8, f64, u16, u8 } from './arrays.js';
 import { EventHeap } from './heap.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
@@ -64,6 +65,10 @@ const K_PROBE_DONE = 13;
 const K_LEFTOVER_EXPIRES = 14;
 /** An invocation waiting for a free thread before it submits reaches its deadline's last second (it submits). */
 const K_ROOM_TIMEOUT = 15;
+/** A task's room wait (tasks.waiting): none in this invocation, waiting, woken by a freed thread (its bound still set). */
+const WAIT_NONE = 0;
+const WAIT_WAITING = 1;
+const WAIT_WOKEN = 3;
 
 const DEFAULT_EPOCH_MS = Date.UTC(2025, 0, 1);
 
@@ -298,9 +303,10 @@ class Simulation {
         this.dispatch();
         return;
       case K_ROOM_TIMEOUT:
-        if (u8(this.tasks.waiting, id) !== 1) return;
-        this.tasks.waiting[id] = 2;
-        this.submit(id);
+        // The fleet stayed full for the whole wait: the task goes back without a submission.
+        if (u8(this.tasks.waiting, id) !== WAIT_WAITING) return;
+        this.tasks.waiting[id] = WAIT_NONE;
+        this.handBack(id, false);
         return;
       case K_LEFTOVER_EXPIRES:
         if (u8(this.tasks.orphaned, id) === 0) return;
@@ -376,9 +382,7 @@ class Simulation {
         return this.ready;
       case 'oracle':
         // Clairvoyant: exactly the free threads, and it never spends past the pause level.
-        return this.solver.balance >= this.settings.pauseBalance && !this.solver.outage
-          ? Math.max(0, this.solver.plan - this.solver.foreign)
-          : 0;
+        return this.funded() && !this.solver.outage ? Math.max(0, this.solver.plan - this.solver.foreign) : 0;
     }
   }
 
@@ -429,6 +433,7 @@ class Simulation {
     if (receives > this.c.maxReceives) this.c.maxReceives = receives;
     tasks.overCapTries[id] = 0;
     tasks.transientTries[id] = 0;
+    tasks.waiting[id] = WAIT_NONE;
     return true;
   }
 
@@ -439,22 +444,17 @@ class Simulation {
       this.resume(id);
       return;
     }
-    if (
-      this.lambda &&
-      u8(this.tasks.waiting, id) === 0 &&
-      this.ledger.held >= this.planCap &&
-      this.t + 1 < this.deadlineOf(id)
-    ) {
-      // The consumer reads the ledger before it submits: with the plan's threads all held by the
-      // fleet (leftovers included) it waits for one to free rather than submit into a refusal, at
-      // most until a second before its deadline. Its polls (1 s × [0.5, 1.5)) find the freed
-      // thread at the next one: modelled as a wake-up on a freed thread, not every poll.
-      this.tasks.waiting[id] = 1;
-      this.roomWaiters.push(id);
-      this.heap.push(this.deadlineOf(id) - 1, id * 16 + K_ROOM_TIMEOUT);
+    if (this.lambda && this.ledger.held >= this.ledger.room(this.planCap, this.epochMs + this.t * 1000)) {
+      // The consumer reads the ledger before it submits: while the fleet holds every thread it
+      // may (the plan's, leftovers included, or right after a refusal no acceptance followed the
+      // threads held then: the fleet-wide refusal signal) it waits for one to free rather than
+      // submit into a refusal, at most ROOM_WAIT_MAX_MS and never past a second before its
+      // deadline; then it hands the task back without a submission. Its polls (1 s × [0.5, 1.5))
+      // find the freed thread at the next one: modelled as a wake-up on a freed thread.
+      this.waitForRoom(id);
       return;
     }
-    this.tasks.waiting[id] = 0;
+    this.tasks.waiting[id] = WAIT_NONE;
     this.c.submissions++;
     const answer = this.solver.answer();
     if (answer === ACCEPT) {
@@ -486,6 +486,24 @@ class Simulation {
     }
   }
 
+  /** A new submission waits for room (a woken waiter that finds none waits on, its bound unchanged). */
+  private waitForRoom(id: number): void {
+    const tasks = this.tasks;
+    if (u8(tasks.waiting, id) === WAIT_WOKEN) {
+      tasks.waiting[id] = WAIT_WAITING;
+      this.roomWaiters.push(id);
+      return;
+    }
+    const until = Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, this.deadlineOf(id) - 1);
+    if (until <= this.t) {
+      this.handBack(id, false);
+      return;
+    }
+    tasks.waiting[id] = WAIT_WAITING;
+    this.roomWaiters.push(id);
+    this.heap.push(until, id * 16 + K_ROOM_TIMEOUT);
+  }
+
   /** The consumer frees the task's thread in the ledger (answer read, or the invocation gave up). */
   private releaseLease(id: number): void {
     if (u8(this.tasks.leased, id) === 0) return;
@@ -494,15 +512,20 @@ class Simulation {
     this.wakeWaiter();
   }
 
-  /** A thread freed in the ledger: the oldest invocation waiting for one finds it at its next poll. */
+  /**
+   * A thread freed in the ledger, or an acceptance lifted a refusal's hold: the oldest
+   * invocations waiting for room, as many as there is room for (at least one), find it at their
+   * next poll.
+   */
   private wakeWaiter(): void {
-    while (this.roomWaiters.length > 0) {
+    let room = Math.max(1, this.ledger.room(this.planCap, this.epochMs + this.t * 1000) - this.ledger.held);
+    while (this.roomWaiters.length > 0 && room > 0) {
       const id = this.roomWaiters.shift() as number;
-      if (u8(this.tasks.waiting, id) !== 1) continue;
+      if (u8(this.tasks.waiting, id) !== WAIT_WAITING) continue;
       // It reads the ledger again at its next poll (and waits on if the thread was taken meanwhile).
-      this.tasks.waiting[id] = 0;
+      this.tasks.waiting[id] = WAIT_WOKEN;
       this.heap.push(this.t + this.consumer.ledgerPollDelay() / 2, id * 16 + K_SUBMIT);
-      return;
+      room--;
     }
   }
 
@@ -622,12 +645,17 @@ class Simulation {
     solver.ourThreads++;
     tasks.phase[id] = ACCEPTED;
     if (this.lambda) {
+      const lifted = this.ledger.room(this.planCap, this.epochMs + this.t * 1000) < this.planCap;
       this.ledger.accepted(this.epochMs + this.t * 1000);
       tasks.leased[id] = 1;
+      // An acceptance lifts a refusal's hold on the fleet's room.
+      if (lifted) this.wakeWaiter();
     }
     tasks.acceptedAt[id] = this.t;
     if (solver.balance < this.settings.haltBalance) this.c.startedPastHalt++;
     if (solver.balance < this.settings.pauseBalance) this.c.startedPastPause++;
+    // The floor closes as soon as its solves in flight would take the balance under the pause level.
+    if (this.policy.clairvoyant && solver.balance < this.settings.haltBalance) this.followWorld();
     // A solve the solver has not answered within a function timeout ends there: the id expires
     // (the consumer's lease on its thread lasts at least that long, so the ledger never loses it).
     let hold = Math.min(f64(tasks.baseSolve, id) * solver.factor, this.settings.functionTimeoutSeconds);
@@ -659,19 +687,31 @@ class Simulation {
   }
 
   /**
+   * The clairvoyant floors' money rule: they start solves only while the balance, less the
+   * solves they already have at the solver (charged when each finishes), is at the pause level
+   * or over it, so they never spend past it (a rule on the balance alone would let every solve
+   * in flight at the crossing be charged under the level: money the governor keeps).
+   */
+  private funded(): boolean {
+    const s = this.solver;
+    return s.balance - s.ourThreads * s.price >= this.settings.pauseBalance;
+  }
+
+  /**
    * The clairvoyant mapping (the fair floor) follows the free threads, the outages and the money
    * exactly, under the governor's own money rule: below the halt level it never scales up, its
-   * ceiling frozen at the invocations it ran when the balance crossed (at least the minimum).
+   * ceiling frozen where it stood when the balance crossed (the free threads then, at least the
+   * minimum).
    */
   private followWorld(): void {
     if (!this.policy.clairvoyant) return;
     const s = this.solver;
     let free = Math.min(this.settings.maxConcurrency, Math.max(0, s.plan - this.settings.reservedThreads - s.foreign));
     if (s.balance < this.settings.haltBalance) {
-      this.haltCeiling ??= Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency, this.busy);
+      this.haltCeiling ??= Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency, free);
       free = Math.min(free, this.haltCeiling);
     } else this.haltCeiling = undefined;
-    const open = !s.outage && s.balance >= this.settings.pauseBalance && free > 0;
+    const open = !s.outage && this.funded() && free > 0;
     if (open !== this.mapping.enabled || (open && free !== this.mapping.ceiling)) {
       this.mapping.set(open ? free : this.mapping.ceiling, open);
       this.c.scalingChanges++;
@@ -756,6 +796,8 @@ class Simulation {
     c.probesAccepted++;
     this.solver.ourThreads++;
     this.ledger.accepted(atMs);
+    // An acceptance lifts a refusal's hold on the fleet's room.
+    this.wakeWaiter();
     const hold = this.consumer.probeSolveSeconds(this.meanSolveSeconds);
     this.heap.push(this.solver.solverClock(this.t, hold * this.solver.factor), K_PROBE_DONE);
   }

@@ -27,6 +27,7 @@ import type { GovernorStateStore, LaneActuator, MetricsReader } from '../functio
 import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
 import { createOverflowBalance, createProbingBalance } from '../functions/governor/balance-probe.js';
+import type { ThreadProbe } from '../functions/governor/loop.js';
 import {
   createGovernorLoop,
   type GovernorLog,
@@ -73,6 +74,13 @@ export interface LocalGovernorOptions {
   threadLedger?: ThreadLedgerReader;
   /** The fleet's stores as dependencies (local/store-watch.ts): probed every tick. Absent: not watched. */
   stores?: { read(): Promise<StoreSample[]> };
+  /**
+   * The governor's own probe submission (functions/governor/thread-probe.ts), made on a tick
+   * that asks for one: while others hold all but fewer threads than the mapping's floor, the
+   * mappings are disabled and the fleet probes once a tick, as in AWS. Without it the decision
+   * runs at the floor instead (it could never learn that the threads came back).
+   */
+  probe?: ThreadProbe;
   /**
    * The overflow lane, when `settings.overflow` is set: its poller (on the normal queue, beside the
    * primary's), its own concurrency (the overflow function's), the overflow solver (its balance)
@@ -294,7 +302,10 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   const clock = options.clock ?? Date.now;
   const tickMs = options.tickMs ?? options.settings.tickMs;
   const highLane = options.pollers.high !== undefined && options.queueUrls.high !== undefined;
-  const config = governorConfigFrom({ ...options.settings, tickMs }, { highLane, ...options.config });
+  const config = governorConfigFrom(
+    { ...options.settings, tickMs },
+    { highLane, probeSubmissions: options.probe !== undefined, ...options.config },
+  );
   const windowMs = options.metricsWindowMs ?? config.probeCooldownMs;
   // The local store answers at once (no CloudWatch lag): its window reaches back only its own
   // length, so a shrink that lands short may follow the first one window later, not two.
@@ -321,6 +332,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     }),
     ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
     ...(options.stores ? { stores: options.stores } : {}),
+    ...(options.probe ? { probe: options.probe } : {}),
     actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
     state: options.state ?? createMemoryGovernorState(),
     ...(overflow ? { overflow } : {}),

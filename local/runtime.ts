@@ -31,6 +31,7 @@ import {
   resolveSettings,
 } from '../functions/core/settings.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
+import { createThreadProbe } from '../functions/governor/thread-probe.js';
 import { guardDeadInvocations, guardResultsRepository, InvocationBoundAgent } from './chaos.js';
 import type { FaultPlan } from './faults/plan.js';
 import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
@@ -643,6 +644,11 @@ async function startGovernor(
   for (const id of [GOVERNOR_STATE_ID, THREAD_LEDGER_ID, OVERFLOW_LEDGER_ID]) {
     await clients.documents.send(new DeleteCommand({ TableName: resources.tables.governor, Key: { id } }));
   }
+  const ledger = createDynamoThreadLedger({
+    documents: clients.documents,
+    tableName: resources.tables.governor,
+    leaseMs: threadLeaseMs(plan.settings),
+  });
   const governor = startLocalGovernor({
     settings: plan.settings,
     pollers,
@@ -654,11 +660,10 @@ async function startGovernor(
     // The same store as in AWS, on the local governor table: `captcha-fleet status --local`
     // reads the last decision, ceilings and balance from it.
     state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
-    threadLedger: createDynamoThreadLedger({
-      documents: clients.documents,
-      tableName: resources.tables.governor,
-      leaseMs: threadLeaseMs(plan.settings),
-    }),
+    threadLedger: ledger,
+    // One probe submission a tick while others hold the plan, as in AWS (functions/governor/wiring.ts):
+    // the governed client's over-cap retries are off, so a probe is refused once at most.
+    probe: createThreadProbe({ solver: solver.client, ledger }),
     // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
     ...(overflow
       ? {

@@ -52,6 +52,21 @@ export class ClaimLostError extends Error {
   }
 }
 
+/**
+ * The fleet held every thread it may for the whole room wait (ThreadTracking.waitForRoom): the
+ * task goes back as over cap, without a submission, so this invocation's slot is free for the
+ * tasks whose answers free threads.
+ */
+class NoRoomError extends SolverOverCapError {
+  override name = 'NoRoomError';
+  constructor(taskId: string) {
+    super('FLEET_AT_CAP', {
+      taskId,
+      message: 'the fleet holds every thread it may; handed back without a submission',
+    });
+  }
+}
+
 /** A paid submission: who accepted it, its id, when. */
 interface Submission {
   provider: SolverProvider;
@@ -308,7 +323,7 @@ export class TaskRun {
       const provider = resume?.provider ?? this.provider;
       const solver = this.solverFor(provider) ?? deps.solver;
       try {
-        if (resume === undefined) await this.threads.waitForRoom(deadlineAt);
+        if (resume === undefined && !(await this.threads.waitForRoom(deadlineAt))) throw new NoRoomError(this.task.id);
         const outcome = await solver.solve(this.task, {
           deadlineAt,
           signal: this.abort.signal,
@@ -320,7 +335,12 @@ export class TaskRun {
       } catch (error) {
         if (this.claimLost) throw new ClaimLostError(this.task.id);
         // Refused over the cap: wait for a thread to free rather than retry into the same refusal.
-        if (error instanceof SolverOverCapError && (await this.threads.waitForFreeThread(deadlineAt))) continue;
+        if (
+          error instanceof SolverOverCapError &&
+          !(error instanceof NoRoomError) &&
+          (await this.threads.waitForFreeThread(deadlineAt))
+        )
+          continue;
         if (error instanceof SolverTaskError && resume !== undefined && STALE_ID_CODES.has(error.code)) {
           this.log.warn('resumed solver id is unknown to the solver; submitting afresh', {
             solverId: resume.solverId,

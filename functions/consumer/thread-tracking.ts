@@ -24,7 +24,7 @@
 import { sleep } from '../core/helpers/time.js';
 import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
-import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
+import { roomLimit, type ThreadLease, type ThreadLedgerRecorder } from '../core/thread-ledger.js';
 
 /** Threads held under which a refusal means others hold the plan (a mapping's floor of two invocations). */
 const STARVED_HELD = 2;
@@ -33,7 +33,10 @@ const STARVED_HELD = 2;
 export interface OverCapWaiting {
   /** Ledger reads while waiting are this far apart, with jitter (×0.5–1.5), ms. */
   pollMs: number;
-  /** Longest one wait lasts before submitting again (a neighbour may have freed a thread), ms. */
+  /**
+   * Longest one wait lasts: after a refusal, before submitting again (a neighbour may have freed
+   * a thread); before a first submission, before the task is handed back (waitForRoom), ms.
+   */
   maxWaitMs: number;
   /** Waits (each followed by one submission) before the task is handed back. */
   maxWaits: number;
@@ -66,21 +69,26 @@ export class ThreadTracking {
   ) {}
 
   /**
-   * Before a new submission: while the fleet already holds every thread the plan leaves it
-   * (leftovers included: submissions handed back that the solver still works on), wait for one to
-   * free rather than submit into a refusal, never past `deadlineAt`. An unreadable ledger does not wait.
+   * Before a new submission: while the fleet already holds every thread it may (the plan's, or
+   * the threads it held at a refusal no acceptance has followed yet: the fleet-wide refusal
+   * signal, roomLimit; leftovers included), wait for one to free rather than submit into a
+   * refusal, at most `maxWaitMs` and never past `deadlineAt`. Resolves true to submit, false when
+   * the fleet is still full at the end of the wait: the caller hands the task back (with its
+   * visibility delay), so the invocation's slot is free for the tasks whose answers free threads.
+   * An unreadable ledger does not wait.
    */
-  async waitForRoom(deadlineAt: number): Promise<void> {
+  async waitForRoom(deadlineAt: number): Promise<boolean> {
     const waiting = this.waiting;
     const cap = this.planCap;
-    if (this.ledger === undefined || waiting === undefined || cap === undefined) return;
+    if (this.ledger === undefined || waiting === undefined || cap === undefined) return true;
     const random = waiting.random ?? Math.random;
     const pause = waiting.sleep ?? sleep;
+    const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
     for (;;) {
       const reading = await this.ledger.read().catch(() => undefined);
-      if (reading === undefined || reading.held < cap) return;
-      const left = deadlineAt - this.clock() - waiting.pollMs;
-      if (left <= 0) return;
+      if (reading === undefined || reading.held < roomLimit(reading, cap, this.clock())) return true;
+      const left = until - this.clock();
+      if (left <= 0) return false;
       await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
     }
   }

@@ -122,7 +122,7 @@ export const FleetConfigSchema = z.object({
   maxReceiveCount: int(5, 1000).default(10),
   /** Lifetime of a result record, seconds. */
   resultTtlSeconds: int(60, 366 * 86_400).default(86_400),
-  /** Balance (USD) under which scaling halts: no increase, ceiling clamped to current use. */
+  /** Balance (USD) under which scaling halts: no increase, the ceiling frozen where it stands. */
   haltBalance: z.number().min(0).default(1),
   /** Balance (USD) under which consumption pauses. */
   pauseBalance: z.number().min(0).default(0.1),

@@ -72,3 +72,28 @@ export interface ThreadLedgerReader {
   /** The ledger as it stands, or undefined when it could not be read (never read as zero). */
   read(): Promise<ThreadLedgerReading | undefined>;
 }
+
+/** Longest a new submission waits for room in the fleet before its task is handed back, ms. */
+export const ROOM_WAIT_MAX_MS = 15_000;
+/** How long a refusal newer than every acceptance holds the fleet's room down, at most, ms. */
+export const REFUSAL_HOLD_OFF_MS = 60_000;
+
+/**
+ * The threads the fleet may hold before a new submission waits: the plan's (less reserved), or,
+ * right after a refusal that no acceptance has followed, the threads the fleet held at that
+ * refusal. The fleet-wide refusal signal: one invocation refused tells every other that the plan
+ * is full at that count, so they hold off (and submit as the fleet's own threads free) instead of
+ * each being refused in turn before the governor's next tick. The hold lapses after
+ * `holdOffMs`, so a ledger that misses an acceptance cannot hold the fleet down for long.
+ */
+export function roomLimit(
+  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance'>,
+  planCap: number,
+  now: number,
+  holdOffMs: number = REFUSAL_HOLD_OFF_MS,
+): number {
+  const refusal = reading.lastRefusal;
+  if (refusal === undefined || now - refusal.at > holdOffMs) return planCap;
+  if (reading.lastAcceptance !== undefined && reading.lastAcceptance.at > refusal.at) return planCap;
+  return Math.min(planCap, refusal.held);
+}

@@ -3,7 +3,7 @@
  * AWS; here the same counts, fresh): threads held, refusals and acceptances with the threads held
  * at each (functions/core/thread-ledger.ts).
  */
-import type { LedgerEvent, ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
+import { type LedgerEvent, roomLimit, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
 
 export class LabThreadLedger {
   held = 0;
@@ -42,6 +42,11 @@ export class LabThreadLedger {
   refused(atMs: number): void {
     this.refusals++;
     this.lastRefusal = { at: atMs, held: this.held };
+  }
+
+  /** Threads the fleet may hold before a new submission waits (the consumer's roomLimit) at epoch ms `atMs`. */
+  room(planCap: number, atMs: number): number {
+    return roomLimit({ lastRefusal: this.lastRefusal, lastAcceptance: this.lastAcceptance }, planCap, atMs);
   }
 
   /** The ledger as the governor reads it. */

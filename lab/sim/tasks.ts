@@ -30,7 +30,7 @@ export class TaskTable {
   invocationStart = new Float64Array(INITIAL);
   /** Lambda: 1 while the task's invocation holds its thread in the thread ledger (accepted, answer not read). */
   leased = new Uint8Array(INITIAL);
-  /** Lambda: 1 while the invocation waits for the fleet to free a thread before submitting, 2 once it stopped waiting. */
+  /** Lambda: 1 while the invocation waits for room in the fleet before submitting, 3 once a freed thread woke it (its bound still set), else 0. */
   waiting = new Uint8Array(INITIAL);
   /** Lambda: 1 while the solver holds a thread for a submission no invocation waits on (handed back unanswered). */
   orphaned = new Uint8Array(INITIAL);

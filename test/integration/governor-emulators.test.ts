@@ -274,12 +274,13 @@ describe('local governor on the emulators', () => {
       expect(normal.maxConcurrency).toBe(8);
       expect(pool.limit).toBe(8);
       // An hour later the balance drifted under the halt level (slow spending: no pause ahead):
-      // clamped to the 2 in flight, never up. A drop this size within one tick would pause at once.
+      // frozen where the ceiling stands (8, with 2 in flight: an idle ceiling costs nothing), never
+      // up. A drop this size within one tick would pause at once.
       balance = 0.5;
       now += 3_600_000;
       await governor.tickNow();
       expect(governor.lastDecision?.reason.code).toBe('HALT_LOW_BALANCE');
-      expect(normal.maxConcurrency).toBe(2);
+      expect(normal.maxConcurrency).toBe(8);
       // Under the pause level: the poller is disabled, tasks stay queued.
       balance = 0.01;
       now += 60_001;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryThreadLedger } from '../../functions/adapters/thread-ledger.js';
 import { ThreadTracking } from '../../functions/consumer/thread-tracking.js';
+import { REFUSAL_HOLD_OFF_MS } from '../../functions/core/thread-ledger.js';
 
 const silent = { warn: () => undefined };
 
@@ -161,10 +162,77 @@ describe('solves counted with the thread they free', () => {
       3,
     );
     // Act
-    await tracking.waitForRoom(s.now.t + 10_000);
+    const room = await tracking.waitForRoom(s.now.t + 10_000);
     // Assess: it submitted only once the leftover was answered (a thread freed), not into a refusal.
+    expect(room).toBe(true);
     expect(s.now.t).toBeGreaterThanOrEqual(1_000_300);
     expect((await s.ledger.read())?.held).toBe(2);
+  });
+
+  /** A tracking for a plan of `cap` whose room waits sleep `pollMs` at a time. */
+  const roomTracking = (s: ReturnType<typeof setup>, cap: number, onSleep?: () => Promise<void>) =>
+    new ThreadTracking(
+      s.ledger,
+      () => s.now.t,
+      silent,
+      {
+        pollMs: 100,
+        maxWaitMs: 2_000,
+        maxWaits: 2,
+        random: () => 0.5,
+        sleep: async (ms) => {
+          s.sleeps.push(ms);
+          s.now.t += ms;
+          await onSleep?.();
+        },
+      },
+      cap,
+    );
+
+  it('hands the task back after maxWaitMs when the fleet stays full (never waits out the deadline)', async () => {
+    // Prepare: a plan of 2, both threads held by solves that outlast the wait.
+    const s = setup(2);
+    await s.hold();
+    // Act
+    const room = await roomTracking(s, 2).waitForRoom(s.now.t + 60_000);
+    // Assess: 2 s of waiting, not 60, and no submission.
+    expect(room).toBe(false);
+    expect(s.sleeps.reduce((a, b) => a + b, 0)).toBe(2_000);
+  });
+
+  it('holds off right after another invocation was refused at the threads the fleet holds (fleet-wide refusal signal)', async () => {
+    // Prepare: a plan of 10; the fleet holds 6 and one invocation was just refused there (a neighbour holds the rest).
+    const s = setup(6);
+    const leases = await s.hold();
+    await s.ledger.refused(s.now.t);
+    let polls = 0;
+    const tracking = roomTracking(s, 10, async () => {
+      polls += 1;
+      if (polls === 4) await s.ledger.released(leases[0] as (typeof leases)[number]);
+    });
+    // Act
+    const room = await tracking.waitForRoom(s.now.t + 60_000);
+    // Assess: no submission into the refusal while 6 are held; one once a thread of ours freed.
+    expect(room).toBe(true);
+    expect(polls).toBe(4);
+  });
+
+  it('does not hold off on a refusal an acceptance has since followed, nor on one older than the hold-off', async () => {
+    // Prepare: refused at 6 held, then an acceptance (a thread came back).
+    const s = setup(6);
+    await s.hold();
+    await s.ledger.refused(s.now.t);
+    s.now.t += 10;
+    await s.ledger.accepted(s.now.t);
+    // Act + Assess: room at once (7 of 10 held).
+    expect(await roomTracking(s, 10).waitForRoom(s.now.t + 60_000)).toBe(true);
+    expect(s.sleeps).toEqual([]);
+    // Prepare: a fresh refusal at 7 held, then the hold-off passes without an acceptance.
+    await s.ledger.refused(s.now.t);
+    s.now.t += REFUSAL_HOLD_OFF_MS + 1;
+    // Act + Assess
+    expect(await roomTracking(s, 10).waitForRoom(s.now.t + 60_000)).toBe(true);
+    expect(s.sleeps).toEqual([]);
   });
 
   it('hands back at once when refused while the fleet holds fewer threads than a mapping floor', async () => {

@@ -89,55 +89,55 @@ describe('decide: the free threads', () => {
 describe('decide: halt on a low balance', () => {
   const cfg = config();
   const state0 = initialState(cfg, T0);
-  /** The crossing (3 in flight), a dip in use, then a backlog: the three halted ticks. */
+  /** The crossing (ceiling 5 of the 8 free, 3 in flight), a dip in use, then a backlog: the three halted ticks. */
   const halted = () => {
-    const crossing = decide(signals({ balance: 0.5 }, { ceiling: 8, inFlight: 3 }), state0, cfg);
-    const dip = decide(signals({ now: T0 + 20_000, balance: 0.45 }, { ceiling: 3, inFlight: 1 }), crossing.state, cfg);
+    const crossing = decide(signals({ balance: 0.5 }, { ceiling: 5, inFlight: 3 }), state0, cfg);
+    const dip = decide(signals({ now: T0 + 20_000, balance: 0.45 }, { ceiling: 5, inFlight: 1 }), crossing.state, cfg);
     const up = decide(
-      signals({ now: T0 + 30_000, balance: 0.4 }, { ceiling: 3, inFlight: 3, backlog: 500 }),
+      signals({ now: T0 + 30_000, balance: 0.4 }, { ceiling: 5, inFlight: 5, backlog: 500 }),
       dip.state,
       cfg,
     );
     return { crossing, dip, up };
   };
 
-  it('clamps the ceiling to in flight at the crossing', () => {
+  it('freezes the ceiling where it stands at the crossing, not at the use (an idle ceiling costs nothing)', () => {
     // Act
     const { crossing } = halted();
     // Assess
     expect(crossing.reason.code).toBe('HALT_LOW_BALANCE');
-    expect(crossing.ceilings.normal).toBe(3);
-    expect(crossing.state.spend.haltCeiling).toBe(3);
+    expect(crossing.ceilings.normal).toBe(5);
+    expect(crossing.state.spend.haltCeiling).toBe(5);
   });
 
   it('does not ratchet the hold down on a dip in use', () => {
     // Act
     const { dip } = halted();
     // Assess
-    expect(dip.ceilings.normal).toBe(3);
+    expect(dip.ceilings.normal).toBe(5);
     expect(dip.reason.message).toMatch(/held/);
   });
 
   it('does not raise the hold on a backlog', () => {
     // Act
     const { up } = halted();
-    // Assess
-    expect(up.ceilings.normal).toBe(3);
+    // Assess: 8 threads are free, the hold stays at 5.
+    expect(up.ceilings.normal).toBe(5);
     expect(up.reason.message).toMatch(/halt/i);
   });
 
-  it('holds at the minimum, not 0, when nothing is in flight at the crossing', () => {
+  it('holds where the ceiling stands, not at 0 or the minimum, when nothing is in flight at the crossing', () => {
     // Act
     const low = decide(signals({ balance: 0.5 }, { ceiling: 4, inFlight: 0 }), state0, cfg);
     // Assess
-    expect(low.ceilings.normal).toBe(2);
+    expect(low.ceilings.normal).toBe(4);
   });
 
   it('goes back to the free threads and forgets the hold when topped up over the halt level', () => {
     // Prepare
     const { up } = halted();
     // Act
-    const topped = decide(signals({ now: T0 + 40_000, balance: 5 }, { ceiling: 3 }), up.state, cfg);
+    const topped = decide(signals({ now: T0 + 40_000, balance: 5 }, { ceiling: 5 }), up.state, cfg);
     // Assess
     expect(topped.ceilings.normal).toBe(8);
     expect(topped.state.spend.haltCeiling).toBeUndefined();
@@ -219,9 +219,24 @@ describe('decide: the spend rate', () => {
   const c = config({}, { planThreads: 8, tickMs: 10_000 });
   const s0 = withState(initialState(c, T0), { spend: { lastRead: { at: T0, usd: 0.2 } } });
 
+  it('spends the money above the pause level at the share of the use it pays for, when that is at least the minimum', () => {
+    // Prepare: $0.005/s at 8 in flight; two ticks ahead $0.15 projects to $0.05. Of the $0.05 over
+    // the pause level, the solves in flight (2 s mean) will still be charged $0.01; the $0.04 left
+    // pays for 40 % of those two ticks: 3 of the 8 invocations.
+    const tick = signals({ now: T0 + 10_000, balance: 0.15, meanSolveMs: 2_000 }, { ceiling: 8, inFlight: 8 });
+    // Act
+    const budgeted = decide(tick, s0, c);
+    // Assess
+    expect(budgeted.paused).toBe(false);
+    expect(budgeted.reason.code).toBe('HALT_LOW_BALANCE');
+    expect(budgeted.reason.message).toMatch(/Spending the rest/);
+    expect(total(budgeted)).toBe(3);
+  });
+
   it('pauses one tick early when the spend rate says the balance will cross the pause level before the next tick', () => {
-    // Prepare: $0.05 in 10 s: $0.005/s, so two ticks ahead the $0.15 balance projects to $0.05 < $0.10.
-    const tick = signals({ now: T0 + 10_000, balance: 0.15 });
+    // Prepare: $0.05 in 10 s: $0.005/s, so two ticks ahead the $0.15 balance projects to $0.05 < $0.10;
+    // at 2 in flight the money above the pause level pays for 1 invocation, under the minimum.
+    const tick = signals({ now: T0 + 10_000, balance: 0.15 }, { inFlight: 2 });
     // Act
     const fast = decide(tick, s0, c);
     // Assess
@@ -254,7 +269,7 @@ describe('decide: the spend rate', () => {
 
   it('freezes the rate that paused the fleet: the same balance does not resume it', () => {
     // Prepare
-    const fast = decide(signals({ now: T0 + 10_000, balance: 0.15 }), s0, c);
+    const fast = decide(signals({ now: T0 + 10_000, balance: 0.15 }, { inFlight: 2 }), s0, c);
     // Act
     const again = decide(signals({ now: T0 + 20_000, balance: 0.15 }, { enabled: false }), fast.state, c);
     // Assess
@@ -447,7 +462,8 @@ describe('decide: two lanes', () => {
   it('keeps the high lane share first when scaling halts', () => {
     // Act
     const d = decide(
-      two({ backlog: 10, inFlight: 3, enabled: true, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }),
+      // The high lane at 10 holds every thread that stands enabled when the balance crosses.
+      two({ backlog: 10, inFlight: 3, enabled: false, ceiling: 3 }, { ceiling: 10, inFlight: 7 }, { balance: 0.5 }),
       s0,
       c2,
     );
@@ -626,6 +642,36 @@ describe('decide: properties', () => {
         else expect(total(d)).toBeGreaterThanOrEqual(cfg.minConcurrency);
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  it('holds a halted fleet where its ceiling stood at the crossing, whatever the use and the backlog do', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 40 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.array(fc.record({ inFlight: fc.nat(40), backlog: fc.nat(5_000) }), { minLength: 1, maxLength: 12 }),
+        (plan, standShare, ticks) => {
+          const cfg = config({}, { planThreads: plan });
+          const standing = Math.max(2, Math.round(plan * standShare));
+          let state = initialState(cfg, T0);
+          let ceiling = standing;
+          ticks.forEach((t, i) => {
+            // Between the pause ($0.10) and the halt ($1) levels, the spend slow enough for no projected pause.
+            const sig = signals(
+              { now: T0 + (i + 1) * 1000, balance: 0.9 - i * 1e-6 },
+              { ceiling, inFlight: Math.min(t.inFlight, ceiling), backlog: t.backlog },
+            );
+            const d = decide(sig, state, cfg);
+            expect(d.paused).toBe(false);
+            // Never lowered to the use (an idle ceiling costs nothing), never raised (no scale-up).
+            expect(total(d)).toBe(standing);
+            state = d.state;
+            ceiling = d.ceilings.normal;
+          });
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 

@@ -4,6 +4,7 @@
  * doubles (the rate-limit stage). A balance, or its projection by the tick after next, under the
  * pause level pauses; the first funded read resumes at once. Pure.
  */
+import { invocations } from './capacity.js';
 import type { TickContext } from './context.js';
 import { PROJECTION_TICKS } from './context.js';
 import { type Flow, pause, pct, resumed, run, seconds, type Stage, usd } from './flow.js';
@@ -48,6 +49,8 @@ function startPause(ctx: TickContext, flow: Flow): Flow {
       ),
     };
   if (funds === undefined || funds.projected >= config.pauseBalance) return flow;
+  const budgeted = spendTheRest(ctx, flow);
+  if (budgeted !== undefined) return budgeted;
   const why =
     funds.usd < config.pauseBalance
       ? `balance $${usd(funds.usd)} is under the pause level $${usd(config.pauseBalance)}`
@@ -55,6 +58,38 @@ function startPause(ctx: TickContext, flow: Flow): Flow {
   return {
     ...flow,
     proposal: pause('balance', 'PAUSE_LOW_BALANCE', `Paused: ${why}; tasks wait in the queue until it is topped up.`),
+  };
+}
+
+/**
+ * The balance is still over the pause level, but the spending of the tick after next would take
+ * it under: rather than stop with that money unspent (a whole fleet's two ticks of solves, which
+ * the user left above the pause level to be spent), run at the share of today's use the money
+ * above the pause level pays for over those ticks (less what the solves in flight will still be
+ * charged), while that is at least the minimum. The share
+ * falls every tick as the money does, so the fleet spends down to the pause level and pauses
+ * with at most the minimum's two ticks of spending left, never under the level by the same
+ * projection. Undefined (pause) when the use is unknown or the share is under the minimum.
+ */
+function spendTheRest(ctx: TickContext, flow: Flow): Flow | undefined {
+  const { funds, config, demand, minimum } = ctx;
+  if (funds === undefined || funds.usd < config.pauseBalance || demand.inFlight === undefined) return undefined;
+  const ahead = funds.usd - funds.projected;
+  if (!(ahead > 0)) return undefined;
+  // The solves in flight are charged as they finish: about a mean solve of spending at the rate.
+  const committed = ((flow.state.spend.perSecond ?? 0) * (ctx.signals.meanSolveMs ?? 0)) / 1000;
+  const share = (funds.usd - config.pauseBalance - committed) / ahead;
+  const using = invocations(demand.inFlight, config.tasksPerInvocation);
+  const total = Math.min(flow.allowed, Math.floor(using * share + 1e-9));
+  if (total < minimum) return undefined;
+  return {
+    ...flow,
+    allowed: total,
+    proposal: run(
+      total,
+      'HALT_LOW_BALANCE',
+      `Spending the rest: balance $${usd(funds.usd, 4)} would be under the pause level $${usd(config.pauseBalance)} by the next tick at today's use (${using}); the money above it pays for ${total} invocation(s) until then.`,
+    ),
   };
 }
 

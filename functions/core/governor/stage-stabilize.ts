@@ -3,7 +3,7 @@
  * climb after an account pause, and the bounds of the mappings). Pure.
  *
  * stabilize: a needed signal unknown holds the ceiling (missing is never read as zero); a balance
- * under the halt level freezes it at the use when it crossed (no scale-up, no ratchet); an error
+ * under the halt level freezes it where it stood when it crossed (no scale-up, no ratchet); an error
  * rate over its threshold allows no increase; no work at all keeps the ceiling at the free
  * threads, so a burst starts at once (IDLE).
  *
@@ -11,21 +11,24 @@
  * cooldown while healthy; nothing else is rate-limited upward (on Lambda an unused ceiling costs
  * nothing, so a big plan climbs back to its free threads at once).
  */
-import { invocations } from './capacity.js';
 import type { TickContext } from './context.js';
 import { type Flow, noIncrease, pct, run, seconds, type Stage, usd } from './flow.js';
 import type { GovernorState } from './types.js';
 
-/** The halt hold's ceiling, set at the crossing (current use, at least the minimum), cleared once funded again. */
+/**
+ * The halt hold's ceiling: the ceiling as it stood when the balance crossed (bounded by the free
+ * threads, at least the minimum), cleared once funded again. Not the use at the crossing: an idle
+ * ceiling costs nothing (Lambda bills invocations, the solver bills solves), and a hold clamped to
+ * a quiet minute's use would leave a backlog waiting for threads the plan has free while the
+ * money lasts. The hold never rises (no scale-up under the halt level) and never ratchets down
+ * on a dip in use.
+ */
 function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
-  const { funds, config, minimum, demand } = ctx;
+  const { funds, config } = ctx;
   const held = flow.state.spend.haltCeiling;
   if (funds !== undefined && funds.usd >= config.haltBalance) return undefined;
-  if (!ctx.halted || held !== undefined || demand.inFlight === undefined) return held;
-  return Math.min(
-    noIncrease(ctx, flow.allowed),
-    Math.max(minimum, invocations(demand.inFlight, config.tasksPerInvocation)),
-  );
+  if (!ctx.halted || held !== undefined) return held;
+  return noIncrease(ctx, flow.allowed);
 }
 
 export const stabilizeStage: Stage = {
@@ -51,6 +54,8 @@ export const stabilizeStage: Stage = {
     }
     if (ctx.halted && ctx.funds !== undefined) {
       const total = Math.min(hold, halt ?? hold, proposal.total);
+      // The account stage's budget for the last money above the pause level says why it is lower.
+      if (proposal.code === 'HALT_LOW_BALANCE' && total === proposal.total) return { ...flow, state };
       const crossing = ctx.state.spend.haltCeiling === undefined;
       return {
         ...flow,
@@ -58,7 +63,7 @@ export const stabilizeStage: Stage = {
         proposal: run(
           total,
           'HALT_LOW_BALANCE',
-          `Scaling halted: balance $${usd(ctx.funds.usd)} is under the halt level $${usd(ctx.config.haltBalance)}; ceiling ${crossing ? 'clamped to current use' : 'held at the use when it crossed'} (${total}), work in progress goes on.`,
+          `Scaling halted: balance $${usd(ctx.funds.usd)} is under the halt level $${usd(ctx.config.haltBalance)}; ceiling ${crossing ? 'frozen where it stands' : 'held where it stood when it crossed'} (${total}), no scale-up; work in progress goes on.`,
         ),
       };
     }

@@ -35,13 +35,17 @@ export const freeThreadsStage: Calculation = {
       ? updateEstimate(before, reading, shape)
       : { estimate: before, change: undefined };
     // Leftovers (threads held for submissions handed back unanswered) keep the ceiling from
-    // rising, never cut it: the tasks come back to resume them, and a mapping cut back starts its
-    // ramp over (minutes on a big plan).
+    // rising; while the plan has room they never cut it: the tasks come back to resume them, and
+    // a mapping cut back starts its ramp over (minutes on a big plan).
     const carried =
       base.overCap.carried !== undefined && ctx.now < base.overCap.carried.until ? base.overCap.carried : undefined;
     const leftover = (reading?.leftover ?? 0) + (carried?.threads ?? 0);
     const heldNow = ctx.current.total * config.tasksPerInvocation;
-    const free = Math.max(Math.min(estimate.free, heldNow), estimate.free - leftover);
+    // Below the plan the estimate is a refusal's: the plan was full, so threads the solver still
+    // works on for handed-back submissions are not free to submit into; they cut the ceiling
+    // until they are answered or expire (else every invocation the ceiling keeps is refused).
+    const full = estimate.free < planCap(config);
+    const free = full ? estimate.free - leftover : Math.max(Math.min(estimate.free, heldNow), estimate.free - leftover);
     const effectiveCap = clamp(free, capFloor(config), Math.max(capFloor(config), planCap(config)));
     const allowed = ceilingFor(effectiveCap, config);
     const code: ReasonCode =
@@ -71,6 +75,12 @@ export const freeThreadsStage: Calculation = {
 
 /** Most starved-probe credit kept: one probe a tick, never more. */
 const MAX_PROBE_CREDIT = 1;
+/**
+ * Least credit kept: the refusals of a burst (invocations still running when others took the
+ * plan) are charged to the probes, but delay the next one by at most this many ticks. Without
+ * the bound, a burst of thousands would silence the probe for hours after the threads came back.
+ */
+const MIN_PROBE_CREDIT = -6;
 
 /**
  * Others leave the fleet fewer threads than the mapping's floor (two invocations): a mapping at
@@ -99,9 +109,9 @@ export const neighboursStage: Stage = {
       };
     }
     if (flow.proposal.kind === 'pause' && flow.proposal.reason !== 'threads') return flow;
-    const credit = Math.min(
-      MAX_PROBE_CREDIT,
-      (flow.state.overCap.probeCredit ?? MAX_PROBE_CREDIT) + 1 - flow.refusedSinceLastTick,
+    const credit = Math.max(
+      MIN_PROBE_CREDIT,
+      Math.min(MAX_PROBE_CREDIT, (flow.state.overCap.probeCredit ?? MAX_PROBE_CREDIT) + 1 - flow.refusedSinceLastTick),
     );
     const probe = credit >= 1;
     const state = {

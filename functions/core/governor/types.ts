@@ -205,7 +205,7 @@ export interface SpendState {
   lastRead?: { at: number; usd: number };
   /** Money spent per second, smoothed over successive balance reads; used to pause one tick early. */
   perSecond?: number;
-  /** While the balance is under the halt level: the total ceiling frozen at the crossing (current use then). */
+  /** While the balance is under the halt level: the total ceiling frozen at the crossing (where it stood then). */
   haltCeiling?: number;
 }
 

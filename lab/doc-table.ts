@@ -1,0 +1,82 @@
+/**
+ * `npm run bench:doc-table -- --before A.json[,B.json] --after C.json[,D.json]`: the per-class
+ * table of docs/lab.md ("Generated figures"), written from the generated.json documents that
+ * `npm run bench -- --generate N --seed S` leaves in its output folder, never typed. Each file
+ * is one seed's run; the first of each list is the one whose traces above 1.5 × the floor are
+ * counted. The table replaces the text between `<!-- generated-table -->` and
+ * `<!-- /generated-table -->` in the file given by --doc (default docs/lab.md).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Command } from 'commander';
+import type { ClassFigures } from './classes.js';
+
+/** The part of a generated.json document the table reads. */
+export interface GeneratedDocument {
+  seed: number;
+  classes: ClassFigures[];
+}
+
+const OPEN = '<!-- generated-table -->';
+const CLOSE = '<!-- /generated-table -->';
+
+function share(f: ClassFigures | undefined): string {
+  if (f === undefined || f.traces === 0) return '–';
+  return `${Math.round((100 * f.passed) / f.traces)} % (${f.passed}/${f.traces})`;
+}
+
+function label(doc: GeneratedDocument): string {
+  const all = doc.classes.find((c) => c.traceClass === 'all');
+  return `seed ${doc.seed} (${all?.traces ?? 0})`;
+}
+
+/** The Markdown table: per class, the pass share on every seed before and after, and the hard misses of the first seeds. */
+export function docTable(before: readonly GeneratedDocument[], after: readonly GeneratedDocument[]): string {
+  const classes: string[] = [
+    ...new Set([...before, ...after].flatMap((d) => d.classes.map((c) => c.traceClass)).filter((c) => c !== 'all')),
+  ].sort();
+  classes.push('all');
+  const find = (d: GeneratedDocument | undefined, c: string) => d?.classes.find((f) => f.traceClass === c);
+  const cells = (docs: readonly GeneratedDocument[], c: string) => docs.map((d) => share(find(d, c))).join(' · ');
+  const hard = (d: GeneratedDocument | undefined, c: string) => String(find(d, c)?.hardMisses ?? '–');
+  const lines = [
+    `| class | before: ${before.map(label).join(' · ')} | after: ${after.map(label).join(' · ')} | traces > 1.5 × floor, before → after (${before[0] ? `seed ${before[0].seed}` : '–'} → ${after[0] ? `seed ${after[0].seed}` : '–'}) |`,
+    '|---|---|---|---|',
+    ...classes.map(
+      (c) => `| ${c} | ${cells(before, c)} | ${cells(after, c)} | ${hard(before[0], c)} → ${hard(after[0], c)} |`,
+    ),
+  ];
+  return lines.join('\n');
+}
+
+/** The document's text with the table between the markers replaced. @throws Error when the markers are missing. */
+export function replaceTable(text: string, table: string): string {
+  const start = text.indexOf(OPEN);
+  const end = text.indexOf(CLOSE);
+  if (start < 0 || end < start) throw new Error(`no ${OPEN} … ${CLOSE} block to replace`);
+  return `${text.slice(0, start + OPEN.length)}\n${table}\n${text.slice(end)}`;
+}
+
+function load(list: string): GeneratedDocument[] {
+  return list
+    .split(',')
+    .filter((f) => f.length > 0)
+    .map((file) => JSON.parse(readFileSync(file, 'utf8')) as GeneratedDocument);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const program = new Command()
+    .name('bench:doc-table')
+    .description("Write docs/lab.md's generated per-class table from generated.json runs.")
+    .requiredOption(
+      '--before <files>',
+      'generated.json files of the runs before, comma-separated (first: its hard misses)',
+    )
+    .requiredOption('--after <files>', 'generated.json files of the runs after, comma-separated')
+    .option('--doc <file>', 'the Markdown file with the table block', 'docs/lab.md')
+    .action((options: { before: string; after: string; doc: string }) => {
+      const table = docTable(load(options.before), load(options.after));
+      writeFileSync(options.doc, replaceTable(readFileSync(options.doc, 'utf8'), table));
+      process.stdout.write(`${table}\n`);
+    });
+  program.parse();
+}
