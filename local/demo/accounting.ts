@@ -13,7 +13,7 @@ import { EMPTY_DEPTHS, queueDepths } from './queues.js';
 import { endToEnd, failuresByCode, solveTimes } from './records.js';
 import { withRetries } from './send.js';
 import type { DemoSummary, LaneSummary, OverflowSummary } from './summary.js';
-import type { WatchedRun } from './watch.js';
+import type { WatchedRun } from './summary.js';
 import type { DemoItem } from './workload.js';
 
 /** Where each sent task ended: exactly one outcome each (see `DemoSummary`). */

@@ -2,7 +2,7 @@
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { isTerminal, type TaskResult } from '../../functions/core/results.js';
 import type { LocalStack } from '../runtime.js';
-import type { WatchedRun } from './watch.js';
+import type { WatchedRun } from './summary.js';
 
 export async function refreshResults(
   stack: LocalStack,

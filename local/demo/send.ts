@@ -3,7 +3,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { sleep } from '../../functions/core/helpers/time.js';
 import type { TaskMessage } from '../../functions/core/task.js';
 import type { LocalStack } from '../runtime.js';
-import type { WatchedRun } from './watch.js';
+import type { WatchedRun } from './summary.js';
 import type { DemoItem } from './workload.js';
 
 /** Send valid tasks through the producer client and malformed ones raw, at the rate asked. Never throws. */

@@ -3,6 +3,8 @@
  * solver's and the consumer's counters, the governor's decisions, the overflow split and the
  * fault proxy's account. `--json` prints this object; the summary's table is drawn from it.
  */
+import type { TaskResult } from '../../functions/core/results.js';
+import type { LocalStack } from '../runtime.js';
 import type { FaultStats } from '../faults/proxy.js';
 import type { StoreOutage } from '../store-watch.js';
 
@@ -153,4 +155,26 @@ export interface OverflowSummary {
   latencyTargetMs: number;
   /** The overflow lane: invocations, most at once, the widest ceiling the governor set, and why it stood where it did (decisions by reason). */
   lane: { invocations: number; peakConcurrency: number; maxCeiling: number; reasons: Record<string, number> };
+}
+
+/** What the watch collected: the terminal records, what was sent, and why it ended. */
+export interface WatchedRun {
+  started: number;
+  simStart: ReturnType<LocalStack['simulator']['stats']>;
+  /** The overflow simulator's counters at the start, with an overflow provider. */
+  overflowSimStart: ReturnType<LocalStack['simulator']['stats']> | undefined;
+  results: Map<string, TaskResult>;
+  /** Tasks whose record was read back without a known status (and no terminal one since). */
+  unknownIds: Set<string>;
+  submitted: number;
+  sentIds: Set<string>;
+  endedBy: DemoSummary['endedBy'];
+  /** The latest decision that paused, as seen by the watch. */
+  pauseReason: { code: string; message: string } | null;
+  /** Tasks whose completion event was heard (a task may be announced more than once, with one event id). */
+  announced: Set<string>;
+  /** Tasks the sender gave up on. */
+  unsent: Set<string>;
+  /** SQS message ids of the messages sent raw (the malformed ones), to their demo ids. */
+  messageIds: Map<string, string>;
 }

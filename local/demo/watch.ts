@@ -11,7 +11,7 @@ import { currentCeiling, overflowInFlight, runningInvocations } from './lanes.js
 import { EMPTY_DEPTHS, type QueueCount, type QueueDepths, queueDepths } from './queues.js';
 import { count, endToEnd, refreshResults } from './records.js';
 import { sendWorkload, withRetries } from './send.js';
-import type { DemoSummary } from './summary.js';
+import type { WatchedRun } from './summary.js';
 import type { DemoItem } from './workload.js';
 
 /** One lane at one moment, for the live view. */
@@ -67,28 +67,6 @@ export interface DemoOptions {
    * @default never
    */
   stopWhenPausedMs?: number;
-}
-
-/** What the watch collected: the terminal records, what was sent, and why it ended. */
-export interface WatchedRun {
-  started: number;
-  simStart: ReturnType<LocalStack['simulator']['stats']>;
-  /** The overflow simulator's counters at the start, with an overflow provider. */
-  overflowSimStart: ReturnType<LocalStack['simulator']['stats']> | undefined;
-  results: Map<string, TaskResult>;
-  /** Tasks whose record was read back without a known status (and no terminal one since). */
-  unknownIds: Set<string>;
-  submitted: number;
-  sentIds: Set<string>;
-  endedBy: DemoSummary['endedBy'];
-  /** The latest decision that paused, as seen by the watch. */
-  pauseReason: { code: string; message: string } | null;
-  /** Tasks whose completion event was heard (a task may be announced more than once, with one event id). */
-  announced: Set<string>;
-  /** Tasks the sender gave up on. */
-  unsent: Set<string>;
-  /** SQS message ids of the messages sent raw (the malformed ones), to their demo ids. */
-  messageIds: Map<string, string>;
 }
 
 /** Send the workload and watch the results until every task is accounted for, the deadline, or a stop. */
