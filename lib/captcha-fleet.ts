@@ -117,6 +117,7 @@ export class CaptchaFleet extends Construct {
     this.alarms = new FleetAlarms(this, 'Alarms', {
       settings,
       queues: this.queues,
+      reportsDlq: this.reports.deadLetterQueue,
       consumer: this.consumer.function,
       governor: this.governor.function,
       ...overflowConsumer,

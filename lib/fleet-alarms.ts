@@ -1,6 +1,6 @@
 /**
  * Alarms to one SNS topic (KMS-encrypted, TLS only; optional e-mail subscription): balance under
- * the halt level, DLQ not empty, oldest task too old (each lane), p95 solve time too high,
+ * the halt level, DLQ (and reports DLQ) not empty, oldest task too old (each lane), p95 solve time too high,
  * error rate too high, governor errors or silence, consumer throttles; with an overflow provider,
  * the spend cap holding the lane narrower than the backlog needs, and overflow consumer throttles.
  * Each alarm notifies on ALARM and on OK. The runbook in docs/deploy.md has a row per alarm.
@@ -13,6 +13,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { GOVERNOR_METRICS, METRICS } from '../functions/core/metric-names.js';
 import type { FleetSettings, OverflowSettings } from '../functions/core/settings.js';
@@ -23,6 +24,7 @@ import type { TaskQueues } from './task-queues.js';
 export const ALARM_IDS = [
   'BalanceBelowHalt',
   'DeadLetterQueueNotEmpty',
+  'ReportsDeadLetterQueueNotEmpty',
   'OldestTaskTooOld',
   'OldestHighPriorityTaskTooOld',
   'SolveTimeP95High',
@@ -50,6 +52,8 @@ export interface FleetAlarmsProps {
   readonly settings: FleetSettings;
   /** The lanes and the DLQ (age and depth alarms). */
   readonly queues: TaskQueues;
+  /** The reports queue's DLQ: reports the report function could not settle (depth alarm). */
+  readonly reportsDlq: sqs.IQueue;
   /** The consumer function (throttle alarm). */
   readonly consumer: lambda.IFunction;
   /** The governor function (error and silence alarms). */
@@ -83,30 +87,7 @@ export class FleetAlarms extends Construct {
     this.#settings = settings;
     const metrics = new FleetMetrics(settings);
 
-    // CloudWatch can publish to an encrypted topic only with a customer managed key whose policy
-    // lets cloudwatch.amazonaws.com use it (the AWS managed alias/aws/sns key does not).
-    const key = new kms.Key(this, 'TopicKey', {
-      description: `${settings.prefix} alarm topic encryption`,
-      enableKeyRotation: true,
-      pendingWindow: Duration.days(7),
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    key.addToResourcePolicy(
-      new iam.PolicyStatement({
-        sid: 'CloudWatchAlarmsPublish',
-        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-        resources: ['*'],
-      }),
-    );
-    this.topic = new sns.Topic(this, 'Topic', {
-      topicName: `${settings.prefix}-alarms`,
-      displayName: 'captcha-fleet alarms',
-      masterKey: key,
-      enforceSSL: true,
-    });
-    if (props.alarmEmail !== undefined)
-      this.topic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+    this.topic = this.#alarmTopic(settings, props.alarmEmail);
 
     const alarm = (alarmId: AlarmId, description: string, options: cw.AlarmProps) =>
       this.#alarm(alarmId, description, options);
@@ -115,6 +96,15 @@ export class FleetAlarms extends Construct {
         metric: queue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', period: ONE_MINUTE }),
         threshold: settings.oldestMessageAlarmSeconds,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      });
+
+    const notEmpty = (alarmId: AlarmId, queue: sqs.IQueue, description: string) =>
+      alarm(alarmId, description, {
+        metric: queue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
+        threshold: 1,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         evaluationPeriods: 1,
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,
       });
@@ -132,19 +122,15 @@ export class FleetAlarms extends Construct {
           treatMissingData: cw.TreatMissingData.IGNORE,
         },
       ),
-      DeadLetterQueueNotEmpty: alarm(
+      DeadLetterQueueNotEmpty: notEmpty(
         'DeadLetterQueueNotEmpty',
+        queues.deadLetterQueue,
         'Messages are in the dead-letter queue: rejected tasks or tasks received too often.',
-        {
-          metric: queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-            statistic: 'Maximum',
-            period: ONE_MINUTE,
-          }),
-          threshold: 1,
-          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-        },
+      ),
+      ReportsDeadLetterQueueNotEmpty: notEmpty(
+        'ReportsDeadLetterQueueNotEmpty',
+        props.reportsDlq,
+        'Reports are in the reports DLQ: malformed report messages, or reports the provider could not be asked about within their receives (its outage, account errors).',
       ),
       OldestTaskTooOld: oldest(queues.normal, 'OldestTaskTooOld', 'normal-priority'),
       OldestHighPriorityTaskTooOld: oldest(queues.high, 'OldestHighPriorityTaskTooOld', 'high-priority'),
@@ -217,6 +203,34 @@ export class FleetAlarms extends Construct {
       props.overflowConsumer !== undefined && settings.overflow !== undefined
         ? this.#overflowAlarms(metrics, settings.overflow, props.overflowConsumer)
         : undefined;
+  }
+
+  /** The alarm topic (`<prefix>-alarms`): KMS-encrypted with a key CloudWatch may use, TLS only, e-mail when given. */
+  #alarmTopic(settings: FleetSettings, alarmEmail: string | undefined): sns.Topic {
+    // CloudWatch can publish to an encrypted topic only with a customer managed key whose policy
+    // lets cloudwatch.amazonaws.com use it (the AWS managed alias/aws/sns key does not).
+    const key = new kms.Key(this, 'TopicKey', {
+      description: `${settings.prefix} alarm topic encryption`,
+      enableKeyRotation: true,
+      pendingWindow: Duration.days(7),
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+      }),
+    );
+    const topic = new sns.Topic(this, 'Topic', {
+      topicName: `${settings.prefix}-alarms`,
+      displayName: 'captcha-fleet alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+    if (alarmEmail !== undefined) topic.addSubscription(new subscriptions.EmailSubscription(alarmEmail));
+    return topic;
   }
 
   /** One alarm named `<prefix>-<id>`, notifying the topic on ALARM and on OK, its runbook row named. */

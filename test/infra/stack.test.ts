@@ -341,6 +341,17 @@ describe('default stack', () => {
       Threshold: 1,
       MetricName: 'ApproximateNumberOfMessagesVisible',
     });
+    // The reports DLQ has its own: a report that could not be settled is a refund nobody asked for yet.
+    expect(alarm('ReportsDeadLetterQueueNotEmpty')).toMatchObject({
+      Threshold: 1,
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [
+        {
+          Name: 'QueueName',
+          Value: { 'Fn::GetAtt': [expect.stringMatching(/^\w*ReportsDeadLetterQueue/), 'QueueName'] },
+        },
+      ],
+    });
     expect(alarm('OldestTaskTooOld')).toMatchObject({
       Threshold: settings.oldestMessageAlarmSeconds,
       MetricName: 'ApproximateAgeOfOldestMessage',
