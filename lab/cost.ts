@@ -80,7 +80,8 @@ export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions
     ...common,
     deliveries: run.invocations,
     invocations: run.invocations,
-    invocationSeconds: run.computeSeconds,
+    // The overflow consumer is a Lambda of the same size: its invocations' seconds are billed too.
+    invocationSeconds: run.computeSeconds + (run.overflow?.invocationSeconds ?? 0),
     consumerSizing: options.consumerSizing,
     // The governor's own invocations are billed to the runs it governs (with or without overflow).
     governor: run.policy.startsWith('governor'),

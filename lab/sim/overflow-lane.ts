@@ -69,6 +69,8 @@ export interface OverflowResult {
   /** The provider's balance at its lowest, USD, and solves started while it was under the pause level (must be 0). */
   lowestBalanceUsd: number;
   startedPastPause: number;
+  /** Seconds the lane's invocations ran (each task one invocation: its overhead and its solve), for the Lambda bill. */
+  invocationSeconds: number;
 }
 
 /** The overflow lane inside the simulator: its ceiling, its in-flight solves, its money. */
@@ -88,6 +90,7 @@ export class OverflowLane {
   private guardClosedTicks = 0;
   private startedPastPause = 0;
   private solveSeconds: number[] = [];
+  private invocationSeconds = 0;
 
   constructor(readonly spec: OverflowSpec) {
     this.balance = spec.initialBalanceUsd;
@@ -105,6 +108,7 @@ export class OverflowLane {
     const hold = solveSeconds * this.spec.solveFactor;
     this.solveSeconds.push(hold);
     if (this.solveSeconds.length > 200) this.solveSeconds.shift();
+    this.invocationSeconds += overheadSeconds + hold;
     return overheadSeconds + hold;
   }
 
@@ -195,6 +199,7 @@ export class OverflowLane {
       // Nothing tops the lab's account up: its balance only falls, so the last is the lowest.
       lowestBalanceUsd: this.balance,
       startedPastPause: this.startedPastPause,
+      invocationSeconds: this.invocationSeconds,
     };
   }
 }
