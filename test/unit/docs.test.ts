@@ -8,7 +8,9 @@ import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../bin/program.js';
 import { findBlocks, renderBlocks } from '../../scripts/doc-blocks.js';
+import { monthToday } from '../../scripts/cost-bill.js';
 import { labJson, nodeFloor } from '../../scripts/doc-generators.js';
+import { fleetBill } from '../../functions/core/cost/fleet-bill.js';
 import { markdownFiles, staleFiles } from '../../scripts/docs.js';
 import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
 import { ROOT } from '../infra/synth-helpers.js';
@@ -325,6 +327,36 @@ describe("the README's prose on the lab", () => {
     const wrong = claims.flatMap(([pattern, expected]) => {
       const stated = pattern.exec(text)?.[1];
       return stated === expected ? [] : [`${pattern}: README says ${stated ?? 'nothing'}, the lab gives ${expected}`];
+    });
+    expect(wrong).toEqual([]);
+  });
+});
+
+describe("the README's cost claims", () => {
+  it('state what the cost model gives now: the sale day on the lab (seed 1) and the month on the model', async () => {
+    const lab = await labJson();
+    const text = readFileSync(`${ROOT}/README.md`, 'utf8').replace(/\s+/g, ' ');
+    const cost = (trace: string, policy: string) => {
+      const run = lab.traces.find((t) => t.name === trace)?.runs.find((r) => r.policy === policy) as
+        | { cost?: { planUsd: number; awsUsd: number } }
+        | undefined;
+      if (run?.cost === undefined) throw new Error(`lab: no cost for ${trace} / ${policy}`);
+      return run.cost;
+    };
+    const fleet = cost('sale-day-surge', 'governor');
+    const pool = cost('sale-day-surge', 'thread-pool');
+    const month = fleetBill(monthToday(0.6), { planThreads: 50 });
+    const claims: [RegExp, string][] = [
+      [/the sale day costs the fleet \$([\d.]+)/, fleet.awsUsd.toFixed(2)],
+      [/— ([\d.]+)× the \$[\d.]+ of the plan it governs/, (fleet.awsUsd / fleet.planUsd).toFixed(1)],
+      [/× the \$([\d.]+) of the plan it governs/, fleet.planUsd.toFixed(2)],
+      [/against \$([\d.]+) for either pool/, pool.awsUsd.toFixed(2)],
+      [/60 % use: \$(\d+) of AWS/, month.usd.toFixed(0)],
+      [/of AWS for a \$(\d+) plan/, month.planUsd.toFixed(0)],
+    ];
+    const wrong = claims.flatMap(([pattern, expected]) => {
+      const stated = pattern.exec(text)?.[1];
+      return stated === expected ? [] : [`${pattern}: README says ${stated ?? 'nothing'}, the model gives ${expected}`];
     });
     expect(wrong).toEqual([]);
   });
