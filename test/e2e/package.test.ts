@@ -335,6 +335,8 @@ describe('the packed package in fresh projects', () => {
       'dist/lambda/consumer/index.mjs.map',
       'dist/lambda/governor/index.mjs',
       'dist/lambda/governor/index.mjs.map',
+      'dist/lambda/reporter/index.mjs',
+      'dist/lambda/reporter/index.mjs.map',
     ]);
   });
 
@@ -416,7 +418,13 @@ describe('the packed package in fresh projects', () => {
         .filter((r) => r.Type === 'AWS::SQS::Queue')
         .map((r) => r.Properties.QueueName)
         .filter(Boolean);
-      expect(queueNames.sort()).toEqual(['shop-captcha-tasks', 'shop-captcha-tasks-dlq', 'shop-captcha-tasks-high']);
+      expect(queueNames.sort()).toEqual([
+        'shop-captcha-reports',
+        'shop-captcha-reports-dlq',
+        'shop-captcha-tasks',
+        'shop-captcha-tasks-dlq',
+        'shop-captcha-tasks-high',
+      ]);
       // grantProduce: SendMessage on both lanes and GetItem on the results table, on the user's role
       const workerPolicy = JSON.stringify(
         Object.values(template.Resources).filter(
@@ -427,7 +435,7 @@ describe('the packed package in fresh projects', () => {
       expect(workerPolicy).toContain('CaptchaQueuesHighPriorityQueue');
       expect(workerPolicy).toContain('dynamodb:GetItem');
       // The deployed code is the package's bundle, the same bytes the checkout builds
-      for (const name of ['consumer', 'governor']) {
+      for (const name of ['consumer', 'governor', 'reporter']) {
         const deployed = functionCode(app?.dir as string, template, `shop-captcha-${name}`);
         const shipped = readFileSync(join(shared, `node_modules/captcha-fleet/dist/lambda/${name}/index.mjs`));
         expect(deployed.equals(shipped)).toBe(true);
@@ -440,8 +448,11 @@ describe('the packed package in fresh projects', () => {
       expect(app?.failed, app?.failed && describeRun(app.failed.what, app.failed)).toBeUndefined();
       const template = app?.template as Template;
       const mappings = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
-      expect(mappings).toHaveLength(2);
-      for (const mapping of mappings) expect(mapping.Properties.BatchSize).toBe(2);
+      // The two lanes on the consumer, at the app's tasks per invocation, and the reports queue on the report function.
+      expect(mappings).toHaveLength(3);
+      const consumerMappings = mappings.filter((m) => !JSON.stringify(m.Properties.FunctionName).includes('Reports'));
+      expect(consumerMappings).toHaveLength(2);
+      for (const mapping of consumerMappings) expect(mapping.Properties.BatchSize).toBe(2);
       expect(functionCode(app?.dir as string, template, 'captcha-fleet-consumer').length).toBeGreaterThan(0);
     });
   });
