@@ -86,6 +86,13 @@ export interface ConsumerStoreCallsOptions {
   services?: readonly string[];
   /** @default two minutes */
   windowMs?: number;
+  /**
+   * How often CloudWatch is asked, ms: an answer is used until it is this old. The metrics have a
+   * one-minute period, so a read every tick (10 s) mostly returns the same datapoints and bills 8
+   * metrics a tick; the governor's own probe of each store runs every tick regardless. A failed
+   * read is not kept (the next tick asks again). @default 60 000, the metric window's cadence
+   */
+  everyMs?: number;
   clock?: Clock;
 }
 
@@ -116,8 +123,12 @@ export function createConsumerStoreCalls(options: ConsumerStoreCallsOptions): ()
   const services = options.services ?? [SERVICES.consumer, SERVICES.overflowConsumer];
   const clock = options.clock ?? Date.now;
   const windowMs = options.windowMs ?? DEFAULT_METRICS_WINDOW_MS;
+  const everyMs = options.everyMs ?? DEFAULT_STORE_CALLS_EVERY_MS;
+  let kept: { at: number; calls: ConsumerStoreCalls } | undefined;
   return async () => {
-    const { start, end } = metricWindow(clock(), windowMs);
+    const now = clock();
+    if (kept !== undefined && now - kept.at < everyMs) return kept.calls;
+    const { start, end } = metricWindow(now, windowMs);
     let results: { Id?: string; Values?: number[] }[];
     try {
       const answer = await options.cloudwatch.send(
@@ -138,9 +149,13 @@ export function createConsumerStoreCalls(options: ConsumerStoreCallsOptions): ()
     const calls: ConsumerStoreCalls = {};
     for (const store of Object.keys(CALL_METRICS) as StoreName[])
       calls[store] = { requests: sum(`${store}_requests_`), errors: sum(`${store}_errors_`) };
+    kept = { at: now, calls };
     return calls;
   };
 }
+
+/** The consumers' store calls are read from CloudWatch at most this often, ms (the metric window's cadence). */
+export const DEFAULT_STORE_CALLS_EVERY_MS = 60_000;
 
 /** What the governor loop reads each tick: both stores' samples. Never throws. */
 export interface StoreSamplesReader {

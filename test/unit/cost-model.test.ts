@@ -6,6 +6,11 @@
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { describe, expect, it } from 'vitest';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
+import {
+  consumerStoreCallQueries,
+  DEFAULT_STORE_CALLS_EVERY_MS,
+} from '../../functions/adapters/store-health-signals.js';
+import { SERVICES } from '../../functions/core/metric-names.js';
 import { sqsChunks, writeUnits } from '../../functions/core/cost/bill.js';
 import { fleetBill, GOVERNOR_CALLS } from '../../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../../functions/core/cost/prices.js';
@@ -57,14 +62,14 @@ describe('the fleet bill', () => {
     const without = fleetBill({ ...HOUR, governor: false }, { planThreads: 50 });
     const withGovernor = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
     // 60 × 51 s × 0.25 GB (six ticks, the last at 50 s); 60 requests; 720 GetQueueAttributes; 1 080 reads, 360 writes;
-    // 840 GetMetricData metrics; 360 ticks × 2 500 log bytes; 13 metrics for an hour.
+    // 1 320 GetMetricData metrics (22 a minute: 14 signals, 8 store calls); 360 ticks × 2 500 log bytes; 13 metrics for an hour.
     const byHand =
       765 * 0.0000133334 +
       60 * 2e-7 +
       720 * 4e-7 +
       1080 * 1.25e-7 +
       360 * 6.25e-7 +
-      840 * 1e-5 +
+      1320 * 1e-5 +
       0.00045 +
       (13 / 730) * 0.3;
     expect(withGovernor.usd - without.usd).toBeCloseTo(byHand, 9);
@@ -118,10 +123,13 @@ describe('units', () => {
       namespace: 'CaptchaFleet',
       queueNames: { normal: 'tasks', high: 'tasks-high' },
     });
-    // The consumer's window, the percentile apart, and age + sent per lane (two lanes).
+    // The consumer's window, the percentile apart, and age + sent per lane (two lanes); the
+    // consumers' store calls, read once a minute (DEFAULT_STORE_CALLS_EVERY_MS).
     const queueMetrics = 2 * 2;
+    const storeCalls = consumerStoreCallQueries('CaptchaFleet', [SERVICES.consumer, SERVICES.overflowConsumer]);
+    expect(DEFAULT_STORE_CALLS_EVERY_MS).toBe(60_000);
     expect(GOVERNOR_CALLS.metricsPerMinute).toBe(
-      signals.consumerQueries().length + signals.percentileQueries().length + queueMetrics,
+      signals.consumerQueries().length + signals.percentileQueries().length + queueMetrics + storeCalls.length,
     );
   });
 });

@@ -49,8 +49,12 @@ export const GOVERNOR_CALLS = {
   sqsPerTick: 2,
   readsPerTick: 3,
   writesPerTick: 1,
-  /** Metrics per GetMetricData minute: the consumer's window (10) and age + sent of two lanes (4); test/unit/cost checks it against the adapters' queries. */
-  metricsPerMinute: 14,
+  /**
+   * Metrics per GetMetricData minute: the consumer's window (10), age + sent of two lanes (4), and
+   * the consumers' store calls (8: requests and errors of DynamoDB and SQS for both consumers,
+   * read once a minute); test/unit/cost checks it against the adapters' queries.
+   */
+  metricsPerMinute: 22,
 } as const;
 
 /** Sizes and timings the bill depends on; every field has a default (DEFAULT_COST_ASSUMPTIONS). */
