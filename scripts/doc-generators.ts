@@ -20,6 +20,7 @@ import type { FleetStatus } from '../clients/fleet-status.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import { fleetEventSource, resolveSettings } from '../functions/core/settings.js';
 import { designsMarkdownFor } from '../lab/designs-report.js';
+import { POLICY_NAMES } from '../lab/policies.js';
 import { monthlyBillMarkdown } from './cost-bill.js';
 import type { DocGenerator } from './doc-blocks.js';
 
@@ -61,18 +62,8 @@ function lab(script: string): DocGenerator {
   };
 }
 
-/** The policies of the README's lab table, in its column order. */
-const LAB_TABLE_POLICIES = [
-  'governor',
-  'thread-pool',
-  'thread-pool-plan',
-  'process-pool',
-  'process-pool-plan',
-  'hpa',
-  'hpa-plan',
-  'lambda-fixed',
-  'oracle',
-] as const;
+/** The policies of the README's lab table, in the lab's order: all but the static pool and the ramp-bound floor. */
+const LAB_TABLE_POLICIES = POLICY_NAMES.filter((policy) => policy !== 'static-pool' && policy !== 'oracle-ramp');
 
 /** One policy's run of one trace in `npm run bench -- --json`, the figures the table shows. */
 interface LabRun {

@@ -5,8 +5,8 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import {
-  isRefused,
   processRecord,
+  readRecord,
   refusalGate,
   resolveTiming,
   type ConsumerDeps,
@@ -32,6 +32,10 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
     // The invocation's calls to DynamoDB and SQS are counted (and their failures) for the
     // governor's store-health signal; per invocation, as several may run at once in one process.
     const counted = countStoreCalls(deps);
+    // Every record is read once, here: the refusals gate counts the batch's refusals before any starts.
+    const now = clock();
+    const reads = new Map(event.Records.map((record) => [record.messageId, readRecord(record, now)]));
+    const refused = [...reads.values()].filter((read) => !read.parsed.ok).length;
     const ctx: RecordContext = {
       deps: counted.deps,
       clock,
@@ -41,21 +45,24 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
       acknowledgeEach: event.Records.length > 1,
       dynamoErrors: counted.dynamoErrors,
       // A batch's refusals settle before its tasks start (RecordContext.refusalsFirst).
-      ...(event.Records.length > 1
-        ? { refusalsFirst: refusalGate(event.Records.filter((record) => isRefused(record, clock())).length) }
-        : {}),
+      ...(event.Records.length > 1 ? { refusalsFirst: refusalGate(refused) } : {}),
     };
     // One processor per invocation: it keeps the batch's state on the instance, and the local
     // runtime may run several invocations of this handler at once in one process.
     const processor = new BatchProcessor(EventType.SQS);
     try {
-      return await processPartialResponse(event, (record: SQSRecord) => processRecord(record, ctx), processor, {
-        context,
-        processInParallel: true,
-        // Every record failing is still a partial response (all listed), not a thrown batch:
-        // the visibility changes made per record then decide when each comes back.
-        throwOnFullBatchFailure: false,
-      });
+      return await processPartialResponse(
+        event,
+        (record: SQSRecord) => processRecord(record, ctx, reads.get(record.messageId)),
+        processor,
+        {
+          context,
+          processInParallel: true,
+          // Every record failing is still a partial response (all listed), not a thrown batch:
+          // the visibility changes made per record then decide when each comes back.
+          throwOnFullBatchFailure: false,
+        },
+      );
     } finally {
       counted.emit();
       deps.metrics.publishStoredMetrics();

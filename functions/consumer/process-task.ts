@@ -8,7 +8,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { parseTask } from '../core/task.js';
 import type { RecordContext } from './context.js';
-import { deliveryOf, recordLog } from './delivery.js';
+import { type Delivery, deliveryOf, recordLog } from './delivery.js';
 import { type Outcome, settle, unexpected } from './outcome.js';
 import { rejectRecord } from './rejection.js';
 import { TaskRun } from './task-run.js';
@@ -25,10 +25,25 @@ export {
 export { type Outcome, RetryLaterError, type RetryReason } from './outcome.js';
 export { ANSWER_TOO_LARGE, ClaimLostError } from './task-run.js';
 
-/** Handle one record. Resolves to acknowledge; throws RetryLaterError to have SQS deliver it again. */
-export async function processRecord(record: SQSRecord, ctx: RecordContext): Promise<void> {
-  const delivery = deliveryOf(record, ctx.clock());
-  const parsed = parseTask(record.body, delivery.fallbackId, delivery.sentAt);
+/** A record as read once per invocation: its delivery and its body parsed against the schema. */
+export interface RecordRead {
+  delivery: Delivery;
+  parsed: ReturnType<typeof parseTask>;
+}
+
+/** Read a record: its delivery, and its body parsed (what `processRecord` works from). */
+export function readRecord(record: SQSRecord, now: number): RecordRead {
+  const delivery = deliveryOf(record, now);
+  return { delivery, parsed: parseTask(record.body, delivery.fallbackId, delivery.sentAt) };
+}
+
+/**
+ * Handle one record. Resolves to acknowledge; throws RetryLaterError to have SQS deliver it again.
+ * @param read the record as the handler already read it (the refusals gate parses every body
+ *   first, and a body of up to 1 MiB is not parsed twice); read here when absent
+ */
+export async function processRecord(record: SQSRecord, ctx: RecordContext, read?: RecordRead): Promise<void> {
+  const { delivery, parsed } = read ?? readRecord(record, ctx.clock());
   const taskId = parsed.ok ? parsed.task.id : (parsed.rejection.id ?? record.messageId);
   const log = recordLog(ctx, {
     taskId,
@@ -53,10 +68,4 @@ export async function processRecord(record: SQSRecord, ctx: RecordContext): Prom
   } finally {
     if (!parsed.ok) ctx.refusalsFirst?.done();
   }
-}
-
-/** Whether the schema refuses a record (what `processRecord` will dead-letter). */
-export function isRefused(record: SQSRecord, now: number): boolean {
-  const delivery = deliveryOf(record, now);
-  return !parseTask(record.body, delivery.fallbackId, delivery.sentAt).ok;
 }
