@@ -142,9 +142,7 @@ export async function settle(
       reason: outcome.letter.reason,
       reasonDetail: outcome.letter.reasonDetail,
     });
-    // Deleted at once: a batch-mate's crash (or this invocation's) would bring it back and
-    // dead-letter it a second time.
-    return acknowledge(delivery, ctx, log, true);
+    return deleteLettered(delivery, ctx, log);
   }
   countRetried(ctx, outcome.reason);
   if (await requeueInstead(outcome, delivery, ctx, log)) return;
@@ -171,6 +169,26 @@ async function acknowledge(delivery: Delivery, ctx: RecordContext, log: RecordLo
   } catch (error) {
     // The batch response still lists it as done: the event source deletes it.
     log.warn('finished message not deleted at once; the batch response acknowledges it', { error: describe(error) });
+  }
+}
+
+/**
+ * Delete a message whose letter is in the DLQ, at once and retried while SQS throttles or fails
+ * (for as long as the invocation keeps to record an outcome, `recordMarginMs`, within its end): a
+ * message that came back (a batch-mate's crash, or a delete that failed, the event source's
+ * included) would be dead-lettered a second time. If it still fails, the batch response asks the
+ * event source to delete it.
+ */
+async function deleteLettered(delivery: Delivery, ctx: RecordContext, log: RecordLog): Promise<void> {
+  if (delivery.moved) return;
+  try {
+    await retryWrite(() => ctx.deps.queue.acknowledge(delivery.message), {
+      until: Math.min(ctx.stopAt - ctx.timing.requeueReserveMs, ctx.clock() + ctx.timing.recordMarginMs),
+      clock: ctx.clock,
+      timing: ctx.timing.writeRetry,
+    });
+  } catch (error) {
+    log.warn('dead-lettered message not deleted; the batch response acknowledges it', { error: describe(error) });
   }
 }
 

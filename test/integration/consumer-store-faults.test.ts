@@ -517,6 +517,50 @@ describe('batches with crashes', () => {
     expect(letters[0]?.MessageAttributes?.reason?.StringValue).toBe('MALFORMED_JSON');
     expect(letters[0]?.MessageAttributes?.sourceMessageId?.StringValue).toBe(messages[1]?.MessageId);
   });
+  it('dead-letters a refused message once when its delete fails, the event source’s included: the delete is retried', async () => {
+    // Prepare: the first DeleteMessage call fails (SQS throttles all three of the SDK's attempts);
+    // the event source's own delete is not made (as when it fails too): what the consumer deleted
+    // is all that is gone.
+    const h = await harness({
+      faults: {
+        windows: [
+          {
+            service: 'sqs',
+            kind: 'throttle',
+            startMs: 0,
+            durationMs: 60_000,
+            rate: 1,
+            operations: ['DeleteMessage'],
+            count: 3,
+          },
+        ],
+      },
+      // The time an outcome's record may take (the SDK's three attempts back off for a while).
+      timing: { recordMarginMs: 5_000 },
+    });
+    await h.send('not JSON at all');
+    const [message] = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 1);
+    if (message === undefined) throw new Error('no message');
+
+    // Act: one invocation, its batch response ignored; then the message is made visible again if it is still there.
+    await h.handler(toSqsEvent([message], h.fleet.resources.queueArns.normal, h.fleet.clients.region), lambdaContext());
+    await h.fleet.clients.sqs
+      .send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: h.fleet.resources.queueUrls.normal,
+          ReceiptHandle: message.ReceiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      )
+      .catch(() => undefined);
+    const again = await h.deliver();
+
+    // Assess: deleted by the consumer itself, so nothing came back and the DLQ holds one letter.
+    expect(again.messages).toHaveLength(0);
+    const letters = await h.dlq();
+    expect(letters).toHaveLength(1);
+    expect(letters[0]?.MessageAttributes?.sourceMessageId?.StringValue).toBe(message.MessageId);
+  });
 });
 
 describe('messages at SQS’s limit', () => {
