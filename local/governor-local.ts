@@ -73,7 +73,7 @@ export interface LocalGovernorOptions {
   /** The consumer's thread ledger (over-cap answers and held threads); without it, the metric window's over-cap answers. */
   threadLedger?: ThreadLedgerReader;
   /** The fleet's stores as dependencies (local/store-watch.ts): probed every tick. Absent: not watched. */
-  stores?: { read(): Promise<StoreSample[]> };
+  stores?: { read(since?: number): Promise<StoreSample[]> };
   /**
    * The governor's own probe submission (functions/governor/thread-probe.ts), made on a tick
    * that asks for one: while others hold all but fewer threads than the mapping's floor, the

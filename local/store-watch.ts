@@ -60,11 +60,16 @@ export interface StoreWatchOptions {
   windowMs: number;
 }
 
-/** The consumers' store calls over the last `windowMs`, both lanes together. */
-function consumerCalls(metrics: Pick<MetricsStore, 'sum'>, windowMs: number): ConsumerStoreCalls {
+/** The consumers' store calls over the last `windowMs` (since `since`, when later), both lanes together. */
+function consumerCalls(
+  metrics: Pick<MetricsStore, 'sum'>,
+  windowMs: number,
+  since: number | undefined,
+): ConsumerStoreCalls {
+  const span = since === undefined ? windowMs : Math.max(0, Math.min(windowMs, Date.now() - since));
   const read = (requests: string, errors: string) => ({
-    requests: metrics.sum(requests, windowMs),
-    errors: metrics.sum(errors, windowMs),
+    requests: metrics.sum(requests, span),
+    errors: metrics.sum(errors, span),
   });
   return {
     dynamodb: read(METRICS.dynamoRequests, METRICS.dynamoErrors),
@@ -89,7 +94,9 @@ export function createStoreWatch(options: StoreWatchOptions): StoreWatch {
     resultsTable: options.resultsTable,
     queueUrl: options.queueUrl,
   });
-  const samples = createStoreSamplesReader(prober, async () => consumerCalls(options.metrics, options.windowMs));
+  const samples = createStoreSamplesReader(prober, async (since) =>
+    consumerCalls(options.metrics, options.windowMs, since),
+  );
   let started = Date.now();
   const stats: StoreWatchStats = { outages: [], resumes: 0, ticks: 0 };
   let pausedForStores = false;

@@ -118,17 +118,30 @@ export function consumerStoreCallQueries(namespace: string, services: readonly s
   return queries;
 }
 
-/** Read the consumers' store calls from CloudWatch. */
-export function createConsumerStoreCalls(options: ConsumerStoreCallsOptions): () => Promise<ConsumerStoreCalls> {
+/**
+ * Read the consumers' store calls from CloudWatch: over the window, or only from the minute of
+ * `since` on when that is later (after a resume, the calls before it are old news). A read is
+ * kept `everyMs` for the same start.
+ */
+export function createConsumerStoreCalls(
+  options: ConsumerStoreCallsOptions,
+): (since?: number) => Promise<ConsumerStoreCalls> {
   const services = options.services ?? [SERVICES.consumer, SERVICES.overflowConsumer];
   const clock = options.clock ?? Date.now;
   const windowMs = options.windowMs ?? DEFAULT_METRICS_WINDOW_MS;
   const everyMs = options.everyMs ?? DEFAULT_STORE_CALLS_EVERY_MS;
-  let kept: { at: number; calls: ConsumerStoreCalls } | undefined;
-  return async () => {
+  let kept: { at: number; since: number | undefined; calls: ConsumerStoreCalls } | undefined;
+  return async (since) => {
     const now = clock();
-    if (kept !== undefined && now - kept.at < everyMs) return kept.calls;
-    const { start, end } = metricWindow(now, windowMs);
+    if (kept !== undefined && kept.since === since && now - kept.at < everyMs) return kept.calls;
+    const window = metricWindow(now, windowMs);
+    const end = window.end;
+    // Datapoints are whole minutes: the minute of the resume holds its first calls (and, paused
+    // before them, none older).
+    const from = since === undefined ? 0 : Math.floor(since / 60_000) * 60_000;
+    const start = new Date(Math.max(window.start.getTime(), from));
+    // No whole minute since the resume yet: nothing to say (unknown, never zero calls).
+    if (start.getTime() >= end.getTime()) return {};
     let results: { Id?: string; Values?: number[] }[];
     try {
       const answer = await options.cloudwatch.send(
@@ -149,7 +162,7 @@ export function createConsumerStoreCalls(options: ConsumerStoreCallsOptions): ()
     const calls: ConsumerStoreCalls = {};
     for (const store of Object.keys(CALL_METRICS) as StoreName[])
       calls[store] = { requests: sum(`${store}_requests_`), errors: sum(`${store}_errors_`) };
-    kept = { at: now, calls };
+    kept = { at: now, since, calls };
     return calls;
   };
 }
@@ -157,21 +170,21 @@ export function createConsumerStoreCalls(options: ConsumerStoreCallsOptions): ()
 /** The consumers' store calls are read from CloudWatch at most this often, ms (the metric window's cadence). */
 export const DEFAULT_STORE_CALLS_EVERY_MS = 60_000;
 
-/** What the governor loop reads each tick: both stores' samples. Never throws. */
+/** What the governor loop reads each tick: both stores' samples (the consumers' calls since `since` when given). Never throws. */
 export interface StoreSamplesReader {
-  read(): Promise<StoreSample[]>;
+  read(since?: number): Promise<StoreSample[]>;
 }
 
 /** The probe and the consumers' window, read together each tick. */
 export function createStoreSamplesReader(
   prober: StoreProber,
-  consumerCalls: () => Promise<ConsumerStoreCalls>,
+  consumerCalls: (since?: number) => Promise<ConsumerStoreCalls>,
 ): StoreSamplesReader {
   return {
-    async read() {
+    async read(since) {
       const [probe, calls] = await Promise.all([
         prober().catch(() => undefined),
-        consumerCalls().catch((): ConsumerStoreCalls => ({})),
+        consumerCalls(since).catch((): ConsumerStoreCalls => ({})),
       ]);
       return storeSamplesOf(probe, calls);
     },

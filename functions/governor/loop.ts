@@ -12,13 +12,14 @@
  * The fleet's stores (DynamoDB, SQS) are dependencies too (`stores`): each tick the loop probes
  * them and reads the consumers' store calls, judges them (functions/core/store-health.ts) and
  * reports them in `signals.dependencies`; the availability stage pauses after `outageTicks` down
- * ticks, probes every tick and resumes at the pre-outage ceiling, as for a solver outage. With
+ * ticks, probes every tick and resumes at the pre-outage ceiling, as for a solver outage (on trial
+ * first: only the consumers' calls since the resume are read then, and they pass or fail it). With
  * DynamoDB down the state cannot be saved: a pause is still acted on (disabling needs no
  * conditional write), and the loop decides from the state it holds in memory until a save
  * succeeds again, so the outage's record survives the store it is about.
  */
 import type { Clock } from '../core/ports.js';
-import { consumersStale, type StoreSample, storeDependencies } from '../core/store-health.js';
+import { consumerCallsView, type StoreSample, storeDependencies } from '../core/store-health.js';
 import type { ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decideTick, initialState } from '../core/governor/policy.js';
 import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
@@ -98,7 +99,16 @@ export interface GovernorLoopOptions {
    * consumers' store calls over the metric window, read every tick (never throws).
    * Absent: the stores are not watched (only the governor's state read is).
    */
-  stores?: { read(): Promise<StoreSample[]> };
+  stores?: { read(since?: number): Promise<StoreSample[]> };
+}
+
+/** The stores judged this tick, reading the consumers' calls the view allows; undefined when not watched or unread. */
+async function readStores(
+  stores: GovernorLoopOptions['stores'],
+  view: ReturnType<typeof consumerCallsView>,
+): Promise<DependencyHealth[] | undefined> {
+  const samples = await stores?.read(view.read ? view.since : undefined).catch(() => undefined);
+  return samples === undefined ? undefined : storeDependencies(samples, { consumersStale: !view.read });
 }
 
 /** One probe submission of the governor's own; its answer goes to the thread ledger. Never throws. */
@@ -328,22 +338,19 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     },
     async tick() {
       const now = clock();
+      const loading = keeper.load(now);
       const [queues, metrics, balance, settings, loaded, threadLedger, overflowReading, stores] = await Promise.all([
         options.queues.read(),
         readMetrics(now),
         options.balance.read(),
         options.actuator.read(),
-        keeper.load(now),
+        loading,
         readLedger(),
         overflow?.read(now),
-        options.stores?.read().catch(() => undefined),
+        // Which consumer calls count depends on the state (paused, or since a resume).
+        loading.then((l) => readStores(options.stores, consumerCallsView(l.state, now, options.config))),
       ]);
-      const dependencies = [
-        ...(loaded.unread ? [loaded.unread] : []),
-        ...(stores
-          ? storeDependencies(stores, { consumersStale: consumersStale(loaded.state, now, options.config) })
-          : []),
-      ];
+      const dependencies = [...(loaded.unread ? [loaded.unread] : []), ...(stores ?? [])];
       withQueueMetrics(queues, queueMetricsCache);
       const balanceError = balance === undefined ? options.balance.lastError?.() : undefined;
       const signals = assembleSignals({

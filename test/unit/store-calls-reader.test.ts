@@ -1,6 +1,7 @@
 /**
  * The consumers' store calls as the governor reads them from CloudWatch (mocked: no emulator
- * serves it): once a minute, the metrics' period, not every tick; a failed read is not kept.
+ * serves it): once a minute, the metrics' period, not every tick; a failed read is not kept; after
+ * a resume, only the minutes since it.
  */
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { describe, expect, it, vi } from 'vitest';
@@ -49,6 +50,24 @@ describe("the consumers' store calls", () => {
     expect(await read()).toEqual({});
     now += 10_000;
     expect((await read()).dynamodb).toEqual({ requests: 20, errors: 0 });
+    expect(cw.send).toHaveBeenCalledTimes(2);
+  });
+
+  it('after a resume reads only from the minute of the resume on, and says nothing before a whole minute has passed', async () => {
+    // A minute boundary plus 50 s: the window's end is the boundary.
+    let now = 1_700_000_040_000 + 50_000;
+    const cw = cloudwatch(['ok', 'ok']);
+    const read = createConsumerStoreCalls({ cloudwatch: cw, namespace: 'CaptchaFleet', clock: () => now });
+    const resumedAt = now - 5_000;
+    expect(await read(resumedAt)).toEqual({});
+    expect(cw.send).not.toHaveBeenCalled();
+    now += 20_000; // the minute of the resume is whole
+    await read(resumedAt);
+    const input = cw.send.mock.calls[0]?.[0].input as unknown as { StartTime: Date; EndTime: Date };
+    expect(input.StartTime.getTime()).toBe(Math.floor(resumedAt / 60_000) * 60_000);
+    expect(input.EndTime.getTime() - input.StartTime.getTime()).toBe(60_000);
+    // The whole window again once asked without a resume (a new start is a new read).
+    await read();
     expect(cw.send).toHaveBeenCalledTimes(2);
   });
 });

@@ -6,8 +6,11 @@
  * queue instead of burning receives; a shorter blip, which the consumer's in-invocation retries
  * mostly absorb, does not. While paused every tick is a probe (a balance read is cheap): the
  * first tick on which every dependency answers resumes at the ceiling the fleet held before the
- * outage (an outage says nothing about capacity). Pure.
+ * outage (an outage says nothing about capacity). When a store was part of the outage, that resume
+ * is a trial at the minimum ceiling, which the consumers' own store calls pass or fail
+ * (functions/core/store-health.ts: the trial's steps live there). Pure.
  */
+import { noteStoreOutage, resumeOnTrial, storeTrialStep, trialWait, withoutIdleTrial } from '../store-health.js';
 import type { DependencyView, TickContext } from './context.js';
 import { type Flow, pause, resumed, run, type Stage, usd } from './flow.js';
 
@@ -23,6 +26,7 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
   if (unhealthy.length > 0)
     return {
       ...flow,
+      state: noteStoreOutage(ctx, flow.state),
       proposal: {
         ...pause(
           'outage',
@@ -33,6 +37,8 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
         ...(ctx.state.pause?.heldAtPause !== undefined ? { heldAtPause: ctx.state.pause.heldAtPause } : {}),
       },
     };
+  const waiting = trialWait(ctx, flow);
+  if (waiting !== undefined) return waiting;
   if (funds === undefined || funds.projected < config.pauseBalance)
     return {
       ...flow,
@@ -51,13 +57,16 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
     : flow.allowed;
   const total = Math.min(allowed, Math.max(ctx.minimum, resumeTotal ?? allowed));
   const state = resumed(ctx, flow.state);
+  const resume = resumeOnTrial(ctx, total, { ...state, overCap: { ...state.overCap, carried } });
   return {
     ...flow,
-    state: { ...state, overCap: { ...state.overCap, carried } },
+    state: resume.state,
     proposal: run(
-      total,
+      resume.total,
       'OUTAGE_PROBE',
-      `Resumed at ${total}, the ceiling before the outage: every dependency answered this tick (the balance read: $${usd(funds.usd)}).`,
+      resume.trial
+        ? `Resumed on trial at ${resume.total}: every dependency answered this tick (the balance read: $${usd(funds.usd)}); the ceiling before the outage (${total}) once the consumers' own store calls work.`
+        : `Resumed at ${total}, the ceiling before the outage: every dependency answered this tick (the balance read: $${usd(funds.usd)}).`,
     ),
   };
 }
@@ -68,13 +77,16 @@ export const availabilityStage: Stage = {
     const paused = ctx.state.pause;
     if (paused?.reason === 'outage') return flow.proposal.kind === 'pause' ? flow : whileDown(ctx, flow);
     if (flow.proposal.kind === 'pause' && flow.proposal.reason !== 'threads') return flow;
+    const trial = storeTrialStep(ctx, withoutIdleTrial(flow));
+    if (trial !== undefined) return trial;
     const down = ctx.dependencies.filter((d) => d.ticks >= ctx.config.outageTicks);
-    if (down.length === 0) return flow;
+    if (down.length === 0) return withoutIdleTrial(flow);
     // Where to resume: what the mappings held before (the free threads when they held nothing).
     const before = ctx.current.total > 0 ? ctx.current.total : flow.allowed;
     return {
       ...flow,
       probe: false,
+      state: noteStoreOutage(ctx, flow.state),
       proposal: {
         ...pause(
           'outage',

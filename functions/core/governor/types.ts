@@ -81,6 +81,8 @@ export interface DependencyHealth {
   down: boolean | undefined;
   /** Why, in words (an error name or code; never a secret). */
   detail?: string;
+  /** A store: what the consumers' own calls to it said this tick, when they were enough to say (functions/core/store-health.ts). */
+  consumers?: 'working' | 'failing';
 }
 
 /** The outcome of the governor's probe submission (one per tick while others hold the plan). */
@@ -209,6 +211,24 @@ export interface SpendState {
   haltCeiling?: number;
 }
 
+/**
+ * A store outage's way back (functions/core/store-health.ts): consumption resumes on trial, at the
+ * minimum ceiling, until the consumers' own calls to the stores since the resume say they work;
+ * a trial they say failed pauses again at once, and the next trial waits longer.
+ */
+export interface StoreTrialState {
+  /** The stores seen down in this outage: the trial passes once the consumers' calls to each work. */
+  stores: string[];
+  /** Epoch ms the current trial began; absent while paused. */
+  since?: number;
+  /** The total ceiling to resume at once the trial passes (the one before the outage). */
+  resumeTotal?: number;
+  /** Trials in a row that failed. */
+  failures: number;
+  /** After a failed trial: no new one before this, epoch ms. */
+  notBefore?: number;
+}
+
 /** One dependency's record: consecutive ticks it looked down (counted paused or not; healthy resets it). */
 export interface DependencyState {
   ticks: number;
@@ -235,6 +255,8 @@ export interface GovernorState {
   spend: SpendState;
   /** Per dependency (`solver`, and the stores the loop reports): consecutive down ticks. */
   availability: Record<string, DependencyState>;
+  /** While a store outage pauses the fleet, and while its resume is on trial (functions/core/store-health.ts). */
+  storeTrial?: StoreTrialState;
   /** What the last tick decided and saw, for `captcha-fleet status` (built by decideTick). */
   lastDecision?: GovernorStatus;
   /** The overflow lane's state (its provider's guards, its spend), when an overflow provider is configured. */
