@@ -1,9 +1,17 @@
 /**
- * Chaos for the local runtime: invocations that die after solving and before recording, as a
- * Lambda timeout or an out-of-memory kill would. Works on the results repository, so the
- * consumer's own code runs unchanged (one code path) and its recovery is what gets tested:
- * the message returns after its visibility timeout, the next delivery takes the claim over and
- * resumes the solver submission whose id the claim recorded.
+ * Chaos for the local runtime: invocations that die, as a Lambda timeout, an out-of-memory kill or
+ * a runtime crash would. Two models:
+ *
+ * - at `complete()` (`guardResultsRepository`): a share of the terminal writes kill their
+ *   invocation after solving and before recording;
+ * - at any moment (`crashAtRandomMoments`): each invocation dies after a time drawn at its start,
+ *   a constant hazard per second of invocation time, wherever its code happens to be.
+ *
+ * Either way the consumer's own code runs unchanged (one code path) and its recovery is what gets
+ * tested: the message returns after its visibility timeout, the next delivery takes the claim over
+ * and resumes the solver submission whose id the claim recorded. A dead invocation does nothing
+ * more: its port calls never settle, its SDK requests (retries included) and its solver requests
+ * are never sent.
  */
 import { Agent, type Dispatcher } from 'undici';
 import type { ResultsRepository } from '../functions/core/ports.js';
@@ -22,7 +30,7 @@ export interface ChaosOptions {
    * whose answer reached an invocation already gone (a request in flight when it died), so no
    * delivery can know the id. The one way a crash can still cost a second payment.
    */
-  onIdLost?: (taskId: string) => void;
+  onIdLost?: (lost: { taskId: string; solverId: string; provider: string }) => void;
 }
 
 /**
@@ -73,7 +81,12 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
       return (...args: unknown[]) => {
         const invocation = currentInvocation();
         if (invocation?.dead) {
-          if (property === 'recordSolverId') options.onIdLost?.(String(args[0]));
+          if (property === 'recordSolverId')
+            options.onIdLost?.({
+              taskId: String(args[0]),
+              solverId: String(args[2]),
+              provider: String(args[3] ?? 'primary'),
+            });
           return never();
         }
         if (
@@ -90,6 +103,59 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
       };
     },
   });
+}
+
+/** What the dead-request guard needs of an SDK v3 client. */
+interface SdkClient {
+  middlewareStack: { add(middleware: unknown, options: { step: 'deserialize'; name: string }): void };
+}
+
+/**
+ * An AWS SDK client (SQS, DynamoDB; the document client shares the DynamoDB client's stack) that
+ * sends nothing for a dead invocation, its retries included: Lambda stops the whole environment,
+ * so a call whose attempt failed as the invocation died is not retried behind the next
+ * delivery's back. Checked per attempt (the deserialize step runs inside the retry loop); an
+ * attempt already sent still lands, as a request on the wire does. Calls made outside a poller's
+ * invocation (the governor, the producer) pass untouched.
+ */
+export function guardDeadInvocationRequests(client: SdkClient): void {
+  const guard =
+    (next: (args: unknown) => Promise<unknown>) =>
+    (args: unknown): Promise<unknown> =>
+      currentInvocation()?.dead ? never() : next(args);
+  client.middlewareStack.add(guard, { step: 'deserialize', name: 'deadInvocationGuard' });
+}
+
+export interface RandomCrashOptions {
+  /** Crashes per second of invocation time (a constant hazard): an invocation of `t` s dies with probability 1 − e^(−rate·t). */
+  perSecond: number;
+  random: Random;
+  /** Told of each kill. */
+  onCrash?: () => void;
+}
+
+/**
+ * Crashes at random moments, as out-of-memory kills and runtime faults strike: called at the start
+ * of each invocation (inside it) with the handler's promise, it draws the moment the invocation
+ * dies (exponential, `perSecond`) and kills it then unless it has ended first. Nothing in the
+ * consumer is special to it: the kill lands wherever the code is at that moment.
+ */
+export function crashAtRandomMoments(options: RandomCrashOptions): (running: Promise<unknown>) => void {
+  if (!(options.perSecond >= 0)) throw new RangeError(`perSecond must be 0 or more, got ${options.perSecond}`);
+  return (running) => {
+    const invocation = currentInvocation();
+    if (invocation === undefined || options.perSecond === 0) return;
+    const afterMs = (-Math.log(1 - options.random()) / options.perSecond) * 1000;
+    const timer = setTimeout(() => {
+      if (invocation.dead) return;
+      invocation.kill('crash');
+      options.onCrash?.();
+    }, afterMs);
+    void running.then(
+      () => clearTimeout(timer),
+      () => clearTimeout(timer),
+    );
+  };
 }
 
 /** A promise that never settles: the caller's invocation is gone. */

@@ -32,8 +32,15 @@ import {
 } from '../functions/core/settings.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
 import { createThreadProbe } from '../functions/governor/thread-probe.js';
-import { guardDeadInvocations, guardResultsRepository, InvocationBoundAgent } from './chaos.js';
+import {
+  crashAtRandomMoments,
+  guardDeadInvocationRequests,
+  guardDeadInvocations,
+  guardResultsRepository,
+  InvocationBoundAgent,
+} from './chaos.js';
 import type { FaultPlan } from './faults/plan.js';
+import { createLetterWatch, type LetterWatch, type LostLetterAnswers } from './faults/letters.js';
 import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
 import { startEmulators } from './emulators.js';
 import { type LocalGovernor, startLocalGovernor } from './governor-local.js';
@@ -75,8 +82,14 @@ export interface LocalStackOptions {
   concurrency?: number;
   /** Options of the solver simulator (its plan threads default to `config.planThreads`). */
   solver?: SolverSimOptions;
-  /** Share of invocations that die after solving and before recording (see local/chaos.ts). @default 0 */
+  /**
+   * Invocations that die (see local/chaos.ts): with `crashAt: 'complete'`, the share of terminal
+   * writes that kill their invocation after solving and before recording; with `'anytime'`,
+   * crashes per second of invocation time, at random moments. @default 0
+   */
   crashRate?: number;
+  /** Where crashes strike: at `complete()`, or at any moment. @default 'complete' */
+  crashAt?: 'complete' | 'anytime';
   /** Seed of the runtime's own draws (crashes). @default solver.seed ?? 1 */
   seed?: number;
   /** The consumer's log level. @default 'silent' */
@@ -140,6 +153,10 @@ export interface LocalStack {
   crashes(): number;
   /** Solver ids accepted by the provider after their invocation died (see local/chaos.ts `onIdLost`). */
   idsLostInCrashes(): number;
+  /** Those ids, each as `provider:id` (`primary:17`). */
+  lostSolverIds(): ReadonlySet<string>;
+  /** Dead letters whose send SQS committed while the fault proxy lost its answer, by source message id (local/faults/letters.ts). */
+  lostLetterAnswers(): LostLetterAnswers;
   /** Both pollers' counters added up; the ceiling and peak are the shared pool's. */
   pollerStats(): PollerStats;
   /** Stop receiving, let in-flight invocations end (at most `graceMs`), stop everything. */
@@ -246,6 +263,8 @@ interface Backends {
   clients: AwsClients;
   observer: AwsClients;
   faults: FaultProxy | undefined;
+  /** Dead letters whose send lost its answer (with a fault proxy). */
+  letters: LetterWatch;
   /** Handler calls still running, those the pollers gave up on (timed out) included. */
   calls: Set<Promise<unknown>>;
   endpoints: { sqs: string; dynamo: string };
@@ -266,12 +285,14 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
     observer.dynamo.destroy();
   });
   let faults: FaultProxy | undefined;
+  const letters = createLetterWatch();
   let clients = observer;
   if (plan.options.faults !== undefined) {
     faults = await startFaultProxy({
       upstreams: { sqs: endpoints.sqs, dynamodb: endpoints.dynamo },
       plan: plan.options.faults,
       seed: plan.options.faults.seed ?? plan.seed,
+      onInjected: letters.onInjected,
     });
     const proxy = faults;
     cleanups.add(() => proxy.close());
@@ -282,6 +303,9 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
       faulted.dynamo.destroy();
     });
   }
+  // A dead invocation (crashed, timed out) sends nothing more, its SDK retries included.
+  guardDeadInvocationRequests(clients.sqs);
+  guardDeadInvocationRequests(clients.dynamo);
   // A call the poller gave up on (past the function timeout) still runs; its last writes must
   // land before the emulators close (dynalite throws on a write to a closed database). Runs
   // after the solver is closed, so such calls end fast.
@@ -313,7 +337,7 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
     [resources.queueUrls.normal, resources.queueUrls.high, resources.reportQueueUrls.reports],
     settings.visibilityTimeoutSeconds,
   );
-  return { clients, observer, faults, calls, endpoints, resources };
+  return { clients, observer, faults, letters, calls, endpoints, resources };
 }
 
 /** The simulator and the solver client that talks to it. */
@@ -372,6 +396,7 @@ interface ConsumerSide {
   events: LocalEventStream;
   crashes(): number;
   idsLostInCrashes(): number;
+  lostSolverIds(): ReadonlySet<string>;
   /** The timing both consumers run with (compressed local time). */
   timing: Partial<ConsumerTiming>;
   /** The crash knob around a results repository (both consumers share it and its count). */
@@ -392,7 +417,8 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
   const metrics = new MetricsStore();
   const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
   let crashes = 0;
-  let idsLost = 0;
+  // A dead invocation may try the same id's write more than once: each id counts once.
+  const idsLost = new Set<string>();
   // The overflow provider's key is made now: the primary consumer holds it too, to resume (never
   // submit) what the overflow lane paid for; its client exists once the overflow side starts.
   const overflowKey = settings.overflow !== undefined ? randomBytes(16).toString('hex') : undefined;
@@ -410,12 +436,18 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     endpoint: plan.endpoint,
   };
   const random = stream(plan.seed, 'runtime-crash');
+  const anytime = options.crashAt === 'anytime';
+  const crashAnytime = crashAtRandomMoments({
+    perSecond: anytime ? (options.crashRate ?? 0) : 0,
+    random,
+    onCrash: () => crashes++,
+  });
   const wrapRepository = (repository: ResultsRepository) =>
     guardResultsRepository(repository, {
-      crashRate: options.crashRate ?? 0,
+      crashRate: anytime ? 0 : (options.crashRate ?? 0),
       random,
       onCrash: () => crashes++,
-      onIdLost: () => idsLost++,
+      onIdLost: (lost) => idsLost.add(`${lost.provider}:${lost.solverId}`),
     });
   const timing: Partial<ConsumerTiming> = {
     // One clock in one process: a lease as long as the function timeout outlives any
@@ -457,6 +489,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     (inner: ConsumerHandler): ConsumerHandler =>
     (event, context) => {
       const call = inner(event, context);
+      crashAnytime(call);
       backends.calls.add(call);
       void call.then(
         () => backends.calls.delete(call),
@@ -469,7 +502,8 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     metrics,
     events,
     crashes: () => crashes,
-    idsLostInCrashes: () => idsLost,
+    idsLostInCrashes: () => idsLost.size,
+    lostSolverIds: () => idsLost,
     timing,
     wrapRepository,
     track,
@@ -693,7 +727,7 @@ async function startGovernor(
 
 function assembleStack(
   plan: StackPlan,
-  { clients, observer, faults, endpoints, resources }: Backends,
+  { clients, observer, faults, letters, endpoints, resources }: Backends,
   solver: SolverSide,
   consumer: ConsumerSide,
   { pollers, pool, reports }: Lanes & { reports: Poller },
@@ -737,6 +771,8 @@ function assembleStack(
     functionTimeoutMs: plan.functionTimeoutMs,
     crashes: consumer.crashes,
     idsLostInCrashes: consumer.idsLostInCrashes,
+    lostSolverIds: consumer.lostSolverIds,
+    lostLetterAnswers: () => letters.lostAnswers(resources.queueUrls.dlq),
     pollerStats: () => ({
       ...addStats(pollers.normal.stats(), pollers.high.stats()),
       maxConcurrency: pool.limit,

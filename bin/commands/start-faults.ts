@@ -45,20 +45,31 @@ export function faultPlanOf(flag: FaultsFlag | undefined, seed: number): FaultPl
   return drawFaultMix(flag.random.seed ?? seed, { horizonMs: flag.random.horizonMs });
 }
 
+/** The crash window's share of the tasks paid twice, when crashes lost an id (said only then). */
+function lostIdsOf(s: DemoSummary): string {
+  const lost = s.consumer.idsLostInCrashes;
+  if (lost === 0 && s.paidTwice === 0) return '';
+  return `, ${s.paidTwice - s.paidTwiceBeyondLostIds} of them an id lost in a crash (${lost} solver id(s) lost)`;
+}
+
 /** The summary's rows for the invariants a fault run is judged by, and for the proxy. */
 export function faultRows(s: DemoSummary): [string, string, string][] {
   const rows: [string, string, string][] = [
     [
       'paid once',
       `${s.paidTwice} paid twice`,
-      `tasks with more than one paid submission at the simulators (both providers); duplicate solves ${s.duplicateSolves}`,
+      `tasks with more than one paid submission at the simulators (both providers)${lostIdsOf(s)}; duplicate solves ${s.duplicateSolves}`,
     ],
     [
       'announced',
       `${s.announced} of ${s.solved + s.failed + s.rejected + s.dlqWithRejectedRecord}`,
       `results (refusals with a record included) with a completion event heard; solved without one ${s.solvedNotAnnounced}`,
     ],
-    ['DLQ', `${s.validInDlq} valid`, `valid tasks in the DLQ; second copies of one letter ${s.dlqDuplicates}`],
+    [
+      'DLQ',
+      `${s.validInDlq} valid`,
+      `valid tasks in the DLQ; second copies of one letter ${s.dlqDuplicates}${s.dlqDuplicates > 0 ? `, ${s.dlqDuplicates - s.dlqDuplicatesBeyondLostAnswers} of them of a send whose answer was lost` : ''}`,
+    ],
   ];
   if (s.unsent > 0) rows.push(['unsent', String(s.unsent), 'SQS refused them after retries: never submitted']);
   if (s.faults) {

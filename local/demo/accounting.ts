@@ -10,9 +10,9 @@ import type { LocalStack } from '../runtime.js';
 import { accountDlq, inspectDlq } from './dlq.js';
 import { currentCeiling, runningInvocations } from './lanes.js';
 import { EMPTY_DEPTHS, queueDepths } from './queues.js';
-import { endToEnd, failuresByCode, solveTimes } from './records.js';
+import { endToEnd, failuresByCode, readRecords, solveTimes } from './records.js';
 import { withRetries } from './send.js';
-import type { DemoSummary, LaneSummary, OverflowSummary } from './summary.js';
+import type { DemoSummary, LaneSummary, OverflowSummary, UnresolvedTask } from './summary.js';
 import type { WatchedRun } from './summary.js';
 import type { DemoItem } from './workload.js';
 
@@ -32,14 +32,21 @@ function outcomeOf(id: string, run: WatchedRun, dlqIds: ReadonlySet<string>): Ou
 export async function summarise(stack: LocalStack, items: readonly DemoItem[], run: WatchedRun): Promise<DemoSummary> {
   const { results, submitted } = run;
   // Read with retries: the summary is printed whatever an external endpoint does meanwhile.
-  const dlq = accountDlq((await withRetries(() => inspectDlq(stack))) ?? [], items, run.messageIds);
+  const dlq = accountDlq(
+    (await withRetries(() => inspectDlq(stack))) ?? [],
+    items,
+    run.messageIds,
+    stack.lostLetterAnswers(),
+  );
   const depth = (await withRetries(() => queueDepths(stack))) ?? EMPTY_DEPTHS;
   const rows: Record<Outcome, number> = { solved: 0, failed: 0, rejected: 0, inDlq: 0, unknown: 0, unresolved: 0 };
   let dlqWithRejectedRecord = 0;
+  const unresolved: string[] = [];
   for (const id of run.sentIds) {
     const outcome = outcomeOf(id, run, dlq.ids);
     rows[outcome] += 1;
     if (outcome === 'inDlq' && results.get(id)?.status === 'rejected') dlqWithRejectedRecord += 1;
+    if (outcome === 'unresolved') unresolved.push(id);
   }
   // Unresolved tasks still in a lane are not lost; SQS counts only approximately, so only as
   // many as the lanes hold (plus what is running) are counted queued.
@@ -47,6 +54,7 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
   const complete = rows.unresolved === 0 && rows.unknown === 0 && submitted === items.length;
   const malformed = new Set(items.filter((item) => item.malformed !== undefined).map((item) => item.id));
   const solvedIds = [...run.sentIds].filter((id) => results.get(id)?.status === 'solved');
+  const paid = payments(stack);
   return {
     submitted,
     solved: rows.solved,
@@ -61,13 +69,16 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
     },
     stillQueued,
     lost: rows.unresolved - stillQueued,
+    unresolvedTasks: await unresolvedTasks(stack, items, unresolved.slice(0, MAX_UNRESOLVED_SHOWN)),
     unsent: run.unsent.size,
     duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
-    paidTwice: paidTwice(stack),
+    paidTwice: paid.paidTwice,
+    paidTwiceBeyondLostIds: paid.beyondLostIds,
     announced: [...run.sentIds].filter((id) => isTerminal(results.get(id)?.status) && run.announced.has(id)).length,
     solvedNotAnnounced: solvedIds.filter((id) => !run.announced.has(id)).length,
     validInDlq: [...dlq.ids].filter((id) => !malformed.has(id)).length,
     dlqDuplicates: dlq.duplicates,
+    dlqDuplicatesBeyondLostAnswers: dlq.duplicatesBeyondLostAnswers,
     ...(stack.faults
       ? {
           faults: {
@@ -96,13 +107,63 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
   };
 }
 
-/** Tasks (by method and parameters) with more than one paid submission, both providers together. */
-function paidTwice(stack: LocalStack): number {
-  const paid = new Map<string, number>();
-  for (const simulator of [stack.simulator, stack.overflow?.simulator])
-    for (const [signature, n] of simulator?.paidSubmissions() ?? [])
-      paid.set(signature, (paid.get(signature) ?? 0) + n);
-  return [...paid.values()].filter((n) => n > 1).length;
+/** Unresolved tasks the summary describes one by one. */
+const MAX_UNRESOLVED_SHOWN = 20;
+
+/** Each unresolved task's record as it stands now (read straight from the table). */
+async function unresolvedTasks(
+  stack: LocalStack,
+  items: readonly DemoItem[],
+  ids: readonly string[],
+): Promise<UnresolvedTask[]> {
+  if (ids.length === 0) return [];
+  const records = new Map(((await withRetries(() => readRecords(stack, ids))) ?? []).map((r) => [r.taskId, r]));
+  const lanes = new Map(items.map((item) => [item.id, item.priority]));
+  const now = Date.now();
+  return ids.map((id) => {
+    const r = records.get(id);
+    return {
+      id,
+      lane: lanes.get(id) ?? 'normal',
+      ...(r !== undefined
+        ? {
+            record: {
+              status: String(r.status),
+              attempts: r.attempts,
+              sinceClaimMs: r.startedAt !== undefined ? now - r.startedAt : null,
+              leaseLeftMs: Math.max(0, (r.leaseUntil ?? 0) - now),
+              solverId: r.solverId !== undefined,
+              orphanWaited: r.orphanWaitAt !== undefined,
+            },
+          }
+        : {}),
+    };
+  });
+}
+
+/**
+ * Tasks (by method and parameters) with more than one paid submission, both providers together,
+ * and of those the ones a lost id does not explain: more paid submissions than one plus the ids a
+ * crash lost (`lostSolverIds`, those whose acceptance reached a dead invocation).
+ */
+function payments(stack: LocalStack): { paidTwice: number; beyondLostIds: number } {
+  const paid = new Map<string, string[]>();
+  const providers = [
+    ['primary', stack.simulator],
+    ['overflow', stack.overflow?.simulator],
+  ] as const;
+  for (const [provider, simulator] of providers)
+    for (const [signature, ids] of simulator?.paidSubmissions() ?? [])
+      paid.set(signature, [...(paid.get(signature) ?? []), ...ids.map((id) => `${provider}:${id}`)]);
+  const lost = stack.lostSolverIds();
+  let paidTwice = 0;
+  let beyondLostIds = 0;
+  for (const ids of paid.values()) {
+    if (ids.length < 2) continue;
+    paidTwice += 1;
+    if (ids.filter((id) => lost.has(id)).length < ids.length - 1) beyondLostIds += 1;
+  }
+  return { paidTwice, beyondLostIds };
 }
 
 function solverSummary(

@@ -4,6 +4,7 @@
  */
 import { ChangeMessageVisibilityBatchCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { parseRedelivery, REDELIVERY_ATTRIBUTE } from '../../functions/core/redelivery.js';
+import type { LostLetterAnswers } from '../faults/letters.js';
 import type { LocalStack } from '../runtime.js';
 import type { DemoItem } from './workload.js';
 
@@ -49,30 +50,49 @@ export async function inspectDlq(stack: LocalStack): Promise<Message[]> {
  * to what it sends, and a body may repeat): the `taskId` attribute of the consumer's own letters,
  * the SQS message id for messages sent raw (a letter names it as `sourceMessageId`; SQS's redrive
  * keeps it), the id the fleet's redelivery attribute names, else the body's own `id`.
+ * `duplicates` counts the letters beyond the first of one task; `duplicatesBeyondLostAnswers`
+ * those that no letter send with a lost answer explains (`lostAnswers`, by source message: SQS
+ * committed the send and the sender, never told, sent it again).
  */
 export function accountDlq(
   messages: readonly Message[],
   items: readonly DemoItem[],
   messageIds: ReadonlyMap<string, string>,
-): { ids: Set<string>; byReason: Record<string, number>; foreign: number; duplicates: number } {
+  lostAnswers: LostLetterAnswers = new Map(),
+): {
+  ids: Set<string>;
+  byReason: Record<string, number>;
+  foreign: number;
+  duplicates: number;
+  duplicatesBeyondLostAnswers: number;
+} {
   const known = new Set(items.map((item) => item.id));
-  const ids = new Set<string>();
+  const letters = new Map<string, { count: number; sources: Set<string> }>();
   const byReason: Record<string, number> = {};
   let foreign = 0;
-  let matched = 0;
   for (const message of messages) {
     const id = dlqTaskId(message, messageIds);
     if (id === undefined || !known.has(id)) {
       foreign++;
       continue;
     }
-    matched++;
-    ids.add(id);
+    const task = letters.get(id) ?? { count: 0, sources: new Set<string>() };
+    task.count += 1;
+    const source = message.MessageAttributes?.sourceMessageId?.StringValue;
+    if (source !== undefined) task.sources.add(source);
+    letters.set(id, task);
     // No reason attribute: SQS moved it after maxReceiveCount receives (the consumer never refused it).
     const reason = message.MessageAttributes?.reason?.StringValue ?? 'maxReceiveCount';
     byReason[reason] = (byReason[reason] ?? 0) + 1;
   }
-  return { ids, byReason, foreign, duplicates: matched - ids.size };
+  let duplicates = 0;
+  let beyond = 0;
+  for (const { count, sources } of letters.values()) {
+    const explained = [...sources].reduce((sum, source) => sum + (lostAnswers.get(source) ?? 0), 0);
+    duplicates += count - 1;
+    beyond += Math.max(0, count - 1 - explained);
+  }
+  return { ids: new Set(letters.keys()), byReason, foreign, duplicates, duplicatesBeyondLostAnswers: beyond };
 }
 
 /** The task id a DLQ message stands for (see accountDlq). */

@@ -9,7 +9,19 @@ export async function refreshResults(
   pending: Set<string>,
   { results, unknownIds }: Pick<WatchedRun, 'results' | 'unknownIds'>,
 ): Promise<void> {
-  const ids = [...pending];
+  for (const result of await readRecords(stack, [...pending])) {
+    if (isTerminal(result.status)) {
+      results.set(result.taskId, result);
+      pending.delete(result.taskId);
+      unknownIds.delete(result.taskId);
+    } else if (result.status !== 'solving') unknownIds.add(result.taskId);
+    else unknownIds.delete(result.taskId);
+  }
+}
+
+/** The records of these tasks (consistent reads, 100 keys a call; those without a record are absent). */
+export async function readRecords(stack: LocalStack, ids: readonly string[]): Promise<TaskResult[]> {
+  const records: TaskResult[] = [];
   for (let i = 0; i < ids.length; i += 100) {
     let keys: Record<string, unknown>[] = ids.slice(i, i + 100).map((taskId) => ({ taskId }));
     // Unprocessed keys are asked for again (DynamoDB may throttle part of a batch).
@@ -19,19 +31,12 @@ export async function refreshResults(
           RequestItems: { [stack.resources.tables.results]: { Keys: keys, ConsistentRead: true } },
         }),
       );
-      for (const item of answer.Responses?.[stack.resources.tables.results] ?? []) {
-        const result = item as TaskResult;
-        if (isTerminal(result.status)) {
-          results.set(result.taskId, result);
-          pending.delete(result.taskId);
-          unknownIds.delete(result.taskId);
-        } else if (result.status !== 'solving') unknownIds.add(result.taskId);
-        else unknownIds.delete(result.taskId);
-      }
+      for (const item of answer.Responses?.[stack.resources.tables.results] ?? []) records.push(item as TaskResult);
       keys =
         (answer.UnprocessedKeys?.[stack.resources.tables.results]?.Keys as Record<string, unknown>[] | undefined) ?? [];
     }
   }
+  return records;
 }
 
 export function failuresByCode(results: Map<string, TaskResult>): Record<string, number> {

@@ -48,6 +48,11 @@ export interface DemoSummary {
   lanes: { high: LaneSummary; normal: LaneSummary };
   stillQueued: number;
   lost: number;
+  /**
+   * The tasks counted `stillQueued` or `lost` (the first 20), each as its record stood when the
+   * run ended: what a stall looks like, against a run that only ran out of time.
+   */
+  unresolvedTasks: UnresolvedTask[];
   /** Tasks the workload could not send (SQS refused them after retries); not counted as submitted. */
   unsent: number;
   duplicateSolves: number;
@@ -56,6 +61,12 @@ export interface DemoSummary {
    * method and parameters, counted at the simulators, both providers together.
    */
   paidTwice: number;
+  /**
+   * Of `paidTwice`, the tasks no lost id explains: more paid submissions than one plus those of
+   * its ids whose acceptance reached an invocation a crash had killed (`consumer.idsLostInCrashes`).
+   * The protocols have no idempotency key, so a lost id is paid again; anything beyond is a defect.
+   */
+  paidTwiceBeyondLostIds: number;
   /** Of the solved, failed and rejected tasks, those whose completion event was heard. */
   announced: number;
   /** Solved tasks no completion event was heard for. */
@@ -64,6 +75,12 @@ export interface DemoSummary {
   validInDlq: number;
   /** DLQ messages beyond the first of one task (a second copy of one letter). */
   dlqDuplicates: number;
+  /**
+   * Of `dlqDuplicates`, those no lost answer explains: a letter's SendMessage that SQS committed
+   * while its answer was lost (the fault proxy's lost commits) is sent again, since SQS standard
+   * queues have no idempotency key; anything beyond is a defect.
+   */
+  dlqDuplicatesBeyondLostAnswers: number;
   /**
    * The fault proxy's plan and what it injected, when one ran, and the store outages the
    * store-health assessment saw meanwhile (when consumption would have paused).
@@ -124,6 +141,26 @@ export interface DemoSummary {
      */
     idsLostInCrashes: number;
     errors: number;
+  };
+}
+
+/** A task sent that has neither a terminal record nor a DLQ message when the run ends. */
+export interface UnresolvedTask {
+  id: string;
+  lane: 'normal' | 'high';
+  /** Its record, when it has one (`solving`, or a status not known). */
+  record?: {
+    status: string;
+    /** Deliveries that claimed it, takeovers included. */
+    attempts: number;
+    /** Since its last claim or takeover, ms. */
+    sinceClaimMs: number | null;
+    /** Left on the claim's lease, ms (0 once released or run out). */
+    leaseLeftMs: number;
+    /** A paid submission's id is on the record. */
+    solverId: boolean;
+    /** A delivery waited once for a copy carrying a dead holder's id. */
+    orphanWaited: boolean;
   };
 }
 

@@ -34,6 +34,8 @@ export interface FaultProxyOptions {
   seed?: number;
   clock?: () => number;
   host?: string;
+  /** Told of each request hurt, with its body (the accounting reads which letters lost their answer). */
+  onInjected?: (injected: { service: FaultService; operation: string; kind: FaultKind; body: string }) => void;
 }
 
 /** A running proxy. */
@@ -131,8 +133,12 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const body = await readBody(request);
     const { service, operation } = targetOf(request);
     stats[service].requests++;
-    const fault = active(service, operation, body.toString('utf8'));
-    if (fault !== undefined) stats[service].injected[fault.kind]++;
+    const text = body.toString('utf8');
+    const fault = active(service, operation, text);
+    if (fault !== undefined) {
+      stats[service].injected[fault.kind]++;
+      options.onInjected?.({ service, operation, kind: fault.kind, body: text });
+    }
     if (fault?.kind === 'reset') return void request.socket.destroy();
     if (fault?.kind === 'throttle') return answerError(response, 400, service, THROTTLE_BODY[service]);
     if (fault?.kind === 'unavailable')

@@ -45,8 +45,8 @@ export interface SolverSimulator {
   options(): ResolvedSolverSimOptions;
   /** One task's state and timing; undefined for unknown ids. */
   taskInfo(id: number): SimTaskInfo | undefined;
-  /** Paid submissions by task signature (see SolverSimModel.paidSubmissions). */
-  paidSubmissions(): Map<string, number>;
+  /** Paid submissions' ids by task signature (see SolverSimModel.paidSubmissions). */
+  paidSubmissions(): Map<string, string[]>;
   /** Answer one request without HTTP (the lab and unit tests may drive the model directly). */
   handle(request: SimRequest): SimResponse;
   /** Base URL once listening. */

@@ -336,14 +336,14 @@ export class SolverSimModel {
 
   /**
    * Accepted submissions the account pays for (solved, or still solving: not the unsolvable
-   * ones), by the task's signature (method and parameters): above 1 is a task paid twice.
-   * Tasks forgotten (`forgetAfterMs`) are not counted.
+   * ones), by the task's signature (method and parameters), each by the id it was accepted under:
+   * more than one id is a task paid twice. Tasks forgotten (`forgetAfterMs`) are not counted.
    */
-  paidSubmissions(): Map<string, number> {
+  paidSubmissions(): Map<string, string[]> {
     this.settle(this.clock());
-    const paid = new Map<string, number>();
+    const paid = new Map<string, string[]>();
     for (const task of this.tasks.values())
-      if (task.state !== 'unsolvable') paid.set(task.signature, (paid.get(task.signature) ?? 0) + 1);
+      if (task.state !== 'unsolvable') paid.set(task.signature, [...(paid.get(task.signature) ?? []), String(task.id)]);
     return paid;
   }
 

@@ -40,6 +40,11 @@ describe('demo accounting', () => {
       });
       // A receive already waiting when the lanes were turned off may still solve one; each task is in one row.
       expect(summary.solved + summary.stillQueued).toBe(3);
+      // Each unresolved task is named, with its record as the run's end found it (none: never claimed).
+      const queued = new Set(items.slice(1).map((item) => item.id));
+      expect(summary.unresolvedTasks).toHaveLength(summary.stillQueued);
+      expect(summary.unresolvedTasks.every((t) => queued.has(t.id))).toBe(true);
+      expect(summary.unresolvedTasks.every((t) => t.record === undefined)).toBe(true);
     } finally {
       await stack.stop({ graceMs: 0 });
     }

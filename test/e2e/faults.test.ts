@@ -15,13 +15,17 @@ import { HAS_MOTO, startMotoServer, type MotoServer } from '../helpers/moto.js';
 
 const SEED = Number(process.env.FAULT_SEED ?? 11);
 
-/** The invariants of a run, as one object to compare (a failure shows them all). */
+/**
+ * The invariants of a run, as one object to compare (a failure shows them all). Tasks paid twice
+ * and second DLQ copies count beyond what the protocols allow at one moment each (an id lost in
+ * a crash; a letter whose send committed while its answer was lost): none at all.
+ */
 function invariants(summary: Record<string, unknown>) {
   const pick = (key: string) => summary[key] as number;
   return {
-    paidTwice: pick('paidTwice'),
+    paidTwice: pick('paidTwiceBeyondLostIds'),
     validInDlq: pick('validInDlq'),
-    dlqDuplicates: pick('dlqDuplicates'),
+    dlqDuplicates: pick('dlqDuplicatesBeyondLostAnswers'),
     lost: pick('lost'),
     stillQueued: pick('stillQueued'),
     unknown: pick('unknown'),
@@ -78,12 +82,11 @@ describe('the fleet through the fault proxy', () => {
 
   it(`holds them with crashes too, but for ids not yet stored when their invocation died (seed ${SEED})`, async () => {
     const { plan, summary } = await runUnder(0.2);
-    const found = invariants(summary as unknown as Record<string, unknown>);
     // A submission the provider accepts while its invocation dies (its answer in flight, or its
     // id not yet written anywhere) cannot be resumed by anyone: the one way a crash still costs a
-    // second payment (docs/consumer.md, "Paid once"). Every other invariant holds outright.
-    expect(found.paidTwice, describeFaultPlan(plan)).toBeLessThanOrEqual(summary.consumer.idsLostInCrashes);
-    expect({ ...found, paidTwice: 0 }, describeFaultPlan(plan)).toEqual(HOLD);
+    // second payment (docs/consumer.md, "Paid once"); each task paid twice must be one of those.
+    expect(summary.paidTwice, describeFaultPlan(plan)).toBeLessThanOrEqual(summary.consumer.idsLostInCrashes);
+    expect(invariants(summary as unknown as Record<string, unknown>), describeFaultPlan(plan)).toEqual(HOLD);
     expect(summary.consumer.crashes).toBeGreaterThan(0);
     expect(summary.solved + summary.failed).toBe(76);
     expectEveryClass(summary);

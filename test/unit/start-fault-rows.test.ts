@@ -6,6 +6,7 @@ import type { DemoSummary } from '../../local/demo/summary.js';
 const summary = (fields: Partial<DemoSummary>) =>
   ({
     paidTwice: 0,
+    paidTwiceBeyondLostIds: 0,
     duplicateSolves: 0,
     announced: 0,
     solved: 0,
@@ -15,7 +16,9 @@ const summary = (fields: Partial<DemoSummary>) =>
     solvedNotAnnounced: 0,
     validInDlq: 0,
     dlqDuplicates: 0,
+    dlqDuplicatesBeyondLostAnswers: 0,
     unsent: 0,
+    consumer: { idsLostInCrashes: 0 },
     ...fields,
   }) as DemoSummary;
 
