@@ -114,7 +114,11 @@ export function counterRise(now: number | undefined, before: number | undefined)
  * The overflow provider as a governor sees it, through the same signal assembly as the primary:
  * its lane is the normal queue (the backlog both lanes draw from, arriving at the rate the
  * primary's signals measured) with the lane's own in flight from its ledger; its balance, balance
- * error and metric window are its own.
+ * error and metric window are its own. The stores are not: both lanes claim in the same results
+ * table and hand back through the same queues, so the stores as the loop found them this tick
+ * (`dependencies`) are the provider's too, and its guard pauses the lane for a store outage (and
+ * resumes it on trial) as the primary's does: a paused primary must not send the whole backlog
+ * through the overflow lane into the store that paused it.
  */
 export function overflowSignalsOf(input: OverflowStepInput, solvesSinceLastRead: number | undefined): OverflowSignals {
   const { now, normal, reading, primarySignals } = input;
@@ -134,6 +138,7 @@ export function overflowSignalsOf(input: OverflowStepInput, solvesSinceLastRead:
     balance: reading.balance,
     balanceError: reading.balanceError,
     settings: { normal: reading.setting },
+    ...(primarySignals.dependencies !== undefined ? { dependencies: primarySignals.dependencies } : {}),
   });
   return { provider, solvesSinceLastRead };
 }

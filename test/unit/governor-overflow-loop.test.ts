@@ -13,6 +13,7 @@ import {
   overflowConfigFrom,
   type OverflowConfig,
 } from '../../functions/core/governor/overflow.js';
+import { minimumCeiling } from '../../functions/core/governor/capacity.js';
 import { governorConfigFrom } from '../../functions/core/governor/policy.js';
 import type { LaneActuator } from '../../functions/core/governor/ports.js';
 import { assembleSignals, type LaneSetting, type MetricsWindow } from '../../functions/core/governor/signals.js';
@@ -188,6 +189,43 @@ describe('governor loop with the overflow lane', () => {
     );
     // Saturated primary, 300 waiting: the lane opens, no wider than the probe until a price is learned.
     expect(record.overflow).toMatchObject({ enabled: true, ceiling: 2, reason: { code: 'OVERFLOW_PROBE' } });
+  });
+
+  it('closes the lane for a store outage as the primary pauses for it (both lanes use the stores), and resumes it on trial', async () => {
+    // Prepare: DynamoDB's probe fails for outageTicks ticks, then answers.
+    const w = world();
+    let dynamoDown = true;
+    const stores = {
+      read: async () => [
+        {
+          store: 'dynamodb' as const,
+          probe: dynamoDown
+            ? ({ ok: false, kind: 'unavailable', detail: 'ServiceUnavailable' } as const)
+            : ({ ok: true } as const),
+        },
+        { store: 'sqs' as const, probe: { ok: true } as const },
+      ],
+    };
+    const { loop, overflowActuator } = loopFor(w, { stores });
+
+    // Act
+    const records = [];
+    for (let i = 0; i < config.outageTicks; i++) {
+      records.push(await loop.tick());
+      w.now += TICK_MS;
+    }
+    const paused = records.at(-1);
+    dynamoDown = false;
+    const resumed = await loop.tick();
+
+    // Assess: the primary's pause does not send the backlog through the overflow lane into the same store.
+    expect(paused?.decision.reason.code).toBe('PAUSE_OUTAGE');
+    expect(paused?.overflow).toMatchObject({ enabled: false, reason: { code: 'OVERFLOW_GUARD' } });
+    expect(paused?.overflow?.reason.message).toContain('dynamodb');
+    expect(overflowActuator.apply.mock.calls[config.outageTicks - 1]?.[0].enabled.normal).toBe(false);
+    // Back on trial: the lane no wider than the guard's trial ceiling.
+    expect(resumed.decision.reason.message).toContain('on trial');
+    expect(resumed.overflow?.ceiling ?? 0).toBeLessThanOrEqual(minimumCeiling(overflowConfig.provider));
   });
 
   it('opens the overflow mapping after the primary lanes and says so', async () => {
