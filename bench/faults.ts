@@ -10,8 +10,9 @@
  * through at a steady rate, and each run is judged by what must hold whatever the stores do:
  *
  * - no task paid twice beyond the solver ids lost in crashes (accepted submissions per task,
- *   counted at the simulators, both providers; an id whose acceptance reached a dead invocation
- *   cannot be resumed: no idempotency key at in.php or createTask), the raw count reported;
+ *   counted at the simulators, both providers; an id whose invocation died before it reached the
+ *   record or a copy cannot be resumed: no idempotency key at in.php or createTask), the raw count
+ *   reported;
  * - 0 valid tasks in the DLQ, and no second DLQ copy beyond the letters whose SendMessage
  *   committed while its answer was lost (no idempotency key at SQS either), the raw count reported;
  * - 0 lost (every valid task sent ends in a terminal record), each task not finished named with
@@ -139,11 +140,16 @@ function unresolvedOf(summary: DemoSummary): string {
   if (summary.unresolvedTasks.length === 0) return '';
   const one = (t: DemoSummary['unresolvedTasks'][number]) => {
     const r = t.record;
-    if (r === undefined) return `${t.id}: no record`;
+    const seen =
+      t.message === null
+        ? 'no lane shows its message'
+        : `visible in ${t.message.lane}, received ${t.message.receiveCount}×`;
+    if (r === undefined) return `${t.id}: no record, ${seen}`;
     const since = r.sinceClaimMs === null ? '?' : `${Math.round(r.sinceClaimMs / 1000)} s`;
-    return `${t.id}: ${r.status}, ${r.attempts} claim(s), last ${since} ago, lease ${Math.ceil(r.leaseLeftMs / 1000)} s left${r.solverId ? ', solver id on record' : ''}${r.orphanWaited ? ', orphan wait done' : ''}`;
+    return `${t.id}: ${r.status}, ${r.attempts} claim(s), last ${since} ago, lease ${Math.ceil(r.leaseLeftMs / 1000)} s left${r.solverId ? ', solver id on record' : ''}${r.orphanWaited ? ', orphan wait done' : ''}, ${seen}`;
   };
-  return ` (${summary.unresolvedTasks.map(one).join('; ')})`;
+  const q = summary.queuesAtEnd;
+  return ` (${summary.unresolvedTasks.map(one).join('; ')}; lanes at the end: ${q.visible} visible, ${q.notVisible} in flight, ${q.delayed} delayed; ceiling ${summary.consumer.ceiling}, governor ${summary.governor?.lastReason?.code ?? 'none'})`;
 }
 
 /** The runtime's crash rate for a shape: its share of terminal writes, or crashes per invocation-second. */

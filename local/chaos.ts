@@ -14,8 +14,9 @@
  * are never sent.
  */
 import { Agent, type Dispatcher } from 'undici';
-import type { ResultsRepository } from '../functions/core/ports.js';
-import { currentInvocation } from './poller.js';
+import type { DeliveredMessage, MessageCopy, ResultsRepository, TaskQueue } from '../functions/core/ports.js';
+import { parseRedelivery, REDELIVERY_ATTRIBUTE } from '../functions/core/redelivery.js';
+import { currentInvocation, type InvocationHandle } from './poller.js';
 import type { Random } from './solver-sim/prng.js';
 
 export interface ChaosOptions {
@@ -25,12 +26,62 @@ export interface ChaosOptions {
   random: Random;
   /** Told of each kill (the runtime counts them). */
   onCrash?: (taskId: string) => void;
-  /**
-   * Told when a dead invocation tries to record a solver id: the provider accepted a submission
-   * whose answer reached an invocation already gone (a request in flight when it died), so no
-   * delivery can know the id. The one way a crash can still cost a second payment.
-   */
-  onIdLost?: (lost: { taskId: string; solverId: string; provider: string }) => void;
+  /** Follows each paid submission's id to something durable (see `SolverIdWatch`). */
+  ids?: SolverIdWatch;
+}
+
+/**
+ * Which paid submissions' ids a crash lost: those whose invocation died before the id reached
+ * anything durable, the results record (a write of it answered) or a fresh copy of the message
+ * that carries it. An acceptance that reached an invocation already dead (its request on the wire
+ * when it died) is one; so is an id whose write was still in flight, or failing and about to be
+ * retried, when its invocation died (a dead invocation's retries are never sent). The one way a
+ * crash can still cost a second payment: nobody can resume a submission whose id nobody kept.
+ */
+export class SolverIdWatch {
+  private readonly kept = new Set<string>();
+  /** Ids asked to be written, by the invocation that asked (the last one, when several did). */
+  private readonly asked = new Map<string, InvocationHandle>();
+
+  /** `provider:id`, the key of a submission. */
+  static key(provider: string, solverId: string): string {
+    return `${provider}:${solverId}`;
+  }
+
+  /** An invocation asked to write the id (it may be dead already). */
+  ask(key: string, invocation: InvocationHandle): void {
+    if (!this.kept.has(key)) this.asked.set(key, invocation);
+  }
+
+  /** The id is durable: on the record, or in a copy of the message. */
+  keep(key: string): void {
+    this.kept.add(key);
+    this.asked.delete(key);
+  }
+
+  /** The ids whose invocation died before they were kept. */
+  lost(): Set<string> {
+    return new Set([...this.asked].filter(([, invocation]) => invocation.dead).map(([key]) => key));
+  }
+}
+
+/**
+ * A task queue whose fresh copies that carry a paid submission's id tell the watch the id is kept
+ * (the next delivery resumes it from the copy).
+ */
+export function watchCarries(queue: TaskQueue, ids: SolverIdWatch): TaskQueue {
+  return new Proxy(queue, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (property !== 'requeue' || typeof value !== 'function') return value;
+      return async (message: DeliveredMessage, copy: MessageCopy) => {
+        const result = await (value as TaskQueue['requeue']).call(target, message, copy);
+        const carry = parseRedelivery(copy.attributes?.[REDELIVERY_ATTRIBUTE]?.stringValue)?.carry;
+        if (carry !== undefined) ids.keep(SolverIdWatch.key(carry.provider, carry.solverId));
+        return result;
+      };
+    },
+  });
 }
 
 /**
@@ -80,15 +131,10 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
       const method = value as (...args: unknown[]) => unknown;
       return (...args: unknown[]) => {
         const invocation = currentInvocation();
-        if (invocation?.dead) {
-          if (property === 'recordSolverId')
-            options.onIdLost?.({
-              taskId: String(args[0]),
-              solverId: String(args[2]),
-              provider: String(args[3] ?? 'primary'),
-            });
-          return never();
-        }
+        const idKey =
+          property === 'recordSolverId' ? SolverIdWatch.key(String(args[3] ?? 'primary'), String(args[2])) : undefined;
+        if (idKey !== undefined && invocation !== undefined) options.ids?.ask(idKey, invocation);
+        if (invocation?.dead) return never();
         if (
           property === 'complete' &&
           invocation !== undefined &&
@@ -99,7 +145,13 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
           options.onCrash?.(String(args[0]));
           return never();
         }
-        return method.apply(target, args);
+        const result = method.apply(target, args);
+        if (idKey !== undefined)
+          void Promise.resolve(result).then(
+            (written) => (written === true ? options.ids?.keep(idKey) : undefined),
+            () => undefined,
+          );
+        return result;
       };
     },
   });

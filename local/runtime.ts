@@ -38,6 +38,8 @@ import {
   guardDeadInvocations,
   guardResultsRepository,
   InvocationBoundAgent,
+  SolverIdWatch,
+  watchCarries,
 } from './chaos.js';
 import type { FaultPlan } from './faults/plan.js';
 import { createLetterWatch, type LetterWatch, type LostLetterAnswers } from './faults/letters.js';
@@ -151,7 +153,7 @@ export interface LocalStack {
   functionTimeoutMs: number;
   /** Invocations killed by the crash knob so far. */
   crashes(): number;
-  /** Solver ids accepted by the provider after their invocation died (see local/chaos.ts `onIdLost`). */
+  /** Paid submissions whose invocation died before their id was kept anywhere (see local/chaos.ts `SolverIdWatch`). */
   idsLostInCrashes(): number;
   /** Those ids, each as `provider:id` (`primary:17`). */
   lostSolverIds(): ReadonlySet<string>;
@@ -417,8 +419,8 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
   const metrics = new MetricsStore();
   const events = createLocalEventStream({ includeAnswer: settings.eventsIncludeAnswer });
   let crashes = 0;
-  // A dead invocation may try the same id's write more than once: each id counts once.
-  const idsLost = new Set<string>();
+  // Each paid submission's id, followed to the record or a copy that keeps it (local/chaos.ts).
+  const ids = new SolverIdWatch();
   // The overflow provider's key is made now: the primary consumer holds it too, to resume (never
   // submit) what the overflow lane paid for; its client exists once the overflow side starts.
   const overflowKey = settings.overflow !== undefined ? randomBytes(16).toString('hex') : undefined;
@@ -447,7 +449,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
       crashRate: anytime ? 0 : (options.crashRate ?? 0),
       random,
       onCrash: () => crashes++,
-      onIdLost: (lost) => idsLost.add(`${lost.provider}:${lost.solverId}`),
+      ids,
     });
   const timing: Partial<ConsumerTiming> = {
     // One clock in one process: a lease as long as the function timeout outlives any
@@ -470,7 +472,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
     ...options.timing,
   };
-  const wrapQueue = (queue: TaskQueue) => guardDeadInvocations(queue);
+  const wrapQueue = (queue: TaskQueue) => guardDeadInvocations(watchCarries(queue, ids));
   const guardedEvents = guardDeadInvocations(events);
   const handler = await createConsumerFromEnvironment({
     environment,
@@ -502,8 +504,8 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     metrics,
     events,
     crashes: () => crashes,
-    idsLostInCrashes: () => idsLost.size,
-    lostSolverIds: () => idsLost,
+    idsLostInCrashes: () => ids.lost().size,
+    lostSolverIds: () => ids.lost(),
     timing,
     wrapRepository,
     track,

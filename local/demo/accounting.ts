@@ -7,7 +7,7 @@ import { isTerminal, type TaskResult } from '../../functions/core/results.js';
 import { percentile } from '../../functions/core/helpers/stats.js';
 import { describeFaultPlan } from '../faults/plan.js';
 import type { LocalStack } from '../runtime.js';
-import { accountDlq, inspectDlq } from './dlq.js';
+import { accountDlq, dlqTaskId, inspectDlq, inspectQueue } from './dlq.js';
 import { currentCeiling, runningInvocations } from './lanes.js';
 import { EMPTY_DEPTHS, queueDepths } from './queues.js';
 import { endToEnd, failuresByCode, readRecords, solveTimes } from './records.js';
@@ -69,7 +69,12 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
     },
     stillQueued,
     lost: rows.unresolved - stillQueued,
-    unresolvedTasks: await unresolvedTasks(stack, items, unresolved.slice(0, MAX_UNRESOLVED_SHOWN)),
+    unresolvedTasks: await unresolvedTasks(stack, items, unresolved.slice(0, MAX_UNRESOLVED_SHOWN), run.messageIds),
+    queuesAtEnd: {
+      visible: depth.normal.visible + depth.high.visible,
+      notVisible: depth.normal.notVisible + depth.high.notVisible,
+      delayed: depth.normal.delayed + depth.high.delayed,
+    },
     unsent: run.unsent.size,
     duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
     paidTwice: paid.paidTwice,
@@ -110,21 +115,33 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
 /** Unresolved tasks the summary describes one by one. */
 const MAX_UNRESOLVED_SHOWN = 20;
 
-/** Each unresolved task's record as it stands now (read straight from the table). */
+/**
+ * Each unresolved task's record as it stands now (read straight from the table), and its message
+ * when a lane shows it visible (read without consuming it).
+ */
 async function unresolvedTasks(
   stack: LocalStack,
   items: readonly DemoItem[],
   ids: readonly string[],
+  messageIds: ReadonlyMap<string, string>,
 ): Promise<UnresolvedTask[]> {
   if (ids.length === 0) return [];
   const records = new Map(((await withRetries(() => readRecords(stack, ids))) ?? []).map((r) => [r.taskId, r]));
   const lanes = new Map(items.map((item) => [item.id, item.priority]));
+  const visible = new Map<string, NonNullable<UnresolvedTask['message']>>();
+  for (const lane of ['normal', 'high'] as const)
+    for (const message of (await withRetries(() => inspectQueue(stack, stack.resources.queueUrls[lane]))) ?? []) {
+      const id = dlqTaskId(message, messageIds);
+      const receiveCount = Number(message.Attributes?.ApproximateReceiveCount ?? 0);
+      if (id !== undefined) visible.set(id, { lane, receiveCount });
+    }
   const now = Date.now();
   return ids.map((id) => {
     const r = records.get(id);
     return {
       id,
       lane: lanes.get(id) ?? 'normal',
+      message: visible.get(id) ?? null,
       ...(r !== undefined
         ? {
             record: {
@@ -144,7 +161,7 @@ async function unresolvedTasks(
 /**
  * Tasks (by method and parameters) with more than one paid submission, both providers together,
  * and of those the ones a lost id does not explain: more paid submissions than one plus the ids a
- * crash lost (`lostSolverIds`, those whose acceptance reached a dead invocation).
+ * crash lost (`lostSolverIds`: their invocation died before their id was kept anywhere).
  */
 function payments(stack: LocalStack): { paidTwice: number; beyondLostIds: number } {
   const paid = new Map<string, string[]>();

@@ -12,8 +12,15 @@ import type { DemoItem } from './workload.js';
  * Read every DLQ message without consuming it: receive them all (hidden meanwhile), then make
  * them visible again so they stay for `captcha-fleet redrive` and for inspection.
  */
-export async function inspectDlq(stack: LocalStack): Promise<Message[]> {
-  const queueUrl = stack.resources.queueUrls.dlq;
+export function inspectDlq(stack: LocalStack): Promise<Message[]> {
+  return inspectQueue(stack, stack.resources.queueUrls.dlq);
+}
+
+/**
+ * Read every visible message of a queue without consuming it (received, then made visible
+ * again); messages in flight or delayed are not seen. Each receive counts one, as any receive does.
+ */
+export async function inspectQueue(stack: LocalStack, queueUrl: string): Promise<Message[]> {
   const seen = new Map<string, Message>();
   for (let empty = 0; empty < 2; ) {
     const answer = await stack.observer.sqs.send(
@@ -23,6 +30,7 @@ export async function inspectDlq(stack: LocalStack): Promise<Message[]> {
         WaitTimeSeconds: 0,
         VisibilityTimeout: 30,
         MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
       }),
     );
     const messages = answer.Messages ?? [];

@@ -48,6 +48,8 @@ export interface DemoSummary {
   lanes: { high: LaneSummary; normal: LaneSummary };
   stillQueued: number;
   lost: number;
+  /** The lanes' messages when the run ended (both lanes together), as SQS counts them. */
+  queuesAtEnd: { visible: number; notVisible: number; delayed: number };
   /**
    * The tasks counted `stillQueued` or `lost` (the first 20), each as its record stood when the
    * run ended: what a stall looks like, against a run that only ran out of time.
@@ -63,7 +65,7 @@ export interface DemoSummary {
   paidTwice: number;
   /**
    * Of `paidTwice`, the tasks no lost id explains: more paid submissions than one plus those of
-   * its ids whose acceptance reached an invocation a crash had killed (`consumer.idsLostInCrashes`).
+   * its ids a crash lost (`consumer.idsLostInCrashes`).
    * The protocols have no idempotency key, so a lost id is paid again; anything beyond is a defect.
    */
   paidTwiceBeyondLostIds: number;
@@ -135,9 +137,10 @@ export interface DemoSummary {
     timeouts: number;
     crashes: number;
     /**
-     * Submissions the provider accepted whose answer came back to an invocation already dead (a
-     * request in flight when it crashed): no delivery can know their id, so the task is paid
-     * again. The one window crashes leave (see docs/consumer.md, "Paid once").
+     * Submissions the provider accepted whose invocation died before their id was kept anywhere
+     * (the record, or a copy of the message): the answer came back to an invocation already dead,
+     * or the id's write was still in flight or failing when it died. No delivery can know their
+     * id, so the task is paid again. The one window crashes leave (docs/consumer.md, "Paid once").
      */
     idsLostInCrashes: number;
     errors: number;
@@ -162,6 +165,11 @@ export interface UnresolvedTask {
     /** A delivery waited once for a copy carrying a dead holder's id. */
     orphanWaited: boolean;
   };
+  /**
+   * Its message (or a copy of it) as the lanes showed it at the end: visible, with its receive
+   * count; null when no lane showed it (in flight, delayed, or gone: SQS does not tell those apart).
+   */
+  message: { lane: 'normal' | 'high'; receiveCount: number } | null;
 }
 
 /** Who solved what, how fast, and what the overflow provider cost against its caps. */

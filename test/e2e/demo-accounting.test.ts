@@ -45,6 +45,10 @@ describe('demo accounting', () => {
       expect(summary.unresolvedTasks).toHaveLength(summary.stillQueued);
       expect(summary.unresolvedTasks.every((t) => queued.has(t.id))).toBe(true);
       expect(summary.unresolvedTasks.every((t) => t.record === undefined)).toBe(true);
+      // Their messages wait in the lane, visible (the lanes are off).
+      expect(summary.unresolvedTasks.every((t) => t.message?.lane === 'normal' || t.message?.lane === 'high')).toBe(
+        true,
+      );
     } finally {
       await stack.stop({ graceMs: 0 });
     }

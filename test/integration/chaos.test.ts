@@ -9,7 +9,14 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createAwsClients } from '../../functions/adapters/aws-clients.js';
 import { sleep } from '../../functions/core/helpers/time.js';
-import { crashAtRandomMoments, guardDeadInvocationRequests } from '../../local/chaos.js';
+import type { ResultsRepository, TaskQueue } from '../../functions/core/ports.js';
+import {
+  crashAtRandomMoments,
+  guardDeadInvocationRequests,
+  guardResultsRepository,
+  SolverIdWatch,
+  watchCarries,
+} from '../../local/chaos.js';
 import { startEmulators, type Emulators } from '../../local/emulators.js';
 import { startFaultProxy } from '../../local/faults/proxy.js';
 import { stream } from '../../local/solver-sim/prng.js';
@@ -177,5 +184,57 @@ describe('a dead invocation', () => {
     expect(subject.stats().crashes).toBe(1);
     expect(stats.dynamodb.requests).toBe(1);
     expect(await written(tableName, 'write-me')).toBe(false);
+  });
+});
+
+describe('the ids a crash loses', () => {
+  it('are the paid submissions whose invocation died before their id was kept: its write pending, or asked for after the death; not one written, nor one carried in a copy', async () => {
+    // Prepare: a repository whose writes of 102 and 103 never answer, and a queue whose copies land.
+    const ids = new SolverIdWatch();
+    const repository = guardResultsRepository(
+      {
+        recordSolverId: (_taskId: string, _token: string, solverId: string) =>
+          solverId === '101' ? Promise.resolve(true) : new Promise<boolean>(() => undefined),
+      } as unknown as ResultsRepository,
+      { crashRate: 0, random: () => 1, ids },
+    );
+    const queue = watchCarries({ requeue: async () => ({ deleted: true }) } as unknown as TaskQueue, ids);
+    const carryOf = (solverId: string) => ({
+      'captcha-fleet': {
+        dataType: 'String',
+        stringValue: JSON.stringify({
+          v: 1,
+          taskId: 'task-c',
+          sentAt: 1,
+          firstReceivedAt: 1,
+          generation: 0,
+          waits: 1,
+          carry: { provider: 'primary', solverId, acceptedAt: 1, mac: 'a'.repeat(64) },
+        }),
+      },
+    });
+    const queueUrl = await queueWith(['one']);
+    const subject = run(queueUrl, async () => {
+      const invocation = currentInvocation();
+      await repository.recordSolverId('task-a', 'token', '101', 'primary');
+      void repository.recordSolverId('task-b', 'token', '102', 'primary');
+      void repository.recordSolverId('task-c', 'token', '103', 'primary');
+      await queue.requeue(
+        { eventSourceArn: '', receiptHandle: '', messageId: '' },
+        { body: '{}', attributes: carryOf('103'), delaySeconds: 0 },
+      );
+      invocation?.kill('crash');
+      // The acceptance of 104 reaches the dead invocation.
+      void repository.recordSolverId('task-d', 'token', '104', 'primary');
+      return { batchItemFailures: [] };
+    });
+
+    // Act
+    await subject.start();
+    for (let i = 0; i < 100 && subject.stats().crashes < 1; i++) await sleep(50);
+    await subject.stop({ graceMs: 100 });
+
+    // Assess
+    expect([...ids.lost()].sort()).toEqual(['primary:102', 'primary:104']);
   });
 });

@@ -248,6 +248,7 @@ function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSum
     stillQueued: 0,
     lost: 0,
     unresolvedTasks: [],
+    queuesAtEnd: { visible: 0, notVisible: 0, delayed: 0 },
     unsent: 0,
     duplicateSolves: 0,
     paidTwice: 0,
