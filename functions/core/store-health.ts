@@ -21,6 +21,7 @@
  *
  * Pure: no I/O.
  */
+import { PROBE_COOLDOWN_TICKS } from './governor/config.js';
 import type { TickContext } from './governor/context.js';
 import { type Flow, pause, run, seconds } from './governor/flow.js';
 import type { DependencyHealth, GovernorConfig, GovernorState, StoreTrialState } from './governor/types.js';
@@ -124,7 +125,7 @@ const CONSUMER_STORES: ReadonlySet<string> = new Set<string>(STORE_NAMES);
 
 /** A failed trial's wait before the next: `outageTicks` ticks, doubling per failure, at most eight times that. */
 function trialWaitMs(config: GovernorConfig, failures: number): number {
-  const base = config.outageTicks * (config.tickMs ?? config.probeCooldownMs / 6);
+  const base = config.outageTicks * (config.tickMs ?? config.probeCooldownMs / PROBE_COOLDOWN_TICKS);
   return base * 2 ** Math.min(3, Math.max(0, failures - 1));
 }
 
@@ -209,41 +210,11 @@ export function storeTrialStep(ctx: TickContext, flow: Flow): Flow | undefined {
   const trial = flow.state.storeTrial;
   if (trial?.since === undefined || flow.proposal.kind === 'pause') return undefined;
   const down = storesDown(ctx);
-  if (down.length > 0) {
-    const failures = trial.failures + 1;
-    const notBefore = ctx.now + trialWaitMs(ctx.config, failures);
-    const storeTrial: StoreTrialState = { stores: trial.stores, failures, notBefore };
-    return {
-      ...flow,
-      probe: false,
-      state: { ...flow.state, storeTrial },
-      proposal: {
-        ...pause(
-          'outage',
-          'PAUSE_OUTAGE',
-          `Paused again: the trial after the outage failed (${down.map((name) => ctx.dependencies.find((d) => d.name === name)?.seen ?? name).join('; ')}); next trial in ${seconds(notBefore - ctx.now)} s.`,
-          trial.resumeTotal,
-        ),
-        heldAtPause: ctx.signals.threadLedger?.held ?? 0,
-      },
-    };
-  }
+  if (down.length > 0) return trialFailed(ctx, flow, trial, down);
   const reported = ctx.signals.dependencies ?? [];
   const working = trial.stores.every((name) => reported.find((d) => d.name === name)?.consumers === 'working');
   const grace = ctx.config.accountErrorGraceMs ?? ctx.config.metricsSpanMs ?? ctx.config.probeCooldownMs;
-  if (working || ctx.now - trial.since >= grace) {
-    const { storeTrial: _passed, ...state } = flow.state;
-    const total = Math.min(flow.allowed, Math.max(ctx.minimum, trial.resumeTotal ?? flow.allowed));
-    return {
-      ...flow,
-      state,
-      proposal: run(
-        total,
-        'OUTAGE_PROBE',
-        `Trial passed: ${working ? `the consumers' calls to ${trial.stores.join(' and ')} work again` : 'nothing contradicted the probe within the grace'}; back at ${total}, the ceiling before the outage.`,
-      ),
-    };
-  }
+  if (working || ctx.now - trial.since >= grace) return trialPassed(ctx, flow, trial, working);
   const ceiling = Math.min(flow.proposal.total, ctx.minimum);
   return {
     ...flow,
@@ -252,5 +223,40 @@ export function storeTrialStep(ctx: TickContext, flow: Flow): Flow | undefined {
       'OUTAGE_PROBE',
       `On trial after the outage at ${ceiling}: waiting for the consumers' calls to ${trial.stores.join(' and ')} to show they work (${seconds(ctx.now - trial.since)} s so far).`,
     ),
+  };
+}
+
+/** The trial failed: paused again now, with the resume total kept and the next trial later. */
+function trialFailed(ctx: TickContext, flow: Flow, trial: StoreTrialState, down: string[]): Flow {
+  const failures = trial.failures + 1;
+  const notBefore = ctx.now + trialWaitMs(ctx.config, failures);
+  const seen = down.map((name) => ctx.dependencies.find((d) => d.name === name)?.seen ?? name).join('; ');
+  return {
+    ...flow,
+    probe: false,
+    state: { ...flow.state, storeTrial: { stores: trial.stores, failures, notBefore } },
+    proposal: {
+      ...pause(
+        'outage',
+        'PAUSE_OUTAGE',
+        `Paused again: the trial after the outage failed (${seen}); next trial in ${seconds(notBefore - ctx.now)} s.`,
+        trial.resumeTotal,
+      ),
+      heldAtPause: ctx.signals.threadLedger?.held ?? 0,
+    },
+  };
+}
+
+/** The trial passed: back at the ceiling before the outage (within the free threads), the trial forgotten. */
+function trialPassed(ctx: TickContext, flow: Flow, trial: StoreTrialState, working: boolean): Flow {
+  const { storeTrial: _passed, ...state } = flow.state;
+  const total = Math.min(flow.allowed, Math.max(ctx.minimum, trial.resumeTotal ?? flow.allowed));
+  const why = working
+    ? `the consumers' calls to ${trial.stores.join(' and ')} work again`
+    : 'nothing contradicted the probe within the grace';
+  return {
+    ...flow,
+    state,
+    proposal: run(total, 'OUTAGE_PROBE', `Trial passed: ${why}; back at ${total}, the ceiling before the outage.`),
   };
 }
