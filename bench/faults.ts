@@ -13,8 +13,9 @@
  *   counted at the simulators, both providers; an id whose invocation died before it reached the
  *   record or a copy cannot be resumed: no idempotency key at in.php or createTask), the raw count
  *   reported;
- * - 0 valid tasks in the DLQ, and no second DLQ copy beyond the letters whose SendMessage
- *   committed while its answer was lost (no idempotency key at SQS either), the raw count reported;
+ * - 0 valid tasks in the DLQ, and no second DLQ copy beyond the letters SQS cannot keep from
+ *   repeating (a SendMessage that committed while its answer was lost, a source message whose
+ *   delete a crash cut off: no idempotency key or transaction at SQS either), the raw count reported;
  * - 0 lost (every valid task sent ends in a terminal record), each task not finished named with
  *   its record as the run's end found it;
  * - every solved task announced (its completion event heard).
@@ -97,9 +98,9 @@ const positive = (what: string) => (value: string) => {
  * What the run must never show (`broken`), and what the protocols allow when a fault strikes at
  * the one moment they leave open (`bounded`): a submission accepted while its invocation dies
  * (no idempotency key at in.php or createTask, so its id is lost and the task paid again), and a
- * letter whose SendMessage committed while its answer was lost (none at SQS either, so it is sent
- * again). Every task paid twice must be one a lost id explains, and every second DLQ copy one a
- * lost answer explains; anything beyond is broken.
+ * letter whose SendMessage committed while its answer was lost, or whose source's delete a crash
+ * cut off (none at SQS either, so it is sent again). Every task paid twice must be one a lost id
+ * explains, and every second DLQ copy one such a letter explains; anything beyond is broken.
  */
 function judge(summary: DemoSummary): { broken: string[]; bounded: string[] } {
   const broken: string[] = [];
@@ -112,13 +113,15 @@ function judge(summary: DemoSummary): { broken: string[]; bounded: string[] } {
   else if (summary.paidTwice > 0)
     bounded.push(`${summary.paidTwice} paid twice, each an id lost in a crash (${lostIds} lost)`);
   if (summary.validInDlq > 0) broken.push(`${summary.validInDlq} valid in the DLQ`);
-  const lostAnswers = summary.dlqDuplicates - summary.dlqDuplicatesBeyondLostAnswers;
-  if (summary.dlqDuplicatesBeyondLostAnswers > 0)
+  const repeatable = summary.dlqDuplicates - summary.dlqDuplicatesUnexplained;
+  if (summary.dlqDuplicatesUnexplained > 0)
     broken.push(
-      `${summary.dlqDuplicates} second DLQ copies, ${summary.dlqDuplicatesBeyondLostAnswers} beyond letters whose answer was lost`,
+      `${summary.dlqDuplicates} second DLQ copies, ${summary.dlqDuplicatesUnexplained} beyond the letters SQS cannot keep from repeating`,
     );
   else if (summary.dlqDuplicates > 0)
-    bounded.push(`${lostAnswers} second DLQ copies, each of a letter whose SendMessage answer was lost`);
+    bounded.push(
+      `${repeatable} second DLQ copies, each of a letter SQS could not keep from repeating (its send's answer lost, or its source's delete cut off by a crash)`,
+    );
   if (summary.lost + summary.stillQueued + summary.unknown > 0)
     broken.push(
       `${summary.lost} lost, ${summary.stillQueued} still queued, ${summary.unknown} unknown${unresolvedOf(summary)}`,
@@ -255,12 +258,12 @@ function crashesOf(r: RunResult, at: CrashAt): string {
 /** The markdown table (the docs carry it as printed). */
 function table(results: readonly RunResult[], options: Options): string {
   const head =
-    '| run | seed | faults (drawn) | crashes | overflow | valid tasks | solved | paid twice | ids lost in crashes | valid in DLQ | lost | solved unannounced | second DLQ copies (of a lost answer) | fresh copies | hurt requests (DynamoDB · SQS) | paused for store outages | duration | verdict |\n' +
+    '| run | seed | faults (drawn) | crashes | overflow | valid tasks | solved | paid twice | ids lost in crashes | valid in DLQ | lost | solved unannounced | second DLQ copies (SQS could not prevent) | fresh copies | hurt requests (DynamoDB · SQS) | paused for store outages | duration | verdict |\n' +
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|';
   const rows = results.map((r) => {
     const s = r.summary;
     const valid = s.submitted - s.inDlq + s.validInDlq;
-    const copies = `${s.dlqDuplicates} (${s.dlqDuplicates - s.dlqDuplicatesBeyondLostAnswers})`;
+    const copies = `${s.dlqDuplicates} (${s.dlqDuplicates - s.dlqDuplicatesUnexplained})`;
     return `| ${r.run + 1} | ${r.seed} | ${mixOf(r.plan)} | ${crashesOf(r, options.crashAt)} | ${r.shape.overflow ? `on (plan ${Math.max(4, 2 * r.shape.batchSize)} threads)` : 'off'} | ${valid} | ${s.solved} | ${s.paidTwice} | ${s.consumer.idsLostInCrashes} | ${s.validInDlq} | ${s.lost + s.stillQueued} | ${s.solvedNotAnnounced} | ${copies} | ${r.requeued} | ${injectedOf(s)} | ${outagesOf(s)} | ${(s.durationMs / 1000).toFixed(0)} s | ${verdictOf(r, true)} |`;
   });
   const crashes = options.crashAt === 'complete' ? 'crashes at complete()' : 'crashes at any moment';

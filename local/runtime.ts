@@ -42,14 +42,14 @@ import {
   watchCarries,
 } from './chaos.js';
 import type { FaultPlan } from './faults/plan.js';
-import { createLetterWatch, type LetterWatch, type LostLetterAnswers } from './faults/letters.js';
+import { createLetterWatch, type LetterWatch, type RepeatableLetters, watchLetters } from './faults/letters.js';
 import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
 import { startEmulators } from './emulators.js';
 import { type LocalGovernor, startLocalGovernor } from './governor-local.js';
 import { MetricsStore } from './metrics-store.js';
 import { type LocalOverflow, startLocalOverflow } from './overflow-local.js';
 import { createLocalPollSchedule } from './poll-schedule-local.js';
-import { type ConcurrencyPool, createPoller, type Poller, type PollerStats } from './poller.js';
+import { type ConcurrencyPool, createPoller, currentInvocation, type Poller, type PollerStats } from './poller.js';
 import { ensureFleetResources, type FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
 import { createStoreWatch, type StoreWatch } from './store-watch.js';
@@ -157,8 +157,8 @@ export interface LocalStack {
   idsLostInCrashes(): number;
   /** Those ids, each as `provider:id` (`primary:17`). */
   lostSolverIds(): ReadonlySet<string>;
-  /** Dead letters whose send SQS committed while the fault proxy lost its answer, by source message id (local/faults/letters.ts). */
-  lostLetterAnswers(): LostLetterAnswers;
+  /** Dead letters SQS could not keep from repeating (a lost answer, a delete a crash cut off), by source message id (local/faults/letters.ts). */
+  repeatableLetters(): RepeatableLetters;
   /** Both pollers' counters added up; the ceiling and peak are the shared pool's. */
   pollerStats(): PollerStats;
   /** Stop receiving, let in-flight invocations end (at most `graceMs`), stop everything. */
@@ -265,7 +265,7 @@ interface Backends {
   clients: AwsClients;
   observer: AwsClients;
   faults: FaultProxy | undefined;
-  /** Dead letters whose send lost its answer (with a fault proxy). */
+  /** Dead letters SQS could not keep from repeating (local/faults/letters.ts). */
   letters: LetterWatch;
   /** Handler calls still running, those the pollers gave up on (timed out) included. */
   calls: Set<Promise<unknown>>;
@@ -472,7 +472,9 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
     ...options.timing,
   };
-  const wrapQueue = (queue: TaskQueue) => guardDeadInvocations(watchCarries(queue, ids));
+  // A dead invocation's queue calls never go out; copies that carry an id keep it, letters are watched.
+  const wrapQueue = (queue: TaskQueue) =>
+    guardDeadInvocations(watchCarries(watchLetters(queue, backends.letters, currentInvocation), ids));
   const guardedEvents = guardDeadInvocations(events);
   const handler = await createConsumerFromEnvironment({
     environment,
@@ -774,7 +776,7 @@ function assembleStack(
     crashes: consumer.crashes,
     idsLostInCrashes: consumer.idsLostInCrashes,
     lostSolverIds: consumer.lostSolverIds,
-    lostLetterAnswers: () => letters.lostAnswers(resources.queueUrls.dlq),
+    repeatableLetters: () => letters.repeatable(resources.queueUrls.dlq),
     pollerStats: () => ({
       ...addStats(pollers.normal.stats(), pollers.high.stats()),
       maxConcurrency: pool.limit,

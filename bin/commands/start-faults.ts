@@ -68,7 +68,7 @@ export function faultRows(s: DemoSummary): [string, string, string][] {
     [
       'DLQ',
       `${s.validInDlq} valid`,
-      `valid tasks in the DLQ; second copies of one letter ${s.dlqDuplicates}${s.dlqDuplicates > 0 ? `, ${s.dlqDuplicates - s.dlqDuplicatesBeyondLostAnswers} of them of a send whose answer was lost` : ''}`,
+      `valid tasks in the DLQ; second copies of one letter ${s.dlqDuplicates}${s.dlqDuplicates > 0 ? `, ${s.dlqDuplicates - s.dlqDuplicatesUnexplained} of them SQS could not prevent (a lost answer, a delete cut off by a crash)` : ''}`,
     ],
   ];
   if (s.unsent > 0) rows.push(['unsent', String(s.unsent), 'SQS refused them after retries: never submitted']);

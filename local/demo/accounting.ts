@@ -36,7 +36,7 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
     (await withRetries(() => inspectDlq(stack))) ?? [],
     items,
     run.messageIds,
-    stack.lostLetterAnswers(),
+    stack.repeatableLetters(),
   );
   const depth = (await withRetries(() => queueDepths(stack))) ?? EMPTY_DEPTHS;
   const rows: Record<Outcome, number> = { solved: 0, failed: 0, rejected: 0, inDlq: 0, unknown: 0, unresolved: 0 };
@@ -83,7 +83,7 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
     solvedNotAnnounced: solvedIds.filter((id) => !run.announced.has(id)).length,
     validInDlq: [...dlq.ids].filter((id) => !malformed.has(id)).length,
     dlqDuplicates: dlq.duplicates,
-    dlqDuplicatesBeyondLostAnswers: dlq.duplicatesBeyondLostAnswers,
+    dlqDuplicatesUnexplained: dlq.duplicatesUnexplained,
     ...(stack.faults
       ? {
           faults: {

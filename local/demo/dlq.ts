@@ -4,7 +4,7 @@
  */
 import { ChangeMessageVisibilityBatchCommand, type Message, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { parseRedelivery, REDELIVERY_ATTRIBUTE } from '../../functions/core/redelivery.js';
-import type { LostLetterAnswers } from '../faults/letters.js';
+import type { RepeatableLetters } from '../faults/letters.js';
 import type { LocalStack } from '../runtime.js';
 import type { DemoItem } from './workload.js';
 
@@ -58,21 +58,21 @@ export async function inspectQueue(stack: LocalStack, queueUrl: string): Promise
  * to what it sends, and a body may repeat): the `taskId` attribute of the consumer's own letters,
  * the SQS message id for messages sent raw (a letter names it as `sourceMessageId`; SQS's redrive
  * keeps it), the id the fleet's redelivery attribute names, else the body's own `id`.
- * `duplicates` counts the letters beyond the first of one task; `duplicatesBeyondLostAnswers`
- * those that no letter send with a lost answer explains (`lostAnswers`, by source message: SQS
- * committed the send and the sender, never told, sent it again).
+ * `duplicates` counts the letters beyond the first of one task; `duplicatesUnexplained` those no
+ * repeatable letter explains (`repeatable`, by source message: a send whose answer was lost, or a
+ * source message whose delete a crash cut off: local/faults/letters.ts).
  */
 export function accountDlq(
   messages: readonly Message[],
   items: readonly DemoItem[],
   messageIds: ReadonlyMap<string, string>,
-  lostAnswers: LostLetterAnswers = new Map(),
+  repeatable: RepeatableLetters = new Map(),
 ): {
   ids: Set<string>;
   byReason: Record<string, number>;
   foreign: number;
   duplicates: number;
-  duplicatesBeyondLostAnswers: number;
+  duplicatesUnexplained: number;
 } {
   const known = new Set(items.map((item) => item.id));
   const letters = new Map<string, { count: number; sources: Set<string> }>();
@@ -96,11 +96,11 @@ export function accountDlq(
   let duplicates = 0;
   let beyond = 0;
   for (const { count, sources } of letters.values()) {
-    const explained = [...sources].reduce((sum, source) => sum + (lostAnswers.get(source) ?? 0), 0);
+    const explained = [...sources].reduce((sum, source) => sum + (repeatable.get(source) ?? 0), 0);
     duplicates += count - 1;
     beyond += Math.max(0, count - 1 - explained);
   }
-  return { ids: new Set(letters.keys()), byReason, foreign, duplicates, duplicatesBeyondLostAnswers: beyond };
+  return { ids: new Set(letters.keys()), byReason, foreign, duplicates, duplicatesUnexplained: beyond };
 }
 
 /** The task id a DLQ message stands for (see accountDlq). */

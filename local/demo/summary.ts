@@ -78,11 +78,12 @@ export interface DemoSummary {
   /** DLQ messages beyond the first of one task (a second copy of one letter). */
   dlqDuplicates: number;
   /**
-   * Of `dlqDuplicates`, those no lost answer explains: a letter's SendMessage that SQS committed
-   * while its answer was lost (the fault proxy's lost commits) is sent again, since SQS standard
-   * queues have no idempotency key; anything beyond is a defect.
+   * Of `dlqDuplicates`, those SQS could have prevented: a letter is sent again, with no
+   * idempotency key or transaction to stop it, when its SendMessage committed while its answer
+   * was lost (the fault proxy's lost commits) or when a crash cut off its source message's delete
+   * (local/faults/letters.ts); anything beyond is a defect.
    */
-  dlqDuplicatesBeyondLostAnswers: number;
+  dlqDuplicatesUnexplained: number;
   /**
    * The fault proxy's plan and what it injected, when one ran, and the store outages the
    * store-health assessment saw meanwhile (when consumption would have paused).

@@ -25,7 +25,7 @@ function invariants(summary: Record<string, unknown>) {
   return {
     paidTwice: pick('paidTwiceBeyondLostIds'),
     validInDlq: pick('validInDlq'),
-    dlqDuplicates: pick('dlqDuplicatesBeyondLostAnswers'),
+    dlqDuplicates: pick('dlqDuplicatesUnexplained'),
     lost: pick('lost'),
     stillQueued: pick('stillQueued'),
     unknown: pick('unknown'),

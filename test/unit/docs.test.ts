@@ -257,7 +257,7 @@ function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSum
     solvedNotAnnounced: 0,
     validInDlq: 0,
     dlqDuplicates: 0,
-    dlqDuplicatesBeyondLostAnswers: 0,
+    dlqDuplicatesUnexplained: 0,
     p50Ms: 1,
     p95Ms: 1,
     solveP95Ms: 1,

@@ -16,7 +16,7 @@ const summary = (fields: Partial<DemoSummary>) =>
     solvedNotAnnounced: 0,
     validInDlq: 0,
     dlqDuplicates: 0,
-    dlqDuplicatesBeyondLostAnswers: 0,
+    dlqDuplicatesUnexplained: 0,
     unsent: 0,
     consumer: { idsLostInCrashes: 0 },
     ...fields,

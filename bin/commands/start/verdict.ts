@@ -41,7 +41,8 @@ export function verdictOf(s: DemoSummary, options: StartOptions): { code: number
  * unannounced, a second DLQ copy. Two of them the protocols allow at one moment each, and those
  * are not counted against the run: a submission accepted while its invocation crashed (its id
  * lost: no idempotency key at the solver) and a letter whose SendMessage committed while its
- * answer was lost (none at SQS). The summary's rows show both counts.
+ * answer was lost, or whose source's delete a crash cut off (none at SQS). The summary's rows show
+ * both counts.
  */
 function invariantsBroken(s: DemoSummary): string[] {
   const broken: string[] = [];
@@ -49,8 +50,8 @@ function invariantsBroken(s: DemoSummary): string[] {
     broken.push(`${s.paidTwiceBeyondLostIds} task(s) paid twice beyond the solver ids lost in crashes`);
   if (s.validInDlq > 0) broken.push(`${s.validInDlq} valid task(s) in the DLQ`);
   if (s.solvedNotAnnounced > 0) broken.push(`${s.solvedNotAnnounced} solved task(s) never announced`);
-  if (s.dlqDuplicatesBeyondLostAnswers > 0)
-    broken.push(`${s.dlqDuplicatesBeyondLostAnswers} second DLQ copies of one message beyond lost answers`);
+  if (s.dlqDuplicatesUnexplained > 0)
+    broken.push(`${s.dlqDuplicatesUnexplained} second DLQ copies of one message beyond what SQS cannot prevent`);
   return broken;
 }
 
