@@ -138,7 +138,7 @@ export interface DemoSummary {
     timeouts: number;
     crashes: number;
     /**
-     * Submissions the provider accepted whose invocation died before their id was kept anywhere
+     * Submissions the provider accepted whose invocation died (crashed, or timed out) before their id was kept anywhere
      * (the record, or a copy of the message): the answer came back to an invocation already dead,
      * or the id's write was still in flight or failing when it died. No delivery can know their
      * id, so the task is paid again. The one window crashes leave (docs/consumer.md, "Paid once").
