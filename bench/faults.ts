@@ -108,7 +108,9 @@ function judge(summary: DemoSummary): { broken: string[]; bounded: string[] } {
   const lostIds = summary.consumer.idsLostInCrashes;
   if (summary.paidTwiceBeyondLostIds > 0)
     broken.push(
-      `${summary.paidTwice} paid twice, ${summary.paidTwiceBeyondLostIds} beyond the ${lostIds} id(s) lost in crashes`,
+      `${summary.paidTwice} paid twice, ${summary.paidTwiceBeyondLostIds} beyond the ${lostIds} id(s) lost in crashes (${summary.paidTwiceBeyond
+        .map((t) => `${t.taskId ?? '?'}: ${t.submissions.map((s) => `${s.id} ${s.fate}`).join(', ')}`)
+        .join('; ')})`,
     );
   else if (summary.paidTwice > 0)
     bounded.push(`${summary.paidTwice} paid twice, each an id lost in a crash (${lostIds} lost)`);

@@ -42,15 +42,23 @@ export class SolverIdWatch {
   private readonly kept = new Set<string>();
   /** Ids asked to be written, by the invocation that asked (the last one, when several did). */
   private readonly asked = new Map<string, InvocationHandle>();
+  /** Every id the consumers learned (a write of it was asked), with its task. */
+  private readonly tasks = new Map<string, string>();
 
   /** `provider:id`, the key of a submission. */
   static key(provider: string, solverId: string): string {
     return `${provider}:${solverId}`;
   }
 
-  /** An invocation asked to write the id (it may be dead already). */
-  ask(key: string, invocation: InvocationHandle): void {
+  /** An invocation asked to write the id of the task's submission (it may be dead already). */
+  ask(key: string, invocation: InvocationHandle, taskId: string): void {
+    this.tasks.set(key, taskId);
     if (!this.kept.has(key)) this.asked.set(key, invocation);
+  }
+
+  /** The task of each id the consumers learned; an accepted submission not here never reached a consumer's code. */
+  known(): ReadonlyMap<string, string> {
+    return this.tasks;
   }
 
   /** The id is durable: on the record, or in a copy of the message. */
@@ -133,7 +141,7 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
         const invocation = currentInvocation();
         const idKey =
           property === 'recordSolverId' ? SolverIdWatch.key(String(args[3] ?? 'primary'), String(args[2])) : undefined;
-        if (idKey !== undefined && invocation !== undefined) options.ids?.ask(idKey, invocation);
+        if (idKey !== undefined && invocation !== undefined) options.ids?.ask(idKey, invocation, String(args[0]));
         if (invocation?.dead) return never();
         if (
           property === 'complete' &&

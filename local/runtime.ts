@@ -157,6 +157,8 @@ export interface LocalStack {
   idsLostInCrashes(): number;
   /** Those ids, each as `provider:id` (`primary:17`). */
   lostSolverIds(): ReadonlySet<string>;
+  /** Every accepted submission's id the consumers learned, with its task (local/chaos.ts `SolverIdWatch`). */
+  knownSolverIds(): ReadonlyMap<string, string>;
   /** Dead letters SQS could not keep from repeating (a lost answer, a delete a crash cut off), by source message id (local/faults/letters.ts). */
   repeatableLetters(): RepeatableLetters;
   /** Both pollers' counters added up; the ceiling and peak are the shared pool's. */
@@ -399,6 +401,7 @@ interface ConsumerSide {
   crashes(): number;
   idsLostInCrashes(): number;
   lostSolverIds(): ReadonlySet<string>;
+  knownSolverIds(): ReadonlyMap<string, string>;
   /** The timing both consumers run with (compressed local time). */
   timing: Partial<ConsumerTiming>;
   /** The crash knob around a results repository (both consumers share it and its count). */
@@ -508,6 +511,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     crashes: () => crashes,
     idsLostInCrashes: () => ids.lost().size,
     lostSolverIds: () => ids.lost(),
+    knownSolverIds: () => ids.known(),
     timing,
     wrapRepository,
     track,
@@ -776,6 +780,7 @@ function assembleStack(
     crashes: consumer.crashes,
     idsLostInCrashes: consumer.idsLostInCrashes,
     lostSolverIds: consumer.lostSolverIds,
+    knownSolverIds: consumer.knownSolverIds,
     repeatableLetters: () => letters.repeatable(resources.queueUrls.dlq),
     pollerStats: () => ({
       ...addStats(pollers.normal.stats(), pollers.high.stats()),

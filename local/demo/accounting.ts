@@ -79,6 +79,7 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
     duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
     paidTwice: paid.paidTwice,
     paidTwiceBeyondLostIds: paid.beyondLostIds,
+    paidTwiceBeyond: paid.beyond,
     announced: [...run.sentIds].filter((id) => isTerminal(results.get(id)?.status) && run.announced.has(id)).length,
     solvedNotAnnounced: solvedIds.filter((id) => !run.announced.has(id)).length,
     validInDlq: [...dlq.ids].filter((id) => !malformed.has(id)).length,
@@ -161,9 +162,14 @@ async function unresolvedTasks(
 /**
  * Tasks (by method and parameters) with more than one paid submission, both providers together,
  * and of those the ones a lost id does not explain: more paid submissions than one plus the ids a
- * crash lost (`lostSolverIds`: their invocation died before their id was kept anywhere).
+ * crash lost (`lostSolverIds`: their invocation died before their id was kept anywhere). Each of
+ * the latter is described by its submissions' fates.
  */
-function payments(stack: LocalStack): { paidTwice: number; beyondLostIds: number } {
+function payments(stack: LocalStack): {
+  paidTwice: number;
+  beyondLostIds: number;
+  beyond: DemoSummary['paidTwiceBeyond'];
+} {
   const paid = new Map<string, string[]>();
   const providers = [
     ['primary', stack.simulator],
@@ -173,14 +179,21 @@ function payments(stack: LocalStack): { paidTwice: number; beyondLostIds: number
     for (const [signature, ids] of simulator?.paidSubmissions() ?? [])
       paid.set(signature, [...(paid.get(signature) ?? []), ...ids.map((id) => `${provider}:${id}`)]);
   const lost = stack.lostSolverIds();
+  const known = stack.knownSolverIds();
   let paidTwice = 0;
-  let beyondLostIds = 0;
+  const beyond: DemoSummary['paidTwiceBeyond'] = [];
   for (const ids of paid.values()) {
     if (ids.length < 2) continue;
     paidTwice += 1;
-    if (ids.filter((id) => lost.has(id)).length < ids.length - 1) beyondLostIds += 1;
+    if (ids.filter((id) => lost.has(id)).length >= ids.length - 1) continue;
+    const fate = (id: string) => (lost.has(id) ? 'lost' : known.has(id) ? 'kept' : 'never known');
+    const taskId = ids.map((id) => known.get(id)).find((id) => id !== undefined);
+    beyond.push({
+      ...(taskId !== undefined ? { taskId } : {}),
+      submissions: ids.map((id) => ({ id, fate: fate(id) })),
+    });
   }
-  return { paidTwice, beyondLostIds };
+  return { paidTwice, beyondLostIds: beyond.length, beyond: beyond.slice(0, MAX_UNRESOLVED_SHOWN) };
 }
 
 function solverSummary(

@@ -69,6 +69,13 @@ export interface DemoSummary {
    * The protocols have no idempotency key, so a lost id is paid again; anything beyond is a defect.
    */
   paidTwiceBeyondLostIds: number;
+  /**
+   * Those tasks (the first 20), each by its task (when a consumer learned one of its ids) and its
+   * paid submissions: `lost` (its invocation died before the id was kept), `kept` (on the record
+   * or in a copy), or `never known` (no consumer's code saw the acceptance: an in.php answer lost
+   * on the way back).
+   */
+  paidTwiceBeyond: { taskId?: string; submissions: { id: string; fate: 'lost' | 'kept' | 'never known' }[] }[];
   /** Of the solved, failed and rejected tasks, those whose completion event was heard. */
   announced: number;
   /** Solved tasks no completion event was heard for. */

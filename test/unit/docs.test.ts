@@ -253,6 +253,7 @@ function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSum
     duplicateSolves: 0,
     paidTwice: 0,
     paidTwiceBeyondLostIds: 0,
+    paidTwiceBeyond: [],
     announced: 2,
     solvedNotAnnounced: 0,
     validInDlq: 0,
