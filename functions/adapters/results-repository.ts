@@ -137,6 +137,11 @@ function isExpired(record: TaskResult, now: number): boolean {
   return record.expiresAt < Math.floor(now / 1000);
 }
 
+/** The key of a letter's note (`noteLetter`): `:` is no task id's (TASK_ID_PATTERN), so it names no task. */
+export function letterNoteKey(sourceMessageId: string): string {
+  return `letter:${sourceMessageId}`;
+}
+
 /** DynamoDB implementation of {@link ResultsRepository}. */
 export class DynamoResultsRepository implements ResultsRepository {
   private readonly documents: DynamoDBDocumentClient;
@@ -315,6 +320,36 @@ export class DynamoResultsRepository implements ResultsRepository {
     if (written) return true;
     const current = await this.get(taskId, { consistent: true });
     return current !== undefined && isTerminal(current.status) && current.completedBy === claimToken;
+  }
+
+  async noteLetter(sourceMessageId: string, at: number): Promise<void> {
+    const key = letterNoteKey(sourceMessageId);
+    try {
+      await this.documents.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { taskId: key, letteredAt: at, expiresAt: this.expiresAt(at) },
+        }),
+      );
+    } catch (error) {
+      throw new ResultsRepositoryError(`the letter of message ${sourceMessageId} could not be noted`, key, {
+        cause: error,
+      });
+    }
+  }
+
+  async letterNoted(sourceMessageId: string): Promise<boolean> {
+    const key = letterNoteKey(sourceMessageId);
+    try {
+      const out = await this.documents.send(
+        new GetCommand({ TableName: this.tableName, Key: { taskId: key }, ConsistentRead: true }),
+      );
+      return out.Item !== undefined;
+    } catch (error) {
+      throw new ResultsRepositoryError(`the letter note of message ${sourceMessageId} could not be read`, key, {
+        cause: error,
+      });
+    }
   }
 
   async markAnnounced(taskId: string, at: number): Promise<void> {

@@ -131,19 +131,7 @@ export async function settle(
   log: RecordLog,
 ): Promise<void> {
   if (outcome.kind === 'ack') return acknowledge(delivery, ctx, log, ctx.acknowledgeEach);
-  if (outcome.kind === 'dead_letter') {
-    try {
-      await ctx.deps.queue.deadLetter({ ...outcome.letter, sourceMessageId: delivery.record.messageId });
-    } catch (error) {
-      return settle(unexpected(ctx, delivery, error), delivery, taskId, ctx, log);
-    }
-    ctx.deps.metrics.addMetric(METRICS.rejected, MetricUnit.Count, 1);
-    log.warn('message refused to the DLQ', {
-      reason: outcome.letter.reason,
-      reasonDetail: outcome.letter.reasonDetail,
-    });
-    return deleteLettered(delivery, ctx, log);
-  }
+  if (outcome.kind === 'dead_letter') return settleLetter(outcome.letter, delivery, taskId, ctx, log);
   countRetried(ctx, outcome.reason);
   if (await requeueInstead(outcome, delivery, ctx, log)) return;
   const level = outcome.reason === 'account' || outcome.reason === 'error' ? 'error' : 'warn';
@@ -173,22 +161,70 @@ async function acknowledge(delivery: Delivery, ctx: RecordContext, log: RecordLo
 }
 
 /**
+ * Send a refused message's letter, then delete the message. A message that comes back after an
+ * earlier delivery sent its letter but could not delete it (SQS failing longer than the retries)
+ * finds that delivery's note and is only deleted: one letter per message. What SQS still cannot
+ * prevent: a second letter after a send whose answer was lost, or a crash between the letter and
+ * the delete (no idempotency key, no transaction); every letter names its source message.
+ */
+async function settleLetter(
+  letter: DeadLetter,
+  delivery: Delivery,
+  taskId: string,
+  ctx: RecordContext,
+  log: RecordLog,
+): Promise<void> {
+  const source = delivery.record.messageId;
+  // Only a redelivery can have an earlier letter (a refused message is never copied).
+  if (delivery.receiveCount > 1 && (await letterNoted(source, ctx, log))) {
+    log.info('message already dead-lettered by an earlier delivery; deleted without a second letter');
+    await deleteLettered(delivery, ctx, log);
+    return;
+  }
+  try {
+    await ctx.deps.queue.deadLetter({ ...letter, sourceMessageId: source });
+  } catch (error) {
+    return settle(unexpected(ctx, delivery, error), delivery, taskId, ctx, log);
+  }
+  ctx.deps.metrics.addMetric(METRICS.rejected, MetricUnit.Count, 1);
+  log.warn('message refused to the DLQ', { reason: letter.reason, reasonDetail: letter.reasonDetail });
+  if (await deleteLettered(delivery, ctx, log)) return;
+  try {
+    await ctx.deps.repository.noteLetter(source, ctx.clock());
+  } catch (error) {
+    log.warn('letter not noted; if the message comes back it is dead-lettered again', { error: describe(error) });
+  }
+}
+
+/** Whether an earlier delivery noted this message's letter; unknown (a failed read) is no: the letter goes out. */
+async function letterNoted(source: string, ctx: RecordContext, log: RecordLog): Promise<boolean> {
+  try {
+    return await ctx.deps.repository.letterNoted(source);
+  } catch (error) {
+    log.warn('letter note not read; the letter is sent', { error: describe(error) });
+    return false;
+  }
+}
+
+/**
  * Delete a message whose letter is in the DLQ, at once and retried while SQS throttles or fails
  * (for as long as the invocation keeps to record an outcome, `recordMarginMs`, within its end): a
  * message that came back (a batch-mate's crash, or a delete that failed, the event source's
- * included) would be dead-lettered a second time. If it still fails, the batch response asks the
- * event source to delete it.
+ * included) would be dead-lettered a second time. False when it still failed: the batch response
+ * asks the event source to delete it, and the caller notes the letter in case that fails too.
  */
-async function deleteLettered(delivery: Delivery, ctx: RecordContext, log: RecordLog): Promise<void> {
-  if (delivery.moved) return;
+async function deleteLettered(delivery: Delivery, ctx: RecordContext, log: RecordLog): Promise<boolean> {
+  if (delivery.moved) return true;
   try {
     await retryWrite(() => ctx.deps.queue.acknowledge(delivery.message), {
       until: Math.min(ctx.stopAt - ctx.timing.requeueReserveMs, ctx.clock() + ctx.timing.recordMarginMs),
       clock: ctx.clock,
       timing: ctx.timing.writeRetry,
     });
+    return true;
   } catch (error) {
     log.warn('dead-lettered message not deleted; the batch response acknowledges it', { error: describe(error) });
+    return false;
   }
 }
 

@@ -212,6 +212,15 @@ export interface ResultsRepository {
     writer: string,
   ): Promise<RejectOutcome>;
   get(taskId: string, options?: { consistent?: boolean }): Promise<TaskResult | undefined>;
+  /**
+   * Note that a refused message's letter is in the DLQ while the message itself could not be
+   * deleted (SQS failing): when it comes back, its delivery deletes it instead of sending a second
+   * letter. A marker of its own, keyed by the message id (no task's record is touched), that
+   * lives as long as a result.
+   */
+  noteLetter(sourceMessageId: string, at: number): Promise<void>;
+  /** Whether an earlier delivery noted this message's letter (`noteLetter`). */
+  letterNoted(sourceMessageId: string): Promise<boolean>;
 }
 
 /** Where a delivered message came from, enough to act on it in its queue. */
