@@ -73,6 +73,8 @@ export class ScriptedSolver implements SolverPort {
   inFlight = 0;
   maxInFlight = 0;
   private readonly scripts = new Map<string, SolverStep[]>();
+  /** The answer of each submission, as a provider keeps it: a resume of the id reads the same one. */
+  private readonly answers = new Map<string, string>();
   private nextId = 1000;
 
   /** Queue steps for a task; each `solve()` takes the next one (then answers by default). */
@@ -125,8 +127,10 @@ export class ScriptedSolver implements SolverPort {
       }
       await wait(step.delayMs ?? 0, options.signal);
       if (step.error) throw step.error;
+      const answer = step.answer ?? this.answers.get(solverId) ?? `answer-${task.id}`;
+      this.answers.set(solverId, answer);
       return {
-        answer: step.answer ?? `answer-${task.id}`,
+        answer,
         solverId,
         acceptedAt,
         answeredAt: Date.now(),

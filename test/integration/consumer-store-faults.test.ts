@@ -225,7 +225,37 @@ describe('paid once', () => {
   });
 
   it('carries an answer the table would not take in a fresh copy of the message: the next delivery records it, asking the solver nothing', async () => {
-    // Prepare: the table takes the claim, then neither the submission's id nor the record.
+    // Prepare: the table takes the claim and the submission's id, then not the record.
+    let down = true;
+    const h = await harness({
+      wrapRepository: (inner) => flaky(inner, (method) => down && (method === 'complete' || method === 'release')),
+    });
+    const task = recaptchaTask();
+    h.solver.script(task.id as string, { delayMs: 250, answer: 'the-token' });
+    await h.send(task);
+
+    // Act: the first delivery, cut short, records nothing but puts a fresh copy in the message's
+    // place (acknowledging the original); the table comes back.
+    const first = await h.deliver({ remainingMs: 3_000 });
+    expect(first.response).toEqual({ batchItemFailures: [] });
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solving' });
+    expect(h.metricSum(METRICS.requeued)).toBe(1);
+    down = false;
+    await h.deliverUntilDone(task.id as string);
+
+    // Assess
+    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved', answer: 'the-token' });
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+    expect(h.solver.callsOf(task.id as string)).toHaveLength(1);
+    expect(h.heard.filter((e) => e.startsWith(`${task.id}:`))).toHaveLength(1);
+    expect(h.metricSum(METRICS.dynamoErrors)).toBeGreaterThan(0);
+    expect(h.metricSum(METRICS.dynamoRequests)).toBeGreaterThan(h.metricSum(METRICS.dynamoErrors));
+  });
+
+  it('pays once when neither the id nor the answer was taken: whichever copy comes first, the id’s or the answer’s, finishes that one submission', async () => {
+    // Prepare: the table takes the claim, then neither the submission's id nor the record: the id
+    // goes into one copy (sent when its write failed), the answer into another. SQS gives no
+    // order between them: the answer's is recorded as it is, the id's resumes the submission.
     let down = true;
     const h = await harness({
       wrapRepository: (inner) =>
@@ -238,22 +268,25 @@ describe('paid once', () => {
     h.solver.script(task.id as string, { delayMs: 250, answer: 'the-token' });
     await h.send(task);
 
-    // Act: the first delivery, cut short, records nothing but puts a fresh copy in the message's
-    // place (acknowledging the original); the table comes back.
-    const first = await h.deliver({ remainingMs: 1_500 });
+    // Act
+    const first = await h.deliver({ remainingMs: 3_000 });
     expect(first.response).toEqual({ batchItemFailures: [] });
-    expect(await h.record(task.id as string)).toMatchObject({ status: 'solving' });
     expect(h.metricSum(METRICS.requeued)).toBeGreaterThanOrEqual(1);
     down = false;
     await h.deliverUntilDone(task.id as string);
 
-    // Assess
-    expect(await h.record(task.id as string)).toMatchObject({ status: 'solved', answer: 'the-token' });
+    // Assess: one submission, its answer recorded, any other call a resume of it.
+    const [submitted] = h.solver.submissions.get(task.id as string) ?? [];
+    expect(await h.record(task.id as string)).toMatchObject({
+      status: 'solved',
+      answer: 'the-token',
+      solverId: submitted,
+    });
     expect(h.solver.submissionsOf(task.id as string)).toBe(1);
-    expect(h.solver.callsOf(task.id as string)).toHaveLength(1);
+    expect(
+      h.solver.callsOf(task.id as string).every((c) => c.submittedId !== undefined || c.resumeSolverId === submitted),
+    ).toBe(true);
     expect(h.heard.filter((e) => e.startsWith(`${task.id}:`))).toHaveLength(1);
-    expect(h.metricSum(METRICS.dynamoErrors)).toBeGreaterThan(0);
-    expect(h.metricSum(METRICS.dynamoRequests)).toBeGreaterThan(h.metricSum(METRICS.dynamoErrors));
   });
 
   it('keeps sending the copy that carries a paid answer while SQS refuses it and the table is down: paid once', async () => {
@@ -557,6 +590,42 @@ describe('batches with crashes', () => {
 
     // Assess: deleted by the consumer itself, so nothing came back and the DLQ holds one letter.
     expect(again.messages).toHaveLength(0);
+    const letters = await h.dlq();
+    expect(letters).toHaveLength(1);
+    expect(letters[0]?.MessageAttributes?.sourceMessageId?.StringValue).toBe(message.MessageId);
+  });
+  it('dead-letters a refused message once when its delete fails past every retry: the letter is noted, and its return is only deleted', async () => {
+    // Prepare: every delete of the first delivery's receipt fails (SQS down for it), the event
+    // source's own delete too (its batch response is ignored).
+    const failFirst = {
+      service: 'sqs' as const,
+      kind: 'unavailable' as const,
+      startMs: 0,
+      durationMs: 600_000,
+      rate: 1,
+      operations: ['DeleteMessage'],
+      bodyIncludes: 'not yet known',
+    };
+    const h = await harness({ faults: { windows: [failFirst] } });
+    await h.send('not JSON at all');
+    const [message] = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 1);
+    if (message === undefined) throw new Error('no message');
+    failFirst.bodyIncludes = message.ReceiptHandle as string;
+
+    // Act: the first delivery sends the letter and cannot delete; the message comes back.
+    await h.handler(toSqsEvent([message], h.fleet.resources.queueArns.normal, h.fleet.clients.region), lambdaContext());
+    await h.fleet.clients.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: h.fleet.resources.queueUrls.normal,
+        ReceiptHandle: message.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    const again = await h.deliver();
+
+    // Assess: the return was deleted without a second letter.
+    expect(again.messages).toHaveLength(1);
+    expect(again.acknowledged).toHaveLength(1);
     const letters = await h.dlq();
     expect(letters).toHaveLength(1);
     expect(letters[0]?.MessageAttributes?.sourceMessageId?.StringValue).toBe(message.MessageId);
