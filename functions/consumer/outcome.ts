@@ -174,6 +174,8 @@ async function settleLetter(
   ctx: RecordContext,
   log: RecordLog,
 ): Promise<void> {
+  // A copy already stands in for this message (made near the DLQ): its delivery writes the letter.
+  if (delivery.moved) return;
   const source = delivery.record.messageId;
   // Only a redelivery can have an earlier letter (a refused message is never copied).
   if (delivery.receiveCount > 1 && (await letterNoted(source, ctx, log))) {
@@ -360,10 +362,11 @@ function fittingPassengers(delivery: Delivery, fleetValue: string): ReturnType<t
 }
 
 /**
- * Once claimed (before the solve), a delivery that comes this close to the DLQ copies its message: the ones
- * before it ended without an outcome (crashed, timed out), so this one might too, and SQS's
- * redrive would then take a task that may be paid for. The copy comes back after this delivery's
- * lease; if this delivery finishes the task, the copy is acknowledged as a duplicate.
+ * A delivery of a valid task that comes this close to the DLQ copies its message before anything
+ * else, its claim included: the ones before it ended without an outcome (crashed, timed out), so
+ * this one might too, at any point, and SQS's redrive would then take a task that may be paid
+ * for. The copy comes back after a claim's lease; if this delivery finishes the task, the copy is
+ * acknowledged as a duplicate (and a refusal leaves its letter to the copy's delivery).
  */
 export async function refreshNearDlq(delivery: Delivery, ctx: RecordContext, log: RecordLog): Promise<void> {
   const policy = ctx.timing.requeue;

@@ -128,6 +128,9 @@ export class TaskRun {
 
   async run(): Promise<Outcome> {
     const { deps, clock, timing } = this.ctx;
+    // Near the DLQ, the first thing: the deliveries before this one ended with no outcome
+    // (crashed, timed out), so this one might too, anywhere, its claim included.
+    await refreshNearDlq(this.delivery, this.ctx, this.log);
     const claimedAt = clock();
     const claim = await deps.repository.claim({
       task: this.task,
@@ -168,8 +171,6 @@ export class TaskRun {
   private async work(claim: Extract<ClaimResult, { outcome: 'claimed' }>, claimedAt: number): Promise<Outcome> {
     const { deps } = this.ctx;
     this.leaseUntil = claim.record.leaseUntil ?? claimedAt + this.ctx.timing.leaseMs;
-    // Claimed, so this delivery will solve or resume: near the DLQ it copies its message first.
-    await refreshNearDlq(this.delivery, this.ctx, this.log);
     const queueWaitMs = Math.max(0, claimedAt - this.delivery.sentAt);
     if (claim.record.attempts === 1) deps.metrics.addMetric(METRICS.queueWait, MetricUnit.Milliseconds, queueWaitMs);
     const carry = await this.openCarry();

@@ -630,6 +630,68 @@ describe('batches with crashes', () => {
     expect(letters).toHaveLength(1);
     expect(letters[0]?.MessageAttributes?.sourceMessageId?.StringValue).toBe(message.MessageId);
   });
+  it('copies a message one receive from the DLQ before its claim: a delivery that dies in the claim still leaves a fresh copy', async () => {
+    // Prepare: a claim that never answers (the invocation dies in it), a task one receive from the DLQ.
+    const h = await harness({
+      wrapRepository: (inner) =>
+        new Proxy(inner, {
+          get(target, property, receiver) {
+            const value = Reflect.get(target, property, receiver) as (...a: unknown[]) => Promise<unknown>;
+            return property === 'claim' ? () => new Promise(() => undefined) : value.bind(target);
+          },
+        }),
+    });
+    const task = imageTask();
+    await h.send(task);
+    const [message] = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 1);
+    if (message === undefined) throw new Error('no message');
+    const event = toSqsEvent([message], h.fleet.resources.queueArns.normal, h.fleet.clients.region);
+    const record = event.Records[0];
+    if (record === undefined) throw new Error('no record');
+    record.attributes.ApproximateReceiveCount = String(h.fleet.settings.maxReceiveCount - 1);
+
+    // Act: the invocation never returns.
+    void h.handler(event, lambdaContext());
+    let copies: Awaited<ReturnType<typeof receive>> = [];
+    for (let i = 0; i < 50 && copies.length === 0; i++) {
+      await sleep(100);
+      copies = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 10);
+    }
+
+    // Assess: a fresh copy of the task (its receive count starts again), the original gone.
+    expect(copies).toHaveLength(1);
+    expect(copies[0]?.MessageId).not.toBe(message.MessageId);
+    expect(copies[0]?.Body).toBe(message.Body);
+    expect(copies[0]?.Attributes?.ApproximateReceiveCount).toBe('1');
+  });
+  it('writes one letter for an id conflict one receive from the DLQ: the copy made before the claim writes it, the original none', async () => {
+    // Prepare: a task solved under an id, then another task under the same id, one receive from the DLQ.
+    const h = await harness();
+    const first = imageTask();
+    await h.send(first);
+    await h.deliverUntilDone(first.id as string);
+    await h.send(imageTask({ id: first.id, params: { body: 'iVBORw0KGgo'.padEnd(200, 'B') } }));
+    const [message] = await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 1);
+    if (message === undefined) throw new Error('no message');
+    const event = toSqsEvent([message], h.fleet.resources.queueArns.normal, h.fleet.clients.region);
+    const record = event.Records[0];
+    if (record === undefined) throw new Error('no record');
+    record.attributes.ApproximateReceiveCount = String(h.fleet.settings.maxReceiveCount - 1);
+
+    // Act: that delivery copies the message, then finds the conflict; the copy comes back.
+    await h.handler(event, lambdaContext());
+    let delivered = 0;
+    for (let i = 0; i < 50 && delivered === 0; i++) {
+      await sleep(100);
+      delivered = (await h.deliver()).messages.length;
+    }
+    expect(delivered).toBe(1);
+
+    // Assess
+    const letters = await h.dlq();
+    expect(letters).toHaveLength(1);
+    expect(letters[0]?.MessageAttributes?.reason?.StringValue).toBe('ID_CONFLICT');
+  });
 });
 
 describe('messages at SQS’s limit', () => {
