@@ -11,7 +11,9 @@
  * those two, so the item stays small.
  *
  * Each answer is recorded with the threads held at that moment, copied inside the same update
- * (`SET refusedHeld = h<k> + h<k−1>`: operands read the item as it was before the update).
+ * (`SET refusedHeld = h<k> + h<k−1>`: operands read the item as it was before the update). A
+ * refusal also ADDs 1 to `refusalRun`, an acceptance SETs it to 0: the refusals since the newest
+ * acceptance (a run of them halves the fleet's room, `roomLimit`).
  *
  * A release whose answer was read as solved also ADDs 1 to `solved` in the same update: the
  * governor's price per overflow solve is the provider's balance drop over the rise of that count.
@@ -115,7 +117,7 @@ export function createDynamoThreadLedger(
         'acceptance',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now ADD #cur :one, acceptances :one REMOVE #old1, #old2, #oold1, #oold2`,
+          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now, refusalRun = :zero ADD #cur :one, acceptances :one REMOVE #old1, #old2, #oold1, #oold2`,
           ExpressionAttributeNames: {
             ...held.names,
             '#old1': `h${bucket - 2}`,
@@ -188,7 +190,7 @@ export function createDynamoThreadLedger(
         'refusal',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one`,
+          UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one, refusalRun :one`,
           ExpressionAttributeNames: held.names,
           ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
           ReturnValues: 'UPDATED_NEW',
@@ -223,6 +225,7 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
   const lastAcceptance = event('acceptedAt', 'acceptedHeld');
   const solved = solvedOf(item);
   const leftover = Math.max(0, num(`o${bucket}`) + num(`o${bucket - 1}`));
+  const run = item?.refusalRun;
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
     held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
@@ -232,6 +235,7 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
     ...(solved !== undefined ? { solved } : {}),
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),
+    ...(typeof run === 'number' && Number.isFinite(run) ? { refusalRun: Math.max(0, run) } : {}),
   };
 }
 
@@ -277,6 +281,7 @@ export function createMemoryThreadLedger(options: {
       const bucket = bucketOf(now);
       item.acceptedHeld = heldAt(bucket);
       item.acceptedAt = now;
+      item.refusalRun = 0;
       add(`h${bucket}`, 1);
       add('acceptances', 1);
       for (const old of [bucket - 2, bucket - 3]) {
@@ -304,6 +309,7 @@ export function createMemoryThreadLedger(options: {
       item.refusedHeld = heldAt(bucketOf(now));
       item.refusedAt = now;
       add('refusals', 1);
+      add('refusalRun', 1);
       return Math.max(0, item.refusedHeld);
     },
     async read() {

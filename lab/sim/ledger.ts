@@ -11,11 +11,14 @@ export class LabThreadLedger {
   private acceptances = 0;
   private lastRefusal: LedgerEvent | undefined;
   private lastAcceptance: LedgerEvent | undefined;
+  /** Refusals since the newest acceptance. */
+  private refusalRun = 0;
 
   /** An accepted submission at epoch ms `atMs`: one more thread held. */
   accepted(atMs: number): void {
     this.acceptances++;
     this.lastAcceptance = { at: atMs, held: this.held };
+    this.refusalRun = 0;
     this.held++;
   }
 
@@ -42,11 +45,16 @@ export class LabThreadLedger {
   refused(atMs: number): void {
     this.refusals++;
     this.lastRefusal = { at: atMs, held: this.held };
+    this.refusalRun++;
   }
 
   /** Threads the fleet may hold before a new submission waits (the consumer's roomLimit) at epoch ms `atMs`. */
   room(planCap: number, atMs: number): number {
-    return roomLimit({ lastRefusal: this.lastRefusal, lastAcceptance: this.lastAcceptance }, planCap, atMs);
+    return roomLimit(
+      { lastRefusal: this.lastRefusal, lastAcceptance: this.lastAcceptance, refusalRun: this.refusalRun },
+      planCap,
+      atMs,
+    );
   }
 
   /** The ledger as the governor reads it. */
@@ -58,6 +66,7 @@ export class LabThreadLedger {
       ...(this.leftover > 0 ? { leftover: this.leftover } : {}),
       ...(this.lastRefusal ? { lastRefusal: this.lastRefusal } : {}),
       ...(this.lastAcceptance ? { lastAcceptance: this.lastAcceptance } : {}),
+      refusalRun: this.refusalRun,
     };
   }
 }

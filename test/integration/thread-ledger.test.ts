@@ -92,6 +92,25 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect(reading?.refusals).toBe(1);
   });
 
+  it('counts the refusals since the newest acceptance (the refusal run), back to 0 on an acceptance', async () => {
+    // Prepare: two held
+    const now = { t: 3_500_000 };
+    const ledger = ledgerAt(now, 'refusal-run');
+    const first = await ledger.accepted(now.t);
+    await ledger.accepted(now.t);
+    // Act: refused twice in a row (a thread of ours freed between), then accepted
+    await ledger.refused(now.t + 1);
+    await ledger.released(first);
+    await ledger.refused(now.t + 2);
+    const inRun = await ledger.read();
+    await ledger.accepted(now.t + 3);
+    const after = await ledger.read();
+    // Assess
+    expect(inRun?.refusalRun).toBe(2);
+    expect(inRun?.lastRefusal).toEqual({ at: now.t + 2, held: 1 });
+    expect(after?.refusalRun).toBe(0);
+  });
+
   it('counts a thread across the lease boundary, and drops one never released after two leases', async () => {
     // Prepare: one thread taken just before a bucket boundary and never released (a crash)
     const now = { t: 4 * LEASE_MS - 1 };

@@ -32,7 +32,7 @@ export const freeThreadsStage: Calculation = {
     const before: NeighbourEstimate = base.overCap.neighbours ?? initialEstimate(shape, ctx.now);
     const reading = signals.threadLedger;
     const { estimate, change } = reading
-      ? updateEstimate(before, reading, shape)
+      ? updateEstimate(before, reading, shape, ctx.now)
       : { estimate: before, change: undefined };
     // Leftovers (threads held for submissions handed back unanswered) keep the ceiling from
     // rising; while the plan has room they never cut it: the tasks come back to resume them, and
