@@ -444,13 +444,15 @@ class Simulation {
       this.resume(id);
       return;
     }
-    if (this.lambda && this.ledger.held >= this.ledger.room(this.planCap, this.epochMs + this.t * 1000)) {
+    const nowMs = this.epochMs + this.t * 1000;
+    if (this.lambda && (this.ledger.held >= this.ledger.room(this.planCap, nowMs) || this.ledger.grantUsedUp(nowMs))) {
       // The consumer reads the ledger before it submits: while the fleet holds every thread it
       // may (the plan's, leftovers included, or right after a refusal no acceptance followed the
       // threads held then: the fleet-wide refusal signal) it waits for one to free rather than
       // submit into a refusal, at most ROOM_WAIT_MAX_MS and never past a second before its
       // deadline; then it hands the task back without a submission. Its polls (1 s × [0.5, 1.5))
-      // find the freed thread at the next one: modelled as a wake-up on a freed thread.
+      // find the freed thread at the next one: modelled as a wake-up on a freed thread. It waits
+      // the same way while the governor's spend grant is used up (woken by the next grant).
       this.waitForRoom(id);
       return;
     }
@@ -504,11 +506,11 @@ class Simulation {
     this.heap.push(until, id * 16 + K_ROOM_TIMEOUT);
   }
 
-  /** The consumer frees the task's thread in the ledger (answer read, or the invocation gave up). */
-  private releaseLease(id: number): void {
+  /** The consumer frees the task's thread in the ledger (answer read, or the invocation gave up); `solved` when it read the answer. */
+  private releaseLease(id: number, solved = false): void {
     if (u8(this.tasks.leased, id) === 0) return;
     this.tasks.leased[id] = 0;
-    this.ledger.released();
+    this.ledger.released(solved);
     this.wakeWaiter();
   }
 
@@ -730,7 +732,7 @@ class Simulation {
 
   /** The consumer reads the answer and records it; the task is done. */
   private read(id: number): void {
-    this.releaseLease(id);
+    this.releaseLease(id, true);
     if (u8(this.tasks.orphaned, id) === 1) {
       // The delivery that resumed a kept solver id read its answer: the leftover's thread is free.
       this.tasks.orphaned[id] = 0;
@@ -771,6 +773,7 @@ class Simulation {
       this.mapping.set(target, enabled);
     }
     if (action.probe === true && this.lambda) this.probe();
+    if (this.lambda) this.grant(action);
     this.heap.push(this.t + periodSeconds, K_TICK);
     this.dispatch();
   }
@@ -800,6 +803,14 @@ class Simulation {
     this.wakeWaiter();
     const hold = this.consumer.probeSolveSeconds(this.meanSolveSeconds);
     this.heap.push(this.solver.solverClock(this.t, hold * this.solver.factor), K_PROBE_DONE);
+  }
+
+  /** The governor writes its spend grant to the ledger; a new one wakes the invocations waiting for it. */
+  private grant(action: ControlAction): void {
+    const nowMs = this.epochMs + this.t * 1000;
+    const usedUp = this.ledger.grantUsedUp(nowMs);
+    this.ledger.setGrant(action.grant);
+    if (usedUp && !this.ledger.grantUsedUp(nowMs)) this.wakeWaiter();
   }
 
   private setWorkers(target: number): void {

@@ -16,11 +16,16 @@
  * acceptance (a run of them halves the fleet's room, `roomLimit`).
  *
  * A release whose answer was read as solved also ADDs 1 to `solved` in the same update: the
- * governor's price per overflow solve is the provider's balance drop over the rise of that count.
+ * governor's price per solve is the provider's balance drop over the rise of that count.
+ *
+ * The governor writes one thing here: its spend grant (`grantLimit`, `grantUntil`), set each tick
+ * the money above the pause level is nearly spent and removed when it is not.
  */
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type {
   LedgerEvent,
+  SpendGrant,
+  SpendGrantWriter,
   ThreadLease,
   ThreadLedgerReader,
   ThreadLedgerReading,
@@ -60,7 +65,7 @@ export function threadLedgerFor(
   documents: DynamoDBDocumentClient,
   clock?: () => number,
   id: string = THREAD_LEDGER_ID,
-): (ThreadLedgerRecorder & ThreadLedgerReader) | undefined {
+): ThreadLedger | undefined {
   const tableName = environment.tables.governor;
   if (tableName === undefined) return undefined;
   return createDynamoThreadLedger({
@@ -80,10 +85,11 @@ export class ThreadLedgerError extends Error {
   }
 }
 
+/** The ledger's three sides: the consumer's recorder, the governor's reader and its spend grant. */
+export type ThreadLedger = ThreadLedgerRecorder & ThreadLedgerReader & SpendGrantWriter;
+
 /** Build the ledger on DynamoDB (or dynalite): the consumer's recorder and the governor's reader in one. */
-export function createDynamoThreadLedger(
-  options: DynamoThreadLedgerOptions,
-): ThreadLedgerRecorder & ThreadLedgerReader {
+export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): ThreadLedger {
   if (!(options.leaseMs > 0)) throw new RangeError(`thread ledger lease must be positive (given ${options.leaseMs})`);
   const id = options.id ?? THREAD_LEDGER_ID;
   const clock = options.clock ?? Date.now;
@@ -204,6 +210,21 @@ export function createDynamoThreadLedger(
       const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
       return readingOf((out as { Item?: Record<string, unknown> }).Item, bucketOf(clock()));
     },
+
+    async setGrant(grant) {
+      await send(
+        'grant',
+        new UpdateCommand(
+          grant === undefined
+            ? { ...key, UpdateExpression: 'REMOVE grantLimit, grantUntil' }
+            : {
+                ...key,
+                UpdateExpression: 'SET grantLimit = :limit, grantUntil = :until',
+                ExpressionAttributeValues: { ':limit': grant.limit, ':until': grant.until },
+              },
+        ),
+      );
+    },
   };
 }
 
@@ -226,6 +247,7 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
   const solved = solvedOf(item);
   const leftover = Math.max(0, num(`o${bucket}`) + num(`o${bucket - 1}`));
   const run = item?.refusalRun;
+  const grant = grantOf(item);
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
     held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
@@ -236,7 +258,15 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),
     ...(typeof run === 'number' && Number.isFinite(run) ? { refusalRun: Math.max(0, run) } : {}),
+    ...(grant ? { grant } : {}),
   };
+}
+
+/** The governor's spend grant on a ledger item, when both of its fields are there. */
+function grantOf(item: Record<string, unknown> | undefined): SpendGrant | undefined {
+  const limit = item?.grantLimit;
+  const until = item?.grantUntil;
+  return typeof limit === 'number' && typeof until === 'number' ? { limit, until } : undefined;
 }
 
 /** A leftover's entry in the item's `leftoverIds` string set: `<solver id>@<lease bucket>`. */
@@ -264,10 +294,7 @@ export function solvedOf(item: Record<string, unknown> | undefined): number | un
 }
 
 /** The same ledger in memory (tests, the lab): same buckets, same arithmetic. */
-export function createMemoryThreadLedger(options: {
-  leaseMs: number;
-  clock?: () => number;
-}): ThreadLedgerRecorder & ThreadLedgerReader {
+export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () => number }): ThreadLedger {
   const item: Record<string, number> = {};
   const leftovers = new Map<string, number>();
   const clock = options.clock ?? Date.now;
@@ -314,6 +341,15 @@ export function createMemoryThreadLedger(options: {
     },
     async read() {
       return readingOf({ ...item }, bucketOf(clock()));
+    },
+    async setGrant(grant) {
+      if (grant === undefined) {
+        delete item.grantLimit;
+        delete item.grantUntil;
+      } else {
+        item.grantLimit = grant.limit;
+        item.grantUntil = grant.until;
+      }
     },
   };
 }

@@ -24,7 +24,7 @@
 import { sleep } from '../core/helpers/time.js';
 import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
-import { roomLimit, type ThreadLease, type ThreadLedgerRecorder } from '../core/thread-ledger.js';
+import { grantUsedUp, roomLimit, type ThreadLease, type ThreadLedgerRecorder } from '../core/thread-ledger.js';
 
 /** Threads held under which a refusal means others hold the plan (a mapping's floor of two invocations). */
 const STARVED_HELD = 2;
@@ -72,7 +72,8 @@ export class ThreadTracking {
    * Before a new submission: while the fleet already holds every thread it may (the plan's, or
    * the threads it held at a refusal no acceptance has followed yet: the fleet-wide refusal
    * signal, roomLimit; leftovers included), wait for one to free rather than submit into a
-   * refusal, at most `maxWaitMs` and never past `deadlineAt`. Resolves true to submit, false when
+   * refusal, at most `maxWaitMs` and never past `deadlineAt`; and while the governor's spend grant
+   * is used up (the money above the pause level pays for no more solves), wait for a new grant. Resolves true to submit, false when
    * the fleet is still full at the end of the wait: the caller hands the task back (with its
    * visibility delay), so the invocation's slot is free for the tasks whose answers free threads.
    * An unreadable ledger does not wait.
@@ -86,7 +87,9 @@ export class ThreadTracking {
     const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
     for (;;) {
       const reading = await this.ledger.read().catch(() => undefined);
-      if (reading === undefined || reading.held < roomLimit(reading, cap, this.clock())) return true;
+      const now = this.clock();
+      if (reading === undefined || (reading.held < roomLimit(reading, cap, now) && !grantUsedUp(reading, now)))
+        return true;
       const left = until - this.clock();
       if (left <= 0) return false;
       await pause(Math.min(left, waiting.pollMs * (0.5 + random())));

@@ -45,6 +45,30 @@ export interface ThreadLedgerReading {
   refusalRun?: number;
   /** The newest accepted submission: accepted while the fleet held `held` ⇒ others hold ≤ plan − held − 1. */
   lastAcceptance?: LedgerEvent;
+  /** The governor's spend grant, when it set one (the money above the pause level is nearly spent). */
+  grant?: SpendGrant;
+}
+
+/**
+ * What the money above the pause level still pays for, as the governor granted it on its last
+ * tick: submissions may be accepted while the ledger's `acceptances` counter is under `limit`,
+ * until `until` (epoch ms; a grant the governor stopped refreshing lapses, and the solver's own
+ * account answers pause the fleet as before).
+ */
+export interface SpendGrant {
+  limit: number;
+  until: number;
+}
+
+/** Whether a grant in force is used up: no more submissions until the governor grants more. */
+export function grantUsedUp(reading: Pick<ThreadLedgerReading, 'grant' | 'acceptances'>, now: number): boolean {
+  const grant = reading.grant;
+  return grant !== undefined && now <= grant.until && reading.acceptances >= grant.limit;
+}
+
+/** The governor's side of the grant: set it each tick it is in force, clear it when not. */
+export interface SpendGrantWriter {
+  setGrant(grant: SpendGrant | undefined): Promise<void>;
 }
 
 /** A thread the fleet took (the lease bucket its count went into); hand it back to `released`. */

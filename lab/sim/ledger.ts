@@ -3,7 +3,13 @@
  * AWS; here the same counts, fresh): threads held, refusals and acceptances with the threads held
  * at each (functions/core/thread-ledger.ts).
  */
-import { type LedgerEvent, roomLimit, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
+import {
+  grantUsedUp,
+  type LedgerEvent,
+  roomLimit,
+  type SpendGrant,
+  type ThreadLedgerReading,
+} from '../../functions/core/thread-ledger.js';
 
 export class LabThreadLedger {
   held = 0;
@@ -22,9 +28,25 @@ export class LabThreadLedger {
     this.held++;
   }
 
-  /** A thread the fleet held is free again (answer read, or the invocation gave up). */
-  released(): void {
+  /** Answers read as solved (the governor's price per solve is the balance drop over its rise). */
+  private solved = 0;
+  /** The governor's spend grant, as it last wrote it. */
+  private grant: SpendGrant | undefined;
+
+  /** A thread the fleet held is free again (answer read, or the invocation gave up); `solved` when its answer was read as solved. */
+  released(solved = false): void {
     this.held--;
+    if (solved) this.solved++;
+  }
+
+  /** The governor sets (or clears) its spend grant. */
+  setGrant(grant: SpendGrant | undefined): void {
+    this.grant = grant;
+  }
+
+  /** Whether the spend grant in force is used up at epoch ms `atMs` (a submission then waits, as the consumer's does). */
+  grantUsedUp(atMs: number): boolean {
+    return grantUsedUp({ grant: this.grant, acceptances: this.acceptances }, atMs);
   }
 
   /** Leftovers: held threads no invocation waits on any more (counted in `held` until their lease ages out). */
@@ -67,6 +89,8 @@ export class LabThreadLedger {
       ...(this.lastRefusal ? { lastRefusal: this.lastRefusal } : {}),
       ...(this.lastAcceptance ? { lastAcceptance: this.lastAcceptance } : {}),
       refusalRun: this.refusalRun,
+      solved: this.solved,
+      ...(this.grant ? { grant: this.grant } : {}),
     };
   }
 }

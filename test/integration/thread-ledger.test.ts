@@ -111,6 +111,23 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect(after?.refusalRun).toBe(0);
   });
 
+  it('keeps the governor’s spend grant beside the counts, and removes it', async () => {
+    // Prepare
+    const now = { t: 3_700_000 };
+    const ledger = ledgerAt(now, 'spend-grant');
+    await ledger.accepted(now.t);
+    // Act
+    await ledger.setGrant({ limit: 5, until: now.t + 40_000 });
+    const granted = await ledger.read();
+    await ledger.setGrant(undefined);
+    const cleared = await ledger.read();
+    // Assess
+    expect(granted?.grant).toEqual({ limit: 5, until: now.t + 40_000 });
+    expect(granted?.acceptances).toBe(1);
+    expect(cleared?.grant).toBeUndefined();
+    expect(cleared?.acceptances).toBe(1);
+  });
+
   it('counts a thread across the lease boundary, and drops one never released after two leases', async () => {
     // Prepare: one thread taken just before a bucket boundary and never released (a crash)
     const now = { t: 4 * LEASE_MS - 1 };

@@ -235,6 +235,35 @@ describe('solves counted with the thread they free', () => {
     expect(s.sleeps).toEqual([]);
   });
 
+  it('waits while the governor’s spend grant is used up, and submits once a new grant pays for a solve', async () => {
+    // Prepare: 2 of 10 held; the grant allows 2 acceptances and both were made.
+    const s = setup(2);
+    await s.hold();
+    await s.ledger.setGrant({ limit: 2, until: s.now.t + 60_000 });
+    let polls = 0;
+    const tracking = roomTracking(s, 10, async () => {
+      polls += 1;
+      if (polls === 3) await s.ledger.setGrant({ limit: 3, until: s.now.t + 60_000 });
+    });
+    // Act
+    const room = await tracking.waitForRoom(s.now.t + 60_000);
+    // Assess: no submission while the money above the pause level was spoken for.
+    expect(room).toBe(true);
+    expect(polls).toBe(3);
+  });
+
+  it('hands the task back without a submission when the grant stays used up, and ignores a lapsed one', async () => {
+    // Prepare
+    const s = setup(1);
+    await s.hold();
+    await s.ledger.setGrant({ limit: 1, until: s.now.t + 60_000 });
+    // Act + Assess: used up for the whole wait.
+    expect(await roomTracking(s, 10).waitForRoom(s.now.t + 60_000)).toBe(false);
+    // Act + Assess: a grant the governor stopped renewing no longer holds anyone.
+    s.now.t += 60_001;
+    expect(await roomTracking(s, 10).waitForRoom(s.now.t + 60_000)).toBe(true);
+  });
+
   it('hands back at once when refused while the fleet holds fewer threads than a mapping floor', async () => {
     // Prepare: one thread held, this invocation refused (others hold the rest of the plan).
     const s = setup(1);

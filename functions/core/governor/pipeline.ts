@@ -70,6 +70,7 @@ function pausedDecision(ctx: TickContext, flow: Flow, proposal: PauseProposal, s
     reason: { code: proposal.code, message: proposal.message },
     stages,
     probe: flow.probe,
+    ...(flow.grant !== undefined ? { spendGrant: flow.grant } : {}),
     state,
   };
 }
@@ -94,6 +95,7 @@ function runningDecision(ctx: TickContext, flow: Flow, proposal: RunProposal, st
     reason: { code: proposal.code, message: proposal.message },
     stages,
     probe: false,
+    ...(flow.grant !== undefined ? { spendGrant: flow.grant } : {}),
     state,
   };
 }

@@ -4,7 +4,7 @@
  * in `tick.ts` is pure; time arrives in the signals. Missing values are `undefined`, never 0.
  */
 
-import type { ThreadLedgerReading } from '../thread-ledger.js';
+import type { SpendGrant, ThreadLedgerReading } from '../thread-ledger.js';
 
 export const LANES = ['high', 'normal'] as const;
 export type Lane = (typeof LANES)[number];
@@ -101,6 +101,7 @@ export type ReasonCode =
   | 'FREE_THREADS'
   | 'HOLD_MISSING_SIGNAL'
   | 'HALT_LOW_BALANCE'
+  | 'SPEND_THE_REST'
   | 'PAUSE_LOW_BALANCE'
   | 'PAUSE_ACCOUNT'
   | 'PAUSE_OUTAGE'
@@ -117,6 +118,7 @@ export const REASON_CODES: readonly ReasonCode[] = [
   'FREE_THREADS',
   'HOLD_MISSING_SIGNAL',
   'HALT_LOW_BALANCE',
+  'SPEND_THE_REST',
   'PAUSE_LOW_BALANCE',
   'PAUSE_ACCOUNT',
   'PAUSE_OUTAGE',
@@ -207,6 +209,17 @@ export interface SpendState {
   perSecond?: number;
   /** While the balance is under the halt level: the total ceiling frozen at the crossing (where it stood then). */
   haltCeiling?: number;
+  /**
+   * Price per solve learned from the balance, USD: the drops ÷ the solves the thread ledger
+   * counted over the last `PRICE_WINDOW_READS` intervals between two reads (price.ts).
+   */
+  learnedPriceUsd?: number;
+  /** The last intervals' balance drops and the solves counted in them, oldest first (top-ups left out). */
+  priceWindow?: Array<{ usd: number; solves: number }>;
+  /** The ledger's solved counter at the last balance read. */
+  solvedSeen?: number;
+  /** The ledger's acceptance counter at the last balance read (the solves the fleet started between two reads). */
+  acceptedSeen?: number;
 }
 
 /** One dependency's record: consecutive ticks it looked down (counted paused or not; healthy resets it). */
@@ -367,6 +380,11 @@ export interface Decision {
   stages: StageResult[];
   /** Make one probe submission this tick (others hold all but fewer threads than the mapping's floor). */
   probe: boolean;
+  /**
+   * The spend grant to write to the thread ledger: the money above the pause level is nearly
+   * spent, and the consumers may start this many more solves (absent: none in force; clear it).
+   */
+  spendGrant?: SpendGrant;
   /** State to persist for the next tick. */
   state: GovernorState;
 }
