@@ -445,7 +445,9 @@ class Simulation {
       return;
     }
     const nowMs = this.epochMs + this.t * 1000;
-    if (this.lambda && (this.ledger.held >= this.ledger.room(this.planCap, nowMs) || this.ledger.grantUsedUp(nowMs))) {
+    // The floor's invocations already under way keep its money rule too (it is exact, as the grant is).
+    const unpaid = this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
+    if (this.lambda && (this.ledger.held >= this.ledger.room(this.planCap, nowMs) || unpaid)) {
       // The consumer reads the ledger before it submits: while the fleet holds every thread it
       // may (the plan's, leftovers included, or right after a refusal no acceptance followed the
       // threads held then: the fleet-wide refusal signal) it waits for one to free rather than
@@ -657,7 +659,7 @@ class Simulation {
     if (solver.balance < this.settings.haltBalance) this.c.startedPastHalt++;
     if (solver.balance < this.settings.pauseBalance) this.c.startedPastPause++;
     // The floor closes as soon as its solves in flight would take the balance under the pause level.
-    if (this.policy.clairvoyant && solver.balance < this.settings.haltBalance) this.followWorld();
+    if (this.policy.clairvoyant && solver.price > 0) this.followWorld();
     // A solve the solver has not answered within a function timeout ends there: the id expires
     // (the consumer's lease on its thread lasts at least that long, so the ledger never loses it).
     let hold = Math.min(f64(tasks.baseSolve, id) * solver.factor, this.settings.functionTimeoutSeconds);
@@ -685,18 +687,24 @@ class Simulation {
     this.solver.finish();
     this.tasks.phase[id] = SOLVED;
     this.checkBalanceLevels();
-    if (this.policy.clairvoyant && this.solver.balance < this.settings.haltBalance) this.followWorld();
+    if (this.policy.clairvoyant && this.solver.price > 0) this.followWorld();
   }
 
   /**
    * The clairvoyant floors' money rule: they start solves only while the balance, less the
    * solves they already have at the solver (charged when each finishes), is at the pause level
    * or over it, so they never spend past it (a rule on the balance alone would let every solve
-   * in flight at the crossing be charged under the level: money the governor keeps).
+   * in flight at the crossing be charged under the level: money the governor keeps). It is
+   * checked at every submission, by invocations already under way too, as the governor's
+   * consumers check its spend grant; before, the mapping followed it only under the halt level
+   * and only when closing, so a wide fleet's solves in flight at the crossing, and its
+   * invocations already started, spent past the pause level (up to $0.9 on a 907-thread plan).
    */
   private funded(): boolean {
     const s = this.solver;
-    return s.balance - s.ourThreads * s.price >= this.settings.pauseBalance;
+    // In solves, with the governor grant's hair of tolerance: cents and prices make exact ties common.
+    if (s.price > 0) return (s.balance - this.settings.pauseBalance) / s.price - s.ourThreads >= -1e-9;
+    return s.balance >= this.settings.pauseBalance;
   }
 
   /**

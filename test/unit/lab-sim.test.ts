@@ -151,6 +151,30 @@ describe('the governor in the lab', () => {
   });
 });
 
+describe('money running out on a wide, fast plan (the spend grant and the fair floor)', () => {
+  // $3.00 at $0.002 a solve over the $0.10 pause level: 1450 solves, the 1451st starting at the
+  // level; 400 threads of 3 s solves start ~130 a second, so a tick's decision alone overshoots.
+  const broke: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 1200,
+    arrivals: [{ at: 0, perSecond: 200 }],
+    methods: [{ method: 'base64', share: 1, medianSeconds: 3, p95Seconds: 5 }],
+    fleet: { planThreads: 400 },
+    balance: { initialUsd: 3, pricePerSolveUsd: 0.002, topUps: [] },
+  };
+  const paidFor = Math.floor((3 - 0.1) / 0.002 + 1e-9) + 1;
+
+  it('the governor starts exactly the solves the money above the pause level pays for (the grant)', () => {
+    const result = run('governor', broke);
+    expect(result.solved).toBe(paidFor);
+    expect(result.startedPastPause).toBe(0);
+  });
+
+  it('the fair floor keeps its own money rule at every submission, its wide fleet’s solves in flight included', () => {
+    const result = run('oracle-ramp', broke);
+    expect(result.solved).toBe(paidFor);
+  });
+});
+
 describe('determinism', () => {
   it('replays bit for bit with the same seed and differs with another', () => {
     const input = {
