@@ -303,10 +303,7 @@ class Simulation {
         this.dispatch();
         return;
       case K_ROOM_TIMEOUT:
-        // The fleet stayed full for the whole wait: the task goes back without a submission.
-        if (u8(this.tasks.waiting, id) !== WAIT_WAITING) return;
-        this.tasks.waiting[id] = WAIT_NONE;
-        this.handBack(id, false);
+        this.roomTimeout(id);
         return;
       case K_LEFTOVER_EXPIRES:
         if (u8(this.tasks.orphaned, id) === 0) return;
@@ -482,9 +479,9 @@ class Simulation {
       if (this.lambda) {
         const held = this.ledger.held;
         this.ledger.refused(this.epochMs + this.t * 1000);
-        // Refused while the fleet holds fewer threads than the mapping's floor: others hold the
-        // plan, a retry would be refused again; the consumer hands the task back at once.
-        if (held < MAPPING_MIN_CONCURRENCY) this.handBack(id, false);
+        // Refused while the fleet holds no thread: others hold the whole plan, a retry would be
+        // refused again; the consumer hands the task back at once (holding some, it waits for one).
+        if (held < 1) this.handBack(id, false);
         else this.retryOrHandBack(id, bumpU8(tasks.overCapTries, id), this.model.consumerMaxOverCapRetries);
       } else this.poolRetry(id);
     }
@@ -506,6 +503,30 @@ class Simulation {
     tasks.waiting[id] = WAIT_WAITING;
     this.roomWaiters.push(id);
     this.heap.push(until, id * 16 + K_ROOM_TIMEOUT);
+  }
+
+  /**
+   * A room wait reaches its bound. The fleet full of its own solves (they free the room as they
+   * end): the consumer waits on, up to its deadline, checked again every bound (it checks at each
+   * poll); full of leftovers, or the grant used up: the task goes back without a submission.
+   */
+  private roomTimeout(id: number): void {
+    if (u8(this.tasks.waiting, id) !== WAIT_WAITING) return;
+    const last = this.deadlineOf(id) - 1;
+    if (this.patientRoom() && this.t < last) {
+      this.heap.push(Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, last), id * 16 + K_ROOM_TIMEOUT);
+      return;
+    }
+    this.tasks.waiting[id] = WAIT_NONE;
+    this.handBack(id, false);
+  }
+
+  /** Whether the room is full of the fleet's own solves (not leftovers, not an unpaid grant): the consumer's patient wait. */
+  private patientRoom(): boolean {
+    const nowMs = this.epochMs + this.t * 1000;
+    const own = this.ledger.held - this.ledger.leftover;
+    const unpaid = this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
+    return own > 0 && own >= this.ledger.room(this.planCap, nowMs) && !unpaid;
   }
 
   /** The consumer frees the task's thread in the ledger (answer read, or the invocation gave up); `solved` when it read the answer. */

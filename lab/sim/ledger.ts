@@ -50,7 +50,7 @@ export class LabThreadLedger {
   }
 
   /** Leftovers: held threads no invocation waits on any more (counted in `held` until their lease ages out). */
-  private leftover = 0;
+  leftover = 0;
 
   /** A delivery ends while the solver still works on its submission: the thread stays held, as a leftover. */
   leftOver(): void {

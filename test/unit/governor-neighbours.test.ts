@@ -205,20 +205,75 @@ function tick(state: GovernorState, now: number, ledger: ThreadLedgerReading, ce
 }
 
 describe('decide: others hold (nearly) the whole plan', () => {
-  it('disables the mappings and asks for one probe a tick while fewer threads than the floor are free', () => {
-    // Act: refused while the fleet held 1 thread.
+  it('disables the mappings while others hold the whole plan, and asks for one probe a tick once the refusals that showed it are paid for', () => {
+    // Act: refused while the fleet held nothing; then a quiet tick.
+    const first = tick(
+      initialState(cfg, T0),
+      T0,
+      reading({ held: 0, refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 0 } }),
+      20,
+      true,
+    );
+    const second = tick(
+      first.state,
+      T0 + 1000,
+      reading({ held: 0, refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 0 } }),
+      20,
+      false,
+    );
+    // Assess
+    expect(first.reason.code).toBe('WAIT_FOR_THREADS');
+    expect(first.paused).toBe(true);
+    expect(first.enabled).toEqual({ normal: false, high: false });
+    expect(first.probe).toBe(false);
+    expect(second.paused).toBe(true);
+    expect(second.probe).toBe(true);
+  });
+
+  it('runs at the mapping’s floor on the one thread others leave (the consumers’ hold keeps them to it), no probe', () => {
+    // Act: refused while the fleet held 1 thread: one is free for it.
     const d = tick(
       initialState(cfg, T0),
       T0,
-      reading({ held: 1, refusals: 1, lastRefusal: { at: T0, held: 1 } }),
+      reading({ held: 1, refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 1 } }),
       20,
       true,
     );
     // Assess
-    expect(d.reason.code).toBe('WAIT_FOR_THREADS');
-    expect(d.paused).toBe(true);
-    expect(d.enabled).toEqual({ normal: false, high: false });
-    expect(d.probe).toBe(true);
+    expect(d.reason.code).toBe('FEW_THREADS');
+    expect(d.paused).toBe(false);
+    expect(d.ceilings.normal).toBe(2);
+    expect(d.enabled.normal).toBe(true);
+    expect(d.probe).toBe(false);
+  });
+
+  it('charges a refused probe once: one probe a tick while others hold the whole plan', () => {
+    // Act: starved for 10 ticks, every probe refused (its refusal shows in the next tick's reading).
+    let state = tick(
+      initialState(cfg, T0),
+      T0,
+      reading({ refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 0 } }),
+      2,
+      false,
+    ).state;
+    let r = reading({ refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 0 } });
+    let probes = 0;
+    for (let i = 1; i <= 10; i++) {
+      const d = tick(state, T0 + i * 1000, r, 2, false);
+      state = d.state;
+      if (d.probe) {
+        probes++;
+        r = {
+          ...r,
+          refusals: r.refusals + 1,
+          refusalRun: (r.refusalRun ?? 0) + 1,
+          lastRefusal: { at: T0 + i * 1000 + 5, held: 0 },
+        };
+      }
+    }
+    // Assess: a probe every tick (not every other), and no more refusals than ticks.
+    expect(probes).toBe(10);
+    expect(r.refusals).toBeLessThanOrEqual(11);
   });
 
   it('runs at the floor instead where no probe adapter is wired (it could never learn the threads came back)', () => {

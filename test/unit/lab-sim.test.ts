@@ -175,6 +175,26 @@ describe('money running out on a wide, fast plan (the spend grant and the fair f
   });
 });
 
+describe('a tiny plan whose neighbours leave it one thread (fewer than the mapping’s floor)', () => {
+  // Plan 3, others hold 2 for the hour: one thread, about 60 % busy with real tasks.
+  const oneThread: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 3600,
+    arrivals: [{ at: 0, perSecond: 0.03 }],
+    methods: [{ method: 'base64', share: 1, medianSeconds: 18, p95Seconds: 30 }],
+    fleet: { planThreads: 3 },
+    foreignThreads: [{ at: 0, threads: 2 }],
+  };
+
+  it('solves real tasks on it, as the fair floor does, with at most one refusal a starved tick', () => {
+    const governor = run('governor', oneThread);
+    const floor = run('oracle-ramp', oneThread);
+    expect(governor.unfinished).toBe(0);
+    expect(governor.latency.p95).toBeLessThanOrEqual(1.2 * (floor.latency.p95 ?? 0) + 5);
+    expect(governor.overCapWhileStarved).toBeLessThanOrEqual(Math.ceil(governor.starvedSeconds / 10));
+    expect(governor.reasons.FEW_THREADS).toBeGreaterThan(0);
+  });
+});
+
 describe('determinism', () => {
   it('replays bit for bit with the same seed and differs with another', () => {
     const input = {

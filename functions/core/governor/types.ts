@@ -111,6 +111,7 @@ export type ReasonCode =
   | 'OVER_CAP_PROBE'
   | 'OUTAGE_PROBE'
   | 'WAIT_FOR_THREADS'
+  | 'FEW_THREADS'
   | 'IDLE';
 
 /** Every reason code, for counters and docs. */
@@ -128,6 +129,7 @@ export const REASON_CODES: readonly ReasonCode[] = [
   'OVER_CAP_PROBE',
   'OUTAGE_PROBE',
   'WAIT_FOR_THREADS',
+  'FEW_THREADS',
   'IDLE',
 ];
 
