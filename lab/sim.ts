@@ -502,7 +502,13 @@ class Simulation {
     }
     tasks.waiting[id] = WAIT_WAITING;
     this.roomWaiters.push(id);
-    this.heap.push(until, id * 16 + K_ROOM_TIMEOUT);
+    this.checkRoomAt(id, until);
+  }
+
+  /** The room wait checks its bound at `at` (a check pushed for an earlier wait or bound is stale). */
+  private checkRoomAt(id: number, at: number): void {
+    this.tasks.waitCheckAt[id] = at;
+    this.heap.push(at, id * 16 + K_ROOM_TIMEOUT);
   }
 
   /**
@@ -511,13 +517,20 @@ class Simulation {
    * poll); full of leftovers, or the grant used up: the task goes back without a submission.
    */
   private roomTimeout(id: number): void {
-    if (u8(this.tasks.waiting, id) !== WAIT_WAITING) return;
-    const last = this.deadlineOf(id) - 1;
-    if (this.patientRoom() && this.t < last) {
-      this.heap.push(Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, last), id * 16 + K_ROOM_TIMEOUT);
+    const tasks = this.tasks;
+    const waiting = u8(tasks.waiting, id);
+    if (waiting === WAIT_NONE || f64(tasks.waitCheckAt, id) !== this.t) return;
+    // Woken, its next look at the ledger already on its way: the bound is checked right after it.
+    if (waiting === WAIT_WOKEN) {
+      this.checkRoomAt(id, this.t + 1);
       return;
     }
-    this.tasks.waiting[id] = WAIT_NONE;
+    const last = this.deadlineOf(id) - 1;
+    if (this.patientRoom() && this.t < last) {
+      this.checkRoomAt(id, Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, last));
+      return;
+    }
+    tasks.waiting[id] = WAIT_NONE;
     this.handBack(id, false);
   }
 
@@ -556,15 +569,16 @@ class Simulation {
 
   /**
    * The solver still works on the task's submission as its delivery ends: the ledger keeps the
-   * thread counted, as a leftover, until the lease bucket of its acceptance ages out.
+   * thread counted, as a leftover, until the lease bucket of that moment ages out.
    */
   private leaveOver(id: number): void {
     this.tasks.leased[id] = 0;
     this.tasks.orphaned[id] = 1;
     this.ledger.leftOver();
     const leaseMs = this.settings.functionTimeoutSeconds * 1000;
-    const acceptedMs = this.epochMs + f64(this.tasks.acceptedAt, id) * 1000;
-    const expiresMs = (Math.floor(acceptedMs / leaseMs) + 2) * leaseMs;
+    // Counted from the moment its delivery gave up on it (the ledger moves it to that lease bucket).
+    const leftMs = this.epochMs + this.t * 1000;
+    const expiresMs = (Math.floor(leftMs / leaseMs) + 2) * leaseMs;
     this.heap.push(Math.max(this.t, (expiresMs - this.epochMs) / 1000), id * 16 + K_LEFTOVER_EXPIRES);
   }
 

@@ -4,7 +4,8 @@
  * governor with one consistent GetItem per tick.
  *
  * Held threads are counted in lease buckets: an accepted submission ADDs 1 to the bucket of its
- * acceptance time (`h<bucket>`), its release ADDs −1 to the same bucket. The fleet holds the sum
+ * acceptance time (`h<bucket>`), its release ADDs −1 to the same bucket (a leftover's count moves
+ * to the bucket of the moment its delivery gave up on it). The fleet holds the sum
  * of the current and the previous bucket. A thread is never held longer than one lease (the
  * solve deadline), so a count a crashed invocation never took back falls out of the sum within
  * two leases, with no TTL and no reconciliation. Each acceptance REMOVEs the buckets before
@@ -152,16 +153,30 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
     },
 
     async leftOver(lease, solverId) {
-      // The thread stays in its h bucket (held) and ages out with it; o counts it as held by no
-      // invocation, and the entry lets the delivery that resumes the id free it when it answers.
-      const entry = solverId === undefined ? undefined : leftoverEntry(solverId, lease.bucket);
+      // The thread stays held and ages out with its bucket; o counts it as held by no invocation,
+      // and the entry lets the delivery that resumes the id free it when it answers. It moves to
+      // the current bucket first: the solver may work on it a lease more from now (it pauses
+      // solves through an outage), so it ages out a lease after its delivery gave up on it at the
+      // earliest, not after its acceptance.
+      const bucket = Math.max(bucketOf(clock()), lease.bucket);
+      const moved = bucket !== lease.bucket;
+      const entry = solverId === undefined ? undefined : leftoverEntry(solverId, bucket);
+      const adds = [...(moved ? ['#from :minusOne', '#to :one'] : []), '#left :one'];
+      if (entry !== undefined) adds.push('leftoverIds :entry');
       await send(
         'leftover',
         new UpdateCommand({
           ...key,
-          UpdateExpression: entry === undefined ? 'ADD #bucket :one' : 'ADD #bucket :one, leftoverIds :entry',
-          ExpressionAttributeNames: { '#bucket': `o${lease.bucket}` },
-          ExpressionAttributeValues: entry === undefined ? { ':one': 1 } : { ':one': 1, ':entry': new Set([entry]) },
+          UpdateExpression: `ADD ${adds.join(', ')}`,
+          ExpressionAttributeNames: {
+            '#left': `o${bucket}`,
+            ...(moved ? { '#from': `h${lease.bucket}`, '#to': `h${bucket}` } : {}),
+          },
+          ExpressionAttributeValues: {
+            ':one': 1,
+            ...(moved ? { ':minusOne': -1 } : {}),
+            ...(entry !== undefined ? { ':entry': new Set([entry]) } : {}),
+          },
         }),
       );
     },
@@ -318,8 +333,13 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
       return { bucket };
     },
     async leftOver(lease: ThreadLease, solverId?: string) {
-      add(`o${lease.bucket}`, 1);
-      if (solverId !== undefined) leftovers.set(solverId, lease.bucket);
+      const bucket = Math.max(bucketOf(clock()), lease.bucket);
+      if (bucket !== lease.bucket) {
+        add(`h${lease.bucket}`, -1);
+        add(`h${bucket}`, 1);
+      }
+      add(`o${bucket}`, 1);
+      if (solverId !== undefined) leftovers.set(solverId, bucket);
     },
     async leftoverAnswered(solverId: string) {
       const bucket = leftovers.get(solverId);

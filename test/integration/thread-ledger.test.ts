@@ -128,6 +128,27 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect(cleared?.acceptances).toBe(1);
   });
 
+  it('counts a leftover from the moment its delivery gave up on it, not from its acceptance (the solver may pause it through an outage)', async () => {
+    // Prepare: accepted in one lease bucket, handed back unanswered two buckets later.
+    const now = { t: 3_800_000 };
+    const ledger = ledgerAt(now, 'leftover-bucket');
+    const lease = await ledger.accepted(now.t);
+    now.t += 2 * LEASE_MS;
+    // Act
+    await ledger.leftOver(lease, '777');
+    const left = await ledger.read();
+    now.t += LEASE_MS;
+    const later = await ledger.read();
+    await ledger.leftoverAnswered('777');
+    const answered = await ledger.read();
+    // Assess: still held a lease after the hand-back (its acceptance's bucket had aged out), freed once answered.
+    expect(left?.held).toBe(1);
+    expect(left?.leftover).toBe(1);
+    expect(later?.held).toBe(1);
+    expect(answered?.held).toBe(0);
+    expect(answered?.leftover).toBeUndefined();
+  });
+
   it('counts a thread across the lease boundary, and drops one never released after two leases', async () => {
     // Prepare: one thread taken just before a bucket boundary and never released (a crash)
     const now = { t: 4 * LEASE_MS - 1 };
@@ -238,7 +259,13 @@ describe('thread ledger on dynalite, through the real SDK', () => {
       await ledger.released(a);
       const b = await ledger.accepted(now.t + 3);
       await ledger.released(b, { solved: true });
+      const c = await ledger.accepted(now.t + 4);
+      now.t += LEASE_MS;
+      await ledger.leftOver(c, '42');
+      await ledger.setGrant({ limit: 9, until: now.t + 1000 });
+      now.t -= LEASE_MS;
     }
+    now.t += LEASE_MS;
     // Assess
     expect(await dynamo.read()).toEqual(await memory.read());
   });

@@ -195,6 +195,31 @@ describe('a tiny plan whose neighbours leave it one thread (fewer than the mappi
   });
 });
 
+describe('a heavy-tailed mix far over the plan, no neighbour (solves handed back at their deadline)', () => {
+  // Plan 19, p95 4.7 × the median: many solves outlast the 180 s deadline and are left over.
+  // gen-s1-25-heavy-tails, which found it.
+  const heavy: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 7922,
+    arrivals: [
+      { at: 0, perSecond: 7.075665 },
+      { at: 890, perSecond: 4.954282 },
+      { at: 1368, perSecond: 0.743856 },
+      { at: 2575, perSecond: 0.396516 },
+      { at: 2890, perSecond: 0.348088 },
+      { at: 5281, perSecond: 1.758199 },
+      { at: 7623, perSecond: 0 },
+    ],
+    methods: [{ method: 'amazon_waf', share: 0.289, medianSeconds: 23.39, p95Seconds: 110.97 }],
+    fleet: { planThreads: 19 },
+  };
+
+  it('is never refused: no invocation submits past the bound of its room wait (a woken waiter keeps its bound)', () => {
+    const result = run('governor', heavy, { seed: 26 });
+    expect(result.overCapRejections).toBe(0);
+    expect(result.deadLettered).toBe(0);
+  });
+});
+
 describe('determinism', () => {
   it('replays bit for bit with the same seed and differs with another', () => {
     const input = {

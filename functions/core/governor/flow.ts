@@ -27,6 +27,10 @@ export interface PauseProposal {
   resumeTotal?: number;
   /** An outage pause: the threads the ledger counted when it began. */
   heldAtPause?: number;
+  /** An outage pause: the first tick every dependency answered again. */
+  recoveredAt?: number;
+  /** An outage pause: the p95 solve time when it began, ms. */
+  solveP95Ms?: number;
 }
 
 export type Proposal = RunProposal | PauseProposal;

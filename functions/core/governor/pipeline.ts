@@ -54,6 +54,8 @@ function pausedDecision(ctx: TickContext, flow: Flow, proposal: PauseProposal, s
     since,
     ...(proposal.resumeTotal !== undefined ? { resumeTotal: proposal.resumeTotal } : {}),
     ...(proposal.heldAtPause !== undefined ? { heldAtPause: proposal.heldAtPause } : {}),
+    ...(proposal.recoveredAt !== undefined ? { recoveredAt: proposal.recoveredAt } : {}),
+    ...(proposal.solveP95Ms !== undefined ? { solveP95Ms: proposal.solveP95Ms } : {}),
   };
   const state: GovernorState = {
     ...flow.state,

@@ -152,6 +152,10 @@ export interface PauseState {
   resumeTotal?: number;
   /** An outage pause: the threads the ledger counted when it began (the solver resumes those solves after it). */
   heldAtPause?: number;
+  /** An outage pause: epoch ms of the first tick every dependency answered again (the solver's paused solves run from then). */
+  recoveredAt?: number;
+  /** An outage pause: the p95 solve time the metrics showed when it began, ms (the paused solves' length). */
+  solveP95Ms?: number;
 }
 
 /** Probing back what an account pause took away. */
@@ -335,6 +339,13 @@ export interface GovernorConfig {
   tickMs?: number;
   /** How far back the consumer's metric window reaches (window + lag), ms. @default 2 × probeCooldownMs */
   metricsSpanMs?: number;
+  /**
+   * The longest a solve holds a solver thread, ms: the consumer's function timeout, the thread
+   * ledger's lease (a solver id is not answered past it). After an outage, the solves the solver
+   * paused through it are counted as the fleet's threads this long at most.
+   * @default twice the mean solve time
+   */
+  threadLeaseMs?: number;
 }
 
 /** The pipeline's stages, in order (pipeline.ts). */
