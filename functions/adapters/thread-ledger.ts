@@ -153,32 +153,7 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
     },
 
     async leftOver(lease, solverId) {
-      // The thread stays held and ages out with its bucket; o counts it as held by no invocation,
-      // and the entry lets the delivery that resumes the id free it when it answers. It moves to
-      // the current bucket first: the solver may work on it a lease more from now (it pauses
-      // solves through an outage), so it ages out a lease after its delivery gave up on it at the
-      // earliest, not after its acceptance.
-      const bucket = Math.max(bucketOf(clock()), lease.bucket);
-      const moved = bucket !== lease.bucket;
-      const entry = solverId === undefined ? undefined : leftoverEntry(solverId, bucket);
-      const adds = [...(moved ? ['#from :minusOne', '#to :one'] : []), '#left :one'];
-      if (entry !== undefined) adds.push('leftoverIds :entry');
-      await send(
-        'leftover',
-        new UpdateCommand({
-          ...key,
-          UpdateExpression: `ADD ${adds.join(', ')}`,
-          ExpressionAttributeNames: {
-            '#left': `o${bucket}`,
-            ...(moved ? { '#from': `h${lease.bucket}`, '#to': `h${bucket}` } : {}),
-          },
-          ExpressionAttributeValues: {
-            ':one': 1,
-            ...(moved ? { ':minusOne': -1 } : {}),
-            ...(entry !== undefined ? { ':entry': new Set([entry]) } : {}),
-          },
-        }),
-      );
+      await send('leftover', new UpdateCommand({ ...key, ...leftoverUpdate(lease, bucketOf(clock()), solverId) }));
     },
 
     async leftoverAnswered(solverId) {
@@ -227,20 +202,46 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
     },
 
     async setGrant(grant) {
-      await send(
-        'grant',
-        new UpdateCommand(
-          grant === undefined
-            ? { ...key, UpdateExpression: 'REMOVE grantLimit, grantUntil' }
-            : {
-                ...key,
-                UpdateExpression: 'SET grantLimit = :limit, grantUntil = :until',
-                ExpressionAttributeValues: { ':limit': grant.limit, ':until': grant.until },
-              },
-        ),
-      );
+      await send('grant', new UpdateCommand({ ...key, ...grantUpdate(grant) }));
     },
   };
+}
+
+/**
+ * The update that leaves a thread over: it stays held and ages out with its bucket; o counts it
+ * as held by no invocation, and the entry lets the delivery that resumes the id free it when it
+ * answers. It moves to the current bucket first: the solver may work on it a lease more from now
+ * (it pauses solves through an outage), so it ages out a lease after its delivery gave up on it at
+ * the earliest, not after its acceptance.
+ */
+function leftoverUpdate(lease: ThreadLease, current: number, solverId: string | undefined) {
+  const bucket = Math.max(current, lease.bucket);
+  const moved = bucket !== lease.bucket;
+  const entry = solverId === undefined ? undefined : leftoverEntry(solverId, bucket);
+  const adds = [...(moved ? ['#from :minusOne', '#to :one'] : []), '#left :one'];
+  if (entry !== undefined) adds.push('leftoverIds :entry');
+  return {
+    UpdateExpression: `ADD ${adds.join(', ')}`,
+    ExpressionAttributeNames: {
+      '#left': `o${bucket}`,
+      ...(moved ? { '#from': `h${lease.bucket}`, '#to': `h${bucket}` } : {}),
+    },
+    ExpressionAttributeValues: {
+      ':one': 1,
+      ...(moved ? { ':minusOne': -1 } : {}),
+      ...(entry !== undefined ? { ':entry': new Set([entry]) } : {}),
+    },
+  };
+}
+
+/** The update that sets the governor's spend grant, or removes it. */
+function grantUpdate(grant: SpendGrant | undefined) {
+  return grant === undefined
+    ? { UpdateExpression: 'REMOVE grantLimit, grantUntil' }
+    : {
+        UpdateExpression: 'SET grantLimit = :limit, grantUntil = :until',
+        ExpressionAttributeValues: { ':limit': grant.limit, ':until': grant.until },
+      };
 }
 
 /**
