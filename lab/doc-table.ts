@@ -1,9 +1,9 @@
 /**
- * `npm run bench:doc-table -- --before A.json[,B.json] --after C.json[,D.json]`: the per-class
- * table of docs/lab.md ("Generated figures"), written from the generated.json documents that
- * `npm run bench -- --generate N --seed S` leaves in its output folder, never typed. Each file
- * is one seed's run; the first of each list is the one whose traces above 1.5 × the floor are
- * counted. The table replaces the text between `<!-- generated-table -->` and
+ * `npm run bench:doc-table -- --before A.json[,B.json] --after C.json[,D.json] [--extra E.json,…
+ * --extra-label TEXT]`: the per-class table of docs/lab.md ("Generated figures"), written from the
+ * generated.json documents that `npm run bench -- --generate N --seed S` leaves in its output
+ * folder, never typed. Each file is one seed's run; the traces above 1.5 × the floor are counted
+ * for each pair of before and after files in order. The table replaces the text between `<!-- generated-table -->` and
  * `<!-- /generated-table -->` in the file given by --doc (default docs/lab.md).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -29,20 +29,42 @@ function label(doc: GeneratedDocument): string {
   return `seed ${doc.seed} (${all?.traces ?? 0})`;
 }
 
-/** The Markdown table: per class, the pass share on every seed before and after, and the hard misses of the first seeds. */
-export function docTable(before: readonly GeneratedDocument[], after: readonly GeneratedDocument[]): string {
+/** A further group of runs beside before and after (e.g. after, under the floor's earlier rules). */
+export interface ExtraRuns {
+  label: string;
+  docs: readonly GeneratedDocument[];
+}
+
+/**
+ * The Markdown table: per class, the pass share on every seed before and after (and in an extra
+ * group, when given), then the traces above 1.5 × their floor, before → after, seed by seed.
+ */
+export function docTable(
+  before: readonly GeneratedDocument[],
+  after: readonly GeneratedDocument[],
+  extra?: ExtraRuns,
+): string {
   const classes: string[] = [
-    ...new Set([...before, ...after].flatMap((d) => d.classes.map((c) => c.traceClass)).filter((c) => c !== 'all')),
+    ...new Set(
+      [...before, ...after, ...(extra?.docs ?? [])]
+        .flatMap((d) => d.classes.map((c) => c.traceClass))
+        .filter((c) => c !== 'all'),
+    ),
   ].sort();
   classes.push('all');
   const find = (d: GeneratedDocument | undefined, c: string) => d?.classes.find((f) => f.traceClass === c);
   const cells = (docs: readonly GeneratedDocument[], c: string) => docs.map((d) => share(find(d, c))).join(' · ');
   const hard = (d: GeneratedDocument | undefined, c: string) => String(find(d, c)?.hardMisses ?? '–');
+  const pairs = Array.from({ length: Math.max(before.length, after.length) }, (_, i) => i);
+  const hardCells = (c: string) => pairs.map((i) => `${hard(before[i], c)} → ${hard(after[i], c)}`).join(' · ');
+  const seeds = pairs.map((i) => `seed ${before[i]?.seed ?? after[i]?.seed ?? '–'}`).join(' · ');
+  const extraHead = extra ? ` ${extra.label}: ${extra.docs.map(label).join(' · ')} |` : '';
   const lines = [
-    `| class | before: ${before.map(label).join(' · ')} | after: ${after.map(label).join(' · ')} | traces > 1.5 × floor, before → after (${before[0] ? `seed ${before[0].seed}` : '–'} → ${after[0] ? `seed ${after[0].seed}` : '–'}) |`,
-    '|---|---|---|---|',
+    `| class | before: ${before.map(label).join(' · ')} | after: ${after.map(label).join(' · ')} |${extraHead} traces > 1.5 × floor, before → after (${seeds}) |`,
+    `|---|---|---|${extra ? '---|' : ''}---|`,
     ...classes.map(
-      (c) => `| ${c} | ${cells(before, c)} | ${cells(after, c)} | ${hard(before[0], c)} → ${hard(after[0], c)} |`,
+      (c) =>
+        `| ${c} | ${cells(before, c)} | ${cells(after, c)} |${extra ? ` ${cells(extra.docs, c)} |` : ''} ${hardCells(c)} |`,
     ),
   ];
   return lines.join('\n');
@@ -72,9 +94,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       'generated.json files of the runs before, comma-separated (first: its hard misses)',
     )
     .requiredOption('--after <files>', 'generated.json files of the runs after, comma-separated')
+    .option('--extra <files>', 'generated.json files of a further group of runs, comma-separated')
+    .option('--extra-label <text>', 'the heading of the --extra group', 'also')
     .option('--doc <file>', 'the Markdown file with the table block', 'docs/lab.md')
-    .action((options: { before: string; after: string; doc: string }) => {
-      const table = docTable(load(options.before), load(options.after));
+    .action((options: { before: string; after: string; extra?: string; extraLabel: string; doc: string }) => {
+      const extra = options.extra ? { label: options.extraLabel, docs: load(options.extra) } : undefined;
+      const table = docTable(load(options.before), load(options.after), extra);
       writeFileSync(options.doc, replaceTable(readFileSync(options.doc, 'utf8'), table));
       process.stdout.write(`${table}\n`);
     });

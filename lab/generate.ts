@@ -184,7 +184,8 @@ class Draft {
     const scale = this.scalableLoad && expected > MAX_EXPECTED_TASKS ? MAX_EXPECTED_TASKS / expected : 1;
     const rate = this.capacityRate() * scale;
     const duration = Math.round(this.duration);
-    const within = <T extends { at: number }>(steps: T[]) => dedupe(steps.filter((s) => s.at < duration));
+    // A step is kept by the whole second it lands on: one at 1199.7 s of a 1200 s trace would round onto its end.
+    const within = <T extends { at: number }>(steps: T[]) => dedupe(steps.filter((s) => Math.round(s.at) < duration));
     const input: TraceInput = {
       name,
       description: `Generated (${traceClass}): plan ${this.plan}, mean solve ${this.meanSolve().toFixed(1)} s, peak load ${(Math.max(...this.load.map((s) => s.value)) * scale).toFixed(2)}× the plan.`,
@@ -196,7 +197,7 @@ class Draft {
       solveTimeFactor: within(this.factor).map((s) => ({ at: s.at, factor: round(s.value, 3) })),
       outages: wholeSeconds(this.outages.filter((o) => o.at < duration - 1)),
     };
-    if (this.balance) input.balance = this.balance;
+    if (this.balance) input.balance = { ...this.balance, topUps: this.balance.topUps.filter((t) => t.at < duration) };
     return input;
   }
 }
@@ -366,7 +367,8 @@ function money(draft: Draft, topUps: boolean): void {
   if (topUps) {
     let at = d.uniform(0.4, 0.7) * draft.duration;
     for (let i = d.int(1, 3); i > 0 && at < draft.duration; i--) {
-      ups.push({ at: Math.round(at), usd: round(d.uniform(0.3, 1) * cost, 2) });
+      // At least a cent: a near-idle trace's share of its cost would round to $0, which no top-up is.
+      ups.push({ at: Math.round(at), usd: Math.max(0.01, round(d.uniform(0.3, 1) * cost, 2)) });
       at += d.uniform(0.1, 0.3) * draft.duration;
     }
   }

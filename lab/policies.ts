@@ -110,6 +110,7 @@ function governorPolicy(settings: FleetSettings): Policy {
         enabled: !primary.paused && primary.enabled.normal,
         reason: primary.reason.code,
         probe: primary.probe,
+        ...(primary.spendGrant ? { grant: primary.spendGrant } : {}),
       };
     },
   };

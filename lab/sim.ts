@@ -303,10 +303,7 @@ class Simulation {
         this.dispatch();
         return;
       case K_ROOM_TIMEOUT:
-        // The fleet stayed full for the whole wait: the task goes back without a submission.
-        if (u8(this.tasks.waiting, id) !== WAIT_WAITING) return;
-        this.tasks.waiting[id] = WAIT_NONE;
-        this.handBack(id, false);
+        this.roomTimeout(id);
         return;
       case K_LEFTOVER_EXPIRES:
         if (u8(this.tasks.orphaned, id) === 0) return;
@@ -444,13 +441,17 @@ class Simulation {
       this.resume(id);
       return;
     }
-    if (this.lambda && this.ledger.held >= this.ledger.room(this.planCap, this.epochMs + this.t * 1000)) {
+    const nowMs = this.epochMs + this.t * 1000;
+    // The floor's invocations already under way keep its money rule too (it is exact, as the grant is).
+    const unpaid = this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
+    if (this.lambda && (this.ledger.held >= this.ledger.room(this.planCap, nowMs) || unpaid)) {
       // The consumer reads the ledger before it submits: while the fleet holds every thread it
       // may (the plan's, leftovers included, or right after a refusal no acceptance followed the
       // threads held then: the fleet-wide refusal signal) it waits for one to free rather than
       // submit into a refusal, at most ROOM_WAIT_MAX_MS and never past a second before its
       // deadline; then it hands the task back without a submission. Its polls (1 s × [0.5, 1.5))
-      // find the freed thread at the next one: modelled as a wake-up on a freed thread.
+      // find the freed thread at the next one: modelled as a wake-up on a freed thread. It waits
+      // the same way while the governor's spend grant is used up (woken by the next grant).
       this.waitForRoom(id);
       return;
     }
@@ -478,9 +479,9 @@ class Simulation {
       if (this.lambda) {
         const held = this.ledger.held;
         this.ledger.refused(this.epochMs + this.t * 1000);
-        // Refused while the fleet holds fewer threads than the mapping's floor: others hold the
-        // plan, a retry would be refused again; the consumer hands the task back at once.
-        if (held < MAPPING_MIN_CONCURRENCY) this.handBack(id, false);
+        // Refused while the fleet holds no thread: others hold the whole plan, a retry would be
+        // refused again; the consumer hands the task back at once (holding some, it waits for one).
+        if (held < 1) this.handBack(id, false);
         else this.retryOrHandBack(id, bumpU8(tasks.overCapTries, id), this.model.consumerMaxOverCapRetries);
       } else this.poolRetry(id);
     }
@@ -501,14 +502,51 @@ class Simulation {
     }
     tasks.waiting[id] = WAIT_WAITING;
     this.roomWaiters.push(id);
-    this.heap.push(until, id * 16 + K_ROOM_TIMEOUT);
+    this.checkRoomAt(id, until);
   }
 
-  /** The consumer frees the task's thread in the ledger (answer read, or the invocation gave up). */
-  private releaseLease(id: number): void {
+  /** The room wait checks its bound at `at` (a check pushed for an earlier wait or bound is stale). */
+  private checkRoomAt(id: number, at: number): void {
+    this.tasks.waitCheckAt[id] = at;
+    this.heap.push(at, id * 16 + K_ROOM_TIMEOUT);
+  }
+
+  /**
+   * A room wait reaches its bound. The fleet full of its own solves (they free the room as they
+   * end): the consumer waits on, up to its deadline, checked again every bound (it checks at each
+   * poll); full of leftovers, or the grant used up: the task goes back without a submission.
+   */
+  private roomTimeout(id: number): void {
+    const tasks = this.tasks;
+    const waiting = u8(tasks.waiting, id);
+    if (waiting === WAIT_NONE || f64(tasks.waitCheckAt, id) !== this.t) return;
+    // Woken, its next look at the ledger already on its way: the bound is checked right after it.
+    if (waiting === WAIT_WOKEN) {
+      this.checkRoomAt(id, this.t + 1);
+      return;
+    }
+    const last = this.deadlineOf(id) - 1;
+    if (this.patientRoom() && this.t < last) {
+      this.checkRoomAt(id, Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, last));
+      return;
+    }
+    tasks.waiting[id] = WAIT_NONE;
+    this.handBack(id, false);
+  }
+
+  /** Whether the room is full of the fleet's own solves (not leftovers, not an unpaid grant): the consumer's patient wait. */
+  private patientRoom(): boolean {
+    const nowMs = this.epochMs + this.t * 1000;
+    const own = this.ledger.held - this.ledger.leftover;
+    const unpaid = this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
+    return own > 0 && own >= this.ledger.room(this.planCap, nowMs) && !unpaid;
+  }
+
+  /** The consumer frees the task's thread in the ledger (answer read, or the invocation gave up); `solved` when it read the answer. */
+  private releaseLease(id: number, solved = false): void {
     if (u8(this.tasks.leased, id) === 0) return;
     this.tasks.leased[id] = 0;
-    this.ledger.released();
+    this.ledger.released(solved);
     this.wakeWaiter();
   }
 
@@ -531,15 +569,16 @@ class Simulation {
 
   /**
    * The solver still works on the task's submission as its delivery ends: the ledger keeps the
-   * thread counted, as a leftover, until the lease bucket of its acceptance ages out.
+   * thread counted, as a leftover, until the lease bucket of that moment ages out.
    */
   private leaveOver(id: number): void {
     this.tasks.leased[id] = 0;
     this.tasks.orphaned[id] = 1;
     this.ledger.leftOver();
     const leaseMs = this.settings.functionTimeoutSeconds * 1000;
-    const acceptedMs = this.epochMs + f64(this.tasks.acceptedAt, id) * 1000;
-    const expiresMs = (Math.floor(acceptedMs / leaseMs) + 2) * leaseMs;
+    // Counted from the moment its delivery gave up on it (the ledger moves it to that lease bucket).
+    const leftMs = this.epochMs + this.t * 1000;
+    const expiresMs = (Math.floor(leftMs / leaseMs) + 2) * leaseMs;
     this.heap.push(Math.max(this.t, (expiresMs - this.epochMs) / 1000), id * 16 + K_LEFTOVER_EXPIRES);
   }
 
@@ -655,7 +694,7 @@ class Simulation {
     if (solver.balance < this.settings.haltBalance) this.c.startedPastHalt++;
     if (solver.balance < this.settings.pauseBalance) this.c.startedPastPause++;
     // The floor closes as soon as its solves in flight would take the balance under the pause level.
-    if (this.policy.clairvoyant && solver.balance < this.settings.haltBalance) this.followWorld();
+    if (this.policy.clairvoyant && solver.price > 0) this.followWorld();
     // A solve the solver has not answered within a function timeout ends there: the id expires
     // (the consumer's lease on its thread lasts at least that long, so the ledger never loses it).
     let hold = Math.min(f64(tasks.baseSolve, id) * solver.factor, this.settings.functionTimeoutSeconds);
@@ -683,18 +722,24 @@ class Simulation {
     this.solver.finish();
     this.tasks.phase[id] = SOLVED;
     this.checkBalanceLevels();
-    if (this.policy.clairvoyant && this.solver.balance < this.settings.haltBalance) this.followWorld();
+    if (this.policy.clairvoyant && this.solver.price > 0) this.followWorld();
   }
 
   /**
    * The clairvoyant floors' money rule: they start solves only while the balance, less the
    * solves they already have at the solver (charged when each finishes), is at the pause level
    * or over it, so they never spend past it (a rule on the balance alone would let every solve
-   * in flight at the crossing be charged under the level: money the governor keeps).
+   * in flight at the crossing be charged under the level: money the governor keeps). It is
+   * checked at every submission, by invocations already under way too, as the governor's
+   * consumers check its spend grant; before, the mapping followed it only under the halt level
+   * and only when closing, so a wide fleet's solves in flight at the crossing, and its
+   * invocations already started, spent past the pause level (up to $0.9 on a 907-thread plan).
    */
   private funded(): boolean {
     const s = this.solver;
-    return s.balance - s.ourThreads * s.price >= this.settings.pauseBalance;
+    // In solves, with the governor grant's hair of tolerance: cents and prices make exact ties common.
+    if (s.price > 0) return (s.balance - this.settings.pauseBalance) / s.price - s.ourThreads >= -1e-9;
+    return s.balance >= this.settings.pauseBalance;
   }
 
   /**
@@ -730,7 +775,7 @@ class Simulation {
 
   /** The consumer reads the answer and records it; the task is done. */
   private read(id: number): void {
-    this.releaseLease(id);
+    this.releaseLease(id, true);
     if (u8(this.tasks.orphaned, id) === 1) {
       // The delivery that resumed a kept solver id read its answer: the leftover's thread is free.
       this.tasks.orphaned[id] = 0;
@@ -771,6 +816,7 @@ class Simulation {
       this.mapping.set(target, enabled);
     }
     if (action.probe === true && this.lambda) this.probe();
+    if (this.lambda) this.grant(action);
     this.heap.push(this.t + periodSeconds, K_TICK);
     this.dispatch();
   }
@@ -800,6 +846,14 @@ class Simulation {
     this.wakeWaiter();
     const hold = this.consumer.probeSolveSeconds(this.meanSolveSeconds);
     this.heap.push(this.solver.solverClock(this.t, hold * this.solver.factor), K_PROBE_DONE);
+  }
+
+  /** The governor writes its spend grant to the ledger; a new one wakes the invocations waiting for it. */
+  private grant(action: ControlAction): void {
+    const nowMs = this.epochMs + this.t * 1000;
+    const usedUp = this.ledger.grantUsedUp(nowMs);
+    this.ledger.setGrant(action.grant);
+    if (usedUp && !this.ledger.grantUsedUp(nowMs)) this.wakeWaiter();
   }
 
   private setWorkers(target: number): void {

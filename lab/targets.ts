@@ -1,8 +1,9 @@
 /**
  * The targets every trace is held to, generated or shipped, read against its fair floor: the
  * better (lower p95) of the clairvoyant Lambda bounded by the SQS ramp (`oracle-ramp`) and the
- * fixed-maximum Lambda where that one refuses ≤ 2 % of its submissions, dead-letters nothing and
- * leaves no more tasks unfinished than the clairvoyant one (its p95 is then over the same tasks).
+ * fixed-maximum Lambda where that one refuses ≤ 2 % of its submissions, dead-letters nothing,
+ * starts no solve under the pause level (the money invariant the governor keeps) and leaves no
+ * more tasks unfinished than the clairvoyant one (its p95 is then over the same tasks).
  *
  * - p95 ≤ 1.2 × the floor's + 5 s (and never above 1.5 × the floor's, reported apart);
  * - over-cap: ≤ 2 % of submissions with neighbours on the key and 0 without, plus at most one
@@ -58,6 +59,8 @@ export function fairFloor(runs: readonly RunResult[]): RunResult | undefined {
     fixed !== undefined &&
     fixed.overCapShare <= OVER_CAP_SHARE_WITH_NEIGHBOURS &&
     fixed.deadLettered === 0 &&
+    // The money invariant: no solve starts under the pause level (the governor may not; a floor that does is not one).
+    fixed.startedPastPause === 0 &&
     fixed.unfinished <= ramp.unfinished &&
     fixed.latency.p95 !== null &&
     (ramp.latency.p95 === null || fixed.latency.p95 < ramp.latency.p95);

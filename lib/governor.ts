@@ -102,8 +102,9 @@ export class Governor extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ThreadLedger',
-        // The consumer's thread ledger, read once a tick.
-        actions: ['dynamodb:GetItem'],
+        // The consumer's thread ledger: read once a tick; updated by the governor's own probe
+        // submission (its answer, as a consumer's) and by the spend grant near the pause level.
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
         resources: [props.governorTable.tableArn],
         conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [THREAD_LEDGER_ID] } },
       }),

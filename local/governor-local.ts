@@ -13,7 +13,7 @@ import { createQueueSignals } from '../functions/adapters/queue-signals.js';
 import { SERVICES, METRICS } from '../functions/core/metric-names.js';
 import type { SolverPort } from '../functions/core/ports.js';
 import type { StoreSample } from '../functions/core/store-health.js';
-import type { ThreadLedgerReader } from '../functions/core/thread-ledger.js';
+import type { SpendGrantWriter, ThreadLedgerReader } from '../functions/core/thread-ledger.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY } from '../functions/core/settings.js';
 import { governorConfigFrom } from '../functions/core/governor/policy.js';
@@ -72,6 +72,8 @@ export interface LocalGovernorOptions {
   state?: GovernorStateStore;
   /** The consumer's thread ledger (over-cap answers and held threads); without it, the metric window's over-cap answers. */
   threadLedger?: ThreadLedgerReader;
+  /** Where the governor's spend grant goes (the same ledger item), as in AWS. Absent: no grant. */
+  spendGrant?: SpendGrantWriter;
   /** The fleet's stores as dependencies (local/store-watch.ts): probed every tick. Absent: not watched. */
   stores?: { read(since?: number): Promise<StoreSample[]> };
   /**
@@ -331,6 +333,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
         log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
     }),
     ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
+    ...(options.spendGrant ? { spendGrant: options.spendGrant } : {}),
     ...(options.stores ? { stores: options.stores } : {}),
     ...(options.probe ? { probe: options.probe } : {}),
     actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),

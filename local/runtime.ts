@@ -703,6 +703,7 @@ async function startGovernor(
     // reads the last decision, ceilings and balance from it.
     state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
     threadLedger: ledger,
+    spendGrant: ledger,
     // One probe submission a tick while others hold the plan, as in AWS (functions/governor/wiring.ts):
     // the governed client's over-cap retries are off, so a probe is refused once at most.
     probe: createThreadProbe({ solver: solver.client, ledger }),

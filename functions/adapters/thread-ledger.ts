@@ -4,21 +4,29 @@
  * governor with one consistent GetItem per tick.
  *
  * Held threads are counted in lease buckets: an accepted submission ADDs 1 to the bucket of its
- * acceptance time (`h<bucket>`), its release ADDs −1 to the same bucket. The fleet holds the sum
+ * acceptance time (`h<bucket>`), its release ADDs −1 to the same bucket (a leftover's count moves
+ * to the bucket of the moment its delivery gave up on it). The fleet holds the sum
  * of the current and the previous bucket. A thread is never held longer than one lease (the
  * solve deadline), so a count a crashed invocation never took back falls out of the sum within
  * two leases, with no TTL and no reconciliation. Each acceptance REMOVEs the buckets before
  * those two, so the item stays small.
  *
  * Each answer is recorded with the threads held at that moment, copied inside the same update
- * (`SET refusedHeld = h<k> + h<k−1>`: operands read the item as it was before the update).
+ * (`SET refusedHeld = h<k> + h<k−1>`: operands read the item as it was before the update). A
+ * refusal also ADDs 1 to `refusalRun`, an acceptance SETs it to 0: the refusals since the newest
+ * acceptance (a run of them halves the fleet's room, `roomLimit`).
  *
  * A release whose answer was read as solved also ADDs 1 to `solved` in the same update: the
- * governor's price per overflow solve is the provider's balance drop over the rise of that count.
+ * governor's price per solve is the provider's balance drop over the rise of that count.
+ *
+ * The governor writes one thing here: its spend grant (`grantLimit`, `grantUntil`), set each tick
+ * the money above the pause level is nearly spent and removed when it is not.
  */
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type {
   LedgerEvent,
+  SpendGrant,
+  SpendGrantWriter,
   ThreadLease,
   ThreadLedgerReader,
   ThreadLedgerReading,
@@ -58,7 +66,7 @@ export function threadLedgerFor(
   documents: DynamoDBDocumentClient,
   clock?: () => number,
   id: string = THREAD_LEDGER_ID,
-): (ThreadLedgerRecorder & ThreadLedgerReader) | undefined {
+): ThreadLedger | undefined {
   const tableName = environment.tables.governor;
   if (tableName === undefined) return undefined;
   return createDynamoThreadLedger({
@@ -78,10 +86,11 @@ export class ThreadLedgerError extends Error {
   }
 }
 
+/** The ledger's three sides: the consumer's recorder, the governor's reader and its spend grant. */
+export type ThreadLedger = ThreadLedgerRecorder & ThreadLedgerReader & SpendGrantWriter;
+
 /** Build the ledger on DynamoDB (or dynalite): the consumer's recorder and the governor's reader in one. */
-export function createDynamoThreadLedger(
-  options: DynamoThreadLedgerOptions,
-): ThreadLedgerRecorder & ThreadLedgerReader {
+export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): ThreadLedger {
   if (!(options.leaseMs > 0)) throw new RangeError(`thread ledger lease must be positive (given ${options.leaseMs})`);
   const id = options.id ?? THREAD_LEDGER_ID;
   const clock = options.clock ?? Date.now;
@@ -115,7 +124,7 @@ export function createDynamoThreadLedger(
         'acceptance',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now ADD #cur :one, acceptances :one REMOVE #old1, #old2, #oold1, #oold2`,
+          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now, refusalRun = :zero ADD #cur :one, acceptances :one REMOVE #old1, #old2, #oold1, #oold2`,
           ExpressionAttributeNames: {
             ...held.names,
             '#old1': `h${bucket - 2}`,
@@ -144,18 +153,7 @@ export function createDynamoThreadLedger(
     },
 
     async leftOver(lease, solverId) {
-      // The thread stays in its h bucket (held) and ages out with it; o counts it as held by no
-      // invocation, and the entry lets the delivery that resumes the id free it when it answers.
-      const entry = solverId === undefined ? undefined : leftoverEntry(solverId, lease.bucket);
-      await send(
-        'leftover',
-        new UpdateCommand({
-          ...key,
-          UpdateExpression: entry === undefined ? 'ADD #bucket :one' : 'ADD #bucket :one, leftoverIds :entry',
-          ExpressionAttributeNames: { '#bucket': `o${lease.bucket}` },
-          ExpressionAttributeValues: entry === undefined ? { ':one': 1 } : { ':one': 1, ':entry': new Set([entry]) },
-        }),
-      );
+      await send('leftover', new UpdateCommand({ ...key, ...leftoverUpdate(lease, bucketOf(clock()), solverId) }));
     },
 
     async leftoverAnswered(solverId) {
@@ -188,7 +186,7 @@ export function createDynamoThreadLedger(
         'refusal',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one`,
+          UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one, refusalRun :one`,
           ExpressionAttributeNames: held.names,
           ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
           ReturnValues: 'UPDATED_NEW',
@@ -202,7 +200,48 @@ export function createDynamoThreadLedger(
       const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
       return readingOf((out as { Item?: Record<string, unknown> }).Item, bucketOf(clock()));
     },
+
+    async setGrant(grant) {
+      await send('grant', new UpdateCommand({ ...key, ...grantUpdate(grant) }));
+    },
   };
+}
+
+/**
+ * The update that leaves a thread over: it stays held and ages out with its bucket; o counts it
+ * as held by no invocation, and the entry lets the delivery that resumes the id free it when it
+ * answers. It moves to the current bucket first: the solver may work on it a lease more from now
+ * (it pauses solves through an outage), so it ages out a lease after its delivery gave up on it at
+ * the earliest, not after its acceptance.
+ */
+function leftoverUpdate(lease: ThreadLease, current: number, solverId: string | undefined) {
+  const bucket = Math.max(current, lease.bucket);
+  const moved = bucket !== lease.bucket;
+  const entry = solverId === undefined ? undefined : leftoverEntry(solverId, bucket);
+  const adds = [...(moved ? ['#from :minusOne', '#to :one'] : []), '#left :one'];
+  if (entry !== undefined) adds.push('leftoverIds :entry');
+  return {
+    UpdateExpression: `ADD ${adds.join(', ')}`,
+    ExpressionAttributeNames: {
+      '#left': `o${bucket}`,
+      ...(moved ? { '#from': `h${lease.bucket}`, '#to': `h${bucket}` } : {}),
+    },
+    ExpressionAttributeValues: {
+      ':one': 1,
+      ...(moved ? { ':minusOne': -1 } : {}),
+      ...(entry !== undefined ? { ':entry': new Set([entry]) } : {}),
+    },
+  };
+}
+
+/** The update that sets the governor's spend grant, or removes it. */
+function grantUpdate(grant: SpendGrant | undefined) {
+  return grant === undefined
+    ? { UpdateExpression: 'REMOVE grantLimit, grantUntil' }
+    : {
+        UpdateExpression: 'SET grantLimit = :limit, grantUntil = :until',
+        ExpressionAttributeValues: { ':limit': grant.limit, ':until': grant.until },
+      };
 }
 
 /**
@@ -223,6 +262,8 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
   const lastAcceptance = event('acceptedAt', 'acceptedHeld');
   const solved = solvedOf(item);
   const leftover = Math.max(0, num(`o${bucket}`) + num(`o${bucket - 1}`));
+  const run = item?.refusalRun;
+  const grant = grantOf(item);
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
     held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
@@ -232,7 +273,16 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
     ...(solved !== undefined ? { solved } : {}),
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),
+    ...(typeof run === 'number' && Number.isFinite(run) ? { refusalRun: Math.max(0, run) } : {}),
+    ...(grant ? { grant } : {}),
   };
+}
+
+/** The governor's spend grant on a ledger item, when both of its fields are there. */
+function grantOf(item: Record<string, unknown> | undefined): SpendGrant | undefined {
+  const limit = item?.grantLimit;
+  const until = item?.grantUntil;
+  return typeof limit === 'number' && typeof until === 'number' ? { limit, until } : undefined;
 }
 
 /** A leftover's entry in the item's `leftoverIds` string set: `<solver id>@<lease bucket>`. */
@@ -260,10 +310,7 @@ export function solvedOf(item: Record<string, unknown> | undefined): number | un
 }
 
 /** The same ledger in memory (tests, the lab): same buckets, same arithmetic. */
-export function createMemoryThreadLedger(options: {
-  leaseMs: number;
-  clock?: () => number;
-}): ThreadLedgerRecorder & ThreadLedgerReader {
+export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () => number }): ThreadLedger {
   const item: Record<string, number> = {};
   const leftovers = new Map<string, number>();
   const clock = options.clock ?? Date.now;
@@ -277,6 +324,7 @@ export function createMemoryThreadLedger(options: {
       const bucket = bucketOf(now);
       item.acceptedHeld = heldAt(bucket);
       item.acceptedAt = now;
+      item.refusalRun = 0;
       add(`h${bucket}`, 1);
       add('acceptances', 1);
       for (const old of [bucket - 2, bucket - 3]) {
@@ -286,8 +334,13 @@ export function createMemoryThreadLedger(options: {
       return { bucket };
     },
     async leftOver(lease: ThreadLease, solverId?: string) {
-      add(`o${lease.bucket}`, 1);
-      if (solverId !== undefined) leftovers.set(solverId, lease.bucket);
+      const bucket = Math.max(bucketOf(clock()), lease.bucket);
+      if (bucket !== lease.bucket) {
+        add(`h${lease.bucket}`, -1);
+        add(`h${bucket}`, 1);
+      }
+      add(`o${bucket}`, 1);
+      if (solverId !== undefined) leftovers.set(solverId, bucket);
     },
     async leftoverAnswered(solverId: string) {
       const bucket = leftovers.get(solverId);
@@ -304,10 +357,20 @@ export function createMemoryThreadLedger(options: {
       item.refusedHeld = heldAt(bucketOf(now));
       item.refusedAt = now;
       add('refusals', 1);
+      add('refusalRun', 1);
       return Math.max(0, item.refusedHeld);
     },
     async read() {
       return readingOf({ ...item }, bucketOf(clock()));
+    },
+    async setGrant(grant) {
+      if (grant === undefined) {
+        delete item.grantLimit;
+        delete item.grantUntil;
+      } else {
+        item.grantLimit = grant.limit;
+        item.grantUntil = grant.until;
+      }
     },
   };
 }

@@ -24,10 +24,14 @@
 import { sleep } from '../core/helpers/time.js';
 import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
-import { roomLimit, type ThreadLease, type ThreadLedgerRecorder } from '../core/thread-ledger.js';
+import { grantUsedUp, roomLimit, type ThreadLease, type ThreadLedgerRecorder } from '../core/thread-ledger.js';
 
-/** Threads held under which a refusal means others hold the plan (a mapping's floor of two invocations). */
-const STARVED_HELD = 2;
+/**
+ * Threads held under which a refusal means others hold the whole plan: refused while the fleet
+ * holds none, a wait would end in another refusal. Refused while it holds one or more, the wait
+ * ends when one of its own solves does (the thread it frees is the fleet's to take again).
+ */
+const NONE_HELD = 1;
 
 /** How a refused invocation waits for a thread. */
 export interface OverCapWaiting {
@@ -72,7 +76,8 @@ export class ThreadTracking {
    * Before a new submission: while the fleet already holds every thread it may (the plan's, or
    * the threads it held at a refusal no acceptance has followed yet: the fleet-wide refusal
    * signal, roomLimit; leftovers included), wait for one to free rather than submit into a
-   * refusal, at most `maxWaitMs` and never past `deadlineAt`. Resolves true to submit, false when
+   * refusal, at most `maxWaitMs` and never past `deadlineAt`; and while the governor's spend grant
+   * is used up (the money above the pause level pays for no more solves), wait for a new grant. Resolves true to submit, false when
    * the fleet is still full at the end of the wait: the caller hands the task back (with its
    * visibility delay), so the invocation's slot is free for the tasks whose answers free threads.
    * An unreadable ledger does not wait.
@@ -83,11 +88,18 @@ export class ThreadTracking {
     if (this.ledger === undefined || waiting === undefined || cap === undefined) return true;
     const random = waiting.random ?? Math.random;
     const pause = waiting.sleep ?? sleep;
-    const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
+    const bounded = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
     for (;;) {
       const reading = await this.ledger.read().catch(() => undefined);
-      if (reading === undefined || reading.held < roomLimit(reading, cap, this.clock())) return true;
-      const left = until - this.clock();
+      const now = this.clock();
+      const room = reading === undefined ? cap : roomLimit(reading, cap, now);
+      if (reading === undefined || (reading.held < room && !grantUsedUp(reading, now))) return true;
+      // The room full of the fleet's own solves frees as they end: wait for one, up to the
+      // deadline (two invocations can share one free thread). Full of leftovers, whose tasks must
+      // come back to free them, or held by the grant: the bounded wait, then the task goes back.
+      const own = reading.held - (reading.leftover ?? 0);
+      const patient = own >= room && own > 0 && !grantUsedUp(reading, now);
+      const left = (patient ? deadlineAt - waiting.pollMs : bounded) - now;
       if (left <= 0) return false;
       await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
     }
@@ -107,7 +119,7 @@ export class ThreadTracking {
     const refusedHeld = await this.refusedHeld;
     // Refused while the fleet held fewer threads than a mapping's floor: others hold the plan, and a
     // wait would end in another refusal; the governor probes for the threads they hand back.
-    if (refusedHeld !== undefined && refusedHeld < STARVED_HELD) return false;
+    if (refusedHeld !== undefined && refusedHeld < NONE_HELD) return false;
     const random = waiting.random ?? Math.random;
     const pause = waiting.sleep ?? sleep;
     for (;;) {

@@ -37,8 +37,38 @@ export interface ThreadLedgerReading {
   leftover?: number;
   /** The newest over-cap answer: refused while the fleet held `held` ⇒ others hold ≥ plan − held. */
   lastRefusal?: LedgerEvent;
+  /**
+   * Refusals recorded since the newest acceptance (0 once one was accepted): a run of them means
+   * others take the threads the fleet frees. Absent on a ledger never told of one (read as 1
+   * while a refusal is the newest answer).
+   */
+  refusalRun?: number;
   /** The newest accepted submission: accepted while the fleet held `held` ⇒ others hold ≤ plan − held − 1. */
   lastAcceptance?: LedgerEvent;
+  /** The governor's spend grant, when it set one (the money above the pause level is nearly spent). */
+  grant?: SpendGrant;
+}
+
+/**
+ * What the money above the pause level still pays for, as the governor granted it on its last
+ * tick: submissions may be accepted while the ledger's `acceptances` counter is under `limit`,
+ * until `until` (epoch ms; a grant the governor stopped refreshing lapses, and the solver's own
+ * account answers pause the fleet as before).
+ */
+export interface SpendGrant {
+  limit: number;
+  until: number;
+}
+
+/** Whether a grant in force is used up: no more submissions until the governor grants more. */
+export function grantUsedUp(reading: Pick<ThreadLedgerReading, 'grant' | 'acceptances'>, now: number): boolean {
+  const grant = reading.grant;
+  return grant !== undefined && now <= grant.until && reading.acceptances >= grant.limit;
+}
+
+/** The governor's side of the grant: set it each tick it is in force, clear it when not. */
+export interface SpendGrantWriter {
+  setGrant(grant: SpendGrant | undefined): Promise<void>;
 }
 
 /** A thread the fleet took (the lease bucket its count went into); hand it back to `released`. */
@@ -80,20 +110,48 @@ export const REFUSAL_HOLD_OFF_MS = 60_000;
 
 /**
  * The threads the fleet may hold before a new submission waits: the plan's (less reserved), or,
- * right after a refusal that no acceptance has followed, the threads the fleet held at that
- * refusal. The fleet-wide refusal signal: one invocation refused tells every other that the plan
- * is full at that count, so they hold off (and submit as the fleet's own threads free) instead of
- * each being refused in turn before the governor's next tick. The hold lapses after
- * `holdOffMs`, so a ledger that misses an acceptance cannot hold the fleet down for long.
+ * while a refusal is in force, what it left. The fleet-wide refusal signal: one invocation
+ * refused tells every other that the plan is full at that count, so they hold off (and submit as
+ * the fleet's own threads free) instead of each being refused in turn before the governor's next
+ * tick.
+ *
+ * - A refusal while the fleet held `h`: at most `h` are the fleet's to hold. It stays in force
+ *   until an acceptance while the fleet held at least `h` (the plan had room past the refused
+ *   count: others left), or `holdOffMs` after it (then one submission tests the count again), so
+ *   a ledger that misses an acceptance cannot hold the fleet down for long. An acceptance below
+ *   `h` only shows a freed thread of the fleet's own taken back, and does not lift it (lifting
+ *   it there made every freed thread cost one more refusal).
+ * - A refusal that follows another with no acceptance between (a run): others take the threads
+ *   the fleet frees (a neighbour stepping up, or taking the whole plan). The room is half the
+ *   threads held at it (multiplicative decrease): a fleet of `h` threads that others leave none
+ *   stops submitting after about log2(h) refusals rather than one per thread it frees, and one
+ *   they leave some finds that count again with its next acceptance (which ends the run, and the
+ *   newest refusal's count holds once more).
  */
 export function roomLimit(
-  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance'>,
+  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'>,
   planCap: number,
   now: number,
   holdOffMs: number = REFUSAL_HOLD_OFF_MS,
 ): number {
   const refusal = reading.lastRefusal;
   if (refusal === undefined || now - refusal.at > holdOffMs) return planCap;
-  if (reading.lastAcceptance !== undefined && reading.lastAcceptance.at > refusal.at) return planCap;
-  return Math.min(planCap, refusal.held);
+  const acceptance = reading.lastAcceptance;
+  const accepted = acceptedSinceRefusal(reading);
+  if (accepted && acceptance !== undefined && acceptance.held >= refusal.held) return planCap;
+  const inRun = !accepted && (reading.refusalRun ?? 1) >= 2;
+  return Math.min(planCap, inRun ? Math.floor(refusal.held / 2) : refusal.held);
+}
+
+/**
+ * Whether the newest acceptance came after the newest refusal: the refusal run says so (an
+ * acceptance resets it); a ledger without it, the answers' clocks.
+ */
+export function acceptedSinceRefusal(
+  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'>,
+): boolean {
+  const { lastRefusal: refusal, lastAcceptance: acceptance, refusalRun: run } = reading;
+  if (acceptance === undefined) return false;
+  if (refusal === undefined) return true;
+  return run !== undefined ? run === 0 : acceptance.at > refusal.at;
 }

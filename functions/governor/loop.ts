@@ -20,7 +20,7 @@
  */
 import type { Clock } from '../core/ports.js';
 import { consumerCallsView, type StoreSample, storeDependencies } from '../core/store-health.js';
-import type { ThreadLedgerReader } from '../core/thread-ledger.js';
+import type { SpendGrant, SpendGrantWriter, ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decideTick, initialState } from '../core/governor/policy.js';
 import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
 import { assembleSignals, type QueueReading } from '../core/governor/signals.js';
@@ -100,6 +100,12 @@ export interface GovernorLoopOptions {
    * Absent: the stores are not watched (only the governor's state read is).
    */
   stores?: { read(since?: number): Promise<StoreSample[]> };
+  /**
+   * Where the decision's spend grant goes (the thread ledger item): written when it changes (set,
+   * renewed, or cleared), once on the loop's first tick. Absent: no grant reaches the consumers
+   * (the money pauses by the projection alone).
+   */
+  spendGrant?: SpendGrantWriter;
 }
 
 /** The stores judged this tick, reading the consumers' calls the view allows; undefined when not watched or unread. */
@@ -208,6 +214,32 @@ function withQueueMetrics(
   }
 }
 
+/** Two grants are the same write (absent and absent included). */
+function sameGrant(a: SpendGrant | undefined, b: SpendGrant | undefined): boolean {
+  return a === b || (a !== undefined && b !== undefined && a.limit === b.limit && a.until === b.until);
+}
+
+/**
+ * Writes the decision's spend grant to the ledger when it differs from the last one written; the
+ * first tick writes whatever it decided (a cold start clears a grant a previous run left). A
+ * failed write is logged and tried again next tick; the grant lapses by itself if none succeeds.
+ */
+function createGrantKeeper(writer: SpendGrantWriter | undefined, log: GovernorLog | undefined) {
+  let written: { grant: SpendGrant | undefined } | undefined;
+  return async (grant: SpendGrant | undefined): Promise<string[]> => {
+    if (writer === undefined || (written !== undefined && sameGrant(written.grant, grant))) return [];
+    try {
+      await writer.setGrant(grant);
+      written = { grant };
+      return grant === undefined ? [] : [`spend grant: up to ${grant.limit} acceptances`];
+    } catch (error) {
+      written = undefined;
+      log?.warn('spend grant not written; tried again next tick', { error: (error as Error).message });
+      return [];
+    }
+  };
+}
+
 /** The state this tick decides from: the store's, or (when its read fails) the loop's own with the store reported down. */
 interface LoadedState {
   state: GovernorState;
@@ -233,6 +265,12 @@ function createStateKeeper(
    * is older than the loop's, so the next load keeps the loop's state (on the stored version).
    */
   let unsaved = false;
+  const writeGrant = createGrantKeeper(options.spendGrant, options.log);
+  /** Move the primary's lanes and write its spend grant. */
+  const applyPrimary = async (primary: Decision) => [
+    ...(await options.actuator.apply(primary)).changes,
+    ...(await writeGrant(primary.spendGrant)),
+  ];
   const loadState = async (now: number): Promise<LoadedState> => {
     if (persisted !== undefined) return persisted;
     try {
@@ -264,7 +302,7 @@ function createStateKeeper(
       // The store is down: disabling the mappings needs no conditional write; anything else waits (fail static).
       if (!tick.primary.paused)
         throw new Error(`governor state unreadable (${loaded.unread.detail}); keeping the last ceilings`);
-      return [...(await options.actuator.apply(tick.primary)).changes];
+      return applyPrimary(tick.primary);
     }
     try {
       const version = await options.state.save(tick.state, loaded.version);
@@ -280,12 +318,12 @@ function createStateKeeper(
         options.log?.warn('governor state save failed; acting on the pause without it', {
           error: `${(error as Error).name}: ${(error as Error).message}`,
         });
-        return [...(await options.actuator.apply(tick.primary)).changes];
+        return applyPrimary(tick.primary);
       }
       throw error;
     }
     if (tick.overflow && reading) overflow?.saved(reading);
-    const changes = [...(await options.actuator.apply(tick.primary)).changes];
+    const changes = await applyPrimary(tick.primary);
     if (tick.overflow && overflow) changes.push(...(await overflow.apply(tick.overflow.mappings)));
     if (tick.primary.probe && options.probe) await options.probe.submit(clock());
     return changes;

@@ -225,7 +225,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     queueMetrics: cw,
     balance,
     // The consumer's over-cap answers and held threads on the same table, read every tick.
-    ...(threadLedger ? { threadLedger } : {}),
+    ...(threadLedger ? { threadLedger, spendGrant: threadLedger } : {}),
     ...(probe ? { probe } : {}),
     stores,
     actuator: createLambdaActuator({

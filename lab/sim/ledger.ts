@@ -3,7 +3,13 @@
  * AWS; here the same counts, fresh): threads held, refusals and acceptances with the threads held
  * at each (functions/core/thread-ledger.ts).
  */
-import { type LedgerEvent, roomLimit, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
+import {
+  grantUsedUp,
+  type LedgerEvent,
+  roomLimit,
+  type SpendGrant,
+  type ThreadLedgerReading,
+} from '../../functions/core/thread-ledger.js';
 
 export class LabThreadLedger {
   held = 0;
@@ -11,21 +17,40 @@ export class LabThreadLedger {
   private acceptances = 0;
   private lastRefusal: LedgerEvent | undefined;
   private lastAcceptance: LedgerEvent | undefined;
+  /** Refusals since the newest acceptance. */
+  private refusalRun = 0;
 
   /** An accepted submission at epoch ms `atMs`: one more thread held. */
   accepted(atMs: number): void {
     this.acceptances++;
     this.lastAcceptance = { at: atMs, held: this.held };
+    this.refusalRun = 0;
     this.held++;
   }
 
-  /** A thread the fleet held is free again (answer read, or the invocation gave up). */
-  released(): void {
+  /** Answers read as solved (the governor's price per solve is the balance drop over its rise). */
+  private solved = 0;
+  /** The governor's spend grant, as it last wrote it. */
+  private grant: SpendGrant | undefined;
+
+  /** A thread the fleet held is free again (answer read, or the invocation gave up); `solved` when its answer was read as solved. */
+  released(solved = false): void {
     this.held--;
+    if (solved) this.solved++;
+  }
+
+  /** The governor sets (or clears) its spend grant. */
+  setGrant(grant: SpendGrant | undefined): void {
+    this.grant = grant;
+  }
+
+  /** Whether the spend grant in force is used up at epoch ms `atMs` (a submission then waits, as the consumer's does). */
+  grantUsedUp(atMs: number): boolean {
+    return grantUsedUp({ grant: this.grant, acceptances: this.acceptances }, atMs);
   }
 
   /** Leftovers: held threads no invocation waits on any more (counted in `held` until their lease ages out). */
-  private leftover = 0;
+  leftover = 0;
 
   /** A delivery ends while the solver still works on its submission: the thread stays held, as a leftover. */
   leftOver(): void {
@@ -42,11 +67,16 @@ export class LabThreadLedger {
   refused(atMs: number): void {
     this.refusals++;
     this.lastRefusal = { at: atMs, held: this.held };
+    this.refusalRun++;
   }
 
   /** Threads the fleet may hold before a new submission waits (the consumer's roomLimit) at epoch ms `atMs`. */
   room(planCap: number, atMs: number): number {
-    return roomLimit({ lastRefusal: this.lastRefusal, lastAcceptance: this.lastAcceptance }, planCap, atMs);
+    return roomLimit(
+      { lastRefusal: this.lastRefusal, lastAcceptance: this.lastAcceptance, refusalRun: this.refusalRun },
+      planCap,
+      atMs,
+    );
   }
 
   /** The ledger as the governor reads it. */
@@ -58,6 +88,9 @@ export class LabThreadLedger {
       ...(this.leftover > 0 ? { leftover: this.leftover } : {}),
       ...(this.lastRefusal ? { lastRefusal: this.lastRefusal } : {}),
       ...(this.lastAcceptance ? { lastAcceptance: this.lastAcceptance } : {}),
+      refusalRun: this.refusalRun,
+      solved: this.solved,
+      ...(this.grant ? { grant: this.grant } : {}),
     };
   }
 }

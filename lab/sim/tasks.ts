@@ -32,6 +32,8 @@ export class TaskTable {
   leased = new Uint8Array(INITIAL);
   /** Lambda: 1 while the invocation waits for room in the fleet before submitting, 3 once a freed thread woke it (its bound still set), else 0. */
   waiting = new Uint8Array(INITIAL);
+  /** When the room wait of the current delivery next checks its bound (a later check event is the live one). */
+  waitCheckAt = new Float64Array(INITIAL);
   /** Lambda: 1 while the solver holds a thread for a submission no invocation waits on (handed back unanswered). */
   orphaned = new Uint8Array(INITIAL);
 
@@ -48,6 +50,7 @@ export class TaskTable {
     this.baseSolve = growF64(this.baseSolve);
     this.solverDoneAt = growF64(this.solverDoneAt);
     this.invocationStart = growF64(this.invocationStart);
+    this.waitCheckAt = growF64(this.waitCheckAt);
     this.methodOf = growU8(this.methodOf);
     this.overCapTries = growU8(this.overCapTries);
     this.transientTries = growU8(this.transientTries);

@@ -3,6 +3,7 @@
  */
 import type { GovernorSignals } from '../../functions/core/governor/types.js';
 import type { FleetSettings } from '../../functions/core/settings.js';
+import type { SpendGrant } from '../../functions/core/thread-ledger.js';
 import type { ModelParams } from '../model.js';
 import type { OverflowLane, OverflowResult, OverflowSpec } from './overflow-lane.js';
 
@@ -39,6 +40,8 @@ export interface ControlAction {
   reason?: string;
   /** Lambda only: make one probe submission of the governor's own now (a synthetic task, answered in the thread ledger). */
   probe?: boolean;
+  /** Lambda only: the spend grant to write to the thread ledger (absent: none in force). */
+  grant?: SpendGrant;
 }
 
 /** A scaling policy plugged into the simulator. */

@@ -92,6 +92,63 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect(reading?.refusals).toBe(1);
   });
 
+  it('counts the refusals since the newest acceptance (the refusal run), back to 0 on an acceptance', async () => {
+    // Prepare: two held
+    const now = { t: 3_500_000 };
+    const ledger = ledgerAt(now, 'refusal-run');
+    const first = await ledger.accepted(now.t);
+    await ledger.accepted(now.t);
+    // Act: refused twice in a row (a thread of ours freed between), then accepted
+    await ledger.refused(now.t + 1);
+    await ledger.released(first);
+    await ledger.refused(now.t + 2);
+    const inRun = await ledger.read();
+    await ledger.accepted(now.t + 3);
+    const after = await ledger.read();
+    // Assess
+    expect(inRun?.refusalRun).toBe(2);
+    expect(inRun?.lastRefusal).toEqual({ at: now.t + 2, held: 1 });
+    expect(after?.refusalRun).toBe(0);
+  });
+
+  it('keeps the governor’s spend grant beside the counts, and removes it', async () => {
+    // Prepare
+    const now = { t: 3_700_000 };
+    const ledger = ledgerAt(now, 'spend-grant');
+    await ledger.accepted(now.t);
+    // Act
+    await ledger.setGrant({ limit: 5, until: now.t + 40_000 });
+    const granted = await ledger.read();
+    await ledger.setGrant(undefined);
+    const cleared = await ledger.read();
+    // Assess
+    expect(granted?.grant).toEqual({ limit: 5, until: now.t + 40_000 });
+    expect(granted?.acceptances).toBe(1);
+    expect(cleared?.grant).toBeUndefined();
+    expect(cleared?.acceptances).toBe(1);
+  });
+
+  it('counts a leftover from the moment its delivery gave up on it, not from its acceptance (the solver may pause it through an outage)', async () => {
+    // Prepare: accepted in one lease bucket, handed back unanswered two buckets later.
+    const now = { t: 3_800_000 };
+    const ledger = ledgerAt(now, 'leftover-bucket');
+    const lease = await ledger.accepted(now.t);
+    now.t += 2 * LEASE_MS;
+    // Act
+    await ledger.leftOver(lease, '777');
+    const left = await ledger.read();
+    now.t += LEASE_MS;
+    const later = await ledger.read();
+    await ledger.leftoverAnswered('777');
+    const answered = await ledger.read();
+    // Assess: still held a lease after the hand-back (its acceptance's bucket had aged out), freed once answered.
+    expect(left?.held).toBe(1);
+    expect(left?.leftover).toBe(1);
+    expect(later?.held).toBe(1);
+    expect(answered?.held).toBe(0);
+    expect(answered?.leftover).toBeUndefined();
+  });
+
   it('counts a thread across the lease boundary, and drops one never released after two leases', async () => {
     // Prepare: one thread taken just before a bucket boundary and never released (a crash)
     const now = { t: 4 * LEASE_MS - 1 };
@@ -202,7 +259,13 @@ describe('thread ledger on dynalite, through the real SDK', () => {
       await ledger.released(a);
       const b = await ledger.accepted(now.t + 3);
       await ledger.released(b, { solved: true });
+      const c = await ledger.accepted(now.t + 4);
+      now.t += LEASE_MS;
+      await ledger.leftOver(c, '42');
+      await ledger.setGrant({ limit: 9, until: now.t + 1000 });
+      now.t -= LEASE_MS;
     }
+    now.t += LEASE_MS;
     // Assess
     expect(await dynamo.read()).toEqual(await memory.read());
   });

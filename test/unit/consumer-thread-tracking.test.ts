@@ -189,15 +189,44 @@ describe('solves counted with the thread they free', () => {
       cap,
     );
 
-  it('hands the task back after maxWaitMs when the fleet stays full (never waits out the deadline)', async () => {
-    // Prepare: a plan of 2, both threads held by solves that outlast the wait.
+  it('hands the task back after maxWaitMs when leftovers fill the plan (their tasks must come back to free them)', async () => {
+    // Prepare: a plan of 2, both threads leftovers of submissions handed back unanswered.
     const s = setup(2);
-    await s.hold();
+    const leases = await s.hold();
+    for (const [i, lease] of leases.entries()) await s.ledger.leftOver(lease, `left-${i}`);
     // Act
     const room = await roomTracking(s, 2).waitForRoom(s.now.t + 60_000);
     // Assess: 2 s of waiting, not 60, and no submission.
     expect(room).toBe(false);
     expect(s.sleeps.reduce((a, b) => a + b, 0)).toBe(2_000);
+  });
+
+  it('waits past maxWaitMs, up to its deadline, while the fleet’s own solves fill the room (one frees as it ends)', async () => {
+    // Prepare: a plan of 2, both threads held by live solves; one ends after 5 s.
+    const s = setup(2);
+    const leases = await s.hold();
+    const start = s.now.t;
+    const tracking = roomTracking(s, 2, async () => {
+      if (s.now.t - start >= 5_000 && (await s.ledger.read())?.held === 2)
+        await s.ledger.released(leases[0] as (typeof leases)[number]);
+    });
+    // Act
+    const room = await tracking.waitForRoom(start + 60_000);
+    // Assess: it took the thread when it freed, 5 s in (past the 2 s bound), without going back.
+    expect(room).toBe(true);
+    expect(s.now.t - start).toBeGreaterThanOrEqual(5_000);
+    expect(s.now.t - start).toBeLessThan(6_000);
+  });
+
+  it('never waits past its deadline, even for the fleet’s own solves', async () => {
+    // Prepare: both threads held by solves that outlast the deadline.
+    const s = setup(2);
+    await s.hold();
+    // Act
+    const room = await roomTracking(s, 2).waitForRoom(s.now.t + 10_000);
+    // Assess
+    expect(room).toBe(false);
+    expect(s.sleeps.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(10_000);
   });
 
   it('holds off right after another invocation was refused at the threads the fleet holds (fleet-wide refusal signal)', async () => {
@@ -235,15 +264,58 @@ describe('solves counted with the thread they free', () => {
     expect(s.sleeps).toEqual([]);
   });
 
-  it('hands back at once when refused while the fleet holds fewer threads than a mapping floor', async () => {
-    // Prepare: one thread held, this invocation refused (others hold the rest of the plan).
+  it('waits while the governor’s spend grant is used up, and submits once a new grant pays for a solve', async () => {
+    // Prepare: 2 of 10 held; the grant allows 2 acceptances and both were made.
+    const s = setup(2);
+    await s.hold();
+    await s.ledger.setGrant({ limit: 2, until: s.now.t + 60_000 });
+    let polls = 0;
+    const tracking = roomTracking(s, 10, async () => {
+      polls += 1;
+      if (polls === 3) await s.ledger.setGrant({ limit: 3, until: s.now.t + 60_000 });
+    });
+    // Act
+    const room = await tracking.waitForRoom(s.now.t + 60_000);
+    // Assess: no submission while the money above the pause level was spoken for.
+    expect(room).toBe(true);
+    expect(polls).toBe(3);
+  });
+
+  it('hands the task back without a submission when the grant stays used up, and ignores a lapsed one', async () => {
+    // Prepare
     const s = setup(1);
     await s.hold();
+    await s.ledger.setGrant({ limit: 1, until: s.now.t + 60_000 });
+    // Act + Assess: used up for the whole wait.
+    expect(await roomTracking(s, 10).waitForRoom(s.now.t + 60_000)).toBe(false);
+    // Act + Assess: a grant the governor stopped renewing no longer holds anyone.
+    s.now.t += 60_001;
+    expect(await roomTracking(s, 10).waitForRoom(s.now.t + 60_000)).toBe(true);
+  });
+
+  it('hands back at once when refused while the fleet holds no thread (others hold the whole plan)', async () => {
+    // Prepare: nothing held, this invocation refused.
+    const s = setup(0);
     s.tracking.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
     // Act
     const again = await s.tracking.waitForFreeThread(s.now.t + 10_000);
     // Assess: no wait (a retry would be refused again); the governor probes instead.
     expect(again).toBe(false);
     expect(s.sleeps).toEqual([]);
+  });
+
+  it('waits for the fleet’s one thread when refused while holding it (two invocations sharing the one free thread)', async () => {
+    // Prepare: one thread held by the other invocation; this one refused.
+    const s = setup(1);
+    const [lease] = await s.hold();
+    s.tracking.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+    s.onSleep(async () => {
+      if ((await s.ledger.read())?.held === 1) await s.ledger.released(lease as NonNullable<typeof lease>);
+    });
+    // Act
+    const again = await s.tracking.waitForFreeThread(s.now.t + 10_000);
+    // Assess: it submits again once that thread freed.
+    expect(again).toBe(true);
+    expect(s.sleeps.length).toBeGreaterThan(0);
   });
 });

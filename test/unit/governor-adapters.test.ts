@@ -5,6 +5,7 @@ import { createCloudWatchSignals, metricWindow } from '../../functions/adapters/
 import { createLambdaActuator } from '../../functions/adapters/lambda-actuator.js';
 import { createCachedBalance } from '../../functions/adapters/balance.js';
 import { createMemoryGovernorState, readGovernorStatus } from '../../functions/adapters/governor-state.js';
+import { createMemoryThreadLedger } from '../../functions/adapters/thread-ledger.js';
 import { assembleSignals } from '../../functions/core/governor/signals.js';
 import { GovernorStateConflictError } from '../../functions/core/governor/ports.js';
 import { parseEnvironment } from '../../functions/core/environment.js';
@@ -429,6 +430,38 @@ describe('governor loop and ticks', () => {
     expect(record.decision.ceilings.normal).toBe(8);
     expect(actuator.apply).toHaveBeenCalledOnce();
     expect((await state.load())?.version).toBe(1);
+  });
+
+  it('writes the spend grant to the thread ledger near the pause level: clears a stale one first, then the solves the money pays for', async () => {
+    // Prepare: a grant a previous run left; the ledger's solved counter and the balance move together.
+    let now = 1000;
+    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now });
+    await ledger.setGrant({ limit: 1, until: now + 1_000_000 });
+    await ledger.released(await ledger.accepted(now), { solved: true });
+    let balance = 0.3;
+    const loop = createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: now, visible: 50, notVisible: 2, delayed: 0 } }) },
+      metrics: { read: async () => healthyMetrics },
+      balance: { read: async () => balance },
+      threadLedger: ledger,
+      spendGrant: ledger,
+      actuator: lanes(),
+      state: createMemoryGovernorState(),
+      clock: () => now,
+    });
+    // Act: the first tick knows no price yet; by the second, 50 solves cost $0.10.
+    await loop.tick();
+    const cleared = await ledger.read();
+    for (let i = 0; i < 50; i++) await ledger.released(await ledger.accepted(now), { solved: true });
+    balance = 0.2;
+    now += 100;
+    const second = await loop.tick();
+    const granted = await ledger.read();
+    // Assess: ($0.20 − $0.10) / $0.002 = 50 solves past the 51 accepted, the last at the pause level.
+    expect(cleared?.grant).toBeUndefined();
+    expect(second.decision.spendGrant?.limit).toBe(51 + 51);
+    expect(granted?.grant).toEqual(second.decision.spendGrant);
   });
 
   it('disables the mappings when its own state store stays unreadable, acting on nothing else (fail static)', async () => {

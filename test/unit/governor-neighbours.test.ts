@@ -22,7 +22,7 @@ import type {
   NeighbourEstimate,
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-import type { ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
+import { REFUSAL_HOLD_OFF_MS, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
 import { governorSignals, T0 } from '../helpers/governor.js';
 
 const PLAN = 20;
@@ -44,11 +44,75 @@ describe('the free-threads estimator', () => {
       { ...initialEstimate(shape, T0), step: 8 },
       reading({ refusals: 1, lastRefusal: { at: T0, held: 6 } }),
       shape,
+      T0,
     );
     // Assess
     expect(change).toBe('down');
     expect(estimate.free).toBe(6);
     expect(estimate.step).toBe(1);
+  });
+
+  it('drops to half the threads held at a refusal that follows another with no acceptance between (a run)', () => {
+    // Act: others take what the fleet frees: refused at 14, then at 13.
+    const { estimate, change } = updateEstimate(
+      initialEstimate(shape, T0),
+      reading({ refusals: 2, refusalRun: 2, lastRefusal: { at: T0, held: 13 } }),
+      shape,
+      T0,
+    );
+    // Assess
+    expect(change).toBe('down');
+    expect(estimate.free).toBe(6);
+  });
+
+  it('comes back to the refused count once an acceptance ends the run (the consumers hold themselves there)', () => {
+    // Prepare: halved to 6 by a run at 13.
+    const halved = updateEstimate(
+      initialEstimate(shape, T0),
+      reading({ refusals: 2, refusalRun: 2, lastRefusal: { at: T0, held: 13 } }),
+      shape,
+      T0,
+    ).estimate;
+    // Act: accepted while the fleet held 5.
+    const { estimate } = updateEstimate(
+      halved,
+      reading({
+        refusals: 2,
+        refusalRun: 0,
+        lastRefusal: { at: T0, held: 13 },
+        acceptances: 1,
+        lastAcceptance: { at: T0 + 500, held: 5 },
+      }),
+      shape,
+      T0 + 1000,
+    );
+    // Assess
+    expect(estimate.free).toBe(13);
+  });
+
+  it('does not climb while a refusal holds the consumers to its count; climbs once its hold-off has passed', () => {
+    // Prepare: refused at 10, the fleet filled it again since (accepted at 9).
+    const e = withBudget({ ...initialEstimate(shape, T0), free: 10 }, 100);
+    const r = reading({
+      refusals: 1,
+      refusalRun: 0,
+      lastRefusal: { at: T0, held: 10 },
+      acceptances: 50,
+      lastAcceptance: { at: T0 + 5000, held: 9 },
+    });
+    // Act
+    const held = updateEstimate({ ...e, seen: { refusals: 1, acceptances: 0 } }, r, shape, T0 + 5000);
+    const later = updateEstimate(
+      { ...e, seen: { refusals: 1, acceptances: 0 } },
+      r,
+      shape,
+      T0 + REFUSAL_HOLD_OFF_MS + 1,
+    );
+    // Assess
+    expect(held.estimate.free).toBe(10);
+    expect(held.change).toBeUndefined();
+    expect(later.change).toBe('up');
+    expect(later.estimate.free).toBe(11);
   });
 
   it('climbs when an acceptance finds the fleet at the estimate, doubling its step each time', () => {
@@ -61,6 +125,7 @@ describe('the free-threads estimator', () => {
         e,
         reading({ acceptances: i, lastAcceptance: { at: T0 + i, held: e.free - 1 } }),
         shape,
+        T0 + i,
       ).estimate;
       frees.push(e.free);
     }
@@ -74,6 +139,7 @@ describe('the free-threads estimator', () => {
       withBudget({ ...initialEstimate(shape, T0), free: 10 }, 100),
       reading({ acceptances: 5, lastAcceptance: { at: T0, held: 3 } }),
       shape,
+      T0,
     );
     // Assess
     expect(change).toBeUndefined();
@@ -84,7 +150,7 @@ describe('the free-threads estimator', () => {
     // Prepare: a budget of 8 refusals pays for 2 invocations of overshoot.
     const e = withBudget({ ...initialEstimate(shape, T0), free: 4, step: 16 }, 2 * REFUSALS_PER_EXCESS_INVOCATION);
     // Act
-    const { estimate } = updateEstimate(e, reading({ acceptances: 1, lastAcceptance: { at: T0, held: 3 } }), shape);
+    const { estimate } = updateEstimate(e, reading({ acceptances: 1, lastAcceptance: { at: T0, held: 3 } }), shape, T0);
     // Assess
     expect(estimate.free).toBe(6);
   });
@@ -97,11 +163,13 @@ describe('the free-threads estimator', () => {
       e0,
       reading({ acceptances: 1000, lastAcceptance: { at: T0, held: 9 } }),
       shape,
+      T0,
     ).estimate;
     const spent = updateEstimate(
       earned,
       reading({ acceptances: 1000, refusals: 3, lastRefusal: { at: T0 + 1000, held: 11 } }),
       shape,
+      T0 + 1000,
     ).estimate;
     // Assess
     expect(earned.budget).toBeCloseTo(1000 * CLIMB_BUDGET_SHARE);
@@ -115,6 +183,7 @@ describe('the free-threads estimator', () => {
       { ...initialEstimate(shape, T0), free: 0, budget: 0 },
       reading({ acceptances: 1, lastAcceptance: { at: T0, held: 0 } }),
       shape,
+      T0,
     );
     // Assess
     expect(estimate.free).toBe(1);
@@ -136,20 +205,75 @@ function tick(state: GovernorState, now: number, ledger: ThreadLedgerReading, ce
 }
 
 describe('decide: others hold (nearly) the whole plan', () => {
-  it('disables the mappings and asks for one probe a tick while fewer threads than the floor are free', () => {
-    // Act: refused while the fleet held 1 thread.
+  it('disables the mappings while others hold the whole plan, and asks for one probe a tick once the refusals that showed it are paid for', () => {
+    // Act: refused while the fleet held nothing; then a quiet tick.
+    const first = tick(
+      initialState(cfg, T0),
+      T0,
+      reading({ held: 0, refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 0 } }),
+      20,
+      true,
+    );
+    const second = tick(
+      first.state,
+      T0 + 1000,
+      reading({ held: 0, refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 0 } }),
+      20,
+      false,
+    );
+    // Assess
+    expect(first.reason.code).toBe('WAIT_FOR_THREADS');
+    expect(first.paused).toBe(true);
+    expect(first.enabled).toEqual({ normal: false, high: false });
+    expect(first.probe).toBe(false);
+    expect(second.paused).toBe(true);
+    expect(second.probe).toBe(true);
+  });
+
+  it('runs at the mapping’s floor on the one thread others leave (the consumers’ hold keeps them to it), no probe', () => {
+    // Act: refused while the fleet held 1 thread: one is free for it.
     const d = tick(
       initialState(cfg, T0),
       T0,
-      reading({ held: 1, refusals: 1, lastRefusal: { at: T0, held: 1 } }),
+      reading({ held: 1, refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 1 } }),
       20,
       true,
     );
     // Assess
-    expect(d.reason.code).toBe('WAIT_FOR_THREADS');
-    expect(d.paused).toBe(true);
-    expect(d.enabled).toEqual({ normal: false, high: false });
-    expect(d.probe).toBe(true);
+    expect(d.reason.code).toBe('FEW_THREADS');
+    expect(d.paused).toBe(false);
+    expect(d.ceilings.normal).toBe(2);
+    expect(d.enabled.normal).toBe(true);
+    expect(d.probe).toBe(false);
+  });
+
+  it('charges a refused probe once: one probe a tick while others hold the whole plan', () => {
+    // Act: starved for 10 ticks, every probe refused (its refusal shows in the next tick's reading).
+    let state = tick(
+      initialState(cfg, T0),
+      T0,
+      reading({ refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 0 } }),
+      2,
+      false,
+    ).state;
+    let r = reading({ refusals: 1, refusalRun: 1, lastRefusal: { at: T0, held: 0 } });
+    let probes = 0;
+    for (let i = 1; i <= 10; i++) {
+      const d = tick(state, T0 + i * 1000, r, 2, false);
+      state = d.state;
+      if (d.probe) {
+        probes++;
+        r = {
+          ...r,
+          refusals: r.refusals + 1,
+          refusalRun: (r.refusalRun ?? 0) + 1,
+          lastRefusal: { at: T0 + i * 1000 + 5, held: 0 },
+        };
+      }
+    }
+    // Assess: a probe every tick (not every other), and no more refusals than ticks.
+    expect(probes).toBe(10);
+    expect(r.refusals).toBeLessThanOrEqual(11);
   });
 
   it('runs at the floor instead where no probe adapter is wired (it could never learn the threads came back)', () => {
@@ -228,25 +352,44 @@ const eventArb = fc.oneof(
 );
 
 describe('the estimator: properties', () => {
-  it('never exceeds the plan, nor the threads held at the newest refusal until an acceptance tests above it', () => {
+  it('never exceeds the plan nor the newest refusal’s count (half of it in a run), and rises only on an acceptance', () => {
     fc.assert(
       fc.property(fc.array(eventArb, { minLength: 1, maxLength: 60 }), (events) => {
         let e = initialEstimate(shape, T0);
-        let r = reading({});
-        let bound = PLAN;
+        let r = reading({ refusalRun: 0 });
         events.forEach((event, i) => {
           const at = T0 + i * 1000;
-          if (event.kind === 'refused') r = { ...r, refusals: r.refusals + 1, lastRefusal: { at, held: event.held } };
+          if (event.kind === 'refused')
+            r = {
+              ...r,
+              refusals: r.refusals + 1,
+              refusalRun: (r.refusalRun ?? 0) + 1,
+              lastRefusal: { at, held: event.held },
+            };
           if (event.kind === 'accepted')
-            r = { ...r, acceptances: r.acceptances + event.count, lastAcceptance: { at, held: event.held } };
-          const { estimate, change } = updateEstimate(e, r, shape);
-          if (event.kind === 'refused') bound = Math.min(bound, event.held);
-          if (change === 'up') bound = estimate.free;
-          e = estimate;
+            r = {
+              ...r,
+              acceptances: r.acceptances + event.count,
+              refusalRun: 0,
+              lastAcceptance: { at, held: event.held },
+            };
+          const before = e.free;
+          e = updateEstimate(e, r, shape, at).estimate;
           expect(e.free).toBeLessThanOrEqual(PLAN);
           expect(e.free).toBeGreaterThanOrEqual(0);
-          if (event.kind === 'refused')
-            expect(e.free).toBeLessThanOrEqual(Math.max(0, Math.min(PLAN, event.held, bound)));
+          if (event.kind !== 'accepted') expect(e.free).toBeLessThanOrEqual(before);
+          if (event.kind === 'refused') {
+            const count = (r.refusalRun ?? 0) >= 2 ? Math.floor(event.held / 2) : event.held;
+            expect(e.free).toBeLessThanOrEqual(Math.min(PLAN, count));
+          }
+          // While the newest refusal holds the consumers (no acceptance at or above its count), never above it.
+          const refusal = r.lastRefusal;
+          if (
+            refusal !== undefined &&
+            at - refusal.at <= REFUSAL_HOLD_OFF_MS &&
+            !(r.refusalRun === 0 && (r.lastAcceptance?.held ?? -1) >= refusal.held)
+          )
+            expect(e.free).toBeLessThanOrEqual(refusal.held);
         });
       }),
       { numRuns: 2000 },
@@ -266,10 +409,10 @@ describe('the estimator: properties', () => {
           const s: EstimateShape = { planCap: plan, spare: 1, floor: 2, tickMs: 10_000 };
           let e = initialEstimate(s, T0);
           let r = reading({ acceptances: acceptancesBefore, lastAcceptance: { at: T0, held: plan - 1 } });
-          e = updateEstimate(e, r, s).estimate;
+          e = updateEstimate(e, r, s, T0).estimate;
           const gone = T0 + holdTicks * 10_000;
           r = { ...r, refusals: 1, lastRefusal: { at: T0 + 10_000, held: 0 } };
-          e = updateEstimate(e, r, s).estimate;
+          e = updateEstimate(e, r, s, T0 + 10_000).estimate;
           // Act: after it leaves, each tick's acceptances come with the fleet at its estimate.
           let ticks = 0;
           while (e.free < plan && ticks < 100) {
@@ -279,7 +422,7 @@ describe('the estimator: properties', () => {
               acceptances: r.acceptances + e.free + 1,
               lastAcceptance: { at: gone + ticks * 10_000, held: Math.max(0, e.free - 1) },
             };
-            e = updateEstimate(e, r, s).estimate;
+            e = updateEstimate(e, r, s, gone + ticks * 10_000).estimate;
           }
           // Assess
           expect(e.free).toBe(plan);

@@ -200,6 +200,32 @@ describe('outage probe: every tick, back where it was', () => {
     expect(back.ceilings.normal).toBe(6);
   });
 
+  it('stays paused while the solves the solver paused through the outage fill the plan, then resumes at the ceiling before it', () => {
+    // Prepare: running at 8 of 8, every thread held, p95 solve 20 s, when the solver goes down;
+    // the outage outlasts the ledger's leases, so they age out of its count.
+    const full = { held: 8, refusals: 0, acceptances: 100 };
+    let state = initialState(cfg, T0);
+    for (let i = 0; i < cfg.outageTicks; i++)
+      state = decide(
+        signals({ now: T0 + i * TICK, ...NO_ANSWER, threadLedger: full, p95SolveMs: 20_000 }, { ceiling: 8 }),
+        state,
+        cfg,
+      ).state;
+    const aged = { held: 0, refusals: 0, acceptances: 100 };
+    const back = T0 + 600_000;
+    // Act: answering again from `back` on.
+    const first = decide(signals({ now: back, threadLedger: aged }, { enabled: false }), state, cfg);
+    const later = decide(signals({ now: back + 39_000, threadLedger: aged }, { enabled: false }), first.state, cfg);
+    const after = decide(signals({ now: back + 40_000, threadLedger: aged }, { enabled: false }), later.state, cfg);
+    // Assess: no submission into a plan the solver still fills; resumed 2 × p95 after it answered.
+    expect(first.paused).toBe(true);
+    expect(first.reason.message).toContain('still works on the 8 solve(s) it paused');
+    expect(later.paused).toBe(true);
+    expect(after.paused).toBe(false);
+    expect(after.reason.code).toBe('OUTAGE_PROBE');
+    expect(after.ceilings.normal).toBe(8);
+  });
+
   it('does not pause for a blip shorter than outageTicks ticks (the retries absorb it)', () => {
     // Act: down for outageTicks − 1 ticks, then up.
     const decisions = run(initialState(cfg, T0), cfg.outageTicks + 3, (i) =>

@@ -36,6 +36,12 @@ describe('the trace generator', () => {
     }
   });
 
+  it('draws only valid traces on the benchmark’s seeds and beyond (a step rounded onto the end, a top-up of a near-idle trace)', () => {
+    // gen-s3-908 had an arrivals step at 1199.7 s of a 1200 s trace; gen-s11-70 a top-up rounded to $0.
+    expect(() => generateTraces(1000, 3)).not.toThrow();
+    expect(() => generateTraces(300, 11)).not.toThrow();
+  });
+
   it('draws the same traces for the same seed, whatever N', () => {
     const again = generateTraces(5, 7);
     expect(again.map((t) => t.input)).toEqual(traces.slice(0, 5).map((t) => t.input));

@@ -151,6 +151,75 @@ describe('the governor in the lab', () => {
   });
 });
 
+describe('money running out on a wide, fast plan (the spend grant and the fair floor)', () => {
+  // $3.00 at $0.002 a solve over the $0.10 pause level: 1450 solves, the 1451st starting at the
+  // level; 400 threads of 3 s solves start ~130 a second, so a tick's decision alone overshoots.
+  const broke: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 1200,
+    arrivals: [{ at: 0, perSecond: 200 }],
+    methods: [{ method: 'base64', share: 1, medianSeconds: 3, p95Seconds: 5 }],
+    fleet: { planThreads: 400 },
+    balance: { initialUsd: 3, pricePerSolveUsd: 0.002, topUps: [] },
+  };
+  const paidFor = Math.floor((3 - 0.1) / 0.002 + 1e-9) + 1;
+
+  it('the governor starts exactly the solves the money above the pause level pays for (the grant)', () => {
+    const result = run('governor', broke);
+    expect(result.solved).toBe(paidFor);
+    expect(result.startedPastPause).toBe(0);
+  });
+
+  it('the fair floor keeps its own money rule at every submission, its wide fleet’s solves in flight included', () => {
+    const result = run('oracle-ramp', broke);
+    expect(result.solved).toBe(paidFor);
+  });
+});
+
+describe('a tiny plan whose neighbours leave it one thread (fewer than the mapping’s floor)', () => {
+  // Plan 3, others hold 2 for the hour: one thread, about 60 % busy with real tasks.
+  const oneThread: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 3600,
+    arrivals: [{ at: 0, perSecond: 0.03 }],
+    methods: [{ method: 'base64', share: 1, medianSeconds: 18, p95Seconds: 30 }],
+    fleet: { planThreads: 3 },
+    foreignThreads: [{ at: 0, threads: 2 }],
+  };
+
+  it('solves real tasks on it, as the fair floor does, with at most one refusal a starved tick', () => {
+    const governor = run('governor', oneThread);
+    const floor = run('oracle-ramp', oneThread);
+    expect(governor.unfinished).toBe(0);
+    expect(governor.latency.p95).toBeLessThanOrEqual(1.2 * (floor.latency.p95 ?? 0) + 5);
+    expect(governor.overCapWhileStarved).toBeLessThanOrEqual(Math.ceil(governor.starvedSeconds / 10));
+    expect(governor.reasons.FEW_THREADS).toBeGreaterThan(0);
+  });
+});
+
+describe('a heavy-tailed mix far over the plan, no neighbour (solves handed back at their deadline)', () => {
+  // Plan 19, p95 4.7 × the median: many solves outlast the 180 s deadline and are left over.
+  // gen-s1-25-heavy-tails, which found it.
+  const heavy: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 7922,
+    arrivals: [
+      { at: 0, perSecond: 7.075665 },
+      { at: 890, perSecond: 4.954282 },
+      { at: 1368, perSecond: 0.743856 },
+      { at: 2575, perSecond: 0.396516 },
+      { at: 2890, perSecond: 0.348088 },
+      { at: 5281, perSecond: 1.758199 },
+      { at: 7623, perSecond: 0 },
+    ],
+    methods: [{ method: 'amazon_waf', share: 0.289, medianSeconds: 23.39, p95Seconds: 110.97 }],
+    fleet: { planThreads: 19 },
+  };
+
+  it('is never refused: no invocation submits past the bound of its room wait (a woken waiter keeps its bound)', () => {
+    const result = run('governor', heavy, { seed: 26 });
+    expect(result.overCapRejections).toBe(0);
+    expect(result.deadLettered).toBe(0);
+  });
+});
+
 describe('determinism', () => {
   it('replays bit for bit with the same seed and differs with another', () => {
     const input = {

@@ -5,6 +5,7 @@
  */
 import { DEFAULT_DRAIN_TARGET_MS, DEFAULT_OUTAGE_TRANSIENT_SHARE } from './config.js';
 import { type Current, capFloor, clamp, minimumCeiling, planCap } from './capacity.js';
+import { withPriceSample } from './price.js';
 import type {
   DependencyState,
   GovernorConfig,
@@ -139,7 +140,9 @@ function missingSignals(signals: GovernorSignals, lanes: readonly Lane[]): strin
 
 /**
  * Spend rate from successive balance reads (no price signal needed). Frozen while paused, so the
- * projection that paused the fleet is the one that resumes it (no flapping at the level).
+ * projection that paused the fleet is the one that resumes it (no flapping at the level). The
+ * price per solve is learned beside it: each interval's drop and the solves the thread ledger
+ * counted in it (price.ts); an interval with a top-up is left out (its drop is hidden).
  */
 function spendAfter(signals: GovernorSignals, state: GovernorState): SpendState {
   const balance = signals.balance;
@@ -150,7 +153,26 @@ function spendAfter(signals: GovernorSignals, state: GovernorState): SpendState 
     const observed = (seen.usd - balance) / ((signals.now - seen.at) / 1000);
     perSecond = perSecond === undefined ? observed : perSecond + SPEND_SMOOTHING * (observed - perSecond);
   }
-  return { ...state.spend, lastRead: { at: signals.now, usd: balance }, perSecond };
+  const price = priceAfter(signals, state.spend, balance);
+  return { ...state.spend, ...price, lastRead: { at: signals.now, usd: balance }, perSecond };
+}
+
+function priceAfter(signals: GovernorSignals, spend: SpendState, balance: number): Partial<SpendState> {
+  const solved = signals.threadLedger?.solved;
+  const seen = spend.lastRead;
+  const before = spend.solvedSeen;
+  let { priceWindow, learnedPriceUsd } = spend;
+  if (seen !== undefined && balance <= seen.usd && solved !== undefined && before !== undefined && solved >= before) {
+    const sample = { usd: seen.usd - balance, solves: solved - before };
+    if (sample.usd > 0 || sample.solves > 0)
+      ({ window: priceWindow, learned: learnedPriceUsd } = withPriceSample(priceWindow, sample, learnedPriceUsd));
+  }
+  return {
+    ...(priceWindow !== undefined ? { priceWindow } : {}),
+    ...(learnedPriceUsd !== undefined ? { learnedPriceUsd } : {}),
+    ...(solved !== undefined ? { solvedSeen: solved } : {}),
+    ...(signals.threadLedger !== undefined ? { acceptedSeen: signals.threadLedger.acceptances } : {}),
+  };
 }
 
 /** Until two reads give a rate, the balance itself is compared (an unknown rate is not a zero balance). */

@@ -4,6 +4,7 @@
  * Each stage takes the flow and returns the next one (or the same); none edits its input. Pure.
  */
 import type { TickContext } from './context.js';
+import type { SpendGrant } from '../thread-ledger.js';
 import type { GovernorState, PauseReason, ReasonCode, StageName } from './types.js';
 
 /** Consumption goes on at a total ceiling, split over the lanes. */
@@ -26,6 +27,10 @@ export interface PauseProposal {
   resumeTotal?: number;
   /** An outage pause: the threads the ledger counted when it began. */
   heldAtPause?: number;
+  /** An outage pause: the first tick every dependency answered again. */
+  recoveredAt?: number;
+  /** An outage pause: the p95 solve time when it began, ms. */
+  solveP95Ms?: number;
 }
 
 export type Proposal = RunProposal | PauseProposal;
@@ -43,6 +48,8 @@ export interface Flow {
   free: number;
   /** Refusals the thread ledger recorded since the last tick (unknown: 0). */
   refusedSinceLastTick: number;
+  /** The spend grant the money side set (the consumers' solves the money above the pause level pays for). */
+  grant?: SpendGrant;
 }
 
 /** The first stage: it reads the tick's context and calculates the flow the others refine. */

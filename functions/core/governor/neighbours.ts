@@ -4,7 +4,11 @@
  * One estimator, read every tick; a ledger that cannot be read keeps the last estimate. Pure.
  *
  * - A refusal while the fleet held h threads: at most h are ours to hold now. The estimate drops
- *   to h at once, and its climbing step goes back to one invocation.
+ *   to the room the consumers leave themselves after it (`roomLimit`: h, halved per refusal of a
+ *   run with no acceptance between, as others take what the fleet frees), and its climbing step
+ *   goes back to one invocation.
+ * - While that refusal holds the consumers to its count (until an acceptance at or above it, or
+ *   its hold-off), the estimate does not climb: invocations above it would only wait for room.
  * - An acceptance while the fleet held h − 1, with h at the estimate (the fleet filled it) and no
  *   refusal since: the estimate was right, and may be low. It climbs by its step, and the step
  *   doubles: threads a neighbour hands back are found in a few ticks however long it held them,
@@ -15,7 +19,7 @@
  *   hold nearly all the plan) the climb is not budgeted: the fleet then probes one submission a
  *   tick (the neighbours stage), and each accepted probe climbs.
  */
-import type { ThreadLedgerReading } from '../thread-ledger.js';
+import { acceptedSinceRefusal, roomLimit, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { NeighbourEstimate } from './types.js';
 
 /** Share of accepted submissions the climbs may spend on refusals. */
@@ -52,6 +56,7 @@ export function updateEstimate(
   estimate: NeighbourEstimate,
   reading: ThreadLedgerReading,
   shape: EstimateShape,
+  now: number,
 ): { estimate: NeighbourEstimate; change: EstimateChange } {
   const seen = estimate.seen;
   const accepted = Math.max(0, reading.acceptances - seen.acceptances);
@@ -72,9 +77,15 @@ export function updateEstimate(
   if (refusal !== undefined) {
     next.updatedAt = Math.max(estimate.updatedAt, refusal.at);
     next.step = shape.spare;
-    const held = clamp(refusal.held, 0, shape.planCap);
-    if (held < estimate.free) return { estimate: { ...next, free: held }, change: 'down' };
-    return { estimate: next, change: undefined };
+  }
+  // While a refusal holds the consumers to a count, that count is the estimate: down at once, and
+  // up again once an acceptance ends a run (a higher ceiling would only wait for room, a lower one
+  // idle threads the consumers would use).
+  const room = clamp(roomLimit(reading, shape.planCap, now), 0, shape.planCap);
+  if (room < shape.planCap) {
+    const free = acceptedSinceRefusal(reading) ? room : Math.min(room, estimate.free);
+    const change: EstimateChange = free < estimate.free ? 'down' : undefined;
+    return { estimate: { ...next, free }, change };
   }
   if (acceptance === undefined) return { estimate: next, change: undefined };
   next.updatedAt = Math.max(estimate.updatedAt, acceptance.at);

@@ -26,6 +26,7 @@ import { DEFAULT_DRAIN_TARGET_MS, governorConfigFrom } from './config.js';
 import { PROJECTION_TICKS } from './context.js';
 import { decide } from './pipeline.js';
 import { initialState } from './state.js';
+import { withPriceSample } from './price.js';
 import type {
   Decision,
   GovernorConfig,
@@ -41,6 +42,7 @@ import type {
   OverflowState,
 } from './types.js';
 
+export { PRICE_WINDOW_READS } from './price.js';
 export { OVERFLOW_REASON_CODES } from './types.js';
 export type {
   OverflowConfig,
@@ -110,15 +112,6 @@ function floorTo(ms: number, unit: number): number {
 }
 
 /**
- * Intervals between balance reads the learned price sums over. The solves a drop paid for can be
- * counted a read or two later (the provider charges when its worker answers, the consumer counts
- * when it reads the answer); summed over this many reads the lag moves the ratio by at most the
- * lagged solves' share, where a per-interval ratio could come out many times the price (a drop
- * for 8 solves beside 1 counted) and, kept as the highest seen, close the lane for good.
- */
-export const PRICE_WINDOW_READS = 10;
-
-/**
  * Price the budget uses: the hint (the provider's list price for the dearest method sent), or the
  * price learned over the last reads when the balance shows solves dearer than that. Never a learned price
  * under the hint: the provider charges a solve when its worker answers, the consumer counts it
@@ -157,14 +150,8 @@ export function spendAfterRead(spend: OverflowSpend, signals: OverflowSignals): 
   let learned = spend.learnedPriceUsd;
   // An interval with a drop or solves counted joins the window (a top-up's is left out: its drop
   // is hidden); the learned price is the window's drops ÷ its solves.
-  if (seen !== undefined && balance <= seen.usd && solves !== undefined && (solves > 0 || spent > 0)) {
-    window = [...window, { usd: seen.usd - balance, solves }].slice(-PRICE_WINDOW_READS);
-    const sum = window.reduce((total, entry) => ({ usd: total.usd + entry.usd, solves: total.solves + entry.solves }), {
-      usd: 0,
-      solves: 0,
-    });
-    if (sum.solves > 0 && sum.usd > 0) learned = sum.usd / sum.solves;
-  }
+  if (seen !== undefined && balance <= seen.usd && solves !== undefined && (solves > 0 || spent > 0))
+    ({ window, learned } = withPriceSample(window, { usd: seen.usd - balance, solves }, learned));
   return {
     ...next,
     hourUsd: next.hourUsd + spent,

@@ -54,6 +54,8 @@ function pausedDecision(ctx: TickContext, flow: Flow, proposal: PauseProposal, s
     since,
     ...(proposal.resumeTotal !== undefined ? { resumeTotal: proposal.resumeTotal } : {}),
     ...(proposal.heldAtPause !== undefined ? { heldAtPause: proposal.heldAtPause } : {}),
+    ...(proposal.recoveredAt !== undefined ? { recoveredAt: proposal.recoveredAt } : {}),
+    ...(proposal.solveP95Ms !== undefined ? { solveP95Ms: proposal.solveP95Ms } : {}),
   };
   const state: GovernorState = {
     ...flow.state,
@@ -70,6 +72,7 @@ function pausedDecision(ctx: TickContext, flow: Flow, proposal: PauseProposal, s
     reason: { code: proposal.code, message: proposal.message },
     stages,
     probe: flow.probe,
+    ...(flow.grant !== undefined ? { spendGrant: flow.grant } : {}),
     state,
   };
 }
@@ -94,6 +97,7 @@ function runningDecision(ctx: TickContext, flow: Flow, proposal: RunProposal, st
     reason: { code: proposal.code, message: proposal.message },
     stages,
     probe: false,
+    ...(flow.grant !== undefined ? { spendGrant: flow.grant } : {}),
     state,
   };
 }

@@ -1,11 +1,15 @@
 /**
  * The `account` stage: the solver account, its key and IP and its money. Account errors (a
  * rejected key, a banned IP) pause; a cooldown later a balance read that works resumes small and
- * doubles (the rate-limit stage). A balance, or its projection by the tick after next, under the
- * pause level pauses; the first funded read resumes at once. Pure.
+ * doubles (the rate-limit stage). Near the pause level, with the price per solve learned, the
+ * money above it is granted to the consumers as a count of solves (the spend grant, written to
+ * the thread ledger), and the fleet pauses once it pays for none; without a price, a balance or
+ * its projection by the tick after next under the pause level pauses (after spending the rest);
+ * the first funded read resumes at once. Pure.
  */
+import type { SpendGrant } from '../thread-ledger.js';
 import { invocations } from './capacity.js';
-import type { TickContext } from './context.js';
+import type { Funds, TickContext } from './context.js';
 import { PROJECTION_TICKS } from './context.js';
 import { type Flow, pause, pct, resumed, run, seconds, type Stage, usd } from './flow.js';
 
@@ -37,6 +41,84 @@ function unreadableCause(ctx: TickContext): string {
   return failed === undefined ? 'no reason given' : `${failed.code}`;
 }
 
+/**
+ * A grant lapses this many ticks after the tick that wrote it unless a later tick renews it: a
+ * governor that stopped ticking leaves the consumers as they were before grants (the solver's own
+ * account answers pause them), never held by a stale count.
+ */
+export const GRANT_LIFETIME_TICKS = 2 * PROJECTION_TICKS;
+
+/** The solves the money above the pause level still pays for, and the grant that lets the consumers start them. */
+interface Granted {
+  solves: number;
+  price: number;
+  held: number;
+  grant: SpendGrant;
+}
+
+/**
+ * The spend grant, once the money above the pause level pays for fewer solves than the fleet
+ * could start before a grant lapses (reachOf) and the price per solve is learned (or while paused
+ * for money): a solve may start while the
+ * balance, less what the solves in flight (leftovers included) will be charged, is at or above
+ * the pause level (the fair floor's own rule: no solve starts once the money above the level is
+ * spoken for). The grant is the ledger's acceptance count those solves take it to. Undefined
+ * while the money is farther, or the price or the ledger unknown (the projection then decides).
+ */
+function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
+  const { funds, config, signals, now } = ctx;
+  const reading = signals.threadLedger;
+  const price = flow.state.spend.learnedPriceUsd;
+  if (funds === undefined || reading === undefined || price === undefined || !(price > 0)) return undefined;
+  const room = (funds.usd - config.pauseBalance) / price - reading.held;
+  // A hair of tolerance: money and prices in cents make the tie (exactly at the level) common.
+  const solves = room < -1e-9 ? 0 : Math.floor(room + 1e-9) + 1;
+  if (solves >= reachOf(ctx, flow, reading.acceptances) && ctx.state.pause?.reason !== 'balance') return undefined;
+  const until = now + GRANT_LIFETIME_TICKS * (config.tickMs ?? 10_000);
+  return { solves, price, held: reading.held, grant: { limit: reading.acceptances + solves, until } };
+}
+
+/**
+ * The solves the fleet could start before a grant written now lapses: `GRANT_LIFETIME_TICKS` of
+ * the more of its starts since the last read and its whole width restarted every mean solve
+ * (a burst from idle). Unbounded while either count is unknown (the grant is then in force).
+ */
+function reachOf(ctx: TickContext, flow: Flow, acceptances: number): number {
+  const { config, signals } = ctx;
+  const seen = ctx.state.spend.acceptedSeen;
+  const mean = signals.meanSolveMs;
+  if (seen === undefined || mean === undefined || !(mean > 0)) return Number.POSITIVE_INFINITY;
+  const tickMs = config.tickMs ?? 10_000;
+  const width = flow.allowed * config.tasksPerInvocation * Math.max(1, tickMs / mean);
+  return GRANT_LIFETIME_TICKS * Math.max(acceptances - seen, width);
+}
+
+/** Run at the free threads with the grant, or pause once it pays for no solve. */
+function spendGranted(ctx: TickContext, flow: Flow, granted: Granted, resumed: boolean): Flow {
+  const { funds, config } = ctx;
+  const money = `balance $${usd(funds?.usd ?? 0, 4)} at $${usd(granted.price, 4)} a solve, ${granted.held} solve(s) in flight`;
+  // Paused, the grant stays in force, used up: invocations already running start nothing more.
+  if (granted.solves < 1)
+    return {
+      ...flow,
+      grant: granted.grant,
+      proposal: pause(
+        'balance',
+        'PAUSE_LOW_BALANCE',
+        `${resumed ? 'Still paused' : 'Paused'}: the money above the pause level $${usd(config.pauseBalance)} is spoken for (${money}); tasks wait in the queue until it is topped up.`,
+      ),
+    };
+  return {
+    ...flow,
+    grant: granted.grant,
+    proposal: run(
+      flow.allowed,
+      'SPEND_THE_REST',
+      `Spending the rest: ${money}; the money above the pause level pays for ${granted.solves} more, granted to the consumers through the thread ledger.`,
+    ),
+  };
+}
+
 function startPause(ctx: TickContext, flow: Flow): Flow {
   const { funds, config } = ctx;
   if (ctx.accountTrouble)
@@ -48,6 +130,12 @@ function startPause(ctx: TickContext, flow: Flow): Flow {
         `Paused: the solver answered ${ctx.signals.accountErrors} account error(s): ${accountCause(ctx)}; tasks wait in the queue until a balance read shows the key and IP work again.`,
       ),
     };
+  const granted = grantFor(ctx, flow);
+  if (granted !== undefined) {
+    // Until the projection nears the pause level the grant rides along unseen; then it is the decision.
+    const near = funds !== undefined && funds.projected < config.pauseBalance;
+    return granted.solves < 1 || near ? spendGranted(ctx, flow, granted, false) : { ...flow, grant: granted.grant };
+  }
   if (funds === undefined || funds.projected >= config.pauseBalance) return flow;
   const budgeted = spendTheRest(ctx, flow);
   if (budgeted !== undefined) return budgeted;
@@ -95,14 +183,23 @@ function spendTheRest(ctx: TickContext, flow: Flow): Flow | undefined {
 
 /** Paused for money: stay, or resume on the first read that shows funds (at the free threads above the halt level). */
 function whileBroke(ctx: TickContext, flow: Flow): Flow {
-  const { funds, config, signals, minimum } = ctx;
-  if (funds === undefined || funds.projected < config.pauseBalance) {
+  const { funds, config } = ctx;
+  const granted = grantFor(ctx, flow);
+  if (granted !== undefined && granted.solves < 1) return spendGranted(ctx, flow, granted, true);
+  // Under the grant the money decides by the count it pays for, not by the projection.
+  if (funds === undefined || (granted === undefined && funds.projected < config.pauseBalance)) {
     const why =
       funds === undefined
         ? 'the balance cannot be read'
         : `balance $${usd(funds.usd, 4)}, less ${PROJECTION_TICKS} tick(s) of spending at the last rate, is still under the pause level $${usd(config.pauseBalance)}`;
     return { ...flow, proposal: pause('balance', 'PAUSE_LOW_BALANCE', `Still paused (balance): ${why}.`) };
   }
+  return resumeFunded(ctx, flow, funds);
+}
+
+/** Resume from a money pause: at the free threads above the halt level, else (or while erroring) at the minimum. */
+function resumeFunded(ctx: TickContext, flow: Flow, funds: Funds): Flow {
+  const { config, signals, minimum } = ctx;
   const state = resumed(ctx, flow.state);
   const underHalt = funds.usd < config.haltBalance;
   if (signals.errorRate !== undefined && signals.errorRate > config.errorRateThreshold) {
@@ -166,7 +263,12 @@ export const accountStage: Stage = {
   apply(ctx, flow) {
     const paused = ctx.state.pause;
     if (paused === undefined || paused.reason === 'threads') return startPause(ctx, flow);
-    if (paused.reason === 'balance') return whileBroke(ctx, flow);
+    if (paused.reason === 'balance') {
+      // A fleet resumed near the pause level resumes under the grant.
+      const next = whileBroke(ctx, flow);
+      const granted = grantFor(ctx, flow);
+      return next.proposal.kind === 'run' && granted !== undefined ? { ...next, grant: granted.grant } : next;
+    }
     if (paused.reason === 'account') return whileRefused(ctx, flow);
     return flow;
   },

@@ -12,7 +12,8 @@
  */
 import { noteStoreOutage, resumeOnTrial, storeTrialStep, trialWait, withoutIdleTrial } from '../store-health.js';
 import type { DependencyView, TickContext } from './context.js';
-import { type Flow, pause, resumed, run, type Stage, usd } from './flow.js';
+import { type Flow, type PauseProposal, pause, resumed, run, type Stage, usd } from './flow.js';
+import type { PauseState } from './types.js';
 
 function names(deps: readonly DependencyView[]): string {
   return deps.map((d) => `${d.name}: ${d.seen}`).join('; ');
@@ -34,7 +35,7 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
           `Still paused (outage): ${names(unhealthy)}; probing again next tick.`,
           resumeTotal,
         ),
-        ...(ctx.state.pause?.heldAtPause !== undefined ? { heldAtPause: ctx.state.pause.heldAtPause } : {}),
+        ...outageRecord(ctx.state.pause),
       },
     };
   const waiting = trialWait(ctx, flow);
@@ -48,14 +49,50 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
         `Still paused: the solver answers again, but balance $${usd(funds?.usd ?? 0)} is under the pause level $${usd(config.pauseBalance)}; tasks wait in the queue until it is topped up.`,
       ),
     };
-  // The solver resumes the solves it paused; those whose leases aged out are still its threads for a while.
-  const aged = Math.max(0, (ctx.state.pause?.heldAtPause ?? 0) - (ctx.signals.threadLedger?.held ?? 0));
-  const holdMs = 2 * (ctx.signals.meanSolveMs ?? 30_000);
-  const carried = aged > 0 ? { threads: aged, until: ctx.now + holdMs } : undefined;
-  const allowed = carried
-    ? Math.max(ctx.minimum, flow.allowed - Math.ceil(aged / ctx.config.tasksPerInvocation))
-    : flow.allowed;
-  const total = Math.min(allowed, Math.max(ctx.minimum, resumeTotal ?? allowed));
+  return resumeAfterOutage(ctx, flow, funds.usd);
+}
+
+/** What an outage pause carries from tick to tick. */
+function outageRecord(paused: PauseState | undefined): Partial<PauseProposal> {
+  return {
+    ...(paused?.heldAtPause !== undefined ? { heldAtPause: paused.heldAtPause } : {}),
+    ...(paused?.solveP95Ms !== undefined ? { solveP95Ms: paused.solveP95Ms } : {}),
+  };
+}
+
+/**
+ * Every dependency answers again. The solver resumes the solves it paused, and those whose leases
+ * aged out of the ledger while it was down are still its threads (carried) until they end: they
+ * take what was left of their solve, so they are counted for twice the p95 solve time the metrics
+ * showed when the outage began (a thread lease, the longest any solve holds a thread, when that
+ * is unknown), from the first tick the solver answered. While they fill what the plan leaves, the
+ * fleet stays paused (a submission would be refused); then it resumes at the ceiling it held
+ * before, less what is still carried.
+ */
+function resumeAfterOutage(ctx: TickContext, flow: Flow, balance: number): Flow {
+  const paused = ctx.state.pause;
+  const resumeTotal = paused?.resumeTotal;
+  const aged = Math.max(0, (paused?.heldAtPause ?? 0) - (ctx.signals.threadLedger?.held ?? 0));
+  const recoveredAt = paused?.recoveredAt ?? ctx.now;
+  const lease = ctx.config.threadLeaseMs ?? 2 * (ctx.signals.meanSolveMs ?? 30_000);
+  const until = recoveredAt + Math.min(lease, 2 * (paused?.solveP95Ms ?? lease));
+  const carried = aged > 0 && ctx.now < until ? { threads: aged, until } : undefined;
+  const room = carried ? flow.allowed - Math.ceil(aged / ctx.config.tasksPerInvocation) : flow.allowed;
+  if (carried && room < ctx.minimum)
+    return {
+      ...flow,
+      proposal: {
+        ...pause(
+          'outage',
+          'PAUSE_OUTAGE',
+          `Still paused: every dependency answers again, but the solver still works on the ${aged} solve(s) it paused through the outage, which fill the plan; resuming as they end (by ${Math.ceil((until - ctx.now) / 1000)} s at most).`,
+          resumeTotal,
+        ),
+        ...outageRecord(paused),
+        recoveredAt,
+      },
+    };
+  const total = Math.min(Math.max(ctx.minimum, room), Math.max(ctx.minimum, resumeTotal ?? room));
   const state = resumed(ctx, flow.state);
   const resume = resumeOnTrial(ctx, total, { ...state, overCap: { ...state.overCap, carried } });
   return {
@@ -65,8 +102,8 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
       resume.total,
       'OUTAGE_PROBE',
       resume.trial
-        ? `Resumed on trial at ${resume.total}: every dependency answered this tick (the balance read: $${usd(funds.usd)}); the ceiling before the outage (${total}) once the consumers' own store calls work.`
-        : `Resumed at ${total}, the ceiling before the outage: every dependency answered this tick (the balance read: $${usd(funds.usd)}).`,
+        ? `Resumed on trial at ${resume.total}: every dependency answered this tick (the balance read: $${usd(balance)}); the ceiling before the outage (${total}${carried ? `, less the ${aged} solve(s) the solver still works on` : ''}) once the consumers' own store calls work.`
+        : `Resumed at ${total}, the ceiling before the outage${carried ? ` less the ${aged} solve(s) the solver still works on` : ''}: every dependency answered this tick (the balance read: $${usd(balance)}).`,
     ),
   };
 }
@@ -95,6 +132,7 @@ export const availabilityStage: Stage = {
           Math.max(ctx.minimum, before),
         ),
         heldAtPause: ctx.signals.threadLedger?.held ?? 0,
+        ...(ctx.signals.p95SolveMs !== undefined ? { solveP95Ms: ctx.signals.p95SolveMs } : {}),
       },
     };
   },

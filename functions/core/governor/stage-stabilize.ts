@@ -55,7 +55,8 @@ export const stabilizeStage: Stage = {
     if (ctx.halted && ctx.funds !== undefined) {
       const total = Math.min(hold, halt ?? hold, proposal.total);
       // The account stage's budget for the last money above the pause level says why it is lower.
-      if (proposal.code === 'HALT_LOW_BALANCE' && total === proposal.total) return { ...flow, state };
+      if ((proposal.code === 'HALT_LOW_BALANCE' || proposal.code === 'SPEND_THE_REST') && total === proposal.total)
+        return { ...flow, state };
       const crossing = ctx.state.spend.haltCeiling === undefined;
       return {
         ...flow,

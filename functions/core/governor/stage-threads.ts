@@ -5,7 +5,8 @@
  * submission per tick, never more). Pure.
  */
 import { capFloor, ceilingFor, clamp, planCap } from './capacity.js';
-import { type Calculation, pause, resumed, run, type Stage } from './flow.js';
+import type { TickContext } from './context.js';
+import { type Calculation, type Flow, pause, resumed, run, type Stage } from './flow.js';
 import { type EstimateShape, initialEstimate, updateEstimate } from './neighbours.js';
 import type { GovernorConfig, NeighbourEstimate, ReasonCode } from './types.js';
 
@@ -32,7 +33,7 @@ export const freeThreadsStage: Calculation = {
     const before: NeighbourEstimate = base.overCap.neighbours ?? initialEstimate(shape, ctx.now);
     const reading = signals.threadLedger;
     const { estimate, change } = reading
-      ? updateEstimate(before, reading, shape)
+      ? updateEstimate(before, reading, shape, ctx.now)
       : { estimate: before, change: undefined };
     // Leftovers (threads held for submissions handed back unanswered) keep the ceiling from
     // rising; while the plan has room they never cut it: the tasks come back to resume them, and
@@ -75,29 +76,32 @@ export const freeThreadsStage: Calculation = {
 
 /** Most starved-probe credit kept: one probe a tick, never more. */
 const MAX_PROBE_CREDIT = 1;
-/**
- * Least credit kept: the refusals of a burst (invocations still running when others took the
- * plan) are charged to the probes, but delay the next one by at most this many ticks. Without
- * the bound, a burst of thousands would silence the probe for hours after the threads came back.
- */
-const MIN_PROBE_CREDIT = -6;
 
 /**
- * Others leave the fleet fewer threads than the mapping's floor (two invocations): a mapping at
- * its floor would only retry into refusals. Disable the mappings (tasks wait in the queue, their
- * receive counts unchanged) and probe with one submission of the governor's own per tick, while
- * the refusals seen in starved ticks leave room for it (one per starved tick in all). An accepted
- * probe climbs the estimate (the free-threads stage); at the floor the fleet resumes.
+ * Others leave the fleet fewer threads than the mapping's floor (two invocations).
+ *
+ * - None at all: a mapping at its floor would only retry into refusals. Disable the mappings
+ *   (tasks wait in the queue, their receive counts unchanged) and probe with one submission of
+ *   the governor's own per tick, while the refusals seen in starved ticks leave room for it (one
+ *   per starved tick in all, each charged once, when the ledger shows it). An accepted probe
+ *   climbs the estimate (the free-threads stage).
+ * - Some (fewer than the floor): run the mapping at its floor and let the consumers' refusal hold
+ *   keep them to those threads: one invocation solves on a thread while the other waits for it
+ *   (the room full of the fleet's own solves, it waits up to its deadline rather than going
+ *   back). The hold lapses once a minute, so a test costs at most one refusal a minute, and an
+ *   acceptance above it climbs the estimate as anywhere else. The threads others leave work.
  */
 export const neighboursStage: Stage = {
   name: 'neighbours',
   apply(ctx, flow) {
     // Without a probe adapter a paused fleet could never learn that threads came back: it runs at the floor.
-    const starved = flow.free < capFloor(ctx.config) && ctx.config.probeSubmissions === true;
+    const starved = flow.free < 1 && ctx.config.probeSubmissions === true;
     const paused = ctx.state.pause;
     if (!starved) {
-      if (paused?.reason !== 'threads' || flow.proposal.kind === 'pause') return flow;
-      const state = resumed(ctx, flow.state);
+      const few = flow.free < capFloor(ctx.config) && flow.proposal.kind === 'run';
+      if (paused?.reason !== 'threads' || flow.proposal.kind === 'pause') return few ? fewThreads(ctx, flow) : flow;
+      // A starved spell's credit ends with it: the next one starts from its own first tick.
+      const state = resumed(ctx, { ...flow.state, overCap: { ...flow.state.overCap, probeCredit: undefined } });
       return {
         ...flow,
         state,
@@ -109,15 +113,20 @@ export const neighboursStage: Stage = {
       };
     }
     if (flow.proposal.kind === 'pause' && flow.proposal.reason !== 'threads') return flow;
-    const credit = Math.max(
-      MIN_PROBE_CREDIT,
-      Math.min(MAX_PROBE_CREDIT, (flow.state.overCap.probeCredit ?? MAX_PROBE_CREDIT) + 1 - flow.refusedSinceLastTick),
-    );
+    // One refusal a starved tick in all: each tick adds one, each refusal the ledger shows takes
+    // one (a refused probe's included, charged once, when it shows; a burst of the invocations
+    // still running when others took the plan silences the probe until the ticks have paid for it).
+    // A spell's first tick pays for the whole run of refusals that led to it (the ledger's
+    // refusals since the fleet's last acceptance): the ticks before it saw some of them outside
+    // the spell, though others held the plan already.
+    const before = flow.state.overCap.probeCredit;
+    const spent =
+      before === undefined
+        ? Math.max(ctx.signals.threadLedger?.refusalRun ?? 0, flow.refusedSinceLastTick)
+        : flow.refusedSinceLastTick;
+    const credit = Math.min(MAX_PROBE_CREDIT, (before ?? 0) + 1 - spent);
     const probe = credit >= 1;
-    const state = {
-      ...flow.state,
-      overCap: { ...flow.state.overCap, probeCredit: probe ? credit - 1 : credit },
-    };
+    const state = { ...flow.state, overCap: { ...flow.state.overCap, probeCredit: credit } };
     return {
       ...flow,
       state,
@@ -125,8 +134,21 @@ export const neighboursStage: Stage = {
       proposal: pause(
         'threads',
         'WAIT_FOR_THREADS',
-        `Waiting for threads: others hold all but ${flow.free} of the plan's ${planCap(ctx.config)}, fewer than the mapping's floor; mappings disabled, ${probe ? 'one probe submission this tick' : 'no probe this tick (the last refusals used its turn)'}.`,
+        `Waiting for threads: others hold the whole plan of ${planCap(ctx.config)}; mappings disabled, ${probe ? 'one probe submission this tick' : 'no probe this tick (the last refusals used its turn)'}.`,
       ),
     };
   },
 };
+
+/** A few threads, fewer than the mapping's floor: the floor, the consumers' hold keeping them to those threads. */
+function fewThreads(ctx: TickContext, flow: Flow): Flow {
+  if (flow.proposal.code !== 'FREE_THREADS' && flow.proposal.code !== 'OVER_CAP_SHRINK') return flow;
+  return {
+    ...flow,
+    proposal: run(
+      flow.allowed,
+      'FEW_THREADS',
+      `Few threads: others leave ${flow.free} of the plan's ${planCap(ctx.config)}, fewer than the mapping's floor; the mapping runs at its floor (${flow.allowed}) and the consumers' refusal hold keeps them to those threads (one waits while another solves).`,
+    ),
+  };
+}

@@ -4,7 +4,7 @@
  * in `tick.ts` is pure; time arrives in the signals. Missing values are `undefined`, never 0.
  */
 
-import type { ThreadLedgerReading } from '../thread-ledger.js';
+import type { SpendGrant, ThreadLedgerReading } from '../thread-ledger.js';
 
 export const LANES = ['high', 'normal'] as const;
 export type Lane = (typeof LANES)[number];
@@ -103,6 +103,7 @@ export type ReasonCode =
   | 'FREE_THREADS'
   | 'HOLD_MISSING_SIGNAL'
   | 'HALT_LOW_BALANCE'
+  | 'SPEND_THE_REST'
   | 'PAUSE_LOW_BALANCE'
   | 'PAUSE_ACCOUNT'
   | 'PAUSE_OUTAGE'
@@ -112,6 +113,7 @@ export type ReasonCode =
   | 'OVER_CAP_PROBE'
   | 'OUTAGE_PROBE'
   | 'WAIT_FOR_THREADS'
+  | 'FEW_THREADS'
   | 'IDLE';
 
 /** Every reason code, for counters and docs. */
@@ -119,6 +121,7 @@ export const REASON_CODES: readonly ReasonCode[] = [
   'FREE_THREADS',
   'HOLD_MISSING_SIGNAL',
   'HALT_LOW_BALANCE',
+  'SPEND_THE_REST',
   'PAUSE_LOW_BALANCE',
   'PAUSE_ACCOUNT',
   'PAUSE_OUTAGE',
@@ -128,6 +131,7 @@ export const REASON_CODES: readonly ReasonCode[] = [
   'OVER_CAP_PROBE',
   'OUTAGE_PROBE',
   'WAIT_FOR_THREADS',
+  'FEW_THREADS',
   'IDLE',
 ];
 
@@ -150,6 +154,10 @@ export interface PauseState {
   resumeTotal?: number;
   /** An outage pause: the threads the ledger counted when it began (the solver resumes those solves after it). */
   heldAtPause?: number;
+  /** An outage pause: epoch ms of the first tick every dependency answered again (the solver's paused solves run from then). */
+  recoveredAt?: number;
+  /** An outage pause: the p95 solve time the metrics showed when it began, ms (the paused solves' length). */
+  solveP95Ms?: number;
 }
 
 /** Probing back what an account pause took away. */
@@ -209,6 +217,17 @@ export interface SpendState {
   perSecond?: number;
   /** While the balance is under the halt level: the total ceiling frozen at the crossing (where it stood then). */
   haltCeiling?: number;
+  /**
+   * Price per solve learned from the balance, USD: the drops ÷ the solves the thread ledger
+   * counted over the last `PRICE_WINDOW_READS` intervals between two reads (price.ts).
+   */
+  learnedPriceUsd?: number;
+  /** The last intervals' balance drops and the solves counted in them, oldest first (top-ups left out). */
+  priceWindow?: Array<{ usd: number; solves: number }>;
+  /** The ledger's solved counter at the last balance read. */
+  solvedSeen?: number;
+  /** The ledger's acceptance counter at the last balance read (the solves the fleet started between two reads). */
+  acceptedSeen?: number;
 }
 
 /**
@@ -342,6 +361,13 @@ export interface GovernorConfig {
   tickMs?: number;
   /** How far back the consumer's metric window reaches (window + lag), ms. @default 2 × probeCooldownMs */
   metricsSpanMs?: number;
+  /**
+   * The longest a solve holds a solver thread, ms: the consumer's function timeout, the thread
+   * ledger's lease (a solver id is not answered past it). After an outage, the solves the solver
+   * paused through it are counted as the fleet's threads this long at most.
+   * @default twice the mean solve time
+   */
+  threadLeaseMs?: number;
 }
 
 /** The pipeline's stages, in order (pipeline.ts). */
@@ -389,6 +415,11 @@ export interface Decision {
   stages: StageResult[];
   /** Make one probe submission this tick (others hold all but fewer threads than the mapping's floor). */
   probe: boolean;
+  /**
+   * The spend grant to write to the thread ledger: the money above the pause level is nearly
+   * spent, and the consumers may start this many more solves (absent: none in force; clear it).
+   */
+  spendGrant?: SpendGrant;
   /** State to persist for the next tick. */
   state: GovernorState;
 }

@@ -1,0 +1,236 @@
+/**
+ * The money side's spend grant (the account stage): with the price per solve learned from the
+ * balance and the ledger's solved counter, the governor grants the consumers, every tick, exactly
+ * the solves the money above the pause level pays for after every solve in flight is charged
+ * (the fair floor's rule), and pauses once it pays for none. One row per
+ * situation, then the price it learns, then a property over whole runs: no solve starts that the
+ * money above the pause level does not pay for, and none the money pays for is left unstarted.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { decide, governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
+import type { GovernorState, SpendState } from '../../functions/core/governor/types.js';
+import { resolveSettings } from '../../functions/core/settings.js';
+import type { ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
+import { grantUsedUp } from '../../functions/core/thread-ledger.js';
+import { enabledTotal, governorSignals, T0 } from '../helpers/governor.js';
+
+const cfg = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: 8 }), { probeSubmissions: true });
+const NOW = T0 + 10_000;
+const PRICE = 0.002;
+
+function stateWith(spend: Partial<SpendState>, pause?: GovernorState['pause']): GovernorState {
+  const base = initialState(cfg, T0);
+  return { ...base, spend: { ...base.spend, ...spend }, ...(pause ? { pause } : {}) };
+}
+
+function ledger(held: number, acceptances = 1000): ThreadLedgerReading {
+  return { held, refusals: 0, acceptances, solved: acceptances - held };
+}
+
+/** A tick at NOW with `balance`, `held` solves in flight and the learned price in the state. */
+function tick(balance: number, held: number | undefined, spend: Partial<SpendState>, pause?: GovernorState['pause']) {
+  return decide(
+    governorSignals(
+      NOW,
+      { balance, ...(held !== undefined ? { threadLedger: ledger(held) } : {}) },
+      { inFlight: held ?? 5 },
+    ),
+    stateWith({ lastRead: { at: T0, usd: balance + 0.1 }, perSecond: 0.01, ...spend }, pause),
+    cfg,
+  );
+}
+
+// The price learned, and 40 solves started since the last read (the fleet's reach: 4 ticks of that).
+const learned = { learnedPriceUsd: PRICE, solvedSeen: 1000 - 5, acceptedSeen: 1000 - 40 };
+
+describe('the spend grant', () => {
+  const rows = [
+    {
+      situation: 'money far above what the fleet could start before a grant lapses: no grant, the free threads',
+      balance: 50,
+      held: 5,
+      spend: learned,
+      code: 'FREE_THREADS',
+      grant: undefined,
+    },
+    {
+      situation: 'money within the fleet’s reach, the projection still above the pause level: the grant rides along',
+      // ($0.40 − $0.10) / $0.002 = 150 solves, 5 of them in flight: 146 more, under 4 × 40.
+      balance: 0.4,
+      held: 5,
+      spend: { ...learned, perSecond: 0.001 },
+      code: 'HALT_LOW_BALANCE',
+      grant: 1146,
+    },
+    {
+      situation: 'near the pause level: the solves the money above it pays for, and the decision says so',
+      // ($0.30 − $0.10) / $0.002 = 100 solves, 5 of them in flight: 95 more may start, the 96th at the level.
+      balance: 0.3,
+      held: 5,
+      spend: learned,
+      code: 'SPEND_THE_REST',
+      grant: 1096,
+    },
+    {
+      situation:
+        'the money after the solves in flight exactly at the pause level: one more may start (the floor’s rule)',
+      balance: 0.11,
+      held: 5,
+      spend: learned,
+      code: 'SPEND_THE_REST',
+      grant: 1001,
+    },
+    {
+      situation: 'the solves in flight already take it under the pause level: paused, the grant used up',
+      balance: 0.108,
+      held: 5,
+      spend: learned,
+      code: 'PAUSE_LOW_BALANCE',
+      grant: 1000,
+    },
+    {
+      situation: 'no price learned yet: no grant, the projection decides (spending the rest by share)',
+      balance: 0.3,
+      held: 5,
+      spend: {},
+      code: 'HALT_LOW_BALANCE',
+      grant: undefined,
+    },
+    {
+      situation: 'the ledger unread: no grant (its counts are the grant’s)',
+      balance: 0.3,
+      held: undefined,
+      spend: learned,
+      code: 'HALT_LOW_BALANCE',
+      grant: undefined,
+    },
+  ] as const;
+
+  it.each(rows)('$situation', ({ balance, held, spend, code, grant }) => {
+    // Act
+    const d = tick(balance, held, spend);
+    // Assess
+    expect(d.reason.code).toBe(code);
+    expect(d.spendGrant?.limit).toBe(grant);
+    if (grant !== undefined) expect(d.spendGrant?.until).toBeGreaterThan(NOW);
+    if (code === 'SPEND_THE_REST') expect(enabledTotal(d)).toBe(8);
+  });
+
+  it('stays paused while the money above the pause level is spoken for, the grant kept used up', () => {
+    // Act
+    const d = tick(0.104, 3, learned, { reason: 'balance', since: T0 });
+    // Assess
+    expect(d.paused).toBe(true);
+    expect(d.reason.code).toBe('PAUSE_LOW_BALANCE');
+    expect(grantUsedUp({ grant: d.spendGrant, acceptances: 1000 }, NOW)).toBe(true);
+  });
+
+  it('resumes at the free threads once topped up far above the pause level, the grant far from used up', () => {
+    // Act
+    const d = tick(40, 5, { ...learned, perSecond: 0.01 }, { reason: 'balance', since: T0 });
+    // Assess
+    expect(d.paused).toBe(false);
+    expect(enabledTotal(d)).toBe(8);
+    expect(d.spendGrant?.limit ?? Number.POSITIVE_INFINITY).toBeGreaterThan(1000 + 19_000);
+  });
+
+  it('learns the price from the balance drops over the solves the ledger counted beside them', () => {
+    // Prepare: $1.00, then $0.90 with 50 more solves counted: $0.002 a solve.
+    const before = stateWith({ lastRead: { at: T0, usd: 1 }, solvedSeen: 100 });
+    const reading: ThreadLedgerReading = { held: 4, refusals: 0, acceptances: 154, solved: 150 };
+    // Act
+    const d = decide(governorSignals(NOW, { balance: 0.9, threadLedger: reading }), before, cfg);
+    // Assess
+    expect(d.state.spend.learnedPriceUsd).toBeCloseTo(0.002, 9);
+    expect(d.state.spend.solvedSeen).toBe(150);
+  });
+
+  it('leaves a top-up’s interval out of the price (its drop is hidden)', () => {
+    // Prepare
+    const before = stateWith({ lastRead: { at: T0, usd: 1 }, solvedSeen: 100, learnedPriceUsd: 0.003 });
+    // Act: the balance rose by a top-up while 50 solves were counted.
+    const d = decide(
+      governorSignals(NOW, { balance: 5, threadLedger: { held: 0, refusals: 0, acceptances: 150, solved: 150 } }),
+      before,
+      cfg,
+    );
+    // Assess
+    expect(d.state.spend.learnedPriceUsd).toBe(0.003);
+    expect(d.state.spend.solvedSeen).toBe(150);
+  });
+});
+
+describe('the spend grant: property over whole runs', () => {
+  it('starts exactly the solves the money above the pause level pays for, never one more', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 60 }),
+        fc.constantFrom(0.001, 0.002, 0.003),
+        fc.integer({ min: 50, max: 3000 }),
+        fc.integer({ min: 1, max: 1_000_000 }),
+        (plan, price, affordable, seed) => {
+          const c = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: plan }), {
+            probeSubmissions: true,
+          });
+          const pause = c.pauseBalance;
+          const initial = pause + affordable * price + price / 3;
+          let random = seed;
+          const next = () => {
+            random = (random * 1103515245 + 12345) % 2147483648;
+            return random / 2147483648;
+          };
+          // The world: solves in flight (charged as each finishes), the counters the ledger keeps.
+          let balance = initial;
+          let held = 0;
+          let acceptances = 0;
+          let solved = 0;
+          // A fleet that has run a while: the price is learned.
+          const fresh = initialState(c, T0);
+          let state: GovernorState = {
+            ...fresh,
+            spend: { lastRead: { at: T0, usd: initial }, learnedPriceUsd: price, solvedSeen: 0, acceptedSeen: 0 },
+          };
+          let started = 0;
+          for (let t = 1; t <= 400 && !(started > 0 && held === 0 && state.pause?.reason === 'balance'); t++) {
+            const now = T0 + t * 10_000;
+            const reading: ThreadLedgerReading = { held, refusals: 0, acceptances, solved };
+            const d = decide(
+              // Solves end at 30 % a half-second step: a mean solve of 1.7 s.
+              governorSignals(
+                now,
+                { balance, threadLedger: reading, meanSolveMs: 1700 },
+                { inFlight: held, ceiling: plan, backlog: 1000 },
+              ),
+              state,
+              c,
+            );
+            state = d.state;
+            // The fleet: solves finish at random through the tick; invocations start solves up to
+            // the ceiling, each one checking the grant first, as the consumer does.
+            const steps = 20;
+            for (let k = 0; k < steps; k++) {
+              const at = now + (k * 10_000) / steps;
+              for (let i = held; i > 0; i--)
+                if (next() < 0.3) {
+                  held--;
+                  solved++;
+                  balance -= price;
+                }
+              while (!d.paused && held < enabledTotal(d) && !grantUsedUp({ grant: d.spendGrant, acceptances }, at)) {
+                // The money rule the fair floor keeps: a solve starts only while the balance, less the solves in flight, is at the pause level or over it.
+                expect(balance - held * price).toBeGreaterThanOrEqual(pause - 1e-9);
+                held++;
+                acceptances++;
+                started++;
+              }
+            }
+          }
+          // Every solve the money above the pause level pays for was started.
+          expect(started).toBe(affordable + 1);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
