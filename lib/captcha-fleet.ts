@@ -83,6 +83,7 @@ export class CaptchaFleet extends Construct {
       ...shared,
       initialCeilings: config.initialCeilings,
       reserveConcurrency: config.reserveConsumerConcurrency,
+      ...(this.tables.leases ? { leasesTable: this.tables.leases } : {}),
     });
     this.overflow =
       settings.overflow === undefined
@@ -105,6 +106,7 @@ export class CaptchaFleet extends Construct {
       ...shared,
       consumer: this.consumer,
       ...(this.overflow !== undefined ? { overflow: this.overflow } : {}),
+      ...(this.tables.leases ? { leasesTable: this.tables.leases } : {}),
     });
     this.operators = new OperatorAccess(this, 'Operators', {
       settings,

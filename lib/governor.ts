@@ -6,6 +6,7 @@
  * health), and read and write only its own state item.
  */
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -39,6 +40,13 @@ export interface GovernorProps extends Omit<FleetEnvironmentInput, 'service'> {
    * @default - no overflow lane
    */
   readonly overflow?: OverflowConsumer;
+  /**
+   * The thread leases (solveMode `park`): the governor opens each tick's ceiling as slots, and
+   * between ticks watches the parked tasks (it reads their records, asks the solver, and makes a
+   * ready task's message visible again).
+   * @default - none (the consumers wait through their solves)
+   */
+  readonly leasesTable?: dynamodb.ITable;
 }
 
 /** The governor function and its schedule. */
@@ -70,6 +78,7 @@ export class Governor extends Construct {
           high: consumer.mappings.high.eventSourceMappingId,
         }),
         ...props.overflow?.governorEnvironment(),
+        ...(props.leasesTable ? { [ENV.leasesTable]: props.leasesTable.tableName } : {}),
       },
     });
     const fn = this.fleetFunction.function;
@@ -129,6 +138,7 @@ export class Governor extends Construct {
     );
     props.solverKey.grantRead(role);
     props.overflow?.grantGovernor(role, props.governorTable);
+    if (props.leasesTable) this.grantParkedWatch(role, props, props.leasesTable);
 
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -144,5 +154,34 @@ export class Governor extends Construct {
       reason:
         'cloudwatch:GetMetricData (p95, error and over-cap rates of the consumer) supports no resource-level permissions; every other governor statement names its resources.',
     });
+  }
+
+  /**
+   * The parked design: the leases (every shard read each second, limits set, a ready task's slot
+   * freed), the records of leased tasks (read only: their submission's id), and the two lanes'
+   * ChangeMessageVisibility (a ready task's message shown again).
+   */
+  private grantParkedWatch(role: iam.IRole, props: GovernorProps, leasesTable: dynamodb.ITable): void {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ThreadLeases',
+        actions: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+        resources: [leasesTable.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ParkedRecords',
+        actions: ['dynamodb:GetItem'],
+        resources: [props.resultsTable.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ParkedMessages',
+        actions: ['sqs:ChangeMessageVisibility'],
+        resources: [props.queues.normal.queueArn, props.queues.high.queueArn],
+      }),
+    );
   }
 }

@@ -34,6 +34,8 @@ import {
   type OverflowLoopOptions,
   type TickRecord,
 } from '../functions/governor/loop.js';
+import { type LeasedLane, leasedLedgerReader, withLeaseLimits } from '../functions/governor/lease-step.js';
+import type { ParkedWatch } from '../functions/governor/parked-watch.js';
 import type { MetricsStore } from './metrics-store.js';
 
 /** What the governor moves locally: a poller (local/poller.ts fits). */
@@ -72,6 +74,12 @@ export interface LocalGovernorOptions {
   state?: GovernorStateStore;
   /** The consumer's thread ledger (over-cap answers and held threads); without it, the metric window's over-cap answers. */
   threadLedger?: ThreadLedgerReader;
+  /**
+   * The parked design (solveMode `park`): the lane's thread leases (the held threads, the slots
+   * each decision opens) and the watch that hands parked tasks back once their answers are ready,
+   * run every `pollMs` beside the ticks as the Lambda runs it between them.
+   */
+  parked?: { lane: LeasedLane; watch: ParkedWatch; pollMs: number };
   /** The fleet's stores as dependencies (local/store-watch.ts): probed every tick. Absent: not watched. */
   stores?: { read(): Promise<StoreSample[]> };
   /**
@@ -312,6 +320,8 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   config.metricsSpanMs ??= windowMs;
   const log = options.logger;
   const overflow = localOverflowOption(options, config, { tickMs, windowMs, clock });
+  const parked = options.parked;
+  const actuator = createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool);
   const loop = createGovernorLoop({
     config,
     queues: createQueueSignals({
@@ -330,10 +340,14 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       onError: (error) =>
         log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
     }),
-    ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
+    ...(parked
+      ? { threadLedger: leasedLedgerReader(options.threadLedger, parked.lane, clock) }
+      : options.threadLedger
+        ? { threadLedger: options.threadLedger }
+        : {}),
     ...(options.stores ? { stores: options.stores } : {}),
     ...(options.probe ? { probe: options.probe } : {}),
-    actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
+    actuator: parked ? withLeaseLimits(actuator, parked.lane, log) : actuator,
     state: options.state ?? createMemoryGovernorState(),
     ...(overflow ? { overflow } : {}),
     clock,
@@ -407,6 +421,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   const ready = tickNow().then(() => {
     schedule();
   });
+  const watching = parked === undefined ? undefined : watchParked(parked, () => stopped, log);
 
   return {
     config,
@@ -429,6 +444,25 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       stopped = true;
       if (timer) clearTimeout(timer);
       await running?.catch(() => undefined);
+      await watching;
     },
   };
+}
+
+/** The parked watch's rounds every `pollMs` until `stopped()` (a failed round is logged and retried). */
+async function watchParked(
+  parked: NonNullable<LocalGovernorOptions['parked']>,
+  stopped: () => boolean,
+  log: GovernorLog | undefined,
+): Promise<void> {
+  while (!stopped()) {
+    const started = Date.now();
+    try {
+      await parked.watch.round();
+    } catch (error) {
+      log?.warn('parked watch round failed; trying again next round', { error: (error as Error).message });
+    }
+    const wait = Math.max(0, started + parked.pollMs - Date.now());
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait).unref?.());
+  }
 }

@@ -32,6 +32,12 @@ import {
 } from '../functions/core/settings.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
 import { createThreadProbe } from '../functions/governor/thread-probe.js';
+import type { LeasedLane } from '../functions/governor/lease-step.js';
+import { createParkedWatch, type ParkedWatch } from '../functions/governor/parked-watch.js';
+import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
+import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
+import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../functions/adapters/thread-leases.js';
+import { shardKeys } from '../functions/core/thread-leases.js';
 import { guardDeadInvocations, guardResultsRepository, InvocationBoundAgent } from './chaos.js';
 import type { FaultPlan } from './faults/plan.js';
 import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
@@ -402,7 +408,9 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     queueUrls: resources.queueUrls,
     // The governor table carries the thread ledger (over-cap answers, held threads) to the
     // governor; a run with a fixed ceiling has no governor to read it.
-    tables: plan.governed ? resources.tables : { ...resources.tables, governor: undefined },
+    // The leases of the parked design likewise: with no governor to watch parked tasks, the
+    // consumers wait through their solves.
+    tables: plan.governed ? resources.tables : { ...resources.tables, governor: undefined, leases: undefined },
     solverKeySource: { key: solver.key },
     ...(overflowKey !== undefined ? { overflowKeySource: { key: overflowKey } } : {}),
     consumerFunctionName: `${settings.prefix}-consumer`,
@@ -436,6 +444,9 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     requeueReserveMs: 500,
     minSolveWindowMs: 1_500,
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
+    // The simulator answers in about half a second: a solve that quick is recorded by the
+    // invocation that submitted it; the slower ones park (seconds, as a real solver's do).
+    parkAfterMs: 1_500,
     ...options.timing,
   };
   const wrapQueue = (queue: TaskQueue) => guardDeadInvocations(queue);
@@ -649,8 +660,10 @@ async function startGovernor(
     tableName: resources.tables.governor,
     leaseMs: threadLeaseMs(plan.settings),
   });
+  const parked = await parkedSide(plan, { clients, resources }, solver);
   const governor = startLocalGovernor({
     settings: plan.settings,
+    ...(parked ? { parked } : {}),
     pollers,
     pool,
     sqs: clients.sqs,
@@ -689,6 +702,48 @@ async function startGovernor(
   // The first decision sets the ceilings before anything is received.
   await governor.ready;
   return { governor, storeHealth };
+}
+
+/**
+ * The parked design's side of the local governor (solveMode `park`): the primary lane's leases,
+ * cleared of an earlier run's, and the watch that hands parked tasks back, a round every fifth of
+ * a tick (the simulator answers in a second or two).
+ */
+async function parkedSide(
+  plan: StackPlan,
+  { clients, resources }: Pick<Backends, 'clients' | 'resources'>,
+  solver: SolverSide,
+): Promise<{ lane: LeasedLane; watch: ParkedWatch; pollMs: number } | undefined> {
+  const { settings } = plan;
+  if (settings.solveMode !== 'park') return undefined;
+  const leases = createDynamoThreadLeases({ documents: clients.documents, tableName: resources.tables.leases });
+  const lane: LeasedLane = {
+    leases,
+    shards: shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap),
+    planCap: settings.effectiveCap,
+    tasksPerInvocation: settings.tasksPerInvocation,
+  };
+  for (const view of await leases.views(lane.shards)) for (const slot of view.slots) await leases.release(slot);
+  const tickMs = (plan.options.governor === false ? undefined : plan.options.governor?.tickMs) ?? 1_000;
+  const watch = createParkedWatch({
+    leases,
+    shards: lane.shards,
+    results: new DynamoResultsRepository({
+      documents: clients.documents,
+      tableName: resources.tables.results,
+      ttlSeconds: settings.resultTtlSeconds,
+    }),
+    solver: {
+      pollMany: (targets, options) => solver.client.pollMany?.(targets, options) ?? Promise.resolve(new Map()),
+    },
+    queue: new SqsTaskQueue({
+      sqs: clients.sqs,
+      dlqUrl: resources.queueUrls.dlq,
+      sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
+    }),
+    settleMs: 50,
+  });
+  return { lane, watch, pollMs: Math.max(100, Math.round(tickMs / 5)) };
 }
 
 function assembleStack(

@@ -286,6 +286,33 @@ export class DynamoResultsRepository implements ResultsRepository {
     });
   }
 
+  async park(
+    taskId: string,
+    claimToken: string,
+    submission: { solverId: string; provider: SolverProvider; acceptedAt: number },
+  ): Promise<boolean> {
+    const written = await this.ifClaimed(taskId, claimToken, {
+      UpdateExpression:
+        'SET solverId = :solverId, solverProvider = :solverProvider, solverAcceptedAt = :acceptedAt, leaseUntil = :zero REMOVE claimToken',
+      ExpressionAttributeValues: {
+        ':solverId': submission.solverId,
+        ':solverProvider': submission.provider,
+        ':acceptedAt': submission.acceptedAt,
+        ':zero': 0,
+      },
+    });
+    if (written) return true;
+    // A retry whose first attempt committed (its answer lost) finds the claim gone: the record
+    // holding this very submission, unclaimed, is that attempt's.
+    const current = await this.get(taskId, { consistent: true });
+    return (
+      current?.status === 'solving' &&
+      current.claimToken === undefined &&
+      current.solverId === submission.solverId &&
+      current.solverAcceptedAt === submission.acceptedAt
+    );
+  }
+
   async complete(
     taskId: string,
     claimToken: string,
@@ -476,6 +503,9 @@ function ownClaim(record: TaskResult, input: ClaimInput, takenOver = (record.att
     record,
     takenOver,
     ...(resumable ? { previousSolverId: record.solverId as string, previousSolverProvider: holder } : {}),
+    ...(resumable && typeof record.solverAcceptedAt === 'number'
+      ? { previousSolverAcceptedAt: record.solverAcceptedAt }
+      : {}),
   };
 }
 

@@ -36,6 +36,7 @@ import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.
 import { retryWrite, SolverIdKeeper } from './durable-writes.js';
 import { countSpend } from './spend.js';
 import { type AckReason, type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
+import { LeaseHolding } from './lease-holding.js';
 import { ThreadTracking } from './thread-tracking.js';
 
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
@@ -77,6 +78,12 @@ interface Submission {
 /** A solve's outcome, with the provider whose submission answered. */
 type Solved = SolveOutcome & { provider: SolverProvider };
 
+/** The submission's id is on the record and the claim given up: the task waits, parked, until `until`. */
+interface Parked {
+  parked: true;
+  until: number;
+}
+
 /** The fields every terminal record of this delivery shares. */
 type BaseFields = Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>;
 
@@ -85,6 +92,8 @@ export class TaskRun {
   private readonly claimToken: string;
   private readonly provider: SolverProvider;
   private readonly threads: ThreadTracking;
+  /** The parked design's thread lease (solveMode `park`, the primary lane); undefined otherwise. */
+  private readonly leasing: LeaseHolding | undefined;
   private readonly keeper: SolverIdKeeper;
   private readonly abort = new AbortController();
   private claimLost = false;
@@ -105,15 +114,25 @@ export class TaskRun {
   ) {
     this.provider = ctx.deps.provider ?? 'primary';
     this.claimToken = `${delivery.record.messageId}:${delivery.receiveCount}:${randomUUID()}`;
+    const lane = ctx.deps.leases;
+    this.leasing =
+      lane !== undefined && ctx.deps.settings.solveMode === 'park' && this.provider === 'primary'
+        ? new LeaseHolding(lane, task.id, delivery.message, ctx.clock, ctx.timing.overCapWaiting, log)
+        : undefined;
+    const leasing = this.leasing;
     this.threads = new ThreadTracking(
       ctx.deps.threadLedger,
       ctx.clock,
       log,
       ctx.timing.overCapWaiting,
       ctx.deps.settings.effectiveCap,
+      leasing === undefined ? undefined : () => leasing.fleetHeld(),
     );
     this.keeper = new SolverIdKeeper({
-      write: (solverId, provider) => ctx.deps.repository.recordSolverId(task.id, this.claimToken, solverId, provider),
+      write: (solverId, provider, acceptedAt, park) =>
+        park
+          ? ctx.deps.repository.park(task.id, this.claimToken, { solverId, provider, acceptedAt })
+          : ctx.deps.repository.recordSolverId(task.id, this.claimToken, solverId, provider),
       onClaimLost: () => {
         this.claimLost = true;
         this.abort.abort(new ClaimLostError(task.id));
@@ -176,7 +195,11 @@ export class TaskRun {
     const resume: Submission | undefined =
       carry ??
       (claim.previousSolverId !== undefined
-        ? { solverId: claim.previousSolverId, provider: claim.previousSolverProvider ?? this.provider, acceptedAt: 0 }
+        ? {
+            solverId: claim.previousSolverId,
+            provider: claim.previousSolverProvider ?? this.provider,
+            acceptedAt: claim.previousSolverAcceptedAt ?? 0,
+          }
         : undefined);
     if (claim.takenOver || carry !== undefined)
       this.log.info('task resumed', {
@@ -231,14 +254,17 @@ export class TaskRun {
         carry !== undefined && answer !== undefined
           ? solvedFromCarry({ ...carry, answer })
           : await this.solve(resume, claimedAt);
+      if ('parked' in solved) return this.parkedUntil(solved.until);
       return await this.recordSolved(solved, base, claim.record, resume);
     } catch (error) {
       return await this.afterSolveError(error, base, claim.record);
     } finally {
-      // Every path reports the requests it made and frees the thread it held in the ledger.
+      // Every path reports the requests it made and frees the thread it held in the ledger (or
+      // its lease: a parked task's stays taken until the governor sees its answer).
       this.emitAnswerCounts();
       await this.keeper.settle();
       await this.threads.settle();
+      await this.leasing?.release();
     }
   }
 
@@ -312,7 +338,7 @@ export class TaskRun {
     return Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
   }
 
-  private async solve(resumeFrom: Submission | undefined, startedAt: number): Promise<Solved> {
+  private async solve(resumeFrom: Submission | undefined, startedAt: number): Promise<Solved | Parked> {
     const { deps } = this.ctx;
     const deadlineAt = this.solveDeadline(startedAt);
     let resume = resumeFrom;
@@ -323,7 +349,8 @@ export class TaskRun {
       const provider = resume?.provider ?? this.provider;
       const solver = this.solverFor(provider) ?? deps.solver;
       try {
-        if (resume === undefined && !(await this.threads.waitForRoom(deadlineAt))) throw new NoRoomError(this.task.id);
+        if (resume === undefined && !(await this.room(deadlineAt))) throw new NoRoomError(this.task.id);
+        if (resume === undefined && this.mayPark(solver)) return await this.submitToPark(solver, deadlineAt);
         const outcome = await solver.solve(this.task, {
           deadlineAt,
           signal: this.abort.signal,
@@ -335,11 +362,7 @@ export class TaskRun {
       } catch (error) {
         if (this.claimLost) throw new ClaimLostError(this.task.id);
         // Refused over the cap: wait for a thread to free rather than retry into the same refusal.
-        if (
-          error instanceof SolverOverCapError &&
-          !(error instanceof NoRoomError) &&
-          (await this.threads.waitForFreeThread(deadlineAt))
-        )
+        if (error instanceof SolverOverCapError && !(error instanceof NoRoomError) && (await this.refused(deadlineAt)))
           continue;
         if (error instanceof SolverTaskError && resume !== undefined && STALE_ID_CODES.has(error.code)) {
           this.log.warn('resumed solver id is unknown to the solver; submitting afresh', {
@@ -369,11 +392,123 @@ export class TaskRun {
   }
 
   /** The solver accepted a submission: it is paid for, so its id is kept whatever the table does. */
-  private submitted(solverId: string): void {
-    this.submission = { solverId, provider: this.provider, acceptedAt: this.ctx.clock() };
+  private submitted(solverId: string, options: { acceptedAt?: number; park?: boolean } = {}): void {
+    this.submission = { solverId, provider: this.provider, acceptedAt: options.acceptedAt ?? this.ctx.clock() };
     this.log.info('submitted to the solver', { solverId });
     this.threads.submitted(solverId);
-    this.keeper.keep(solverId, this.provider, this.submission.acceptedAt);
+    this.keeper.keep(solverId, this.provider, this.submission.acceptedAt, { park: options.park === true });
+  }
+
+  /** Before a fresh submission: a thread lease (parked design), else room in the fleet's ledger. */
+  private room(deadlineAt: number): Promise<boolean> {
+    return this.leasing !== undefined ? this.leasing.take(deadlineAt) : this.threads.waitForRoom(deadlineAt);
+  }
+
+  /** After an over-cap refusal: whether to wait for a thread and submit again. */
+  private async refused(deadlineAt: number): Promise<boolean> {
+    if (this.leasing !== undefined) return this.leasing.refused();
+    return this.threads.waitForFreeThread(deadlineAt);
+  }
+
+  /**
+   * Whether this delivery parks its fresh submission instead of waiting for the answer: the
+   * parked design, a solver that can submit alone, and far enough from the DLQ that the delivery
+   * that resumes it is not the message's last (near it the task is solved here, its lease held).
+   */
+  private mayPark(solver: SolverPort): boolean {
+    const { settings } = this.ctx.deps;
+    const beforeDlq = settings.maxReceiveCount - this.ctx.timing.requeue.beforeReceives;
+    return (
+      this.leasing?.lease !== undefined &&
+      solver.submit !== undefined &&
+      this.delivery.receiveCount < beforeDlq &&
+      !this.delivery.moved
+    );
+  }
+
+  /**
+   * Submit; once the id is on the record and the claim given up, park. A service that answered in
+   * its submission's response is recorded at once; with `parkAfterMs` this invocation first polls
+   * for that long and records a quick answer itself. An id the table did not take in time is
+   * polled here as in the waiting design (its lease held until the answer).
+   */
+  private async submitToPark(solver: SolverPort, deadlineAt: number): Promise<Solved | Parked> {
+    if (solver.submit === undefined) throw new TypeError('the solver cannot submit alone');
+    const submitted = await solver.submit(this.task, {
+      deadlineAt,
+      signal: this.abort.signal,
+      onSolverAnswer: (answer) => this.countAnswer(answer),
+    });
+    const { solverId, acceptedAt } = submitted;
+    if (submitted.outcome !== undefined) {
+      this.submitted(solverId, { acceptedAt });
+      return { ...submitted.outcome, provider: this.provider };
+    }
+    const window = this.ctx.timing.parkAfterMs;
+    // With no window the id's write gives the claim up too: one write, then park.
+    this.submitted(solverId, { acceptedAt, park: window <= 0 });
+    if (window > 0) {
+      const quick = await this.pollWithin(solverId, Math.min(deadlineAt, acceptedAt + window));
+      if (quick !== undefined) return quick;
+    }
+    const parked = await this.park({ solverId, provider: this.provider, acceptedAt }, window > 0);
+    if (parked !== undefined) return parked;
+    if (this.claimLost) throw new ClaimLostError(this.task.id);
+    // Not on the record in time: keep trying the plain write beside the polls, as the waiting design does.
+    if (!this.keeper.recorded) this.keeper.keep(solverId, this.provider, acceptedAt);
+    return this.poll(solverId, deadlineAt);
+  }
+
+  /** Poll this delivery's fresh submission until `until`; undefined when it is not answered by then. */
+  private async pollWithin(solverId: string, until: number): Promise<Solved | undefined> {
+    try {
+      return await this.poll(solverId, until);
+    } catch (error) {
+      if (error instanceof SolverTimeoutError && error.code === 'DEADLINE_EXCEEDED' && !this.claimLost)
+        return undefined;
+      throw error;
+    }
+  }
+
+  private async poll(solverId: string, deadlineAt: number): Promise<Solved> {
+    const outcome = await this.ctx.deps.solver.solve(this.task, {
+      deadlineAt,
+      signal: this.abort.signal,
+      continueSolverId: solverId,
+      onSolverAnswer: (answer) => this.countAnswer(answer),
+    });
+    return { ...outcome, provider: this.provider };
+  }
+
+  /**
+   * Park the submission: its id on the record (`recorded` by the keeper's parking write, or else
+   * one more write that gives the claim up now). Undefined when the id is not on the record in
+   * time: the caller polls on.
+   */
+  private async park(submission: Submission, separateWrite: boolean): Promise<Parked | undefined> {
+    const lease = this.leasing?.lease;
+    if (lease === undefined) return undefined;
+    if (!(await this.keeper.recordedWithin(this.ctx.timing.parkRecordWaitMs))) return undefined;
+    if (separateWrite) {
+      const { deps, timing, stopAt, clock } = this.ctx;
+      const parkedNow = await retryWrite(() => deps.repository.park(this.task.id, this.claimToken, submission), {
+        until: stopAt - timing.requeueReserveMs,
+        clock,
+        timing: timing.writeRetry,
+      }).catch(() => false);
+      if (!parkedNow) return undefined;
+    }
+    this.leasing?.parked();
+    return { parked: true, until: lease.until };
+  }
+
+  /** The parked outcome: the message hidden until the lease ends (the governor shows it sooner). */
+  private parkedUntil(until: number): Outcome {
+    this.log.info('task parked until its answer is ready', {
+      solverId: this.submission?.solverId,
+      until: new Date(until).toISOString(),
+    });
+    return { kind: 'park', delaySeconds: secondsUntil(until, this.ctx.clock(), 1) };
   }
 
   /**

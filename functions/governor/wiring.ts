@@ -20,6 +20,10 @@ import {
   createStoreSamplesReader,
 } from '../adapters/store-health-signals.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
+import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../adapters/thread-leases.js';
+import { DynamoResultsRepository } from '../adapters/results-repository.js';
+import { SqsTaskQueue } from '../adapters/task-queue.js';
+import { shardKeys } from '../core/thread-leases.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type ConfigProblem, type FleetSettings } from '../core/settings.js';
@@ -34,6 +38,8 @@ import type { Clock, SolverPort } from '../core/ports.js';
 import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
 import { createThreadProbe } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
+import { type LeasedLane, leasedLedgerReader, withLeaseLimits } from './lease-step.js';
+import { createParkedWatch, type ParkedWatch } from './parked-watch.js';
 
 export interface GovernorWiringOptions {
   environment: FleetEnvironment;
@@ -44,6 +50,8 @@ export interface GovernorWiringOptions {
   solver?: Pick<SolverPort, 'getBalance'>;
   /** The overflow provider's; defaults to the undici client with the overflow key (only getBalance is used). */
   overflowSolver?: Pick<SolverPort, 'getBalance'>;
+  /** Asks the solver about parked submissions (solveMode `park`); defaults to the undici client with the key. */
+  parkedSolver?: Pick<SolverPort, 'pollMany'>;
   /** The governor's probe submissions (while others hold the plan); defaults to the undici client with over-cap retries off. */
   probeSolver?: Pick<SolverPort, 'solve'>;
   log?: GovernorLog;
@@ -55,6 +63,8 @@ export interface WiredGovernor {
   loop: GovernorLoop;
   config: GovernorConfig;
   settings: FleetSettings;
+  /** The watch over parked tasks (solveMode `park` with a leases table); run beside the ticks. */
+  watch?: ParkedWatch;
 }
 
 /**
@@ -159,6 +169,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const metricsSpanMs = DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS;
   const overrides = { probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs };
   const threadLedger = threadLedgerFor(environment, clients.documents, options.clock);
+  const leased = leasedLaneOf(environment, clients);
   // One probe submission a tick while others hold the plan: over-cap retries off, so one refusal at most.
   const probe = threadLedger
     ? createThreadProbe({
@@ -224,16 +235,25 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     metrics: cw,
     queueMetrics: cw,
     balance,
-    // The consumer's over-cap answers and held threads on the same table, read every tick.
-    ...(threadLedger ? { threadLedger } : {}),
+    // The consumer's over-cap answers and held threads on the same table, read every tick (the
+    // held threads from the leases when the fleet parks).
+    ...(leased
+      ? { threadLedger: leasedLedgerReader(threadLedger, leased, options.clock) }
+      : threadLedger
+        ? { threadLedger }
+        : {}),
     ...(probe ? { probe } : {}),
     stores,
-    actuator: createLambdaActuator({
-      lambda,
-      mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },
-      consumerFunctionName: environment.consumerFunctionName,
-      warn: (message, details) => log?.warn(message, details),
-    }),
+    actuator: withLeases(
+      createLambdaActuator({
+        lambda,
+        mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },
+        consumerFunctionName: environment.consumerFunctionName,
+        warn: (message, details) => log?.warn(message, details),
+      }),
+      leased,
+      log,
+    ),
     state,
     ...(overflow ? { overflow } : {}),
     metricsEveryMs: 60_000,
@@ -241,5 +261,55 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ...(options.clock ? { clock: options.clock } : {}),
     ...(log ? { log } : {}),
   });
-  return { loop, config, settings };
+  const watch = leased ? parkedWatchOf(environment, clients, leased, options) : undefined;
+  return { loop, config, settings, ...(watch ? { watch } : {}) };
+}
+
+/** The primary lane's leases when the fleet parks and its environment names the leases table. */
+function leasedLaneOf(environment: FleetEnvironment, clients: AwsClients): LeasedLane | undefined {
+  const { settings } = environment;
+  if (settings.solveMode !== 'park' || environment.tables.leases === undefined) return undefined;
+  return {
+    leases: createDynamoThreadLeases({ documents: clients.documents, tableName: environment.tables.leases }),
+    shards: shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap),
+    planCap: settings.effectiveCap,
+    tasksPerInvocation: settings.tasksPerInvocation,
+  };
+}
+
+function withLeases(
+  actuator: ReturnType<typeof createLambdaActuator>,
+  leased: LeasedLane | undefined,
+  log: GovernorLog | undefined,
+) {
+  return leased ? withLeaseLimits(actuator, leased, log) : actuator;
+}
+
+/** The watch over parked tasks: the leases, the results table, the solver's bulk poll, the task queues. */
+function parkedWatchOf(
+  environment: FleetEnvironment,
+  clients: AwsClients,
+  leased: LeasedLane,
+  options: GovernorWiringOptions,
+): ParkedWatch | undefined {
+  const solver = options.parkedSolver ?? solverFromEnvironment(environment, clients.region);
+  const pollMany = solver.pollMany?.bind(solver);
+  if (pollMany === undefined) return undefined;
+  const sourceQueueUrls = [
+    environment.queueUrls.normal,
+    ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
+  ];
+  return createParkedWatch({
+    leases: leased.leases,
+    shards: leased.shards,
+    results: new DynamoResultsRepository({
+      documents: clients.documents,
+      tableName: environment.tables.results,
+      ttlSeconds: environment.settings.resultTtlSeconds,
+    }),
+    solver: { pollMany },
+    queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls }),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
 }

@@ -1,0 +1,91 @@
+/**
+ * The governor's side of the thread leases (the parked design, functions/core/thread-leases.ts):
+ * the threads held are the leases' live slots (a parked task has no invocation, so the thread
+ * ledger's own held count cannot see it); each decision's ceiling opens that many slots, shard by
+ * shard, in the same step that moves the mappings. The decision itself is untouched: the same
+ * ceilings, applied to one more resource.
+ */
+import type { LaneActuator } from '../core/governor/ports.js';
+import type { Decision } from '../core/governor/types.js';
+import type { Clock } from '../core/ports.js';
+import { type LeaseKeeper, liveSlots, shardLimits } from '../core/thread-leases.js';
+import type { ThreadLedgerReader } from '../core/thread-ledger.js';
+import type { GovernorLog } from './loop.js';
+
+/** The lane's leases as the governor sees them. */
+export interface LeasedLane {
+  leases: LeaseKeeper;
+  shards: readonly string[];
+  /** Threads the plan leaves the fleet (plan − reserved). */
+  planCap: number;
+  /** Threads one invocation holds in the waiting design (tasks per invocation): a ceiling's threads. */
+  tasksPerInvocation: number;
+}
+
+/**
+ * The thread ledger's reading with `held` counted from the leases (and no leftovers: a parked
+ * task's thread is its lease). Acceptances and refusals are the ledger's own. Unreadable leases
+ * make the whole reading unknown this tick (never zero).
+ */
+export function leasedLedgerReader(
+  ledger: ThreadLedgerReader | undefined,
+  lane: LeasedLane,
+  clock: Clock = Date.now,
+): ThreadLedgerReader {
+  return {
+    async read() {
+      const [reading, views] = await Promise.all([ledger?.read(), lane.leases.views(lane.shards)]);
+      const now = clock();
+      const held = views.reduce((sum, view) => sum + liveSlots(view, now).length, 0);
+      const { leftover: _leftover, ...rest } = reading ?? { refusals: 0, acceptances: 0, held: 0 };
+      return { ...rest, held };
+    },
+  };
+}
+
+/** The threads a decision opens: its enabled lanes' ceilings, each invocation's tasks, within the plan. */
+export function threadsOpened(
+  decision: Pick<Decision, 'ceilings' | 'enabled'>,
+  lane: Pick<LeasedLane, 'planCap' | 'tasksPerInvocation'>,
+): number {
+  const invocations =
+    (decision.enabled.normal ? decision.ceilings.normal : 0) +
+    (decision.enabled.high ? (decision.ceilings.high ?? 0) : 0);
+  return Math.min(lane.planCap, invocations * lane.tasksPerInvocation);
+}
+
+/**
+ * The actuator that also opens the decision's threads as lease slots. Mappings first (their
+ * failure fails the tick, as before), then each shard's limit, written only when it changes
+ * (the first decision of an invocation writes them all). A failed limit write is logged and
+ * retried on the next tick: the shards keep their last limits meanwhile (fail static).
+ */
+export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: GovernorLog): LaneActuator {
+  let written: number[] | undefined;
+  return {
+    read: () => actuator.read(),
+    async apply(decision) {
+      const result = await actuator.apply(decision);
+      const threads = threadsOpened(decision, lane);
+      const limits = shardLimits(threads, lane.planCap);
+      const changes = [...result.changes];
+      const next = written ? [...written] : limits.map(() => Number.NaN);
+      for (const [i, limit] of limits.entries()) {
+        if (next[i] === limit) continue;
+        try {
+          await lane.leases.setLimit(lane.shards[i] as string, limit);
+          next[i] = limit;
+          changes.push(`leases ${lane.shards[i]}: ${limit} slot(s)`);
+        } catch (error) {
+          log?.warn('lease limit not written; the shard keeps its last limit until the next tick', {
+            shard: lane.shards[i],
+            limit,
+            error: `${(error as Error).name}: ${(error as Error).message}`,
+          });
+        }
+      }
+      written = next;
+      return { changes };
+    },
+  };
+}
