@@ -34,7 +34,7 @@ import {
   type OverflowLoopOptions,
   type TickRecord,
 } from '../functions/governor/loop.js';
-import { type LeasedLane, leasedLedgerReader, withLeaseLimits } from '../functions/governor/lease-step.js';
+import { type LeasedLane, withLeaseLimits } from '../functions/governor/lease-step.js';
 import type { ParkedWatch } from '../functions/governor/parked-watch.js';
 import type { MetricsStore } from './metrics-store.js';
 
@@ -75,9 +75,10 @@ export interface LocalGovernorOptions {
   /** The consumer's thread ledger (over-cap answers and held threads); without it, the metric window's over-cap answers. */
   threadLedger?: ThreadLedgerReader;
   /**
-   * The parked design (solveMode `park`): the lane's thread leases (the held threads, the slots
-   * each decision opens) and the watch that hands parked tasks back once their answers are ready,
-   * run every `pollMs` beside the ticks as the Lambda runs it between them.
+   * The parked design (solveMode `park`): the lane's thread leases (the slots each decision opens;
+   * `threadLedger` is then the leased reader, functions/governor/lease-step.ts) and the watch that
+   * hands parked tasks back once their answers are ready, run every `pollMs` beside the ticks as
+   * the Lambda runs it between them.
    */
   parked?: { lane: LeasedLane; watch: ParkedWatch; pollMs: number };
   /** The fleet's stores as dependencies (local/store-watch.ts): probed every tick. Absent: not watched. */
@@ -340,11 +341,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       onError: (error) =>
         log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
     }),
-    ...(parked
-      ? { threadLedger: leasedLedgerReader(options.threadLedger, parked.lane, clock) }
-      : options.threadLedger
-        ? { threadLedger: options.threadLedger }
-        : {}),
+    ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
     ...(options.stores ? { stores: options.stores } : {}),
     ...(options.probe ? { probe: options.probe } : {}),
     actuator: parked ? withLeaseLimits(actuator, parked.lane, log) : actuator,

@@ -32,7 +32,7 @@ import {
 } from '../functions/core/settings.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
 import { createThreadProbe } from '../functions/governor/thread-probe.js';
-import type { LeasedLane } from '../functions/governor/lease-step.js';
+import { type LeasedLane, leasedLedgerReader, leasedProbeLedger } from '../functions/governor/lease-step.js';
 import { createParkedWatch, type ParkedWatch } from '../functions/governor/parked-watch.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
@@ -661,6 +661,9 @@ async function startGovernor(
     leaseMs: threadLeaseMs(plan.settings),
   });
   const parked = await parkedSide(plan, { clients, resources }, solver);
+  // The parked design: held threads from the leases; the probe records its answers with them.
+  const reader = parked ? leasedLedgerReader(ledger, parked.lane) : undefined;
+  const probeLedger = reader ? leasedProbeLedger(ledger, () => reader.lastHeld()) : ledger;
   const governor = startLocalGovernor({
     settings: plan.settings,
     ...(parked ? { parked } : {}),
@@ -673,10 +676,10 @@ async function startGovernor(
     // The same store as in AWS, on the local governor table: `captcha-fleet status --local`
     // reads the last decision, ceilings and balance from it.
     state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
-    threadLedger: ledger,
+    threadLedger: reader ?? ledger,
     // One probe submission a tick while others hold the plan, as in AWS (functions/governor/wiring.ts):
     // the governed client's over-cap retries are off, so a probe is refused once at most.
-    probe: createThreadProbe({ solver: solver.client, ledger }),
+    probe: createThreadProbe({ solver: solver.client, ledger: probeLedger }),
     // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
     ...(overflow
       ? {

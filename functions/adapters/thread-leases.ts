@@ -183,6 +183,23 @@ export function createDynamoThreadLeases(options: DynamoThreadLeasesOptions): Le
       }
     },
 
+    async clearRefusal(shard, answeredAt) {
+      try {
+        await documents.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: { shard, slot: META_SLOT },
+            UpdateExpression: 'REMOVE refusedAt, refusedHeld',
+            ConditionExpression: 'refusedAt < :answeredAt',
+            ExpressionAttributeValues: { ':answeredAt': answeredAt },
+          }),
+        );
+      } catch (error) {
+        // A newer refusal (or none left): it stands.
+        if (!isConditionFailure(error)) throw failed('refusal clear', error);
+      }
+    },
+
     async setLimit(shard, limit, setOptions = {}) {
       try {
         await documents.send(

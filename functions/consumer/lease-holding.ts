@@ -15,6 +15,7 @@ import {
   limitOf,
   liveSlots,
   roomInShard,
+  shardCapacity,
   type ShardView,
 } from '../core/thread-leases.js';
 import { describe, type RecordLog } from './delivery.js';
@@ -72,6 +73,21 @@ export class LeaseHolding {
   }
 
   /**
+   * A slot for a submission the solver already holds a thread for (one resumed, or handed on):
+   * taken whatever the governor's limit and hold-off, if any slot of a shard is free (the count
+   * must see the thread). False when every slot is taken.
+   */
+  async takeHeld(): Promise<boolean> {
+    if (this.held !== undefined) return true;
+    const random = this.waiting.random ?? Math.random;
+    for (const [index, shard] of this.lane.shards.entries()) {
+      const view = await this.lane.leases.view(shard);
+      if (await this.tryShard(view, index, random, true)) return true;
+    }
+    return false;
+  }
+
+  /**
    * The solver refused this delivery's submission over the cap: the refusal goes into the shard
    * (with the slots the fleet held then, ours not counted) and the slot is given back (no solver
    * thread was taken). True when the caller may wait for a slot and submit again (`maxWaits`).
@@ -120,10 +136,11 @@ export class LeaseHolding {
     return false;
   }
 
-  private async tryShard(view: ShardView, index: number, random: () => number): Promise<boolean> {
+  private async tryShard(view: ShardView, index: number, random: () => number, anyFree = false): Promise<boolean> {
     const now = this.clock();
-    if (roomInShard(view, this.lane.planCap, index, now) <= 0) return false;
-    const free = freeSlotIndexes(view, limitOf(view, this.lane.planCap, index), now, random);
+    if (!anyFree && roomInShard(view, this.lane.planCap, index, now) <= 0) return false;
+    const slots = anyFree ? shardCapacity(this.lane.planCap, index) : limitOf(view, this.lane.planCap, index);
+    const free = freeSlotIndexes(view, slots, now, random);
     for (const slot of free.slice(0, TAKES_PER_READ)) {
       const lease: LeaseSlot = {
         shard: view.shard,

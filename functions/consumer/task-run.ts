@@ -25,6 +25,7 @@ import {
   SolverOverCapError,
   SolverTaskError,
   SolverTimeoutError,
+  SolverTransientError,
   TOKEN_TTL_MS,
   type SolverMethod,
 } from '../core/solver-protocol.js';
@@ -99,6 +100,8 @@ export class TaskRun {
   private claimLost = false;
   /** The submission this delivery is polling (its own or a resumed one). */
   private submission: Submission | undefined;
+  /** The solver id this delivery resumed (already on the record), if it resumed one. */
+  private resumedId: string | undefined;
   /** When this delivery's claim runs out, epoch ms. */
   private leaseUntil = 0;
   /** How long the claim call took, ms. */
@@ -344,6 +347,7 @@ export class TaskRun {
     let resume = resumeFrom;
     let unsolvable = 0;
     this.submission = resume;
+    this.resumedId = resume?.solverId;
     if (resume !== undefined) this.threads.resuming(resume.solverId);
     for (;;) {
       const provider = resume?.provider ?? this.provider;
@@ -351,6 +355,8 @@ export class TaskRun {
       try {
         if (resume === undefined && !(await this.room(deadlineAt))) throw new NoRoomError(this.task.id);
         if (resume === undefined && this.mayPark(solver)) return await this.submitToPark(solver, deadlineAt);
+        if (resume !== undefined && resume.provider === 'primary' && this.mayPark(solver, true))
+          return await this.resumeOrPark(resume, deadlineAt);
         const outcome = await solver.solve(this.task, {
           deadlineAt,
           signal: this.abort.signal,
@@ -415,11 +421,12 @@ export class TaskRun {
    * parked design, a solver that can submit alone, and far enough from the DLQ that the delivery
    * that resumes it is not the message's last (near it the task is solved here, its lease held).
    */
-  private mayPark(solver: SolverPort): boolean {
+  private mayPark(solver: SolverPort, leaseLater = false): boolean {
     const { settings } = this.ctx.deps;
     const beforeDlq = settings.maxReceiveCount - this.ctx.timing.requeue.beforeReceives;
     return (
-      this.leasing?.lease !== undefined &&
+      this.leasing !== undefined &&
+      (leaseLater || this.leasing.lease !== undefined) &&
       solver.submit !== undefined &&
       this.delivery.receiveCount < beforeDlq &&
       !this.delivery.moved
@@ -457,6 +464,36 @@ export class TaskRun {
     // Not on the record in time: keep trying the plain write beside the polls, as the waiting design does.
     if (!this.keeper.recorded) this.keeper.keep(solverId, this.provider, acceptedAt);
     return this.poll(solverId, deadlineAt);
+  }
+
+  /**
+   * A resumed submission (parked design): asked for at once, and polled for `parkAfterMs` at most;
+   * not answered by then, it parks again (its thread is the solver's already), so no invocation
+   * waits on a solve that outlasted its lease (or an outage).
+   */
+  private async resumeOrPark(resume: Submission, deadlineAt: number): Promise<Solved | Parked> {
+    const solver = this.solverFor(resume.provider) ?? this.ctx.deps.solver;
+    const window = Math.max(this.ctx.timing.parkAfterMs, 1);
+    try {
+      const outcome = await solver.solve(this.task, {
+        deadlineAt: Math.min(deadlineAt, this.ctx.clock() + window),
+        signal: this.abort.signal,
+        resumeSolverId: resume.solverId,
+        onSolverAnswer: (answer) => this.countAnswer(answer),
+      });
+      return { ...outcome, provider: resume.provider };
+    } catch (error) {
+      if (!(error instanceof SolverTimeoutError && error.code === 'DEADLINE_EXCEEDED') || this.claimLost) throw error;
+    }
+    const parked = await this.parkLive(resume);
+    if (parked !== undefined) return parked;
+    const outcome = await solver.solve(this.task, {
+      deadlineAt,
+      signal: this.abort.signal,
+      resumeSolverId: resume.solverId,
+      onSolverAnswer: (answer) => this.countAnswer(answer),
+    });
+    return { ...outcome, provider: resume.provider };
   }
 
   /** Poll this delivery's fresh submission until `until`; undefined when it is not answered by then. */
@@ -500,6 +537,35 @@ export class TaskRun {
     }
     this.leasing?.parked();
     return { parked: true, until: lease.until };
+  }
+
+  /**
+   * The submission a failed solve leaves live at the solver (parked design): one this delivery
+   * polled, when the polls ended in a timeout or a passing fault (not a refusal, an account
+   * error or a lost claim).
+   */
+  private liveSubmission(error: unknown): Submission | undefined {
+    if (this.leasing === undefined || this.submission === undefined || this.claimLost) return undefined;
+    if (error instanceof SolverTimeoutError && error.code === 'ABORTED') return undefined;
+    const passing = error instanceof SolverTimeoutError || error instanceof SolverTransientError;
+    return passing ? this.submission : undefined;
+  }
+
+  /**
+   * Park a submission the solver still works on: under this delivery's lease, or (a resumed one,
+   * whose thread the solver holds already) under any free slot whatever the limit. Undefined when
+   * no slot or no record write could be had: the caller goes on as the waiting design does.
+   */
+  private async parkLive(submission: Submission): Promise<Parked | undefined> {
+    const leasing = this.leasing;
+    // The governor watches the plan's submissions only.
+    if (leasing === undefined || submission.provider !== 'primary') return undefined;
+    if (!this.mayPark(this.ctx.deps.solver, true)) return undefined;
+    if (leasing.lease === undefined && !(await leasing.takeHeld().catch(() => false))) return undefined;
+    const acceptedAt = submission.acceptedAt > 0 ? submission.acceptedAt : this.ctx.clock();
+    // The id is on the record already (resumed, or kept by the keeper): this write gives the claim up.
+    if (!this.keeper.recorded && this.submission?.solverId !== this.resumedId) return undefined;
+    return this.park({ ...submission, acceptedAt }, true);
   }
 
   /** The parked outcome: the message hidden until the lease ends (the governor shows it sooner). */
@@ -681,6 +747,13 @@ export class TaskRun {
       return this.afterLostClaim();
     }
     if (error instanceof SolverTaskError) return this.fail(error, base, claimed);
+    // The parked design: a submission the solver still works on (its answer not read in time, an
+    // outage outlasting the polls' retries) parks rather than going back without its thread.
+    const live = this.liveSubmission(error);
+    if (live !== undefined) {
+      const parked = await this.parkLive(live);
+      if (parked !== undefined) return this.parkedUntil(parked.until);
+    }
     // Every other outcome hands the task back. The claim is released (lease 0, solver id kept)
     // rather than kept: a kept lease would make the retry wait for it and burn a receive as
     // `lease_held`; a released one lets the retry take over at once and resume the same

@@ -158,6 +158,8 @@ export interface LeaseKeeper {
   views(shards: readonly string[]): Promise<ShardView[]>;
   /** Set a shard's limit (and clear its refusal hold-off when asked). */
   setLimit(shard: string, limit: number, options?: { clearRefusal?: boolean }): Promise<void>;
+  /** Clear a shard's refusal hold-off if its refusal is older than `answeredAt` (an acceptance since). */
+  clearRefusal(shard: string, answeredAt: number): Promise<void>;
   /** Free a slot (only if it still holds `taskId`). */
   release(lease: Pick<LeaseSlot, 'shard' | 'slot' | 'taskId'>): Promise<void>;
 }

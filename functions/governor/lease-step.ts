@@ -9,7 +9,7 @@ import type { LaneActuator } from '../core/governor/ports.js';
 import type { Decision } from '../core/governor/types.js';
 import type { Clock } from '../core/ports.js';
 import { type LeaseKeeper, liveSlots, shardLimits } from '../core/thread-leases.js';
-import type { ThreadLedgerReader } from '../core/thread-ledger.js';
+import type { ThreadLedgerReader, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { GovernorLog } from './loop.js';
 
 /** The lane's leases as the governor sees them. */
@@ -22,24 +22,70 @@ export interface LeasedLane {
   tasksPerInvocation: number;
 }
 
+/** The thread ledger's reading with `held` from the leases, and the held count it last saw. */
+export interface LeasedLedgerReader extends ThreadLedgerReader {
+  /** Threads held at the last read (0 before the first): what the governor's probe records its answers with. */
+  lastHeld(): number;
+}
+
 /**
  * The thread ledger's reading with `held` counted from the leases (and no leftovers: a parked
  * task's thread is its lease). Acceptances and refusals are the ledger's own. Unreadable leases
- * make the whole reading unknown this tick (never zero).
+ * make the whole reading unknown this tick (never zero). A shard's refusal hold-off that an
+ * acceptance has since answered (the ledger's newest acceptance is later) is cleared, as a
+ * consumer's own acceptance lifts the waiting design's (`roomLimit`): the governor's probe is
+ * the one submission made while every consumer holds off.
  */
 export function leasedLedgerReader(
   ledger: ThreadLedgerReader | undefined,
   lane: LeasedLane,
   clock: Clock = Date.now,
-): ThreadLedgerReader {
+  log?: GovernorLog,
+): LeasedLedgerReader {
+  let lastHeld = 0;
   return {
+    lastHeld: () => lastHeld,
     async read() {
       const [reading, views] = await Promise.all([ledger?.read(), lane.leases.views(lane.shards)]);
       const now = clock();
       const held = views.reduce((sum, view) => sum + liveSlots(view, now).length, 0);
+      lastHeld = held;
+      const acceptedAt = reading?.lastAcceptance?.at;
+      for (const view of views) {
+        const refusedAt = view.meta?.refusedAt;
+        if (acceptedAt === undefined || refusedAt === undefined || acceptedAt <= refusedAt) continue;
+        await lane.leases
+          .clearRefusal(view.shard, acceptedAt)
+          .catch((error: unknown) =>
+            log?.warn('refusal hold-off not cleared; it lapses by itself', { error: (error as Error).message }),
+          );
+      }
       const { leftover: _leftover, ...rest } = reading ?? { refusals: 0, acceptances: 0, held: 0 };
       return { ...rest, held };
     },
+  };
+}
+
+/**
+ * The governor probe's ledger in the parked design: its acceptance and refusal recorded with the
+ * threads the leases held at the last read (the ledger's own held buckets are not the count).
+ */
+export function leasedProbeLedger(ledger: ThreadLedgerRecorder, held: () => number): ThreadLedgerRecorder {
+  return {
+    accepted: async (now) => {
+      await ledger.recordEvent('acceptance', now, held());
+      return { bucket: Number.NaN };
+    },
+    refused: async (now) => {
+      const atRefusal = held();
+      await ledger.recordEvent('refusal', now, atRefusal);
+      return atRefusal;
+    },
+    released: async () => undefined,
+    leftOver: async () => undefined,
+    leftoverAnswered: async () => undefined,
+    recordEvent: (event, at, count) => ledger.recordEvent(event, at, count),
+    read: () => ledger.read(),
   };
 }
 

@@ -38,7 +38,7 @@ import type { Clock, SolverPort } from '../core/ports.js';
 import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
 import { createThreadProbe } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
-import { type LeasedLane, leasedLedgerReader, withLeaseLimits } from './lease-step.js';
+import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
 import { createParkedWatch, type ParkedWatch } from './parked-watch.js';
 
 export interface GovernorWiringOptions {
@@ -170,13 +170,17 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const overrides = { probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs };
   const threadLedger = threadLedgerFor(environment, clients.documents, options.clock);
   const leased = leasedLaneOf(environment, clients);
+  // The parked design: held threads from the leases, and the probe records its answers with them.
+  const leasedReader = leased ? leasedLedgerReader(threadLedger, leased, options.clock, options.log) : undefined;
+  const probeLedger =
+    threadLedger && leasedReader ? leasedProbeLedger(threadLedger, () => leasedReader.lastHeld()) : threadLedger;
   // One probe submission a tick while others hold the plan: over-cap retries off, so one refusal at most.
-  const probe = threadLedger
+  const probe = probeLedger
     ? createThreadProbe({
         solver:
           options.probeSolver ??
           solverFromEnvironment(environment, clients.region, undefined, { maxOverCapRetries: 0 }),
-        ledger: threadLedger,
+        ledger: probeLedger,
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.log
           ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
@@ -237,11 +241,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     balance,
     // The consumer's over-cap answers and held threads on the same table, read every tick (the
     // held threads from the leases when the fleet parks).
-    ...(leased
-      ? { threadLedger: leasedLedgerReader(threadLedger, leased, options.clock) }
-      : threadLedger
-        ? { threadLedger }
-        : {}),
+    ...(leasedReader ? { threadLedger: leasedReader } : threadLedger ? { threadLedger } : {}),
     ...(probe ? { probe } : {}),
     stores,
     actuator: withLeases(
