@@ -14,6 +14,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { GOVERNOR_STATE_ID, STORE_PROBE_KEY, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
 import { ENV } from '../functions/core/environment.js';
+import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { Consumer } from './consumer.js';
 import { grantConsumerControl } from './consumer-permissions.js';
@@ -158,8 +159,10 @@ export class Governor extends Construct {
 
   /**
    * The parked design: the leases (every shard read each second, limits set, a ready task's slot
-   * freed), the records of leased tasks (read only: their submission's id), and the two lanes'
-   * ChangeMessageVisibility (a ready task's message shown again).
+   * freed); the records of parked tasks (read for their submission's id, then claimed and written
+   * solved by the watch: the same conditional updates the consumer makes, no delete, no scan); the
+   * two lanes' messages (a recorded task's deleted, another shown again); its completion event on
+   * the fleet's bus, as the consumer publishes it.
    */
   private grantParkedWatch(role: iam.IRole, props: GovernorProps, leasesTable: dynamodb.ITable): void {
     role.addToPrincipalPolicy(
@@ -172,15 +175,28 @@ export class Governor extends Construct {
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ParkedRecords',
-        actions: ['dynamodb:GetItem'],
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
         resources: [props.resultsTable.tableArn],
       }),
     );
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ParkedMessages',
-        actions: ['sqs:ChangeMessageVisibility'],
+        actions: ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'],
         resources: [props.queues.normal.queueArn, props.queues.high.queueArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ParkedCompletionEvents',
+        actions: ['events:PutEvents'],
+        resources: [props.bus.eventBusArn],
+        conditions: {
+          StringEquals: {
+            'events:source': props.settings.eventSource,
+            'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE,
+          },
+        },
       }),
     );
   }

@@ -34,6 +34,9 @@ import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
 import { createThreadProbe } from '../functions/governor/thread-probe.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger } from '../functions/governor/lease-step.js';
 import { createParkedWatch, type ParkedWatch } from '../functions/governor/parked-watch.js';
+import { createParkedRecorder } from '../functions/adapters/parked-recorder.js';
+import { createMetrics } from '../functions/adapters/metrics.js';
+import { createRedactor } from '../functions/core/redaction.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../functions/adapters/thread-leases.js';
@@ -224,7 +227,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const { governor, storeHealth } = await startGovernor(
       plan,
       backends,
-      { solver, overflow },
+      { solver, overflow, consumer },
       lanes,
       consumer.metrics,
       cleanups,
@@ -446,7 +449,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
     // The simulator answers in about half a second: a solve that quick is recorded by the
     // invocation that submitted it; the slower ones park (seconds, as a real solver's do).
-    parkAfterMs: 1_500,
+    parkAfterMs: 0,
     ...options.timing,
   };
   const wrapQueue = (queue: TaskQueue) => guardDeadInvocations(queue);
@@ -633,7 +636,7 @@ async function startReports(
 async function startGovernor(
   plan: StackPlan,
   { clients, resources }: Backends,
-  { solver, overflow }: { solver: SolverSide; overflow: LocalOverflow | undefined },
+  { solver, overflow, consumer }: { solver: SolverSide; overflow: LocalOverflow | undefined; consumer: ConsumerSide },
   { pollers, pool }: Lanes,
   metrics: MetricsStore,
   cleanups: Cleanups,
@@ -660,7 +663,7 @@ async function startGovernor(
     tableName: resources.tables.governor,
     leaseMs: threadLeaseMs(plan.settings),
   });
-  const parked = await parkedSide(plan, { clients, resources }, solver);
+  const parked = await parkedSide(plan, { clients, resources }, solver, consumer);
   // The parked design: held threads from the leases; the probe records its answers with them.
   const reader = parked ? leasedLedgerReader(ledger, parked.lane) : undefined;
   const probeLedger = reader ? leasedProbeLedger(ledger, () => reader.lastHeld()) : ledger;
@@ -716,6 +719,7 @@ async function parkedSide(
   plan: StackPlan,
   { clients, resources }: Pick<Backends, 'clients' | 'resources'>,
   solver: SolverSide,
+  consumer: Pick<ConsumerSide, 'events' | 'metrics'>,
 ): Promise<{ lane: LeasedLane; watch: ParkedWatch; pollMs: number } | undefined> {
   const { settings } = plan;
   if (settings.solveMode !== 'park') return undefined;
@@ -728,22 +732,36 @@ async function parkedSide(
   };
   for (const view of await leases.views(lane.shards)) for (const slot of view.slots) await leases.release(slot);
   const tickMs = (plan.options.governor === false ? undefined : plan.options.governor?.tickMs) ?? 1_000;
+  const results = new DynamoResultsRepository({
+    documents: clients.documents,
+    tableName: resources.tables.results,
+    ttlSeconds: settings.resultTtlSeconds,
+  });
+  const queue = new SqsTaskQueue({
+    sqs: clients.sqs,
+    dlqUrl: resources.queueUrls.dlq,
+    sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
+  });
+  // Ready parked tasks are recorded by the watch, as in AWS: into the consumer's events and metrics.
+  const recorder = createParkedRecorder({
+    repository: results,
+    solver: solver.client,
+    queue,
+    events: consumer.events,
+    metrics: createMetrics({
+      namespace: settings.metricsNamespace,
+      serviceName: SERVICES.consumer,
+      sink: (document: EmfDocument) => consumer.metrics.ingest(document),
+    }),
+    redactor: createRedactor([solver.key]),
+  });
   const watch = createParkedWatch({
     leases,
     shards: lane.shards,
-    results: new DynamoResultsRepository({
-      documents: clients.documents,
-      tableName: resources.tables.results,
-      ttlSeconds: settings.resultTtlSeconds,
-    }),
-    solver: {
-      pollMany: (targets, options) => solver.client.pollMany?.(targets, options) ?? Promise.resolve(new Map()),
-    },
-    queue: new SqsTaskQueue({
-      sqs: clients.sqs,
-      dlqUrl: resources.queueUrls.dlq,
-      sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
-    }),
+    results,
+    solver: solver.client,
+    queue,
+    recorder,
     settleMs: 50,
   });
   return { lane, watch, pollMs: Math.max(100, Math.round(tickMs / 5)) };

@@ -313,6 +313,38 @@ export class DynamoResultsRepository implements ResultsRepository {
     );
   }
 
+  async claimParked(
+    taskId: string,
+    solverId: string,
+    claim: { claimToken: string; now: number; leaseMs: number },
+  ): Promise<TaskResult | undefined> {
+    try {
+      const written = await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { taskId },
+          UpdateExpression: 'SET claimToken = :token, leaseUntil = :leaseUntil ADD attempts :one',
+          ConditionExpression:
+            '#status = :solving AND solverId = :solverId AND (attribute_not_exists(claimToken) OR leaseUntil < :now)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':token': claim.claimToken,
+            ':leaseUntil': claim.now + claim.leaseMs,
+            ':one': 1,
+            ':solving': 'solving',
+            ':solverId': solverId,
+            ':now': claim.now,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return written.Attributes as TaskResult;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw new ResultsRepositoryError(`claim of parked task ${taskId} failed`, taskId, { cause: error });
+    }
+  }
+
   async complete(
     taskId: string,
     claimToken: string,

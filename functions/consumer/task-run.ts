@@ -19,23 +19,22 @@ import type { SolverProvider } from '../core/provider.js';
 import { answerFitsCarry, type Carry, carryText } from '../core/redelivery.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
 import {
-  METHOD_KIND,
   SolverAccountError,
   SolverError,
   SolverOverCapError,
   SolverTaskError,
   SolverTimeoutError,
   SolverTransientError,
-  TOKEN_TTL_MS,
   type SolverMethod,
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
+import { recordedStale, solvedFields } from '../core/solved-record.js';
 import { announce, announcementPending } from './announce.js';
 import type { RecordContext } from './context.js';
 import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.js';
 import { retryWrite, SolverIdKeeper } from './durable-writes.js';
-import { countSpend } from './spend.js';
+import { countSpend } from '../adapters/spend-metrics.js';
 import { type AckReason, type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
 import { LeaseHolding } from './lease-holding.js';
 import { ThreadTracking } from './thread-tracking.js';
@@ -635,25 +634,11 @@ export class TaskRun {
   ): Promise<Outcome> {
     const { deps, clock } = this.ctx;
     const m = deps.metrics;
-    const solveMs = Math.max(0, solved.answeredAt - solved.acceptedAt);
+    const completedAt = clock();
+    const result = solvedFields(base, solved, completedAt, this.issuedNoLaterThan(solved, resumed));
+    const { solveMs, tokenExpiresAt } = result;
     m.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, solveMs, MetricResolution.High);
     const method = this.task.method as SolverMethod;
-    const ttl = METHOD_KIND[method] === 'token' ? TOKEN_TTL_MS[method] : undefined;
-    const completedAt = clock();
-    const tokenExpiresAt = ttl === undefined ? undefined : this.issuedNoLaterThan(solved, resumed) + ttl;
-    const result = {
-      ...base,
-      // Who solved it: the provider whose submission answered (a resume at the other lane's provider names it).
-      provider: solved.provider,
-      solverProvider: solved.provider,
-      status: 'solved' as const,
-      answer: solved.answer,
-      solverId: solved.solverId,
-      completedAt,
-      solveMs,
-      ...(tokenExpiresAt !== undefined ? { tokenExpiresAt } : {}),
-      ...(solved.costUsd !== undefined ? { costUsd: solved.costUsd, costSource: solved.costSource } : {}),
-    };
     let written: boolean;
     try {
       written = await this.writeTerminal(result);
@@ -676,7 +661,7 @@ export class TaskRun {
     if (!written) return this.afterLostClaim();
     m.addMetric(METRICS.solved, MetricUnit.Count, 1);
     countSpend(m, method, solved.costUsd);
-    if (tokenExpiresAt !== undefined && completedAt >= tokenExpiresAt) {
+    if (recordedStale(result)) {
       // Recorded as solved (the solver was paid and the answer is the truth of what happened),
       // but a producer must not use it: `get`/`wait` report it stale, and operators see the count.
       m.addMetric(METRICS.tokensStale, MetricUnit.Count, 1);

@@ -243,6 +243,17 @@ export interface ResultsRepository {
     submission: { solverId: string; provider: SolverProvider; acceptedAt: number },
   ): Promise<boolean>;
   /**
+   * Claim a parked task to record its answer where its message is not (the governor's watch,
+   * which reads the answer once the solver has it): only a record still solving, holding
+   * `solverId`, with no live claim, is claimed. The record as claimed, or undefined when another
+   * delivery holds it or it is no longer that parked task.
+   */
+  claimParked(
+    taskId: string,
+    solverId: string,
+    claim: { claimToken: string; now: number; leaseMs: number },
+  ): Promise<TaskResult | undefined>;
+  /**
    * Write the terminal record if the claim is still ours. True when the record is now ours:
    * written by this call, or by an earlier attempt under the same claim whose answer was lost
    * (the record names its writer, `completedBy`). False when another delivery owns the task.

@@ -13,6 +13,7 @@ import { sleep as wait } from '../core/helpers/time.js';
 import type { Clock, PollState, PollTarget, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
 import { type LeaseKeeper, type LeaseSlot, liveSlots } from '../core/thread-leases.js';
+import type { ParkedRecorder } from '../adapters/parked-recorder.js';
 import type { GovernorLog } from './loop.js';
 
 /** What the watch needs. */
@@ -23,8 +24,13 @@ export interface ParkedWatchOptions {
   /** Reads a task's record (eventually consistent is enough: the watch asks again next round). */
   results: Pick<ResultsRepository, 'get'>;
   solver: Required<Pick<SolverPort, 'pollMany'>>;
-  /** The task queues: a ready task's message is made visible (ChangeMessageVisibility 0). */
+  /** The task queues: a task the consumers finish has its message made visible (ChangeMessageVisibility 0). */
   queue: Pick<TaskQueue, 'changeVisibility'>;
+  /**
+   * Records a ready parked task's answer (functions/adapters/parked-recorder.ts). Absent: every
+   * ready parked task is shown to the consumers instead, which record it in a second delivery.
+   */
+  recorder?: ParkedRecorder;
   /** Time between rounds, ms. @default 1000 */
   pollMs?: number;
   /** A lease younger than this is not looked up yet (its holder is still parking it), ms. @default 300 */
@@ -41,8 +47,12 @@ export interface ParkedWatchStats {
   failedRounds: number;
   /** Parked submissions asked about, summed over the rounds. */
   polled: number;
-  /** Tasks handed back to their queue because their answer was ready (or their solve ended). */
+  /** Leases freed because their answer was ready (or their solve ended). */
   released: number;
+  /** Ready parked tasks the watch recorded itself. */
+  recorded: number;
+  /** Parked tasks shown to the consumers again (their solve ended without an answer, or recording failed). */
+  shown: number;
   /** Messages that could not be made visible again (they come back at their lease's end). */
   showFailures: number;
   /** Parked tasks the last round saw. */
@@ -72,7 +82,18 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const pollMs = options.pollMs ?? 1_000;
   const settleMs = options.settleMs ?? 300;
   const known = new Map<string, Known>();
-  const stats: ParkedWatchStats = { rounds: 0, failedRounds: 0, polled: 0, released: 0, showFailures: 0, parked: 0 };
+  const stats: ParkedWatchStats = {
+    rounds: 0,
+    failedRounds: 0,
+    polled: 0,
+    released: 0,
+    recorded: 0,
+    shown: 0,
+    showFailures: 0,
+    parked: 0,
+  };
+  /** When each lease's submission was last seen not ready (a recorded token's expiry counts from it). */
+  const notReadyAt = new Map<string, number>();
 
   /** A lease's submission once it is on the record, and whether its task is parked. */
   const learn = async (slot: LeaseSlot): Promise<void> => {
@@ -100,12 +121,35 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   /**
    * The answer is ready (or the solve ended): the solver's thread is free, whoever holds the
    * claim, so the lease is freed (a holder that died while polling cannot keep it). A parked
-   * task's message is shown to the consumers; a holder still polling reads the answer itself.
+   * task's answer is recorded here when a recorder is given; a parked task the consumers must
+   * finish (its solve ended, no recorder) has its message shown; a holder still polling reads
+   * the answer itself.
    */
-  const handBack = async (slot: LeaseSlot, parked: boolean): Promise<void> => {
+  const handBack = async (
+    slot: LeaseSlot,
+    entry: Extract<Known, { kind: 'submitted' }>,
+    state: PollState,
+  ): Promise<void> => {
     await release(slot);
     stats.released += 1;
-    if (!parked) return;
+    if (!entry.parked) return;
+    if (state.state === 'ready' && options.recorder !== undefined) {
+      const lastNotReadyAt = notReadyAt.get(keyOf(slot));
+      const outcome = await options.recorder.record({
+        taskId: slot.taskId,
+        solverId: entry.target.solverId,
+        method: entry.target.method,
+        delivery: slot.delivery,
+        ...(lastNotReadyAt !== undefined ? { lastNotReadyAt } : {}),
+      });
+      if (outcome === 'recorded') stats.recorded += 1;
+      return;
+    }
+    await show(slot);
+  };
+
+  const show = async (slot: LeaseSlot): Promise<void> => {
+    stats.shown += 1;
     try {
       await options.queue.changeVisibility(slot.delivery, 0);
     } catch (error) {
@@ -123,6 +167,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     const live = (await options.leases.views(options.shards)).flatMap((view) => liveSlots(view, now));
     const liveKeys = new Set(live.map(keyOf));
     for (const key of known.keys()) if (!liveKeys.has(key)) known.delete(key);
+    for (const key of notReadyAt.keys()) if (!liveKeys.has(key)) notReadyAt.delete(key);
     // A lease not yet known, or whose holder still had its claim: (re)read its record.
     const unsettled = live.filter((slot) => {
       const entry = known.get(keyOf(slot));
@@ -137,8 +182,14 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     if (watched.length === 0) return;
     stats.polled += watched.length;
     const states = await options.solver.pollMany(watched.map((w) => w.target));
-    const done = watched.filter((w) => isDone(states.get(w.target.solverId)));
-    await Promise.all(done.map((w) => handBack(w.slot, w.parked)));
+    const polledAt = clock();
+    const done: Array<{ w: (typeof watched)[number]; state: PollState }> = [];
+    for (const w of watched) {
+      const state = states.get(w.target.solverId);
+      if (state?.state === 'not_ready') notReadyAt.set(keyOf(w.slot), polledAt);
+      if (state !== undefined && isDone(state)) done.push({ w, state });
+    }
+    await Promise.all(done.map(({ w, state }) => handBack(w.slot, w, state)));
   };
 
   return {

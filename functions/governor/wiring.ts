@@ -4,6 +4,7 @@
  * through the solver client, the consumer's mappings and reservation, state in DynamoDB.
  */
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
 import {
@@ -22,6 +23,10 @@ import {
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
 import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../adapters/thread-leases.js';
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
+import { createEventBridgePublisher } from '../adapters/completion-events.js';
+import { createMetrics } from '../adapters/metrics.js';
+import { createParkedRecorder } from '../adapters/parked-recorder.js';
+import { createRedactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import { shardKeys } from '../core/thread-leases.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
@@ -34,7 +39,7 @@ import { overflowConfigFrom } from '../core/governor/overflow.js';
 import { governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
-import type { Clock, SolverPort } from '../core/ports.js';
+import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
 import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
 import { createThreadProbe } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
@@ -50,8 +55,13 @@ export interface GovernorWiringOptions {
   solver?: Pick<SolverPort, 'getBalance'>;
   /** The overflow provider's; defaults to the undici client with the overflow key (only getBalance is used). */
   overflowSolver?: Pick<SolverPort, 'getBalance'>;
-  /** Asks the solver about parked submissions (solveMode `park`); defaults to the undici client with the key. */
-  parkedSolver?: Pick<SolverPort, 'pollMany'>;
+  /**
+   * Asks the solver about parked submissions and reads a ready one's answer (solveMode `park`);
+   * defaults to the undici client with the key.
+   */
+  parkedSolver?: Pick<SolverPort, 'pollMany' | 'solve'>;
+  /** Where the watch announces the parked tasks it records; defaults to EventBridge when `EVENT_BUS_NAME` is set. */
+  parkedEvents?: CompletionEvents;
   /** The governor's probe submissions (while others hold the plan); defaults to the undici client with over-cap retries off. */
   probeSolver?: Pick<SolverPort, 'solve'>;
   log?: GovernorLog;
@@ -295,21 +305,47 @@ function parkedWatchOf(
   const solver = options.parkedSolver ?? solverFromEnvironment(environment, clients.region);
   const pollMany = solver.pollMany?.bind(solver);
   if (pollMany === undefined) return undefined;
+  const { settings } = environment;
   const sourceQueueUrls = [
     environment.queueUrls.normal,
     ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
   ];
+  const results = new DynamoResultsRepository({
+    documents: clients.documents,
+    tableName: environment.tables.results,
+    ttlSeconds: settings.resultTtlSeconds,
+  });
+  const queue = new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls });
+  // A ready parked task is recorded here, as the consumer would (its metrics under the consumer's service).
+  const recorder = createParkedRecorder({
+    repository: results,
+    solver,
+    queue,
+    events: options.parkedEvents ?? eventsOf(environment, clients),
+    metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer }),
+    redactor: createRedactor(),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
   return createParkedWatch({
     leases: leased.leases,
     shards: leased.shards,
-    results: new DynamoResultsRepository({
-      documents: clients.documents,
-      tableName: environment.tables.results,
-      ttlSeconds: environment.settings.resultTtlSeconds,
-    }),
+    results,
     solver: { pollMany },
-    queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls }),
+    queue,
+    recorder,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log ? { log: options.log } : {}),
+  });
+}
+
+/** EventBridge on the fleet's bus, when the environment names one. */
+function eventsOf(environment: FleetEnvironment, clients: AwsClients): CompletionEvents | undefined {
+  if (environment.eventBusName === undefined) return undefined;
+  return createEventBridgePublisher({
+    client: new EventBridgeClient(baseClientConfig(environment.endpoint, clients.region)),
+    busName: environment.eventBusName,
+    source: environment.settings.eventSource,
+    includeAnswer: environment.settings.eventsIncludeAnswer,
   });
 }
