@@ -131,11 +131,15 @@ export interface AnnounceDeps {
 
 /**
  * Announce a terminal record at least once: publish its completion event (its error text
- * redacted once more), then note on the record that it went out (`announcedAt`), so a
- * redelivery stays silent. True when the event went out (or there is no events port); false
+ * redacted once more), then (unless `note` is false) note on the record that it went out
+ * (`announcedAt`), so a redelivery stays silent. True when the event went out (or there is no events port); false
  * when it could not be published (the caller has the message delivered again to publish it).
  */
-export async function announceResult(deps: AnnounceDeps, result: TaskResult): Promise<boolean> {
+export async function announceResult(
+  deps: AnnounceDeps,
+  result: TaskResult,
+  options: { note?: boolean } = {},
+): Promise<boolean> {
   const { events } = deps;
   if (events === undefined) return true;
   // The answer goes to the port, which decides whether events carry it (`eventsIncludeAnswer`).
@@ -154,6 +158,7 @@ export async function announceResult(deps: AnnounceDeps, result: TaskResult): Pr
     });
     return false;
   }
+  if (options.note === false) return true;
   try {
     await deps.repository.markAnnounced(result.taskId, deps.clock());
   } catch (error) {

@@ -1,15 +1,17 @@
 /**
  * Records a parked task's answer where the governor's watch sees it ready (the parked design):
- * the watch claims the parked record (by its solver id: no live claim on it), reads the answer
- * with one result request, writes the same solved record the consumer writes (core's
- * `solvedFields`), announces it, and deletes the task's message through the receipt handle its
- * lease kept. No second delivery, and no ready task waits behind a backlog for one.
+ * the watch reads the answer with one result request, writes the same solved record the consumer
+ * writes (core's `solvedFields`) in one conditional write that holds only while the task is
+ * still parked under that submission (no delivery holds a claim on it), publishes its completion
+ * event, and deletes the task's message through the receipt handle its lease kept. No second
+ * delivery, no second claim, and no ready task waits behind a backlog for one.
  *
  * Whatever fails on the way hands the task to the consumers instead, as the waiting design would
- * have it: the claim is given back and the message shown again (ChangeMessageVisibility 0), so a
- * consumer resumes the submission, reads the answer (still at the solver) and records it. An
- * answer the solver ended without one (unsolvable: a resubmission needs the task's body) goes to
- * the consumers the same way.
+ * have it: the message is shown again (ChangeMessageVisibility 0), so a consumer resumes the
+ * submission, reads the answer (still at the solver) and records it. A solve the solver ended
+ * without an answer (unsolvable: a resubmission needs the task's body) goes to the consumers the
+ * same way. The record is not noted as announced (a write of the whole answered item): a rare
+ * later delivery of the finished task publishes its event again, under the same event id.
  */
 import { randomUUID } from 'node:crypto';
 import { METRICS } from '../core/metric-names.js';
@@ -22,8 +24,7 @@ import type {
   TaskQueue,
 } from '../core/ports.js';
 import type { Redactor } from '../core/redaction.js';
-import type { TaskResult } from '../core/results.js';
-import { recordedStale, solvedFields } from '../core/solved-record.js';
+import { type RecordBase, recordedStale, solvedFields } from '../core/solved-record.js';
 import type { Task } from '../core/task.js';
 import { announceResult } from './completion-events.js';
 import { type Metrics, MetricResolution, MetricUnit } from './metrics.js';
@@ -31,7 +32,7 @@ import { countSpend } from './spend-metrics.js';
 
 /** What recording a parked answer needs. */
 export interface ParkedRecorderDeps {
-  repository: Pick<ResultsRepository, 'claimParked' | 'complete' | 'release' | 'markAnnounced'>;
+  repository: Pick<ResultsRepository, 'completeParked' | 'markAnnounced'>;
   solver: Pick<SolverPort, 'solve'>;
   queue: Pick<TaskQueue, 'changeVisibility' | 'acknowledge'>;
   events: CompletionEvents | undefined;
@@ -39,8 +40,6 @@ export interface ParkedRecorderDeps {
   metrics: Metrics;
   redactor: Redactor;
   clock?: Clock;
-  /** How long the watch's claim protects the record while it writes, ms. @default 30000 */
-  claimMs?: number;
   /** How long the one result request may take, ms. @default 15000 */
   readMs?: number;
   log?: { info(m: string, a?: Record<string, unknown>): void; warn(m: string, a?: Record<string, unknown>): void };
@@ -50,7 +49,10 @@ export interface ParkedRecorderDeps {
 export interface ReadyParked {
   taskId: string;
   solverId: string;
-  method: string;
+  /** The record's fields before the answer (method, priority, times, provider), as the watch read it. */
+  base: RecordBase;
+  /** When the solver accepted the submission (the record's `solverAcceptedAt`), epoch ms. */
+  acceptedAt: number | undefined;
   /** The delivery that parked it (its message's receipt handle). */
   delivery: DeliveredMessage;
   /** The watch's last poll that found it not ready: the answer was issued after it (a token's expiry counts from it). */
@@ -68,100 +70,80 @@ export interface ParkedRecorder {
 /** Build the recorder. */
 export function createParkedRecorder(deps: ParkedRecorderDeps): ParkedRecorder {
   const clock = deps.clock ?? Date.now;
-  const claimMs = deps.claimMs ?? 30_000;
   const readMs = deps.readMs ?? 15_000;
 
-  /** The consumers take over: the claim given back, the message shown again. */
-  const handBack = async (task: ReadyParked, claimToken: string | undefined, why: string): Promise<'handed_back'> => {
-    if (claimToken !== undefined) await deps.repository.release(task.taskId, claimToken).catch(() => undefined);
+  /** The consumers take over: the message shown again. */
+  const handBack = async (task: ReadyParked, why: string): Promise<'handed_back'> => {
     await deps.queue.changeVisibility(task.delivery, 0).catch(() => undefined);
     deps.log?.warn('parked task handed to the consumers', { taskId: task.taskId, why: deps.redactor.redact(why) });
     return 'handed_back';
   };
 
-  const write = async (task: ReadyParked, claimed: TaskResult, claimToken: string): Promise<ParkedRecordOutcome> => {
-    const now = clock();
-    let outcome: Awaited<ReturnType<SolverPort['solve']>>;
-    try {
-      outcome = await deps.solver.solve(minimalTask(task, claimed), {
-        deadlineAt: now + readMs,
-        resumeSolverId: task.solverId,
-      });
-    } catch (error) {
-      return handBack(task, claimToken, `answer not read: ${describe(error)}`);
-    }
-    const acceptedAt = claimed.solverAcceptedAt ?? outcome.acceptedAt;
-    const completedAt = clock();
-    const fields = solvedFields(
-      baseOf(claimed),
-      { ...outcome, acceptedAt, provider: 'primary' },
-      completedAt,
-      Math.min(outcome.answeredAt, task.lastNotReadyAt ?? outcome.answeredAt),
-    );
-    let written: boolean;
-    try {
-      written = await deps.repository.complete(task.taskId, claimToken, fields);
-    } catch (error) {
-      return handBack(task, claimToken, `answer not recorded: ${describe(error)}`);
-    }
-    if (!written) return 'skipped';
-    countSolved(deps.metrics, fields, claimed);
-    deps.metrics.publishStoredMetrics();
-    const announced = await announceResult(
-      { ...deps, clock, log: deps.log ?? { warn: () => undefined } },
-      { ...claimed, ...fields, completedBy: claimToken },
-    );
-    // Not announced: the message comes back at once and its duplicate delivery publishes.
-    if (!announced) await deps.queue.changeVisibility(task.delivery, 0).catch(() => undefined);
-    else await deps.queue.acknowledge(task.delivery).catch(() => undefined);
-    deps.log?.info('parked task solved', { taskId: task.taskId, solverId: task.solverId, solveMs: fields.solveMs });
-    return 'recorded';
-  };
-
   return {
     async record(task) {
-      const claimToken = `watch:${task.taskId}:${randomUUID()}`;
-      let claimed: TaskResult | undefined;
+      let outcome: Awaited<ReturnType<SolverPort['solve']>>;
       try {
-        claimed = await deps.repository.claimParked(task.taskId, task.solverId, {
-          claimToken,
-          now: clock(),
-          leaseMs: claimMs,
+        outcome = await deps.solver.solve(minimalTask(task), {
+          deadlineAt: clock() + readMs,
+          resumeSolverId: task.solverId,
         });
       } catch (error) {
-        return handBack(task, undefined, `record not claimed: ${describe(error)}`);
+        return handBack(task, `answer not read: ${describe(error)}`);
       }
-      if (claimed === undefined) return 'skipped';
-      return write(task, claimed, claimToken);
+      const token = `watch:${task.taskId}:${randomUUID()}`;
+      const completedAt = clock();
+      const fields = solvedFields(
+        task.base,
+        { ...outcome, acceptedAt: task.acceptedAt ?? outcome.acceptedAt, provider: 'primary' },
+        completedAt,
+        Math.min(outcome.answeredAt, task.lastNotReadyAt ?? outcome.answeredAt),
+      );
+      let written: boolean;
+      try {
+        written = await deps.repository.completeParked(task.taskId, task.solverId, fields, {
+          token,
+          now: completedAt,
+        });
+      } catch (error) {
+        return handBack(task, `answer not recorded: ${describe(error)}`);
+      }
+      // A delivery resumed it meanwhile (it holds a claim) or it is finished: theirs to end.
+      if (!written) return 'skipped';
+      countSolved(deps.metrics, fields, task.base.submittedAt);
+      deps.metrics.publishStoredMetrics();
+      const announced = await announceResult(
+        { ...deps, clock, log: deps.log ?? { warn: () => undefined } },
+        { taskId: task.taskId, attempts: 1, expiresAt: 0, ...fields, completedBy: token },
+        { note: false },
+      );
+      // Not announced: the message comes back at once and its duplicate delivery publishes.
+      if (!announced) await deps.queue.changeVisibility(task.delivery, 0).catch(() => undefined);
+      else await deps.queue.acknowledge(task.delivery).catch(() => undefined);
+      deps.log?.info('parked task solved', { taskId: task.taskId, solverId: task.solverId, solveMs: fields.solveMs });
+      return 'recorded';
     },
   };
 }
 
 /** The task as a result request needs it: its id and method (the JSON API reads answers by type). */
-function minimalTask(task: ReadyParked, record: TaskResult): Task {
+function minimalTask(task: ReadyParked): Task {
   return {
     id: task.taskId,
-    method: record.method ?? task.method,
+    method: task.base.method,
     params: {},
-    priority: record.priority ?? 'normal',
-    submittedAt: record.submittedAt ?? 0,
+    priority: task.base.priority ?? 'normal',
+    submittedAt: task.base.submittedAt ?? 0,
   } as Task;
 }
 
-/** The record's fields before the answer, as the claim wrote them. */
-function baseOf(record: TaskResult) {
-  const { method, priority, submittedAt, startedAt, queueWaitMs, provider } = record;
-  return { method, priority, submittedAt, startedAt, queueWaitMs, provider };
-}
-
 /** The consumer's solve metrics, for a solve the watch recorded. */
-function countSolved(metrics: Metrics, fields: ReturnType<typeof solvedFields>, record: TaskResult): void {
+function countSolved(metrics: Metrics, fields: ReturnType<typeof solvedFields>, submittedAt: number | undefined): void {
   metrics.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, fields.solveMs, MetricResolution.High);
   metrics.addMetric(METRICS.solved, MetricUnit.Count, 1);
   countSpend(metrics, String(fields.method), fields.costUsd);
   if (recordedStale(fields)) metrics.addMetric(METRICS.tokensStale, MetricUnit.Count, 1);
-  if (record.submittedAt !== undefined && fields.completedAt !== undefined)
-    metrics.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, fields.completedAt - record.submittedAt));
+  if (submittedAt !== undefined && fields.completedAt !== undefined)
+    metrics.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, fields.completedAt - submittedAt));
 }
 
 function describe(error: unknown): string {

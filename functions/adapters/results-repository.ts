@@ -313,36 +313,38 @@ export class DynamoResultsRepository implements ResultsRepository {
     );
   }
 
-  async claimParked(
+  async completeParked(
     taskId: string,
     solverId: string,
-    claim: { claimToken: string; now: number; leaseMs: number },
-  ): Promise<TaskResult | undefined> {
+    result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+    writer: { token: string; now: number },
+  ): Promise<boolean> {
+    this.checkRecordSize(taskId, result);
+    const update = terminalUpdate(result, writer.token, this.expiresAt(writer.now));
     try {
-      const written = await this.documents.send(
+      await this.documents.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { taskId },
-          UpdateExpression: 'SET claimToken = :token, leaseUntil = :leaseUntil ADD attempts :one',
+          UpdateExpression: `${update.expression} REMOVE claimToken, leaseUntil`,
           ConditionExpression:
-            '#status = :solving AND solverId = :solverId AND (attribute_not_exists(claimToken) OR leaseUntil < :now)',
-          ExpressionAttributeNames: { '#status': 'status' },
+            '#status = :solving AND solverId = :parkedId AND (attribute_not_exists(claimToken) OR leaseUntil < :now)',
+          ExpressionAttributeNames: { ...update.names, '#status': 'status' },
           ExpressionAttributeValues: {
-            ':token': claim.claimToken,
-            ':leaseUntil': claim.now + claim.leaseMs,
-            ':one': 1,
+            ...update.values,
             ':solving': 'solving',
-            ':solverId': solverId,
-            ':now': claim.now,
+            ':parkedId': solverId,
+            ':now': writer.now,
           },
-          ReturnValues: 'ALL_NEW',
         }),
       );
-      return written.Attributes as TaskResult;
+      return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return undefined;
-      throw new ResultsRepositoryError(`claim of parked task ${taskId} failed`, taskId, { cause: error });
+      if (!(error instanceof ConditionalCheckFailedException))
+        throw new ResultsRepositoryError(`record of parked task ${taskId} failed`, taskId, { cause: error });
     }
+    const current = await this.get(taskId, { consistent: true });
+    return current !== undefined && isTerminal(current.status) && current.completedBy === writer.token;
   }
 
   async complete(
@@ -351,25 +353,11 @@ export class DynamoResultsRepository implements ResultsRepository {
     result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
   ): Promise<boolean> {
     this.checkRecordSize(taskId, result);
-    const names: Record<string, string> = {};
-    const values: Record<string, unknown> = {};
-    const sets: string[] = [];
-    for (const [field, value] of Object.entries(result)) {
-      if (value === undefined || CLAIM_FIELDS.has(field)) continue;
-      names[`#${field}`] = field;
-      values[`:${field}`] = value;
-      sets.push(`#${field} = :${field}`);
-    }
-    values[':expiresAt'] = this.expiresAt(this.clock());
-    sets.push('expiresAt = :expiresAt');
-    // The writer's token stays on the record: a retry whose first attempt committed (its answer
-    // lost) finds the condition failed and recognises the record as its own.
-    values[':completedBy'] = claimToken;
-    sets.push('completedBy = :completedBy');
+    const update = terminalUpdate(result, claimToken, this.expiresAt(this.clock()));
     const written = await this.ifClaimed(taskId, claimToken, {
-      UpdateExpression: `SET ${sets.join(', ')} REMOVE claimToken, leaseUntil`,
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
+      UpdateExpression: `${update.expression} REMOVE claimToken, leaseUntil`,
+      ExpressionAttributeNames: update.names,
+      ExpressionAttributeValues: update.values,
     });
     if (written) return true;
     const current = await this.get(taskId, { consistent: true });
@@ -514,6 +502,31 @@ export class DynamoResultsRepository implements ResultsRepository {
       throw new ResultsRepositoryError(`results-table update of task ${taskId} failed`, taskId, { cause: error });
     }
   }
+}
+
+/**
+ * The SET of a terminal write: every field of the result but the claim's, its expiry, and its
+ * writer (a retry whose first attempt committed, its answer lost, recognises the record as its own).
+ */
+function terminalUpdate(
+  result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+  writer: string,
+  expiresAt: number,
+): { expression: string; names: Record<string, string>; values: Record<string, unknown> } {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const sets: string[] = [];
+  for (const [field, value] of Object.entries(result)) {
+    if (value === undefined || CLAIM_FIELDS.has(field)) continue;
+    names[`#${field}`] = field;
+    values[`:${field}`] = value;
+    sets.push(`#${field} = :${field}`);
+  }
+  values[':expiresAt'] = expiresAt;
+  sets.push('expiresAt = :expiresAt');
+  values[':completedBy'] = writer;
+  sets.push('completedBy = :completedBy');
+  return { expression: `SET ${sets.join(', ')}`, names, values };
 }
 
 /** The providers a claim may resume the submissions of. */

@@ -243,16 +243,18 @@ export interface ResultsRepository {
     submission: { solverId: string; provider: SolverProvider; acceptedAt: number },
   ): Promise<boolean>;
   /**
-   * Claim a parked task to record its answer where its message is not (the governor's watch,
-   * which reads the answer once the solver has it): only a record still solving, holding
-   * `solverId`, with no live claim, is claimed. The record as claimed, or undefined when another
-   * delivery holds it or it is no longer that parked task.
+   * Write a parked task's solved record where its message is not (the governor's watch, which
+   * reads the answer once the solver has it), in one conditional write: only a record still
+   * solving, holding `solverId`, with no live claim, is completed (a delivery that resumed the
+   * task holds a claim, and finishes it itself). True when written (or found written by an
+   * earlier attempt of the same `writer` whose answer was lost), false otherwise.
    */
-  claimParked(
+  completeParked(
     taskId: string,
     solverId: string,
-    claim: { claimToken: string; now: number; leaseMs: number },
-  ): Promise<TaskResult | undefined>;
+    result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+    writer: { token: string; now: number },
+  ): Promise<boolean>;
   /**
    * Write the terminal record if the claim is still ours. True when the record is now ours:
    * written by this call, or by an earlier attempt under the same claim whose answer was lost

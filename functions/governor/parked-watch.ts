@@ -14,6 +14,7 @@ import type { Clock, PollState, PollTarget, ResultsRepository, SolverPort, TaskQ
 import { isTerminal, type TaskResult } from '../core/results.js';
 import { type LeaseKeeper, type LeaseSlot, liveSlots } from '../core/thread-leases.js';
 import type { ParkedRecorder } from '../adapters/parked-recorder.js';
+import type { RecordBase } from '../core/solved-record.js';
 import type { GovernorLog } from './loop.js';
 
 /** What the watch needs. */
@@ -63,7 +64,9 @@ export interface ParkedWatchStats {
  * What the watch knows of one lease: its submission (once on the record), whether its task is
  * parked (no live claim: the watch shows its message again when ready), or that it freed it.
  */
-type Known = { kind: 'submitted'; target: PollTarget; parked: boolean } | { kind: 'released' };
+type Known =
+  | { kind: 'submitted'; target: PollTarget; parked: boolean; base: RecordBase; acceptedAt: number | undefined }
+  | { kind: 'released' };
 
 /** The watch: `round()` once, or `run(stopAt)` until shortly before the invocation ends. */
 export interface ParkedWatch {
@@ -110,7 +113,14 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     }
     const submission = record === undefined ? undefined : submissionOf(record, slot);
     if (record === undefined || submission === undefined) return;
-    known.set(keyOf(slot), { kind: 'submitted', target: submission, parked: isParked(record, clock()) });
+    const { method, priority, submittedAt, startedAt, queueWaitMs, provider } = record;
+    known.set(keyOf(slot), {
+      kind: 'submitted',
+      target: submission,
+      parked: isParked(record, clock()),
+      base: { method, priority, submittedAt, startedAt, queueWaitMs, provider },
+      acceptedAt: record.solverAcceptedAt,
+    });
   };
 
   const release = async (slot: LeaseSlot): Promise<void> => {
@@ -138,7 +148,8 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       const outcome = await options.recorder.record({
         taskId: slot.taskId,
         solverId: entry.target.solverId,
-        method: entry.target.method,
+        base: entry.base,
+        acceptedAt: entry.acceptedAt,
         delivery: slot.delivery,
         ...(lastNotReadyAt !== undefined ? { lastNotReadyAt } : {}),
       });

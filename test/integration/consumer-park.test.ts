@@ -6,13 +6,17 @@
  * however many invocations run at once.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
+import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
+import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
 import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
 import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
+import { createRedactor } from '../../functions/core/redaction.js';
 import { shardKeys } from '../../functions/core/thread-leases.js';
 import { createParkedWatch } from '../../functions/governor/parked-watch.js';
 import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
@@ -97,9 +101,27 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
     leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
   });
   const watch = createParkedWatch({ leases, shards, results: repository, solver, queue, settleMs: 0 });
+  const events = createLocalEventStream({ includeAnswer: false });
+  const recorder = createParkedRecorder({
+    repository,
+    solver,
+    queue,
+    events,
+    metrics: captured.metrics,
+    redactor: createRedactor([TEST_SOLVER_KEY]),
+  });
+  const recordingWatch = createParkedWatch({
+    leases,
+    shards,
+    results: repository,
+    solver,
+    queue,
+    recorder,
+    settleMs: 0,
+  });
   const send = (task = recaptchaTask()) =>
     sendMessage(clients, resources.queueUrls.normal, JSON.stringify(task)).then(() => task.id as string);
-  return { fleet, sim, leases, shards, repository, handler, watch, send, captured };
+  return { fleet, sim, leases, shards, repository, handler, watch, recordingWatch, events, send, captured };
 }
 
 describe('parked design on the emulators', () => {
@@ -136,6 +158,59 @@ describe('parked design on the emulators', () => {
     expect(done?.solveMs ?? 0).toBeGreaterThan(0);
     expect(f.sim.stats().submissions).toBe(1);
     expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 0, inFlight: 0 });
+  });
+
+  it('records a ready parked task in the watch itself: no second delivery, the message deleted, the event out once', async () => {
+    // Prepare
+    const f = await parkedFleet({ planThreads: 10, medianMs: 150 });
+    const heard: string[] = [];
+    f.events.subscribe((event) => heard.push(event.id));
+    const id = await f.send();
+    await deliver(f.fleet, f.handler);
+    const parked = await f.repository.get(id, { consistent: true });
+    // Act
+    for (let round = 0; round < 40 && f.recordingWatch.stats.recorded === 0; round++) {
+      await f.recordingWatch.round();
+      await sleep(25);
+    }
+    // Assess
+    expect(f.recordingWatch.stats.recorded).toBe(1);
+    const done = await f.repository.get(id, { consistent: true });
+    expect(done).toMatchObject({ status: 'solved', solverId: parked?.solverId, attempts: 1 });
+    expect(done?.completedBy).toMatch(/^watch:/);
+    expect(done?.solveMs ?? 0).toBeGreaterThan(0);
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 0, inFlight: 0 });
+    expect((await f.leases.views(f.shards))[0]?.slots).toEqual([]);
+    expect(heard).toEqual([id]);
+    expect(f.sim.stats().submissions).toBe(1);
+  });
+
+  it('leaves a parked task to the delivery that resumed it (it holds a claim): recorded once', async () => {
+    // Prepare: parked, then its message comes back (lease end) and a delivery resumes it.
+    const f = await parkedFleet({ planThreads: 10, medianMs: 600 });
+    const id = await f.send();
+    const first = await deliver(f.fleet, f.handler);
+    await f.fleet.clients.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: f.fleet.resources.queueUrls.normal,
+        ReceiptHandle: first.messages[0]?.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    // Act: the resuming delivery and the watch at once.
+    const resumed = deliver(f.fleet, f.handler, { remainingMs: 20_000 });
+    for (let round = 0; round < 60; round++) {
+      await f.recordingWatch.round();
+      const record = await f.repository.get(id, { consistent: true });
+      if (record?.status === 'solved') break;
+      await sleep(25);
+    }
+    await resumed;
+    // Assess: one solved record, one submission, whoever wrote it.
+    const done = await f.repository.get(id, { consistent: true });
+    expect(done?.status).toBe('solved');
+    expect(f.sim.stats().submissions).toBe(1);
+    expect(f.sim.stats().solved).toBe(1);
   });
 
   it('never has more submissions at the solver than slots open, however many invocations run', async () => {
