@@ -206,9 +206,12 @@ export function createDynamoThreadLeases(options: DynamoThreadLeasesOptions): Le
           new UpdateCommand({
             TableName: tableName,
             Key: { shard, slot: META_SLOT },
-            UpdateExpression: `SET #limit = :limit${setOptions.clearRefusal ? ' REMOVE refusedAt, refusedHeld' : ''}`,
+            UpdateExpression: `SET #limit = :limit${setOptions.lanes ? ', lanes = :lanes' : ''}${setOptions.clearRefusal ? ' REMOVE refusedAt, refusedHeld' : ''}`,
             ExpressionAttributeNames: { '#limit': 'limit' },
-            ExpressionAttributeValues: { ':limit': Math.max(0, Math.floor(limit)) },
+            ExpressionAttributeValues: {
+              ':limit': Math.max(0, Math.floor(limit)),
+              ...(setOptions.lanes ? { ':lanes': setOptions.lanes } : {}),
+            },
           }),
         );
       } catch (error) {
@@ -250,12 +253,20 @@ function num(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
+function lanesOf(value: unknown): ShardMeta['lanes'] {
+  const lanes = value as { normal?: unknown; high?: unknown } | undefined;
+  const normal = num(lanes?.normal);
+  const high = num(lanes?.high);
+  return normal === undefined || high === undefined ? undefined : { normal, high };
+}
+
 function metaOf(item: Record<string, unknown>): ShardMeta {
   const fields = {
     limit: num(item.limit),
     refusedAt: num(item.refusedAt),
     refusedHeld: num(item.refusedHeld),
     refusals: num(item.refusals),
+    lanes: lanesOf(item.lanes),
   };
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as ShardMeta;
 }

@@ -46,6 +46,11 @@ export interface ShardMeta {
   refusedHeld?: number;
   /** Over-cap refusals recorded in this shard (a counter). */
   refusals?: number;
+  /**
+   * The lanes' thread ceilings the governor last opened (on the first shard only): the mappings
+   * carry the submitters in the parked design, so the ceilings as they stand are read here.
+   */
+  lanes?: { normal: number; high: number };
 }
 
 /** One read of a shard: its meta (absent until the governor wrote one) and its taken slots. */
@@ -156,8 +161,12 @@ export interface LeaseLane {
 export interface LeaseKeeper {
   /** Every shard of the lane, strongly consistent. */
   views(shards: readonly string[]): Promise<ShardView[]>;
-  /** Set a shard's limit (and clear its refusal hold-off when asked). */
-  setLimit(shard: string, limit: number, options?: { clearRefusal?: boolean }): Promise<void>;
+  /** Set a shard's limit (and the lanes' ceilings, clear its refusal hold-off, when asked). */
+  setLimit(
+    shard: string,
+    limit: number,
+    options?: { clearRefusal?: boolean; lanes?: { normal: number; high: number } },
+  ): Promise<void>;
   /** Clear a shard's refusal hold-off if its refusal is older than `answeredAt` (an acceptance since). */
   clearRefusal(shard: string, answeredAt: number): Promise<void>;
   /** Free a slot (only if it still holds `taskId`). */

@@ -101,26 +101,44 @@ export function threadsOpened(
 }
 
 /**
- * The actuator that also opens the decision's threads as lease slots. Mappings first (their
- * failure fails the tick, as before), then each shard's limit, written only when it changes
- * (the first decision of an invocation writes them all). A failed limit write is logged and
- * retried on the next tick: the shards keep their last limits meanwhile (fail static).
+ * The parked design's actuator: the mappings take the decision's submitters (the invocations
+ * that submit and park), and its thread ceilings open as lease slots, shard by shard, written
+ * only when they change (the first decision of an invocation writes them all), with the lanes'
+ * ceilings on the first shard. Mappings first (their failure fails the tick, as before); a
+ * failed limit write is logged and retried on the next tick: the shards keep their last limits
+ * meanwhile (fail static). `read()` gives the lanes as the policy knows them: their thread
+ * ceilings from the first shard (the mappings show the submitters), their states from the mappings.
  */
 export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: GovernorLog): LaneActuator {
-  let written: number[] | undefined;
+  let written: { limits: number[]; lanes: string } | undefined;
   return {
-    read: () => actuator.read(),
+    async read() {
+      const [mappings, [first]] = await Promise.all([actuator.read(), lane.leases.views(lane.shards.slice(0, 1))]);
+      const lanes = first?.meta?.lanes;
+      if (lanes === undefined) return mappings;
+      return {
+        normal: { ...mappings.normal, ceiling: lanes.normal },
+        ...(mappings.high ? { high: { ...mappings.high, ceiling: lanes.high } } : {}),
+      };
+    },
     async apply(decision) {
-      const result = await actuator.apply(decision);
-      const threads = threadsOpened(decision, lane);
-      const limits = shardLimits(threads, lane.planCap);
+      const result = await actuator.apply({
+        ceilings: decision.submitters ?? decision.ceilings,
+        enabled: decision.enabled,
+      });
+      const limits = shardLimits(threadsOpened(decision, lane), lane.planCap);
+      const lanes = { normal: decision.ceilings.normal, high: decision.ceilings.high };
       const changes = [...result.changes];
-      const next = written ? [...written] : limits.map(() => Number.NaN);
+      const next = written ? [...written.limits] : limits.map(() => Number.NaN);
+      const lanesChanged = written?.lanes !== JSON.stringify(lanes);
+      let wroteLanes = !lanesChanged;
       for (const [i, limit] of limits.entries()) {
-        if (next[i] === limit) continue;
+        const withLanes = i === 0 && lanesChanged;
+        if (next[i] === limit && !withLanes) continue;
         try {
-          await lane.leases.setLimit(lane.shards[i] as string, limit);
+          await lane.leases.setLimit(lane.shards[i] as string, limit, withLanes ? { lanes } : {});
           next[i] = limit;
+          if (withLanes) wroteLanes = true;
           changes.push(`leases ${lane.shards[i]}: ${limit} slot(s)`);
         } catch (error) {
           log?.warn('lease limit not written; the shard keeps its last limit until the next tick', {
@@ -130,7 +148,7 @@ export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: 
           });
         }
       }
-      written = next;
+      written = { limits: next, lanes: wroteLanes ? JSON.stringify(lanes) : (written?.lanes ?? '') };
       return { changes };
     },
   };

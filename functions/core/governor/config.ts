@@ -46,6 +46,7 @@ export function governorConfigFrom(settings: FleetSettings, overrides: Partial<G
     drainTargetMs: DEFAULT_DRAIN_TARGET_MS,
     outageTransientShare: DEFAULT_OUTAGE_TRANSIENT_SHARE,
     tickMs,
+    parked: settings.solveMode === 'park',
     ...overrides,
   };
 }
