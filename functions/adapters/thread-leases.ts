@@ -17,7 +17,6 @@ import {
 import { StoreError } from '../core/ports.js';
 import type { DeliveredMessage } from '../core/ports.js';
 import type { FleetEnvironment } from '../core/environment.js';
-import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
 import {
   type LeaseKeeper,
   type LeaseLane,
@@ -25,6 +24,7 @@ import {
   type LeaseTaker,
   type ShardMeta,
   type ShardView,
+  leaseLengthMs,
   shardKeys,
 } from '../core/thread-leases.js';
 import { storeFailureKind } from './store-failure.js';
@@ -39,16 +39,11 @@ export interface DynamoThreadLeasesOptions {
   clock?: () => number;
 }
 
+/** How long a lease lasts (the solve's deadline and the margin to record it), ms: re-exported for the wiring. */
+export { leaseLengthMs };
+
 /** The primary lane's name in the leases table (shards `primary#0`, `primary#1`, …). */
 export const PRIMARY_LEASE_LANE = 'primary';
-
-/**
- * How long a lease lasts, ms: the solve's deadline and the margin to record it. A crashed holder
- * cannot keep a thread past it, and a parked task's message comes back no later.
- */
-export function leaseLengthMs(settings: Pick<FleetSettings, 'solveDeadlineSeconds'>): number {
-  return (settings.solveDeadlineSeconds + RECORD_MARGIN_SECONDS) * 1000;
-}
 
 /**
  * The primary consumer's lease lane when the fleet parks (solveMode `park`) and its environment

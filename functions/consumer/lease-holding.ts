@@ -9,6 +9,7 @@
 import { sleep } from '../core/helpers/time.js';
 import type { Clock, DeliveredMessage } from '../core/ports.js';
 import {
+  fleetHeldOf,
   freeSlotIndexes,
   type LeaseLane,
   type LeaseSlot,
@@ -45,8 +46,7 @@ export class LeaseHolding {
    * of the shard it took from, scaled to the whole plan when the lane has several shards.
    */
   fleetHeld(): number {
-    const shards = this.lane.shards.length;
-    return shards <= 1 ? this.othersAtTake : Math.round(this.othersAtTake * shards);
+    return fleetHeldOf(this.othersAtTake, this.lane.shards.length);
   }
 
   /** The slot held now, if any. */

@@ -12,7 +12,9 @@
  * that a lower ceiling never raises a shard's limit (the cap holds while limits move). Pure: the
  * DynamoDB adapter is functions/adapters/thread-leases.ts.
  */
+import type { Decision } from './governor/types.js';
 import type { DeliveredMessage } from './ports.js';
+import { type FleetSettings, RECORD_MARGIN_SECONDS } from './settings.js';
 import { REFUSAL_HOLD_OFF_MS } from './thread-ledger.js';
 
 /** Slots of one shard at most: one Query reads a shard (about 35 KB). */
@@ -60,6 +62,28 @@ export interface ShardView {
   slots: LeaseSlot[];
 }
 
+/**
+ * How long a lease lasts, ms: the solve's deadline and the margin to record it. A crashed holder
+ * cannot keep a thread past it, and a parked task's message comes back no later.
+ */
+export function leaseLengthMs(settings: Pick<FleetSettings, 'solveDeadlineSeconds'>): number {
+  return (settings.solveDeadlineSeconds + RECORD_MARGIN_SECONDS) * 1000;
+}
+
+/**
+ * The threads a decision opens as slots: its enabled lanes' ceilings, each invocation's tasks,
+ * within the plan (a paused decision opens none).
+ */
+export function threadsOpened(
+  decision: Pick<Decision, 'ceilings' | 'enabled'>,
+  lane: { planCap: number; tasksPerInvocation: number },
+): number {
+  const invocations =
+    (decision.enabled.normal ? decision.ceilings.normal : 0) +
+    (decision.enabled.high ? (decision.ceilings.high ?? 0) : 0);
+  return Math.min(lane.planCap, invocations * lane.tasksPerInvocation);
+}
+
 /** The shard keys of a lane for a plan of `planCap` usable threads. */
 export function shardKeys(lane: string, planCap: number): string[] {
   const count = Math.max(1, Math.ceil(planCap / LEASE_SHARD_SLOTS));
@@ -86,6 +110,18 @@ function splitEvenly(total: number, parts: number): number[] {
   const base = Math.floor(total / parts);
   const extra = total - base * parts;
   return Array.from({ length: parts }, (_, i) => base + (i < extra ? 1 : 0));
+}
+
+/**
+ * The fleet's held threads as one delivery saw them, its own not counted: `others` live slots
+ * beside its own in the shard it took from, scaled to the lane's `shards`. The takes start at a
+ * random shard, so the shards fill alike: with its own slot the fleet holds about
+ * `(others + 1) × shards`. (Scaling `others` alone would read a fleet whose every shard is full
+ * as `shards − 1` threads short of it, and the governor's estimate of its free threads would
+ * never see it filled, so never climb back after a refusal.)
+ */
+export function fleetHeldOf(others: number, shards: number): number {
+  return shards <= 1 ? others : (others + 1) * shards - 1;
 }
 
 /** Slots of a view still held at `now` (an expired lease holds nothing). */

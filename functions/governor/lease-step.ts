@@ -6,9 +6,8 @@
  * ceilings, applied to one more resource.
  */
 import type { LaneActuator } from '../core/governor/ports.js';
-import type { Decision } from '../core/governor/types.js';
 import type { Clock } from '../core/ports.js';
-import { type LeaseKeeper, liveSlots, shardLimits } from '../core/thread-leases.js';
+import { type LeaseKeeper, liveSlots, shardLimits, threadsOpened } from '../core/thread-leases.js';
 import type { ThreadLedgerReader, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { GovernorLog } from './loop.js';
 
@@ -87,17 +86,6 @@ export function leasedProbeLedger(ledger: ThreadLedgerRecorder, held: () => numb
     recordEvent: (event, at, count) => ledger.recordEvent(event, at, count),
     read: () => ledger.read(),
   };
-}
-
-/** The threads a decision opens: its enabled lanes' ceilings, each invocation's tasks, within the plan. */
-export function threadsOpened(
-  decision: Pick<Decision, 'ceilings' | 'enabled'>,
-  lane: Pick<LeasedLane, 'planCap' | 'tasksPerInvocation'>,
-): number {
-  const invocations =
-    (decision.enabled.normal ? decision.ceilings.normal : 0) +
-    (decision.enabled.high ? (decision.ceilings.high ?? 0) : 0);
-  return Math.min(lane.planCap, invocations * lane.tasksPerInvocation);
 }
 
 /**

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { initialEstimate, updateEstimate } from '../../functions/core/governor/neighbours.js';
 import {
+  fleetHeldOf,
   freeSlotIndexes,
   LEASE_SHARD_SLOTS,
   type LeaseSlot,
@@ -65,6 +67,32 @@ describe('thread lease shards', () => {
         },
       ),
     );
+  });
+});
+
+describe("the fleet's held threads as a delivery sees them", () => {
+  it('counts its shard exactly with one shard, and scales it with its own slot with several', () => {
+    expect(fleetHeldOf(7, 1)).toBe(7);
+    // 10 slots over 5 shards, every one full (2 each): a delivery sees 1 other in its shard.
+    expect(fleetHeldOf(1, 5)).toBe(9);
+    expect(fleetHeldOf(0, 3)).toBe(2);
+  });
+
+  it("lets the governor's estimate climb back once a multi-shard fleet fills its slots after a refusal", () => {
+    // GIVEN a 268-thread plan (5 shards) whose estimate a refusal took to 10 threads (2 slots a shard)
+    const shape = { planCap: 268, spare: 1, floor: 2, tickMs: 10_000 };
+    const start = initialEstimate(shape, 0);
+    const refused = updateEstimate(
+      start,
+      { held: 10, refusals: 1, acceptances: 500, lastRefusal: { at: 1, held: 10 } },
+      shape,
+    ).estimate;
+    expect(refused.free).toBe(10);
+    // WHEN every shard is full and a delivery's submission is accepted, recorded with its fleetHeld
+    const held = fleetHeldOf(1, shardKeys('primary', 268).length);
+    const reading = { held: 10, refusals: 1, acceptances: 501, lastAcceptance: { at: 2, held } };
+    // THEN the estimate is tested and climbs
+    expect(updateEstimate(refused, reading, shape).change).toBe('up');
   });
 });
 
