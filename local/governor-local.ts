@@ -35,7 +35,7 @@ import {
   type TickRecord,
 } from '../functions/governor/loop.js';
 import { type LeasedLane, withLeaseLimits } from '../functions/governor/lease-step.js';
-import type { ParkedWatch } from '../functions/governor/parked-watch.js';
+import type { ParkedWatch, ParkedWatchStats } from '../functions/governor/parked-watch.js';
 import type { MetricsStore } from './metrics-store.js';
 
 /** What the governor moves locally: a poller (local/poller.ts fits). */
@@ -148,6 +148,8 @@ export interface LocalGovernorStats {
   lanes: Record<Lane, LaneCeilingStats>;
   /** The overflow lane, when one is configured. */
   overflow?: LocalOverflowStats;
+  /** The parked design's watch (solveMode `park`): its rounds and the parked tasks it polled and recorded. */
+  watch?: ParkedWatchStats;
 }
 
 export interface LocalGovernor {
@@ -435,6 +437,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
         pausedMs: stats.pausedMs + open,
         lanes: { normal: { ...stats.lanes.normal }, high: { ...stats.lanes.high } },
         ...(stats.overflow ? { overflow: { ...stats.overflow, reasons: { ...stats.overflow.reasons } } } : {}),
+        ...(parked ? { watch: { ...parked.watch.stats } } : {}),
       };
     },
     async stop() {
