@@ -6,7 +6,7 @@ import { describeBill } from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
 import { shippedTraces } from './bench.js';
 import { costOfRun } from './cost.js';
-import { compareDesigns, DESIGN_TIMING, type DesignResult, mixFigures } from './designs.js';
+import { compareDesigns, DESIGN_TIMING, type DesignResult, mixFigures, PARKED_WATCH_ALL_MINUTE } from './designs.js';
 import type { ModelParams } from './model.js';
 import { createPolicy } from './policies.js';
 import { simulate } from './sim.js';
@@ -26,7 +26,7 @@ export function designsOn(trace: Trace, seed: number): { trace: Trace; designs: 
       protocolPolls: run('governor', { ...waiting, pollLoss: true }),
       tightPolls: run('governor', { ...waiting, pollLoss: true }, { pollSchedule: DESIGN_TIMING.parkedPoll }),
       parked: run('governor', parked),
-      parkedAllMinute: run('governor', parked, { watchSecondsPerMinute: 60 }),
+      parkedAllMinute: run('governor', parked, PARKED_WATCH_ALL_MINUTE),
       oracle,
     },
     mixFigures(trace, seed),
