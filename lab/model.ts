@@ -1,4 +1,5 @@
 import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
+import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
 
 /**
  * The lab's model constants: how Lambda, the worker pools and the consumer behave, and what
@@ -110,7 +111,7 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   accountHandBackMaxSeconds: ACCOUNT_HAND_BACK_BACKOFF.maxSeconds,
   consumerKeepsUnansweredLease: true,
   pollIntervalSeconds: 5,
-  watchSecondsPerMinute: 50,
+  watchSecondsPerMinute: WATCH_CALLS.roundsPerMinute,
   watchRoundSeconds: 1,
   watchSettleSeconds: 0.3,
   watchRecordSeconds: 0.15,

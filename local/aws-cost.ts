@@ -4,15 +4,17 @@
  * leases and the watch's rounds and records) priced by the fleet's cost model
  * (functions/core/cost/), beside the plan over the same time. One row of `npm start`'s summary.
  */
-import { describeBill, type FleetUsage, fleetBill, type ParkedUsage } from '../functions/core/cost/fleet-bill.js';
+import {
+  describeBill,
+  type FleetUsage,
+  fleetBill,
+  governorShardQueries,
+  type ParkedUsage,
+  shardReadsAt,
+} from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import type { DemoSummary } from './demo.js';
-
-/** Watch rounds a minute on AWS: the governor's 55 s invocation less the watch's 5 s margin, a round a second. */
-const WATCH_ROUNDS_PER_MINUTE = 50;
-/** Governor ticks a minute on AWS (a tick every 10 s); each reads every shard, and the first again. */
-const TICKS_PER_MINUTE = 6;
 
 /** The summary's `aws cost` row: label, the bill, the plan beside it and the bill by service. */
 export function awsCostRow(s: DemoSummary): [string, string, string] {
@@ -58,22 +60,13 @@ function parkedUsage(s: DemoSummary, hours: number): ParkedUsage | undefined {
   if (watch === undefined || s.consumer.parked === 0) return undefined;
   const live = watch.rounds > 0 ? Math.round(watch.polled / watch.rounds) : 0;
   const shards = shardKeys('primary', s.solver.planThreads).length;
-  const minutes = hours * 60;
-  const governorQueries = minutes * (WATCH_ROUNDS_PER_MINUTE * shards + TICKS_PER_MINUTE * (shards + 1));
   return {
     leaseTakes: s.consumer.parked,
     leaseReleases: watch.released + s.solver.overCapRejections,
-    consumerShardReads: atLive(live, s.consumer.parked),
-    governorShardReads: atLive(live, governorQueries),
+    consumerShardReads: shardReadsAt(live, s.consumer.parked),
+    governorShardReads: shardReadsAt(live, governorShardQueries(hours, shards)),
     recordReads: s.consumer.parked,
     recordedByWatch: watch.recorded,
     metaWrites: 0,
   };
-}
-
-/** `queries` Queries that each read `live` slots, as a count-by-live-slots array. */
-function atLive(live: number, queries: number): number[] {
-  const counts = new Array<number>(live + 1).fill(0);
-  counts[live] = queries;
-  return counts;
 }

@@ -5,19 +5,22 @@
  * (functions/core/cost/). A generated block (`<!-- generated: monthly-bill -->`, `npm run docs`): never typed.
  */
 import { join } from 'node:path';
-import { describeBill, type FleetUsage, fleetBill } from '../functions/core/cost/fleet-bill.js';
+import {
+  describeBill,
+  type FleetUsage,
+  fleetBill,
+  governorShardQueries,
+  shardReadsAt,
+} from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
 import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
 import { PARKED_SUBMIT_SECONDS } from '../functions/core/governor/submitters.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import { TRACES_DIR } from '../lab/bench.js';
-import { DEFAULT_MODEL } from '../lab/model.js';
 import { loadTraceFile } from '../lab/trace.js';
 
 const PLAN_THREADS = 50;
 const USES = [0.2, 0.6, 1] as const;
-/** Governor ticks a minute (a tick every 10 s); each reads every lease shard, and the first again. */
-const TICKS_PER_MINUTE = 6;
 
 /** Mean solve time of the shipped mix (lab/traces/steady.json), seconds: a busy thread solves 3600 / this an hour. */
 export function meanSolveSeconds(): number {
@@ -55,7 +58,7 @@ export function monthWaiting(use: number): FleetUsage {
  * The same month in the parked design as built (solveMode `park`, the default): each task one
  * invocation that takes a lease, submits and parks (`PARKED_SUBMIT_SECONDS`), the governor's watch
  * records its answer. The leases held are the busy threads; the governor reads every shard at
- * each of its watch rounds (`watchSecondsPerMinute` a minute) and ticks. A month without backlog:
+ * each of its watch rounds and ticks (`governorShardQueries`). A month without backlog:
  * no invocation waits for a slot.
  */
 export function monthParked(use: number): FleetUsage {
@@ -63,28 +66,19 @@ export function monthParked(use: number): FleetUsage {
   const solves = waiting.solved;
   const live = Math.round(PLAN_THREADS * use);
   const shards = shardKeys('primary', PLAN_THREADS).length;
-  const minutes = waiting.hours * 60;
-  const governorQueries = minutes * (DEFAULT_MODEL.watchSecondsPerMinute * shards + TICKS_PER_MINUTE * (shards + 1));
   return {
     ...waiting,
     invocationSeconds: solves * PARKED_SUBMIT_SECONDS,
     parked: {
       leaseTakes: solves,
       leaseReleases: solves,
-      consumerShardReads: atLive(live, solves),
-      governorShardReads: atLive(live, governorQueries),
+      consumerShardReads: shardReadsAt(live, solves),
+      governorShardReads: shardReadsAt(live, governorShardQueries(waiting.hours, shards)),
       recordReads: solves,
       recordedByWatch: solves,
       metaWrites: 0,
     },
   };
-}
-
-/** `queries` Queries that each read `live` slots, as a count-by-live-slots array. */
-function atLive(live: number, queries: number): number[] {
-  const counts = new Array<number>(live + 1).fill(0);
-  counts[live] = queries;
-  return counts;
 }
 
 /** The generated block: one table per design, a row per use. */

@@ -69,9 +69,30 @@ export const PARKED_CONSUMER_CALLS = {
  * a shard's limit when it changes.
  */
 export const WATCH_CALLS = {
+  /** Rounds a minute: one a second while the governor's invocation runs (its 55 s timeout less the watch's 5 s margin). */
+  roundsPerMinute: 50,
   answerWritesPerRecord: 1,
   sqsPerRecord: 1,
 } as const;
+
+/** `queries` shard Queries that each read `live` slots, counted as `ParkedUsage` counts them. */
+export function shardReadsAt(live: number, queries: number): number[] {
+  const counts = new Array<number>(live + 1).fill(0);
+  counts[live] = queries;
+  return counts;
+}
+
+/**
+ * The governor's shard Queries over `hours` of a lane of `shards` shards: every shard each watch
+ * round, and each tick every shard (the threads held) and the first again (the lanes' ceilings).
+ */
+export function governorShardQueries(
+  hours: number,
+  shards: number,
+  ticksPerMinute: number = DEFAULT_COST_ASSUMPTIONS.governorTicksPerMinute,
+): number {
+  return hours * 60 * (WATCH_CALLS.roundsPerMinute * shards + ticksPerMinute * (shards + 1));
+}
 
 /**
  * The governor's calls, counted from functions/governor/ and its adapters: one invocation a
