@@ -42,7 +42,8 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
     acceptedSubmissions: accepted,
     submissions: s.solver.submissions,
     overCapAnswers: s.solver.overCapRejections,
-    handBacks: s.consumer.retriedItems,
+    // A parked message is a batch item failure too (its visibility set by the parking): not a hand-back.
+    handBacks: Math.max(0, s.consumer.retriedItems - s.consumer.parked),
     copiesSent: 0,
     governor: s.governor !== undefined,
     ...(parked !== undefined ? { parked } : {}),

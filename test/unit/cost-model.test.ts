@@ -224,7 +224,7 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
       submitted: 100,
       solved: 100,
       solver: { submissions: 100, overCapRejections: 2, transientErrors: 0, planThreads: 10 },
-      consumer: { invocations: 100, parked, invocationSeconds: 50, retriedItems: 0 },
+      consumer: { invocations: 100, parked, invocationSeconds: 50, retriedItems: parked + 3 },
       governor: { watch },
     }) as unknown as DemoSummary;
 
@@ -237,9 +237,12 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     expect(usage.parked?.leaseReleases).toBe(102);
     expect(usage.parked?.recordedByWatch).toBe(98);
     expect(usage.parked?.governorShardReads[5]).toBeCloseTo(50 + 6 * 2, 9);
+    // the pollers count a parked message as a batch item failure: only the 3 others are hand-backs
+    expect(usage.handBacks).toBe(3);
   });
 
   it('bills a waiting run without leases', () => {
     expect(usageOfSummary(summary(0)).parked).toBeUndefined();
+    expect(usageOfSummary(summary(0)).handBacks).toBe(3);
   });
 });
