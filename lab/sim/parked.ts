@@ -161,7 +161,7 @@ export class ParkedDesign {
     this.roundsPerMinute = Math.max(1, Math.floor(activeSeconds / this.roundSeconds + 1e-9));
   }
 
-  /** Tasks parked now (their solves in flight without an invocation). */
+  /** Tasks parked now whose invocation has ended (their solves in flight without one). */
   get parkedTasks(): number {
     return this.parkedNow;
   }
@@ -182,7 +182,11 @@ export class ParkedDesign {
     const kind = event & 3;
     const id = (event - kind) / 4;
     const t = this.host.now();
-    if (kind === P_INVOCATION_END) this.host.invocationEnded(id);
+    if (kind === P_INVOCATION_END) {
+      // From here the task is in flight without an invocation (counted once, not twice).
+      this.parkedNow++;
+      this.host.invocationEnded(id);
+    }
     else if (kind === P_WATCH_FREE) this.watchFrees(id, t);
     else if (kind === P_RECORDED) this.recordedByWatch(id);
     else this.leaseEnded(id, t);
@@ -258,7 +262,6 @@ export class ParkedDesign {
     const tasks = this.host.tasks;
     this.ensure(id);
     this.counts.parked++;
-    this.parkedNow++;
     const ends = Math.max(t, f64(tasks.invocationStart, id) + PARKED_SUBMIT_SECONDS);
     this.heap.push(ends, id * 4 + P_INVOCATION_END);
     const settled = held.takenAt + this.model.watchSettleSeconds;
