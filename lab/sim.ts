@@ -251,7 +251,9 @@ class Simulation {
         this.dispatch();
         this.checkFinished();
       },
-      roomOpened: () => this.wakeWaiter(),
+      roomOpened: () => {
+        if (this.roomWaiters.length > 0) this.wakeWaiter();
+      },
     };
     return new ParkedDesign(host, this.settings, this.model, rng);
   }

@@ -31,7 +31,7 @@
 import { PARKED_SUBMIT_SECONDS } from '../../functions/core/governor/submitters.js';
 import {
   fleetHeldOf,
-  freeSlotIndexes,
+  LEASE_SHARD_SLOTS,
   type LeaseSlot,
   leaseLengthMs,
   limitOf,
@@ -115,6 +115,8 @@ export class ParkedDesign {
   private readonly roundSeconds: number;
   private readonly roundsPerMinute: number;
   private readonly held = new Map<number, HeldLease>();
+  /** Scratch for `freeSlot`: which indexes of a shard are taken. */
+  private readonly takenScratch = new Uint8Array(LEASE_SHARD_SLOTS);
   /** When each waiting invocation began to wait for a slot (its polls read the shards meanwhile). */
   private readonly waitingSince = new Map<number, number>();
   private state = new Uint8Array(1 << 16);
@@ -216,7 +218,7 @@ export class ParkedDesign {
       const view = this.views[index] as ShardView;
       bump(this.counts.consumerShardReads, view.slots.length);
       if (roomInShard(view, this.planCap, index, nowMs) <= 0) continue;
-      const slot = freeSlotIndexes(view, limitOf(view, this.planCap, index), nowMs, this.random)[0];
+      const slot = this.freeSlot(view, limitOf(view, this.planCap, index));
       if (slot === undefined) continue;
       this.hold(id, index, slot, t);
       return true;
@@ -269,6 +271,7 @@ export class ParkedDesign {
       this.counts.reparked++;
       this.state[id] = UNWATCHED;
       this.counts.recordReads += this.roundsBefore(held.until) - this.roundsBefore(settled);
+      this.heap.push(held.until, id * 4 + P_LEASE_END);
       return;
     }
     this.state[id] = WATCHED;
@@ -280,13 +283,16 @@ export class ParkedDesign {
       this.counts.recordReads++;
       if (doneAt <= seen && seen < held.until && !this.inOutage(seen)) {
         this.schedule(id, seen, EARLY);
+        this.heap.push(held.until, id * 4 + P_LEASE_END);
         return;
       }
       look = this.firstRound(Math.max(ends, seen + this.roundSeconds / 2));
     }
     this.counts.recordReads++;
     const ready = this.firstUpRound(Math.max(look, doneAt));
+    // The watch frees the slot at its round; a lease that ends first needs its end (a long outage).
     if (ready < held.until) this.schedule(id, ready, WATCHED);
+    else this.heap.push(held.until, id * 4 + P_LEASE_END);
   }
 
   /**
@@ -366,12 +372,24 @@ export class ParkedDesign {
     const nowMs = this.ms(t);
     for (const [index, view] of this.views.entries()) {
       bump(this.counts.consumerShardReads, view.slots.length);
-      const slot = freeSlotIndexes(view, shardCapacity(this.planCap, index), nowMs, this.random)[0];
+      const slot = this.freeSlot(view, shardCapacity(this.planCap, index));
       if (slot === undefined) continue;
       this.hold(id, index, slot, t);
       return true;
     }
     return false;
+  }
+
+  /**
+   * The lowest slot index below `limit` no live lease holds; undefined when every one is taken.
+   * (The consumers shuffle the free indexes, `freeSlotIndexes`, so that racing takers spread over
+   * them; the lab has no racing takers, and which free index a lease takes changes nothing.)
+   */
+  private freeSlot(view: ShardView, limit: number): number | undefined {
+    const taken = this.takenScratch.fill(0, 0, limit);
+    for (const lease of view.slots) if (lease.slot < limit) taken[lease.slot] = 1;
+    const free = taken.indexOf(0);
+    return free >= 0 && free < limit ? free : undefined;
   }
 
   private hold(id: number, index: number, slot: number, t: number): void {
@@ -392,7 +410,6 @@ export class ParkedDesign {
     this.live++;
     this.counts.leaseTakes++;
     this.leaseEndAt[id] = until;
-    this.heap.push(until, id * 4 + P_LEASE_END);
   }
 
   /** The slot frees: deleted by its holder or the watch, or past its end. */
@@ -452,7 +469,11 @@ export class ParkedDesign {
     this.host.recorded(id);
   }
 
-  /** A lease reaches its end: its slot is free; a task still parked under it is visible again. */
+  /**
+   * A parked task's lease reaches its end: its slot is free; a task still parked under it is
+   * visible again. (Only parked leases have an end event: a lease its invocation holds is given
+   * back or parked within the invocation, whose solve deadline comes before the lease's end.)
+   */
   private leaseEnded(id: number, t: number): void {
     if (f64(this.leaseEndAt, id) !== t) return;
     this.free(id, false);
