@@ -184,14 +184,21 @@ export class ParkedDesign {
     const kind = event & 3;
     const id = (event - kind) / 4;
     const t = this.host.now();
-    if (kind === P_INVOCATION_END) {
-      // From here the task is in flight without an invocation (counted once, not twice).
-      this.parkedNow++;
-      this.host.invocationEnded(id);
+    switch (kind) {
+      case P_INVOCATION_END:
+        // From here the task is in flight without an invocation (counted once, not twice).
+        this.parkedNow++;
+        this.host.invocationEnded(id);
+        return;
+      case P_WATCH_FREE:
+        this.watchFrees(id, t);
+        return;
+      case P_RECORDED:
+        this.recordedByWatch(id);
+        return;
+      default:
+        this.leaseEnded(id, t);
     }
-    else if (kind === P_WATCH_FREE) this.watchFrees(id, t);
-    else if (kind === P_RECORDED) this.recordedByWatch(id);
-    else this.leaseEnded(id, t);
   }
 
   /** Slots the consumers may take now, over every shard. */
@@ -369,7 +376,6 @@ export class ParkedDesign {
   private takeHeld(id: number): boolean {
     if (this.held.has(id)) return true;
     const t = this.host.now();
-    const nowMs = this.ms(t);
     for (const [index, view] of this.views.entries()) {
       bump(this.counts.consumerShardReads, view.slots.length);
       const slot = this.freeSlot(view, shardCapacity(this.planCap, index));
