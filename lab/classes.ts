@@ -4,11 +4,14 @@
  * summed per class: the share of traces that meet every target, each target's passes, the
  * worst p95 ratios, and the worst traces with the cause of each miss.
  */
+import type { SolveMode } from '../functions/core/settings.js';
 import type { GeneratedTrace, TraceClass } from './generate.js';
+import type { ModelParams } from './model.js';
 import { createPolicy, type PolicyName } from './policies.js';
 import { simulate } from './sim.js';
 import type { RunResult } from './sim/types.js';
 import { judgeTrace, P95_HARD_FACTOR, TARGET_KEYS, type TargetKey, type TraceVerdict } from './targets.js';
+import { withSolveMode } from './trace.js';
 
 /** The policies every generated trace runs. */
 export const GENERATED_POLICIES: readonly PolicyName[] = ['governor', 'oracle-ramp', 'lambda-fixed'];
@@ -20,15 +23,28 @@ export interface GeneratedRun {
   verdict: TraceVerdict;
 }
 
-/** Runs every generated trace; the simulation seed of trace i is `seed` + offset + i. */
+/**
+ * Runs every generated trace; the simulation seed of trace i is `seed` + offset + i. `solveMode`
+ * replaces the drawn fleet's (the default `park`), to compare the designs on the same traces.
+ */
 export function runGenerated(
   traces: readonly GeneratedTrace[],
-  options: { seed: number; offset?: number; onTrace?: (run: GeneratedRun, index: number) => void },
+  options: {
+    seed: number;
+    offset?: number;
+    solveMode?: SolveMode;
+    model?: Partial<ModelParams>;
+    onTrace?: (run: GeneratedRun, index: number) => void;
+  },
 ): GeneratedRun[] {
-  return traces.map((generated, i) => {
+  return traces.map((drawn, i) => {
     const seed = options.seed + (options.offset ?? 0) + i;
+    const generated = { ...drawn, trace: withSolveMode(drawn.trace, options.solveMode) };
     const runs = GENERATED_POLICIES.map((name) =>
-      simulate(generated.trace, createPolicy(name, generated.trace.settings), { seed }),
+      simulate(generated.trace, createPolicy(name, generated.trace.settings, options.model), {
+        seed,
+        model: options.model,
+      }),
     );
     const verdict = judgeTrace(generated.trace, runs);
     if (verdict === undefined) throw new Error(`no verdict for ${generated.trace.name}`);
@@ -44,7 +60,13 @@ export function runGenerated(
  */
 export async function runGeneratedParallel(
   traces: readonly GeneratedTrace[],
-  options: { seed: number; jobs: number; onTrace?: (run: GeneratedRun, done: number) => void },
+  options: {
+    seed: number;
+    jobs: number;
+    solveMode?: SolveMode;
+    model?: Partial<ModelParams>;
+    onTrace?: (run: GeneratedRun, done: number) => void;
+  },
 ): Promise<GeneratedRun[]> {
   const { Worker } = await import('node:worker_threads');
   const byIndex = new Map(traces.map((g) => [generatedIndex(g), g]));
@@ -59,7 +81,7 @@ export async function runGeneratedParallel(
           new Promise<void>((done, fail) => {
             // The lab runs from TypeScript source: the .mjs entry loads the worker through tsx.
             const worker = new Worker(new URL('./generate-worker.mjs', import.meta.url), {
-              workerData: { seed: options.seed, items: share },
+              workerData: { seed: options.seed, items: share, solveMode: options.solveMode, model: options.model },
             });
             worker.on('message', (m: { index: number; runs: RunResult[]; verdict: GeneratedRun['verdict'] }) => {
               const generated = byIndex.get(m.index) as GeneratedTrace;

@@ -10,9 +10,11 @@ import { runBench, shippedTraces, TRACES_DIR, type TraceRuns } from './bench.js'
 import { renderHtml, renderSvg } from './charts.js';
 import { formatGenerated, generatedJson, runGeneratedParallel } from './classes.js';
 import { generateTraces, TRACE_CLASSES, type TraceClass } from './generate.js';
+import { DEFAULT_MODEL, type ModelParams } from './model.js';
 import { POLICY_NAMES, type PolicyName } from './policies.js';
 import { checkTargets, formatTable, toJson } from './report.js';
-import { loadTraceFile, TraceFileError, type Trace } from './trace.js';
+import { SOLVE_MODES, type SolveMode } from '../functions/core/settings.js';
+import { loadTraceFile, TraceFileError, type Trace, withSolveMode } from './trace.js';
 
 interface Options {
   trace?: string;
@@ -30,6 +32,8 @@ interface Options {
   classes?: string;
   jobs: number;
   worst: number;
+  solveMode?: SolveMode;
+  model?: Partial<ModelParams>;
 }
 
 const program = new Command()
@@ -47,6 +51,16 @@ const program = new Command()
   .option('--svg <file>', 'also render one trace chart to an SVG file')
   .option('--svg-trace <name>', 'the trace drawn by --svg (default: sale-day-surge, else the first)')
   .option('--poll-loss', 'model answers waiting for the next res.php poll on every trace')
+  .option(
+    '--solve-mode <mode>',
+    `run every trace (shipped, --trace-file, --generate) with this solveMode: ${SOLVE_MODES.join(' or ')} (default: the trace's own, park unless it sets one)`,
+    parseSolveMode,
+  )
+  .option(
+    '--model <settings>',
+    'override numeric model constants of lab/model.ts for every run, comma-separated name=value (e.g. watchSecondsPerMinute=60)',
+    parseModel,
+  )
   .option('--perf', 'speed benchmark: a simulated day of 10^6 tasks (lab/traces/perf/day-1m.json)')
   .option(
     '--generate <n>',
@@ -76,12 +90,13 @@ function main(options: Options): void {
     void generated(options, options.generate);
     return;
   }
-  let traces = selectTraces(options);
+  let traces = selectTraces(options).map((trace) => withSolveMode(trace, options.solveMode));
   if (options.pollLoss) traces = traces.map((trace) => ({ ...trace, pollLoss: true }));
   const bench = runBench({
     traces,
     policies,
     seed: options.seed,
+    model: options.model,
     onRun: (r) =>
       process.stderr.write(
         `  ${r.trace} / ${r.policy}: ${r.arrivals} tasks, ${r.events} events, ${r.wallMs.toFixed(0)} ms\n`,
@@ -150,11 +165,13 @@ function writeSvg(bench: TraceRuns[], file: string, name: string | undefined): v
 
 /** A simulated day of 10⁶ tasks per policy: wall and CPU time, events per second. */
 function perf(options: Options, policies: PolicyName[]): void {
-  const trace = loadTraceFile(join(TRACES_DIR, 'perf', 'day-1m.json'));
+  const trace = withSolveMode(loadTraceFile(join(TRACES_DIR, 'perf', 'day-1m.json')), options.solveMode);
   process.stdout.write(`CPU: ${cpus()[0]?.model ?? 'unknown'} (${cpus().length} logical), Node ${process.version}\n`);
   for (const policy of policies) {
     const before = process.cpuUsage();
-    const [run] = runBench({ traces: [trace], policies: [policy], seed: options.seed }).flatMap((entry) => entry.runs);
+    const [run] = runBench({ traces: [trace], policies: [policy], seed: options.seed, model: options.model }).flatMap(
+      (entry) => entry.runs,
+    );
     const used = process.cpuUsage(before);
     if (run === undefined) fail(`The ${policy} policy produced no run.`);
     const cpuSeconds = (used.user + used.system) / 1e6;
@@ -177,6 +194,8 @@ async function generated(options: Options, count: number): Promise<void> {
   const runs = await runGeneratedParallel(traces, {
     seed: options.seed,
     jobs: options.jobs,
+    solveMode: options.solveMode,
+    model: options.model,
     onTrace: (run, done) => {
       if (done % 50 === 0 || done === traces.length)
         process.stderr.write(
@@ -232,6 +251,29 @@ function parseCount(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new InvalidArgumentError('a whole number from 1 to 100000');
   return n;
+}
+
+function parseModel(value: string): Partial<ModelParams> {
+  const model: Record<string, number> = {};
+  for (const assignment of value.split(',').map((part) => part.trim())) {
+    const [name, raw] = assignment.split('=');
+    const known = DEFAULT_MODEL[name as keyof ModelParams];
+    const number = Number(raw);
+    if (name === undefined || typeof known !== 'number' || raw === undefined || !Number.isFinite(number))
+      throw new InvalidArgumentError(
+        `name=number pairs of lab/model.ts's numeric constants (${Object.keys(DEFAULT_MODEL)
+          .filter((key) => typeof DEFAULT_MODEL[key as keyof ModelParams] === 'number')
+          .join(', ')})`,
+      );
+    model[name] = number;
+  }
+  return model as Partial<ModelParams>;
+}
+
+function parseSolveMode(value: string): SolveMode {
+  if (!(SOLVE_MODES as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`one of ${SOLVE_MODES.join(', ')}`);
+  return value as SolveMode;
 }
 
 function parseSeed(value: string): number {

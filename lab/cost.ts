@@ -51,7 +51,7 @@ function peakWorkers(run: RunResult): number {
   return peak;
 }
 
-/** The counted work of a run as the cost model takes it, the fleet as configured today. */
+/** The counted work of a run as the cost model takes it, in the design the run ran (waiting or parked). */
 export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions = {}): FleetUsage {
   const hours = billedHours(trace);
   const perVm = WORKERS_PER_VM[run.policy];
@@ -85,6 +85,8 @@ export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions
     consumerSizing: options.consumerSizing,
     // The governor's own invocations are billed to the runs it governs (with or without overflow).
     governor: run.policy.startsWith('governor'),
+    // The parked design's leases, watch and records (lab/sim/parked.ts).
+    ...(run.parked !== undefined ? { parked: run.parked } : {}),
   };
 }
 

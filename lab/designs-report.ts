@@ -6,24 +6,27 @@ import { describeBill } from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
 import { shippedTraces } from './bench.js';
 import { costOfRun } from './cost.js';
-import { compareDesigns, DESIGN_TIMING, type DesignResult, mixFigures } from './designs.js';
+import { compareDesigns, DESIGN_TIMING, type DesignResult, mixFigures, PARKED_WATCH_ALL_MINUTE } from './designs.js';
 import type { ModelParams } from './model.js';
 import { createPolicy } from './policies.js';
 import { simulate } from './sim.js';
-import type { Trace } from './trace.js';
+import { type Trace, withSolveMode } from './trace.js';
 
 /** The designs on one trace, and the plan-sized thread pool on one VM beside them. */
 export function designsOn(trace: Trace, seed: number): { trace: Trace; designs: DesignResult[]; pool: DesignResult } {
   const run = (name: 'governor' | 'oracle' | 'thread-pool-plan', t: Trace = trace, model: Partial<ModelParams> = {}) =>
     simulate(t, createPolicy(name, t.settings, model), { seed, model });
+  const waiting = withSolveMode(trace, 'wait');
+  const parked = withSolveMode(trace, 'park');
   const oracle = run('oracle');
   const designs = compareDesigns(
     trace,
     {
-      governor: run('governor'),
-      parked: run('governor', { ...trace, pollLoss: true }),
-      parkedTight: run('governor', { ...trace, pollLoss: true }, { pollSchedule: DESIGN_TIMING.parkedPoll }),
-      parkedByGovernor: run('governor', { ...trace, pollLoss: true }, { pollSchedule: DESIGN_TIMING.governorPoll }),
+      waiting: run('governor', waiting),
+      protocolPolls: run('governor', { ...waiting, pollLoss: true }),
+      tightPolls: run('governor', { ...waiting, pollLoss: true }, { pollSchedule: DESIGN_TIMING.parkedPoll }),
+      parked: run('governor', parked),
+      parkedAllMinute: run('governor', parked, PARKED_WATCH_ALL_MINUTE),
       oracle,
     },
     mixFigures(trace, seed),

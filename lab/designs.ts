@@ -1,12 +1,14 @@
 /**
- * The consumer designs the lab compares before one is built (docs/cost.md): each reads the same
- * simulated runs — the governor as shipped (every invocation waits through its solve), the
- * governor with answers read on the protocol's poll schedule (what a task parked between polls
- * sees), the oracle — and turns them into what that design would do on AWS: its invocations,
- * their seconds, its deliveries and copies, priced by the fleet's cost model.
+ * The consumer designs the lab compares (docs/cost.md): each reads the same simulated runs — the
+ * governor in the waiting design (solveMode `wait`: every invocation waits through its solve),
+ * the same with answers read on a poll schedule (what a task parked between polls sees), the
+ * parked design as built (solveMode `park`, the default; lab/sim/parked.ts), the oracle — and
+ * turns them into what that design does on AWS: its invocations, their seconds, its deliveries
+ * and copies, priced by the fleet's cost model.
  *
- * Timing and latency come from the simulator; what a design changes in the counts (batches,
- * poll rounds, short invocations) is drawn here from the trace's own solve-time mix.
+ * Timing and latency come from the simulator; the built designs bill their own simulated counts,
+ * and what a design not built changes in the counts (batches, poll rounds, short invocations) is
+ * drawn here from the trace's own solve-time mix.
  */
 import type { FleetUsage } from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
@@ -27,10 +29,8 @@ export const DESIGN_TIMING = {
   /** The event source mapping's batch for batched designs, and its batching window (seconds). */
   batchSize: 10,
   batchWindowSeconds: 1,
-  /** The parked designs' poll schedule ((d') and after): sooner and tighter than the protocol's, since a round is cheap. */
+  /** The parked designs' poll schedule ((d') and (e)): sooner and tighter than the protocol's, since a round is cheap. */
   parkedPoll: { firstSeconds: 5, intervalSeconds: 2 } as PollSchedule,
-  /** (f): the governor's minute-long invocation polls every parked id in one bulk request this often. */
-  governorPoll: { firstSeconds: 1, intervalSeconds: 1 } as PollSchedule,
   /** Log bytes of an invocation (START / REPORT lines, its EMF document) and of each task it carries. */
   logBytesPerInvocation: 1_500,
   logBytesPerDelivery: 700,
@@ -38,14 +38,16 @@ export const DESIGN_TIMING = {
 
 /** The simulated runs a design reads. */
 export interface DesignRuns {
-  /** The governor as shipped. */
-  governor: RunResult;
-  /** The governor with answers read at the next poll of the protocol schedule (trace.pollLoss). */
-  parked: RunResult;
+  /** The governor in the waiting design (solveMode `wait`). */
+  waiting: RunResult;
+  /** The same with answers read at the next poll of the protocol schedule (trace.pollLoss). */
+  protocolPolls: RunResult;
   /** The same on the parked designs' schedule (DESIGN_TIMING.parkedPoll). */
-  parkedTight: RunResult;
-  /** The same on the governor's bulk-poll schedule (DESIGN_TIMING.governorPoll). */
-  parkedByGovernor: RunResult;
+  tightPolls: RunResult;
+  /** The parked design as built (solveMode `park`). */
+  parked: RunResult;
+  /** The parked design with the governor's watch running all minute, a round every half second (PARKED_WATCH_ALL_MINUTE). */
+  parkedAllMinute: RunResult;
   oracle: RunResult;
 }
 
@@ -175,14 +177,12 @@ function ratio(a: number | null, b: number | null): number | null {
 
 /** Every design on one trace. */
 export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures): DesignResult[] {
-  const { governor, parked, parkedTight, parkedByGovernor, oracle } = runs;
+  const { waiting, protocolPolls, tightPolls, oracle } = runs;
   const t = DESIGN_TIMING;
-  const today = usageOfRun(trace, governor);
-  const parkedToday = usageOfRun(trace, parked);
-  const tightToday = usageOfRun(trace, parkedTight);
-  const tasks = governor.arrivals;
-  const polls = mix.pollsPerTask();
-  const tightPolls = mix.pollsPerTask(t.parkedPoll);
+  const today = usageOfRun(trace, waiting);
+  const tightToday = usageOfRun(trace, tightPolls);
+  const tasks = waiting.arrivals;
+  const tightCount = mix.pollsPerTask(t.parkedPoll);
   const result = (
     design: string,
     run: RunResult,
@@ -200,9 +200,9 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
       cost: costOfUsage(design, trace, usage, options),
       latencyFrom:
         latency.from ??
-        (run === parked
+        (run === protocolPolls
           ? 'simulated, answers read on the protocol poll schedule'
-          : run === parkedTight
+          : run === tightPolls
             ? 'simulated, answers read on the parked poll schedule'
             : 'simulated'),
     };
@@ -210,98 +210,105 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
   const perInvocation = (b: number) => ({
     consumerLogBytesPerInvocation: t.logBytesPerInvocation + b * t.logBytesPerDelivery,
   });
+  const { batch, fill, park, bulk, lean, tightDeliveries, bulkInvocations } = modelledUsages(trace, runs, mix);
+  const others = otherRuntimes(trace, { today, tightToday, tasks, tightPolls: tightCount }, (design, run, usage) =>
+    result(design, run === 'today' ? waiting : tightPolls, usage),
+  );
+  const small = { consumerSizing: SMALL, governorSizing: SMALL };
 
+  return [
+    result('(a) wait (solveMode wait): each invocation waits through its solve', waiting, today),
+    result('(b) wait at 128 MB', waiting, today, { consumerSizing: SMALL }),
+    result(
+      `(c) batches of up to ${t.batchSize} solved in parallel`,
+      waiting,
+      batch,
+      { assumptions: perInvocation(fill) },
+      {
+        p95: waiting.latency.p95 === null ? null : waiting.latency.p95 + t.batchWindowSeconds,
+        from: `simulated + the ${t.batchWindowSeconds} s batching window`,
+      },
+    ),
+    result('(d) park: delayed copy with the solver id, poll from short invocations', protocolPolls, park, {
+      assumptions: perInvocation(1),
+    }),
+    result(
+      `(d') park, poll ${t.parkedPoll.firstSeconds} s then every ${t.parkedPoll.intervalSeconds} s, batched (one bulk res.php get)`,
+      tightPolls,
+      bulk,
+      { assumptions: perInvocation(tightDeliveries / bulkInvocations) },
+    ),
+    result("(e) (d') at 128 MB, governor at 128 MB, no re-claim per poll", tightPolls, lean, {
+      ...small,
+      assumptions: perInvocation(tightDeliveries / bulkInvocations),
+    }),
+    result(PARKED_DESIGN, runs.parked, usageOfRun(trace, runs.parked)),
+    // The governor's invocation then lives the whole minute: billed 60 s, not 51.
+    result(
+      "(f') (f) with the governor's watch running all minute, a round every 0.5 s",
+      runs.parkedAllMinute,
+      usageOfRun(trace, runs.parkedAllMinute),
+      { assumptions: { governorSecondsPerInvocation: 60 } },
+    ),
+    result(
+      "(f'') (f) with the consumer and the governor at 128 MB",
+      runs.parked,
+      usageOfRun(trace, runs.parked),
+      small,
+    ),
+    ...others,
+  ];
+}
+
+/**
+ * A lever of the parked design, modelled: the governor's watch running the whole minute (its
+ * invocation then lasts the minute: billed 60 s) with a round every half second, so a ready
+ * answer frees its lease sooner (lab/model.ts).
+ */
+export const PARKED_WATCH_ALL_MINUTE = { watchSecondsPerMinute: 60, watchRoundSeconds: 0.5 } as const;
+
+/** The built parked design's row in the comparison. */
+export const PARKED_DESIGN = '(f) park (solveMode park, the default): thread leases, the governor watches and records';
+
+/** What the designs not built would do, drawn from the waiting runs and the trace's mix. */
+function modelledUsages(trace: Trace, runs: DesignRuns, mix: MixFigures) {
+  const { waiting, protocolPolls, tightPolls } = runs;
+  const t = DESIGN_TIMING;
+  const tasks = waiting.arrivals;
+  const polls = mix.pollsPerTask();
+  const tightCount = mix.pollsPerTask(t.parkedPoll);
   // (c) a batch per invocation, solved in parallel: the slowest task holds it.
   const batchInvocations = batchedInvocations(trace, tasks, 1);
   const fill = tasks / batchInvocations;
-  const heldPerInvocation = governor.invocations > 0 ? governor.computeSeconds / governor.invocations : 0;
+  const heldPerInvocation = waiting.invocations > 0 ? waiting.computeSeconds / waiting.invocations : 0;
   const batch: FleetUsage = {
-    ...today,
+    ...usageOfRun(trace, waiting),
     invocations: batchInvocations,
     invocationSeconds: batchInvocations * heldPerInvocation * mix.slowestOf(fill),
   };
-
   // (d) submit, park (a delayed copy carrying the solver id), poll from short invocations.
   const parkDeliveries = tasks * (1 + polls);
   const park: FleetUsage = {
-    ...parkedToday,
+    ...usageOfRun(trace, protocolPolls),
     deliveries: parkDeliveries,
     invocations: parkDeliveries,
     invocationSeconds: tasks * (t.parkSubmitSeconds + polls * t.parkPollSeconds),
     copiesSent: tasks * polls,
   };
   // (d') the same on a tighter schedule, the parked copies batched: one bulk res.php?action=get&ids=… per invocation.
-  const tightDeliveries = tasks * (1 + tightPolls);
-  const bulkInvocations = batchedInvocations(trace, tasks, 1 + tightPolls);
+  const tightDeliveries = tasks * (1 + tightCount);
+  const bulkInvocations = batchedInvocations(trace, tasks, 1 + tightCount);
   const bulk: FleetUsage = {
-    ...tightToday,
+    ...usageOfRun(trace, tightPolls),
     deliveries: tightDeliveries,
     invocations: bulkInvocations,
     invocationSeconds: tasks * t.parkSubmitSeconds + bulkInvocations * t.parkPollSeconds,
-    copiesSent: tasks * tightPolls,
+    copiesSent: tasks * tightCount,
   };
   // (e) (d') at 128 MB, the governor at 128 MB, and a poll round that needs no new claim (the
   // parked copy carries the claim it was parked under, its lease held to the solve deadline).
   const lean: FleetUsage = { ...bulk, deliveries: tasks, consumerSizing: SMALL };
-
-  // (f) park; the governor, whose invocation runs all minute anyway, polls every parked id in one
-  // bulk res.php request each second and sends a ready task back as one message (the answer
-  // sealed in it); a consumer invocation records and announces it. Two deliveries per task, one
-  // claim; the governor's duration is unchanged, its reads of the parked ids one a second.
-  const byGovernorToday = usageOfRun(trace, parkedByGovernor);
-  const byGovernor: FleetUsage = {
-    ...byGovernorToday,
-    deliveries: tasks,
-    invocations: batchedInvocations(trace, tasks, 2),
-    invocationSeconds: tasks * (t.parkSubmitSeconds + t.parkPollSeconds),
-    copiesSent: tasks,
-    consumerSizing: SMALL,
-  };
-  const governorBulkReads = billedHours(trace) * 3600 * 0.9;
-
-  const others = otherRuntimes(trace, { today, tightToday, tasks, tightPolls }, (design, run, usage) =>
-    result(design, run === 'today' ? governor : parkedTight, usage),
-  );
-
-  return [
-    result('(a) today: each invocation waits through its solve', governor, today),
-    result('(b) today at 128 MB', governor, today, { consumerSizing: SMALL }),
-    result(
-      `(c) batches of up to ${t.batchSize} solved in parallel`,
-      governor,
-      batch,
-      { assumptions: perInvocation(fill) },
-      {
-        p95: governor.latency.p95 === null ? null : governor.latency.p95 + t.batchWindowSeconds,
-        from: `simulated + the ${t.batchWindowSeconds} s batching window`,
-      },
-    ),
-    result('(d) park: delayed copy with the solver id, poll from short invocations', parked, park, {
-      assumptions: perInvocation(1),
-    }),
-    result(
-      `(d') park, poll ${t.parkedPoll.firstSeconds} s then every ${t.parkedPoll.intervalSeconds} s, batched (one bulk res.php get)`,
-      parkedTight,
-      bulk,
-      {
-        assumptions: perInvocation(tightDeliveries / bulkInvocations),
-      },
-    ),
-    result("(e) (d') at 128 MB, governor at 128 MB, no re-claim per poll", parkedTight, lean, {
-      consumerSizing: SMALL,
-      governorSizing: SMALL,
-      assumptions: perInvocation(tightDeliveries / bulkInvocations),
-    }),
-    plus(
-      result('(f) park; the governor bulk-polls every parked id each second', parkedByGovernor, byGovernor, {
-        consumerSizing: SMALL,
-        governorSizing: SMALL,
-        assumptions: perInvocation((2 * tasks) / Math.max(1, byGovernor.invocations)),
-      }),
-      governorBulkReads * AWS_PRICES.dynamodb.usdPerReadUnit,
-    ),
-    ...others,
-  ];
+  return { batch, fill, park, bulk, lean, tightDeliveries, bulkInvocations };
 }
 
 /** Other runtimes for the same consumer: Lambda Managed Instances, durable functions. */

@@ -1,4 +1,5 @@
 import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
+import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
 
 /**
  * The lab's model constants: how Lambda, the worker pools and the consumer behave, and what
@@ -58,6 +59,23 @@ export interface ModelParams {
    * @default undefined - the protocol's schedule
    */
   pollSchedule?: { firstSeconds: number; intervalSeconds: number };
+  /**
+   * The parked design's watch (functions/governor/parked-watch.ts): it runs a round a second
+   * while the governor's invocation lives, from its start to its 55 s timeout less the watch's
+   * 5 s margin (the last round 49 s in), so for this many seconds of every minute; the next
+   * invocation starts at the minute.
+   */
+  watchSecondsPerMinute: number;
+  /** Time between the watch's rounds (its `pollMs`, 1 s as the governor wires it), seconds. */
+  watchRoundSeconds: number;
+  /** A lease younger than this is not looked up by the watch yet (its `settleMs`), seconds. */
+  watchSettleSeconds: number;
+  /**
+   * From the watch's round that finds an answer ready to the answer recorded: one result request
+   * to the solver (res.php get, ~100 ms), the conditional write of the answered record, the
+   * completion event and the DeleteMessage (~15 ms each, one after the other), seconds.
+   */
+  watchRecordSeconds: number;
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
   metricsWindowSeconds: number;
   /** …ending this long ago: the consumer's metrics reach the governor about a minute late. */
@@ -93,6 +111,10 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   accountHandBackMaxSeconds: ACCOUNT_HAND_BACK_BACKOFF.maxSeconds,
   consumerKeepsUnansweredLease: true,
   pollIntervalSeconds: 5,
+  watchSecondsPerMinute: WATCH_CALLS.roundsPerMinute,
+  watchRoundSeconds: 1,
+  watchSettleSeconds: 0.3,
+  watchRecordSeconds: 0.15,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,
   threadStartSeconds: 0,

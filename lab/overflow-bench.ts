@@ -7,12 +7,13 @@
  * lab/overflow.ts) or started a solve under the overflow provider's pause level.
  */
 import { Command, InvalidArgumentError } from 'commander';
+import { SOLVE_MODES, type SolveMode } from '../functions/core/settings.js';
 import { shippedTraces } from './bench.js';
 import { costOfRun } from './cost.js';
 import { DEFAULT_OVERFLOW, governorOverflowPolicy } from './overflow.js';
 import { createPolicy } from './policies.js';
 import { type Policy, simulate, type RunResult } from './sim.js';
-import type { Trace } from './trace.js';
+import { type Trace, withSolveMode } from './trace.js';
 
 interface Options {
   trace?: string;
@@ -26,6 +27,7 @@ interface Options {
   planUsdPerThreadHour: number;
   target: number;
   seed: number;
+  solveMode?: SolveMode;
   json?: boolean;
 }
 
@@ -157,9 +159,9 @@ function format(rows: Row[]): string {
 
 function main(options: Options): void {
   const names = options.trace?.split(',').map((n) => n.trim()) ?? undefined;
-  const traces = shippedTraces().filter((t) =>
-    names === undefined ? t.surge || t.outages.length > 0 : names.includes(t.name),
-  );
+  const traces = shippedTraces()
+    .map((t) => withSolveMode(t, options.solveMode))
+    .filter((t) => (names === undefined ? t.surge || t.outages.length > 0 : names.includes(t.name)));
   const rows: Row[] = [];
   for (const trace of traces) {
     for (const policy of policiesFor(trace, options)) {
@@ -178,6 +180,12 @@ function main(options: Options): void {
     process.stderr.write(
       'Cap check: no run spent a cent past its hourly or daily cap, nor started a solve under the overflow pause level.\n',
     );
+}
+
+function solveMode(value: string): SolveMode {
+  if (!(SOLVE_MODES as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`one of ${SOLVE_MODES.join(', ')}`);
+  return value as SolveMode;
 }
 
 function positive(value: string): number {
@@ -214,6 +222,7 @@ new Command()
   .option('--plan-usd-per-thread-hour <usd>', 'what the thread plan costs per thread-hour', positive, 0.0025)
   .option('--target <s>', 'latency target: p95 of queue wait, seconds', positive, 30)
   .option('--seed <n>', 'random seed', (v) => Number.parseInt(v, 10), 1)
+  .option('--solve-mode <mode>', "the primary's solveMode (park or wait; default: the trace's, park)", solveMode)
   .option('--json', 'print the rows as JSON')
   .action((options: Options) => main(options))
   .parse();

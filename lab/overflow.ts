@@ -17,6 +17,7 @@ import {
 import { decide, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
 import type { GovernorState } from '../functions/core/governor/types.js';
 import { resolveSettings, type FleetSettings } from '../functions/core/settings.js';
+import { governorAction } from './policies.js';
 import type { OverflowSpec } from './sim/overflow-lane.js';
 import type { ControlAction, Policy, PolicyView } from './sim/types.js';
 
@@ -58,6 +59,8 @@ export function governorOverflowPolicy(settings: FleetSettings, spec: OverflowSp
     capacity: 'lambda',
     periodSeconds: settings.tickMs / 1000,
     overflow: spec,
+    // The primary parks in the parked design; the overflow lane always waits through its solves.
+    parked: settings.solveMode === 'park',
     initialTarget: () => initialState(config, 0).ceilings.normal,
     tick(view: PolicyView): ControlAction {
       state ??= initialState(config, view.nowMs);
@@ -73,7 +76,7 @@ export function governorOverflowPolicy(settings: FleetSettings, spec: OverflowSp
       overflowState = overflow.state;
       lane.set(overflow.enabled, overflow.ceiling, overflow.reason.code);
       return {
-        target: decision.ceilings.normal,
+        ...governorAction(decision, settings),
         enabled: !decision.paused && decision.enabled.normal,
         reason: `${decision.reason.code}+${overflow.reason.code}`,
       };

@@ -4,8 +4,9 @@
  * scaling at a fixed maximum, a static pool, and a clairvoyant oracle as the floor.
  */
 import { decideTick, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
-import type { GovernorState } from '../functions/core/governor/types.js';
+import type { Decision, GovernorState } from '../functions/core/governor/types.js';
 import type { FleetSettings } from '../functions/core/settings.js';
+import { threadsOpened } from '../functions/core/thread-leases.js';
 import { DEFAULT_MODEL, type ModelParams } from './model.js';
 import type { ControlAction, Policy, PolicyView } from './sim.js';
 
@@ -27,7 +28,7 @@ export type PolicyName = (typeof POLICY_NAMES)[number];
 /** One sentence per policy, for the report and docs/lab.md. */
 export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
   governor:
-    "captcha-fleet's governor: the real decide() sets the mapping's maximum concurrency every 10 s from fresh queue attributes, the balance and minute-late metrics; Lambda's SQS scaling ramps under it.",
+    "captcha-fleet's governor: the real decide() sets the mapping's maximum concurrency every 10 s from fresh queue attributes, the balance and minute-late metrics; Lambda's SQS scaling ramps under it. In the parked design (solveMode park, the default) the mapping takes the decision's submitters, its thread ceiling opens as thread leases, and the governor's watch records the answers.",
   'thread-pool':
     'The usual one-process script: every 10 s, +2 workers when more than 20 tasks wait and over 70 % are busy, −1 when under 5 wait and under 20 % are busy; 2..20 workers, no scale-up under $1.',
   'process-pool':
@@ -88,9 +89,27 @@ export function createPolicy(name: PolicyName, settings: FleetSettings, model: P
 }
 
 /**
+ * What a governor decision sets in the simulator: the waiting design's mapping ceiling, or in the
+ * parked design (solveMode `park`) the mapping's submitters and the thread leases its ceilings
+ * open (functions/governor/lease-step.ts, withLeaseLimits).
+ */
+export function governorAction(
+  decision: Pick<Decision, 'ceilings' | 'enabled' | 'submitters'>,
+  settings: FleetSettings,
+): Pick<ControlAction, 'target' | 'leases'> {
+  if (settings.solveMode !== 'park') return { target: decision.ceilings.normal };
+  const lane = { planCap: settings.effectiveCap, tasksPerInvocation: settings.tasksPerInvocation };
+  return {
+    target: decision.submitters?.normal ?? decision.ceilings.normal,
+    leases: { slots: threadsOpened(decision, lane), ceiling: decision.ceilings.normal },
+  };
+}
+
+/**
  * The governor: its tick runs the real policy (decideTick) with the signals the simulator
  * measures; a decision that asks for a probe submission gets one (the simulator makes it as the
- * governor's probe adapter does, functions/governor/thread-probe.ts).
+ * governor's probe adapter does, functions/governor/thread-probe.ts). With solveMode `park` it
+ * runs the parked design (lab/sim/parked.ts).
  */
 function governorPolicy(settings: FleetSettings): Policy {
   // The simulator makes the probe submission a decision asks for (as functions/governor/thread-probe.ts does).
@@ -99,6 +118,7 @@ function governorPolicy(settings: FleetSettings): Policy {
   return {
     name: 'governor',
     capacity: 'lambda',
+    parked: settings.solveMode === 'park',
     periodSeconds: settings.tickMs / 1000,
     initialTarget: () => initialState(config, 0).ceilings.normal,
     tick(view: PolicyView): ControlAction {
@@ -106,7 +126,7 @@ function governorPolicy(settings: FleetSettings): Policy {
       const { primary, state: next } = decideTick(view.governorSignals(), state, config);
       state = next;
       return {
-        target: primary.ceilings.normal,
+        ...governorAction(primary, settings),
         enabled: !primary.paused && primary.enabled.normal,
         reason: primary.reason.code,
         probe: primary.probe,

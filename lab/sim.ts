@@ -25,6 +25,7 @@ import { LabThreadLedger } from './sim/ledger.js';
 import { SqsMapping } from './sim/mapping.js';
 import { MetricsRing } from './sim/metrics.js';
 import { OverflowLane } from './sim/overflow-lane.js';
+import { ParkedDesign } from './sim/parked.js';
 import { TaskQueue } from './sim/queue.js';
 import { ACCEPT, NO_MONEY, OVER_CAP, SolverWorld, TRANSIENT } from './sim/solver.js';
 import { ACCEPTED, NEW, SOLVED, TaskTable, growF64 } from './sim/tasks.js';
@@ -187,6 +188,8 @@ class Simulation {
   private haltCeiling: number | undefined;
   /** Threads the mapping's floor needs: fewer free than this and the fleet is starved. */
   private readonly floorThreads: number;
+  /** The parked design's leases and watch (a policy that parks, lab/sim/parked.ts); undefined in the waiting design. */
+  private readonly parked: ParkedDesign | undefined;
 
   constructor(
     private readonly trace: Trace,
@@ -221,6 +224,38 @@ class Simulation {
     );
     this.floorThreads =
       Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency) * this.settings.tasksPerInvocation;
+    this.parked = policy.parked === true && this.lambda ? this.parkedDesign(root.fork(4)) : undefined;
+  }
+
+  /** The parked design's component, wired to this run. */
+  private parkedDesign(rng: Rng): ParkedDesign {
+    const host = {
+      now: () => this.t,
+      epochMs: this.epochMs,
+      tasks: this.tasks,
+      solver: this.solver,
+      ledger: this.ledger,
+      invocationEnded: () => {
+        this.busy--;
+        this.queue.hidden++;
+        this.dispatch();
+      },
+      shown: (id: number) => {
+        this.queue.hidden--;
+        this.queue.enqueue(id, this.t);
+        this.dispatch();
+      },
+      recorded: (id: number) => {
+        this.queue.hidden--;
+        this.completed(id);
+        this.dispatch();
+        this.checkFinished();
+      },
+      roomOpened: () => {
+        if (this.roomWaiters.length > 0) this.wakeWaiter();
+      },
+    };
+    return new ParkedDesign(host, this.settings, this.model, rng);
   }
 
   run(): RunResult {
@@ -235,9 +270,16 @@ class Simulation {
     this.heap.push(0, K_SAMPLE);
     this.scheduleArrival(0);
     const heap = this.heap;
-    while (!this.finished && heap.size > 0) {
+    while (!this.finished) {
       const time = heap.peekTime();
-      if (time > this.endLimit) break;
+      const parkedTime = this.parked?.nextTime() ?? Infinity;
+      if (Math.min(time, parkedTime) > this.endLimit) break;
+      if (parkedTime < time) {
+        this.advance(parkedTime);
+        this.events++;
+        this.parked?.handleNext();
+        continue;
+      }
       const event = heap.pop() as number;
       this.advance(time);
       this.events++;
@@ -297,7 +339,8 @@ class Simulation {
         return;
       case K_PROBE_DONE:
         this.solver.finish();
-        this.ledger.released();
+        // The parked design's probe holds no count in the ledger (its leases count the threads).
+        if (this.parked === undefined) this.ledger.released();
         this.wakeWaiter();
         this.checkBalanceLevels();
         this.dispatch();
@@ -438,13 +481,14 @@ class Simulation {
   private submit(id: number): void {
     const tasks = this.tasks;
     if (u8(tasks.phase, id) !== NEW) {
-      this.resume(id);
+      if (!this.parked?.resume(id)) this.resume(id);
       return;
     }
     const nowMs = this.epochMs + this.t * 1000;
     // The floor's invocations already under way keep its money rule too (it is exact, as the grant is).
     const unpaid = this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
-    if (this.lambda && (this.ledger.held >= this.ledger.room(this.planCap, nowMs) || unpaid)) {
+    // Unpaid first: a parked invocation takes its lease in hasRoom.
+    if (this.lambda && (unpaid || !this.hasRoom(id))) {
       // The consumer reads the ledger before it submits: while the fleet holds every thread it
       // may (the plan's, leftovers included, or right after a refusal no acceptance followed the
       // threads held then: the fleet-wide refusal signal) it waits for one to free rather than
@@ -476,7 +520,8 @@ class Simulation {
       this.c.overCap++;
       if (this.starved()) this.c.overCapWhileStarved++;
       this.metrics.submission(this.t, 'over_cap');
-      if (this.lambda) {
+      if (this.parked) this.refusedParked(id);
+      else if (this.lambda) {
         const held = this.ledger.held;
         this.ledger.refused(this.epochMs + this.t * 1000);
         // Refused while the fleet holds no thread: others hold the whole plan, a retry would be
@@ -485,6 +530,32 @@ class Simulation {
         else this.retryOrHandBack(id, bumpU8(tasks.overCapTries, id), this.model.consumerMaxOverCapRetries);
       } else this.poolRetry(id);
     }
+  }
+
+  /**
+   * Whether the invocation may submit now: the parked design's lease (held, or taken now), else
+   * the waiting design's ledger read (the fleet holds fewer threads than it may).
+   */
+  private hasRoom(id: number): boolean {
+    if (this.parked) return this.parked.take(id);
+    return this.ledger.held < this.ledger.room(this.planCap, this.epochMs + this.t * 1000);
+  }
+
+  /** Threads (or slots) the fleet may still take before a new submission waits. */
+  private roomLeft(): number {
+    if (this.parked) return this.parked.room();
+    return this.ledger.room(this.planCap, this.epochMs + this.t * 1000) - this.ledger.held;
+  }
+
+  /**
+   * The parked design's over-cap answer: the refusal in the ledger and the slot's shard, the slot
+   * given back; the invocation waits for a slot and submits again (LeaseHolding.refused), until
+   * its waits are spent.
+   */
+  private refusedParked(id: number): void {
+    this.parked?.refused(id);
+    if (bumpU8(this.tasks.overCapTries, id) > this.model.consumerMaxOverCapRetries) this.handBack(id, false);
+    else this.heap.push(this.t, id * 16 + K_SUBMIT);
   }
 
   /** A new submission waits for room (a woken waiter that finds none waits on, its bound unchanged). */
@@ -556,7 +627,7 @@ class Simulation {
    * next poll.
    */
   private wakeWaiter(): void {
-    let room = Math.max(1, this.ledger.room(this.planCap, this.epochMs + this.t * 1000) - this.ledger.held);
+    let room = Math.max(1, this.roomLeft());
     while (this.roomWaiters.length > 0 && room > 0) {
       const id = this.roomWaiters.shift() as number;
       if (u8(this.tasks.waiting, id) !== WAIT_WAITING) continue;
@@ -606,6 +677,7 @@ class Simulation {
     )
       this.leaveOver(id);
     this.releaseLease(id);
+    this.parked?.release(id);
     this.busy--;
     this.c.handBacks++;
     this.queue.hidden++;
@@ -683,7 +755,8 @@ class Simulation {
     const solver = this.solver;
     solver.ourThreads++;
     tasks.phase[id] = ACCEPTED;
-    if (this.lambda) {
+    if (this.parked) this.parked.accepted(id);
+    else if (this.lambda) {
       const lifted = this.ledger.room(this.planCap, this.epochMs + this.t * 1000) < this.planCap;
       this.ledger.accepted(this.epochMs + this.t * 1000);
       tasks.leased[id] = 1;
@@ -708,6 +781,12 @@ class Simulation {
     }
     const doneAt = solver.solverClock(this.t, hold);
     tasks.solverDoneAt[id] = doneAt;
+    if (this.parked) {
+      // The task parks: the solver frees its thread at doneAt; the watch records it after.
+      this.heap.push(doneAt, id * 16 + K_SOLVER_DONE);
+      this.parked.park(id);
+      return;
+    }
     if (!this.lambda) {
       // Pool workers and the oracle keep polling through an outage and read the answer when it comes.
       this.heap.push(doneAt, id * 16 + K_DONE);
@@ -776,6 +855,7 @@ class Simulation {
   /** The consumer reads the answer and records it; the task is done. */
   private read(id: number): void {
     this.releaseLease(id, true);
+    this.parked?.release(id);
     if (u8(this.tasks.orphaned, id) === 1) {
       // The delivery that resumed a kept solver id read its answer: the leftover's thread is free.
       this.tasks.orphaned[id] = 0;
@@ -783,12 +863,17 @@ class Simulation {
       this.wakeWaiter();
     }
     this.busy--;
-    this.record(id);
-    const tasks = this.tasks;
-    this.metrics.completion(this.t, (f64(tasks.solverDoneAt, id) - f64(tasks.acceptedAt, id)) * 1000);
+    this.completed(id);
     if (this.policy.capacity === 'pool' && this.ready > this.target) this.ready--;
     this.dispatch();
     this.checkFinished();
+  }
+
+  /** A solved task is recorded: its latency, and its solve time in the consumer's metrics. */
+  private completed(id: number): void {
+    const tasks = this.tasks;
+    this.record(id);
+    this.metrics.completion(this.t, (f64(tasks.solverDoneAt, id) - f64(tasks.acceptedAt, id)) * 1000);
   }
 
   /** A task's latency joins the run's. */
@@ -815,6 +900,7 @@ class Simulation {
       if (target !== this.mapping.ceiling || enabled !== this.mapping.enabled) this.c.scalingChanges++;
       this.mapping.set(target, enabled);
     }
+    if (action.leases !== undefined) this.parked?.open(action.leases);
     if (action.probe === true && this.lambda) this.probe();
     if (this.lambda) this.grant(action);
     this.heap.push(this.t + periodSeconds, K_TICK);
@@ -835,13 +921,16 @@ class Simulation {
     if (answer === OVER_CAP) {
       c.overCap++;
       if (this.starved()) c.overCapWhileStarved++;
-      this.ledger.refused(atMs);
+      if (this.parked) this.ledger.recordEvent('refusal', atMs, this.parked.lastHeld());
+      else this.ledger.refused(atMs);
       return;
     }
     if (answer !== ACCEPT) return;
     c.probesAccepted++;
     this.solver.ourThreads++;
-    this.ledger.accepted(atMs);
+    // The parked design's probe records its acceptance with the leases' count (leasedProbeLedger).
+    if (this.parked) this.ledger.recordEvent('acceptance', atMs, this.parked.lastHeld());
+    else this.ledger.accepted(atMs);
     // An acceptance lifts a refusal's hold on the fleet's room.
     this.wakeWaiter();
     const hold = this.consumer.probeSolveSeconds(this.meanSolveSeconds);
@@ -914,8 +1003,11 @@ class Simulation {
       // getbalance is on the solver's host: unreadable in an outage.
       balance: outage ? undefined : Math.max(0, this.solver.balance),
       balanceError: outage ? { kind: 'unreachable', code: 'HTTP_503' } : undefined,
-      threadLedger: this.lambda ? this.ledger.reading() : undefined,
-      settings: { normal: { ceiling: this.mapping.ceiling, enabled: this.mapping.enabled } },
+      threadLedger: this.parked ? this.parked.reading() : this.lambda ? this.ledger.reading() : undefined,
+      // The parked design reads the lane's thread ceiling back from the leases (the mapping holds the submitters).
+      settings: {
+        normal: { ceiling: this.parked?.laneCeiling ?? this.mapping.ceiling, enabled: this.mapping.enabled },
+      },
     });
     this.previousRead = reading;
     return signals;
@@ -964,14 +1056,14 @@ class Simulation {
     s.t.push(this.t);
     s.backlog.push(this.queue.length);
     s.ceiling.push(this.currentCeiling());
-    s.inFlight.push(this.busy);
+    s.inFlight.push(this.busy + (this.parked?.parkedTasks ?? 0));
     if (!this.finished) this.heap.push(this.t + this.sampleSeconds, K_SAMPLE);
   }
 
   private currentCeiling(): number {
     switch (this.policy.capacity) {
       case 'lambda':
-        return this.mapping.enabled ? this.mapping.ceiling : 0;
+        return this.mapping.enabled ? (this.parked?.laneCeiling ?? this.mapping.ceiling) : 0;
       case 'pool':
         return this.target;
       case 'oracle':
@@ -1031,6 +1123,7 @@ class Simulation {
       solverUsd: (c.solved - (this.overflowLane?.solved ?? 0)) * this.solver.price,
       reasons: c.reasons,
       ...(this.overflowLane === undefined ? {} : { overflow: this.overflowLane.result() }),
+      ...(this.parked === undefined ? {} : { parked: this.parked.result(this.t) }),
       samples: this.samples,
       simulatedSeconds: this.t,
       events: this.events,

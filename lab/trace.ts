@@ -5,7 +5,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError, resolveSettings, type FleetConfig, type FleetSettings } from '../functions/core/settings.js';
+import {
+  ConfigError,
+  resolveSettings,
+  type FleetConfig,
+  type FleetSettings,
+  type SolveMode,
+} from '../functions/core/settings.js';
 import { METHODS, type SolverMethod } from '../functions/core/solver-protocol.js';
 import { at } from './arrays.js';
 
@@ -192,6 +198,14 @@ export function parseTrace(json: unknown, source: string): Trace {
     pollLoss: trace.pollLoss,
     surge: trace.surge,
   };
+}
+
+/**
+ * The trace with its fleet's `solveMode` set (`park`, the default: the parked design; `wait`:
+ * each invocation waits through its solve), to compare the designs on the same traffic.
+ */
+export function withSolveMode(trace: Trace, solveMode: SolveMode | undefined): Trace {
+  return solveMode === undefined ? trace : { ...trace, settings: { ...trace.settings, solveMode } };
 }
 
 /** Reads and validates a trace file. @throws TraceFileError naming the file and its problems. */

@@ -83,6 +83,7 @@ export class CaptchaFleet extends Construct {
       ...shared,
       initialCeilings: config.initialCeilings,
       reserveConcurrency: config.reserveConsumerConcurrency,
+      ...(this.tables.leases ? { leasesTable: this.tables.leases } : {}),
     });
     this.overflow =
       settings.overflow === undefined
@@ -93,10 +94,7 @@ export class CaptchaFleet extends Construct {
             reserveConcurrency: config.reserveConsumerConcurrency,
           });
     if (this.overflow !== undefined) this.consumer.resumeAtOverflow(this.overflow.key);
-    this.events.admitOnly(
-      this.consumer.fleetFunction.role,
-      ...(this.overflow !== undefined ? [this.overflow.fleetFunction.role] : []),
-    );
+
     this.reports = new Reports(this, 'Reports', {
       ...shared,
       ...(this.overflow !== undefined ? { overflowKey: this.overflow.key } : {}),
@@ -105,7 +103,15 @@ export class CaptchaFleet extends Construct {
       ...shared,
       consumer: this.consumer,
       ...(this.overflow !== undefined ? { overflow: this.overflow } : {}),
+      ...(this.tables.leases ? { leasesTable: this.tables.leases } : {}),
     });
+    // Who may put completion events on the bus: the consumers, and the governor when its watch
+    // records parked tasks' answers (solveMode `park`).
+    this.events.admitOnly(
+      this.consumer.fleetFunction.role,
+      ...(this.overflow !== undefined ? [this.overflow.fleetFunction.role] : []),
+      ...(this.tables.leases !== undefined ? [this.governor.fleetFunction.role] : []),
+    );
     this.operators = new OperatorAccess(this, 'Operators', {
       settings,
       queues: this.queues,

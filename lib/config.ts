@@ -138,6 +138,14 @@ export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow
    */
   readonly solveDeadlineSeconds?: number;
   /**
+   * How a consumer waits for its answer: `park` submits, keeps the solver id and ends the
+   * invocation (thread leases hold the cap; the governor watches parked tasks and hands each back
+   * when its answer is ready; a leases table is created); `wait` keeps each invocation through its
+   * solve (about twice the AWS bill, docs/cost.md).
+   * @default 'park'
+   */
+  readonly solveMode?: 'park' | 'wait';
+  /**
    * Resubmissions of ERROR_CAPTCHA_UNSOLVABLE before the task is recorded failed (0–5).
    * @default 2
    */

@@ -4,6 +4,8 @@
  * governor moves. Permissions: its queues, its table, the key, the completion-event bus.
  */
 import { Duration } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
@@ -30,6 +32,12 @@ export interface ConsumerProps extends Omit<FleetEnvironmentInput, 'service'> {
    * @default true
    */
   readonly reserveConcurrency?: boolean;
+  /**
+   * The thread leases (solveMode `park`): the consumer takes one before each submission and parks
+   * its task; absent, every invocation waits through its solve.
+   * @default - none (the consumer waits through its solves)
+   */
+  readonly leasesTable?: dynamodb.ITable;
 }
 
 /** The consumer function, its two SQS event source mappings and its permissions. */
@@ -58,7 +66,10 @@ export class Consumer extends Construct {
       description: 'captcha-fleet consumer: claims, solves and records tasks from both lanes',
       timeout: Duration.seconds(settings.functionTimeoutSeconds),
       reservedConcurrentExecutions: this.reservedConcurrency,
-      environment: fleetEnvironment({ ...props, service: SERVICES.consumer }),
+      environment: {
+        ...fleetEnvironment({ ...props, service: SERVICES.consumer }),
+        ...(props.leasesTable ? { [ENV.leasesTable]: props.leasesTable.tableName } : {}),
+      },
     });
     this.function = this.fleetFunction.function;
 
@@ -74,6 +85,16 @@ export class Consumer extends Construct {
     this.function.addEventSource(this.mappings.high);
 
     grantConsumerWork(this.fleetFunction.role, props, { ledgerId: THREAD_LEDGER_ID, key: props.solverKey });
+    if (props.leasesTable)
+      this.fleetFunction.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'ThreadLeases',
+          // A shard's read (Query), a slot taken (conditional put) and given back (conditional
+          // delete), a refusal on the shard's meta item: no scan, no other table.
+          actions: ['dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem'],
+          resources: [props.leasesTable.tableArn],
+        }),
+      );
   }
 
   /**

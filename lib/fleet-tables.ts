@@ -1,6 +1,7 @@
 /**
- * DynamoDB tables: results (one record per task, expiring through TTL) and the governor's state.
- * On demand (traffic comes in bursts), point-in-time recovery on, AWS-owned encryption.
+ * DynamoDB tables: results (one record per task, expiring through TTL), the governor's state and,
+ * when the fleet parks (solveMode `park`), the thread leases. On demand (traffic comes in bursts),
+ * point-in-time recovery on, AWS-owned encryption.
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -22,12 +23,17 @@ export interface FleetTablesProps {
   readonly resultsRemoval?: TableRemoval;
 }
 
-/** The results table and the governor's state table. */
+/** The results table, the governor's state table and the thread leases. */
 export class FleetTables extends Construct {
   /** Results, key `taskId`. */
   public readonly results: dynamodb.Table;
   /** Governor state, key `id` (one item: GOVERNOR_STATE_ID). */
   public readonly governor: dynamodb.Table;
+  /**
+   * Thread leases of the parked design, key `shard` + `slot` (functions/core/thread-leases.ts);
+   * undefined when the consumers wait through their solves (solveMode `wait`).
+   */
+  public readonly leases: dynamodb.Table | undefined;
 
   constructor(scope: Construct, id: string, props: FleetTablesProps) {
     super(scope, id);
@@ -48,5 +54,17 @@ export class FleetTables extends Construct {
       // The state rebuilds itself within a tick; keeping it would only block a redeploy under the same name.
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    this.leases =
+      settings.solveMode === 'park'
+        ? new dynamodb.Table(this, 'Leases', {
+            tableName: settings.tableNames.leases,
+            partitionKey: { name: 'shard', type: dynamodb.AttributeType.STRING },
+            sortKey: { name: 'slot', type: dynamodb.AttributeType.NUMBER },
+            billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+            pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+            // A lease lives at most a solve's deadline: nothing in it outlasts a redeploy.
+            removalPolicy: RemovalPolicy.DESTROY,
+          })
+        : undefined;
   }
 }

@@ -6,6 +6,7 @@
  * health), and read and write only its own state item.
  */
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -13,6 +14,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { GOVERNOR_STATE_ID, STORE_PROBE_KEY, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
 import { ENV } from '../functions/core/environment.js';
+import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { Consumer } from './consumer.js';
 import { grantConsumerControl } from './consumer-permissions.js';
@@ -39,6 +41,13 @@ export interface GovernorProps extends Omit<FleetEnvironmentInput, 'service'> {
    * @default - no overflow lane
    */
   readonly overflow?: OverflowConsumer;
+  /**
+   * The thread leases (solveMode `park`): the governor opens each tick's ceiling as slots, and
+   * between ticks watches the parked tasks (it reads their records, asks the solver, and makes a
+   * ready task's message visible again).
+   * @default - none (the consumers wait through their solves)
+   */
+  readonly leasesTable?: dynamodb.ITable;
 }
 
 /** The governor function and its schedule. */
@@ -70,6 +79,7 @@ export class Governor extends Construct {
           high: consumer.mappings.high.eventSourceMappingId,
         }),
         ...props.overflow?.governorEnvironment(),
+        ...(props.leasesTable ? { [ENV.leasesTable]: props.leasesTable.tableName } : {}),
       },
     });
     const fn = this.fleetFunction.function;
@@ -130,6 +140,7 @@ export class Governor extends Construct {
     );
     props.solverKey.grantRead(role);
     props.overflow?.grantGovernor(role, props.governorTable);
+    if (props.leasesTable) this.grantParkedWatch(role, props, props.leasesTable);
 
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -145,5 +156,49 @@ export class Governor extends Construct {
       reason:
         'cloudwatch:GetMetricData (p95, error and over-cap rates of the consumer) supports no resource-level permissions; every other governor statement names its resources.',
     });
+  }
+
+  /**
+   * The parked design: the leases (every shard read each second, limits set, a ready task's slot
+   * freed); the records of parked tasks (read for their submission's id, then claimed and written
+   * solved by the watch: the same conditional updates the consumer makes, no delete, no scan); the
+   * two lanes' messages (a recorded task's deleted, another shown again); its completion event on
+   * the fleet's bus, as the consumer publishes it.
+   */
+  private grantParkedWatch(role: iam.IRole, props: GovernorProps, leasesTable: dynamodb.ITable): void {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ThreadLeases',
+        actions: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+        resources: [leasesTable.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ParkedRecords',
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        resources: [props.resultsTable.tableArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ParkedMessages',
+        actions: ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'],
+        resources: [props.queues.normal.queueArn, props.queues.high.queueArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ParkedCompletionEvents',
+        actions: ['events:PutEvents'],
+        resources: [props.bus.eventBusArn],
+        conditions: {
+          StringEquals: {
+            'events:source': props.settings.eventSource,
+            'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE,
+          },
+        },
+      }),
+    );
   }
 }

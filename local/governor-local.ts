@@ -34,6 +34,8 @@ import {
   type OverflowLoopOptions,
   type TickRecord,
 } from '../functions/governor/loop.js';
+import { type LeasedLane, withLeaseLimits } from '../functions/governor/lease-step.js';
+import type { ParkedWatch, ParkedWatchStats } from '../functions/governor/parked-watch.js';
 import type { MetricsStore } from './metrics-store.js';
 
 /** What the governor moves locally: a poller (local/poller.ts fits). */
@@ -74,6 +76,13 @@ export interface LocalGovernorOptions {
   threadLedger?: ThreadLedgerReader;
   /** Where the governor's spend grant goes (the same ledger item), as in AWS. Absent: no grant. */
   spendGrant?: SpendGrantWriter;
+  /**
+   * The parked design (solveMode `park`): the lane's thread leases (the slots each decision opens;
+   * `threadLedger` is then the leased reader, functions/governor/lease-step.ts) and the watch that
+   * hands parked tasks back once their answers are ready, run every `pollMs` beside the ticks as
+   * the Lambda runs it between them.
+   */
+  parked?: { lane: LeasedLane; watch: ParkedWatch; pollMs: number };
   /** The fleet's stores as dependencies (local/store-watch.ts): probed every tick. Absent: not watched. */
   stores?: { read(since?: number): Promise<StoreSample[]> };
   /**
@@ -141,6 +150,8 @@ export interface LocalGovernorStats {
   lanes: Record<Lane, LaneCeilingStats>;
   /** The overflow lane, when one is configured. */
   overflow?: LocalOverflowStats;
+  /** The parked design's watch (solveMode `park`): its rounds and the parked tasks it polled and recorded. */
+  watch?: ParkedWatchStats;
 }
 
 export interface LocalGovernor {
@@ -314,6 +325,8 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   config.metricsSpanMs ??= windowMs;
   const log = options.logger;
   const overflow = localOverflowOption(options, config, { tickMs, windowMs, clock });
+  const parked = options.parked;
+  const actuator = createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool);
   const loop = createGovernorLoop({
     config,
     queues: createQueueSignals({
@@ -336,7 +349,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     ...(options.spendGrant ? { spendGrant: options.spendGrant } : {}),
     ...(options.stores ? { stores: options.stores } : {}),
     ...(options.probe ? { probe: options.probe } : {}),
-    actuator: createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool),
+    actuator: parked ? withLeaseLimits(actuator, parked.lane, log) : actuator,
     state: options.state ?? createMemoryGovernorState(),
     ...(overflow ? { overflow } : {}),
     clock,
@@ -410,6 +423,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   const ready = tickNow().then(() => {
     schedule();
   });
+  const watching = parked === undefined ? undefined : watchParked(parked, () => stopped, log);
 
   return {
     config,
@@ -426,12 +440,32 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
         pausedMs: stats.pausedMs + open,
         lanes: { normal: { ...stats.lanes.normal }, high: { ...stats.lanes.high } },
         ...(stats.overflow ? { overflow: { ...stats.overflow, reasons: { ...stats.overflow.reasons } } } : {}),
+        ...(parked ? { watch: { ...parked.watch.stats } } : {}),
       };
     },
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
       await running?.catch(() => undefined);
+      await watching;
     },
   };
+}
+
+/** The parked watch's rounds every `pollMs` until `stopped()` (a failed round is logged and retried). */
+async function watchParked(
+  parked: NonNullable<LocalGovernorOptions['parked']>,
+  stopped: () => boolean,
+  log: GovernorLog | undefined,
+): Promise<void> {
+  while (!stopped()) {
+    const started = Date.now();
+    try {
+      await parked.watch.round();
+    } catch (error) {
+      log?.warn('parked watch round failed; trying again next round', { error: (error as Error).message });
+    }
+    const wait = Math.max(0, started + parked.pollMs - Date.now());
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait).unref?.());
+  }
 }

@@ -16,7 +16,7 @@ import { SQS_MESSAGE_LIMIT_BYTES, TASK_QUEUE_MESSAGE_LIMIT_BYTES } from '../func
 export interface FleetResources {
   queueUrls: { normal: string; high: string; dlq: string };
   queueArns: { normal: string; high: string; dlq: string };
-  tables: { results: string; governor: string };
+  tables: { results: string; governor: string; leases: string };
   /** The reports queue (producers' bad / good reports) and its own DLQ. */
   reportQueueUrls: { reports: string; dlq: string };
   reportQueueArns: { reports: string; dlq: string };
@@ -56,6 +56,7 @@ export async function ensureFleetResources(
   });
   await ensureTable(clients, settings.tableNames.results, 'taskId');
   await ensureTable(clients, settings.tableNames.governor, 'id');
+  await ensureTable(clients, settings.tableNames.leases, 'shard', 'slot');
   try {
     await clients.dynamo.send(
       new UpdateTimeToLiveCommand({
@@ -69,7 +70,11 @@ export async function ensureFleetResources(
   return {
     queueUrls: { normal: normal.url, high: high.url, dlq: dlq.url },
     queueArns: { normal: normal.arn, high: high.arn, dlq: dlq.arn },
-    tables: { results: settings.tableNames.results, governor: settings.tableNames.governor },
+    tables: {
+      results: settings.tableNames.results,
+      governor: settings.tableNames.governor,
+      leases: settings.tableNames.leases,
+    },
     reportQueueUrls: { reports: reports.url, dlq: reportsDlq.url },
     reportQueueArns: { reports: reports.arn, dlq: reportsDlq.arn },
   };
@@ -92,13 +97,20 @@ async function ensureQueue(clients: AwsClients, name: string, attributes: Record
   return { url, arn };
 }
 
-async function ensureTable(clients: AwsClients, name: string, key: string) {
+/** A table keyed by `key` (string), and `sortKey` (number) when given. */
+async function ensureTable(clients: AwsClients, name: string, key: string, sortKey?: string) {
   try {
     await clients.dynamo.send(
       new CreateTableCommand({
         TableName: name,
-        KeySchema: [{ AttributeName: key, KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: key, AttributeType: 'S' }],
+        KeySchema: [
+          { AttributeName: key, KeyType: 'HASH' },
+          ...(sortKey ? [{ AttributeName: sortKey, KeyType: 'RANGE' as const }] : []),
+        ],
+        AttributeDefinitions: [
+          { AttributeName: key, AttributeType: 'S' },
+          ...(sortKey ? [{ AttributeName: sortKey, AttributeType: 'N' as const }] : []),
+        ],
         BillingMode: 'PAY_PER_REQUEST',
       }),
     );

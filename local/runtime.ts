@@ -41,6 +41,15 @@ import {
   SolverIdWatch,
   watchCarries,
 } from './chaos.js';
+import { type LeasedLane, leasedLedgerReader, leasedProbeLedger } from '../functions/governor/lease-step.js';
+import { createParkedWatch, type ParkedWatch } from '../functions/governor/parked-watch.js';
+import { createParkedRecorder } from '../functions/adapters/parked-recorder.js';
+import { createMetrics } from '../functions/adapters/metrics.js';
+import { createRedactor } from '../functions/core/redaction.js';
+import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
+import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
+import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../functions/adapters/thread-leases.js';
+import { shardKeys } from '../functions/core/thread-leases.js';
 import type { FaultPlan } from './faults/plan.js';
 import { createLetterWatch, type LetterWatch, type RepeatableLetters, watchLetters } from './faults/letters.js';
 import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
@@ -239,7 +248,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const { governor, storeHealth } = await startGovernor(
       plan,
       backends,
-      { solver, overflow },
+      { solver, overflow, consumer },
       lanes,
       consumer.metrics,
       cleanups,
@@ -433,7 +442,9 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     queueUrls: resources.queueUrls,
     // The governor table carries the thread ledger (over-cap answers, held threads) to the
     // governor; a run with a fixed ceiling has no governor to read it.
-    tables: plan.governed ? resources.tables : { ...resources.tables, governor: undefined },
+    // The leases of the parked design likewise: with no governor to watch parked tasks, the
+    // consumers wait through their solves.
+    tables: plan.governed ? resources.tables : { ...resources.tables, governor: undefined, leases: undefined },
     solverKeySource: { key: solver.key },
     ...(overflowKey !== undefined ? { overflowKeySource: { key: overflowKey } } : {}),
     consumerFunctionName: `${settings.prefix}-consumer`,
@@ -473,6 +484,9 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     requeueReserveMs: 500,
     minSolveWindowMs: 1_500,
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
+    // The simulator answers in about half a second: a solve that quick is recorded by the
+    // invocation that submitted it; the slower ones park (seconds, as a real solver's do).
+    parkAfterMs: 0,
     ...options.timing,
   };
   // A dead invocation's queue calls never go out; copies that carry an id keep it, letters are watched.
@@ -664,7 +678,7 @@ async function startReports(
 async function startGovernor(
   plan: StackPlan,
   { clients, resources }: Backends,
-  { solver, overflow }: { solver: SolverSide; overflow: LocalOverflow | undefined },
+  { solver, overflow, consumer }: { solver: SolverSide; overflow: LocalOverflow | undefined; consumer: ConsumerSide },
   { pollers, pool }: Lanes,
   metrics: MetricsStore,
   cleanups: Cleanups,
@@ -691,8 +705,13 @@ async function startGovernor(
     tableName: resources.tables.governor,
     leaseMs: threadLeaseMs(plan.settings),
   });
+  const parked = await parkedSide(plan, { clients, resources }, solver, consumer);
+  // The parked design: held threads from the leases; the probe records its answers with them.
+  const reader = parked ? leasedLedgerReader(ledger, parked.lane) : undefined;
+  const probeLedger = reader ? leasedProbeLedger(ledger, () => reader.lastHeld()) : ledger;
   const governor = startLocalGovernor({
     settings: plan.settings,
+    ...(parked ? { parked } : {}),
     pollers,
     pool,
     sqs: clients.sqs,
@@ -702,11 +721,11 @@ async function startGovernor(
     // The same store as in AWS, on the local governor table: `captcha-fleet status --local`
     // reads the last decision, ceilings and balance from it.
     state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
-    threadLedger: ledger,
+    threadLedger: reader ?? ledger,
     spendGrant: ledger,
     // One probe submission a tick while others hold the plan, as in AWS (functions/governor/wiring.ts):
     // the governed client's over-cap retries are off, so a probe is refused once at most.
-    probe: createThreadProbe({ solver: solver.client, ledger }),
+    probe: createThreadProbe({ solver: solver.client, ledger: probeLedger }),
     // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
     ...(overflow
       ? {
@@ -732,6 +751,63 @@ async function startGovernor(
   // The first decision sets the ceilings before anything is received.
   await governor.ready;
   return { governor, storeHealth };
+}
+
+/**
+ * The parked design's side of the local governor (solveMode `park`): the primary lane's leases,
+ * cleared of an earlier run's, and the watch that hands parked tasks back, a round every fifth of
+ * a tick (the simulator answers in a second or two).
+ */
+async function parkedSide(
+  plan: StackPlan,
+  { clients, resources }: Pick<Backends, 'clients' | 'resources'>,
+  solver: SolverSide,
+  consumer: Pick<ConsumerSide, 'events' | 'metrics'>,
+): Promise<{ lane: LeasedLane; watch: ParkedWatch; pollMs: number } | undefined> {
+  const { settings } = plan;
+  if (settings.solveMode !== 'park') return undefined;
+  const leases = createDynamoThreadLeases({ documents: clients.documents, tableName: resources.tables.leases });
+  const lane: LeasedLane = {
+    leases,
+    shards: shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap),
+    planCap: settings.effectiveCap,
+    tasksPerInvocation: settings.tasksPerInvocation,
+  };
+  for (const view of await leases.views(lane.shards)) for (const slot of view.slots) await leases.release(slot);
+  const tickMs = (plan.options.governor === false ? undefined : plan.options.governor?.tickMs) ?? 1_000;
+  const results = new DynamoResultsRepository({
+    documents: clients.documents,
+    tableName: resources.tables.results,
+    ttlSeconds: settings.resultTtlSeconds,
+  });
+  const queue = new SqsTaskQueue({
+    sqs: clients.sqs,
+    dlqUrl: resources.queueUrls.dlq,
+    sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
+  });
+  // Ready parked tasks are recorded by the watch, as in AWS: into the consumer's events and metrics.
+  const recorder = createParkedRecorder({
+    repository: results,
+    solver: solver.client,
+    queue,
+    events: consumer.events,
+    metrics: createMetrics({
+      namespace: settings.metricsNamespace,
+      serviceName: SERVICES.consumer,
+      sink: (document: EmfDocument) => consumer.metrics.ingest(document),
+    }),
+    redactor: createRedactor([solver.key]),
+  });
+  const watch = createParkedWatch({
+    leases,
+    shards: lane.shards,
+    results,
+    solver: solver.client,
+    queue,
+    recorder,
+    settleMs: 50,
+  });
+  return { lane, watch, pollMs: Math.max(100, Math.round(tickMs / 5)) };
 }
 
 function assembleStack(

@@ -1,20 +1,26 @@
 /**
- * The worked monthly bills of docs/deploy.md: a 50-thread plan at 20 %, 60 % and 100 % use, the
- * consumer as shipped (each invocation waits through its solve) and as design (f) of docs/cost.md
- * would run it (park; the governor bulk-polls), priced by the cost model (functions/core/cost/).
- * A generated block (`<!-- generated: monthly-bill -->`, `npm run docs`): never typed.
+ * The worked monthly bills of docs/deploy.md: a 50-thread plan at 20 %, 60 % and 100 % use, in
+ * the waiting design (solveMode `wait`: each invocation waits through its solve) and in the
+ * parked design as built (solveMode `park`, the default), priced by the cost model
+ * (functions/core/cost/). A generated block (`<!-- generated: monthly-bill -->`, `npm run docs`): never typed.
  */
 import { join } from 'node:path';
-import { describeBill, type FleetUsage, fleetBill } from '../functions/core/cost/fleet-bill.js';
+import {
+  describeBill,
+  type FleetUsage,
+  fleetBill,
+  governorShardQueries,
+  shardReadsAt,
+} from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
-import { FUNCTION_SIZING, type FunctionSizing } from '../functions/core/function-sizing.js';
+import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
+import { PARKED_SUBMIT_SECONDS } from '../functions/core/governor/submitters.js';
+import { shardKeys } from '../functions/core/thread-leases.js';
 import { TRACES_DIR } from '../lab/bench.js';
-import { DESIGN_TIMING } from '../lab/designs.js';
 import { loadTraceFile } from '../lab/trace.js';
 
 const PLAN_THREADS = 50;
 const USES = [0.2, 0.6, 1] as const;
-const SMALL: FunctionSizing = { memoryMb: 128, architecture: 'arm64' };
 
 /** Mean solve time of the shipped mix (lab/traces/steady.json), seconds: a busy thread solves 3600 / this an hour. */
 export function meanSolveSeconds(): number {
@@ -26,8 +32,8 @@ export function meanSolveSeconds(): number {
   }, 0);
 }
 
-/** A month of the plan at `use` (share of its thread-hours busy), as the fleet runs it today. */
-export function monthToday(use: number): FleetUsage {
+/** A month of the plan at `use` (share of its thread-hours busy) in the waiting design (solveMode `wait`). */
+export function monthWaiting(use: number): FleetUsage {
   const hours = AWS_PRICES.hoursPerMonth;
   const solve = meanSolveSeconds();
   const solves = (PLAN_THREADS * use * hours * 3600) / solve;
@@ -48,18 +54,30 @@ export function monthToday(use: number): FleetUsage {
   };
 }
 
-/** The same month as design (f) would run it: submit and park, the governor's bulk polls, the ready task recorded by a second short invocation. */
+/**
+ * The same month in the parked design as built (solveMode `park`, the default): each task one
+ * invocation that takes a lease, submits and parks (`PARKED_SUBMIT_SECONDS`), the governor's watch
+ * records its answer. The leases held are the busy threads; the governor reads every shard at
+ * each of its watch rounds and ticks (`governorShardQueries`). A month without backlog:
+ * no invocation waits for a slot.
+ */
 export function monthParked(use: number): FleetUsage {
-  const today = monthToday(use);
-  const perSecond = today.tasks / (today.hours * 3600);
-  const fill = Math.min(DESIGN_TIMING.batchSize, 1 + 2 * perSecond * DESIGN_TIMING.batchWindowSeconds);
-  const invocations = (2 * today.tasks) / fill;
+  const waiting = monthWaiting(use);
+  const solves = waiting.solved;
+  const live = Math.round(PLAN_THREADS * use);
+  const shards = shardKeys('primary', PLAN_THREADS).length;
   return {
-    ...today,
-    invocations,
-    invocationSeconds: today.tasks * (DESIGN_TIMING.parkSubmitSeconds + DESIGN_TIMING.parkPollSeconds),
-    copiesSent: today.tasks,
-    consumerSizing: SMALL,
+    ...waiting,
+    invocationSeconds: solves * PARKED_SUBMIT_SECONDS,
+    parked: {
+      leaseTakes: solves,
+      leaseReleases: solves,
+      consumerShardReads: shardReadsAt(live, solves),
+      governorShardReads: shardReadsAt(live, governorShardQueries(waiting.hours, shards)),
+      recordReads: solves,
+      recordedByWatch: solves,
+      metaWrites: 0,
+    },
   };
 }
 
@@ -70,21 +88,20 @@ export function monthlyBillMarkdown(): string {
   const out: string[] = [
     `Prices: ${AWS_PRICES.region}, read ${AWS_PRICES.asOf} (functions/core/cost/prices.ts); ${AWS_PRICES.hoursPerMonth} h a month; ${PLAN_THREADS}-thread plan at $0.0025 per thread-hour; mean solve ${meanSolveSeconds().toFixed(1)} s (the shipped mix).`,
   ];
-  const table = (title: string, month: (use: number) => FleetUsage, governorSizing?: FunctionSizing) => {
+  const table = (title: string, month: (use: number) => FleetUsage) => {
     out.push('', `**${title}**`, '', head, rule);
     for (const use of USES) {
       const usage = month(use);
-      const bill = fleetBill(usage, { planThreads: PLAN_THREADS, governorSizing });
+      const bill = fleetBill(usage, { planThreads: PLAN_THREADS });
       out.push(
         `| ${(use * 100).toFixed(0)} % | ${Math.round(usage.solved).toLocaleString('en-US')} | ${bill.planUsd.toFixed(2)} | ${bill.usd.toFixed(2)} | × ${(bill.usd / bill.planUsd).toFixed(2)} | ${describeBill(bill, 2)} |`,
       );
     }
   };
-  table('Before — as shipped: each invocation waits through its solve (256 MB arm64)', monthToday);
+  table('Before — solveMode wait: each invocation waits through its solve (256 MB arm64)', monthWaiting);
   table(
-    'After — design (f) of docs/cost.md, modelled, not built yet: park, the governor bulk-polls (128 MB)',
+    'After — solveMode park, the default: thread leases, the governor watches and records (256 MB arm64)',
     monthParked,
-    SMALL,
   );
   return out.join('\n');
 }

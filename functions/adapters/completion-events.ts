@@ -8,7 +8,10 @@
 import { EventEmitter } from 'node:events';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { sleep as wait } from '../core/helpers/time.js';
-import type { CompletionEvents } from '../core/ports.js';
+import { METRICS } from '../core/metric-names.js';
+import type { CompletionEvents, ResultsRepository } from '../core/ports.js';
+import type { Redactor } from '../core/redaction.js';
+import { type Metrics, MetricUnit } from './metrics.js';
 import type { TaskResult } from '../core/results.js';
 import { COMPLETION_EVENT_DETAIL_TYPE, toCompletionEvent, type CompletionEvent } from '../core/events.js';
 
@@ -114,4 +117,57 @@ export function createLocalEventStream(options: { includeAnswer: boolean }): Loc
       return published;
     },
   };
+}
+
+/** What announcing a terminal record needs. */
+export interface AnnounceDeps {
+  events: CompletionEvents | undefined;
+  repository: Pick<ResultsRepository, 'markAnnounced'>;
+  metrics: Metrics;
+  redactor: Redactor;
+  clock: () => number;
+  log: { warn(message: string, attributes?: Record<string, unknown>): void };
+}
+
+/**
+ * Announce a terminal record at least once: publish its completion event (its error text
+ * redacted once more), then (unless `note` is false) note on the record that it went out
+ * (`announcedAt`), so a redelivery stays silent. True when the event went out (or there is no events port); false
+ * when it could not be published (the caller has the message delivered again to publish it).
+ */
+export async function announceResult(
+  deps: AnnounceDeps,
+  result: TaskResult,
+  options: { note?: boolean } = {},
+): Promise<boolean> {
+  const { events } = deps;
+  if (events === undefined) return true;
+  // The answer goes to the port, which decides whether events carry it (`eventsIncludeAnswer`).
+  const { claimToken: _claimToken, leaseUntil: _leaseUntil, completedBy: _completedBy, ...published } = result;
+  const clean: TaskResult = {
+    ...published,
+    ...(published.errorCode !== undefined ? { errorCode: deps.redactor.redact(published.errorCode) } : {}),
+    ...(published.errorMessage !== undefined ? { errorMessage: deps.redactor.redact(published.errorMessage) } : {}),
+  };
+  try {
+    await events.publish(clean);
+  } catch (error) {
+    deps.metrics.addMetric(METRICS.eventPublishFailures, MetricUnit.Count, 1);
+    deps.log.warn('completion event could not be published; the message goes back so a redelivery publishes it', {
+      error: describeError(error),
+    });
+    return false;
+  }
+  if (options.note === false) return true;
+  try {
+    await deps.repository.markAnnounced(result.taskId, deps.clock());
+  } catch (error) {
+    // The event went out; a later duplicate delivery may publish it again, with the same eventId.
+    deps.log.warn('completion event published but not noted on the record', { error: describeError(error) });
+  }
+  return true;
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -291,31 +291,78 @@ export class DynamoResultsRepository implements ResultsRepository {
     });
   }
 
+  async park(
+    taskId: string,
+    claimToken: string,
+    submission: { solverId: string; provider: SolverProvider; acceptedAt: number },
+  ): Promise<boolean> {
+    const written = await this.ifClaimed(taskId, claimToken, {
+      UpdateExpression:
+        'SET solverId = :solverId, solverProvider = :solverProvider, solverAcceptedAt = :acceptedAt, leaseUntil = :zero REMOVE claimToken',
+      ExpressionAttributeValues: {
+        ':solverId': submission.solverId,
+        ':solverProvider': submission.provider,
+        ':acceptedAt': submission.acceptedAt,
+        ':zero': 0,
+      },
+    });
+    if (written) return true;
+    // A retry whose first attempt committed (its answer lost) finds the claim gone: the record
+    // holding this very submission, unclaimed, is that attempt's.
+    const current = await this.get(taskId, { consistent: true });
+    return (
+      current?.status === 'solving' &&
+      current.claimToken === undefined &&
+      current.solverId === submission.solverId &&
+      current.solverAcceptedAt === submission.acceptedAt
+    );
+  }
+
+  async completeParked(
+    taskId: string,
+    solverId: string,
+    result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+    writer: { token: string; now: number },
+  ): Promise<boolean> {
+    this.checkRecordSize(taskId, result);
+    const update = terminalUpdate(result, writer.token, this.expiresAt(writer.now));
+    try {
+      await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { taskId },
+          UpdateExpression: `${update.expression} REMOVE claimToken, leaseUntil`,
+          ConditionExpression:
+            '#status = :solving AND solverId = :parkedId AND (attribute_not_exists(claimToken) OR leaseUntil < :now)',
+          ExpressionAttributeNames: { ...update.names, '#status': 'status' },
+          ExpressionAttributeValues: {
+            ...update.values,
+            ':solving': 'solving',
+            ':parkedId': solverId,
+            ':now': writer.now,
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException))
+        throw new ResultsRepositoryError(`record of parked task ${taskId} failed`, taskId, { cause: error });
+    }
+    const current = await this.get(taskId, { consistent: true });
+    return current !== undefined && isTerminal(current.status) && current.completedBy === writer.token;
+  }
+
   async complete(
     taskId: string,
     claimToken: string,
     result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
   ): Promise<boolean> {
     this.checkRecordSize(taskId, result);
-    const names: Record<string, string> = {};
-    const values: Record<string, unknown> = {};
-    const sets: string[] = [];
-    for (const [field, value] of Object.entries(result)) {
-      if (value === undefined || CLAIM_FIELDS.has(field)) continue;
-      names[`#${field}`] = field;
-      values[`:${field}`] = value;
-      sets.push(`#${field} = :${field}`);
-    }
-    values[':expiresAt'] = this.expiresAt(this.clock());
-    sets.push('expiresAt = :expiresAt');
-    // The writer's token stays on the record: a retry whose first attempt committed (its answer
-    // lost) finds the condition failed and recognises the record as its own.
-    values[':completedBy'] = claimToken;
-    sets.push('completedBy = :completedBy');
+    const update = terminalUpdate(result, claimToken, this.expiresAt(this.clock()));
     const written = await this.ifClaimed(taskId, claimToken, {
-      UpdateExpression: `SET ${sets.join(', ')} REMOVE claimToken, leaseUntil`,
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
+      UpdateExpression: `${update.expression} REMOVE claimToken, leaseUntil`,
+      ExpressionAttributeNames: update.names,
+      ExpressionAttributeValues: update.values,
     });
     if (written) return true;
     const current = await this.get(taskId, { consistent: true });
@@ -492,6 +539,31 @@ export class DynamoResultsRepository implements ResultsRepository {
   }
 }
 
+/**
+ * The SET of a terminal write: every field of the result but the claim's, its expiry, and its
+ * writer (a retry whose first attempt committed, its answer lost, recognises the record as its own).
+ */
+function terminalUpdate(
+  result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+  writer: string,
+  expiresAt: number,
+): { expression: string; names: Record<string, string>; values: Record<string, unknown> } {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const sets: string[] = [];
+  for (const [field, value] of Object.entries(result)) {
+    if (value === undefined || CLAIM_FIELDS.has(field)) continue;
+    names[`#${field}`] = field;
+    values[`:${field}`] = value;
+    sets.push(`#${field} = :${field}`);
+  }
+  values[':expiresAt'] = expiresAt;
+  sets.push('expiresAt = :expiresAt');
+  values[':completedBy'] = writer;
+  sets.push('completedBy = :completedBy');
+  return { expression: `SET ${sets.join(', ')}`, names, values };
+}
+
 /** The providers a claim may resume the submissions of. */
 function resumableBy(input: ClaimInput): readonly SolverProvider[] {
   return input.resumable ?? [input.provider ?? 'primary'];
@@ -511,6 +583,9 @@ function ownClaim(record: TaskResult, input: ClaimInput, takenOver = (record.att
     record,
     takenOver,
     ...(resumable ? { previousSolverId: record.solverId as string, previousSolverProvider: holder } : {}),
+    ...(resumable && typeof record.solverAcceptedAt === 'number'
+      ? { previousSolverAcceptedAt: record.solverAcceptedAt }
+      : {}),
   };
 }
 

@@ -22,6 +22,7 @@ import {
 } from './solver-context.js';
 import { createTaskWire } from './solver-create-task.js';
 import { outcomeOf, pollForAnswer } from './solver-poll.js';
+import { pollMany } from './solver-poll-many.js';
 import { resPhpWire } from './solver-res-php.js';
 import { submit } from './solver-submit.js';
 
@@ -65,6 +66,8 @@ export interface SolverClientOptions {
 /** A SolverPort with its schedule (for counters) and a way to release its connections. */
 export interface SolverClient extends SolverPort {
   readonly schedule: PollSchedule;
+  submit: NonNullable<SolverPort['submit']>;
+  pollMany: NonNullable<SolverPort['pollMany']>;
   /** Close the dispatcher if the client created it; a dispatcher passed in is left open. */
   close(): Promise<void>;
 }
@@ -109,7 +112,7 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
   return {
     schedule: ctx.schedule,
 
-    async solve(task, { signal, deadlineAt, resumeSolverId, onSubmitted, onSolverAnswer }) {
+    async solve(task, { signal, deadlineAt, resumeSolverId, continueSolverId, onSubmitted, onSolverAnswer }) {
       const solve: SolveState = {
         taskId: task.id,
         signal,
@@ -119,6 +122,7 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
       };
       if (signal?.aborted) throw aborted(task.id);
       if (resumeSolverId !== undefined) return pollForAnswer(ctx, task, solve, resumeSolverId, true);
+      if (continueSolverId !== undefined) return pollForAnswer(ctx, task, solve, continueSolverId, false);
       const acceptedAt = ctx.clock();
       const { solverId, solved } = await submit(ctx, task, solve);
       ctx.log.debug('solver accepted the task', { taskId: task.id, solverId, method: task.method });
@@ -129,6 +133,25 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
         return outcomeOf(solved, solverId, { acceptedAt, answeredAt: ctx.clock(), resultRequests: 0 }, solve.retries);
       return pollForAnswer(ctx, task, solve, solverId, false);
     },
+
+    async submit(task, { signal, deadlineAt, onSolverAnswer }) {
+      const solve: SolveState = {
+        taskId: task.id,
+        signal,
+        deadlineAt,
+        onSolverAnswer,
+        retries: { overCap: 0, transient: 0 },
+      };
+      if (signal?.aborted) throw aborted(task.id);
+      const acceptedAt = ctx.clock();
+      const { solverId, solved } = await submit(ctx, task, solve);
+      ctx.log.debug('solver accepted the task', { taskId: task.id, solverId, method: task.method });
+      if (solved === undefined) return { solverId, acceptedAt };
+      const times = { acceptedAt, answeredAt: ctx.clock(), resultRequests: 0 };
+      return { solverId, acceptedAt, outcome: outcomeOf(solved, solverId, times, solve.retries) };
+    },
+
+    pollMany: (targets, { signal } = {}) => pollMany(ctx, targets, signal),
 
     getBalance: ({ signal } = {}) => ctx.wire.balance(ctx, signal),
     reportBad: (solverId, context) => ctx.wire.report(ctx, 'bad', solverId, context?.method),

@@ -196,6 +196,18 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
       return typeof refusedHeld === 'number' ? Math.max(0, refusedHeld) : 0;
     },
 
+    async recordEvent(event, at, held) {
+      const [prefix, counter] = event === 'acceptance' ? ['accepted', 'acceptances'] : ['refused', 'refusals'];
+      await send(
+        event,
+        new UpdateCommand({
+          ...key,
+          UpdateExpression: `SET ${prefix}Held = :held, ${prefix}At = :at ADD ${counter} :one`,
+          ExpressionAttributeValues: { ':held': Math.max(0, held), ':at': at, ':one': 1 },
+        }),
+      );
+    },
+
     async read() {
       const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
       return readingOf((out as { Item?: Record<string, unknown> }).Item, bucketOf(clock()));
@@ -359,6 +371,12 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
       add('refusals', 1);
       add('refusalRun', 1);
       return Math.max(0, item.refusedHeld);
+    },
+    async recordEvent(event, at, held) {
+      const prefix = event === 'acceptance' ? 'accepted' : 'refused';
+      item[`${prefix}Held`] = Math.max(0, held);
+      item[`${prefix}At`] = at;
+      add(event === 'acceptance' ? 'acceptances' : 'refusals', 1);
     },
     async read() {
       return readingOf({ ...item }, bucketOf(clock()));

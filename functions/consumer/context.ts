@@ -9,6 +9,7 @@ import type { CarrySeal, Clock, CompletionEvents, ResultsRepository, SolverPort,
 import type { SolverProvider } from '../core/provider.js';
 import type { Redactor } from '../core/redaction.js';
 import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
+import type { LeaseLane } from '../core/thread-leases.js';
 import type { ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { OverCapWaiting } from './thread-tracking.js';
 
@@ -85,6 +86,19 @@ export interface ConsumerTiming {
   requeue: RequeuePolicy;
   /** With a thread ledger: how a refused invocation waits for a thread before submitting again. @default 1 s polls, 15 s at most, 3 waits */
   overCapWaiting: OverCapWaiting;
+  /**
+   * Parked design: how long a delivery waits for its submission's id to reach the record before
+   * it polls the submission itself instead of parking it, ms. @default 3000
+   */
+  parkRecordWaitMs: number;
+  /**
+   * Parked design: how long the submitting invocation polls for the answer itself before it parks
+   * the task, ms. A solve that answers sooner is recorded at once (no second delivery); 0 parks
+   * straight after the submission's id is on the record. Waiting costs Lambda time and a park
+   * cycle costs about two seconds of it in requests and writes (docs/cost.md), so it pays only
+   * where many solves answer that fast (the local simulator's do). @default 0
+   */
+  parkAfterMs: number;
 }
 
 /** What the consumer needs; the Lambda handler and the local runtime pass their own. */
@@ -103,6 +117,12 @@ export interface ConsumerDeps {
   timing?: Partial<ConsumerTiming>;
   /** Where over-cap answers, acceptances and held threads are recorded for the governor; none when absent. */
   threadLedger?: ThreadLedgerRecorder;
+  /**
+   * The thread leases of the parked design (settings.solveMode `park`, the primary lane): every
+   * fresh submission takes a lease first, and a task whose id is on its record parks instead of
+   * waiting for its answer. Absent: every invocation waits through its solve.
+   */
+  leases?: LeaseLane;
   /** Whose solver `solver` is: written on every claim, solved and failed record. @default 'primary' */
   provider?: SolverProvider;
   /**
@@ -174,6 +194,8 @@ export function resolveTiming(settings: FleetSettings, overrides: Partial<Consum
     degradedStoreMs: 2_000,
     requeue: { beforeReceives: 3, refreshBeforeReceives: 1, maxGenerations: 3, maxWaitCopies: 50 },
     overCapWaiting: { pollMs: 1_000, maxWaitMs: 15_000, maxWaits: 3 },
+    parkRecordWaitMs: 3_000,
+    parkAfterMs: 0,
     ...overrides,
   };
 }

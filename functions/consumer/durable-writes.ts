@@ -39,8 +39,11 @@ export async function retryWrite<T>(
 
 /** What the keeper needs of its delivery. */
 export interface SolverIdKeeperOptions {
-  /** One write of the id under the delivery's claim: true when written, false when the claim is lost. */
-  write: (solverId: string, provider: SolverProvider) => Promise<boolean>;
+  /**
+   * One write of the id under the delivery's claim: true when written, false when the claim is
+   * lost. `park`: the write also gives the claim up (the task parks once it is written).
+   */
+  write: (solverId: string, provider: SolverProvider, acceptedAt: number, park: boolean) => Promise<boolean>;
   /** The claim is gone: stop the solve. */
   onClaimLost: () => void;
   /** The id is still unwritten after `carryAfterMs`: hand it on in the message (once). */
@@ -60,7 +63,9 @@ export interface SolverIdKeeperOptions {
  */
 export class SolverIdKeeper {
   private running: Promise<void> | undefined;
-  private written = false;
+  /** The id of the current submission, and the ids a write put on the record. */
+  private current: string | undefined;
+  private readonly recordedIds = new Set<string>();
   private stopped = false;
   /** The current submission's number: an older one's loop stops when a newer one starts. */
   private generation = 0;
@@ -69,16 +74,33 @@ export class SolverIdKeeper {
 
   /** Whether the current submission's id is on the record. */
   get recorded(): boolean {
-    return this.written;
+    return this.current !== undefined && this.recordedIds.has(this.current);
   }
 
-  /** Keep this submission's id; a resubmission supersedes the previous one (its retries stop). */
-  keep(solverId: string, provider: SolverProvider, acceptedAt: number): void {
-    this.written = false;
+  /**
+   * Keep this submission's id; a resubmission supersedes the previous one (its retries stop).
+   * `park`: the write gives the claim up too (see `recordedWithin`).
+   */
+  keep(solverId: string, provider: SolverProvider, acceptedAt: number, options: { park?: boolean } = {}): void {
+    this.current = solverId;
     const generation = ++this.generation;
     const previous = this.running ?? Promise.resolve();
-    const loop = this.loop(solverId, provider, acceptedAt, generation);
+    const loop = this.loop(solverId, provider, acceptedAt, generation, options.park === true);
     this.running = Promise.all([previous, loop]).then(() => undefined);
+  }
+
+  /**
+   * Wait at most `ms` for the current id's write; then stop retrying it and wait for an attempt
+   * in flight. True when the id is on the record (for a parking write: the claim is given up),
+   * false when it is not (and no attempt can land later).
+   */
+  async recordedWithin(ms: number): Promise<boolean> {
+    const wait = this.options.wait ?? sleep;
+    if (!this.recorded) await Promise.race([this.running, wait(ms)]);
+    if (this.recorded) return true;
+    this.generation += 1;
+    await this.running;
+    return this.recorded;
   }
 
   /** Stop retrying (the terminal record is about to carry the id) and wait for a write in flight. */
@@ -92,6 +114,7 @@ export class SolverIdKeeper {
     provider: SolverProvider,
     acceptedAt: number,
     generation: number,
+    park: boolean,
   ): Promise<void> {
     const { clock, timing, until, log } = this.options;
     const wait = this.options.wait ?? sleep;
@@ -105,12 +128,15 @@ export class SolverIdKeeper {
       await this.options.onUnrecorded(solverId, provider, acceptedAt);
     };
     const current = () => !this.stopped && generation === this.generation;
-    const slow = setTimeout(() => void (this.written || !current() ? undefined : carry()), timing.solverIdCarryAfterMs);
+    const slow = setTimeout(
+      () => void (this.recordedIds.has(solverId) || !current() ? undefined : carry()),
+      timing.solverIdCarryAfterMs,
+    );
     try {
       for (let attempt = 1; current(); attempt++) {
         try {
-          if (!(await this.options.write(solverId, provider))) return this.options.onClaimLost();
-          if (generation === this.generation) this.written = true;
+          if (!(await this.options.write(solverId, provider, acceptedAt, park))) return this.options.onClaimLost();
+          this.recordedIds.add(solverId);
           if (attempt > 1) log.info('solver id recorded after retries', { solverId, attempts: attempt });
           return;
         } catch (error) {

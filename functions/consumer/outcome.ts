@@ -54,7 +54,13 @@ export type Outcome =
       /** The solver's code, when a solver answer was the cause. */
       code?: string;
     }
-  | { kind: 'dead_letter'; letter: DeadLetter };
+  | { kind: 'dead_letter'; letter: DeadLetter }
+  /**
+   * The task is parked (the parked design): its submission's id is on the record, its thread
+   * leased; the message is hidden for `delaySeconds` (its lease's end) and the governor makes it
+   * visible again as soon as the answer is ready.
+   */
+  | { kind: 'park'; delaySeconds: number };
 
 /** A record handed back to the queue on purpose; the batch processor reports it as failed. */
 export class RetryLaterError extends Error {
@@ -66,6 +72,14 @@ export class RetryLaterError extends Error {
     options: { cause?: unknown } = {},
   ) {
     super(message, options);
+  }
+}
+
+/** A record left in flight on purpose because its task is parked; the batch processor reports it as failed. */
+export class TaskParkedSignal extends Error {
+  override readonly name = 'TaskParkedSignal';
+  constructor(readonly taskId: string) {
+    super(`task ${taskId} parked until its answer is ready`);
   }
 }
 
@@ -132,6 +146,7 @@ export async function settle(
 ): Promise<void> {
   if (outcome.kind === 'ack') return acknowledge(delivery, ctx, log, ctx.acknowledgeEach);
   if (outcome.kind === 'dead_letter') return settleLetter(outcome.letter, delivery, taskId, ctx, log);
+  if (outcome.kind === 'park') return park(outcome.delaySeconds, delivery, taskId, ctx, log);
   countRetried(ctx, outcome.reason);
   if (await requeueInstead(outcome, delivery, ctx, log)) return;
   const level = outcome.reason === 'account' || outcome.reason === 'error' ? 'error' : 'warn';
@@ -147,6 +162,23 @@ export async function settle(
     taskId,
     `task ${taskId} handed back (${outcome.reason}${outcome.code ? ` ${outcome.code}` : ''})`,
   );
+}
+
+/**
+ * Leave a parked task's message in flight: hidden until its lease ends (if the hide fails, it
+ * returns after the queue's own visibility timeout, or sooner when the governor shows it), and
+ * reported as a failed item so the event source does not delete it.
+ */
+async function park(
+  delaySeconds: number,
+  delivery: Delivery,
+  taskId: string,
+  ctx: RecordContext,
+  log: RecordLog,
+): Promise<never> {
+  ctx.deps.metrics.addMetric(METRICS.parked, MetricUnit.Count, 1);
+  await hide(delivery, delaySeconds, ctx, log);
+  throw new TaskParkedSignal(taskId);
 }
 
 /** Delete a finished message now (when asked), else leave it to the batch response. */

@@ -19,23 +19,24 @@ import type { SolverProvider } from '../core/provider.js';
 import { answerFitsCarry, type Carry, carryText } from '../core/redelivery.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
 import {
-  METHOD_KIND,
   SolverAccountError,
   SolverError,
   SolverOverCapError,
   SolverTaskError,
   SolverTimeoutError,
-  TOKEN_TTL_MS,
+  SolverTransientError,
   type SolverMethod,
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
+import { recordedStale, solvedFields } from '../core/solved-record.js';
 import { announce, announcementPending } from './announce.js';
 import type { RecordContext } from './context.js';
 import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.js';
 import { retryWrite, SolverIdKeeper } from './durable-writes.js';
-import { countSpend } from './spend.js';
+import { countSpend } from '../adapters/spend-metrics.js';
 import { type AckReason, type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
+import { LeaseHolding } from './lease-holding.js';
 import { ThreadTracking } from './thread-tracking.js';
 
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
@@ -77,6 +78,12 @@ interface Submission {
 /** A solve's outcome, with the provider whose submission answered. */
 type Solved = SolveOutcome & { provider: SolverProvider };
 
+/** The submission's id is on the record and the claim given up: the task waits, parked, until `until`. */
+interface Parked {
+  parked: true;
+  until: number;
+}
+
 /** The fields every terminal record of this delivery shares. */
 type BaseFields = Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt' | 'status'>;
 
@@ -85,11 +92,15 @@ export class TaskRun {
   private readonly claimToken: string;
   private readonly provider: SolverProvider;
   private readonly threads: ThreadTracking;
+  /** The parked design's thread lease (solveMode `park`, the primary lane); undefined otherwise. */
+  private readonly leasing: LeaseHolding | undefined;
   private readonly keeper: SolverIdKeeper;
   private readonly abort = new AbortController();
   private claimLost = false;
   /** The submission this delivery is polling (its own or a resumed one). */
   private submission: Submission | undefined;
+  /** The solver id this delivery resumed (already on the record), if it resumed one. */
+  private resumedId: string | undefined;
   /** When this delivery's claim runs out, epoch ms. */
   private leaseUntil = 0;
   /** How long the claim call took, ms. */
@@ -105,15 +116,25 @@ export class TaskRun {
   ) {
     this.provider = ctx.deps.provider ?? 'primary';
     this.claimToken = `${delivery.record.messageId}:${delivery.receiveCount}:${randomUUID()}`;
+    const lane = ctx.deps.leases;
+    this.leasing =
+      lane !== undefined && ctx.deps.settings.solveMode === 'park' && this.provider === 'primary'
+        ? new LeaseHolding(lane, task.id, delivery.message, ctx.clock, ctx.timing.overCapWaiting, log)
+        : undefined;
+    const leasing = this.leasing;
     this.threads = new ThreadTracking(
       ctx.deps.threadLedger,
       ctx.clock,
       log,
       ctx.timing.overCapWaiting,
       ctx.deps.settings.effectiveCap,
+      leasing === undefined ? undefined : () => leasing.fleetHeld(),
     );
     this.keeper = new SolverIdKeeper({
-      write: (solverId, provider) => ctx.deps.repository.recordSolverId(task.id, this.claimToken, solverId, provider),
+      write: (solverId, provider, acceptedAt, park) =>
+        park
+          ? ctx.deps.repository.park(task.id, this.claimToken, { solverId, provider, acceptedAt })
+          : ctx.deps.repository.recordSolverId(task.id, this.claimToken, solverId, provider),
       onClaimLost: () => {
         this.claimLost = true;
         this.abort.abort(new ClaimLostError(task.id));
@@ -177,7 +198,11 @@ export class TaskRun {
     const resume: Submission | undefined =
       carry ??
       (claim.previousSolverId !== undefined
-        ? { solverId: claim.previousSolverId, provider: claim.previousSolverProvider ?? this.provider, acceptedAt: 0 }
+        ? {
+            solverId: claim.previousSolverId,
+            provider: claim.previousSolverProvider ?? this.provider,
+            acceptedAt: claim.previousSolverAcceptedAt ?? 0,
+          }
         : undefined);
     if (claim.takenOver || carry !== undefined)
       this.log.info('task resumed', {
@@ -232,14 +257,17 @@ export class TaskRun {
         carry !== undefined && answer !== undefined
           ? solvedFromCarry({ ...carry, answer })
           : await this.solve(resume, claimedAt);
+      if ('parked' in solved) return this.parkedUntil(solved.until);
       return await this.recordSolved(solved, base, claim.record, resume);
     } catch (error) {
       return await this.afterSolveError(error, base, claim.record);
     } finally {
-      // Every path reports the requests it made and frees the thread it held in the ledger.
+      // Every path reports the requests it made and frees the thread it held in the ledger (or
+      // its lease: a parked task's stays taken until the governor sees its answer).
       this.emitAnswerCounts();
       await this.keeper.settle();
       await this.threads.settle();
+      await this.leasing?.release();
     }
   }
 
@@ -313,18 +341,22 @@ export class TaskRun {
     return Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
   }
 
-  private async solve(resumeFrom: Submission | undefined, startedAt: number): Promise<Solved> {
+  private async solve(resumeFrom: Submission | undefined, startedAt: number): Promise<Solved | Parked> {
     const { deps } = this.ctx;
     const deadlineAt = this.solveDeadline(startedAt);
     let resume = resumeFrom;
     let unsolvable = 0;
     this.submission = resume;
+    this.resumedId = resume?.solverId;
     if (resume !== undefined) this.threads.resuming(resume.solverId);
     for (;;) {
       const provider = resume?.provider ?? this.provider;
       const solver = this.solverFor(provider) ?? deps.solver;
       try {
-        if (resume === undefined && !(await this.threads.waitForRoom(deadlineAt))) throw new NoRoomError(this.task.id);
+        if (resume === undefined && !(await this.room(deadlineAt))) throw new NoRoomError(this.task.id);
+        if (resume === undefined && this.mayPark(solver)) return await this.submitToPark(solver, deadlineAt);
+        if (resume !== undefined && resume.provider === 'primary' && this.mayPark(solver, true))
+          return await this.resumeOrPark(resume, deadlineAt);
         const outcome = await solver.solve(this.task, {
           deadlineAt,
           signal: this.abort.signal,
@@ -336,11 +368,7 @@ export class TaskRun {
       } catch (error) {
         if (this.claimLost) throw new ClaimLostError(this.task.id);
         // Refused over the cap: wait for a thread to free rather than retry into the same refusal.
-        if (
-          error instanceof SolverOverCapError &&
-          !(error instanceof NoRoomError) &&
-          (await this.threads.waitForFreeThread(deadlineAt))
-        )
+        if (error instanceof SolverOverCapError && !(error instanceof NoRoomError) && (await this.refused(deadlineAt)))
           continue;
         if (error instanceof SolverTaskError && resume !== undefined && STALE_ID_CODES.has(error.code)) {
           this.log.warn('resumed solver id is unknown to the solver; submitting afresh', {
@@ -370,11 +398,183 @@ export class TaskRun {
   }
 
   /** The solver accepted a submission: it is paid for, so its id is kept whatever the table does. */
-  private submitted(solverId: string): void {
-    this.submission = { solverId, provider: this.provider, acceptedAt: this.ctx.clock() };
+  private submitted(solverId: string, options: { acceptedAt?: number; park?: boolean } = {}): void {
+    this.submission = { solverId, provider: this.provider, acceptedAt: options.acceptedAt ?? this.ctx.clock() };
     this.log.info('submitted to the solver', { solverId });
     this.threads.submitted(solverId);
-    this.keeper.keep(solverId, this.provider, this.submission.acceptedAt);
+    this.keeper.keep(solverId, this.provider, this.submission.acceptedAt, { park: options.park === true });
+  }
+
+  /** Before a fresh submission: a thread lease (parked design), else room in the fleet's ledger. */
+  private room(deadlineAt: number): Promise<boolean> {
+    return this.leasing !== undefined ? this.leasing.take(deadlineAt) : this.threads.waitForRoom(deadlineAt);
+  }
+
+  /** After an over-cap refusal: whether to wait for a thread and submit again. */
+  private async refused(deadlineAt: number): Promise<boolean> {
+    if (this.leasing !== undefined) return this.leasing.refused();
+    return this.threads.waitForFreeThread(deadlineAt);
+  }
+
+  /**
+   * Whether this delivery parks its fresh submission instead of waiting for the answer: the
+   * parked design, a solver that can submit alone, and far enough from the DLQ that the delivery
+   * that resumes it is not the message's last (near it the task is solved here, its lease held).
+   */
+  private mayPark(solver: SolverPort, leaseLater = false): boolean {
+    const { settings } = this.ctx.deps;
+    const beforeDlq = settings.maxReceiveCount - this.ctx.timing.requeue.beforeReceives;
+    return (
+      this.leasing !== undefined &&
+      (leaseLater || this.leasing.lease !== undefined) &&
+      solver.submit !== undefined &&
+      this.delivery.receiveCount < beforeDlq &&
+      !this.delivery.moved
+    );
+  }
+
+  /**
+   * Submit; once the id is on the record and the claim given up, park. A service that answered in
+   * its submission's response is recorded at once; with `parkAfterMs` this invocation first polls
+   * for that long and records a quick answer itself. An id the table did not take in time is
+   * polled here as in the waiting design (its lease held until the answer).
+   */
+  private async submitToPark(solver: SolverPort, deadlineAt: number): Promise<Solved | Parked> {
+    if (solver.submit === undefined) throw new TypeError('the solver cannot submit alone');
+    const submitted = await solver.submit(this.task, {
+      deadlineAt,
+      signal: this.abort.signal,
+      onSolverAnswer: (answer) => this.countAnswer(answer),
+    });
+    const { solverId, acceptedAt } = submitted;
+    if (submitted.outcome !== undefined) {
+      this.submitted(solverId, { acceptedAt });
+      return { ...submitted.outcome, provider: this.provider };
+    }
+    const window = this.ctx.timing.parkAfterMs;
+    // With no window the id's write gives the claim up too: one write, then park.
+    this.submitted(solverId, { acceptedAt, park: window <= 0 });
+    if (window > 0) {
+      const quick = await this.pollWithin(solverId, Math.min(deadlineAt, acceptedAt + window));
+      if (quick !== undefined) return quick;
+    }
+    const parked = await this.park({ solverId, provider: this.provider, acceptedAt }, window > 0);
+    if (parked !== undefined) return parked;
+    if (this.claimLost) throw new ClaimLostError(this.task.id);
+    // Not on the record in time: keep trying the plain write beside the polls, as the waiting design does.
+    if (!this.keeper.recorded) this.keeper.keep(solverId, this.provider, acceptedAt);
+    return this.poll(solverId, deadlineAt);
+  }
+
+  /**
+   * A resumed submission (parked design): asked for at once, and polled for `parkAfterMs` at most;
+   * not answered by then, it parks again (its thread is the solver's already), so no invocation
+   * waits on a solve that outlasted its lease (or an outage).
+   */
+  private async resumeOrPark(resume: Submission, deadlineAt: number): Promise<Solved | Parked> {
+    const solver = this.solverFor(resume.provider) ?? this.ctx.deps.solver;
+    const window = Math.max(this.ctx.timing.parkAfterMs, 1);
+    try {
+      const outcome = await solver.solve(this.task, {
+        deadlineAt: Math.min(deadlineAt, this.ctx.clock() + window),
+        signal: this.abort.signal,
+        resumeSolverId: resume.solverId,
+        onSolverAnswer: (answer) => this.countAnswer(answer),
+      });
+      return { ...outcome, provider: resume.provider };
+    } catch (error) {
+      if (!(error instanceof SolverTimeoutError && error.code === 'DEADLINE_EXCEEDED') || this.claimLost) throw error;
+    }
+    const parked = await this.parkLive(resume);
+    if (parked !== undefined) return parked;
+    const outcome = await solver.solve(this.task, {
+      deadlineAt,
+      signal: this.abort.signal,
+      resumeSolverId: resume.solverId,
+      onSolverAnswer: (answer) => this.countAnswer(answer),
+    });
+    return { ...outcome, provider: resume.provider };
+  }
+
+  /** Poll this delivery's fresh submission until `until`; undefined when it is not answered by then. */
+  private async pollWithin(solverId: string, until: number): Promise<Solved | undefined> {
+    try {
+      return await this.poll(solverId, until);
+    } catch (error) {
+      if (error instanceof SolverTimeoutError && error.code === 'DEADLINE_EXCEEDED' && !this.claimLost)
+        return undefined;
+      throw error;
+    }
+  }
+
+  private async poll(solverId: string, deadlineAt: number): Promise<Solved> {
+    const outcome = await this.ctx.deps.solver.solve(this.task, {
+      deadlineAt,
+      signal: this.abort.signal,
+      continueSolverId: solverId,
+      onSolverAnswer: (answer) => this.countAnswer(answer),
+    });
+    return { ...outcome, provider: this.provider };
+  }
+
+  /**
+   * Park the submission: its id on the record (`recorded` by the keeper's parking write, or else
+   * one more write that gives the claim up now). Undefined when the id is not on the record in
+   * time: the caller polls on.
+   */
+  private async park(submission: Submission, separateWrite: boolean): Promise<Parked | undefined> {
+    const lease = this.leasing?.lease;
+    if (lease === undefined) return undefined;
+    if (!(await this.keeper.recordedWithin(this.ctx.timing.parkRecordWaitMs))) return undefined;
+    if (separateWrite) {
+      const { deps, timing, stopAt, clock } = this.ctx;
+      const parkedNow = await retryWrite(() => deps.repository.park(this.task.id, this.claimToken, submission), {
+        until: stopAt - timing.requeueReserveMs,
+        clock,
+        timing: timing.writeRetry,
+      }).catch(() => false);
+      if (!parkedNow) return undefined;
+    }
+    this.leasing?.parked();
+    return { parked: true, until: lease.until };
+  }
+
+  /**
+   * The submission a failed solve leaves live at the solver (parked design): one this delivery
+   * polled, when the polls ended in a timeout or a passing fault (not a refusal, an account
+   * error or a lost claim).
+   */
+  private liveSubmission(error: unknown): Submission | undefined {
+    if (this.leasing === undefined || this.submission === undefined || this.claimLost) return undefined;
+    if (error instanceof SolverTimeoutError && error.code === 'ABORTED') return undefined;
+    const passing = error instanceof SolverTimeoutError || error instanceof SolverTransientError;
+    return passing ? this.submission : undefined;
+  }
+
+  /**
+   * Park a submission the solver still works on: under this delivery's lease, or (a resumed one,
+   * whose thread the solver holds already) under any free slot whatever the limit. Undefined when
+   * no slot or no record write could be had: the caller goes on as the waiting design does.
+   */
+  private async parkLive(submission: Submission): Promise<Parked | undefined> {
+    const leasing = this.leasing;
+    // The governor watches the plan's submissions only.
+    if (leasing === undefined || submission.provider !== 'primary') return undefined;
+    if (!this.mayPark(this.ctx.deps.solver, true)) return undefined;
+    if (leasing.lease === undefined && !(await leasing.takeHeld().catch(() => false))) return undefined;
+    const acceptedAt = submission.acceptedAt > 0 ? submission.acceptedAt : this.ctx.clock();
+    // The id is on the record already (resumed, or kept by the keeper): this write gives the claim up.
+    if (!this.keeper.recorded && this.submission?.solverId !== this.resumedId) return undefined;
+    return this.park({ ...submission, acceptedAt }, true);
+  }
+
+  /** The parked outcome: the message hidden until the lease ends (the governor shows it sooner). */
+  private parkedUntil(until: number): Outcome {
+    this.log.info('task parked until its answer is ready', {
+      solverId: this.submission?.solverId,
+      until: new Date(until).toISOString(),
+    });
+    return { kind: 'park', delaySeconds: secondsUntil(until, this.ctx.clock(), 1) };
   }
 
   /**
@@ -435,25 +635,11 @@ export class TaskRun {
   ): Promise<Outcome> {
     const { deps, clock } = this.ctx;
     const m = deps.metrics;
-    const solveMs = Math.max(0, solved.answeredAt - solved.acceptedAt);
+    const completedAt = clock();
+    const result = solvedFields(base, solved, completedAt, this.issuedNoLaterThan(solved, resumed));
+    const { solveMs, tokenExpiresAt } = result;
     m.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, solveMs, MetricResolution.High);
     const method = this.task.method as SolverMethod;
-    const ttl = METHOD_KIND[method] === 'token' ? TOKEN_TTL_MS[method] : undefined;
-    const completedAt = clock();
-    const tokenExpiresAt = ttl === undefined ? undefined : this.issuedNoLaterThan(solved, resumed) + ttl;
-    const result = {
-      ...base,
-      // Who solved it: the provider whose submission answered (a resume at the other lane's provider names it).
-      provider: solved.provider,
-      solverProvider: solved.provider,
-      status: 'solved' as const,
-      answer: solved.answer,
-      solverId: solved.solverId,
-      completedAt,
-      solveMs,
-      ...(tokenExpiresAt !== undefined ? { tokenExpiresAt } : {}),
-      ...(solved.costUsd !== undefined ? { costUsd: solved.costUsd, costSource: solved.costSource } : {}),
-    };
     let written: boolean;
     try {
       written = await this.writeTerminal(result);
@@ -476,7 +662,7 @@ export class TaskRun {
     if (!written) return this.afterLostClaim();
     m.addMetric(METRICS.solved, MetricUnit.Count, 1);
     countSpend(m, method, solved.costUsd);
-    if (tokenExpiresAt !== undefined && completedAt >= tokenExpiresAt) {
+    if (recordedStale(result)) {
       // Recorded as solved (the solver was paid and the answer is the truth of what happened),
       // but a producer must not use it: `get`/`wait` report it stale, and operators see the count.
       m.addMetric(METRICS.tokensStale, MetricUnit.Count, 1);
@@ -547,6 +733,13 @@ export class TaskRun {
       return this.afterLostClaim();
     }
     if (error instanceof SolverTaskError) return this.fail(error, base, claimed);
+    // The parked design: a submission the solver still works on (its answer not read in time, an
+    // outage outlasting the polls' retries) parks rather than going back without its thread.
+    const live = this.liveSubmission(error);
+    if (live !== undefined) {
+      const parked = await this.parkLive(live);
+      if (parked !== undefined) return this.parkedUntil(parked.until);
+    }
     // Every other outcome hands the task back. The claim is released (lease 0, solver id kept)
     // rather than kept: a kept lease would make the retry wait for it and burn a receive as
     // `lease_held`; a released one lets the retry take over at once and resume the same

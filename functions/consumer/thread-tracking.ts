@@ -70,6 +70,12 @@ export class ThreadTracking {
     private readonly waiting?: OverCapWaiting,
     /** Threads the plan leaves the fleet (plan − reserved): a submission waits while the fleet holds them all. */
     private readonly planCap?: number,
+    /**
+     * The parked design: the fleet's held threads as its thread leases count them, when this
+     * delivery last looked. Acceptances and refusals are then recorded with that count, and the
+     * ledger's own held buckets are left alone (the leases hold the threads; functions/core/thread-leases.ts).
+     */
+    private readonly leasedHeld?: () => number,
   ) {}
 
   /**
@@ -146,6 +152,12 @@ export class ThreadTracking {
   onAnswer(answer: SolverAnswer): void {
     if (this.ledger === undefined) return;
     const ledger = this.ledger;
+    if (this.leasedHeld !== undefined) {
+      if (answer.request !== 'submit' || (answer.outcome !== 'accepted' && answer.outcome !== 'over_cap')) return;
+      const event = answer.outcome === 'accepted' ? 'acceptance' : 'refusal';
+      this.track(ledger.recordEvent(event, this.clock(), this.leasedHeld()), event);
+      return;
+    }
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {
       this.refusedHeld = this.track(ledger.refused(this.clock()), 'refusal');
       return;

@@ -22,6 +22,7 @@ import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { createSolverKeyLoader } from '../adapters/solver-key.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
+import { leaseLaneFor } from '../adapters/thread-leases.js';
 import type { FleetEnvironment, SolverKeySource } from '../core/environment.js';
 import type { PollSchedule } from '../core/poll-schedule.js';
 import type { CompletionEvents, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
@@ -109,6 +110,7 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
   ];
   const threadLedger = threadLedgerFor(environment, clients.documents, undefined, threadLedgerIdOf(provider));
+  const leases = leaseLaneFor(environment, clients.documents);
   return createConsumerHandler({
     solver,
     repository: wrapRepository(
@@ -130,6 +132,8 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     ...(options.timing ? { timing: options.timing } : {}),
     // Over-cap answers and held threads for the governor's next tick, on its table.
     ...(threadLedger ? { threadLedger } : {}),
+    // The parked design's thread leases (solveMode `park`): submit, park, and let the governor watch.
+    ...(leases ? { leases } : {}),
   });
 }
 

@@ -17,6 +17,8 @@ export const ENV = {
   reportsDlqUrl: 'REPORTS_DLQ_URL',
   resultsTable: 'RESULTS_TABLE',
   governorTable: 'GOVERNOR_TABLE',
+  /** The thread leases of the parked design (solveMode `park`): consumer and governor. */
+  leasesTable: 'LEASES_TABLE',
   /** AWS: the Secrets Manager secret holding the key. */
   solverKeySecretArn: 'SOLVER_KEY_SECRET_ARN',
   /** Local only: the key itself. */
@@ -64,6 +66,7 @@ const EnvSchema = z
     [ENV.reportsDlqUrl]: z.string().min(1).optional(),
     [ENV.resultsTable]: z.string().min(1),
     [ENV.governorTable]: z.string().min(1).optional(),
+    [ENV.leasesTable]: z.string().min(1).optional(),
     [ENV.solverKeySecretArn]: z.string().min(1).optional(),
     [ENV.solverKey]: z.string().min(1).optional(),
     [ENV.consumerFunctionName]: z.string().min(1).optional(),
@@ -119,7 +122,7 @@ export interface FleetEnvironment {
   queueUrls: { normal: string; high: string | undefined; dlq: string };
   /** The reports queue and its DLQ (the report function's environment, and producers'). */
   reportQueueUrls?: { reports: string; dlq: string } | undefined;
-  tables: { results: string; governor: string | undefined };
+  tables: { results: string; governor: string | undefined; leases?: string | undefined };
   /**
    * The plan's (primary provider's) key. Absent only in the overflow consumer's environment
    * (SOLVER_PROVIDER=overflow), which holds the overflow key and never the primary's; everything
@@ -166,7 +169,7 @@ export function parseEnvironment(env: NodeJS.ProcessEnv = process.env): FleetEnv
     settings,
     queueUrls: { normal: e[ENV.normalQueueUrl], high: e[ENV.highQueueUrl], dlq: e[ENV.dlqUrl] },
     ...reportQueueUrlsOf(e[ENV.reportsQueueUrl], e[ENV.reportsDlqUrl]),
-    tables: { results: e[ENV.resultsTable], governor: e[ENV.governorTable] },
+    tables: { results: e[ENV.resultsTable], governor: e[ENV.governorTable], leases: e[ENV.leasesTable] },
     ...(solverKeySource !== undefined ? { solverKeySource } : {}),
     consumerFunctionName: e[ENV.consumerFunctionName],
     eventBusName: e[ENV.eventBusName],

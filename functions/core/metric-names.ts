@@ -30,6 +30,8 @@ export const METRICS = {
   tokensStale: 'TokensDeliveredStale',
   /** Completion events not published (the record is written; the message is handed back and the redelivery publishes). */
   eventPublishFailures: 'EventPublishFailures',
+  /** Tasks parked (the parked design): submitted, their message hidden until the governor sees the answer. */
+  parked: 'Parked',
   /** Messages put back as a fresh copy (near the DLQ, or carrying a submission to the next delivery). */
   requeued: 'Requeued',
   /** The consumer's calls to DynamoDB (results table) in an invocation, and those that failed after the SDK's retries (throttled or unavailable). */

@@ -30,6 +30,11 @@ export interface SolveOptions {
   deadlineAt: number;
   /** Resume polling a submission a previous delivery made instead of submitting again. */
   resumeSolverId?: string;
+  /**
+   * Poll a submission this delivery just made (`submit`) on the plan's schedule, as `solve` would
+   * after its own submission (the first poll after the method's usual first wait).
+   */
+  continueSolverId?: string;
   /** Called once the solver accepted the task, with its captcha id. */
   onSubmitted?: (solverId: string) => Promise<void> | void;
   /**
@@ -66,6 +71,30 @@ export interface SolveOutcome {
   costSource?: 'provider' | 'configured';
 }
 
+/** A fresh submission the solver accepted (the first step of a solve, see `SolverPort.submit`). */
+export interface Submitted {
+  solverId: string;
+  /** Epoch ms the solver accepted it. */
+  acceptedAt: number;
+  /** The answer, when the service gave it in the submission's own response (CapSolver's image tasks). */
+  outcome?: SolveOutcome;
+}
+
+/** One submission as one result request saw it (the governor's poll of parked submissions). */
+export type PollState =
+  | { state: 'ready' }
+  | { state: 'not_ready' }
+  /** The solver ended it without an answer (`ERROR_CAPTCHA_UNSOLVABLE`, an unknown id): its thread is free. */
+  | { state: 'ended'; code: string }
+  /** This id's request failed in passing (HTTP 5xx, a timeout): ask again later. */
+  | { state: 'unknown'; code: string };
+
+/** A parked submission to ask about: its id and its task's method (the JSON API reads answers by task type). */
+export interface PollTarget {
+  solverId: string;
+  method: string;
+}
+
 /** What a report needs besides the solver id: the task's method (Anti-Captcha has one report method per kind). */
 export interface ReportContext {
   method?: string;
@@ -77,6 +106,21 @@ export interface ReportContext {
  */
 export interface SolverPort {
   solve(task: Task, options: SolveOptions): Promise<SolveOutcome>;
+  /**
+   * Only the submission of a solve (in.php or createTask, with the same over-cap and transient
+   * retries as `solve`): resolves once the solver accepted the task. The parked design submits,
+   * keeps the id and ends the invocation; `solve` with `continueSolverId` polls it on the plan.
+   */
+  submit?(
+    task: Task,
+    options: Omit<SolveOptions, 'resumeSolverId' | 'continueSolverId' | 'onSubmitted'>,
+  ): Promise<Submitted>;
+  /**
+   * Ask the solver about many submissions at once (res.php `action=get&ids=…` in chunks, or one
+   * getTaskResult each where the protocol has no bulk call). Never reads an answer out: it says
+   * which are ready. Every id asked about is in the map; an id whose request failed is `unknown`.
+   */
+  pollMany?(targets: readonly PollTarget[], options?: { signal?: AbortSignal }): Promise<Map<string, PollState>>;
   getBalance(options?: { signal?: AbortSignal }): Promise<number>;
   /**
    * Report an answer as wrong (for a refund) or right. Resolves when the provider took it or had
@@ -130,6 +174,8 @@ export type ClaimResult =
       previousSolverId?: string;
       /** Who accepted `previousSolverId`. @default the claiming consumer's provider */
       previousSolverProvider?: SolverProvider;
+      /** When the solver accepted `previousSolverId` (known when its holder parked the task), epoch ms. */
+      previousSolverAcceptedAt?: number;
       /**
        * The takeover replaced a claim that ran out (its holder died) with no solver id on it and
        * no wait for it yet: the holder may have been paid for a submission whose id it could only
@@ -184,6 +230,31 @@ export interface ResultsRepository {
    * when the claim was lost. Idempotent under one claim: a retry after a lost answer succeeds.
    */
   recordSolverId(taskId: string, claimToken: string, solverId: string, provider?: SolverProvider): Promise<boolean>;
+  /**
+   * Park the task (solveMode `park`): keep the accepted submission's id, provider and acceptance
+   * time on the record and give the claim up in the same write, so the delivery that resumes it
+   * (the governor makes its message visible once the answer is ready) takes over at once. True
+   * when written (or found written by an earlier attempt whose answer was lost), false when the
+   * claim was lost.
+   */
+  park(
+    taskId: string,
+    claimToken: string,
+    submission: { solverId: string; provider: SolverProvider; acceptedAt: number },
+  ): Promise<boolean>;
+  /**
+   * Write a parked task's solved record where its message is not (the governor's watch, which
+   * reads the answer once the solver has it), in one conditional write: only a record still
+   * solving, holding `solverId`, with no live claim, is completed (a delivery that resumed the
+   * task holds a claim, and finishes it itself). True when written (or found written by an
+   * earlier attempt of the same `writer` whose answer was lost), false otherwise.
+   */
+  completeParked(
+    taskId: string,
+    solverId: string,
+    result: Omit<TaskResult, 'taskId' | 'attempts' | 'expiresAt'>,
+    writer: { token: string; now: number },
+  ): Promise<boolean>;
   /**
    * Write the terminal record if the claim is still ours. True when the record is now ours:
    * written by this call, or by an earlier attempt under the same claim whose answer was lost

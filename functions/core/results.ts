@@ -42,6 +42,11 @@ export interface TaskResult {
    */
   solverProvider?: SolverProvider;
   /**
+   * When the solver accepted `solverId`, epoch ms: written when a delivery parks the task (the
+   * delivery that resumes it measures the solve from it). Absent otherwise.
+   */
+  solverAcceptedAt?: number;
+  /**
    * The claim token of the delivery that wrote the terminal record: a write whose answer was lost
    * is recognised as its own by the retry. Absent on records written before it.
    */

@@ -94,6 +94,10 @@ export interface OverflowSettings extends ParsedOverflowConfig {
   functionName: string;
 }
 
+/** How a consumer waits for an answer (`solveMode`). */
+export const SOLVE_MODES = ['park', 'wait'] as const;
+export type SolveMode = (typeof SOLVE_MODES)[number];
+
 /**
  * What an operator may set (stack props, `-c` context, CLI flags, environment).
  * Every field has a default so an empty object is a valid configuration.
@@ -116,6 +120,16 @@ export const FleetConfigSchema = z.object({
   tasksPerInvocation: int(1, 10).default(1),
   /** Overall deadline of one solve (submit + polls), seconds. */
   solveDeadlineSeconds: int(10, 840).default(180),
+  /**
+   * How a consumer waits for its solver's answer. `park` (the default): it takes a thread lease,
+   * submits, keeps the solver id on the record and ends its invocation, the task's message hidden
+   * until the solve's deadline; the governor, whose invocation runs all minute, polls every
+   * parked submission each second and makes the message visible again when its answer is ready,
+   * and a short invocation records it (docs/consumer.md "Parking"). `wait`: each invocation waits
+   * through its solve, polling (about 2× the AWS bill at the same p95, docs/cost.md); the overflow
+   * lane always waits.
+   */
+  solveMode: z.enum(SOLVE_MODES).default('park'),
   /** How often ERROR_CAPTCHA_UNSOLVABLE is resubmitted before the task is recorded failed. */
   unsolvableResubmits: int(0, 5).default(2),
   /** Receives before SQS moves a message to the DLQ (AWS guidance: at least 5). */
@@ -177,7 +191,7 @@ export interface FleetSettings extends Omit<ParsedFleetConfig, 'overflow'> {
   leaseSeconds: number;
   /** The task lanes and their DLQ; the reports queue (producers' bad / good reports) and its own DLQ. */
   queueNames: { normal: string; high: string; dlq: string; reports: string; reportsDlq: string };
-  tableNames: { results: string; governor: string };
+  tableNames: { results: string; governor: string; leases: string };
   /**
    * CloudWatch namespace of every metric the fleet emits and reads (`CaptchaFleet/<prefix>`): the
    * fleet's identity in its metrics, so two fleets in one account and region never read each
@@ -343,7 +357,11 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
       reports: `${config.prefix}-reports`,
       reportsDlq: `${config.prefix}-reports-dlq`,
     },
-    tableNames: { results: `${config.prefix}-results`, governor: `${config.prefix}-governor` },
+    tableNames: {
+      results: `${config.prefix}-results`,
+      governor: `${config.prefix}-governor`,
+      leases: `${config.prefix}-leases`,
+    },
     metricsNamespace: fleetMetricsNamespace(config.prefix),
     eventSource: fleetEventSource(config.prefix),
   };

@@ -93,6 +93,12 @@ export interface ThreadLedgerRecorder {
   leftoverAnswered(solverId: string): Promise<void>;
   /** The solver refused a submission over the cap. Resolves to the threads the fleet held then. */
   refused(now: number): Promise<number>;
+  /**
+   * An acceptance or a refusal with the threads the fleet held then as the caller counted them
+   * (the parked design counts held threads as thread leases, functions/core/thread-leases.ts):
+   * the counters and the newest event move as for `accepted` / `refused`, the held buckets do not.
+   */
+  recordEvent(event: 'acceptance' | 'refusal', at: number, held: number): Promise<void>;
   /** The ledger as it stands (an invocation refused over the cap waits on `held` to fall). */
   read(): Promise<ThreadLedgerReading | undefined>;
 }

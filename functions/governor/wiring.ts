@@ -4,6 +4,7 @@
  * through the solver client, the consumer's mappings and reservation, state in DynamoDB.
  */
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
 import {
@@ -20,6 +21,14 @@ import {
   createStoreSamplesReader,
 } from '../adapters/store-health-signals.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
+import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../adapters/thread-leases.js';
+import { DynamoResultsRepository } from '../adapters/results-repository.js';
+import { createEventBridgePublisher } from '../adapters/completion-events.js';
+import { createMetrics } from '../adapters/metrics.js';
+import { createParkedRecorder } from '../adapters/parked-recorder.js';
+import { createRedactor } from '../core/redaction.js';
+import { SqsTaskQueue } from '../adapters/task-queue.js';
+import { shardKeys } from '../core/thread-leases.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type ConfigProblem, type FleetSettings } from '../core/settings.js';
@@ -30,10 +39,12 @@ import { overflowConfigFrom } from '../core/governor/overflow.js';
 import { governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
-import type { Clock, SolverPort } from '../core/ports.js';
+import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
 import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
 import { createThreadProbe } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
+import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
+import { createParkedWatch, type ParkedWatch } from './parked-watch.js';
 
 export interface GovernorWiringOptions {
   environment: FleetEnvironment;
@@ -44,6 +55,13 @@ export interface GovernorWiringOptions {
   solver?: Pick<SolverPort, 'getBalance'>;
   /** The overflow provider's; defaults to the undici client with the overflow key (only getBalance is used). */
   overflowSolver?: Pick<SolverPort, 'getBalance'>;
+  /**
+   * Asks the solver about parked submissions and reads a ready one's answer (solveMode `park`);
+   * defaults to the undici client with the key.
+   */
+  parkedSolver?: Pick<SolverPort, 'pollMany' | 'solve'>;
+  /** Where the watch announces the parked tasks it records; defaults to EventBridge when `EVENT_BUS_NAME` is set. */
+  parkedEvents?: CompletionEvents;
   /** The governor's probe submissions (while others hold the plan); defaults to the undici client with over-cap retries off. */
   probeSolver?: Pick<SolverPort, 'solve'>;
   log?: GovernorLog;
@@ -55,6 +73,8 @@ export interface WiredGovernor {
   loop: GovernorLoop;
   config: GovernorConfig;
   settings: FleetSettings;
+  /** The watch over parked tasks (solveMode `park` with a leases table); run beside the ticks. */
+  watch?: ParkedWatch;
 }
 
 /**
@@ -159,13 +179,18 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const metricsSpanMs = DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS;
   const overrides = { probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs };
   const threadLedger = threadLedgerFor(environment, clients.documents, options.clock);
+  const leased = leasedLaneOf(environment, clients);
+  // The parked design: held threads from the leases, and the probe records its answers with them.
+  const leasedReader = leased ? leasedLedgerReader(threadLedger, leased, options.clock, options.log) : undefined;
+  const probeLedger =
+    threadLedger && leasedReader ? leasedProbeLedger(threadLedger, () => leasedReader.lastHeld()) : threadLedger;
   // One probe submission a tick while others hold the plan: over-cap retries off, so one refusal at most.
-  const probe = threadLedger
+  const probe = probeLedger
     ? createThreadProbe({
         solver:
           options.probeSolver ??
           solverFromEnvironment(environment, clients.region, undefined, { maxOverCapRetries: 0 }),
-        ledger: threadLedger,
+        ledger: probeLedger,
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.log
           ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
@@ -224,16 +249,22 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     metrics: cw,
     queueMetrics: cw,
     balance,
-    // The consumer's over-cap answers and held threads on the same table, read every tick.
-    ...(threadLedger ? { threadLedger, spendGrant: threadLedger } : {}),
+    // The consumer's over-cap answers and held threads on the same table, read every tick (the
+    // held threads from the leases when the fleet parks).
+    ...(leasedReader ? { threadLedger: leasedReader } : threadLedger ? { threadLedger } : {}),
+    ...(threadLedger ? { spendGrant: threadLedger } : {}),
     ...(probe ? { probe } : {}),
     stores,
-    actuator: createLambdaActuator({
-      lambda,
-      mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },
-      consumerFunctionName: environment.consumerFunctionName,
-      warn: (message, details) => log?.warn(message, details),
-    }),
+    actuator: withLeases(
+      createLambdaActuator({
+        lambda,
+        mappingIds: highLane ? mappingIds : { normal: mappingIds.normal },
+        consumerFunctionName: environment.consumerFunctionName,
+        warn: (message, details) => log?.warn(message, details),
+      }),
+      leased,
+      log,
+    ),
     state,
     ...(overflow ? { overflow } : {}),
     metricsEveryMs: 60_000,
@@ -241,5 +272,81 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ...(options.clock ? { clock: options.clock } : {}),
     ...(log ? { log } : {}),
   });
-  return { loop, config, settings };
+  const watch = leased ? parkedWatchOf(environment, clients, leased, options) : undefined;
+  return { loop, config, settings, ...(watch ? { watch } : {}) };
+}
+
+/** The primary lane's leases when the fleet parks and its environment names the leases table. */
+function leasedLaneOf(environment: FleetEnvironment, clients: AwsClients): LeasedLane | undefined {
+  const { settings } = environment;
+  if (settings.solveMode !== 'park' || environment.tables.leases === undefined) return undefined;
+  return {
+    leases: createDynamoThreadLeases({ documents: clients.documents, tableName: environment.tables.leases }),
+    shards: shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap),
+    planCap: settings.effectiveCap,
+    tasksPerInvocation: settings.tasksPerInvocation,
+  };
+}
+
+function withLeases(
+  actuator: ReturnType<typeof createLambdaActuator>,
+  leased: LeasedLane | undefined,
+  log: GovernorLog | undefined,
+) {
+  return leased ? withLeaseLimits(actuator, leased, log) : actuator;
+}
+
+/** The watch over parked tasks: the leases, the results table, the solver's bulk poll, the task queues. */
+function parkedWatchOf(
+  environment: FleetEnvironment,
+  clients: AwsClients,
+  leased: LeasedLane,
+  options: GovernorWiringOptions,
+): ParkedWatch | undefined {
+  const solver = options.parkedSolver ?? solverFromEnvironment(environment, clients.region);
+  const pollMany = solver.pollMany?.bind(solver);
+  if (pollMany === undefined) return undefined;
+  const { settings } = environment;
+  const sourceQueueUrls = [
+    environment.queueUrls.normal,
+    ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
+  ];
+  const results = new DynamoResultsRepository({
+    documents: clients.documents,
+    tableName: environment.tables.results,
+    ttlSeconds: settings.resultTtlSeconds,
+  });
+  const queue = new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls });
+  // A ready parked task is recorded here, as the consumer would (its metrics under the consumer's service).
+  const recorder = createParkedRecorder({
+    repository: results,
+    solver,
+    queue,
+    events: options.parkedEvents ?? eventsOf(environment, clients),
+    metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer }),
+    redactor: createRedactor(),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  return createParkedWatch({
+    leases: leased.leases,
+    shards: leased.shards,
+    results,
+    solver: { pollMany },
+    queue,
+    recorder,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.log ? { log: options.log } : {}),
+  });
+}
+
+/** EventBridge on the fleet's bus, when the environment names one. */
+function eventsOf(environment: FleetEnvironment, clients: AwsClients): CompletionEvents | undefined {
+  if (environment.eventBusName === undefined) return undefined;
+  return createEventBridgePublisher({
+    client: new EventBridgeClient(baseClientConfig(environment.endpoint, clients.region)),
+    busName: environment.eventBusName,
+    source: environment.settings.eventSource,
+    includeAnswer: environment.settings.eventsIncludeAnswer,
+  });
 }

@@ -70,6 +70,21 @@ export class LabThreadLedger {
     this.refusalRun++;
   }
 
+  /**
+   * An acceptance or a refusal recorded with `held` threads, the ledger's own held count left
+   * alone: the parked design, whose leases count the threads (the consumer's and the probe's
+   * `recordEvent`, functions/consumer/thread-tracking.ts, functions/governor/lease-step.ts).
+   */
+  recordEvent(event: 'acceptance' | 'refusal', atMs: number, held: number): void {
+    if (event === 'acceptance') {
+      this.acceptances++;
+      this.lastAcceptance = { at: atMs, held };
+    } else {
+      this.refusals++;
+      this.lastRefusal = { at: atMs, held };
+    }
+  }
+
   /** Threads the fleet may hold before a new submission waits (the consumer's roomLimit) at epoch ms `atMs`. */
   room(planCap: number, atMs: number): number {
     return roomLimit(

@@ -42,6 +42,12 @@ export interface ControlAction {
   probe?: boolean;
   /** Lambda only: the spend grant to write to the thread ledger (absent: none in force). */
   grant?: SpendGrant;
+  /**
+   * The parked design only: the thread leases the decision opens (`slots`, threadsOpened of
+   * functions/core/thread-leases.ts) and the lane's thread ceiling they hold (what the governor
+   * reads back as the lane's ceiling; `target` is then the mapping's submitters).
+   */
+  leases?: { slots: number; ceiling: number };
 }
 
 /** A scaling policy plugged into the simulator. */
@@ -63,7 +69,47 @@ export interface Policy {
   readonly clairvoyant?: boolean;
   /** A pay-per-solve overflow provider fed from the same queue (Lambda policies; lab/overflow.ts). */
   readonly overflow?: OverflowSpec;
+  /**
+   * Lambda only: the parked design (solveMode `park`, lab/sim/parked.ts). An invocation takes a
+   * thread lease, submits and ends, its message hidden; the governor's watch records the answer.
+   * The ticks' actions carry the leases they open (`ControlAction.leases`).
+   */
+  readonly parked?: boolean;
   tick?(view: PolicyView): ControlAction;
+}
+
+/**
+ * The parked design's work in one run: what the consumers, the governor's watch and its ticks
+ * did to the leases table, the results table and the queue beside the counts every run has.
+ */
+export interface ParkedCounts {
+  /** Submissions parked: fresh ones, and resumed ones parked again (`reparked`). */
+  parked: number;
+  /** Of `parked`, resumed submissions parked again under a new lease (the watch does not poll them). */
+  reparked: number;
+  /** Slots taken (one conditional PutItem each). */
+  leaseTakes: number;
+  /** Slots freed with a DeleteItem: by the watch (answer ready) and by consumers (refusals, hand-backs). */
+  leaseReleases: number;
+  /** Leases that ran to their end (the slot free by its `until`, the message visible again). */
+  leasesExpired: number;
+  /**
+   * Shard Queries by the live slots each read: index = live slots in the shard, value = Queries.
+   * The consumers' takes (eventually consistent), and the governor's (the watch's rounds and the
+   * ticks' reads, strongly consistent).
+   */
+  consumerShardReads: number[];
+  governorShardReads: number[];
+  /** Watch rounds run (one a second while the governor's invocation runs). */
+  watchRounds: number;
+  /** Records of leases the watch read (GetItem, eventually consistent). */
+  recordReads: number;
+  /** Parked tasks the watch recorded (no second delivery). */
+  recordedByWatch: number;
+  /** Writes of shards' meta items: limits the governor changed, refusals, refusal hold-offs cleared. */
+  metaWrites: number;
+  /** Seconds invocations waited for a slot (billed Lambda time in `computeSeconds`). */
+  slotWaitSeconds: number;
 }
 
 /** Options of one run. */
@@ -147,6 +193,8 @@ export interface RunResult {
   reasons: Record<string, number>;
   /** The overflow lane's solves and spend, for a policy with one. */
   overflow?: OverflowResult;
+  /** What the parked design did (lab/sim/parked.ts): the counts its AWS bill is priced from. */
+  parked?: ParkedCounts;
   samples: Samples;
   /** Simulated seconds, events processed and wall-clock ms of the run. */
   simulatedSeconds: number;

@@ -3,6 +3,7 @@
  * what the solver, the consumer, the governor and the overflow provider did, from what the
  * watch collected, the DLQ and the simulators' counters.
  */
+import { METRICS } from '../../functions/core/metric-names.js';
 import { isTerminal, type TaskResult } from '../../functions/core/results.js';
 import { percentile } from '../../functions/core/helpers/stats.js';
 import { describeFaultPlan } from '../faults/plan.js';
@@ -270,6 +271,7 @@ function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
   const poller = stack.pollerStats();
   return {
     invocations: poller.invocations,
+    parked: stack.metrics.total(METRICS.parked).sum,
     invocationSeconds: poller.invocationMs / 1000,
     peakConcurrency: poller.peakConcurrency,
     ceiling: currentCeiling(stack),
@@ -339,5 +341,15 @@ function governorSummary(
     failedTicks: stats.failedTicks,
     lastReason: reason ? { code: reason.code, message: reason.message } : null,
     pause: paused ? { pausedMs: stats.pausedMs, reason: pauseReason, probes } : null,
+    ...(stats.watch
+      ? {
+          watch: {
+            rounds: stats.watch.rounds,
+            polled: stats.watch.polled,
+            released: stats.watch.released,
+            recorded: stats.watch.recorded,
+          },
+        }
+      : {}),
   };
 }

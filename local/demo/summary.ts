@@ -133,9 +133,16 @@ export interface DemoSummary {
     lastReason: { code: string; message: string } | null;
     /** When the governor paused: for how long, the last pause's reason, and the probes it sent. */
     pause: { pausedMs: number; reason: { code: string; message: string } | null; probes: number } | null;
+    /**
+     * The parked design's watch (solveMode `park`): its rounds, the parked submissions it asked
+     * about (summed over the rounds), the leases it freed and the tasks it recorded.
+     */
+    watch?: { rounds: number; polled: number; released: number; recorded: number };
   };
   consumer: {
     invocations: number;
+    /** Tasks the consumer parked (the parked design: its Parked metric, summed). */
+    parked: number;
     /** Summed duration of the consumer's invocations, seconds (Lambda's billed time). */
     invocationSeconds: number;
     peakConcurrency: number;

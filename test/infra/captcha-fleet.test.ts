@@ -140,7 +140,12 @@ describe('CaptchaFleetStack', () => {
         'ReportsDeadLetterQueue411898AD',
         'ReportsQueue58F354F3',
       ]);
-      expect(ids('AWS::DynamoDB::Table')).toEqual(['TablesGovernorState1C36604F', 'TablesResultsD85FCDF1']);
+      // The leases table is new with the parked design (solveMode `park`, the default); the others keep their ids.
+      expect(ids('AWS::DynamoDB::Table')).toEqual([
+        'TablesGovernorState1C36604F',
+        'TablesLeases8A459FA5',
+        'TablesResultsD85FCDF1',
+      ]);
       expect(ids('AWS::SecretsManager::Secret')).toEqual(['SolverKeySecret311132E2']);
       expect(ids('AWS::Events::EventBus')).toEqual(['CompletionEventsBusF19C6D83']);
       expect(ids('AWS::SNS::Topic')).toEqual(['AlarmsTopic3A2DFEBA']);

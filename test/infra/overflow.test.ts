@@ -25,6 +25,8 @@ import {
   type Resource,
   reportedViolations,
   type Statement,
+  policyOfRole,
+  roleOf,
 } from './template-helpers.js';
 
 const BLOCK: OverflowConfigInput = {
@@ -46,17 +48,6 @@ function resources(s: Synthesized): Record<string, Resource> {
 function idOfType(s: Synthesized, type: string, where: (r: Resource) => boolean): string {
   return only(byType(s, type).filter(([, r]) => where(r)))[0];
 }
-
-function policyOfRole(s: Synthesized, roleId: string): Statement[] {
-  const [, policy] = only(
-    byType(s, 'AWS::IAM::Policy').filter(
-      ([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]),
-    ),
-  );
-  return policy.Properties.PolicyDocument.Statement as Statement[];
-}
-
-const roleOf = (fn: Resource): string => (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
 
 /** The dashboard body with every CloudFormation token written as `<Ref:Id>` / `<GetAtt:Id>`, parsed. */
 function dashboardBody(s: Synthesized): { widgets: { type: string; properties: Record<string, any> }[] } {
@@ -300,13 +291,14 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     });
   });
 
-  it('admits both consumers’ roles, and no one else, to publish on the bus', () => {
+  it('admits both consumers’ roles and the governor’s (its watch records parked answers), and no one else, to publish on the bus', () => {
     const [, primary] = functionNamed(s, `${settings.prefix}-consumer`);
+    const [, governor] = functionNamed(s, `${settings.prefix}-governor`);
     const statements = byType(s, 'AWS::Events::EventBusPolicy').map(([, p]) => p.Properties.Statement as Statement);
     const onlyConsumers = only(statements.filter((st) => JSON.stringify(st.Condition).includes('aws:PrincipalArn')));
     expect(onlyConsumers).toMatchObject({ Effect: 'Deny', Principal: { AWS: '*' }, Action: 'events:PutEvents' });
     expect(onlyConsumers.Condition).toEqual({
-      ArnNotEquals: { 'aws:PrincipalArn': [primary.Properties.Role, fn.Properties.Role] },
+      ArnNotEquals: { 'aws:PrincipalArn': [primary.Properties.Role, fn.Properties.Role, governor.Properties.Role] },
     });
   });
 

@@ -247,20 +247,24 @@ describe('default stack', () => {
       expect(st.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [THREAD_LEDGER_ID] } });
   });
 
-  it('lets the consumer publish completion events on the fleet bus only', () => {
+  it('lets the consumer and the governor (its watch records parked answers) publish completion events on the fleet bus only', () => {
     const [busId] = only(byType(s, 'AWS::Events::EventBus'));
-    const putEvents = only(statementsOf(s).filter((st) => asArray(st.Action).includes('events:PutEvents')));
-    expect(putEvents.Resource).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
-    expect(putEvents.Condition).toEqual({
-      StringEquals: { 'events:source': settings.eventSource, 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE },
-    });
+    const putEvents = statementsOf(s).filter((st) => asArray(st.Action).includes('events:PutEvents'));
+    expect(putEvents.map((st) => st.Sid).sort()).toEqual(['CompletionEvents', 'ParkedCompletionEvents']);
+    for (const statement of putEvents) {
+      expect(statement.Resource).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
+      expect(statement.Condition).toEqual({
+        StringEquals: { 'events:source': settings.eventSource, 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE },
+      });
+    }
   });
 
-  it('denies PutEvents on the bus to every principal but the consumer’s role, and any other source or type', () => {
+  it('denies PutEvents on the bus to every principal but the consumer’s and the governor’s roles, and any other source or type', () => {
     // Prepare
     const [busId] = only(byType(s, 'AWS::Events::EventBus'));
     const [, consumer] = functionNamed(s, `${settings.prefix}-consumer`);
-    const consumerRole = consumer.Properties.Role;
+    const [, governor] = functionNamed(s, `${settings.prefix}-governor`);
+    const publishers = [consumer.Properties.Role, governor.Properties.Role];
     // Act
     const policies = byType(s, 'AWS::Events::EventBusPolicy');
     // Assess
@@ -278,7 +282,7 @@ describe('default stack', () => {
           Condition: condition,
         }),
       );
-    denyPut({ ArnNotEquals: { 'aws:PrincipalArn': consumerRole } });
+    denyPut({ ArnNotEquals: { 'aws:PrincipalArn': publishers } });
     denyPut({ StringNotEquals: { 'events:source': settings.eventSource } });
     denyPut({ StringNotEquals: { 'events:detail-type': COMPLETION_EVENT_DETAIL_TYPE } });
     expect(statements.filter((st) => st.Effect === 'Allow')).toEqual([]);

@@ -56,3 +56,17 @@ export function reportedViolations(
     })),
   );
 }
+
+/** The statements of the inline policy attached to one role. */
+export function policyOfRole(s: Synthesized, roleId: string): Statement[] {
+  const [, policy] = only(
+    byType(s, 'AWS::IAM::Policy').filter(
+      ([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([{ Ref: roleId }]),
+    ),
+  );
+  return policy.Properties.PolicyDocument.Statement as Statement[];
+}
+
+/** The logical id of a function's role. */
+export const roleOf = (fn: Resource): string =>
+  (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];

@@ -12,14 +12,16 @@ import {
 } from '../../functions/adapters/store-health-signals.js';
 import { SERVICES } from '../../functions/core/metric-names.js';
 import { sqsChunks, writeUnits } from '../../functions/core/cost/bill.js';
-import { fleetBill, GOVERNOR_CALLS } from '../../functions/core/cost/fleet-bill.js';
+import { fleetBill, GOVERNOR_CALLS, type ParkedUsage } from '../../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../../functions/core/cost/prices.js';
 import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import { shippedTraces } from '../../lab/bench.js';
 import { costOfRun } from '../../lab/cost.js';
 import { createPolicy } from '../../lab/policies.js';
 import { simulate } from '../../lab/sim.js';
-import type { Trace } from '../../lab/trace.js';
+import { type Trace, withSolveMode } from '../../lab/trace.js';
+import { usageOfSummary } from '../../local/aws-cost.js';
+import type { DemoSummary } from '../../local/demo.js';
 
 // One hour, 1 000 tasks solved at 15 s each, one task per invocation, nothing handed back.
 const HOUR = {
@@ -107,6 +109,49 @@ describe('the fleet bill', () => {
   });
 });
 
+describe('the parked design’s bill', () => {
+  // The same hour parked: each invocation half a second; a lease taken and freed per task, the
+  // shards read at 10 live slots (150 B + 10 × 550 B: 2 read units a Query), 50 watch rounds a
+  // minute; the watch recorded every task.
+  const PARKED: ParkedUsage = {
+    leaseTakes: 1000,
+    leaseReleases: 1000,
+    consumerShardReads: [...new Array<number>(10).fill(0), 1000],
+    governorShardReads: [...new Array<number>(10).fill(0), 3000],
+    recordReads: 1000,
+    recordedByWatch: 1000,
+    metaWrites: 6,
+  };
+
+  it('prices an hour of the parked consumer and the watch as worked by hand', () => {
+    const bill = fleetBill({ ...HOUR, invocationSeconds: 500, governor: false, parked: PARKED }, { planThreads: 50 });
+    // Lambda: 500 s × 0.25 GB × $0.0000133334 + 1 000 requests
+    expect(bill.byService.lambda).toBeCloseTo(500 * 0.25 * 0.0000133334 + 0.0002, 9);
+    // SQS: 1 000 sends + 1 000 receives + 1 000 hides + 1 800 idle polls + 1 000 DeleteMessage (the watch)
+    expect(bill.byService.sqs).toBeCloseTo(5800 * 4e-7, 9);
+    // DynamoDB writes: claim + id-and-release (1 each), ledger acceptance (1), slot taken + freed
+    // (1 each), the answered record once (3: no announcement note), 6 meta writes; no ledger
+    // `released`, no ledger read before a submission.
+    // Reads: 1 000 consumer Queries × 2 units ÷ 2 (eventual), 3 000 governor Queries × 2,
+    // 1 000 record reads × 1 ÷ 2.
+    expect(bill.byService.dynamodb).toBeCloseTo((1000 * 8 + 6) * 6.25e-7 + (1000 + 6000 + 500) * 1.25e-7, 9);
+    // CloudWatch: 2.2 MB consumer logs + 1.2 MB the watch's, 11 consumer metrics (Parked is one more)
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.0011 + 0.0006 + (11 / 730) * 0.3, 9);
+    expect(bill.usd).toBeCloseTo(0.01734847, 7);
+  });
+
+  it('bills a parked task fewer answered-record writes and no ledger reads than a waiting one', () => {
+    const waiting = fleetBill({ ...HOUR, governor: false }, { planThreads: 50 });
+    const parked = fleetBill({ ...HOUR, governor: false, parked: PARKED }, { planThreads: 50 });
+    const line = (bill: typeof parked, item: string) => bill.lines.find((l) => l.item.startsWith(item))?.quantity;
+    expect(line(waiting, 'results, announcement notes')).toBe(6000);
+    expect(line(parked, 'results, announcement notes')).toBe(0);
+    expect(line(parked, 'watch: results')).toBe(3000);
+    expect(line(waiting, 'thread ledger reads')).toBe(1000);
+    expect(line(parked, 'thread ledger reads')).toBe(0);
+  });
+});
+
 describe('units', () => {
   it('splits SQS payloads into 64 KiB chunks and DynamoDB writes into 1 KB units', () => {
     expect(sqsChunks(AWS_PRICES, 10)).toBe(1);
@@ -149,10 +194,55 @@ describe('the lab bill (lab/cost.ts)', () => {
     expect(cost.bill.lines.some((l) => l.item.startsWith('governor duration'))).toBe(true);
   });
 
+  it('bills the parked design from its own counts: its short invocations, its leases and its watch', () => {
+    const parked = run('governor');
+    const waiting = simulate(
+      withSolveMode(trace, 'wait'),
+      createPolicy('governor', withSolveMode(trace, 'wait').settings),
+      {
+        seed: 3,
+      },
+    );
+    const leases = costOfRun(trace, parked).bill.lines.find((l) => l.item.startsWith('leases: slots'));
+    expect(leases?.quantity).toBe((parked.parked?.leaseTakes ?? 0) + (parked.parked?.leaseReleases ?? 0));
+    expect(costOfRun(trace, waiting).bill.lines.some((l) => l.item.startsWith('leases'))).toBe(false);
+    expect(costOfRun(trace, parked).byService.lambda).toBeLessThan(costOfRun(trace, waiting).byService.lambda / 3);
+  });
+
   it('bills a plan-sized thread pool as one t4g.small over the trace, and no Lambda', () => {
     const cost = costOfRun(trace, run('thread-pool-plan'));
     expect(cost.byService.ec2).toBeCloseTo(0.25 * 0.0168, 9);
     expect(cost.byService.lambda).toBe(0);
     expect(cost.bill.lines.some((l) => l.item.startsWith('governor'))).toBe(false);
+  });
+});
+
+describe("the local run's bill (local/aws-cost.ts)", () => {
+  const summary = (parked: number, watch?: NonNullable<DemoSummary['governor']>['watch']) =>
+    ({
+      durationMs: 60_000,
+      submitted: 100,
+      solved: 100,
+      solver: { submissions: 100, overCapRejections: 2, transientErrors: 0, planThreads: 10 },
+      consumer: { invocations: 100, parked, invocationSeconds: 50, retriedItems: parked + 3 },
+      governor: { watch },
+    }) as unknown as DemoSummary;
+
+  it('bills a parked run its leases and the watch at AWS pace, at the live slots the watch saw', () => {
+    // GIVEN a one-minute local run that parked 100 tasks; the watch polled 300 over 60 rounds (5 live on average)
+    const usage = usageOfSummary(summary(100, { rounds: 60, polled: 300, released: 100, recorded: 98 }));
+    // THEN a slot taken per parked task, freed by the watch or a refusal, and the governor's Queries
+    // a minute at AWS's pace: 50 watch rounds and 6 ticks reading the one shard twice
+    expect(usage.parked?.leaseTakes).toBe(100);
+    expect(usage.parked?.leaseReleases).toBe(102);
+    expect(usage.parked?.recordedByWatch).toBe(98);
+    expect(usage.parked?.governorShardReads[5]).toBeCloseTo(50 + 6 * 2, 9);
+    // the pollers count a parked message as a batch item failure: only the 3 others are hand-backs
+    expect(usage.handBacks).toBe(3);
+  });
+
+  it('bills a waiting run without leases', () => {
+    expect(usageOfSummary(summary(0)).parked).toBeUndefined();
+    expect(usageOfSummary(summary(0)).handBacks).toBe(3);
   });
 });

@@ -8,7 +8,7 @@ import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../bin/program.js';
 import { findBlocks, renderBlocks } from '../../scripts/doc-blocks.js';
-import { monthToday } from '../../scripts/cost-bill.js';
+import { monthParked, monthWaiting } from '../../scripts/cost-bill.js';
 import { labJson, nodeFloor } from '../../scripts/doc-generators.js';
 import { fleetBill } from '../../functions/core/cost/fleet-bill.js';
 import { markdownFiles, staleFiles } from '../../scripts/docs.js';
@@ -290,6 +290,7 @@ function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSum
     },
     consumer: {
       invocations: 2,
+      parked: 0,
       invocationSeconds: 1,
       peakConcurrency: 1,
       ceiling: 1,
@@ -350,14 +351,18 @@ describe("the README's cost claims", () => {
     };
     const fleet = cost('sale-day-surge', 'governor');
     const pool = cost('sale-day-surge', 'thread-pool');
-    const month = fleetBill(monthToday(0.6), { planThreads: 50 });
+    const month = fleetBill(monthParked(0.6), { planThreads: 50 });
+    const waiting = fleetBill(monthWaiting(0.6), { planThreads: 50 });
+    const saleDay = lab.traces.find((t) => t.name === 'sale-day-surge')?.runs.find((r) => r.policy === 'governor');
     const claims: [RegExp, string][] = [
+      [/Parked \(`solveMode: park`[^)]*\) it is (\d+) s there/, (saleDay?.latency.p95 ?? Number.NaN).toFixed(0)],
       [/the sale day costs the fleet \$([\d.]+)/, fleet.awsUsd.toFixed(2)],
       [/— ([\d.]+)× the \$[\d.]+ of the plan it governs/, (fleet.awsUsd / fleet.planUsd).toFixed(1)],
       [/× the \$([\d.]+) of the plan it governs/, fleet.planUsd.toFixed(2)],
       [/against \$([\d.]+) for either pool/, pool.awsUsd.toFixed(2)],
       [/60 % use: \$(\d+) of AWS/, month.usd.toFixed(0)],
       [/of AWS for a \$(\d+) plan/, month.planUsd.toFixed(0)],
+      [/\(\$(\d+) waiting;/, waiting.usd.toFixed(0)],
     ];
     const wrong = claims.flatMap(([pattern, expected]) => {
       const stated = pattern.exec(text)?.[1];

@@ -2,7 +2,9 @@
  * What the fleet costs on AWS: its counted calls (what the consumer, the governor and the event
  * source mapping do per task, per delivery, per tick) priced from the price table. The calls are
  * counted from the code, each with the place that makes it; sizes that depend on the tasks (a
- * task's message, a record with its answer) are parameters with the defaults below.
+ * task's message, a record with its answer) are parameters with the defaults below. Both solve
+ * modes are billed: `wait` (each invocation waits through its solve) and `park` (the parked
+ * design: thread leases, the governor's watch records the answers; `FleetUsage.parked`).
  */
 import { FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
 import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits } from './bill.js';
@@ -34,9 +36,63 @@ export const CONSUMER_CALLS = {
   sqsPerHandBack: 1,
   /** Every over-cap answer: the ledger's `refused` (UpdateItem). */
   writesPerOverCap: 1,
-  /** Every invocation: the mapping's ReceiveMessage that brought its batch and the DeleteMessageBatch of what it acknowledged. */
+  /**
+   * Every invocation: the mapping's ReceiveMessage that brought its batch and the
+   * DeleteMessageBatch of what it acknowledged (a parking invocation's ChangeMessageVisibility,
+   * which hides its message, in place of the delete).
+   */
   sqsPerInvocation: 2,
 } as const;
+
+/**
+ * What the parked design changes in the consumer's calls (functions/consumer/task-run.ts,
+ * lease-holding.ts, thread-tracking.ts with leases): a fresh submission reads no ledger (a lease
+ * takes its place: a shard Query, eventually consistent, and a conditional PutItem of a slot);
+ * the solver id's write also gives the claim up (the same one write); the ledger records the
+ * acceptance and each refusal with the leases' count and no `released`; a refusal also writes the
+ * slot's shard (its hold-off) and frees the slot (DeleteItem); a hand-back releases the claim only.
+ */
+export const PARKED_CONSUMER_CALLS = {
+  ledgerReadsPerSubmission: 0,
+  ledgerWritesPerSolve: 0,
+  writesPerHandBack: 1,
+} as const;
+
+/**
+ * The governor's watch over parked tasks (functions/governor/parked-watch.ts,
+ * functions/adapters/parked-recorder.ts), per round a strongly consistent Query of every shard;
+ * per new lease a GetItem of its task's record (eventually consistent); per ready task the
+ * lease's DeleteItem, one result request to the solver, the answered record in one conditional
+ * write (no announcement note), one completion event (counted with every solve) and the
+ * message's DeleteMessage. Its ticks
+ * read every shard (the threads held) and the first shard again (the lanes' ceilings) and write
+ * a shard's limit when it changes.
+ */
+export const WATCH_CALLS = {
+  /** Rounds a minute: one a second while the governor's invocation runs (its 55 s timeout less the watch's 5 s margin). */
+  roundsPerMinute: 50,
+  answerWritesPerRecord: 1,
+  sqsPerRecord: 1,
+} as const;
+
+/** `queries` shard Queries that each read `live` slots, counted as `ParkedUsage` counts them. */
+export function shardReadsAt(live: number, queries: number): number[] {
+  const counts = new Array<number>(live + 1).fill(0);
+  counts[live] = queries;
+  return counts;
+}
+
+/**
+ * The governor's shard Queries over `hours` of a lane of `shards` shards: every shard each watch
+ * round, and each tick every shard (the threads held) and the first again (the lanes' ceilings).
+ */
+export function governorShardQueries(
+  hours: number,
+  shards: number,
+  ticksPerMinute: number = DEFAULT_COST_ASSUMPTIONS.governorTicksPerMinute,
+): number {
+  return hours * 60 * (WATCH_CALLS.roundsPerMinute * shards + ticksPerMinute * (shards + 1));
+}
 
 /**
  * The governor's calls, counted from functions/governor/ and its adapters: one invocation a
@@ -67,6 +123,12 @@ export interface CostAssumptions {
   answeredRecordBytes: number;
   /** The thread ledger item, bytes. */
   ledgerBytes: number;
+  /** A lease slot item (shard, slot, task id, times, the delivery's queue and receipt handle), bytes. */
+  leaseSlotBytes: number;
+  /** A lease shard's meta item (limit, refusal hold-off, the lanes' ceilings), bytes. */
+  leaseMetaBytes: number;
+  /** Log bytes the governor's watch ingests per task it records: its info line and the consumer's EMF document it publishes. */
+  watchLogBytesPerRecord: number;
   /**
    * Log bytes an invocation of the consumer ingests: its own JSON lines (705 B an invocation
    * measured: `npm start -- --tasks 40 --log-level info`, 40 908 B over 58 invocations), its EMF
@@ -100,6 +162,9 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   recordBytes: 900,
   answeredRecordBytes: 2_800,
   ledgerBytes: 700,
+  leaseSlotBytes: 550,
+  leaseMetaBytes: 150,
+  watchLogBytesPerRecord: 1_200,
   consumerLogBytesPerInvocation: 2_200,
   governorLogBytesPerTick: 2_500,
   consumerMetrics: 10,
@@ -111,6 +176,28 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   longPollSeconds: 20,
   threadsPerVm: 100,
 };
+
+/**
+ * What the parked design did beyond the counts every mode has (solveMode `park`). Shard reads
+ * are counted by the live slots each Query read (index = live slots in the shard, value =
+ * Queries): a Query reads the shard's meta and its slot items, rounded up to 4 KB.
+ */
+export interface ParkedUsage {
+  /** Slots taken (conditional PutItem). */
+  leaseTakes: number;
+  /** Slots freed with a DeleteItem (the watch's and the consumers'). */
+  leaseReleases: number;
+  /** The consumers' shard Queries before a submission (eventually consistent), by live slots read. */
+  consumerShardReads: readonly number[];
+  /** The governor's shard Queries (the watch's rounds and the ticks', strongly consistent), by live slots read. */
+  governorShardReads: readonly number[];
+  /** The watch's reads of a lease's task record (GetItem, eventually consistent). */
+  recordReads: number;
+  /** Parked tasks the watch recorded (the rest of the solved were recorded by a consumer). */
+  recordedByWatch: number;
+  /** Shard meta writes: limits, refusals, refusal hold-offs cleared. */
+  metaWrites: number;
+}
 
 /** What ran, counted: a lab run, a local run or a month of a plan all reduce to this. */
 export interface FleetUsage {
@@ -135,6 +222,8 @@ export interface FleetUsage {
   consumerSizing?: FunctionSizing;
   /** The governor runs (Lambda policies governed by it). @default true */
   governor?: boolean;
+  /** The parked design's own calls (solveMode `park`); absent: every invocation waits through its solve. */
+  parked?: ParkedUsage;
   /** Consumers are pool workers on VMs instead of Lambda: the VM-hours (t4g.small). */
   poolVmHours?: number;
   /**
@@ -163,67 +252,113 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   const prices = options.prices ?? AWS_PRICES;
   const a = { ...DEFAULT_COST_ASSUMPTIONS, ...options.assumptions };
   const p = pricer(prices);
-  const lines: BillLine[] = [];
   const pool = usage.poolVmHours !== undefined;
-  const answered = usage.solved;
+  const lines: BillLine[] = [...computeLines(usage, prices), ...queueLines(usage, a, prices)];
+  lines.push(...storeLines(usage, a, prices));
+  if (usage.parked !== undefined) lines.push(...parkedLines(usage.parked, a, prices));
+  lines.push(p.events('completion events', usage.solved * CONSUMER_CALLS.eventsPerSolve));
+  if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * a.consumerLogBytesPerInvocation));
+  // The parked design's consumers emit one metric more (Parked).
+  const consumerMetrics = a.consumerMetrics + (usage.parked !== undefined ? 1 : 0);
+  lines.push(p.customMetrics('consumer custom metrics', consumerMetrics, usage.hours));
+  if (usage.governor ?? true) lines.push(...governorLines(usage.hours, a, options.governorSizing, prices));
+  const planUsd = options.planThreads * usage.hours * (options.planUsdPerThreadHour ?? PLAN_USD_PER_THREAD_HOUR);
+  return { ...billOf(lines), planUsd };
+}
 
-  // Compute: Lambda invocations, or the VMs a pool runs on.
-  if (pool) lines.push(p.ec2Hours('pool VMs (t4g.small)', usage.poolVmHours ?? 0, prices.ec2.t4gSmallUsdPerHour));
-  else if (usage.managedInstances !== undefined) {
+/** Compute: Lambda invocations, instances Lambda manages, or the VMs a pool runs on. */
+function computeLines(usage: FleetUsage, prices: PriceTable): BillLine[] {
+  const p = pricer(prices);
+  if (usage.poolVmHours !== undefined)
+    return [p.ec2Hours('pool VMs (t4g.small)', usage.poolVmHours, prices.ec2.t4gSmallUsdPerHour)];
+  if (usage.managedInstances !== undefined) {
     const { hours, usdPerHour } = usage.managedInstances;
-    lines.push(p.ec2Hours('managed instances (+ markup, NAT)', hours, usdPerHour));
-    lines.push(p.lambdaRequests('consumer requests', usage.invocations));
-  } else {
-    const sizing = usage.consumerSizing ?? FUNCTION_SIZING.consumer;
-    lines.push(p.lambdaDuration('consumer duration', sizing, usage.invocationSeconds));
-    lines.push(p.lambdaRequests('consumer requests', usage.invocations));
+    return [
+      p.ec2Hours('managed instances (+ markup, NAT)', hours, usdPerHour),
+      p.lambdaRequests('consumer requests', usage.invocations),
+    ];
   }
+  const sizing = usage.consumerSizing ?? FUNCTION_SIZING.consumer;
+  return [
+    p.lambdaDuration('consumer duration', sizing, usage.invocationSeconds),
+    p.lambdaRequests('consumer requests', usage.invocations),
+  ];
+}
 
-  // Queue: producers' sends, the mapping's receives and deletes, hand-backs, copies, idle long polls.
-  lines.push(p.sqsRequests('producer SendMessage', usage.tasks, a.taskBytes));
-  lines.push(p.sqsRequests('receive + delete', usage.invocations * CONSUMER_CALLS.sqsPerInvocation));
-  lines.push(p.sqsRequests('hand-backs (ChangeMessageVisibility)', usage.handBacks * CONSUMER_CALLS.sqsPerHandBack));
+/** Queue: producers' sends, the mapping's receives and deletes (or hides), hand-backs, copies, idle long polls. */
+function queueLines(usage: FleetUsage, a: CostAssumptions, prices: PriceTable): BillLine[] {
+  const p = pricer(prices);
+  const lines = [
+    p.sqsRequests('producer SendMessage', usage.tasks, a.taskBytes),
+    p.sqsRequests('receive + delete (or hide)', usage.invocations * CONSUMER_CALLS.sqsPerInvocation),
+    p.sqsRequests('hand-backs (ChangeMessageVisibility)', usage.handBacks * CONSUMER_CALLS.sqsPerHandBack),
+  ];
   if (usage.copiesSent > 0) lines.push(p.sqsRequests('fresh copies (SendMessage)', usage.copiesSent, a.taskBytes));
   const idlePolls = a.mappings * a.pollersPerMapping * ((usage.hours * 3600) / a.longPollSeconds);
   lines.push(p.sqsRequests('idle long polls (ReceiveMessage)', idlePolls));
+  return lines;
+}
 
-  // Results table and thread ledger.
+/**
+ * Results table and thread ledger, as the consumers write them: the waiting design's calls, or
+ * the parked design's (its consumer-recorded solves, the ones a resuming delivery read).
+ */
+function storeLines(usage: FleetUsage, a: CostAssumptions, prices: PriceTable): BillLine[] {
+  const p = pricer(prices);
+  const parked = usage.parked !== undefined;
+  const calls = parked ? PARKED_CONSUMER_CALLS : CONSUMER_CALLS;
   const record = writeUnits(a.recordBytes);
-  const answeredUnits = writeUnits(a.answeredRecordBytes);
   const ledger = writeUnits(a.ledgerBytes);
-  lines.push(
+  const byConsumer = usage.solved - (usage.parked?.recordedByWatch ?? 0);
+  const ledgerReads = parked ? PARKED_CONSUMER_CALLS.ledgerReadsPerSubmission : CONSUMER_CALLS.readsPerSubmission;
+  return [
     p.dynamoWrites(
       'claims, solver ids',
       usage.deliveries * CONSUMER_CALLS.writesPerDelivery * record + usage.acceptedSubmissions * record,
     ),
-  );
-  lines.push(
-    p.dynamoWrites('results, announcement notes', answered * CONSUMER_CALLS.answerWritesPerSolve * answeredUnits),
-  );
-  lines.push(
+    p.dynamoWrites(
+      'results, announcement notes',
+      byConsumer * CONSUMER_CALLS.answerWritesPerSolve * writeUnits(a.answeredRecordBytes),
+    ),
     p.dynamoWrites(
       'thread ledger (accepted, released, refused)',
-      (usage.acceptedSubmissions + answered * CONSUMER_CALLS.ledgerWritesPerSolve + usage.overCapAnswers) * ledger,
+      (usage.acceptedSubmissions + byConsumer * calls.ledgerWritesPerSolve + usage.overCapAnswers) * ledger,
     ),
-  );
-  lines.push(
-    p.dynamoWrites('hand-backs (release, ledger)', usage.handBacks * CONSUMER_CALLS.writesPerHandBack * record),
-  );
-  lines.push(
+    p.dynamoWrites('hand-backs (release, ledger)', usage.handBacks * calls.writesPerHandBack * record),
     p.dynamoReads(
       'thread ledger reads before a submission',
-      usage.submissions * CONSUMER_CALLS.readsPerSubmission * strongReadUnits(a.ledgerBytes),
+      usage.submissions * ledgerReads * strongReadUnits(a.ledgerBytes),
     ),
-  );
+  ];
+}
 
-  lines.push(p.events('completion events', answered * CONSUMER_CALLS.eventsPerSolve));
-  if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * a.consumerLogBytesPerInvocation));
-  lines.push(p.customMetrics('consumer custom metrics', a.consumerMetrics, usage.hours));
+/** The parked design's own calls: the leases (consumers and governor) and the watch's records. */
+function parkedLines(parked: ParkedUsage, a: CostAssumptions, prices: PriceTable): BillLine[] {
+  const p = pricer(prices);
+  const slot = writeUnits(a.leaseSlotBytes);
+  const query = (live: number) => strongReadUnits(a.leaseMetaBytes + live * a.leaseSlotBytes);
+  return [
+    p.dynamoWrites('leases: slots taken, freed', (parked.leaseTakes + parked.leaseReleases) * slot),
+    p.dynamoWrites('leases: shard limits, refusals', parked.metaWrites * writeUnits(a.leaseMetaBytes)),
+    p.dynamoReads("leases: consumers' shard reads", shardReadUnits(parked.consumerShardReads, query) / 2),
+    p.dynamoReads("leases: governor's shard reads (watch, ticks)", shardReadUnits(parked.governorShardReads, query)),
+    p.dynamoReads('watch: lease records read', (parked.recordReads * strongReadUnits(a.recordBytes)) / 2),
+    p.dynamoWrites(
+      'watch: results',
+      parked.recordedByWatch * WATCH_CALLS.answerWritesPerRecord * writeUnits(a.answeredRecordBytes),
+    ),
+    p.sqsRequests('watch: DeleteMessage', parked.recordedByWatch * WATCH_CALLS.sqsPerRecord),
+    p.logs('watch logs + EMF', parked.recordedByWatch * a.watchLogBytesPerRecord),
+  ];
+}
 
-  if (usage.governor ?? true) lines.push(...governorLines(usage.hours, a, options.governorSizing, prices));
-
-  const planUsd = options.planThreads * usage.hours * (options.planUsdPerThreadHour ?? PLAN_USD_PER_THREAD_HOUR);
-  return { ...billOf(lines), planUsd };
+/** Read units of shard Queries counted by the live slots each read (strongly consistent; half for eventual). */
+function shardReadUnits(byLive: readonly number[], units: (live: number) => number): number {
+  let total = 0;
+  byLive.forEach((queries, live) => {
+    total += queries * units(live);
+  });
+  return total;
 }
 
 /** The governor over `hours`: its minute-long invocations, its reads per tick, its metrics. */

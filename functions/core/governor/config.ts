@@ -47,6 +47,7 @@ export function governorConfigFrom(settings: FleetSettings, overrides: Partial<G
     outageTransientShare: DEFAULT_OUTAGE_TRANSIENT_SHARE,
     tickMs,
     threadLeaseMs: settings.functionTimeoutSeconds * 1000,
+    parked: settings.solveMode === 'park',
     ...overrides,
   };
 }

@@ -12,8 +12,17 @@ import type { Flow, PauseProposal, RunProposal, Stage } from './flow.js';
 import { accountStage } from './stage-account.js';
 import { availabilityStage } from './stage-availability.js';
 import { rateLimitStage, stabilizeStage } from './stage-stabilize.js';
+import { parkedSubmitters } from './submitters.js';
 import { freeThreadsStage, neighboursStage } from './stage-threads.js';
-import type { Decision, GovernorConfig, GovernorSignals, GovernorState, StageName, StageResult } from './types.js';
+import type {
+  Decision,
+  GovernorConfig,
+  GovernorSignals,
+  GovernorState,
+  Lane,
+  StageName,
+  StageResult,
+} from './types.js';
 
 /** The stages after the calculation, in the order they run; `lanes` (the split over the lanes) closes the pipeline. */
 export const STAGES: readonly Stage[] = [
@@ -88,9 +97,11 @@ function runningDecision(ctx: TickContext, flow: Flow, proposal: RunProposal, st
     enabled.high !== current.enabled.high;
   const state: GovernorState = { ...flow.state, ceilings, lastChangeAt: changed ? ctx.now : flow.state.lastChangeAt };
   const freeThreads = ceilingFor(state.overCap.effectiveCap, config) * config.tasksPerInvocation;
+  const submitters = config.parked ? submittersOf(ctx, ceilings, enabled) : undefined;
   return {
     ceilings,
     enabled,
+    ...(submitters !== undefined ? { submitters } : {}),
     paused: false,
     freeThreads,
     ...shortfallOf(ctx, freeThreads, proposal.total * config.tasksPerInvocation),
@@ -100,6 +111,18 @@ function runningDecision(ctx: TickContext, flow: Flow, proposal: RunProposal, st
     ...(flow.grant !== undefined ? { spendGrant: flow.grant } : {}),
     state,
   };
+}
+
+/** The parked design's mapping maxima for the split (submitters.ts). */
+function submittersOf(ctx: TickContext, ceilings: Record<Lane, number>, enabled: Record<Lane, boolean>) {
+  return parkedSubmitters({
+    ceilings,
+    enabled,
+    tasksPerInvocation: ctx.config.tasksPerInvocation,
+    held: ctx.signals.threadLedger?.held,
+    backlog: ctx.demand.backlog,
+    meanSolveMs: ctx.signals.meanSolveMs,
+  });
 }
 
 function resultOf(stage: StageName, before: Flow | undefined, after: Flow): StageResult {

@@ -9,8 +9,12 @@ import type { LaneSetting, MetricsWindow, QueueReading } from './signals.js';
 export interface LaneActuator {
   /** The ceilings and enabled flags as they stand. */
   read(): Promise<{ normal: LaneSetting; high?: LaneSetting }>;
-  /** Make the lanes match the decision; calls only what changed. Returns what it did, in words. */
-  apply(decision: Pick<Decision, 'ceilings' | 'enabled'>): Promise<{ changes: string[] }>;
+  /**
+   * Make the lanes match the decision; calls only what changed. Returns what it did, in words.
+   * The parked design's actuator (functions/governor/lease-step.ts) gives the mappings the
+   * decision's `submitters` and opens its `ceilings` as thread leases.
+   */
+  apply(decision: Pick<Decision, 'ceilings' | 'enabled' | 'submitters'>): Promise<{ changes: string[] }>;
 }
 
 /** Persists the state between ticks; `save` refuses when another writer got there first. */

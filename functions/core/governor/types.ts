@@ -357,6 +357,12 @@ export interface GovernorConfig {
   outageTransientShare?: number;
   /** After a resume, the metric window's account errors and transient share are from before the pause and ignored for this long, ms. @default metricsSpanMs, else probeCooldownMs */
   accountErrorGraceMs?: number;
+  /**
+   * The parked design (solveMode `park`): the ceilings are thread leases and the mappings' maxima
+   * the decision's `submitters` (the lanes as they stand are read from the leases then:
+   * functions/governor/lease-step.ts). @default false
+   */
+  parked?: boolean;
   /** Time between ticks, ms: the balance is projected this far ahead (plus one tick of margin). @default the last observed interval */
   tickMs?: number;
   /** How far back the consumer's metric window reaches (window + lag), ms. @default 2 × probeCooldownMs */
@@ -420,6 +426,12 @@ export interface Decision {
    * spent, and the consumers may start this many more solves (absent: none in force; clear it).
    */
   spendGrant?: SpendGrant;
+  /**
+   * The parked design: each lane's mapping maximum (invocations that submit and park), when it
+   * differs from its thread ceiling (submitters.ts); absent in the waiting design, where the
+   * mappings take the ceilings.
+   */
+  submitters?: Record<Lane, number>;
   /** State to persist for the next tick. */
   state: GovernorState;
 }

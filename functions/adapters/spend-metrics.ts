@@ -4,7 +4,7 @@
  * (`service` + `Method`), so the dashboard shows spend per method and provider, and an alarm or
  * `captcha-fleet status` can sum the last hour.
  */
-import { type Metrics, MetricUnit } from '../adapters/metrics.js';
+import { type Metrics, MetricUnit } from './metrics.js';
 import { METRICS } from '../core/metric-names.js';
 
 /** Count one solve's cost (nothing when the cost is unknown: unknown is never counted as 0). */

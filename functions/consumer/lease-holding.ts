@@ -1,0 +1,161 @@
+/**
+ * One delivery's thread lease in the parked design (functions/core/thread-leases.ts): a slot is
+ * taken before each fresh submission (waiting, at most `maxWaitMs`, while every open slot is
+ * held), kept when the task parks (the governor frees it once the solver answers), and given
+ * back otherwise: a refused submission, a failure, or a task that ends in this invocation. An
+ * over-cap refusal is recorded in the slot's shard, so the other consumers hold off below the
+ * slots held then until the governor's next look (the fleet-wide refusal signal).
+ */
+import { sleep } from '../core/helpers/time.js';
+import type { Clock, DeliveredMessage } from '../core/ports.js';
+import {
+  fleetHeldOf,
+  freeSlotIndexes,
+  type LeaseLane,
+  type LeaseSlot,
+  limitOf,
+  liveSlots,
+  roomInShard,
+  shardCapacity,
+  type ShardView,
+} from '../core/thread-leases.js';
+import { describe, type RecordLog } from './delivery.js';
+import type { OverCapWaiting } from './thread-tracking.js';
+
+/** Slots tried per shard read before reading again (a take lost to another consumer). */
+const TAKES_PER_READ = 3;
+
+/** The lease of one delivery of one task. */
+export class LeaseHolding {
+  private held: LeaseSlot | undefined;
+  /** The live slots of the held slot's shard when it was taken, not counting it (a refusal's count). */
+  private othersAtTake = 0;
+  private waits = 0;
+
+  constructor(
+    private readonly lane: LeaseLane,
+    private readonly taskId: string,
+    private readonly delivery: DeliveredMessage,
+    private readonly clock: Clock,
+    private readonly waiting: OverCapWaiting,
+    private readonly log: RecordLog,
+  ) {}
+
+  /**
+   * The fleet's held threads when this delivery last looked, its own not counted: the live slots
+   * of the shard it took from, scaled to the whole plan when the lane has several shards.
+   */
+  fleetHeld(): number {
+    return fleetHeldOf(this.othersAtTake, this.lane.shards.length);
+  }
+
+  /** The slot held now, if any. */
+  get lease(): LeaseSlot | undefined {
+    return this.held;
+  }
+
+  /**
+   * Take a slot before a fresh submission: at once when one is open, else waiting for one at
+   * most `maxWaitMs` and never past `deadlineAt`. False when none opened in time (the caller
+   * hands the task back without a submission). A store failure is thrown (the task waits).
+   */
+  async take(deadlineAt: number): Promise<boolean> {
+    if (this.held !== undefined) return true;
+    const random = this.waiting.random ?? Math.random;
+    const pause = this.waiting.sleep ?? sleep;
+    const until = Math.min(deadlineAt - this.waiting.pollMs, this.clock() + this.waiting.maxWaitMs);
+    for (;;) {
+      if (await this.tryShards(random)) return true;
+      const left = until - this.clock();
+      if (left <= 0) return false;
+      await pause(Math.min(left, this.waiting.pollMs * (0.5 + random())));
+    }
+  }
+
+  /**
+   * A slot for a submission the solver already holds a thread for (one resumed, or handed on):
+   * taken whatever the governor's limit and hold-off, if any slot of a shard is free (the count
+   * must see the thread). False when every slot is taken.
+   */
+  async takeHeld(): Promise<boolean> {
+    if (this.held !== undefined) return true;
+    const random = this.waiting.random ?? Math.random;
+    for (const [index, shard] of this.lane.shards.entries()) {
+      const view = await this.lane.leases.view(shard);
+      if (await this.tryShard(view, index, random, true)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * The solver refused this delivery's submission over the cap: the refusal goes into the shard
+   * (with the slots the fleet held then, ours not counted) and the slot is given back (no solver
+   * thread was taken). True when the caller may wait for a slot and submit again (`maxWaits`).
+   */
+  async refused(): Promise<boolean> {
+    const lease = this.held;
+    if (lease !== undefined) {
+      try {
+        await this.lane.leases.refused(lease.shard, this.clock(), this.othersAtTake);
+      } catch (error) {
+        this.log.warn('refusal not recorded in the lease shard', { error: describe(error) });
+      }
+      await this.release();
+    }
+    this.waits += 1;
+    return this.waits <= this.waiting.maxWaits;
+  }
+
+  /** The task parked: its slot stays taken until the governor sees the answer (or its `until`). */
+  parked(): void {
+    this.held = undefined;
+  }
+
+  /** Give the slot back (the submission ended in this invocation, or none was accepted). */
+  async release(): Promise<void> {
+    const lease = this.held;
+    if (lease === undefined) return;
+    this.held = undefined;
+    try {
+      await this.lane.leases.release(lease);
+    } catch (error) {
+      // Not freed now: the slot frees itself at its `until`; meanwhile the fleet holds one slot more.
+      this.log.warn('lease not released; it ends at its deadline', { error: describe(error) });
+    }
+  }
+
+  /** One round over the shards, from a random one: the first open slot taken. */
+  private async tryShards(random: () => number): Promise<boolean> {
+    const { shards } = this.lane;
+    const start = Math.floor(random() * shards.length);
+    for (let k = 0; k < shards.length; k++) {
+      const index = (start + k) % shards.length;
+      const view = await this.lane.leases.view(shards[index] as string);
+      if (await this.tryShard(view, index, random)) return true;
+    }
+    return false;
+  }
+
+  private async tryShard(view: ShardView, index: number, random: () => number, anyFree = false): Promise<boolean> {
+    const now = this.clock();
+    if (!anyFree && roomInShard(view, this.lane.planCap, index, now) <= 0) return false;
+    const slots = anyFree ? shardCapacity(this.lane.planCap, index) : limitOf(view, this.lane.planCap, index);
+    const free = freeSlotIndexes(view, slots, now, random);
+    for (const slot of free.slice(0, TAKES_PER_READ)) {
+      const lease: LeaseSlot = {
+        shard: view.shard,
+        slot,
+        taskId: this.taskId,
+        takenAt: now,
+        until: now + this.lane.leaseMs,
+        delivery: this.delivery,
+      };
+      if (await this.lane.leases.take(lease)) {
+        this.held = lease;
+        this.othersAtTake = liveSlots(view, now).length;
+        return true;
+      }
+    }
+    return false;
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * Thread leases: how the fleet holds the solver's thread cap when its consumers do not wait
+ * through their solves (the parked design, docs/consumer.md "Parking"). A consumer takes a lease
+ * before it submits and parks the task (its message hidden, its invocation ended); the governor,
+ * whose invocation runs all minute, polls every parked submission and frees the lease when the
+ * solver answers. A lease is a slot: one item per thread, taken with a conditional write, so two
+ * consumers never hold one slot and no more slots are taken than the governor opened. A crashed
+ * holder cannot keep one past `until` (the solve's deadline): an expired slot is free again.
+ *
+ * Slots live in shards of at most {@link LEASE_SHARD_SLOTS} (one DynamoDB partition each, read
+ * with one Query); the governor sets each shard's `limit` from its ceiling every tick, split so
+ * that a lower ceiling never raises a shard's limit (the cap holds while limits move). Pure: the
+ * DynamoDB adapter is functions/adapters/thread-leases.ts.
+ */
+import type { Decision } from './governor/types.js';
+import type { DeliveredMessage } from './ports.js';
+import { type FleetSettings, RECORD_MARGIN_SECONDS } from './settings.js';
+import { REFUSAL_HOLD_OFF_MS } from './thread-ledger.js';
+
+/** Slots of one shard at most: one Query reads a shard (about 35 KB). */
+export const LEASE_SHARD_SLOTS = 64;
+
+/** A taken slot: a thread the fleet holds for one task, until its answer or its deadline. */
+export interface LeaseSlot {
+  /** The shard's key (`<lane>#<n>`). */
+  shard: string;
+  /** Index within the shard, 0-based. */
+  slot: number;
+  taskId: string;
+  /** Epoch ms the lease was taken. */
+  takenAt: number;
+  /** Epoch ms the lease ends whatever happens: the solve's deadline. Past it the slot is free. */
+  until: number;
+  /**
+   * The delivery that took the lease (its queue and receipt handle): once it has parked the task
+   * (the record holds the submission's id and no live claim), the governor makes that message
+   * visible again when the answer is ready.
+   */
+  delivery: DeliveredMessage;
+}
+
+/** A shard's own settings and its refusal hold-off, as one item beside its slots. */
+export interface ShardMeta {
+  /** Slots the governor opened in this shard (its share of the ceiling); absent until it set one. */
+  limit?: number;
+  /** The newest over-cap refusal in this shard: at, and the slots held then (not counting the refused one). */
+  refusedAt?: number;
+  refusedHeld?: number;
+  /** Over-cap refusals recorded in this shard (a counter). */
+  refusals?: number;
+  /**
+   * The lanes' thread ceilings the governor last opened (on the first shard only): the mappings
+   * carry the submitters in the parked design, so the ceilings as they stand are read here.
+   */
+  lanes?: { normal: number; high: number };
+}
+
+/** One read of a shard: its meta (absent until the governor wrote one) and its taken slots. */
+export interface ShardView {
+  shard: string;
+  meta: ShardMeta | undefined;
+  slots: LeaseSlot[];
+}
+
+/**
+ * How long a lease lasts, ms: the solve's deadline and the margin to record it. A crashed holder
+ * cannot keep a thread past it, and a parked task's message comes back no later.
+ */
+export function leaseLengthMs(settings: Pick<FleetSettings, 'solveDeadlineSeconds'>): number {
+  return (settings.solveDeadlineSeconds + RECORD_MARGIN_SECONDS) * 1000;
+}
+
+/**
+ * The threads a decision opens as slots: its enabled lanes' ceilings, each invocation's tasks,
+ * within the plan (a paused decision opens none).
+ */
+export function threadsOpened(
+  decision: Pick<Decision, 'ceilings' | 'enabled'>,
+  lane: { planCap: number; tasksPerInvocation: number },
+): number {
+  const invocations =
+    (decision.enabled.normal ? decision.ceilings.normal : 0) +
+    (decision.enabled.high ? (decision.ceilings.high ?? 0) : 0);
+  return Math.min(lane.planCap, invocations * lane.tasksPerInvocation);
+}
+
+/** The shard keys of a lane for a plan of `planCap` usable threads. */
+export function shardKeys(lane: string, planCap: number): string[] {
+  const count = Math.max(1, Math.ceil(planCap / LEASE_SHARD_SLOTS));
+  return Array.from({ length: count }, (_, i) => `${lane}#${i}`);
+}
+
+/** Slots a shard can hold at most: its share of the plan. */
+export function shardCapacity(planCap: number, index: number): number {
+  return splitEvenly(Math.max(0, planCap), shardKeys('x', planCap).length)[index] ?? 0;
+}
+
+/**
+ * Each shard's limit for a fleet ceiling of `ceiling` threads: the ceiling spread evenly over the
+ * shards, the remainder to the first ones. Monotone: a lower ceiling lowers or keeps every
+ * shard's limit, so moving limits never lets the shards together hold more than the larger of
+ * what they held and the new ceiling.
+ */
+export function shardLimits(ceiling: number, planCap: number): number[] {
+  const shards = shardKeys('x', planCap).length;
+  return splitEvenly(Math.max(0, Math.min(ceiling, planCap)), shards);
+}
+
+function splitEvenly(total: number, parts: number): number[] {
+  const base = Math.floor(total / parts);
+  const extra = total - base * parts;
+  return Array.from({ length: parts }, (_, i) => base + (i < extra ? 1 : 0));
+}
+
+/**
+ * The fleet's held threads as one delivery saw them, its own not counted: `others` live slots
+ * beside its own in the shard it took from, scaled to the lane's `shards`. The takes start at a
+ * random shard, so the shards fill alike: with its own slot the fleet holds about
+ * `(others + 1) × shards`. (Scaling `others` alone would read a fleet whose every shard is full
+ * as `shards − 1` threads short of it, and the governor's estimate of its free threads would
+ * never see it filled, so never climb back after a refusal.)
+ */
+export function fleetHeldOf(others: number, shards: number): number {
+  return shards <= 1 ? others : (others + 1) * shards - 1;
+}
+
+/** Slots of a view still held at `now` (an expired lease holds nothing). */
+export function liveSlots(view: ShardView, now: number): LeaseSlot[] {
+  return view.slots.filter((slot) => slot.until > now);
+}
+
+/**
+ * The shard's limit: the governor's, or before it wrote one the shard's share of the plan (as a
+ * consumer with no governor yet holds the plan's threads).
+ */
+export function limitOf(view: ShardView, planCap: number, index: number): number {
+  return view.meta?.limit ?? shardCapacity(planCap, index);
+}
+
+/**
+ * Slots a consumer may take in this shard now: below its limit, and right after a refusal in it
+ * that the governor has not yet seen followed by an acceptance, below the slots held then (the
+ * fleet-wide refusal signal, per shard: the invocations hold off instead of each being refused
+ * in turn before the governor's next tick; it lapses after {@link REFUSAL_HOLD_OFF_MS}).
+ */
+export function roomInShard(view: ShardView, planCap: number, index: number, now: number): number {
+  const live = liveSlots(view, now).length;
+  let limit = limitOf(view, planCap, index);
+  const { refusedAt, refusedHeld } = view.meta ?? {};
+  if (refusedAt !== undefined && refusedHeld !== undefined && now - refusedAt <= REFUSAL_HOLD_OFF_MS)
+    limit = Math.min(limit, refusedHeld);
+  return Math.max(0, limit - live);
+}
+
+/**
+ * The free slot indexes of a shard below its limit, in random order (consumers that read the same
+ * view spread over them instead of racing for the first).
+ */
+export function freeSlotIndexes(view: ShardView, limit: number, now: number, random: () => number): number[] {
+  const taken = new Set(liveSlots(view, now).map((slot) => slot.slot));
+  const free: number[] = [];
+  for (let i = 0; i < limit; i++) if (!taken.has(i)) free.push(i);
+  for (let i = free.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [free[i], free[j]] = [free[j] as number, free[i] as number];
+  }
+  return free;
+}
+
+/** What a consumer needs of the lease store. */
+export interface LeaseTaker {
+  /** The shard's meta and taken slots (eventually consistent: a conditional take settles races). */
+  view(shard: string): Promise<ShardView>;
+  /**
+   * Take `slot` of `shard` for `taskId` if it is free (never taken, released, or past its
+   * `until`). False when another holder has it.
+   */
+  take(lease: LeaseSlot): Promise<boolean>;
+  /** Free a slot this holder took (only if it still holds it). */
+  release(lease: Pick<LeaseSlot, 'shard' | 'slot' | 'taskId'>): Promise<void>;
+  /** Record an over-cap refusal in a shard, with the slots the refusing consumer saw held. */
+  refused(shard: string, at: number, held: number): Promise<void>;
+}
+
+/** What a delivery's lease needs from its consumer (ConsumerDeps.leases). */
+export interface LeaseLane {
+  leases: LeaseTaker;
+  /** The lane's shard keys (`shardKeys`). */
+  shards: readonly string[];
+  /** Threads the plan leaves the fleet (plan − reserved): a shard's share before the governor set a limit. */
+  planCap: number;
+  /** How long a lease lasts, ms: the solve's deadline (a crashed holder's slot is free after it). */
+  leaseMs: number;
+}
+
+/** What the governor needs of the lease store. */
+export interface LeaseKeeper {
+  /** Every shard of the lane, strongly consistent. */
+  views(shards: readonly string[]): Promise<ShardView[]>;
+  /** Set a shard's limit (and the lanes' ceilings, clear its refusal hold-off, when asked). */
+  setLimit(
+    shard: string,
+    limit: number,
+    options?: { clearRefusal?: boolean; lanes?: { normal: number; high: number } },
+  ): Promise<void>;
+  /** Clear a shard's refusal hold-off if its refusal is older than `answeredAt` (an acceptance since). */
+  clearRefusal(shard: string, answeredAt: number): Promise<void>;
+  /** Free a slot (only if it still holds `taskId`). */
+  release(lease: Pick<LeaseSlot, 'shard' | 'slot' | 'taskId'>): Promise<void>;
+}

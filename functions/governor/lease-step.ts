@@ -1,0 +1,143 @@
+/**
+ * The governor's side of the thread leases (the parked design, functions/core/thread-leases.ts):
+ * the threads held are the leases' live slots (a parked task has no invocation, so the thread
+ * ledger's own held count cannot see it); each decision's ceiling opens that many slots, shard by
+ * shard, in the same step that moves the mappings. The decision itself is untouched: the same
+ * ceilings, applied to one more resource.
+ */
+import type { LaneActuator } from '../core/governor/ports.js';
+import type { Clock } from '../core/ports.js';
+import { type LeaseKeeper, liveSlots, shardLimits, threadsOpened } from '../core/thread-leases.js';
+import type { ThreadLedgerReader, ThreadLedgerRecorder } from '../core/thread-ledger.js';
+import type { GovernorLog } from './loop.js';
+
+/** The lane's leases as the governor sees them. */
+export interface LeasedLane {
+  leases: LeaseKeeper;
+  shards: readonly string[];
+  /** Threads the plan leaves the fleet (plan − reserved). */
+  planCap: number;
+  /** Threads one invocation holds in the waiting design (tasks per invocation): a ceiling's threads. */
+  tasksPerInvocation: number;
+}
+
+/** The thread ledger's reading with `held` from the leases, and the held count it last saw. */
+export interface LeasedLedgerReader extends ThreadLedgerReader {
+  /** Threads held at the last read (0 before the first): what the governor's probe records its answers with. */
+  lastHeld(): number;
+}
+
+/**
+ * The thread ledger's reading with `held` counted from the leases (and no leftovers: a parked
+ * task's thread is its lease). Acceptances and refusals are the ledger's own. Unreadable leases
+ * make the whole reading unknown this tick (never zero). A shard's refusal hold-off that an
+ * acceptance has since answered (the ledger's newest acceptance is later) is cleared, as a
+ * consumer's own acceptance lifts the waiting design's (`roomLimit`): the governor's probe is
+ * the one submission made while every consumer holds off.
+ */
+export function leasedLedgerReader(
+  ledger: ThreadLedgerReader | undefined,
+  lane: LeasedLane,
+  clock: Clock = Date.now,
+  log?: GovernorLog,
+): LeasedLedgerReader {
+  let lastHeld = 0;
+  return {
+    lastHeld: () => lastHeld,
+    async read() {
+      const [reading, views] = await Promise.all([ledger?.read(), lane.leases.views(lane.shards)]);
+      const now = clock();
+      const held = views.reduce((sum, view) => sum + liveSlots(view, now).length, 0);
+      lastHeld = held;
+      const acceptedAt = reading?.lastAcceptance?.at;
+      for (const view of views) {
+        const refusedAt = view.meta?.refusedAt;
+        if (acceptedAt === undefined || refusedAt === undefined || acceptedAt <= refusedAt) continue;
+        await lane.leases
+          .clearRefusal(view.shard, acceptedAt)
+          .catch((error: unknown) =>
+            log?.warn('refusal hold-off not cleared; it lapses by itself', { error: (error as Error).message }),
+          );
+      }
+      const { leftover: _leftover, ...rest } = reading ?? { refusals: 0, acceptances: 0, held: 0 };
+      return { ...rest, held };
+    },
+  };
+}
+
+/**
+ * The governor probe's ledger in the parked design: its acceptance and refusal recorded with the
+ * threads the leases held at the last read (the ledger's own held buckets are not the count).
+ */
+export function leasedProbeLedger(ledger: ThreadLedgerRecorder, held: () => number): ThreadLedgerRecorder {
+  return {
+    accepted: async (now) => {
+      await ledger.recordEvent('acceptance', now, held());
+      return { bucket: Number.NaN };
+    },
+    refused: async (now) => {
+      const atRefusal = held();
+      await ledger.recordEvent('refusal', now, atRefusal);
+      return atRefusal;
+    },
+    released: async () => undefined,
+    leftOver: async () => undefined,
+    leftoverAnswered: async () => undefined,
+    recordEvent: (event, at, count) => ledger.recordEvent(event, at, count),
+    read: () => ledger.read(),
+  };
+}
+
+/**
+ * The parked design's actuator: the mappings take the decision's submitters (the invocations
+ * that submit and park), and its thread ceilings open as lease slots, shard by shard, written
+ * only when they change (the first decision of an invocation writes them all), with the lanes'
+ * ceilings on the first shard. Mappings first (their failure fails the tick, as before); a
+ * failed limit write is logged and retried on the next tick: the shards keep their last limits
+ * meanwhile (fail static). `read()` gives the lanes as the policy knows them: their thread
+ * ceilings from the first shard (the mappings show the submitters), their states from the mappings.
+ */
+export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: GovernorLog): LaneActuator {
+  let written: { limits: number[]; lanes: string } | undefined;
+  return {
+    async read() {
+      const [mappings, [first]] = await Promise.all([actuator.read(), lane.leases.views(lane.shards.slice(0, 1))]);
+      const lanes = first?.meta?.lanes;
+      if (lanes === undefined) return mappings;
+      return {
+        normal: { ...mappings.normal, ceiling: lanes.normal },
+        ...(mappings.high ? { high: { ...mappings.high, ceiling: lanes.high } } : {}),
+      };
+    },
+    async apply(decision) {
+      const result = await actuator.apply({
+        ceilings: decision.submitters ?? decision.ceilings,
+        enabled: decision.enabled,
+      });
+      const limits = shardLimits(threadsOpened(decision, lane), lane.planCap);
+      const lanes = { normal: decision.ceilings.normal, high: decision.ceilings.high };
+      const changes = [...result.changes];
+      const next = written ? [...written.limits] : limits.map(() => Number.NaN);
+      const lanesChanged = written?.lanes !== JSON.stringify(lanes);
+      let wroteLanes = !lanesChanged;
+      for (const [i, limit] of limits.entries()) {
+        const withLanes = i === 0 && lanesChanged;
+        if (next[i] === limit && !withLanes) continue;
+        try {
+          await lane.leases.setLimit(lane.shards[i] as string, limit, withLanes ? { lanes } : {});
+          next[i] = limit;
+          if (withLanes) wroteLanes = true;
+          changes.push(`leases ${lane.shards[i]}: ${limit} slot(s)`);
+        } catch (error) {
+          log?.warn('lease limit not written; the shard keeps its last limit until the next tick', {
+            shard: lane.shards[i],
+            limit,
+            error: `${(error as Error).name}: ${(error as Error).message}`,
+          });
+        }
+      }
+      written = { limits: next, lanes: wroteLanes ? JSON.stringify(lanes) : (written?.lanes ?? '') };
+      return { changes };
+    },
+  };
+}

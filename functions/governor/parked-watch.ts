@@ -1,0 +1,245 @@
+/**
+ * The governor's watch over parked tasks (the parked design, solveMode `park`). Its invocation
+ * runs all minute anyway (a tick every 10 s); between ticks, every `pollMs`, the watch reads the
+ * thread leases, learns each new lease's submission from its task's record (once the holder has
+ * parked it: the id on the record, no live claim), asks the solver about every parked submission
+ * at once (res.php `action=get&ids=…`), and for each that is ready (or ended) frees its lease and
+ * makes its message visible again: a short consumer invocation resumes the submission, reads the
+ * answer and records it. The watch reads no answer and writes no result: recording stays the
+ * consumer's (one code path), and a watch that stops (an invocation's end, a crash) only delays
+ * tasks until their lease ends and their message comes back by itself.
+ */
+import { sleep as wait } from '../core/helpers/time.js';
+import type { Clock, PollState, PollTarget, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
+import { isTerminal, type TaskResult } from '../core/results.js';
+import { type LeaseKeeper, type LeaseSlot, liveSlots } from '../core/thread-leases.js';
+import type { ParkedRecorder } from '../adapters/parked-recorder.js';
+import type { RecordBase } from '../core/solved-record.js';
+import type { GovernorLog } from './loop.js';
+
+/** What the watch needs. */
+export interface ParkedWatchOptions {
+  leases: LeaseKeeper;
+  /** The lane's shard keys. */
+  shards: readonly string[];
+  /** Reads a task's record (eventually consistent is enough: the watch asks again next round). */
+  results: Pick<ResultsRepository, 'get'>;
+  solver: Required<Pick<SolverPort, 'pollMany'>>;
+  /** The task queues: a task the consumers finish has its message made visible (ChangeMessageVisibility 0). */
+  queue: Pick<TaskQueue, 'changeVisibility'>;
+  /**
+   * Records a ready parked task's answer (functions/adapters/parked-recorder.ts). Absent: every
+   * ready parked task is shown to the consumers instead, which record it in a second delivery.
+   */
+  recorder?: ParkedRecorder;
+  /** Time between rounds, ms. @default 1000 */
+  pollMs?: number;
+  /** A lease younger than this is not looked up yet (its holder is still parking it), ms. @default 300 */
+  settleMs?: number;
+  clock?: Clock;
+  sleep?: (ms: number) => Promise<void>;
+  log?: GovernorLog;
+}
+
+/** What the watch did, summed since it started. */
+export interface ParkedWatchStats {
+  rounds: number;
+  /** Rounds that failed as a whole (the leases or the solver unreadable). */
+  failedRounds: number;
+  /** Parked submissions asked about, summed over the rounds. */
+  polled: number;
+  /** Leases freed because their answer was ready (or their solve ended). */
+  released: number;
+  /** Ready parked tasks the watch recorded itself. */
+  recorded: number;
+  /** Parked tasks shown to the consumers again (their solve ended without an answer, or recording failed). */
+  shown: number;
+  /** Messages that could not be made visible again (they come back at their lease's end). */
+  showFailures: number;
+  /** Parked tasks the last round saw. */
+  parked: number;
+}
+
+/**
+ * What the watch knows of one lease: its submission (once on the record), whether its task is
+ * parked (no live claim: the watch shows its message again when ready), or that it freed it.
+ */
+type Known =
+  | { kind: 'submitted'; target: PollTarget; parked: boolean; base: RecordBase; acceptedAt: number | undefined }
+  | { kind: 'released' };
+
+/** The watch: `round()` once, or `run(stopAt)` until shortly before the invocation ends. */
+export interface ParkedWatch {
+  round(): Promise<void>;
+  /** Rounds every `pollMs` while `remainingMs()` leaves at least `marginMs`. */
+  run(remainingMs: () => number, marginMs: number): Promise<void>;
+  readonly stats: ParkedWatchStats;
+}
+
+const keyOf = (slot: LeaseSlot) => `${slot.shard}/${slot.slot}/${slot.taskId}/${slot.takenAt}`;
+
+/** Build the watch. */
+export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
+  const clock = options.clock ?? Date.now;
+  const sleep = options.sleep ?? wait;
+  const pollMs = options.pollMs ?? 1_000;
+  const settleMs = options.settleMs ?? 300;
+  const known = new Map<string, Known>();
+  const stats: ParkedWatchStats = {
+    rounds: 0,
+    failedRounds: 0,
+    polled: 0,
+    released: 0,
+    recorded: 0,
+    shown: 0,
+    showFailures: 0,
+    parked: 0,
+  };
+  /** When each lease's submission was last seen not ready (a recorded token's expiry counts from it). */
+  const notReadyAt = new Map<string, number>();
+
+  /** A lease's submission once it is on the record, and whether its task is parked. */
+  const learn = async (slot: LeaseSlot): Promise<void> => {
+    let record: TaskResult | undefined;
+    try {
+      record = await options.results.get(slot.taskId);
+    } catch {
+      return;
+    }
+    if (record !== undefined && isTerminal(record.status)) {
+      // Finished while its lease stood (by a holder that died before freeing it, a duplicate): free it.
+      await release(slot);
+      return;
+    }
+    const submission = record === undefined ? undefined : submissionOf(record, slot);
+    if (record === undefined || submission === undefined) return;
+    const { method, priority, submittedAt, startedAt, queueWaitMs, provider } = record;
+    known.set(keyOf(slot), {
+      kind: 'submitted',
+      target: submission,
+      parked: isParked(record, clock()),
+      base: { method, priority, submittedAt, startedAt, queueWaitMs, provider },
+      acceptedAt: record.solverAcceptedAt,
+    });
+  };
+
+  const release = async (slot: LeaseSlot): Promise<void> => {
+    await options.leases.release(slot);
+    known.set(keyOf(slot), { kind: 'released' });
+  };
+
+  /**
+   * The answer is ready (or the solve ended): the solver's thread is free, whoever holds the
+   * claim, so the lease is freed (a holder that died while polling cannot keep it). A parked
+   * task's answer is recorded here when a recorder is given; a parked task the consumers must
+   * finish (its solve ended, no recorder) has its message shown; a holder still polling reads
+   * the answer itself.
+   */
+  const handBack = async (
+    slot: LeaseSlot,
+    entry: Extract<Known, { kind: 'submitted' }>,
+    state: PollState,
+  ): Promise<void> => {
+    await release(slot);
+    stats.released += 1;
+    if (!entry.parked) return;
+    if (state.state === 'ready' && options.recorder !== undefined) {
+      const lastNotReadyAt = notReadyAt.get(keyOf(slot));
+      const outcome = await options.recorder.record({
+        taskId: slot.taskId,
+        solverId: entry.target.solverId,
+        base: entry.base,
+        acceptedAt: entry.acceptedAt,
+        delivery: slot.delivery,
+        ...(lastNotReadyAt !== undefined ? { lastNotReadyAt } : {}),
+      });
+      if (outcome === 'recorded') stats.recorded += 1;
+      return;
+    }
+    await show(slot);
+  };
+
+  const show = async (slot: LeaseSlot): Promise<void> => {
+    stats.shown += 1;
+    try {
+      await options.queue.changeVisibility(slot.delivery, 0);
+    } catch (error) {
+      stats.showFailures += 1;
+      options.log?.warn('parked task not shown again; it returns when its lease ends', {
+        taskId: slot.taskId,
+        error: `${(error as Error).name}: ${(error as Error).message}`,
+      });
+    }
+  };
+
+  const round = async (): Promise<void> => {
+    stats.rounds += 1;
+    const now = clock();
+    const live = (await options.leases.views(options.shards)).flatMap((view) => liveSlots(view, now));
+    const liveKeys = new Set(live.map(keyOf));
+    for (const key of known.keys()) if (!liveKeys.has(key)) known.delete(key);
+    for (const key of notReadyAt.keys()) if (!liveKeys.has(key)) notReadyAt.delete(key);
+    // A lease not yet known, or whose holder still had its claim: (re)read its record.
+    const unsettled = live.filter((slot) => {
+      const entry = known.get(keyOf(slot));
+      return (entry === undefined || (entry.kind === 'submitted' && !entry.parked)) && now - slot.takenAt >= settleMs;
+    });
+    await Promise.all(unsettled.map(learn));
+    const watched = live.flatMap((slot) => {
+      const entry = known.get(keyOf(slot));
+      return entry?.kind === 'submitted' ? [{ slot, ...entry }] : [];
+    });
+    stats.parked = watched.filter((w) => w.parked).length;
+    if (watched.length === 0) return;
+    stats.polled += watched.length;
+    const states = await options.solver.pollMany(watched.map((w) => w.target));
+    const polledAt = clock();
+    const done: Array<{ w: (typeof watched)[number]; state: PollState }> = [];
+    for (const w of watched) {
+      const state = states.get(w.target.solverId);
+      if (state?.state === 'not_ready') notReadyAt.set(keyOf(w.slot), polledAt);
+      if (state !== undefined && isDone(state)) done.push({ w, state });
+    }
+    await Promise.all(done.map(({ w, state }) => handBack(w.slot, w, state)));
+  };
+
+  return {
+    stats,
+    round,
+    async run(remainingMs, marginMs) {
+      while (remainingMs() - pollMs >= marginMs) {
+        const started = clock();
+        try {
+          await round();
+        } catch (error) {
+          stats.failedRounds += 1;
+          options.log?.warn('parked watch round failed; trying again next round', {
+            error: `${(error as Error).name}: ${(error as Error).message}`,
+          });
+        }
+        await sleep(Math.max(0, started + pollMs - clock()));
+      }
+    },
+  };
+}
+
+/** The solver has answered (or ended the solve): its thread is free, the message can come back. */
+function isDone(state: PollState | undefined): boolean {
+  return state?.state === 'ready' || state?.state === 'ended';
+}
+
+/**
+ * The lease's submission on the record: one of the plan's, accepted after the lease was taken (an
+ * older one is a previous delivery's, not this lease's); undefined until it is there.
+ */
+function submissionOf(record: TaskResult, slot: LeaseSlot): PollTarget | undefined {
+  if (record.status !== 'solving' || record.solverId === undefined) return undefined;
+  if ((record.solverProvider ?? 'primary') !== 'primary') return undefined;
+  if (record.solverAcceptedAt !== undefined && record.solverAcceptedAt < slot.takenAt) return undefined;
+  return { solverId: record.solverId, method: record.method ?? 'userrecaptcha' };
+}
+
+/** No live claim on the record: its holder parked the task (or died and its claim ran out). */
+function isParked(record: TaskResult, now: number): boolean {
+  return record.claimToken === undefined || (record.leaseUntil ?? 0) < now;
+}

@@ -1,0 +1,109 @@
+/**
+ * The parked design in the template (solveMode `park`, the default): the leases table, who may do
+ * what with it, and what the governor's watch may do besides; with solveMode `wait`, none of it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENV } from '../../functions/core/environment.js';
+import { resolveSettings } from '../../functions/core/settings.js';
+import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
+import {
+  asArray,
+  byType,
+  functionNamed,
+  only,
+  policyOfRole,
+  reportedViolations,
+  roleOf,
+  type Statement,
+} from './template-helpers.js';
+
+const settings = resolveSettings({});
+const bySid = (statements: Statement[], sid: string) => only(statements.filter((st) => st.Sid === sid));
+const leasesTableId = (s: Synthesized) =>
+  only(byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.TableName === settings.tableNames.leases))[0];
+
+describe('parked design (default)', () => {
+  let s: Synthesized;
+  beforeAll(() => {
+    s = synthesizeFleet();
+  });
+  afterAll(() => removeOutdir(s.outdir));
+
+  it('keeps the leases on demand, keyed by shard and slot, with point-in-time recovery, gone with the stack', () => {
+    const [, table] = only(
+      byType(s, 'AWS::DynamoDB::Table').filter(([, t]) => t.Properties.TableName === settings.tableNames.leases),
+    );
+    expect(table.Properties.KeySchema).toEqual([
+      { AttributeName: 'shard', KeyType: 'HASH' },
+      { AttributeName: 'slot', KeyType: 'RANGE' },
+    ]);
+    expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(table.DeletionPolicy).toBe('Delete');
+    expect(reportedViolations(s)).toEqual([]);
+  });
+
+  it('names the leases table to the consumer and the governor only', () => {
+    const leases = leasesTableId(s);
+    for (const name of ['consumer', 'governor']) {
+      const [, fn] = functionNamed(s, `${settings.prefix}-${name}`);
+      expect(fn.Properties.Environment.Variables[ENV.leasesTable]).toEqual({ Ref: leases });
+    }
+    const [, reporter] = functionNamed(s, `${settings.prefix}-reporter`);
+    expect(reporter.Properties.Environment.Variables[ENV.leasesTable]).toBeUndefined();
+  });
+
+  it('lets the consumer read a shard, take, free a slot and record a refusal on the leases table, nothing else there', () => {
+    const [, consumer] = functionNamed(s, `${settings.prefix}-consumer`);
+    const statement = bySid(policyOfRole(s, roleOf(consumer)), 'ThreadLeases');
+    expect([...asArray(statement.Action)].sort()).toEqual([
+      'dynamodb:DeleteItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
+    expect(statement.Resource).toEqual({ 'Fn::GetAtt': [leasesTableId(s), 'Arn'] });
+  });
+
+  it('lets the governor watch parked tasks: the leases, the parked records, the lanes’ messages', () => {
+    const [, governor] = functionNamed(s, `${settings.prefix}-governor`);
+    const statements = policyOfRole(s, roleOf(governor));
+    expect([...asArray(bySid(statements, 'ThreadLeases').Action)].sort()).toEqual([
+      'dynamodb:DeleteItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
+    expect([...asArray(bySid(statements, 'ParkedRecords').Action)].sort()).toEqual([
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+    ]);
+    const messages = bySid(statements, 'ParkedMessages');
+    expect([...asArray(messages.Action)].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage']);
+    expect(asArray(messages.Resource)).toHaveLength(2);
+    // No scan, no table-wide delete, no message sent: the watch works item by item.
+    const actions = statements.flatMap((st) => asArray(st.Action));
+    for (const forbidden of ['dynamodb:Scan', 'dynamodb:DeleteTable', 'sqs:SendMessage'])
+      expect(actions).not.toContain(forbidden);
+  });
+});
+
+describe('waiting design (solveMode wait)', () => {
+  let s: Synthesized;
+  beforeAll(() => {
+    s = synthesizeFleet({ context: { solveMode: 'wait' } });
+  });
+  afterAll(() => removeOutdir(s.outdir));
+
+  it('has no leases table, no leases variable and none of the watch’s permissions', () => {
+    const tables = byType(s, 'AWS::DynamoDB::Table').map(([, t]) => t.Properties.TableName);
+    expect(tables).not.toContain(settings.tableNames.leases);
+    for (const name of ['consumer', 'governor']) {
+      const [, fn] = functionNamed(s, `${settings.prefix}-${name}`);
+      expect(fn.Properties.Environment.Variables[ENV.leasesTable]).toBeUndefined();
+      const sids = policyOfRole(s, roleOf(fn)).map((st) => st.Sid);
+      for (const sid of ['ThreadLeases', 'ParkedRecords', 'ParkedMessages', 'ParkedCompletionEvents'])
+        expect(sids).not.toContain(sid);
+    }
+    expect(reportedViolations(s)).toEqual([]);
+  });
+});

@@ -1,0 +1,257 @@
+/**
+ * The parked design end to end on the emulators, through the real handler, the real solver client
+ * against the protocol simulator, the real leases table and the governor's real watch: a task
+ * parks (its message hidden, its id on the record, its thread leased), the watch hands it back
+ * once the answer is ready, a second short delivery records it; the leases hold the thread cap
+ * however many invocations run at once.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
+import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
+import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
+import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
+import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
+import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
+import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
+import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
+import { createRedactor } from '../../functions/core/redaction.js';
+import { shardKeys } from '../../functions/core/thread-leases.js';
+import { createParkedWatch } from '../../functions/governor/parked-watch.js';
+import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
+import { captureMetrics, recaptchaTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
+import {
+  deliver,
+  type EmulatorFixture,
+  queueDepth,
+  sendMessage,
+  sleep,
+  startEmulatorFixture,
+  type TestFleet,
+} from '../helpers/fleet-fixture.js';
+
+const FAST: Partial<ConsumerTiming> = {
+  leaseMs: 2_000,
+  recordMarginMs: 100,
+  retryBaseSeconds: 0,
+  retryMaxSeconds: 0,
+  minSolveWindowMs: 100,
+  overCapWaiting: { pollMs: 20, maxWaitMs: 300, maxWaits: 3 },
+};
+
+let fixture: EmulatorFixture;
+let sims: SolverSimulator[] = [];
+let solvers: SolverClient[] = [];
+
+beforeAll(async () => {
+  fixture = await startEmulatorFixture();
+});
+afterAll(async () => {
+  await fixture?.stop();
+});
+afterEach(async () => {
+  await Promise.all(solvers.map((s) => s.close()));
+  await Promise.all(sims.map((s) => s.close()));
+  sims = [];
+  solvers = [];
+});
+
+async function parkedFleet(options: { planThreads: number; medianMs: number; limit?: number }) {
+  const fleet: TestFleet = await fixture.createFleet({ planThreads: options.planThreads, solveDeadlineSeconds: 30 });
+  const sim = createSolverSimulator({
+    seed: 11,
+    validKeys: [TEST_SOLVER_KEY],
+    planThreads: 1_000,
+    medianMs: options.medianMs,
+    transientErrorRate: 0,
+    unsolvableRate: 0,
+  });
+  sims.push(sim);
+  const { url } = await sim.listen();
+  const solver = createSolverClient({
+    baseUrl: url,
+    key: TEST_SOLVER_KEY,
+    dialect: 'captchaai',
+    schedule: createFixedPollSchedule({
+      pollDefaults: { token: { firstPollMs: 20, intervalMs: 20 }, image: { firstPollMs: 20, intervalMs: 20 } },
+    }),
+  });
+  solvers.push(solver);
+  const { settings, resources, clients } = fleet;
+  const leases = createDynamoThreadLeases({ documents: clients.documents, tableName: resources.tables.leases });
+  const shards = shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap);
+  if (options.limit !== undefined) await leases.setLimit(shards[0] as string, options.limit);
+  const repository = new DynamoResultsRepository({
+    documents: clients.documents,
+    tableName: resources.tables.results,
+    ttlSeconds: 3600,
+  });
+  const sourceQueueUrls = [resources.queueUrls.normal, resources.queueUrls.high];
+  const queue = new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: resources.queueUrls.dlq, sourceQueueUrls });
+  const captured = captureMetrics(settings.metricsNamespace);
+  const handler = createConsumerHandler({
+    solver,
+    repository,
+    queue,
+    metrics: captured.metrics,
+    logger: new Logger({ serviceName: 'consumer', logLevel: 'SILENT' }),
+    settings,
+    timing: FAST,
+    leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
+  });
+  const watch = createParkedWatch({ leases, shards, results: repository, solver, queue, settleMs: 0 });
+  const events = createLocalEventStream({ includeAnswer: false });
+  const recorder = createParkedRecorder({
+    repository,
+    solver,
+    queue,
+    events,
+    metrics: captured.metrics,
+    redactor: createRedactor([TEST_SOLVER_KEY]),
+  });
+  const recordingWatch = createParkedWatch({
+    leases,
+    shards,
+    results: repository,
+    solver,
+    queue,
+    recorder,
+    settleMs: 0,
+  });
+  const send = (task = recaptchaTask()) =>
+    sendMessage(clients, resources.queueUrls.normal, JSON.stringify(task)).then(() => task.id as string);
+  return { fleet, sim, leases, shards, repository, handler, watch, recordingWatch, events, send, captured };
+}
+
+describe('parked design on the emulators', () => {
+  it('parks a task, hands it back once ready, and records it in a second short delivery', async () => {
+    // Prepare
+    const f = await parkedFleet({ planThreads: 10, medianMs: 150 });
+    const id = await f.send();
+    // Act: the first delivery submits and parks.
+    const first = await deliver(f.fleet, f.handler);
+    // Assess: left in flight (not deleted), hidden, its thread leased, its id on the record, no claim.
+    expect(first.failed).toEqual(first.messages.map((m) => m.MessageId));
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 0, inFlight: 1 });
+    const [view] = await f.leases.views(f.shards);
+    expect(view?.slots.map((s) => s.taskId)).toEqual([id]);
+    const parked = await f.repository.get(id, { consistent: true });
+    expect(parked).toMatchObject({ status: 'solving', solverId: expect.any(String), leaseUntil: 0 });
+    expect(parked?.claimToken).toBeUndefined();
+    expect(parked?.solverAcceptedAt).toEqual(expect.any(Number));
+    // Act: the watch's rounds until the answer is ready.
+    for (let round = 0; round < 40 && f.watch.stats.released === 0; round++) {
+      await f.watch.round();
+      await sleep(25);
+    }
+    // Assess: the lease is free and the message visible again.
+    expect(f.watch.stats.released).toBe(1);
+    expect((await f.leases.views(f.shards))[0]?.slots).toEqual([]);
+    expect((await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).visible).toBe(1);
+    // Act: the second delivery resumes the submission and records its answer.
+    const second = await deliver(f.fleet, f.handler);
+    // Assess: solved once, paid once; the solve measured from the acceptance, not the resume.
+    expect(second.acknowledged).toHaveLength(1);
+    const done = await f.repository.get(id, { consistent: true });
+    expect(done).toMatchObject({ status: 'solved', solverId: parked?.solverId, answer: expect.any(String) });
+    expect(done?.solveMs ?? 0).toBeGreaterThan(0);
+    expect(f.sim.stats().submissions).toBe(1);
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 0, inFlight: 0 });
+  });
+
+  it('records a ready parked task in the watch itself: no second delivery, the message deleted, the event out once', async () => {
+    // Prepare
+    const f = await parkedFleet({ planThreads: 10, medianMs: 150 });
+    const heard: string[] = [];
+    f.events.subscribe((event) => heard.push(event.id));
+    const id = await f.send();
+    await deliver(f.fleet, f.handler);
+    const parked = await f.repository.get(id, { consistent: true });
+    // Act
+    for (let round = 0; round < 40 && f.recordingWatch.stats.recorded === 0; round++) {
+      await f.recordingWatch.round();
+      await sleep(25);
+    }
+    // Assess
+    expect(f.recordingWatch.stats.recorded).toBe(1);
+    const done = await f.repository.get(id, { consistent: true });
+    expect(done).toMatchObject({ status: 'solved', solverId: parked?.solverId, attempts: 1 });
+    expect(done?.completedBy).toMatch(/^watch:/);
+    expect(done?.solveMs ?? 0).toBeGreaterThan(0);
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 0, inFlight: 0 });
+    expect((await f.leases.views(f.shards))[0]?.slots).toEqual([]);
+    expect(heard).toEqual([id]);
+    expect(f.sim.stats().submissions).toBe(1);
+  });
+
+  it('leaves a parked task to the delivery that resumed it (it holds a claim): recorded once', async () => {
+    // Prepare: parked, then its message comes back (lease end) and a delivery resumes it.
+    const f = await parkedFleet({ planThreads: 10, medianMs: 600 });
+    const id = await f.send();
+    const first = await deliver(f.fleet, f.handler);
+    await f.fleet.clients.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: f.fleet.resources.queueUrls.normal,
+        ReceiptHandle: first.messages[0]?.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    // Act: the resuming delivery and the watch at once.
+    const resumed = deliver(f.fleet, f.handler, { remainingMs: 20_000 });
+    for (let round = 0; round < 60; round++) {
+      await f.recordingWatch.round();
+      const record = await f.repository.get(id, { consistent: true });
+      if (record?.status === 'solved') break;
+      await sleep(25);
+    }
+    await resumed;
+    // Assess: one solved record, one submission, whoever wrote it.
+    const done = await f.repository.get(id, { consistent: true });
+    expect(done?.status).toBe('solved');
+    expect(f.sim.stats().submissions).toBe(1);
+    expect(f.sim.stats().solved).toBe(1);
+  });
+
+  it('never has more submissions at the solver than slots open, however many invocations run', async () => {
+    // Prepare: 3 slots open, 12 tasks, 6 invocations at once.
+    const f = await parkedFleet({ planThreads: 20, medianMs: 400, limit: 3 });
+    for (let i = 0; i < 12; i++) await f.send();
+    const watchUntilDone = async () => {
+      for (let round = 0; round < 200; round++) {
+        await f.watch.round();
+        const depth = await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal);
+        if (depth.visible + depth.inFlight === 0) return;
+        await sleep(20);
+      }
+    };
+    // Act
+    const invocations = async () => {
+      for (let i = 0; i < 40; i++) {
+        await Promise.all(Array.from({ length: 6 }, () => deliver(f.fleet, f.handler, { max: 1 })));
+        const depth = await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal);
+        if (depth.visible + depth.inFlight === 0) return;
+      }
+    };
+    await Promise.all([invocations(), watchUntilDone()]);
+    // Assess
+    expect(f.sim.stats().submissions).toBe(12);
+    expect(f.sim.stats().solved).toBe(12);
+    expect(f.sim.stats().peakThreads).toBeLessThanOrEqual(3);
+    expect(f.sim.stats().peakThreads).toBe(3);
+  });
+
+  it('hands a task back without a submission when no slot opens in time', async () => {
+    // Prepare: no slot open at all.
+    const f = await parkedFleet({ planThreads: 10, medianMs: 100, limit: 0 });
+    const id = await f.send();
+    // Act
+    const delivery = await deliver(f.fleet, f.handler);
+    // Assess: nothing paid, the claim given back, the message hidden for a retry.
+    expect(delivery.failed).toHaveLength(1);
+    expect(f.sim.stats().submissions).toBe(0);
+    const record = await f.repository.get(id, { consistent: true });
+    expect(record?.solverId).toBeUndefined();
+    expect((await f.leases.views(f.shards))[0]?.slots).toEqual([]);
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * The parked design in the lab (lab/sim/parked.ts): invocations that end once their task is
+ * parked, the thread cap held by leases the governor opens, the watch that records the answers a
+ * round a second while the governor's invocation lives, leases that end before their answer, and
+ * the counts the cost model bills; the waiting design where the trace asks for it.
+ */
+import { describe, expect, it } from 'vitest';
+import { PARKED_SUBMIT_SECONDS } from '../../functions/core/governor/submitters.js';
+import type { ModelParams } from '../../lab/model.js';
+import { createPolicy, type PolicyName } from '../../lab/policies.js';
+import { simulate } from '../../lab/sim.js';
+import type { ControlAction, Policy } from '../../lab/sim/types.js';
+import { parseTrace, type TraceInput } from '../../lab/trace.js';
+
+const reCaptcha = { method: 'userrecaptcha', share: 1, medianSeconds: 18, p95Seconds: 40 } as const;
+
+function trace(input: Partial<TraceInput>) {
+  return parseTrace(
+    { name: 'test', durationSeconds: 1800, methods: [reCaptcha], arrivals: [{ at: 0, perSecond: 0.5 }], ...input },
+    'test',
+  );
+}
+
+function run(input: Partial<TraceInput>, options: { model?: Partial<ModelParams>; policy?: PolicyName } = {}) {
+  const t = trace(input);
+  return simulate(t, createPolicy(options.policy ?? 'governor', t.settings, options.model), {
+    seed: 5,
+    model: options.model,
+  });
+}
+
+/** Every Query of the shards, summed over the live slots each read. */
+const queries = (byLive: number[]) => byLive.reduce((sum, n) => sum + n, 0);
+
+describe('the parked design in the lab', () => {
+  it('ends each invocation once its task is parked, and records every answer in the watch', () => {
+    // GIVEN a light steady load on the default solveMode (park) WHEN the governor runs it
+    const parked = run({});
+    const waiting = run({ fleet: { solveMode: 'wait' } });
+
+    // THEN invocations last the parking half-second, not the solve
+    expect(parked.computeSeconds / parked.invocations).toBeCloseTo(PARKED_SUBMIT_SECONDS, 1);
+    expect(waiting.computeSeconds / waiting.invocations).toBeGreaterThan(15);
+    // and the watch recorded every task, with no second delivery
+    expect(parked.parked?.parked).toBe(parked.arrivals);
+    expect(parked.parked?.recordedByWatch).toBe(parked.solved);
+    expect(parked.invocations).toBe(parked.arrivals);
+    expect(parked.solved).toBe(parked.arrivals);
+    expect(waiting.parked).toBeUndefined();
+  });
+
+  it('holds the thread cap with leases: never more live slots than the plan, no refusal, however long the backlog', () => {
+    // GIVEN twice what a 20-thread plan can solve for ten minutes
+    const result = run({
+      durationSeconds: 600,
+      fleet: { planThreads: 20 },
+      arrivals: [{ at: 0, perSecond: 2.2 }],
+    });
+    const counts = result.parked;
+    if (counts === undefined) throw new Error('no parked counts');
+
+    // THEN the shard was never read with more than the plan's 20 slots live, and the solver refused nothing
+    expect(counts.governorShardReads.length - 1).toBe(20);
+    expect(counts.consumerShardReads.length - 1).toBeLessThanOrEqual(20);
+    expect(result.overCapRejections).toBe(0);
+    // invocations that found no slot waited for one (billed), and every slot taken was freed
+    expect(counts.slotWaitSeconds).toBeGreaterThan(0);
+    expect(counts.leaseReleases + counts.leasesExpired).toBe(counts.leaseTakes);
+  });
+
+  it('records an answer at the watch’s first round after it is ready; none in the last 10 s of a minute', () => {
+    // GIVEN the same tasks, the watch running 50 s of each minute (as shipped) or all of it
+    const shipped = run({});
+    const allMinute = run({}, { model: { watchSecondsPerMinute: 60 } });
+    const mean = (r: typeof shipped) => r.latency.mean as number;
+
+    // THEN a ready answer waits half a round on average, and a sixth of them the gap's 5 s more
+    expect(mean(shipped) - mean(allMinute)).toBeGreaterThan(0.4);
+    expect(mean(shipped) - mean(allMinute)).toBeLessThan(1.5);
+    expect(shipped.parked?.watchRounds).toBeCloseTo((1800 / 60) * 50, -2);
+  });
+
+  it('shows a parked task again when its lease ends first (a long outage); the resuming delivery finishes it', () => {
+    // GIVEN long solves (median 100 s) and an outage that pauses them past their leases (solve
+    // deadline + 20 s): some are still unfinished when their messages come back
+    const result = run({
+      methods: [{ method: 'userrecaptcha', share: 1, medianSeconds: 100, p95Seconds: 150 }],
+      arrivals: [{ at: 0, perSecond: 0.2 }],
+      outages: [{ at: 300, durationSeconds: 250 }],
+    });
+    const counts = result.parked;
+    if (counts === undefined) throw new Error('no parked counts');
+
+    // THEN leases ran out, their tasks were parked again by the deliveries that resumed them, and
+    // every task was solved without the DLQ
+    expect(counts.leasesExpired).toBeGreaterThan(0);
+    expect(counts.reparked).toBeGreaterThan(0);
+    expect(counts.recordedByWatch).toBeLessThan(result.solved);
+    expect(result.solved).toBe(result.arrivals);
+    expect(result.deadLettered).toBe(0);
+    // the watch never polls a submission older than its lease: it reads the record each round instead
+    expect(counts.recordReads).toBeGreaterThan(counts.parked + 20 * counts.reparked);
+  });
+
+  it('reads every shard each watch round and each tick (and the first again for the lanes)', () => {
+    // GIVEN a 130-thread plan: three shards
+    const result = run({ durationSeconds: 600, fleet: { planThreads: 130 } });
+    const counts = result.parked;
+    if (counts === undefined) throw new Error('no parked counts');
+    const ticks = Object.values(result.reasons).reduce((sum, n) => sum + n, 0);
+
+    // THEN the governor's Queries are 3 a round and 4 a tick
+    expect(queries(counts.governorShardReads)).toBe(3 * counts.watchRounds + 4 * ticks);
+    // and each take read at least one shard
+    expect(queries(counts.consumerShardReads)).toBeGreaterThanOrEqual(counts.leaseTakes);
+  });
+
+  it('opens the decision’s thread ceiling as slots and gives the mapping its submitters', () => {
+    // GIVEN the governor's actions on a backlog above the plan
+    const t = trace({ durationSeconds: 600, fleet: { planThreads: 20 }, arrivals: [{ at: 0, perSecond: 2.2 }] });
+    const inner = createPolicy('governor', t.settings);
+    const actions: ControlAction[] = [];
+    const policy: Policy = { ...inner, tick: (view) => record(actions, inner.tick?.(view)) };
+
+    // WHEN it runs
+    simulate(t, policy, { seed: 5 });
+
+    // THEN the slots are its thread ceiling, and the mapping got fewer invocations than threads while tasks waited
+    const opened = actions.filter((a) => a.enabled !== false && a.leases !== undefined);
+    expect(opened.every((a) => a.leases?.slots === a.leases?.ceiling)).toBe(true);
+    expect(opened.some((a) => a.target < (a.leases?.ceiling ?? 0))).toBe(true);
+  });
+
+  it('keeps the floors and the fixed-maximum Lambda on the waiting design', () => {
+    for (const policy of ['oracle', 'oracle-ramp', 'lambda-fixed'] as const) {
+      const result = run({ durationSeconds: 600 }, { policy });
+      expect(result.parked).toBeUndefined();
+    }
+  });
+});
+
+function record(actions: ControlAction[], action: ControlAction | undefined): ControlAction {
+  if (action === undefined) throw new Error('the governor always answers its tick');
+  actions.push(action);
+  return action;
+}
+
+describe('the parked design with several lease shards', () => {
+  it('climbs back to the plan when a neighbour that took most of it leaves', () => {
+    // GIVEN a 268-thread plan (5 shards) at about 40 % use; a neighbour holds 241 threads for 5 minutes
+    const result = run({
+      durationSeconds: 2400,
+      fleet: { planThreads: 268 },
+      arrivals: [{ at: 0, perSecond: 4 }],
+      methods: [{ method: 'turnstile', share: 1, medianSeconds: 20, p95Seconds: 40 }],
+      foreignThreads: [
+        { at: 0, threads: 0 },
+        { at: 600, threads: 241 },
+        { at: 900, threads: 0 },
+      ],
+    });
+
+    // THEN the backlog of those 5 minutes drains once the threads are back: everything solved in the run
+    expect(result.unfinished).toBe(0);
+    expect(result.latency.p99 as number).toBeLessThan(600);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * The governor's watch over parked tasks, one round at a time, table-driven over what the record
+ * and the solver say: which leases it frees, which messages it shows again, and what it leaves.
+ */
+import { describe, expect, it } from 'vitest';
+import type { DeliveredMessage, PollState, PollTarget } from '../../functions/core/ports.js';
+import type { TaskResult } from '../../functions/core/results.js';
+import type { LeaseKeeper, LeaseSlot, ShardView } from '../../functions/core/thread-leases.js';
+import { createParkedWatch } from '../../functions/governor/parked-watch.js';
+
+const NOW = 5_000_000;
+
+function lease(taskId: string, slot: number, overrides: Partial<LeaseSlot> = {}): LeaseSlot {
+  return {
+    shard: 'primary#0',
+    slot,
+    taskId,
+    takenAt: NOW - 2_000,
+    until: NOW + 60_000,
+    delivery: { eventSourceArn: 'arn:aws:sqs:us-east-1:1:tasks', receiptHandle: `handle-${taskId}` },
+    ...overrides,
+  };
+}
+
+function record(taskId: string, overrides: Partial<TaskResult> = {}): TaskResult {
+  return {
+    taskId,
+    status: 'solving',
+    attempts: 1,
+    method: 'userrecaptcha',
+    solverId: `id-${taskId}`,
+    solverProvider: 'primary',
+    solverAcceptedAt: NOW - 1_900,
+    leaseUntil: 0,
+    expiresAt: NOW / 1000 + 3600,
+    ...overrides,
+  };
+}
+
+/** The leases, records, solver and queue of one round, in memory. */
+function world(slots: LeaseSlot[], records: TaskResult[], states: Record<string, PollState['state']>) {
+  const held = new Map(slots.map((s) => [`${s.shard}/${s.slot}`, s]));
+  const released: string[] = [];
+  const shown: DeliveredMessage[] = [];
+  const asked: PollTarget[][] = [];
+  const leases: LeaseKeeper = {
+    views: async (shards) =>
+      shards.map((shard): ShardView => ({ shard, meta: { limit: 10 }, slots: [...held.values()] })),
+    setLimit: async () => undefined,
+    clearRefusal: async () => undefined,
+    release: async (l) => {
+      const key = `${l.shard}/${l.slot}`;
+      if (held.get(key)?.taskId === l.taskId) {
+        held.delete(key);
+        released.push(l.taskId);
+      }
+    },
+  };
+  const byId = new Map(records.map((r) => [r.taskId, r]));
+  const watch = createParkedWatch({
+    leases,
+    shards: ['primary#0'],
+    results: { get: async (id) => byId.get(id) },
+    solver: {
+      pollMany: async (targets) => {
+        asked.push([...targets]);
+        return new Map(targets.map((t) => [t.solverId, { state: states[t.solverId] ?? 'not_ready' } as PollState]));
+      },
+    },
+    queue: { changeVisibility: async (message) => void shown.push(message) },
+    clock: () => NOW,
+    settleMs: 0,
+  });
+  return { watch, released, shown, asked, records: byId };
+}
+
+describe('the parked watch, one round', () => {
+  it.each([
+    // what the record says, what the solver says → lease freed, message shown
+    ['parked and ready', record('a'), 'ready', true, true],
+    ['parked and ended (unsolvable: the thread is free)', record('a'), 'ended', true, true],
+    ['parked, still solving', record('a'), 'not_ready', false, false],
+    ['parked, its request failed in passing', record('a'), 'unknown', false, false],
+    [
+      'still held by a polling invocation, ready',
+      record('a', { claimToken: 'c', leaseUntil: NOW + 5_000 }),
+      'ready',
+      true,
+      false,
+    ],
+    [
+      'held by an invocation whose claim ran out (it died), ready',
+      record('a', { claimToken: 'c', leaseUntil: NOW - 1 }),
+      'ready',
+      true,
+      true,
+    ],
+  ] as const)('%s', async (_, rec, state, freed, shown) => {
+    const w = world([lease('a', 0)], [rec], { 'id-a': state });
+    await w.watch.round();
+    expect(w.released).toEqual(freed ? ['a'] : []);
+    expect(w.shown.map((m) => m.receiptHandle)).toEqual(shown ? ['handle-a'] : []);
+  });
+
+  it('frees the lease of a task finished by another delivery, without asking the solver', async () => {
+    const w = world([lease('a', 0)], [record('a', { status: 'solved' })], {});
+    await w.watch.round();
+    expect(w.released).toEqual(['a']);
+    expect(w.asked).toEqual([]);
+  });
+
+  it('does not ask about a lease whose record has no submission yet, and does once it has', async () => {
+    const w = world([lease('a', 0)], [record('a', { solverId: undefined, claimToken: 'c', leaseUntil: NOW + 9_000 })], {
+      'id-a': 'ready',
+    });
+    await w.watch.round();
+    expect(w.asked).toEqual([]);
+    w.records.set('a', record('a'));
+    await w.watch.round();
+    expect(w.released).toEqual(['a']);
+    expect(w.shown).toHaveLength(1);
+  });
+
+  it("ignores a submission older than the lease (a previous delivery's) and an expired lease", async () => {
+    const old = record('a', { solverAcceptedAt: NOW - 10_000 });
+    const w = world([lease('a', 0), lease('b', 1, { until: NOW - 1 })], [old, record('b')], {
+      'id-a': 'ready',
+      'id-b': 'ready',
+    });
+    await w.watch.round();
+    expect(w.asked).toEqual([]);
+    expect(w.released).toEqual([]);
+  });
+
+  it('asks about every parked submission in one call', async () => {
+    const slots = Array.from({ length: 30 }, (_, i) => lease(`t${i}`, i));
+    const w = world(
+      slots,
+      slots.map((s) => record(s.taskId)),
+      {},
+    );
+    await w.watch.round();
+    expect(w.asked).toHaveLength(1);
+    expect(w.asked[0]).toHaveLength(30);
+    expect(w.watch.stats.parked).toBe(30);
+  });
+});

@@ -1,0 +1,122 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { initialEstimate, updateEstimate } from '../../functions/core/governor/neighbours.js';
+import {
+  fleetHeldOf,
+  freeSlotIndexes,
+  LEASE_SHARD_SLOTS,
+  type LeaseSlot,
+  roomInShard,
+  type ShardView,
+  shardCapacity,
+  shardKeys,
+  shardLimits,
+} from '../../functions/core/thread-leases.js';
+
+const NOW = 1_000_000;
+
+function slot(index: number, until = NOW + 60_000): LeaseSlot {
+  return {
+    shard: 'primary#0',
+    slot: index,
+    taskId: `t${index}`,
+    takenAt: NOW - 1_000,
+    until,
+    delivery: { eventSourceArn: 'arn:aws:sqs:us-east-1:1:q', receiptHandle: `h${index}` },
+  };
+}
+
+function view(slots: LeaseSlot[], meta?: ShardView['meta']): ShardView {
+  return { shard: 'primary#0', meta, slots };
+}
+
+describe('thread lease shards', () => {
+  it.each([
+    [1, 1],
+    [LEASE_SHARD_SLOTS, 1],
+    [LEASE_SHARD_SLOTS + 1, 2],
+    [1_000, 16],
+  ])('a plan of %i threads has %i shard(s), each one Query', (planCap, shards) => {
+    expect(shardKeys('primary', planCap)).toHaveLength(shards);
+    const capacities = shardKeys('primary', planCap).map((_, i) => shardCapacity(planCap, i));
+    expect(capacities.reduce((a, b) => a + b, 0)).toBe(planCap);
+    expect(Math.max(...capacities)).toBeLessThanOrEqual(LEASE_SHARD_SLOTS);
+  });
+
+  it('splits a ceiling so that the shards open exactly it, never above the plan', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2_000 }), fc.integer({ min: 0, max: 3_000 }), (planCap, ceiling) => {
+        const limits = shardLimits(ceiling, planCap);
+        expect(limits.reduce((a, b) => a + b, 0)).toBe(Math.min(ceiling, planCap));
+        for (const [i, limit] of limits.entries()) expect(limit).toBeLessThanOrEqual(shardCapacity(planCap, i));
+      }),
+    );
+  });
+
+  it('never raises a shard when the ceiling falls (the cap holds while limits move)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 2_000 }),
+        fc.integer({ min: 0, max: 2_000 }),
+        fc.integer({ min: 0, max: 2_000 }),
+        (planCap, a, b) => {
+          const [low, high] = a <= b ? [a, b] : [b, a];
+          const lower = shardLimits(low, planCap);
+          const higher = shardLimits(high, planCap);
+          for (const [i, limit] of lower.entries()) expect(limit).toBeLessThanOrEqual(higher[i] as number);
+        },
+      ),
+    );
+  });
+});
+
+describe("the fleet's held threads as a delivery sees them", () => {
+  it('counts its shard exactly with one shard, and scales it with its own slot with several', () => {
+    expect(fleetHeldOf(7, 1)).toBe(7);
+    // 10 slots over 5 shards, every one full (2 each): a delivery sees 1 other in its shard.
+    expect(fleetHeldOf(1, 5)).toBe(9);
+    expect(fleetHeldOf(0, 3)).toBe(2);
+  });
+
+  it("lets the governor's estimate climb back once a multi-shard fleet fills its slots after a refusal", () => {
+    // GIVEN a 268-thread plan (5 shards) whose estimate a refusal took to 10 threads (2 slots a shard)
+    const shape = { planCap: 268, spare: 1, floor: 2, tickMs: 10_000 };
+    const start = initialEstimate(shape, 0);
+    const refused = updateEstimate(
+      start,
+      { held: 10, refusals: 1, acceptances: 500, lastRefusal: { at: 1, held: 10 } },
+      shape,
+      1,
+    ).estimate;
+    expect(refused.free).toBe(10);
+    // WHEN every shard is full and a delivery's submission is accepted, recorded with its fleetHeld
+    const held = fleetHeldOf(1, shardKeys('primary', 268).length);
+    const reading = { held: 10, refusals: 1, acceptances: 501, lastAcceptance: { at: 2, held } };
+    // THEN the estimate is tested and climbs
+    expect(updateEstimate(refused, reading, shape, 2).change).toBe('up');
+  });
+});
+
+describe('room in a shard', () => {
+  it('is the limit less the live slots; an expired lease holds nothing', () => {
+    const v = view([slot(0), slot(1), slot(2, NOW - 1)], { limit: 4 });
+    expect(roomInShard(v, 50, 0, NOW)).toBe(2);
+  });
+
+  it('is the shard share of the plan before the governor set a limit', () => {
+    expect(roomInShard(view([slot(0)]), 10, 0, NOW)).toBe(9);
+  });
+
+  it('holds off below the slots held at a recent refusal, and lets it lapse after a minute', () => {
+    const held = [slot(0, NOW + 600_000), slot(1, NOW + 600_000), slot(2, NOW + 600_000)];
+    const v = view(held, { limit: 10, refusedAt: NOW - 5_000, refusedHeld: 3 });
+    expect(roomInShard(v, 50, 0, NOW)).toBe(0);
+    expect(roomInShard(v, 50, 0, NOW + 60_000)).toBe(7);
+  });
+
+  it('offers every free index below the limit once, expired ones included', () => {
+    const v = view([slot(0), slot(2, NOW - 1), slot(5)], { limit: 4 });
+    const free = freeSlotIndexes(v, 4, NOW, () => 0.5);
+    expect([...free].sort()).toEqual([1, 2, 3]);
+  });
+});
