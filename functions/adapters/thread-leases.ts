@@ -17,7 +17,7 @@ import {
 import { StoreError } from '../core/ports.js';
 import type { DeliveredMessage } from '../core/ports.js';
 import type { FleetEnvironment } from '../core/environment.js';
-import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
+import type { FleetSettings } from '../core/settings.js';
 import {
   type LeaseKeeper,
   type LeaseLane,
@@ -43,11 +43,13 @@ export interface DynamoThreadLeasesOptions {
 export const PRIMARY_LEASE_LANE = 'primary';
 
 /**
- * How long a lease lasts, ms: the solve's deadline and the margin to record it. A crashed holder
- * cannot keep a thread past it, and a parked task's message comes back no later.
+ * How long a lease lasts, ms: the consumer's function timeout (the solve's deadline and the
+ * margin to record it), as long as an invocation that waits through its solve could hold the
+ * thread. A crashed holder cannot keep a thread past it, and a parked task's message comes back
+ * no later.
  */
-export function leaseLengthMs(settings: Pick<FleetSettings, 'solveDeadlineSeconds'>): number {
-  return (settings.solveDeadlineSeconds + RECORD_MARGIN_SECONDS) * 1000;
+export function leaseLengthMs(settings: Pick<FleetSettings, 'functionTimeoutSeconds'>): number {
+  return settings.functionTimeoutSeconds * 1000;
 }
 
 /**
