@@ -28,7 +28,14 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
   // The parked design: between ticks the watch asks the solver about every parked task (one
   // bulk request a second) and hands the ready ones back; it stops with the ticks' margin.
   const [result] = await Promise.all([
-    runTicks({ loop: governor.loop, tickMs: governor.settings.tickMs, remainingMs, metrics, log }),
+    runTicks({
+      loop: governor.loop,
+      tickMs: governor.settings.tickMs,
+      remainingMs,
+      metrics,
+      log,
+      ...(governor.watch ? { watch: governor.watch } : {}),
+    }),
     governor.watch?.run(remainingMs, Math.min(5_000, governor.settings.tickMs)),
   ]);
   const last = result.records.at(-1);
