@@ -92,6 +92,7 @@ export class FleetDashboard extends Construct {
         metrics.governor(GOVERNOR_METRICS.freeThreads, 'Minimum', 'free threads'),
         metrics.governor(GOVERNOR_METRICS.needed, 'Maximum', 'needed threads'),
         metrics.governor(GOVERNOR_METRICS.shortfall, 'Maximum', 'shortfall'),
+        metrics.governor(GOVERNOR_METRICS.threadsHeld, 'Maximum', 'threads held (leases when parked)'),
         props.consumer.metric('ConcurrentExecutions', { ...max, label: 'actual (consumer concurrent executions)' }),
       ]),
       graph(
@@ -116,6 +117,11 @@ export class FleetDashboard extends Construct {
           { value: settings.pauseBalance, label: 'pause', color: cw.Color.RED },
         ],
       }),
+      graph('Parked tasks: parked, recorded by the governor’s watch, failed watch rounds (per minute)', [
+        metrics.consumer(METRICS.parked, 'Sum', 'parked by the consumers'),
+        metrics.governor(GOVERNOR_METRICS.parkedRecorded, 'Sum', 'recorded by the watch'),
+        metrics.governor(GOVERNOR_METRICS.watchFailedRounds, 'Sum', 'failed watch rounds'),
+      ]),
       graph('Dead-letter queue depth', [
         queues.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ ...max, label: 'DLQ' }),
       ]),

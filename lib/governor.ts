@@ -26,10 +26,12 @@ import { FleetFunction } from './fleet-function.js';
 /** The schedule fires once a minute; the governor ticks (settings.tickMs) inside the invocation. */
 export const GOVERNOR_SCHEDULE = 'rate(1 minute)';
 /**
- * Shorter than the schedule's period so one invocation ends before the next begins: with a
- * reserved concurrency of 1 an overlap would be throttled and retried late.
+ * Shorter than the schedule's period so one invocation ends before the next begins (with a
+ * reserved concurrency of 1 an overlap would be throttled and retried late), and as long as that
+ * allows: in the parked design the watch over parked tasks runs until a second before it, and
+ * every second of a minute it does not run is a second a ready answer may wait to be recorded.
  */
-export const GOVERNOR_TIMEOUT = Duration.seconds(55);
+export const GOVERNOR_TIMEOUT = Duration.seconds(58);
 
 /** Properties of {@link Governor}: the fleet's resources plus the consumer it moves. */
 export interface GovernorProps extends Omit<FleetEnvironmentInput, 'service'> {

@@ -7,11 +7,12 @@
  * and OVERFLOW_KEY_SECRET_ARN or OVERFLOW_KEY). Prints the decision and why (the overflow lane's
  * too); applies it unless --dry-run.
  */
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../../functions/core/settings.js';
 import { type FleetEnvironment, parseEnvironment } from '../../functions/core/environment.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
 import { decisionLogFields, type GovernorLog, type TickRecord } from '../../functions/governor/loop.js';
+import type { ParkedWatch } from '../../functions/governor/parked-watch.js';
 import { GOVERNOR_TICK_PATH, tickReviver } from '../../local/control-server.js';
 import { readLocalStackFile } from '../../local/stack-file.js';
 
@@ -20,6 +21,7 @@ interface GovernorOptions {
   dryRun?: boolean;
   json?: boolean;
   local?: boolean;
+  watch?: number;
 }
 
 /**
@@ -102,6 +104,20 @@ export function formatTick(record: TickRecord): string {
   return lines.join('\n');
 }
 
+/** Run the watch over parked tasks for `seconds` (none without the parked design). */
+async function watchFor(watch: ParkedWatch | undefined, seconds: number) {
+  if (watch === undefined) return { rounds: 0, recorded: 0, shown: 0, parked: 0 };
+  const until = Date.now() + seconds * 1000;
+  // Done early once it has handed something on and nothing is leased any more.
+  await watch.run(
+    () => until - Date.now(),
+    0,
+    () => watch.stats.recorded + watch.stats.shown > 0 && watch.stats.live === 0,
+  );
+  const { rounds, recorded, shown, parked } = watch.stats;
+  return { rounds, recorded, shown, parked };
+}
+
 export function register(program: Command): void {
   program
     .command('governor')
@@ -112,6 +128,16 @@ export function register(program: Command): void {
     .option('--dry-run', 'decide and print, change nothing')
     .option('--json', 'print the decision as JSON')
     .option('--local', 'tick the governor of the local stack started by `npm start -- --serve`')
+    .option(
+      '--watch <seconds>',
+      'after the tick, watch the parked tasks (solveMode park) for up to this long, as the Lambda does between its ticks: each ready answer is recorded',
+      (value) => {
+        const seconds = Number(value);
+        if (!Number.isFinite(seconds) || seconds < 0 || seconds > 840)
+          throw new InvalidArgumentError('expected seconds from 0 to 840, e.g. --watch 30');
+        return seconds;
+      },
+    )
     .action(async (options: GovernorOptions, command: Command) => {
       if (!options.once)
         command.error(
@@ -124,20 +150,28 @@ export function register(program: Command): void {
         warn: (message, fields) => warnings.push(`${message}${fields?.error ? ` (${String(fields.error)})` : ''}`),
         error: (message) => warnings.push(message),
       };
-      const record = options.local
-        ? await localTick(options.dryRun ?? false)
-        : await (
-            await createGovernorFromEnvironment({
-              environment: governorEnvironment(command),
-              dryRun: options.dryRun ?? false,
-              log,
-            })
-          ).loop.tick();
+      if (options.watch !== undefined && (options.local || options.dryRun))
+        command.error('error: --watch records answers, so it runs only on a deployed fleet and not with --dry-run', {
+          exitCode: 2,
+        });
+      const governor = options.local
+        ? undefined
+        : await createGovernorFromEnvironment({
+            environment: governorEnvironment(command),
+            dryRun: options.dryRun ?? false,
+            log,
+          });
+      const record = governor === undefined ? await localTick(options.dryRun ?? false) : await governor.loop.tick();
+      const watched = options.watch === undefined ? undefined : await watchFor(governor?.watch, options.watch);
       if (options.json) {
-        console.log(JSON.stringify({ ...decisionLogFields(record), warnings }));
+        console.log(JSON.stringify({ ...decisionLogFields(record), warnings, ...(watched ? { watched } : {}) }));
         return;
       }
       for (const warning of warnings) console.error(`warning: ${warning}`);
       console.log(formatTick(record));
+      if (watched)
+        console.log(
+          `  parked     watched ${watched.rounds} round(s): ${watched.recorded} recorded, ${watched.shown} shown to the consumers, ${watched.parked} still parked`,
+        );
     });
 }

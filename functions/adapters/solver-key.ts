@@ -108,6 +108,16 @@ export function createKeyedSolver(loadKey: () => Promise<string>, build: (key: s
   };
   return {
     solve: async (task, options) => (await current()).solve(task, options),
+    submit: async (task, options) => {
+      const inner = await current();
+      if (inner.submit === undefined) throw new TypeError('this solver cannot submit alone');
+      return inner.submit(task, options);
+    },
+    pollMany: async (targets, options) => {
+      const inner = await current();
+      if (inner.pollMany === undefined) throw new TypeError('this solver cannot poll many submissions');
+      return inner.pollMany(targets, options);
+    },
     getBalance: async (options) => (await current()).getBalance(options),
     reportBad: async (solverId, context) => (await current()).reportBad(solverId, context),
     reportGood: async (solverId, context) => (await current()).reportGood(solverId, context),

@@ -79,6 +79,11 @@ export const GOVERNOR_METRICS = {
   tickFailed: 'TickFailed',
   /** Threads the fleet may use now (effective cap after over-cap shrinkage). */
   freeThreads: 'FreeThreads',
+  /** Threads the fleet holds at the tick: the thread ledger's count, the live thread leases when it parks. */
+  threadsHeld: 'ThreadsHeld',
+  /** The parked design: parked tasks the governor's watch recorded since the last tick, and its rounds that failed. */
+  parkedRecorded: 'ParkedRecorded',
+  watchFailedRounds: 'WatchFailedRounds',
   /** Overflow lane (only with an overflow provider): its ceiling, 0 while closed. */
   overflowCeiling: 'OverflowCeiling',
   /** Invocations the backlog asks of the overflow lane (0 when the primary keeps up). */

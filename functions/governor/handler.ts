@@ -12,6 +12,9 @@ import { governorLogFrom, runTicks } from './run.js';
 import { onceUntilFailure } from '../core/once.js';
 import { createGovernorFromEnvironment } from './wiring.js';
 
+/** The watch stops this long before the invocation's timeout, ms. */
+const WATCH_MARGIN_MS = 1_000;
+
 const logger = new Logger({ serviceName: SERVICES.governor });
 const log = governorLogFrom(logger);
 // Built once per cold start; a failed build is retried by the next invocation.
@@ -26,10 +29,19 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
   });
   const remainingMs = () => context.getRemainingTimeInMillis();
   // The parked design: between ticks the watch asks the solver about every parked task (one
-  // bulk request a second) and hands the ready ones back; it stops with the ticks' margin.
+  // bulk request a second) and records the ready ones, until a second before the timeout (the
+  // ticks stop earlier: a tick needs its margin to decide and act; a round takes a fraction of a
+  // second, and the next invocation starts at the next minute).
   const [result] = await Promise.all([
-    runTicks({ loop: governor.loop, tickMs: governor.settings.tickMs, remainingMs, metrics, log }),
-    governor.watch?.run(remainingMs, Math.min(5_000, governor.settings.tickMs)),
+    runTicks({
+      loop: governor.loop,
+      tickMs: governor.settings.tickMs,
+      remainingMs,
+      metrics,
+      log,
+      ...(governor.watch ? { watch: governor.watch } : {}),
+    }),
+    governor.watch?.run(remainingMs, WATCH_MARGIN_MS),
   ]);
   const last = result.records.at(-1);
   return {

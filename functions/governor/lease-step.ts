@@ -95,15 +95,26 @@ export function leasedProbeLedger(ledger: ThreadLedgerRecorder, held: () => numb
  * ceilings on the first shard. Mappings first (their failure fails the tick, as before); a
  * failed limit write is logged and retried on the next tick: the shards keep their last limits
  * meanwhile (fail static). `read()` gives the lanes as the policy knows them: their thread
- * ceilings from the first shard (the mappings show the submitters), their states from the mappings.
+ * ceilings from the first shard (the mappings show the submitters), or the last known while the
+ * leases cannot be read (a DynamoDB outage must not fail the tick that pauses for it), their
+ * states from the mappings.
  */
 export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: GovernorLog): LaneActuator {
   let written: { limits: number[]; lanes: string } | undefined;
+  /** The lanes' thread ceilings as last read or written: the leases' table may be the store that is down. */
+  let known: { normal: number; high: number } | undefined;
   return {
     async read() {
-      const [mappings, [first]] = await Promise.all([actuator.read(), lane.leases.views(lane.shards.slice(0, 1))]);
-      const lanes = first?.meta?.lanes;
+      const [mappings, first] = await Promise.all([
+        actuator.read(),
+        lane.leases.views(lane.shards.slice(0, 1)).then(
+          ([view]) => view,
+          () => undefined,
+        ),
+      ]);
+      const lanes = first?.meta?.lanes ?? known;
       if (lanes === undefined) return mappings;
+      known = lanes;
       return {
         normal: { ...mappings.normal, ceiling: lanes.normal },
         ...(mappings.high ? { high: { ...mappings.high, ceiling: lanes.high } } : {}),
@@ -116,6 +127,7 @@ export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: 
       });
       const limits = shardLimits(threadsOpened(decision, lane), lane.planCap);
       const lanes = { normal: decision.ceilings.normal, high: decision.ceilings.high };
+      known = lanes;
       const changes = [...result.changes];
       const next = written ? [...written.limits] : limits.map(() => Number.NaN);
       const lanesChanged = written?.lanes !== JSON.stringify(lanes);

@@ -58,6 +58,8 @@ export interface ParkedWatchStats {
   showFailures: number;
   /** Parked tasks the last round saw. */
   parked: number;
+  /** Live leases the last round saw (parked or still held by their invocation). */
+  live: number;
 }
 
 /**
@@ -71,8 +73,8 @@ type Known =
 /** The watch: `round()` once, or `run(stopAt)` until shortly before the invocation ends. */
 export interface ParkedWatch {
   round(): Promise<void>;
-  /** Rounds every `pollMs` while `remainingMs()` leaves at least `marginMs`. */
-  run(remainingMs: () => number, marginMs: number): Promise<void>;
+  /** Rounds every `pollMs` while `remainingMs()` leaves at least `marginMs` (and, when given, until `done()`). */
+  run(remainingMs: () => number, marginMs: number, done?: () => boolean): Promise<void>;
   readonly stats: ParkedWatchStats;
 }
 
@@ -94,6 +96,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     shown: 0,
     showFailures: 0,
     parked: 0,
+    live: 0,
   };
   /** When each lease's submission was last seen not ready (a recorded token's expiry counts from it). */
   const notReadyAt = new Map<string, number>();
@@ -176,6 +179,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     stats.rounds += 1;
     const now = clock();
     const live = (await options.leases.views(options.shards)).flatMap((view) => liveSlots(view, now));
+    stats.live = live.length;
     const liveKeys = new Set(live.map(keyOf));
     for (const key of known.keys()) if (!liveKeys.has(key)) known.delete(key);
     for (const key of notReadyAt.keys()) if (!liveKeys.has(key)) notReadyAt.delete(key);
@@ -206,8 +210,8 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   return {
     stats,
     round,
-    async run(remainingMs, marginMs) {
-      while (remainingMs() - pollMs >= marginMs) {
+    async run(remainingMs, marginMs, done) {
+      while (remainingMs() - pollMs >= marginMs && !(done?.() ?? false)) {
         const started = clock();
         try {
           await round();

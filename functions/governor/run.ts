@@ -10,6 +10,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { sleep as wait } from '../core/helpers/time.js';
 import { GOVERNOR_METRICS } from '../core/metric-names.js';
 import type { GovernorLog, GovernorLoop, TickRecord } from './loop.js';
+import type { ParkedWatch } from './parked-watch.js';
 
 type LogAttributes = Parameters<Logger['appendKeys']>[0];
 
@@ -56,6 +57,7 @@ export function emitDecisionMetrics(metrics: Metrics, record: TickRecord): void 
       MetricUnit.Count,
     ],
     [GOVERNOR_METRICS.balance, s.balance, MetricUnit.NoUnit],
+    [GOVERNOR_METRICS.threadsHeld, s.threadLedger?.held, MetricUnit.Count],
     [GOVERNOR_METRICS.p95, s.p95SolveMs, MetricUnit.Milliseconds],
     [GOVERNOR_METRICS.errorRate, s.errorRate, MetricUnit.NoUnit],
   ];
@@ -94,6 +96,18 @@ export function emitOverflowMetrics(metrics: Metrics, record: TickRecord): void 
   single.addMetric(GOVERNOR_METRICS.overflowDecision, MetricUnit.Count, 1);
 }
 
+/** What the watch did since the last tick, added to the tick's metrics (published with them). */
+function emitWatchMetrics(
+  metrics: Metrics,
+  stats: ParkedWatch['stats'],
+  last: { recorded: number; failedRounds: number },
+): void {
+  metrics.addMetric(GOVERNOR_METRICS.parkedRecorded, MetricUnit.Count, stats.recorded - last.recorded);
+  metrics.addMetric(GOVERNOR_METRICS.watchFailedRounds, MetricUnit.Count, stats.failedRounds - last.failedRounds);
+  last.recorded = stats.recorded;
+  last.failedRounds = stats.failedRounds;
+}
+
 function sumKnown(a: number | undefined, b: number | undefined, bNeeded: boolean): number | undefined {
   if (a === undefined || (bNeeded && b === undefined)) return undefined;
   return a + (b ?? 0);
@@ -101,6 +115,11 @@ function sumKnown(a: number | undefined, b: number | undefined, bNeeded: boolean
 
 export interface RunTicksOptions {
   loop: GovernorLoop;
+  /**
+   * The parked design's watch, running beside the ticks: what it did since the last tick goes out
+   * with each tick's metrics (ParkedRecorded, WatchFailedRounds).
+   */
+  watch?: Pick<ParkedWatch, 'stats'>;
   tickMs: number;
   /** Milliseconds the invocation has left (Lambda's context.getRemainingTimeInMillis). */
   remainingMs: () => number;
@@ -124,11 +143,16 @@ export async function runTicks(
   let failures = 0;
   let lastError: unknown;
   const start = clock();
+  const watched = {
+    recorded: options.watch?.stats.recorded ?? 0,
+    failedRounds: options.watch?.stats.failedRounds ?? 0,
+  };
   for (;;) {
     ticks += 1;
     try {
       const record = await options.loop.tick();
       records.push(record);
+      if (options.metrics && options.watch) emitWatchMetrics(options.metrics, options.watch.stats, watched);
       if (options.metrics) emitDecisionMetrics(options.metrics, record);
     } catch (error) {
       failures += 1;

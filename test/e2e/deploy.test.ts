@@ -228,20 +228,27 @@ describe.skipIf(!HAS_MOTO)('cdk deploy onto moto_server, then the CLIs against w
       // The governor parked the high lane: its poller follows the mapping
       expect(runtime.pollers[`${PREFIX}-tasks`]?.maxConcurrency).toBe(50);
       expect(runtime.pollers[`${PREFIX}-tasks-high`]?.enabled).toBe(false);
+      // Act 1: the normal lane is open, so the redriven task is solved end to end: the deployed
+      // consumer submits and parks it, the governor's watch (as its Lambda runs it between ticks)
+      // records the answer once the solver has it.
+      const variables = (await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-governor` })))
+        .Environment?.Variables;
+      const watching = cli(['governor', '--once', '--json', '--watch', '20'], variables);
+      await until('the redriven task solved', async () => (await statusOf('redriven-1')) === 'solved');
+      const watched = JSON.parse((await watching).stdout.trim().split('\n').pop() ?? '{}') as {
+        watched?: { recorded: number };
+      };
+      expect(watched.watched?.recorded, consumer.output).toBeGreaterThanOrEqual(1);
+      // ...while a high task waits behind its disabled mapping
       const high = { id: 'urgent-1', priority: 'high', ...IMAGE_TASK };
       const highUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: `${PREFIX}-tasks-high` }))).QueueUrl;
       await sqs.send(new SendMessageCommand({ QueueUrl: highUrl, MessageBody: JSON.stringify(high) }));
-
-      // Act 1: the normal lane is open, so the redriven task is solved end to end
-      await until('the redriven task solved', async () => (await statusOf('redriven-1')) === 'solved');
-      // ...while the high task waits behind its disabled mapping
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
       expect(await statusOf('urgent-1')).toBeUndefined();
       expect(runtime.pollers[`${PREFIX}-tasks-high`]?.stats().invocations).toBe(0);
 
       // Act 2: the governor sees the high backlog and enables the lane; the poller follows it
-      const variables = (await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: `${PREFIX}-governor` })))
-        .Environment?.Variables;
-      await cli(['governor', '--once', '--json'], variables);
+      await cli(['governor', '--once', '--json', '--watch', '20'], variables);
       await until('the high task solved', async () => (await statusOf('urgent-1')) === 'solved');
 
       // Assess

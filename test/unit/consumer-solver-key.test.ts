@@ -129,4 +129,22 @@ describe('createKeyedSolver', () => {
     // Two failed reads, then one that worked and is kept.
     expect(client.calls).toBe(3);
   });
+
+  it('passes the parked design’s calls through: a submission alone, and which submissions are ready', async () => {
+    const client = secrets(async () => ({ SecretString: KEY }));
+    const solver = createKeyedSolver(
+      createSolverKeyLoader({ source: { secretArn: ARN }, secretsManager: client }),
+      () => ({
+        ...fakeSolver(KEY),
+        submit: async () => ({ solverId: '42', acceptedAt: 7 }),
+        pollMany: async (targets) => new Map(targets.map((t) => [t.solverId, { state: 'ready' as const }])),
+      }),
+    );
+    await expect(solver.submit?.({ id: 't2' } as never, { deadlineAt: Date.now() + 1000 })).resolves.toEqual({
+      solverId: '42',
+      acceptedAt: 7,
+    });
+    const states = await solver.pollMany?.([{ solverId: '42', method: 'base64' }]);
+    expect(states?.get('42')).toEqual({ state: 'ready' });
+  });
 });

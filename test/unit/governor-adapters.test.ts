@@ -628,4 +628,47 @@ describe('governor loop and ticks', () => {
     expect(decisionDoc.Reason).toBe('IDLE');
     expect(decisionDoc.service).toBe('governor');
   });
+
+  it('sends with each tick what the parked watch did since the last one', async () => {
+    let now = 0;
+    const stats = { recorded: 0, failedRounds: 0 };
+    const loop = {
+      lastDecision: undefined,
+      tick: vi.fn(async () => {
+        // The watch ran between ticks: three more recorded, one failed round each time.
+        stats.recorded += 3;
+        stats.failedRounds += 1;
+        return createGovernorLoop({
+          config,
+          queues: { read: async () => ({ normal: { at: now, visible: 0, notVisible: 0, delayed: 0 } }) },
+          metrics: { read: async () => healthyMetrics },
+          balance: { read: async () => 10 },
+          actuator: lanes(),
+          state: createMemoryGovernorState(),
+          clock: () => now,
+        }).tick();
+      }),
+    };
+    const documents: EmfDocument[] = [];
+    const metrics = createMetrics({
+      namespace: 'CaptchaFleet',
+      serviceName: 'governor',
+      sink: (d) => documents.push(d),
+    });
+    await runTicks({
+      loop,
+      tickMs: 10_000,
+      remainingMs: () => 25_000 - now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+      clock: () => now,
+      metrics,
+      watch: { stats: stats as never },
+    });
+    const values = (name: string) =>
+      documents.filter((d) => name in d).map((d) => (d as Record<string, unknown>)[name]);
+    expect(values('ParkedRecorded')).toEqual([3, 3, 3]);
+    expect(values('WatchFailedRounds')).toEqual([1, 1, 1]);
+  });
 });

@@ -89,6 +89,20 @@ describe('the lease actuator', () => {
     await wrapped.apply({ ...decision, enabled: { normal: false, high: false } });
     expect(calls).toEqual(['limit p#0 30 lanes 30/2', 'limit p#0 0']);
   });
+
+  it('reads the lanes even while the leases cannot be read (a DynamoDB outage must not fail the tick that pauses for it)', async () => {
+    const { keeper } = memoryKeeper();
+    const { actuator } = fakeMappings();
+    const wrapped = withLeaseLimits(actuator, { leases: keeper, shards: ['p#0'], planCap: 50, tasksPerInvocation: 1 });
+    await wrapped.apply({ ceilings: { normal: 30, high: 2 }, enabled: { normal: true, high: false } });
+    keeper.views = async () => {
+      throw new Error('HTTP 503');
+    };
+    expect(await wrapped.read()).toEqual({
+      normal: { ceiling: 30, enabled: true },
+      high: { ceiling: 2, enabled: false },
+    });
+  });
 });
 
 describe('the leased ledger reading', () => {
