@@ -61,9 +61,9 @@ export interface ModelParams {
   pollSchedule?: { firstSeconds: number; intervalSeconds: number };
   /**
    * The parked design's watch (functions/governor/parked-watch.ts): it runs a round a second
-   * while the governor's invocation lives, from its start to its 55 s timeout less the watch's
-   * 5 s margin (the last round 49 s in), so for this many seconds of every minute; the next
-   * invocation starts at the minute.
+   * while the governor's invocation lives, from its start until a second before its 58 s timeout
+   * (the last round 56 s in), so for this many seconds of every minute; the next invocation starts
+   * at the minute.
    */
   watchSecondsPerMinute: number;
   /** Time between the watch's rounds (its `pollMs`, 1 s as the governor wires it), seconds. */

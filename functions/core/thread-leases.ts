@@ -14,7 +14,7 @@
  */
 import type { Decision } from './governor/types.js';
 import type { DeliveredMessage } from './ports.js';
-import { type FleetSettings, RECORD_MARGIN_SECONDS } from './settings.js';
+import type { FleetSettings } from './settings.js';
 import { REFUSAL_HOLD_OFF_MS } from './thread-ledger.js';
 
 /** Slots of one shard at most: one Query reads a shard (about 35 KB). */
@@ -63,11 +63,13 @@ export interface ShardView {
 }
 
 /**
- * How long a lease lasts, ms: the solve's deadline and the margin to record it. A crashed holder
- * cannot keep a thread past it, and a parked task's message comes back no later.
+ * How long a lease lasts, ms: the consumer's function timeout (the solve's deadline and the
+ * margin to record it, or less where the timeout was set lower), as long as an invocation that
+ * waits through its solve could hold the thread. A crashed holder cannot keep a thread past it,
+ * and a parked task's message comes back no later.
  */
-export function leaseLengthMs(settings: Pick<FleetSettings, 'solveDeadlineSeconds'>): number {
-  return (settings.solveDeadlineSeconds + RECORD_MARGIN_SECONDS) * 1000;
+export function leaseLengthMs(settings: Pick<FleetSettings, 'functionTimeoutSeconds'>): number {
+  return settings.functionTimeoutSeconds * 1000;
 }
 
 /**

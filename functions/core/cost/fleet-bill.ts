@@ -69,8 +69,13 @@ export const PARKED_CONSUMER_CALLS = {
  * a shard's limit when it changes.
  */
 export const WATCH_CALLS = {
-  /** Rounds a minute: one a second while the governor's invocation runs (its 55 s timeout less the watch's 5 s margin). */
-  roundsPerMinute: 50,
+  /**
+   * Rounds a minute: one a second while the governor's invocation runs (from the minute's start
+   * until a second before its 58 s timeout, lib/governor.ts).
+   */
+  roundsPerMinute: 57,
+  /** Billed seconds of a parked governor's invocation: its watch runs until a second before the 58 s timeout. */
+  governorSecondsPerInvocation: 57,
   answerWritesPerRecord: 1,
   sqsPerRecord: 1,
 } as const;
@@ -142,8 +147,9 @@ export interface CostAssumptions {
   /** Custom metrics the governor emits in an ordinary hour. */
   governorMetrics: number;
   /**
-   * Billed seconds of a governor invocation: six ticks 10 s apart within its 55 s timeout, the
-   * last at 50 s (functions/governor/run.ts stops when less than a 5 s margin would be left).
+   * Billed seconds of a waiting fleet's governor invocation: six ticks 10 s apart within its 58 s
+   * timeout, the last at 50 s (functions/governor/run.ts stops when less than a 5 s margin would
+   * be left). A parked fleet's lasts as long as its watch (`WATCH_CALLS.governorSecondsPerInvocation`).
    */
   governorSecondsPerInvocation: number;
   /** Governor ticks per minute (60 000 / tickMs). */
@@ -250,7 +256,10 @@ export interface FleetBillOptions {
 /** Prices every counted call of `usage`. */
 export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBill {
   const prices = options.prices ?? AWS_PRICES;
-  const a = { ...DEFAULT_COST_ASSUMPTIONS, ...options.assumptions };
+  // A parked fleet's governor invocation lasts as long as its watch.
+  const parkedGovernor =
+    usage.parked !== undefined ? { governorSecondsPerInvocation: WATCH_CALLS.governorSecondsPerInvocation } : {};
+  const a = { ...DEFAULT_COST_ASSUMPTIONS, ...parkedGovernor, ...options.assumptions };
   const p = pricer(prices);
   const pool = usage.poolVmHours !== undefined;
   const lines: BillLine[] = [...computeLines(usage, prices), ...queueLines(usage, a, prices)];
