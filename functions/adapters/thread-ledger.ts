@@ -197,13 +197,22 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
     },
 
     async recordEvent(event, at, held) {
-      const [prefix, counter] = event === 'acceptance' ? ['accepted', 'acceptances'] : ['refused', 'refusals'];
+      // The refusal run moves as for `accepted` / `refused`: an acceptance ends it, a refusal extends it.
+      const update =
+        event === 'acceptance'
+          ? 'SET acceptedHeld = :held, acceptedAt = :at, refusalRun = :zero ADD acceptances :one'
+          : 'SET refusedHeld = :held, refusedAt = :at ADD refusals :one, refusalRun :one';
       await send(
         event,
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET ${prefix}Held = :held, ${prefix}At = :at ADD ${counter} :one`,
-          ExpressionAttributeValues: { ':held': Math.max(0, held), ':at': at, ':one': 1 },
+          UpdateExpression: update,
+          ExpressionAttributeValues: {
+            ':held': Math.max(0, held),
+            ':at': at,
+            ':one': 1,
+            ...(event === 'acceptance' ? { ':zero': 0 } : {}),
+          },
         }),
       );
     },
@@ -377,6 +386,8 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
       item[`${prefix}Held`] = Math.max(0, held);
       item[`${prefix}At`] = at;
       add(event === 'acceptance' ? 'acceptances' : 'refusals', 1);
+      if (event === 'acceptance') item.refusalRun = 0;
+      else add('refusalRun', 1);
     },
     async read() {
       return readingOf({ ...item }, bucketOf(clock()));

@@ -79,9 +79,11 @@ export class LabThreadLedger {
     if (event === 'acceptance') {
       this.acceptances++;
       this.lastAcceptance = { at: atMs, held };
+      this.refusalRun = 0;
     } else {
       this.refusals++;
       this.lastRefusal = { at: atMs, held };
+      this.refusalRun++;
     }
   }
 

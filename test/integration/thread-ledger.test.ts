@@ -111,6 +111,34 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect(after?.refusalRun).toBe(0);
   });
 
+  it('moves the refusal run on answers recorded with the leases’ count (the parked design) as on its own', async () => {
+    // Prepare: the parked design records events with the threads its leases count
+    const now = { t: 3_600_000 };
+    const ledger = ledgerAt(now, 'refusal-run-events');
+    await ledger.recordEvent('acceptance', now.t, 19);
+    // Act: a neighbour takes the plan; two refusals in a row, then an acceptance
+    await ledger.recordEvent('refusal', now.t + 1, 3);
+    await ledger.recordEvent('refusal', now.t + 2, 0);
+    const inRun = await ledger.read();
+    await ledger.recordEvent('acceptance', now.t + 3, 0);
+    const after = await ledger.read();
+    // Assess: the run is what the governor's room reads (without it the refusals looked answered)
+    expect(inRun?.refusalRun).toBe(2);
+    expect(inRun?.lastRefusal).toEqual({ at: now.t + 2, held: 0 });
+    expect(inRun?.held).toBe(0);
+    expect(after?.refusalRun).toBe(0);
+  });
+
+  it('moves the refusal run on recorded events in memory (the local runtime) too', async () => {
+    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => 1_000 });
+    await ledger.recordEvent('acceptance', 1_000, 5);
+    await ledger.recordEvent('refusal', 1_001, 1);
+    await ledger.recordEvent('refusal', 1_002, 0);
+    expect((await ledger.read())?.refusalRun).toBe(2);
+    await ledger.recordEvent('acceptance', 1_003, 0);
+    expect((await ledger.read())?.refusalRun).toBe(0);
+  });
+
   it('keeps the governor’s spend grant beside the counts, and removes it', async () => {
     // Prepare
     const now = { t: 3_700_000 };

@@ -49,6 +49,28 @@ describe('the parked design in the lab', () => {
     expect(waiting.parked).toBeUndefined();
   });
 
+  it('finds a neighbour that takes the whole plan from the refusals its consumers record: waits and probes, no task to the DLQ', () => {
+    // GIVEN a 20-thread plan that a neighbour takes whole at 5 min, for 40 min, then hands back
+    const result = run({
+      durationSeconds: 3600,
+      fleet: { planThreads: 20 },
+      arrivals: [{ at: 0, perSecond: 0.6 }],
+      foreignThreads: [
+        { at: 0, threads: 0 },
+        { at: 300, threads: 20 },
+        { at: 2700, threads: 0 },
+      ],
+    });
+
+    // THEN the governor reads the refusals (the run the parked consumers record) and stops the
+    // mapping while others hold every thread, instead of leaving it at the plan for the hour
+    expect(result.reasons.WAIT_FOR_THREADS ?? 0).toBeGreaterThan(100);
+    // nothing reached the DLQ, and at most one refusal a starved tick beyond the first few
+    expect(result.deadLettered).toBe(0);
+    expect(result.overCapRejections).toBeLessThan(result.reasons.WAIT_FOR_THREADS ?? 0);
+    expect(result.solved).toBe(result.arrivals);
+  });
+
   it('holds the thread cap with leases: never more live slots than the plan, no refusal, however long the backlog', () => {
     // GIVEN twice what a 20-thread plan can solve for ten minutes
     const result = run({
