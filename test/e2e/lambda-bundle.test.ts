@@ -17,6 +17,15 @@ import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secre
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
+import { createMetrics } from '../../functions/adapters/metrics.js';
+import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
+import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
+import { createSolverClient } from '../../functions/adapters/solver-client.js';
+import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
+import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
+import { createRedactor } from '../../functions/core/redaction.js';
+import { shardKeys } from '../../functions/core/thread-leases.js';
+import { createParkedWatch } from '../../functions/governor/parked-watch.js';
 import { ENV } from '../../functions/core/environment.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
@@ -61,6 +70,7 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
   let taskId: string;
   let overflowTaskId: string;
   let resultsTable: string;
+  let parkedBeforeWatch: Awaited<ReturnType<DynamoResultsRepository['get']>>;
 
   beforeAll(async () => {
     if (node.source === 'current') {
@@ -103,12 +113,16 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
 
     // The stack's resources, by the variable that names them; anything else the template sets
     // from a resource has no local stand-in and fails here rather than running half-configured.
+    // Queue URLs path-style on the emulator's endpoint: the SDK sends a message's calls to its
+    // queue's URL, and the emulator's own host form (sqs.<region>.127.0.0.1) is no valid URL.
+    const onEndpoint = (url: string) => url.replace(/^https?:\/\/[^/]+/, emulators?.emulators.sqsEndpoint ?? '');
     const standIns: Record<string, string> = {
-      [ENV.normalQueueUrl]: fleet.resources.queueUrls.normal,
-      [ENV.highQueueUrl]: fleet.resources.queueUrls.high,
-      [ENV.dlqUrl]: fleet.resources.queueUrls.dlq,
+      [ENV.normalQueueUrl]: onEndpoint(fleet.resources.queueUrls.normal),
+      [ENV.highQueueUrl]: onEndpoint(fleet.resources.queueUrls.high),
+      [ENV.dlqUrl]: onEndpoint(fleet.resources.queueUrls.dlq),
       [ENV.resultsTable]: fleet.resources.tables.results,
       [ENV.governorTable]: fleet.resources.tables.governor,
+      [ENV.leasesTable]: fleet.resources.tables.leases,
       [ENV.solverKeySecretArn]: secret.ARN ?? '',
       [ENV.eventBusName]: busName,
     };
@@ -185,6 +199,49 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
         env: { ...overflowVariables, ...lambdaEnv(`${settings.prefix}-consumer-overflow`, overflowDir) },
       }),
     ]);
+
+    // The primary consumer parked its submission (solveMode park, the default): the governor's
+    // watch records it, as the deployed governor does between its ticks.
+    const results = new DynamoResultsRepository({
+      documents: fleet.clients.documents,
+      tableName: fleet.resources.tables.results,
+      ttlSeconds: settings.resultTtlSeconds,
+    });
+    const queue = new SqsTaskQueue({
+      sqs: fleet.clients.sqs,
+      dlqUrl: fleet.resources.queueUrls.dlq,
+      sourceQueueUrls: [fleet.resources.queueUrls.normal, fleet.resources.queueUrls.high],
+    });
+    const leases = createDynamoThreadLeases({
+      documents: fleet.clients.documents,
+      tableName: fleet.resources.tables.leases,
+    });
+    const solver = createSolverClient({ baseUrl: solverBaseUrl, key: TEST_SOLVER_KEY, dialect: settings.dialect });
+    parkedBeforeWatch = await results.get(taskId);
+    const watch = createParkedWatch({
+      leases,
+      shards: shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap),
+      results,
+      solver,
+      queue,
+      recorder: createParkedRecorder({
+        repository: results,
+        solver,
+        queue,
+        events: undefined,
+        metrics: createMetrics({
+          namespace: settings.metricsNamespace,
+          serviceName: 'consumer',
+          sink: () => undefined,
+        }),
+        redactor: createRedactor([TEST_SOLVER_KEY]),
+      }),
+      settleMs: 0,
+    });
+    for (let round = 0; round < 5 && watch.stats.recorded === 0; round++) {
+      await watch.round();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }, 240_000);
 
   afterAll(async () => {
@@ -209,7 +266,7 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     expect(external.filter((name) => !name.startsWith('@aws-sdk/'))).toEqual([]);
   });
 
-  it('solves the task with the key from the secret and reports no failed record', async () => {
+  it('submits with the key from the secret and parks the task, which the watch then records', async () => {
     // Prepare: the invocation ran in beforeAll
     const diagnostics = `exit ${invocation.exitCode}\n${invocation.stderr}\n${invocation.stdout}`.slice(-4000);
 
@@ -218,16 +275,20 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
       new GetCommand({ TableName: resultsTable, Key: { taskId }, ConsistentRead: true }),
     );
 
-    // Assess
+    // Assess: the parked message is left to SQS (a batch item failure: not deleted, its
+    // visibility set by the consumer), its submission kept on the record; the watch recorded it
     expect(invocation.exitCode, diagnostics).toBe(0);
-    expect(invocation.response, diagnostics).toEqual({ batchItemFailures: [] });
+    expect(invocation.response, diagnostics).toEqual({ batchItemFailures: [{ itemIdentifier: expect.any(String) }] });
+    expect(invocation.stdout, diagnostics).toContain('"Parked":1');
+    expect(parkedBeforeWatch?.status, diagnostics).toBe('solving');
+    expect(parkedBeforeWatch?.solverId, diagnostics).toEqual(expect.any(String));
     expect(record?.Item?.status, diagnostics).toBe('solved');
     expect(record?.Item?.provider, diagnostics).toBe('primary');
     expect(simulator?.stats()).toMatchObject({ accepted: 1, solved: 1, keyRejections: 0 });
   });
 
   it('never prints the key', () => {
-    expect(invocation.stdout).toContain('"Solved"'); // EMF on stdout, as CloudWatch reads it
+    expect(invocation.stdout).toContain('"SolverSubmissions"'); // EMF on stdout, as CloudWatch reads it
     expect(`${invocation.stdout}${invocation.stderr}`).not.toContain(TEST_SOLVER_KEY);
   });
 
