@@ -139,16 +139,19 @@ describe('the parked design in the lab', () => {
     const policy: Policy = {
       ...inner,
       tick: (view) =>
-        inner.tick?.(
-          Object.create(view, {
-            governorSignals: {
-              value: () => {
-                const signals = view.governorSignals();
-                seen.push(signals.threadLedger?.solved ?? 0);
-                return signals;
+        record(
+          [],
+          inner.tick?.(
+            Object.create(view, {
+              governorSignals: {
+                value: () => {
+                  const signals = view.governorSignals();
+                  seen.push(signals.threadLedger?.solved ?? 0);
+                  return signals;
+                },
               },
-            },
-          }),
+            }),
+          ),
         ),
     };
 
