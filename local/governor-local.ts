@@ -448,6 +448,8 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       if (timer) clearTimeout(timer);
       await running?.catch(() => undefined);
       await watching;
+      // The last recorded answers join the ledger's solved count, as at the end of the watch's run in AWS.
+      await parked?.watch.flushSolved();
     },
   };
 }

@@ -17,6 +17,7 @@ import { createSolverClient } from '../functions/adapters/solver-client.js';
 import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../functions/adapters/thread-ledger.js';
 import type { ConsumerHandler, ConsumerTiming } from '../functions/consumer/create-handler.js';
 import type { ResultsRepository, SolverPort, TaskQueue } from '../functions/core/ports.js';
+import type { SolvedCounter } from '../functions/core/thread-ledger.js';
 import { createConsumerFromEnvironment } from '../functions/consumer/wiring.js';
 import { createReporterFromEnvironment } from '../functions/reporter/wiring.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
@@ -705,7 +706,7 @@ async function startGovernor(
     tableName: resources.tables.governor,
     leaseMs: threadLeaseMs(plan.settings),
   });
-  const parked = await parkedSide(plan, { clients, resources }, solver, consumer);
+  const parked = await parkedSide(plan, { clients, resources }, solver, consumer, ledger);
   // The parked design: held threads from the leases; the probe records its answers with them.
   const reader = parked ? leasedLedgerReader(ledger, parked.lane) : undefined;
   const probeLedger = reader ? leasedProbeLedger(ledger, () => reader.lastHeld()) : ledger;
@@ -763,6 +764,7 @@ async function parkedSide(
   { clients, resources }: Pick<Backends, 'clients' | 'resources'>,
   solver: SolverSide,
   consumer: Pick<ConsumerSide, 'events' | 'metrics'>,
+  ledger: SolvedCounter,
 ): Promise<{ lane: LeasedLane; watch: ParkedWatch; pollMs: number } | undefined> {
   const { settings } = plan;
   if (settings.solveMode !== 'park') return undefined;
@@ -805,6 +807,8 @@ async function parkedSide(
     solver: solver.client,
     queue,
     recorder,
+    // Its recorded answers join the ledger's `solved` count, as in AWS (the grant's price per solve).
+    solved: ledger,
     settleMs: 50,
   });
   return { lane, watch, pollMs: Math.max(100, Math.round(tickMs / 5)) };

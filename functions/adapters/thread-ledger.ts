@@ -19,12 +19,14 @@
  * A release whose answer was read as solved also ADDs 1 to `solved` in the same update: the
  * governor's price per solve is the provider's balance drop over the rise of that count.
  *
- * The governor writes one thing here: its spend grant (`grantLimit`, `grantUntil`), set each tick
- * the money above the pause level is nearly spent and removed when it is not.
+ * The governor writes two things here: its spend grant (`grantLimit`, `grantUntil`), set each tick
+ * the money above the pause level is nearly spent and removed when it is not; and, in the parked
+ * design, the answers its watch recorded, ADDed to `solved` in batches (`countSolved`).
  */
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type {
   LedgerEvent,
+  SolvedCounter,
   SpendGrant,
   SpendGrantWriter,
   ThreadLease,
@@ -86,8 +88,11 @@ export class ThreadLedgerError extends Error {
   }
 }
 
-/** The ledger's three sides: the consumer's recorder, the governor's reader and its spend grant. */
-export type ThreadLedger = ThreadLedgerRecorder & ThreadLedgerReader & SpendGrantWriter;
+/**
+ * The ledger's sides: the consumer's recorder, the governor's reader, its spend grant and its
+ * watch's count of the solves it recorded.
+ */
+export type ThreadLedger = ThreadLedgerRecorder & ThreadLedgerReader & SpendGrantWriter & SolvedCounter;
 
 /** Build the ledger on DynamoDB (or dynalite): the consumer's recorder and the governor's reader in one. */
 export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): ThreadLedger {
@@ -224,6 +229,14 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
 
     async setGrant(grant) {
       await send('grant', new UpdateCommand({ ...key, ...grantUpdate(grant) }));
+    },
+
+    async countSolved(count) {
+      if (!(count > 0)) return;
+      await send(
+        'solved count',
+        new UpdateCommand({ ...key, UpdateExpression: 'ADD solved :n', ExpressionAttributeValues: { ':n': count } }),
+      );
     },
   };
 }
@@ -391,6 +404,9 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
     },
     async read() {
       return readingOf({ ...item }, bucketOf(clock()));
+    },
+    async countSolved(count) {
+      if (count > 0) add('solved', count);
     },
     async setGrant(grant) {
       if (grant === undefined) {

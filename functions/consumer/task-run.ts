@@ -405,9 +405,14 @@ export class TaskRun {
     this.keeper.keep(solverId, this.provider, this.submission.acceptedAt, { park: options.park === true });
   }
 
-  /** Before a fresh submission: a thread lease (parked design), else room in the fleet's ledger. */
-  private room(deadlineAt: number): Promise<boolean> {
-    return this.leasing !== undefined ? this.leasing.take(deadlineAt) : this.threads.waitForRoom(deadlineAt);
+  /**
+   * Before a fresh submission: room in the fleet's ledger (the waiting design), or (the parked
+   * design) money in the governor's spend grant, then a thread lease. A grant used up for the
+   * whole wait hands the task back without a submission in both designs.
+   */
+  private async room(deadlineAt: number): Promise<boolean> {
+    if (this.leasing === undefined) return this.threads.waitForRoom(deadlineAt);
+    return (await this.threads.waitForGrant(deadlineAt)) && this.leasing.take(deadlineAt);
   }
 
   /** After an over-cap refusal: whether to wait for a thread and submit again. */

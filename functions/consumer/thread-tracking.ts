@@ -112,6 +112,29 @@ export class ThreadTracking {
   }
 
   /**
+   * The parked design, before a fresh submission takes its thread lease: while the governor's
+   * spend grant is used up (the money above the pause level pays for no more solves), wait for a
+   * new grant, at most `maxWaitMs` and never past `deadlineAt`, as waitForRoom does. Resolves true
+   * to submit, false when the grant is still used up at the end: the caller hands the task back
+   * without a submission. An unreadable ledger does not wait.
+   */
+  async waitForGrant(deadlineAt: number): Promise<boolean> {
+    const waiting = this.waiting;
+    if (this.ledger === undefined || waiting === undefined) return true;
+    const random = waiting.random ?? Math.random;
+    const pause = waiting.sleep ?? sleep;
+    const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
+    for (;;) {
+      const reading = await this.ledger.read().catch(() => undefined);
+      const now = this.clock();
+      if (reading === undefined || !grantUsedUp(reading, now)) return true;
+      const left = until - now;
+      if (left <= 0) return false;
+      await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
+    }
+  }
+
+  /**
    * After an over-cap refusal: wait until one of the fleet's threads frees (or `maxWaitMs`), never
    * past `deadlineAt`. Resolves true when the caller should submit again, false when it should
    * give the task back (no ledger, waits used up, or no time left).

@@ -71,6 +71,16 @@ export interface SpendGrantWriter {
   setGrant(grant: SpendGrant | undefined): Promise<void>;
 }
 
+/**
+ * The governor's watch's side (the parked design): the answers it recorded itself, added to the
+ * ledger's `solved` counter in one update per batch. Without it the counter sees only the answers
+ * a consumer read, and the price per solve learned from it would be far too high.
+ */
+export interface SolvedCounter {
+  /** Add `count` (> 0) solves to the ledger's `solved` counter. */
+  countSolved(count: number): Promise<void>;
+}
+
 /** A thread the fleet took (the lease bucket its count went into); hand it back to `released`. */
 export interface ThreadLease {
   /** Lease bucket (epoch ms ÷ lease length, floored). */

@@ -8,11 +8,17 @@
  * answer and records it. The watch reads no answer and writes no result: recording stays the
  * consumer's (one code path), and a watch that stops (an invocation's end, a crash) only delays
  * tasks until their lease ends and their message comes back by itself.
+ *
+ * The answers the watch records itself are solves the consumers never see: it adds them to the
+ * thread ledger's `solved` counter (the governor's price per solve is the balance drop over that
+ * counter's rise), one update per batch, at most every `solvedFlushMs` and once more at the end
+ * of its run. A batch whose write fails is kept and added to the next one.
  */
 import { sleep as wait } from '../core/helpers/time.js';
 import type { Clock, PollState, PollTarget, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
 import { type LeaseKeeper, type LeaseSlot, liveSlots } from '../core/thread-leases.js';
+import type { SolvedCounter } from '../core/thread-ledger.js';
 import type { ParkedRecorder } from '../adapters/parked-recorder.js';
 import type { RecordBase } from '../core/solved-record.js';
 import type { GovernorLog } from './loop.js';
@@ -32,6 +38,10 @@ export interface ParkedWatchOptions {
    * ready parked task is shown to the consumers instead, which record it in a second delivery.
    */
   recorder?: ParkedRecorder;
+  /** The thread ledger's `solved` counter: the recorded answers are added to it in batches. */
+  solved?: SolvedCounter;
+  /** Longest a recorded answer waits before its batch is added to `solved`, ms. @default 5000 */
+  solvedFlushMs?: number;
   /** Time between rounds, ms. @default 1000 */
   pollMs?: number;
   /** A lease younger than this is not looked up yet (its holder is still parking it), ms. @default 300 */
@@ -52,6 +62,10 @@ export interface ParkedWatchStats {
   released: number;
   /** Ready parked tasks the watch recorded itself. */
   recorded: number;
+  /** Recorded answers added to the ledger's `solved` counter (the rest wait for the next batch). */
+  solvedCounted: number;
+  /** Writes of a batch to the ledger's `solved` counter (one UpdateItem each), failed ones included. */
+  solvedWrites: number;
   /** Parked tasks shown to the consumers again (their solve ended without an answer, or recording failed). */
   shown: number;
   /** Messages that could not be made visible again (they come back at their lease's end). */
@@ -75,6 +89,8 @@ export interface ParkedWatch {
   round(): Promise<void>;
   /** Rounds every `pollMs` while `remainingMs()` leaves at least `marginMs` (and, when given, until `done()`). */
   run(remainingMs: () => number, marginMs: number, done?: () => boolean): Promise<void>;
+  /** Add the recorded answers not yet counted to the ledger's `solved` (never throws; a failed write keeps them). */
+  flushSolved(): Promise<void>;
   readonly stats: ParkedWatchStats;
 }
 
@@ -87,19 +103,10 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const pollMs = options.pollMs ?? 1_000;
   const settleMs = options.settleMs ?? 300;
   const known = new Map<string, Known>();
-  const stats: ParkedWatchStats = {
-    rounds: 0,
-    failedRounds: 0,
-    polled: 0,
-    released: 0,
-    recorded: 0,
-    shown: 0,
-    showFailures: 0,
-    parked: 0,
-    live: 0,
-  };
+  const stats = emptyStats();
   /** When each lease's submission was last seen not ready (a recorded token's expiry counts from it). */
   const notReadyAt = new Map<string, number>();
+  const solved = solvedBatch(options, clock, stats);
 
   /** A lease's submission once it is on the record, and whether its task is parked. */
   const learn = async (slot: LeaseSlot): Promise<void> => {
@@ -156,7 +163,10 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
         delivery: slot.delivery,
         ...(lastNotReadyAt !== undefined ? { lastNotReadyAt } : {}),
       });
-      if (outcome === 'recorded') stats.recorded += 1;
+      if (outcome === 'recorded') {
+        stats.recorded += 1;
+        solved.add();
+      }
       return;
     }
     await show(slot);
@@ -175,7 +185,16 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     }
   };
 
+  /** One round, then the solved batch when it is due (a failed round included: its count was made before). */
   const round = async (): Promise<void> => {
+    try {
+      await look();
+    } finally {
+      await solved.flushIfDue();
+    }
+  };
+
+  const look = async (): Promise<void> => {
     stats.rounds += 1;
     const now = clock();
     const live = (await options.leases.views(options.shards)).flatMap((view) => liveSlots(view, now));
@@ -210,6 +229,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   return {
     stats,
     round,
+    flushSolved: solved.flush,
     async run(remainingMs, marginMs, done) {
       while (remainingMs() - pollMs >= marginMs && !(done?.() ?? false)) {
         const started = clock();
@@ -223,7 +243,61 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
         }
         await sleep(Math.max(0, started + pollMs - clock()));
       }
+      await solved.flush();
     },
+  };
+}
+
+/** The watch's counts before its first round. */
+function emptyStats(): ParkedWatchStats {
+  return {
+    rounds: 0,
+    failedRounds: 0,
+    polled: 0,
+    released: 0,
+    recorded: 0,
+    solvedCounted: 0,
+    solvedWrites: 0,
+    shown: 0,
+    showFailures: 0,
+    parked: 0,
+    live: 0,
+  };
+}
+
+/**
+ * The answers the watch recorded, on their way to the ledger's `solved` counter: one write per
+ * batch, at most every `solvedFlushMs` (and when flushed); never throws, and a batch whose write
+ * failed stays for the next.
+ */
+function solvedBatch(options: ParkedWatchOptions, clock: Clock, stats: ParkedWatchStats) {
+  const flushMs = options.solvedFlushMs ?? 5_000;
+  let uncounted = 0;
+  let flushedAt = clock();
+  const flush = async (): Promise<void> => {
+    const count = uncounted;
+    if (options.solved === undefined || count === 0) return;
+    // Taken before the write: a recording meanwhile joins the next batch, not this one twice.
+    uncounted = 0;
+    flushedAt = clock();
+    stats.solvedWrites += 1;
+    try {
+      await options.solved.countSolved(count);
+      stats.solvedCounted += count;
+    } catch (error) {
+      uncounted += count;
+      options.log?.warn('solved count not added to the thread ledger; kept for the next batch', {
+        count,
+        error: `${(error as Error).name}: ${(error as Error).message}`,
+      });
+    }
+  };
+  return {
+    add: () => {
+      uncounted += 1;
+    },
+    flush,
+    flushIfDue: () => (clock() - flushedAt >= flushMs ? flush() : Promise.resolve()),
   };
 }
 

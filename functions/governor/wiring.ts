@@ -40,6 +40,7 @@ import { governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
 import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
+import type { SolvedCounter } from '../core/thread-ledger.js';
 import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
 import { createThreadProbe } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
@@ -272,7 +273,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ...(options.clock ? { clock: options.clock } : {}),
     ...(log ? { log } : {}),
   });
-  const watch = leased ? parkedWatchOf(environment, clients, leased, options) : undefined;
+  const watch = leased ? parkedWatchOf(environment, clients, leased, options, threadLedger) : undefined;
   return { loop, config, settings, ...(watch ? { watch } : {}) };
 }
 
@@ -296,12 +297,16 @@ function withLeases(
   return leased ? withLeaseLimits(actuator, leased, log) : actuator;
 }
 
-/** The watch over parked tasks: the leases, the results table, the solver's bulk poll, the task queues. */
+/**
+ * The watch over parked tasks: the leases, the results table, the solver's bulk poll, the task
+ * queues, and the thread ledger whose `solved` counter it adds its recorded answers to.
+ */
 function parkedWatchOf(
   environment: FleetEnvironment,
   clients: AwsClients,
   leased: LeasedLane,
   options: GovernorWiringOptions,
+  ledger: SolvedCounter | undefined,
 ): ParkedWatch | undefined {
   const solver = options.parkedSolver ?? solverFromEnvironment(environment, clients.region);
   const pollMany = solver.pollMany?.bind(solver);
@@ -335,6 +340,7 @@ function parkedWatchOf(
     solver: { pollMany },
     queue,
     recorder,
+    ...(ledger ? { solved: ledger } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log ? { log: options.log } : {}),
   });

@@ -39,6 +39,14 @@ export class LabThreadLedger {
     if (solved) this.solved++;
   }
 
+  /**
+   * The parked design: the governor's watch recorded an answer (no consumer read it), and adds it
+   * to `solved` (functions/governor/parked-watch.ts; in AWS in batches a few seconds apart).
+   */
+  countSolved(): void {
+    this.solved++;
+  }
+
   /** The governor sets (or clears) its spend grant. */
   setGrant(grant: SpendGrant | undefined): void {
     this.grant = grant;

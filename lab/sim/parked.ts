@@ -472,6 +472,8 @@ export class ParkedDesign {
     this.state[id] = NONE;
     this.parkedNow--;
     this.counts.recordedByWatch++;
+    // A solve the consumers never saw: the watch counts it in the ledger (the price per solve).
+    this.host.ledger.countSolved();
     this.host.recorded(id);
   }
 

@@ -14,6 +14,7 @@ import { DynamoResultsRepository } from '../../functions/adapters/results-reposi
 import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
+import { createDynamoThreadLedger, threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
 import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
 import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
 import { createRedactor } from '../../functions/core/redaction.js';
@@ -90,6 +91,12 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
   const sourceQueueUrls = [resources.queueUrls.normal, resources.queueUrls.high];
   const queue = new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: resources.queueUrls.dlq, sourceQueueUrls });
   const captured = captureMetrics(settings.metricsNamespace);
+  // The thread ledger on the governor table, as the consumer's wiring builds it (the grant is read from it).
+  const ledger = createDynamoThreadLedger({
+    documents: clients.documents,
+    tableName: resources.tables.governor,
+    leaseMs: threadLeaseMs(settings),
+  });
   const handler = createConsumerHandler({
     solver,
     repository,
@@ -99,6 +106,7 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
     settings,
     timing: FAST,
     leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
+    threadLedger: ledger,
   });
   const watch = createParkedWatch({ leases, shards, results: repository, solver, queue, settleMs: 0 });
   const events = createLocalEventStream({ includeAnswer: false });
@@ -121,7 +129,7 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
   });
   const send = (task = recaptchaTask()) =>
     sendMessage(clients, resources.queueUrls.normal, JSON.stringify(task)).then(() => task.id as string);
-  return { fleet, sim, leases, shards, repository, handler, watch, recordingWatch, events, send, captured };
+  return { fleet, sim, leases, shards, repository, ledger, handler, watch, recordingWatch, events, send, captured };
 }
 
 describe('parked design on the emulators', () => {
@@ -158,6 +166,31 @@ describe('parked design on the emulators', () => {
     expect(done?.solveMs ?? 0).toBeGreaterThan(0);
     expect(f.sim.stats().submissions).toBe(1);
     expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 0, inFlight: 0 });
+  });
+
+  it.each([
+    ['used up: the task goes back without a submission', 0, false],
+    ['not used up: the task parks', 1, true],
+  ] as const)('reads the spend grant before a fresh submission; %s', async (_, limit, parks) => {
+    // Prepare: the governor's grant in the ledger, in force for a minute (no acceptance counted yet)
+    const f = await parkedFleet({ planThreads: 10, medianMs: 5_000 });
+    await f.ledger.setGrant({ limit, until: Date.now() + 60_000 });
+    const id = await f.send();
+    // Act
+    const startedAt = Date.now();
+    const result = await deliver(f.fleet, f.handler);
+    // Assess: both leave the message in flight; only the paid-for one reached the solver and holds a lease.
+    expect(result.failed).toHaveLength(1);
+    expect(f.sim.stats().submissions).toBe(parks ? 1 : 0);
+    const slots = (await f.leases.views(f.shards)).flatMap((view) => view.slots);
+    expect(slots.map((s) => s.taskId)).toEqual(parks ? [id] : []);
+    const record = await f.repository.get(id, { consistent: true });
+    if (parks) expect(record).toMatchObject({ status: 'solving', solverId: expect.any(String), leaseUntil: 0 });
+    else {
+      expect(record?.solverId).toBeUndefined();
+      // It waited for a new grant (FAST's maxWaitMs) before handing the task back.
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(FAST.overCapWaiting?.maxWaitMs ?? 0);
+    }
   });
 
   it('records a ready parked task in the watch itself: no second delivery, the message deleted, the event out once', async () => {

@@ -248,6 +248,20 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect(await ledger.read()).toMatchObject({ held: 0, acceptances: 3, solved: 2 });
   });
 
+  it("adds the watch's batch of recorded answers to the consumers' solves, without touching the threads held", async () => {
+    // Prepare: one consumer-read solve, one thread still held
+    const now = { t: 8_000_000 };
+    const ledger = ledgerAt(now, 'watch-solved');
+    await ledger.released(await ledger.accepted(now.t), { solved: true });
+    await ledger.accepted(now.t + 1);
+    // Act: the watch adds two batches (a batch of 0 writes nothing)
+    await ledger.countSolved(3);
+    await ledger.countSolved(0);
+    await ledger.countSolved(2);
+    // Assess
+    expect(await ledger.read()).toMatchObject({ held: 1, acceptances: 2, solved: 6 });
+  });
+
   it('reads solved as absent, never 0, on a ledger never told of a solve', async () => {
     // Prepare: threads taken and freed, none solved
     const now = { t: 9_000_000 };

@@ -319,3 +319,56 @@ describe('solves counted with the thread they free', () => {
     expect(s.sleeps.length).toBeGreaterThan(0);
   });
 });
+
+describe('a parked invocation reads the spend grant before a fresh submission', () => {
+  it('submits at once without a grant or with one that pays for a solve', async () => {
+    const s = setup(0);
+    expect(await s.tracking.waitForGrant(s.now.t + 60_000)).toBe(true);
+    await s.ledger.setGrant({ limit: 1, until: s.now.t + 60_000 });
+    expect(await s.tracking.waitForGrant(s.now.t + 60_000)).toBe(true);
+    expect(s.sleeps).toEqual([]);
+  });
+
+  it('waits while the grant is used up and submits once a new one pays for a solve', async () => {
+    // Prepare: a grant of 0 more acceptances; the governor grants one on the third poll.
+    const s = setup(0);
+    await s.ledger.setGrant({ limit: 0, until: s.now.t + 60_000 });
+    let polls = 0;
+    s.onSleep(async () => {
+      polls += 1;
+      if (polls === 3) await s.ledger.setGrant({ limit: 1, until: s.now.t + 60_000 });
+    });
+    // Act + Assess
+    expect(await s.tracking.waitForGrant(s.now.t + 60_000)).toBe(true);
+    expect(polls).toBe(3);
+  });
+
+  it('hands the task back after maxWaitMs, or sooner at its deadline, while the grant stays used up', async () => {
+    const s = setup(0);
+    await s.ledger.setGrant({ limit: 0, until: s.now.t + 600_000 });
+    const started = s.now.t;
+    expect(await s.tracking.waitForGrant(s.now.t + 60_000)).toBe(false);
+    expect(s.now.t - started).toBe(2_000);
+    const again = s.now.t;
+    expect(await s.tracking.waitForGrant(s.now.t + 500)).toBe(false);
+    expect(s.now.t - again).toBe(400);
+  });
+
+  it('does not wait on a ledger it cannot read', async () => {
+    const unreadable = {
+      ...createMemoryThreadLedger({ leaseMs: 60_000 }),
+      read: async () => {
+        throw new Error('ProvisionedThroughputExceededException');
+      },
+    };
+    const tracking = new ThreadTracking(unreadable, () => 1_000_000, silent, {
+      pollMs: 100,
+      maxWaitMs: 2_000,
+      maxWaits: 2,
+      sleep: async () => {
+        throw new Error('no wait expected');
+      },
+    });
+    expect(await tracking.waitForGrant(1_060_000)).toBe(true);
+  });
+});

@@ -131,16 +131,20 @@ describe('the parked design’s bill', () => {
     expect(bill.byService.sqs).toBeCloseTo(5800 * 4e-7, 9);
     // DynamoDB writes: claim + id-and-release (1 each), ledger acceptance (1), slot taken + freed
     // (1 each), the answered record once (3: no announcement note), 6 meta writes; no ledger
-    // `released`, no ledger read before a submission.
+    // `released`; the watch's solved count in batches: 12 a minute at most (57 s ÷ 5 s, and the
+    // invocation's end), 720 in the hour.
     // Reads: 1 000 consumer Queries × 2 units ÷ 2 (eventual), 3 000 governor Queries × 2,
-    // 1 000 record reads × 1 ÷ 2.
-    expect(bill.byService.dynamodb).toBeCloseTo((1000 * 8 + 6) * 6.25e-7 + (1000 + 6000 + 500) * 1.25e-7, 9);
+    // 1 000 record reads × 1 ÷ 2, 1 000 ledger reads (the spend grant) before a submission.
+    expect(bill.byService.dynamodb).toBeCloseTo(
+      (1000 * 8 + 6 + 720) * 6.25e-7 + (1000 + 6000 + 500 + 1000) * 1.25e-7,
+      9,
+    );
     // CloudWatch: 2.2 MB consumer logs + 1.2 MB the watch's, 11 consumer metrics (Parked is one more)
     expect(bill.byService.cloudwatch).toBeCloseTo(0.0011 + 0.0006 + (11 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.01734847, 7);
+    expect(bill.usd).toBeCloseTo(0.01792347, 7);
   });
 
-  it('bills a parked task fewer answered-record writes and no ledger reads than a waiting one', () => {
+  it('bills a parked task fewer answered-record writes than a waiting one, and the same ledger read (the grant)', () => {
     const waiting = fleetBill({ ...HOUR, governor: false }, { planThreads: 50 });
     const parked = fleetBill({ ...HOUR, governor: false, parked: PARKED }, { planThreads: 50 });
     const line = (bill: typeof parked, item: string) => bill.lines.find((l) => l.item.startsWith(item))?.quantity;
@@ -148,7 +152,14 @@ describe('the parked design’s bill', () => {
     expect(line(parked, 'results, announcement notes')).toBe(0);
     expect(line(parked, 'watch: results')).toBe(3000);
     expect(line(waiting, 'thread ledger reads')).toBe(1000);
-    expect(line(parked, 'thread ledger reads')).toBe(0);
+    expect(line(parked, 'thread ledger reads')).toBe(1000);
+    // The watch's solved count: one write per batch, never more than the answers it recorded.
+    expect(line(parked, 'watch: solved count')).toBe(720);
+    const few = fleetBill(
+      { ...HOUR, governor: false, parked: { ...PARKED, recordedByWatch: 40 } },
+      { planThreads: 50 },
+    );
+    expect(line(few, 'watch: solved count')).toBe(40);
   });
 });
 

@@ -154,6 +154,43 @@ describe('the parked design in the lab', () => {
     expect(opened.some((a) => a.target < (a.leases?.ceiling ?? 0))).toBe(true);
   });
 
+  it("counts the watch's recorded answers as solved in the ledger the governor reads (its price per solve)", () => {
+    // GIVEN a light steady load, every answer recorded by the watch (no consumer reads one)
+    const t = trace({ durationSeconds: 600 });
+    const inner = createPolicy('governor', t.settings);
+    const seen: number[] = [];
+    const policy: Policy = {
+      ...inner,
+      tick: (view) =>
+        record(
+          [],
+          inner.tick?.(
+            Object.create(view, {
+              governorSignals: {
+                value: () => {
+                  const signals = view.governorSignals();
+                  seen.push(signals.threadLedger?.solved ?? 0);
+                  return signals;
+                },
+              },
+            }),
+          ),
+        ),
+    };
+
+    // WHEN it runs
+    const result = simulate(t, policy, { seed: 5 });
+
+    // THEN the ledger's solved count follows the watch's recordings: all but the last tick's at the end
+    const recorded = result.parked?.recordedByWatch ?? 0;
+    expect(recorded).toBe(result.solved);
+    const last = seen.at(-1) ?? 0;
+    expect(last).toBeLessThanOrEqual(recorded);
+    // (0.5 tasks a second, a tick every 10 s: two ticks of arrivals at most still to count)
+    expect(last).toBeGreaterThanOrEqual(recorded - 2 * 0.5 * 10);
+    expect(last).toBeGreaterThan(0);
+  });
+
   it('keeps the floors and the fixed-maximum Lambda on the waiting design', () => {
     for (const policy of ['oracle', 'oracle-ramp', 'lambda-fixed'] as const) {
       const result = run({ durationSeconds: 600 }, { policy });

@@ -145,3 +145,81 @@ describe('the parked watch, one round', () => {
     expect(w.watch.stats.parked).toBe(30);
   });
 });
+
+describe("the parked watch's solves in the thread ledger", () => {
+  /** Three parked tasks ready at once, a recorder that records them, and a ledger counter that fails while `failing`. */
+  function recording(failing = { now: false }) {
+    let now = NOW;
+    const slots = ['a', 'b', 'c'].map((id, i) => lease(id, i));
+    const held = new Map(slots.map((s) => [s.slot, s]));
+    const writes: number[] = [];
+    const watch = createParkedWatch({
+      leases: {
+        views: async (shards) => shards.map((shard) => ({ shard, meta: { limit: 10 }, slots: [...held.values()] })),
+        setLimit: async () => undefined,
+        clearRefusal: async () => undefined,
+        release: async (l) => void held.delete(l.slot),
+      },
+      shards: ['primary#0'],
+      results: { get: async (id) => record(id) },
+      solver: {
+        pollMany: async (targets) => new Map(targets.map((t) => [t.solverId, { state: 'ready' } as PollState])),
+      },
+      queue: { changeVisibility: async () => undefined },
+      recorder: { record: async () => 'recorded' },
+      solved: {
+        countSolved: async (count) => {
+          writes.push(count);
+          if (failing.now) throw new Error('ProvisionedThroughputExceededException');
+        },
+      },
+      solvedFlushMs: 5_000,
+      clock: () => now,
+      sleep: async (ms) => {
+        now += ms;
+      },
+      settleMs: 0,
+    });
+    return { watch, writes, advance: (ms: number) => (now += ms), add: (s: LeaseSlot) => held.set(s.slot, s) };
+  }
+
+  it('adds the answers it recorded to the ledger in one batch, not one write per answer', async () => {
+    const w = recording();
+    await w.watch.round();
+    expect(w.watch.stats.recorded).toBe(3);
+    // Within the flush interval: nothing written yet.
+    expect(w.writes).toEqual([]);
+    w.advance(5_000);
+    await w.watch.round();
+    expect(w.writes).toEqual([3]);
+    expect(w.watch.stats.solvedCounted).toBe(3);
+    // Nothing new: no write.
+    w.advance(5_000);
+    await w.watch.round();
+    expect(w.writes).toEqual([3]);
+  });
+
+  it('keeps the count when the write fails and adds it with the next batch', async () => {
+    const failing = { now: true };
+    const w = recording(failing);
+    await w.watch.round();
+    w.advance(5_000);
+    await expect(w.watch.round()).resolves.toBeUndefined();
+    expect(w.writes).toEqual([3]);
+    expect(w.watch.stats.solvedCounted).toBe(0);
+    failing.now = false;
+    w.add(lease('d', 3));
+    w.advance(5_000);
+    await w.watch.round();
+    expect(w.writes).toEqual([3, 4]);
+    expect(w.watch.stats.solvedCounted).toBe(4);
+  });
+
+  it('writes what is left at the end of its run', async () => {
+    const w = recording();
+    let remaining = 2_500;
+    await w.watch.run(() => (remaining -= 1_000), 0);
+    expect(w.watch.stats.recorded).toBe(3);
+    expect(w.writes).toEqual([3]);
+  });
+});

@@ -46,14 +46,16 @@ export const CONSUMER_CALLS = {
 
 /**
  * What the parked design changes in the consumer's calls (functions/consumer/task-run.ts,
- * lease-holding.ts, thread-tracking.ts with leases): a fresh submission reads no ledger (a lease
- * takes its place: a shard Query, eventually consistent, and a conditional PutItem of a slot);
+ * lease-holding.ts, thread-tracking.ts with leases): a fresh submission reads the ledger once for
+ * the governor's spend grant (waitForGrant, GetItem, strong), then takes a lease in place of the
+ * waiting design's room check (a shard Query, eventually consistent, and a conditional PutItem of a slot);
  * the solver id's write also gives the claim up (the same one write); the ledger records the
  * acceptance and each refusal with the leases' count and no `released`; a refusal also writes the
  * slot's shard (its hold-off) and frees the slot (DeleteItem); a hand-back releases the claim only.
  */
 export const PARKED_CONSUMER_CALLS = {
-  ledgerReadsPerSubmission: 0,
+  /** The spend grant read before a fresh submission (a grant used up hands the task back unpaid). */
+  ledgerReadsPerSubmission: 1,
   ledgerWritesPerSolve: 0,
   writesPerHandBack: 1,
 } as const;
@@ -64,7 +66,8 @@ export const PARKED_CONSUMER_CALLS = {
  * per new lease a GetItem of its task's record (eventually consistent); per ready task the
  * lease's DeleteItem, one result request to the solver, the answered record in one conditional
  * write (no announcement note), one completion event (counted with every solve) and the
- * message's DeleteMessage. Its ticks
+ * message's DeleteMessage; the recorded answers are added to the thread ledger's `solved` in
+ * batches (one UpdateItem per batch, at most every `solvedBatchSeconds`). Its ticks
  * read every shard (the threads held) and the first shard again (the lanes' ceilings) and write
  * a shard's limit when it changes.
  */
@@ -78,7 +81,22 @@ export const WATCH_CALLS = {
   governorSecondsPerInvocation: 57,
   answerWritesPerRecord: 1,
   sqsPerRecord: 1,
+  /**
+   * Least time between two batches of recorded answers added to the ledger's `solved`
+   * (parked-watch.ts `solvedFlushMs`), s; one more batch at the end of each invocation.
+   */
+  solvedBatchSeconds: 5,
 } as const;
+
+/**
+ * The watch's writes of its recorded answers to the ledger's `solved` over `hours`: one per
+ * batch, at most one every `solvedBatchSeconds` of its rounds and one at each invocation's end,
+ * never more than the answers it recorded (a batch holds one at least).
+ */
+export function watchSolvedWrites(recordedByWatch: number, hours: number): number {
+  const perMinute = Math.floor(WATCH_CALLS.governorSecondsPerInvocation / WATCH_CALLS.solvedBatchSeconds) + 1;
+  return Math.min(recordedByWatch, Math.ceil(hours * 60 * perMinute));
+}
 
 /** `queries` shard Queries that each read `live` slots, counted as `ParkedUsage` counts them. */
 export function shardReadsAt(live: number, queries: number): number[] {
@@ -264,7 +282,7 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   const pool = usage.poolVmHours !== undefined;
   const lines: BillLine[] = [...computeLines(usage, prices), ...queueLines(usage, a, prices)];
   lines.push(...storeLines(usage, a, prices));
-  if (usage.parked !== undefined) lines.push(...parkedLines(usage.parked, a, prices));
+  if (usage.parked !== undefined) lines.push(...parkedLines(usage.parked, usage.hours, a, prices));
   lines.push(p.events('completion events', usage.solved * CONSUMER_CALLS.eventsPerSolve));
   if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * a.consumerLogBytesPerInvocation));
   // The parked design's consumers emit one metric more (Parked).
@@ -342,7 +360,7 @@ function storeLines(usage: FleetUsage, a: CostAssumptions, prices: PriceTable): 
 }
 
 /** The parked design's own calls: the leases (consumers and governor) and the watch's records. */
-function parkedLines(parked: ParkedUsage, a: CostAssumptions, prices: PriceTable): BillLine[] {
+function parkedLines(parked: ParkedUsage, hours: number, a: CostAssumptions, prices: PriceTable): BillLine[] {
   const p = pricer(prices);
   const slot = writeUnits(a.leaseSlotBytes);
   const query = (live: number) => strongReadUnits(a.leaseMetaBytes + live * a.leaseSlotBytes);
@@ -355,6 +373,10 @@ function parkedLines(parked: ParkedUsage, a: CostAssumptions, prices: PriceTable
     p.dynamoWrites(
       'watch: results',
       parked.recordedByWatch * WATCH_CALLS.answerWritesPerRecord * writeUnits(a.answeredRecordBytes),
+    ),
+    p.dynamoWrites(
+      'watch: solved count (thread ledger)',
+      watchSolvedWrites(parked.recordedByWatch, hours) * writeUnits(a.ledgerBytes),
     ),
     p.sqsRequests('watch: DeleteMessage', parked.recordedByWatch * WATCH_CALLS.sqsPerRecord),
     p.logs('watch logs + EMF', parked.recordedByWatch * a.watchLogBytesPerRecord),
