@@ -121,6 +121,16 @@ export class InvocationBoundAgent extends Agent {
   }
 }
 
+/** The solver id a repository call writes (recordSolverId, or park with its submission), keyed as SolverIdWatch keys it. */
+function solverIdKeyOf(property: string | symbol, args: unknown[]): string | undefined {
+  if (property === 'recordSolverId') return SolverIdWatch.key(String(args[3] ?? 'primary'), String(args[2]));
+  if (property === 'park') {
+    const submission = args[2] as { solverId?: unknown; provider?: unknown } | undefined;
+    return SolverIdWatch.key(String(submission?.provider ?? 'primary'), String(submission?.solverId));
+  }
+  return undefined;
+}
+
 /**
  * Wrap a results repository for the local runtime:
  * - with probability `crashRate`, `complete()` kills the invocation it runs in;
@@ -139,12 +149,12 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
       const method = value as (...args: unknown[]) => unknown;
       return (...args: unknown[]) => {
         const invocation = currentInvocation();
-        const idKey =
-          property === 'recordSolverId' ? SolverIdWatch.key(String(args[3] ?? 'primary'), String(args[2])) : undefined;
+        const idKey = solverIdKeyOf(property, args);
         if (idKey !== undefined && invocation !== undefined) options.ids?.ask(idKey, invocation, String(args[0]));
         if (invocation?.dead) return never();
+        // A terminal write of the consumer's: its solved record, or the parking write (the parked design).
         if (
-          property === 'complete' &&
+          (property === 'complete' || property === 'park') &&
           invocation !== undefined &&
           options.crashRate > 0 &&
           options.random() < options.crashRate
