@@ -755,8 +755,9 @@ async function startGovernor(
 
 /**
  * The parked design's side of the local governor (solveMode `park`): the primary lane's leases,
- * cleared of an earlier run's, and the watch that hands parked tasks back, a round every fifth of
- * a tick (the simulator answers in a second or two).
+ * cleared of an earlier run's, and the watch that hands parked tasks back, a bulk poll every tenth
+ * of a tick and the leases read every fifth (the simulator answers in a second or two; in AWS a
+ * 10 s tick, a poll every 500 ms, a read every second).
  */
 async function parkedSide(
   plan: StackPlan,
@@ -806,8 +807,9 @@ async function parkedSide(
     queue,
     recorder,
     settleMs: 50,
+    viewEveryMs: Math.max(100, Math.round(tickMs / 5)),
   });
-  return { lane, watch, pollMs: Math.max(100, Math.round(tickMs / 5)) };
+  return { lane, watch, pollMs: Math.max(50, Math.round(tickMs / 10)) };
 }
 
 function assembleStack(
