@@ -96,9 +96,9 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const sleep = options.sleep ?? wait;
   const pollMs = options.pollMs ?? 1_000;
   const settleMs = options.settleMs ?? 300;
-  const viewEveryMs = options.viewEveryMs ?? 1_000;
-  /** The last read of the leases: when, and its live slots (less those freed or ended since). */
-  let lastView: { at: number; live: LeaseSlot[] } | undefined;
+  const liveLeases = leaseReader(options, () => {
+    stats.views += 1;
+  });
   const known = new Map<string, Known>();
   const stats: ParkedWatchStats = {
     rounds: 0,
@@ -189,25 +189,10 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     }
   };
 
-  /**
-   * The live leases: read afresh when the last read is `viewEveryMs` old (true), else the last
-   * read's, less the leases freed since (by this watch) or past their `until` (false).
-   */
-  const liveLeases = async (now: number): Promise<[LeaseSlot[], boolean]> => {
-    if (lastView === undefined || now - lastView.at >= viewEveryMs) {
-      const live = (await options.leases.views(options.shards)).flatMap((view) => liveSlots(view, now));
-      stats.views += 1;
-      lastView = { at: now, live };
-      return [live, true];
-    }
-    lastView.live = lastView.live.filter((slot) => slot.until > now && known.get(keyOf(slot))?.kind !== 'released');
-    return [lastView.live, false];
-  };
-
   const round = async (): Promise<void> => {
     stats.rounds += 1;
     const now = clock();
-    const [live, viewed] = await liveLeases(now);
+    const [live, viewed] = await liveLeases(now, (slot) => known.get(keyOf(slot))?.kind === 'released');
     stats.live = live.length;
     const liveKeys = new Set(live.map(keyOf));
     for (const key of known.keys()) if (!liveKeys.has(key)) known.delete(key);
@@ -253,6 +238,25 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
         await sleep(Math.max(0, started + pollMs - clock()));
       }
     },
+  };
+}
+
+/**
+ * The watch's reads of the leases: read afresh (true) when the last read is `viewEveryMs` old,
+ * else the last read's live slots (false), less those the watch `freed` since or past their `until`.
+ */
+function leaseReader(options: ParkedWatchOptions, onRead: () => void) {
+  const everyMs = options.viewEveryMs ?? 1_000;
+  let last: { at: number; live: LeaseSlot[] } | undefined;
+  return async (now: number, freed: (slot: LeaseSlot) => boolean): Promise<[LeaseSlot[], boolean]> => {
+    if (last === undefined || now - last.at >= everyMs) {
+      const live = (await options.leases.views(options.shards)).flatMap((view) => liveSlots(view, now));
+      onRead();
+      last = { at: now, live };
+      return [live, true];
+    }
+    last.live = last.live.filter((slot) => slot.until > now && !freed(slot));
+    return [last.live, false];
   };
 }
 
