@@ -484,6 +484,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     requeueReserveMs: 500,
     minSolveWindowMs: 1_500,
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
+    leaseWaitPollMs: 50,
     // The simulator answers in about half a second: a solve that quick is recorded by the
     // invocation that submitted it; the slower ones park (seconds, as a real solver's do).
     parkAfterMs: 0,

@@ -158,6 +158,16 @@ export function limitOf(view: ShardView, planCap: number, index: number): number
 }
 
 /**
+ * Whether the shard's open slots are all held by live leases: the fleet's own solves, each freed
+ * once its answer is ready (or at its end), so a consumer that waits gets one. False while the
+ * governor has opened none (paused), and when a refusal's hold-off, not the leases, closes it.
+ */
+export function fullOfLive(view: ShardView, planCap: number, index: number, now: number): boolean {
+  const limit = limitOf(view, planCap, index);
+  return limit > 0 && liveSlots(view, now).length >= limit;
+}
+
+/**
  * Slots a consumer may take in this shard now: below its limit, and right after a refusal in it
  * that the governor has not yet seen followed by an acceptance, below the slots held then (the
  * fleet-wide refusal signal, per shard: the invocations hold off instead of each being refused
