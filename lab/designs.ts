@@ -262,8 +262,8 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
 
 /**
  * A lever of the parked design, modelled: the governor's watch running the whole minute (its
- * invocation then lasts the minute: billed 60 s) with a round every half second, so a ready
- * answer frees its lease sooner (lab/model.ts).
+ * invocation then lasts the minute: billed 60 s), its rounds every half second as built, so no
+ * ready answer waits out the last seconds of a minute (lab/model.ts).
  */
 export const PARKED_WATCH_ALL_MINUTE = { watchSecondsPerMinute: 60, watchRoundSeconds: 0.5 } as const;
 

@@ -1,5 +1,6 @@
 import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
 import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
+import { LEASE_WAIT_POLL_MS, WATCH_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leases.js';
 
 /**
  * The lab's model constants: how Lambda, the worker pools and the consumer behave, and what
@@ -60,14 +61,27 @@ export interface ModelParams {
    */
   pollSchedule?: { firstSeconds: number; intervalSeconds: number };
   /**
-   * The parked design's watch (functions/governor/parked-watch.ts): it runs a round a second
-   * while the governor's invocation lives, from its start until a second before its 58 s timeout
-   * (the last round 56 s in), so for this many seconds of every minute; the next invocation starts
-   * at the minute.
+   * The parked design's watch (functions/governor/parked-watch.ts): it runs its rounds while the
+   * governor's invocation lives, from its start until a second before its 58 s timeout, so for
+   * this many seconds of every minute; the next invocation starts at the minute.
    */
   watchSecondsPerMinute: number;
-  /** Time between the watch's rounds (its `pollMs`, 1 s as the governor wires it), seconds. */
+  /**
+   * Time between the watch's rounds, each one bulk poll of the solver (its `pollMs`, 500 ms as
+   * the governor wires it: WATCH_POLL_MS), seconds.
+   */
   watchRoundSeconds: number;
+  /**
+   * The watch reads the leases (a Query of every shard) and looks up new leases' records at most
+   * this often (its `viewEveryMs`, WATCH_VIEW_MS: 1 s): at the first round this long after the
+   * last read; the rounds between poll the leases it last read, seconds.
+   */
+  watchViewSeconds: number;
+  /**
+   * A consumer waiting for a slot reads the shards this often, ×0.5–1.5 jitter
+   * (ConsumerTiming.leaseWaitPollMs, LEASE_WAIT_POLL_MS: 250 ms), seconds.
+   */
+  leaseWaitPollSeconds: number;
   /** A lease younger than this is not looked up by the watch yet (its `settleMs`), seconds. */
   watchSettleSeconds: number;
   /**
@@ -111,8 +125,10 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   accountHandBackMaxSeconds: ACCOUNT_HAND_BACK_BACKOFF.maxSeconds,
   consumerKeepsUnansweredLease: true,
   pollIntervalSeconds: 5,
-  watchSecondsPerMinute: WATCH_CALLS.roundsPerMinute,
-  watchRoundSeconds: 1,
+  watchSecondsPerMinute: WATCH_CALLS.secondsPerMinute,
+  watchRoundSeconds: WATCH_POLL_MS / 1000,
+  watchViewSeconds: WATCH_VIEW_MS / 1000,
+  leaseWaitPollSeconds: LEASE_WAIT_POLL_MS / 1000,
   watchSettleSeconds: 0.3,
   watchRecordSeconds: 0.15,
   metricsWindowSeconds: 60,

@@ -566,7 +566,7 @@ class Simulation {
       this.roomWaiters.push(id);
       return;
     }
-    const until = Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, this.deadlineOf(id) - 1);
+    const until = Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, this.deadlineOf(id) - this.waitPollSeconds());
     if (until <= this.t) {
       this.handBack(id, false);
       return;
@@ -596,7 +596,7 @@ class Simulation {
       this.checkRoomAt(id, this.t + 1);
       return;
     }
-    const last = this.deadlineOf(id) - 1;
+    const last = this.deadlineOf(id) - this.waitPollSeconds();
     if (this.patientRoom() && this.t < last) {
       this.checkRoomAt(id, Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, last));
       return;
@@ -605,11 +605,18 @@ class Simulation {
     this.handBack(id, false);
   }
 
+  /** The consumer's time between reads while it waits for room: the ledger's 1 s, the leases' `leaseWaitPollSeconds`. */
+  private waitPollSeconds(): number {
+    return this.parked ? this.model.leaseWaitPollSeconds : 1;
+  }
+
   /** Whether the room is full of the fleet's own solves (not leftovers, not an unpaid grant): the consumer's patient wait. */
   private patientRoom(): boolean {
     const nowMs = this.epochMs + this.t * 1000;
-    const own = this.ledger.held - this.ledger.leftover;
     const unpaid = this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
+    // The parked design: every slot the governor opened held by a live lease (LeaseHolding.take).
+    if (this.parked) return this.parked.fullOfLive() && !unpaid;
+    const own = this.ledger.held - this.ledger.leftover;
     return own > 0 && own >= this.ledger.room(this.planCap, nowMs) && !unpaid;
   }
 
@@ -633,7 +640,8 @@ class Simulation {
       if (u8(this.tasks.waiting, id) !== WAIT_WAITING) continue;
       // It reads the ledger again at its next poll (and waits on if the thread was taken meanwhile).
       this.tasks.waiting[id] = WAIT_WOKEN;
-      this.heap.push(this.t + this.consumer.ledgerPollDelay() / 2, id * 16 + K_SUBMIT);
+      const poll = this.parked ? this.consumer.leasePollDelay() : this.consumer.ledgerPollDelay();
+      this.heap.push(this.t + poll / 2, id * 16 + K_SUBMIT);
       room--;
     }
   }

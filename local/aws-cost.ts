@@ -52,7 +52,7 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
 
 /**
  * The parked design's calls in a local run, as AWS would have made them: a lease taken and
- * freed per parked task, the watch's rounds and the ticks' reads at AWS's pace over the run's
+ * freed per parked task, the watch's reads of the leases and the ticks' at AWS's pace over the run's
  * hours, every Query at the live slots the local watch saw on average (the parked tasks it polled
  * per round). Undefined when the run did not park.
  */

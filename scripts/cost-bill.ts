@@ -58,8 +58,8 @@ export function monthWaiting(use: number): FleetUsage {
  * The same month in the parked design as built (solveMode `park`, the default): each task one
  * invocation that takes a lease, submits and parks (`PARKED_SUBMIT_SECONDS`), the governor's watch
  * records its answer. The leases held are the busy threads; the governor reads every shard at
- * each of its watch rounds and ticks (`governorShardQueries`). A month without backlog:
- * no invocation waits for a slot.
+ * each of its watch's reads of the leases (one a second) and its ticks (`governorShardQueries`).
+ * A month without backlog: no invocation waits for a slot.
  */
 export function monthParked(use: number): FleetUsage {
   const waiting = monthWaiting(use);

@@ -9,7 +9,7 @@ import type { CarrySeal, Clock, CompletionEvents, ResultsRepository, SolverPort,
 import type { SolverProvider } from '../core/provider.js';
 import type { Redactor } from '../core/redaction.js';
 import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
-import type { LeaseLane } from '../core/thread-leases.js';
+import { LEASE_WAIT_POLL_MS, type LeaseLane } from '../core/thread-leases.js';
 import type { ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { OverCapWaiting } from './thread-tracking.js';
 
@@ -86,6 +86,12 @@ export interface ConsumerTiming {
   requeue: RequeuePolicy;
   /** With a thread ledger: how a refused invocation waits for a thread before submitting again. @default 1 s polls, 15 s at most, 3 waits */
   overCapWaiting: OverCapWaiting;
+  /**
+   * Parked design: a delivery waiting for a thread lease reads the shards this often, ×0.5–1.5
+   * jitter, ms (the thread ledger's waits keep `overCapWaiting.pollMs`): a slot the watch frees is
+   * taken about half of this later. Its bounds are `overCapWaiting`'s. @default LEASE_WAIT_POLL_MS (250)
+   */
+  leaseWaitPollMs: number;
   /**
    * Parked design: how long a delivery waits for its submission's id to reach the record before
    * it polls the submission itself instead of parking it, ms. @default 3000
@@ -194,6 +200,7 @@ export function resolveTiming(settings: FleetSettings, overrides: Partial<Consum
     degradedStoreMs: 2_000,
     requeue: { beforeReceives: 3, refreshBeforeReceives: 1, maxGenerations: 3, maxWaitCopies: 50 },
     overCapWaiting: { pollMs: 1_000, maxWaitMs: 15_000, maxWaits: 3 },
+    leaseWaitPollMs: LEASE_WAIT_POLL_MS,
     parkRecordWaitMs: 3_000,
     parkAfterMs: 0,
     ...overrides,

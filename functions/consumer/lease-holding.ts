@@ -1,7 +1,7 @@
 /**
  * One delivery's thread lease in the parked design (functions/core/thread-leases.ts): a slot is
- * taken before each fresh submission (waiting, at most `maxWaitMs`, while every open slot is
- * held), kept when the task parks (the governor frees it once the solver answers), and given
+ * taken before each fresh submission (waiting while every open slot is held: up to the deadline
+ * while live leases hold them all, else at most `maxWaitMs`; its reads `leaseWaitPollMs` apart), kept when the task parks (the governor frees it once the solver answers), and given
  * back otherwise: a refused submission, a failure, or a task that ends in this invocation. An
  * over-cap refusal is recorded in the slot's shard, so the other consumers hold off below the
  * slots held then until the governor's next look (the fleet-wide refusal signal).
@@ -11,6 +11,7 @@ import type { Clock, DeliveredMessage } from '../core/ports.js';
 import {
   fleetHeldOf,
   freeSlotIndexes,
+  fullOfLive,
   type LeaseLane,
   type LeaseSlot,
   limitOf,
@@ -19,8 +20,17 @@ import {
   shardCapacity,
   type ShardView,
 } from '../core/thread-leases.js';
+import type { ConsumerTiming } from './context.js';
 import { describe, type RecordLog } from './delivery.js';
 import type { OverCapWaiting } from './thread-tracking.js';
+
+/**
+ * How a delivery waits for a slot: the over-cap waits' bounds (`maxWaitMs`, `maxWaits`), its reads
+ * of the shards `leaseWaitPollMs` apart.
+ */
+export function leaseWaiting(timing: Pick<ConsumerTiming, 'overCapWaiting' | 'leaseWaitPollMs'>): OverCapWaiting {
+  return { ...timing.overCapWaiting, pollMs: timing.leaseWaitPollMs };
+}
 
 /** Slots tried per shard read before reading again (a take lost to another consumer). */
 const TAKES_PER_READ = 3;
@@ -55,20 +65,25 @@ export class LeaseHolding {
   }
 
   /**
-   * Take a slot before a fresh submission: at once when one is open, else waiting for one at
-   * most `maxWaitMs` and never past `deadlineAt`. False when none opened in time (the caller
-   * hands the task back without a submission). A store failure is thrown (the task waits).
+   * Take a slot before a fresh submission: at once when one is open, else reading the shards
+   * again every `waiting.pollMs` (×0.5–1.5) until one opens, never past `deadlineAt`. While the
+   * slots the governor opened are all held by live leases (the fleet's own solves, freed as their
+   * answers come: `fullOfLive`), it waits up to `deadlineAt`; otherwise (a refusal's hold-off, a
+   * paused governor) at most `maxWaitMs`. False when none opened in time (the caller hands the
+   * task back without a submission). A store failure is thrown (the task waits).
    */
   async take(deadlineAt: number): Promise<boolean> {
     if (this.held !== undefined) return true;
     const random = this.waiting.random ?? Math.random;
     const pause = this.waiting.sleep ?? sleep;
-    const until = Math.min(deadlineAt - this.waiting.pollMs, this.clock() + this.waiting.maxWaitMs);
+    const { pollMs } = this.waiting;
+    const bounded = Math.min(deadlineAt - pollMs, this.clock() + this.waiting.maxWaitMs);
     for (;;) {
-      if (await this.tryShards(random)) return true;
-      const left = until - this.clock();
+      const found = await this.tryShards(random);
+      if (found === 'taken') return true;
+      const left = (found === 'full' ? deadlineAt - pollMs : bounded) - this.clock();
       if (left <= 0) return false;
-      await pause(Math.min(left, this.waiting.pollMs * (0.5 + random())));
+      await pause(Math.min(left, pollMs * (0.5 + random())));
     }
   }
 
@@ -124,16 +139,21 @@ export class LeaseHolding {
     }
   }
 
-  /** One round over the shards, from a random one: the first open slot taken. */
-  private async tryShards(random: () => number): Promise<boolean> {
-    const { shards } = this.lane;
+  /**
+   * One round over the shards, from a random one: the first open slot taken ('taken'), else
+   * whether every shard read was full of live leases ('full') or not ('closed').
+   */
+  private async tryShards(random: () => number): Promise<'taken' | 'full' | 'closed'> {
+    const { shards, planCap } = this.lane;
     const start = Math.floor(random() * shards.length);
+    let full = true;
     for (let k = 0; k < shards.length; k++) {
       const index = (start + k) % shards.length;
       const view = await this.lane.leases.view(shards[index] as string);
-      if (await this.tryShard(view, index, random)) return true;
+      if (await this.tryShard(view, index, random)) return 'taken';
+      full &&= fullOfLive(view, planCap, index, this.clock());
     }
-    return false;
+    return full ? 'full' : 'closed';
   }
 
   private async tryShard(view: ShardView, index: number, random: () => number, anyFree = false): Promise<boolean> {

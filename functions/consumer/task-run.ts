@@ -36,7 +36,7 @@ import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.
 import { retryWrite, SolverIdKeeper } from './durable-writes.js';
 import { countSpend } from '../adapters/spend-metrics.js';
 import { type AckReason, type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
-import { LeaseHolding } from './lease-holding.js';
+import { LeaseHolding, leaseWaiting } from './lease-holding.js';
 import { ThreadTracking } from './thread-tracking.js';
 
 /** Codes that say a resumed solver id is unknown: submit afresh instead of failing the task. */
@@ -119,7 +119,7 @@ export class TaskRun {
     const lane = ctx.deps.leases;
     this.leasing =
       lane !== undefined && ctx.deps.settings.solveMode === 'park' && this.provider === 'primary'
-        ? new LeaseHolding(lane, task.id, delivery.message, ctx.clock, ctx.timing.overCapWaiting, log)
+        ? new LeaseHolding(lane, task.id, delivery.message, ctx.clock, leaseWaiting(ctx.timing), log)
         : undefined;
     const leasing = this.leasing;
     this.threads = new ThreadTracking(

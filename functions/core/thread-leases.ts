@@ -20,6 +20,24 @@ import { REFUSAL_HOLD_OFF_MS } from './thread-ledger.js';
 /** Slots of one shard at most: one Query reads a shard (about 35 KB). */
 export const LEASE_SHARD_SLOTS = 64;
 
+/**
+ * The governor's watch (functions/governor/parked-watch.ts) asks the solver about every parked
+ * submission this often, ms: one bulk res.php request a round (two a second at most). A freed
+ * lease waits for the round after its answer, half of this on average.
+ */
+export const WATCH_POLL_MS = 500;
+
+/** …and reads the leases (one strongly consistent Query a shard) at most this often, ms. */
+export const WATCH_VIEW_MS = 1_000;
+
+/**
+ * A consumer waiting for a slot reads the shards this often (×0.5–1.5 jitter), ms: it takes a
+ * freed slot about half of this after the watch freed it. Much faster than the thread ledger's
+ * waits (`overCapWaiting.pollMs`): in the parked design a slot stands for a thread the plan is
+ * paid for, and its reads are eventually consistent Queries at half a read unit per 4 KB.
+ */
+export const LEASE_WAIT_POLL_MS = 250;
+
 /** A taken slot: a thread the fleet holds for one task, until its answer or its deadline. */
 export interface LeaseSlot {
   /** The shard's key (`<lane>#<n>`). */
@@ -137,6 +155,16 @@ export function liveSlots(view: ShardView, now: number): LeaseSlot[] {
  */
 export function limitOf(view: ShardView, planCap: number, index: number): number {
   return view.meta?.limit ?? shardCapacity(planCap, index);
+}
+
+/**
+ * Whether the shard's open slots are all held by live leases: the fleet's own solves, each freed
+ * once its answer is ready (or at its end), so a consumer that waits gets one. False while the
+ * governor has opened none (paused), and when a refusal's hold-off, not the leases, closes it.
+ */
+export function fullOfLive(view: ShardView, planCap: number, index: number, now: number): boolean {
+  const limit = limitOf(view, planCap, index);
+  return limit > 0 && liveSlots(view, now).length >= limit;
 }
 
 /**

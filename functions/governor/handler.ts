@@ -29,9 +29,9 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
   });
   const remainingMs = () => context.getRemainingTimeInMillis();
   // The parked design: between ticks the watch asks the solver about every parked task (one
-  // bulk request a second) and records the ready ones, until a second before the timeout (the
-  // ticks stop earlier: a tick needs its margin to decide and act; a round takes a fraction of a
-  // second, and the next invocation starts at the next minute).
+  // bulk request every half second, the leases read every second) and records the ready ones,
+  // until a second before the timeout (the ticks stop earlier: a tick needs its margin to decide
+  // and act; a round takes a fraction of a second, and the next invocation starts at the minute).
   const [result] = await Promise.all([
     runTicks({
       loop: governor.loop,

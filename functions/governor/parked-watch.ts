@@ -1,9 +1,11 @@
 /**
  * The governor's watch over parked tasks (the parked design, solveMode `park`). Its invocation
- * runs all minute anyway (a tick every 10 s); between ticks, every `pollMs`, the watch reads the
- * thread leases, learns each new lease's submission from its task's record (once the holder has
- * parked it: the id on the record, no live claim), asks the solver about every parked submission
- * at once (res.php `action=get&ids=…`), and for each that is ready (or ended) frees its lease and
+ * runs all minute anyway (a tick every 10 s); between ticks, every `pollMs`, the watch asks the
+ * solver about every parked submission at once (res.php `action=get&ids=…`, one request a round).
+ * It reads the thread leases (a Query of every shard) at most every `viewEveryMs` and then learns
+ * each new lease's submission from its task's record (once the holder has parked it: the id on
+ * the record, no live claim); the rounds between reuse the last read, less the leases freed or
+ * ended since. For each submission that is ready (or ended) it frees its lease and
  * makes its message visible again: a short consumer invocation resumes the submission, reads the
  * answer and records it. The watch reads no answer and writes no result: recording stays the
  * consumer's (one code path), and a watch that stops (an invocation's end, a crash) only delays
@@ -42,8 +44,14 @@ export interface ParkedWatchOptions {
   solved?: SolvedCounter;
   /** Longest a recorded answer waits before its batch is added to `solved`, ms. @default 5000 */
   solvedFlushMs?: number;
-  /** Time between rounds, ms. @default 1000 */
+  /** Time between rounds (one bulk request to the solver each), ms. @default 1000 */
   pollMs?: number;
+  /**
+   * The leases are read (one Query a shard) at most this often, ms; the rounds between poll the
+   * leases the last read found, less those freed or ended since (a lease taken meanwhile waits
+   * for the next read: its solve has only begun). @default 1000
+   */
+  viewEveryMs?: number;
   /** A lease younger than this is not looked up yet (its holder is still parking it), ms. @default 300 */
   settleMs?: number;
   clock?: Clock;
@@ -54,6 +62,8 @@ export interface ParkedWatchOptions {
 /** What the watch did, summed since it started. */
 export interface ParkedWatchStats {
   rounds: number;
+  /** Rounds that read the leases (a Query of every shard); the others reused the last read. */
+  views: number;
   /** Rounds that failed as a whole (the leases or the solver unreadable). */
   failedRounds: number;
   /** Parked submissions asked about, summed over the rounds. */
@@ -102,6 +112,9 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const sleep = options.sleep ?? wait;
   const pollMs = options.pollMs ?? 1_000;
   const settleMs = options.settleMs ?? 300;
+  const liveLeases = leaseReader(options, () => {
+    stats.views += 1;
+  });
   const known = new Map<string, Known>();
   const stats = emptyStats();
   /** When each lease's submission was last seen not ready (a recorded token's expiry counts from it). */
@@ -197,17 +210,17 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const look = async (): Promise<void> => {
     stats.rounds += 1;
     const now = clock();
-    const live = (await options.leases.views(options.shards)).flatMap((view) => liveSlots(view, now));
+    const [live, viewed] = await liveLeases(now, (slot) => known.get(keyOf(slot))?.kind === 'released');
     stats.live = live.length;
     const liveKeys = new Set(live.map(keyOf));
     for (const key of known.keys()) if (!liveKeys.has(key)) known.delete(key);
     for (const key of notReadyAt.keys()) if (!liveKeys.has(key)) notReadyAt.delete(key);
-    // A lease not yet known, or whose holder still had its claim: (re)read its record.
+    // At a read of the leases: a lease not yet known, or whose holder still had its claim: (re)read its record.
     const unsettled = live.filter((slot) => {
       const entry = known.get(keyOf(slot));
       return (entry === undefined || (entry.kind === 'submitted' && !entry.parked)) && now - slot.takenAt >= settleMs;
     });
-    await Promise.all(unsettled.map(learn));
+    if (viewed) await Promise.all(unsettled.map(learn));
     const watched = live.flatMap((slot) => {
       const entry = known.get(keyOf(slot));
       return entry?.kind === 'submitted' ? [{ slot, ...entry }] : [];
@@ -252,6 +265,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
 function emptyStats(): ParkedWatchStats {
   return {
     rounds: 0,
+    views: 0,
     failedRounds: 0,
     polled: 0,
     released: 0,
@@ -298,6 +312,25 @@ function solvedBatch(options: ParkedWatchOptions, clock: Clock, stats: ParkedWat
     },
     flush,
     flushIfDue: () => (clock() - flushedAt >= flushMs ? flush() : Promise.resolve()),
+  };
+}
+
+/**
+ * The watch's reads of the leases: read afresh (true) when the last read is `viewEveryMs` old,
+ * else the last read's live slots (false), less those the watch `freed` since or past their `until`.
+ */
+function leaseReader(options: ParkedWatchOptions, onRead: () => void) {
+  const everyMs = options.viewEveryMs ?? 1_000;
+  let last: { at: number; live: LeaseSlot[] } | undefined;
+  return async (now: number, freed: (slot: LeaseSlot) => boolean): Promise<[LeaseSlot[], boolean]> => {
+    if (last === undefined || now - last.at >= everyMs) {
+      const live = (await options.leases.views(options.shards)).flatMap((view) => liveSlots(view, now));
+      onRead();
+      last = { at: now, live };
+      return [live, true];
+    }
+    last.live = last.live.filter((slot) => slot.until > now && !freed(slot));
+    return [last.live, false];
   };
 }
 

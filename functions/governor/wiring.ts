@@ -28,7 +28,7 @@ import { createMetrics } from '../adapters/metrics.js';
 import { createParkedRecorder } from '../adapters/parked-recorder.js';
 import { createRedactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
-import { shardKeys } from '../core/thread-leases.js';
+import { shardKeys, WATCH_POLL_MS, WATCH_VIEW_MS } from '../core/thread-leases.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type ConfigProblem, type FleetSettings } from '../core/settings.js';
@@ -341,6 +341,9 @@ function parkedWatchOf(
     queue,
     recorder,
     ...(ledger ? { solved: ledger } : {}),
+    // A bulk poll every half second (two res.php requests a second), the shards read every second.
+    pollMs: WATCH_POLL_MS,
+    viewEveryMs: WATCH_VIEW_MS,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log ? { log: options.log } : {}),
   });

@@ -54,6 +54,14 @@ export class ConsumerTiming {
     return 0.5 + this.random();
   }
 
+  /**
+   * The parked consumer's wait between shard reads while every open slot is held:
+   * `leaseWaitPollSeconds` (250 ms) × [0.5, 1.5) (LeaseHolding.take).
+   */
+  leasePollDelay(): number {
+    return this.model.leaseWaitPollSeconds * (0.5 + this.random());
+  }
+
   /** A probe's solve time: exponential with the mix's mean, seconds. */
   probeSolveSeconds(meanSeconds: number): number {
     return -Math.log(this.random()) * meanSeconds;

@@ -6,13 +6,16 @@
  *   below the shard's limit and, right after a refusal in it, below the slots held then),
  *   trying the shards from a random one (functions/consumer/lease-holding.ts); with none it waits
  *   for one as the waiting design waits for room (the simulation's room wait, woken by a freed or
- *   opened slot). Refused over the cap, it records the refusal in the slot's shard and gives the
+ *   opened slot at its next read, `leaseWaitPollSeconds` apart; up to its deadline while live
+ *   leases hold every open slot, `fullOfLive`). Refused over the cap, it records the refusal in the slot's shard and gives the
  *   slot back.
  * - Accepted, the task parks: the invocation ends `PARKED_SUBMIT_SECONDS` after it began, the
  *   message stays hidden, the slot stays taken (functions/consumer/task-run.ts, submitToPark).
- * - The watch runs a round a second while the governor's invocation lives (`watchSecondsPerMinute`
- *   of each minute, at a fixed phase). It reads each new lease's record once the lease is
- *   `watchSettleSeconds` old (again at the next round if its holder had not parked it yet), and
+ * - The watch runs a round every `watchRoundSeconds` (one bulk poll of the solver) while the
+ *   governor's invocation lives (`watchSecondsPerMinute` of each minute, at a fixed phase), and
+ *   reads the leases at every round `watchViewSeconds` after its last read (the first of each
+ *   minute included). At a read it looks up each new lease's record once the lease is
+ *   `watchSettleSeconds` old (again at the next read if its holder had not parked it yet), and
  *   at its first round at or after the solve's end with the solver up frees the slot and records
  *   the answer `watchRecordSeconds` later: no second delivery (functions/governor/parked-watch.ts,
  *   functions/adapters/parked-recorder.ts). A solve that ends while its holder has not parked it
@@ -34,6 +37,7 @@ import {
   LEASE_SHARD_SLOTS,
   type LeaseSlot,
   leaseLengthMs,
+  fullOfLive,
   limitOf,
   roomInShard,
   shardCapacity,
@@ -110,10 +114,11 @@ export class ParkedDesign {
   private readonly planCap: number;
   private readonly leaseSeconds: number;
   private readonly random: () => number;
-  /** The watch's rounds are `roundSeconds` apart from `phase`, in the first `watchSecondsPerMinute` of each minute. */
+  /** The watch's rounds are `rounds.period` apart from `phase`, in the first `watchSecondsPerMinute` of each minute… */
   private readonly phase: number;
-  private readonly roundSeconds: number;
-  private readonly roundsPerMinute: number;
+  private readonly rounds: Cadence;
+  /** …and its reads of the leases every `reads.period` (a whole number of rounds), from the minute's first round. */
+  private readonly reads: Cadence;
   private readonly held = new Map<number, HeldLease>();
   /** Scratch for `freeSlot`: which indexes of a shard are taken. */
   private readonly takenScratch = new Uint8Array(LEASE_SHARD_SLOTS);
@@ -141,6 +146,7 @@ export class ParkedDesign {
     consumerShardReads: [],
     governorShardReads: [],
     watchRounds: 0,
+    watchViews: 0,
     recordReads: 0,
     recordedByWatch: 0,
     metaWrites: 0,
@@ -157,10 +163,14 @@ export class ParkedDesign {
     this.views = shardKeys('primary', this.planCap).map((shard) => ({ shard, meta: undefined, slots: [] }));
     this.leaseSeconds = leaseLengthMs(settings) / 1000;
     this.random = () => rng.uniform();
-    this.roundSeconds = Math.max(0.05, model.watchRoundSeconds);
-    this.phase = rng.uniform() * this.roundSeconds;
-    const activeSeconds = Math.min(60, Math.max(this.roundSeconds, model.watchSecondsPerMinute));
-    this.roundsPerMinute = Math.max(1, Math.floor(activeSeconds / this.roundSeconds + 1e-9));
+    const roundSeconds = Math.max(0.05, model.watchRoundSeconds);
+    this.phase = rng.uniform() * roundSeconds;
+    const activeSeconds = Math.min(60, Math.max(roundSeconds, model.watchSecondsPerMinute));
+    const roundsPerMinute = Math.max(1, Math.floor(activeSeconds / roundSeconds + 1e-9));
+    this.rounds = { period: roundSeconds, perMinute: roundsPerMinute };
+    // A read at the first round `watchViewSeconds` after the last: every `every`-th round.
+    const every = Math.max(1, Math.ceil(model.watchViewSeconds / roundSeconds - 1e-9));
+    this.reads = { period: every * roundSeconds, perMinute: Math.ceil(roundsPerMinute / every) };
   }
 
   /** Tasks parked now whose invocation has ended (their solves in flight without one). */
@@ -199,6 +209,15 @@ export class ParkedDesign {
       default:
         this.leaseEnded(id, t);
     }
+  }
+
+  /**
+   * Whether every shard's open slots are held by live leases (the fleet's own solves, freed as
+   * they end): a waiting invocation then waits up to its deadline (LeaseHolding.take, `fullOfLive`).
+   */
+  fullOfLive(): boolean {
+    const nowMs = this.ms(this.host.now());
+    return this.views.every((view, index) => fullOfLive(view, this.planCap, index, nowMs));
   }
 
   /** Slots the consumers may take now, over every shard. */
@@ -277,23 +296,23 @@ export class ParkedDesign {
     if (again) {
       this.counts.reparked++;
       this.state[id] = UNWATCHED;
-      this.counts.recordReads += this.roundsBefore(held.until) - this.roundsBefore(settled);
+      this.counts.recordReads += this.before(held.until, this.reads) - this.before(settled, this.reads);
       this.heap.push(held.until, id * 4 + P_LEASE_END);
       return;
     }
     this.state[id] = WATCHED;
     const doneAt = f64(tasks.solverDoneAt, id);
-    const seen = this.firstRound(settled);
+    const seen = this.first(settled, this.reads);
     let look = seen;
     if (seen < ends) {
-      // Looked up before its holder parked it (the claim still on the record): read again next round.
+      // Looked up before its holder parked it (the claim still on the record): read again at the next read.
       this.counts.recordReads++;
       if (doneAt <= seen && seen < held.until && !this.inOutage(seen)) {
         this.schedule(id, seen, EARLY);
         this.heap.push(held.until, id * 4 + P_LEASE_END);
         return;
       }
-      look = this.firstRound(Math.max(ends, seen + this.roundSeconds / 2));
+      look = this.first(Math.max(ends, seen + this.reads.period / 2), this.reads);
     }
     this.counts.recordReads++;
     const ready = this.firstUpRound(Math.max(look, doneAt));
@@ -366,7 +385,8 @@ export class ParkedDesign {
       ...this.counts,
       consumerShardReads: [...this.counts.consumerShardReads],
       governorShardReads: [...this.counts.governorShardReads],
-      watchRounds: this.roundsBefore(end),
+      watchRounds: this.before(end, this.rounds),
+      watchViews: this.before(end, this.reads),
     };
   }
 
@@ -437,13 +457,13 @@ export class ParkedDesign {
     return fleetHeldOf(this.held.get(id)?.others ?? 0, this.views.length);
   }
 
-  /** A wait for a slot ends: its seconds, and the shard reads of its polls (one round a second). */
+  /** A wait for a slot ends: its seconds, and the shard reads of its polls (a round over the shards every `leaseWaitPollSeconds`). */
   private endWait(id: number, t: number): void {
     const since = this.waitingSince.get(id);
     if (since === undefined) return;
     this.waitingSince.delete(id);
     this.counts.slotWaitSeconds += t - since;
-    const polls = Math.floor(t - since);
+    const polls = Math.floor((t - since) / this.model.leaseWaitPollSeconds + 1e-9);
     if (polls > 0) for (const view of this.views) bump(this.counts.consumerShardReads, view.slots.length, polls);
   }
 
@@ -492,42 +512,42 @@ export class ParkedDesign {
     this.host.shown(id);
   }
 
-  /** The governor's strongly consistent reads of every shard, a round a second, counted up to `t`. */
+  /** The governor's strongly consistent reads of every shard, at the watch's reads of the leases, counted up to `t`. */
   private account(t: number): void {
     if (t <= this.accountedTo) return;
-    const rounds = this.roundsBefore(t) - this.roundsBefore(this.accountedTo);
-    if (rounds > 0) for (const view of this.views) bump(this.counts.governorShardReads, view.slots.length, rounds);
+    const reads = this.before(t, this.reads) - this.before(this.accountedTo, this.reads);
+    if (reads > 0) for (const view of this.views) bump(this.counts.governorShardReads, view.slots.length, reads);
     this.accountedTo = t;
   }
 
-  /** Watch rounds before `t` seconds. */
-  private roundsBefore(t: number): number {
+  /** The watch's rounds (or reads of the leases) before `t` seconds. */
+  private before(t: number, cadence: Cadence): number {
     const u = t - this.phase;
     if (u <= 0) return 0;
     const minutes = Math.floor(u / 60);
-    const within = Math.ceil((u - minutes * 60) / this.roundSeconds - 1e-9);
-    return minutes * this.roundsPerMinute + Math.min(this.roundsPerMinute, within);
+    const within = Math.ceil((u - minutes * 60) / cadence.period - 1e-9);
+    return minutes * cadence.perMinute + Math.min(cadence.perMinute, within);
   }
 
-  /** The first watch round at or after `t`. */
-  private firstRound(t: number): number {
+  /** The watch's first round (or read of the leases) at or after `t`. */
+  private first(t: number, cadence: Cadence): number {
     const u = Math.max(0, t - this.phase);
     let minute = Math.floor(u / 60);
-    let round = Math.ceil((u - minute * 60) / this.roundSeconds - 1e-9);
-    if (round >= this.roundsPerMinute) {
+    let k = Math.ceil((u - minute * 60) / cadence.period - 1e-9);
+    if (k >= cadence.perMinute) {
       minute++;
-      round = 0;
+      k = 0;
     }
-    return this.phase + minute * 60 + round * this.roundSeconds;
+    return this.phase + minute * 60 + k * cadence.period;
   }
 
   /** The first round at or after `t` whose bulk poll the solver answers (its polls fail in an outage). */
   private firstUpRound(t: number): number {
-    let round = this.firstRound(t);
+    let round = this.first(t, this.rounds);
     for (;;) {
       const outage = this.host.solver.outageAfter(round);
       if (outage === undefined || outage.start > round) return round;
-      round = this.firstRound(outage.end);
+      round = this.first(outage.end, this.rounds);
     }
   }
 
@@ -547,6 +567,12 @@ export class ParkedDesign {
       this.watchAt = growF64(this.watchAt);
     }
   }
+}
+
+/** Events `period` seconds apart, at most `perMinute` of them from each minute's start (the watch's invocation). */
+interface Cadence {
+  period: number;
+  perMinute: number;
 }
 
 /** One more (or `n` more) at `index` of a count-by-size array. */

@@ -95,13 +95,15 @@ export interface ParkedCounts {
   leasesExpired: number;
   /**
    * Shard Queries by the live slots each read: index = live slots in the shard, value = Queries.
-   * The consumers' takes (eventually consistent), and the governor's (the watch's rounds and the
-   * ticks' reads, strongly consistent).
+   * The consumers' takes and their waits' reads (eventually consistent), and the governor's (the
+   * watch's reads of the leases and the ticks' reads, strongly consistent).
    */
   consumerShardReads: number[];
   governorShardReads: number[];
-  /** Watch rounds run (one a second while the governor's invocation runs). */
+  /** Watch rounds run (one bulk poll of the solver each, every `watchRoundSeconds` while the governor's invocation runs). */
   watchRounds: number;
+  /** Watch rounds that read the leases (a Query of every shard, every `watchViewSeconds`). */
+  watchViews: number;
   /** Records of leases the watch read (GetItem, eventually consistent). */
   recordReads: number;
   /** Parked tasks the watch recorded (no second delivery). */

@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoThreadLeases, META_SLOT } from '../../functions/adapters/thread-leases.js';
-import type { LeaseSlot } from '../../functions/core/thread-leases.js';
+import { resolveTiming } from '../../functions/consumer/context.js';
+import { LeaseHolding, leaseWaiting } from '../../functions/consumer/lease-holding.js';
+import type { OverCapWaiting } from '../../functions/consumer/thread-tracking.js';
+import { LEASE_WAIT_POLL_MS, type LeaseSlot } from '../../functions/core/thread-leases.js';
+import { resolveSettings } from '../../functions/core/settings.js';
 import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
 
 let fixture: EmulatorFixture;
@@ -87,5 +91,99 @@ describe('thread leases on dynalite, through the real SDK', () => {
     const view = await leases.view('full#0');
     expect(view.slots).toHaveLength(64);
     expect(new Set(view.slots.map((s) => s.delivery.receiptHandle)).size).toBe(64);
+  });
+});
+
+describe('a delivery waiting for a thread lease (LeaseHolding.take), on dynalite', () => {
+  const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+
+  /**
+   * A shard of `planCap` slots, all held by others until `freeAt` (one is then released, or, with
+   * `expireAt`, runs out), and a delivery that waits for one on a simulated clock.
+   */
+  async function waitingFor(shard: string, options: { planCap: number; waiting: OverCapWaiting; freeAt: number }) {
+    const now = { t: 3_000_000 };
+    const leases = leasesAt(now);
+    for (let i = 0; i < options.planCap; i++) await leases.take(lease(shard, i, `other-${i}`, now.t));
+    const start = now.t;
+    const pauses: number[] = [];
+    let reads = 0;
+    const lane = {
+      leases: {
+        ...leases,
+        view: (key: string) => {
+          reads += 1;
+          return leases.view(key);
+        },
+      },
+      shards: [shard],
+      planCap: options.planCap,
+      leaseMs: 60_000,
+    };
+    const waiting: OverCapWaiting = {
+      ...options.waiting,
+      random: () => 0.5,
+      sleep: async (ms) => {
+        pauses.push(ms);
+        const before = now.t - start;
+        now.t += ms;
+        if (before < options.freeAt && now.t - start >= options.freeAt)
+          await leases.release({ shard, slot: 0, taskId: 'other-0' });
+      },
+    };
+    const delivery = { eventSourceArn: 'arn:aws:sqs:us-east-1:000000000000:q', receiptHandle: 'h' };
+    const holding = new LeaseHolding(lane, 'me', delivery, () => now.t, waiting, quiet);
+    return { holding, pauses, reads: () => reads, elapsed: () => now.t - start, start };
+  }
+
+  it('reads the shards every leaseWaitPollMs (250 ms) while it waits, and takes the slot freed', async () => {
+    // GIVEN the consumer's default timing: the lease wait's reads apart from the ledger's 1 s polls
+    const timing = resolveTiming(resolveSettings({ prefix: 'lease-wait' }));
+    const waiting = leaseWaiting(timing);
+    expect(timing.leaseWaitPollMs).toBe(LEASE_WAIT_POLL_MS);
+    expect(waiting.pollMs).toBe(250);
+    expect(waiting.maxWaitMs).toBe(timing.overCapWaiting.maxWaitMs);
+    // and a full shard one of whose slots frees 2 s into the wait
+    const w = await waitingFor('poll#0', { planCap: 2, waiting, freeAt: 2_000 });
+
+    // WHEN the delivery takes a slot
+    const took = await w.holding.take(w.start + 60_000);
+
+    // THEN it read the shard every 250 ms (jitter at its middle) and took the freed slot at the first read after 2 s
+    expect(took).toBe(true);
+    expect(w.holding.lease?.slot).toBe(0);
+    expect(new Set(w.pauses)).toEqual(new Set([250]));
+    expect(w.elapsed()).toBe(2_000);
+    expect(w.reads()).toBe(9);
+  });
+
+  it('waits past maxWaitMs, up to its deadline, while live leases hold every open slot', async () => {
+    // GIVEN a 300 ms bound on waits and a slot that frees 2 s in (the fleet's own solve ends)
+    const w = await waitingFor('patient#0', {
+      planCap: 1,
+      waiting: { pollMs: 250, maxWaitMs: 300, maxWaits: 3 },
+      freeAt: 2_000,
+    });
+
+    // WHEN the delivery takes a slot with 10 s to its deadline, THEN it waits for the freed slot
+    expect(await w.holding.take(w.start + 10_000)).toBe(true);
+    expect(w.elapsed()).toBe(2_000);
+  });
+
+  it('hands back after maxWaitMs while a refusal, not live leases, closes the shard', async () => {
+    // GIVEN a shard with a free slot but a fresh refusal recorded at the slots held then
+    const w = await waitingFor('closed#0', {
+      planCap: 2,
+      waiting: { pollMs: 250, maxWaitMs: 300, maxWaits: 3 },
+      freeAt: 2_000,
+    });
+    const now = { t: 3_000_000 };
+    const leases = leasesAt(now);
+    await leases.release({ shard: 'closed#0', slot: 1, taskId: 'other-1' });
+    await leases.refused('closed#0', now.t, 1);
+
+    // WHEN the delivery takes a slot, THEN it gives up after its bound, not its deadline
+    expect(await w.holding.take(w.start + 10_000)).toBe(false);
+    expect(w.elapsed()).toBeLessThanOrEqual(300);
   });
 });

@@ -12,7 +12,14 @@ import {
 } from '../../functions/adapters/store-health-signals.js';
 import { SERVICES } from '../../functions/core/metric-names.js';
 import { sqsChunks, writeUnits } from '../../functions/core/cost/bill.js';
-import { fleetBill, GOVERNOR_CALLS, type ParkedUsage } from '../../functions/core/cost/fleet-bill.js';
+import {
+  fleetBill,
+  GOVERNOR_CALLS,
+  governorShardQueries,
+  type ParkedUsage,
+  WATCH_CALLS,
+} from '../../functions/core/cost/fleet-bill.js';
+import { WATCH_POLL_MS, WATCH_VIEW_MS } from '../../functions/core/thread-leases.js';
 import { AWS_PRICES } from '../../functions/core/cost/prices.js';
 import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import { shippedTraces } from '../../lab/bench.js';
@@ -110,8 +117,17 @@ describe('the fleet bill', () => {
 });
 
 describe('the parked design’s bill', () => {
+  it('counts the watch as the governor wires it: a bulk poll every WATCH_POLL_MS, the shards read every WATCH_VIEW_MS', () => {
+    // The watch runs its rounds while at least a round and the 1 s margin are left of the 58 s invocation.
+    const seconds = WATCH_CALLS.secondsPerMinute;
+    expect(WATCH_CALLS.roundsPerMinute).toBe(Math.floor((seconds * 1000) / WATCH_POLL_MS));
+    expect(WATCH_CALLS.viewsPerMinute).toBe(Math.floor((seconds * 1000) / WATCH_VIEW_MS));
+    // an hour of one shard: a Query at each read of the leases (not each round) and two a tick (6 a minute)
+    expect(governorShardQueries(1, 1, 6)).toBe(60 * (WATCH_CALLS.viewsPerMinute + 12));
+  });
+
   // The same hour parked: each invocation half a second; a lease taken and freed per task, the
-  // shards read at 10 live slots (150 B + 10 × 550 B: 2 read units a Query), 50 watch rounds a
+  // shards read at 10 live slots (150 B + 10 × 550 B: 2 read units a Query), 50 reads of the leases a
   // minute; the watch recorded every task.
   const PARKED: ParkedUsage = {
     leaseTakes: 1000,
@@ -243,7 +259,8 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     // GIVEN a one-minute local run that parked 100 tasks; the watch polled 300 over 60 rounds (5 live on average)
     const usage = usageOfSummary(summary(100, { rounds: 60, polled: 300, released: 100, recorded: 98 }));
     // THEN a slot taken per parked task, freed by the watch or a refusal, and the governor's Queries
-    // a minute at AWS's pace: 57 watch rounds and 6 ticks reading the one shard twice
+    // a minute at AWS's pace: 57 reads of the leases by the watch (one a second; its 114 bulk polls
+    // between cost nothing at AWS) and 6 ticks reading the one shard twice
     expect(usage.parked?.leaseTakes).toBe(100);
     expect(usage.parked?.leaseReleases).toBe(102);
     expect(usage.parked?.recordedByWatch).toBe(98);

@@ -1,12 +1,13 @@
 /**
  * The parked design in the lab (lab/sim/parked.ts): invocations that end once their task is
- * parked, the thread cap held by leases the governor opens, the watch that records the answers a
- * round a second while the governor's invocation lives, leases that end before their answer, and
- * the counts the cost model bills; the waiting design where the trace asks for it.
+ * parked, the thread cap held by leases the governor opens, the watch that records the answers
+ * (a round every 500 ms, the leases read every second) while the governor's invocation lives,
+ * leases that end before their answer, and the counts the cost model bills; the waiting design
+ * where the trace asks for it.
  */
 import { describe, expect, it } from 'vitest';
 import { PARKED_SUBMIT_SECONDS } from '../../functions/core/governor/submitters.js';
-import type { ModelParams } from '../../lab/model.js';
+import { DEFAULT_MODEL, type ModelParams } from '../../lab/model.js';
 import { createPolicy, type PolicyName } from '../../lab/policies.js';
 import { simulate } from '../../lab/sim.js';
 import type { ControlAction, Policy } from '../../lab/sim/types.js';
@@ -85,22 +86,36 @@ describe('the parked design in the lab', () => {
     expect(counts.governorShardReads.length - 1).toBe(20);
     expect(counts.consumerShardReads.length - 1).toBeLessThanOrEqual(20);
     expect(result.overCapRejections).toBe(0);
-    // invocations that found no slot waited for one (billed), and every slot taken was freed
+    // invocations that found no slot waited for one (billed), reading the shard every 250 ms
+    // meanwhile (LeaseHolding.take's polls), and every slot taken was freed
     expect(counts.slotWaitSeconds).toBeGreaterThan(0);
+    expect(queries(counts.consumerShardReads)).toBeGreaterThanOrEqual(
+      counts.leaseTakes + counts.slotWaitSeconds / DEFAULT_MODEL.leaseWaitPollSeconds,
+    );
     expect(counts.leaseReleases + counts.leasesExpired).toBe(counts.leaseTakes);
   });
 
-  it('records an answer at the watch’s first round after it is ready; none in the last 3 s of a minute', () => {
-    // GIVEN the same tasks, the watch running 57 s of each minute (as shipped) or all of it
+  it('records an answer at the watch’s first round after it is ready; none in the last seconds of a minute', () => {
+    // GIVEN the same tasks, the watch running 57 s of each minute with a round every 500 ms (as
+    // shipped), all of the minute, or with a round a second
     const shipped = run({});
     const allMinute = run({}, { model: { watchSecondsPerMinute: 60 } });
+    const secondRounds = run({}, { model: { watchRoundSeconds: 1 } });
     const mean = (r: typeof shipped) => r.latency.mean as number;
+    const { watchRoundSeconds: round, watchSecondsPerMinute: active } = DEFAULT_MODEL;
 
-    // THEN the answers ready in the gap (3 of every 60 s) wait for the next minute's first round,
-    // 1.5 s more on average: about 0.075 s on the mean
-    expect(mean(shipped) - mean(allMinute)).toBeGreaterThan(0.04);
-    expect(mean(shipped) - mean(allMinute)).toBeLessThan(0.3);
-    expect(shipped.parked?.watchRounds).toBeCloseTo((1800 / 60) * 57, -2);
+    // THEN an answer ready after the minute's last round (56.5 s) waits for the next minute's
+    // first: the gap/60 of them wait gap/2 on average instead of half a round
+    const gap = 60 - (Math.ceil(active / round) - 1) * round;
+    const gapCost = (gap / 60) * (gap / 2 - round / 2);
+    expect(mean(shipped) - mean(allMinute)).toBeGreaterThan(0.5 * gapCost);
+    expect(mean(shipped) - mean(allMinute)).toBeLessThan(1.6 * gapCost);
+    // and a round every 500 ms instead of every second frees a ready answer a quarter second sooner on average
+    expect(mean(secondRounds) - mean(shipped)).toBeGreaterThan(0.15);
+    expect(mean(secondRounds) - mean(shipped)).toBeLessThan(0.45);
+    // 114 rounds a minute (one bulk poll each), the leases read at every second one
+    expect(shipped.parked?.watchRounds).toBeCloseTo((1800 / 60) * 114, -2);
+    expect(shipped.parked?.watchViews).toBeCloseTo((1800 / 60) * 57, -2);
   });
 
   it('shows a parked task again when its lease ends first (a long outage); the resuming delivery finishes it', () => {
@@ -125,15 +140,17 @@ describe('the parked design in the lab', () => {
     expect(counts.recordReads).toBeGreaterThan(counts.parked + 20 * counts.reparked);
   });
 
-  it('reads every shard each watch round and each tick (and the first again for the lanes)', () => {
+  it('reads every shard at each of the watch’s reads of the leases (every second round) and each tick (and the first again for the lanes)', () => {
     // GIVEN a 130-thread plan: three shards
     const result = run({ durationSeconds: 600, fleet: { planThreads: 130 } });
     const counts = result.parked;
     if (counts === undefined) throw new Error('no parked counts');
     const ticks = Object.values(result.reasons).reduce((sum, n) => sum + n, 0);
 
-    // THEN the governor's Queries are 3 a round and 4 a tick
-    expect(queries(counts.governorShardReads)).toBe(3 * counts.watchRounds + 4 * ticks);
+    // THEN the governor's Queries are 3 a read of the leases and 4 a tick, and the watch read the
+    // leases at every second round (its bulk polls every 500 ms, its reads every second)
+    expect(queries(counts.governorShardReads)).toBe(3 * counts.watchViews + 4 * ticks);
+    expect(Math.abs(counts.watchRounds - 2 * counts.watchViews)).toBeLessThanOrEqual(1);
     // and each take read at least one shard
     expect(queries(counts.consumerShardReads)).toBeGreaterThanOrEqual(counts.leaseTakes);
   });

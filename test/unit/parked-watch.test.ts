@@ -38,14 +38,22 @@ function record(taskId: string, overrides: Partial<TaskResult> = {}): TaskResult
 }
 
 /** The leases, records, solver and queue of one round, in memory. */
-function world(slots: LeaseSlot[], records: TaskResult[], states: Record<string, PollState['state']>) {
+function world(
+  slots: LeaseSlot[],
+  records: TaskResult[],
+  states: Record<string, PollState['state']>,
+  clock: () => number = () => NOW,
+) {
   const held = new Map(slots.map((s) => [`${s.shard}/${s.slot}`, s]));
+  let views = 0;
   const released: string[] = [];
   const shown: DeliveredMessage[] = [];
   const asked: PollTarget[][] = [];
   const leases: LeaseKeeper = {
-    views: async (shards) =>
-      shards.map((shard): ShardView => ({ shard, meta: { limit: 10 }, slots: [...held.values()] })),
+    views: async (shards) => {
+      views += 1;
+      return shards.map((shard): ShardView => ({ shard, meta: { limit: 10 }, slots: [...held.values()] }));
+    },
     setLimit: async () => undefined,
     clearRefusal: async () => undefined,
     release: async (l) => {
@@ -68,10 +76,10 @@ function world(slots: LeaseSlot[], records: TaskResult[], states: Record<string,
       },
     },
     queue: { changeVisibility: async (message) => void shown.push(message) },
-    clock: () => NOW,
+    clock,
     settleMs: 0,
   });
-  return { watch, released, shown, asked, records: byId };
+  return { watch, released, shown, asked, records: byId, held, views: () => views, states };
 }
 
 describe('the parked watch, one round', () => {
@@ -109,13 +117,18 @@ describe('the parked watch, one round', () => {
     expect(w.asked).toEqual([]);
   });
 
-  it('does not ask about a lease whose record has no submission yet, and does once it has', async () => {
-    const w = world([lease('a', 0)], [record('a', { solverId: undefined, claimToken: 'c', leaseUntil: NOW + 9_000 })], {
-      'id-a': 'ready',
-    });
+  it('does not ask about a lease whose record has no submission yet, and does once it has (at its next read)', async () => {
+    let now = NOW;
+    const w = world(
+      [lease('a', 0)],
+      [record('a', { solverId: undefined, claimToken: 'c', leaseUntil: NOW + 9_000 })],
+      { 'id-a': 'ready' },
+      () => now,
+    );
     await w.watch.round();
     expect(w.asked).toEqual([]);
     w.records.set('a', record('a'));
+    now += 1_000;
     await w.watch.round();
     expect(w.released).toEqual(['a']);
     expect(w.shown).toHaveLength(1);
@@ -221,5 +234,62 @@ describe("the parked watch's solves in the thread ledger", () => {
     await w.watch.run(() => (remaining -= 1_000), 0);
     expect(w.watch.stats.recorded).toBe(3);
     expect(w.writes).toEqual([3]);
+  });
+});
+
+describe('the parked watch, round after round', () => {
+  it('polls the solver every round but reads the leases at most every viewEveryMs (1 s)', async () => {
+    // GIVEN a parked task still solving, and rounds every 500 ms (the governor's pollMs)
+    let now = NOW;
+    const w = world([lease('a', 0)], [record('a')], {}, () => now);
+
+    // WHEN five rounds run 500 ms apart
+    for (let k = 0; k < 5; k++) {
+      await w.watch.round();
+      now += 500;
+    }
+
+    // THEN every round asked the solver (one bulk request each), and the shards were read at 0, 1 and 2 s
+    expect(w.asked).toHaveLength(5);
+    expect(w.asked.every((targets) => targets.length === 1)).toBe(true);
+    expect(w.views()).toBe(3);
+    expect(w.watch.stats).toMatchObject({ rounds: 5, views: 3 });
+  });
+
+  it('between reads, polls the last read less the leases it freed; a new lease waits for the next read', async () => {
+    // GIVEN two parked tasks; a's answer is ready at the first round
+    let now = NOW;
+    const w = world(
+      [lease('a', 0), lease('b', 1)],
+      [record('a'), record('b'), record('c', { solverAcceptedAt: NOW + 200 })],
+      { 'id-a': 'ready' },
+      () => now,
+    );
+    await w.watch.round();
+    expect(w.released).toEqual(['a']);
+
+    // WHEN a lease is taken for c (its record parked) and the next round comes 500 ms later
+    w.held.set('primary#0/2', lease('c', 2, { takenAt: NOW + 100 }));
+    now += 500;
+    await w.watch.round();
+
+    // THEN that round asked about b alone (a freed, c not read yet), without reading the shards
+    expect(w.asked[1]?.map((t) => t.solverId)).toEqual(['id-b']);
+    expect(w.views()).toBe(1);
+
+    // and the round after the next read asks about c too
+    now += 500;
+    await w.watch.round();
+    expect(w.views()).toBe(2);
+    expect(w.asked[2]?.map((t) => t.solverId)).toEqual(['id-b', 'id-c']);
+  });
+
+  it('drops a lease past its end between reads', async () => {
+    let now = NOW;
+    const w = world([lease('a', 0, { until: NOW + 300 })], [record('a')], {}, () => now);
+    await w.watch.round();
+    now += 500;
+    await w.watch.round();
+    expect(w.asked).toHaveLength(1);
   });
 });

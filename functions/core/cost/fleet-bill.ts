@@ -62,21 +62,22 @@ export const PARKED_CONSUMER_CALLS = {
 
 /**
  * The governor's watch over parked tasks (functions/governor/parked-watch.ts,
- * functions/adapters/parked-recorder.ts), per round a strongly consistent Query of every shard;
- * per new lease a GetItem of its task's record (eventually consistent); per ready task the
- * lease's DeleteItem, one result request to the solver, the answered record in one conditional
- * write (no announcement note), one completion event (counted with every solve) and the
- * message's DeleteMessage; the recorded answers are added to the thread ledger's `solved` in
- * batches (one UpdateItem per batch, at most every `solvedBatchSeconds`). Its ticks
- * read every shard (the threads held) and the first shard again (the lanes' ceilings) and write
- * a shard's limit when it changes.
+ * functions/adapters/parked-recorder.ts): per round one bulk res.php request (free at the
+ * solver: not billed); per read of the leases (at most one a second) a strongly consistent Query
+ * of every shard, and per new lease a GetItem of its task's record (eventually consistent); per
+ * ready task the lease's DeleteItem, one result request to the solver, the answered record in one
+ * conditional write (no announcement note), one completion event (counted with every solve) and
+ * the message's DeleteMessage; the recorded answers are added to the thread ledger's `solved` in
+ * batches (one UpdateItem per batch, at most every `solvedBatchSeconds`). Its ticks read every shard (the threads held) and the first shard
+ * again (the lanes' ceilings) and write a shard's limit when it changes.
  */
 export const WATCH_CALLS = {
-  /**
-   * Rounds a minute: one a second while the governor's invocation runs (from the minute's start
-   * until a second before its 58 s timeout, lib/governor.ts).
-   */
-  roundsPerMinute: 57,
+  /** Seconds of each minute the watch runs: from the minute's start until a second before the 58 s timeout (lib/governor.ts). */
+  secondsPerMinute: 57,
+  /** Rounds a minute: one every WATCH_POLL_MS (500 ms) while it runs; each a bulk poll, no AWS call. */
+  roundsPerMinute: 114,
+  /** Reads of the leases a minute: one every WATCH_VIEW_MS (1 s) while it runs, a Query of every shard each. */
+  viewsPerMinute: 57,
   /** Billed seconds of a parked governor's invocation: its watch runs until a second before the 58 s timeout. */
   governorSecondsPerInvocation: 57,
   answerWritesPerRecord: 1,
@@ -106,15 +107,16 @@ export function shardReadsAt(live: number, queries: number): number[] {
 }
 
 /**
- * The governor's shard Queries over `hours` of a lane of `shards` shards: every shard each watch
- * round, and each tick every shard (the threads held) and the first again (the lanes' ceilings).
+ * The governor's shard Queries over `hours` of a lane of `shards` shards: every shard at each of
+ * the watch's reads of the leases (not each round: the rounds between reuse the last read), and
+ * each tick every shard (the threads held) and the first again (the lanes' ceilings).
  */
 export function governorShardQueries(
   hours: number,
   shards: number,
   ticksPerMinute: number = DEFAULT_COST_ASSUMPTIONS.governorTicksPerMinute,
 ): number {
-  return hours * 60 * (WATCH_CALLS.roundsPerMinute * shards + ticksPerMinute * (shards + 1));
+  return hours * 60 * (WATCH_CALLS.viewsPerMinute * shards + ticksPerMinute * (shards + 1));
 }
 
 /**
@@ -211,9 +213,9 @@ export interface ParkedUsage {
   leaseTakes: number;
   /** Slots freed with a DeleteItem (the watch's and the consumers'). */
   leaseReleases: number;
-  /** The consumers' shard Queries before a submission (eventually consistent), by live slots read. */
+  /** The consumers' shard Queries before a submission and while they wait for a slot (eventually consistent), by live slots read. */
   consumerShardReads: readonly number[];
-  /** The governor's shard Queries (the watch's rounds and the ticks', strongly consistent), by live slots read. */
+  /** The governor's shard Queries (the watch's reads of the leases and the ticks', strongly consistent), by live slots read. */
   governorShardReads: readonly number[];
   /** The watch's reads of a lease's task record (GetItem, eventually consistent). */
   recordReads: number;
