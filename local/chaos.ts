@@ -152,13 +152,13 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
         const idKey = solverIdKeyOf(property, args);
         if (idKey !== undefined && invocation !== undefined) options.ids?.ask(idKey, invocation, String(args[0]));
         if (invocation?.dead) return never();
-        // A terminal write of the consumer's: its solved record, or the parking write (the parked design).
-        if (
+        const crash =
           (property === 'complete' || property === 'park') &&
           invocation !== undefined &&
           options.crashRate > 0 &&
-          options.random() < options.crashRate
-        ) {
+          options.random() < options.crashRate;
+        // At the solved record's write, before it: the task comes back and is resumed by its id.
+        if (crash && property === 'complete') {
           invocation.kill('crash');
           options.onCrash?.(String(args[0]));
           return never();
@@ -169,6 +169,16 @@ export function guardResultsRepository(repository: ResultsRepository, options: C
             (written) => (written === true ? options.ids?.keep(idKey) : undefined),
             () => undefined,
           );
+        // At the parking write, once it has committed: the parking write is also the first write of
+        // the submission's id (recordSolverId's, in the waiting design, which this chaos never cuts
+        // off either), so the crash lands where the waiting design's lands: the id is kept, the
+        // invocation dies before it hands the message on.
+        if (crash && property === 'park')
+          return Promise.resolve(result).then(() => {
+            invocation.kill('crash');
+            options.onCrash?.(String(args[0]));
+            return never();
+          });
         return result;
       };
     },

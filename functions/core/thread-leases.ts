@@ -15,7 +15,7 @@
 import type { Decision } from './governor/types.js';
 import type { DeliveredMessage } from './ports.js';
 import type { FleetSettings } from './settings.js';
-import { REFUSAL_HOLD_OFF_MS } from './thread-ledger.js';
+import { REFUSAL_HOLD_OFF_MS, type ThreadLedgerReading } from './thread-ledger.js';
 
 /** Slots of one shard at most: one Query reads a shard (about 35 KB). */
 export const LEASE_SHARD_SLOTS = 64;
@@ -237,4 +237,23 @@ export interface LeaseKeeper {
   clearRefusal(shard: string, answeredAt: number): Promise<void>;
   /** Free a slot (only if it still holds `taskId`). */
   release(lease: Pick<LeaseSlot, 'shard' | 'slot' | 'taskId'>): Promise<void>;
+}
+
+/**
+ * A consumer records its acceptance with the fleet's held threads as its own shard shows them,
+ * scaled to the lane's shards (fleetHeldOf): on a lane of several shards that count falls short of
+ * the leases by up to a shard's worth, so an estimate the fleet filled looked unfilled and a big
+ * plan climbed back from a neighbour's departure a few threads a tick. The governor counts every
+ * live lease: an acceptance since its last read, with no refusal after it, was made while the
+ * fleet held at least those leases but the accepted one.
+ */
+export function filledAcceptance(
+  reading: Pick<ThreadLedgerReading, 'lastAcceptance' | 'lastRefusal'>,
+  held: number,
+  fresh: boolean,
+): Pick<ThreadLedgerReading, 'lastAcceptance'> | Record<string, never> {
+  const acceptance = reading.lastAcceptance;
+  if (!fresh || acceptance === undefined) return {};
+  if (reading.lastRefusal !== undefined && reading.lastRefusal.at >= acceptance.at) return {};
+  return { lastAcceptance: { at: acceptance.at, held: Math.max(acceptance.held, held - 1) } };
 }

@@ -7,7 +7,7 @@
  */
 import type { LaneActuator } from '../core/governor/ports.js';
 import type { Clock } from '../core/ports.js';
-import { type LeaseKeeper, liveSlots, shardLimits, threadsOpened } from '../core/thread-leases.js';
+import { filledAcceptance, type LeaseKeeper, liveSlots, shardLimits, threadsOpened } from '../core/thread-leases.js';
 import type { ThreadLedgerReader, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { GovernorLog } from './loop.js';
 
@@ -42,6 +42,7 @@ export function leasedLedgerReader(
   log?: GovernorLog,
 ): LeasedLedgerReader {
   let lastHeld = 0;
+  let seenAcceptances: number | undefined;
   return {
     lastHeld: () => lastHeld,
     async read() {
@@ -60,7 +61,9 @@ export function leasedLedgerReader(
           );
       }
       const { leftover: _leftover, ...rest } = reading ?? { refusals: 0, acceptances: 0, held: 0 };
-      return { ...rest, held };
+      const fresh = seenAcceptances !== undefined && rest.acceptances > seenAcceptances;
+      if (reading !== undefined) seenAcceptances = rest.acceptances;
+      return { ...rest, held, ...filledAcceptance(rest, held, fresh) };
     },
   };
 }

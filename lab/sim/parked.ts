@@ -33,6 +33,7 @@
  */
 import { PARKED_SUBMIT_SECONDS } from '../../functions/core/governor/submitters.js';
 import {
+  filledAcceptance,
   fleetHeldOf,
   LEASE_SHARD_SLOTS,
   type LeaseSlot,
@@ -354,6 +355,8 @@ export class ParkedDesign {
    * shards read, and the first again for the lanes' ceilings), the refusal hold-offs an
    * acceptance has answered since cleared.
    */
+  private seenAcceptances: number | undefined;
+
   reading(): ThreadLedgerReading {
     for (const view of this.views) bump(this.counts.governorShardReads, view.slots.length);
     bump(this.counts.governorShardReads, (this.views[0] as ShardView).slots.length);
@@ -370,7 +373,10 @@ export class ParkedDesign {
       cleared = true;
     }
     if (cleared) this.host.roomOpened();
-    return { ...reading, held: this.live };
+    // As the product's leased reader: a fresh acceptance carries the leases' count (filledAcceptance).
+    const fresh = this.seenAcceptances !== undefined && reading.acceptances > this.seenAcceptances;
+    this.seenAcceptances = reading.acceptances;
+    return { ...reading, held: this.live, ...filledAcceptance(reading, this.live, fresh) };
   }
 
   /** Threads held at the governor's last read: what its probe's acceptance and refusal carry. */
