@@ -863,6 +863,8 @@ class Simulation {
   /** The consumer reads the answer and records it; the task is done. */
   private read(id: number): void {
     this.releaseLease(id, true);
+    // The parked design: a delivery that reads the answer itself adds it to the ledger's solved count.
+    if (this.parked !== undefined) this.ledger.countSolved();
     this.parked?.release(id);
     if (u8(this.tasks.orphaned, id) === 1) {
       // The delivery that resumed a kept solver id read its answer: the leftover's thread is free.

@@ -176,6 +176,11 @@ export class ThreadTracking {
     if (this.ledger === undefined) return;
     const ledger = this.ledger;
     if (this.leasedHeld !== undefined) {
+      // A solve this delivery read itself counts in `solved` (the grant's price), as the watch's do.
+      if (answer.request === 'result' && answer.outcome === 'answered' && ledger.countSolved !== undefined) {
+        this.track(ledger.countSolved(1), 'solved count');
+        return;
+      }
       if (answer.request !== 'submit' || (answer.outcome !== 'accepted' && answer.outcome !== 'over_cap')) return;
       const event = answer.outcome === 'accepted' ? 'acceptance' : 'refusal';
       this.track(ledger.recordEvent(event, this.clock(), this.leasedHeld()), event);

@@ -111,6 +111,11 @@ export interface ThreadLedgerRecorder {
   recordEvent(event: 'acceptance' | 'refusal', at: number, held: number): Promise<void>;
   /** The ledger as it stands (an invocation refused over the cap waits on `held` to fall). */
   read(): Promise<ThreadLedgerReading | undefined>;
+  /**
+   * The parked design: a delivery that reads an answer itself (a resumed submission) adds the
+   * solve to `solved`, as the watch adds the ones it records (SolvedCounter). Absent: not counted.
+   */
+  countSolved?(count: number): Promise<void>;
 }
 
 /** What the governor reads once per tick. */

@@ -372,3 +372,20 @@ describe('a parked invocation reads the spend grant before a fresh submission', 
     expect(await tracking.waitForGrant(1_060_000)).toBe(true);
   });
 });
+
+describe('a parked delivery that reads an answer itself', () => {
+  it('adds the solve to the ledger’s solved count (the watch counts the ones it records)', async () => {
+    // Prepare: the parked design (held threads from the leases), a resumed submission
+    const now = { t: 1_000_000 };
+    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
+    const tracking = new ThreadTracking(ledger, () => now.t, silent, undefined, 10, () => 3);
+    // Act: its answer is read, and another delivery's task failed
+    tracking.onAnswer({ request: 'result', outcome: 'answered' });
+    tracking.onAnswer({ request: 'result', outcome: 'task_terminal', code: 'ERROR_CAPTCHA_UNSOLVABLE' });
+    await tracking.settle();
+    // Assess: one solve counted, no thread released from the ledger's own buckets
+    const reading = await ledger.read();
+    expect(reading?.solved).toBe(1);
+    expect(reading?.held).toBe(0);
+  });
+});

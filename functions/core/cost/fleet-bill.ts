@@ -50,13 +50,15 @@ export const CONSUMER_CALLS = {
  * the governor's spend grant (waitForGrant, GetItem, strong), then takes a lease in place of the
  * waiting design's room check (a shard Query, eventually consistent, and a conditional PutItem of a slot);
  * the solver id's write also gives the claim up (the same one write); the ledger records the
- * acceptance and each refusal with the leases' count and no `released`; a refusal also writes the
+ * acceptance and each refusal with the leases' count and no `released` (a solve the consumer reads
+ * itself is added to `solved`); a refusal also writes the
  * slot's shard (its hold-off) and frees the slot (DeleteItem); a hand-back releases the claim only.
  */
 export const PARKED_CONSUMER_CALLS = {
   /** The spend grant read before a fresh submission (a grant used up hands the task back unpaid). */
   ledgerReadsPerSubmission: 1,
-  ledgerWritesPerSolve: 0,
+  /** A solve a consumer reads itself (a resumed submission) is added to the ledger's `solved` (countSolved). */
+  ledgerWritesPerSolve: 1,
   writesPerHandBack: 1,
 } as const;
 
