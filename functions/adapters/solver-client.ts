@@ -113,14 +113,7 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
     schedule: ctx.schedule,
 
     async solve(task, { signal, deadlineAt, resumeSolverId, continueSolverId, onSubmitted, onSolverAnswer }) {
-      const solve: SolveState = {
-        taskId: task.id,
-        signal,
-        deadlineAt,
-        onSolverAnswer,
-        retries: { overCap: 0, transient: 0 },
-      };
-      if (signal?.aborted) throw aborted(task.id);
+      const solve = solveState(task.id, signal, deadlineAt, onSolverAnswer);
       if (resumeSolverId !== undefined) return pollForAnswer(ctx, task, solve, resumeSolverId, true);
       if (continueSolverId !== undefined) return pollForAnswer(ctx, task, solve, continueSolverId, false);
       const acceptedAt = ctx.clock();
@@ -135,14 +128,7 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
     },
 
     async submit(task, { signal, deadlineAt, onSolverAnswer }) {
-      const solve: SolveState = {
-        taskId: task.id,
-        signal,
-        deadlineAt,
-        onSolverAnswer,
-        retries: { overCap: 0, transient: 0 },
-      };
-      if (signal?.aborted) throw aborted(task.id);
+      const solve = solveState(task.id, signal, deadlineAt, onSolverAnswer);
       const acceptedAt = ctx.clock();
       const { solverId, solved } = await submit(ctx, task, solve);
       ctx.log.debug('solver accepted the task', { taskId: task.id, solverId, method: task.method });
@@ -161,6 +147,17 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
       if (ownsDispatcher) await dispatcher.close();
     },
   };
+}
+
+/** One solve's state (its retries counted from zero); throws at once when `signal` is already aborted. */
+function solveState(
+  taskId: string,
+  signal: SolveState['signal'],
+  deadlineAt: SolveState['deadlineAt'],
+  onSolverAnswer: SolveState['onSolverAnswer'],
+): SolveState {
+  if (signal?.aborted) throw aborted(taskId);
+  return { taskId, signal, deadlineAt, onSolverAnswer, retries: { overCap: 0, transient: 0 } };
 }
 
 function redactAttributes(attributes: Record<string, unknown>, key: string): Record<string, unknown> {
