@@ -378,7 +378,14 @@ describe('a parked delivery that reads an answer itself', () => {
     // Prepare: the parked design (held threads from the leases), a resumed submission
     const now = { t: 1_000_000 };
     const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
-    const tracking = new ThreadTracking(ledger, () => now.t, silent, undefined, 10, () => 3);
+    const tracking = new ThreadTracking(
+      ledger,
+      () => now.t,
+      silent,
+      undefined,
+      10,
+      () => 3,
+    );
     // Act: its answer is read, and another delivery's task failed
     tracking.onAnswer({ request: 'result', outcome: 'answered' });
     tracking.onAnswer({ request: 'result', outcome: 'task_terminal', code: 'ERROR_CAPTCHA_UNSOLVABLE' });
