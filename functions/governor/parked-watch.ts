@@ -134,16 +134,8 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       await release(slot);
       return;
     }
-    const submission = record === undefined ? undefined : submissionOf(record, slot);
-    if (record === undefined || submission === undefined) return;
-    const { method, priority, submittedAt, startedAt, queueWaitMs, provider } = record;
-    known.set(keyOf(slot), {
-      kind: 'submitted',
-      target: submission,
-      parked: isParked(record, clock()),
-      base: { method, priority, submittedAt, startedAt, queueWaitMs, provider },
-      acceptedAt: record.solverAcceptedAt,
-    });
+    const entry = record === undefined ? undefined : submittedOf(record, slot, clock());
+    if (entry !== undefined) known.set(keyOf(slot), entry);
   };
 
   const release = async (slot: LeaseSlot): Promise<void> => {
@@ -166,35 +158,19 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     await release(slot);
     stats.released += 1;
     if (!entry.parked) return;
-    if (state.state === 'ready' && options.recorder !== undefined) {
-      const lastNotReadyAt = notReadyAt.get(keyOf(slot));
-      const outcome = await options.recorder.record({
-        taskId: slot.taskId,
-        solverId: entry.target.solverId,
-        base: entry.base,
-        acceptedAt: entry.acceptedAt,
-        delivery: slot.delivery,
-        ...(lastNotReadyAt !== undefined ? { lastNotReadyAt } : {}),
-      });
-      if (outcome === 'recorded') {
-        stats.recorded += 1;
-        solved.add();
-      }
-      return;
-    }
-    await show(slot);
-  };
-
-  const show = async (slot: LeaseSlot): Promise<void> => {
-    stats.shown += 1;
-    try {
-      await options.queue.changeVisibility(slot.delivery, 0);
-    } catch (error) {
-      stats.showFailures += 1;
-      options.log?.warn('parked task not shown again; it returns when its lease ends', {
-        taskId: slot.taskId,
-        error: `${(error as Error).name}: ${(error as Error).message}`,
-      });
+    if (state.state !== 'ready' || options.recorder === undefined) return showAgain(options, stats, slot);
+    const lastNotReadyAt = notReadyAt.get(keyOf(slot));
+    const outcome = await options.recorder.record({
+      taskId: slot.taskId,
+      solverId: entry.target.solverId,
+      base: entry.base,
+      acceptedAt: entry.acceptedAt,
+      delivery: slot.delivery,
+      ...(lastNotReadyAt !== undefined ? { lastNotReadyAt } : {}),
+    });
+    if (outcome === 'recorded') {
+      stats.recorded += 1;
+      solved.add();
     }
   };
 
@@ -259,6 +235,38 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       await solved.flush();
     },
   };
+}
+
+/** What the watch learns of a lease from its task's record: its submission, once on the record. */
+function submittedOf(
+  record: TaskResult,
+  slot: LeaseSlot,
+  now: number,
+): Extract<Known, { kind: 'submitted' }> | undefined {
+  const submission = submissionOf(record, slot);
+  if (submission === undefined) return undefined;
+  const { method, priority, submittedAt, startedAt, queueWaitMs, provider } = record;
+  return {
+    kind: 'submitted',
+    target: submission,
+    parked: isParked(record, now),
+    base: { method, priority, submittedAt, startedAt, queueWaitMs, provider },
+    acceptedAt: record.solverAcceptedAt,
+  };
+}
+
+/** A parked task the consumers finish: its message shown again (a failure leaves it to its lease's end). */
+async function showAgain(options: ParkedWatchOptions, stats: ParkedWatchStats, slot: LeaseSlot): Promise<void> {
+  stats.shown += 1;
+  try {
+    await options.queue.changeVisibility(slot.delivery, 0);
+  } catch (error) {
+    stats.showFailures += 1;
+    options.log?.warn('parked task not shown again; it returns when its lease ends', {
+      taskId: slot.taskId,
+      error: `${(error as Error).name}: ${(error as Error).message}`,
+    });
+  }
 }
 
 /** The watch's counts before its first round. */
