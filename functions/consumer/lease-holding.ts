@@ -3,13 +3,18 @@
  * taken before each fresh submission (waiting while every open slot is held: up to the deadline
  * while live leases hold them all, else at most `maxWaitMs`; its reads `leaseWaitPollMs` apart), kept when the task parks (the governor frees it once the solver answers), and given
  * back otherwise: a refused submission, a failure, or a task that ends in this invocation. An
- * over-cap refusal is recorded in the slot's shard, so the other consumers hold off below the
- * slots held then until the governor's next look (the fleet-wide refusal signal).
+ * over-cap refusal is recorded in the slot's shard and in the thread ledger: the shard's takers
+ * hold off below the slots held then until the governor's next look, and every consumer, in
+ * every shard, holds the fleet below the ledger's refusal room (`roomLimit`, read with the spend
+ * grant before the take: the fleet-wide refusal signal, `fleetRoomOf`).
  */
 import { sleep } from '../core/helpers/time.js';
 import type { Clock, DeliveredMessage } from '../core/ports.js';
+import type { ThreadLedgerReading } from '../core/thread-ledger.js';
 import {
   fleetHeldOf,
+  fleetRoomFull,
+  fleetRoomOf,
   freeSlotIndexes,
   fullOfLive,
   type LeaseLane,
@@ -32,6 +37,9 @@ export function leaseWaiting(timing: Pick<ConsumerTiming, 'overCapWaiting' | 'le
   return { ...timing.overCapWaiting, pollMs: timing.leaseWaitPollMs };
 }
 
+/** What a take reads of the thread ledger: its newest refusal and acceptance (the fleet-wide refusal room). */
+export type RefusalSignal = Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'>;
+
 /** Slots tried per shard read before reading again (a take lost to another consumer). */
 const TAKES_PER_READ = 3;
 
@@ -41,6 +49,8 @@ export class LeaseHolding {
   /** The live slots of the held slot's shard when it was taken, not counting it (a refusal's count). */
   private othersAtTake = 0;
   private waits = 0;
+  /** The thread ledger as read before this take (its refusal room holds every shard, `fleetRoomOf`). */
+  private ledger: RefusalSignal | undefined;
 
   constructor(
     private readonly lane: LeaseLane,
@@ -71,9 +81,16 @@ export class LeaseHolding {
    * answers come: `fullOfLive`), it waits up to `deadlineAt`; otherwise (a refusal's hold-off, a
    * paused governor) at most `maxWaitMs`. False when none opened in time (the caller hands the
    * task back without a submission). A store failure is thrown (the task waits).
+   *
+   * `ledger`, the thread ledger as read just before (ThreadTracking.waitForGrant): while its
+   * newest refusal is in force, a shard whose live slots, scaled to the lane (`fleetHeldOf`),
+   * fill the refusal room (`fleetRoomFull`) is closed too; full of live leases, the wait is the
+   * patient one. The room lapses with the hold-off's time; an acceptance that lifts it is seen
+   * at the next submission's read.
    */
-  async take(deadlineAt: number): Promise<boolean> {
+  async take(deadlineAt: number, ledger?: RefusalSignal): Promise<boolean> {
     if (this.held !== undefined) return true;
+    this.ledger = ledger;
     const random = this.waiting.random ?? Math.random;
     const pause = this.waiting.sleep ?? sleep;
     const { pollMs } = this.waiting;
@@ -151,14 +168,31 @@ export class LeaseHolding {
       const index = (start + k) % shards.length;
       const view = await this.lane.leases.view(shards[index] as string);
       if (await this.tryShard(view, index, random)) return 'taken';
-      full &&= fullOfLive(view, planCap, index, this.clock());
+      full &&= fullOfLive(view, planCap, index, this.clock()) || this.ownSolvesFillRoom(view);
     }
     return full ? 'full' : 'closed';
+  }
+
+  /** The fleet-wide refusal room at `now`, from the ledger read before this take. */
+  private fleetRoom(now: number): number | undefined {
+    return fleetRoomOf(this.ledger, this.lane.planCap, now);
+  }
+
+  /**
+   * The fleet-wide refusal room is what closes the shard, and the fleet's own live leases fill it:
+   * they free as their answers come, so the wait is patient (as the waiting design's, waitForRoom).
+   */
+  private ownSolvesFillRoom(view: ShardView): boolean {
+    const now = this.clock();
+    const live = liveSlots(view, now).length;
+    return live > 0 && fleetRoomFull(this.fleetRoom(now), live, this.lane.shards.length);
   }
 
   private async tryShard(view: ShardView, index: number, random: () => number, anyFree = false): Promise<boolean> {
     const now = this.clock();
     if (!anyFree && roomInShard(view, this.lane.planCap, index, now) <= 0) return false;
+    if (!anyFree && fleetRoomFull(this.fleetRoom(now), liveSlots(view, now).length, this.lane.shards.length))
+      return false;
     const slots = anyFree ? shardCapacity(this.lane.planCap, index) : limitOf(view, this.lane.planCap, index);
     const free = freeSlotIndexes(view, slots, now, random);
     for (const slot of free.slice(0, TAKES_PER_READ)) {

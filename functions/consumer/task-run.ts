@@ -407,12 +407,14 @@ export class TaskRun {
 
   /**
    * Before a fresh submission: room in the fleet's ledger (the waiting design), or (the parked
-   * design) money in the governor's spend grant, then a thread lease. A grant used up for the
+   * design) money in the governor's spend grant, then a thread lease under the refusal room of
+   * that same read of the ledger (the fleet-wide refusal signal, `fleetRoomOf`). A grant used up for the
    * whole wait hands the task back without a submission in both designs.
    */
   private async room(deadlineAt: number): Promise<boolean> {
     if (this.leasing === undefined) return this.threads.waitForRoom(deadlineAt);
-    return (await this.threads.waitForGrant(deadlineAt)) && this.leasing.take(deadlineAt);
+    if (!(await this.threads.waitForGrant(deadlineAt))) return false;
+    return this.leasing.take(deadlineAt, this.threads.lastGrantReading);
   }
 
   /** After an over-cap refusal: whether to wait for a thread and submit again. */

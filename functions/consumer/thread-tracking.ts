@@ -24,7 +24,13 @@
 import { sleep } from '../core/helpers/time.js';
 import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
-import { grantUsedUp, roomLimit, type ThreadLease, type ThreadLedgerRecorder } from '../core/thread-ledger.js';
+import {
+  grantUsedUp,
+  roomLimit,
+  type ThreadLease,
+  type ThreadLedgerReading,
+  type ThreadLedgerRecorder,
+} from '../core/thread-ledger.js';
 
 /**
  * Threads held under which a refusal means others hold the whole plan: refused while the fleet
@@ -62,6 +68,8 @@ export class ThreadTracking {
   /** The solver id this delivery resumed (a predecessor's leftover it frees when it reads the answer). */
   private resumed: string | undefined;
   private waits = 0;
+  /** The ledger as waitForGrant last read it (the parked design's fleet-wide refusal room comes from it). */
+  private grantReading: ThreadLedgerReading | undefined;
 
   constructor(
     private readonly ledger: ThreadLedgerRecorder | undefined,
@@ -126,12 +134,21 @@ export class ThreadTracking {
     const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
     for (;;) {
       const reading = await this.ledger.read().catch(() => undefined);
+      this.grantReading = reading;
       const now = this.clock();
       if (reading === undefined || !grantUsedUp(reading, now)) return true;
       const left = until - now;
       if (left <= 0) return false;
       await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
     }
+  }
+
+  /**
+   * The ledger as the last spend-grant check read it (undefined before one, or when it could not
+   * be read): the parked design takes its slot under that reading's refusal room, at no read more.
+   */
+  get lastGrantReading(): ThreadLedgerReading | undefined {
+    return this.grantReading;
   }
 
   /**

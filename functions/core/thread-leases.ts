@@ -15,7 +15,7 @@
 import type { Decision } from './governor/types.js';
 import type { DeliveredMessage } from './ports.js';
 import type { FleetSettings } from './settings.js';
-import { REFUSAL_HOLD_OFF_MS, type ThreadLedgerReading } from './thread-ledger.js';
+import { REFUSAL_HOLD_OFF_MS, roomLimit, type ThreadLedgerReading } from './thread-ledger.js';
 
 /** Slots of one shard at most: one Query reads a shard (about 35 KB). */
 export const LEASE_SHARD_SLOTS = 64;
@@ -180,6 +180,35 @@ export function roomInShard(view: ShardView, planCap: number, index: number, now
   if (refusedAt !== undefined && refusedHeld !== undefined && now - refusedAt <= REFUSAL_HOLD_OFF_MS)
     limit = Math.min(limit, refusedHeld);
   return Math.max(0, limit - live);
+}
+
+/**
+ * The fleet-wide refusal room a consumer honours before it takes a slot: while the thread
+ * ledger's newest refusal is in force (`roomLimit`: no acceptance at its count since, within
+ * {@link REFUSAL_HOLD_OFF_MS}; halved in a run of refusals), the threads the fleet may hold, else
+ * undefined (the shards' limits alone). A shard's own hold-off (`roomInShard`) only holds off its
+ * own takers: on a lane of several shards a neighbour's step cost one refusal per shard, and each
+ * hold-off lapsed alone and was tested alone; the ledger's one signal, which every consumer reads
+ * before a fresh submission anyway (the spend grant), holds the whole fleet off after one.
+ */
+export function fleetRoomOf(
+  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'> | undefined,
+  planCap: number,
+  now: number,
+): number | undefined {
+  if (reading === undefined) return undefined;
+  const room = roomLimit(reading, planCap, now);
+  return room < planCap ? room : undefined;
+}
+
+/**
+ * Whether the fleet-wide refusal room (`fleetRoomOf`) closes a shard to a taker that sees `live`
+ * slots held in it: the fleet's held threads as that taker would record them at its acceptance
+ * (`fleetHeldOf`, the count a refusal records) already fill the room, as a waiting consumer
+ * submits only while the ledger's held count is below it.
+ */
+export function fleetRoomFull(room: number | undefined, live: number, shards: number): boolean {
+  return room !== undefined && fleetHeldOf(live, shards) >= room;
 }
 
 /**

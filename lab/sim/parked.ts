@@ -3,7 +3,9 @@
  * the governor's watch, with the product's own lease functions (functions/core/thread-leases.ts).
  *
  * - An invocation takes a slot before a fresh submission when a shard has room (`roomInShard`:
- *   below the shard's limit and, right after a refusal in it, below the slots held then),
+ *   below the shard's limit and, right after a refusal in it, below the slots held then) and the
+ *   fleet-wide refusal room of the thread ledger is not full (`fleetRoomFull`: the shard's live
+ *   slots scaled to the lane, below `roomLimit` while the ledger's newest refusal is in force),
  *   trying the shards from a random one (functions/consumer/lease-holding.ts); with none it waits
  *   for one as the waiting design waits for room (the simulation's room wait, woken by a freed or
  *   opened slot at its next read, `leaseWaitPollSeconds` apart; up to its deadline while live
@@ -35,6 +37,7 @@ import { PARKED_SUBMIT_SECONDS } from '../../functions/core/governor/submitters.
 import {
   filledAcceptance,
   fleetHeldOf,
+  fleetRoomFull,
   LEASE_SHARD_SLOTS,
   type LeaseSlot,
   leaseLengthMs,
@@ -213,12 +216,25 @@ export class ParkedDesign {
   }
 
   /**
-   * Whether every shard's open slots are held by live leases (the fleet's own solves, freed as
-   * they end): a waiting invocation then waits up to its deadline (LeaseHolding.take, `fullOfLive`).
+   * Whether every shard's open slots are held by live leases, or the fleet-wide refusal room is
+   * full of them (the fleet's own solves, freed as they end): a waiting invocation then waits up
+   * to its deadline (LeaseHolding.take: `fullOfLive`, its own solves filling the room).
    */
   fullOfLive(): boolean {
     const nowMs = this.ms(this.host.now());
-    return this.views.every((view, index) => fullOfLive(view, this.planCap, index, nowMs));
+    const fleetRoom = this.fleetRoom(nowMs);
+    const shards = this.views.length;
+    return this.views.every(
+      (view, index) =>
+        fullOfLive(view, this.planCap, index, nowMs) ||
+        (view.slots.length > 0 && fleetRoomFull(fleetRoom, view.slots.length, shards)),
+    );
+  }
+
+  /** The fleet-wide refusal room of the thread ledger at epoch ms `nowMs` (`fleetRoomOf`), undefined when none is in force. */
+  private fleetRoom(nowMs: number): number | undefined {
+    const room = this.host.ledger.room(this.planCap, nowMs);
+    return room < this.planCap ? room : undefined;
   }
 
   /** Slots the consumers may take now, over every shard. */
@@ -239,12 +255,15 @@ export class ParkedDesign {
     this.endWait(id, t);
     const nowMs = this.ms(t);
     const shards = this.views.length;
+    // The ledger read before a fresh submission (the spend grant's): its refusal room holds every shard.
+    const fleetRoom = this.fleetRoom(nowMs);
     const start = Math.floor(this.random() * shards);
     for (let k = 0; k < shards; k++) {
       const index = (start + k) % shards;
       const view = this.views[index] as ShardView;
       bump(this.counts.consumerShardReads, view.slots.length);
       if (roomInShard(view, this.planCap, index, nowMs) <= 0) continue;
+      if (fleetRoomFull(fleetRoom, view.slots.length, shards)) continue;
       const slot = this.freeSlot(view, limitOf(view, this.planCap, index));
       if (slot === undefined) continue;
       this.hold(id, index, slot, t);

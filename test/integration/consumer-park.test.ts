@@ -274,6 +274,21 @@ describe('parked design on the emulators', () => {
     expect(f.sim.stats().peakThreads).toBe(3);
   });
 
+  it('takes no slot while the ledger refusal room is full, though its shard has no refusal of its own', async () => {
+    // Prepare: open slots, no hold-off on the shard, but a refusal in the thread ledger a moment
+    // ago while the fleet held none (others hold the whole plan: the fleet-wide room is 0)
+    const f = await parkedFleet({ planThreads: 10, medianMs: 100 });
+    await f.ledger.recordEvent('refusal', Date.now(), 0);
+    const id = await f.send();
+    // Act
+    const delivery = await deliver(f.fleet, f.handler);
+    // Assess: no submission into a second refusal; the task goes back with no slot taken
+    expect(delivery.failed).toHaveLength(1);
+    expect(f.sim.stats().submissions).toBe(0);
+    expect((await f.repository.get(id, { consistent: true }))?.solverId).toBeUndefined();
+    expect((await f.leases.views(f.shards))[0]?.slots).toEqual([]);
+  });
+
   it('hands a task back without a submission when no slot opens in time', async () => {
     // Prepare: no slot open at all.
     const f = await parkedFleet({ planThreads: 10, medianMs: 100, limit: 0 });

@@ -5,6 +5,7 @@ import { LeaseHolding, leaseWaiting } from '../../functions/consumer/lease-holdi
 import type { OverCapWaiting } from '../../functions/consumer/thread-tracking.js';
 import { LEASE_WAIT_POLL_MS, type LeaseSlot } from '../../functions/core/thread-leases.js';
 import { resolveSettings } from '../../functions/core/settings.js';
+import { REFUSAL_HOLD_OFF_MS } from '../../functions/core/thread-ledger.js';
 import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
 
 let fixture: EmulatorFixture;
@@ -185,5 +186,73 @@ describe('a delivery waiting for a thread lease (LeaseHolding.take), on dynalite
     // WHEN the delivery takes a slot, THEN it gives up after its bound, not its deadline
     expect(await w.holding.take(w.start + 10_000)).toBe(false);
     expect(w.elapsed()).toBeLessThanOrEqual(300);
+  });
+});
+
+describe('the fleet-wide refusal room a taker honours on a lane of several shards, on dynalite', () => {
+  const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const delivery = { eventSourceArn: 'arn:aws:sqs:us-east-1:000000000000:q', receiptHandle: 'h' };
+
+  /** A lane of two 64-slot shards, `held[i]` slots of shard i taken by others, and a delivery on a simulated clock. */
+  async function lane(name: string, held: [number, number]) {
+    const now = { t: 4_000_000 };
+    const leases = leasesAt(now);
+    const shards = [`${name}#0`, `${name}#1`];
+    for (const [index, count] of held.entries())
+      for (let i = 0; i < count; i++)
+        await leases.take(lease(shards[index] as string, i, `other-${index}-${i}`, now.t));
+    const waiting: OverCapWaiting = {
+      pollMs: 250,
+      maxWaitMs: 300,
+      maxWaits: 3,
+      random: () => 0,
+      sleep: async (ms) => {
+        now.t += ms;
+      },
+    };
+    const holding = new LeaseHolding(
+      { leases, shards, planCap: 128, leaseMs: 60_000 },
+      'me',
+      delivery,
+      () => now.t,
+      waiting,
+      quiet,
+    );
+    return { holding, now, leases, shards };
+  }
+
+  it('holds every shard off below the ledger refusal count, not only the refused shard', async () => {
+    // GIVEN 40 + 40 live slots and a refusal, a second ago, in shard #0, with the
+    // ledger saying the fleet may hold 81 (40 others in the refused shard, scaled to two
+    // shards); shard #1 has no refusal of its own and 24 free slots
+    const w = await lane('fleetroom', [40, 40]);
+    await w.leases.refused(w.shards[0] as string, w.now.t - 1_000, 40);
+    const ledger = { lastRefusal: { at: w.now.t - 1_000, held: 81 }, refusalRun: 1 };
+    const start = w.now.t;
+
+    // WHEN it takes a slot with 2 s to its deadline
+    const took = await w.holding.take(start + 2_000, ledger);
+
+    // THEN it takes none: 40 live slots in its shard read as 81 held, the room the refusal left;
+    // full of the fleet's own leases, it waited patiently to its deadline (not the 300 ms bound)
+    expect(took).toBe(false);
+    expect(w.now.t - start).toBeGreaterThan(300);
+    const views = await w.leases.views(w.shards);
+    expect(views.map((view) => view.slots.length)).toEqual([40, 40]);
+  });
+
+  it('takes a slot below the refusal room, and any once the hold-off has lapsed', async () => {
+    // GIVEN the same refusal, and a shard #1 where one of the fleet's solves has freed its slot
+    const w = await lane('fleetroom-free', [40, 39]);
+    const ledger = { lastRefusal: { at: w.now.t - 1_000, held: 81 }, refusalRun: 1 };
+
+    // WHEN it takes a slot, THEN shard #1 (39 live: 79 held, below the room) gives it one
+    expect(await w.holding.take(w.now.t + 2_000, ledger)).toBe(true);
+    expect(w.holding.lease?.shard).toBe('fleetroom-free#1');
+
+    // and a refusal older than the hold-off holds nothing
+    const late = await lane('fleetroom-late', [40, 40]);
+    const old = { lastRefusal: { at: late.now.t - REFUSAL_HOLD_OFF_MS - 1, held: 81 }, refusalRun: 1 };
+    expect(await late.holding.take(late.now.t + 2_000, old)).toBe(true);
   });
 });

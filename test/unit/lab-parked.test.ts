@@ -242,3 +242,30 @@ describe('the parked design with several lease shards', () => {
     expect(result.latency.p99 as number).toBeLessThan(600);
   });
 });
+
+describe('the fleet-wide refusal room on a lane of several lease shards', () => {
+  it('costs a neighbour’s step a few refusals, as in the waiting design, not one per shard and per hold-off', () => {
+    // GIVEN a 640-thread plan (10 shards) kept busy, and a neighbour that takes 200 threads for 10 minutes
+    const input: Partial<TraceInput> = {
+      durationSeconds: 1800,
+      fleet: { planThreads: 640 },
+      arrivals: [{ at: 0, perSecond: 40 }],
+      methods: [{ method: 'turnstile', share: 1, medianSeconds: 15, p95Seconds: 30 }],
+      foreignThreads: [
+        { at: 0, threads: 0 },
+        { at: 600, threads: 200 },
+        { at: 1200, threads: 0 },
+      ],
+    };
+    // WHEN the governor runs it in both designs
+    const parked = run(input);
+    const waiting = run({ ...input, fleet: { planThreads: 640, solveMode: 'wait' } });
+
+    // THEN the parked consumers, who read the ledger's refusal room before every take, are refused
+    // about as often as the waiting ones (a shard's own hold-off alone let every other shard's
+    // takers be refused in turn, again at each lapse: hundreds of refusals)
+    expect(parked.overCapRejections).toBeLessThanOrEqual(2 * waiting.overCapRejections + 5);
+    expect(parked.overCapRejections / parked.submissions).toBeLessThan(0.002);
+    expect(parked.unfinished).toBe(0);
+  });
+});

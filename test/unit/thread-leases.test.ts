@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { initialEstimate, updateEstimate } from '../../functions/core/governor/neighbours.js';
 import {
   fleetHeldOf,
+  fleetRoomFull,
+  fleetRoomOf,
   freeSlotIndexes,
   LEASE_SHARD_SLOTS,
   type LeaseSlot,
@@ -118,5 +120,29 @@ describe('room in a shard', () => {
     const v = view([slot(0), slot(2, NOW - 1), slot(5)], { limit: 4 });
     const free = freeSlotIndexes(v, 4, NOW, () => 0.5);
     expect([...free].sort()).toEqual([1, 2, 3]);
+  });
+});
+
+describe('the fleet-wide refusal room', () => {
+  it('is the ledger refusal count while it is in force, halved in a run, and none without one', () => {
+    const refusal = { at: NOW - 5_000, held: 81 };
+    expect(fleetRoomOf(undefined, 128, NOW)).toBeUndefined();
+    expect(fleetRoomOf({}, 128, NOW)).toBeUndefined();
+    expect(fleetRoomOf({ lastRefusal: refusal, refusalRun: 1 }, 128, NOW)).toBe(81);
+    expect(fleetRoomOf({ lastRefusal: refusal, refusalRun: 3 }, 128, NOW)).toBe(40);
+    // lapsed, or lifted by an acceptance at the refused count: the shards' limits alone
+    expect(fleetRoomOf({ lastRefusal: refusal, refusalRun: 1 }, 128, NOW + 60_000)).toBeUndefined();
+    const lifted = { lastRefusal: refusal, lastAcceptance: { at: NOW - 1_000, held: 81 }, refusalRun: 0 };
+    expect(fleetRoomOf(lifted, 128, NOW)).toBeUndefined();
+  });
+
+  it('closes a shard whose live slots, scaled to the lane, fill the room (the count a refusal records)', () => {
+    // two shards: 40 live read as 81 held (its own would make 82)
+    expect(fleetRoomFull(81, 40, 2)).toBe(true);
+    expect(fleetRoomFull(81, 39, 2)).toBe(false);
+    expect(fleetRoomFull(undefined, 64, 2)).toBe(false);
+    // one shard: the live slots themselves
+    expect(fleetRoomFull(3, 3, 1)).toBe(true);
+    expect(fleetRoomFull(3, 2, 1)).toBe(false);
   });
 });
