@@ -219,6 +219,20 @@ describe('the demo summary the docs show', () => {
       expect([lane('high'), lane('normal')], file).toEqual([high, items.length - high]);
     }
   });
+
+  it('counts a parked message as parked, not as a retry, and says how many the watch recorded', async () => {
+    const { formatSummary } = await import('../../bin/commands/start/summary-format.js');
+    const base = summaryFixture(false);
+    const summary = {
+      ...base,
+      consumer: { ...base.consumer, parked: 5, retriedItems: 7 },
+      governor: base.governor && { ...base.governor, watch: { rounds: 9, polled: 12, released: 5, recorded: 4 } },
+    };
+    const row = formatSummary(summary)
+      .split('\n')
+      .find((line) => line.startsWith('  consumer'));
+    expect(row).toContain('parked 5 (recorded by the watch 4) · retried 2 ·');
+  });
 });
 
 /** A summary of a governed run without overflow or faults: which rows print, not what they say. */

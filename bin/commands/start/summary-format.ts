@@ -90,9 +90,19 @@ const consumerRows: SummarySection = (s) => [
   [
     'consumer',
     `${s.consumer.invocations} invocations · peak ${s.consumer.peakConcurrency} at once`,
-    `ceiling now ${s.consumer.ceiling} · retried ${s.consumer.retriedItems} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
+    `ceiling now ${s.consumer.ceiling} · ${parkedOf(s)}retried ${Math.max(0, s.consumer.retriedItems - s.consumer.parked)} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
   ],
 ];
+
+/**
+ * The parked design: tasks parked, and how the governor's watch finished them. A parked message
+ * is a batch item failure to the poller (its visibility set by the parking), not a retry.
+ */
+function parkedOf(s: DemoSummary): string {
+  const watch = s.governor?.watch;
+  if (s.consumer.parked === 0 && watch === undefined) return '';
+  return `parked ${s.consumer.parked}${watch ? ` (recorded by the watch ${watch.recorded})` : ''} · `;
+}
 
 /** Decisions by reason, most first: `OVERFLOW_CLOSED 5, OVERFLOW_OPEN 3`. */
 function reasonsOf(reasons: Record<string, number>): string {
