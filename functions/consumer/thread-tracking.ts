@@ -99,24 +99,18 @@ export class ThreadTracking {
   async waitForRoom(deadlineAt: number): Promise<boolean> {
     const waiting = this.waiting;
     const cap = this.planCap;
-    if (this.ledger === undefined || waiting === undefined || cap === undefined) return true;
-    const random = waiting.random ?? Math.random;
-    const pause = waiting.sleep ?? sleep;
+    if (waiting === undefined || cap === undefined) return true;
     const bounded = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
-    for (;;) {
-      const reading = await this.ledger.read().catch(() => undefined);
-      const now = this.clock();
-      const room = reading === undefined ? cap : roomLimit(reading, cap, now);
-      if (reading === undefined || (reading.held < room && !grantUsedUp(reading, now))) return true;
+    return this.pollLedger((reading, now) => {
+      const room = roomLimit(reading, cap, now);
+      if (reading.held < room && !grantUsedUp(reading, now)) return 'go';
       // The room full of the fleet's own solves frees as they end: wait for one, up to the
       // deadline (two invocations can share one free thread). Full of leftovers, whose tasks must
       // come back to free them, or held by the grant: the bounded wait, then the task goes back.
       const own = reading.held - (reading.leftover ?? 0);
       const patient = own >= room && own > 0 && !grantUsedUp(reading, now);
-      const left = (patient ? deadlineAt - waiting.pollMs : bounded) - now;
-      if (left <= 0) return false;
-      await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
-    }
+      return patient ? deadlineAt - waiting.pollMs : bounded;
+    });
   }
 
   /**
@@ -128,15 +122,29 @@ export class ThreadTracking {
    */
   async waitForGrant(deadlineAt: number): Promise<boolean> {
     const waiting = this.waiting;
-    if (this.ledger === undefined || waiting === undefined) return true;
+    if (waiting === undefined) return true;
+    const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
+    return this.pollLedger((reading, now) => (grantUsedUp(reading, now) ? until : 'go'));
+  }
+
+  /**
+   * Read the ledger every `pollMs` (jittered) until `decide` says go, or until the time it
+   * returns has passed. True to go (or when the ledger cannot be read: an unreadable ledger does
+   * not wait), false at the bound. The last reading stays for `lastGrantReading`.
+   */
+  private async pollLedger(decide: (reading: ThreadLedgerReading, now: number) => 'go' | number): Promise<boolean> {
+    const ledger = this.ledger;
+    const waiting = this.waiting;
+    if (ledger === undefined || waiting === undefined) return true;
     const random = waiting.random ?? Math.random;
     const pause = waiting.sleep ?? sleep;
-    const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
     for (;;) {
-      const reading = await this.ledger.read().catch(() => undefined);
+      const reading = await ledger.read().catch(() => undefined);
       this.grantReading = reading;
       const now = this.clock();
-      if (reading === undefined || !grantUsedUp(reading, now)) return true;
+      if (reading === undefined) return true;
+      const until = decide(reading, now);
+      if (until === 'go') return true;
       const left = until - now;
       if (left <= 0) return false;
       await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
