@@ -486,7 +486,7 @@ class Simulation {
     }
     const nowMs = this.epochMs + this.t * 1000;
     // The floor's invocations already under way keep its money rule too (it is exact, as the grant is).
-    const unpaid = this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
+    const unpaid = this.unpaid(nowMs);
     // Unpaid first: a parked invocation takes its lease in hasRoom.
     if (this.lambda && (unpaid || !this.hasRoom(id))) {
       // The consumer reads the ledger before it submits: while the fleet holds every thread it
@@ -610,10 +610,18 @@ class Simulation {
     return this.parked ? this.model.leaseWaitPollSeconds : 1;
   }
 
+  /**
+   * Whether the money pays for no more solves now: the clairvoyant floor's exact balance, else
+   * the governor's spend grant used up (a submission then waits, as the consumer's does).
+   */
+  private unpaid(nowMs: number): boolean {
+    return this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
+  }
+
   /** Whether the room is full of the fleet's own solves (not leftovers, not an unpaid grant): the consumer's patient wait. */
   private patientRoom(): boolean {
     const nowMs = this.epochMs + this.t * 1000;
-    const unpaid = this.policy.clairvoyant === true ? !this.funded() : this.ledger.grantUsedUp(nowMs);
+    const unpaid = this.unpaid(nowMs);
     // The parked design: every slot the governor opened held by a live lease (LeaseHolding.take).
     if (this.parked) return this.parked.fullOfLive() && !unpaid;
     const own = this.ledger.held - this.ledger.leftover;
