@@ -1,5 +1,5 @@
 /** The lanes' queues and the DLQ by their approximate counts (what the watch and the summary read). */
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { LocalStack } from '../runtime.js';
 
 /** One queue's messages, in the words of docs/local.md. */
@@ -27,25 +27,28 @@ export const EMPTY_DEPTHS: QueueDepths = { total: 0, dlq: 0, normal: NO_MESSAGES
 
 const messages = (count: QueueCount) => count.visible + count.notVisible + count.delayed;
 
-export async function queueDepths(stack: LocalStack): Promise<QueueDepths> {
-  const read = async (queueUrl: string): Promise<QueueCount> => {
-    const answer = await stack.observer.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: queueUrl,
-        AttributeNames: [
-          'ApproximateNumberOfMessages',
-          'ApproximateNumberOfMessagesNotVisible',
-          'ApproximateNumberOfMessagesDelayed',
-        ],
-      }),
-    );
-    const a = answer.Attributes ?? {};
-    return {
-      visible: Number(a.ApproximateNumberOfMessages ?? 0),
-      notVisible: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
-      delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
-    };
+/** One queue's approximate counts. */
+export async function queueCount(sqs: SQSClient, queueUrl: string): Promise<QueueCount> {
+  const answer = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: [
+        'ApproximateNumberOfMessages',
+        'ApproximateNumberOfMessagesNotVisible',
+        'ApproximateNumberOfMessagesDelayed',
+      ],
+    }),
+  );
+  const a = answer.Attributes ?? {};
+  return {
+    visible: Number(a.ApproximateNumberOfMessages ?? 0),
+    notVisible: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+    delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
   };
+}
+
+export async function queueDepths(stack: LocalStack): Promise<QueueDepths> {
+  const read = (queueUrl: string) => queueCount(stack.observer.sqs, queueUrl);
   const [normal, high, dlq] = await Promise.all([
     read(stack.resources.queueUrls.normal),
     read(stack.resources.queueUrls.high),

@@ -17,21 +17,23 @@ import {
   SolverIdWatch,
   watchCarries,
 } from '../../local/chaos.js';
-import { startEmulators, type Emulators } from '../../local/emulators.js';
+import type { Emulators } from '../../local/emulators.js';
+import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
 import { startFaultProxy } from '../../local/faults/proxy.js';
 import { stream } from '../../local/solver-sim/prng.js';
 import { createPoller, currentInvocation, type SqsBatchHandler } from '../../local/poller.js';
 
+let fixture: EmulatorFixture;
 let emulators: Emulators;
 let clients: AwsClients;
 let n = 0;
 
 beforeAll(async () => {
-  emulators = await startEmulators();
-  clients = createAwsClients({ sqsEndpoint: emulators.sqsEndpoint, dynamoEndpoint: emulators.dynamoEndpoint });
+  fixture = await startEmulatorFixture();
+  ({ emulators, clients } = fixture);
 });
 afterAll(async () => {
-  await emulators?.stop();
+  await fixture?.stop();
 });
 
 async function queueWith(bodies: string[]): Promise<string> {

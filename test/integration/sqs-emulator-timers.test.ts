@@ -4,46 +4,26 @@
  * ends, with nobody receiving from the queue (a disabled mapping). fauxqs alone did both only on
  * a receive, so a delayed copy in a lane nobody polled stayed out of the counts the governor reads.
  */
-import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SendMessageCommand,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AwsClients, createAwsClients } from '../../functions/adapters/aws-clients.js';
+import type { AwsClients } from '../../functions/adapters/aws-clients.js';
 import { sleep } from '../../functions/core/helpers/time.js';
-import { type Emulators, startEmulators } from '../../local/emulators.js';
+import { queueCount } from '../../local/demo/queues.js';
+import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
 
-let emulators: Emulators;
+let fixture: EmulatorFixture;
 let clients: AwsClients;
 let n = 0;
 
 beforeAll(async () => {
-  emulators = await startEmulators();
-  clients = createAwsClients({ sqsEndpoint: emulators.sqsEndpoint, dynamoEndpoint: emulators.dynamoEndpoint });
+  fixture = await startEmulatorFixture();
+  clients = fixture.clients;
 });
 afterAll(async () => {
-  await emulators?.stop();
+  await fixture?.stop();
 });
 
-async function counts(queueUrl: string) {
-  const { Attributes = {} } = await clients.sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: [
-        'ApproximateNumberOfMessages',
-        'ApproximateNumberOfMessagesNotVisible',
-        'ApproximateNumberOfMessagesDelayed',
-      ],
-    }),
-  );
-  return {
-    visible: Number(Attributes.ApproximateNumberOfMessages),
-    notVisible: Number(Attributes.ApproximateNumberOfMessagesNotVisible),
-    delayed: Number(Attributes.ApproximateNumberOfMessagesDelayed),
-  };
-}
+const counts = (queueUrl: string) => queueCount(clients.sqs, queueUrl);
 
 /** The queue's counts once they show a visible message, or the last read after 10 s (a loaded machine has time). */
 async function untilVisible(queueUrl: string): Promise<Awaited<ReturnType<typeof counts>>> {
