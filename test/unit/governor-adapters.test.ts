@@ -414,6 +414,18 @@ describe('governor loop and ticks', () => {
     return { read: async () => ({ normal: setting }), apply };
   };
 
+  /** One tick of a fresh loop over an idle lane at `now`. */
+  const idleTick = (now: number) =>
+    createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: now, visible: 0, notVisible: 0, delayed: 0 } }) },
+      metrics: { read: async () => healthyMetrics },
+      balance: { read: async () => 10 },
+      actuator: lanes(),
+      state: createMemoryGovernorState(),
+      clock: () => now,
+    }).tick();
+
   it('sets the free threads on the first tick and persists the state', async () => {
     const actuator = lanes();
     const state = createMemoryGovernorState();
@@ -587,15 +599,7 @@ describe('governor loop and ticks', () => {
       tick: vi.fn(async () => {
         calls += 1;
         if (calls === 2) throw new Error('UpdateEventSourceMapping throttled');
-        return createGovernorLoop({
-          config,
-          queues: { read: async () => ({ normal: { at: now, visible: 0, notVisible: 0, delayed: 0 } }) },
-          metrics: { read: async () => healthyMetrics },
-          balance: { read: async () => 10 },
-          actuator: lanes(),
-          state: createMemoryGovernorState(),
-          clock: () => now,
-        }).tick();
+        return idleTick(now);
       }),
     };
     const documents: EmfDocument[] = [];
@@ -638,15 +642,7 @@ describe('governor loop and ticks', () => {
         // The watch ran between ticks: three more recorded, one failed round each time.
         stats.recorded += 3;
         stats.failedRounds += 1;
-        return createGovernorLoop({
-          config,
-          queues: { read: async () => ({ normal: { at: now, visible: 0, notVisible: 0, delayed: 0 } }) },
-          metrics: { read: async () => healthyMetrics },
-          balance: { read: async () => 10 },
-          actuator: lanes(),
-          state: createMemoryGovernorState(),
-          clock: () => now,
-        }).tick();
+        return idleTick(now);
       }),
     };
     const documents: EmfDocument[] = [];
