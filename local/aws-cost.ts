@@ -15,6 +15,7 @@ import {
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import type { DemoSummary } from './demo.js';
+import { handedBack } from './demo/summary.js';
 
 /** The summary's `aws cost` row: label, the bill, the plan beside it and the bill by service. */
 export function awsCostRow(s: DemoSummary): [string, string, string] {
@@ -42,8 +43,7 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
     acceptedSubmissions: accepted,
     submissions: s.solver.submissions,
     overCapAnswers: s.solver.overCapRejections,
-    // A parked message is a batch item failure too (its visibility set by the parking): not a hand-back.
-    handBacks: Math.max(0, s.consumer.retriedItems - s.consumer.parked),
+    handBacks: handedBack(s.consumer),
     copiesSent: 0,
     governor: s.governor !== undefined,
     ...(parked !== undefined ? { parked } : {}),

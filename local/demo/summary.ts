@@ -238,3 +238,11 @@ export interface WatchedRun {
   /** SQS message ids of the messages sent raw (the malformed ones), to their demo ids. */
   messageIds: Map<string, string>;
 }
+
+/**
+ * Deliveries the consumer handed back for another try (a retry): its batch item failures less
+ * the parked ones (a parked message is a batch item failure too, its visibility set by the parking).
+ */
+export function handedBack(consumer: Pick<DemoSummary['consumer'], 'retriedItems' | 'parked'>): number {
+  return Math.max(0, consumer.retriedItems - consumer.parked);
+}

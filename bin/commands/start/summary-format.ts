@@ -9,6 +9,7 @@
  */
 import { awsCostRow } from '../../../local/aws-cost.js';
 import type { DemoSummary } from '../../../local/demo.js';
+import { handedBack } from '../../../local/demo/summary.js';
 import { faultRows } from '../start-faults.js';
 import { rowsOf } from './verdict.js';
 
@@ -90,7 +91,7 @@ const consumerRows: SummarySection = (s) => [
   [
     'consumer',
     `${s.consumer.invocations} invocations · peak ${s.consumer.peakConcurrency} at once`,
-    `ceiling now ${s.consumer.ceiling} · ${parkedOf(s)}retried ${Math.max(0, s.consumer.retriedItems - s.consumer.parked)} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
+    `ceiling now ${s.consumer.ceiling} · ${parkedOf(s)}retried ${handedBack(s.consumer)} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
   ],
 ];
 
