@@ -149,7 +149,19 @@ export class ScriptedSolver implements SolverPort {
   async reportGood(): Promise<void> {}
 }
 
-function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/**
+ * At least `ms` by `Date.now()`, the clock the consumer measures with. A timer counts from the
+ * event loop's cached time, which can be a millisecond behind the wall clock when it is set, so
+ * one timer alone can end a millisecond early by `Date.now()`: the rest is waited again.
+ */
+async function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  const until = Date.now() + ms;
+  // One timer always (a zero wait still yields to the event loop, as before), then the rest.
+  await timer(ms, signal);
+  for (let left = until - Date.now(); left > 0; left = until - Date.now()) await timer(left, signal);
+}
+
+function timer(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
