@@ -18,6 +18,8 @@ interface Seen {
   at: number;
   code: ReasonCode;
   paused: boolean;
+  /** When the decision was made: after the tick's probes (`at` is when the tick began to read). */
+  decidedAt: number;
   down: string[];
   pollersEnabled: boolean;
   received: number;
@@ -52,6 +54,7 @@ beforeAll(async () => {
           at: record.signals.now,
           code: record.decision.reason.code,
           paused: record.decision.paused,
+          decidedAt: Date.now(),
           down: (record.signals.dependencies ?? []).filter((d) => d.down === true).map((d) => d.name),
           pollersEnabled: Boolean(normal?.enabled || high?.enabled),
           received: stack?.pollerStats().received ?? 0,
@@ -148,7 +151,9 @@ describe.each(WINDOWS.map((w) => [w.service, w] as const))('a %s outage on the e
     const first = seen.indexOf(pauseOf() as Seen);
     const resume = seen.slice(first).find((s) => !s.paused);
     expect(resume?.code).toBe('OUTAGE_PROBE');
-    expect(resume?.at ?? 0).toBeGreaterThanOrEqual(end());
+    // The probe that resumed came after the window: the decision it made, not the tick's start
+    // (the tick reads its signals first and probes after; a window can end in between).
+    expect(resume?.decidedAt ?? 0).toBeGreaterThanOrEqual(end());
     expect(stack.storeHealth?.stats().outages.some((o) => o.store.includes(service) && o.endMs !== undefined)).toBe(
       true,
     );
