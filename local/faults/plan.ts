@@ -69,7 +69,10 @@ const RANGES: Record<FaultKind, { durationS: [number, number]; rate: [number, nu
 
 const between = (random: Random, [low, high]: readonly [number, number]) => low + random() * (high - low);
 
-/** A mix drawn from `seed`: every kind in `kinds` at least once (when there is room), on random services and times. */
+/**
+ * A mix drawn from `seed`: every kind in `kinds` at least once (when there is room), on random
+ * services and times, none of them mostly hidden under an outage on its own service.
+ */
 export function drawFaultMix(seed: number, options: FaultMixOptions): FaultPlan {
   const random = stream(seed, 'fault-mix');
   const kinds = options.kinds ?? FAULT_KINDS;
@@ -101,7 +104,46 @@ export function drawFaultMix(seed: number, options: FaultMixOptions): FaultPlan 
     if (kind === 'unavailable') window.status = random() < 0.5 ? 500 : 503;
     windows.push(window);
   }
-  return { windows: windows.sort((a, b) => a.startMs - b.startMs), seed };
+  return { windows: unmask(windows, services).sort((a, b) => a.startMs - b.startMs), seed };
+}
+
+/** How much of `window` an outage (a 5xx window at rate 1) on its own service covers, ms. */
+function coveredByOutage(window: FaultWindow, service: FaultService, windows: readonly FaultWindow[]): number {
+  let covered = 0;
+  for (const outage of windows) {
+    if (outage === window || outage.kind !== 'unavailable' || outage.rate < 1 || outage.service !== service) continue;
+    const from = Math.max(outage.startMs, window.startMs);
+    const to = Math.min(outage.startMs + outage.durationMs, window.startMs + window.durationMs);
+    covered = Math.max(covered, to - from);
+  }
+  return covered;
+}
+
+/**
+ * A window mostly under an outage on its own service is mostly hidden by it (a request the outage
+ * answers never meets the other fault), so a mix drawn to hold every class would hold some in name
+ * only: one such window moves to a service where no outage hides it, or else starts when the
+ * outage ends. Decided after the draw, so a mix that had no hidden window is the same as before.
+ */
+function unmask(windows: FaultWindow[], services: readonly FaultService[]): FaultWindow[] {
+  const hidden = (window: FaultWindow, service: FaultService) =>
+    coveredByOutage(window, service, windows) * 2 > window.durationMs;
+  for (const window of windows) {
+    if (window.kind === 'unavailable' || !hidden(window, window.service)) continue;
+    const elsewhere = services.find((service) => service !== window.service && !hidden(window, service));
+    if (elsewhere !== undefined) {
+      window.service = elsewhere;
+      continue;
+    }
+    // Outages in time order, so a window pushed past one is then checked against the next.
+    const outages = windows
+      .filter((o) => o.kind === 'unavailable' && o.rate >= 1 && o.service === window.service)
+      .sort((a, b) => a.startMs - b.startMs);
+    for (const outage of outages)
+      if (window.startMs < outage.startMs + outage.durationMs && outage.startMs < window.startMs + window.durationMs)
+        window.startMs = outage.startMs + outage.durationMs;
+  }
+  return windows;
 }
 
 /** Thrown for a fault spec that does not parse; names the expected form. */

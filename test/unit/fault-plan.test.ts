@@ -4,10 +4,24 @@ import {
   describeFaultPlan,
   drawFaultMix,
   FAULT_KINDS,
+  type FaultWindow,
   faultPlanEndMs,
   FaultSpecError,
   parseFaultSpec,
 } from '../../local/faults/plan.js';
+
+/** The share of a window that one outage (5xx at rate 1) on its own service covers. */
+function hiddenShare(window: FaultWindow, windows: readonly FaultWindow[]): number {
+  if (window.kind === 'unavailable') return 0;
+  let covered = 0;
+  for (const o of windows)
+    if (o !== window && o.kind === 'unavailable' && o.rate === 1 && o.service === window.service)
+      covered = Math.max(
+        covered,
+        Math.min(o.startMs + o.durationMs, window.startMs + window.durationMs) - Math.max(o.startMs, window.startMs),
+      );
+  return covered / window.durationMs;
+}
 
 describe('drawn fault mixes', () => {
   it('are the same for a seed and differ between seeds', () => {
@@ -36,7 +50,27 @@ describe('drawn fault mixes', () => {
         for (const w of plan.windows)
           if (w.durationMs <= horizonS * 1000) expect(w.startMs + w.durationMs).toBeLessThanOrEqual(horizonS * 1000);
         expect(faultPlanEndMs(plan)).toBe(Math.max(...plan.windows.map((w) => w.startMs + w.durationMs)));
+        for (const w of plan.windows)
+          expect(hiddenShare(w, plan.windows), describeFaultPlan(plan)).toBeLessThanOrEqual(0.5);
       }),
+    );
+  });
+
+  it('hide no window mostly under an outage, on one service too (it starts when the outage ends)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.integer({ min: 5, max: 9 }), (seed, windows) => {
+        const plan = drawFaultMix(seed, { horizonMs: 30_000, windows, services: ['dynamodb'] });
+        expect(new Set(plan.windows.map((w) => w.service))).toEqual(new Set(['dynamodb']));
+        for (const w of plan.windows)
+          expect(hiddenShare(w, plan.windows), describeFaultPlan(plan)).toBeLessThanOrEqual(0.5);
+      }),
+    );
+  });
+
+  it('leave a mix that hid nothing as it was drawn', () => {
+    // Seed 2's mix (90 s) puts its outage on SQS and every other window on DynamoDB.
+    expect(describeFaultPlan(drawFaultMix(2, { horizonMs: 90_000, windows: 5 }))).toBe(
+      'sqs:unavailable(503):1@2+87,dynamodb:throttle:0.2@16+39,dynamodb:slow:0.35@28+34,dynamodb:reset:0.16@44+30,dynamodb:lost_commit:0.21@51+15',
     );
   });
 });
