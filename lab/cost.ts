@@ -85,6 +85,7 @@ export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions
     consumerSizing: options.consumerSizing,
     // The governor's own invocations are billed to the runs it governs (with or without overflow).
     governor: run.policy.startsWith('governor'),
+    overflowLane: run.overflow !== undefined,
     // The parked design's leases, watch and records (lab/sim/parked.ts).
     ...(run.parked !== undefined ? { parked: run.parked } : {}),
   };

@@ -46,6 +46,7 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
     handBacks: handedBack(s.consumer),
     copiesSent: 0,
     governor: s.governor !== undefined,
+    overflowLane: s.overflow !== undefined,
     ...(parked !== undefined ? { parked } : {}),
   };
 }

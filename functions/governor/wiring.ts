@@ -231,6 +231,9 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     createConsumerStoreCalls({
       cloudwatch,
       namespace: settings.metricsNamespace,
+      // The overflow consumer's calls only where it runs: each metric read is billed.
+      services:
+        settings.overflow !== undefined ? [SERVICES.consumer, SERVICES.overflowConsumer] : [SERVICES.consumer],
       ...(options.clock ? { clock: options.clock } : {}),
     }),
   );

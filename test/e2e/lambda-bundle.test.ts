@@ -157,7 +157,7 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
       AWS_REGION: REGION,
       AWS_DEFAULT_REGION: REGION,
       AWS_LAMBDA_FUNCTION_NAME: functionName,
-      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '256',
+      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memoryMb),
       AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
       AWS_ACCESS_KEY_ID: 'lambda-role',
       AWS_SECRET_ACCESS_KEY: 'lambda-role',
@@ -285,6 +285,17 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     expect(record?.Item?.status, diagnostics).toBe('solved');
     expect(record?.Item?.provider, diagnostics).toBe('primary');
     expect(simulator?.stats()).toMatchObject({ accepted: 1, solved: 1, keyRejections: 0 });
+  });
+
+  it("stays within the function's memory size through its invocation", () => {
+    // Peak resident memory of the process that loaded the bundle and ran one invocation (what
+    // Lambda reports as Max Memory Used), with no heap limit set: here, Node.js 24, 182 MB of a
+    // 256 MB function, so the consumer cannot drop to 128 MB (docs/cost.md, row (f'')).
+    expect(fn.memoryMb).toBeGreaterThanOrEqual(128);
+    for (const run of [invocation, overflowInvocation]) {
+      expect(run.maxRssMb).toBeGreaterThan(0);
+      expect(run.maxRssMb).toBeLessThan(fn.memoryMb);
+    }
   });
 
   it('never prints the key', () => {

@@ -41,6 +41,7 @@ interface TemplateFunction {
     FunctionName?: string;
     Handler: string;
     Timeout: number;
+    MemorySize: number;
     Code: { S3Key?: string };
     Environment?: { Variables?: Record<string, unknown> };
   };
@@ -53,6 +54,8 @@ export interface DeployedFunction {
   /** `index.handler`. */
   handler: string;
   timeoutSeconds: number;
+  /** The function's memory size, MB. */
+  memoryMb: number;
   /** Environment variables as synthesized: strings, or CloudFormation references (`{ Ref: … }`). */
   variables: Record<string, unknown>;
 }
@@ -72,6 +75,7 @@ export function deployedFunction(template: unknown, outdir: string, functionName
     assetDir,
     handler: found.Properties.Handler,
     timeoutSeconds: found.Properties.Timeout,
+    memoryMb: found.Properties.MemorySize,
     variables: found.Properties.Environment?.Variables ?? {},
   };
 }
@@ -144,6 +148,11 @@ export interface BundleInvocation {
   response: SQSBatchResponse | undefined;
   /** `process.version` inside the child. */
   nodeVersion: string | undefined;
+  /**
+   * The child's peak resident memory through the invocation, MB (`process.resourceUsage().maxRSS`):
+   * what Lambda reports as Max Memory Used, the runtime's own process being this one.
+   */
+  maxRssMb: number | undefined;
 }
 
 const BOOTSTRAP = `// Stands in for the Lambda runtime's bootstrap: load the handler module, invoke it once.
@@ -161,7 +170,7 @@ const context = {
   getRemainingTimeInMillis: () => Math.max(0, endsAt - Date.now()),
 };
 const response = await mod[exportName](event, context);
-process.stdout.write('\\n@@INVOCATION ' + JSON.stringify({ response, nodeVersion: process.version }) + '\\n');
+process.stdout.write('\\n@@INVOCATION ' + JSON.stringify({ response, nodeVersion: process.version, maxRssKb: process.resourceUsage().maxRSS }) + '\\n');
 `;
 
 /**
@@ -205,9 +214,20 @@ export async function invokeBundle(options: {
       clearTimeout(timer);
       const line = stdout.split('\n').find((l) => l.startsWith('@@INVOCATION '));
       const parsed = line
-        ? (JSON.parse(line.slice('@@INVOCATION '.length)) as { response: SQSBatchResponse; nodeVersion: string })
+        ? (JSON.parse(line.slice('@@INVOCATION '.length)) as {
+            response: SQSBatchResponse;
+            nodeVersion: string;
+            maxRssKb: number;
+          })
         : undefined;
-      resolve({ exitCode, stdout, stderr, response: parsed?.response, nodeVersion: parsed?.nodeVersion });
+      resolve({
+        exitCode,
+        stdout,
+        stderr,
+        response: parsed?.response,
+        nodeVersion: parsed?.nodeVersion,
+        maxRssMb: parsed === undefined ? undefined : parsed.maxRssKb / 1024,
+      });
     });
   });
 }

@@ -216,6 +216,7 @@ describe('governor wiring with an overflow provider', () => {
 
   it('builds no overflow lane without an overflow block', async () => {
     const lambda = fakeLambda();
+    const cloudwatch = fakeCloudWatch();
     const governor = await createGovernorFromEnvironment({
       environment: environmentOf({
         CAPTCHA_FLEET_CONFIG: JSON.stringify({ prefix: fleet.settings.prefix, planThreads: 10, tickMs: 10_000 }),
@@ -223,7 +224,7 @@ describe('governor wiring with an overflow provider', () => {
       }),
       clients: fixture.clients,
       lambda: lambda.client,
-      cloudwatch: fakeCloudWatch().client,
+      cloudwatch: cloudwatch.client,
       solver: { getBalance: async () => 50 },
       dryRun: true,
     });
@@ -232,5 +233,17 @@ describe('governor wiring with an overflow provider', () => {
 
     expect(record.overflow).toBeUndefined();
     expect(lambda.sent.some((s) => s.input.UUID === 'uuid-overflow')).toBe(false);
+    // Metrics are read (and billed) only for the consumer that runs: its store calls, not the
+    // overflow consumer's.
+    const read = cloudwatch.sent.flatMap((s) =>
+      (s.input.MetricDataQueries as any[]).map((q) => ({
+        name: q.MetricStat.Metric.MetricName as string,
+        service: q.MetricStat.Metric.Dimensions?.find((d: { Name: string }) => d.Name === 'service')?.Value,
+      })),
+    );
+    expect(read.filter((m) => /^(Dynamo|Sqs)/.test(m.name))).toEqual(
+      ['DynamoRequests', 'DynamoErrors', 'SqsRequests', 'SqsErrors'].map((name) => ({ name, service: 'consumer' })),
+    );
+    expect(read.some((m) => m.service === 'consumer-overflow')).toBe(false);
   });
 });

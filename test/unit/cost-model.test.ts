@@ -70,18 +70,21 @@ describe('the fleet bill', () => {
   it('adds the governor: an invocation a minute ticking six times', () => {
     const without = fleetBill({ ...HOUR, governor: false }, { planThreads: 50 });
     const withGovernor = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
+    const withOverflowLane = fleetBill({ ...HOUR, governor: true, overflowLane: true }, { planThreads: 50 });
     // 60 × 51 s × 0.25 GB (six ticks, the last at 50 s); 60 requests; 720 GetQueueAttributes; 1 080 reads, 360 writes;
-    // 1 320 GetMetricData metrics (22 a minute: 14 signals, 8 store calls); 360 ticks × 2 500 log bytes; 13 metrics for an hour.
+    // 1 080 GetMetricData metrics (18 a minute: 14 signals, 4 store calls); 360 ticks × 2 500 log bytes; 13 metrics for an hour.
     const byHand =
       765 * 0.0000133334 +
       60 * 2e-7 +
       720 * 4e-7 +
       1080 * 1.25e-7 +
       360 * 6.25e-7 +
-      1320 * 1e-5 +
+      1080 * 1e-5 +
       0.00045 +
       (13 / 730) * 0.3;
     expect(withGovernor.usd - without.usd).toBeCloseTo(byHand, 9);
+    // With an overflow lane, the overflow consumer's 4 store-call metrics a minute more.
+    expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(240 * 1e-5, 9);
   });
 
   it('bills the memory and architecture it is given, per GB-second', () => {
@@ -198,11 +201,14 @@ describe('units', () => {
     // The consumer's window, the percentile apart, and age + sent per lane (two lanes); the
     // consumers' store calls, read once a minute (DEFAULT_STORE_CALLS_EVERY_MS).
     const queueMetrics = 2 * 2;
-    const storeCalls = consumerStoreCallQueries('CaptchaFleet', [SERVICES.consumer, SERVICES.overflowConsumer]);
+    // (the overflow consumer's only with an overflow lane).
+    const storeCalls = consumerStoreCallQueries('CaptchaFleet', [SERVICES.consumer]);
+    const overflowStoreCalls = consumerStoreCallQueries('CaptchaFleet', [SERVICES.consumer, SERVICES.overflowConsumer]);
     expect(DEFAULT_STORE_CALLS_EVERY_MS).toBe(60_000);
     expect(GOVERNOR_CALLS.metricsPerMinute).toBe(
       signals.consumerQueries().length + signals.percentileQueries().length + queueMetrics + storeCalls.length,
     );
+    expect(GOVERNOR_CALLS.overflowMetricsPerMinute).toBe(overflowStoreCalls.length - storeCalls.length);
   });
 });
 

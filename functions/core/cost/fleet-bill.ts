@@ -134,10 +134,12 @@ export const GOVERNOR_CALLS = {
   writesPerTick: 1,
   /**
    * Metrics per GetMetricData minute: the consumer's window (10), age + sent of two lanes (4), and
-   * the consumers' store calls (8: requests and errors of DynamoDB and SQS for both consumers,
-   * read once a minute); test/unit/cost checks it against the adapters' queries.
+   * the consumers' store calls (requests and errors of DynamoDB and SQS, read once a minute: 4
+   * for the consumer, 4 more for the overflow consumer when the fleet has an overflow lane);
+   * test/unit/cost checks it against the adapters' queries.
    */
-  metricsPerMinute: 22,
+  metricsPerMinute: 18,
+  overflowMetricsPerMinute: 4,
 } as const;
 
 /** Sizes and timings the bill depends on; every field has a default (DEFAULT_COST_ASSUMPTIONS). */
@@ -250,6 +252,8 @@ export interface FleetUsage {
   consumerSizing?: FunctionSizing;
   /** The governor runs (Lambda policies governed by it). @default true */
   governor?: boolean;
+  /** The fleet has an overflow lane: the governor reads the overflow consumer's store calls too. @default false */
+  overflowLane?: boolean;
   /** The parked design's own calls (solveMode `park`); absent: every invocation waits through its solve. */
   parked?: ParkedUsage;
   /** Consumers are pool workers on VMs instead of Lambda: the VM-hours (t4g.small). */
@@ -292,7 +296,8 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   // The parked design's consumers emit one metric more (Parked).
   const consumerMetrics = a.consumerMetrics + (usage.parked !== undefined ? 1 : 0);
   lines.push(p.customMetrics('consumer custom metrics', consumerMetrics, usage.hours));
-  if (usage.governor ?? true) lines.push(...governorLines(usage.hours, a, options.governorSizing, prices));
+  if (usage.governor ?? true)
+    lines.push(...governorLines(usage.hours, a, usage.overflowLane ?? false, options.governorSizing, prices));
   const planUsd = options.planThreads * usage.hours * (options.planUsdPerThreadHour ?? PLAN_USD_PER_THREAD_HOUR);
   return { ...billOf(lines), planUsd };
 }
@@ -400,6 +405,7 @@ function shardReadUnits(byLive: readonly number[], units: (live: number) => numb
 function governorLines(
   hours: number,
   a: CostAssumptions,
+  overflowLane: boolean,
   sizing: FunctionSizing = FUNCTION_SIZING.governor,
   prices: PriceTable,
 ): BillLine[] {
@@ -412,7 +418,10 @@ function governorLines(
     p.sqsRequests('governor GetQueueAttributes', ticks * GOVERNOR_CALLS.sqsPerTick),
     p.dynamoReads('governor reads (ledger, state, store probe)', ticks * GOVERNOR_CALLS.readsPerTick),
     p.dynamoWrites('governor state', ticks * GOVERNOR_CALLS.writesPerTick),
-    p.getMetricData('governor GetMetricData', minutes * GOVERNOR_CALLS.metricsPerMinute),
+    p.getMetricData(
+      'governor GetMetricData',
+      minutes * (GOVERNOR_CALLS.metricsPerMinute + (overflowLane ? GOVERNOR_CALLS.overflowMetricsPerMinute : 0)),
+    ),
     p.logs('governor logs + EMF', ticks * a.governorLogBytesPerTick),
     p.customMetrics('governor custom metrics', a.governorMetrics, hours),
   ];
