@@ -50,7 +50,7 @@ import { createRedactor } from '../functions/core/redaction.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../functions/adapters/thread-leases.js';
-import { shardKeys } from '../functions/core/thread-leases.js';
+import { leaseLengthMs, shardKeys } from '../functions/core/thread-leases.js';
 import type { FaultPlan } from './faults/plan.js';
 import { createLetterWatch, type LetterWatch, type RepeatableLetters, watchLetters } from './faults/letters.js';
 import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
@@ -813,6 +813,8 @@ async function parkedSide(
     solved: ledger,
     settleMs: 50,
     viewEveryMs: Math.max(100, Math.round(tickMs / 5)),
+    // A parked lease the solver has not answered for yet is renewed, as on AWS.
+    leaseMs: leaseLengthMs(settings),
   });
   return { lane, watch, pollMs: Math.max(50, Math.round(tickMs / 10)) };
 }

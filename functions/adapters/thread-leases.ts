@@ -163,6 +163,25 @@ export function createDynamoThreadLeases(options: DynamoThreadLeasesOptions): Le
 
     release,
 
+    async renew(lease, until) {
+      try {
+        await documents.send(
+          new UpdateCommand({
+            TableName: tableName,
+            Key: { shard: lease.shard, slot: lease.slot },
+            UpdateExpression: 'SET #until = :until',
+            ConditionExpression: 'taskId = :taskId AND takenAt = :takenAt',
+            ExpressionAttributeNames: { '#until': 'until' },
+            ExpressionAttributeValues: { ':until': until, ':taskId': lease.taskId, ':takenAt': lease.takenAt },
+          }),
+        );
+        return true;
+      } catch (error) {
+        if (isConditionFailure(error)) return false;
+        throw failed('renew', error);
+      }
+    },
+
     async refused(shard, at, held) {
       try {
         await documents.send(

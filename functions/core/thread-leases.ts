@@ -91,6 +91,20 @@ export function leaseLengthMs(settings: Pick<FleetSettings, 'functionTimeoutSeco
 }
 
 /**
+ * A parked submission the solver cannot report on (its poll unanswered: an outage, a transient
+ * error) may still hold its solver thread: a solve the solver paused resumes when it is back.
+ * Its lease (and its message's hiding) is renewed for a whole lease once it ends within this
+ * many ms, so the thread stays counted until the solver can say; a solve that outlived its lease
+ * unseen would let a new submission go over the plan when the solver came back. A governor that
+ * stops renewing (its end, a crash) leaves the lease to end by itself as before. Half a lease, at
+ * most a minute: more than the seconds between two governor invocations, so no lease ends
+ * unrenewed while its watch is away.
+ */
+export function renewWithinMs(leaseMs: number): number {
+  return Math.min(leaseMs / 2, 60_000);
+}
+
+/**
  * The threads a decision opens as slots: its enabled lanes' ceilings, each invocation's tasks,
  * within the plan (a paused decision opens none).
  */
@@ -266,6 +280,11 @@ export interface LeaseKeeper {
   clearRefusal(shard: string, answeredAt: number): Promise<void>;
   /** Free a slot (only if it still holds `taskId`). */
   release(lease: Pick<LeaseSlot, 'shard' | 'slot' | 'taskId'>): Promise<void>;
+  /**
+   * Move a live lease's end to `until` (only if the slot still holds the same lease: its task and
+   * its take); false when it does not (freed, or taken again after it ended).
+   */
+  renew(lease: Pick<LeaseSlot, 'shard' | 'slot' | 'taskId' | 'takenAt'>, until: number): Promise<boolean>;
 }
 
 /**

@@ -19,7 +19,7 @@
 import { sleep as wait } from '../core/helpers/time.js';
 import type { Clock, PollState, PollTarget, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
-import { type LeaseKeeper, type LeaseSlot, liveSlots } from '../core/thread-leases.js';
+import { type LeaseKeeper, type LeaseSlot, liveSlots, renewWithinMs } from '../core/thread-leases.js';
 import type { SolvedCounter } from '../core/thread-ledger.js';
 import type { ParkedRecorder } from '../adapters/parked-recorder.js';
 import type { RecordBase } from '../core/solved-record.js';
@@ -54,6 +54,13 @@ export interface ParkedWatchOptions {
   viewEveryMs?: number;
   /** A lease younger than this is not looked up yet (its holder is still parking it), ms. @default 300 */
   settleMs?: number;
+  /**
+   * The leases' length (leaseLengthMs). Given, a parked lease whose answer a round did not find
+   * (still solving, or the solver unable to say) is renewed for this long once it ends within
+   * `renewWithinMs` of it, and its message kept hidden as long: the solver may still hold its
+   * thread. Absent: leases end by themselves.
+   */
+  leaseMs?: number;
   clock?: Clock;
   sleep?: (ms: number) => Promise<void>;
   log?: GovernorLog;
@@ -80,6 +87,10 @@ export interface ParkedWatchStats {
   shown: number;
   /** Messages that could not be made visible again (they come back at their lease's end). */
   showFailures: number;
+  /** Parked leases renewed because the solver had not answered for them yet (with their messages' hiding). */
+  renewed: number;
+  /** Renewals that failed (the lease ends by itself; a message not kept hidden comes back to a consumer). */
+  renewFailures: number;
   /** Parked tasks the last round saw. */
   parked: number;
   /** Live leases the last round saw (parked or still held by their invocation). */
@@ -207,12 +218,42 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     const states = await options.solver.pollMany(watched.map((w) => w.target));
     const polledAt = clock();
     const done: Array<{ w: (typeof watched)[number]; state: PollState }> = [];
+    const unanswered: LeaseSlot[] = [];
     for (const w of watched) {
       const state = states.get(w.target.solverId);
       if (state?.state === 'not_ready') notReadyAt.set(keyOf(w.slot), polledAt);
       if (state !== undefined && isDone(state)) done.push({ w, state });
+      else if (w.parked) unanswered.push(w.slot);
     }
-    await Promise.all(done.map(({ w, state }) => handBack(w.slot, w, state)));
+    await Promise.all([
+      ...done.map(({ w, state }) => handBack(w.slot, w, state)),
+      ...unanswered.map((slot) => renew(slot, polledAt)),
+    ]);
+  };
+
+  /**
+   * A parked lease the solver has not answered for (still solving, or unable to say) keeps its
+   * thread counted: once it ends within `renewWithinMs`, renewed for a whole lease, its message
+   * hidden as long (a solve the solver paused in an outage resumes after it; had its lease ended,
+   * a new submission would have gone over the plan). A failure leaves the lease to end by itself.
+   */
+  const renew = async (slot: LeaseSlot, now: number): Promise<void> => {
+    const leaseMs = options.leaseMs;
+    if (leaseMs === undefined || slot.until - now >= renewWithinMs(leaseMs)) return;
+    const until = now + leaseMs;
+    try {
+      if (!(await options.leases.renew(slot, until))) return;
+      // The cached read keeps the lease to its new end (leaseReader drops leases past `until`).
+      slot.until = until;
+      stats.renewed += 1;
+      await options.queue.changeVisibility(slot.delivery, Math.ceil(leaseMs / 1000));
+    } catch (error) {
+      stats.renewFailures += 1;
+      options.log?.warn('parked lease not renewed; it ends by itself', {
+        taskId: slot.taskId,
+        error: `${(error as Error).name}: ${(error as Error).message}`,
+      });
+    }
   };
 
   return {
@@ -282,6 +323,8 @@ function emptyStats(): ParkedWatchStats {
     solvedWrites: 0,
     shown: 0,
     showFailures: 0,
+    renewed: 0,
+    renewFailures: 0,
     parked: 0,
     live: 0,
   };

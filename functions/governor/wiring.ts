@@ -28,7 +28,7 @@ import { createMetrics } from '../adapters/metrics.js';
 import { createParkedRecorder } from '../adapters/parked-recorder.js';
 import { createRedactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
-import { shardKeys, WATCH_POLL_MS, WATCH_VIEW_MS } from '../core/thread-leases.js';
+import { leaseLengthMs, shardKeys, WATCH_POLL_MS, WATCH_VIEW_MS } from '../core/thread-leases.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type ConfigProblem, type FleetSettings } from '../core/settings.js';
@@ -232,8 +232,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
       cloudwatch,
       namespace: settings.metricsNamespace,
       // The overflow consumer's calls only where it runs: each metric read is billed.
-      services:
-        settings.overflow !== undefined ? [SERVICES.consumer, SERVICES.overflowConsumer] : [SERVICES.consumer],
+      services: settings.overflow !== undefined ? [SERVICES.consumer, SERVICES.overflowConsumer] : [SERVICES.consumer],
       ...(options.clock ? { clock: options.clock } : {}),
     }),
   );
@@ -347,6 +346,8 @@ function parkedWatchOf(
     // A bulk poll every half second (two res.php requests a second), the shards read every second.
     pollMs: WATCH_POLL_MS,
     viewEveryMs: WATCH_VIEW_MS,
+    // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.
+    leaseMs: leaseLengthMs(settings),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log ? { log: options.log } : {}),
   });

@@ -41,6 +41,7 @@ import {
   LEASE_SHARD_SLOTS,
   type LeaseSlot,
   leaseLengthMs,
+  renewWithinMs,
   fullOfLive,
   limitOf,
   roomInShard,
@@ -147,6 +148,7 @@ export class ParkedDesign {
     leaseTakes: 0,
     leaseReleases: 0,
     leasesExpired: 0,
+    leaseRenewals: 0,
     consumerShardReads: [],
     governorShardReads: [],
     watchRounds: 0,
@@ -529,12 +531,33 @@ export class ParkedDesign {
    */
   private leaseEnded(id: number, t: number): void {
     if (f64(this.leaseEndAt, id) !== t) return;
+    if (u8(this.state, id) === WATCHED && this.renewed(id, t)) return;
     this.free(id, false);
     const state = u8(this.state, id);
     if (state === NONE || state === RECORDING) return;
     this.state[id] = NONE;
     this.parkedNow--;
     this.host.shown(id);
+  }
+
+  /**
+   * A watched lease reaches its end only when the watch's rounds in its last `renewWithinMs` did
+   * not find its answer (the solve still running, or the solver down): the watch renewed it at
+   * the first of those rounds for a whole lease, its message still hidden (ParkedWatch,
+   * `renewWithinMs`); it frees it at its first round the solver answers after the solve.
+   */
+  private renewed(id: number, t: number): boolean {
+    const held = this.held.get(id);
+    if (held === undefined) return false;
+    const until = t - renewWithinMs(this.leaseSeconds * 1000) / 1000 + this.leaseSeconds;
+    held.until = until;
+    held.lease.until = this.ms(until);
+    this.leaseEndAt[id] = until;
+    this.counts.leaseRenewals++;
+    const ready = this.firstUpRound(Math.max(t, f64(this.host.tasks.solverDoneAt, id)));
+    if (ready < until) this.schedule(id, ready, WATCHED);
+    else this.heap.push(until, id * 4 + P_LEASE_END);
+    return true;
   }
 
   /** The governor's strongly consistent reads of every shard, at the watch's reads of the leases, counted up to `t`. */

@@ -89,6 +89,11 @@ export interface ParkedCounts {
   reparked: number;
   /** Slots taken (one conditional PutItem each). */
   leaseTakes: number;
+  /**
+   * Leases the watch renewed because the solver could not report on their submission (an
+   * outage): one conditional UpdateItem and one ChangeMessageVisibility each.
+   */
+  leaseRenewals: number;
   /** Slots freed with a DeleteItem: by the watch (answer ready) and by consumers (refusals, hand-backs). */
   leaseReleases: number;
   /** Leases that ran to their end (the slot free by its `until`, the message visible again). */

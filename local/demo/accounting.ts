@@ -348,6 +348,7 @@ function governorSummary(
             polled: stats.watch.polled,
             released: stats.watch.released,
             recorded: stats.watch.recorded,
+            renewed: stats.watch.renewed,
           },
         }
       : {}),

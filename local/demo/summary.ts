@@ -135,9 +135,10 @@ export interface DemoSummary {
     pause: { pausedMs: number; reason: { code: string; message: string } | null; probes: number } | null;
     /**
      * The parked design's watch (solveMode `park`): its rounds, the parked submissions it asked
-     * about (summed over the rounds), the leases it freed and the tasks it recorded.
+     * about (summed over the rounds), the leases it freed, the tasks it recorded and the leases it
+     * renewed while the solver had not answered for them.
      */
-    watch?: { rounds: number; polled: number; released: number; recorded: number };
+    watch?: { rounds: number; polled: number; released: number; recorded: number; renewed: number };
   };
   consumer: {
     invocations: number;

@@ -71,6 +71,28 @@ describe('thread leases on dynalite, through the real SDK', () => {
     expect((await leases.view('reuse#0')).slots).toEqual([]);
   });
 
+  it('renews a lease for its holder only: not once the slot was taken again, nor after it was freed', async () => {
+    const now = { t: 2_000_000 };
+    const leases = leasesAt(now);
+    const first = lease('renew#0', 1, 'a', now.t, 10_000);
+    await leases.take(first);
+
+    const renewed = await leases.renew(first, now.t + 200_000);
+    now.t += 50_000; // past the first end: still held, renewed
+    const takenAfterRenewal = await leases.take(lease('renew#0', 1, 'b', now.t));
+    const view = await leases.view('renew#0');
+
+    expect(renewed).toBe(true);
+    expect(takenAfterRenewal).toBe(false);
+    expect(view.slots.map((s) => [s.taskId, s.until])).toEqual([['a', 2_200_000]]);
+    // Freed, then taken by another: the old lease's renewal changes nothing.
+    await leases.release(first);
+    const second = lease('renew#0', 1, 'a', now.t, 10_000);
+    await leases.take(second);
+    expect(await leases.renew(first, now.t + 900_000)).toBe(false);
+    expect((await leases.view('renew#0')).slots.map((s) => s.until)).toEqual([now.t + 10_000]);
+  });
+
   it('keeps a shard limit and a refusal hold-off on its meta item, apart from the slots', async () => {
     const now = { t: 2_000_000 };
     const leases = leasesAt(now);

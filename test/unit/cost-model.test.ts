@@ -180,6 +180,16 @@ describe('the parked design’s bill', () => {
     );
     expect(line(few, 'watch: solved count')).toBe(40);
   });
+
+  it('bills each lease the watch renewed a slot write and a ChangeMessageVisibility', () => {
+    const plain = fleetBill({ ...HOUR, governor: false, parked: PARKED }, { planThreads: 50 });
+    const renewing = fleetBill(
+      { ...HOUR, governor: false, parked: { ...PARKED, leaseRenewals: 200 } },
+      { planThreads: 50 },
+    );
+    // a ~0.55 KB slot item: one write unit; one SQS request each
+    expect(renewing.usd - plain.usd).toBeCloseTo(200 * 6.25e-7 + 200 * 4e-7, 12);
+  });
 });
 
 describe('units', () => {
@@ -263,13 +273,15 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
 
   it('bills a parked run its leases and the watch at AWS pace, at the live slots the watch saw', () => {
     // GIVEN a one-minute local run that parked 100 tasks; the watch polled 300 over 60 rounds (5 live on average)
-    const usage = usageOfSummary(summary(100, { rounds: 60, polled: 300, released: 100, recorded: 98 }));
+    const usage = usageOfSummary(summary(100, { rounds: 60, polled: 300, released: 100, recorded: 98, renewed: 7 }));
     // THEN a slot taken per parked task, freed by the watch or a refusal, and the governor's Queries
     // a minute at AWS's pace: 57 reads of the leases by the watch (one a second; its 114 bulk polls
     // between cost nothing at AWS) and 6 ticks reading the one shard twice
     expect(usage.parked?.leaseTakes).toBe(100);
     expect(usage.parked?.leaseReleases).toBe(102);
     expect(usage.parked?.recordedByWatch).toBe(98);
+    // leases the watch renewed while the solver had not answered for them
+    expect(usage.parked?.leaseRenewals).toBe(7);
     expect(usage.parked?.governorShardReads[5]).toBeCloseTo(57 + 6 * 2, 9);
     // the pollers count a parked message as a batch item failure: only the 3 others are hand-backs
     expect(usage.handBacks).toBe(3);

@@ -226,7 +226,10 @@ describe('the demo summary the docs show', () => {
     const summary = {
       ...base,
       consumer: { ...base.consumer, parked: 5, retriedItems: 7 },
-      governor: base.governor && { ...base.governor, watch: { rounds: 9, polled: 12, released: 5, recorded: 4 } },
+      governor: base.governor && {
+        ...base.governor,
+        watch: { rounds: 9, polled: 12, released: 5, recorded: 4, renewed: 0 },
+      },
     };
     const row = formatSummary(summary)
       .split('\n')

@@ -19,6 +19,7 @@ function memoryKeeper(slots: LeaseSlot[] = []) {
       shards.map(
         (shard): ShardView => ({ shard, meta: metas.get(shard), slots: slots.filter((s) => s.shard === shard) }),
       ),
+    renew: async () => false,
     setLimit: async (shard, limit, options = {}) => {
       calls.push(
         `limit ${shard} ${limit}${options.lanes ? ` lanes ${options.lanes.normal}/${options.lanes.high}` : ''}`,

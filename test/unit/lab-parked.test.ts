@@ -118,9 +118,9 @@ describe('the parked design in the lab', () => {
     expect(shipped.parked?.watchViews).toBeCloseTo((1800 / 60) * 57, -2);
   });
 
-  it('shows a parked task again when its lease ends first (a long outage); the resuming delivery finishes it', () => {
+  it('renews a parked lease while the solver has not answered for it (an outage past the lease, a long solve)', () => {
     // GIVEN long solves (median 100 s) and an outage that pauses them past their leases (solve
-    // deadline + 20 s): some are still unfinished when their messages come back
+    // deadline + 20 s)
     const result = run({
       methods: [{ method: 'userrecaptcha', share: 1, medianSeconds: 100, p95Seconds: 150 }],
       arrivals: [{ at: 0, perSecond: 0.2 }],
@@ -129,15 +129,35 @@ describe('the parked design in the lab', () => {
     const counts = result.parked;
     if (counts === undefined) throw new Error('no parked counts');
 
-    // THEN leases ran out, their tasks were parked again by the deliveries that resumed them, and
-    // every task was solved without the DLQ
-    expect(counts.leasesExpired).toBeGreaterThan(0);
-    expect(counts.reparked).toBeGreaterThan(0);
-    expect(counts.recordedByWatch).toBeLessThan(result.solved);
+    // THEN the watch renewed the leases it could not free (ParkedWatch, renewWithinMs): none ran
+    // out under a solve, no task came back to be parked again, the watch recorded every answer,
+    // and the solver refused nothing when it came back
+    expect(counts.leaseRenewals).toBeGreaterThan(0);
+    expect(counts.leasesExpired).toBe(0);
+    expect(counts.reparked).toBe(0);
+    expect(counts.recordedByWatch).toBe(result.solved);
     expect(result.solved).toBe(result.arrivals);
     expect(result.deadLettered).toBe(0);
-    // the watch never polls a submission older than its lease: it reads the record each round instead
-    expect(counts.recordReads).toBeGreaterThan(counts.parked + 20 * counts.reparked);
+    expect(result.overCapRejections).toBe(0);
+  });
+
+  it('submits nothing over the plan after an outage longer than a lease, with solves of a heavy tail (any seed)', () => {
+    // GIVEN a 12-thread plan loaded past it, a mix whose p95 is 4.6 × its median, and a 12-minute
+    // outage the solver pauses its solves through (its solves take what was left of them after)
+    const t = trace({
+      durationSeconds: 3000,
+      fleet: { planThreads: 12 },
+      methods: [{ method: 'amazon_waf', share: 1, medianSeconds: 14, p95Seconds: 65 }],
+      arrivals: [{ at: 0, perSecond: 0.8 }],
+      outages: [{ at: 1078, durationSeconds: 730 }],
+    });
+    // THEN for every seed: a lease whose solve outlived it would have let a fresh submission in
+    // on top of it when the solver came back; renewed, none did
+    for (let seed = 1; seed <= 12; seed++) {
+      const result = simulate(t, createPolicy('governor', t.settings), { seed });
+      expect(result.overCapRejections, `seed ${seed}`).toBe(0);
+      expect(result.deadLettered, `seed ${seed}`).toBe(0);
+    }
   });
 
   it('reads every shard at each of the watch’s reads of the leases (every second round) and each tick (and the first again for the lanes)', () => {

@@ -43,11 +43,15 @@ function world(
   records: TaskResult[],
   states: Record<string, PollState['state']>,
   clock: () => number = () => NOW,
+  leaseMs?: number,
 ) {
   const held = new Map(slots.map((s) => [`${s.shard}/${s.slot}`, s]));
   let views = 0;
   const released: string[] = [];
   const shown: DeliveredMessage[] = [];
+  const hidden: { handle: string; seconds: number }[] = [];
+  const renewed: { taskId: string; until: number }[] = [];
+  let renewAnswer: () => Promise<boolean> = async () => true;
   const asked: PollTarget[][] = [];
   const leases: LeaseKeeper = {
     views: async (shards) => {
@@ -63,6 +67,11 @@ function world(
         released.push(l.taskId);
       }
     },
+    renew: async (l, until) => {
+      const ok = await renewAnswer();
+      if (ok) renewed.push({ taskId: l.taskId, until });
+      return ok;
+    },
   };
   const byId = new Map(records.map((r) => [r.taskId, r]));
   const watch = createParkedWatch({
@@ -75,11 +84,29 @@ function world(
         return new Map(targets.map((t) => [t.solverId, { state: states[t.solverId] ?? 'not_ready' } as PollState]));
       },
     },
-    queue: { changeVisibility: async (message) => void shown.push(message) },
+    queue: {
+      changeVisibility: async (message, seconds) =>
+        void (seconds === 0 ? shown.push(message) : hidden.push({ handle: message.receiptHandle, seconds })),
+    },
     clock,
     settleMs: 0,
+    ...(leaseMs !== undefined ? { leaseMs } : {}),
   });
-  return { watch, released, shown, asked, records: byId, held, views: () => views, states };
+  return {
+    watch,
+    released,
+    shown,
+    hidden,
+    renewed,
+    answerRenewals: (answer: () => Promise<boolean>) => {
+      renewAnswer = answer;
+    },
+    asked,
+    records: byId,
+    held,
+    views: () => views,
+    states,
+  };
 }
 
 describe('the parked watch, one round', () => {
@@ -108,6 +135,84 @@ describe('the parked watch, one round', () => {
     await w.watch.round();
     expect(w.released).toEqual(freed ? ['a'] : []);
     expect(w.shown.map((m) => m.receiptHandle)).toEqual(shown ? ['handle-a'] : []);
+  });
+
+  describe('renews a parked lease the solver has not answered for, once it ends within a minute', () => {
+    const LEASE_MS = 200_000;
+
+    it.each([
+      // what the solver says, the lease's end from now → renewed (with its message kept hidden)
+      ['still solving, ending in 30 s', 'not_ready', 30_000, true],
+      ['unable to say (an outage), ending in 30 s', 'unknown', 30_000, true],
+      ['still solving, ending in 2 min (not yet)', 'not_ready', 120_000, false],
+      ['ready, ending in 30 s (freed instead)', 'ready', 30_000, false],
+    ] as const)('%s', async (_, state, endsInMs, renewed) => {
+      const w = world(
+        [lease('a', 0, { until: NOW + endsInMs })],
+        [record('a')],
+        { 'id-a': state },
+        () => NOW,
+        LEASE_MS,
+      );
+      await w.watch.round();
+      expect(w.renewed).toEqual(renewed ? [{ taskId: 'a', until: NOW + LEASE_MS }] : []);
+      expect(w.hidden).toEqual(renewed ? [{ handle: 'handle-a', seconds: LEASE_MS / 1000 }] : []);
+      expect(w.released).toEqual(state === 'ready' ? ['a'] : []);
+      expect(w.watch.stats.renewed).toBe(renewed ? 1 : 0);
+    });
+
+    it('keeps the renewed lease in its cached read past its old end', async () => {
+      let now = NOW;
+      const w = world([lease('a', 0, { until: NOW + 500 })], [record('a')], { 'id-a': 'unknown' }, () => now, LEASE_MS);
+      await w.watch.round();
+      now += 700; // past the old end, before the next read of the leases: the cached read is used
+      w.states['id-a'] = 'ready';
+      await w.watch.round();
+      expect(w.views()).toBe(1);
+      expect(w.released).toEqual(['a']);
+    });
+
+    it('leaves a lease held by a live invocation (its holder polls it) and any lease without a lease length', async () => {
+      const live = world(
+        [lease('a', 0, { until: NOW + 30_000 })],
+        [record('a', { claimToken: 'c', leaseUntil: NOW + 5_000 })],
+        { 'id-a': 'not_ready' },
+        () => NOW,
+        LEASE_MS,
+      );
+      const unset = world([lease('a', 0, { until: NOW + 30_000 })], [record('a')], { 'id-a': 'not_ready' });
+      await live.watch.round();
+      await unset.watch.round();
+      expect(live.renewed).toEqual([]);
+      expect(unset.renewed).toEqual([]);
+    });
+
+    it('changes nothing when the slot holds another lease, and counts a renewal that fails', async () => {
+      const taken = world(
+        [lease('a', 0, { until: NOW + 30_000 })],
+        [record('a')],
+        { 'id-a': 'unknown' },
+        () => NOW,
+        LEASE_MS,
+      );
+      taken.answerRenewals(async () => false);
+      const failing = world(
+        [lease('a', 0, { until: NOW + 30_000 })],
+        [record('a')],
+        { 'id-a': 'unknown' },
+        () => NOW,
+        LEASE_MS,
+      );
+      failing.answerRenewals(async () => {
+        throw new Error('throttled');
+      });
+      await taken.watch.round();
+      await failing.watch.round();
+      expect(taken.hidden).toEqual([]);
+      expect(taken.watch.stats).toMatchObject({ renewed: 0, renewFailures: 0 });
+      expect(failing.hidden).toEqual([]);
+      expect(failing.watch.stats).toMatchObject({ renewed: 0, renewFailures: 1 });
+    });
   });
 
   it('frees the lease of a task finished by another delivery, without asking the solver', async () => {
@@ -171,6 +276,7 @@ describe("the parked watch's solves in the thread ledger", () => {
         views: async (shards) => shards.map((shard) => ({ shard, meta: { limit: 10 }, slots: [...held.values()] })),
         setLimit: async () => undefined,
         clearRefusal: async () => undefined,
+        renew: async () => false,
         release: async (l) => void held.delete(l.slot),
       },
       shards: ['primary#0'],

@@ -227,6 +227,11 @@ export interface ParkedUsage {
   recordedByWatch: number;
   /** Shard meta writes: limits, refusals, refusal hold-offs cleared. */
   metaWrites: number;
+  /**
+   * Leases the watch renewed while the solver had not answered for their submission (a long solve,
+   * an outage): one conditional UpdateItem and one ChangeMessageVisibility each. @default 0
+   */
+  leaseRenewals?: number;
 }
 
 /** What ran, counted: a lab run, a local run or a month of a plan all reduce to this. */
@@ -376,6 +381,8 @@ function parkedLines(parked: ParkedUsage, hours: number, a: CostAssumptions, pri
   return [
     p.dynamoWrites('leases: slots taken, freed', (parked.leaseTakes + parked.leaseReleases) * slot),
     p.dynamoWrites('leases: shard limits, refusals', parked.metaWrites * writeUnits(a.leaseMetaBytes)),
+    p.dynamoWrites('watch: leases renewed', (parked.leaseRenewals ?? 0) * slot),
+    p.sqsRequests('watch: messages kept hidden (renewed leases)', parked.leaseRenewals ?? 0),
     p.dynamoReads("leases: consumers' shard reads", shardReadUnits(parked.consumerShardReads, query) / 2),
     p.dynamoReads("leases: governor's shard reads (watch, ticks)", shardReadUnits(parked.governorShardReads, query)),
     p.dynamoReads('watch: lease records read', (parked.recordReads * strongReadUnits(a.recordBytes)) / 2),
