@@ -70,6 +70,6 @@ function parkedUsage(s: DemoSummary, hours: number): ParkedUsage | undefined {
     recordReads: s.consumer.parked,
     recordedByWatch: watch.recorded,
     metaWrites: 0,
-    leaseRenewals: watch.renewed ?? 0,
+    leaseRenewals: watch.renewed,
   };
 }

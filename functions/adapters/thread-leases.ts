@@ -110,20 +110,32 @@ export function createDynamoThreadLeases(options: DynamoThreadLeasesOptions): Le
     return viewOf(shard, items);
   };
 
-  const release = async (lease: Pick<LeaseSlot, 'shard' | 'slot' | 'taskId'>): Promise<void> => {
+  /**
+   * One write on a condition about the slot: true when it held, false when it did not (the slot
+   * is not as the caller thinks: taken, freed, or someone else's); any other failure is thrown.
+   */
+  const conditional = async (what: string, write: () => Promise<unknown>): Promise<boolean> => {
     try {
-      await documents.send(
+      await write();
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw failed(what, error);
+    }
+  };
+
+  const release = async (lease: Pick<LeaseSlot, 'shard' | 'slot' | 'taskId'>): Promise<void> => {
+    // Already free, or taken over after it expired (false): the lease is not this holder's to free.
+    await conditional('release', () =>
+      documents.send(
         new DeleteCommand({
           TableName: tableName,
           Key: { shard: lease.shard, slot: lease.slot },
           ConditionExpression: 'taskId = :taskId',
           ExpressionAttributeValues: { ':taskId': lease.taskId },
         }),
-      );
-    } catch (error) {
-      // Already free, or taken over after it expired: the lease is not this holder's to free.
-      if (!isConditionFailure(error)) throw failed('release', error);
-    }
+      ),
+    );
   };
 
   return {
@@ -143,9 +155,9 @@ export function createDynamoThreadLeases(options: DynamoThreadLeasesOptions): Le
       }
     },
 
-    async take(lease) {
-      try {
-        await documents.send(
+    take: (lease) =>
+      conditional('take', () =>
+        documents.send(
           new PutCommand({
             TableName: tableName,
             Item: itemOf(lease),
@@ -153,19 +165,14 @@ export function createDynamoThreadLeases(options: DynamoThreadLeasesOptions): Le
             ExpressionAttributeNames: { '#until': 'until' },
             ExpressionAttributeValues: { ':now': clock() },
           }),
-        );
-        return true;
-      } catch (error) {
-        if (isConditionFailure(error)) return false;
-        throw failed('take', error);
-      }
-    },
+        ),
+      ),
 
     release,
 
-    async renew(lease, until) {
-      try {
-        await documents.send(
+    renew: (lease, until) =>
+      conditional('renew', () =>
+        documents.send(
           new UpdateCommand({
             TableName: tableName,
             Key: { shard: lease.shard, slot: lease.slot },
@@ -174,13 +181,8 @@ export function createDynamoThreadLeases(options: DynamoThreadLeasesOptions): Le
             ExpressionAttributeNames: { '#until': 'until' },
             ExpressionAttributeValues: { ':until': until, ':taskId': lease.taskId, ':takenAt': lease.takenAt },
           }),
-        );
-        return true;
-      } catch (error) {
-        if (isConditionFailure(error)) return false;
-        throw failed('renew', error);
-      }
-    },
+        ),
+      ),
 
     async refused(shard, at, held) {
       try {

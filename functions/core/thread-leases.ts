@@ -91,11 +91,11 @@ export function leaseLengthMs(settings: Pick<FleetSettings, 'functionTimeoutSeco
 }
 
 /**
- * A parked submission the solver cannot report on (its poll unanswered: an outage, a transient
- * error) may still hold its solver thread: a solve the solver paused resumes when it is back.
- * Its lease (and its message's hiding) is renewed for a whole lease once it ends within this
- * many ms, so the thread stays counted until the solver can say; a solve that outlived its lease
- * unseen would let a new submission go over the plan when the solver came back. A governor that
+ * A parked submission the solver has not answered for (still solving, or its poll unanswered: an
+ * outage, a transient error) still holds its solver thread: a long solve runs on, a solve the
+ * solver paused resumes when it is back. Its lease (and its message's hiding) is renewed for a
+ * whole lease once it ends within this many ms, so the thread stays counted until the solver
+ * answers; a solve that outlived its lease would let a new submission go over the plan. A governor that
  * stops renewing (its end, a crash) leaves the lease to end by itself as before. Half a lease, at
  * most a minute: more than the seconds between two governor invocations, so no lease ends
  * unrenewed while its watch is away.

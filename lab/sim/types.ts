@@ -90,8 +90,8 @@ export interface ParkedCounts {
   /** Slots taken (one conditional PutItem each). */
   leaseTakes: number;
   /**
-   * Leases the watch renewed because the solver could not report on their submission (an
-   * outage): one conditional UpdateItem and one ChangeMessageVisibility each.
+   * Leases the watch renewed because the solver had not answered for their submission (a long
+   * solve, an outage): one conditional UpdateItem and one ChangeMessageVisibility each.
    */
   leaseRenewals: number;
   /** Slots freed with a DeleteItem: by the watch (answer ready) and by consumers (refusals, hand-backs). */

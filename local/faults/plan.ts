@@ -107,11 +107,15 @@ export function drawFaultMix(seed: number, options: FaultMixOptions): FaultPlan 
   return { windows: unmask(windows, services).sort((a, b) => a.startMs - b.startMs), seed };
 }
 
-/** How much of `window` an outage (a 5xx window at rate 1) on its own service covers, ms. */
+/** A window of outage (5xx at rate 1) on `service`. */
+const isOutageOn = (window: FaultWindow, service: FaultService) =>
+  window.kind === 'unavailable' && window.rate >= 1 && window.service === service;
+
+/** How much of `window` an outage on `service` covers, ms. */
 function coveredByOutage(window: FaultWindow, service: FaultService, windows: readonly FaultWindow[]): number {
   let covered = 0;
   for (const outage of windows) {
-    if (outage === window || outage.kind !== 'unavailable' || outage.rate < 1 || outage.service !== service) continue;
+    if (outage === window || !isOutageOn(outage, service)) continue;
     const from = Math.max(outage.startMs, window.startMs);
     const to = Math.min(outage.startMs + outage.durationMs, window.startMs + window.durationMs);
     covered = Math.max(covered, to - from);
@@ -136,9 +140,7 @@ function unmask(windows: FaultWindow[], services: readonly FaultService[]): Faul
       continue;
     }
     // Outages in time order, so a window pushed past one is then checked against the next.
-    const outages = windows
-      .filter((o) => o.kind === 'unavailable' && o.rate >= 1 && o.service === window.service)
-      .sort((a, b) => a.startMs - b.startMs);
+    const outages = windows.filter((o) => isOutageOn(o, window.service)).sort((a, b) => a.startMs - b.startMs);
     for (const outage of outages)
       if (window.startMs < outage.startMs + outage.durationMs && outage.startMs < window.startMs + window.durationMs)
         window.startMs = outage.startMs + outage.durationMs;
