@@ -122,7 +122,11 @@ async function serveJson(model: SolverSimModel, req: IncomingMessage, res: Serve
     ip: req.socket.remoteAddress ?? 'unknown',
   });
   if (answer.holdUntil !== undefined && answer.complete !== undefined) {
-    await sleep(Math.min(MAX_HOLD_MS, Math.max(0, answer.holdUntil - Date.now())));
+    // Until the task is ready by the model's clock (Date.now): one timer can end a millisecond
+    // early by it (it counts from the event loop's cached time), and the answer would then be
+    // "processing" where CapSolver answers with the solution. The rest is waited again.
+    const until = Math.min(answer.holdUntil, Date.now() + MAX_HOLD_MS);
+    for (let left = until - Date.now(); left > 0; left = until - Date.now()) await sleep(left);
     answer = answer.complete();
   }
   send(res, answer.status, answer.contentType, answer.body);
