@@ -1,6 +1,6 @@
 import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
 import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
-import { LEASE_WAIT_POLL_MS, WATCH_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leases.js';
+import { LEASE_WAIT_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leases.js';
 
 /**
  * The lab's model constants: how Lambda, the worker pools and the consumer behave, and what
@@ -67,8 +67,11 @@ export interface ModelParams {
    */
   watchSecondsPerMinute: number;
   /**
-   * Time between the watch's rounds, each one bulk poll of the solver (its `pollMs`, 500 ms as
-   * the governor wires it: WATCH_POLL_MS), seconds.
+   * Time between the watch's rounds, each one bulk poll of the solver, seconds; 0 (the default):
+   * its `pollMs` as the governor wires it, `watchPollMs` of the requests a round asking about
+   * every thread of the plan takes (100 ms up to 100 threads, 100 ms more per 100 threads, at
+   * most 500 ms: lab/sim/parked.ts `watchRoundSecondsOf`; the watch's real rounds follow the
+   * submissions parked, never more than the plan, so the lab's are never faster than the built ones).
    */
   watchRoundSeconds: number;
   /**
@@ -90,6 +93,12 @@ export interface ModelParams {
    * completion event and the DeleteMessage (~15 ms each, one after the other), seconds.
    */
   watchRecordSeconds: number;
+  /**
+   * From a watch round's start to the slots it frees: its bulk res.php request (one round trip)
+   * and the lease's DeleteItem, seconds. A round lasts at least this long: the next one starts
+   * when it ends, or at its cadence if that is later (ParkedWatch.run).
+   */
+  watchPollSeconds: number;
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
   metricsWindowSeconds: number;
   /** …ending this long ago: the consumer's metrics reach the governor about a minute late. */
@@ -126,11 +135,12 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   consumerKeepsUnansweredLease: true,
   pollIntervalSeconds: 5,
   watchSecondsPerMinute: WATCH_CALLS.secondsPerMinute,
-  watchRoundSeconds: WATCH_POLL_MS / 1000,
+  watchRoundSeconds: 0,
   watchViewSeconds: WATCH_VIEW_MS / 1000,
   leaseWaitPollSeconds: LEASE_WAIT_POLL_MS / 1000,
   watchSettleSeconds: 0.3,
   watchRecordSeconds: 0.15,
+  watchPollSeconds: 0.1,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,
   threadStartSeconds: 0,

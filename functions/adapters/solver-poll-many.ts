@@ -6,13 +6,11 @@
  * a ready submission reads its answer itself (one more result request, free on AWS).
  */
 import type { PollState, PollTarget } from '../core/ports.js';
-import { classifySolverCode } from '../core/solver-protocol.js';
+import { classifySolverCode, RES_PHP_IDS_PER_REQUEST } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import type { SolveState, SolverContext } from './solver-context.js';
 import { httpCall } from './solver-http.js';
 
-/** Ids per bulk res.php request (2captcha's documented maximum is 100). */
-export const RES_PHP_IDS_PER_REQUEST = 100;
 /** getTaskResult requests in flight at once where the protocol has no bulk call. */
 export const SINGLE_POLLS_AT_ONCE = 8;
 

@@ -14,6 +14,18 @@ import { redactSecrets } from './redaction.js';
 export const SOLVER_PROTOCOLS = ['res-php', 'create-task'] as const;
 export type SolverProtocol = (typeof SOLVER_PROTOCOLS)[number];
 
+/** Ids per bulk res.php request (`action=get&ids=a,b,c`; 2captcha's documented maximum is 100). */
+export const RES_PHP_IDS_PER_REQUEST = 100;
+
+/**
+ * Requests one poll of `count` submissions takes: one bulk res.php request per
+ * RES_PHP_IDS_PER_REQUEST ids, or one getTaskResult per id (the JSON task API has no bulk call).
+ */
+export function pollRequestsFor(protocol: SolverProtocol, count: number): number {
+  if (count <= 0) return 0;
+  return protocol === 'res-php' ? Math.ceil(count / RES_PHP_IDS_PER_REQUEST) : count;
+}
+
 /**
  * Dialects: whose spellings (task type names, error codes) and meanings to speak. The same
  * code can mean different things (CaptchaAI's ERROR_ZERO_BALANCE is "no free thread").

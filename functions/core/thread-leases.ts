@@ -22,10 +22,29 @@ export const LEASE_SHARD_SLOTS = 64;
 
 /**
  * The governor's watch (functions/governor/parked-watch.ts) asks the solver about every parked
- * submission this often, ms: one bulk res.php request a round (two a second at most). A freed
- * lease waits for the round after its answer, half of this on average.
+ * submission in a round, at most this often, ms. A freed lease waits for the round after its
+ * answer, half the round on average; while every open slot is held that wait is a paid thread
+ * no task uses, so the rounds are as fast as the solver requests they cost allow
+ * ({@link watchPollMs}).
  */
-export const WATCH_POLL_MS = 500;
+export const WATCH_POLL_MS = 100;
+
+/** …and at least this often, ms, however many requests a round takes. */
+export const WATCH_POLL_MAX_MS = 500;
+
+/** Solver requests a second the watch's rounds spend at most while they can keep to WATCH_POLL_MAX_MS. */
+export const WATCH_POLL_REQUESTS_PER_SECOND = 10;
+
+/**
+ * Time between the watch's rounds when a round takes `requests` solver requests (one bulk
+ * res.php request per 100 parked ids; one getTaskResult per id where the protocol has no bulk
+ * call), ms: ten requests a second at most (a round of one request every 100 ms), never slower
+ * than WATCH_POLL_MAX_MS (the cadence before this budget, two rounds a second, whatever they cost).
+ */
+export function watchPollMs(requests: number): number {
+  const budgeted = (Math.max(1, Math.ceil(requests)) * 1000) / WATCH_POLL_REQUESTS_PER_SECOND;
+  return Math.min(WATCH_POLL_MAX_MS, Math.max(WATCH_POLL_MS, budgeted));
+}
 
 /** …and reads the leases (one strongly consistent Query a shard) at most this often, ms. */
 export const WATCH_VIEW_MS = 1_000;

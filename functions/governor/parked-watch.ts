@@ -1,7 +1,9 @@
 /**
  * The governor's watch over parked tasks (the parked design, solveMode `park`). Its invocation
  * runs all minute anyway (a tick every 10 s); between ticks, every `pollMs`, the watch asks the
- * solver about every parked submission at once (res.php `action=get&ids=…`, one request a round).
+ * solver about every parked submission at once (res.php `action=get&ids=…`, one request per 100
+ * ids a round; in AWS a round every 100 ms while it takes one request, slower as it takes more:
+ * `watchPollMs`).
  * It reads the thread leases (a Query of every shard) at most every `viewEveryMs` and then learns
  * each new lease's submission from its task's record (once the holder has parked it: the id on
  * the record, no live claim); the rounds between reuse the last read, less the leases freed or
@@ -44,8 +46,11 @@ export interface ParkedWatchOptions {
   solved?: SolvedCounter;
   /** Longest a recorded answer waits before its batch is added to `solved`, ms. @default 5000 */
   solvedFlushMs?: number;
-  /** Time between rounds (one bulk request to the solver each), ms. @default 1000 */
-  pollMs?: number;
+  /**
+   * Time between rounds, ms: a number, or the time after a round that asked about `polled`
+   * submissions (the governor's: `watchPollMs` of the requests they take, 100–500 ms). @default 1000
+   */
+  pollMs?: number | ((polled: number) => number);
   /**
    * The leases are read (one Query a shard) at most this often, ms; the rounds between poll the
    * leases the last read found, less those freed or ended since (a lease taken meanwhile waits
@@ -121,7 +126,9 @@ const keyOf = (slot: LeaseSlot) => `${slot.shard}/${slot.slot}/${slot.taskId}/${
 export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const clock = options.clock ?? Date.now;
   const sleep = options.sleep ?? wait;
-  const pollMs = options.pollMs ?? 1_000;
+  const cadence = roundCadence(options.pollMs);
+  let lastPolled = 0;
+  const pollMs = () => cadence(lastPolled);
   const settleMs = options.settleMs ?? 300;
   const liveLeases = leaseReader(options, () => {
     stats.views += 1;
@@ -213,6 +220,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       return entry?.kind === 'submitted' ? [{ slot, ...entry }] : [];
     });
     stats.parked = watched.filter((w) => w.parked).length;
+    lastPolled = watched.length;
     if (watched.length === 0) return;
     stats.polled += watched.length;
     const states = await options.solver.pollMany(watched.map((w) => w.target));
@@ -227,33 +235,8 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     }
     await Promise.all([
       ...done.map(({ w, state }) => handBack(w.slot, w, state)),
-      ...unanswered.map((slot) => renew(slot, polledAt)),
+      ...unanswered.map((slot) => renew(options, stats, slot, polledAt)),
     ]);
-  };
-
-  /**
-   * A parked lease the solver has not answered for (still solving, or unable to say) keeps its
-   * thread counted: once it ends within `renewWithinMs`, renewed for a whole lease, its message
-   * hidden as long (a solve the solver paused in an outage resumes after it; had its lease ended,
-   * a new submission would have gone over the plan). A failure leaves the lease to end by itself.
-   */
-  const renew = async (slot: LeaseSlot, now: number): Promise<void> => {
-    const leaseMs = options.leaseMs;
-    if (leaseMs === undefined || slot.until - now >= renewWithinMs(leaseMs)) return;
-    const until = now + leaseMs;
-    try {
-      if (!(await options.leases.renew(slot, until))) return;
-      // The cached read keeps the lease to its new end (leaseReader drops leases past `until`).
-      slot.until = until;
-      stats.renewed += 1;
-      await options.queue.changeVisibility(slot.delivery, Math.ceil(leaseMs / 1000));
-    } catch (error) {
-      stats.renewFailures += 1;
-      options.log?.warn('parked lease not renewed; it ends by itself', {
-        taskId: slot.taskId,
-        error: `${(error as Error).name}: ${(error as Error).message}`,
-      });
-    }
   };
 
   return {
@@ -261,7 +244,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     round,
     flushSolved: solved.flush,
     async run(remainingMs, marginMs, done) {
-      while (remainingMs() - pollMs >= marginMs && !(done?.() ?? false)) {
+      while (remainingMs() - pollMs() >= marginMs && !(done?.() ?? false)) {
         const started = clock();
         try {
           await round();
@@ -271,11 +254,16 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
             error: `${(error as Error).name}: ${(error as Error).message}`,
           });
         }
-        await sleep(Math.max(0, started + pollMs - clock()));
+        await sleep(Math.max(0, started + pollMs() - clock()));
       }
       await solved.flush();
     },
   };
+}
+
+/** The time after a round that asked the solver about `polled` submissions, ms (`pollMs`: fixed, or of them). */
+function roundCadence(pollMs: ParkedWatchOptions['pollMs']): (polled: number) => number {
+  return typeof pollMs === 'function' ? pollMs : () => pollMs ?? 1_000;
 }
 
 /** What the watch learns of a lease from its task's record: its submission, once on the record. */
@@ -294,6 +282,36 @@ function submittedOf(
     base: { method, priority, submittedAt, startedAt, queueWaitMs, provider },
     acceptedAt: record.solverAcceptedAt,
   };
+}
+
+/**
+ * A parked lease the solver has not answered for (still solving, or unable to say) keeps its
+ * thread counted: once it ends within `renewWithinMs`, renewed for a whole lease, its message
+ * hidden as long (a solve the solver paused in an outage resumes after it; had its lease ended,
+ * a new submission would have gone over the plan). A failure leaves the lease to end by itself.
+ */
+async function renew(
+  options: ParkedWatchOptions,
+  stats: ParkedWatchStats,
+  slot: LeaseSlot,
+  now: number,
+): Promise<void> {
+  const leaseMs = options.leaseMs;
+  if (leaseMs === undefined || slot.until - now >= renewWithinMs(leaseMs)) return;
+  const until = now + leaseMs;
+  try {
+    if (!(await options.leases.renew(slot, until))) return;
+    // The cached read keeps the lease to its new end (leaseReader drops leases past `until`).
+    slot.until = until;
+    stats.renewed += 1;
+    await options.queue.changeVisibility(slot.delivery, Math.ceil(leaseMs / 1000));
+  } catch (error) {
+    stats.renewFailures += 1;
+    options.log?.warn('parked lease not renewed; it ends by itself', {
+      taskId: slot.taskId,
+      error: `${(error as Error).name}: ${(error as Error).message}`,
+    });
+  }
 }
 
 /** A parked task the consumers finish: its message shown again (a failure leaves it to its lease's end). */

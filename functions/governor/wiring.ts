@@ -28,7 +28,8 @@ import { createMetrics } from '../adapters/metrics.js';
 import { createParkedRecorder } from '../adapters/parked-recorder.js';
 import { createRedactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
-import { leaseLengthMs, shardKeys, WATCH_POLL_MS, WATCH_VIEW_MS } from '../core/thread-leases.js';
+import { leaseLengthMs, shardKeys, WATCH_VIEW_MS, watchPollMs } from '../core/thread-leases.js';
+import { pollRequestsFor } from '../core/solver-protocol.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type ConfigProblem, type FleetSettings } from '../core/settings.js';
@@ -343,8 +344,9 @@ function parkedWatchOf(
     queue,
     recorder,
     ...(ledger ? { solved: ledger } : {}),
-    // A bulk poll every half second (two res.php requests a second), the shards read every second.
-    pollMs: WATCH_POLL_MS,
+    // A round every 100 ms while it takes one request (ten solver requests a second at most,
+    // slower as the parked submissions need more, never slower than 500 ms); the shards read every second.
+    pollMs: (polled: number) => watchPollMs(pollRequestsFor(settings.solverProtocol, polled)),
     viewEveryMs: WATCH_VIEW_MS,
     // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.
     leaseMs: leaseLengthMs(settings),

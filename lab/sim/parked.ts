@@ -13,13 +13,14 @@
  *   slot back.
  * - Accepted, the task parks: the invocation ends `PARKED_SUBMIT_SECONDS` after it began, the
  *   message stays hidden, the slot stays taken (functions/consumer/task-run.ts, submitToPark).
- * - The watch runs a round every `watchRoundSeconds` (one bulk poll of the solver) while the
+ * - The watch runs a round every `watchRoundSeconds` (one bulk poll of the solver; by default the
+ *   governor's cadence for the plan, `watchRoundSecondsOf`) while the
  *   governor's invocation lives (`watchSecondsPerMinute` of each minute, at a fixed phase), and
  *   reads the leases at every round `watchViewSeconds` after its last read (the first of each
  *   minute included). At a read it looks up each new lease's record once the lease is
  *   `watchSettleSeconds` old (again at the next read if its holder had not parked it yet), and
- *   at its first round at or after the solve's end with the solver up frees the slot and records
- *   the answer `watchRecordSeconds` later: no second delivery (functions/governor/parked-watch.ts,
+ *   at its first round at or after the solve's end with the solver up frees the slot once the
+ *   round's bulk poll has answered (`watchPollSeconds`) and records the answer `watchRecordSeconds` later: no second delivery (functions/governor/parked-watch.ts,
  *   functions/adapters/parked-recorder.ts). A solve that ends while its holder has not parked it
  *   yet frees the slot without a record, as the watch does.
  * - A lease whose end comes first (a long outage) frees its slot and the message is visible
@@ -49,7 +50,9 @@ import {
   shardKeys,
   shardLimits,
   type ShardView,
+  watchPollMs,
 } from '../../functions/core/thread-leases.js';
+import { pollRequestsFor } from '../../functions/core/solver-protocol.js';
 import type { ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
 import type { FleetSettings } from '../../functions/core/settings.js';
 import { f64, u8 } from '../arrays.js';
@@ -60,6 +63,16 @@ import type { LabThreadLedger } from './ledger.js';
 import type { SolverWorld } from './solver.js';
 import { growF64, growU8, SOLVED, type TaskTable } from './tasks.js';
 import type { ParkedCounts } from './types.js';
+
+/**
+ * The watch's time between rounds for a plan of `planCap` threads, seconds: the model's
+ * `watchRoundSeconds` when set, else the governor's cadence (`watchPollMs`) for a round that asks
+ * about every thread of the plan (bulk res.php requests of 100 ids).
+ */
+export function watchRoundSecondsOf(model: Pick<ModelParams, 'watchRoundSeconds'>, planCap: number): number {
+  if (model.watchRoundSeconds > 0) return model.watchRoundSeconds;
+  return watchPollMs(pollRequestsFor('res-php', planCap)) / 1000;
+}
 
 /** What the parked design needs of the simulation around it. */
 export interface ParkedHost {
@@ -169,7 +182,8 @@ export class ParkedDesign {
     this.views = shardKeys('primary', this.planCap).map((shard) => ({ shard, meta: undefined, slots: [] }));
     this.leaseSeconds = leaseLengthMs(settings) / 1000;
     this.random = () => rng.uniform();
-    const roundSeconds = Math.max(0.05, model.watchRoundSeconds);
+    // A round lasts its bulk poll at least: the next starts when it ends, if that is later than its cadence.
+    const roundSeconds = Math.max(0.05, watchRoundSecondsOf(model, this.planCap), model.watchPollSeconds);
     this.phase = rng.uniform() * roundSeconds;
     const activeSeconds = Math.min(60, Math.max(roundSeconds, model.watchSecondsPerMinute));
     const roundsPerMinute = Math.max(1, Math.floor(activeSeconds / roundSeconds + 1e-9));
@@ -496,10 +510,12 @@ export class ParkedDesign {
 
   // ---- the watch -----------------------------------------------------------------------------
 
+  /** The round at `at` finds the task's answer: its slot frees once the round's bulk poll has answered (`watchPollSeconds`). */
   private schedule(id: number, at: number, state: number): void {
+    const freeAt = at + this.model.watchPollSeconds;
     this.state[id] = state;
-    this.watchAt[id] = at;
-    this.heap.push(at, id * 4 + P_WATCH_FREE);
+    this.watchAt[id] = freeAt;
+    this.heap.push(freeAt, id * 4 + P_WATCH_FREE);
   }
 
   /** The watch's round finds the answer ready: the slot frees, and the answer is recorded. */

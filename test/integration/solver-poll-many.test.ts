@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
-import { RES_PHP_IDS_PER_REQUEST } from '../../functions/adapters/solver-poll-many.js';
+import { RES_PHP_IDS_PER_REQUEST } from '../../functions/core/solver-protocol.js';
 import type { PollState } from '../../functions/core/ports.js';
 import type { Task } from '../../functions/core/task.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from '../../local/solver-sim/index.js';

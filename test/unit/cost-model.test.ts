@@ -120,7 +120,7 @@ describe('the fleet bill', () => {
 });
 
 describe('the parked design’s bill', () => {
-  it('counts the watch as the governor wires it: a bulk poll every WATCH_POLL_MS, the shards read every WATCH_VIEW_MS', () => {
+  it('counts the watch as the governor wires it: a bulk poll every WATCH_POLL_MS at most, the shards read every WATCH_VIEW_MS', () => {
     // The watch runs its rounds while at least a round and the 1 s margin are left of the 58 s invocation.
     const seconds = WATCH_CALLS.secondsPerMinute;
     expect(WATCH_CALLS.roundsPerMinute).toBe(Math.floor((seconds * 1000) / WATCH_POLL_MS));

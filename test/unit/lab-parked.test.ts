@@ -10,6 +10,7 @@ import { PARKED_SUBMIT_SECONDS } from '../../functions/core/governor/submitters.
 import { DEFAULT_MODEL, type ModelParams } from '../../lab/model.js';
 import { createPolicy, type PolicyName } from '../../lab/policies.js';
 import { simulate } from '../../lab/sim.js';
+import { watchRoundSecondsOf } from '../../lab/sim/parked.js';
 import type { ControlAction, Policy } from '../../lab/sim/types.js';
 import { parseTrace, type TraceInput } from '../../lab/trace.js';
 
@@ -96,26 +97,37 @@ describe('the parked design in the lab', () => {
   });
 
   it('records an answer at the watch’s first round after it is ready; none in the last seconds of a minute', () => {
-    // GIVEN the same tasks, the watch running 57 s of each minute with a round every 500 ms (as
-    // shipped), all of the minute, or with a round a second
+    // GIVEN the same tasks, the watch running 57 s of each minute with its rounds as shipped
+    // (every 100 ms on this 50-thread plan), all of the minute, a round every 500 ms (the cadence
+    // before the request budget), or a round a second
     const shipped = run({});
     const allMinute = run({}, { model: { watchSecondsPerMinute: 60 } });
+    const halfSecondRounds = run({}, { model: { watchRoundSeconds: 0.5 } });
     const secondRounds = run({}, { model: { watchRoundSeconds: 1 } });
     const mean = (r: typeof shipped) => r.latency.mean as number;
-    const { watchRoundSeconds: round, watchSecondsPerMinute: active } = DEFAULT_MODEL;
+    const round = watchRoundSecondsOf(DEFAULT_MODEL, trace({}).settings.effectiveCap);
+    const active = DEFAULT_MODEL.watchSecondsPerMinute;
+    expect(round).toBe(0.1);
 
-    // THEN an answer ready after the minute's last round (56.5 s) waits for the next minute's
+    // THEN an answer ready after the minute's last round (56.9 s) waits for the next minute's
     // first: the gap/60 of them wait gap/2 on average instead of half a round
     const gap = 60 - (Math.ceil(active / round) - 1) * round;
     const gapCost = (gap / 60) * (gap / 2 - round / 2);
     expect(mean(shipped) - mean(allMinute)).toBeGreaterThan(0.5 * gapCost);
     expect(mean(shipped) - mean(allMinute)).toBeLessThan(1.6 * gapCost);
-    // and a round every 500 ms instead of every second frees a ready answer a quarter second sooner on average
-    expect(mean(secondRounds) - mean(shipped)).toBeGreaterThan(0.15);
-    expect(mean(secondRounds) - mean(shipped)).toBeLessThan(0.45);
-    // 114 rounds a minute (one bulk poll each), the leases read at every second one
-    expect(shipped.parked?.watchRounds).toBeCloseTo((1800 / 60) * 114, -2);
-    expect(shipped.parked?.watchViews).toBeCloseTo((1800 / 60) * 57, -2);
+    // and each slower cadence frees a ready answer half its extra round later on average:
+    // 100 ms → 500 ms a fifth of a second, 500 ms → 1 s a quarter
+    expect(mean(halfSecondRounds) - mean(shipped)).toBeGreaterThan(0.1);
+    expect(mean(halfSecondRounds) - mean(shipped)).toBeLessThan(0.3);
+    expect(mean(secondRounds) - mean(halfSecondRounds)).toBeGreaterThan(0.15);
+    expect(mean(secondRounds) - mean(halfSecondRounds)).toBeLessThan(0.45);
+    // 570 rounds a minute (one bulk poll each) over the 30 minutes and the drain after them, the
+    // leases read at every tenth one
+    const rounds = shipped.parked?.watchRounds ?? 0;
+    const views = shipped.parked?.watchViews ?? 0;
+    expect(rounds).toBeGreaterThanOrEqual(30 * 570);
+    expect(rounds).toBeLessThanOrEqual(Math.ceil(shipped.simulatedSeconds / 60) * 570);
+    expect(Math.abs(rounds - 10 * views)).toBeLessThanOrEqual(10);
   });
 
   it('renews a parked lease while the solver has not answered for it (an outage past the lease, a long solve)', () => {
@@ -160,7 +172,7 @@ describe('the parked design in the lab', () => {
     }
   });
 
-  it('reads every shard at each of the watch’s reads of the leases (every second round) and each tick (and the first again for the lanes)', () => {
+  it('reads every shard at each of the watch’s reads of the leases (every fifth round on 130 threads) and each tick (and the first again for the lanes)', () => {
     // GIVEN a 130-thread plan: three shards
     const result = run({ durationSeconds: 600, fleet: { planThreads: 130 } });
     const counts = result.parked;
@@ -168,9 +180,11 @@ describe('the parked design in the lab', () => {
     const ticks = Object.values(result.reasons).reduce((sum, n) => sum + n, 0);
 
     // THEN the governor's Queries are 3 a read of the leases and 4 a tick, and the watch read the
-    // leases at every second round (its bulk polls every 500 ms, its reads every second)
+    // leases at every fifth round (its bulk polls every 200 ms, two requests a round for 130
+    // threads within ten a second; its reads every second)
+    expect(watchRoundSecondsOf(DEFAULT_MODEL, 130)).toBeCloseTo(0.2, 9);
     expect(queries(counts.governorShardReads)).toBe(3 * counts.watchViews + 4 * ticks);
-    expect(Math.abs(counts.watchRounds - 2 * counts.watchViews)).toBeLessThanOrEqual(1);
+    expect(Math.abs(counts.watchRounds - 5 * counts.watchViews)).toBeLessThanOrEqual(4);
     // and each take read at least one shard
     expect(queries(counts.consumerShardReads)).toBeGreaterThanOrEqual(counts.leaseTakes);
   });

@@ -399,3 +399,54 @@ describe('the parked watch, round after round', () => {
     expect(w.asked).toHaveLength(1);
   });
 });
+
+describe('the parked watch’s cadence', () => {
+  it('waits after each round what its pollMs gives for the submissions that round asked about', async () => {
+    // GIVEN three parked tasks still solving, then 247 more, and a cadence of 1 ms per submission asked
+    let now = NOW;
+    const slots = ['a', 'b', 'c'].map((id, i) => lease(id, i));
+    const held = new Map(slots.map((s) => [s.slot, s]));
+    const asked: number[] = [];
+    const waits: number[] = [];
+    const watch = createParkedWatch({
+      leases: {
+        views: async (shards) =>
+          shards.map((shard): ShardView => ({ shard, meta: { limit: 64 }, slots: [...held.values()] })),
+        setLimit: async () => undefined,
+        clearRefusal: async () => undefined,
+        release: async () => undefined,
+        renew: async () => true,
+      },
+      shards: ['primary#0'],
+      results: { get: async (id) => record(id) },
+      solver: {
+        pollMany: async (targets) => {
+          asked.push(targets.length);
+          return new Map(targets.map((t) => [t.solverId, { state: 'not_ready' } as PollState]));
+        },
+      },
+      queue: { changeVisibility: async () => undefined },
+      pollMs: (polled) => 100 + polled,
+      viewEveryMs: 0,
+      settleMs: 0,
+      clock: () => now,
+      sleep: async (ms) => {
+        waits.push(ms);
+        now += ms;
+        if (waits.length === 2) for (let i = 3; i < 250; i++) held.set(i, lease(`t${i}`, i));
+      },
+    });
+
+    // WHEN it runs four rounds
+    let rounds = 0;
+    await watch.run(
+      () => 60_000,
+      0,
+      () => rounds++ >= 4,
+    );
+
+    // THEN the wait after a round follows that round's submissions: 3 for two rounds, then 250
+    expect(asked).toEqual([3, 3, 250, 250]);
+    expect(waits).toEqual([103, 103, 350, 350]);
+  });
+});

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   classifySolverCode,
   overCapCode,
+  pollRequestsFor,
+  RES_PHP_IDS_PER_REQUEST,
   redactKey,
   solverErrorFor,
   SolverAccountError,
@@ -52,5 +54,18 @@ describe('solver error table', () => {
     const redacted = redactKey(text, key);
     expect(redacted).not.toContain(key);
     expect(redacted).toContain('key=***');
+  });
+});
+
+describe('requests a poll of many submissions takes', () => {
+  it('one bulk res.php request per 100 ids; one getTaskResult per id on the JSON task API', () => {
+    expect(RES_PHP_IDS_PER_REQUEST).toBe(100);
+    expect(pollRequestsFor('res-php', 0)).toBe(0);
+    expect(pollRequestsFor('res-php', 1)).toBe(1);
+    expect(pollRequestsFor('res-php', 100)).toBe(1);
+    expect(pollRequestsFor('res-php', 101)).toBe(2);
+    expect(pollRequestsFor('res-php', 1000)).toBe(10);
+    expect(pollRequestsFor('create-task', 0)).toBe(0);
+    expect(pollRequestsFor('create-task', 7)).toBe(7);
   });
 });

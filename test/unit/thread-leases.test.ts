@@ -13,6 +13,10 @@ import {
   shardCapacity,
   shardKeys,
   shardLimits,
+  WATCH_POLL_MAX_MS,
+  WATCH_POLL_MS,
+  WATCH_POLL_REQUESTS_PER_SECOND,
+  watchPollMs,
 } from '../../functions/core/thread-leases.js';
 
 const NOW = 1_000_000;
@@ -144,5 +148,27 @@ describe('the fleet-wide refusal room', () => {
     // one shard: the live slots themselves
     expect(fleetRoomFull(3, 3, 1)).toBe(true);
     expect(fleetRoomFull(3, 2, 1)).toBe(false);
+  });
+});
+
+describe("the watch's cadence", () => {
+  it('runs a round every 100 ms while a round takes one solver request, slower as it takes more, never slower than 500 ms', () => {
+    expect(watchPollMs(0)).toBe(WATCH_POLL_MS);
+    expect(watchPollMs(1)).toBe(100);
+    expect(watchPollMs(2)).toBe(200);
+    expect(watchPollMs(4)).toBe(400);
+    expect(watchPollMs(5)).toBe(WATCH_POLL_MAX_MS);
+    expect(watchPollMs(40)).toBe(500);
+  });
+
+  it('never spends more than ten solver requests a second while it can keep to its slowest round (any request count)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2_000 }), (requests) => {
+        const ms = watchPollMs(requests);
+        expect(ms).toBeGreaterThanOrEqual(WATCH_POLL_MS);
+        expect(ms).toBeLessThanOrEqual(WATCH_POLL_MAX_MS);
+        if (ms < WATCH_POLL_MAX_MS) expect((requests * 1000) / ms).toBeLessThanOrEqual(WATCH_POLL_REQUESTS_PER_SECOND);
+      }),
+    );
   });
 });

@@ -76,8 +76,12 @@ export const PARKED_CONSUMER_CALLS = {
 export const WATCH_CALLS = {
   /** Seconds of each minute the watch runs: from the minute's start until a second before the 58 s timeout (lib/governor.ts). */
   secondsPerMinute: 57,
-  /** Rounds a minute: one every WATCH_POLL_MS (500 ms) while it runs; each a bulk poll, no AWS call. */
-  roundsPerMinute: 114,
+  /**
+   * Rounds a minute at most: one every WATCH_POLL_MS (100 ms) while it runs and a round takes one
+   * solver request (fewer as the parked submissions need more: `watchPollMs`); each a bulk poll,
+   * no AWS call.
+   */
+  roundsPerMinute: 570,
   /** Reads of the leases a minute: one every WATCH_VIEW_MS (1 s) while it runs, a Query of every shard each. */
   viewsPerMinute: 57,
   /** Billed seconds of a parked governor's invocation: its watch runs until a second before the 58 s timeout. */
