@@ -52,6 +52,12 @@ export interface ParkedWatchOptions {
    */
   pollMs?: number | ((polled: number) => number);
   /**
+   * After a round the solver answered for none of its submissions (each refused, rate-limited or
+   * unreachable) or that failed, the next waits at least this long, ms: a solver that pushes back
+   * is not asked ten times a second. @default 0
+   */
+  backoffPollMs?: number;
+  /**
    * The leases are read (one Query a shard) at most this often, ms; the rounds between poll the
    * leases the last read found, less those freed or ended since (a lease taken meanwhile waits
    * for the next read: its solve has only begun). @default 1000
@@ -128,7 +134,8 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const sleep = options.sleep ?? wait;
   const cadence = roundCadence(options.pollMs);
   let lastPolled = 0;
-  const pollMs = () => cadence(lastPolled);
+  let answered = true;
+  const pollMs = () => (answered ? cadence(lastPolled) : Math.max(cadence(lastPolled), options.backoffPollMs ?? 0));
   const settleMs = options.settleMs ?? 300;
   const liveLeases = leaseReader(options, () => {
     stats.views += 1;
@@ -224,6 +231,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     if (watched.length === 0) return;
     stats.polled += watched.length;
     const states = await options.solver.pollMany(watched.map((w) => w.target));
+    answered = [...states.values()].some((state) => state.state !== 'unknown');
     const polledAt = clock();
     const done: Array<{ w: (typeof watched)[number]; state: PollState }> = [];
     const unanswered: LeaseSlot[] = [];
@@ -249,6 +257,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
         try {
           await round();
         } catch (error) {
+          answered = false;
           stats.failedRounds += 1;
           options.log?.warn('parked watch round failed; trying again next round', {
             error: `${(error as Error).name}: ${(error as Error).message}`,

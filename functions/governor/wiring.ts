@@ -28,7 +28,7 @@ import { createMetrics } from '../adapters/metrics.js';
 import { createParkedRecorder } from '../adapters/parked-recorder.js';
 import { createRedactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
-import { leaseLengthMs, shardKeys, WATCH_VIEW_MS, watchPollMs } from '../core/thread-leases.js';
+import { leaseLengthMs, shardKeys, WATCH_POLL_MAX_MS, WATCH_VIEW_MS, watchPollMs } from '../core/thread-leases.js';
 import { pollRequestsFor } from '../core/solver-protocol.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
@@ -347,6 +347,8 @@ function parkedWatchOf(
     // A round every 100 ms while it takes one request (ten solver requests a second at most,
     // slower as the parked submissions need more, never slower than 500 ms); the shards read every second.
     pollMs: (polled: number) => watchPollMs(pollRequestsFor(settings.solverProtocol, polled)),
+    // A round the solver answered for nothing (refused, rate-limited, down) slows the next to 500 ms.
+    backoffPollMs: WATCH_POLL_MAX_MS,
     viewEveryMs: WATCH_VIEW_MS,
     // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.
     leaseMs: leaseLengthMs(settings),

@@ -450,3 +450,56 @@ describe('the parked watch’s cadence', () => {
     expect(waits).toEqual([103, 103, 350, 350]);
   });
 });
+
+describe('the parked watch’s cadence when the solver pushes back', () => {
+  it('waits backoffPollMs after a round the solver answered for nothing or that failed, its cadence again after one it answered', async () => {
+    // GIVEN two parked tasks still solving; the solver answers not ready, then refuses every id
+    // (rate-limited), then fails the whole request, then answers again
+    let now = NOW;
+    const slots = [lease('a', 0), lease('b', 1)];
+    const answers: Array<PollState['state'] | 'throw'> = ['not_ready', 'unknown', 'throw', 'not_ready'];
+    const waits: number[] = [];
+    let round = 0;
+    const watch = createParkedWatch({
+      leases: {
+        views: async (shards) => shards.map((shard): ShardView => ({ shard, meta: { limit: 64 }, slots })),
+        setLimit: async () => undefined,
+        clearRefusal: async () => undefined,
+        release: async () => undefined,
+        renew: async () => true,
+      },
+      shards: ['primary#0'],
+      results: { get: async (id) => record(id) },
+      solver: {
+        pollMany: async (targets) => {
+          const answer = answers[round++] ?? 'not_ready';
+          if (answer === 'throw') throw new Error('socket hang up');
+          return new Map(
+            targets.map((t) => [t.solverId, { state: answer, code: 'ERROR_TOO_MUCH_REQUESTS' } as PollState]),
+          );
+        },
+      },
+      queue: { changeVisibility: async () => undefined },
+      pollMs: () => 100,
+      backoffPollMs: 500,
+      viewEveryMs: 0,
+      settleMs: 0,
+      clock: () => now,
+      sleep: async (ms) => {
+        waits.push(ms);
+        now += ms;
+      },
+    });
+
+    // WHEN it runs four rounds
+    await watch.run(
+      () => 60_000,
+      0,
+      () => round >= 4,
+    );
+
+    // THEN the round after the refusal and after the failure waited 500 ms, the others 100 ms
+    expect(waits).toEqual([100, 500, 500, 100]);
+    expect(watch.stats.failedRounds).toBe(1);
+  });
+});
