@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { DeliveredMessage, PollState, PollTarget } from '../../functions/core/ports.js';
 import type { TaskResult } from '../../functions/core/results.js';
 import type { LeaseKeeper, LeaseSlot, ShardView } from '../../functions/core/thread-leases.js';
-import { createParkedWatch } from '../../functions/governor/parked-watch.js';
+import { createParkedWatch, type ParkedWatchOptions } from '../../functions/governor/parked-watch.js';
 
 const NOW = 5_000_000;
 
@@ -400,40 +400,62 @@ describe('the parked watch, round after round', () => {
   });
 });
 
+/**
+ * A watch over the leases in `held` that always answers not ready unless `pollMany` says
+ * otherwise, on a fake clock: each wait it sleeps is recorded (and `onWait` runs after it).
+ */
+function cadenceWatch(
+  held: Map<number, LeaseSlot>,
+  options: Pick<ParkedWatchOptions, 'pollMs' | 'backoffPollMs'> & {
+    pollMany: (targets: readonly PollTarget[]) => Promise<Map<string, PollState>>;
+    onWait?: (waits: number[]) => void;
+  },
+) {
+  let now = NOW;
+  const waits: number[] = [];
+  const watch = createParkedWatch({
+    leases: {
+      views: async (shards) =>
+        shards.map((shard): ShardView => ({ shard, meta: { limit: 64 }, slots: [...held.values()] })),
+      setLimit: async () => undefined,
+      clearRefusal: async () => undefined,
+      release: async () => undefined,
+      renew: async () => true,
+    },
+    shards: ['primary#0'],
+    results: { get: async (id) => record(id) },
+    solver: { pollMany: options.pollMany },
+    queue: { changeVisibility: async () => undefined },
+    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+    ...(options.backoffPollMs !== undefined ? { backoffPollMs: options.backoffPollMs } : {}),
+    viewEveryMs: 0,
+    settleMs: 0,
+    clock: () => now,
+    sleep: async (ms) => {
+      waits.push(ms);
+      now += ms;
+      options.onWait?.(waits);
+    },
+  });
+  return { watch, waits };
+}
+
+const notReady = (targets: readonly PollTarget[]) =>
+  new Map(targets.map((t) => [t.solverId, { state: 'not_ready' } as PollState]));
+
 describe('the parked watch’s cadence', () => {
   it('waits after each round what its pollMs gives for the submissions that round asked about', async () => {
     // GIVEN three parked tasks still solving, then 247 more, and a cadence of 1 ms per submission asked
-    let now = NOW;
-    const slots = ['a', 'b', 'c'].map((id, i) => lease(id, i));
-    const held = new Map(slots.map((s) => [s.slot, s]));
+    const held = new Map(['a', 'b', 'c'].map((id, i) => [i, lease(id, i)]));
     const asked: number[] = [];
-    const waits: number[] = [];
-    const watch = createParkedWatch({
-      leases: {
-        views: async (shards) =>
-          shards.map((shard): ShardView => ({ shard, meta: { limit: 64 }, slots: [...held.values()] })),
-        setLimit: async () => undefined,
-        clearRefusal: async () => undefined,
-        release: async () => undefined,
-        renew: async () => true,
+    const { watch, waits } = cadenceWatch(held, {
+      pollMany: async (targets) => {
+        asked.push(targets.length);
+        return notReady(targets);
       },
-      shards: ['primary#0'],
-      results: { get: async (id) => record(id) },
-      solver: {
-        pollMany: async (targets) => {
-          asked.push(targets.length);
-          return new Map(targets.map((t) => [t.solverId, { state: 'not_ready' } as PollState]));
-        },
-      },
-      queue: { changeVisibility: async () => undefined },
       pollMs: (polled) => 100 + polled,
-      viewEveryMs: 0,
-      settleMs: 0,
-      clock: () => now,
-      sleep: async (ms) => {
-        waits.push(ms);
-        now += ms;
-        if (waits.length === 2) for (let i = 3; i < 250; i++) held.set(i, lease(`t${i}`, i));
+      onWait: (sofar) => {
+        if (sofar.length === 2) for (let i = 3; i < 250; i++) held.set(i, lease(`t${i}`, i));
       },
     });
 
@@ -449,46 +471,22 @@ describe('the parked watch’s cadence', () => {
     expect(asked).toEqual([3, 3, 250, 250]);
     expect(waits).toEqual([103, 103, 350, 350]);
   });
-});
 
-describe('the parked watch’s cadence when the solver pushes back', () => {
   it('waits backoffPollMs after a round the solver answered for nothing or that failed, its cadence again after one it answered', async () => {
     // GIVEN two parked tasks still solving; the solver answers not ready, then refuses every id
     // (rate-limited), then fails the whole request, then answers again
-    let now = NOW;
-    const slots = [lease('a', 0), lease('b', 1)];
     const answers: Array<PollState['state'] | 'throw'> = ['not_ready', 'unknown', 'throw', 'not_ready'];
-    const waits: number[] = [];
     let round = 0;
-    const watch = createParkedWatch({
-      leases: {
-        views: async (shards) => shards.map((shard): ShardView => ({ shard, meta: { limit: 64 }, slots })),
-        setLimit: async () => undefined,
-        clearRefusal: async () => undefined,
-        release: async () => undefined,
-        renew: async () => true,
+    const { watch, waits } = cadenceWatch(new Map([0, 1].map((i) => [i, lease(`t${i}`, i)])), {
+      pollMany: async (targets) => {
+        const answer = answers[round++] ?? 'not_ready';
+        if (answer === 'throw') throw new Error('socket hang up');
+        return new Map(
+          targets.map((t) => [t.solverId, { state: answer, code: 'ERROR_TOO_MUCH_REQUESTS' } as PollState]),
+        );
       },
-      shards: ['primary#0'],
-      results: { get: async (id) => record(id) },
-      solver: {
-        pollMany: async (targets) => {
-          const answer = answers[round++] ?? 'not_ready';
-          if (answer === 'throw') throw new Error('socket hang up');
-          return new Map(
-            targets.map((t) => [t.solverId, { state: answer, code: 'ERROR_TOO_MUCH_REQUESTS' } as PollState]),
-          );
-        },
-      },
-      queue: { changeVisibility: async () => undefined },
       pollMs: () => 100,
       backoffPollMs: 500,
-      viewEveryMs: 0,
-      settleMs: 0,
-      clock: () => now,
-      sleep: async (ms) => {
-        waits.push(ms);
-        now += ms;
-      },
     });
 
     // WHEN it runs four rounds
