@@ -133,9 +133,9 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const clock = options.clock ?? Date.now;
   const sleep = options.sleep ?? wait;
   const cadence = roundCadence(options.pollMs);
-  let lastPolled = 0;
-  let answered = true;
-  const pollMs = () => (answered ? cadence(lastPolled) : Math.max(cadence(lastPolled), options.backoffPollMs ?? 0));
+  /** The last round: the submissions it asked about, and whether the solver answered for any (none asked: yes). */
+  let last = { polled: 0, answered: true };
+  const pollMs = () => Math.max(cadence(last.polled), last.answered ? 0 : (options.backoffPollMs ?? 0));
   const settleMs = options.settleMs ?? 300;
   const liveLeases = leaseReader(options, () => {
     stats.views += 1;
@@ -227,11 +227,11 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       return entry?.kind === 'submitted' ? [{ slot, ...entry }] : [];
     });
     stats.parked = watched.filter((w) => w.parked).length;
-    lastPolled = watched.length;
+    last = { polled: watched.length, answered: true };
     if (watched.length === 0) return;
     stats.polled += watched.length;
     const states = await options.solver.pollMany(watched.map((w) => w.target));
-    answered = [...states.values()].some((state) => state.state !== 'unknown');
+    last.answered = [...states.values()].some((state) => state.state !== 'unknown');
     const polledAt = clock();
     const done: Array<{ w: (typeof watched)[number]; state: PollState }> = [];
     const unanswered: LeaseSlot[] = [];
@@ -257,7 +257,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
         try {
           await round();
         } catch (error) {
-          answered = false;
+          last = { ...last, answered: false };
           stats.failedRounds += 1;
           options.log?.warn('parked watch round failed; trying again next round', {
             error: `${(error as Error).name}: ${(error as Error).message}`,

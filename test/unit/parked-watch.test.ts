@@ -44,6 +44,7 @@ function world(
   states: Record<string, PollState['state']>,
   clock: () => number = () => NOW,
   leaseMs?: number,
+  extra: Partial<ParkedWatchOptions> = {},
 ) {
   const held = new Map(slots.map((s) => [`${s.shard}/${s.slot}`, s]));
   let views = 0;
@@ -91,6 +92,7 @@ function world(
     clock,
     settleMs: 0,
     ...(leaseMs !== undefined ? { leaseMs } : {}),
+    ...extra,
   });
   return {
     watch,
@@ -400,104 +402,89 @@ describe('the parked watch, round after round', () => {
   });
 });
 
-/**
- * A watch over the leases in `held` that always answers not ready unless `pollMany` says
- * otherwise, on a fake clock: each wait it sleeps is recorded (and `onWait` runs after it).
- */
-function cadenceWatch(
-  held: Map<number, LeaseSlot>,
-  options: Pick<ParkedWatchOptions, 'pollMs' | 'backoffPollMs'> & {
-    pollMany: (targets: readonly PollTarget[]) => Promise<Map<string, PollState>>;
-    onWait?: (waits: number[]) => void;
-  },
-) {
+/** A fake sleep on a fake clock: each wait recorded, the clock moved by it, then `after` run. */
+function fakeTime(after: (waits: number[]) => void = () => undefined) {
   let now = NOW;
   const waits: number[] = [];
-  const watch = createParkedWatch({
-    leases: {
-      views: async (shards) =>
-        shards.map((shard): ShardView => ({ shard, meta: { limit: 64 }, slots: [...held.values()] })),
-      setLimit: async () => undefined,
-      clearRefusal: async () => undefined,
-      release: async () => undefined,
-      renew: async () => true,
-    },
-    shards: ['primary#0'],
-    results: { get: async (id) => record(id) },
-    solver: { pollMany: options.pollMany },
-    queue: { changeVisibility: async () => undefined },
-    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
-    ...(options.backoffPollMs !== undefined ? { backoffPollMs: options.backoffPollMs } : {}),
-    viewEveryMs: 0,
-    settleMs: 0,
-    clock: () => now,
-    sleep: async (ms) => {
-      waits.push(ms);
-      now += ms;
-      options.onWait?.(waits);
-    },
-  });
-  return { watch, waits };
+  const sleep = async (ms: number) => {
+    waits.push(ms);
+    now += ms;
+    after(waits);
+  };
+  return { clock: () => now, sleep, waits };
 }
-
-const notReady = (targets: readonly PollTarget[]) =>
-  new Map(targets.map((t) => [t.solverId, { state: 'not_ready' } as PollState]));
 
 describe('the parked watch’s cadence', () => {
   it('waits after each round what its pollMs gives for the submissions that round asked about', async () => {
     // GIVEN three parked tasks still solving, then 247 more, and a cadence of 1 ms per submission asked
-    const held = new Map(['a', 'b', 'c'].map((id, i) => [i, lease(id, i)]));
-    const asked: number[] = [];
-    const { watch, waits } = cadenceWatch(held, {
-      pollMany: async (targets) => {
-        asked.push(targets.length);
-        return notReady(targets);
-      },
-      pollMs: (polled) => 100 + polled,
-      onWait: (sofar) => {
-        if (sofar.length === 2) for (let i = 3; i < 250; i++) held.set(i, lease(`t${i}`, i));
-      },
+    const ids = ['a', 'b', 'c'];
+    let w: ReturnType<typeof world> | undefined;
+    const time = fakeTime((waits) => {
+      if (waits.length !== 2) return;
+      for (let i = 3; i < 250; i++) {
+        w?.held.set(`primary#0/${i}`, lease(`t${i}`, i));
+        w?.records.set(`t${i}`, record(`t${i}`));
+      }
     });
+    w = world(
+      ids.map((id, i) => lease(id, i)),
+      ids.map((id) => record(id)),
+      {},
+      time.clock,
+      undefined,
+      { pollMs: (polled) => 100 + polled, viewEveryMs: 0, sleep: time.sleep },
+    );
 
     // WHEN it runs four rounds
     let rounds = 0;
-    await watch.run(
+    await w.watch.run(
       () => 60_000,
       0,
       () => rounds++ >= 4,
     );
 
     // THEN the wait after a round follows that round's submissions: 3 for two rounds, then 250
-    expect(asked).toEqual([3, 3, 250, 250]);
-    expect(waits).toEqual([103, 103, 350, 350]);
+    expect(w.asked.map((targets) => targets.length)).toEqual([3, 3, 250, 250]);
+    expect(time.waits).toEqual([103, 103, 350, 350]);
   });
 
   it('waits backoffPollMs after a round the solver answered for nothing or that failed, its cadence again after one it answered', async () => {
     // GIVEN two parked tasks still solving; the solver answers not ready, then refuses every id
-    // (rate-limited), then fails the whole request, then answers again
-    const answers: Array<PollState['state'] | 'throw'> = ['not_ready', 'unknown', 'throw', 'not_ready'];
+    // (rate-limited), then fails the whole request, then answers again, then refuses again, and
+    // then nothing is parked
+    const answers: Array<PollState['state'] | 'throw'> = ['not_ready', 'unknown', 'throw', 'not_ready', 'unknown'];
     let round = 0;
-    const { watch, waits } = cadenceWatch(new Map([0, 1].map((i) => [i, lease(`t${i}`, i)])), {
-      pollMany: async (targets) => {
-        const answer = answers[round++] ?? 'not_ready';
-        if (answer === 'throw') throw new Error('socket hang up');
-        return new Map(
-          targets.map((t) => [t.solverId, { state: answer, code: 'ERROR_TOO_MUCH_REQUESTS' } as PollState]),
-        );
+    const time = fakeTime();
+    const w = world([lease('a', 0), lease('b', 1)], [record('a'), record('b')], {}, time.clock, undefined, {
+      solver: {
+        pollMany: async (targets) => {
+          const answer = answers[round++] ?? 'not_ready';
+          if (answer === 'throw') throw new Error('socket hang up');
+          return new Map(
+            targets.map((t) => [t.solverId, { state: answer, code: 'ERROR_TOO_MUCH_REQUESTS' } as PollState]),
+          );
+        },
       },
       pollMs: () => 100,
       backoffPollMs: 500,
+      viewEveryMs: 0,
+      sleep: async (ms) => {
+        await time.sleep(ms);
+        if (round === answers.length) w.held.clear();
+      },
     });
 
-    // WHEN it runs four rounds
-    await watch.run(
+    // WHEN it runs six rounds
+    let rounds = 0;
+    await w.watch.run(
       () => 60_000,
       0,
-      () => round >= 4,
+      () => rounds++ >= 6,
     );
 
-    // THEN the round after the refusal and after the failure waited 500 ms, the others 100 ms
-    expect(waits).toEqual([100, 500, 500, 100]);
-    expect(watch.stats.failedRounds).toBe(1);
+    // THEN the round after each refusal and after the failure waited 500 ms, the others 100 ms
+    // (a round with nothing to ask about keeps no earlier refusal's wait)
+    expect(time.waits).toEqual([100, 500, 500, 100, 500, 100]);
+    expect(w.watch.stats.failedRounds).toBe(1);
   });
 });
