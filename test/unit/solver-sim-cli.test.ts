@@ -17,7 +17,9 @@ function runCli(args: string[]) {
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the process can exit before its stderr is read to the end (a clean-clone
+  // CI run saw exit 2 with an empty stderr); 'close' comes once both streams have ended.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return { child, exited, output: () => ({ stdout, stderr }) };
 }
 
