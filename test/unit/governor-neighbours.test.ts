@@ -9,9 +9,14 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decide, governorConfigFrom, initialState, planCap } from '../../functions/core/governor/policy.js';
 import {
+  borrowLimit,
+  CLIMB_BORROW_LIMIT,
+  CLIMB_BORROW_SHARE,
   CLIMB_BUDGET_SHARE,
   type EstimateShape,
   initialEstimate,
+  PATIENT_CLIMB_TICKS,
+  PATIENT_DRAIN_MS,
   REFUSALS_PER_EXCESS_INVOCATION,
   updateEstimate,
 } from '../../functions/core/governor/neighbours.js';
@@ -175,6 +180,123 @@ describe('the free-threads estimator', () => {
     expect(earned.budget).toBeCloseTo(1000 * CLIMB_BUDGET_SHARE);
     expect(earned.free).toBeGreaterThan(10);
     expect(spent.budget).toBeCloseTo(1000 * CLIMB_BUDGET_SHARE - 3);
+  });
+
+  describe('a patient climb (a backlog minutes long, a budget too small)', () => {
+    // 10 s ticks: a patient climb's turn (90 s) is longer than a refusal's hold-off (60 s).
+    const slow: EstimateShape = { ...shape, tickMs: 30_000 };
+    const turn = PATIENT_CLIMB_TICKS * slow.tickMs;
+    // A fleet held at 4 threads with 10 s solves: 200 queued tasks are 500 s of its threads.
+    const backlogWork = 200 * 10_000;
+    const longAgo = T0 - 10 * REFUSAL_HOLD_OFF_MS;
+    // 2,000 acceptances so far: the borrowing is at its limit (0.5 % of them is more than 8).
+    const sofar = 2000;
+    const filledAt = (at: number, acceptances = sofar) =>
+      reading({ acceptances, lastAcceptance: { at, held: 3 }, refusals: 1, lastRefusal: { at: longAgo, held: 5 } });
+    const held = (budget: number, free = 4): NeighbourEstimate => ({
+      ...initialEstimate(slow, T0),
+      free,
+      budget,
+      climbedAt: T0,
+      seen: { refusals: 1, acceptances: sofar - 1 },
+    });
+    it('borrows one invocation ahead of the budget once its turn has come, never before', () => {
+      // Act
+      const early = updateEstimate(held(0), filledAt(T0 + turn - 1), slow, T0 + turn - 1, backlogWork);
+      const due = updateEstimate(held(0), filledAt(T0 + turn), slow, T0 + turn, backlogWork);
+      const funded = updateEstimate(held(REFUSALS_PER_EXCESS_INVOCATION), filledAt(T0 + 1), slow, T0 + 1, 0);
+      // Assess: one invocation (one thread) more; a budget that pays for it climbs at once, backlog or not.
+      expect(early.change).toBeUndefined();
+      expect(due.change).toBe('up');
+      expect(due.estimate.free).toBe(5);
+      expect(funded.estimate.free).toBe(5);
+    });
+
+    it('does not borrow for a short backlog, past its debt limit, early in a run, or for a fleet not throttled', () => {
+      // Act
+      const short = updateEstimate(held(0), filledAt(T0 + turn), slow, T0 + turn, PATIENT_DRAIN_MS * 4 - 1);
+      const indebted = updateEstimate(
+        held(REFUSALS_PER_EXCESS_INVOCATION - CLIMB_BORROW_LIMIT - 0.1),
+        filledAt(T0 + turn),
+        slow,
+        T0 + turn,
+        backlogWork,
+      );
+      // 100 acceptances so far: 0.5 % of them (0.5 refusals) does not pay for an invocation.
+      const early = updateEstimate(
+        { ...held(0), seen: { refusals: 1, acceptances: 99 } },
+        filledAt(T0 + turn, 100),
+        slow,
+        T0 + turn,
+        backlogWork,
+      );
+      // Others hold less than half the plan: the fleet earns its budget at its own pace.
+      const roomy = updateEstimate(held(0, PLAN / 2 + 1), filledAt(T0 + turn), slow, T0 + turn, 100 * backlogWork);
+      // Assess
+      expect(short.change).toBeUndefined();
+      expect(indebted.change).toBeUndefined();
+      expect(borrowLimit(100)).toBeCloseTo(100 * CLIMB_BORROW_SHARE);
+      expect(early.change).toBeUndefined();
+      expect(roomy.change).toBeUndefined();
+    });
+
+    it('waits twice as long after each climb that failed, until the fleet fills the failed level', () => {
+      // Prepare: a patient climb to 5, refused a tick later: the climb failed at 5.
+      const climbed = updateEstimate(held(0), filledAt(T0 + turn), slow, T0 + turn, backlogWork).estimate;
+      const refusedAt = T0 + turn + slow.tickMs;
+      const refusal = { refusals: 2, lastRefusal: { at: refusedAt, held: 4 } };
+      const failed = updateEstimate(
+        climbed,
+        reading({ acceptances: sofar, lastAcceptance: { at: T0 + turn, held: 3 }, ...refusal }),
+        slow,
+        refusedAt,
+        backlogWork,
+      ).estimate;
+      const filledAfter = (ms: number, held = 3) =>
+        updateEstimate(
+          failed,
+          reading({ acceptances: sofar + 1, lastAcceptance: { at: refusedAt + ms, held }, ...refusal }),
+          slow,
+          refusedAt + ms,
+          backlogWork,
+        );
+      // Assess
+      expect(failed.failed).toMatchObject({ count: 1, level: 5 });
+      expect(failed.free).toBe(4);
+      expect(failed.budget).toBeLessThan(0);
+      expect(filledAfter(2 * turn - 1).change).toBeUndefined();
+      expect(filledAfter(2 * turn).change).toBe('up');
+      // Filling the failed level (5, the climb to it funded) forgives the failure.
+      const refilled = updateEstimate(
+        { ...failed, free: 5, budget: REFUSALS_PER_EXCESS_INVOCATION },
+        reading({ acceptances: sofar + 1, lastAcceptance: { at: refusedAt + turn, held: 4 }, ...refusal }),
+        slow,
+        refusedAt + turn,
+        backlogWork,
+      ).estimate;
+      expect(refilled.failed).toBeUndefined();
+    });
+
+    it("does not charge a starved climb's refusals to the budget (the probes pay for them)", () => {
+      // Prepare: a starved climb from 1 to 2, refused a tick later.
+      const climbed = updateEstimate(
+        { ...initialEstimate(shape, T0), free: 1, budget: 0 },
+        reading({ acceptances: 1, lastAcceptance: { at: T0, held: 0 } }),
+        shape,
+        T0,
+      ).estimate;
+      // Act
+      const refused = updateEstimate(
+        climbed,
+        reading({ acceptances: 1, refusals: 1, lastRefusal: { at: T0 + shape.tickMs, held: 1 } }),
+        shape,
+        T0 + shape.tickMs,
+      ).estimate;
+      // Assess
+      expect(climbed.climbedStarved).toBe(true);
+      expect(refused.budget).toBeCloseTo(CLIMB_BUDGET_SHARE);
+      expect(refused.failed).toBeUndefined();
+    });
   });
 
   it('climbs below the mapping floor without a budget (the starved probes pay for themselves)', () => {

@@ -18,6 +18,12 @@
  *   refusals climbing costs stay under 2 % of the submissions. Below the mapping's floor (others
  *   hold nearly all the plan) the climb is not budgeted: the fleet then probes one submission a
  *   tick (the neighbours stage), and each accepted probe climbs.
+ * - A patient climb: a throttled fleet (others hold half the plan or more) earns its budget
+ *   slowly (a few acceptances a minute), so while a backlog waits that its threads would take
+ *   minutes to drain (`PATIENT_DRAIN_MS`) it may borrow ahead of the budget (the rest of the
+ *   2 %: 0.5 % of its acceptances, at most two invocations' refusals), one climb every few ticks, the wait doubling with each climb that failed since the fleet last filled the
+ *   failed level. A neighbour that left is found in minutes at any size; one that stays costs a
+ *   bounded debt, repaid from the acceptances before the budget funds a climb again.
  */
 import { acceptedSinceRefusal, roomLimit, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { NeighbourEstimate } from './types.js';
@@ -26,6 +32,20 @@ import type { NeighbourEstimate } from './types.js';
 export const CLIMB_BUDGET_SHARE = 0.015;
 /** Refusals one invocation above the free threads can cost (its submission and its waits: the consumer's over-cap waiting). */
 export const REFUSALS_PER_EXCESS_INVOCATION = 4;
+/**
+ * Refusals a patient climb may borrow ahead of the budget: the rest of the target's 2 % (0.5 % of
+ * the acceptances so far), at most two excess invocations' worth.
+ */
+export const CLIMB_BORROW_SHARE = 0.005;
+export const CLIMB_BORROW_LIMIT = 2 * REFUSALS_PER_EXCESS_INVOCATION;
+/** A patient climb is for a fleet others hold to at most this share of the plan (a throttled fleet)… */
+export const PATIENT_SHARE_OF_PLAN = 0.5;
+/** …with a backlog the estimate's threads would take this long to drain, ms. */
+export const PATIENT_DRAIN_MS = 5 * 60_000;
+/** Ticks from the newest refusal or climb to a patient climb; each failed climb doubles them… */
+export const PATIENT_CLIMB_TICKS = 3;
+/** …at most this many times (3 × 2^4 ticks: 8 minutes at 10 s ticks). */
+export const PATIENT_MAX_DOUBLINGS = 4;
 
 /** The plan's size and an invocation's threads, as the estimator needs them. */
 export interface EstimateShape {
@@ -50,21 +70,27 @@ export type EstimateChange = 'down' | 'up' | undefined;
 /**
  * Fold a ledger reading into the estimate. Only answers recorded since the last reading count (a
  * counter that changed either way, as after the ledger item was recreated, is a new answer).
- * @param probeRefusals refusals of the governor's own probe since the last reading (not the budget's)
+ * @param queuedWorkMs the solve time the tasks waiting in the queues need in all (a patient
+ *   climb may borrow ahead of the budget for a backlog the estimate would take minutes to drain)
  */
 export function updateEstimate(
   estimate: NeighbourEstimate,
   reading: ThreadLedgerReading,
   shape: EstimateShape,
   now: number,
+  queuedWorkMs = 0,
 ): { estimate: NeighbourEstimate; change: EstimateChange } {
   const seen = estimate.seen;
   const accepted = Math.max(0, reading.acceptances - seen.acceptances);
   const refused = Math.max(0, reading.refusals - seen.refusals);
   const refusal = reading.refusals !== seen.refusals ? reading.lastRefusal : undefined;
   const acceptance = reading.acceptances !== seen.acceptances ? reading.lastAcceptance : undefined;
+  // A climb below the floor is the starved probes' (one refusal a tick at most), not the budget's.
   const charged =
-    refusal !== undefined && estimate.climbedAt !== undefined && refusal.at - estimate.climbedAt <= 2 * shape.tickMs
+    refusal !== undefined &&
+    estimate.climbedAt !== undefined &&
+    estimate.climbedStarved !== true &&
+    refusal.at - estimate.climbedAt <= 2 * shape.tickMs
       ? refused
       : 0;
   const maxBudget = REFUSALS_PER_EXCESS_INVOCATION * shape.planCap;
@@ -74,6 +100,9 @@ export function updateEstimate(
     budget,
     seen: { refusals: reading.refusals, acceptances: reading.acceptances },
   };
+  // A refusal charged to a climb: the climb failed at the level it reached.
+  if (charged > 0 && refusal !== undefined)
+    next.failed = { count: (estimate.failed?.count ?? 0) + 1, level: estimate.free, at: refusal.at };
   if (refusal !== undefined) {
     next.updatedAt = Math.max(estimate.updatedAt, refusal.at);
     next.step = shape.spare;
@@ -92,17 +121,48 @@ export function updateEstimate(
   // The fleet held the estimate (less one invocation) when the solver accepted: the estimate is tested.
   const filled = acceptance.held + shape.spare >= estimate.free;
   if (!filled || estimate.free >= shape.planCap) return { estimate: next, change: undefined };
+  // The fleet filled the level its newest failed climb reached: the failures are behind it.
+  if (next.failed !== undefined && estimate.free >= next.failed.level) next.failed = undefined;
   const starved = estimate.free < shape.floor;
-  const affordable = starved
-    ? Number.POSITIVE_INFINITY
-    : Math.floor(Math.max(0, budget) / REFUSALS_PER_EXCESS_INVOCATION) * shape.spare;
+  let affordable = starved ? Number.POSITIVE_INFINITY : affordableThreads(budget, shape);
+  const throttled = estimate.free <= shape.planCap * PATIENT_SHARE_OF_PLAN;
+  const draining = queuedWorkMs / Math.max(1, estimate.free) >= PATIENT_DRAIN_MS;
+  if (affordable < shape.spare && throttled && draining && patient(next, reading, shape, now))
+    affordable = affordableThreads(budget + borrowLimit(reading.acceptances), shape);
   if (affordable < shape.spare) return { estimate: next, change: undefined };
   const step = Math.max(shape.spare, Math.min(estimate.step, affordable));
   const free = Math.min(shape.planCap, estimate.free + step);
   return {
-    estimate: { ...next, free, step: Math.min(2 * step, shape.planCap), climbedAt: acceptance.at },
+    estimate: {
+      ...next,
+      free,
+      step: Math.min(2 * step, shape.planCap),
+      climbedAt: acceptance.at,
+      climbedStarved: starved,
+    },
     change: 'up',
   };
+}
+
+/** Refusals a patient climb may borrow after `acceptances` accepted submissions. */
+export function borrowLimit(acceptances: number): number {
+  return Math.min(CLIMB_BORROW_LIMIT, CLIMB_BORROW_SHARE * acceptances);
+}
+
+/** Threads a climb may add on `budget` refusals: whole invocations, each at its refusals' cost. */
+function affordableThreads(budget: number, shape: EstimateShape): number {
+  return Math.floor(Math.max(0, budget) / REFUSALS_PER_EXCESS_INVOCATION) * shape.spare;
+}
+
+/**
+ * A patient climb's turn: `PATIENT_CLIMB_TICKS` ticks since the newest refusal, climb or failed
+ * climb, doubled per failed climb (at most `PATIENT_MAX_DOUBLINGS` times).
+ */
+function patient(estimate: NeighbourEstimate, reading: ThreadLedgerReading, shape: EstimateShape, now: number) {
+  const failures = Math.min(PATIENT_MAX_DOUBLINGS, estimate.failed?.count ?? 0);
+  const wait = PATIENT_CLIMB_TICKS * shape.tickMs * 2 ** failures;
+  const last = Math.max(estimate.climbedAt ?? 0, reading.lastRefusal?.at ?? 0, estimate.failed?.at ?? 0);
+  return now - last >= wait;
 }
 
 function clamp(value: number, low: number, high: number): number {

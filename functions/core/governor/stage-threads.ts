@@ -8,6 +8,7 @@ import { capFloor, ceilingFor, clamp, planCap } from './capacity.js';
 import type { TickContext } from './context.js';
 import { type Calculation, type Flow, pause, resumed, run, type Stage } from './flow.js';
 import { type EstimateShape, initialEstimate, updateEstimate } from './neighbours.js';
+import { PARKED_DEFAULT_SOLVE_SECONDS } from './submitters.js';
 import type { GovernorConfig, NeighbourEstimate, ReasonCode } from './types.js';
 
 /** The estimator's view of the plan for this config. */
@@ -33,7 +34,7 @@ export const freeThreadsStage: Calculation = {
     const before: NeighbourEstimate = base.overCap.neighbours ?? initialEstimate(shape, ctx.now);
     const reading = signals.threadLedger;
     const { estimate, change } = reading
-      ? updateEstimate(before, reading, shape, ctx.now)
+      ? updateEstimate(before, reading, shape, ctx.now, queuedWorkMs(ctx))
       : { estimate: before, change: undefined };
     // Leftovers (threads held for submissions handed back unanswered) keep the ceiling from
     // rising; while the plan has room they never cut it: the tasks come back to resume them, and
@@ -73,6 +74,12 @@ export const freeThreadsStage: Calculation = {
     };
   },
 };
+
+/** The solve time the waiting tasks need in all, ms (the mean solve unknown: the parked design's default). */
+function queuedWorkMs(ctx: TickContext): number {
+  const mean = ctx.signals.meanSolveMs ?? PARKED_DEFAULT_SOLVE_SECONDS * 1000;
+  return (ctx.demand.backlog ?? 0) * mean;
+}
 
 /** Most starved-probe credit kept: one probe a tick, never more. */
 const MAX_PROBE_CREDIT = 1;

@@ -192,6 +192,14 @@ export interface NeighbourEstimate {
   updatedAt: number;
   /** Epoch ms of the acceptance the last climb came on (refusals soon after are the climb's cost). */
   climbedAt?: number;
+  /** The last climb started below the mapping's floor (a starved probe's): its refusals are not charged to the budget. */
+  climbedStarved?: boolean;
+  /**
+   * Climbs that failed (a refusal charged to them) since the fleet last filled the level of the
+   * newest failure: each doubles the wait before a climb on borrowed budget (`patientClimb`).
+   * Absent: none.
+   */
+  failed?: { count: number; level: number; at: number };
 }
 
 /** The threads this fleet may use, as estimated from the thread ledger. */
