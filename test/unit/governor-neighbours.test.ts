@@ -555,6 +555,54 @@ describe('the estimator: properties', () => {
     );
   });
 
+  it("finds a departed neighbour's first thread within the patient wait, whatever a throttled fleet's budget", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 4, max: 1000 }),
+        fc.double({ min: 0.01, max: 0.5, noNaN: true }),
+        fc.double({ min: REFUSALS_PER_EXCESS_INVOCATION - CLIMB_BORROW_LIMIT, max: 3.9, noNaN: true }),
+        fc.integer({ min: 0, max: 8 }),
+        (plan, share, budget, failures) => {
+          // Prepare: others held all but `free` threads (at least the floor, at most half the plan)
+          // and a refusal at T0 said so; the fleet's budget cannot pay for a climb; `failures`
+          // climbs failed since it last filled the level above; 1 600 acceptances so far (the
+          // borrowing at its limit); a backlog of 100 solves a plan thread. The neighbour has left.
+          const s: EstimateShape = { planCap: plan, spare: 1, floor: 2, tickMs: 10_000 };
+          const free = Math.max(2, Math.floor(plan * share));
+          const acceptances = 1600;
+          const failed = failures > 0 ? { count: failures, level: free + 1, at: T0 } : undefined;
+          let e: NeighbourEstimate = {
+            ...initialEstimate(s, T0),
+            free,
+            budget,
+            climbedAt: T0 - 1,
+            seen: { refusals: 1, acceptances },
+            ...(failed ? { failed } : {}),
+          };
+          const backlog = 100 * plan * 10_000;
+          // Act: every tick an acceptance finds the fleet at its estimate.
+          let ticks = 0;
+          while (e.free <= free && ticks < 200) {
+            ticks++;
+            const at = T0 + ticks * s.tickMs;
+            const r = reading({
+              acceptances: acceptances + ticks,
+              lastAcceptance: { at, held: free - 1 },
+              refusals: 1,
+              lastRefusal: { at: T0, held: free },
+            });
+            e = updateEstimate(e, r, s, at, backlog).estimate;
+          }
+          // Assess: after the refusal's hold-off and the patient wait, doubled per failure (at most 4 times).
+          const wait = PATIENT_CLIMB_TICKS * 2 ** Math.min(failures, 4);
+          expect(e.free).toBeGreaterThan(free);
+          expect(ticks).toBeLessThanOrEqual(Math.max(REFUSAL_HOLD_OFF_MS / s.tickMs, wait) + 1);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('keeps decide within the plan whatever the ledger says', () => {
     fc.assert(
       fc.property(fc.array(eventArb, { minLength: 1, maxLength: 30 }), (events) => {
