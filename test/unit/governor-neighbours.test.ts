@@ -570,7 +570,7 @@ describe('the estimator: properties', () => {
           const s: EstimateShape = { planCap: plan, spare: 1, floor: 2, tickMs: 10_000 };
           const free = Math.max(2, Math.floor(plan * share));
           const acceptances = 1600;
-          const failed = failures > 0 ? { count: failures, level: free + 1, at: T0 } : undefined;
+          const failed = failures > 0 ? { count: failures, level: free + 1 } : undefined;
           let e: NeighbourEstimate = {
             ...initialEstimate(s, T0),
             free,

@@ -21,9 +21,10 @@
  * - A patient climb: a throttled fleet (others hold half the plan or more) earns its budget
  *   slowly (a few acceptances a minute), so while a backlog waits that its threads would take
  *   minutes to drain (`PATIENT_DRAIN_MS`) it may borrow ahead of the budget (the rest of the
- *   2 %: 0.5 % of its acceptances, at most two invocations' refusals), one climb every few ticks, the wait doubling with each climb that failed since the fleet last filled the
- *   failed level. A neighbour that left is found in minutes at any size; one that stays costs a
- *   bounded debt, repaid from the acceptances before the budget funds a climb again.
+ *   2 %: 0.5 % of its acceptances, at most two invocations' refusals), one climb every few
+ *   ticks, the wait doubling with each climb that failed since the fleet last filled the failed
+ *   level. A neighbour that left is found in minutes at any size; one that stays costs a bounded
+ *   debt, repaid from the acceptances before the budget funds a climb again.
  */
 import { acceptedSinceRefusal, roomLimit, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { NeighbourEstimate } from './types.js';
@@ -102,7 +103,7 @@ export function updateEstimate(
   };
   // A refusal charged to a climb: the climb failed at the level it reached.
   if (charged > 0 && refusal !== undefined)
-    next.failed = { count: (estimate.failed?.count ?? 0) + 1, level: estimate.free, at: refusal.at };
+    next.failed = { count: (estimate.failed?.count ?? 0) + 1, level: estimate.free };
   if (refusal !== undefined) {
     next.updatedAt = Math.max(estimate.updatedAt, refusal.at);
     next.step = shape.spare;
@@ -155,13 +156,13 @@ function affordableThreads(budget: number, shape: EstimateShape): number {
 }
 
 /**
- * A patient climb's turn: `PATIENT_CLIMB_TICKS` ticks since the newest refusal, climb or failed
- * climb, doubled per failed climb (at most `PATIENT_MAX_DOUBLINGS` times).
+ * A patient climb's turn: `PATIENT_CLIMB_TICKS` ticks since the newest refusal (a failed climb's
+ * included) or climb, doubled per failed climb (at most `PATIENT_MAX_DOUBLINGS` times).
  */
 function patient(estimate: NeighbourEstimate, reading: ThreadLedgerReading, shape: EstimateShape, now: number) {
   const failures = Math.min(PATIENT_MAX_DOUBLINGS, estimate.failed?.count ?? 0);
   const wait = PATIENT_CLIMB_TICKS * shape.tickMs * 2 ** failures;
-  const last = Math.max(estimate.climbedAt ?? 0, reading.lastRefusal?.at ?? 0, estimate.failed?.at ?? 0);
+  const last = Math.max(estimate.climbedAt ?? 0, reading.lastRefusal?.at ?? 0);
   return now - last >= wait;
 }
 

@@ -196,10 +196,10 @@ export interface NeighbourEstimate {
   climbedStarved?: boolean;
   /**
    * Climbs that failed (a refusal charged to them) since the fleet last filled the level of the
-   * newest failure: each doubles the wait before a climb on borrowed budget (`patientClimb`).
-   * Absent: none.
+   * newest failure: each doubles the wait before a climb on borrowed budget (neighbours.ts, a
+   * patient climb). Absent: none.
    */
-  failed?: { count: number; level: number; at: number };
+  failed?: { count: number; level: number };
 }
 
 /** The threads this fleet may use, as estimated from the thread ledger. */
