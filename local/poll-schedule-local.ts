@@ -18,6 +18,18 @@ const FIRST_POLL_SHARE = 0.75;
 const INTERVAL_SHARE = 0.25;
 /** No two requests closer than this, ms (a few ms of HTTP per request locally). */
 const FLOOR_MS = 10;
+/** The protocol's token median the shares above come from, ms. */
+const PROTOCOL_TOKEN_MEDIAN_MS = 20_000;
+
+/**
+ * A provider's gap between two result requests of one submission (`pollGapMs`) on the local
+ * clock: scaled as the protocol's schedule is, to the simulator's median (`medianMs`); unscaled
+ * when the simulator has no single median (its per-method real-world times).
+ */
+export function localPollGapMs(gapMs: number, medianMs: number | undefined): number {
+  if (gapMs <= 0 || medianMs === undefined) return gapMs;
+  return Math.max(FLOOR_MS, Math.round((gapMs * medianMs) / PROTOCOL_TOKEN_MEDIAN_MS));
+}
 
 export interface LocalPollScheduleOptions extends AdaptiveScheduleOptions {
   /** The simulator's median solve time, ms. */

@@ -23,6 +23,7 @@ import { createReporterFromEnvironment } from '../functions/reporter/wiring.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
 import type { FleetEnvironment } from '../functions/core/environment.js';
 import type { GovernorConfig } from '../functions/core/governor/types.js';
+import { pollGapMs } from '../functions/core/solver-protocol.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { PollSchedule } from '../functions/core/poll-schedule.js';
 import {
@@ -58,7 +59,7 @@ import { startEmulators } from './emulators.js';
 import { type LocalGovernor, startLocalGovernor } from './governor-local.js';
 import { MetricsStore } from './metrics-store.js';
 import { type LocalOverflow, startLocalOverflow } from './overflow-local.js';
-import { createLocalPollSchedule } from './poll-schedule-local.js';
+import { createLocalPollSchedule, localPollGapMs } from './poll-schedule-local.js';
 import { type ConcurrencyPool, createPoller, currentInvocation, type Poller, type PollerStats } from './poller.js';
 import { ensureFleetResources, type FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
@@ -355,6 +356,12 @@ async function startBackends(plan: StackPlan, cleanups: Cleanups): Promise<Backe
 }
 
 /** The simulator and the solver client that talks to it. */
+/** The simulator's one median solve time as it answers (its latency scale applied), ms; undefined: per-method times. */
+function simulatorMedianMs(solver: LocalStackOptions['solver']): number | undefined {
+  const median = solver?.medianMs;
+  return median === undefined ? undefined : median * (solver?.latencyScale ?? 1);
+}
+
 interface SolverSide {
   simulator: SolverSimulator;
   url: string;
@@ -376,7 +383,7 @@ async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverS
   });
   const { url } = await simulator.listen(0, '127.0.0.1');
   cleanups.add(() => simulator.close());
-  const simMedianMs = options.solver?.medianMs;
+  const simMedianMs = simulatorMedianMs(options.solver);
   const agent = new InvocationBoundAgent({ keepAliveTimeout: 10_000 });
   cleanups.add(() => agent.close());
   const client = createSolverClient({
@@ -392,7 +399,7 @@ async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverS
     ...(options.pollSchedule
       ? { schedule: options.pollSchedule }
       : simMedianMs !== undefined
-        ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs * (options.solver?.latencyScale ?? 1) }) }
+        ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs }) }
         : {}),
     // Compressed like the rest of local time: over-cap and transient retries in 0.1-1 s.
     // With the thread ledger a refused invocation waits for a thread (the consumer) instead of
@@ -813,6 +820,11 @@ async function parkedSide(
     solved: ledger,
     settleMs: 50,
     viewEveryMs: Math.max(100, Math.round(tickMs / 5)),
+    // Each id of the JSON task API asked at most every 3–5 s as in AWS, on the simulator's clock.
+    pollGapMs: localPollGapMs(
+      pollGapMs(settings.solverProtocol, settings.dialect),
+      simulatorMedianMs(plan.options.solver),
+    ),
     // A parked lease the solver has not answered for yet is renewed, as on AWS.
     leaseMs: leaseLengthMs(settings),
   });

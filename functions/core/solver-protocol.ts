@@ -34,6 +34,29 @@ export const DIALECTS = ['captchaai', '2captcha', 'anti-captcha', 'capmonster', 
 export type Dialect = (typeof DIALECTS)[number];
 
 /**
+ * The shortest time between two result requests for one submission where the protocol has no
+ * bulk call (the JSON task API: one getTaskResult per id), ms, by dialect. The providers say so:
+ * CapSolver answers a task still processing with "retry in 3 s" and keeps a result for 120
+ * queries at most (a task asked more often than that loses its paid answer); CapMonster Cloud
+ * refuses faster than every 2 s (ERROR_TOO_MUCH_REQUESTS) and also stops at 120; 2captcha asks
+ * for 5 s between polls. At these gaps a submission is asked at most 100 times in five minutes.
+ * res.php's bulk request asks about 100 ids at once, so its ids have no gap of their own: its
+ * request rate is bounded instead (`watchPollMs`).
+ */
+export const SINGLE_POLL_GAP_MS: Readonly<Record<Dialect, number>> = {
+  captchaai: 3_000,
+  '2captcha': 5_000,
+  'anti-captcha': 3_000,
+  capmonster: 3_000,
+  capsolver: 3_000,
+};
+
+/** The per-submission gap between result requests a protocol needs, ms (0: none, the bulk protocol). */
+export function pollGapMs(protocol: SolverProtocol, dialect: Dialect): number {
+  return protocol === 'res-php' ? 0 : SINGLE_POLL_GAP_MS[dialect];
+}
+
+/**
  * Which protocols the fleet speaks to each dialect's service: CaptchaAI only in.php / res.php;
  * 2captcha both (its API v1 and v2); Anti-Captcha, CapMonster Cloud and CapSolver the JSON task API.
  */

@@ -52,6 +52,13 @@ export interface ParkedWatchOptions {
    */
   pollMs?: number | ((polled: number) => number);
   /**
+   * The shortest time between two result requests for one submission, ms, counted from the
+   * solver's acceptance for the first (the governor's: `pollGapMs`, 3–5 s for the JSON task API,
+   * whose providers refuse or drop a task asked more often; 0 for res.php, whose ids are asked
+   * 100 to a request). A round asks only about the submissions whose gap has passed. @default 0
+   */
+  pollGapMs?: number;
+  /**
    * After a round the solver answered for none of its submissions (each refused, rate-limited or
    * unreachable) or that failed, the next waits at least this long, ms: a solver that pushes back
    * is not asked ten times a second. @default 0
@@ -144,6 +151,9 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const stats = emptyStats();
   /** When each lease's submission was last seen not ready (a recorded token's expiry counts from it). */
   const notReadyAt = new Map<string, number>();
+  /** When each lease's submission was last asked about (`pollGapMs` counts from it). */
+  const polledAt = new Map<string, number>();
+  const gapMs = options.pollGapMs ?? 0;
   const solved = solvedBatch(options, clock, stats);
 
   /** A lease's submission once it is on the record, and whether its task is parked. */
@@ -216,6 +226,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     const liveKeys = new Set(live.map(keyOf));
     for (const key of known.keys()) if (!liveKeys.has(key)) known.delete(key);
     for (const key of notReadyAt.keys()) if (!liveKeys.has(key)) notReadyAt.delete(key);
+    for (const key of polledAt.keys()) if (!liveKeys.has(key)) polledAt.delete(key);
     // At a read of the leases: a lease not yet known, or whose holder still had its claim: (re)read its record.
     const unsettled = live.filter((slot) => {
       const entry = known.get(keyOf(slot));
@@ -227,23 +238,27 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       return entry?.kind === 'submitted' ? [{ slot, ...entry }] : [];
     });
     stats.parked = watched.filter((w) => w.parked).length;
-    last = { polled: watched.length, answered: true };
-    if (watched.length === 0) return;
-    stats.polled += watched.length;
-    const states = await options.solver.pollMany(watched.map((w) => w.target));
+    const { due, unanswered } = dueNow(watched, polledAt, gapMs, now);
+    last = { polled: due.length, answered: true };
+    if (due.length === 0) {
+      await Promise.all(unanswered.map((slot) => renew(options, stats, slot, now)));
+      return;
+    }
+    stats.polled += due.length;
+    for (const w of due) polledAt.set(keyOf(w.slot), now);
+    const states = await options.solver.pollMany(due.map((w) => w.target));
     last.answered = [...states.values()].some((state) => state.state !== 'unknown');
-    const polledAt = clock();
+    const answeredAt = clock();
     const done: Array<{ w: (typeof watched)[number]; state: PollState }> = [];
-    const unanswered: LeaseSlot[] = [];
-    for (const w of watched) {
+    for (const w of due) {
       const state = states.get(w.target.solverId);
-      if (state?.state === 'not_ready') notReadyAt.set(keyOf(w.slot), polledAt);
+      if (state?.state === 'not_ready') notReadyAt.set(keyOf(w.slot), answeredAt);
       if (state !== undefined && isDone(state)) done.push({ w, state });
       else if (w.parked) unanswered.push(w.slot);
     }
     await Promise.all([
       ...done.map(({ w, state }) => handBack(w.slot, w, state)),
-      ...unanswered.map((slot) => renew(options, stats, slot, polledAt)),
+      ...unanswered.map((slot) => renew(options, stats, slot, answeredAt)),
     ]);
   };
 
@@ -268,6 +283,27 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       await solved.flush();
     },
   };
+}
+
+/**
+ * The watched submissions a round asks about: those whose gap since their last request (or
+ * their acceptance) has passed. A parked one not asked about is still unanswered: its lease
+ * renews as one the solver had not answered for.
+ */
+function dueNow<W extends { slot: LeaseSlot; parked: boolean; acceptedAt: number | undefined }>(
+  watched: readonly W[],
+  polledAt: ReadonlyMap<string, number>,
+  gapMs: number,
+  now: number,
+): { due: W[]; unanswered: LeaseSlot[] } {
+  const due: W[] = [];
+  const unanswered: LeaseSlot[] = [];
+  for (const w of watched) {
+    const since = polledAt.get(keyOf(w.slot)) ?? w.acceptedAt ?? w.slot.takenAt;
+    if (now - since >= gapMs) due.push(w);
+    else if (w.parked) unanswered.push(w.slot);
+  }
+  return { due, unanswered };
 }
 
 /** The time after a round that asked the solver about `polled` submissions, ms (`pollMs`: fixed, or of them). */

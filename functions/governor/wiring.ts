@@ -29,7 +29,7 @@ import { createParkedRecorder } from '../adapters/parked-recorder.js';
 import { createRedactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import { leaseLengthMs, shardKeys, WATCH_POLL_MAX_MS, WATCH_VIEW_MS, watchPollMs } from '../core/thread-leases.js';
-import { pollRequestsFor } from '../core/solver-protocol.js';
+import { pollGapMs, pollRequestsFor } from '../core/solver-protocol.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type ConfigProblem, type FleetSettings } from '../core/settings.js';
@@ -46,7 +46,7 @@ import { createOverflowBalance, createProbingBalance } from './balance-probe.js'
 import { createThreadProbe } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
-import { createParkedWatch, type ParkedWatch } from './parked-watch.js';
+import { createParkedWatch, type ParkedWatch, type ParkedWatchOptions } from './parked-watch.js';
 
 export interface GovernorWiringOptions {
   environment: FleetEnvironment;
@@ -344,17 +344,29 @@ function parkedWatchOf(
     queue,
     recorder,
     ...(ledger ? { solved: ledger } : {}),
-    // A round every 100 ms while it takes one request (ten solver requests a second at most,
-    // slower as the parked submissions need more, never slower than 500 ms); the shards read every second.
-    pollMs: (polled: number) => watchPollMs(pollRequestsFor(settings.solverProtocol, polled)),
-    // A round the solver answered for nothing (refused, rate-limited, down) slows the next to 500 ms.
-    backoffPollMs: WATCH_POLL_MAX_MS,
-    viewEveryMs: WATCH_VIEW_MS,
+    ...watchCadence(settings),
     // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.
     leaseMs: leaseLengthMs(settings),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log ? { log: options.log } : {}),
   });
+}
+
+/** How often the governor's watch asks the solver and reads the leases, from the fleet's protocol. */
+export function watchCadence(
+  settings: Pick<FleetSettings, 'solverProtocol' | 'dialect'>,
+): Required<Pick<ParkedWatchOptions, 'pollMs' | 'pollGapMs' | 'backoffPollMs' | 'viewEveryMs'>> {
+  return {
+    // A round every 100 ms while it takes one request (ten solver requests a second at most,
+    // slower as the parked submissions need more, never slower than 500 ms); the shards read every second.
+    pollMs: (polled: number) => watchPollMs(pollRequestsFor(settings.solverProtocol, polled)),
+    // One getTaskResult per id (the JSON task API): each id asked at most every 3–5 s, as its
+    // providers require; res.php's bulk ids have no gap of their own.
+    pollGapMs: pollGapMs(settings.solverProtocol, settings.dialect),
+    // A round the solver answered for nothing (refused, rate-limited, down) slows the next to 500 ms.
+    backoffPollMs: WATCH_POLL_MAX_MS,
+    viewEveryMs: WATCH_VIEW_MS,
+  };
 }
 
 /** EventBridge on the fleet's bus, when the environment names one. */

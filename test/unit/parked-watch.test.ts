@@ -488,3 +488,91 @@ describe('the parked watch’s cadence', () => {
     expect(w.watch.stats.failedRounds).toBe(1);
   });
 });
+
+describe('the parked watch’s gap per submission (pollGapMs: the JSON task API, one getTaskResult per id)', () => {
+  it('asks about each submission at most every pollGapMs, the first pollGapMs after its acceptance, and never lets one wait a round longer', async () => {
+    // GIVEN three parked submissions accepted 2.9 s, 1.9 s and 0.5 s ago, still solving, and a 3 s gap
+    let now = NOW;
+    const accepted = { a: NOW - 2_900, b: NOW - 1_900, c: NOW - 500 };
+    const w = world(
+      // (each lease taken 100 ms before its submission was accepted)
+      Object.entries(accepted).map(([id, at], i) => lease(id, i, { takenAt: at - 100 })),
+      Object.entries(accepted).map(([id, at]) => record(id, { solverAcceptedAt: at })),
+      {},
+      () => now,
+      undefined,
+      { pollGapMs: 3_000 },
+    );
+
+    // WHEN rounds run every 100 ms for 20 s
+    const askedAt: Record<string, number[]> = { 'id-a': [], 'id-b': [], 'id-c': [] };
+    for (let k = 0; k < 200; k++) {
+      const before = w.asked.length;
+      await w.watch.round();
+      if (w.asked.length > before) for (const t of w.asked.at(-1) ?? []) askedAt[t.solverId]?.push(now);
+      now += 100;
+    }
+
+    // THEN each id was first asked 3 s after its acceptance (within a round), then every 3 s (within a round)
+    for (const [id, at] of Object.entries(accepted)) {
+      const times = askedAt[`id-${id}`] ?? [];
+      expect(times[0]! - at).toBeGreaterThanOrEqual(3_000);
+      expect(times[0]! - at).toBeLessThan(3_100);
+      for (let i = 1; i < times.length; i++) {
+        expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(3_000);
+        expect(times[i]! - times[i - 1]!).toBeLessThan(3_100);
+      }
+      expect(times.length).toBeGreaterThanOrEqual(6);
+    }
+    // …and a round asks only about the submissions due (no round repeats an id inside its gap)
+    expect(w.watch.stats.polled).toBe(Object.values(askedAt).reduce((sum, times) => sum + times.length, 0));
+  });
+
+  it('renews a parked lease near its end in a round that does not ask about it', async () => {
+    // GIVEN a parked submission accepted 100 ms ago whose lease ends in 1 s (renewals within 30 s of the end)
+    const w = world(
+      [lease('a', 0, { until: NOW + 1_000 })],
+      [record('a', { solverAcceptedAt: NOW - 100 })],
+      {},
+      () => NOW,
+      60_000,
+      { pollGapMs: 3_000 },
+    );
+
+    // WHEN a round runs inside the submission's gap
+    await w.watch.round();
+
+    // THEN the solver was not asked, and the lease and its message's hiding were renewed all the same
+    expect(w.asked).toHaveLength(0);
+    expect(w.renewed).toEqual([{ taskId: 'a', until: NOW + 60_000 }]);
+    expect(w.hidden).toEqual([{ handle: 'handle-a', seconds: 60 }]);
+  });
+
+  it('frees a ready submission at the first round its gap allows', async () => {
+    // GIVEN a parked submission accepted 1 s ago whose answer is ready, and a 3 s gap
+    let now = NOW;
+    const w = world(
+      [lease('a', 0)],
+      [record('a', { solverAcceptedAt: NOW - 1_000 })],
+      { 'id-a': 'ready' },
+      () => now,
+      undefined,
+      {
+        pollGapMs: 3_000,
+      },
+    );
+
+    // WHEN rounds run every 100 ms
+    let rounds = 0;
+    while (w.released.length === 0 && rounds < 100) {
+      await w.watch.round();
+      now += 100;
+      rounds += 1;
+    }
+
+    // THEN it was asked once, 2 s later, and freed then
+    expect(w.asked).toHaveLength(1);
+    expect(w.released).toEqual(['a']);
+    expect(rounds).toBe(21);
+  });
+});
