@@ -353,9 +353,11 @@ function parkedWatchOf(
 }
 
 /** How often the governor's watch asks the solver and reads the leases, from the fleet's protocol. */
-export function watchCadence(
-  settings: Pick<FleetSettings, 'solverProtocol' | 'dialect'>,
-): Required<Pick<ParkedWatchOptions, 'pollMs' | 'pollGapMs' | 'backoffPollMs' | 'viewEveryMs'>> {
+export function watchCadence(settings: Pick<FleetSettings, 'solverProtocol' | 'dialect'>): Required<
+  Pick<ParkedWatchOptions, 'pollGapMs' | 'backoffPollMs' | 'viewEveryMs'>
+> & {
+  pollMs: (polled: number) => number;
+} {
   return {
     // A round every 100 ms while it takes one request (ten solver requests a second at most,
     // slower as the parked submissions need more, never slower than 500 ms); the shards read every second.
