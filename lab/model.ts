@@ -61,9 +61,10 @@ export interface ModelParams {
    */
   pollSchedule?: { firstSeconds: number; intervalSeconds: number };
   /**
-   * The parked design's watch (functions/governor/parked-watch.ts): it runs its rounds while the
-   * governor's invocation lives, from its start until a second before its 58 s timeout, so for
-   * this many seconds of every minute; the next invocation starts at the minute.
+   * The parked design's watch (functions/governor/parked-watch.ts): it runs its rounds this many
+   * seconds of every minute, all but the relay's hand-over from one governor invocation's watch to
+   * the next's (functions/core/watch-relay.ts, about 0.3 s; before the relay the watch stopped a
+   * second before the 58 s timeout and the next invocation began at the minute: 57 s).
    */
   watchSecondsPerMinute: number;
   /**

@@ -12,7 +12,12 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { GOVERNOR_STATE_ID, STORE_PROBE_KEY, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
+import {
+  GOVERNOR_STATE_ID,
+  STORE_PROBE_KEY,
+  THREAD_LEDGER_ID,
+  WATCH_RELAY_SHARD,
+} from '../functions/core/deployment.js';
 import { ENV } from '../functions/core/environment.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import { SERVICES } from '../functions/core/metric-names.js';
@@ -32,6 +37,13 @@ export const GOVERNOR_SCHEDULE = 'rate(1 minute)';
  * every second of a minute it does not run is a second a ready answer may wait to be recorded.
  */
 export const GOVERNOR_TIMEOUT = Duration.seconds(58);
+/**
+ * The parked design's: its ticks still end within the first 58 s (functions/governor/handler.ts
+ * TICK_WINDOW_MS), but its watch runs on until the next invocation's watch takes over from it
+ * (functions/core/watch-relay.ts), so the two invocations overlap by a moment and a reserved
+ * concurrency of two lets the next one start; 75 s bounds a watch whose successor does not come.
+ */
+export const GOVERNOR_PARKED_TIMEOUT = Duration.seconds(75);
 
 /** Properties of {@link Governor}: the fleet's resources plus the consumer it moves. */
 export interface GovernorProps extends Omit<FleetEnvironmentInput, 'service'> {
@@ -71,8 +83,8 @@ export class Governor extends Construct {
       entry: 'functions/governor/handler.ts',
       functionName: `${settings.prefix}-governor`,
       description: 'captcha-fleet governor: sets the consumer mappings ceilings from queue, metrics and balance',
-      timeout: GOVERNOR_TIMEOUT,
-      reservedConcurrentExecutions: 1,
+      timeout: props.leasesTable ? GOVERNOR_PARKED_TIMEOUT : GOVERNOR_TIMEOUT,
+      reservedConcurrentExecutions: props.leasesTable ? 2 : 1,
       environment: {
         ...fleetEnvironment({ ...props, service: SERVICES.governor }),
         [ENV.consumerFunctionName]: consumer.function.functionName,
@@ -173,6 +185,15 @@ export class Governor extends Construct {
         sid: 'ThreadLeases',
         actions: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
         resources: [leasesTable.tableArn],
+      }),
+    );
+    // The watch relay's baton: one item in a partition of its own, read and written by the governor only.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'WatchRelay',
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        resources: [leasesTable.tableArn],
+        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [WATCH_RELAY_SHARD] } },
       }),
     );
     role.addToPrincipalPolicy(

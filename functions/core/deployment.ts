@@ -23,6 +23,12 @@ export const THREAD_LEDGER_ID = 'thread-ledger';
 export const OVERFLOW_LEDGER_ID = 'overflow-thread-ledger';
 
 /**
+ * Partition key (`shard`) of the watch relay's baton in the leases table
+ * (functions/adapters/watch-baton.ts): read and written by the governor only, whose IAM names it.
+ */
+export const WATCH_RELAY_SHARD = 'primary#relay';
+
+/**
  * Key of the results table the governor's store probe reads (consistently) each tick: nothing
  * writes it, so the read costs half a read unit and says only whether DynamoDB answers. The
  * governor's IAM allows it this one key of the results table.

@@ -11,6 +11,8 @@ import { SERVICES } from '../core/metric-names.js';
 import { governorLogFrom, runTicks } from './run.js';
 import { onceUntilFailure } from '../core/once.js';
 import { createGovernorFromEnvironment } from './wiring.js';
+import { runRelayedWatch, tickWindowOf } from './relayed-watch.js';
+import { createWatchRelay } from '../core/watch-relay.js';
 
 /** The watch stops this long before the invocation's timeout, ms. */
 const WATCH_MARGIN_MS = 1_000;
@@ -20,7 +22,8 @@ const log = governorLogFrom(logger);
 // Built once per cold start; a failed build is retried by the next invocation.
 const wired = onceUntilFailure(() => createGovernorFromEnvironment({ environment: parseEnvironment(), log }));
 
-export const handler = async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>) => {
+export const handler = async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>) => {
+  const started = Date.now();
   const governor = await wired();
   const metrics = createMetrics({
     namespace: governor.settings.metricsNamespace,
@@ -28,20 +31,29 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
     logger,
   });
   const remainingMs = () => context.getRemainingTimeInMillis();
-  // The parked design: between ticks the watch asks the solver about every parked task (one
-  // bulk request every half second, the leases read every second) and records the ready ones,
-  // until a second before the timeout (the ticks stop earlier: a tick needs its margin to decide
-  // and act; a round takes a fraction of a second, and the next invocation starts at the minute).
+  const tickRemainingMs = tickWindowOf(started, remainingMs);
+  // The parked design: between ticks the watch asks the solver about every parked task (a bulk
+  // request every 100 ms or more, the leases read every second) and records the ready ones; it
+  // takes over from the previous invocation's watch and runs past the ticks until the next
+  // invocation's takes over from it (the relay), a second before the timeout at the latest.
   const [result] = await Promise.all([
     runTicks({
       loop: governor.loop,
       tickMs: governor.settings.tickMs,
-      remainingMs,
+      remainingMs: tickRemainingMs,
       metrics,
       log,
       ...(governor.watch ? { watch: governor.watch } : {}),
     }),
-    governor.watch?.run(remainingMs, WATCH_MARGIN_MS),
+    governor.watch
+      ? runRelayedWatch({
+          watch: governor.watch,
+          ...(governor.baton ? { relay: createWatchRelay({ store: governor.baton, me: context.awsRequestId }) } : {}),
+          remainingMs,
+          marginMs: WATCH_MARGIN_MS,
+          ticksOver: () => tickRemainingMs() <= 0,
+        })
+      : undefined,
   ]);
   const last = result.records.at(-1);
   return {

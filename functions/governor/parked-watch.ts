@@ -126,8 +126,11 @@ type Known =
 /** The watch: `round()` once, or `run(stopAt)` until shortly before the invocation ends. */
 export interface ParkedWatch {
   round(): Promise<void>;
-  /** Rounds every `pollMs` while `remainingMs()` leaves at least `marginMs` (and, when given, until `done()`). */
-  run(remainingMs: () => number, marginMs: number, done?: () => boolean): Promise<void>;
+  /**
+   * Rounds every `pollMs` while `remainingMs()` leaves at least `marginMs` (and, when given, until
+   * `done()`, asked before each round: the relay's question whether the next invocation waits).
+   */
+  run(remainingMs: () => number, marginMs: number, done?: () => boolean | Promise<boolean>): Promise<void>;
   /** Add the recorded answers not yet counted to the ledger's `solved` (never throws; a failed write keeps them). */
   flushSolved(): Promise<void>;
   readonly stats: ParkedWatchStats;
@@ -267,7 +270,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     round,
     flushSolved: solved.flush,
     async run(remainingMs, marginMs, done) {
-      while (remainingMs() - pollMs() >= marginMs && !(done?.() ?? false)) {
+      while (remainingMs() - pollMs() >= marginMs && !((await done?.()) ?? false)) {
         const started = clock();
         try {
           await round();

@@ -47,6 +47,8 @@ import { createThreadProbe } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
 import { createParkedWatch, type ParkedWatch, type ParkedWatchOptions } from './parked-watch.js';
+import { createDynamoWatchBaton } from '../adapters/watch-baton.js';
+import type { WatchBatonStore } from '../core/watch-relay.js';
 
 export interface GovernorWiringOptions {
   environment: FleetEnvironment;
@@ -77,6 +79,8 @@ export interface WiredGovernor {
   settings: FleetSettings;
   /** The watch over parked tasks (solveMode `park` with a leases table); run beside the ticks. */
   watch?: ParkedWatch;
+  /** The watch relay's baton (with the watch): each invocation's watch hands over to the next's. */
+  baton?: WatchBatonStore;
 }
 
 /**
@@ -277,7 +281,14 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ...(log ? { log } : {}),
   });
   const watch = leased ? parkedWatchOf(environment, clients, leased, options, threadLedger) : undefined;
-  return { loop, config, settings, ...(watch ? { watch } : {}) };
+  const baton =
+    watch && environment.tables.leases !== undefined
+      ? createDynamoWatchBaton({
+          documents: clients.documents,
+          tableName: environment.tables.leases,
+        })
+      : undefined;
+  return { loop, config, settings, ...(watch ? { watch } : {}), ...(baton ? { baton } : {}) };
 }
 
 /** The primary lane's leases when the fleet parks and its environment names the leases table. */

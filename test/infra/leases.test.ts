@@ -3,6 +3,7 @@
  * what with it, and what the governor's watch may do besides; with solveMode `wait`, none of it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WATCH_RELAY_SHARD } from '../../functions/core/deployment.js';
 import { ENV } from '../../functions/core/environment.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
@@ -77,6 +78,11 @@ describe('parked design (default)', () => {
       'dynamodb:GetItem',
       'dynamodb:UpdateItem',
     ]);
+    // The watch relay's baton: one partition of the leases table, read and written whole.
+    const relay = bySid(statements, 'WatchRelay');
+    expect([...asArray(relay.Action)].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
+    expect(relay.Resource).toEqual({ 'Fn::GetAtt': [leasesTableId(s), 'Arn'] });
+    expect(relay.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [WATCH_RELAY_SHARD] } });
     const messages = bySid(statements, 'ParkedMessages');
     expect([...asArray(messages.Action)].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage']);
     expect(asArray(messages.Resource)).toHaveLength(2);
@@ -101,9 +107,13 @@ describe('waiting design (solveMode wait)', () => {
       const [, fn] = functionNamed(s, `${settings.prefix}-${name}`);
       expect(fn.Properties.Environment.Variables[ENV.leasesTable]).toBeUndefined();
       const sids = policyOfRole(s, roleOf(fn)).map((st) => st.Sid);
-      for (const sid of ['ThreadLeases', 'ParkedRecords', 'ParkedMessages', 'ParkedCompletionEvents'])
+      for (const sid of ['ThreadLeases', 'WatchRelay', 'ParkedRecords', 'ParkedMessages', 'ParkedCompletionEvents'])
         expect(sids).not.toContain(sid);
     }
+    // Without a watch to pass on, one governor at a time, each done within the minute.
+    const [, governor] = functionNamed(s, `${settings.prefix}-governor`);
+    expect(governor.Properties.ReservedConcurrentExecutions).toBe(1);
+    expect(governor.Properties.Timeout).toBeLessThan(60);
     expect(reportedViolations(s)).toEqual([]);
   });
 });

@@ -17,6 +17,8 @@ import { ENV } from '../../functions/core/environment.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../../functions/core/events.js';
 import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY, resolveSettings } from '../../functions/core/settings.js';
 import { ALARM_IDS } from '../../lib/fleet-alarms.js';
+import { GOVERNOR_PARKED_TIMEOUT } from '../../lib/governor.js';
+import { TICK_WINDOW_MS } from '../../functions/governor/relayed-watch.js';
 import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
 import {
   asArray,
@@ -141,13 +143,17 @@ describe('default stack', () => {
     }
   });
 
-  it('runs the governor once a minute with reserved concurrency 1', () => {
+  it('runs the governor once a minute; parked, two may overlap while the watch passes from one to the next', () => {
     const [governorId, governor] = functionNamed(s, `${settings.prefix}-governor`);
-    expect(governor.Properties.ReservedConcurrentExecutions).toBe(1);
+    // The default design parks: the ticks end within TICK_WINDOW_MS (under the minute), the watch
+    // runs on until the next invocation's takes over, so the next must be able to start.
+    expect(governor.Properties.ReservedConcurrentExecutions).toBe(2);
+    expect(TICK_WINDOW_MS).toBeLessThan(60_000);
+    expect(governor.Properties.Timeout).toBe(GOVERNOR_PARKED_TIMEOUT.toSeconds());
+    expect(governor.Properties.Timeout).toBeGreaterThan(60);
     const rule = only(byType(s, 'AWS::Events::Rule'))[1];
     expect(rule.Properties.ScheduleExpression).toBe('rate(1 minute)');
     expect(rule.Properties.Targets).toEqual([expect.objectContaining({ Arn: { 'Fn::GetAtt': [governorId, 'Arn'] } })]);
-    expect(governor.Properties.Timeout).toBeLessThan(60);
   });
 
   it('gives the governor the consumer’s name and both mapping ids', () => {

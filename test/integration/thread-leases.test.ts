@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoThreadLeases, META_SLOT } from '../../functions/adapters/thread-leases.js';
+import { createDynamoWatchBaton, RELAY_KEY } from '../../functions/adapters/watch-baton.js';
 import { resolveTiming } from '../../functions/consumer/context.js';
 import { LeaseHolding, leaseWaiting } from '../../functions/consumer/lease-holding.js';
 import type { OverCapWaiting } from '../../functions/consumer/thread-tracking.js';
@@ -276,5 +277,31 @@ describe('the fleet-wide refusal room a taker honours on a lane of several shard
     const late = await lane('fleetroom-late', [40, 40]);
     const old = { lastRefusal: { at: late.now.t - REFUSAL_HOLD_OFF_MS - 1, held: 81 }, refusalRun: 1 };
     expect(await late.holding.take(late.now.t + 2_000, old)).toBe(true);
+  });
+});
+
+describe('the watch relay’s baton on dynalite, through the real SDK', () => {
+  it('writes on the version it read: of two racing writers one wins, and a stale one loses', async () => {
+    const baton = createDynamoWatchBaton({ documents: fixture.clients.documents, tableName });
+    await expect(baton.read()).resolves.toBeUndefined();
+    const [a, b] = await Promise.all([
+      baton.write({ owner: 'a', until: 2_000 }, undefined),
+      baton.write({ owner: 'b', until: 3_000 }, undefined),
+    ]);
+    expect([a, b].filter(Boolean)).toHaveLength(1);
+    const first = await baton.read();
+    expect(first).toEqual(a ? { owner: 'a', until: 2_000, version: 1 } : { owner: 'b', until: 3_000, version: 1 });
+    // A newcomer asks to be next, then the holder hands over on the version it reads.
+    const asked = { owner: first?.owner ?? '', until: first?.until ?? 0, next: { owner: 'c', until: 9_000 } };
+    await expect(baton.write(asked, first)).resolves.toBe(true);
+    await expect(baton.write({ owner: 'z', until: 1 }, first)).resolves.toBe(false);
+    const second = await baton.read();
+    expect(second).toEqual({ ...asked, version: 2 });
+    await expect(baton.write({ owner: 'c', until: 9_000 }, second)).resolves.toBe(true);
+    await expect(baton.read()).resolves.toEqual({ owner: 'c', until: 9_000, version: 3 });
+    // The baton lives beside the lane's shards, never in a shard's view.
+    const views = await leasesAt({ t: 1_000_000 }).views(['primary#0']);
+    expect(views[0]?.slots).toEqual([]);
+    expect(RELAY_KEY.shard).not.toMatch(/#\d+$/);
   });
 });

@@ -121,7 +121,7 @@ describe('the fleet bill', () => {
 
 describe('the parked design’s bill', () => {
   it('counts the watch as the governor wires it: a bulk poll every WATCH_POLL_MS at most, the shards read every WATCH_VIEW_MS', () => {
-    // The watch runs its rounds while at least a round and the 1 s margin are left of the 58 s invocation.
+    // The watch runs its rounds all minute but the relay's hand-over from one invocation to the next.
     const seconds = WATCH_CALLS.secondsPerMinute;
     expect(WATCH_CALLS.roundsPerMinute).toBe(Math.floor((seconds * 1000) / WATCH_POLL_MS));
     expect(WATCH_CALLS.viewsPerMinute).toBe(Math.floor((seconds * 1000) / WATCH_VIEW_MS));
@@ -150,17 +150,18 @@ describe('the parked design’s bill', () => {
     expect(bill.byService.sqs).toBeCloseTo(5800 * 4e-7, 9);
     // DynamoDB writes: claim + id-and-release (1 each), ledger acceptance (1), slot taken + freed
     // (1 each), the answered record once (3: no announcement note), 6 meta writes; no ledger
-    // `released`; the watch's solved count in batches: 12 a minute at most (57 s ÷ 5 s, and the
-    // invocation's end), 720 in the hour.
+    // `released`; the watch's solved count in batches: 13 a minute at most (60.3 s ÷ 5 s, and the
+    // invocation's end), 780 in the hour; the relay's baton written twice a minute (120).
     // Reads: 1 000 consumer Queries × 2 units ÷ 2 (eventual), 3 000 governor Queries × 2,
-    // 1 000 record reads × 1 ÷ 2, 1 000 ledger reads (the spend grant) before a submission.
+    // 1 000 record reads × 1 ÷ 2, 1 000 ledger reads (the spend grant) before a submission, the
+    // relay's baton read 24 times a minute (1 440).
     expect(bill.byService.dynamodb).toBeCloseTo(
-      (1000 * 8 + 6 + 720) * 6.25e-7 + (1000 + 6000 + 500 + 1000) * 1.25e-7,
+      (1000 * 8 + 6 + 780 + 120) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7,
       9,
     );
     // CloudWatch: 2.2 MB consumer logs + 1.2 MB the watch's, 11 consumer metrics (Parked is one more)
     expect(bill.byService.cloudwatch).toBeCloseTo(0.0011 + 0.0006 + (11 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.01792347, 7);
+    expect(bill.usd).toBeCloseTo(0.01821597, 7);
   });
 
   it('bills a parked task fewer answered-record writes than a waiting one, and the same ledger read (the grant)', () => {
@@ -173,7 +174,7 @@ describe('the parked design’s bill', () => {
     expect(line(waiting, 'thread ledger reads')).toBe(1000);
     expect(line(parked, 'thread ledger reads')).toBe(1000);
     // The watch's solved count: one write per batch, never more than the answers it recorded.
-    expect(line(parked, 'watch: solved count')).toBe(720);
+    expect(line(parked, 'watch: solved count')).toBe(780);
     const few = fleetBill(
       { ...HOUR, governor: false, parked: { ...PARKED, recordedByWatch: 40 } },
       { planThreads: 50 },
@@ -275,14 +276,14 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     // GIVEN a one-minute local run that parked 100 tasks; the watch polled 300 over 60 rounds (5 live on average)
     const usage = usageOfSummary(summary(100, { rounds: 60, polled: 300, released: 100, recorded: 98, renewed: 7 }));
     // THEN a slot taken per parked task, freed by the watch or a refusal, and the governor's Queries
-    // a minute at AWS's pace: 57 reads of the leases by the watch (one a second; its 114 bulk polls
-    // between cost nothing at AWS) and 6 ticks reading the one shard twice
+    // a minute at AWS's pace: 59 reads of the leases by the watch (one a second, all minute but the
+    // relay's hand-over; its bulk polls between cost nothing at AWS) and 6 ticks reading the one shard twice
     expect(usage.parked?.leaseTakes).toBe(100);
     expect(usage.parked?.leaseReleases).toBe(102);
     expect(usage.parked?.recordedByWatch).toBe(98);
     // leases the watch renewed while the solver had not answered for them
     expect(usage.parked?.leaseRenewals).toBe(7);
-    expect(usage.parked?.governorShardReads[5]).toBeCloseTo(57 + 6 * 2, 9);
+    expect(usage.parked?.governorShardReads[5]).toBeCloseTo(59 + 6 * 2, 9);
     // the pollers count a parked message as a batch item failure: only the 3 others are hand-backs
     expect(usage.handBacks).toBe(3);
   });

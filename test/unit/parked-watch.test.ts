@@ -343,6 +343,23 @@ describe("the parked watch's solves in the thread ledger", () => {
     expect(w.watch.stats.recorded).toBe(3);
     expect(w.writes).toEqual([3]);
   });
+
+  it('stops when an asynchronous done() says so (the relay: the next invocation waits), still writing what is left', async () => {
+    const w = recording();
+    let asked = 0;
+    await w.watch.run(
+      () => 60_000,
+      0,
+      async () => {
+        asked += 1;
+        await Promise.resolve();
+        return asked > 2;
+      },
+    );
+    expect(asked).toBe(3);
+    expect(w.watch.stats.rounds).toBe(2);
+    expect(w.writes).toEqual([3]);
+  });
 });
 
 describe('the parked watch, round after round', () => {

@@ -74,18 +74,36 @@ export const PARKED_CONSUMER_CALLS = {
  * again (the lanes' ceilings) and write a shard's limit when it changes.
  */
 export const WATCH_CALLS = {
-  /** Seconds of each minute the watch runs: from the minute's start until a second before the 58 s timeout (lib/governor.ts). */
-  secondsPerMinute: 57,
+  /**
+   * Seconds of each minute the watch runs: all but the relay's hand-over from one invocation's
+   * watch to the next's (functions/core/watch-relay.ts): the holder's round under way (half a
+   * round, 0.05 s), its check of the baton and the hand-over (a read and a write), the newcomer's
+   * next read of the baton (half its 100 ms poll) and its first read of the leases with their
+   * records: about 0.3 s.
+   */
+  secondsPerMinute: 59.7,
   /**
    * Rounds a minute at most: one every WATCH_POLL_MS (100 ms) while it runs and a round takes one
    * solver request (fewer as the parked submissions need more: `watchPollMs`); each a bulk poll,
    * no AWS call.
    */
-  roundsPerMinute: 570,
+  roundsPerMinute: 597,
   /** Reads of the leases a minute: one every WATCH_VIEW_MS (1 s) while it runs, a Query of every shard each. */
-  viewsPerMinute: 57,
-  /** Billed seconds of a parked governor's invocation: its watch runs until a second before the 58 s timeout. */
-  governorSecondsPerInvocation: 57,
+  viewsPerMinute: 59,
+  /**
+   * Billed seconds of a parked governor's invocation: from its start until its successor, a
+   * minute later, has asked for the baton, plus the hand-over (0.1 s), plus its own wait for the
+   * baton at its start (0.2 s on average).
+   */
+  governorSecondsPerInvocation: 60.3,
+  /**
+   * The relay's reads of the baton a minute (strongly consistent GetItem, one read unit): the
+   * holder's before each round once its ticks are over (58 s) until its successor asks (2 s of
+   * rounds 100 ms apart: 20), its hand-over (1), the successor's first read and its polls (3).
+   */
+  relayReadsPerMinute: 24,
+  /** …and its writes (conditional PutItem, one write unit): the successor's ask, the hand-over. */
+  relayWritesPerMinute: 2,
   answerWritesPerRecord: 1,
   sqsPerRecord: 1,
   /**
@@ -400,6 +418,8 @@ function parkedLines(parked: ParkedUsage, hours: number, a: CostAssumptions, pri
     ),
     p.sqsRequests('watch: DeleteMessage', parked.recordedByWatch * WATCH_CALLS.sqsPerRecord),
     p.logs('watch logs + EMF', parked.recordedByWatch * a.watchLogBytesPerRecord),
+    p.dynamoReads('watch relay: baton reads', hours * 60 * WATCH_CALLS.relayReadsPerMinute),
+    p.dynamoWrites('watch relay: baton writes', hours * 60 * WATCH_CALLS.relayWritesPerMinute),
   ];
 }
 
