@@ -1,7 +1,7 @@
 /**
  * The parked design's mapping maxima (functions/core/governor/submitters.ts), one row a
- * situation: the ceilings stand while nothing waits; with a backlog, the open slots plus twice
- * the invocations that keep up with the slots freeing.
+ * situation: the open slots plus twice the invocations that keep up with the slots freeing, with
+ * or without a backlog; the ceilings stand while a signal is unknown.
  */
 import { describe, expect, it } from 'vitest';
 import { parkedSubmitters } from '../../functions/core/governor/submitters.js';
@@ -11,7 +11,9 @@ const both = { normal: true, high: false };
 describe('parked submitters', () => {
   it.each([
     // label, ceilings, held, backlog, mean solve ms → normal
-    ['no backlog: the ceiling stands', 50, 12, 0, 15_000, 50],
+    ['no backlog, 38 slots open: an invocation for each, plus the freeing', 50, 12, 0, 15_000, 39],
+    ['no backlog, the plan full: a few, not one per arrival waiting in Lambda for a slot', 50, 50, 0, 15_000, 4],
+    ['no backlog, an idle plan: the ceiling', 50, 0, 0, 15_000, 50],
     ['held unknown: the ceiling stands', 50, undefined, 300, 15_000, 50],
     ['backlog unknown: the ceiling stands', 50, 12, undefined, 15_000, 50],
     ['a surge with 38 slots open: those, plus the freeing', 50, 12, 500, 15_000, 39],

@@ -24,23 +24,26 @@ export interface SubmittersInput {
   tasksPerInvocation: number;
   /** Threads the fleet holds now (its live leases); undefined when unread. */
   held: number | undefined;
-  /** Tasks waiting in the queues; undefined when unread. */
+  /** Tasks waiting in the queues; undefined when unread (the ceilings then stand). */
   backlog: number | undefined;
   meanSolveMs: number | undefined;
 }
 
 /**
- * Each lane's mapping maximum in the parked design. Without a backlog (or with a signal
- * unknown) the ceilings stand: an arrival finds a slot at once, nothing waits. With a backlog,
- * the open slots now plus twice the invocations that keep up with the slots freeing
- * (held ÷ mean solve per second, each half a second to fill), within [floor, ceiling] per lane,
- * split over the enabled lanes in proportion to their ceilings.
+ * Each lane's mapping maximum in the parked design: the open slots now plus twice the invocations
+ * that keep up with the slots freeing (held ÷ mean solve per second, each half a second to fill),
+ * within [floor, ceiling] per lane, split over the enabled lanes in proportion to their ceilings.
+ * So an arrival finds an invocation for every open slot at once, and on a full plan a few
+ * invocations take the slots as they free, with or without a backlog: before, a full plan with
+ * nothing waiting in the queue kept its ceilings, and each arrival started an invocation that
+ * waited in Lambda (billed) for a slot instead of in the queue (free). With a signal unknown the
+ * ceilings stand.
  */
 export function parkedSubmitters(input: SubmittersInput): Record<Lane, number> {
   const { ceilings, enabled, tasksPerInvocation, held, backlog } = input;
   const lanes = (['normal', 'high'] as const).filter((lane) => enabled[lane]);
   const total = lanes.reduce((sum, lane) => sum + ceilings[lane], 0);
-  if (held === undefined || backlog === undefined || backlog === 0 || total === 0) return { ...ceilings };
+  if (held === undefined || backlog === undefined || total === 0) return { ...ceilings };
   const threads = total * tasksPerInvocation;
   const open = Math.max(0, threads - held);
   const solveSeconds = (input.meanSolveMs ?? PARKED_DEFAULT_SOLVE_SECONDS * 1000) / 1000;
