@@ -140,12 +140,20 @@ class Draft {
     this.methods = drawMix(d, options.heavy === true);
   }
 
-  /** Mean solve time of the mix, seconds (log-normal: median × e^(σ²/2)). */
+  /**
+   * Mean solve time of the mix, seconds (log-normal: median × e^(σ²/2)), its shares weighed as
+   * the trace file's are: relative, normalized to sum 1 (lab/trace.ts). Before, the raw shares
+   * (each 0.2–1, drawn apart) were summed, so a mix whose shares summed to 0.4 was said to solve in
+   * 0.4 × its time and its loads came out 2.5× the drawn ones (up to 25× the plan for "5×").
+   */
   meanSolve(): number {
-    return this.methods.reduce((sum, m) => {
-      const sigma = Math.log(m.p95Seconds / m.medianSeconds) / 1.6448536269514722;
-      return sum + m.share * m.medianSeconds * Math.exp((sigma * sigma) / 2);
-    }, 0);
+    const total = this.methods.reduce((sum, m) => sum + m.share, 0);
+    return (
+      this.methods.reduce((sum, m) => {
+        const sigma = Math.log(m.p95Seconds / m.medianSeconds) / 1.6448536269514722;
+        return sum + m.share * m.medianSeconds * Math.exp((sigma * sigma) / 2);
+      }, 0) / total
+    );
   }
 
   /** Tasks per second at load 1: every plan thread busy. */
@@ -180,18 +188,22 @@ class Draft {
   }
 
   toInput(name: string, traceClass: TraceClass): TraceInput {
-    const expected = this.expectedTasks();
-    const scale = this.scalableLoad && expected > MAX_EXPECTED_TASKS ? MAX_EXPECTED_TASKS / expected : 1;
-    const rate = this.capacityRate() * scale;
     const duration = Math.round(this.duration);
     // A step is kept by the whole second it lands on: one at 1199.7 s of a 1200 s trace would round onto its end.
     const within = <T extends { at: number }>(steps: T[]) => dedupe(steps.filter((s) => Math.round(s.at) < duration));
+    // The task bound holds on the steps as written (whole seconds), not only as drawn.
+    const load = within(this.load);
+    const expected =
+      this.capacityRate() *
+      load.reduce((sum, step, i) => sum + Math.max(0, (load[i + 1]?.at ?? duration) - step.at) * step.value, 0);
+    const scale = this.scalableLoad && expected > MAX_EXPECTED_TASKS ? MAX_EXPECTED_TASKS / expected : 1;
+    const rate = this.capacityRate() * scale;
     const input: TraceInput = {
       name,
       description: `Generated (${traceClass}): plan ${this.plan}, mean solve ${this.meanSolve().toFixed(1)} s, peak load ${(Math.max(...this.load.map((s) => s.value)) * scale).toFixed(2)}× the plan.`,
       durationSeconds: duration,
       fleet: { planThreads: this.plan },
-      arrivals: within(this.load).map((s) => ({ at: s.at, perSecond: round(s.value * rate, 6) })),
+      arrivals: load.map((s) => ({ at: s.at, perSecond: round(s.value * rate, 6) })),
       methods: this.methods,
       foreignThreads: within(this.foreign).map((s) => ({ at: s.at, threads: Math.round(s.value) })),
       solveTimeFactor: within(this.factor).map((s) => ({ at: s.at, factor: round(s.value, 3) })),

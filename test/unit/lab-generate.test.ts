@@ -42,6 +42,27 @@ describe('the trace generator', () => {
     expect(() => generateTraces(300, 11)).not.toThrow();
   });
 
+  it('draws loads as shares of the plan’s real capacity: at most 5× the plan, the mean solve as the file’s mix gives it', () => {
+    // The file's shares are relative (normalized to sum 1); the capacity is the plan over the mix's mean solve.
+    const meanOf = (trace: (typeof traces)[number]['trace']) =>
+      trace.methods.reduce((sum, m) => {
+        if (m.distribution === 'exponential') return sum + m.share * m.meanSeconds;
+        const sigma = Math.log(m.p95Seconds / m.medianSeconds) / 1.6448536269514722;
+        return sum + m.share * m.medianSeconds * Math.exp((sigma * sigma) / 2);
+      }, 0);
+    const drawn = generateTraces(300, 2);
+    const peaks = drawn.map((g) => {
+      const mean = meanOf(g.trace);
+      const stated = Number(/mean solve ([\d.]+) s/.exec(g.input.description ?? '')?.[1]);
+      expect(stated, g.input.name).toBeCloseTo(mean, 0);
+      const peakRate = Math.max(...g.input.arrivals.map((a) => a.perSecond));
+      return (peakRate * mean) / g.trace.settings.planThreads;
+    });
+    expect(Math.max(...peaks)).toBeLessThanOrEqual(5 * 1.001);
+    // …and the overloaded ones reach past the plan.
+    expect(peaks.filter((p) => p > 2).length).toBeGreaterThan(30);
+  });
+
   it('draws the same traces for the same seed, whatever N', () => {
     const again = generateTraces(5, 7);
     expect(again.map((t) => t.input)).toEqual(traces.slice(0, 5).map((t) => t.input));
