@@ -52,6 +52,7 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
           remainingMs,
           marginMs: WATCH_MARGIN_MS,
           ticksOver: () => tickRemainingMs() <= 0,
+          log,
         })
       : undefined,
   ]);

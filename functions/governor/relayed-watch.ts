@@ -6,6 +6,7 @@
  */
 import type { Clock } from '../core/ports.js';
 import type { WatchRelay } from '../core/watch-relay.js';
+import type { GovernorLog } from './loop.js';
 import type { ParkedWatch } from './parked-watch.js';
 
 /**
@@ -31,6 +32,8 @@ export interface RelayedWatchOptions {
   /** Whether the invocation's ticks are over (its tick window has ended). */
   ticksOver: () => boolean;
   clock?: Clock;
+  /** Told when this invocation's watch did not run (the baton not taken before its end). */
+  log?: Pick<GovernorLog, 'warn'>;
 }
 
 /** Run the watch for as long as this invocation holds the baton. */
@@ -39,7 +42,12 @@ export async function runRelayedWatch(options: RelayedWatchOptions): Promise<voi
   if (relay === undefined) return watch.run(remainingMs, marginMs, ticksOver);
   const clock = options.clock ?? Date.now;
   // The hold lasts until the invocation's end: past it this watch cannot run, before it no other starts.
-  if (!(await relay.acquire(clock() + remainingMs(), remainingMs, marginMs))) return;
+  if (!(await relay.acquire(clock() + remainingMs(), remainingMs, marginMs))) {
+    options.log?.warn(
+      'parked watch did not run: the relay baton was not handed over before this invocation ended (the store unreadable, or a holder that kept it); parked tasks wait for the next watch or their lease',
+    );
+    return;
+  }
   try {
     await watch.run(remainingMs, marginMs, async () => ticksOver() && (await relay.shouldYield()));
   } finally {

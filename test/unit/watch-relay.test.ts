@@ -138,6 +138,7 @@ async function runChain(options: ChainOptions) {
   const rtt = () => options.rttMs?.(rng) ?? 5 + rng.uniform() * 20;
   const { store, calls } = memoryBaton(time, rtt, () => options.failing?.(time.now) ?? false);
   const rounds: Round[] = [];
+  const warnings: string[] = [];
   const spans: Array<{ by: string; start: number; end?: number }> = [];
   const invocation = async (index: number, startAt: number) => {
     await time.sleep(startAt);
@@ -154,6 +155,7 @@ async function runChain(options: ChainOptions) {
       marginMs: 1_000,
       ticksOver: () => tickWindowOf(started, remainingMs, time.clock)() <= 0,
       clock: time.clock,
+      log: { warn: (message) => warnings.push(`${by}: ${message}`) },
     });
     span.end = time.now;
   };
@@ -161,7 +163,7 @@ async function runChain(options: ChainOptions) {
     void invocation(i, i * 60_000 + Math.max(0, options.jitterMs?.(rng) ?? rng.uniform() * 3_000));
   await time.runUntil(options.invocations * 60_000 + timeoutMs);
   rounds.sort((a, b) => a.start - b.start);
-  return { rounds, spans, calls };
+  return { rounds, spans, calls, warnings };
 }
 
 /** Gaps between consecutive rounds of different invocations, ms; throws on an overlap. */
@@ -181,7 +183,7 @@ describe('the relay over a chain of invocations', () => {
   it.each([1, 2, 3, 4, 5, 6, 7, 8])(
     'seed %i: one watch at a time, each taking over within a few round trips',
     async (seed) => {
-      const { rounds, spans } = await runChain({
+      const { rounds, spans, warnings } = await runChain({
         seed,
         invocations: 6,
         // Late by up to 8 s (the schedule's delivery, a cold start), store round trips 2–60 ms.
@@ -190,6 +192,7 @@ describe('the relay over a chain of invocations', () => {
       });
       const gaps = handOverGaps(rounds);
       expect(gaps).toHaveLength(5);
+      expect(warnings).toEqual([]);
       // The holder's last round (100 ms), its yield check, the hand-over's read and write, and the
       // newcomer's next read of the baton: a few round trips and a poll, never the old 3 s.
       for (const gap of gaps) expect(gap).toBeLessThan(100 + 100 + 4 * 60);
@@ -238,7 +241,7 @@ describe('the relay over a chain of invocations', () => {
   });
 
   it('never starts a newcomer on top of a holder through a long store failure', async () => {
-    const { rounds } = await runChain({
+    const { rounds, warnings } = await runChain({
       seed: 10,
       invocations: 4,
       jitterMs: () => 0,
@@ -249,6 +252,8 @@ describe('the relay over a chain of invocations', () => {
     expect(gaps.length).toBeGreaterThanOrEqual(2);
     const resumed = rounds.find((r) => r.start > 134_000)?.start ?? 0;
     expect(resumed).toBeGreaterThanOrEqual(200_000);
+    // inv-2 never got the baton before its own end: its watch did not run, and it says so.
+    expect(warnings.some((w) => w.startsWith('inv-2: parked watch did not run'))).toBe(true);
   });
 
   it('asks the store a few dozen times a minute, not every round of the minute', async () => {
