@@ -1,10 +1,11 @@
 /**
  * `npm run bench:doc-table -- --before A.json[,B.json] --after C.json[,D.json] [--extra E.json,…
- * --extra-label TEXT]`: the per-class table of docs/lab.md ("Generated figures"), written from the
+ * --extra-label TEXT] [--block NAME]`: the per-class table of docs/lab.md ("Generated figures"), written from the
  * generated.json documents that `npm run bench -- --generate N --seed S` leaves in its output
  * folder, never typed. Each file is one seed's run; the traces above 1.5 × the floor are counted
  * for each pair of before and after files in order. The table replaces the text between `<!-- generated-table -->` and
- * `<!-- /generated-table -->` in the file given by --doc (default docs/lab.md).
+ * `<!-- /generated-table -->` in the file given by --doc (default docs/lab.md); with --block NAME,
+ * the text between `<!-- generated-table NAME -->` and `<!-- /generated-table NAME -->`.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
@@ -16,8 +17,11 @@ export interface GeneratedDocument {
   classes: ClassFigures[];
 }
 
-const OPEN = '<!-- generated-table -->';
-const CLOSE = '<!-- /generated-table -->';
+/** The markers of a table block: `<!-- generated-table -->`, or `<!-- generated-table NAME -->` for a named one. */
+export function markers(block?: string): { open: string; close: string } {
+  const name = block ? ` ${block}` : '';
+  return { open: `<!-- generated-table${name} -->`, close: `<!-- /generated-table${name} -->` };
+}
 
 function share(f: ClassFigures | undefined): string {
   if (f === undefined || f.traces === 0) return '–';
@@ -70,12 +74,16 @@ export function docTable(
   return lines.join('\n');
 }
 
-/** The document's text with the table between the markers replaced. @throws Error when the markers are missing. */
-export function replaceTable(text: string, table: string): string {
-  const start = text.indexOf(OPEN);
-  const end = text.indexOf(CLOSE);
-  if (start < 0 || end < start) throw new Error(`no ${OPEN} … ${CLOSE} block to replace`);
-  return `${text.slice(0, start + OPEN.length)}\n${table}\n${text.slice(end)}`;
+/**
+ * The document's text with the table between the markers of `block` (the unnamed block when
+ * omitted) replaced. @throws Error when the markers are missing.
+ */
+export function replaceTable(text: string, table: string, block?: string): string {
+  const { open, close } = markers(block);
+  const start = text.indexOf(open);
+  const end = text.indexOf(close);
+  if (start < 0 || end < start) throw new Error(`no ${open} … ${close} block to replace`);
+  return `${text.slice(0, start + open.length)}\n${table}\n${text.slice(end)}`;
 }
 
 function load(list: string): GeneratedDocument[] {
@@ -97,11 +105,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     .option('--extra <files>', 'generated.json files of a further group of runs, comma-separated')
     .option('--extra-label <text>', 'the heading of the --extra group', 'also')
     .option('--doc <file>', 'the Markdown file with the table block', 'docs/lab.md')
-    .action((options: { before: string; after: string; extra?: string; extraLabel: string; doc: string }) => {
-      const extra = options.extra ? { label: options.extraLabel, docs: load(options.extra) } : undefined;
-      const table = docTable(load(options.before), load(options.after), extra);
-      writeFileSync(options.doc, replaceTable(readFileSync(options.doc, 'utf8'), table));
-      process.stdout.write(`${table}\n`);
-    });
+    .option('--block <name>', 'the named block to write (<!-- generated-table NAME -->); the unnamed one when omitted')
+    .action(
+      (options: { before: string; after: string; extra?: string; extraLabel: string; doc: string; block?: string }) => {
+        const extra = options.extra ? { label: options.extraLabel, docs: load(options.extra) } : undefined;
+        const table = docTable(load(options.before), load(options.after), extra);
+        writeFileSync(options.doc, replaceTable(readFileSync(options.doc, 'utf8'), table, options.block));
+        process.stdout.write(`${table}\n`);
+      },
+    );
   program.parse();
 }

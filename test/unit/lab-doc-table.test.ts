@@ -46,4 +46,24 @@ describe('the generated table', () => {
     expect(replaceTable(text, 'new')).toBe('a\n<!-- generated-table -->\nnew\n<!-- /generated-table -->\nb');
     expect(() => replaceTable('no markers', 'x')).toThrow(/generated-table/);
   });
+
+  it('writes a named block and leaves the unnamed one (and other named ones) as they are', () => {
+    const text = [
+      '<!-- generated-table -->',
+      'first',
+      '<!-- /generated-table -->',
+      '<!-- generated-table old-axis -->',
+      'second',
+      '<!-- /generated-table old-axis -->',
+      '<!-- generated-table new-axis -->',
+      'third',
+      '<!-- /generated-table new-axis -->',
+    ].join('\n');
+    const out = replaceTable(text, 'NEW', 'new-axis');
+    expect(out).toContain('<!-- generated-table -->\nfirst\n');
+    expect(out).toContain('<!-- generated-table old-axis -->\nsecond\n');
+    expect(out).toContain('<!-- generated-table new-axis -->\nNEW\n<!-- /generated-table new-axis -->');
+    expect(replaceTable(text, 'X')).toContain('<!-- generated-table -->\nX\n<!-- /generated-table -->');
+    expect(() => replaceTable(text, 'x', 'missing')).toThrow(/generated-table missing/);
+  });
 });
