@@ -14,7 +14,9 @@ import {
   capFloor,
   decide,
   governorConfigFrom,
+  carriedThreads,
   initialState,
+  minimumCeiling,
   planCap,
 } from '../../functions/core/governor/policy.js';
 import { classifyBalanceError, createProbingBalance } from '../../functions/governor/balance-probe.js';
@@ -200,7 +202,7 @@ describe('outage probe: every tick, back where it was', () => {
     expect(back.ceilings.normal).toBe(6);
   });
 
-  it('stays paused while the solves the solver paused through the outage fill the plan, then resumes at the ceiling before it', () => {
+  it('stays paused while the solves the solver paused through the outage fill the plan, then climbs back to the ceiling before it as they end', () => {
     // Prepare: running at 8 of 8, every thread held, p95 solve 20 s, when the solver goes down;
     // the outage outlasts the ledger's leases, so they age out of its count.
     const full = { held: 8, refusals: 0, acceptances: 100 };
@@ -213,17 +215,35 @@ describe('outage probe: every tick, back where it was', () => {
       ).state;
     const aged = { held: 0, refusals: 0, acceptances: 100 };
     const back = T0 + 600_000;
-    // Act: answering again from `back` on.
-    const first = decide(signals({ now: back, threadLedger: aged }, { enabled: false }), state, cfg);
-    const later = decide(signals({ now: back + 39_000, threadLedger: aged }, { enabled: false }), first.state, cfg);
-    const after = decide(signals({ now: back + 40_000, threadLedger: aged }, { enabled: false }), later.state, cfg);
-    // Assess: no submission into a plan the solver still fills; resumed 2 × p95 after it answered.
+    // Act: answering again from `back` on, a tick a second for 45 s.
+    const decisions: Decision[] = [];
+    let ceiling = 0;
+    let enabled = false;
+    for (let s = 0; s <= 45; s++) {
+      const d = decide(signals({ now: back + s * 1000, threadLedger: aged }, { ceiling, enabled }), state, cfg);
+      decisions.push(d);
+      state = d.state;
+      ceiling = d.ceilings.normal;
+      enabled = !d.paused;
+    }
+    // Assess: no submission into a plan the solver still fills; the ceiling never opens threads the
+    // line of the paused solves still counts, climbs as they end, and is back at 8 by 2 × p95.
+    const first = decisions[0] as Decision;
     expect(first.paused).toBe(true);
     expect(first.reason.message).toContain('still works on the 8 solve(s) it paused');
-    expect(later.paused).toBe(true);
-    expect(after.paused).toBe(false);
-    expect(after.reason.code).toBe('OUTAGE_PROBE');
-    expect(after.ceilings.normal).toBe(8);
+    const resumedAt = decisions.findIndex((d) => !d.paused);
+    expect(resumedAt).toBeGreaterThan(0);
+    expect(decisions.slice(resumedAt).every((d) => !d.paused)).toBe(true);
+    expect((decisions[resumedAt] as Decision).reason.code).toBe('OUTAGE_PROBE');
+    for (const [s, d] of decisions.entries()) {
+      const still = Math.ceil((8 * Math.max(0, 40 - s)) / 40);
+      if (!d.paused) expect(d.ceilings.normal).toBeLessThanOrEqual(Math.max(minimumCeiling(cfg), 8 - still));
+      if (s > 0 && !(decisions[s - 1] as Decision).paused)
+        expect(d.ceilings.normal).toBeGreaterThanOrEqual((decisions[s - 1] as Decision).ceilings.normal);
+    }
+    // Before, the fleet stayed paused the whole 40 s; now it resumes once the line leaves the minimum.
+    expect(resumedAt).toBeLessThan(40);
+    expect((decisions[40] as Decision).ceilings.normal).toBe(8);
   });
 
   it('does not pause for a blip shorter than outageTicks ticks (the retries absorb it)', () => {
@@ -275,6 +295,63 @@ describe('outage probe: every tick, back where it was', () => {
     expect(poor.paused).toBe(true);
     expect(poor.reason.code).toBe('PAUSE_LOW_BALANCE');
     expect(poor.state.pause?.reason).toBe('balance');
+  });
+});
+
+describe('the solves an outage paused, as the governor counts them after it', () => {
+  /** Share of solves caught at a random point of their run still running t after it resumed: E[(S − t)+] / E[S], S log-normal. */
+  function stillRunning(median: number, p95: number, t: number): number {
+    const sigma = Math.log(p95 / median) / 1.6448536269514722;
+    const mean = median * Math.exp((sigma * sigma) / 2);
+    if (t <= 0) return 1;
+    const d1 = (Math.log(median / t) + sigma * sigma) / sigma;
+    return (mean * normalCdf(d1) - t * normalCdf(d1 - sigma)) / mean;
+  }
+  function normalCdf(x: number): number {
+    // Abramowitz and Stegun 7.1.26 on erf, |error| < 1.5e-7.
+    const z = Math.abs(x) / Math.SQRT2;
+    const k = 1 / (1 + 0.3275911 * z);
+    const poly = k * (0.254829592 + k * (-0.284496736 + k * (1.421413741 + k * (-1.453152027 + k * 1.061405429))));
+    const erf = 1 - poly * Math.exp(-z * z);
+    return x >= 0 ? (1 + erf) / 2 : (1 - erf) / 2;
+  }
+
+  it('counts all of them when the solver answers again, none from the bound on, fewer between, never more than all', () => {
+    const carried = { threads: 40, since: 1_000, until: 41_000 };
+    expect(carriedThreads(carried, 1_000)).toBe(40);
+    expect(carriedThreads(carried, 21_000)).toBe(20);
+    expect(carriedThreads(carried, 40_999)).toBe(1);
+    expect(carriedThreads(carried, 41_000)).toBe(0);
+    expect(carriedThreads(carried, 0)).toBe(40);
+    expect(carriedThreads(undefined, 0)).toBe(0);
+    // A state kept before `since` was: all of them until the bound, as then.
+    expect(carriedThreads({ threads: 40, until: 41_000 }, 40_000)).toBe(40);
+  });
+
+  it('is an upper bound on those still running, for any solve-time mix the lab draws, up to what outlasts twice the p95', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 1, max: 120, noNaN: true }),
+        fc.double({ min: 1.05, max: 8, noNaN: true }),
+        fc.integer({ min: 1, max: 1_000 }),
+        (median, spread, threads) => {
+          const p95 = median * spread;
+          const until = 2 * p95 * 1000;
+          const tail = stillRunning(median, p95, 2 * p95);
+          for (let k = 0; k <= 50; k++) {
+            const t = (until * k) / 50;
+            const counted = carriedThreads({ threads, since: 0, until }, t);
+            // Still running in expectation: under the line, less at most the share that outlasts the bound.
+            expect(threads * stillRunning(median, p95, t / 1000)).toBeLessThanOrEqual(counted + threads * tail + 1e-6);
+          }
+          // What outlasts twice the p95 is small: under 8 % of them even with a p95 8 × the median.
+          expect(tail).toBeLessThan(0.08);
+        },
+      ),
+    );
+    // The lab's mixes (a p95 up to about 5 × the median): under 3 %.
+    expect(stillRunning(20, 100, 200)).toBeLessThan(0.03);
+    expect(stillRunning(20, 40, 80)).toBeLessThan(0.001);
   });
 });
 

@@ -3,7 +3,7 @@
  * ceiling splits over the lanes. Pure.
  */
 import { MAPPING_MIN_CONCURRENCY } from '../settings.js';
-import type { GovernorConfig, GovernorSignals, Lane, LaneSignals } from './types.js';
+import type { CarriedThreads, GovernorConfig, GovernorSignals, Lane, LaneSignals } from './types.js';
 
 /** Threads the plan leaves this fleet: plan threads − threads reserved for other users of the key. */
 export function planCap(config: GovernorConfig): number {
@@ -107,4 +107,21 @@ function highLaneNeed(
   else if ((high.arrivalRate ?? 0) > 0) arriving = 1;
   if (queued === 0 && arriving === 0) return undefined;
   return Math.ceil((queued + arriving) / tasksPerInvocation - 1e-9);
+}
+
+/**
+ * Threads the solves an outage paused still hold at `now` (OverCapEstimate.carried): none from
+ * `until` on, and between `since` and `until` a straight line from all of them to none. The line
+ * is an upper bound: each of those solves was caught at a random point of its run, so the time it
+ * has left has a density that never rises (the chance that it outlasts t is P(solve > t) / mean),
+ * its share still running is convex in t and lies under the line from 1 at `since` to about 0 at
+ * `until` (twice the p95 solve, or a lease). Counting all of them until `until`, as before, held a
+ * plan that had been full at the outage at half of it or less for up to two p95 solves after every
+ * long outage, while most of those solves had ended within one.
+ */
+export function carriedThreads(carried: CarriedThreads | undefined, now: number): number {
+  if (carried === undefined || now >= carried.until) return 0;
+  const { since, until, threads } = carried;
+  if (since === undefined || now <= since || until <= since) return threads;
+  return Math.min(threads, Math.ceil((threads * (until - now)) / (until - since)));
 }

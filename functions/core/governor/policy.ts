@@ -8,7 +8,7 @@
  * Lambda an unused ceiling costs nothing, so it does not trail demand. Later stages pause, hold
  * or limit it, each with a reason code. See docs/governor.md.
  */
-export { capFloor, ceilingFor, minimumCeiling, planCap } from './capacity.js';
+export { capFloor, carriedThreads, ceilingFor, minimumCeiling, planCap } from './capacity.js';
 export { governorConfigFrom } from './config.js';
 export { decide, PIPELINE, STAGES } from './pipeline.js';
 export { initialState, migrateGovernorState } from './state.js';

@@ -10,6 +10,7 @@
  * is a trial at the minimum ceiling, which the consumers' own store calls pass or fail
  * (functions/core/store-health.ts: the trial's steps live there). Pure.
  */
+import { carriedThreads } from './capacity.js';
 import { noteStoreOutage, resumeOnTrial, storeTrialStep, trialWait, withoutIdleTrial } from '../store-health.js';
 import type { DependencyView, TickContext } from './context.js';
 import { type Flow, type PauseProposal, pause, resumed, run, type Stage, usd } from './flow.js';
@@ -63,11 +64,13 @@ function outageRecord(paused: PauseState | undefined): Partial<PauseProposal> {
 /**
  * Every dependency answers again. The solver resumes the solves it paused, and those whose leases
  * aged out of the ledger while it was down are still its threads (carried) until they end: they
- * take what was left of their solve, so they are counted for twice the p95 solve time the metrics
+ * take what was left of their solve, all of them done within twice the p95 solve time the metrics
  * showed when the outage began (a thread lease, the longest any solve holds a thread, when that
- * is unknown), from the first tick the solver answered. While they fill what the plan leaves, the
- * fleet stays paused (a submission would be refused); then it resumes at the ceiling it held
- * before, less what is still carried.
+ * is unknown) from the first tick the solver answered, fewer of them each tick until then
+ * (`carriedThreads`: a straight line from all to none, an upper bound on those still running).
+ * While they fill what the plan leaves, the fleet stays paused (a submission would be refused);
+ * then it resumes at the ceiling it held before, less what is still carried, and climbs back to
+ * it as they end (the free-threads stage subtracts what is left of them each tick).
  */
 function resumeAfterOutage(ctx: TickContext, flow: Flow, balance: number): Flow {
   const paused = ctx.state.pause;
@@ -76,16 +79,17 @@ function resumeAfterOutage(ctx: TickContext, flow: Flow, balance: number): Flow 
   const recoveredAt = paused?.recoveredAt ?? ctx.now;
   const lease = ctx.config.threadLeaseMs ?? 2 * (ctx.signals.meanSolveMs ?? 30_000);
   const until = recoveredAt + Math.min(lease, 2 * (paused?.solveP95Ms ?? lease));
-  const carried = aged > 0 && ctx.now < until ? { threads: aged, until } : undefined;
-  const room = carried ? flow.allowed - Math.ceil(aged / ctx.config.tasksPerInvocation) : flow.allowed;
-  if (carried && room < ctx.minimum)
+  const carried = aged > 0 && ctx.now < until ? { threads: aged, since: recoveredAt, until } : undefined;
+  const still = carriedThreads(carried, ctx.now);
+  const room = flow.allowed - Math.ceil(still / ctx.config.tasksPerInvocation);
+  if (still > 0 && room < ctx.minimum)
     return {
       ...flow,
       proposal: {
         ...pause(
           'outage',
           'PAUSE_OUTAGE',
-          `Still paused: every dependency answers again, but the solver still works on the ${aged} solve(s) it paused through the outage, which fill the plan; resuming as they end (by ${Math.ceil((until - ctx.now) / 1000)} s at most).`,
+          `Still paused: every dependency answers again, but the solver still works on the ${aged} solve(s) it paused through the outage (about ${still} now), which fill the plan; resuming as they end (by ${Math.ceil((until - ctx.now) / 1000)} s at most).`,
           resumeTotal,
         ),
         ...outageRecord(paused),
@@ -102,8 +106,8 @@ function resumeAfterOutage(ctx: TickContext, flow: Flow, balance: number): Flow 
       resume.total,
       'OUTAGE_PROBE',
       resume.trial
-        ? `Resumed on trial at ${resume.total}: every dependency answered this tick (the balance read: $${usd(balance)}); the ceiling before the outage (${total}${carried ? `, less the ${aged} solve(s) the solver still works on` : ''}) once the consumers' own store calls work.`
-        : `Resumed at ${total}, the ceiling before the outage${carried ? ` less the ${aged} solve(s) the solver still works on` : ''}: every dependency answered this tick (the balance read: $${usd(balance)}).`,
+        ? `Resumed on trial at ${resume.total}: every dependency answered this tick (the balance read: $${usd(balance)}); the ceiling before the outage (${total}${still > 0 ? `, less the ${still} of the ${aged} solve(s) it paused the solver may still work on` : ''}) once the consumers' own store calls work.`
+        : `Resumed at ${total}, the ceiling before the outage${still > 0 ? ` less the ${still} of the ${aged} solve(s) it paused the solver may still work on (fewer as they end)` : ''}: every dependency answered this tick (the balance read: $${usd(balance)}).`,
     ),
   };
 }

@@ -4,7 +4,7 @@
  * fewer threads than the mapping's floor, the mappings are disabled and the fleet probes with one
  * submission per tick, never more). Pure.
  */
-import { capFloor, ceilingFor, clamp, planCap } from './capacity.js';
+import { capFloor, carriedThreads, ceilingFor, clamp, planCap } from './capacity.js';
 import type { TickContext } from './context.js';
 import { type Calculation, type Flow, pause, resumed, run, type Stage } from './flow.js';
 import { type EstimateShape, initialEstimate, updateEstimate } from './neighbours.js';
@@ -41,7 +41,7 @@ export const freeThreadsStage: Calculation = {
     // a mapping cut back starts its ramp over (minutes on a big plan).
     const carried =
       base.overCap.carried !== undefined && ctx.now < base.overCap.carried.until ? base.overCap.carried : undefined;
-    const leftover = (reading?.leftover ?? 0) + (carried?.threads ?? 0);
+    const leftover = (reading?.leftover ?? 0) + carriedThreads(carried, ctx.now);
     const heldNow = ctx.current.total * config.tasksPerInvocation;
     // Below the plan the estimate is a refusal's: the plan was full, so threads the solver still
     // works on for handed-back submissions are not free to submit into; they cut the ceiling

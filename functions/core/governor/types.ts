@@ -202,6 +202,16 @@ export interface NeighbourEstimate {
   failed?: { count: number; level: number };
 }
 
+/** Solves the solver paused through an outage and still works on after it (OverCapEstimate.carried). */
+export interface CarriedThreads {
+  /** Threads they held when the solver answered again. */
+  threads: number;
+  /** When the solver answered again, epoch ms (absent in a state written before it was kept: no decline). */
+  since?: number;
+  /** When the last of them is done at the latest, epoch ms. */
+  until: number;
+}
+
 /** The threads this fleet may use, as estimated from the thread ledger. */
 export interface OverCapEstimate {
   /** Threads this fleet may use now (plan − reserved − what others hold), never under the mapping floor's. */
@@ -212,9 +222,10 @@ export interface OverCapEstimate {
   probeCredit?: number;
   /**
    * After an outage: threads the solver still holds for solves it paused through the outage,
-   * beyond what the ledger's leases still count (they aged out while it lasted), until `until`.
+   * beyond what the ledger's leases still count (they aged out while it lasted): `threads` when it
+   * answered again (`since`), none by `until` (`carriedThreads`: fewer as they end).
    */
-  carried?: { threads: number; until: number };
+  carried?: CarriedThreads;
 }
 
 /** The money side: balance reads, the spend rate, the halt hold. */
