@@ -12,7 +12,7 @@ import { sleep } from '../core/helpers/time.js';
 import type { Clock, DeliveredMessage } from '../core/ports.js';
 import type { ThreadLedgerReading } from '../core/thread-ledger.js';
 import {
-  fleetHeldOf,
+  fleetHeldUnder,
   fleetRoomFull,
   fleetRoomOf,
   freeSlotIndexes,
@@ -48,6 +48,8 @@ export class LeaseHolding {
   private held: LeaseSlot | undefined;
   /** The live slots of the held slot's shard when it was taken, not counting it (a refusal's count). */
   private othersAtTake = 0;
+  /** The fleet-wide refusal room in force when the slot was taken under it (undefined: none, or a slot taken whatever the limits). */
+  private roomAtTake: number | undefined;
   private waits = 0;
   /** The thread ledger as read before this take (its refusal room holds every shard, `fleetRoomOf`). */
   private ledger: RefusalSignal | undefined;
@@ -63,10 +65,11 @@ export class LeaseHolding {
 
   /**
    * The fleet's held threads when this delivery last looked, its own not counted: the live slots
-   * of the shard it took from, scaled to the whole plan when the lane has several shards.
+   * of the shard it took from, scaled to the whole plan when the lane has several shards, and
+   * under the refusal room it took its slot in (`fleetHeldUnder`).
    */
   fleetHeld(): number {
-    return fleetHeldOf(this.othersAtTake, this.lane.shards.length);
+    return fleetHeldUnder(this.othersAtTake, this.lane.shards.length, this.roomAtTake);
   }
 
   /** The slot held now, if any. */
@@ -83,8 +86,8 @@ export class LeaseHolding {
    * task back without a submission). A store failure is thrown (the task waits).
    *
    * `ledger`, the thread ledger as read just before (ThreadTracking.waitForGrant): while its
-   * newest refusal is in force, a shard whose live slots, scaled to the lane (`fleetHeldOf`),
-   * fill the refusal room (`fleetRoomFull`) is closed too; full of live leases, the wait is the
+   * newest refusal is in force, a shard whose live slots fill its share of the refusal room
+   * (`fleetRoomFull`) is closed too; full of live leases, the wait is the
    * patient one. The room lapses with the hold-off's time; an acceptance that lifts it is seen
    * at the next submission's read.
    */
@@ -168,7 +171,7 @@ export class LeaseHolding {
       const index = (start + k) % shards.length;
       const view = await this.lane.leases.view(shards[index] as string);
       if (await this.tryShard(view, index, random)) return 'taken';
-      full &&= fullOfLive(view, planCap, index, this.clock()) || this.ownSolvesFillRoom(view);
+      full &&= fullOfLive(view, planCap, index, this.clock()) || this.ownSolvesFillRoom(view, index);
     }
     return full ? 'full' : 'closed';
   }
@@ -182,16 +185,16 @@ export class LeaseHolding {
    * The fleet-wide refusal room is what closes the shard, and the fleet's own live leases fill it:
    * they free as their answers come, so the wait is patient (as the waiting design's, waitForRoom).
    */
-  private ownSolvesFillRoom(view: ShardView): boolean {
+  private ownSolvesFillRoom(view: ShardView, index: number): boolean {
     const now = this.clock();
     const live = liveSlots(view, now).length;
-    return live > 0 && fleetRoomFull(this.fleetRoom(now), live, this.lane.shards.length);
+    return live > 0 && fleetRoomFull(this.fleetRoom(now), live, this.lane.shards.length, index);
   }
 
   private async tryShard(view: ShardView, index: number, random: () => number, anyFree = false): Promise<boolean> {
     const now = this.clock();
     if (!anyFree && roomInShard(view, this.lane.planCap, index, now) <= 0) return false;
-    if (!anyFree && fleetRoomFull(this.fleetRoom(now), liveSlots(view, now).length, this.lane.shards.length))
+    if (!anyFree && fleetRoomFull(this.fleetRoom(now), liveSlots(view, now).length, this.lane.shards.length, index))
       return false;
     const slots = anyFree ? shardCapacity(this.lane.planCap, index) : limitOf(view, this.lane.planCap, index);
     const free = freeSlotIndexes(view, slots, now, random);
@@ -207,6 +210,7 @@ export class LeaseHolding {
       if (await this.lane.leases.take(lease)) {
         this.held = lease;
         this.othersAtTake = liveSlots(view, now).length;
+        this.roomAtTake = anyFree ? undefined : this.fleetRoom(now);
         return true;
       }
     }

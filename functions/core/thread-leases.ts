@@ -177,6 +177,19 @@ export function fleetHeldOf(others: number, shards: number): number {
   return shards <= 1 ? others : (others + 1) * shards - 1;
 }
 
+/**
+ * The fleet's held threads as a delivery records them (`fleetHeldOf`), when it took its slot under
+ * the fleet-wide refusal room `room` (`fleetRoomOf` at the take; undefined when none was in force):
+ * the shards' shares of the room (`fleetRoomFull`) hold every live slot, its own included, so the
+ * others are at most `room − 1`, whatever the scaled count of its shard reads. (A scaled count at
+ * the room or above would read as the fleet filling the refused level, lift the room at once and
+ * test the level again; before the shares, no taker could record it.)
+ */
+export function fleetHeldUnder(others: number, shards: number, room: number | undefined): number {
+  const scaled = fleetHeldOf(others, shards);
+  return room === undefined ? scaled : Math.min(scaled, Math.max(0, room - 1));
+}
+
 /** Slots of a view still held at `now` (an expired lease holds nothing). */
 export function liveSlots(view: ShardView, now: number): LeaseSlot[] {
   return view.slots.filter((slot) => slot.until > now);
@@ -235,13 +248,16 @@ export function fleetRoomOf(
 }
 
 /**
- * Whether the fleet-wide refusal room (`fleetRoomOf`) closes a shard to a taker that sees `live`
- * slots held in it: the fleet's held threads as that taker would record them at its acceptance
- * (`fleetHeldOf`, the count a refusal records) already fill the room, as a waiting consumer
- * submits only while the ledger's held count is below it.
+ * Whether the fleet-wide refusal room (`fleetRoomOf`) closes shard `index` of a lane of `shards`
+ * to a taker that sees `live` slots held in it: they fill the shard's share of the room, the room
+ * spread over the shards as the governor spreads a ceiling (`shardLimits`), so the shards together
+ * hold the room and no more. A taker tries every shard from a random one, so a fleet whose shards
+ * fill unevenly still reaches the room. (Before, a shard closed once its live slots scaled to the
+ * lane, `fleetHeldOf`, reached the room: a 2-shard lane held at most room − 1, and less as its
+ * shards filled unevenly, for the whole hold-off after every refusal.)
  */
-export function fleetRoomFull(room: number | undefined, live: number, shards: number): boolean {
-  return room !== undefined && fleetHeldOf(live, shards) >= room;
+export function fleetRoomFull(room: number | undefined, live: number, shards: number, index: number): boolean {
+  return room !== undefined && live >= (splitEvenly(Math.max(0, room), Math.max(1, shards))[index] ?? 0);
 }
 
 /**

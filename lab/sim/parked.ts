@@ -5,7 +5,7 @@
  * - An invocation takes a slot before a fresh submission when a shard has room (`roomInShard`:
  *   below the shard's limit and, right after a refusal in it, below the slots held then) and the
  *   fleet-wide refusal room of the thread ledger is not full (`fleetRoomFull`: the shard's live
- *   slots scaled to the lane, below `roomLimit` while the ledger's newest refusal is in force),
+ *   slots below its share of `roomLimit` while the ledger's newest refusal is in force),
  *   trying the shards from a random one (functions/consumer/lease-holding.ts); with none it waits
  *   for one as the waiting design waits for room (the simulation's room wait, woken by a freed or
  *   opened slot at its next read, `leaseWaitPollSeconds` apart; up to its deadline while live
@@ -37,7 +37,7 @@
 import { PARKED_SUBMIT_SECONDS } from '../../functions/core/governor/submitters.js';
 import {
   filledAcceptance,
-  fleetHeldOf,
+  fleetHeldUnder,
   fleetRoomFull,
   LEASE_SHARD_SLOTS,
   type LeaseSlot,
@@ -121,6 +121,8 @@ interface HeldLease {
   index: number;
   /** Live slots of the shard when it was taken, not counting it (the refusal's count, LeaseHolding). */
   others: number;
+  /** The fleet-wide refusal room it was taken under (LeaseHolding: `fleetHeldUnder`). */
+  room: number | undefined;
   takenAt: number;
   until: number;
 }
@@ -243,7 +245,7 @@ export class ParkedDesign {
     return this.views.every(
       (view, index) =>
         fullOfLive(view, this.planCap, index, nowMs) ||
-        (view.slots.length > 0 && fleetRoomFull(fleetRoom, view.slots.length, shards)),
+        (view.slots.length > 0 && fleetRoomFull(fleetRoom, view.slots.length, shards, index)),
     );
   }
 
@@ -279,10 +281,10 @@ export class ParkedDesign {
       const view = this.views[index] as ShardView;
       bump(this.counts.consumerShardReads, view.slots.length);
       if (roomInShard(view, this.planCap, index, nowMs) <= 0) continue;
-      if (fleetRoomFull(fleetRoom, view.slots.length, shards)) continue;
+      if (fleetRoomFull(fleetRoom, view.slots.length, shards, index)) continue;
       const slot = this.freeSlot(view, limitOf(view, this.planCap, index));
       if (slot === undefined) continue;
-      this.hold(id, index, slot, t);
+      this.hold(id, index, slot, t, fleetRoom);
       return true;
     }
     this.waitingSince.set(id, t);
@@ -441,7 +443,7 @@ export class ParkedDesign {
       bump(this.counts.consumerShardReads, view.slots.length);
       const slot = this.freeSlot(view, shardCapacity(this.planCap, index));
       if (slot === undefined) continue;
-      this.hold(id, index, slot, t);
+      this.hold(id, index, slot, t, undefined);
       return true;
     }
     return false;
@@ -459,7 +461,7 @@ export class ParkedDesign {
     return free >= 0 && free < limit ? free : undefined;
   }
 
-  private hold(id: number, index: number, slot: number, t: number): void {
+  private hold(id: number, index: number, slot: number, t: number, room: number | undefined): void {
     this.account(t);
     this.ensure(id);
     const view = this.views[index] as ShardView;
@@ -472,7 +474,7 @@ export class ParkedDesign {
       until: this.ms(until),
       delivery: LAB_DELIVERY,
     };
-    this.held.set(id, { lease, index, others: view.slots.length, takenAt: t, until });
+    this.held.set(id, { lease, index, others: view.slots.length, room, takenAt: t, until });
     view.slots.push(lease);
     this.live++;
     this.counts.leaseTakes++;
@@ -495,7 +497,8 @@ export class ParkedDesign {
 
   /** The fleet's held threads as a delivery saw them at its take, its own not counted (LeaseHolding.fleetHeld). */
   private fleetHeld(id: number): number {
-    return fleetHeldOf(this.held.get(id)?.others ?? 0, this.views.length);
+    const held = this.held.get(id);
+    return fleetHeldUnder(held?.others ?? 0, this.views.length, held?.room);
   }
 
   /** A wait for a slot ends: its seconds, and the shard reads of its polls (a round over the shards every `leaseWaitPollSeconds`). */

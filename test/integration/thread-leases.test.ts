@@ -244,11 +244,10 @@ describe('the fleet-wide refusal room a taker honours on a lane of several shard
     return { holding, now, leases, shards };
   }
 
-  it('holds every shard off below the ledger refusal count, not only the refused shard', async () => {
-    // GIVEN 40 + 40 live slots and a refusal, a second ago, in shard #0, with the
-    // ledger saying the fleet may hold 81 (40 others in the refused shard, scaled to two
-    // shards); shard #1 has no refusal of its own and 24 free slots
-    const w = await lane('fleetroom', [40, 40]);
+  it('holds every shard off at its share of the ledger refusal count, not only the refused shard', async () => {
+    // GIVEN 41 + 40 live slots and a refusal, a second ago, in shard #0, with the ledger saying
+    // the fleet may hold 81 (shares 41 and 40); shard #1 has no refusal of its own and 24 free slots
+    const w = await lane('fleetroom', [41, 40]);
     await w.leases.refused(w.shards[0] as string, w.now.t - 1_000, 40);
     const ledger = { lastRefusal: { at: w.now.t - 1_000, held: 81 }, refusalRun: 1 };
     const start = w.now.t;
@@ -256,27 +255,35 @@ describe('the fleet-wide refusal room a taker honours on a lane of several shard
     // WHEN it takes a slot with 2 s to its deadline
     const took = await w.holding.take(start + 2_000, ledger);
 
-    // THEN it takes none: 40 live slots in its shard read as 81 held, the room the refusal left;
-    // full of the fleet's own leases, it waited patiently to its deadline (not the 300 ms bound)
+    // THEN it takes none: each shard holds its share of the room the refusal left; full of the
+    // fleet's own leases, it waited patiently to its deadline (not the 300 ms bound)
     expect(took).toBe(false);
     expect(w.now.t - start).toBeGreaterThan(300);
     const views = await w.leases.views(w.shards);
-    expect(views.map((view) => view.slots.length)).toEqual([40, 40]);
+    expect(views.map((view) => view.slots.length)).toEqual([41, 40]);
   });
 
-  it('takes a slot below the refusal room, and any once the hold-off has lapsed', async () => {
-    // GIVEN the same refusal, and a shard #1 where one of the fleet's solves has freed its slot
-    const w = await lane('fleetroom-free', [40, 39]);
+  it('takes a slot below its shard’s share of the refusal room, and any once the hold-off has lapsed', async () => {
+    // GIVEN the same refusal, and shard #0 full at its share (41) while shard #1 has freed one (39 of 40)
+    const w = await lane('fleetroom-free', [41, 39]);
     const ledger = { lastRefusal: { at: w.now.t - 1_000, held: 81 }, refusalRun: 1 };
 
-    // WHEN it takes a slot, THEN shard #1 (39 live: 79 held, below the room) gives it one
+    // WHEN it takes a slot, THEN shard #1 gives it one: the fleet holds the room, 81
     expect(await w.holding.take(w.now.t + 2_000, ledger)).toBe(true);
     expect(w.holding.lease?.shard).toBe('fleetroom-free#1');
 
-    // and a refusal older than the hold-off holds nothing
-    const late = await lane('fleetroom-late', [40, 40]);
+    // and 40 + 40 live: shard #0 (share 41) gives one; the others it records are 80, not the 81 its
+    // shard scales to (that count would read as the fleet filling the refused level)
+    const even = await lane('fleetroom-even', [40, 40]);
+    expect(await even.holding.take(even.now.t + 2_000, ledger)).toBe(true);
+    expect(even.holding.lease?.shard).toBe('fleetroom-even#0');
+    expect(even.holding.fleetHeld()).toBe(80);
+
+    // and a refusal older than the hold-off holds nothing (nor bounds the count)
+    const late = await lane('fleetroom-late', [41, 40]);
     const old = { lastRefusal: { at: late.now.t - REFUSAL_HOLD_OFF_MS - 1, held: 81 }, refusalRun: 1 };
     expect(await late.holding.take(late.now.t + 2_000, old)).toBe(true);
+    expect(late.holding.fleetHeld()).toBe(83);
   });
 });
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { initialEstimate, updateEstimate } from '../../functions/core/governor/neighbours.js';
 import {
   fleetHeldOf,
+  fleetHeldUnder,
   fleetRoomFull,
   fleetRoomOf,
   freeSlotIndexes,
@@ -140,14 +141,54 @@ describe('the fleet-wide refusal room', () => {
     expect(fleetRoomOf(lifted, 128, NOW)).toBeUndefined();
   });
 
-  it('closes a shard whose live slots, scaled to the lane, fill the room (the count a refusal records)', () => {
-    // two shards: 40 live read as 81 held (its own would make 82)
-    expect(fleetRoomFull(81, 40, 2)).toBe(true);
-    expect(fleetRoomFull(81, 39, 2)).toBe(false);
-    expect(fleetRoomFull(undefined, 64, 2)).toBe(false);
+  it('closes a shard whose live slots fill its share of the room: the shards together hold the room, and no more', () => {
+    // two shards, room 81: shares 41 and 40
+    expect(fleetRoomFull(81, 41, 2, 0)).toBe(true);
+    expect(fleetRoomFull(81, 40, 2, 0)).toBe(false);
+    expect(fleetRoomFull(81, 40, 2, 1)).toBe(true);
+    expect(fleetRoomFull(81, 39, 2, 1)).toBe(false);
+    expect(fleetRoomFull(undefined, 64, 2, 0)).toBe(false);
     // one shard: the live slots themselves
-    expect(fleetRoomFull(3, 3, 1)).toBe(true);
-    expect(fleetRoomFull(3, 2, 1)).toBe(false);
+    expect(fleetRoomFull(3, 3, 1, 0)).toBe(true);
+    expect(fleetRoomFull(3, 2, 1, 0)).toBe(false);
+    // a room under the shards: the first ones hold it
+    expect(fleetRoomFull(1, 0, 3, 0)).toBe(false);
+    expect(fleetRoomFull(1, 0, 3, 1)).toBe(true);
+    expect(fleetRoomFull(0, 0, 3, 0)).toBe(true);
+  });
+
+  it('lets takers that try every shard fill the room exactly however the shards stand, never past it', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 0, max: 400 }),
+        fc.array(fc.nat(80), { minLength: 8, maxLength: 8 }),
+        fc.array(fc.nat(7), { maxLength: 600 }),
+        (shards, room, start, order) => {
+          // Shards as a refusal left them (each at or under its share), then takers from random shards.
+          const live = start.slice(0, shards).map((n, i) => Math.min(n, shareOf(room, shards, i)));
+          for (const first of order) {
+            for (let k = 0; k < shards; k++) {
+              const i = (first + k) % shards;
+              if (fleetRoomFull(room, live[i] as number, shards, i)) continue;
+              live[i] = (live[i] as number) + 1;
+              break;
+            }
+          }
+          const total = live.reduce((a, b) => a + b, 0);
+          expect(total).toBeLessThanOrEqual(room);
+          if (order.length >= room) expect(total).toBe(room);
+        },
+      ),
+    );
+  });
+
+  it('records the others a taker under the room saw as at most the room less its own slot', () => {
+    // two shards, 40 live beside the taker's: scaled, 81; under a room of 81 it holds at most 80 others
+    expect(fleetHeldUnder(40, 2, undefined)).toBe(81);
+    expect(fleetHeldUnder(40, 2, 81)).toBe(80);
+    expect(fleetHeldUnder(10, 2, 81)).toBe(21);
+    expect(fleetHeldUnder(0, 1, 0)).toBe(0);
   });
 });
 
@@ -172,3 +213,8 @@ describe("the watch's cadence", () => {
     );
   });
 });
+
+/** Shard `index`'s share of `room` over `shards` (the room spread as the governor spreads a ceiling). */
+function shareOf(room: number, shards: number, index: number): number {
+  return Math.floor(room / shards) + (index < room % shards ? 1 : 0);
+}
