@@ -555,6 +555,64 @@ describe('the estimator: properties', () => {
     );
   });
 
+  it('finds what a neighbour that held the whole plan hands back within log2 of it + 3 ticks, whatever the budget and the failures before, at one refusal at most', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 4, max: 1000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: -8, max: 3.9, noNaN: true }),
+        fc.integer({ min: 0, max: 8 }),
+        (plan, share, budget, failures) => {
+          // Prepare: others hold the whole plan (starved: the estimate at 0, its step reset by the
+          // refusals), the budget cannot pay for a climb, `failures` climbs failed before the spell.
+          const s: EstimateShape = { planCap: plan, spare: 1, floor: 2, tickMs: 10_000 };
+          const back = Math.max(1, Math.round(plan * share));
+          const failed = failures > 0 ? { count: failures, level: plan } : undefined;
+          let e: NeighbourEstimate = {
+            ...initialEstimate(s, T0),
+            free: 0,
+            step: 1,
+            budget,
+            seen: { refusals: 40, acceptances: 1600 },
+            ...(failed ? { failed } : {}),
+          };
+          let r = reading({
+            acceptances: 1600,
+            refusals: 40,
+            refusalRun: 0,
+            lastRefusal: { at: T0 - REFUSAL_HOLD_OFF_MS - 1, held: 0 },
+          });
+          // Act: the neighbour hands `back` threads back; each tick the fleet fills its estimate
+          // where the threads are free (an acceptance), or is refused where they are not.
+          let ticks = 0;
+          let refusals = 0;
+          while (e.free < back && ticks < 100) {
+            ticks++;
+            const at = T0 + ticks * s.tickMs;
+            if (e.free <= back)
+              r = {
+                ...r,
+                acceptances: r.acceptances + Math.max(1, e.free),
+                refusalRun: 0,
+                lastAcceptance: { at, held: Math.max(0, e.free - 1) },
+              };
+            e = updateEstimate(e, r, s, at).estimate;
+            if (e.free > back) {
+              refusals++;
+              r = { ...r, refusals: r.refusals + 1, refusalRun: 1, lastRefusal: { at: at + 1, held: back } };
+              e = updateEstimate(e, r, s, at + 1).estimate;
+            }
+          }
+          // Assess
+          expect(e.free).toBe(back);
+          expect(ticks).toBeLessThanOrEqual(Math.ceil(Math.log2(back + 1)) + 3);
+          expect(refusals).toBeLessThanOrEqual(1);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
   it("finds a departed neighbour's first thread within the patient wait, whatever a throttled fleet's budget", () => {
     fc.assert(
       fc.property(

@@ -18,6 +18,11 @@
  *   refusals climbing costs stay under 2 % of the submissions. Below the mapping's floor (others
  *   hold nearly all the plan) the climb is not budgeted: the fleet then probes one submission a
  *   tick (the neighbours stage), and each accepted probe climbs.
+ * - Out of a starved spell (an accepted starved probe: others handed threads back), the climbs
+ *   are not budgeted either until the first refusal: each level the fleet fills doubles the step,
+ *   and the failures counted before the spell are forgotten (they failed against a hold the
+ *   neighbour no longer has). A neighbour that held the whole plan and hands half of it back is
+ *   found in a handful of ticks, not one patient climb every few minutes.
  * - A patient climb: a throttled fleet (others hold half the plan or more) earns its budget
  *   slowly (a few acceptances a minute), so while a backlog waits that its threads would take
  *   minutes to drain (`PATIENT_DRAIN_MS`) it may borrow ahead of the budget (the rest of the
@@ -107,6 +112,7 @@ export function updateEstimate(
   if (refusal !== undefined) {
     next.updatedAt = Math.max(estimate.updatedAt, refusal.at);
     next.step = shape.spare;
+    next.releasing = undefined;
   }
   // While a refusal holds the consumers to a count, that count is the estimate: down at once, and
   // up again once an acceptance ends a run (a higher ceiling would only wait for room, a lower one
@@ -125,7 +131,11 @@ export function updateEstimate(
   // The fleet filled the level its newest failed climb reached: the failures are behind it.
   if (next.failed !== undefined && estimate.free >= next.failed.level) next.failed = undefined;
   const starved = estimate.free < shape.floor;
-  let affordable = starved ? Number.POSITIVE_INFINITY : affordableThreads(budget, shape);
+  // Out of a starved spell: others handed threads back; the climbs that failed before failed
+  // against a hold they no longer have, and each filled level doubles until the first refusal.
+  if (starved) next.failed = undefined;
+  const releasing = starved || next.releasing === true;
+  let affordable = releasing ? Number.POSITIVE_INFINITY : affordableThreads(budget, shape);
   const throttled = estimate.free <= shape.planCap * PATIENT_SHARE_OF_PLAN;
   const draining = queuedWorkMs / Math.max(1, estimate.free) >= PATIENT_DRAIN_MS;
   if (affordable < shape.spare && throttled && draining && patient(next, reading, shape, now))
@@ -140,6 +150,7 @@ export function updateEstimate(
       step: Math.min(2 * step, shape.planCap),
       climbedAt: acceptance.at,
       climbedStarved: starved,
+      ...(releasing ? { releasing: true } : {}),
     },
     change: 'up',
   };

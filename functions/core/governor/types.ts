@@ -195,6 +195,11 @@ export interface NeighbourEstimate {
   /** The last climb started below the mapping's floor (a starved probe's): its refusals are not charged to the budget. */
   climbedStarved?: boolean;
   /**
+   * Climbing out of a starved spell: a starved probe was accepted (others handed threads back)
+   * and no refusal came since, so each level the fleet fills doubles its step without the budget.
+   */
+  releasing?: boolean;
+  /**
    * Climbs that failed (a refusal charged to them) since the fleet last filled the level of the
    * newest failure: each doubles the wait before a climb on borrowed budget (neighbours.ts, a
    * patient climb). Absent: none.
