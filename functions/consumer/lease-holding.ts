@@ -72,6 +72,29 @@ export class LeaseHolding {
     return fleetHeldUnder(this.othersAtTake, this.lane.shards.length, this.roomAtTake);
   }
 
+  /**
+   * The fleet's held threads at a refusal of this delivery's submission, its own slot not counted:
+   * every shard of the lane read and its live slots counted exactly. A take reads one shard and
+   * scales it (`fleetHeld`), a step of the shards' number on a lane of many, and the room a
+   * refusal leaves is that count: scaled up, the fleet fills it and is refused again; scaled down,
+   * it idles threads for the hold-off. A refusal is rare, so the reads are few. A read that fails
+   * gives the scaled count.
+   */
+  async refusedHeld(): Promise<number> {
+    const own = this.held;
+    try {
+      const views = await Promise.all(this.lane.shards.map((shard) => this.lane.leases.view(shard)));
+      const now = this.clock();
+      let live = 0;
+      for (const view of views)
+        for (const slot of liveSlots(view, now)) if (own?.shard !== slot.shard || own.slot !== slot.slot) live += 1;
+      return live;
+    } catch (error) {
+      this.log.warn('lease shards not read at a refusal; its count is the scaled one', { error: describe(error) });
+      return this.fleetHeld();
+    }
+  }
+
   /** The slot held now, if any. */
   get lease(): LeaseSlot | undefined {
     return this.held;

@@ -129,6 +129,7 @@ export class TaskRun {
       ctx.timing.overCapWaiting,
       ctx.deps.settings.effectiveCap,
       leasing === undefined ? undefined : () => leasing.fleetHeld(),
+      leasing === undefined ? undefined : () => leasing.refusedHeld(),
     );
     this.keeper = new SolverIdKeeper({
       write: (solverId, provider, acceptedAt, park) =>

@@ -84,6 +84,11 @@ export class ThreadTracking {
      * ledger's own held buckets are left alone (the leases hold the threads; functions/core/thread-leases.ts).
      */
     private readonly leasedHeld?: () => number,
+    /**
+     * The parked design, at a refusal: the fleet's held threads counted exactly (every lease shard
+     * read; LeaseHolding.refusedHeld), recorded in place of `leasedHeld`'s scaled count.
+     */
+    private readonly refusalHeld?: () => Promise<number>,
   ) {}
 
   /**
@@ -208,7 +213,16 @@ export class ThreadTracking {
       }
       if (answer.request !== 'submit' || (answer.outcome !== 'accepted' && answer.outcome !== 'over_cap')) return;
       const event = answer.outcome === 'accepted' ? 'acceptance' : 'refusal';
-      this.track(ledger.recordEvent(event, this.clock(), this.leasedHeld()), event);
+      const at = this.clock();
+      const exact = event === 'refusal' ? this.refusalHeld : undefined;
+      if (exact !== undefined) {
+        this.track(
+          exact().then((held) => ledger.recordEvent(event, at, held)),
+          event,
+        );
+        return;
+      }
+      this.track(ledger.recordEvent(event, at, this.leasedHeld()), event);
       return;
     }
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {

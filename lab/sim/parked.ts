@@ -297,12 +297,19 @@ export class ParkedDesign {
   }
 
   /**
-   * The solver refused the task's submission over the cap: the refusal goes into the ledger and
-   * into the slot's shard (with the slots held then, its own not counted), and the slot is given back.
+   * The solver refused the task's submission over the cap: the refusal goes into the ledger (the
+   * fleet's live slots counted exactly, its own not counted) and into the slot's shard (with that
+   * shard's slots held then), and the slot is given back.
    */
   refused(id: number): void {
     const at = this.ms(this.host.now());
-    this.host.ledger.recordEvent('refusal', at, this.fleetHeld(id));
+    // Counted exactly, every shard read (LeaseHolding.refusedHeld): the live slots less its own.
+    let live = 0;
+    for (const view of this.views) {
+      bump(this.counts.consumerShardReads, view.slots.length);
+      live += view.slots.length;
+    }
+    this.host.ledger.recordEvent('refusal', at, Math.max(0, live - (this.held.has(id) ? 1 : 0)));
     const held = this.held.get(id);
     if (held === undefined) return;
     const view = this.views[held.index] as ShardView;

@@ -285,6 +285,33 @@ describe('the fleet-wide refusal room a taker honours on a lane of several shard
     expect(await late.holding.take(late.now.t + 2_000, old)).toBe(true);
     expect(late.holding.fleetHeld()).toBe(83);
   });
+
+  it('counts the fleet exactly at a refusal, every shard read, its own slot not counted', async () => {
+    // GIVEN 41 + 10 live slots, shard #0 at its limit of 41: a delivery takes one in shard #1
+    // (random 0 tries #0 first), where its scaled count reads (10 + 1) × 2 − 1 = 21
+    const w = await lane('refusal-count', [41, 10]);
+    await w.leases.setLimit(w.shards[0] as string, 41);
+    expect(await w.holding.take(w.now.t + 2_000)).toBe(true);
+    expect(w.holding.lease?.shard).toBe('refusal-count#1');
+    expect(w.holding.fleetHeld()).toBe(21);
+    // WHEN its submission is refused, THEN the count is 51, the others' slots over both shards
+    expect(await w.holding.refusedHeld()).toBe(51);
+    // and where a shard cannot be read, the scaled count
+    const broken = new LeaseHolding(
+      {
+        leases: { ...w.leases, view: async () => Promise.reject(new Error('ProvisionedThroughputExceededException')) },
+        shards: w.shards,
+        planCap: 128,
+        leaseMs: 60_000,
+      },
+      'me-too',
+      delivery,
+      () => w.now.t,
+      { pollMs: 250, maxWaitMs: 300, maxWaits: 3 },
+      quiet,
+    );
+    expect(await broken.refusedHeld()).toBe(broken.fleetHeld());
+  });
 });
 
 describe('the watch relay’s baton on dynalite, through the real SDK', () => {

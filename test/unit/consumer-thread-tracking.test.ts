@@ -396,3 +396,34 @@ describe('a parked delivery that reads an answer itself', () => {
     expect(reading?.held).toBe(0);
   });
 });
+
+describe('a parked delivery refused over the cap', () => {
+  it('records the refusal with the exact count of the fleet’s leases, at the time of the answer, and an acceptance with the scaled one', async () => {
+    // Prepare: the parked design; the scaled count a take saw is 21, the exact count 14 (read later)
+    const now = { t: 1_000_000 };
+    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
+    let release: (count: number) => void = () => undefined;
+    const exact = new Promise<number>((resolve) => {
+      release = resolve;
+    });
+    const tracking = new ThreadTracking(
+      ledger,
+      () => now.t,
+      silent,
+      undefined,
+      100,
+      () => 21,
+      () => exact,
+    );
+    // Act: refused at 1 000 000; the shards' reads answer 30 ms later
+    tracking.onAnswer({ request: 'submit', outcome: 'over_cap' });
+    now.t += 30;
+    release(14);
+    tracking.onAnswer({ request: 'submit', outcome: 'accepted' });
+    await tracking.settle();
+    // Assess
+    const reading = await ledger.read();
+    expect(reading?.lastRefusal).toEqual({ at: 1_000_000, held: 14 });
+    expect(reading?.lastAcceptance).toEqual({ at: 1_000_030, held: 21 });
+  });
+});
