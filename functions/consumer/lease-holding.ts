@@ -20,6 +20,7 @@ import {
   type LeaseLane,
   type LeaseSlot,
   limitOf,
+  liveHeld,
   liveSlots,
   roomInShard,
   shardCapacity,
@@ -84,11 +85,7 @@ export class LeaseHolding {
     const own = this.held;
     try {
       const views = await Promise.all(this.lane.shards.map((shard) => this.lane.leases.view(shard)));
-      const now = this.clock();
-      let live = 0;
-      for (const view of views)
-        for (const slot of liveSlots(view, now)) if (own?.shard !== slot.shard || own.slot !== slot.slot) live += 1;
-      return live;
+      return liveHeld(views, this.clock(), own);
     } catch (error) {
       this.log.warn('lease shards not read at a refusal; its count is the scaled one', { error: describe(error) });
       return this.fleetHeld();

@@ -214,15 +214,12 @@ export class ThreadTracking {
       if (answer.request !== 'submit' || (answer.outcome !== 'accepted' && answer.outcome !== 'over_cap')) return;
       const event = answer.outcome === 'accepted' ? 'acceptance' : 'refusal';
       const at = this.clock();
-      const exact = event === 'refusal' ? this.refusalHeld : undefined;
-      if (exact !== undefined) {
-        this.track(
-          exact().then((held) => ledger.recordEvent(event, at, held)),
-          event,
-        );
-        return;
-      }
-      this.track(ledger.recordEvent(event, at, this.leasedHeld()), event);
+      const held =
+        event === 'refusal' && this.refusalHeld !== undefined ? this.refusalHeld() : Promise.resolve(this.leasedHeld());
+      this.track(
+        held.then((count) => ledger.recordEvent(event, at, count)),
+        event,
+      );
       return;
     }
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {

@@ -190,6 +190,17 @@ export function fleetHeldUnder(others: number, shards: number, room: number | un
   return room === undefined ? scaled : Math.min(scaled, Math.max(0, room - 1));
 }
 
+/**
+ * The live slots over every shard of a lane at `now`: the threads the fleet holds, as the governor
+ * reads them each tick and a refused delivery counts them (without `except`, its own slot).
+ */
+export function liveHeld(views: readonly ShardView[], now: number, except?: Pick<LeaseSlot, 'shard' | 'slot'>): number {
+  let held = 0;
+  for (const view of views)
+    for (const slot of liveSlots(view, now)) if (except?.shard !== slot.shard || except.slot !== slot.slot) held += 1;
+  return held;
+}
+
 /** Slots of a view still held at `now` (an expired lease holds nothing). */
 export function liveSlots(view: ShardView, now: number): LeaseSlot[] {
   return view.slots.filter((slot) => slot.until > now);

@@ -7,7 +7,7 @@
  */
 import type { LaneActuator } from '../core/governor/ports.js';
 import type { Clock } from '../core/ports.js';
-import { filledAcceptance, type LeaseKeeper, liveSlots, shardLimits, threadsOpened } from '../core/thread-leases.js';
+import { filledAcceptance, type LeaseKeeper, liveHeld, shardLimits, threadsOpened } from '../core/thread-leases.js';
 import type { ThreadLedgerReader, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { GovernorLog } from './loop.js';
 
@@ -48,7 +48,7 @@ export function leasedLedgerReader(
     async read() {
       const [reading, views] = await Promise.all([ledger?.read(), lane.leases.views(lane.shards)]);
       const now = clock();
-      const held = views.reduce((sum, view) => sum + liveSlots(view, now).length, 0);
+      const held = liveHeld(views, now);
       lastHeld = held;
       const acceptedAt = reading?.lastAcceptance?.at;
       for (const view of views) {

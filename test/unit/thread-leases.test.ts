@@ -4,6 +4,7 @@ import { initialEstimate, updateEstimate } from '../../functions/core/governor/n
 import {
   fleetHeldOf,
   fleetHeldUnder,
+  liveHeld,
   fleetRoomFull,
   fleetRoomOf,
   freeSlotIndexes,
@@ -218,3 +219,15 @@ describe("the watch's cadence", () => {
 function shareOf(room: number, shards: number, index: number): number {
   return Math.floor(room / shards) + (index < room % shards ? 1 : 0);
 }
+
+describe("the fleet's live slots over a lane", () => {
+  it('counts every live slot of every shard, an expired one not, and the one named not', () => {
+    const a = view([slot(0), slot(1), slot(2, NOW - 1)]);
+    const b = { ...view([slot(0), slot(5)].map((s) => ({ ...s, shard: 'primary#1' }))), shard: 'primary#1' };
+    expect(liveHeld([a, b], NOW)).toBe(4);
+    // its own slot (primary#1, 5) not counted; slot 5 of another shard would be
+    expect(liveHeld([a, b], NOW, { shard: 'primary#1', slot: 5 })).toBe(3);
+    expect(liveHeld([a, b], NOW, { shard: 'primary#0', slot: 5 })).toBe(4);
+    expect(liveHeld([], NOW)).toBe(0);
+  });
+});
