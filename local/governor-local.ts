@@ -448,7 +448,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       if (timer) clearTimeout(timer);
       await running?.catch(() => undefined);
       await watching;
-      // The last recorded answers join the ledger's solved count, as at the end of the watch's run in AWS.
+      // The answers still being recorded, then the ledger's solved count, as at the end of the watch's run in AWS.
       await parked?.watch.flushSolved();
     },
   };
@@ -463,7 +463,8 @@ async function watchParked(
   while (!stopped()) {
     const started = Date.now();
     try {
-      await parked.watch.round();
+      // Its answers are recorded beside the next rounds, as in AWS; stop() waits for them.
+      await parked.watch.round({ recording: 'beside' });
     } catch (error) {
       log?.warn('parked watch round failed; trying again next round', { error: (error as Error).message });
     }

@@ -13,6 +13,12 @@
  * consumer's (one code path), and a watch that stops (an invocation's end, a crash) only delays
  * tasks until their lease ends and their message comes back by itself.
  *
+ * A round frees the slots it found ready and goes on: the answers it records (a result request,
+ * the conditional write, the event, the delete: about as long again as the round's own request)
+ * finish beside the next rounds, at most `MAX_RECORDING` at a time, and `run` waits for them
+ * before it ends. Before, each round waited for its records, so on a busy plan the rounds came
+ * about 250 ms apart whatever their cadence, and every freed slot waited that much longer.
+ *
  * The answers the watch records itself are solves the consumers never see: it adds them to the
  * thread ledger's `solved` counter (the governor's price per solve is the balance drop over that
  * counter's rise), one update per batch, at most every `solvedFlushMs` and once more at the end
@@ -26,6 +32,12 @@ import type { SolvedCounter } from '../core/thread-ledger.js';
 import type { ParkedRecorder } from '../adapters/parked-recorder.js';
 import type { RecordBase } from '../core/solved-record.js';
 import type { GovernorLog } from './loop.js';
+
+/**
+ * Answers the watch records at once, at most: a round that would start more waits for some to
+ * finish (a slow solver or store slows the rounds instead of piling up requests).
+ */
+export const MAX_RECORDING = 256;
 
 /** What the watch needs. */
 export interface ParkedWatchOptions {
@@ -123,15 +135,26 @@ type Known =
   | { kind: 'submitted'; target: PollTarget; parked: boolean; base: RecordBase; acceptedAt: number | undefined }
   | { kind: 'released' };
 
-/** The watch: `round()` once, or `run(stopAt)` until shortly before the invocation ends. */
+/** The watch: `round()` once, or `run(…)` until shortly before the invocation ends. */
 export interface ParkedWatch {
-  round(): Promise<void>;
+  /**
+   * One round. By default it resolves once the answers it found are recorded; with
+   * `{ recording: 'beside' }` once its slots are freed, its answers recorded beside the next
+   * rounds (`settle` waits for them).
+   */
+  round(options?: { recording?: 'awaited' | 'beside' }): Promise<void>;
   /**
    * Rounds every `pollMs` while `remainingMs()` leaves at least `marginMs` (and, when given, until
-   * `done()`, asked before each round: the relay's question whether the next invocation waits).
+   * `done()`, asked before each round: the relay's question whether the next invocation waits),
+   * each recording its answers beside the next; then it waits for the last of them and flushes.
    */
   run(remainingMs: () => number, marginMs: number, done?: () => boolean | Promise<boolean>): Promise<void>;
-  /** Add the recorded answers not yet counted to the ledger's `solved` (never throws; a failed write keeps them). */
+  /** Wait for the answers being recorded (never throws). */
+  settle(): Promise<void>;
+  /**
+   * Add the recorded answers not yet counted to the ledger's `solved`, once those being recorded
+   * are (never throws; a failed write keeps them).
+   */
   flushSolved(): Promise<void>;
   readonly stats: ParkedWatchStats;
 }
@@ -158,6 +181,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const polledAt = new Map<string, number>();
   const gapMs = options.pollGapMs ?? 0;
   const solved = solvedBatch(options, clock, stats);
+  const recording = recordingBeside(options.log);
 
   /** A lease's submission once it is on the record, and whether its task is parked. */
   const learn = async (slot: LeaseSlot): Promise<void> => {
@@ -196,26 +220,18 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     await release(slot);
     stats.released += 1;
     if (!entry.parked) return;
-    if (state.state !== 'ready' || options.recorder === undefined) return showAgain(options, stats, slot);
+    // Read now: the next round forgets what it knew of the leases freed before it.
     const lastNotReadyAt = notReadyAt.get(keyOf(slot));
-    const outcome = await options.recorder.record({
-      taskId: slot.taskId,
-      solverId: entry.target.solverId,
-      base: entry.base,
-      acceptedAt: entry.acceptedAt,
-      delivery: slot.delivery,
-      ...(lastNotReadyAt !== undefined ? { lastNotReadyAt } : {}),
+    await recording.begin(async () => {
+      if (await finishFreed(options, stats, { slot, entry, state, lastNotReadyAt })) solved.add();
     });
-    if (outcome === 'recorded') {
-      stats.recorded += 1;
-      solved.add();
-    }
   };
 
   /** One round, then the solved batch when it is due (a failed round included: its count was made before). */
-  const round = async (): Promise<void> => {
+  const round = async (mode: Recording): Promise<void> => {
     try {
       await look();
+      if (mode === 'awaited') await recording.settle();
     } finally {
       await solved.flushIfDue();
     }
@@ -267,13 +283,17 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
 
   return {
     stats,
-    round,
-    flushSolved: solved.flush,
+    round: (roundOptions) => round(roundOptions?.recording ?? 'awaited'),
+    settle: recording.settle,
+    async flushSolved() {
+      await recording.settle();
+      await solved.flush();
+    },
     async run(remainingMs, marginMs, done) {
       while (remainingMs() - pollMs() >= marginMs && !((await done?.()) ?? false)) {
         const started = clock();
         try {
-          await round();
+          await round('beside');
         } catch (error) {
           last = { ...last, answered: false };
           stats.failedRounds += 1;
@@ -283,7 +303,68 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
         }
         await sleep(Math.max(0, started + pollMs() - clock()));
       }
+      await recording.settle();
       await solved.flush();
+    },
+  };
+}
+
+/**
+ * A freed parked task: its answer recorded (true when the watch's write recorded it), or its
+ * message shown to the consumers (its solve ended without an answer, or no recorder).
+ */
+async function finishFreed(
+  options: ParkedWatchOptions,
+  stats: ParkedWatchStats,
+  freed: {
+    slot: LeaseSlot;
+    entry: Extract<Known, { kind: 'submitted' }>;
+    state: PollState;
+    lastNotReadyAt: number | undefined;
+  },
+): Promise<boolean> {
+  const { slot, entry, state, lastNotReadyAt } = freed;
+  if (state.state !== 'ready' || options.recorder === undefined) {
+    await showAgain(options, stats, slot);
+    return false;
+  }
+  const outcome = await options.recorder.record({
+    taskId: slot.taskId,
+    solverId: entry.target.solverId,
+    base: entry.base,
+    acceptedAt: entry.acceptedAt,
+    delivery: slot.delivery,
+    ...(lastNotReadyAt !== undefined ? { lastNotReadyAt } : {}),
+  });
+  if (outcome !== 'recorded') return false;
+  stats.recorded += 1;
+  return true;
+}
+
+/** Whether a round waits for the answers it records, or records them beside the next rounds. */
+type Recording = 'awaited' | 'beside';
+
+/**
+ * The answers being recorded beside the rounds: `begin` starts one once fewer than
+ * `MAX_RECORDING` are under way (waiting for one to finish otherwise), `settle` waits for all.
+ * A recording that throws is logged, never rethrown: its message comes back at its lease's end.
+ */
+function recordingBeside(log: GovernorLog | undefined) {
+  const underWay = new Set<Promise<void>>();
+  return {
+    async begin(work: () => Promise<void>): Promise<void> {
+      while (underWay.size >= MAX_RECORDING) await Promise.race(underWay);
+      const done: Promise<void> = work()
+        .catch((error: unknown) => {
+          log?.warn('parked answer not recorded; its message returns when its lease ends', {
+            error: `${(error as Error).name}: ${(error as Error).message}`,
+          });
+        })
+        .finally(() => underWay.delete(done));
+      underWay.add(done);
+    },
+    async settle(): Promise<void> {
+      while (underWay.size > 0) await Promise.all([...underWay]);
     },
   };
 }

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import type { DeliveredMessage, PollState, PollTarget } from '../../functions/core/ports.js';
 import type { TaskResult } from '../../functions/core/results.js';
 import type { LeaseKeeper, LeaseSlot, ShardView } from '../../functions/core/thread-leases.js';
-import { createParkedWatch, type ParkedWatchOptions } from '../../functions/governor/parked-watch.js';
+import { createParkedWatch, MAX_RECORDING, type ParkedWatchOptions } from '../../functions/governor/parked-watch.js';
+import { VirtualTime } from '../helpers/virtual-time.js';
 
 const NOW = 5_000_000;
 
@@ -591,5 +592,152 @@ describe('the parked watch’s gap per submission (pollGapMs: the JSON task API,
     expect(w.asked).toHaveLength(1);
     expect(w.released).toEqual(['a']);
     expect(rounds).toBe(21);
+  });
+});
+
+/**
+ * A busy plan on a virtual clock: `count` parked tasks whose answers are ready `readyAt(i)`, each
+ * call taking time — the solver's bulk poll `pollMs`, a lease's DeleteItem 10 ms, a recording
+ * `recordMs` (its result request, write, event and delete).
+ */
+function busyPlan(
+  count: number,
+  readyAt: (i: number) => number,
+  timing: { pollMs: number; recordMs: number },
+  outcome: (taskId: string) => Promise<'recorded'> = async () => 'recorded',
+) {
+  const time = new VirtualTime(NOW);
+  const held = new Map<number, LeaseSlot>();
+  for (let i = 0; i < count; i++) held.set(i, lease(`t${i}`, i, { until: NOW + 600_000 }));
+  const ready = new Map([...held.values()].map((s, i) => [`id-${s.taskId}`, readyAt(i)]));
+  const polls: number[] = [];
+  const freedAt = new Map<string, number>();
+  const warnings: string[] = [];
+  const solvedWrites: number[] = [];
+  let recording = 0;
+  let mostRecording = 0;
+  const watch = createParkedWatch({
+    leases: {
+      views: async (shards) =>
+        shards.map((shard): ShardView => ({ shard, meta: { limit: count }, slots: [...held.values()] })),
+      setLimit: async () => undefined,
+      clearRefusal: async () => undefined,
+      renew: async () => true,
+      release: async (l) => {
+        await time.sleep(10);
+        held.delete(l.slot);
+        freedAt.set(l.taskId, time.now);
+      },
+    },
+    shards: ['primary#0'],
+    results: { get: async (id) => record(id) },
+    solver: {
+      pollMany: async (targets) => {
+        polls.push(time.now);
+        await time.sleep(timing.pollMs);
+        return new Map(
+          targets.map((t) => [
+            t.solverId,
+            { state: (ready.get(t.solverId) ?? Infinity) <= time.now ? 'ready' : 'not_ready' } as PollState,
+          ]),
+        );
+      },
+    },
+    queue: { changeVisibility: async () => undefined },
+    recorder: {
+      record: async (task) => {
+        recording += 1;
+        mostRecording = Math.max(mostRecording, recording);
+        try {
+          await time.sleep(timing.recordMs);
+          return await outcome(task.taskId);
+        } finally {
+          recording -= 1;
+        }
+      },
+    },
+    solved: { countSolved: async (n) => void solvedWrites.push(n) },
+    clock: time.clock,
+    sleep: time.sleep,
+    pollMs: 100,
+    viewEveryMs: 60_000,
+    settleMs: 0,
+    log: {
+      info: () => undefined,
+      warn: (message: string) => void warnings.push(message),
+      error: () => undefined,
+    } as unknown as ParkedWatchOptions['log'],
+  });
+  return { time, watch, held, polls, freedAt, ready, warnings, solvedWrites, mostRecording: () => mostRecording };
+}
+
+describe('the parked watch records beside its rounds', () => {
+  it('keeps its cadence while it records: each slot frees a round trip after the first round past its answer, whatever recording takes', async () => {
+    // GIVEN 40 parked tasks whose answers come every 37 ms from 0.1 s on, a bulk poll of 100 ms and
+    // a recording of 150 ms (its own result request and three writes)
+    const plan = busyPlan(40, (i) => NOW + 100 + 37 * i, { pollMs: 100, recordMs: 150 });
+
+    // WHEN the watch runs until its invocation has 3 s left of 5 s
+    const left = () => NOW + 5_000 - plan.time.now;
+    const run = plan.watch.run(left, 3_000);
+    await plan.time.runUntil(NOW + 10_000);
+    await run;
+
+    // THEN the rounds kept 110 ms apart (the poll and the DeleteItem; waiting for each round's
+    // recordings spaced them 260 ms), every slot freed within two of those after its answer, and
+    // every answer was recorded and counted before the run ended
+    const gaps = plan.polls.slice(1).map((at, k) => at - (plan.polls[k] as number));
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(110);
+    for (const [solverId, at] of plan.ready) {
+      const freed = plan.freedAt.get(solverId.slice('id-'.length));
+      expect(freed).toBeDefined();
+      expect((freed as number) - at).toBeLessThanOrEqual(2 * 110);
+    }
+    expect(plan.watch.stats.recorded).toBe(40);
+    expect(plan.solvedWrites.reduce((a, b) => a + b, 0)).toBe(40);
+  });
+
+  it(`records at most ${MAX_RECORDING} at once: a round past that waits for recordings to finish`, async () => {
+    // GIVEN 300 answers ready at once and a recording of 2 s
+    const plan = busyPlan(300, () => NOW, { pollMs: 100, recordMs: 2_000 });
+
+    // WHEN the watch runs one round
+    let over = false;
+    const round = plan.watch.round({ recording: 'beside' }).then(() => {
+      over = true;
+    });
+    await plan.time.runUntil(NOW + 1_000);
+
+    // THEN it freed every slot at once, began MAX_RECORDING recordings and waits to begin the rest
+    expect(plan.held.size).toBe(0);
+    expect(plan.mostRecording()).toBe(MAX_RECORDING);
+    expect(over).toBe(false);
+
+    // and once the first recordings end it begins the rest, never more at once; all are recorded
+    await plan.time.runUntil(NOW + 3_000);
+    await round;
+    const settled = plan.watch.settle();
+    await plan.time.runUntil(NOW + 10_000);
+    await settled;
+    expect(plan.mostRecording()).toBe(MAX_RECORDING);
+    expect(plan.watch.stats.recorded).toBe(300);
+  });
+
+  it('logs a recording that throws and goes on: the others are recorded, the run ends', async () => {
+    const plan = busyPlan(
+      5,
+      (i) => NOW + 50 * i,
+      { pollMs: 100, recordMs: 50 },
+      async (taskId) => {
+        if (taskId === 't2') throw new Error('socket hang up');
+        return 'recorded';
+      },
+    );
+    const left = () => NOW + 3_000 - plan.time.now;
+    const run = plan.watch.run(left, 2_000);
+    await plan.time.runUntil(NOW + 5_000);
+    await expect(run).resolves.toBeUndefined();
+    expect(plan.watch.stats.recorded).toBe(4);
+    expect(plan.warnings).toEqual(['parked answer not recorded; its message returns when its lease ends']);
   });
 });

@@ -15,6 +15,7 @@ import {
 import type { ParkedWatch } from '../../functions/governor/parked-watch.js';
 import { runRelayedWatch, TICK_WINDOW_MS, tickWindowOf } from '../../functions/governor/relayed-watch.js';
 import { Rng } from '../../lab/rng.js';
+import { VirtualTime } from '../helpers/virtual-time.js';
 
 describe('relayMove', () => {
   const held = (over: Partial<WatchBaton> = {}): WatchBaton => ({ owner: 'a', until: 1_000, version: 3, ...over });
@@ -45,34 +46,6 @@ describe('relayMove', () => {
     expect(handedOver(held(), 700)).toEqual({ owner: 'a', until: 700 });
   });
 });
-
-/** Timers on a virtual clock: `sleep` resolves when `runUntil` reaches its time. */
-class VirtualTime {
-  now = 0;
-  private timers: Array<{ at: number; seq: number; fire: () => void }> = [];
-  private seq = 0;
-  readonly clock = () => this.now;
-  readonly sleep = (ms: number) =>
-    new Promise<void>((fire) => {
-      this.timers.push({ at: this.now + Math.max(0, ms), seq: this.seq++, fire });
-    });
-
-  async runUntil(end: number): Promise<void> {
-    for (;;) {
-      // Every promise chain settles before the next timer fires.
-      await new Promise((resolve) => setImmediate(resolve));
-      this.timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
-      const next = this.timers[0];
-      if (next === undefined || next.at > end) {
-        this.now = end;
-        return;
-      }
-      this.timers.shift();
-      this.now = next.at;
-      next.fire();
-    }
-  }
-}
 
 /** The baton in memory, each call one round trip of `rttMs`; failing while `failing()` says so. */
 function memoryBaton(time: VirtualTime, rttMs: () => number, failing: () => boolean = () => false) {
