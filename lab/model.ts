@@ -70,9 +70,10 @@ export interface ModelParams {
   /**
    * Time between the watch's rounds, each one bulk poll of the solver, seconds; 0 (the default):
    * its `pollMs` as the governor wires it, `watchPollMs` of the requests a round asking about
-   * every thread of the plan takes (100 ms up to 100 threads, 100 ms more per 100 threads, at
-   * most 500 ms: lab/sim/parked.ts `watchRoundSecondsOf`; the watch's real rounds follow the
-   * submissions parked, never more than the plan, so the lab's are never faster than the built ones).
+   * every thread of the plan takes (100 ms at any size: ten bulk requests a second up to 50
+   * threads, one per thread per 5 s above: lab/sim/parked.ts `watchRoundSecondsOf`; the watch's
+   * real rounds follow the submissions parked, never more than the plan, so the lab's are never
+   * faster than the built ones).
    */
   watchRoundSeconds: number;
   /**

@@ -32,17 +32,34 @@ export const WATCH_POLL_MS = 100;
 /** …and at least this often, ms, however many requests a round takes. */
 export const WATCH_POLL_MAX_MS = 500;
 
-/** Solver requests a second the watch's rounds spend at most while they can keep to WATCH_POLL_MAX_MS. */
+/**
+ * Solver requests a second the watch's rounds spend at most while they can keep to
+ * WATCH_POLL_MAX_MS, for up to 50 submissions asked about…
+ */
 export const WATCH_POLL_REQUESTS_PER_SECOND = 10;
+
+/**
+ * …and for more, one request a second per this many seconds of each submission asked about: the
+ * providers' own polling, each submission every 5 s (2captcha: "if captcha is not solved yet,
+ * retry in 5 seconds"; CaptchaAI: "recommended: every 5 seconds per task"), so the watch never
+ * asks more often than a client following that guidance on the same submissions would. Ten a
+ * second is that rate for 50; a budget that stayed at ten slowed the rounds of a plan of
+ * hundreds of parked submissions to 500 ms, and on short solves a sixth of its threads waited
+ * for the round after their answer.
+ */
+export const PROVIDER_POLL_SECONDS = 5;
 
 /**
  * Time between the watch's rounds when a round takes `requests` solver requests (one bulk
  * res.php request per 100 parked ids; one getTaskResult per id where the protocol has no bulk
- * call), ms: ten requests a second at most (a round of one request every 100 ms), never slower
- * than WATCH_POLL_MAX_MS (the cadence before this budget, two rounds a second, whatever they cost).
+ * call) for `asked` submissions, ms: at most ten requests a second, or one per submission per
+ * PROVIDER_POLL_SECONDS when that is more (so res.php's rounds keep to 100 ms at any size:
+ * ⌈n / 100⌉ requests ten times a second is at most n / 5 from 50 ids on), never slower than
+ * WATCH_POLL_MAX_MS (the cadence before this budget, two rounds a second, whatever they cost).
  */
-export function watchPollMs(requests: number): number {
-  const budgeted = (Math.max(1, Math.ceil(requests)) * 1000) / WATCH_POLL_REQUESTS_PER_SECOND;
+export function watchPollMs(requests: number, asked = 0): number {
+  const perSecond = Math.max(WATCH_POLL_REQUESTS_PER_SECOND, asked / PROVIDER_POLL_SECONDS);
+  const budgeted = (Math.max(1, Math.ceil(requests)) * 1000) / perSecond;
   return Math.min(WATCH_POLL_MAX_MS, Math.max(WATCH_POLL_MS, budgeted));
 }
 

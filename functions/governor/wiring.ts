@@ -370,9 +370,10 @@ export function watchCadence(settings: Pick<FleetSettings, 'solverProtocol' | 'd
   pollMs: (polled: number) => number;
 } {
   return {
-    // A round every 100 ms while it takes one request (ten solver requests a second at most,
-    // slower as the parked submissions need more, never slower than 500 ms); the shards read every second.
-    pollMs: (polled: number) => watchPollMs(pollRequestsFor(settings.solverProtocol, polled)),
+    // A round every 100 ms while its requests keep to ten a second, or to one per submission asked
+    // about per 5 s (the providers' polling) when that is more: res.php's at any size; never slower
+    // than 500 ms. The shards read every second.
+    pollMs: (polled: number) => watchPollMs(pollRequestsFor(settings.solverProtocol, polled), polled),
     // One getTaskResult per id (the JSON task API): each id asked at most every 3–5 s, as its
     // providers require; res.php's bulk ids have no gap of their own.
     pollGapMs: pollGapMs(settings.solverProtocol, settings.dialect),

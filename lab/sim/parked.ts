@@ -71,7 +71,7 @@ import type { ParkedCounts } from './types.js';
  */
 export function watchRoundSecondsOf(model: Pick<ModelParams, 'watchRoundSeconds'>, planCap: number): number {
   if (model.watchRoundSeconds > 0) return model.watchRoundSeconds;
-  return watchPollMs(pollRequestsFor('res-php', planCap)) / 1000;
+  return watchPollMs(pollRequestsFor('res-php', planCap), planCap) / 1000;
 }
 
 /** What the parked design needs of the simulation around it. */

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { pollRequestsFor } from '../../functions/core/solver-protocol.js';
 import { initialEstimate, updateEstimate } from '../../functions/core/governor/neighbours.js';
 import {
   fleetHeldOf,
@@ -18,6 +19,7 @@ import {
   WATCH_POLL_MAX_MS,
   WATCH_POLL_MS,
   WATCH_POLL_REQUESTS_PER_SECOND,
+  PROVIDER_POLL_SECONDS,
   watchPollMs,
 } from '../../functions/core/thread-leases.js';
 
@@ -203,13 +205,23 @@ describe("the watch's cadence", () => {
     expect(watchPollMs(40)).toBe(500);
   });
 
-  it('never spends more than ten solver requests a second while it can keep to its slowest round (any request count)', () => {
+  it("keeps res.php's rounds at 100 ms for any number parked: a bulk request per 100 ids is within the providers' one poll per id per 5 s", () => {
+    for (const parked of [1, 50, 100, 101, 150, 250, 687, 1_000, 5_000])
+      expect(watchPollMs(pollRequestsFor('res-php', parked), parked)).toBe(WATCH_POLL_MS);
+    // One getTaskResult per id (the JSON task API): as many requests as ids, two rounds a second.
+    expect(watchPollMs(pollRequestsFor('create-task', 100), 100)).toBe(WATCH_POLL_MAX_MS);
+  });
+
+  it('never spends more than ten solver requests a second, or one per submission asked about per 5 s, while it can keep to its slowest round', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 2_000 }), (requests) => {
-        const ms = watchPollMs(requests);
+      fc.property(fc.integer({ min: 1, max: 2_000 }), fc.integer({ min: 0, max: 200_000 }), (requests, asked) => {
+        const ms = watchPollMs(requests, asked);
         expect(ms).toBeGreaterThanOrEqual(WATCH_POLL_MS);
         expect(ms).toBeLessThanOrEqual(WATCH_POLL_MAX_MS);
-        if (ms < WATCH_POLL_MAX_MS) expect((requests * 1000) / ms).toBeLessThanOrEqual(WATCH_POLL_REQUESTS_PER_SECOND);
+        const budget = Math.max(WATCH_POLL_REQUESTS_PER_SECOND, asked / PROVIDER_POLL_SECONDS);
+        if (ms < WATCH_POLL_MAX_MS) expect((requests * 1000) / ms).toBeLessThanOrEqual(budget + 1e-9);
+        // and as fast as that budget allows
+        if (ms > WATCH_POLL_MS && ms < WATCH_POLL_MAX_MS) expect((requests * 1000) / ms).toBeCloseTo(budget, 6);
       }),
     );
   });

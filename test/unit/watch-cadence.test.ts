@@ -44,10 +44,15 @@ describe("the governor's watch as wired", () => {
     expect(watchCadence({ solverProtocol: 'res-php', dialect: 'captchaai' }).pollGapMs).toBe(0);
   });
 
-  it('keeps its round cadence: 100 ms for one request, 500 ms at most', () => {
+  it("keeps its round cadence: res.php's at 100 ms however many are parked, the JSON API's one request per id at 500 ms at most", () => {
     const { pollMs } = watchCadence({ solverProtocol: 'res-php', dialect: 'captchaai' });
     expect(pollMs(50)).toBe(100);
-    expect(pollMs(10_000)).toBe(500);
+    // 100 bulk requests a round, 1 000 a second: one per parked submission per 5 s, the providers' polling.
+    expect(pollMs(10_000)).toBe(100);
+    const json = watchCadence({ solverProtocol: 'create-task', dialect: 'capsolver' });
+    expect(json.pollMs(1)).toBe(100);
+    expect(json.pollMs(2)).toBe(200);
+    expect(json.pollMs(10_000)).toBe(500);
   });
 });
 
