@@ -45,6 +45,7 @@ import {
   renewWithinMs,
   fullOfLive,
   limitOf,
+  liveHeld,
   roomInShard,
   shardCapacity,
   shardKeys,
@@ -303,14 +304,10 @@ export class ParkedDesign {
    */
   refused(id: number): void {
     const at = this.ms(this.host.now());
-    // Counted exactly, every shard read (LeaseHolding.refusedHeld): the live slots less its own.
-    let live = 0;
-    for (const view of this.views) {
-      bump(this.counts.consumerShardReads, view.slots.length);
-      live += view.slots.length;
-    }
-    this.host.ledger.recordEvent('refusal', at, Math.max(0, live - (this.held.has(id) ? 1 : 0)));
     const held = this.held.get(id);
+    // Counted exactly, every shard read (LeaseHolding.refusedHeld): the live slots less its own.
+    for (const view of this.views) bump(this.counts.consumerShardReads, view.slots.length);
+    this.host.ledger.recordEvent('refusal', at, liveHeld(this.views, at, held?.lease));
     if (held === undefined) return;
     const view = this.views[held.index] as ShardView;
     view.meta = { ...view.meta, refusedAt: at, refusedHeld: held.others, refusals: (view.meta?.refusals ?? 0) + 1 };
