@@ -82,7 +82,7 @@ export interface LocalGovernorOptions {
    * hands parked tasks back once their answers are ready, run every `pollMs` beside the ticks as
    * the Lambda runs it between them.
    */
-  parked?: { lane: LeasedLane; watch: ParkedWatch; pollMs: number };
+  parked?: { lane: LeasedLane; watch: ParkedWatch };
   /** The fleet's stores as dependencies (local/store-watch.ts): probed every tick. Absent: not watched. */
   stores?: { read(since?: number): Promise<StoreSample[]> };
   /**
@@ -423,7 +423,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   const ready = tickNow().then(() => {
     schedule();
   });
-  const watching = parked === undefined ? undefined : watchParked(parked, () => stopped, log);
+  const watching = parked === undefined ? undefined : watchUntil(parked.watch, () => stopped);
 
   return {
     config,
@@ -448,27 +448,11 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       if (timer) clearTimeout(timer);
       await running?.catch(() => undefined);
       await watching;
-      // The answers still being recorded, then the ledger's solved count, as at the end of the watch's run in AWS.
-      await parked?.watch.flushSolved();
     },
   };
 }
 
-/** The parked watch's rounds every `pollMs` until `stopped()` (a failed round is logged and retried). */
-async function watchParked(
-  parked: NonNullable<LocalGovernorOptions['parked']>,
-  stopped: () => boolean,
-  log: GovernorLog | undefined,
-): Promise<void> {
-  while (!stopped()) {
-    const started = Date.now();
-    try {
-      // Its answers are recorded beside the next rounds, as in AWS; stop() waits for them.
-      await parked.watch.round({ recording: 'beside' });
-    } catch (error) {
-      log?.warn('parked watch round failed; trying again next round', { error: (error as Error).message });
-    }
-    const wait = Math.max(0, started + parked.pollMs - Date.now());
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait).unref?.());
-  }
+/** The watch's own run, as in AWS (its answers recorded beside its rounds, the last waited for at its end), until `stopped()`. */
+function watchUntil(watch: ParkedWatch, stopped: () => boolean): Promise<void> {
+  return watch.run(() => Number.POSITIVE_INFINITY, 0, stopped);
 }

@@ -774,7 +774,7 @@ async function parkedSide(
   solver: SolverSide,
   consumer: Pick<ConsumerSide, 'events' | 'metrics'>,
   ledger: SolvedCounter,
-): Promise<{ lane: LeasedLane; watch: ParkedWatch; pollMs: number } | undefined> {
+): Promise<{ lane: LeasedLane; watch: ParkedWatch } | undefined> {
   const { settings } = plan;
   if (settings.solveMode !== 'park') return undefined;
   const leases = createDynamoThreadLeases({ documents: clients.documents, tableName: resources.tables.leases });
@@ -827,8 +827,11 @@ async function parkedSide(
     ),
     // A parked lease the solver has not answered for yet is renewed, as on AWS.
     leaseMs: leaseLengthMs(settings),
+    // A round every tenth of a tick (its run, beside the local governor's ticks).
+    pollMs: Math.max(50, Math.round(tickMs / 10)),
+    log: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel })),
   });
-  return { lane, watch, pollMs: Math.max(50, Math.round(tickMs / 10)) };
+  return { lane, watch };
 }
 
 function assembleStack(
