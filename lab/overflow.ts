@@ -14,7 +14,7 @@ import {
   type OverflowConfig,
   type OverflowState,
 } from '../functions/core/governor/overflow.js';
-import { decide, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
+import { cloudWatchTiming, decide, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
 import type { GovernorState } from '../functions/core/governor/types.js';
 import { resolveSettings, type FleetSettings } from '../functions/core/settings.js';
 import { governorAction } from './policies.js';
@@ -43,6 +43,7 @@ export function overflowConfigFor(settings: FleetSettings, spec: OverflowSpec): 
         pauseBalance: spec.pauseBalanceUsd,
       },
     }),
+    cloudWatchTiming(settings.tickMs),
   );
   if (config === undefined) throw new Error('the lab always configures an overflow provider');
   return config;
@@ -50,7 +51,7 @@ export function overflowConfigFor(settings: FleetSettings, spec: OverflowSpec): 
 
 /** The governor with an overflow lane: the real decide() for the primary, decideOverflow() for the lane. */
 export function governorOverflowPolicy(settings: FleetSettings, spec: OverflowSpec): Policy {
-  const config = governorConfigFrom(settings);
+  const config = governorConfigFrom(settings, cloudWatchTiming(settings.tickMs));
   const overflowConfig = overflowConfigFor(settings, spec);
   let state: GovernorState | undefined;
   let overflowState: OverflowState | undefined;

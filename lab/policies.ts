@@ -3,7 +3,7 @@
  * the scalers of the usual scripts (thread pool, process pool, Kubernetes HPA), Lambda's own
  * scaling at a fixed maximum, a static pool, and a clairvoyant oracle as the floor.
  */
-import { decideTick, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
+import { cloudWatchTiming, decideTick, governorConfigFrom, initialState } from '../functions/core/governor/policy.js';
 import type { Decision, GovernorState } from '../functions/core/governor/types.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { threadsOpened } from '../functions/core/thread-leases.js';
@@ -113,7 +113,8 @@ export function governorAction(
  */
 function governorPolicy(settings: FleetSettings): Policy {
   // The simulator makes the probe submission a decision asks for (as functions/governor/thread-probe.ts does).
-  const config = governorConfigFrom(settings, { probeSubmissions: true });
+  // The timing the deployed governor runs with (its metric window from CloudWatch, read once a minute).
+  const config = governorConfigFrom(settings, { probeSubmissions: true, ...cloudWatchTiming(settings.tickMs) });
   let state: GovernorState | undefined;
   return {
     name: 'governor',

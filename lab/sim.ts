@@ -10,7 +10,12 @@
  * Events are numbers (`taskId × 16 + kind`) in a binary heap, and tasks live in typed arrays
  * (lab/sim/tasks.ts): a simulated day of 10⁶ tasks allocates almost nothing per event.
  */
-import { assembleSignals, type QueueReading } from '../functions/core/governor/signals.js';
+import {
+  assembleSignals,
+  METRICS_READ_MS,
+  type MetricsWindow,
+  type QueueReading,
+} from '../functions/core/governor/signals.js';
 import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../functions/core/settings.js';
@@ -161,6 +166,8 @@ class Simulation {
   private readonly mapping: SqsMapping;
   private readonly ledger = new LabThreadLedger();
   private readonly metrics = new MetricsRing();
+  /** The metric window the governor read at the start of its current minute. */
+  private metricsRead: { minute: number; window: MetricsWindow | undefined } | undefined;
   private readonly c = new Counters();
   private readonly samples: Samples = { t: [], backlog: [], ceiling: [], inFlight: [] };
 
@@ -1017,7 +1024,7 @@ class Simulation {
       now: nowMs,
       queues: { normal: reading },
       previous: { normal: this.previousRead },
-      metrics: this.metrics.window(this.t - lag - window, this.t - lag, window),
+      metrics: this.metricsWindow(lag, window),
       // getbalance is on the solver's host: unreadable in an outage.
       balance: outage ? undefined : Math.max(0, this.solver.balance),
       balanceError: outage ? { kind: 'unreachable', code: 'HTTP_503' } : undefined,
@@ -1029,6 +1036,20 @@ class Simulation {
     });
     this.previousRead = reading;
     return signals;
+  }
+
+  /**
+   * The consumer's metrics as the deployed governor holds them: read at the first tick of each
+   * governor minute (its invocation; the loop's `metricsEveryMs`) and kept for the minute, so at
+   * a tick the window ends `lag` seconds before the minute began, not before the tick.
+   */
+  private metricsWindow(lag: number, window: number): MetricsWindow | undefined {
+    const every = METRICS_READ_MS / 1000;
+    const minute = Math.floor(this.t / every) * every;
+    if (this.metricsRead?.minute !== minute) {
+      this.metricsRead = { minute, window: this.metrics.window(minute - lag - window, minute - lag, window) };
+    }
+    return this.metricsRead.window;
   }
 
   // ---- world and measurements ----------------------------------------------------------------

@@ -19,14 +19,12 @@ import {
 } from '@aws-sdk/client-cloudwatch';
 import type { Clock } from '../core/ports.js';
 import { METRICS, SERVICES } from '../core/metric-names.js';
-import type { MetricsWindow } from '../core/governor/signals.js';
+import { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS, type MetricsWindow } from '../core/governor/signals.js';
 
 /** Period of each datapoint, seconds (the consumer's EMF resolution is at least a minute in the stores the governor reads). */
 export const METRIC_PERIOD_SECONDS = 60;
-/** Default window: two full minutes, so one late minute does not empty the window. */
-export const DEFAULT_METRICS_WINDOW_MS = 2 * 60_000;
-/** How late CloudWatch shows EMF datapoints, roughly; the window ends at the last full minute. */
-export const CLOUDWATCH_LAG_MS = 60_000;
+// The window and CloudWatch's lag are the governor's timing too (core/governor/signals.ts).
+export { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS };
 
 const COUNTERS = {
   submissions: METRICS.submissions,

@@ -23,7 +23,7 @@ import { consumerCallsView, type StoreSample, storeDependencies } from '../core/
 import type { SpendGrant, SpendGrantWriter, ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decideTick, initialState } from '../core/governor/policy.js';
 import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
-import { assembleSignals, type QueueReading } from '../core/governor/signals.js';
+import { assembleSignals, METRICS_READ_MS, type QueueReading } from '../core/governor/signals.js';
 import {
   GovernorStateConflictError,
   type BalanceReader,
@@ -77,7 +77,7 @@ export interface GovernorLoopOptions {
   actuator: LaneActuator;
   state: GovernorStateStore;
   clock?: Clock;
-  /** How often to re-read the (lagging, rate-limited) metrics, ms: a minute in AWS, every tick locally. @default 60_000 */
+  /** How often to re-read the (lagging, rate-limited) metrics, ms: a minute in AWS, every tick locally. @default METRICS_READ_MS (60 000) */
   metricsEveryMs?: number;
   /** Decide and report but do not act. */
   dryRun?: boolean;
@@ -335,7 +335,7 @@ function createStateKeeper(
 /** Build the loop. State lives in the store; the loop keeps only the previous queue reads and the metric cache. */
 export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
   const clock = options.clock ?? Date.now;
-  const metricsEveryMs = options.metricsEveryMs ?? 60_000;
+  const metricsEveryMs = options.metricsEveryMs ?? METRICS_READ_MS;
   const overflow: OverflowStep | undefined = options.overflow
     ? createOverflowStep(options.overflow, metricsEveryMs, options.log)
     : undefined;

@@ -7,11 +7,7 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
-import {
-  CLOUDWATCH_LAG_MS,
-  DEFAULT_METRICS_WINDOW_MS,
-  createCloudWatchSignals,
-} from '../adapters/cloudwatch-signals.js';
+import { createCloudWatchSignals } from '../adapters/cloudwatch-signals.js';
 import { createDynamoGovernorState, createMemoryGovernorState } from '../adapters/governor-state.js';
 import { createLambdaActuator, createOverflowActuator } from '../adapters/lambda-actuator.js';
 import { createQueueSignals } from '../adapters/queue-signals.js';
@@ -37,7 +33,8 @@ import { ENV, type FleetEnvironment } from '../core/environment.js';
 import { OVERFLOW_LEDGER_ID } from '../core/deployment.js';
 import { SERVICES } from '../core/metric-names.js';
 import { overflowConfigFrom } from '../core/governor/overflow.js';
-import { governorConfigFrom } from '../core/governor/policy.js';
+import { cloudWatchTiming, governorConfigFrom } from '../core/governor/policy.js';
+import { METRICS_READ_MS } from '../core/governor/signals.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
 import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
@@ -178,12 +175,10 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const cloudwatch = options.cloudwatch ?? new CloudWatchClient(baseClientConfig(endpoint, clients.region));
   const log = options.log;
   const highLane = mappingIds.high !== undefined && environment.queueUrls.high !== undefined;
-  // A probe must be judged on metrics taken after it: the cooldown outlasts the CloudWatch
-  // window plus its lag (3 min), or old over-cap answers would shrink the cap a second time.
-  // Only over-cap and outage probes wait for it: the first tick sets the free threads, and a
-  // money pause resumes on the first balance read that shows funds.
-  const metricsSpanMs = DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS;
-  const overrides = { probeCooldownMs: Math.max(6 * settings.tickMs, metricsSpanMs), metricsSpanMs };
+  // A probe must be judged on metrics taken after it (cloudWatchTiming). Only over-cap and
+  // outage probes wait for it: the first tick sets the free threads, and a money pause resumes
+  // on the first balance read that shows funds.
+  const overrides = cloudWatchTiming(settings.tickMs);
   const threadLedger = threadLedgerFor(environment, clients.documents, options.clock);
   const leased = leasedLaneOf(environment, clients);
   // The parked design: held threads from the leases, and the probe records its answers with them.
@@ -275,7 +270,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ),
     state,
     ...(overflow ? { overflow } : {}),
-    metricsEveryMs: 60_000,
+    metricsEveryMs: METRICS_READ_MS,
     ...(options.dryRun ? { dryRun: true } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(log ? { log } : {}),

@@ -149,6 +149,38 @@ describe('the governor in the lab', () => {
     expect(result.unfinished).toBeGreaterThan(0);
     expect(result.accountErrors).toBe(0);
   });
+
+  it('reads the metric window as the deployed governor does: once a minute, kept for the minute', () => {
+    // GIVEN a governor whose ticks record what the metric window gave them (completions a second
+    // and the mean solve time, both from the consumer's metrics)
+    const t = trace({ durationSeconds: 900, arrivals: [{ at: 0, perSecond: 1 }] });
+    const inner = createPolicy('governor', t.settings);
+    const byMinute = new Map<number, string[]>();
+    const policy = {
+      ...inner,
+      tick: (view: Parameters<NonNullable<typeof inner.tick>>[0]) => {
+        const signals = view.governorSignals();
+        const minute = Math.floor(view.now / 60);
+        const window = `${signals.completionRate} ${signals.meanSolveMs}`;
+        byMinute.set(minute, [...(byMinute.get(minute) ?? []), window]);
+        return inner.tick?.(Object.create(view, { governorSignals: { value: () => signals } }));
+      },
+    };
+
+    // WHEN it runs
+    simulate(t, policy, { seed: 7 });
+
+    // THEN every tick of a minute sees the window its first tick read, and the minutes differ
+    // (the solves of the minute before moved into it)
+    const filled = [...byMinute.values()].filter((windows) => !windows[0]?.startsWith('undefined'));
+    expect(filled.length).toBeGreaterThan(8);
+    // (the run's last minute may be cut short)
+    for (const windows of filled.slice(0, -1)) expect(windows.length).toBe(6);
+    for (const windows of filled) {
+      expect(new Set(windows).size).toBe(1);
+    }
+    expect(new Set(filled.map((windows) => windows[0])).size).toBeGreaterThan(filled.length / 2);
+  });
 });
 
 describe('money running out on a wide, fast plan (the spend grant and the fair floor)', () => {

@@ -3,6 +3,7 @@
  * runtime, the CLI and the policy lab run the policy with the same numbers. Pure.
  */
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../settings.js';
+import { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS } from './signals.js';
 import type { GovernorConfig } from './types.js';
 
 /**
@@ -21,6 +22,18 @@ export const MIN_PROBE_COOLDOWN_MS = 1_000;
 export const DEFAULT_DRAIN_TARGET_MS = 60_000;
 /** Share of answers that are transient errors above which a tick counts toward an outage. */
 export const DEFAULT_OUTAGE_TRANSIENT_SHARE = 0.5;
+
+/**
+ * The governor's timing where its metric window comes from CloudWatch (AWS, and the lab that
+ * models it): the window covers `DEFAULT_METRICS_WINDOW_MS` and shows `CLOUDWATCH_LAG_MS` late, so
+ * an outage or an over-cap answer stays in it that long (`metricsSpanMs`); a probe must be judged
+ * on metrics taken after it, so the cooldown outlasts that span (3 min), or old over-cap answers
+ * would shrink the cap a second time.
+ */
+export function cloudWatchTiming(tickMs: number): Pick<GovernorConfig, 'probeCooldownMs' | 'metricsSpanMs'> {
+  const metricsSpanMs = DEFAULT_METRICS_WINDOW_MS + CLOUDWATCH_LAG_MS;
+  return { probeCooldownMs: Math.max(PROBE_COOLDOWN_TICKS * tickMs, metricsSpanMs), metricsSpanMs };
+}
 
 /**
  * Governor configuration from fleet settings.

@@ -9,7 +9,7 @@
  * or limit it, each with a reason code. See docs/governor.md.
  */
 export { capFloor, carriedThreads, ceilingFor, minimumCeiling, planCap } from './capacity.js';
-export { governorConfigFrom } from './config.js';
+export { cloudWatchTiming, governorConfigFrom } from './config.js';
 export { decide, PIPELINE, STAGES } from './pipeline.js';
 export { initialState, migrateGovernorState } from './state.js';
 export { decideTick, type OverflowTick } from './tick.js';

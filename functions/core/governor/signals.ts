@@ -19,6 +19,17 @@ export interface QueueReading {
   sentRate?: number | undefined;
 }
 
+/** The metric window the governor reads in AWS: two full minutes, so one late minute does not empty it. */
+export const DEFAULT_METRICS_WINDOW_MS = 2 * 60_000;
+/** How late CloudWatch shows EMF datapoints, roughly; the window ends at the last full minute. */
+export const CLOUDWATCH_LAG_MS = 60_000;
+
+/**
+ * How often the governor in AWS reads the consumer's metric window (GetMetricData, billed per
+ * metric): once a minute, at the first tick of each invocation, and the window stands until then.
+ */
+export const METRICS_READ_MS = 60_000;
+
 /**
  * The consumer's metrics over a recent window. Counts are sums over the window (0 when the
  * query succeeded and nothing happened); the whole window is undefined when it could not be read.
