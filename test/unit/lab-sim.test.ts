@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { EventHeap } from '../../lab/heap.js';
 import { createPolicy, type PolicyName } from '../../lab/policies.js';
 import { simulate, type RunOptions } from '../../lab/sim.js';
+import type { Policy } from '../../lab/sim/types.js';
 import { expectedArrivals, parseTrace, type TraceInput } from '../../lab/trace.js';
 
 const reCaptcha = { method: 'userrecaptcha', share: 1, medianSeconds: 18, p95Seconds: 40 } as const;
@@ -156,14 +157,16 @@ describe('the governor in the lab', () => {
     const t = trace({ durationSeconds: 900, arrivals: [{ at: 0, perSecond: 1 }] });
     const inner = createPolicy('governor', t.settings);
     const byMinute = new Map<number, string[]>();
-    const policy = {
+    const tick = inner.tick;
+    if (tick === undefined) throw new Error('the governor policy ticks');
+    const policy: Policy = {
       ...inner,
-      tick: (view: Parameters<NonNullable<typeof inner.tick>>[0]) => {
+      tick: (view) => {
         const signals = view.governorSignals();
         const minute = Math.floor(view.now / 60);
         const window = `${signals.completionRate} ${signals.meanSolveMs}`;
         byMinute.set(minute, [...(byMinute.get(minute) ?? []), window]);
-        return inner.tick?.(Object.create(view, { governorSignals: { value: () => signals } }));
+        return tick(Object.create(view, { governorSignals: { value: () => signals } }));
       },
     };
 
