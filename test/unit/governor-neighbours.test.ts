@@ -18,6 +18,7 @@ import {
   PATIENT_CLIMB_TICKS,
   PATIENT_DRAIN_MS,
   REFUSALS_PER_EXCESS_INVOCATION,
+  REFUSALS_PER_PARKED_CLIMB,
   updateEstimate,
 } from '../../functions/core/governor/neighbours.js';
 import type {
@@ -158,6 +159,23 @@ describe('the free-threads estimator', () => {
     const { estimate } = updateEstimate(e, reading({ acceptances: 1, lastAcceptance: { at: T0, held: 3 } }), shape, T0);
     // Assess
     expect(estimate.free).toBe(6);
+  });
+
+  it('in the parked design climbs its whole step once the budget pays for one refused climb, none before', () => {
+    // Prepare: the parked design (a refused climb costs a refusal or two whatever its size: the
+    // refusal room holds the rest of it), a step of 16.
+    const parked: EstimateShape = { ...shape, parked: true };
+    const e = { ...initialEstimate(parked, T0), free: 4, step: 16 };
+    const accepted = reading({ acceptances: 1, lastAcceptance: { at: T0, held: 3 } });
+    // Act
+    const paid = updateEstimate(withBudget(e, REFUSALS_PER_PARKED_CLIMB), accepted, parked, T0).estimate;
+    const unpaid = updateEstimate(withBudget(e, REFUSALS_PER_PARKED_CLIMB - 0.5), accepted, parked, T0).estimate;
+    const waiting = updateEstimate(withBudget(e, REFUSALS_PER_PARKED_CLIMB), accepted, shape, T0).estimate;
+    // Assess: the whole step (4 + 16), where the waiting design's same budget pays for none
+    expect(paid.free).toBe(20);
+    expect(paid.step).toBe(PLAN);
+    expect(unpaid.free).toBe(4);
+    expect(waiting.free).toBe(4);
   });
 
   it('earns its budget from acceptances and spends it on the refusals that follow a climb', () => {
@@ -555,6 +573,48 @@ describe('the estimator: properties', () => {
     );
   });
 
+  it("parked: finds a departed neighbour's threads within log2(plan) + 3 ticks once the budget pays one refused climb, however few the fleet's acceptances", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 4, max: 1000 }),
+        fc.double({ min: 0.05, max: 0.95, noNaN: true }),
+        fc.integer({ min: 0, max: 400 }),
+        (plan, othersShare, extra) => {
+          // Prepare: others held most of the plan, the parked fleet ran on what they left (at least
+          // the floor) with just enough acceptances for one refused climb's budget, then they left.
+          const s: EstimateShape = { planCap: plan, spare: 1, floor: 2, tickMs: 10_000, parked: true };
+          const own = Math.max(s.floor, plan - Math.round(plan * othersShare));
+          const acceptances = Math.ceil(REFUSALS_PER_PARKED_CLIMB / CLIMB_BUDGET_SHARE) + extra;
+          let e: NeighbourEstimate = {
+            ...initialEstimate(s, T0),
+            free: own,
+            step: 1,
+            seen: { refusals: 1, acceptances: 0 },
+          };
+          let r = reading({
+            acceptances,
+            refusals: 1,
+            lastRefusal: { at: T0 - REFUSAL_HOLD_OFF_MS - 1, held: own },
+            lastAcceptance: { at: T0, held: own - 1 },
+          });
+          e = updateEstimate(e, r, s, T0).estimate;
+          // Act: after they leave, each tick's acceptances come with the fleet at its estimate.
+          let ticks = 0;
+          while (e.free < plan && ticks < 100) {
+            ticks++;
+            const at = T0 + ticks * 10_000;
+            r = { ...r, acceptances: r.acceptances + 1, lastAcceptance: { at, held: Math.max(0, e.free - 1) } };
+            e = updateEstimate(e, r, s, at).estimate;
+          }
+          // Assess
+          expect(e.free).toBe(plan);
+          expect(ticks).toBeLessThanOrEqual(Math.ceil(Math.log2(plan)) + 3);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
   it('finds what a neighbour that held the whole plan hands back within log2 of it + 3 ticks, whatever the budget and the failures before, at one refusal at most', () => {
     fc.assert(
       fc.property(
@@ -610,6 +670,51 @@ describe('the estimator: properties', () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+
+  it('parked: ends a starved spell where it began: the first accepted probe restores the level the fleet stood at, one refusal brings it to what was handed back', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 4, max: 1000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (plan, standShare, backShare) => {
+          const s: EstimateShape = { planCap: plan, spare: 1, floor: 2, tickMs: 10_000, parked: true };
+          const stood = Math.max(s.floor, Math.round(plan * standShare));
+          const back = Math.max(1, Math.round(plan * backShare));
+          // Prepare: the fleet stood at `stood` (an acceptance there), then others took the whole
+          // plan: a run of refusals left the estimate at 0.
+          let r = reading({ acceptances: 500, lastAcceptance: { at: T0, held: 1 } });
+          let e = updateEstimate(
+            { ...initialEstimate(s, T0), free: stood, seen: { refusals: 0, acceptances: 499 } },
+            r,
+            s,
+            T0,
+          ).estimate;
+          expect(e.standing).toBe(stood);
+          r = { ...r, refusals: 30, refusalRun: 30, lastRefusal: { at: T0 + 1, held: 0 } };
+          e = updateEstimate(e, r, s, T0 + 1).estimate;
+          expect(e.free).toBe(0);
+          // Act: past the refusal's hold-off, a starved probe is accepted (`back` threads came back).
+          const at = T0 + REFUSAL_HOLD_OFF_MS + s.tickMs;
+          r = { ...r, acceptances: r.acceptances + 1, refusalRun: 0, lastAcceptance: { at, held: 0 } };
+          const waiting = updateEstimate(e, r, { ...s, parked: false }, at).estimate;
+          e = updateEstimate(e, r, s, at).estimate;
+          // Assess: the waiting design climbs from one thread (its overshoots cost up to four
+          // refusals an invocation), the parked design is back at the level it stood at (or one
+          // more thread, if that was below it)…
+          expect(waiting.free).toBe(1);
+          expect(e.free).toBe(Math.min(plan, Math.max(1, stood)));
+          // …and where fewer came back, the first refusal brings it down to them.
+          if (back < e.free) {
+            r = { ...r, refusals: r.refusals + 1, refusalRun: 1, lastRefusal: { at: at + 1, held: back } };
+            e = updateEstimate(e, r, s, at + 1).estimate;
+            expect(e.free).toBe(back);
+          }
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

@@ -18,11 +18,16 @@
  *   refusals climbing costs stay under 2 % of the submissions. Below the mapping's floor (others
  *   hold nearly all the plan) the climb is not budgeted: the fleet then probes one submission a
  *   tick (the neighbours stage), and each accepted probe climbs.
- * - Out of a starved spell (an accepted starved probe: others handed threads back), the climbs
- *   are not budgeted either until the first refusal: each level the fleet fills doubles the step,
- *   and the failures counted before the spell are forgotten (they failed against a hold the
- *   neighbour no longer has). A neighbour that held the whole plan and hands half of it back is
- *   found in a handful of ticks, not one patient climb every few minutes.
+ * - Out of a starved spell (an accepted starved probe: others handed threads back), the spell
+ *   ends where it began in the parked design: the estimate goes back at once to the level the
+ *   fleet stood at before it (`standing`: the estimate at its last acceptance above the floor,
+ *   outside a refusal's hold), as an outage's end restores the ceiling held before it. Where
+ *   others handed back less, the first refusal brings it to what they did (a refusal or two: the
+ *   refusal room holds the rest of the overshoot). The waiting design climbs from one. From there
+ *   the climbs are not budgeted either until the first refusal: each level the fleet fills doubles
+ *   the step, and the failures counted before the spell are forgotten (they failed against a hold
+ *   the neighbour no longer has). A neighbour that held the whole plan and hands it back is found
+ *   at the next tick, one that hands half of it back in a handful.
  * - A patient climb: a throttled fleet (others hold half the plan or more) earns its budget
  *   slowly (a few acceptances a minute), so while a backlog waits that its threads would take
  *   minutes to drain (`PATIENT_DRAIN_MS`) it may borrow ahead of the budget (the rest of the
@@ -44,6 +49,13 @@ export const REFUSALS_PER_EXCESS_INVOCATION = 4;
  */
 export const CLIMB_BORROW_SHARE = 0.005;
 export const CLIMB_BORROW_LIMIT = 2 * REFUSALS_PER_EXCESS_INVOCATION;
+/**
+ * Refusals a climb that overshoots costs in the parked design, whatever its size: the first refused
+ * submission sets the refusal room every consumer reads before it takes a lease, so the rest of
+ * the climb waits for room instead of submitting (the lab, neighbour traces: 1.0 refusals a failed
+ * climb of up to 8 threads, 1.1 above). A climb is affordable whole once the budget pays this.
+ */
+export const REFUSALS_PER_PARKED_CLIMB = 2;
 /** A patient climb is for a fleet others hold to at most this share of the plan (a throttled fleet)… */
 export const PATIENT_SHARE_OF_PLAN = 0.5;
 /** …with a backlog the estimate's threads would take this long to drain, ms. */
@@ -63,6 +75,8 @@ export interface EstimateShape {
   floor: number;
   /** Time between ticks, ms (refusals within two of a climb are charged to it). */
   tickMs: number;
+  /** The parked design: an overshooting climb costs a refusal or two whatever its size (`REFUSALS_PER_PARKED_CLIMB`). */
+  parked?: boolean;
 }
 
 /** The estimate before any answer: the whole plan is ours until a refusal says otherwise. */
@@ -125,12 +139,13 @@ export function updateEstimate(
   }
   if (acceptance === undefined) return { estimate: next, change: undefined };
   next.updatedAt = Math.max(estimate.updatedAt, acceptance.at);
+  const starved = estimate.free < shape.floor;
+  if (!starved) next.standing = estimate.free;
   // The fleet held the estimate (less one invocation) when the solver accepted: the estimate is tested.
   const filled = acceptance.held + shape.spare >= estimate.free;
   if (!filled || estimate.free >= shape.planCap) return { estimate: next, change: undefined };
   // The fleet filled the level its newest failed climb reached: the failures are behind it.
   if (next.failed !== undefined && estimate.free >= next.failed.level) next.failed = undefined;
-  const starved = estimate.free < shape.floor;
   // Out of a starved spell: others handed threads back; the climbs that failed before failed
   // against a hold they no longer have, and each filled level doubles until the first refusal.
   if (starved) next.failed = undefined;
@@ -142,12 +157,16 @@ export function updateEstimate(
     affordable = affordableThreads(budget + borrowLimit(reading.acceptances), shape);
   if (affordable < shape.spare) return { estimate: next, change: undefined };
   const step = Math.max(shape.spare, Math.min(estimate.step, affordable));
-  const free = Math.min(shape.planCap, estimate.free + step);
+  // A starved spell ends where it began: back at once to the level the fleet stood at before it
+  // (parked: an overshoot costs a refusal or two, the refusal room holds the rest of it).
+  const back = starved && shape.parked === true ? (next.standing ?? 0) : 0;
+  const free = Math.min(shape.planCap, Math.max(estimate.free + step, back));
   return {
     estimate: {
       ...next,
       free,
-      step: Math.min(2 * step, shape.planCap),
+      // Releasing, each filled level doubles the estimate (from the level the spell ended at).
+      step: Math.min(shape.planCap, releasing ? Math.max(2 * step, free) : 2 * step),
       climbedAt: acceptance.at,
       climbedStarved: starved,
       ...(releasing ? { releasing: true } : {}),
@@ -161,8 +180,12 @@ export function borrowLimit(acceptances: number): number {
   return Math.min(CLIMB_BORROW_LIMIT, CLIMB_BORROW_SHARE * acceptances);
 }
 
-/** Threads a climb may add on `budget` refusals: whole invocations, each at its refusals' cost. */
+/**
+ * Threads a climb may add on `budget` refusals: whole invocations, each at its refusals' cost; in
+ * the parked design any step once the budget pays for one refused climb.
+ */
 function affordableThreads(budget: number, shape: EstimateShape): number {
+  if (shape.parked === true) return budget >= REFUSALS_PER_PARKED_CLIMB ? shape.planCap : 0;
   return Math.floor(Math.max(0, budget) / REFUSALS_PER_EXCESS_INVOCATION) * shape.spare;
 }
 

@@ -18,6 +18,7 @@ export function estimateShape(config: GovernorConfig): EstimateShape {
     spare: config.tasksPerInvocation,
     floor: capFloor(config),
     tickMs: config.tickMs ?? 10_000,
+    parked: config.parked === true,
   };
 }
 

@@ -200,6 +200,12 @@ export interface NeighbourEstimate {
    */
   releasing?: boolean;
   /**
+   * The estimate the fleet last stood at, above the mapping's floor, when a submission was
+   * accepted outside a refusal's hold: the level a starved spell's release climbs back to at once
+   * (others took the threads and handed them back; the spell says nothing about the plan beyond).
+   */
+  standing?: number;
+  /**
    * Climbs that failed (a refusal charged to them) since the fleet last filled the level of the
    * newest failure: each doubles the wait before a climb on borrowed budget (neighbours.ts, a
    * patient climb). Absent: none.
