@@ -203,8 +203,10 @@ describe('outage probe: every tick, back where it was', () => {
   });
 
   it('stays paused while the solves the solver paused through the outage fill the plan, then climbs back to the ceiling before it as they end', () => {
-    // Prepare: running at 8 of 8, every thread held, p95 solve 20 s, when the solver goes down;
-    // the outage outlasts the ledger's leases, so they age out of its count.
+    // Prepare: the waiting design (the parked design's watch renews its leases: the next test)
+    // running at 8 of 8, every thread held, p95 solve 20 s, when the solver goes down; the
+    // outage outlasts the ledger's leases, so they age out of its count.
+    const cfg = config({ parked: false });
     const full = { held: 8, refusals: 0, acceptances: 100 };
     let state = initialState(cfg, T0);
     for (let i = 0; i < cfg.outageTicks; i++)
@@ -244,6 +246,40 @@ describe('outage probe: every tick, back where it was', () => {
     // Before, the fleet stayed paused the whole 40 s; now it resumes once the line leaves the minimum.
     expect(resumedAt).toBeLessThan(40);
     expect((decisions[40] as Decision).ceilings.normal).toBe(8);
+  });
+
+  it('parked: resumes at the ceiling before the outage on the first tick the solver answers (the leases still count every solve it paused)', () => {
+    // Prepare: the parked design running at 8 of 8 when the solver goes down; the watch renews
+    // the leases the solver has not answered for, so they never age out. At the first answer the
+    // leases hold 5: 3 dropped since the pause (a submission the outage refused, answers read).
+    const parked = config({ parked: true });
+    const full = { held: 8, refusals: 0, acceptances: 100 };
+    let state = initialState(parked, T0);
+    for (let i = 0; i < parked.outageTicks; i++)
+      state = decide(
+        signals({ now: T0 + i * TICK, ...NO_ANSWER, threadLedger: full, p95SolveMs: 20_000 }, { ceiling: 8 }),
+        state,
+        parked,
+      ).state;
+    expect(state.pause?.reason).toBe('outage');
+    // Act
+    const back = T0 + 600_000;
+    const d = decide(
+      signals({ now: back, threadLedger: { held: 5, refusals: 0, acceptances: 100 } }, { ceiling: 0, enabled: false }),
+      state,
+      parked,
+    );
+    // Assess: nothing carried beside the leases; the waiting design would hold 3 back as carried
+    const waiting = decide(
+      signals({ now: back, threadLedger: { held: 5, refusals: 0, acceptances: 100 } }, { ceiling: 0, enabled: false }),
+      state,
+      config({ parked: false }),
+    );
+    expect(d.paused).toBe(false);
+    expect(d.reason.code).toBe('OUTAGE_PROBE');
+    expect(d.ceilings.normal).toBe(8);
+    expect(d.state.overCap.carried).toBeUndefined();
+    expect(waiting.state.overCap.carried?.threads).toBe(3);
   });
 
   it('does not pause for a blip shorter than outageTicks ticks (the retries absorb it)', () => {

@@ -71,11 +71,17 @@ function outageRecord(paused: PauseState | undefined): Partial<PauseProposal> {
  * While they fill what the plan leaves, the fleet stays paused (a submission would be refused);
  * then it resumes at the ceiling it held before, less what is still carried, and climbs back to
  * it as they end (the free-threads stage subtracts what is left of them each tick).
+ *
+ * In the parked design no lease ages out so: the watch renews every lease the solver has not
+ * answered for, the solver down or not, so the leases still count every solve it paused. What
+ * the leases dropped since the pause are submissions the outage refused (their leases freed, no
+ * solver thread) and solves answered since: nothing is carried, and it resumes at once.
  */
 function resumeAfterOutage(ctx: TickContext, flow: Flow, balance: number): Flow {
   const paused = ctx.state.pause;
   const resumeTotal = paused?.resumeTotal;
-  const aged = Math.max(0, (paused?.heldAtPause ?? 0) - (ctx.signals.threadLedger?.held ?? 0));
+  const aged =
+    ctx.config.parked === true ? 0 : Math.max(0, (paused?.heldAtPause ?? 0) - (ctx.signals.threadLedger?.held ?? 0));
   const recoveredAt = paused?.recoveredAt ?? ctx.now;
   const lease = ctx.config.threadLeaseMs ?? 2 * (ctx.signals.meanSolveMs ?? 30_000);
   const until = recoveredAt + Math.min(lease, 2 * (paused?.solveP95Ms ?? lease));
