@@ -81,6 +81,19 @@ function pausedForOutage(): { decision: Decision; at: number } {
   return { decision, at: T0 + (cfg.outageTicks - 1) * TICK };
 }
 
+/** The state after `outageTicks` ticks of no answer while the fleet held all 8 threads (p95 solve 20 s): paused for the outage. */
+function pausedAtFullPlan(c: GovernorConfig): GovernorState {
+  const full = { held: 8, refusals: 0, acceptances: 100 };
+  let state = initialState(c, T0);
+  for (let i = 0; i < c.outageTicks; i++)
+    state = decide(
+      signals({ now: T0 + i * TICK, ...NO_ANSWER, threadLedger: full, p95SolveMs: 20_000 }, { ceiling: 8 }),
+      state,
+      c,
+    ).state;
+  return state;
+}
+
 describe('outage guard', () => {
   it('pauses after outageTicks ticks of mostly transient answers, every lane disabled', () => {
     // Act
@@ -207,14 +220,7 @@ describe('outage probe: every tick, back where it was', () => {
     // running at 8 of 8, every thread held, p95 solve 20 s, when the solver goes down; the
     // outage outlasts the ledger's leases, so they age out of its count.
     const cfg = config({ parked: false });
-    const full = { held: 8, refusals: 0, acceptances: 100 };
-    let state = initialState(cfg, T0);
-    for (let i = 0; i < cfg.outageTicks; i++)
-      state = decide(
-        signals({ now: T0 + i * TICK, ...NO_ANSWER, threadLedger: full, p95SolveMs: 20_000 }, { ceiling: 8 }),
-        state,
-        cfg,
-      ).state;
+    let state = pausedAtFullPlan(cfg);
     const aged = { held: 0, refusals: 0, acceptances: 100 };
     const back = T0 + 600_000;
     // Act: answering again from `back` on, a tick a second for 45 s.
@@ -253,14 +259,7 @@ describe('outage probe: every tick, back where it was', () => {
     // the leases the solver has not answered for, so they never age out. At the first answer the
     // leases hold 5: 3 dropped since the pause (a submission the outage refused, answers read).
     const parked = config({ parked: true });
-    const full = { held: 8, refusals: 0, acceptances: 100 };
-    let state = initialState(parked, T0);
-    for (let i = 0; i < parked.outageTicks; i++)
-      state = decide(
-        signals({ now: T0 + i * TICK, ...NO_ANSWER, threadLedger: full, p95SolveMs: 20_000 }, { ceiling: 8 }),
-        state,
-        parked,
-      ).state;
+    const state = pausedAtFullPlan(parked);
     expect(state.pause?.reason).toBe('outage');
     // Act
     const back = T0 + 600_000;
