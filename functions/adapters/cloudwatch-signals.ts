@@ -19,12 +19,10 @@ import {
 } from '@aws-sdk/client-cloudwatch';
 import type { Clock } from '../core/ports.js';
 import { METRICS, SERVICES } from '../core/metric-names.js';
-import { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS, type MetricsWindow } from '../core/governor/signals.js';
+import { DEFAULT_METRICS_WINDOW_MS, type MetricsWindow } from '../core/governor/signals.js';
 
 /** Period of each datapoint, seconds (the consumer's EMF resolution is at least a minute in the stores the governor reads). */
 export const METRIC_PERIOD_SECONDS = 60;
-// The window and CloudWatch's lag are the governor's timing too (core/governor/signals.ts).
-export { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS };
 
 const COUNTERS = {
   submissions: METRICS.submissions,

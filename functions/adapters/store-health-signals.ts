@@ -14,7 +14,8 @@ import { STORE_PROBE_KEY } from '../core/deployment.js';
 import { METRICS, SERVICES } from '../core/metric-names.js';
 import type { Clock, StoreName } from '../core/ports.js';
 import type { StoreProbe, StoreSample } from '../core/store-health.js';
-import { DEFAULT_METRICS_WINDOW_MS, METRIC_PERIOD_SECONDS, metricWindow } from './cloudwatch-signals.js';
+import { DEFAULT_METRICS_WINDOW_MS } from '../core/governor/signals.js';
+import { METRIC_PERIOD_SECONDS, metricWindow } from './cloudwatch-signals.js';
 import { storeFailureKind } from './store-failure.js';
 
 /** A probe that takes longer than this counts as unavailable, ms. */

@@ -34,7 +34,6 @@ import { OVERFLOW_LEDGER_ID } from '../core/deployment.js';
 import { SERVICES } from '../core/metric-names.js';
 import { overflowConfigFrom } from '../core/governor/overflow.js';
 import { cloudWatchTiming, governorConfigFrom } from '../core/governor/policy.js';
-import { METRICS_READ_MS } from '../core/governor/signals.js';
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
 import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
@@ -270,7 +269,6 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ),
     state,
     ...(overflow ? { overflow } : {}),
-    metricsEveryMs: METRICS_READ_MS,
     ...(options.dryRun ? { dryRun: true } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(log ? { log } : {}),
