@@ -655,7 +655,9 @@ class Simulation {
       if (u8(this.tasks.waiting, id) !== WAIT_WAITING) continue;
       // It reads the ledger again at its next poll (and waits on if the thread was taken meanwhile).
       this.tasks.waiting[id] = WAIT_WOKEN;
-      const poll = this.parked ? this.consumer.leasePollDelay() : this.consumer.ledgerPollDelay();
+      const poll = this.parked
+        ? this.consumer.leasePollDelay(this.parked.waitPollSeconds())
+        : this.consumer.ledgerPollDelay();
       this.heap.push(this.t + poll / 2, id * 16 + K_SUBMIT);
       room--;
     }

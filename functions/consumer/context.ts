@@ -87,9 +87,11 @@ export interface ConsumerTiming {
   /** With a thread ledger: how a refused invocation waits for a thread before submitting again. @default 1 s polls, 15 s at most, 3 waits */
   overCapWaiting: OverCapWaiting;
   /**
-   * Parked design: a delivery waiting for a thread lease reads the shards this often, ×0.5–1.5
-   * jitter, ms (the thread ledger's waits keep `overCapWaiting.pollMs`): a slot the watch frees is
-   * taken about half of this later. Its bounds are `overCapWaiting`'s. @default LEASE_WAIT_POLL_MS (250)
+   * Parked design: a delivery waiting for a thread lease reads the shards this often when a round
+   * reads a full shard, ×0.5–1.5 jitter, ms (sooner for a round that reads less, the same read
+   * units a second: `leaseWaitPollMs`; the thread ledger's waits keep `overCapWaiting.pollMs`): a
+   * slot the watch frees is taken about half of this later. Its bounds are `overCapWaiting`'s.
+   * @default LEASE_WAIT_POLL_MS (250)
    */
   leaseWaitPollMs: number;
   /**

@@ -1,7 +1,8 @@
 /**
  * One delivery's thread lease in the parked design (functions/core/thread-leases.ts): a slot is
  * taken before each fresh submission (waiting while every open slot is held: up to the deadline
- * while live leases hold them all, else at most `maxWaitMs`; its reads `leaseWaitPollMs` apart), kept when the task parks (the governor frees it once the solver answers), and given
+ * while live leases hold them all, else at most `maxWaitMs`; its reads `leaseWaitPollMs` apart
+ * for a full shard, sooner for a smaller one), kept when the task parks (the governor frees it once the solver answers), and given
  * back otherwise: a refused submission, a failure, or a task that ends in this invocation. An
  * over-cap refusal is recorded in the slot's shard and in the thread ledger: the shard's takers
  * hold off below the slots held then until the governor's next look, and every consumer, in
@@ -17,6 +18,7 @@ import {
   fleetRoomOf,
   freeSlotIndexes,
   fullOfLive,
+  leaseWaitPollMs,
   type LeaseLane,
   type LeaseSlot,
   limitOf,
@@ -99,7 +101,8 @@ export class LeaseHolding {
 
   /**
    * Take a slot before a fresh submission: at once when one is open, else reading the shards
-   * again every `waiting.pollMs` (×0.5–1.5) until one opens, never past `deadlineAt`. While the
+   * again every `waiting.pollMs` (×0.5–1.5; sooner when the round read less than a full shard,
+   * `leaseWaitPollMs`) until one opens, never past `deadlineAt`. While the
    * slots the governor opened are all held by live leases (the fleet's own solves, freed as their
    * answers come: `fullOfLive`), it waits up to `deadlineAt`; otherwise (a refusal's hold-off, a
    * paused governor) at most `maxWaitMs`. False when none opened in time (the caller hands the
@@ -119,11 +122,13 @@ export class LeaseHolding {
     const { pollMs } = this.waiting;
     const bounded = Math.min(deadlineAt - pollMs, this.clock() + this.waiting.maxWaitMs);
     for (;;) {
-      const found = await this.tryShards(random);
+      const round: number[] = [];
+      const found = await this.tryShards(random, round);
       if (found === 'taken') return true;
       const left = (found === 'full' ? deadlineAt - pollMs : bounded) - this.clock();
       if (left <= 0) return false;
-      await pause(Math.min(left, pollMs * (0.5 + random())));
+      // A round that read little (a small plan's shard) comes round sooner for the same read units.
+      await pause(Math.min(left, leaseWaitPollMs(round, pollMs) * (0.5 + random())));
     }
   }
 
@@ -181,15 +186,17 @@ export class LeaseHolding {
 
   /**
    * One round over the shards, from a random one: the first open slot taken ('taken'), else
-   * whether every shard read was full of live leases ('full') or not ('closed').
+   * whether every shard read was full of live leases ('full') or not ('closed'); the slot items
+   * each shard read held go into `itemsRead` (what the round cost).
    */
-  private async tryShards(random: () => number): Promise<'taken' | 'full' | 'closed'> {
+  private async tryShards(random: () => number, itemsRead: number[]): Promise<'taken' | 'full' | 'closed'> {
     const { shards, planCap } = this.lane;
     const start = Math.floor(random() * shards.length);
     let full = true;
     for (let k = 0; k < shards.length; k++) {
       const index = (start + k) % shards.length;
       const view = await this.lane.leases.view(shards[index] as string);
+      itemsRead.push(view.slots.length);
       if (await this.tryShard(view, index, random)) return 'taken';
       full &&= fullOfLive(view, planCap, index, this.clock()) || this.ownSolvesFillRoom(view, index);
     }

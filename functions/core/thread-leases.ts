@@ -67,12 +67,51 @@ export function watchPollMs(requests: number, asked = 0): number {
 export const WATCH_VIEW_MS = 1_000;
 
 /**
- * A consumer waiting for a slot reads the shards this often (×0.5–1.5 jitter), ms: it takes a
- * freed slot about half of this after the watch freed it. Much faster than the thread ledger's
- * waits (`overCapWaiting.pollMs`): in the parked design a slot stands for a thread the plan is
- * paid for, and its reads are eventually consistent Queries at half a read unit per 4 KB.
+ * A consumer waiting for a slot reads the shards this often (×0.5–1.5 jitter) when a round reads
+ * a full shard, ms: it takes a freed slot about half of this after the watch freed it. Much
+ * faster than the thread ledger's waits (`overCapWaiting.pollMs`): in the parked design a slot
+ * stands for a thread the plan is paid for, and its reads are eventually consistent Queries at
+ * half a read unit per 4 KB. A round that reads less reads more often ({@link leaseWaitPollMs}).
  */
 export const LEASE_WAIT_POLL_MS = 250;
+
+/** …but never more often than this, ms (a Query's own round trip is a few ms). */
+export const LEASE_WAIT_MIN_POLL_MS = 50;
+
+/**
+ * A slot item as the consumer writes it (shard, slot, task id, times, the delivery's queue ARN
+ * and receipt handle, message id), bytes: the receipt handle is most of it.
+ */
+export const LEASE_SLOT_ITEM_BYTES = 550;
+
+/** A shard's meta item (limit, refusal hold-off, the lanes' ceilings), bytes. */
+export const LEASE_META_ITEM_BYTES = 150;
+
+/**
+ * Read units of one Query of a shard holding `items` slot items (live or expired: a Query reads
+ * every item of the partition) and its meta: one per 4 KB read, half that eventually consistent.
+ */
+export function shardQueryReadUnits(items: number, consistent: boolean): number {
+  const units = Math.max(1, Math.ceil((LEASE_META_ITEM_BYTES + Math.max(0, items) * LEASE_SLOT_ITEM_BYTES) / 4096));
+  return consistent ? units : units / 2;
+}
+
+/**
+ * A waiting consumer's time between its rounds over the shards, ms, when its last round read
+ * `itemsRead` slot items in each shard it read: the read units a waiting consumer spends a second
+ * are held at those of a full shard read every `pollMs` (LEASE_WAIT_POLL_MS), so a round that
+ * reads less — a small plan's shard of a few slots is one 4 KB page — comes round sooner, down
+ * to LEASE_WAIT_MIN_POLL_MS, and a round over several shards no later than `pollMs`. On a plan
+ * of a few threads a freed slot waited half of 250 ms for its next submission, a paid thread idle
+ * for each task; there the same spend reads every 50 ms.
+ */
+export function leaseWaitPollMs(itemsRead: readonly number[], pollMs: number = LEASE_WAIT_POLL_MS): number {
+  const full = shardQueryReadUnits(LEASE_SHARD_SLOTS, false);
+  const round = itemsRead.reduce((sum, items) => sum + shardQueryReadUnits(items, false), 0);
+  if (round <= 0) return pollMs;
+  const floor = Math.min(pollMs, LEASE_WAIT_MIN_POLL_MS);
+  return Math.min(pollMs, Math.max(floor, (pollMs * round) / full));
+}
 
 /** A taken slot: a thread the fleet holds for one task, until its answer or its deadline. */
 export interface LeaseSlot {

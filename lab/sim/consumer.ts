@@ -55,11 +55,11 @@ export class ConsumerTiming {
   }
 
   /**
-   * The parked consumer's wait between shard reads while every open slot is held:
-   * `leaseWaitPollSeconds` (250 ms) × [0.5, 1.5) (LeaseHolding.take).
+   * The parked consumer's wait between shard reads while every open slot is held: its cadence
+   * for the shards as they are (`cadenceSeconds`, ParkedWorld.waitPollSeconds) × [0.5, 1.5) (LeaseHolding.take).
    */
-  leasePollDelay(): number {
-    return this.model.leaseWaitPollSeconds * (0.5 + this.random());
+  leasePollDelay(cadenceSeconds: number): number {
+    return cadenceSeconds * (0.5 + this.random());
   }
 
   /** A probe's solve time: exponential with the mix's mean, seconds. */

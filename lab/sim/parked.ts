@@ -8,7 +8,8 @@
  *   slots below its share of `roomLimit` while the ledger's newest refusal is in force),
  *   trying the shards from a random one (functions/consumer/lease-holding.ts); with none it waits
  *   for one as the waiting design waits for room (the simulation's room wait, woken by a freed or
- *   opened slot at its next read, `leaseWaitPollSeconds` apart; up to its deadline while live
+ *   opened slot at its next read, `leaseWaitPollSeconds` apart for a full shard and sooner for a
+ *   smaller one, `waitPollSeconds`; up to its deadline while live
  *   leases hold every open slot, `fullOfLive`). Refused over the cap, it records the refusal in the slot's shard and gives the
  *   slot back.
  * - Accepted, the task parks: the invocation ends `PARKED_SUBMIT_SECONDS` after it began, the
@@ -42,6 +43,7 @@ import {
   LEASE_SHARD_SLOTS,
   type LeaseSlot,
   leaseLengthMs,
+  leaseWaitPollMs,
   renewWithinMs,
   fullOfLive,
   limitOf,
@@ -505,13 +507,22 @@ export class ParkedDesign {
     return fleetHeldUnder(held?.others ?? 0, this.views.length, held?.room);
   }
 
-  /** A wait for a slot ends: its seconds, and the shard reads of its polls (a round over the shards every `leaseWaitPollSeconds`). */
+  /**
+   * A waiting consumer's time between its rounds over the shards now, seconds: `leaseWaitPollSeconds`
+   * for a round that reads a full shard, sooner for one that reads less (LeaseHolding.take, `leaseWaitPollMs`).
+   */
+  waitPollSeconds(): number {
+    const items = this.views.map((view) => view.slots.length);
+    return leaseWaitPollMs(items, this.model.leaseWaitPollSeconds * 1000) / 1000;
+  }
+
+  /** A wait for a slot ends: its seconds, and the shard reads of its polls (a round over the shards every `waitPollSeconds`). */
   private endWait(id: number, t: number): void {
     const since = this.waitingSince.get(id);
     if (since === undefined) return;
     this.waitingSince.delete(id);
     this.counts.slotWaitSeconds += t - since;
-    const polls = Math.floor((t - since) / this.model.leaseWaitPollSeconds + 1e-9);
+    const polls = Math.floor((t - since) / this.waitPollSeconds() + 1e-9);
     if (polls > 0) for (const view of this.views) bump(this.counts.consumerShardReads, view.slots.length, polls);
   }
 

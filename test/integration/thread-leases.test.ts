@@ -4,7 +4,13 @@ import { createDynamoWatchBaton, RELAY_KEY } from '../../functions/adapters/watc
 import { resolveTiming } from '../../functions/consumer/context.js';
 import { LeaseHolding, leaseWaiting } from '../../functions/consumer/lease-holding.js';
 import type { OverCapWaiting } from '../../functions/consumer/thread-tracking.js';
-import { LEASE_WAIT_POLL_MS, type LeaseSlot } from '../../functions/core/thread-leases.js';
+import {
+  LEASE_SHARD_SLOTS,
+  LEASE_WAIT_MIN_POLL_MS,
+  LEASE_WAIT_POLL_MS,
+  type LeaseSlot,
+  shardQueryReadUnits,
+} from '../../functions/core/thread-leases.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { REFUSAL_HOLD_OFF_MS } from '../../functions/core/thread-ledger.js';
 import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
@@ -160,15 +166,15 @@ describe('a delivery waiting for a thread lease (LeaseHolding.take), on dynalite
     return { holding, pauses, reads: () => reads, elapsed: () => now.t - start, start };
   }
 
-  it('reads the shards every leaseWaitPollMs (250 ms) while it waits, and takes the slot freed', async () => {
+  it('reads a full 64-slot shard every leaseWaitPollMs (250 ms) while it waits, and takes the slot freed', async () => {
     // GIVEN the consumer's default timing: the lease wait's reads apart from the ledger's 1 s polls
     const timing = resolveTiming(resolveSettings({ prefix: 'lease-wait' }));
     const waiting = leaseWaiting(timing);
     expect(timing.leaseWaitPollMs).toBe(LEASE_WAIT_POLL_MS);
     expect(waiting.pollMs).toBe(250);
     expect(waiting.maxWaitMs).toBe(timing.overCapWaiting.maxWaitMs);
-    // and a full shard one of whose slots frees 2 s into the wait
-    const w = await waitingFor('poll#0', { planCap: 2, waiting, freeAt: 2_000 });
+    // and a full shard of 64 slots one of which frees 2 s into the wait
+    const w = await waitingFor('poll#0', { planCap: LEASE_SHARD_SLOTS, waiting, freeAt: 2_000 });
 
     // WHEN the delivery takes a slot
     const took = await w.holding.take(w.start + 60_000);
@@ -179,6 +185,23 @@ describe('a delivery waiting for a thread lease (LeaseHolding.take), on dynalite
     expect(new Set(w.pauses)).toEqual(new Set([250]));
     expect(w.elapsed()).toBe(2_000);
     expect(w.reads()).toBe(9);
+  });
+
+  it("reads a small plan's shard every 50 ms for the read units a full shard spends in 250 ms", async () => {
+    // GIVEN the default timing and a 2-thread plan's shard, both slots held, one freed 2 s into the wait
+    const waiting = leaseWaiting(resolveTiming(resolveSettings({ prefix: 'lease-wait-small' })));
+    const w = await waitingFor('small#0', { planCap: 2, waiting, freeAt: 2_000 });
+
+    // WHEN the delivery takes a slot
+    expect(await w.holding.take(w.start + 60_000)).toBe(true);
+
+    // THEN each round read one 4 KB page (half a read unit, a ninth of a full shard's): it read every 50 ms
+    // and took the freed slot 2 s in, its reads' units a second no more than a full shard's at 250 ms
+    expect(new Set(w.pauses)).toEqual(new Set([LEASE_WAIT_MIN_POLL_MS]));
+    expect(w.elapsed()).toBe(2_000);
+    expect(w.reads()).toBe(41);
+    const unitsPerSecond = (w.reads() * shardQueryReadUnits(2, false)) / 2;
+    expect(unitsPerSecond).toBeLessThanOrEqual((shardQueryReadUnits(LEASE_SHARD_SLOTS, false) * 1000) / 250 + 0.5);
   });
 
   it('waits past maxWaitMs, up to its deadline, while live leases hold every open slot', async () => {

@@ -10,12 +10,16 @@ import {
   fleetRoomOf,
   freeSlotIndexes,
   LEASE_SHARD_SLOTS,
+  LEASE_WAIT_MIN_POLL_MS,
+  LEASE_WAIT_POLL_MS,
   type LeaseSlot,
+  leaseWaitPollMs,
   roomInShard,
   type ShardView,
   shardCapacity,
   shardKeys,
   shardLimits,
+  shardQueryReadUnits,
   WATCH_POLL_MAX_MS,
   WATCH_POLL_MS,
   WATCH_POLL_REQUESTS_PER_SECOND,
@@ -224,6 +228,42 @@ describe("the watch's cadence", () => {
         if (ms > WATCH_POLL_MS && ms < WATCH_POLL_MAX_MS) expect((requests * 1000) / ms).toBeCloseTo(budget, 6);
       }),
     );
+  });
+});
+
+describe("a waiting consumer's cadence", () => {
+  it('reads a full shard every 250 ms, a small plan of one 4 KB page every 50 ms, and a shard between in proportion', () => {
+    expect(leaseWaitPollMs([LEASE_SHARD_SLOTS])).toBe(LEASE_WAIT_POLL_MS);
+    for (const items of [0, 1, 2, 7]) expect(leaseWaitPollMs([items])).toBe(LEASE_WAIT_MIN_POLL_MS);
+    // 16 slots: 150 + 16 × 550 bytes, three 4 KB pages, 1.5 read units eventually consistent (a full shard's 4.5)
+    expect(shardQueryReadUnits(16, false)).toBe(1.5);
+    expect(leaseWaitPollMs([16])).toBeCloseTo(250 / 3, 9);
+    // several shards read in a round: no slower than a full shard's cadence
+    expect(leaseWaitPollMs([40, 40])).toBe(LEASE_WAIT_POLL_MS);
+    expect(leaseWaitPollMs([])).toBe(LEASE_WAIT_POLL_MS);
+  });
+
+  it('never spends more read units a second than a full shard read every pollMs, never reads more often than 50 ms, never less often than pollMs', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: LEASE_SHARD_SLOTS }), { minLength: 1, maxLength: 20 }),
+        fc.integer({ min: 50, max: 5_000 }),
+        (round, pollMs) => {
+          const ms = leaseWaitPollMs(round, pollMs);
+          expect(ms).toBeGreaterThanOrEqual(LEASE_WAIT_MIN_POLL_MS);
+          expect(ms).toBeLessThanOrEqual(pollMs);
+          const units = round.reduce((sum, items) => sum + shardQueryReadUnits(items, false), 0);
+          const budget = (shardQueryReadUnits(LEASE_SHARD_SLOTS, false) * 1000) / pollMs;
+          // within the budget, or at the slowest cadence a round over several shards keeps
+          if (ms < pollMs) expect((units * 1000) / ms).toBeLessThanOrEqual(budget + 1e-9);
+        },
+      ),
+    );
+  });
+
+  it('reads a shard no more often as it fills (the cadence never falls as the items read grow)', () => {
+    for (let items = 1; items <= LEASE_SHARD_SLOTS; items++)
+      expect(leaseWaitPollMs([items])).toBeGreaterThanOrEqual(leaseWaitPollMs([items - 1]));
   });
 });
 

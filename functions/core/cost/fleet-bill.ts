@@ -8,6 +8,7 @@
  */
 import { FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
 import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits } from './bill.js';
+import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES } from '../thread-leases.js';
 import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
 
 /**
@@ -214,8 +215,8 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   recordBytes: 900,
   answeredRecordBytes: 2_800,
   ledgerBytes: 700,
-  leaseSlotBytes: 550,
-  leaseMetaBytes: 150,
+  leaseSlotBytes: LEASE_SLOT_ITEM_BYTES,
+  leaseMetaBytes: LEASE_META_ITEM_BYTES,
   watchLogBytesPerRecord: 1_200,
   consumerLogBytesPerInvocation: 2_200,
   governorLogBytesPerTick: 2_500,
