@@ -12,6 +12,7 @@
  * that a lower ceiling never raises a shard's limit (the cap holds while limits move). Pure: the
  * DynamoDB adapter is functions/adapters/thread-leases.ts.
  */
+import { strongReadUnits } from './cost/bill.js';
 import type { Decision } from './governor/types.js';
 import type { DeliveredMessage } from './ports.js';
 import type { FleetSettings } from './settings.js';
@@ -92,7 +93,7 @@ export const LEASE_META_ITEM_BYTES = 150;
  * every item of the partition) and its meta: one per 4 KB read, half that eventually consistent.
  */
 export function shardQueryReadUnits(items: number, consistent: boolean): number {
-  const units = Math.max(1, Math.ceil((LEASE_META_ITEM_BYTES + Math.max(0, items) * LEASE_SLOT_ITEM_BYTES) / 4096));
+  const units = strongReadUnits(LEASE_META_ITEM_BYTES + Math.max(0, items) * LEASE_SLOT_ITEM_BYTES);
   return consistent ? units : units / 2;
 }
 
