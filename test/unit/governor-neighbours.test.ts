@@ -491,6 +491,92 @@ const eventArb = fc.oneof(
   fc.record({ kind: fc.constant('quiet' as const) }),
 );
 
+/** A state whose estimator stands at `estimate` (an earlier tick's). */
+function withNeighbours(state: GovernorState, estimate: NeighbourEstimate): GovernorState {
+  return { ...state, overCap: { ...state.overCap, effectiveCap: estimate.free, neighbours: estimate } };
+}
+
+describe('decide: a halted fleet keeps the refusals’ count', () => {
+  // Between the pause ($0.10) and the halt ($1) levels: no scale-up until funded.
+  const HALTED = 0.9;
+  const run2 = (at: number, held: number) =>
+    reading({
+      held,
+      refusals: 2,
+      refusalRun: 2,
+      acceptances: 50,
+      lastRefusal: { at, held },
+      lastAcceptance: { at: at - 500, held: held + 1 },
+    });
+  const at12 = (now: number, ledger: ThreadLedgerReading, balance: number, state: GovernorState, ceiling = 12) =>
+    decide(
+      governorSignals(
+        now,
+        { threadLedger: ledger, balance },
+        { ceiling, enabled: true, inFlight: ledger.held, backlog: 400 },
+      ),
+      state,
+      cfg,
+    );
+
+  it('halved by a run of refusals only while it lasts when funded; halted, held at the newest refusal’s count instead', () => {
+    // Prepare: a fleet at 12 threads; a neighbour steps up and two submissions are refused in a row at 12 held.
+    const state = withBudget(initialEstimate({ ...shape, parked: true }, T0), 0);
+    const base = withNeighbours(initialState(cfg, T0), { ...state, free: 12, seen: { refusals: 0, acceptances: 50 } });
+    // Act
+    const funded = at12(T0 + 1000, run2(T0 + 900, 12), 50, base);
+    const halted = at12(T0 + 1000, run2(T0 + 900, 12), HALTED, base);
+    // Assess: funded, the run halves it (an acceptance lifts it back: the next test); halted, the
+    // ceiling could never come back, so it stays at the count the refusals show.
+    expect(funded.ceilings.normal).toBe(6);
+    expect(halted.reason.code).toBe('HALT_LOW_BALANCE');
+    expect(halted.ceilings.normal).toBe(12);
+    expect(halted.state.overCap.effectiveCap).toBe(12);
+  });
+
+  it('follows the refusals down while halted, never up', () => {
+    // Prepare
+    const base = withNeighbours(initialState(cfg, T0), {
+      ...initialEstimate({ ...shape, parked: true }, T0),
+      free: 12,
+      seen: { refusals: 0, acceptances: 50 },
+    });
+    // Act: tick 1, a run at 12 held; tick 2, an acceptance at 9 held (the run ends); tick 3, refused at 10 held.
+    const t1 = at12(T0 + 1000, run2(T0 + 900, 12), HALTED, base);
+    const accepted: ThreadLedgerReading = {
+      ...run2(T0 + 900, 12),
+      held: 9,
+      acceptances: 51,
+      refusalRun: 0,
+      lastAcceptance: { at: T0 + 1500, held: 9 },
+    };
+    const t2 = at12(T0 + 2000, accepted, HALTED, t1.state, t1.ceilings.normal);
+    const refused: ThreadLedgerReading = {
+      ...accepted,
+      held: 10,
+      refusals: 3,
+      refusalRun: 1,
+      lastRefusal: { at: T0 + 2500, held: 10 },
+    };
+    const t3 = at12(T0 + 3000, refused, HALTED, t2.state, t2.ceilings.normal);
+    // Assess: 12, 12, then the newest refusal's 10; never above where it stood.
+    expect([t1.ceilings.normal, t2.ceilings.normal, t3.ceilings.normal]).toEqual([12, 12, 10]);
+  });
+
+  it('still starves (mappings disabled, one probe a tick) when others leave the halted fleet nothing', () => {
+    // Act: refused while the fleet held nothing, halted.
+    const d = at12(
+      T0 + 1000,
+      reading({ held: 0, refusals: 3, refusalRun: 3, lastRefusal: { at: T0 + 900, held: 0 } }),
+      HALTED,
+      initialState(cfg, T0),
+    );
+    // Assess
+    expect(d.reason.code).toBe('WAIT_FOR_THREADS');
+    expect(d.paused).toBe(true);
+  });
+});
+
 describe('the estimator: properties', () => {
   it('never exceeds the plan nor the newest refusal’s count (half of it in a run), and rises only on an acceptance', () => {
     fc.assert(

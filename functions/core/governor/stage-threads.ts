@@ -5,6 +5,7 @@
  * submission per tick, never more). Pure.
  */
 import { capFloor, carriedThreads, ceilingFor, clamp, planCap } from './capacity.js';
+import { roomLimit } from '../thread-ledger.js';
 import type { TickContext } from './context.js';
 import { type Calculation, type Flow, pause, resumed, run, type Stage } from './flow.js';
 import { type EstimateShape, initialEstimate, updateEstimate } from './neighbours.js';
@@ -48,7 +49,10 @@ export const freeThreadsStage: Calculation = {
     // works on for handed-back submissions are not free to submit into; they cut the ceiling
     // until they are answered or expire (else every invocation the ceiling keeps is refused).
     const full = estimate.free < planCap(config);
-    const free = full ? estimate.free - leftover : Math.max(Math.min(estimate.free, heldNow), estimate.free - leftover);
+    const estimated = full
+      ? estimate.free - leftover
+      : Math.max(Math.min(estimate.free, heldNow), estimate.free - leftover);
+    const free = Math.max(estimated, haltedRefusalCount(ctx) - leftover);
     const effectiveCap = clamp(free, capFloor(config), Math.max(capFloor(config), planCap(config)));
     const allowed = ceilingFor(effectiveCap, config);
     const code: ReasonCode =
@@ -75,6 +79,24 @@ export const freeThreadsStage: Calculation = {
     };
   },
 };
+
+/**
+ * Under the halt hold a cut is for good (no scale-up until funded), so the ceiling goes no deeper
+ * there than the refusals show: the newest refusal's count of threads, while it is in force.
+ * Elsewhere the estimate dips under that count only for a while: a run of refusals (no acceptance
+ * between: others take what the fleet frees) halves it, the consumers holding themselves to the
+ * half on their own, and it stays at the lower of the two until an acceptance follows the newest
+ * refusal, which lifts it back to that refusal's count. Held by the halt, the dip would stay for
+ * the rest of it, the threads between idle while tasks wait. 0 when not halted or no refusal is
+ * in force. The estimate itself is unchanged (a fleet others leave no thread still starves).
+ */
+function haltedRefusalCount(ctx: TickContext): number {
+  const reading = ctx.signals.threadLedger;
+  const refusal = reading?.lastRefusal;
+  if (!ctx.halted || reading === undefined || refusal === undefined) return 0;
+  const cap = planCap(ctx.config);
+  return roomLimit(reading, cap, ctx.now) < cap ? Math.min(cap, refusal.held) : 0;
+}
 
 /** The solve time the waiting tasks need in all, ms (the mean solve unknown: the parked design's default). */
 function queuedWorkMs(ctx: TickContext): number {
