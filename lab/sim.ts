@@ -346,8 +346,9 @@ class Simulation {
         return;
       case K_PROBE_DONE:
         this.solver.finish();
-        // The parked design's probe holds no count in the ledger (its leases count the threads).
+        // The parked design's probe is counted by its thread lease, freed now (its leases count the threads).
         if (this.parked === undefined) this.ledger.released();
+        else this.parked.releaseProbe();
         this.wakeWaiter();
         this.checkBalanceLevels();
         this.dispatch();
@@ -937,14 +938,19 @@ class Simulation {
   /**
    * The governor's probe submission: a synthetic task of the mix's mean solve time, submitted
    * once; refused, an over-cap answer in the ledger; accepted, a thread the ledger counts until the
-   * solver answers it (charged like any solve).
+   * solver answers it (charged like any solve). In the parked design that count is a thread lease
+   * it takes before it submits, as the product's probe does (two in flight at most); the lab frees
+   * it when the solver finishes (the product when its poll reads the answer, seconds later).
    */
   private probe(): void {
     const c = this.c;
+    // The parked design's probe holds a thread lease from before it submits (thread-probe.ts).
+    if (this.parked && !this.parked.holdProbe(this.t, this.settings.solveDeadlineSeconds)) return;
     c.probes++;
     c.submissions++;
     const answer = this.solver.answer();
     const atMs = this.epochMs + this.t * 1000;
+    if (answer !== ACCEPT) this.parked?.releaseProbe();
     if (answer === OVER_CAP) {
       c.overCap++;
       if (this.starved()) c.overCapWhileStarved++;

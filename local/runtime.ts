@@ -51,7 +51,7 @@ import { createRedactor } from '../functions/core/redaction.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../functions/adapters/thread-leases.js';
-import { leaseLengthMs, shardKeys } from '../functions/core/thread-leases.js';
+import { type LeaseKeeper, type LeaseTaker, leaseLengthMs, shardKeys } from '../functions/core/thread-leases.js';
 import type { FaultPlan } from './faults/plan.js';
 import { createLetterWatch, type LetterWatch, type RepeatableLetters, watchLetters } from './faults/letters.js';
 import { type FaultProxy, startFaultProxy } from './faults/proxy.js';
@@ -734,7 +734,12 @@ async function startGovernor(
     spendGrant: ledger,
     // One probe submission a tick while others hold the plan, as in AWS (functions/governor/wiring.ts):
     // the governed client's over-cap retries are off, so a probe is refused once at most.
-    probe: createThreadProbe({ solver: solver.client, ledger: probeLedger }),
+    probe: createThreadProbe({
+      solver: solver.client,
+      ledger: probeLedger,
+      // The parked design: the probe holds a thread lease, as a consumer's submission does.
+      ...(parked ? { leases: { leases: parked.lane.leases, shard: parked.lane.shards[0] as string } } : {}),
+    }),
     // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
     ...(overflow
       ? {
@@ -774,11 +779,11 @@ async function parkedSide(
   solver: SolverSide,
   consumer: Pick<ConsumerSide, 'events' | 'metrics'>,
   ledger: SolvedCounter,
-): Promise<{ lane: LeasedLane; watch: ParkedWatch } | undefined> {
+): Promise<{ lane: LeasedLane & { leases: LeaseKeeper & LeaseTaker }; watch: ParkedWatch } | undefined> {
   const { settings } = plan;
   if (settings.solveMode !== 'park') return undefined;
   const leases = createDynamoThreadLeases({ documents: clients.documents, tableName: resources.tables.leases });
-  const lane: LeasedLane = {
+  const lane = {
     leases,
     shards: shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap),
     planCap: settings.effectiveCap,

@@ -22,6 +22,17 @@ import { REFUSAL_HOLD_OFF_MS, roomLimit, type ThreadLedgerReading } from './thre
 export const LEASE_SHARD_SLOTS = 64;
 
 /**
+ * The first slot index of the governor's probe submissions (functions/governor/thread-probe.ts),
+ * in the lane's first shard: past every index a consumer takes (below a shard's limit, at most
+ * LEASE_SHARD_SLOTS), so a probe never races a consumer for a slot, and its live lease counts in
+ * the shard's held slots like any other. An accepted probe holds a thread of the plan until the
+ * solver answers it; before its lease, the parked design counted none for it, and the fleet's
+ * next submission was refused on the thread its own probe held (on a plan others leave one
+ * thread of, every probe the solver accepted spent that thread on a synthetic task).
+ */
+export const PROBE_SLOT_BASE = 1_000_000;
+
+/**
  * The governor's watch (functions/governor/parked-watch.ts) asks the solver about every parked
  * submission in a round, at most this often, ms. A freed lease waits for the round after its
  * answer, half the round on average; while every open slot is held that wait is a paid thread

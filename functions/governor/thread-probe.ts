@@ -7,10 +7,18 @@
  * ledger until the solver answers it (polled in the background), and the estimate climbs on it.
  * An accepted probe is a solve the provider charges (a text captcha: the cheapest method); it
  * happens at most once per tick, only while the fleet is starved.
+ *
+ * In the parked design the fleet's threads are its thread leases, so the probe holds one too
+ * (`leases`): taken before it submits, in the lane's first shard at an index no consumer takes
+ * (PROBE_SLOT_BASE), freed once the solver refused it or answered it (or its deadline passed;
+ * a crashed governor's ends by itself). Without it an accepted probe's thread counted nowhere:
+ * the consumers resumed on it, the solver refused them, and the fleet starved again with its own
+ * probe on the thread. A probe whose slot cannot be taken is not made.
  */
 import type { SolverPort } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
+import { type LeaseSlot, type LeaseTaker, PROBE_SLOT_BASE } from '../core/thread-leases.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { ThreadProbe } from './loop.js';
 
@@ -36,6 +44,37 @@ export interface ThreadProbeOptions {
   ledger: ThreadLedgerRecorder;
   clock?: () => number;
   warn?: (message: string, fields?: Record<string, unknown>) => void;
+  /** The parked design: the probe holds a thread lease while the solver may hold its thread. */
+  leases?: ProbeLeases;
+}
+
+/** Where a probe's thread lease is taken (the parked design). */
+export interface ProbeLeases {
+  leases: Pick<LeaseTaker, 'take' | 'release'>;
+  /** The lane's first shard. */
+  shard: string;
+}
+
+/** A delivery for the probe's lease: it has no message (the watch never frees a lease without a task record). */
+const PROBE_DELIVERY = { eventSourceArn: 'governor-probe', receiptHandle: 'governor-probe' } as const;
+
+/**
+ * Take a free probe slot (one per probe in flight at most), until the probe's deadline; undefined
+ * when none could be taken (the probe is then not made).
+ */
+async function takeProbeSlot(leases: ProbeLeases, taskId: string, now: number): Promise<LeaseSlot | undefined> {
+  for (let k = 0; k < MAX_PROBES_IN_FLIGHT; k++) {
+    const lease: LeaseSlot = {
+      shard: leases.shard,
+      slot: PROBE_SLOT_BASE + k,
+      taskId,
+      takenAt: now,
+      until: now + PROBE_DEADLINE_MS,
+      delivery: PROBE_DELIVERY,
+    };
+    if (await leases.leases.take(lease)) return lease;
+  }
+  return undefined;
 }
 
 /** The probe adapter; `submit` starts a probe in the background and never throws. */
@@ -44,8 +83,17 @@ export function createThreadProbe(options: ThreadProbeOptions): ThreadProbe & { 
   let inFlight = 0;
   const probe = async (now: number) => {
     let lease: Promise<ThreadLease> | undefined;
+    let slot: LeaseSlot | undefined;
+    const task = probeTask(now);
     try {
-      await options.solver.solve(probeTask(now), {
+      if (options.leases !== undefined) {
+        slot = await takeProbeSlot(options.leases, task.id, now);
+        if (slot === undefined) {
+          options.warn?.('governor probe not made: its thread lease could not be taken');
+          return;
+        }
+      }
+      await options.solver.solve(task, {
         deadlineAt: now + PROBE_DEADLINE_MS,
         onSolverAnswer: (answer) => {
           if (answer.request !== 'submit') return;
@@ -59,6 +107,9 @@ export function createThreadProbe(options: ThreadProbeOptions): ThreadProbe & { 
         options.warn?.('governor probe failed', { error: redactKey((error as Error).message) });
     } finally {
       if (lease !== undefined) await lease.then((taken) => options.ledger.released(taken)).catch(() => undefined);
+      // Refused, answered or given up: the solver holds no thread for it any more (a failed
+      // release leaves the lease to end at the probe's deadline).
+      if (slot !== undefined) await options.leases?.leases.release(slot).catch(() => undefined);
       inFlight--;
     }
   };

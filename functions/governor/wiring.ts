@@ -24,7 +24,15 @@ import { createMetrics } from '../adapters/metrics.js';
 import { createParkedRecorder } from '../adapters/parked-recorder.js';
 import { createRedactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
-import { leaseLengthMs, shardKeys, WATCH_POLL_MAX_MS, WATCH_VIEW_MS, watchPollMs } from '../core/thread-leases.js';
+import {
+  type LeaseKeeper,
+  type LeaseTaker,
+  leaseLengthMs,
+  shardKeys,
+  WATCH_POLL_MAX_MS,
+  WATCH_VIEW_MS,
+  watchPollMs,
+} from '../core/thread-leases.js';
 import { pollGapMs, pollRequestsFor } from '../core/solver-protocol.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { queueNameOf } from '../adapters/task-queue.js';
@@ -191,6 +199,8 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
           options.probeSolver ??
           solverFromEnvironment(environment, clients.region, undefined, { maxOverCapRetries: 0 }),
         ledger: probeLedger,
+        // The parked design: the probe holds a thread lease, as a consumer's submission does.
+        ...(leased ? { leases: { leases: leased.leases, shard: leased.shards[0] as string } } : {}),
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.log
           ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
@@ -285,7 +295,11 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
 }
 
 /** The primary lane's leases when the fleet parks and its environment names the leases table. */
-function leasedLaneOf(environment: FleetEnvironment, clients: AwsClients): LeasedLane | undefined {
+/** The parked design's lane, its store a taker too (the governor's probe holds a lease). */
+function leasedLaneOf(
+  environment: FleetEnvironment,
+  clients: AwsClients,
+): (LeasedLane & { leases: LeaseKeeper & LeaseTaker }) | undefined {
   const { settings } = environment;
   if (settings.solveMode !== 'park' || environment.tables.leases === undefined) return undefined;
   return {

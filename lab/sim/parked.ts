@@ -48,6 +48,7 @@ import {
   fullOfLive,
   limitOf,
   liveHeld,
+  PROBE_SLOT_BASE,
   roomInShard,
   shardCapacity,
   shardKeys,
@@ -485,6 +486,47 @@ export class ParkedDesign {
     this.live++;
     this.counts.leaseTakes++;
     this.leaseEndAt[id] = until;
+  }
+
+  /** The governor's probes' leases in the first shard, oldest first (functions/governor/thread-probe.ts). */
+  private probeLeases: LeaseSlot[] = [];
+
+  /**
+   * The governor's probe takes its thread lease before it submits (the first free probe index of
+   * the first shard, at most MAX_PROBES_IN_FLIGHT: two); false when both are held (no probe then).
+   * Its live slot counts in the fleet's held threads and the shard's room like any other.
+   */
+  holdProbe(t: number, seconds: number): boolean {
+    const view = this.views[0] as ShardView;
+    const used = new Set(this.probeLeases.map((lease) => lease.slot));
+    const slot = [PROBE_SLOT_BASE, PROBE_SLOT_BASE + 1].find((index) => !used.has(index));
+    if (slot === undefined) return false;
+    this.account(t);
+    const lease: LeaseSlot = {
+      shard: view.shard,
+      slot,
+      taskId: 'probe',
+      takenAt: this.ms(t),
+      until: this.ms(t + seconds),
+      delivery: LAB_DELIVERY,
+    };
+    view.slots.push(lease);
+    this.probeLeases.push(lease);
+    this.live++;
+    this.counts.leaseTakes++;
+    return true;
+  }
+
+  /** The probe was refused, or the solver answered it: its lease is released (the oldest probe's first). */
+  releaseProbe(): void {
+    const lease = this.probeLeases.shift();
+    if (lease === undefined) return;
+    this.account(this.host.now());
+    const slots = (this.views[0] as ShardView).slots;
+    slots.splice(slots.indexOf(lease), 1);
+    this.live--;
+    this.counts.leaseReleases++;
+    this.host.roomOpened();
   }
 
   /** The slot frees: deleted by its holder or the watch, or past its end. */
