@@ -14,9 +14,7 @@
  * Each answer is recorded with the threads held at that moment, copied inside the same update
  * (`SET refusedHeld = h<k> + h<k−1>`: operands read the item as it was before the update). A
  * refusal also ADDs 1 to `refusalRun`, an acceptance SETs it to 0: the refusals since the newest
- * acceptance (a run of them halves the fleet's room, `roomLimit`), and copies the count of the
- * refusal before it to `priorRefusedHeld` (-1 when there was none): a run refused at as many
- * threads as before holds the room instead (the same full plan tested again).
+ * acceptance (a run of them halves the fleet's room, `roomLimit`).
  *
  * A release whose answer was read as solved also ADDs 1 to `solved` in the same update: the
  * governor's price per solve is the provider's balance drop over the rise of that count.
@@ -40,9 +38,6 @@ import type {
 import { THREAD_LEDGER_ID } from '../core/deployment.js';
 
 export { THREAD_LEDGER_ID };
-
-/** A refusal's update copies the count of the refusal before it (operands read the item as it was). */
-const PRIOR_REFUSAL = 'priorRefusedHeld = if_not_exists(refusedHeld, :none)';
 
 export interface DynamoThreadLedgerOptions {
   documents: DynamoDBDocumentClient;
@@ -196,9 +191,9 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
         'refusal',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET ${PRIOR_REFUSAL}, refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one, refusalRun :one`,
+          UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one, refusalRun :one`,
           ExpressionAttributeNames: held.names,
-          ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now, ':none': -1 },
+          ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
           ReturnValues: 'UPDATED_NEW',
         }),
       );
@@ -211,7 +206,7 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
       const update =
         event === 'acceptance'
           ? 'SET acceptedHeld = :held, acceptedAt = :at, refusalRun = :zero ADD acceptances :one'
-          : `SET ${PRIOR_REFUSAL}, refusedHeld = :held, refusedAt = :at ADD refusals :one, refusalRun :one`;
+          : 'SET refusedHeld = :held, refusedAt = :at ADD refusals :one, refusalRun :one';
       await send(
         event,
         new UpdateCommand({
@@ -221,7 +216,7 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
             ':held': Math.max(0, held),
             ':at': at,
             ':one': 1,
-            ...(event === 'acceptance' ? { ':zero': 0 } : { ':none': -1 }),
+            ...(event === 'acceptance' ? { ':zero': 0 } : {}),
           },
         }),
       );
@@ -298,7 +293,6 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
       ? { at: item[at] as number, held: Math.max(0, item[held] as number) }
       : undefined;
   const lastRefusal = event('refusedAt', 'refusedHeld');
-  const prior = item?.priorRefusedHeld;
   const lastAcceptance = event('acceptedAt', 'acceptedHeld');
   const solved = solvedOf(item);
   const leftover = Math.max(0, num(`o${bucket}`) + num(`o${bucket - 1}`));
@@ -314,7 +308,6 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),
     ...(typeof run === 'number' && Number.isFinite(run) ? { refusalRun: Math.max(0, run) } : {}),
-    ...(typeof prior === 'number' && Number.isFinite(prior) && prior >= 0 ? { priorRefusalHeld: prior } : {}),
     ...(grant ? { grant } : {}),
   };
 }
@@ -395,7 +388,6 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
       if (outcome?.solved === true) add('solved', 1);
     },
     async refused(now) {
-      item.priorRefusedHeld = item.refusedHeld ?? -1;
       item.refusedHeld = heldAt(bucketOf(now));
       item.refusedAt = now;
       add('refusals', 1);
@@ -404,7 +396,6 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
     },
     async recordEvent(event, at, held) {
       const prefix = event === 'acceptance' ? 'accepted' : 'refused';
-      if (event === 'refusal') item.priorRefusedHeld = item.refusedHeld ?? -1;
       item[`${prefix}Held`] = Math.max(0, held);
       item[`${prefix}At`] = at;
       add(event === 'acceptance' ? 'acceptances' : 'refusals', 1);

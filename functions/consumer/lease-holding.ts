@@ -41,10 +41,7 @@ export function leaseWaiting(timing: Pick<ConsumerTiming, 'overCapWaiting' | 'le
 }
 
 /** What a take reads of the thread ledger: its newest refusal and acceptance (the fleet-wide refusal room). */
-export type RefusalSignal = Pick<
-  ThreadLedgerReading,
-  'lastRefusal' | 'lastAcceptance' | 'refusalRun' | 'priorRefusalHeld'
->;
+export type RefusalSignal = Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'>;
 
 /** Slots tried per shard read before reading again (a take lost to another consumer). */
 const TAKES_PER_READ = 3;

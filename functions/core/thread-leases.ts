@@ -317,7 +317,7 @@ export function roomInShard(view: ShardView, planCap: number, index: number, now
  * before a fresh submission anyway (the spend grant), holds the whole fleet off after one.
  */
 export function fleetRoomOf(
-  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun' | 'priorRefusalHeld'> | undefined,
+  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'> | undefined,
   planCap: number,
   now: number,
 ): number | undefined {

@@ -43,12 +43,6 @@ export interface ThreadLedgerReading {
    * while a refusal is the newest answer).
    */
   refusalRun?: number;
-  /**
-   * The threads held at the refusal before the newest (in a run, the run's previous one): a run
-   * refused at fewer threads than that is others taking what the fleet frees; at as many, the
-   * same full plan tested again. Absent on a ledger never told of one.
-   */
-  priorRefusalHeld?: number;
   /** The newest accepted submission: accepted while the fleet held `held` ⇒ others hold ≤ plan − held − 1. */
   lastAcceptance?: LedgerEvent;
   /** The governor's spend grant, when it set one (the money above the pause level is nearly spent). */
@@ -148,20 +142,15 @@ export const REFUSAL_HOLD_OFF_MS = 60_000;
  *   a ledger that misses an acceptance cannot hold the fleet down for long. An acceptance below
  *   `h` only shows a freed thread of the fleet's own taken back, and does not lift it (lifting
  *   it there made every freed thread cost one more refusal).
- * - A refusal that follows another with no acceptance between (a run), at fewer threads held than
- *   that one: others take the threads the fleet frees (a neighbour stepping up, or taking the
- *   whole plan). The room is half the threads held at it (multiplicative decrease): a fleet of `h`
- *   threads that others leave none stops submitting after about log2(h) refusals rather than one
- *   per thread it frees, and one they leave some finds that count again with its next acceptance
- *   (which ends the run, and the newest refusal's count holds once more). Refused again at as
- *   many threads as before (the hold-off's test of the same full plan, or submissions refused
- *   together) the fleet has lost none: the count holds. (Halved there, a fleet others leave one
- *   thread of went to none on its second refusal, starved with its own task still running, and
- *   the governor's probes took that thread from the tasks.) A ledger without the earlier count
- *   halves, as before.
+ * - A refusal that follows another with no acceptance between (a run): others take the threads
+ *   the fleet frees (a neighbour stepping up, or taking the whole plan). The room is half the
+ *   threads held at it (multiplicative decrease): a fleet of `h` threads that others leave none
+ *   stops submitting after about log2(h) refusals rather than one per thread it frees, and one
+ *   they leave some finds that count again with its next acceptance (which ends the run, and the
+ *   newest refusal's count holds once more).
  */
 export function roomLimit(
-  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun' | 'priorRefusalHeld'>,
+  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'>,
   planCap: number,
   now: number,
   holdOffMs: number = REFUSAL_HOLD_OFF_MS,
@@ -171,9 +160,8 @@ export function roomLimit(
   const acceptance = reading.lastAcceptance;
   const accepted = acceptedSinceRefusal(reading);
   if (accepted && acceptance !== undefined && acceptance.held >= refusal.held) return planCap;
-  const prior = reading.priorRefusalHeld;
-  const shrinking = !accepted && (reading.refusalRun ?? 1) >= 2 && (prior === undefined || refusal.held < prior);
-  return Math.min(planCap, shrinking ? Math.floor(refusal.held / 2) : refusal.held);
+  const inRun = !accepted && (reading.refusalRun ?? 1) >= 2;
+  return Math.min(planCap, inRun ? Math.floor(refusal.held / 2) : refusal.held);
 }
 
 /**

@@ -19,8 +19,6 @@ export class LabThreadLedger {
   private lastAcceptance: LedgerEvent | undefined;
   /** Refusals since the newest acceptance. */
   private refusalRun = 0;
-  /** The threads held at the refusal before the newest (the product's `priorRefusedHeld`). */
-  private priorRefusalHeld: number | undefined;
 
   /** An accepted submission at epoch ms `atMs`: one more thread held. */
   accepted(atMs: number): void {
@@ -76,7 +74,6 @@ export class LabThreadLedger {
   /** An over-cap answer at epoch ms `atMs`, with the threads the fleet held then. */
   refused(atMs: number): void {
     this.refusals++;
-    this.priorRefusalHeld = this.lastRefusal?.held;
     this.lastRefusal = { at: atMs, held: this.held };
     this.refusalRun++;
   }
@@ -93,7 +90,6 @@ export class LabThreadLedger {
       this.refusalRun = 0;
     } else {
       this.refusals++;
-      this.priorRefusalHeld = this.lastRefusal?.held;
       this.lastRefusal = { at: atMs, held };
       this.refusalRun++;
     }
@@ -102,12 +98,7 @@ export class LabThreadLedger {
   /** Threads the fleet may hold before a new submission waits (the consumer's roomLimit) at epoch ms `atMs`. */
   room(planCap: number, atMs: number): number {
     return roomLimit(
-      {
-        lastRefusal: this.lastRefusal,
-        lastAcceptance: this.lastAcceptance,
-        refusalRun: this.refusalRun,
-        priorRefusalHeld: this.priorRefusalHeld,
-      },
+      { lastRefusal: this.lastRefusal, lastAcceptance: this.lastAcceptance, refusalRun: this.refusalRun },
       planCap,
       atMs,
     );
@@ -123,7 +114,6 @@ export class LabThreadLedger {
       ...(this.lastRefusal ? { lastRefusal: this.lastRefusal } : {}),
       ...(this.lastAcceptance ? { lastAcceptance: this.lastAcceptance } : {}),
       refusalRun: this.refusalRun,
-      ...(this.priorRefusalHeld !== undefined ? { priorRefusalHeld: this.priorRefusalHeld } : {}),
       solved: this.solved,
       ...(this.grant ? { grant: this.grant } : {}),
     };

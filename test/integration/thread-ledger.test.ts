@@ -7,7 +7,6 @@ import {
   ThreadLedgerError,
 } from '../../functions/adapters/thread-ledger.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID } from '../../functions/core/deployment.js';
-import { roomLimit, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
 import { startEmulatorFixture, type EmulatorFixture } from '../helpers/fleet-fixture.js';
 
 let fixture: EmulatorFixture;
@@ -109,32 +108,7 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     // Assess
     expect(inRun?.refusalRun).toBe(2);
     expect(inRun?.lastRefusal).toEqual({ at: now.t + 2, held: 1 });
-    expect(inRun?.priorRefusalHeld).toBe(2);
     expect(after?.refusalRun).toBe(0);
-  });
-
-  it('keeps the count of the refusal before the newest, none before the first (its own and recorded events alike)', async () => {
-    // Prepare
-    const now = { t: 3_550_000 };
-    const ledger = ledgerAt(now, 'prior-refusal');
-    const memory = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
-    // Act: one refusal with nothing held, then recorded refusals at 7 and 7 (the same full plan tested again)
-    await ledger.refused(now.t);
-    await memory.refused(now.t);
-    const first = await ledger.read();
-    const firstInMemory = await memory.read();
-    for (const l of [ledger, memory]) {
-      await l.recordEvent('refusal', now.t + 1, 7);
-      await l.recordEvent('refusal', now.t + 2, 7);
-    }
-    // Assess: no prior count for the first; 7 before the newest 7, so the room holds at 7
-    expect(first?.priorRefusalHeld).toBeUndefined();
-    expect(firstInMemory?.priorRefusalHeld).toBeUndefined();
-    for (const reading of [await ledger.read(), await memory.read()]) {
-      expect(reading?.priorRefusalHeld).toBe(7);
-      expect(reading?.refusalRun).toBe(3);
-      expect(roomLimit(reading as ThreadLedgerReading, 40, now.t + 3)).toBe(7);
-    }
   });
 
   it('moves the refusal run on answers recorded with the leases’ count (the parked design) as on its own', async () => {

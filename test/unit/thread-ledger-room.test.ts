@@ -2,7 +2,7 @@
  * The consumers' room (roomLimit, functions/core/thread-ledger.ts), one row per situation: a
  * refusal holds the fleet to the threads it held then until an acceptance at or above that count
  * (or the hold-off); an acceptance below it does not lift it; a refusal in a run (no acceptance
- * between) at fewer threads than the refusal before it halves the room; at as many, the count holds.
+ * between) halves the room.
  */
 import { describe, expect, it } from 'vitest';
 import { REFUSAL_HOLD_OFF_MS, roomLimit, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
@@ -10,7 +10,7 @@ import { REFUSAL_HOLD_OFF_MS, roomLimit, type ThreadLedgerReading } from '../../
 const PLAN = 40;
 const NOW = 1_000_000;
 
-type Reading = Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun' | 'priorRefusalHeld'>;
+type Reading = Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'>;
 
 const rows: { situation: string; reading: Reading; room: number }[] = [
   { situation: 'nothing refused yet', reading: {}, room: PLAN },
@@ -33,21 +33,6 @@ const rows: { situation: string; reading: Reading; room: number }[] = [
     situation: 'a second refusal with no acceptance between, at 11 (others take what the fleet frees)',
     reading: { lastRefusal: { at: NOW - 1000, held: 11 }, lastAcceptance: { at: NOW - 9000, held: 11 }, refusalRun: 2 },
     room: 5,
-  },
-  {
-    situation: 'a run refused at 11 after a refusal at 12 (the fleet freed a thread, others took it)',
-    reading: { lastRefusal: { at: NOW - 1000, held: 11 }, refusalRun: 2, priorRefusalHeld: 12 },
-    room: 5,
-  },
-  {
-    situation: 'a run refused at 12 again after a refusal at 12 (the same full plan tested again)',
-    reading: { lastRefusal: { at: NOW - 1000, held: 12 }, refusalRun: 2, priorRefusalHeld: 12 },
-    room: 12,
-  },
-  {
-    situation: 'the one thread others leave, refused again while the fleet still holds it',
-    reading: { lastRefusal: { at: NOW - 1000, held: 1 }, refusalRun: 3, priorRefusalHeld: 1 },
-    room: 1,
   },
   {
     situation: 'a fifth refusal of a run, at 3',
