@@ -294,8 +294,10 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   return { loop, config, settings, ...(watch ? { watch } : {}), ...(baton ? { baton } : {}) };
 }
 
-/** The primary lane's leases when the fleet parks and its environment names the leases table. */
-/** The parked design's lane, its store a taker too (the governor's probe holds a lease). */
+/**
+ * The primary lane's leases when the fleet parks and its environment names the leases table; the
+ * store takes leases too (the governor's probe holds one).
+ */
 function leasedLaneOf(
   environment: FleetEnvironment,
   clients: AwsClients,
