@@ -15,6 +15,7 @@ import { Construct } from 'constructs';
 import {
   GOVERNOR_STATE_ID,
   STORE_PROBE_KEY,
+  PROBE_LEASE_SHARD,
   THREAD_LEDGER_ID,
   WATCH_RELAY_SHARD,
 } from '../functions/core/deployment.js';
@@ -174,7 +175,7 @@ export class Governor extends Construct {
 
   /**
    * The parked design: the leases (every shard read each second, limits set, a ready task's slot
-   * freed); the records of parked tasks (read for their submission's id, then claimed and written
+   * freed, the probe's own lease put in the first shard); the records of parked tasks (read for their submission's id, then claimed and written
    * solved by the watch: the same conditional updates the consumer makes, no delete, no scan); the
    * two lanes' messages (a recorded task's deleted, another shown again); its completion event on
    * the fleet's bus, as the consumer publishes it.
@@ -185,6 +186,16 @@ export class Governor extends Construct {
         sid: 'ThreadLeases',
         actions: ['dynamodb:Query', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
         resources: [leasesTable.tableArn],
+      }),
+    );
+    // The governor's probe holds a thread lease while others hold the plan (thread-probe.ts): it
+    // puts one in the lane's first shard only (frees it with the DeleteItem above).
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ProbeLease',
+        actions: ['dynamodb:PutItem'],
+        resources: [leasesTable.tableArn],
+        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [PROBE_LEASE_SHARD] } },
       }),
     );
     // The watch relay's baton: one item in a partition of its own, read and written by the governor only.

@@ -29,6 +29,13 @@ export const OVERFLOW_LEDGER_ID = 'overflow-thread-ledger';
 export const WATCH_RELAY_SHARD = 'primary#relay';
 
 /**
+ * Partition key (`shard`) of the governor probe's thread lease (functions/governor/thread-probe.ts):
+ * the primary lane's first shard (`shardKeys(PRIMARY_LEASE_LANE, …)[0]`, which test/infra checks),
+ * where the governor may put a lease item; its IAM names it.
+ */
+export const PROBE_LEASE_SHARD = 'primary#0';
+
+/**
  * Key of the results table the governor's store probe reads (consistently) each tick: nothing
  * writes it, so the read costs half a read unit and says only whether DynamoDB answers. The
  * governor's IAM allows it this one key of the results table.

@@ -3,7 +3,9 @@
  * what with it, and what the governor's watch may do besides; with solveMode `wait`, none of it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WATCH_RELAY_SHARD } from '../../functions/core/deployment.js';
+import { PROBE_LEASE_SHARD, WATCH_RELAY_SHARD } from '../../functions/core/deployment.js';
+import { PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
+import { shardKeys } from '../../functions/core/thread-leases.js';
 import { ENV } from '../../functions/core/environment.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
@@ -83,6 +85,12 @@ describe('parked design (default)', () => {
     expect([...asArray(relay.Action)].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem']);
     expect(relay.Resource).toEqual({ 'Fn::GetAtt': [leasesTableId(s), 'Arn'] });
     expect(relay.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [WATCH_RELAY_SHARD] } });
+    // The probe's thread lease: a put in the lane's first shard only (the shard the probe's wiring takes).
+    const probe = bySid(statements, 'ProbeLease');
+    expect(asArray(probe.Action)).toEqual(['dynamodb:PutItem']);
+    expect(probe.Resource).toEqual({ 'Fn::GetAtt': [leasesTableId(s), 'Arn'] });
+    expect(probe.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [PROBE_LEASE_SHARD] } });
+    for (const plan of [1, 64, 65, 1000]) expect(shardKeys(PRIMARY_LEASE_LANE, plan)[0]).toBe(PROBE_LEASE_SHARD);
     const messages = bySid(statements, 'ParkedMessages');
     expect([...asArray(messages.Action)].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage']);
     expect(asArray(messages.Resource)).toHaveLength(2);
@@ -107,7 +115,14 @@ describe('waiting design (solveMode wait)', () => {
       const [, fn] = functionNamed(s, `${settings.prefix}-${name}`);
       expect(fn.Properties.Environment.Variables[ENV.leasesTable]).toBeUndefined();
       const sids = policyOfRole(s, roleOf(fn)).map((st) => st.Sid);
-      for (const sid of ['ThreadLeases', 'WatchRelay', 'ParkedRecords', 'ParkedMessages', 'ParkedCompletionEvents'])
+      for (const sid of [
+        'ThreadLeases',
+        'WatchRelay',
+        'ProbeLease',
+        'ParkedRecords',
+        'ParkedMessages',
+        'ParkedCompletionEvents',
+      ])
         expect(sids).not.toContain(sid);
     }
     // Without a watch to pass on, one governor at a time, each done within the minute.
