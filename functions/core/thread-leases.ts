@@ -32,6 +32,9 @@ export const LEASE_SHARD_SLOTS = 64;
  */
 export const PROBE_SLOT_BASE = 1_000_000;
 
+/** Probe leases at most, one per probe in flight (PROBE_SLOT_BASE onwards): two accepted probes prove the mapping's floor free. */
+export const PROBE_SLOTS = 2;
+
 /**
  * The governor's watch (functions/governor/parked-watch.ts) asks the solver about every parked
  * submission in a round, at most this often, ms. A freed lease waits for the round after its

@@ -18,12 +18,12 @@
 import type { SolverPort } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
-import { type LeaseSlot, type LeaseTaker, PROBE_SLOT_BASE } from '../core/thread-leases.js';
+import { type LeaseSlot, type LeaseTaker, PROBE_SLOT_BASE, PROBE_SLOTS } from '../core/thread-leases.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { ThreadProbe } from './loop.js';
 
-/** Probes in flight at most: two accepted probes prove the mapping's floor free. */
-const MAX_PROBES_IN_FLIGHT = 2;
+/** Probes in flight at most: one probe lease each (two accepted probes prove the mapping's floor free). */
+const MAX_PROBES_IN_FLIGHT = PROBE_SLOTS;
 /** How long an accepted probe is polled before it is given up, ms. */
 const PROBE_DEADLINE_MS = 120_000;
 

@@ -49,6 +49,7 @@ import {
   limitOf,
   liveHeld,
   PROBE_SLOT_BASE,
+  PROBE_SLOTS,
   roomInShard,
   shardCapacity,
   shardKeys,
@@ -493,13 +494,13 @@ export class ParkedDesign {
 
   /**
    * The governor's probe takes its thread lease before it submits (the first free probe index of
-   * the first shard, at most MAX_PROBES_IN_FLIGHT: two); false when both are held (no probe then).
+   * the first shard, at most PROBE_SLOTS: two); false when all are held (no probe then).
    * Its live slot counts in the fleet's held threads and the shard's room like any other.
    */
   holdProbe(t: number, seconds: number): boolean {
     const view = this.views[0] as ShardView;
     const used = new Set(this.probeLeases.map((lease) => lease.slot));
-    const slot = [PROBE_SLOT_BASE, PROBE_SLOT_BASE + 1].find((index) => !used.has(index));
+    const slot = Array.from({ length: PROBE_SLOTS }, (_, k) => PROBE_SLOT_BASE + k).find((index) => !used.has(index));
     if (slot === undefined) return false;
     this.account(t);
     const lease: LeaseSlot = {
