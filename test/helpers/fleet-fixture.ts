@@ -12,6 +12,7 @@ import {
   type Message,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll } from 'vitest';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings, type FleetConfig, type FleetSettings } from '../../functions/core/settings.js';
@@ -34,6 +35,33 @@ export interface TestFleet {
 }
 
 let prefixes = 0;
+
+/**
+ * A test file's own fleet on the emulators, its leases table being what the file is about:
+ * registers the `beforeAll` that starts it and the `afterAll` that stops it; read `fixture` and
+ * `leasesTable` inside the tests.
+ */
+export function leasesTableOnEmulators(): { readonly fixture: EmulatorFixture; readonly leasesTable: string } {
+  let fixture: EmulatorFixture | undefined;
+  let leasesTable: string | undefined;
+  beforeAll(async () => {
+    fixture = await startEmulatorFixture();
+    leasesTable = (await fixture.createFleet()).resources.tables.leases;
+  });
+  afterAll(async () => {
+    await fixture?.stop();
+  });
+  return {
+    get fixture() {
+      if (fixture === undefined) throw new Error('the emulators start in beforeAll: read the fixture inside a test');
+      return fixture;
+    },
+    get leasesTable() {
+      if (leasesTable === undefined) throw new Error('the fleet is made in beforeAll: read its table inside a test');
+      return leasesTable;
+    },
+  };
+}
 
 /** Start the emulators (call in `beforeAll`, `stop()` in `afterAll`). */
 export async function startEmulatorFixture(): Promise<EmulatorFixture> {

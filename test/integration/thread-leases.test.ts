@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDynamoThreadLeases, META_SLOT } from '../../functions/adapters/thread-leases.js';
 import { createDynamoWatchBaton, RELAY_KEY } from '../../functions/adapters/watch-baton.js';
 import { resolveTiming } from '../../functions/consumer/context.js';
@@ -13,22 +13,16 @@ import {
 } from '../../functions/core/thread-leases.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { REFUSAL_HOLD_OFF_MS } from '../../functions/core/thread-ledger.js';
-import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
+import { leasesTableOnEmulators } from '../helpers/fleet-fixture.js';
 
-let fixture: EmulatorFixture;
-let tableName: string;
-
-beforeAll(async () => {
-  fixture = await startEmulatorFixture();
-  tableName = (await fixture.createFleet()).resources.tables.leases;
-});
-
-afterAll(async () => {
-  await fixture?.stop();
-});
+const emulated = leasesTableOnEmulators();
 
 function leasesAt(now: { t: number }) {
-  return createDynamoThreadLeases({ documents: fixture.clients.documents, tableName, clock: () => now.t });
+  return createDynamoThreadLeases({
+    documents: emulated.fixture.clients.documents,
+    tableName: emulated.leasesTable,
+    clock: () => now.t,
+  });
 }
 
 function lease(shard: string, slot: number, taskId: string, now: number, ms = 60_000): LeaseSlot {
@@ -339,7 +333,10 @@ describe('the fleet-wide refusal room a taker honours on a lane of several shard
 
 describe('the watch relay’s baton on dynalite, through the real SDK', () => {
   it('writes on the version it read: of two racing writers one wins, and a stale one loses', async () => {
-    const baton = createDynamoWatchBaton({ documents: fixture.clients.documents, tableName });
+    const baton = createDynamoWatchBaton({
+      documents: emulated.fixture.clients.documents,
+      tableName: emulated.leasesTable,
+    });
     await expect(baton.read()).resolves.toBeUndefined();
     const [a, b] = await Promise.all([
       baton.write({ owner: 'a', until: 2_000 }, undefined),

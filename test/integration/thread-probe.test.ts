@@ -4,7 +4,7 @@
  * thread, released once the solver refused or answered it. On dynalite, through the real SDK;
  * the solver is scripted (the probe's answers are what the test is about).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDynamoThreadLeases } from '../../functions/adapters/thread-leases.js';
 import type { SolveOptions, SolverPort } from '../../functions/core/ports.js';
 import type { Task } from '../../functions/core/task.js';
@@ -17,19 +17,9 @@ import {
 } from '../../functions/core/thread-leases.js';
 import type { ThreadLedgerRecorder } from '../../functions/core/thread-ledger.js';
 import { createThreadProbe } from '../../functions/governor/thread-probe.js';
-import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
+import { leasesTableOnEmulators } from '../helpers/fleet-fixture.js';
 
-let fixture: EmulatorFixture;
-let tableName: string;
-
-beforeAll(async () => {
-  fixture = await startEmulatorFixture();
-  tableName = (await fixture.createFleet()).resources.tables.leases;
-});
-
-afterAll(async () => {
-  await fixture?.stop();
-});
+const emulated = leasesTableOnEmulators();
 
 /** A ledger that only counts what the probe tells it. */
 function countingLedger() {
@@ -83,7 +73,10 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
   it('holds a lease while the solver works on an accepted probe: counted held, closing the consumers’ room; freed once answered', async () => {
     // Prepare: a one-thread shard the governor opened (limit 1); the solver accepts the probe.
     const shard = 'probe-accepted#0';
-    const leases = createDynamoThreadLeases({ documents: fixture.clients.documents, tableName });
+    const leases = createDynamoThreadLeases({
+      documents: emulated.fixture.clients.documents,
+      tableName: emulated.leasesTable,
+    });
     await leases.setLimit(shard, 1);
     const { ledger, events } = countingLedger();
     const scripted = scriptedSolver('accepted');
@@ -109,7 +102,10 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
   it('releases the lease at once when the solver refuses the probe over the cap', async () => {
     // Prepare
     const shard = 'probe-refused#0';
-    const leases = createDynamoThreadLeases({ documents: fixture.clients.documents, tableName });
+    const leases = createDynamoThreadLeases({
+      documents: emulated.fixture.clients.documents,
+      tableName: emulated.leasesTable,
+    });
     const { ledger, events } = countingLedger();
     const scripted = scriptedSolver('over_cap');
     const probe = createThreadProbe({ solver: scripted.solver, ledger, leases: { leases, shard } });
@@ -125,7 +121,10 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
   it('takes one lease per probe in flight (two at most), and makes no probe whose lease it cannot take', async () => {
     // Prepare: both probe slots of the shard held already (a crashed governor's, still live).
     const shard = 'probe-held#0';
-    const leases = createDynamoThreadLeases({ documents: fixture.clients.documents, tableName });
+    const leases = createDynamoThreadLeases({
+      documents: emulated.fixture.clients.documents,
+      tableName: emulated.leasesTable,
+    });
     const scripted = scriptedSolver('accepted');
     const warnings: string[] = [];
     const first = createThreadProbe({
