@@ -67,11 +67,7 @@ export const GOVERNOR_METRICS = {
   ceiling: 'Ceiling',
   needed: 'NeededThreads',
   shortfall: 'Shortfall',
-  backlog: 'Backlog',
-  inFlight: 'InFlight',
   balance: 'Balance',
-  p95: 'P95SolveMs',
-  errorRate: 'ErrorRate',
   /** Dimension `Reason` (a ReasonCode). */
   decision: 'Decision',
   paused: 'Paused',

@@ -43,23 +43,14 @@ export function emitDecisionMetrics(metrics: Metrics, record: TickRecord): void 
   metrics.addMetric(GOVERNOR_METRICS.freeThreads, MetricUnit.Count, d.freeThreads);
   metrics.addMetric(GOVERNOR_METRICS.shortfall, MetricUnit.Count, d.shortfall);
   metrics.addMetric(GOVERNOR_METRICS.paused, MetricUnit.Count, d.paused ? 1 : 0);
-  // Unknown signals are left out rather than published as zero.
+  // Unknown signals are left out rather than published as zero. The backlog, the messages in
+  // flight, the solve-time p95 and the error rate are not republished: SQS's own metrics (free)
+  // and the consumer's SolveDuration and counters hold them, the dashboard and the alarms read
+  // those, and the decision's log line and saved status carry the values the governor used.
   const optional: Array<[string, number | undefined, (typeof MetricUnit)[keyof typeof MetricUnit]]> = [
     [GOVERNOR_METRICS.needed, d.neededThreads, MetricUnit.Count],
-    [
-      GOVERNOR_METRICS.backlog,
-      sumKnown(s.lanes.normal.backlog, s.lanes.high?.backlog, s.lanes.high !== undefined),
-      MetricUnit.Count,
-    ],
-    [
-      GOVERNOR_METRICS.inFlight,
-      sumKnown(s.lanes.normal.inFlight, s.lanes.high?.inFlight, s.lanes.high !== undefined),
-      MetricUnit.Count,
-    ],
     [GOVERNOR_METRICS.balance, s.balance, MetricUnit.NoUnit],
     [GOVERNOR_METRICS.threadsHeld, s.threadLedger?.held, MetricUnit.Count],
-    [GOVERNOR_METRICS.p95, s.p95SolveMs, MetricUnit.Milliseconds],
-    [GOVERNOR_METRICS.errorRate, s.errorRate, MetricUnit.NoUnit],
   ];
   for (const [name, value, unit] of optional)
     if (value !== undefined && Number.isFinite(value)) metrics.addMetric(name, unit, value);
@@ -106,11 +97,6 @@ function emitWatchMetrics(
   metrics.addMetric(GOVERNOR_METRICS.watchFailedRounds, MetricUnit.Count, stats.failedRounds - last.failedRounds);
   last.recorded = stats.recorded;
   last.failedRounds = stats.failedRounds;
-}
-
-function sumKnown(a: number | undefined, b: number | undefined, bNeeded: boolean): number | undefined {
-  if (a === undefined || (bNeeded && b === undefined)) return undefined;
-  return a + (b ?? 0);
 }
 
 export interface RunTicksOptions {

@@ -72,7 +72,7 @@ describe('the fleet bill', () => {
     const withGovernor = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
     const withOverflowLane = fleetBill({ ...HOUR, governor: true, overflowLane: true }, { planThreads: 50 });
     // 60 × 51 s × 0.25 GB (six ticks, the last at 50 s); 60 requests; 720 GetQueueAttributes; 1 080 reads, 360 writes;
-    // 1 080 GetMetricData metrics (18 a minute: 14 signals, 4 store calls); 360 ticks × 2 500 log bytes; 13 metrics for an hour.
+    // 1 080 GetMetricData metrics (18 a minute: 14 signals, 4 store calls); 360 ticks × 2 500 log bytes; 8 metrics for an hour (a waiting fleet's: no watch).
     const byHand =
       765 * 0.0000133334 +
       60 * 2e-7 +
@@ -81,7 +81,7 @@ describe('the fleet bill', () => {
       360 * 6.25e-7 +
       1080 * 1e-5 +
       0.00045 +
-      (13 / 730) * 0.3;
+      (8 / 730) * 0.3;
     expect(withGovernor.usd - without.usd).toBeCloseTo(byHand, 9);
     // With an overflow lane, the overflow consumer's 4 store-call metrics a minute more.
     expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(240 * 1e-5, 9);

@@ -15,6 +15,7 @@ import { createGovernorLoop } from '../../functions/governor/loop.js';
 import { GovernorTickError, runTicks } from '../../functions/governor/run.js';
 import { createMetrics, type EmfDocument } from '../../functions/adapters/metrics.js';
 import { fakeClient, type Sent } from '../helpers/fake-client.js';
+import { DEFAULT_COST_ASSUMPTIONS, PARKED_GOVERNOR_METRICS } from '../../functions/core/cost/fleet-bill.js';
 
 describe('cloudwatch-signals', () => {
   const now = Date.UTC(2025, 0, 1, 12, 0, 42);
@@ -666,5 +667,55 @@ describe('governor loop and ticks', () => {
       documents.filter((d) => name in d).map((d) => (d as Record<string, unknown>)[name]);
     expect(values('ParkedRecorded')).toEqual([3, 3, 3]);
     expect(values('WatchFailedRounds')).toEqual([1, 1, 1]);
+  });
+
+  it('publishes in an ordinary minute the custom metrics the bill counts, and no copy of what SQS or the consumer publish', async () => {
+    // Every signal known (the thread ledger read), one decision reason, with and without the watch.
+    const minute = async (watch: boolean) => {
+      let now = 0;
+      const loop = createGovernorLoop({
+        config,
+        queues: { read: async () => ({ normal: { at: now, visible: 40, notVisible: 3, delayed: 0 } }) },
+        metrics: { read: async () => healthyMetrics },
+        balance: { read: async () => 10 },
+        threadLedger: createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now }),
+        actuator: lanes(),
+        state: createMemoryGovernorState(),
+        clock: () => now,
+      });
+      const documents: EmfDocument[] = [];
+      const metrics = createMetrics({
+        namespace: 'CaptchaFleet',
+        serviceName: 'governor',
+        sink: (d) => documents.push(d),
+      });
+      await runTicks({
+        loop,
+        tickMs: 10_000,
+        remainingMs: () => 55_000 - now,
+        sleep: async (ms) => {
+          now += ms;
+        },
+        clock: () => now,
+        metrics,
+        ...(watch ? { watch: { stats: { recorded: 0, failedRounds: 0 } as never } } : {}),
+      });
+      // A custom metric is a name and its dimensions (CloudWatch bills each pair).
+      const seen = new Set<string>();
+      for (const d of documents)
+        for (const set of d._aws.CloudWatchMetrics)
+          for (const m of set.Metrics) {
+            const fields = d as unknown as Record<string, unknown>;
+            seen.add([m.Name, ...set.Dimensions.flat().map((k) => `${k}=${String(fields[k])}`)].join(' '));
+          }
+      return [...seen];
+    };
+    const waiting = await minute(false);
+    const parked = await minute(true);
+    expect(waiting).toHaveLength(DEFAULT_COST_ASSUMPTIONS.governorMetrics);
+    expect(parked).toHaveLength(DEFAULT_COST_ASSUMPTIONS.governorMetrics + PARKED_GOVERNOR_METRICS);
+    const names = parked.map((m) => m.split(' ')[0]);
+    expect(names).toEqual(expect.arrayContaining(['Ceiling', 'FreeThreads', 'ThreadsHeld', 'Balance', 'Decision']));
+    for (const copy of ['Backlog', 'InFlight', 'P95SolveMs', 'ErrorRate']) expect(names).not.toContain(copy);
   });
 });

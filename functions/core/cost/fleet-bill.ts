@@ -165,6 +165,9 @@ export const GOVERNOR_CALLS = {
   overflowMetricsPerMinute: 4,
 } as const;
 
+/** Metrics the parked design's watch adds to the governor's (ParkedRecorded, WatchFailedRounds). */
+export const PARKED_GOVERNOR_METRICS = 2;
+
 /** Sizes and timings the bill depends on; every field has a default (DEFAULT_COST_ASSUMPTIONS). */
 export interface CostAssumptions {
   /** A task's message as the producer sends it, bytes (SQS bills per 64 KiB chunk). */
@@ -191,7 +194,11 @@ export interface CostAssumptions {
   governorLogBytesPerTick: number;
   /** Custom metrics the consumer emits in an ordinary hour (name × dimensions). */
   consumerMetrics: number;
-  /** Custom metrics the governor emits in an ordinary hour. */
+  /**
+   * Custom metrics the governor's decisions emit in an ordinary hour (functions/governor/run.ts,
+   * emitDecisionMetrics: every signal known, one decision reason); the parked design's watch adds
+   * `PARKED_GOVERNOR_METRICS`.
+   */
   governorMetrics: number;
   /**
    * Billed seconds of a waiting fleet's governor invocation: six ticks 10 s apart within its 58 s
@@ -221,7 +228,9 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   consumerLogBytesPerInvocation: 2_200,
   governorLogBytesPerTick: 2_500,
   consumerMetrics: 10,
-  governorMetrics: 13,
+  // Ceiling, FreeThreads, Shortfall, Paused, NeededThreads, Balance, ThreadsHeld, Decision (one
+  // Reason): test/unit/cost counts them from what the governor emits.
+  governorMetrics: 8,
   governorSecondsPerInvocation: 51,
   governorTicksPerMinute: 6,
   mappings: 2,
@@ -325,7 +334,15 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   const consumerMetrics = a.consumerMetrics + (usage.parked !== undefined ? 1 : 0);
   lines.push(p.customMetrics('consumer custom metrics', consumerMetrics, usage.hours));
   if (usage.governor ?? true)
-    lines.push(...governorLines(usage.hours, a, usage.overflowLane ?? false, options.governorSizing, prices));
+    lines.push(
+      ...governorLines(
+        usage.hours,
+        a,
+        { overflowLane: usage.overflowLane ?? false, parked: usage.parked !== undefined },
+        options.governorSizing,
+        prices,
+      ),
+    );
   const planUsd = options.planThreads * usage.hours * (options.planUsdPerThreadHour ?? PLAN_USD_PER_THREAD_HOUR);
   return { ...billOf(lines), planUsd };
 }
@@ -437,7 +454,7 @@ function shardReadUnits(byLive: readonly number[], units: (live: number) => numb
 function governorLines(
   hours: number,
   a: CostAssumptions,
-  overflowLane: boolean,
+  { overflowLane, parked }: { overflowLane: boolean; parked: boolean },
   sizing: FunctionSizing = FUNCTION_SIZING.governor,
   prices: PriceTable,
 ): BillLine[] {
@@ -455,7 +472,7 @@ function governorLines(
       minutes * (GOVERNOR_CALLS.metricsPerMinute + (overflowLane ? GOVERNOR_CALLS.overflowMetricsPerMinute : 0)),
     ),
     p.logs('governor logs + EMF', ticks * a.governorLogBytesPerTick),
-    p.customMetrics('governor custom metrics', a.governorMetrics, hours),
+    p.customMetrics('governor custom metrics', a.governorMetrics + (parked ? PARKED_GOVERNOR_METRICS : 0), hours),
   ];
 }
 
