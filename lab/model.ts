@@ -101,6 +101,12 @@ export interface ModelParams {
    * when it ends, or at its cadence if that is later (ParkedWatch.run).
    */
   watchPollSeconds: number;
+  /**
+   * A design not built, for measuring it (docs/lab.md, "a probe that solves a waiting task"): 1
+   * has the governor's probe submit the task at the head of the queue instead of a synthetic one,
+   * so an accepted probe's paid solve is that task's; 0 (the default) is the product's synthetic probe.
+   */
+  probeWithWaitingTask: number;
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
   metricsWindowSeconds: number;
   /** …ending this long ago: the consumer's metrics reach the governor about a minute late. */
@@ -143,6 +149,7 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   watchSettleSeconds: 0.3,
   watchRecordSeconds: 0.15,
   watchPollSeconds: 0.1,
+  probeWithWaitingTask: 0,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,
   threadStartSeconds: 0,

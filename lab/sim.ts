@@ -346,6 +346,8 @@ class Simulation {
         return;
       case K_PROBE_DONE:
         this.solver.finish();
+        // A probe that carried a waiting task (`probeWithWaitingTask`, id − 1) solved it.
+        if (id > 0) this.probeTaskSolved(id - 1);
         // The parked design's probe is counted by its thread lease, freed now (its leases count the threads).
         if (this.parked === undefined) this.ledger.released();
         else this.parked.releaseProbe();
@@ -966,8 +968,38 @@ class Simulation {
     else this.ledger.accepted(atMs);
     // An acceptance lifts a refusal's hold on the fleet's room.
     this.wakeWaiter();
+    if (this.probeWithTask()) return;
     const hold = this.consumer.probeSolveSeconds(this.meanSolveSeconds);
     this.heap.push(this.solver.solverClock(this.t, hold * this.solver.factor), K_PROBE_DONE);
+  }
+
+  /**
+   * A design not built (`probeWithWaitingTask`): the accepted probe was the task at the head of
+   * the queue, a fresh one the governor received, so the solve it pays for is that task's. False
+   * (the synthetic probe) when none waits, or the head is a resumed task or one at its last receive.
+   */
+  private probeWithTask(): boolean {
+    if (this.model.probeWithWaitingTask <= 0 || this.queue.length === 0) return false;
+    const tasks = this.tasks;
+    const head = this.queue.oldest();
+    if (u8(tasks.phase, head) !== NEW || u16(tasks.receives, head) >= this.settings.maxReceiveCount - 1) return false;
+    const id = this.queue.dequeue(this.t);
+    this.receive(id);
+    tasks.phase[id] = ACCEPTED;
+    tasks.acceptedAt[id] = this.t;
+    const hold = Math.min(f64(tasks.baseSolve, id) * this.solver.factor, this.settings.functionTimeoutSeconds);
+    const doneAt = this.solver.solverClock(this.t, hold);
+    tasks.solverDoneAt[id] = doneAt;
+    this.heap.push(doneAt, (id + 1) * 16 + K_PROBE_DONE);
+    return true;
+  }
+
+  /** The probe's task is solved: recorded when the solver finishes it (the product's watch, a round later). */
+  private probeTaskSolved(id: number): void {
+    this.tasks.phase[id] = SOLVED;
+    if (this.parked !== undefined) this.ledger.countSolved();
+    this.completed(id);
+    this.checkFinished();
   }
 
   /** The governor writes its spend grant to the ledger; a new one wakes the invocations waiting for it. */

@@ -76,6 +76,42 @@ describe('the parked design in the lab', () => {
     expect(result.solved).toBe(result.arrivals);
   });
 
+  it('measures a design not built: a probe that solves a waiting task pays for that task, not for a synthetic one', () => {
+    // GIVEN a 4-thread plan whose money runs out, that a neighbour takes whole, then leaves one
+    // thread of (fewer than the mapping's floor: the governor probes), then hands back
+    const input: Partial<TraceInput> = {
+      durationSeconds: 3600,
+      fleet: { planThreads: 4 },
+      balance: { initialUsd: 1.6, pricePerSolveUsd: 0.003, topUps: [] },
+      foreignThreads: [
+        { at: 0, threads: 0 },
+        { at: 300, threads: 4 },
+        { at: 900, threads: 3 },
+        { at: 2400, threads: 0 },
+      ],
+    };
+    for (const seed of [1, 2, 3]) {
+      const t = trace(input);
+      const runWith = (probeWithWaitingTask: number) =>
+        simulate(t, createPolicy('governor', t.settings, { probeWithWaitingTask }), {
+          seed,
+          model: { probeWithWaitingTask },
+        });
+      // WHEN the governor probes with a synthetic task (the product) and with the head of the queue
+      const synthetic = runWith(0);
+      const withTask = runWith(1);
+
+      // THEN the same probes are accepted, and each accepted probe's paid solve is now a task
+      // solved: the money buys as many tasks as the clairvoyant floor's, none past the pause level
+      expect(withTask.probesAccepted).toBeGreaterThan(0);
+      expect(withTask.probesAccepted).toBe(synthetic.probesAccepted);
+      expect(withTask.solved).toBe(synthetic.solved + withTask.probesAccepted);
+      const floor = simulate(t, createPolicy('oracle-ramp', t.settings), { seed });
+      expect(withTask.solved).toBe(floor.solved);
+      expect(withTask.startedPastPause).toBe(0);
+    }
+  });
+
   it('holds the thread cap with leases: never more live slots than the plan, no refusal, however long the backlog', () => {
     // GIVEN twice what a 20-thread plan can solve for ten minutes
     const result = run({
