@@ -415,6 +415,33 @@ describe('governor loop and ticks', () => {
     return { read: async () => ({ normal: setting }), apply };
   };
 
+  /** The ticks of one invocation `lastsMs` long on the virtual `clock`, and the EMF documents they published. */
+  const ticksOn = async (
+    loop: Parameters<typeof runTicks>[0]['loop'],
+    clock: { now: number },
+    lastsMs: number,
+    watch?: Parameters<typeof runTicks>[0]['watch'],
+  ): Promise<EmfDocument[]> => {
+    const documents: EmfDocument[] = [];
+    const metrics = createMetrics({
+      namespace: 'CaptchaFleet',
+      serviceName: 'governor',
+      sink: (d) => documents.push(d),
+    });
+    await runTicks({
+      loop,
+      tickMs: 10_000,
+      remainingMs: () => lastsMs - clock.now,
+      sleep: async (ms) => {
+        clock.now += ms;
+      },
+      clock: () => clock.now,
+      metrics,
+      ...(watch ? { watch } : {}),
+    });
+    return documents;
+  };
+
   /** One tick of a fresh loop over an idle lane at `now`. */
   const idleTick = (now: number) =>
     createGovernorLoop({
@@ -635,7 +662,7 @@ describe('governor loop and ticks', () => {
   });
 
   it('sends with each tick what the parked watch did since the last one', async () => {
-    let now = 0;
+    const clock = { now: 0 };
     const stats = { recorded: 0, failedRounds: 0 };
     const loop = {
       lastDecision: undefined,
@@ -643,26 +670,10 @@ describe('governor loop and ticks', () => {
         // The watch ran between ticks: three more recorded, one failed round each time.
         stats.recorded += 3;
         stats.failedRounds += 1;
-        return idleTick(now);
+        return idleTick(clock.now);
       }),
     };
-    const documents: EmfDocument[] = [];
-    const metrics = createMetrics({
-      namespace: 'CaptchaFleet',
-      serviceName: 'governor',
-      sink: (d) => documents.push(d),
-    });
-    await runTicks({
-      loop,
-      tickMs: 10_000,
-      remainingMs: () => 25_000 - now,
-      sleep: async (ms) => {
-        now += ms;
-      },
-      clock: () => now,
-      metrics,
-      watch: { stats: stats as never },
-    });
+    const documents = await ticksOn(loop, clock, 25_000, { stats: stats as never });
     const values = (name: string) =>
       documents.filter((d) => name in d).map((d) => (d as Record<string, unknown>)[name]);
     expect(values('ParkedRecorded')).toEqual([3, 3, 3]);
@@ -672,34 +683,23 @@ describe('governor loop and ticks', () => {
   it('publishes in an ordinary minute the custom metrics the bill counts, and no copy of what SQS or the consumer publish', async () => {
     // Every signal known (the thread ledger read), one decision reason, with and without the watch.
     const minute = async (watch: boolean) => {
-      let now = 0;
+      const clock = { now: 0 };
       const loop = createGovernorLoop({
         config,
-        queues: { read: async () => ({ normal: { at: now, visible: 40, notVisible: 3, delayed: 0 } }) },
+        queues: { read: async () => ({ normal: { at: clock.now, visible: 40, notVisible: 3, delayed: 0 } }) },
         metrics: { read: async () => healthyMetrics },
         balance: { read: async () => 10 },
-        threadLedger: createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now }),
+        threadLedger: createMemoryThreadLedger({ leaseMs: 60_000, clock: () => clock.now }),
         actuator: lanes(),
         state: createMemoryGovernorState(),
-        clock: () => now,
+        clock: () => clock.now,
       });
-      const documents: EmfDocument[] = [];
-      const metrics = createMetrics({
-        namespace: 'CaptchaFleet',
-        serviceName: 'governor',
-        sink: (d) => documents.push(d),
-      });
-      await runTicks({
+      const documents = await ticksOn(
         loop,
-        tickMs: 10_000,
-        remainingMs: () => 55_000 - now,
-        sleep: async (ms) => {
-          now += ms;
-        },
-        clock: () => now,
-        metrics,
-        ...(watch ? { watch: { stats: { recorded: 0, failedRounds: 0 } as never } } : {}),
-      });
+        clock,
+        55_000,
+        watch ? { stats: { recorded: 0, failedRounds: 0 } as never } : undefined,
+      );
       // A custom metric is a name and its dimensions (CloudWatch bills each pair).
       const seen = new Set<string>();
       for (const d of documents)
