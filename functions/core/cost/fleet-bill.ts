@@ -229,7 +229,7 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   governorLogBytesPerTick: 2_500,
   consumerMetrics: 10,
   // Ceiling, FreeThreads, Shortfall, Paused, NeededThreads, Balance, ThreadsHeld, Decision (one
-  // Reason): test/unit/cost counts them from what the governor emits.
+  // Reason): test/unit/governor-adapters.test.ts counts them from what the governor emits.
   governorMetrics: 8,
   governorSecondsPerInvocation: 51,
   governorTicksPerMinute: 6,
