@@ -798,7 +798,7 @@ class Simulation {
     if (this.policy.clairvoyant && solver.price > 0) this.followWorld();
     // A solve the solver has not answered within a function timeout ends there: the id expires
     // (the consumer's lease on its thread lasts at least that long, so the ledger never loses it).
-    let hold = Math.min(f64(tasks.baseSolve, id) * solver.factor, this.settings.functionTimeoutSeconds);
+    let hold = this.solverHold(id);
     if (this.trace.pollLoss) {
       // The answer is read at the next poll of the protocol schedule; the thread is paid until then.
       const poll = at(this.methods.poll, u8(tasks.methodOf, id));
@@ -987,11 +987,18 @@ class Simulation {
     this.receive(id);
     tasks.phase[id] = ACCEPTED;
     tasks.acceptedAt[id] = this.t;
-    const hold = Math.min(f64(tasks.baseSolve, id) * this.solver.factor, this.settings.functionTimeoutSeconds);
-    const doneAt = this.solver.solverClock(this.t, hold);
+    const doneAt = this.solver.solverClock(this.t, this.solverHold(id));
     tasks.solverDoneAt[id] = doneAt;
     this.heap.push(doneAt, (id + 1) * 16 + K_PROBE_DONE);
     return true;
+  }
+
+  /**
+   * How long the solver holds a thread for task `id` submitted now: its drawn solve time at the
+   * solver's current pace, ended at a function timeout (a solve not answered by then: its id expires).
+   */
+  private solverHold(id: number): number {
+    return Math.min(f64(this.tasks.baseSolve, id) * this.solver.factor, this.settings.functionTimeoutSeconds);
   }
 
   /** The probe's task is solved: recorded when the solver finishes it (the product's watch, a round later). */

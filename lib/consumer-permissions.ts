@@ -23,6 +23,11 @@ export interface ConsumerProvider {
   readonly key: SolverKeySecret;
 }
 
+/** An IAM condition that holds a DynamoDB statement to the items of these partition keys. */
+export function partitionsOnly(...keys: string[]): Record<string, Record<string, string[]>> {
+  return { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': keys } };
+}
+
 /** Grant a consumer's role what it needs beyond its queue, for one provider. */
 export function grantConsumerWork(role: iam.Role, resources: ConsumerResources, provider: ConsumerProvider): void {
   const { settings, queues } = resources;
@@ -47,7 +52,7 @@ export function grantConsumerWork(role: iam.Role, resources: ConsumerResources, 
       // refused invocation waits on. No other key of the governor table.
       actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       resources: [resources.governorTable.tableArn],
-      conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [provider.ledgerId] } },
+      conditions: partitionsOnly(provider.ledgerId),
     }),
   );
   provider.key.grantRead(role);

@@ -23,7 +23,7 @@ import { ENV } from '../functions/core/environment.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import type { Consumer } from './consumer.js';
-import { grantConsumerControl } from './consumer-permissions.js';
+import { grantConsumerControl, partitionsOnly } from './consumer-permissions.js';
 import type { OverflowConsumer } from './overflow-consumer.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
@@ -131,7 +131,7 @@ export class Governor extends Construct {
         // submission (its answer, as a consumer's) and by the spend grant near the pause level.
         actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
         resources: [props.governorTable.tableArn],
-        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [THREAD_LEDGER_ID] } },
+        conditions: partitionsOnly(THREAD_LEDGER_ID),
       }),
     );
     role.addToPrincipalPolicy(
@@ -141,7 +141,7 @@ export class Governor extends Construct {
         // results table (SQS is probed with the GetQueueAttributes above). No task's record.
         actions: ['dynamodb:GetItem'],
         resources: [props.resultsTable.tableArn],
-        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [STORE_PROBE_KEY] } },
+        conditions: partitionsOnly(STORE_PROBE_KEY),
       }),
     );
     role.addToPrincipalPolicy(
@@ -150,7 +150,7 @@ export class Governor extends Construct {
         // Read, then a conditional put on the version it read: no update, delete or scan.
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
         resources: [props.governorTable.tableArn],
-        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [GOVERNOR_STATE_ID] } },
+        conditions: partitionsOnly(GOVERNOR_STATE_ID),
       }),
     );
     props.solverKey.grantRead(role);
@@ -195,7 +195,7 @@ export class Governor extends Construct {
         sid: 'ProbeLease',
         actions: ['dynamodb:PutItem'],
         resources: [leasesTable.tableArn],
-        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [PROBE_LEASE_SHARD] } },
+        conditions: partitionsOnly(PROBE_LEASE_SHARD),
       }),
     );
     // The watch relay's baton: one item in a partition of its own, read and written by the governor only.
@@ -204,7 +204,7 @@ export class Governor extends Construct {
         sid: 'WatchRelay',
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
         resources: [leasesTable.tableArn],
-        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [WATCH_RELAY_SHARD] } },
+        conditions: partitionsOnly(WATCH_RELAY_SHARD),
       }),
     );
     role.addToPrincipalPolicy(

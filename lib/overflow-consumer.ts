@@ -19,7 +19,7 @@ import { ENV } from '../functions/core/environment.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { consumerServiceOf } from '../functions/core/provider.js';
 import { MAPPING_MIN_CONCURRENCY, type OverflowSettings } from '../functions/core/settings.js';
-import { grantConsumerControl, grantConsumerWork } from './consumer-permissions.js';
+import { grantConsumerControl, grantConsumerWork, partitionsOnly } from './consumer-permissions.js';
 import { type FleetEnvironmentInput, sharedEnvironment } from './fleet-environment.js';
 import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
 import { FleetFunction } from './fleet-function.js';
@@ -120,7 +120,7 @@ export class OverflowConsumer extends Construct {
         // The overflow consumer's held threads and solve count (price learning), read once a tick.
         actions: ['dynamodb:GetItem'],
         resources: [governorTable.tableArn],
-        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [OVERFLOW_LEDGER_ID] } },
+        conditions: partitionsOnly(OVERFLOW_LEDGER_ID),
       }),
     );
     // The provider's balance: spend against the caps and the price per solve are read from it.

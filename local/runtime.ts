@@ -33,7 +33,7 @@ import {
   resolveSettings,
 } from '../functions/core/settings.js';
 import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
-import { createThreadProbe } from '../functions/governor/thread-probe.js';
+import { createThreadProbe, probeLeasesOf } from '../functions/governor/thread-probe.js';
 import {
   crashAtRandomMoments,
   guardDeadInvocationRequests,
@@ -738,7 +738,7 @@ async function startGovernor(
       solver: solver.client,
       ledger: probeLedger,
       // The parked design: the probe holds a thread lease, as a consumer's submission does.
-      ...(parked ? { leases: { leases: parked.lane.leases, shard: parked.lane.shards[0] as string } } : {}),
+      ...(parked ? { leases: probeLeasesOf(parked.lane) } : {}),
     }),
     // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
     ...(overflow

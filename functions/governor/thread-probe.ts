@@ -55,6 +55,11 @@ export interface ProbeLeases {
   shard: string;
 }
 
+/** The probe's leases on a lane: its store, in the lane's first shard (the one the governor's role may put in). */
+export function probeLeasesOf(lane: { leases: ProbeLeases['leases']; shards: readonly string[] }): ProbeLeases {
+  return { leases: lane.leases, shard: lane.shards[0] as string };
+}
+
 /** A delivery for the probe's lease: it has no message (the watch never frees a lease without a task record). */
 const PROBE_DELIVERY = { eventSourceArn: 'governor-probe', receiptHandle: 'governor-probe' } as const;
 

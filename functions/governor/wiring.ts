@@ -47,7 +47,7 @@ import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.j
 import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
 import type { SolvedCounter } from '../core/thread-ledger.js';
 import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
-import { createThreadProbe } from './thread-probe.js';
+import { createThreadProbe, probeLeasesOf } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
 import { createParkedWatch, type ParkedWatch, type ParkedWatchOptions } from './parked-watch.js';
@@ -200,7 +200,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
           solverFromEnvironment(environment, clients.region, undefined, { maxOverCapRetries: 0 }),
         ledger: probeLedger,
         // The parked design: the probe holds a thread lease, as a consumer's submission does.
-        ...(leased ? { leases: { leases: leased.leases, shard: leased.shards[0] as string } } : {}),
+        ...(leased ? { leases: probeLeasesOf(leased) } : {}),
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.log
           ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
