@@ -138,6 +138,14 @@ export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow
    */
   readonly solveDeadlineSeconds?: number;
   /**
+   * The governor's memory, MB (128–10 240; Lambda's CPU follows memory). In the parked design its
+   * watch polls and records every parked task, work that grows with the plan: unset, the memory
+   * is sized for a full plan of 10-second solves (256 MB up to about 90 threads, about 2 GB at 600,
+   * docs/cost.md "The governor's CPU"); set it for a plan of faster solves.
+   * @default - sized from planThreads in the parked design, 256 MB waiting
+   */
+  readonly governorMemoryMb?: number;
+  /**
    * How a consumer waits for its answer: `park` submits, keeps the solver id and ends the
    * invocation (thread leases hold the cap; the governor watches parked tasks and hands each back
    * when its answer is ready; a leases table is created); `wait` keeps each invocation through its

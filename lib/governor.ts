@@ -27,6 +27,7 @@ import { grantConsumerControl, partitionsOnly } from './consumer-permissions.js'
 import type { OverflowConsumer } from './overflow-consumer.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
+import { parkedGovernorSizing } from '../functions/core/watch-sizing.js';
 import { FleetFunction } from './fleet-function.js';
 
 /** The schedule fires once a minute; the governor ticks (settings.tickMs) inside the invocation. */
@@ -80,7 +81,10 @@ export class Governor extends Construct {
     const stack = Stack.of(this);
 
     this.fleetFunction = new FleetFunction(this, 'Governor', {
-      sizing: FUNCTION_SIZING.governor,
+      // Parked, the watch's CPU grows with the plan (functions/core/watch-sizing.ts).
+      sizing: props.leasesTable
+        ? parkedGovernorSizing(settings)
+        : { ...FUNCTION_SIZING.governor, memoryMb: settings.governorMemoryMb ?? FUNCTION_SIZING.governor.memoryMb },
       entry: 'functions/governor/handler.ts',
       functionName: `${settings.prefix}-governor`,
       description: 'captcha-fleet governor: sets the consumer mappings ceilings from queue, metrics and balance',

@@ -121,6 +121,11 @@ export const FleetConfigSchema = z.object({
   /** Overall deadline of one solve (submit + polls), seconds. */
   solveDeadlineSeconds: int(10, 840).default(180),
   /**
+   * The governor's memory, MB (its CPU follows it). Unset: sized from the plan in the parked
+   * design (functions/core/watch-sizing.ts), 256 MB waiting.
+   */
+  governorMemoryMb: int(128, 10_240).optional(),
+  /**
    * How a consumer waits for its solver's answer. `park` (the default): it takes a thread lease,
    * submits, keeps the solver id on the record and ends its invocation, the task's message hidden
    * until the solve's deadline; the governor, whose invocation runs all minute, polls every

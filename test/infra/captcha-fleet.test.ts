@@ -12,6 +12,8 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, FleetConfigSchema, OverflowConfigSchema } from '../../functions/core/settings.js';
+import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
+import { parkedGovernorSizing } from '../../functions/core/watch-sizing.js';
 import { CaptchaFleet } from '../../lib/captcha-fleet.js';
 import { DEPLOYMENT_PROP_KEYS } from '../../lib/config.js';
 import { ROOT, removeOutdir, synthesizeFleet } from './synth-helpers.js';
@@ -125,6 +127,39 @@ describe('CaptchaFleet in a stack of your own', () => {
       expect((error as ConfigError).problems[0]?.fix).toContain('planThreads');
     }
     expect(stack.node.tryFindChild('Captcha')).toBeUndefined();
+  });
+});
+
+describe('The governor’s memory', () => {
+  const governorMemory = (props: Record<string, unknown>): number => {
+    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
+    new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
+    const functions = Template.fromStack(stack).findResources('AWS::Lambda::Function', {
+      Properties: { FunctionName: 'shop-governor' },
+    });
+    const [governor] = Object.values(functions) as Array<{ Properties: { MemorySize: number } }>;
+    return governor?.Properties.MemorySize as number;
+  };
+
+  it('grows with the plan in the parked design, as the cost model bills it; waiting, or set, it is what it says', () => {
+    const parked600 = parkedGovernorSizing({ planThreads: 600, solverProtocol: 'res-php', dialect: 'captchaai' });
+    expect(parked600.memoryMb).toBeGreaterThan(FUNCTION_SIZING.governor.memoryMb);
+    expect(governorMemory({ planThreads: 600 })).toBe(parked600.memoryMb);
+    expect(governorMemory({ planThreads: 50 })).toBe(FUNCTION_SIZING.governor.memoryMb);
+    expect(governorMemory({ planThreads: 600, solveMode: 'wait' })).toBe(FUNCTION_SIZING.governor.memoryMb);
+    expect(governorMemory({ planThreads: 600, governorMemoryMb: 1_024 })).toBe(1_024);
+    expect(governorMemory({ planThreads: 600, solveMode: 'wait', governorMemoryMb: 512 })).toBe(512);
+  });
+
+  it('refuses a memory Lambda cannot give, naming the field', () => {
+    const stack = new Stack(new App(), 'Shop');
+    try {
+      new CaptchaFleet(stack, 'Captcha', { governorMemoryMb: 64 });
+      expect.unreachable('a 64 MB governor was accepted');
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems.map((p) => p.field)).toEqual(['governorMemoryMb']);
+    }
   });
 });
 

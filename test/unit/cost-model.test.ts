@@ -4,6 +4,7 @@
  * bills a pool as the VMs that host it and a Lambda policy at the stack's memory.
  */
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { parkedGovernorSizing } from '../../functions/core/watch-sizing.js';
 import { describe, expect, it } from 'vitest';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
 import {
@@ -162,6 +163,26 @@ describe('the parked design’s bill', () => {
     // CloudWatch: 2.2 MB consumer logs + 1.2 MB the watch's, 11 consumer metrics (Parked is one more)
     expect(bill.byService.cloudwatch).toBeCloseTo(0.0011 + 0.0006 + (11 / 730) * 0.3, 9);
     expect(bill.usd).toBeCloseTo(0.01821597, 7);
+  });
+
+  it('bills a parked governor at the memory the stack gives it for the plan (its watch’s CPU), a waiting one at 256 MB', () => {
+    const parked = (planThreads: number, governorSizing?: { memoryMb: number; architecture: 'arm64' }) =>
+      fleetBill(
+        { ...HOUR, governor: true, parked: PARKED },
+        { planThreads, ...(governorSizing ? { governorSizing } : {}) },
+      );
+    const duration = (bill: ReturnType<typeof parked>) =>
+      bill.lines.find((l) => l.item.startsWith('governor duration'));
+    const sized = parkedGovernorSizing({ planThreads: 600, solverProtocol: 'res-php', dialect: 'captchaai' });
+    // 60 invocations × 60.3 s at the sized memory
+    expect(duration(parked(600))?.quantity).toBeCloseTo((60 * 60.3 * sized.memoryMb) / 1024, 6);
+    expect(duration(parked(600))?.item).toBe(`governor duration (${sized.memoryMb} MB arm64)`);
+    expect(duration(parked(50))?.item).toBe('governor duration (256 MB arm64)');
+    expect(duration(parked(600, { memoryMb: 512, architecture: 'arm64' }))?.item).toBe(
+      'governor duration (512 MB arm64)',
+    );
+    const waiting = fleetBill({ ...HOUR, governor: true }, { planThreads: 600 });
+    expect(duration(waiting)?.item).toBe('governor duration (256 MB arm64)');
   });
 
   it('bills a parked task fewer answered-record writes than a waiting one, and the same ledger read (the grant)', () => {

@@ -10,6 +10,7 @@ import { FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
 import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits } from './bill.js';
 import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES } from '../thread-leases.js';
 import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
+import { parkedGovernorSizing } from '../watch-sizing.js';
 
 /**
  * The consumer's calls, counted from functions/consumer/ (the happy path of one task, then what
@@ -312,6 +313,7 @@ export interface FleetBillOptions {
   planThreads: number;
   prices?: PriceTable;
   assumptions?: Partial<CostAssumptions>;
+  /** The governor's function; by default as the stack sizes it (parked: from planThreads, watch-sizing.ts). */
   governorSizing?: FunctionSizing;
   planUsdPerThreadHour?: number;
 }
@@ -339,7 +341,14 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
         usage.hours,
         a,
         { overflowLane: usage.overflowLane ?? false, parked: usage.parked !== undefined },
-        options.governorSizing,
+        options.governorSizing ??
+          (usage.parked !== undefined
+            ? parkedGovernorSizing({
+                planThreads: options.planThreads,
+                solverProtocol: 'res-php',
+                dialect: 'captchaai',
+              })
+            : FUNCTION_SIZING.governor),
         prices,
       ),
     );
