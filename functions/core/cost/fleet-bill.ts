@@ -169,6 +169,13 @@ export const GOVERNOR_CALLS = {
 /** Metrics the parked design's watch adds to the governor's (ParkedRecorded, WatchFailedRounds). */
 export const PARKED_GOVERNOR_METRICS = 2;
 
+/**
+ * What the parked design changes in the consumer's metrics: Parked, and its own SQS calls
+ * (SqsRequests, SqsErrors: the ChangeMessageVisibility that hides a parked message) are added;
+ * ResultRequests goes (the governor's watch polls, the consumer does not).
+ */
+export const PARKED_CONSUMER_METRICS = 2;
+
 /** Sizes and timings the bill depends on; every field has a default (DEFAULT_COST_ASSUMPTIONS). */
 export interface CostAssumptions {
   /** A task's message as the producer sends it, bytes (SQS bills per 64 KiB chunk). */
@@ -193,7 +200,11 @@ export interface CostAssumptions {
   consumerLogBytesPerInvocation: number;
   /** Log bytes a governor tick ingests (its decision line and EMF document; the invocation's START/REPORT spread over its ticks). */
   governorLogBytesPerTick: number;
-  /** Custom metrics the consumer emits in an ordinary hour (name × dimensions). */
+  /**
+   * Custom metrics the waiting consumer emits in an ordinary hour (name × dimensions); the parked
+   * consumer's differ by `PARKED_CONSUMER_METRICS`. Prices configured per method
+   * (`solverPricesUsd`) add SpendUsd streams (one, and one per method), not counted here.
+   */
   consumerMetrics: number;
   /**
    * Custom metrics the governor's decisions emit in an ordinary hour (functions/governor/run.ts,
@@ -228,7 +239,9 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   watchLogBytesPerRecord: 1_200,
   consumerLogBytesPerInvocation: 2_200,
   governorLogBytesPerTick: 2_500,
-  consumerMetrics: 10,
+  // SolveDuration, QueueWait, EndToEnd, Solved, SolverSubmissions, ResultRequests, DynamoRequests,
+  // DynamoErrors: test/integration/consumer-metrics.test.ts counts them from what the consumer emits.
+  consumerMetrics: 8,
   // Ceiling, FreeThreads, Shortfall, Paused, NeededThreads, Balance, ThreadsHeld, Decision (one
   // Reason): test/unit/governor-adapters.test.ts counts them from what the governor emits.
   governorMetrics: 8,
@@ -332,8 +345,7 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   if (usage.parked !== undefined) lines.push(...parkedLines(usage.parked, usage.hours, a, prices));
   lines.push(p.events('completion events', usage.solved * CONSUMER_CALLS.eventsPerSolve));
   if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * a.consumerLogBytesPerInvocation));
-  // The parked design's consumers emit one metric more (Parked).
-  const consumerMetrics = a.consumerMetrics + (usage.parked !== undefined ? 1 : 0);
+  const consumerMetrics = a.consumerMetrics + (usage.parked !== undefined ? PARKED_CONSUMER_METRICS : 0);
   lines.push(p.customMetrics('consumer custom metrics', consumerMetrics, usage.hours));
   if (usage.governor ?? true)
     lines.push(

@@ -1,0 +1,191 @@
+/**
+ * The custom metrics the consumer emits in an ordinary hour, counted from its EMF against what the
+ * bill charges for (functions/core/cost/fleet-bill.ts: `consumerMetrics`, PARKED_CONSUMER_METRICS).
+ * CloudWatch bills each metric stream (namespace, name, dimension set) a month, prorated by the
+ * hour; an ordinary hour here is a mix of methods solved without a refusal or an error, on the
+ * emulators, through the consumer's handler (and, parked, the governor's watch recording the answers
+ * with the consumer's metrics, as the stack wires it).
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
+import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
+import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
+import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
+import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
+import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
+import { createDynamoThreadLedger, threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
+import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
+import { DEFAULT_COST_ASSUMPTIONS, PARKED_CONSUMER_METRICS } from '../../functions/core/cost/fleet-bill.js';
+import { METRICS } from '../../functions/core/metric-names.js';
+import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
+import { createRedactor } from '../../functions/core/redaction.js';
+import { shardKeys } from '../../functions/core/thread-leases.js';
+import { createParkedWatch } from '../../functions/governor/parked-watch.js';
+import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
+import { captureMetrics, imageTask, recaptchaTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
+import { deliver, type EmulatorFixture, sendMessage, sleep, startEmulatorFixture } from '../helpers/fleet-fixture.js';
+
+const FAST: Partial<ConsumerTiming> = {
+  leaseMs: 2_000,
+  recordMarginMs: 100,
+  retryBaseSeconds: 0,
+  retryMaxSeconds: 0,
+  minSolveWindowMs: 100,
+  overCapWaiting: { pollMs: 20, maxWaitMs: 300, maxWaits: 3 },
+};
+
+let fixture: EmulatorFixture;
+let sims: SolverSimulator[] = [];
+let solvers: SolverClient[] = [];
+
+beforeAll(async () => {
+  fixture = await startEmulatorFixture();
+});
+afterAll(async () => {
+  await fixture?.stop();
+});
+afterEach(async () => {
+  await Promise.all(solvers.map((s) => s.close()));
+  await Promise.all(sims.map((s) => s.close()));
+  sims = [];
+  solvers = [];
+});
+
+interface EmfDocument {
+  _aws: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string }> }> };
+  [key: string]: unknown;
+}
+
+/** The metric streams (namespace, name, dimension names and values) the documents publish. */
+function streamsOf(documents: readonly unknown[]): string[] {
+  const streams = new Set<string>();
+  for (const document of documents as EmfDocument[])
+    for (const directive of document._aws.CloudWatchMetrics)
+      for (const dimensions of directive.Dimensions)
+        for (const metric of directive.Metrics)
+          streams.add(
+            `${directive.Namespace}/${metric.Name}{${dimensions.map((d) => `${d}=${String(document[d])}`).join(',')}}`,
+          );
+  return [...streams].sort();
+}
+
+/** An ordinary mix: a reCAPTCHA, an image and a Turnstile task. */
+const MIX = () => [
+  recaptchaTask(),
+  imageTask(),
+  recaptchaTask({ method: 'turnstile', params: { sitekey: '0x4AAAAAAAB-test', pageurl: 'https://example.com/' } }),
+];
+
+async function fleetOn(solveMode: 'park' | 'wait') {
+  const fleet = await fixture.createFleet({ planThreads: 10, solveDeadlineSeconds: 30, solveMode });
+  const sim = createSolverSimulator({
+    seed: 17,
+    validKeys: [TEST_SOLVER_KEY],
+    planThreads: 1_000,
+    medianMs: 100,
+    transientErrorRate: 0,
+    unsolvableRate: 0,
+  });
+  sims.push(sim);
+  const { url } = await sim.listen();
+  const solver = createSolverClient({
+    baseUrl: url,
+    key: TEST_SOLVER_KEY,
+    dialect: 'captchaai',
+    schedule: createFixedPollSchedule({
+      pollDefaults: { token: { firstPollMs: 20, intervalMs: 20 }, image: { firstPollMs: 20, intervalMs: 20 } },
+    }),
+  });
+  solvers.push(solver);
+  const { settings, resources, clients } = fleet;
+  const repository = new DynamoResultsRepository({
+    documents: clients.documents,
+    tableName: resources.tables.results,
+    ttlSeconds: 3600,
+  });
+  const queue = new SqsTaskQueue({
+    sqs: clients.sqs,
+    dlqUrl: resources.queueUrls.dlq,
+    sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
+  });
+  const captured = captureMetrics(settings.metricsNamespace);
+  const threadLedger = createDynamoThreadLedger({
+    documents: clients.documents,
+    tableName: resources.tables.governor,
+    leaseMs: threadLeaseMs(settings),
+  });
+  const leases = createDynamoThreadLeases({ documents: clients.documents, tableName: resources.tables.leases });
+  const shards = shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap);
+  const handler = createConsumerHandler({
+    solver,
+    repository,
+    queue,
+    metrics: captured.metrics,
+    logger: new Logger({ serviceName: 'consumer', logLevel: 'SILENT' }),
+    settings,
+    timing: FAST,
+    threadLedger,
+    ...(solveMode === 'park'
+      ? { leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) } }
+      : {}),
+  });
+  // The governor's watch records with the consumer's metrics (service `consumer`), as the stack wires it.
+  const watch = createParkedWatch({
+    leases,
+    shards,
+    results: repository,
+    solver,
+    queue,
+    recorder: createParkedRecorder({
+      repository,
+      solver,
+      queue,
+      events: createLocalEventStream({ includeAnswer: false }),
+      metrics: captured.metrics,
+      redactor: createRedactor([TEST_SOLVER_KEY]),
+    }),
+    settleMs: 0,
+  });
+  const run = async () => {
+    const tasks = MIX();
+    for (const task of tasks) await sendMessage(clients, resources.queueUrls.normal, JSON.stringify(task));
+    for (const _ of tasks) await deliver(fleet, handler, { max: 1 });
+    for (let round = 0; round < 80 && solveMode === 'park' && watch.stats.recorded < tasks.length; round++) {
+      await watch.round();
+      await sleep(25);
+    }
+    const solved = await Promise.all(tasks.map((t) => repository.get(t.id as string, { consistent: true })));
+    return { solved: solved.filter((r) => r?.status === 'solved').length, streams: streamsOf(captured.documents) };
+  };
+  return { run, sim };
+}
+
+describe('the consumer’s custom metrics in an ordinary hour', () => {
+  it('waiting: as many as the bill charges for', async () => {
+    // Prepare
+    const fleet = await fleetOn('wait');
+    // Act
+    const { solved, streams } = await fleet.run();
+    // Assess
+    expect(solved).toBe(3);
+    expect(fleet.sim.stats().submissions).toBe(3);
+    expect(streams).toHaveLength(DEFAULT_COST_ASSUMPTIONS.consumerMetrics);
+    expect(streams.join(' ')).toContain(`/${METRICS.resultRequests}{service=consumer}`);
+  });
+
+  it('parked: the bill’s count and PARKED_CONSUMER_METRICS more (Parked and its own SQS calls; no result requests)', async () => {
+    // Prepare
+    const fleet = await fleetOn('park');
+    // Act
+    const { solved, streams } = await fleet.run();
+    // Assess
+    expect(solved).toBe(3);
+    expect(fleet.sim.stats().submissions).toBe(3);
+    expect(streams).toHaveLength(DEFAULT_COST_ASSUMPTIONS.consumerMetrics + PARKED_CONSUMER_METRICS);
+    const names = streams.join(' ');
+    for (const name of [METRICS.parked, METRICS.sqsRequests, METRICS.sqsErrors, METRICS.solved, METRICS.solveDuration])
+      expect(names).toContain(`/${name}{service=consumer}`);
+    expect(names).not.toContain(`/${METRICS.resultRequests}{`);
+  });
+});
