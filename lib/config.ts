@@ -140,7 +140,7 @@ export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow
   /**
    * The governor's memory, MB (128–10 240; Lambda's CPU follows memory). In the parked design its
    * watch polls and records every parked task, work that grows with the plan: unset, the memory
-   * is sized for a full plan of 10-second solves (256 MB up to about 90 threads, about 2 GB at 600,
+   * is sized for a full plan of 10-second solves (256 MB up to 60 threads, 2 304 MB at 600,
    * docs/cost.md "The governor's CPU"); set it for a plan of faster solves.
    * @default - sized from planThreads in the parked design, 256 MB waiting
    */

@@ -5,7 +5,7 @@
  * attributes, read metrics and the keys, read one probe key of the results table (the store's
  * health), and read and write only its own state item.
  */
-import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, Stack, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -27,7 +27,7 @@ import { grantConsumerControl, partitionsOnly } from './consumer-permissions.js'
 import type { OverflowConsumer } from './overflow-consumer.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
-import { parkedGovernorSizing } from '../functions/core/watch-sizing.js';
+import { governorCpuWarning, parkedGovernorSizing } from '../functions/core/watch-sizing.js';
 import { FleetFunction } from './fleet-function.js';
 
 /** The schedule fires once a minute; the governor ticks (settings.tickMs) inside the invocation. */
@@ -101,6 +101,8 @@ export class Governor extends Construct {
         ...(props.leasesTable ? { [ENV.leasesTable]: props.leasesTable.tableName } : {}),
       },
     });
+    const cpuWarning = props.leasesTable ? governorCpuWarning(settings) : undefined;
+    if (cpuWarning) Annotations.of(this).addWarningV2('captcha-fleet:governor-cpu', cpuWarning);
     const fn = this.fleetFunction.function;
     this.function = fn;
     // A missed tick is better than a late one: the next schedule comes within a minute.

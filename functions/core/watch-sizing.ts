@@ -22,7 +22,7 @@ const LAMBDA_MAX_MB = 10_240;
 /**
  * The watch's CPU, measured with the real code and the AWS SDK against the emulators (`npm run
  * bench:watch-cpu`, docs/cost.md "The governor's CPU": 1 000 parked tasks on an x86_64 machine,
- * Node.js 20, plain HTTP: Lambda's TLS comes on top).
+ * Node.js 20, plain HTTP: Lambda's TLS comes on top), the most of any run.
  */
 export interface WatchCpu {
   recordMs: number;
@@ -32,9 +32,9 @@ export interface WatchCpu {
 }
 
 export const WATCH_CPU: Readonly<WatchCpu> = {
-  /** Per task the watch records (the lease freed, a result request, the record, the event, the delete), ms (measured 7.9). */
-  recordMs: 8,
-  /** Per poll request to the solver (res.php: 100 ids; measured 1.77 a request of 100 ids), ms. */
+  /** Per task the watch records (the lease freed, a result request, the record, the event, the delete), ms (measured 7.2–9.0). */
+  recordMs: 9,
+  /** Per poll request to the solver (res.php: 100 ids; measured 1.2–1.8 a request of 100 ids), ms. */
   requestMs: 1.8,
   /**
    * The mean solve the sizing assumes, s: a plan's threads finish planThreads ÷ this many tasks a
@@ -67,6 +67,26 @@ export function watchCpuNeed(
   const polls = watchRequestsPerSecond(settings.planThreads, settings) * cpu.requestMs;
   const records = (settings.planThreads / cpu.solveSeconds) * cpu.recordMs;
   return (polls + records) / 1000;
+}
+
+/**
+ * Why the parked governor's memory leaves its watch more than `WATCH_CPU.share` of its CPU on a
+ * full plan (a `governorMemoryMb` set too low, or a plan past what Lambda's largest memory gives),
+ * or undefined. The stack shows it as a synth warning.
+ */
+export function governorCpuWarning(
+  settings: Pick<FleetSettings, 'planThreads' | 'solverProtocol' | 'dialect'> & {
+    governorMemoryMb?: number | undefined;
+  },
+): string | undefined {
+  const { memoryMb } = parkedGovernorSizing(settings);
+  const share = watchCpuNeed(settings) / (memoryMb / LAMBDA_MB_PER_VCPU);
+  if (share <= WATCH_CPU.share + 1e-9) return undefined;
+  const cause =
+    settings.governorMemoryMb !== undefined
+      ? `governorMemoryMb ${settings.governorMemoryMb}`
+      : `Lambda's largest memory (${LAMBDA_MAX_MB} MB)`;
+  return `the governor's watch over ${settings.planThreads} threads (${settings.solverProtocol}) would use ${Math.round(share * 100)} % of the CPU ${memoryMb} MB gives on a full plan of ${WATCH_CPU.solveSeconds}-second solves (more than ${WATCH_CPU.share * 100} %: leases would free late); cause: ${cause}. Fix: ${settings.governorMemoryMb !== undefined ? 'raise governorMemoryMb or leave it unset' : 'split the plan over two fleets (two prefixes)'}`;
 }
 
 /**

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -149,6 +149,20 @@ describe('The governor’s memory', () => {
     expect(governorMemory({ planThreads: 600, solveMode: 'wait' })).toBe(FUNCTION_SIZING.governor.memoryMb);
     expect(governorMemory({ planThreads: 600, governorMemoryMb: 1_024 })).toBe(1_024);
     expect(governorMemory({ planThreads: 600, solveMode: 'wait', governorMemoryMb: 512 })).toBe(512);
+  });
+
+  it('warns at synth when the memory leaves the watch short of CPU, and only then', () => {
+    const warningsOf = (props: Record<string, unknown>) => {
+      const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
+      new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
+      return Annotations.fromStack(stack)
+        .findWarning('*', Match.stringLikeRegexp('governor'))
+        .map((w) => String(w.entry.data));
+    };
+    expect(warningsOf({ planThreads: 600 })).toEqual([]);
+    expect(warningsOf({ planThreads: 600, governorMemoryMb: 512 }).join(' ')).toMatch(/raise governorMemoryMb/);
+    expect(warningsOf({ planThreads: 10_000 }).join(' ')).toMatch(/10000 threads.*split the plan/);
+    expect(warningsOf({ planThreads: 10_000, solveMode: 'wait' })).toEqual([]);
   });
 
   it('refuses a memory Lambda cannot give, naming the field', () => {

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import {
+  governorCpuWarning,
   LAMBDA_MB_PER_VCPU,
   parkedGovernorSizing,
   WATCH_CPU,
@@ -22,12 +23,17 @@ describe('the parked governor’s memory', () => {
     expect(parkedGovernorSizing(resPhp(5)).memoryMb).toBe(FUNCTION_SIZING.governor.memoryMb);
   });
 
-  it('leaves the watch at most its share of the CPU on a full plan, whatever the plan and protocol', () => {
+  it('leaves the watch at most its share of the CPU on a full plan, whatever the plan and protocol, up to Lambda’s largest memory', () => {
     for (const fleet of [resPhp, createTask])
       for (let planThreads = 1; planThreads <= 2_000; planThreads += 7) {
         const sizing = parkedGovernorSizing(fleet(planThreads));
         const vcpu = sizing.memoryMb / LAMBDA_MB_PER_VCPU;
-        expect(watchCpuNeed(fleet(planThreads)) / vcpu).toBeLessThanOrEqual(WATCH_CPU.share + 1e-9);
+        const share = watchCpuNeed(fleet(planThreads)) / vcpu;
+        // Only past Lambda's 10 240 MB, where no more CPU can be had, and then the stack warns.
+        if (share > WATCH_CPU.share + 1e-9) {
+          expect(sizing.memoryMb).toBe(10_240);
+          expect(governorCpuWarning(fleet(planThreads))).toContain(`${planThreads} threads`);
+        } else expect(governorCpuWarning(fleet(planThreads))).toBeUndefined();
         expect(sizing.memoryMb % 64).toBe(0);
         expect(sizing.architecture).toBe(FUNCTION_SIZING.governor.architecture);
       }
@@ -48,7 +54,12 @@ describe('the parked governor’s memory', () => {
     expect(watchRequestsPerSecond(0, resPhp(0))).toBe(0);
   });
 
-  it('takes governorMemoryMb as it is', () => {
+  it('takes governorMemoryMb as it is, and warns when it leaves the watch more than its share', () => {
     expect(parkedGovernorSizing({ ...resPhp(1_000), governorMemoryMb: 512 }).memoryMb).toBe(512);
+    expect(governorCpuWarning({ ...resPhp(1_000), governorMemoryMb: 512 })).toMatch(/governorMemoryMb/);
+    expect(governorCpuWarning(resPhp(1_000))).toBeUndefined();
+    expect(governorCpuWarning({ ...resPhp(50), governorMemoryMb: 256 })).toBeUndefined();
+    // A plan no one Lambda can watch at its share: 10 000 threads of res.php.
+    expect(governorCpuWarning(resPhp(10_000))).toMatch(/10000 threads/);
   });
 });
