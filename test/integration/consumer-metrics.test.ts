@@ -16,7 +16,7 @@ import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
 import { createDynamoThreadLedger, threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
 import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
-import { DEFAULT_COST_ASSUMPTIONS, PARKED_CONSUMER_METRICS } from '../../functions/core/cost/fleet-bill.js';
+import { DEFAULT_COST_ASSUMPTIONS, LOG_BYTES, PARKED_CONSUMER_METRICS } from '../../functions/core/cost/fleet-bill.js';
 import { METRICS } from '../../functions/core/metric-names.js';
 import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
 import { createRedactor } from '../../functions/core/redaction.js';
@@ -110,6 +110,8 @@ async function fleetOn(solveMode: 'park' | 'wait') {
     sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
   });
   const captured = captureMetrics(settings.metricsNamespace);
+  // The watch's recorder has metrics of its own (service `consumer`), as the governor's wiring builds them.
+  const recorded = captureMetrics(settings.metricsNamespace);
   const threadLedger = createDynamoThreadLedger({
     documents: clients.documents,
     tableName: resources.tables.governor,
@@ -142,7 +144,7 @@ async function fleetOn(solveMode: 'park' | 'wait') {
       solver,
       queue,
       events: createLocalEventStream({ includeAnswer: false }),
-      metrics: captured.metrics,
+      metrics: recorded.metrics,
       redactor: createRedactor([TEST_SOLVER_KEY]),
     }),
     settleMs: 0,
@@ -156,7 +158,13 @@ async function fleetOn(solveMode: 'park' | 'wait') {
       await sleep(25);
     }
     const solved = await Promise.all(tasks.map((t) => repository.get(t.id as string, { consistent: true })));
-    return { solved: solved.filter((r) => r?.status === 'solved').length, streams: streamsOf(captured.documents) };
+    const bytes = (documents: readonly unknown[]) => documents.map((d) => JSON.stringify(d).length);
+    return {
+      solved: solved.filter((r) => r?.status === 'solved').length,
+      streams: streamsOf([...captured.documents, ...recorded.documents]),
+      invocationEmfBytes: bytes(captured.documents),
+      watchEmfBytes: bytes(recorded.documents),
+    };
   };
   return { run, sim };
 }
@@ -172,6 +180,20 @@ describe('the consumer’s custom metrics in an ordinary hour', () => {
     expect(fleet.sim.stats().submissions).toBe(3);
     expect(streams).toHaveLength(DEFAULT_COST_ASSUMPTIONS.consumerMetrics);
     expect(streams.join(' ')).toContain(`/${METRICS.resultRequests}{service=consumer}`);
+  });
+
+  it('publishes EMF documents no larger than the bill’s log bytes assume (an invocation’s, a recorded solve’s)', async () => {
+    for (const mode of ['wait', 'park'] as const) {
+      // Prepare
+      const fleet = await fleetOn(mode);
+      // Act
+      const { invocationEmfBytes, watchEmfBytes } = await fleet.run();
+      // Assess: one document an invocation; parked, one a solve the watch records.
+      expect(invocationEmfBytes).toHaveLength(3);
+      expect(Math.max(...invocationEmfBytes)).toBeLessThanOrEqual(LOG_BYTES.consumerEmf);
+      expect(watchEmfBytes).toHaveLength(mode === 'park' ? 3 : 0);
+      if (mode === 'park') expect(Math.max(...watchEmfBytes)).toBeLessThanOrEqual(LOG_BYTES.watchEmf);
+    }
   });
 
   it('parked: the bill’s count and PARKED_CONSUMER_METRICS more (Parked and its own SQS calls; no result requests)', async () => {

@@ -60,9 +60,9 @@ describe('the fleet bill', () => {
     // ledger accepted + released (1 unit each) = 10 000 write units; 1 000 ledger reads
     expect(bill.byService.dynamodb).toBeCloseTo(10_000 * 6.25e-7 + 1000 * 1.25e-7, 9);
     expect(bill.byService.eventbridge).toBeCloseTo(0.001, 9);
-    // CloudWatch: 2.2 MB of logs at $0.50/GB + 8 metrics for 1 h of a 730 h month at $0.30
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.0011 + (8 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.06388292, 7);
+    // CloudWatch: 1.987 MB of logs (1 987 B an invocation) at $0.50/GB + 8 metrics for 1 h of a 730 h month at $0.30
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.0009935 + (8 / 730) * 0.3, 9);
+    expect(bill.usd).toBeCloseTo(0.06377642, 7);
     expect(bill.byService.ec2).toBe(0);
     // The plan: 50 threads × 1 h × $0.0025
     expect(bill.planUsd).toBeCloseTo(0.125, 9);
@@ -160,10 +160,10 @@ describe('the parked design’s bill', () => {
       (1000 * 8 + 6 + 780 + 120) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7,
       9,
     );
-    // CloudWatch: 2.2 MB consumer logs + 1.2 MB the watch's, 10 consumer metrics (Parked, SqsRequests
-    // and SqsErrors more, ResultRequests fewer)
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.0011 + 0.0006 + (10 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.01780501, 7);
+    // CloudWatch: 1.987 MB consumer logs + 0.752 MB the watch's (752 B a record), 10 consumer
+    // metrics (Parked, SqsRequests and SqsErrors more, ResultRequests fewer)
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.0009935 + 0.000376 + (10 / 730) * 0.3, 9);
+    expect(bill.usd).toBeCloseTo(0.01747451, 7);
   });
 
   it('bills a parked governor at the memory the stack gives it for the plan (its watch’s CPU), a waiting one at 256 MB', () => {

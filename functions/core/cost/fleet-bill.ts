@@ -176,6 +176,25 @@ export const PARKED_GOVERNOR_METRICS = 2;
  */
 export const PARKED_CONSUMER_METRICS = 2;
 
+/**
+ * Log bytes ingested (CloudWatch Logs bills what it ingests; each event counts 26 bytes more), by
+ * part: the consumer's own JSON lines over an invocation (705 B measured: `npm start -- --tasks 40
+ * --log-level info`, 40 908 B over 58 invocations, about 3 lines), its EMF document (at most 650 B
+ * measured, waiting or parked, with a 24-character namespace; 700 here), Lambda's START, END and
+ * REPORT lines (about 400 B, estimated); the watch's info line per task it records (274 B measured:
+ * Powertools' JSON with a 42-character task id, its solver id and solve time; 300 here) and the EMF
+ * document of that solve (at most 350 B measured; 400 here). test/integration/consumer-metrics.test.ts
+ * measures the EMF documents against these.
+ */
+export const LOG_BYTES = {
+  consumerLines: 705,
+  consumerEmf: 700,
+  lambdaPlatform: 400,
+  watchLine: 300,
+  watchEmf: 400,
+  perEvent: 26,
+} as const;
+
 /** Sizes and timings the bill depends on; every field has a default (DEFAULT_COST_ASSUMPTIONS). */
 export interface CostAssumptions {
   /** A task's message as the producer sends it, bytes (SQS bills per 64 KiB chunk). */
@@ -190,12 +209,11 @@ export interface CostAssumptions {
   leaseSlotBytes: number;
   /** A lease shard's meta item (limit, refusal hold-off, the lanes' ceilings), bytes. */
   leaseMetaBytes: number;
-  /** Log bytes the governor's watch ingests per task it records: its info line and the consumer's EMF document it publishes. */
+  /** Log bytes the governor's watch ingests per task it records: its info line and the consumer's EMF document it publishes (LOG_BYTES). */
   watchLogBytesPerRecord: number;
   /**
-   * Log bytes an invocation of the consumer ingests: its own JSON lines (705 B an invocation
-   * measured: `npm start -- --tasks 40 --log-level info`, 40 908 B over 58 invocations), its EMF
-   * document (~1 KB) and Lambda's START / REPORT lines (~0.5 KB).
+   * Log bytes an invocation of the consumer ingests: its own JSON lines, its EMF document and
+   * Lambda's START / END / REPORT lines, seven events (LOG_BYTES: 1 987 B).
    */
   consumerLogBytesPerInvocation: number;
   /** Log bytes a governor tick ingests (its decision line and EMF document; the invocation's START/REPORT spread over its ticks). */
@@ -236,8 +254,9 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   ledgerBytes: 700,
   leaseSlotBytes: LEASE_SLOT_ITEM_BYTES,
   leaseMetaBytes: LEASE_META_ITEM_BYTES,
-  watchLogBytesPerRecord: 1_200,
-  consumerLogBytesPerInvocation: 2_200,
+  watchLogBytesPerRecord: LOG_BYTES.watchLine + LOG_BYTES.watchEmf + 2 * LOG_BYTES.perEvent,
+  consumerLogBytesPerInvocation:
+    LOG_BYTES.consumerLines + LOG_BYTES.consumerEmf + LOG_BYTES.lambdaPlatform + 7 * LOG_BYTES.perEvent,
   governorLogBytesPerTick: 2_500,
   // SolveDuration, QueueWait, EndToEnd, Solved, SolverSubmissions, ResultRequests, DynamoRequests,
   // DynamoErrors: test/integration/consumer-metrics.test.ts counts them from what the consumer emits.
