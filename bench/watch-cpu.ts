@@ -39,6 +39,7 @@ import { resolveSettings } from '../functions/core/settings.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import { pollRequestsFor } from '../functions/core/solver-protocol.js';
 import { LAMBDA_MB_PER_VCPU, parkedGovernorSizing, WATCH_CPU, watchCpuNeed } from '../functions/core/watch-sizing.js';
+import { createDeleteBatch } from '../functions/governor/delete-batch.js';
 import { createParkedWatch } from '../functions/governor/parked-watch.js';
 import { ensureFleetResources } from '../local/resources.js';
 import { startEmulators } from '../local/emulators.js';
@@ -172,10 +173,13 @@ function parkedFleet(endpoints: Endpoints, tasks: number) {
       leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
       threadLedger: ledger,
     });
+    // As the governor's wiring builds it: the recorded tasks' messages deleted ten to a request.
+    const deletes = createDeleteBatch({ queue });
     const recorder = createParkedRecorder({
       repository,
       solver,
       queue,
+      deletes,
       events: createEventBridgePublisher({
         client: new EventBridgeClient(baseClientConfig(endpoints.events, 'us-east-1')),
         busName: 'bench',
@@ -192,6 +196,7 @@ function parkedFleet(endpoints: Endpoints, tasks: number) {
       solver,
       queue,
       recorder,
+      deletes,
       solved: ledger,
       settleMs: 0,
       viewEveryMs: 1_000,

@@ -46,6 +46,7 @@ import {
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger } from '../functions/governor/lease-step.js';
 import { createParkedWatch, type ParkedWatch } from '../functions/governor/parked-watch.js';
 import { createParkedRecorder } from '../functions/adapters/parked-recorder.js';
+import { createDeleteBatch } from '../functions/governor/delete-batch.js';
 import { createMetrics } from '../functions/adapters/metrics.js';
 import { createRedactor } from '../functions/core/redaction.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
@@ -801,11 +802,14 @@ async function parkedSide(
     dlqUrl: resources.queueUrls.dlq,
     sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
   });
+  // Their messages deleted ten to a request, as in AWS, the rest at least every tick.
+  const deletes = createDeleteBatch({ queue, flushMs: tickMs });
   // Ready parked tasks are recorded by the watch, as in AWS: into the consumer's events and metrics.
   const recorder = createParkedRecorder({
     repository: results,
     solver: solver.client,
     queue,
+    deletes,
     events: consumer.events,
     metrics: createMetrics({
       namespace: settings.metricsNamespace,
@@ -821,6 +825,7 @@ async function parkedSide(
     solver: solver.client,
     queue,
     recorder,
+    deletes,
     // Its recorded answers join the ledger's `solved` count, as in AWS (the grant's price per solve).
     solved: ledger,
     settleMs: 50,

@@ -35,6 +35,8 @@ export interface ParkedRecorderDeps {
   repository: Pick<ResultsRepository, 'completeParked' | 'markAnnounced'>;
   solver: Pick<SolverPort, 'solve'>;
   queue: Pick<TaskQueue, 'changeVisibility' | 'acknowledge'>;
+  /** Batches the deletes of the recorded tasks' messages (the watch's DeleteBatch); absent, each is deleted at once. */
+  deletes?: { add(message: DeliveredMessage): void };
   events: CompletionEvents | undefined;
   /** The consumer's metrics (service `consumer`): a solve counts the same whoever records it. */
   metrics: Metrics;
@@ -118,6 +120,7 @@ export function createParkedRecorder(deps: ParkedRecorderDeps): ParkedRecorder {
       );
       // Not announced: the message comes back at once and its duplicate delivery publishes.
       if (!announced) await deps.queue.changeVisibility(task.delivery, 0).catch(() => undefined);
+      else if (deps.deletes !== undefined) deps.deletes.add(task.delivery);
       else await deps.queue.acknowledge(task.delivery).catch(() => undefined);
       deps.log?.info('parked task solved', { taskId: task.taskId, solverId: task.solverId, solveMs: fields.solveMs });
       return 'recorded';

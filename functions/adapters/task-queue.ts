@@ -5,6 +5,7 @@
  */
 import {
   ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueUrlCommand,
   type MessageAttributeValue,
@@ -115,6 +116,9 @@ function toSqsAttribute(attribute: MessageAttribute): MessageAttributeValue {
   };
 }
 
+/** Entries one DeleteMessageBatch request takes at most (SQS's limit). */
+export const DELETE_BATCH_SIZE = 10;
+
 /** SQS implementation of {@link TaskQueue}. */
 export class SqsTaskQueue implements TaskQueue {
   private readonly sqs: SQSClient;
@@ -166,6 +170,35 @@ export class SqsTaskQueue implements TaskQueue {
     } catch (error) {
       throw new TaskQueueError(`deleting a message of ${queueNameOf(queueUrl)} failed`, undefined, { cause: error });
     }
+  }
+
+  /**
+   * Delete many messages, ten to a DeleteMessageBatch request per queue. Never throws: the count of
+   * messages not deleted (a failed request, or an entry SQS refused) is returned, and those come
+   * back when their visibility ends.
+   */
+  async acknowledgeMany(messages: readonly DeliveredMessage[]): Promise<{ failed: number }> {
+    const byQueue = new Map<string, DeliveredMessage[]>();
+    for (const message of messages)
+      byQueue.set(message.eventSourceArn, [...(byQueue.get(message.eventSourceArn) ?? []), message]);
+    let failed = 0;
+    for (const [arn, ofQueue] of byQueue) {
+      for (let i = 0; i < ofQueue.length; i += DELETE_BATCH_SIZE) {
+        const chunk = ofQueue.slice(i, i + DELETE_BATCH_SIZE);
+        try {
+          const out = await this.sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: await this.urlOf(arn),
+              Entries: chunk.map((message, index) => ({ Id: String(index), ReceiptHandle: message.receiptHandle })),
+            }),
+          );
+          failed += out.Failed?.length ?? 0;
+        } catch {
+          failed += chunk.length;
+        }
+      }
+    }
+    return { failed };
   }
 
   async requeue(message: DeliveredMessage, copy: MessageCopy): Promise<{ deleted: boolean }> {

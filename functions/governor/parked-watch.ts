@@ -59,6 +59,11 @@ export interface ParkedWatchOptions {
   /** Longest a recorded answer waits before its batch is added to `solved`, ms. @default 5000 */
   solvedFlushMs?: number;
   /**
+   * The deletes of the recorded tasks' messages, batched (the recorder adds them): sent when due
+   * after each round and all at the end of the run (and by `flushSolved`).
+   */
+  deletes?: { flushIfDue(): Promise<void>; flush(): Promise<void> };
+  /**
    * Time between rounds, ms: a number, or the time after a round that asked about `polled`
    * submissions (the governor's: `watchPollMs` of the requests they take, 100–500 ms). @default 1000
    */
@@ -234,6 +239,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       if (mode === 'awaited') await recording.settle();
     } finally {
       await solved.flushIfDue();
+      await options.deletes?.flushIfDue();
     }
   };
 
@@ -288,6 +294,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     async flushSolved() {
       await recording.settle();
       await solved.flush();
+      await options.deletes?.flush();
     },
     async run(remainingMs, marginMs, done) {
       while (remainingMs() - pollMs() >= marginMs && !((await done?.()) ?? false)) {
@@ -305,6 +312,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       }
       await recording.settle();
       await solved.flush();
+      await options.deletes?.flush();
     },
   };
 }

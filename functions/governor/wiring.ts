@@ -50,6 +50,7 @@ import { createOverflowBalance, createProbingBalance } from './balance-probe.js'
 import { createThreadProbe, probeLeasesOf } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
+import { createDeleteBatch } from './delete-batch.js';
 import { createParkedWatch, type ParkedWatch, type ParkedWatchOptions } from './parked-watch.js';
 import { createDynamoWatchBaton } from '../adapters/watch-baton.js';
 import type { WatchBatonStore } from '../core/watch-relay.js';
@@ -345,11 +346,14 @@ function parkedWatchOf(
     ttlSeconds: settings.resultTtlSeconds,
   });
   const queue = new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls });
+  // The recorded tasks' messages are deleted ten to a request (delete-batch.ts).
+  const deletes = createDeleteBatch({ queue, ...(options.clock ? { clock: options.clock } : {}) });
   // A ready parked task is recorded here, as the consumer would (its metrics under the consumer's service).
   const recorder = createParkedRecorder({
     repository: results,
     solver,
     queue,
+    deletes,
     events: options.parkedEvents ?? eventsOf(environment, clients),
     metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer }),
     redactor: createRedactor(),
@@ -363,6 +367,7 @@ function parkedWatchOf(
     solver: { pollMany },
     queue,
     recorder,
+    deletes,
     ...(ledger ? { solved: ledger } : {}),
     ...watchCadence(settings),
     // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.

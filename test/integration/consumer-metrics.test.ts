@@ -7,49 +7,33 @@
  * with the consumer's metrics, as the stack wires it).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
 import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
-import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
 import { createDynamoThreadLedger, threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
-import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
+import { createConsumerHandler } from '../../functions/consumer/create-handler.js';
 import { DEFAULT_COST_ASSUMPTIONS, LOG_BYTES, PARKED_CONSUMER_METRICS } from '../../functions/core/cost/fleet-bill.js';
 import { METRICS } from '../../functions/core/metric-names.js';
-import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
 import { createRedactor } from '../../functions/core/redaction.js';
 import { shardKeys } from '../../functions/core/thread-leases.js';
 import { createParkedWatch } from '../../functions/governor/parked-watch.js';
-import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
+import { FAST_TIMING, simulatedSolvers } from '../helpers/simulated-solver.js';
 import { captureMetrics, imageTask, recaptchaTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
 import { deliver, type EmulatorFixture, sendMessage, sleep, startEmulatorFixture } from '../helpers/fleet-fixture.js';
 
-const FAST: Partial<ConsumerTiming> = {
-  leaseMs: 2_000,
-  recordMarginMs: 100,
-  retryBaseSeconds: 0,
-  retryMaxSeconds: 0,
-  minSolveWindowMs: 100,
-  overCapWaiting: { pollMs: 20, maxWaitMs: 300, maxWaits: 3 },
-};
+const FAST = FAST_TIMING;
+const solverOn = simulatedSolvers();
 
 let fixture: EmulatorFixture;
-let sims: SolverSimulator[] = [];
-let solvers: SolverClient[] = [];
 
 beforeAll(async () => {
   fixture = await startEmulatorFixture();
 });
 afterAll(async () => {
   await fixture?.stop();
-});
-afterEach(async () => {
-  await Promise.all(solvers.map((s) => s.close()));
-  await Promise.all(sims.map((s) => s.close()));
-  sims = [];
-  solvers = [];
 });
 
 interface EmfDocument {
@@ -79,25 +63,7 @@ const MIX = () => [
 
 async function fleetOn(solveMode: 'park' | 'wait') {
   const fleet = await fixture.createFleet({ planThreads: 10, solveDeadlineSeconds: 30, solveMode });
-  const sim = createSolverSimulator({
-    seed: 17,
-    validKeys: [TEST_SOLVER_KEY],
-    planThreads: 1_000,
-    medianMs: 100,
-    transientErrorRate: 0,
-    unsolvableRate: 0,
-  });
-  sims.push(sim);
-  const { url } = await sim.listen();
-  const solver = createSolverClient({
-    baseUrl: url,
-    key: TEST_SOLVER_KEY,
-    dialect: 'captchaai',
-    schedule: createFixedPollSchedule({
-      pollDefaults: { token: { firstPollMs: 20, intervalMs: 20 }, image: { firstPollMs: 20, intervalMs: 20 } },
-    }),
-  });
-  solvers.push(solver);
+  const { sim, solver } = await solverOn({ seed: 17, medianMs: 100 });
   const { settings, resources, clients } = fleet;
   const repository = new DynamoResultsRepository({
     documents: clients.documents,

@@ -7,20 +7,19 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
 import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
-import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
 import { createDynamoThreadLedger, threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
-import { createConsumerHandler, type ConsumerTiming } from '../../functions/consumer/create-handler.js';
-import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
+import { createConsumerHandler } from '../../functions/consumer/create-handler.js';
 import { createRedactor } from '../../functions/core/redaction.js';
 import { shardKeys } from '../../functions/core/thread-leases.js';
+import { createDeleteBatch } from '../../functions/governor/delete-batch.js';
 import { createParkedWatch } from '../../functions/governor/parked-watch.js';
-import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
+import { FAST_TIMING, simulatedSolvers } from '../helpers/simulated-solver.js';
 import { captureMetrics, recaptchaTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
 import {
   deliver,
@@ -32,18 +31,10 @@ import {
   type TestFleet,
 } from '../helpers/fleet-fixture.js';
 
-const FAST: Partial<ConsumerTiming> = {
-  leaseMs: 2_000,
-  recordMarginMs: 100,
-  retryBaseSeconds: 0,
-  retryMaxSeconds: 0,
-  minSolveWindowMs: 100,
-  overCapWaiting: { pollMs: 20, maxWaitMs: 300, maxWaits: 3 },
-};
+const FAST = FAST_TIMING;
+const solverOn = simulatedSolvers();
 
 let fixture: EmulatorFixture;
-let sims: SolverSimulator[] = [];
-let solvers: SolverClient[] = [];
 
 beforeAll(async () => {
   fixture = await startEmulatorFixture();
@@ -51,34 +42,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await fixture?.stop();
 });
-afterEach(async () => {
-  await Promise.all(solvers.map((s) => s.close()));
-  await Promise.all(sims.map((s) => s.close()));
-  sims = [];
-  solvers = [];
-});
 
 async function parkedFleet(options: { planThreads: number; medianMs: number; limit?: number }) {
   const fleet: TestFleet = await fixture.createFleet({ planThreads: options.planThreads, solveDeadlineSeconds: 30 });
-  const sim = createSolverSimulator({
-    seed: 11,
-    validKeys: [TEST_SOLVER_KEY],
-    planThreads: 1_000,
-    medianMs: options.medianMs,
-    transientErrorRate: 0,
-    unsolvableRate: 0,
-  });
-  sims.push(sim);
-  const { url } = await sim.listen();
-  const solver = createSolverClient({
-    baseUrl: url,
-    key: TEST_SOLVER_KEY,
-    dialect: 'captchaai',
-    schedule: createFixedPollSchedule({
-      pollDefaults: { token: { firstPollMs: 20, intervalMs: 20 }, image: { firstPollMs: 20, intervalMs: 20 } },
-    }),
-  });
-  solvers.push(solver);
+  const { sim, solver } = await solverOn({ seed: 11, medianMs: options.medianMs });
   const { settings, resources, clients } = fleet;
   const leases = createDynamoThreadLeases({ documents: clients.documents, tableName: resources.tables.leases });
   const shards = shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap);
@@ -129,7 +96,43 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
   });
   const send = (task = recaptchaTask()) =>
     sendMessage(clients, resources.queueUrls.normal, JSON.stringify(task)).then(() => task.id as string);
-  return { fleet, sim, leases, shards, repository, ledger, handler, watch, recordingWatch, events, send, captured };
+  // As the governor's wiring builds it: the recorded tasks' messages deleted ten to a request (the
+  // rest only when flushed here: no partial batch falls due during a test).
+  const deletes = createDeleteBatch({ queue, flushMs: 600_000 });
+  const batchedWatch = createParkedWatch({
+    leases,
+    shards,
+    results: repository,
+    solver,
+    queue,
+    recorder: createParkedRecorder({
+      repository,
+      solver,
+      queue,
+      deletes,
+      events,
+      metrics: captured.metrics,
+      redactor: createRedactor([TEST_SOLVER_KEY]),
+    }),
+    deletes,
+    settleMs: 0,
+  });
+  return {
+    fleet,
+    sim,
+    leases,
+    shards,
+    repository,
+    ledger,
+    handler,
+    watch,
+    recordingWatch,
+    batchedWatch,
+    deletes,
+    events,
+    send,
+    captured,
+  };
 }
 
 describe('parked design on the emulators', () => {
@@ -216,6 +219,30 @@ describe('parked design on the emulators', () => {
     expect((await f.leases.views(f.shards))[0]?.slots).toEqual([]);
     expect(heard).toEqual([id]);
     expect(f.sim.stats().submissions).toBe(1);
+  });
+
+  it('deletes the recorded tasks’ messages ten to a request: gone once the watch flushes, each event out once', async () => {
+    // Prepare: twelve parked tasks.
+    const f = await parkedFleet({ planThreads: 20, medianMs: 150 });
+    const heard: string[] = [];
+    f.events.subscribe((event) => heard.push(event.id));
+    const ids: string[] = [];
+    for (let n = 0; n < 12; n++) ids.push(await f.send());
+    for (let n = 0; n < 12; n++) await deliver(f.fleet, f.handler, { max: 1 });
+    // Act: rounds until all are recorded, then the flush the end of a run does.
+    for (let round = 0; round < 80 && f.batchedWatch.stats.recorded < 12; round++) {
+      await f.batchedWatch.round();
+      await sleep(25);
+    }
+    await f.batchedWatch.flushSolved();
+    // Assess: every message deleted, in two requests (ten and two), every task solved and announced once.
+    expect(f.batchedWatch.stats.recorded).toBe(12);
+    expect(f.deletes.stats).toEqual({ requests: 2, deleted: 12, failed: 0 });
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 0, inFlight: 0 });
+    const records = await Promise.all(ids.map((id) => f.repository.get(id, { consistent: true })));
+    expect(records.every((r) => r?.status === 'solved')).toBe(true);
+    expect([...heard].sort()).toEqual([...ids].sort());
+    expect(f.sim.stats().submissions).toBe(12);
   });
 
   it('leaves a parked task to the delivery that resumed it (it holds a claim): recorded once', async () => {

@@ -19,6 +19,7 @@ import {
   governorShardQueries,
   type ParkedUsage,
   WATCH_CALLS,
+  watchDeleteRequests,
 } from '../../functions/core/cost/fleet-bill.js';
 import { WATCH_POLL_MS, WATCH_VIEW_MS } from '../../functions/core/thread-leases.js';
 import { AWS_PRICES } from '../../functions/core/cost/prices.js';
@@ -147,8 +148,9 @@ describe('the parked design’s bill', () => {
     const bill = fleetBill({ ...HOUR, invocationSeconds: 500, governor: false, parked: PARKED }, { planThreads: 50 });
     // Lambda: 500 s × 0.25 GB × $0.0000133334 + 1 000 requests
     expect(bill.byService.lambda).toBeCloseTo(500 * 0.25 * 0.0000133334 + 0.0002, 9);
-    // SQS: 1 000 sends + 1 000 receives + 1 000 hides + 1 800 idle polls + 1 000 DeleteMessage (the watch)
-    expect(bill.byService.sqs).toBeCloseTo(5800 * 4e-7, 9);
+    // SQS: 1 000 sends + 1 000 receives + 1 000 hides + 1 800 idle polls + the watch's deletes: 100
+    // full batches of ten and at most 13 partial ones a minute (780), 880 DeleteMessageBatch
+    expect(bill.byService.sqs).toBeCloseTo(5680 * 4e-7, 9);
     // DynamoDB writes: claim + id-and-release (1 each), ledger acceptance (1), slot taken + freed
     // (1 each), the answered record once (3: no announcement note), 6 meta writes; no ledger
     // `released`; the watch's solved count in batches: 13 a minute at most (60.3 s ÷ 5 s, and the
@@ -163,7 +165,7 @@ describe('the parked design’s bill', () => {
     // CloudWatch: 1.987 MB consumer logs + 0.752 MB the watch's (752 B a record), 10 consumer
     // metrics (Parked, SqsRequests and SqsErrors more, ResultRequests fewer)
     expect(bill.byService.cloudwatch).toBeCloseTo(0.0009935 + 0.000376 + (10 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.01747451, 7);
+    expect(bill.usd).toBeCloseTo(0.01742651, 7);
   });
 
   it('bills a parked governor at the memory the stack gives it for the plan (its watch’s CPU), a waiting one at 256 MB', () => {
@@ -184,6 +186,23 @@ describe('the parked design’s bill', () => {
     );
     const waiting = fleetBill({ ...HOUR, governor: true }, { planThreads: 600 });
     expect(duration(waiting)?.item).toBe('governor duration (256 MB arm64)');
+  });
+
+  it('bills the watch’s deletes ten to a request, plus its partial batches, never more than one a task', () => {
+    for (const [recorded, hours] of [
+      [0, 1],
+      [5, 1],
+      [1_000, 1],
+      [7_221, 2],
+      [100_000, 1],
+    ] as const) {
+      const requests = watchDeleteRequests(recorded, hours);
+      expect(requests).toBeLessThanOrEqual(recorded);
+      expect(requests).toBeGreaterThanOrEqual(Math.ceil(recorded / 10));
+      // the partial batches: at most 13 a minute (one every 5 s of a 60.3 s invocation, and its end)
+      expect(requests).toBeLessThanOrEqual(Math.ceil(recorded / 10) + hours * 60 * 13);
+    }
+    expect(watchDeleteRequests(100_000, 1)).toBe(10_000 + 780);
   });
 
   it('bills a parked task fewer answered-record writes than a waiting one, and the same ledger read (the grant)', () => {

@@ -71,7 +71,7 @@ export const PARKED_CONSUMER_CALLS = {
  * of every shard, and per new lease a GetItem of its task's record (eventually consistent); per
  * ready task the lease's DeleteItem, one result request to the solver, the answered record in one
  * conditional write (no announcement note), one completion event (counted with every solve) and
- * the message's DeleteMessage; the recorded answers are added to the thread ledger's `solved` in
+ * the message's delete, ten to a DeleteMessageBatch (`watchDeleteRequests`); the recorded answers are added to the thread ledger's `solved` in
  * batches (one UpdateItem per batch, at most every `solvedBatchSeconds`). Its ticks read every shard (the threads held) and the first shard
  * again (the lanes' ceilings) and write a shard's limit when it changes.
  */
@@ -107,7 +107,6 @@ export const WATCH_CALLS = {
   /** …and its writes (conditional PutItem, one write unit): the successor's ask, the hand-over. */
   relayWritesPerMinute: 2,
   answerWritesPerRecord: 1,
-  sqsPerRecord: 1,
   /**
    * Least time between two batches of recorded answers added to the ledger's `solved`
    * (parked-watch.ts `solvedFlushMs`), s; one more batch at the end of each invocation.
@@ -124,6 +123,22 @@ export function watchSolvedWrites(recordedByWatch: number, hours: number): numbe
   const perMinute = Math.floor(WATCH_CALLS.governorSecondsPerInvocation / WATCH_CALLS.solvedBatchSeconds) + 1;
   return Math.min(recordedByWatch, Math.ceil(hours * 60 * perMinute));
 }
+
+/**
+ * The watch's DeleteMessageBatch requests over `hours` (functions/governor/delete-batch.ts): one per
+ * ten recorded answers, and the partial batches it sends with its solved batches, at most one every
+ * `solvedBatchSeconds` and one at each invocation's end; never more than the answers.
+ */
+export function watchDeleteRequests(recordedByWatch: number, hours: number): number {
+  const perMinute = Math.floor(WATCH_CALLS.governorSecondsPerInvocation / WATCH_CALLS.solvedBatchSeconds) + 1;
+  return Math.min(
+    recordedByWatch,
+    Math.ceil(recordedByWatch / DELETE_BATCH_ENTRIES) + Math.ceil(hours * 60 * perMinute),
+  );
+}
+
+/** Entries of one DeleteMessageBatch request (SQS's limit). */
+const DELETE_BATCH_ENTRIES = 10;
 
 /** `queries` shard Queries that each read `live` slots, counted as `ParkedUsage` counts them. */
 export function shardReadsAt(live: number, queries: number): number[] {
@@ -474,7 +489,7 @@ function parkedLines(parked: ParkedUsage, hours: number, a: CostAssumptions, pri
       'watch: solved count (thread ledger)',
       watchSolvedWrites(parked.recordedByWatch, hours) * writeUnits(a.ledgerBytes),
     ),
-    p.sqsRequests('watch: DeleteMessage', parked.recordedByWatch * WATCH_CALLS.sqsPerRecord),
+    p.sqsRequests('watch: DeleteMessageBatch', watchDeleteRequests(parked.recordedByWatch, hours)),
     p.logs('watch logs + EMF', parked.recordedByWatch * a.watchLogBytesPerRecord),
     p.dynamoReads('watch relay: baton reads', hours * 60 * WATCH_CALLS.relayReadsPerMinute),
     p.dynamoWrites('watch relay: baton writes', hours * 60 * WATCH_CALLS.relayWritesPerMinute),

@@ -1,0 +1,78 @@
+/**
+ * The watch's deletes of the messages whose answers it recorded, batched: SQS's DeleteMessageBatch
+ * takes ten per request, billed as one. A full batch of ten goes at once; the rest go with the
+ * watch's solved batch (at most every `flushMs`) and at the end of its run. A delete that waits
+ * or fails costs nothing but time: the record is already terminal and its event out, so a
+ * message that comes back at its visibility's end meets the terminal record and is acknowledged
+ * as a duplicate (docs/governor.md, "The watch over parked tasks").
+ */
+import type { Clock, DeliveredMessage } from '../core/ports.js';
+
+/** What the batch asks of the queues (SqsTaskQueue.acknowledgeMany). */
+export interface ManyDeleter {
+  acknowledgeMany(messages: readonly DeliveredMessage[]): Promise<{ failed: number }>;
+}
+
+export interface DeleteBatch {
+  /** Queue a message's delete (a full batch is sent at once, not awaited). */
+  add(message: DeliveredMessage): void;
+  /** Send what waits when the oldest has waited `flushMs`. */
+  flushIfDue(): Promise<void>;
+  /** Send what waits, and wait for every batch sent. */
+  flush(): Promise<void>;
+  readonly stats: { requests: number; deleted: number; failed: number };
+}
+
+export interface DeleteBatchOptions {
+  queue: ManyDeleter;
+  /** Longest a delete waits for its batch, ms. @default 5000 (the watch's solved batch) */
+  flushMs?: number;
+  /** Deletes per request. @default 10 (SQS's limit) */
+  size?: number;
+  clock?: Clock;
+}
+
+/** Build the batch. Never throws. */
+export function createDeleteBatch(options: DeleteBatchOptions): DeleteBatch {
+  const clock = options.clock ?? Date.now;
+  const flushMs = options.flushMs ?? 5_000;
+  const size = options.size ?? 10;
+  const stats = { requests: 0, deleted: 0, failed: 0 };
+  let pending: DeliveredMessage[] = [];
+  let oldestAt = 0;
+  const inFlight = new Set<Promise<void>>();
+  const send = (messages: DeliveredMessage[]): Promise<void> => {
+    stats.requests += Math.ceil(messages.length / size);
+    const sent = options.queue
+      .acknowledgeMany(messages)
+      .then(({ failed }) => {
+        stats.failed += failed;
+        stats.deleted += messages.length - failed;
+      })
+      .catch(() => {
+        stats.failed += messages.length;
+      });
+    inFlight.add(sent);
+    void sent.finally(() => inFlight.delete(sent));
+    return sent;
+  };
+  const sendPending = (): Promise<void> => {
+    if (pending.length === 0) return Promise.resolve();
+    const messages = pending;
+    pending = [];
+    return send(messages);
+  };
+  return {
+    stats,
+    add(message) {
+      if (pending.length === 0) oldestAt = clock();
+      pending.push(message);
+      if (pending.length >= size) void sendPending();
+    },
+    flushIfDue: () => (pending.length > 0 && clock() - oldestAt >= flushMs ? sendPending() : Promise.resolve()),
+    async flush() {
+      await sendPending();
+      await Promise.all([...inFlight]);
+    },
+  };
+}
