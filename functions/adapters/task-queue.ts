@@ -174,17 +174,19 @@ export class SqsTaskQueue implements TaskQueue {
 
   /**
    * Delete many messages, ten to a DeleteMessageBatch request per queue. Never throws: the count of
-   * messages not deleted (a failed request, or an entry SQS refused) is returned, and those come
-   * back when their visibility ends.
+   * messages not deleted (a failed request, or an entry SQS refused) is returned, with the requests
+   * made; those not deleted come back when their visibility ends.
    */
-  async acknowledgeMany(messages: readonly DeliveredMessage[]): Promise<{ failed: number }> {
+  async acknowledgeMany(messages: readonly DeliveredMessage[]): Promise<{ failed: number; requests: number }> {
     const byQueue = new Map<string, DeliveredMessage[]>();
     for (const message of messages)
       byQueue.set(message.eventSourceArn, [...(byQueue.get(message.eventSourceArn) ?? []), message]);
     let failed = 0;
+    let requests = 0;
     for (const [arn, ofQueue] of byQueue) {
       for (let i = 0; i < ofQueue.length; i += DELETE_BATCH_SIZE) {
         const chunk = ofQueue.slice(i, i + DELETE_BATCH_SIZE);
+        requests += 1;
         try {
           const out = await this.sqs.send(
             new DeleteMessageBatchCommand({
@@ -198,7 +200,7 @@ export class SqsTaskQueue implements TaskQueue {
         }
       }
     }
-    return { failed };
+    return { failed, requests };
   }
 
   async requeue(message: DeliveredMessage, copy: MessageCopy): Promise<{ deleted: boolean }> {

@@ -10,7 +10,7 @@ import type { Clock, DeliveredMessage } from '../core/ports.js';
 
 /** What the batch asks of the queues (SqsTaskQueue.acknowledgeMany). */
 export interface ManyDeleter {
-  acknowledgeMany(messages: readonly DeliveredMessage[]): Promise<{ failed: number }>;
+  acknowledgeMany(messages: readonly DeliveredMessage[]): Promise<{ failed: number; requests: number }>;
 }
 
 export interface DeleteBatch {
@@ -42,14 +42,15 @@ export function createDeleteBatch(options: DeleteBatchOptions): DeleteBatch {
   let oldestAt = 0;
   const inFlight = new Set<Promise<void>>();
   const send = (messages: DeliveredMessage[]): Promise<void> => {
-    stats.requests += Math.ceil(messages.length / size);
     const sent = options.queue
       .acknowledgeMany(messages)
-      .then(({ failed }) => {
+      .then(({ failed, requests }) => {
+        stats.requests += requests;
         stats.failed += failed;
         stats.deleted += messages.length - failed;
       })
       .catch(() => {
+        stats.requests += 1;
         stats.failed += messages.length;
       });
     inFlight.add(sent);

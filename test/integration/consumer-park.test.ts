@@ -25,6 +25,7 @@ import {
   deliver,
   type EmulatorFixture,
   queueDepth,
+  receive,
   sendMessage,
   sleep,
   startEmulatorFixture,
@@ -243,6 +244,34 @@ describe('parked design on the emulators', () => {
     expect(records.every((r) => r?.status === 'solved')).toBe(true);
     expect([...heard].sort()).toEqual([...ids].sort());
     expect(f.sim.stats().submissions).toBe(12);
+  });
+
+  it('deletes many messages across both lanes ten to a request', async () => {
+    // Prepare: twelve messages on the normal lane, three on the high one, all received (in flight).
+    const fleet = await fixture.createFleet({ planThreads: 10 });
+    const { clients, resources } = fleet;
+    const queue = new SqsTaskQueue({
+      sqs: clients.sqs,
+      dlqUrl: resources.queueUrls.dlq,
+      sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
+    });
+    for (let n = 0; n < 12; n++) await sendMessage(clients, resources.queueUrls.normal, `{"n":${n}}`);
+    for (let n = 0; n < 3; n++) await sendMessage(clients, resources.queueUrls.high, `{"n":${n}}`);
+    const delivered = (lane: 'normal' | 'high', messages: Awaited<ReturnType<typeof receive>>) =>
+      messages.map((m) => ({ eventSourceArn: resources.queueArns[lane], receiptHandle: m.ReceiptHandle ?? '' }));
+    const normal = delivered('normal', [
+      ...(await receive(clients, resources.queueUrls.normal, 10)),
+      ...(await receive(clients, resources.queueUrls.normal, 2)),
+    ]);
+    const high = delivered('high', await receive(clients, resources.queueUrls.high, 3));
+    // Act (the emulator takes any receipt handle, so an entry SQS refuses is counted in test/unit/delete-batch.test.ts)
+    const result = await queue.acknowledgeMany([...normal, ...high]);
+    // Assess: two requests for the normal lane (ten and two), one for the high one; both lanes empty.
+    expect(normal).toHaveLength(12);
+    expect(high).toHaveLength(3);
+    expect(result).toEqual({ failed: 0, requests: 3 });
+    for (const lane of ['normal', 'high'] as const)
+      expect(await queueDepth(clients, resources.queueUrls[lane])).toEqual({ visible: 0, inFlight: 0 });
   });
 
   it('leaves a parked task to the delivery that resumed it (it holds a claim): recorded once', async () => {

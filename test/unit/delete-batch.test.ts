@@ -18,7 +18,7 @@ function recordingQueue(options: { fail?: (m: DeliveredMessage) => boolean; down
     async acknowledgeMany(messages) {
       requests.push([...messages]);
       if (options.down) throw new Error('SQS unavailable');
-      return { failed: messages.filter((m) => options.fail?.(m) ?? false).length };
+      return { failed: messages.filter((m) => options.fail?.(m) ?? false).length, requests: 1 };
     },
   };
   return { queue, requests };
@@ -100,7 +100,7 @@ describe('the watch’s batched deletes', () => {
       async acknowledgeMany(messages) {
         await gate;
         answered += messages.length;
-        return { failed: 0 };
+        return { failed: 0, requests: 1 };
       },
     };
     const batch = createDeleteBatch({ queue });
