@@ -21,7 +21,7 @@ import {
   type StoreFailureKind,
   type TaskQueue,
 } from '../core/ports.js';
-import { SQS_MESSAGE_LIMIT_BYTES } from '../core/task.js';
+import { SQS_BATCH_ENTRIES, SQS_MESSAGE_LIMIT_BYTES } from '../core/task.js';
 import { storeFailureKind } from './store-failure.js';
 
 /** SQS allows a visibility timeout of at most 12 hours. */
@@ -116,9 +116,6 @@ function toSqsAttribute(attribute: MessageAttribute): MessageAttributeValue {
   };
 }
 
-/** Entries one DeleteMessageBatch request takes at most (SQS's limit). */
-export const DELETE_BATCH_SIZE = 10;
-
 /** SQS implementation of {@link TaskQueue}. */
 export class SqsTaskQueue implements TaskQueue {
   private readonly sqs: SQSClient;
@@ -184,8 +181,8 @@ export class SqsTaskQueue implements TaskQueue {
     let failed = 0;
     let requests = 0;
     for (const [arn, ofQueue] of byQueue) {
-      for (let i = 0; i < ofQueue.length; i += DELETE_BATCH_SIZE) {
-        const chunk = ofQueue.slice(i, i + DELETE_BATCH_SIZE);
+      for (let i = 0; i < ofQueue.length; i += SQS_BATCH_ENTRIES) {
+        const chunk = ofQueue.slice(i, i + SQS_BATCH_ENTRIES);
         requests += 1;
         try {
           const out = await this.sqs.send(

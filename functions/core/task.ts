@@ -14,6 +14,9 @@ import { methodOfTaskType } from './task-types.js';
  * events carry the same. The dead-letter queue keeps it.
  */
 export const SQS_MESSAGE_LIMIT_BYTES = 1_048_576;
+
+/** Entries one SQS batch request (SendMessageBatch, DeleteMessageBatch) takes at most. */
+export const SQS_BATCH_ENTRIES = 10;
 /**
  * Room kept in a dead letter for its reason attributes (`reason`, `reasonDetail`, `taskId`,
  * `sourceQueue`, `sourceMessageId`: names, types and values), bytes. The task lanes accept this

@@ -7,6 +7,7 @@
  * as a duplicate (docs/governor.md, "The watch over parked tasks").
  */
 import type { Clock, DeliveredMessage } from '../core/ports.js';
+import { SQS_BATCH_ENTRIES } from '../core/task.js';
 
 /** What the batch asks of the queues (SqsTaskQueue.acknowledgeMany). */
 export interface ManyDeleter {
@@ -36,7 +37,7 @@ export interface DeleteBatchOptions {
 export function createDeleteBatch(options: DeleteBatchOptions): DeleteBatch {
   const clock = options.clock ?? Date.now;
   const flushMs = options.flushMs ?? 5_000;
-  const size = options.size ?? 10;
+  const size = options.size ?? SQS_BATCH_ENTRIES;
   const stats = { requests: 0, deleted: 0, failed: 0 };
   let pending: DeliveredMessage[] = [];
   let oldestAt = 0;

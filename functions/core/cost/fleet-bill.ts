@@ -11,6 +11,7 @@ import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits }
 import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES } from '../thread-leases.js';
 import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
 import { parkedGovernorSizing } from '../watch-sizing.js';
+import { SQS_BATCH_ENTRIES } from '../task.js';
 
 /**
  * The consumer's calls, counted from functions/consumer/ (the happy path of one task, then what
@@ -131,14 +132,8 @@ export function watchSolvedWrites(recordedByWatch: number, hours: number): numbe
  */
 export function watchDeleteRequests(recordedByWatch: number, hours: number): number {
   const perMinute = Math.floor(WATCH_CALLS.governorSecondsPerInvocation / WATCH_CALLS.solvedBatchSeconds) + 1;
-  return Math.min(
-    recordedByWatch,
-    Math.ceil(recordedByWatch / DELETE_BATCH_ENTRIES) + Math.ceil(hours * 60 * perMinute),
-  );
+  return Math.min(recordedByWatch, Math.ceil(recordedByWatch / SQS_BATCH_ENTRIES) + Math.ceil(hours * 60 * perMinute));
 }
-
-/** Entries of one DeleteMessageBatch request (SQS's limit). */
-const DELETE_BATCH_ENTRIES = 10;
 
 /** `queries` shard Queries that each read `live` slots, counted as `ParkedUsage` counts them. */
 export function shardReadsAt(live: number, queries: number): number[] {
