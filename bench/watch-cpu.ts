@@ -44,7 +44,8 @@ import { createParkedWatch } from '../functions/governor/parked-watch.js';
 import { ensureFleetResources } from '../local/resources.js';
 import { startEmulators } from '../local/emulators.js';
 import { createSolverSimulator } from '../local/solver-sim/index.js';
-import { SendMessageBatchCommand, ReceiveMessageCommand, DeleteMessageBatchCommand } from '@aws-sdk/client-sqs';
+import { createPoller } from '../local/poller.js';
+import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -230,49 +231,23 @@ async function parkAll(fleet: Fleet, built: Built, tasks: number): Promise<void>
     }));
     await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
   }
+  // Delivered as the mapping would: the local runtime's poller (receive, invoke, delete what succeeded).
+  const poller = createPoller({
+    sqs,
+    queueUrl,
+    queueArn: built.resources.queueArns.normal,
+    region: 'us-east-1',
+    handler: built.handler,
+    batchSize: 10,
+    maxConcurrency: 4,
+    functionTimeoutMs: 60_000,
+    waitTimeSeconds: 1,
+    enabled: true,
+  });
+  await poller.start();
   const started = Date.now();
-  for (let delivered = 0; delivered < tasks && Date.now() - started < 120_000; ) {
-    const got = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        AttributeNames: ['All'],
-        MessageAttributeNames: ['All'],
-        VisibilityTimeout: 300,
-      }),
-    );
-    const messages = got.Messages ?? [];
-    if (messages.length === 0) continue;
-    const event = {
-      Records: messages.map((m) => ({
-        messageId: m.MessageId ?? '',
-        receiptHandle: m.ReceiptHandle ?? '',
-        body: m.Body ?? '',
-        attributes: {
-          ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
-          SentTimestamp: m.Attributes?.SentTimestamp ?? String(Date.now()),
-          SenderId: 'bench',
-          ApproximateFirstReceiveTimestamp: String(Date.now()),
-        },
-        messageAttributes: {},
-        md5OfBody: '',
-        eventSource: 'aws:sqs',
-        eventSourceARN: built.resources.queueArns.normal,
-        awsRegion: 'us-east-1',
-      })),
-    };
-    const response = await built.handler(event as never, { getRemainingTimeInMillis: () => 60_000 } as never);
-    const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-    const done = messages.filter((m) => !failed.has(m.MessageId ?? ''));
-    if (done.length > 0)
-      await sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
-        }),
-      );
-    delivered += messages.length;
-  }
+  while (poller.stats().received < tasks && Date.now() - started < 120_000) await sleep(100);
+  await poller.stop();
 }
 
 /** CPU of rounds, each followed by 100 ms of rest, while `more()` holds: total ms, rounds, submissions asked about. */
