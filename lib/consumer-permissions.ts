@@ -6,6 +6,8 @@
  */
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
+import { THREAD_LEDGER_ID } from '../functions/core/deployment.js';
+import { solveWindowSlotIds } from '../functions/core/solve-window.js';
 import type { FleetEnvironmentInput } from './fleet-environment.js';
 import type { SolverKeySecret } from './solver-key-secret.js';
 
@@ -55,6 +57,17 @@ export function grantConsumerWork(role: iam.Role, resources: ConsumerResources, 
       conditions: partitionsOnly(provider.ledgerId),
     }),
   );
+  // The parked design's metric window for the governor (functions/core/solve-window.ts): the
+  // primary consumer adds what a delivery saw to its minute's slot, or starts the slot afresh.
+  if (settings.solveMode === 'park' && provider.ledgerId === THREAD_LEDGER_ID)
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SolveWindow',
+        actions: ['dynamodb:UpdateItem', 'dynamodb:PutItem'],
+        resources: [resources.governorTable.tableArn],
+        conditions: partitionsOnly(...solveWindowSlotIds(THREAD_LEDGER_ID)),
+      }),
+    );
   provider.key.grantRead(role);
   role.addToPrincipalPolicy(
     new iam.PolicyStatement({

@@ -22,6 +22,7 @@ import {
 import { ENV } from '../functions/core/environment.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../functions/core/events.js';
 import { SERVICES } from '../functions/core/metric-names.js';
+import { solveWindowSlotIds } from '../functions/core/solve-window.js';
 import type { Consumer } from './consumer.js';
 import { grantConsumerControl, partitionsOnly } from './consumer-permissions.js';
 import type { OverflowConsumer } from './overflow-consumer.js';
@@ -202,6 +203,17 @@ export class Governor extends Construct {
         actions: ['dynamodb:PutItem'],
         resources: [leasesTable.tableArn],
         conditions: partitionsOnly(PROBE_LEASE_SHARD),
+      }),
+    );
+    // The metric window the governor reads instead of the consumer's CloudWatch metrics: its slots
+    // read, the watch's solves added (or a slot started afresh); the ledger's own statement covers
+    // the removal of its stale minute counters.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SolveWindow',
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
+        resources: [props.governorTable.tableArn],
+        conditions: partitionsOnly(...solveWindowSlotIds(THREAD_LEDGER_ID)),
       }),
     );
     // The watch relay's baton: one item in a partition of its own, read and written by the governor only.

@@ -37,6 +37,8 @@ export interface ParkedRecorderDeps {
   queue: Pick<TaskQueue, 'changeVisibility' | 'acknowledge'>;
   /** Batches the deletes of the recorded tasks' messages (the watch's DeleteBatch); absent, each is deleted at once. */
   deletes?: { add(message: DeliveredMessage): void };
+  /** Counts the recorded solves into the parked fleet's metric window (the watch's WindowBatch); absent, not counted there. */
+  window?: { add(solveMs: number): void };
   events: CompletionEvents | undefined;
   /** The consumer's metrics (service `consumer`): a solve counts the same whoever records it. */
   metrics: Metrics;
@@ -112,6 +114,7 @@ export function createParkedRecorder(deps: ParkedRecorderDeps): ParkedRecorder {
       // A delivery resumed it meanwhile (it holds a claim) or it is finished: theirs to end.
       if (!written) return 'skipped';
       countSolved(deps.metrics, fields, task.base.submittedAt);
+      deps.window?.add(fields.solveMs);
       deps.metrics.publishStoredMetrics();
       const announced = await announceResult(
         { ...deps, clock, log: deps.log ?? { warn: () => undefined } },

@@ -19,6 +19,10 @@
  * A release whose answer was read as solved also ADDs 1 to `solved` in the same update: the
  * governor's price per solve is the provider's balance drop over the rise of that count.
  *
+ * Every acceptance and refusal also ADDs 1 to its minute's counter (`ma<minute>`, `mr<minute>`) and
+ * REMOVEs the counters of minutes the parked fleet's metric window no longer reads
+ * (functions/core/solve-window.ts): submissions counted without a write of their own.
+ *
  * The governor writes two things here: its spend grant (`grantLimit`, `grantUntil`), set each tick
  * the money above the pause level is nearly spent and removed when it is not; and, in the parked
  * design, the answers its watch recorded, ADDed to `solved` in batches (`countSolved`).
@@ -36,6 +40,11 @@ import type {
 } from '../core/thread-ledger.js';
 
 import { THREAD_LEDGER_ID } from '../core/deployment.js';
+import { minuteOf, WINDOW_MINUTES } from '../core/solve-window.js';
+
+/** Prefixes of the ledger's per-minute counters of accepted and refused submissions. */
+export const LEDGER_ACCEPTED_MINUTE = 'ma';
+export const LEDGER_REFUSED_MINUTE = 'mr';
 
 export { THREAD_LEDGER_ID };
 
@@ -125,17 +134,19 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
     async accepted(now) {
       const bucket = bucketOf(now);
       const held = heldOperand(bucket);
+      const minute = minuteCount('acceptance', now);
       await send(
         'acceptance',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now, refusalRun = :zero ADD #cur :one, acceptances :one REMOVE #old1, #old2, #oold1, #oold2`,
+          UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now, refusalRun = :zero ADD #cur :one, acceptances :one, ${minute.add} REMOVE #old1, #old2, #oold1, #oold2, ${minute.remove}`,
           ExpressionAttributeNames: {
             ...held.names,
             '#old1': `h${bucket - 2}`,
             '#old2': `h${bucket - 3}`,
             '#oold1': `o${bucket - 2}`,
             '#oold2': `o${bucket - 3}`,
+            ...minute.names,
           },
           ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
         }),
@@ -187,12 +198,13 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
 
     async refused(now) {
       const held = heldOperand(bucketOf(now));
+      const minute = minuteCount('refusal', now);
       const out = await send(
         'refusal',
         new UpdateCommand({
           ...key,
-          UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one, refusalRun :one`,
-          ExpressionAttributeNames: held.names,
+          UpdateExpression: `SET refusedHeld = ${held.expression}, refusedAt = :now ADD refusals :one, refusalRun :one, ${minute.add} REMOVE ${minute.remove}`,
+          ExpressionAttributeNames: { ...held.names, ...minute.names },
           ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
           ReturnValues: 'UPDATED_NEW',
         }),
@@ -203,21 +215,19 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
 
     async recordEvent(event, at, held) {
       // The refusal run moves as for `accepted` / `refused`: an acceptance ends it, a refusal extends it.
-      const update =
-        event === 'acceptance'
-          ? 'SET acceptedHeld = :held, acceptedAt = :at, refusalRun = :zero ADD acceptances :one'
-          : 'SET refusedHeld = :held, refusedAt = :at ADD refusals :one, refusalRun :one';
+      const minute = minuteCount(event, at);
+      const accepted = event === 'acceptance';
+      const update = accepted
+        ? `SET acceptedHeld = :held, acceptedAt = :at, refusalRun = :zero ADD acceptances :one, ${minute.add}`
+        : `SET refusedHeld = :held, refusedAt = :at ADD refusals :one, refusalRun :one, ${minute.add}`;
+      const values = { ':held': Math.max(0, held), ':at': at, ':one': 1, ...(accepted ? { ':zero': 0 } : {}) };
       await send(
         event,
         new UpdateCommand({
           ...key,
-          UpdateExpression: update,
-          ExpressionAttributeValues: {
-            ':held': Math.max(0, held),
-            ':at': at,
-            ':one': 1,
-            ...(event === 'acceptance' ? { ':zero': 0 } : {}),
-          },
+          UpdateExpression: `${update} REMOVE ${minute.remove}`,
+          ExpressionAttributeNames: minute.names,
+          ExpressionAttributeValues: values,
         }),
       );
     },
@@ -237,6 +247,25 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
         'solved count',
         new UpdateCommand({ ...key, UpdateExpression: 'ADD solved :n', ExpressionAttributeValues: { ':n': count } }),
       );
+    },
+  };
+}
+
+/**
+ * The answer's minute counter (`ma<minute>` for an acceptance, `mr<minute>` for a refusal, read
+ * by the parked fleet's metric window, functions/core/solve-window.ts), and the REMOVE of the
+ * minutes the window no longer reads, so the item stays small.
+ */
+function minuteCount(event: 'acceptance' | 'refusal', at: number) {
+  const minute = minuteOf(at);
+  const prefix = event === 'acceptance' ? LEDGER_ACCEPTED_MINUTE : LEDGER_REFUSED_MINUTE;
+  return {
+    add: '#minute :one',
+    remove: '#stale1, #stale2',
+    names: {
+      '#minute': `${prefix}${minute}`,
+      '#stale1': `${prefix}${minute - WINDOW_MINUTES - 1}`,
+      '#stale2': `${prefix}${minute - WINDOW_MINUTES - 2}`,
     },
   };
 }

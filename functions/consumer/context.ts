@@ -11,6 +11,7 @@ import type { Redactor } from '../core/redaction.js';
 import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
 import { LEASE_WAIT_POLL_MS, type LeaseLane } from '../core/thread-leases.js';
 import type { ThreadLedgerRecorder } from '../core/thread-ledger.js';
+import type { SolveWindowWriter } from '../core/solve-window.js';
 import type { OverCapWaiting } from './thread-tracking.js';
 
 /** SQS caps a visibility timeout at 12 hours. */
@@ -131,6 +132,12 @@ export interface ConsumerDeps {
    * waiting for its answer. Absent: every invocation waits through its solve.
    */
   leases?: LeaseLane;
+  /**
+   * The parked fleet's metric window (functions/core/solve-window.ts): what a delivery saw that the
+   * thread ledger does not count (error answers, a solve or failure it read itself). Absent: the
+   * governor reads the consumer's metrics from CloudWatch.
+   */
+  solveWindow?: SolveWindowWriter;
   /** Whose solver `solver` is: written on every claim, solved and failed record. @default 'primary' */
   provider?: SolverProvider;
   /**

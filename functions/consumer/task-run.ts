@@ -28,6 +28,7 @@ import {
   type SolverMethod,
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
+import { hasCounts, WINDOW_COUNTERS, type WindowCounts } from '../core/solve-window.js';
 import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
 import { recordedStale, solvedFields } from '../core/solved-record.js';
 import { announce, announcementPending } from './announce.js';
@@ -107,6 +108,17 @@ export class TaskRun {
   private claimLatencyMs = 0;
   /** Solver responses of this delivery, counted as they come and emitted once it ends. */
   private readonly answers = { submissions: 0, resultRequests: 0, transientErrors: 0, taskErrors: 0 };
+  /** What the parked fleet's metric window needs of this delivery (written once it ends, when any). */
+  private readonly windowCounts: Required<Omit<WindowCounts, 'solveMs'>> & { solveMs: number[] } = {
+    submitErrors: 0,
+    resultRequests: 0,
+    transientErrors: 0,
+    taskErrors: 0,
+    accountErrors: 0,
+    solved: 0,
+    failed: 0,
+    solveMs: [],
+  };
 
   constructor(
     private readonly delivery: Delivery,
@@ -266,6 +278,7 @@ export class TaskRun {
       // Every path reports the requests it made and frees the thread it held in the ledger (or
       // its lease: a parked task's stays taken until the governor sees its answer).
       this.emitAnswerCounts();
+      await this.flushWindowCounts();
       await this.keeper.settle();
       await this.threads.settle();
       await this.leasing?.release();
@@ -669,6 +682,8 @@ export class TaskRun {
     }
     if (!written) return this.afterLostClaim();
     m.addMetric(METRICS.solved, MetricUnit.Count, 1);
+    this.windowCounts.solved += 1;
+    this.windowCounts.solveMs.push(solveMs);
     countSpend(m, method, solved.costUsd);
     if (recordedStale(result)) {
       // Recorded as solved (the solver was paid and the answer is the truth of what happened),
@@ -729,6 +744,7 @@ export class TaskRun {
     const single = deps.metrics.singleMetric();
     single.addDimension('ErrorCode', result.errorCode);
     single.addMetric(METRICS.failed, MetricUnit.Count, 1);
+    this.windowCounts.failed += 1;
     deps.metrics.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, completedAt - this.task.submittedAt));
     this.log.warn('task failed', { errorCode: result.errorCode, errorMessage: result.errorMessage });
     return this.announced({ ...claimed, ...result, completedBy: this.claimToken }, 'failed');
@@ -761,6 +777,7 @@ export class TaskRun {
     };
     if (error instanceof SolverAccountError) {
       this.ctx.deps.metrics.addMetric(METRICS.accountErrors, MetricUnit.Count, 1);
+      this.windowCounts.accountErrors += 1;
       return retry(this.ctx, this.delivery, 'account', extra);
     }
     // The answers behind these (over-cap, transient) were counted as they came (countAnswer).
@@ -820,6 +837,30 @@ export class TaskRun {
     else this.answers.resultRequests += 1;
     if (answer.outcome === 'transient') this.answers.transientErrors += 1;
     else if (answer.outcome === 'task_terminal') this.answers.taskErrors += 1;
+    // The window: accepted (and refused) submissions are the ledger's; the rest counted here.
+    const w = this.windowCounts;
+    if (answer.request === 'submit' && answer.outcome !== 'accepted') w.submitErrors += 1;
+    if (answer.request === 'result') w.resultRequests += 1;
+    if (answer.outcome === 'transient') w.transientErrors += 1;
+    else if (answer.outcome === 'task_terminal') w.taskErrors += 1;
+  }
+
+  /**
+   * The parked fleet's metric window (functions/core/solve-window.ts): one write when this
+   * delivery saw anything the ledger does not count; an ordinary parked delivery writes nothing.
+   * Best effort, as the metrics are: a failed write is logged and the delivery's outcome stands.
+   */
+  private async flushWindowCounts(): Promise<void> {
+    const window = this.ctx.deps.solveWindow;
+    const counts = this.windowCounts;
+    if (window === undefined || !hasCounts(counts)) return;
+    try {
+      await window.add({ ...counts, solveMs: [...counts.solveMs] });
+    } catch (error) {
+      this.log.warn('metric window not written', { error: describe(error) });
+    }
+    for (const name of WINDOW_COUNTERS) counts[name] = 0;
+    counts.solveMs.length = 0;
   }
 
   private emitAnswerCounts(): void {

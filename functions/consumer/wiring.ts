@@ -22,6 +22,7 @@ import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
 import { createSolverKeyLoader } from '../adapters/solver-key.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
+import { solveWindowFor } from '../adapters/solve-window.js';
 import { leaseLaneFor } from '../adapters/thread-leases.js';
 import type { FleetEnvironment, SolverKeySource } from '../core/environment.js';
 import type { PollSchedule } from '../core/poll-schedule.js';
@@ -111,6 +112,7 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
   ];
   const threadLedger = threadLedgerFor(environment, clients.documents, undefined, threadLedgerIdOf(provider));
   const leases = leaseLaneFor(environment, clients.documents);
+  const solveWindow = solveWindowFor(environment, clients.documents);
   return createConsumerHandler({
     solver,
     repository: wrapRepository(
@@ -134,6 +136,8 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     ...(threadLedger ? { threadLedger } : {}),
     // The parked design's thread leases (solveMode `park`): submit, park, and let the governor watch.
     ...(leases ? { leases } : {}),
+    // …and its metric window for the governor, on its table (functions/core/solve-window.ts).
+    ...(solveWindow ? { solveWindow } : {}),
   });
 }
 

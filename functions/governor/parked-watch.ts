@@ -63,6 +63,8 @@ export interface ParkedWatchOptions {
    * after each round and all at the end of the run (and by `flushSolved`).
    */
   deletes?: { flushIfDue(): Promise<void>; flush(): Promise<void> };
+  /** The recorded solves on their way to the parked fleet's metric window (the recorder adds them): written when due and at the end. */
+  window?: { flushIfDue(): Promise<void>; flush(): Promise<void> };
   /**
    * Time between rounds, ms: a number, or the time after a round that asked about `polled`
    * submissions (the governor's: `watchPollMs` of the requests they take, 100–500 ms). @default 1000
@@ -239,7 +241,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       if (mode === 'awaited') await recording.settle();
     } finally {
       await solved.flushIfDue();
-      await options.deletes?.flushIfDue();
+      await flushBatches(options, 'due');
     }
   };
 
@@ -294,7 +296,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     async flushSolved() {
       await recording.settle();
       await solved.flush();
-      await options.deletes?.flush();
+      await flushBatches(options, 'all');
     },
     async run(remainingMs, marginMs, done) {
       while (remainingMs() - pollMs() >= marginMs && !((await done?.()) ?? false)) {
@@ -312,7 +314,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
       }
       await recording.settle();
       await solved.flush();
-      await options.deletes?.flush();
+      await flushBatches(options, 'all');
     },
   };
 }
@@ -483,6 +485,11 @@ function emptyStats(): ParkedWatchStats {
     parked: 0,
     live: 0,
   };
+}
+
+/** The recorder's batches (the deletes, the metric window's solves): what is due, or all of it. */
+async function flushBatches(options: ParkedWatchOptions, which: 'due' | 'all'): Promise<void> {
+  for (const batch of [options.deletes, options.window]) await (which === 'due' ? batch?.flushIfDue() : batch?.flush());
 }
 
 /**

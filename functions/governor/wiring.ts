@@ -43,7 +43,7 @@ import { SERVICES } from '../core/metric-names.js';
 import { overflowConfigFrom } from '../core/governor/overflow.js';
 import { cloudWatchTiming, governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
-import type { BalanceReader, GovernorStateStore } from '../core/governor/ports.js';
+import type { BalanceReader, GovernorStateStore, MetricsReader } from '../core/governor/ports.js';
 import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
 import type { SolvedCounter } from '../core/thread-ledger.js';
 import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
@@ -52,6 +52,9 @@ import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowL
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
 import { createDeleteBatch } from './delete-batch.js';
 import { createParkedWatch, type ParkedWatch, type ParkedWatchOptions } from './parked-watch.js';
+import { createWindowBatch } from './window-batch.js';
+import { solveWindowFor, solveWindowReader } from '../adapters/solve-window.js';
+import type { SolveWindowWriter } from '../core/solve-window.js';
 import { createDynamoWatchBaton } from '../adapters/watch-baton.js';
 import type { WatchBatonStore } from '../core/watch-relay.js';
 
@@ -246,6 +249,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
       ...(options.clock ? { clock: options.clock } : {}),
     }),
   );
+  const solveWindow = leased ? solveWindowFor(environment, clients.documents, options.clock) : undefined;
   const state: GovernorStateStore =
     environment.tables.governor !== undefined
       ? createDynamoGovernorState({ documents: clients.documents, tableName: environment.tables.governor })
@@ -259,7 +263,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
       onError: (lane, error) =>
         log?.warn('queue attributes read failed; backlog unknown', { lane, error: (error as Error).message }),
     }),
-    metrics: cw,
+    metrics: consumerMetricsOf(solveWindow, cw, log),
     queueMetrics: cw,
     balance,
     // The consumer's over-cap answers and held threads on the same table, read every tick (the
@@ -284,7 +288,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ...(options.clock ? { clock: options.clock } : {}),
     ...(log ? { log } : {}),
   });
-  const watch = leased ? parkedWatchOf(environment, clients, leased, options, threadLedger) : undefined;
+  const watch = leased ? parkedWatchOf(environment, clients, leased, options, threadLedger, solveWindow) : undefined;
   const baton =
     watch && environment.tables.leases !== undefined
       ? createDynamoWatchBaton({
@@ -322,6 +326,21 @@ function withLeases(
 }
 
 /**
+ * The consumer's metrics: in the parked design from the window on the governor table (no
+ * GetMetricData for them); a waiting fleet's from CloudWatch. The queues' stay CloudWatch's.
+ */
+function consumerMetricsOf(
+  solveWindow: MetricsReader | undefined,
+  cloudwatch: MetricsReader,
+  log: GovernorWiringOptions['log'],
+): MetricsReader {
+  if (solveWindow === undefined) return cloudwatch;
+  return solveWindowReader(solveWindow, (error) =>
+    log?.warn('metric window read failed; metric signals unknown', { error: (error as Error).message }),
+  );
+}
+
+/**
  * The watch over parked tasks: the leases, the results table, the solver's bulk poll, the task
  * queues, and the thread ledger whose `solved` counter it adds its recorded answers to.
  */
@@ -331,6 +350,7 @@ function parkedWatchOf(
   leased: LeasedLane,
   options: GovernorWiringOptions,
   ledger: SolvedCounter | undefined,
+  solveWindow: SolveWindowWriter | undefined,
 ): ParkedWatch | undefined {
   const solver = options.parkedSolver ?? solverFromEnvironment(environment, clients.region);
   const pollMany = solver.pollMany?.bind(solver);
@@ -348,12 +368,21 @@ function parkedWatchOf(
   const queue = new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls });
   // The recorded tasks' messages are deleted ten to a request (delete-batch.ts).
   const deletes = createDeleteBatch({ queue, ...(options.clock ? { clock: options.clock } : {}) });
+  // …and their solves counted into the metric window the governor reads, one write a batch.
+  const window = solveWindow
+    ? createWindowBatch({
+        window: solveWindow,
+        ...(options.clock ? { clock: options.clock } : {}),
+        ...(options.log ? { warn: (message, fields) => options.log?.warn(message, fields) } : {}),
+      })
+    : undefined;
   // A ready parked task is recorded here, as the consumer would (its metrics under the consumer's service).
   const recorder = createParkedRecorder({
     repository: results,
     solver,
     queue,
     deletes,
+    ...(window ? { window } : {}),
     events: options.parkedEvents ?? eventsOf(environment, clients),
     metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer }),
     redactor: createRedactor(),
@@ -368,6 +397,7 @@ function parkedWatchOf(
     queue,
     recorder,
     deletes,
+    ...(window ? { window } : {}),
     ...(ledger ? { solved: ledger } : {}),
     ...watchCadence(settings),
     // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.

@@ -3,7 +3,8 @@
  * what with it, and what the governor's watch may do besides; with solveMode `wait`, none of it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROBE_LEASE_SHARD, WATCH_RELAY_SHARD } from '../../functions/core/deployment.js';
+import { PROBE_LEASE_SHARD, THREAD_LEDGER_ID, WATCH_RELAY_SHARD } from '../../functions/core/deployment.js';
+import { solveWindowSlotIds } from '../../functions/core/solve-window.js';
 import { PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
 import { shardKeys } from '../../functions/core/thread-leases.js';
 import { ENV } from '../../functions/core/environment.js';
@@ -68,6 +69,26 @@ describe('parked design (default)', () => {
     expect(statement.Resource).toEqual({ 'Fn::GetAtt': [leasesTableId(s), 'Arn'] });
   });
 
+  it('lets the consumer and the governor keep the metric window on its four slot items of the governor table, nothing else there', () => {
+    const slots = solveWindowSlotIds(THREAD_LEDGER_ID);
+    expect(slots).toHaveLength(4);
+    const [, consumer] = functionNamed(s, `${settings.prefix}-consumer`);
+    const [, governor] = functionNamed(s, `${settings.prefix}-governor`);
+    const expected = {
+      consumer: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+      governor: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    };
+    for (const [name, fn] of [
+      ['consumer', consumer],
+      ['governor', governor],
+    ] as const) {
+      const statement = bySid(policyOfRole(s, roleOf(fn)), 'SolveWindow');
+      expect([...asArray(statement.Action)].sort()).toEqual(expected[name]);
+      expect(statement.Condition).toEqual({ 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': slots } });
+      expect(JSON.stringify(statement.Resource)).toMatch(/GovernorState/);
+    }
+  });
+
   it('lets the governor watch parked tasks: the leases, the parked records, the lanes’ messages', () => {
     const [, governor] = functionNamed(s, `${settings.prefix}-governor`);
     const statements = policyOfRole(s, roleOf(governor));
@@ -122,6 +143,7 @@ describe('waiting design (solveMode wait)', () => {
         'ParkedRecords',
         'ParkedMessages',
         'ParkedCompletionEvents',
+        'SolveWindow',
       ])
         expect(sids).not.toContain(sid);
     }

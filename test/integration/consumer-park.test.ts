@@ -7,13 +7,19 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { ChangeMessageVisibilityCommand } from '@aws-sdk/client-sqs';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
 import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
-import { createDynamoThreadLedger, threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
+import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
+import { createDynamoSolveWindow } from '../../functions/adapters/solve-window.js';
+import { solveWindowSlotIds } from '../../functions/core/solve-window.js';
+import { createWindowBatch } from '../../functions/governor/window-batch.js';
+import { SolverTransientError } from '../../functions/core/solver-protocol.js';
+import type { SolverPort } from '../../functions/core/ports.js';
 import { createConsumerHandler } from '../../functions/consumer/create-handler.js';
 import { createRedactor } from '../../functions/core/redaction.js';
 import { shardKeys } from '../../functions/core/thread-leases.js';
@@ -65,17 +71,26 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
     tableName: resources.tables.governor,
     leaseMs: threadLeaseMs(settings),
   });
-  const handler = createConsumerHandler({
-    solver,
-    repository,
-    queue,
-    metrics: captured.metrics,
-    logger: new Logger({ serviceName: 'consumer', logLevel: 'SILENT' }),
-    settings,
-    timing: FAST,
-    leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
-    threadLedger: ledger,
+  // …and the metric window the governor reads in the parked design, on the same table.
+  const window = createDynamoSolveWindow({
+    documents: clients.documents,
+    tableName: resources.tables.governor,
+    ledgerId: THREAD_LEDGER_ID,
   });
+  const handlerOn = (port: SolverPort) =>
+    createConsumerHandler({
+      solver: port,
+      repository,
+      queue,
+      metrics: captured.metrics,
+      logger: new Logger({ serviceName: 'consumer', logLevel: 'SILENT' }),
+      settings,
+      timing: FAST,
+      leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
+      threadLedger: ledger,
+      solveWindow: window,
+    });
+  const handler = handlerOn(solver);
   const watch = createParkedWatch({ leases, shards, results: repository, solver, queue, settleMs: 0 });
   const events = createLocalEventStream({ includeAnswer: false });
   const recorder = createParkedRecorder({
@@ -100,6 +115,7 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
   // As the governor's wiring builds it: the recorded tasks' messages deleted ten to a request (the
   // rest only when flushed here: no partial batch falls due during a test).
   const deletes = createDeleteBatch({ queue, flushMs: 600_000 });
+  const windowBatch = createWindowBatch({ window, flushMs: 600_000 });
   const batchedWatch = createParkedWatch({
     leases,
     shards,
@@ -111,11 +127,13 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
       solver,
       queue,
       deletes,
+      window: windowBatch,
       events,
       metrics: captured.metrics,
       redactor: createRedactor([TEST_SOLVER_KEY]),
     }),
     deletes,
+    window: windowBatch,
     settleMs: 0,
   });
   return {
@@ -126,6 +144,10 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
     repository,
     ledger,
     handler,
+    handlerOn,
+    window,
+    windowBatch,
+    solver,
     watch,
     recordingWatch,
     batchedWatch,
@@ -244,6 +266,65 @@ describe('parked design on the emulators', () => {
     expect(records.every((r) => r?.status === 'solved')).toBe(true);
     expect([...heard].sort()).toEqual([...ids].sort());
     expect(f.sim.stats().submissions).toBe(12);
+  });
+
+  it('feeds the governor’s metric window: the watch’s solves in one write, the submissions from the ledger, no write by an ordinary delivery', async () => {
+    // Prepare: twelve parked tasks.
+    const f = await parkedFleet({ planThreads: 20, medianMs: 150 });
+    for (let n = 0; n < 12; n++) await f.send();
+    for (let n = 0; n < 12; n++) await deliver(f.fleet, f.handler, { max: 1 });
+    const slots = async () => {
+      const { clients, resources } = f.fleet;
+      const items = await Promise.all(
+        solveWindowSlotIds(THREAD_LEDGER_ID).map((id) =>
+          clients.documents.send(
+            new GetCommand({ TableName: resources.tables.governor, Key: { id }, ConsistentRead: true }),
+          ),
+        ),
+      );
+      return items.filter((out) => out.Item !== undefined).length;
+    };
+    // Twelve parked deliveries wrote nothing to the window (their submissions are the ledger's).
+    expect(await slots()).toBe(0);
+    expect(await f.window.read()).toMatchObject({ submissions: 12, solved: 0, transientErrors: 0 });
+    // Act: the watch records them all and flushes.
+    for (let round = 0; round < 80 && f.batchedWatch.stats.recorded < 12; round++) {
+      await f.batchedWatch.round();
+      await sleep(25);
+    }
+    await f.batchedWatch.flushSolved();
+    // Assess: one write (one batch), the twelve solves and their times in the window.
+    expect(f.windowBatch.stats).toEqual({ writes: 1, counted: 12, failed: 0 });
+    const read = await f.window.read();
+    expect(read).toMatchObject({ submissions: 12, solved: 12, failed: 0 });
+    expect(read?.meanSolveMs ?? 0).toBeGreaterThan(0);
+    expect(read?.p95SolveMs ?? 0).toBeGreaterThanOrEqual(read?.meanSolveMs ?? 0);
+  });
+
+  it('counts a submission the solver answered with a transient error in the window, from the delivery that saw it', async () => {
+    // Prepare: a solver whose first in.php answer is a transient error.
+    const f = await parkedFleet({ planThreads: 10, medianMs: 150 });
+    let failedOnce = false;
+    const real = f.solver as SolverPort & Required<Pick<SolverPort, 'submit'>>;
+    const flaky = new Proxy(real, {
+      get(target, name, receiver) {
+        if (name !== 'submit') return Reflect.get(target, name, receiver);
+        return async (task: Parameters<typeof real.submit>[0], options: Parameters<typeof real.submit>[1]) => {
+          if (failedOnce) return real.submit(task, options);
+          failedOnce = true;
+          options.onSolverAnswer?.({ request: 'submit', outcome: 'transient', code: 'ERROR_503' });
+          throw new SolverTransientError('ERROR_503', { taskId: task.id, message: 'solver busy' });
+        };
+      },
+    });
+    await f.send();
+    await f.send();
+    // Act: the first delivery meets the error and hands its task back; the second parks its own.
+    await deliver(f.fleet, f.handlerOn(flaky), { max: 1 });
+    await deliver(f.fleet, f.handlerOn(flaky), { max: 1 });
+    // Assess: two submissions (the error answer and the accepted one), one transient error.
+    const read = await f.window.read();
+    expect(read).toMatchObject({ submissions: 2, transientErrors: 1, overCapAnswers: 0 });
   });
 
   it('deletes many messages across both lanes ten to a request', async () => {
