@@ -20,6 +20,7 @@ import {
   type ParkedUsage,
   WATCH_CALLS,
   watchDeleteRequests,
+  watchSolvedWrites,
 } from '../../functions/core/cost/fleet-bill.js';
 import { WATCH_POLL_MS, WATCH_VIEW_MS } from '../../functions/core/thread-leases.js';
 import { AWS_PRICES } from '../../functions/core/cost/prices.js';
@@ -168,6 +169,32 @@ describe('the parked design’s bill', () => {
     expect(bill.usd).toBeCloseTo(0.01742651, 7);
   });
 
+  it('bills the parked governor’s metric window instead of the consumer’s GetMetricData: 8 metrics a minute, not 18', () => {
+    // An hour governed, parked: 990 accepted, 6 refused, 4 answered with an error; the watch
+    // recorded 980 of the 1 000 solves (20 read by resuming deliveries).
+    const usage = {
+      ...HOUR,
+      governor: true,
+      submissions: 1000,
+      acceptedSubmissions: 990,
+      overCapAnswers: 6,
+      parked: { ...PARKED, recordedByWatch: 980 },
+    };
+    const bill = fleetBill(usage, { planThreads: 50 });
+    const line = (item: string) => bill.lines.find((l) => l.item === item);
+    expect(line('governor GetMetricData')?.quantity).toBe(60 * 8);
+    // The watch: its batches as its solved count (780 in the hour) and each minute's slot started afresh (60).
+    expect(line('metric window: watch batches')?.quantity).toBe(watchSolvedWrites(980, 1) + 60);
+    // The consumers: the 4 error answers and the 20 solves they read themselves; no write for the rest.
+    expect(line('metric window: consumers')?.quantity).toBe(24);
+    // The governor: three slots and the ledger, once a minute.
+    expect(line('metric window: governor reads')?.quantity).toBe(60 * 4);
+    // A waiting fleet reads the consumer's metrics from CloudWatch, and has no window.
+    const waiting = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
+    expect(waiting.lines.find((l) => l.item === 'governor GetMetricData')?.quantity).toBe(60 * 18);
+    expect(waiting.lines.some((l) => l.item.startsWith('metric window'))).toBe(false);
+  });
+
   it('bills a parked governor at the memory the stack gives it for the plan (its watch’s CPU), a waiting one at 256 MB', () => {
     const parked = (planThreads: number, governorSizing?: { memoryMb: number; architecture: 'arm64' }) =>
       fleetBill(
@@ -261,6 +288,8 @@ describe('units', () => {
       signals.consumerQueries().length + signals.percentileQueries().length + queueMetrics + storeCalls.length,
     );
     expect(GOVERNOR_CALLS.overflowMetricsPerMinute).toBe(overflowStoreCalls.length - storeCalls.length);
+    // Parked, the consumer's window comes from the governor table (solve-window.ts): none of its queries.
+    expect(GOVERNOR_CALLS.parkedMetricsPerMinute).toBe(queueMetrics + storeCalls.length);
   });
 });
 

@@ -12,6 +12,7 @@ import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES } from '../thread-leases.j
 import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
 import { parkedGovernorSizing } from '../watch-sizing.js';
 import { SQS_BATCH_ENTRIES } from '../task.js';
+import { WINDOW_MINUTES, WINDOW_SLOT_ITEM_BYTES } from '../solve-window.js';
 
 /**
  * The consumer's calls, counted from functions/consumer/ (the happy path of one task, then what
@@ -173,6 +174,11 @@ export const GOVERNOR_CALLS = {
    * test/unit/cost checks it against the adapters' queries.
    */
   metricsPerMinute: 18,
+  /**
+   * …in the parked design, which reads the consumer's window from the governor table instead
+   * (functions/core/solve-window.ts): the queues' and the store calls' only.
+   */
+  parkedMetricsPerMinute: 8,
   overflowMetricsPerMinute: 4,
 } as const;
 
@@ -219,6 +225,8 @@ export interface CostAssumptions {
   leaseSlotBytes: number;
   /** A lease shard's meta item (limit, refusal hold-off, the lanes' ceilings), bytes. */
   leaseMetaBytes: number;
+  /** A metric window slot item (a minute's counters and its solve-time histogram), bytes. */
+  windowSlotBytes: number;
   /** Log bytes the governor's watch ingests per task it records: its info line and the consumer's EMF document it publishes (LOG_BYTES). */
   watchLogBytesPerRecord: number;
   /**
@@ -264,6 +272,7 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   ledgerBytes: 700,
   leaseSlotBytes: LEASE_SLOT_ITEM_BYTES,
   leaseMetaBytes: LEASE_META_ITEM_BYTES,
+  windowSlotBytes: WINDOW_SLOT_ITEM_BYTES,
   watchLogBytesPerRecord: LOG_BYTES.watchLine + LOG_BYTES.watchEmf + 2 * LOG_BYTES.perEvent,
   consumerLogBytesPerInvocation:
     LOG_BYTES.consumerLines + LOG_BYTES.consumerEmf + LOG_BYTES.lambdaPlatform + 7 * LOG_BYTES.perEvent,
@@ -371,7 +380,11 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   const pool = usage.poolVmHours !== undefined;
   const lines: BillLine[] = [...computeLines(usage, prices), ...queueLines(usage, a, prices)];
   lines.push(...storeLines(usage, a, prices));
-  if (usage.parked !== undefined) lines.push(...parkedLines(usage.parked, usage.hours, a, prices));
+  if (usage.parked !== undefined) {
+    lines.push(...parkedLines(usage.parked, usage.hours, a, prices));
+    // The window is the governor's: without one nothing writes or reads it.
+    if (usage.governor ?? true) lines.push(...windowLines(usage, usage.parked, a, prices));
+  }
   lines.push(p.events('completion events', usage.solved * CONSUMER_CALLS.eventsPerSolve));
   if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * a.consumerLogBytesPerInvocation));
   const consumerMetrics = a.consumerMetrics + (usage.parked !== undefined ? PARKED_CONSUMER_METRICS : 0);
@@ -491,6 +504,32 @@ function parkedLines(parked: ParkedUsage, hours: number, a: CostAssumptions, pri
   ];
 }
 
+/**
+ * The parked fleet's metric window (functions/core/solve-window.ts): the watch's solves, one write
+ * a batch as its solved count, and each minute's first write once more (its slot started afresh:
+ * the refused conditional update is billed too); a consumer's write for each delivery that saw an
+ * error answer or read an answer itself (an ordinary parked delivery writes nothing: its
+ * submission is the ledger's); the governor's read once a minute: three slots and the ledger.
+ */
+function windowLines(usage: FleetUsage, parked: ParkedUsage, a: CostAssumptions, prices: PriceTable): BillLine[] {
+  const p = pricer(prices);
+  const minutes = usage.hours * 60;
+  const slot = writeUnits(a.windowSlotBytes);
+  const errorAnswers = Math.max(0, usage.submissions - usage.acceptedSubmissions - usage.overCapAnswers);
+  const byConsumer = Math.max(0, usage.solved - parked.recordedByWatch);
+  return [
+    p.dynamoWrites(
+      'metric window: watch batches',
+      (watchSolvedWrites(parked.recordedByWatch, usage.hours) + minutes) * slot,
+    ),
+    p.dynamoWrites('metric window: consumers', (errorAnswers + byConsumer) * slot),
+    p.dynamoReads(
+      'metric window: governor reads',
+      minutes * (WINDOW_MINUTES * strongReadUnits(a.windowSlotBytes) + strongReadUnits(a.ledgerBytes)),
+    ),
+  ];
+}
+
 /** Read units of shard Queries counted by the live slots each read (strongly consistent; half for eventual). */
 function shardReadUnits(byLive: readonly number[], units: (live: number) => number): number {
   let total = 0;
@@ -519,7 +558,9 @@ function governorLines(
     p.dynamoWrites('governor state', ticks * GOVERNOR_CALLS.writesPerTick),
     p.getMetricData(
       'governor GetMetricData',
-      minutes * (GOVERNOR_CALLS.metricsPerMinute + (overflowLane ? GOVERNOR_CALLS.overflowMetricsPerMinute : 0)),
+      minutes *
+        ((parked ? GOVERNOR_CALLS.parkedMetricsPerMinute : GOVERNOR_CALLS.metricsPerMinute) +
+          (overflowLane ? GOVERNOR_CALLS.overflowMetricsPerMinute : 0)),
     ),
     p.logs('governor logs + EMF', ticks * a.governorLogBytesPerTick),
     p.customMetrics('governor custom metrics', a.governorMetrics + (parked ? PARKED_GOVERNOR_METRICS : 0), hours),
