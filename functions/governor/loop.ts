@@ -199,6 +199,13 @@ function overflowLogFields(d: OverflowDecision, s: OverflowSignals | undefined):
   };
 }
 
+/** Whether a lane has no earlier read to take its arrival rate from (a cold start, a failed read). */
+function needsQueueMetrics(previous: { normal?: QueueReading; high?: QueueReading } | undefined): boolean {
+  return (
+    previous?.normal?.visible === undefined || (previous.high !== undefined && previous.high.visible === undefined)
+  );
+}
+
 /** Fill what GetQueueAttributes does not give (oldest age, sent rate) from the CloudWatch reads. */
 function withQueueMetrics(
   queues: { normal: QueueReading; high?: QueueReading },
@@ -349,7 +356,10 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
   const readMetrics = async (now: number) => {
     // A failed read is retried next tick rather than a minute later.
     if (metricsCache === undefined || metricsCache.window === undefined || now - metricsCache.at >= metricsEveryMs) {
-      const [window, queues] = await Promise.all([options.metrics.read(), options.queueMetrics?.readQueues()]);
+      // The queues' CloudWatch metrics (billed per metric) only while a lane has no earlier read:
+      // their sent rate stands in for the arrival rate until two reads give it; nothing else reads them.
+      const queueMetrics = needsQueueMetrics(previousQueues) ? options.queueMetrics?.readQueues() : undefined;
+      const [window, queues] = await Promise.all([options.metrics.read(), queueMetrics]);
       metricsCache = { window, at: now };
       if (queues) queueMetricsCache = queues;
     }

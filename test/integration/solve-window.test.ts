@@ -282,6 +282,23 @@ describe('the governor reads the window instead of the consumer’s CloudWatch m
     expect(Math.abs((record.signals.p95SolveMs as number) - 40_000) / 40_000).toBeLessThanOrEqual(0.045);
   });
 
+  it('asks for the queues’ CloudWatch metrics only while a lane has no earlier read (their sent rate stands in for an arrival rate)', async () => {
+    // Prepare
+    const fleet = await fixture.createFleet({ planThreads: 10 });
+    let now = START;
+    const g = await governorOf(fleet, 'park', () => now);
+    const queueIds = () => g.queries.map((q) => q.Id as string).filter((id) => /^(age|sent)_/.test(id));
+    // Act: the cold start's tick, then a tick a minute later (its metrics due again).
+    await g.wired.loop.tick();
+    const first = queueIds();
+    now += 60_000;
+    await g.wired.loop.tick();
+    // Assess: age and sent of both lanes once, at the cold start; the store calls every minute.
+    expect(first.sort()).toEqual(['age_high', 'age_normal', 'sent_high', 'sent_normal']);
+    expect(queueIds()).toHaveLength(4);
+    expect(g.queries.filter((q) => /^dynamodb_requests/.test(q.Id as string)).length).toBe(2);
+  });
+
   it('waiting: still reads the consumer’s metrics from CloudWatch (the window is the parked design’s)', async () => {
     const fleet = await fixture.createFleet({ planThreads: 10 });
     const g = await governorOf(fleet, 'wait', () => START);

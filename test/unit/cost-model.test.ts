@@ -75,14 +75,15 @@ describe('the fleet bill', () => {
     const withGovernor = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
     const withOverflowLane = fleetBill({ ...HOUR, governor: true, overflowLane: true }, { planThreads: 50 });
     // 60 × 51 s × 0.25 GB (six ticks, the last at 50 s); 60 requests; 720 GetQueueAttributes; 1 080 reads, 360 writes;
-    // 1 080 GetMetricData metrics (18 a minute: 14 signals, 4 store calls); 360 ticks × 2 500 log bytes; 8 metrics for an hour (a waiting fleet's: no watch).
+    // 844 GetMetricData metrics (14 a minute: 10 of the consumer's window, 4 store calls; the
+    // queues' 4 at the hour's cold start); 360 ticks × 2 500 log bytes; 8 metrics for an hour (a waiting fleet's: no watch).
     const byHand =
       765 * 0.0000133334 +
       60 * 2e-7 +
       720 * 4e-7 +
       1080 * 1.25e-7 +
       360 * 6.25e-7 +
-      1080 * 1e-5 +
+      844 * 1e-5 +
       0.00045 +
       (8 / 730) * 0.3;
     expect(withGovernor.usd - without.usd).toBeCloseTo(byHand, 9);
@@ -169,7 +170,7 @@ describe('the parked design’s bill', () => {
     expect(bill.usd).toBeCloseTo(0.01742651, 7);
   });
 
-  it('bills the parked governor’s metric window instead of the consumer’s GetMetricData: 8 metrics a minute, not 18', () => {
+  it('bills the parked governor’s metric window instead of the consumer’s GetMetricData: 4 metrics a minute, not 14', () => {
     // An hour governed, parked: 990 accepted, 6 refused, 4 answered with an error; the watch
     // recorded 980 of the 1 000 solves (20 read by resuming deliveries).
     const usage = {
@@ -182,7 +183,8 @@ describe('the parked design’s bill', () => {
     };
     const bill = fleetBill(usage, { planThreads: 50 });
     const line = (item: string) => bill.lines.find((l) => l.item === item);
-    expect(line('governor GetMetricData')?.quantity).toBe(60 * 8);
+    // The store calls' 4 a minute, and the queues' 4 at the hour's cold start.
+    expect(line('governor GetMetricData')?.quantity).toBe(60 * 4 + 4);
     // The watch: its batches as its solved count (780 in the hour) and each minute's slot started afresh (60).
     expect(line('metric window: watch batches')?.quantity).toBe(watchSolvedWrites(980, 1) + 60);
     // The consumers: the 4 error answers and the 20 solves they read themselves; no write for the rest.
@@ -191,7 +193,7 @@ describe('the parked design’s bill', () => {
     expect(line('metric window: governor reads')?.quantity).toBe(60 * 4);
     // A waiting fleet reads the consumer's metrics from CloudWatch, and has no window.
     const waiting = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
-    expect(waiting.lines.find((l) => l.item === 'governor GetMetricData')?.quantity).toBe(60 * 18);
+    expect(waiting.lines.find((l) => l.item === 'governor GetMetricData')?.quantity).toBe(60 * 14 + 4);
     expect(waiting.lines.some((l) => l.item.startsWith('metric window'))).toBe(false);
   });
 
@@ -285,11 +287,13 @@ describe('units', () => {
     const overflowStoreCalls = consumerStoreCallQueries('CaptchaFleet', [SERVICES.consumer, SERVICES.overflowConsumer]);
     expect(DEFAULT_STORE_CALLS_EVERY_MS).toBe(60_000);
     expect(GOVERNOR_CALLS.metricsPerMinute).toBe(
-      signals.consumerQueries().length + signals.percentileQueries().length + queueMetrics + storeCalls.length,
+      signals.consumerQueries().length + signals.percentileQueries().length + storeCalls.length,
     );
     expect(GOVERNOR_CALLS.overflowMetricsPerMinute).toBe(overflowStoreCalls.length - storeCalls.length);
     // Parked, the consumer's window comes from the governor table (solve-window.ts): none of its queries.
-    expect(GOVERNOR_CALLS.parkedMetricsPerMinute).toBe(queueMetrics + storeCalls.length);
+    expect(GOVERNOR_CALLS.parkedMetricsPerMinute).toBe(storeCalls.length);
+    // The queues' metrics only at a cold start (test/integration/solve-window.test.ts asks the wiring).
+    expect(GOVERNOR_CALLS.queueMetricsPerColdStart).toBe(queueMetrics);
   });
 });
 

@@ -168,18 +168,25 @@ export const GOVERNOR_CALLS = {
   readsPerTick: 3,
   writesPerTick: 1,
   /**
-   * Metrics per GetMetricData minute: the consumer's window (10), age + sent of two lanes (4), and
-   * the consumers' store calls (requests and errors of DynamoDB and SQS, read once a minute: 4
-   * for the consumer, 4 more for the overflow consumer when the fleet has an overflow lane);
-   * test/unit/cost checks it against the adapters' queries.
+   * Metrics per GetMetricData minute: the consumer's window (10) and the consumers' store calls
+   * (requests and errors of DynamoDB and SQS, read once a minute: 4 for the consumer, 4 more for
+   * the overflow consumer when the fleet has an overflow lane); test/unit/cost checks it against
+   * the adapters' queries.
    */
-  metricsPerMinute: 18,
+  metricsPerMinute: 14,
   /**
    * …in the parked design, which reads the consumer's window from the governor table instead
-   * (functions/core/solve-window.ts): the queues' and the store calls' only.
+   * (functions/core/solve-window.ts): the store calls' only.
    */
-  parkedMetricsPerMinute: 8,
+  parkedMetricsPerMinute: 4,
   overflowMetricsPerMinute: 4,
+  /**
+   * The queues' age and sent count (two lanes), read only while a lane has no earlier read
+   * (functions/governor/loop.ts): once per cold start of a governor's container.
+   */
+  queueMetricsPerColdStart: 4,
+  /** Cold starts of the governor's containers an hour (an assumption: Lambda recycles warm containers every few hours). */
+  governorColdStartsPerHour: 1,
 } as const;
 
 /** Metrics the parked design's watch adds to the governor's (ParkedRecorded, WatchFailedRounds). */
@@ -560,7 +567,8 @@ function governorLines(
       'governor GetMetricData',
       minutes *
         ((parked ? GOVERNOR_CALLS.parkedMetricsPerMinute : GOVERNOR_CALLS.metricsPerMinute) +
-          (overflowLane ? GOVERNOR_CALLS.overflowMetricsPerMinute : 0)),
+          (overflowLane ? GOVERNOR_CALLS.overflowMetricsPerMinute : 0)) +
+        hours * GOVERNOR_CALLS.governorColdStartsPerHour * GOVERNOR_CALLS.queueMetricsPerColdStart,
     ),
     p.logs('governor logs + EMF', ticks * a.governorLogBytesPerTick),
     p.customMetrics('governor custom metrics', a.governorMetrics + (parked ? PARKED_GOVERNOR_METRICS : 0), hours),
