@@ -47,6 +47,7 @@ import { type LeasedLane, leasedLedgerReader, leasedProbeLedger } from '../funct
 import { createParkedWatch, type ParkedWatch } from '../functions/governor/parked-watch.js';
 import { createParkedRecorder } from '../functions/adapters/parked-recorder.js';
 import { createDeleteBatch } from '../functions/governor/delete-batch.js';
+import { createMetricsBatch } from '../functions/governor/metrics-batch.js';
 import { createMetrics } from '../functions/adapters/metrics.js';
 import { createRedactor } from '../functions/core/redaction.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
@@ -804,18 +805,22 @@ async function parkedSide(
   });
   // Their messages deleted ten to a request, as in AWS, the rest at least every tick.
   const deletes = createDeleteBatch({ queue, flushMs: tickMs });
-  // Ready parked tasks are recorded by the watch, as in AWS: into the consumer's events and metrics.
+  // Ready parked tasks are recorded by the watch, as in AWS: into the consumer's events and metrics
+  // (published once a batch, at least every tick).
+  const metrics = createMetrics({
+    namespace: settings.metricsNamespace,
+    serviceName: SERVICES.consumer,
+    sink: (document: EmfDocument) => consumer.metrics.ingest(document),
+  });
+  const metricsBatch = createMetricsBatch({ metrics, flushMs: tickMs });
   const recorder = createParkedRecorder({
     repository: results,
     solver: solver.client,
     queue,
     deletes,
+    metricsBatch,
     events: consumer.events,
-    metrics: createMetrics({
-      namespace: settings.metricsNamespace,
-      serviceName: SERVICES.consumer,
-      sink: (document: EmfDocument) => consumer.metrics.ingest(document),
-    }),
+    metrics,
     redactor: createRedactor([solver.key]),
   });
   const watch = createParkedWatch({
@@ -826,6 +831,7 @@ async function parkedSide(
     queue,
     recorder,
     deletes,
+    metricsBatch,
     // Its recorded answers join the ledger's `solved` count, as in AWS (the grant's price per solve).
     solved: ledger,
     settleMs: 50,

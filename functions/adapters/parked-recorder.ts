@@ -39,6 +39,8 @@ export interface ParkedRecorderDeps {
   deletes?: { add(message: DeliveredMessage): void };
   /** Counts the recorded solves into the parked fleet's metric window (the watch's WindowBatch); absent, not counted there. */
   window?: { add(solveMs: number): void };
+  /** Publishes the solves' metrics once a batch (the watch's MetricsBatch); absent, once a solve. */
+  metricsBatch?: { add(): void };
   events: CompletionEvents | undefined;
   /** The consumer's metrics (service `consumer`): a solve counts the same whoever records it. */
   metrics: Metrics;
@@ -115,7 +117,8 @@ export function createParkedRecorder(deps: ParkedRecorderDeps): ParkedRecorder {
       if (!written) return 'skipped';
       countSolved(deps.metrics, fields, task.base.submittedAt);
       deps.window?.add(fields.solveMs);
-      deps.metrics.publishStoredMetrics();
+      if (deps.metricsBatch !== undefined) deps.metricsBatch.add();
+      else deps.metrics.publishStoredMetrics();
       const announced = await announceResult(
         { ...deps, clock, log: deps.log ?? { warn: () => undefined } },
         { taskId: task.taskId, attempts: 1, expiresAt: 0, ...fields, completedBy: token },

@@ -414,7 +414,10 @@ export class TaskRun {
   /** The solver accepted a submission: it is paid for, so its id is kept whatever the table does. */
   private submitted(solverId: string, options: { acceptedAt?: number; park?: boolean } = {}): void {
     this.submission = { solverId, provider: this.provider, acceptedAt: options.acceptedAt ?? this.ctx.clock() };
-    this.log.info('submitted to the solver', { solverId });
+    // Parking at once: the "parked" line follows within milliseconds with the same id (and the
+    // record keeps it), so this one is a debug line; CloudWatch Logs bills every line it ingests.
+    if (options.park === true) this.log.debug('submitted to the solver', { solverId });
+    else this.log.info('submitted to the solver', { solverId });
     this.threads.submitted(solverId);
     this.keeper.keep(solverId, this.provider, this.submission.acceptedAt, { park: options.park === true });
   }

@@ -65,6 +65,8 @@ export interface ParkedWatchOptions {
   deletes?: { flushIfDue(): Promise<void>; flush(): Promise<void> };
   /** The recorded solves on their way to the parked fleet's metric window (the recorder adds them): written when due and at the end. */
   window?: { flushIfDue(): Promise<void>; flush(): Promise<void> };
+  /** The recorded solves' metrics, published once a batch (the recorder adds them): when due and at the end. */
+  metricsBatch?: { flushIfDue(): Promise<void>; flush(): Promise<void> };
   /**
    * Time between rounds, ms: a number, or the time after a round that asked about `polled`
    * submissions (the governor's: `watchPollMs` of the requests they take, 100–500 ms). @default 1000
@@ -487,9 +489,10 @@ function emptyStats(): ParkedWatchStats {
   };
 }
 
-/** The recorder's batches (the deletes, the metric window's solves): what is due, or all of it. */
+/** The recorder's batches (the deletes, the metric window's solves, their metrics): what is due, or all of it. */
 async function flushBatches(options: ParkedWatchOptions, which: 'due' | 'all'): Promise<void> {
-  for (const batch of [options.deletes, options.window]) await (which === 'due' ? batch?.flushIfDue() : batch?.flush());
+  for (const batch of [options.deletes, options.window, options.metricsBatch])
+    await (which === 'due' ? batch?.flushIfDue() : batch?.flush());
 }
 
 /**

@@ -53,6 +53,7 @@ import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits
 import { createDeleteBatch } from './delete-batch.js';
 import { createParkedWatch, type ParkedWatch, type ParkedWatchOptions } from './parked-watch.js';
 import { createWindowBatch } from './window-batch.js';
+import { createMetricsBatch } from './metrics-batch.js';
 import { solveWindowFor, solveWindowReader } from '../adapters/solve-window.js';
 import type { SolveWindowWriter } from '../core/solve-window.js';
 import { createDynamoWatchBaton } from '../adapters/watch-baton.js';
@@ -376,15 +377,19 @@ function parkedWatchOf(
         ...(options.log ? { warn: (message, fields) => options.log?.warn(message, fields) } : {}),
       })
     : undefined;
-  // A ready parked task is recorded here, as the consumer would (its metrics under the consumer's service).
+  // A ready parked task is recorded here, as the consumer would (its metrics under the consumer's
+  // service, published once a batch).
+  const metrics = createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer });
+  const metricsBatch = createMetricsBatch({ metrics, ...(options.clock ? { clock: options.clock } : {}) });
   const recorder = createParkedRecorder({
     repository: results,
     solver,
     queue,
     deletes,
     ...(window ? { window } : {}),
+    metricsBatch,
     events: options.parkedEvents ?? eventsOf(environment, clients),
-    metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer }),
+    metrics,
     redactor: createRedactor(),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log ? { log: options.log } : {}),
@@ -398,6 +403,7 @@ function parkedWatchOf(
     recorder,
     deletes,
     ...(window ? { window } : {}),
+    metricsBatch,
     ...(ledger ? { solved: ledger } : {}),
     ...watchCadence(settings),
     // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.

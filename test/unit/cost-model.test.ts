@@ -164,10 +164,12 @@ describe('the parked design’s bill', () => {
       (1000 * 8 + 6 + 780 + 120) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7,
       9,
     );
-    // CloudWatch: 1.987 MB consumer logs + 0.752 MB the watch's (752 B a record), 10 consumer
-    // metrics (Parked, SqsRequests and SqsErrors more, ResultRequests fewer)
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.0009935 + 0.000376 + (10 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.01742651, 7);
+    // CloudWatch: 1.756 MB consumer logs (a parked invocation's 1 756 B) + the watch's: 346 B a record (its line, its values in
+    // the batch's EMF document, the line's event) and 426 B a document (frame and event), one per
+    // solved batch (780) and one per 100 values (10): 682 540 B; 10 consumer metrics (Parked,
+    // SqsRequests and SqsErrors more, ResultRequests fewer)
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.000878 + 0.00034127 + (10 / 730) * 0.3, 9);
+    expect(bill.usd).toBeCloseTo(0.01742651 - (0.000376 - 0.00034127) - (0.0009935 - 0.000878), 7);
   });
 
   it('bills the parked governor’s metric window instead of the consumer’s GetMetricData: 4 metrics a minute, not 14', () => {

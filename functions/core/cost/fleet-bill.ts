@@ -127,6 +127,15 @@ export function watchSolvedWrites(recordedByWatch: number, hours: number): numbe
 }
 
 /**
+ * The EMF documents the watch publishes over `hours` (functions/governor/metrics-batch.ts): one per
+ * batch of recorded solves, as many as its solved batches, and one more each time a metric of a
+ * batch reaches Powertools' 100 values.
+ */
+export function watchEmfDocuments(recordedByWatch: number, hours: number): number {
+  return recordedByWatch === 0 ? 0 : watchSolvedWrites(recordedByWatch, hours) + Math.floor(recordedByWatch / 100);
+}
+
+/**
  * The watch's DeleteMessageBatch requests over `hours` (functions/governor/delete-batch.ts): one per
  * ten recorded answers, and the partial batches it sends with its solved batches, at most one every
  * `solvedBatchSeconds` and one at each invocation's end; never more than the answers.
@@ -202,19 +211,26 @@ export const PARKED_CONSUMER_METRICS = 2;
 /**
  * Log bytes ingested (CloudWatch Logs bills what it ingests; each event counts 26 bytes more), by
  * part: the consumer's own JSON lines over an invocation (705 B measured: `npm start -- --tasks 40
- * --log-level info`, 40 908 B over 58 invocations, about 3 lines), its EMF document (at most 650 B
+ * --log-level info`, 40 908 B over 58 invocations, about 3 lines; waiting, `--concurrency 20`:
+ * 677 B now, two lines; parked: 491 B, `npm start -- --tasks 40 --log-level info`, 19 641 B over
+ * 40 invocations, 1.3 lines with the run's warnings, since the submission's line is a debug line
+ * when the task parks at once; 500 here), its EMF document (at most 650 B
  * measured, waiting or parked, with a 24-character namespace; 700 here), Lambda's START, END and
  * REPORT lines (about 400 B, estimated); the watch's info line per task it records (274 B measured:
  * Powertools' JSON with a 42-character task id, its solver id and solve time; 300 here) and the EMF
- * document of that solve (at most 350 B measured; 400 here). test/integration/consumer-metrics.test.ts
- * measures the EMF documents against these.
+ * documents of its solves, one a batch (functions/governor/metrics-batch.ts): its frame (a batch of
+ * three solves: 375 B measured, 3-digit times; 400 here) and each solve's values in it (its solve
+ * time, 1, its end-to-end time: about 16 B at 5-digit times; 20 here).
+ * test/integration/consumer-metrics.test.ts measures the EMF documents against these.
  */
 export const LOG_BYTES = {
   consumerLines: 705,
+  parkedConsumerLines: 500,
   consumerEmf: 700,
   lambdaPlatform: 400,
   watchLine: 300,
   watchEmf: 400,
+  watchEmfPerSolve: 20,
   perEvent: 26,
 } as const;
 
@@ -234,13 +250,18 @@ export interface CostAssumptions {
   leaseMetaBytes: number;
   /** A metric window slot item (a minute's counters and its solve-time histogram), bytes. */
   windowSlotBytes: number;
-  /** Log bytes the governor's watch ingests per task it records: its info line and the consumer's EMF document it publishes (LOG_BYTES). */
+  /** Log bytes the governor's watch ingests per task it records: its info line and its values in the batch's EMF document (LOG_BYTES; each document's frame is counted per batch). */
   watchLogBytesPerRecord: number;
   /**
    * Log bytes an invocation of the consumer ingests: its own JSON lines, its EMF document and
    * Lambda's START / END / REPORT lines, seven events (LOG_BYTES: 1 987 B).
    */
   consumerLogBytesPerInvocation: number;
+  /**
+   * …a parked invocation's: its one info line (the submission's is a debug line when it parks at
+   * once), its EMF document and Lambda's, six events (LOG_BYTES: 1 756 B).
+   */
+  parkedConsumerLogBytesPerInvocation: number;
   /** Log bytes a governor tick ingests (its decision line and EMF document; the invocation's START/REPORT spread over its ticks). */
   governorLogBytesPerTick: number;
   /**
@@ -280,9 +301,11 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   leaseSlotBytes: LEASE_SLOT_ITEM_BYTES,
   leaseMetaBytes: LEASE_META_ITEM_BYTES,
   windowSlotBytes: WINDOW_SLOT_ITEM_BYTES,
-  watchLogBytesPerRecord: LOG_BYTES.watchLine + LOG_BYTES.watchEmf + 2 * LOG_BYTES.perEvent,
+  watchLogBytesPerRecord: LOG_BYTES.watchLine + LOG_BYTES.watchEmfPerSolve + LOG_BYTES.perEvent,
   consumerLogBytesPerInvocation:
     LOG_BYTES.consumerLines + LOG_BYTES.consumerEmf + LOG_BYTES.lambdaPlatform + 7 * LOG_BYTES.perEvent,
+  parkedConsumerLogBytesPerInvocation:
+    LOG_BYTES.parkedConsumerLines + LOG_BYTES.consumerEmf + LOG_BYTES.lambdaPlatform + 6 * LOG_BYTES.perEvent,
   governorLogBytesPerTick: 2_500,
   // SolveDuration, QueueWait, EndToEnd, Solved, SolverSubmissions, ResultRequests, DynamoRequests,
   // DynamoErrors: test/integration/consumer-metrics.test.ts counts them from what the consumer emits.
@@ -393,7 +416,8 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
     if (usage.governor ?? true) lines.push(...windowLines(usage, usage.parked, a, prices));
   }
   lines.push(p.events('completion events', usage.solved * CONSUMER_CALLS.eventsPerSolve));
-  if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * a.consumerLogBytesPerInvocation));
+  const logBytes = usage.parked !== undefined ? a.parkedConsumerLogBytesPerInvocation : a.consumerLogBytesPerInvocation;
+  if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * logBytes));
   const consumerMetrics = a.consumerMetrics + (usage.parked !== undefined ? PARKED_CONSUMER_METRICS : 0);
   lines.push(p.customMetrics('consumer custom metrics', consumerMetrics, usage.hours));
   if (usage.governor ?? true)
@@ -505,7 +529,11 @@ function parkedLines(parked: ParkedUsage, hours: number, a: CostAssumptions, pri
       watchSolvedWrites(parked.recordedByWatch, hours) * writeUnits(a.ledgerBytes),
     ),
     p.sqsRequests('watch: DeleteMessageBatch', watchDeleteRequests(parked.recordedByWatch, hours)),
-    p.logs('watch logs + EMF', parked.recordedByWatch * a.watchLogBytesPerRecord),
+    p.logs(
+      'watch logs + EMF',
+      parked.recordedByWatch * a.watchLogBytesPerRecord +
+        watchEmfDocuments(parked.recordedByWatch, hours) * (LOG_BYTES.watchEmf + LOG_BYTES.perEvent),
+    ),
     p.dynamoReads('watch relay: baton reads', hours * 60 * WATCH_CALLS.relayReadsPerMinute),
     p.dynamoWrites('watch relay: baton writes', hours * 60 * WATCH_CALLS.relayWritesPerMinute),
   ];
