@@ -78,7 +78,7 @@ export interface ModelParams {
   watchRoundSeconds: number;
   /**
    * The watch reads the leases (a Query of every shard) and looks up new leases' records at most
-   * this often (its `viewEveryMs`, WATCH_VIEW_MS: 2 s): at the first round this long after the
+   * this often (its `viewEveryMs`, WATCH_VIEW_MS: 1 s): at the first round this long after the
    * last read; the rounds between poll the leases it last read, seconds.
    */
   watchViewSeconds: number;

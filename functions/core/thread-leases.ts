@@ -78,14 +78,8 @@ export function watchPollMs(requests: number, asked = 0): number {
   return Math.min(WATCH_POLL_MAX_MS, Math.max(WATCH_POLL_MS, budgeted));
 }
 
-/**
- * …and reads the leases (one strongly consistent Query a shard) at most this often, ms. A task
- * parked since the last read is polled from the next: no method's answer comes that soon after
- * its submission but for the odd image (base64 solves take 4 s at the median), and the lab
- * (`watchViewSeconds` 1 → 2: the same p95 on the shipped traces) shows no cost in latency for
- * half the watch's shard reads.
- */
-export const WATCH_VIEW_MS = 2_000;
+/** …and reads the leases (one strongly consistent Query a shard) at most this often, ms. */
+export const WATCH_VIEW_MS = 1_000;
 
 /**
  * A consumer waiting for a slot reads the shards this often (×0.5–1.5 jitter) when a round reads

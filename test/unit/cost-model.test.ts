@@ -352,14 +352,14 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     // GIVEN a one-minute local run that parked 100 tasks; the watch polled 300 over 60 rounds (5 live on average)
     const usage = usageOfSummary(summary(100, { rounds: 60, polled: 300, released: 100, recorded: 98, renewed: 7 }));
     // THEN a slot taken per parked task, freed by the watch or a refusal, and the governor's Queries
-    // a minute at AWS's pace: 29 reads of the leases by the watch (one every 2 s, all minute but the
+    // a minute at AWS's pace: 59 reads of the leases by the watch (one a second, all minute but the
     // relay's hand-over; its bulk polls between cost nothing at AWS) and 6 ticks reading the one shard twice
     expect(usage.parked?.leaseTakes).toBe(100);
     expect(usage.parked?.leaseReleases).toBe(102);
     expect(usage.parked?.recordedByWatch).toBe(98);
     // leases the watch renewed while the solver had not answered for them
     expect(usage.parked?.leaseRenewals).toBe(7);
-    expect(usage.parked?.governorShardReads[5]).toBeCloseTo(29 + 6 * 2, 9);
+    expect(usage.parked?.governorShardReads[5]).toBeCloseTo(59 + 6 * 2, 9);
     // the pollers count a parked message as a batch item failure: only the 3 others are hand-backs
     expect(usage.handBacks).toBe(3);
   });

@@ -69,7 +69,7 @@ export const PARKED_CONSUMER_CALLS = {
 /**
  * The governor's watch over parked tasks (functions/governor/parked-watch.ts,
  * functions/adapters/parked-recorder.ts): per round one bulk res.php request (free at the
- * solver: not billed); per read of the leases (at most one every 2 s) a strongly consistent Query
+ * solver: not billed); per read of the leases (at most one a second) a strongly consistent Query
  * of every shard, and per new lease a GetItem of its task's record (eventually consistent); per
  * ready task the lease's DeleteItem, one result request to the solver, the answered record in one
  * conditional write (no announcement note), one completion event (counted with every solve) and
@@ -92,8 +92,8 @@ export const WATCH_CALLS = {
    * no AWS call.
    */
   roundsPerMinute: 597,
-  /** Reads of the leases a minute: one every WATCH_VIEW_MS (2 s) while it runs, a Query of every shard each. */
-  viewsPerMinute: 29,
+  /** Reads of the leases a minute: one every WATCH_VIEW_MS (1 s) while it runs, a Query of every shard each. */
+  viewsPerMinute: 59,
   /**
    * Billed seconds of a parked governor's invocation: from its start until its successor, a
    * minute later, has asked for the baton, plus the hand-over (0.1 s), plus its own wait for the
