@@ -6,7 +6,7 @@
  * host them; every policy pays the same queue, table and event charges per task.
  */
 import type { CostAssumptions, FleetBill, FleetUsage } from '../functions/core/cost/fleet-bill.js';
-import { fleetBill } from '../functions/core/cost/fleet-bill.js';
+import { fleetBill, TEXT_ANSWER_METHODS } from '../functions/core/cost/fleet-bill.js';
 import type { FunctionSizing } from '../functions/core/function-sizing.js';
 import type { RunResult } from './sim.js';
 import type { Trace } from './trace.js';
@@ -51,6 +51,13 @@ function peakWorkers(run: RunResult): number {
   return peak;
 }
 
+/** The share of a trace's tasks whose answer is text (TEXT_ANSWER_METHODS), by its methods' shares. */
+export function textAnswerShareOf(trace: Pick<Trace, 'methods'>): number {
+  const total = trace.methods.reduce((sum, m) => sum + m.share, 0);
+  const text = trace.methods.reduce((sum, m) => sum + (TEXT_ANSWER_METHODS.has(m.method) ? m.share : 0), 0);
+  return total > 0 ? text / total : 0;
+}
+
 /** The counted work of a run as the cost model takes it, in the design the run ran (waiting or parked). */
 export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions = {}): FleetUsage {
   const hours = billedHours(trace);
@@ -58,6 +65,8 @@ export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions
   const accepted = run.solved - (run.overflow?.solved ?? 0) + run.probesAccepted;
   const common = {
     hours,
+    // Image and text captchas answer a few characters: their records take one write unit, not three.
+    textAnswerShare: textAnswerShareOf(trace),
     tasks: run.arrivals,
     solved: run.solved,
     acceptedSubmissions: accepted,

@@ -17,6 +17,7 @@ import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
 import { PARKED_SUBMIT_SECONDS } from '../functions/core/governor/submitters.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import { TRACES_DIR } from '../lab/bench.js';
+import { textAnswerShareOf } from '../lab/cost.js';
 import { loadTraceFile } from '../lab/trace.js';
 
 const PLAN_THREADS = 50;
@@ -51,6 +52,8 @@ export function monthWaiting(use: number): FleetUsage {
     handBacks: 0,
     copiesSent: 0,
     consumerSizing: FUNCTION_SIZING.consumer,
+    // The same mix's image captchas answer text: their records take one write unit, not three.
+    textAnswerShare: textAnswerShareOf(loadTraceFile(join(TRACES_DIR, 'steady.json'))),
   };
 }
 

@@ -78,6 +78,14 @@ export function watchPollMs(requests: number, asked = 0): number {
   return Math.min(WATCH_POLL_MAX_MS, Math.max(WATCH_POLL_MS, budgeted));
 }
 
+/**
+ * The watch's batches (its solved count, its deletes, its solves' metric window and metrics):
+ * written when the oldest has waited this long, ms, and at the end of its run. A batch that waits
+ * costs nothing but freshness: the price per solve and the metric window are read once a minute,
+ * a recorded task's message is hidden until its lease ends.
+ */
+export const WATCH_BATCH_MS = 10_000;
+
 /** …and reads the leases (one strongly consistent Query a shard) at most this often, ms. */
 export const WATCH_VIEW_MS = 1_000;
 

@@ -6,6 +6,7 @@
  * message that comes back at its visibility's end meets the terminal record and is acknowledged
  * as a duplicate (docs/governor.md, "The watch over parked tasks").
  */
+import { WATCH_BATCH_MS } from '../core/thread-leases.js';
 import type { Clock, DeliveredMessage } from '../core/ports.js';
 import { SQS_BATCH_ENTRIES } from '../core/task.js';
 
@@ -26,7 +27,7 @@ export interface DeleteBatch {
 
 export interface DeleteBatchOptions {
   queue: ManyDeleter;
-  /** Longest a delete waits for its batch, ms. @default 5000 (the watch's solved batch) */
+  /** Longest a delete waits for its batch, ms. @default WATCH_BATCH_MS (10 000: the watch's solved batch) */
   flushMs?: number;
   /** Deletes per request. @default 10 (SQS's limit) */
   size?: number;
@@ -36,7 +37,7 @@ export interface DeleteBatchOptions {
 /** Build the batch. Never throws. */
 export function createDeleteBatch(options: DeleteBatchOptions): DeleteBatch {
   const clock = options.clock ?? Date.now;
-  const flushMs = options.flushMs ?? 5_000;
+  const flushMs = options.flushMs ?? WATCH_BATCH_MS;
   const size = options.size ?? SQS_BATCH_ENTRIES;
   const stats = { requests: 0, deleted: 0, failed: 0 };
   let pending: DeliveredMessage[] = [];

@@ -5,6 +5,7 @@
  * once per batch rather than once per solve. Published when the oldest solve has waited `flushMs`
  * (with the watch's solved batch) and at the end of its run. Never throws.
  */
+import { WATCH_BATCH_MS } from '../core/thread-leases.js';
 import type { Clock } from '../core/ports.js';
 
 export interface MetricsBatch {
@@ -20,14 +21,14 @@ export interface MetricsBatch {
 export interface MetricsBatchOptions {
   /** The recorder's metrics (Powertools Metrics: `publishStoredMetrics`). */
   metrics: { publishStoredMetrics(): unknown };
-  /** Longest a solve's metrics wait for their batch, ms. @default 5000 (the watch's solved batch) */
+  /** Longest a solve's metrics wait for their batch, ms. @default WATCH_BATCH_MS (10 000: the watch's solved batch) */
   flushMs?: number;
   clock?: Clock;
 }
 
 export function createMetricsBatch(options: MetricsBatchOptions): MetricsBatch {
   const clock = options.clock ?? Date.now;
-  const flushMs = options.flushMs ?? 5_000;
+  const flushMs = options.flushMs ?? WATCH_BATCH_MS;
   const stats = { documents: 0, solves: 0 };
   let waiting = 0;
   let oldestAt = 0;

@@ -27,7 +27,7 @@
 import { sleep as wait } from '../core/helpers/time.js';
 import type { Clock, PollState, PollTarget, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
 import { isTerminal, type TaskResult } from '../core/results.js';
-import { type LeaseKeeper, type LeaseSlot, liveSlots, renewWithinMs } from '../core/thread-leases.js';
+import { type LeaseKeeper, type LeaseSlot, liveSlots, renewWithinMs, WATCH_BATCH_MS } from '../core/thread-leases.js';
 import type { SolvedCounter } from '../core/thread-ledger.js';
 import type { ParkedRecorder } from '../adapters/parked-recorder.js';
 import type { RecordBase } from '../core/solved-record.js';
@@ -56,7 +56,7 @@ export interface ParkedWatchOptions {
   recorder?: ParkedRecorder;
   /** The thread ledger's `solved` counter: the recorded answers are added to it in batches. */
   solved?: SolvedCounter;
-  /** Longest a recorded answer waits before its batch is added to `solved`, ms. @default 5000 */
+  /** Longest a recorded answer waits before its batch is added to `solved`, ms. @default WATCH_BATCH_MS (10 000) */
   solvedFlushMs?: number;
   /**
    * The deletes of the recorded tasks' messages, batched (the recorder adds them): sent when due
@@ -501,7 +501,7 @@ async function flushBatches(options: ParkedWatchOptions, which: 'due' | 'all'): 
  * failed stays for the next.
  */
 function solvedBatch(options: ParkedWatchOptions, clock: Clock, stats: ParkedWatchStats) {
-  const flushMs = options.solvedFlushMs ?? 5_000;
+  const flushMs = options.solvedFlushMs ?? WATCH_BATCH_MS;
   let uncounted = 0;
   let flushedAt = clock();
   const flush = async (): Promise<void> => {

@@ -4,6 +4,7 @@
  * `flushMs` and at the end of the watch's run, beside its solved count and its deletes. Never
  * throws: a batch whose write failed stays for the next (the window is read as it stands).
  */
+import { WATCH_BATCH_MS } from '../core/thread-leases.js';
 import type { Clock } from '../core/ports.js';
 import type { SolveWindowWriter } from '../core/solve-window.js';
 
@@ -19,7 +20,7 @@ export interface WindowBatch {
 
 export interface WindowBatchOptions {
   window: SolveWindowWriter;
-  /** Longest a solve waits for its batch, ms. @default 5000 (the watch's solved batch) */
+  /** Longest a solve waits for its batch, ms. @default WATCH_BATCH_MS (10 000: the watch's solved batch) */
   flushMs?: number;
   clock?: Clock;
   warn?: (message: string, fields?: Record<string, unknown>) => void;
@@ -27,7 +28,7 @@ export interface WindowBatchOptions {
 
 export function createWindowBatch(options: WindowBatchOptions): WindowBatch {
   const clock = options.clock ?? Date.now;
-  const flushMs = options.flushMs ?? 5_000;
+  const flushMs = options.flushMs ?? WATCH_BATCH_MS;
   const stats = { writes: 0, counted: 0, failed: 0 };
   let times: number[] = [];
   let oldestAt = 0;

@@ -26,7 +26,7 @@ import { WATCH_POLL_MS, WATCH_VIEW_MS } from '../../functions/core/thread-leases
 import { AWS_PRICES } from '../../functions/core/cost/prices.js';
 import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import { shippedTraces } from '../../lab/bench.js';
-import { costOfRun } from '../../lab/cost.js';
+import { costOfRun, textAnswerShareOf } from '../../lab/cost.js';
 import { createPolicy } from '../../lab/policies.js';
 import { simulate } from '../../lab/sim.js';
 import { type Trace, withSolveMode } from '../../lab/trace.js';
@@ -151,25 +151,37 @@ describe('the parked design’s bill', () => {
     // Lambda: 500 s × 0.25 GB × $0.0000133334 + 1 000 requests
     expect(bill.byService.lambda).toBeCloseTo(500 * 0.25 * 0.0000133334 + 0.0002, 9);
     // SQS: 1 000 sends + 1 000 receives + 1 000 hides + 1 800 idle polls + the watch's deletes: 100
-    // full batches of ten and at most 13 partial ones a minute (780), 880 DeleteMessageBatch
-    expect(bill.byService.sqs).toBeCloseTo(5680 * 4e-7, 9);
+    // full batches of ten and at most 7 partial ones a minute (420), 520 DeleteMessageBatch
+    expect(bill.byService.sqs).toBeCloseTo(5320 * 4e-7, 9);
     // DynamoDB writes: claim + id-and-release (1 each), ledger acceptance (1), slot taken + freed
     // (1 each), the answered record once (3: no announcement note), 6 meta writes; no ledger
-    // `released`; the watch's solved count in batches: 13 a minute at most (60.3 s ÷ 5 s, and the
-    // invocation's end), 780 in the hour; the relay's baton written twice a minute (120).
+    // `released`; the watch's solved count in batches: 7 a minute at most (60.3 s ÷ 10 s, and the
+    // invocation's end), 420 in the hour; the relay's baton written twice a minute (120).
     // Reads: 1 000 consumer Queries × 2 units ÷ 2 (eventual), 3 000 governor Queries × 2,
     // 1 000 record reads × 1 ÷ 2, 1 000 ledger reads (the spend grant) before a submission, the
     // relay's baton read 24 times a minute (1 440).
     expect(bill.byService.dynamodb).toBeCloseTo(
-      (1000 * 8 + 6 + 780 + 120) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7,
+      (1000 * 8 + 6 + 420 + 120) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7,
       9,
     );
     // CloudWatch: 1.756 MB consumer logs (a parked invocation's 1 756 B) + the watch's: 346 B a record (its line, its values in
     // the batch's EMF document, the line's event) and 426 B a document (frame and event), one per
-    // solved batch (780) and one per 100 values (10): 682 540 B; 10 consumer metrics (Parked,
+    // solved batch (420) and one per 100 values (10): 529 180 B; 10 consumer metrics (Parked,
     // SqsRequests and SqsErrors more, ResultRequests fewer)
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.000878 + 0.00034127 + (10 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.01742651 - (0.000376 - 0.00034127) - (0.0009935 - 0.000878), 7);
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.000878 + 0.00026459 + (10 / 730) * 0.3, 9);
+    expect(bill.usd).toBeCloseTo(
+      500 * 0.25 * 0.0000133334 +
+        0.0002 +
+        5320 * 4e-7 +
+        (1000 * 8 + 6 + 420 + 120) * 6.25e-7 +
+        (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7 +
+        0.000878 +
+        0.00026459 +
+        (10 / 730) * 0.3 +
+        // the completion events: 1 000 × $1 per million
+        0.001,
+      7,
+    );
   });
 
   it('bills the parked governor’s metric window instead of the consumer’s GetMetricData: 4 metrics a minute, not 14', () => {
@@ -187,7 +199,7 @@ describe('the parked design’s bill', () => {
     const line = (item: string) => bill.lines.find((l) => l.item === item);
     // The store calls' 4 a minute, and the queues' 4 at the hour's cold start.
     expect(line('governor GetMetricData')?.quantity).toBe(60 * 4 + 4);
-    // The watch: its batches as its solved count (780 in the hour) and each minute's slot started afresh (60).
+    // The watch: its batches as its solved count (420 in the hour) and each minute's slot started afresh (60).
     expect(line('metric window: watch batches')?.quantity).toBe(watchSolvedWrites(980, 1) + 60);
     // The consumers: the 4 error answers and the 20 solves they read themselves; no write for the rest.
     expect(line('metric window: consumers')?.quantity).toBe(24);
@@ -197,6 +209,20 @@ describe('the parked design’s bill', () => {
     const waiting = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
     expect(waiting.lines.find((l) => l.item === 'governor GetMetricData')?.quantity).toBe(60 * 14 + 4);
     expect(waiting.lines.some((l) => l.item.startsWith('metric window'))).toBe(false);
+  });
+
+  it('writes a text answer’s record in one unit and a token’s in three, by the mix’s share of image and text captchas', () => {
+    const results = (textAnswerShare: number | undefined) =>
+      fleetBill(
+        { ...HOUR, governor: false, parked: PARKED, ...(textAnswerShare !== undefined ? { textAnswerShare } : {}) },
+        { planThreads: 50 },
+      ).lines.find((l) => l.item === 'watch: results')?.quantity;
+    // Every answer a token unless told: 1 000 records × 3 units (a 2.8 KB item)
+    expect(results(undefined)).toBe(3000);
+    // The shipped mix: 15 % base64 images, their records under 1 KB
+    expect(textAnswerShareOf(shippedTraces().find((t) => t.name === 'steady') as Trace)).toBeCloseTo(0.15, 9);
+    expect(results(0.15)).toBeCloseTo(1000 * (0.85 * 3 + 0.15 * 1), 9);
+    expect(results(1)).toBe(1000);
   });
 
   it('bills a parked governor at the memory the stack gives it for the plan (its watch’s CPU), a waiting one at 256 MB', () => {
@@ -230,10 +256,10 @@ describe('the parked design’s bill', () => {
       const requests = watchDeleteRequests(recorded, hours);
       expect(requests).toBeLessThanOrEqual(recorded);
       expect(requests).toBeGreaterThanOrEqual(Math.ceil(recorded / 10));
-      // the partial batches: at most 13 a minute (one every 5 s of a 60.3 s invocation, and its end)
-      expect(requests).toBeLessThanOrEqual(Math.ceil(recorded / 10) + hours * 60 * 13);
+      // the partial batches: at most 7 a minute (one every 10 s of a 60.3 s invocation, and its end)
+      expect(requests).toBeLessThanOrEqual(Math.ceil(recorded / 10) + hours * 60 * 7);
     }
-    expect(watchDeleteRequests(100_000, 1)).toBe(10_000 + 780);
+    expect(watchDeleteRequests(100_000, 1)).toBe(10_000 + 420);
   });
 
   it('bills a parked task fewer answered-record writes than a waiting one, and the same ledger read (the grant)', () => {
@@ -246,7 +272,7 @@ describe('the parked design’s bill', () => {
     expect(line(waiting, 'thread ledger reads')).toBe(1000);
     expect(line(parked, 'thread ledger reads')).toBe(1000);
     // The watch's solved count: one write per batch, never more than the answers it recorded.
-    expect(line(parked, 'watch: solved count')).toBe(780);
+    expect(line(parked, 'watch: solved count')).toBe(420);
     const few = fleetBill(
       { ...HOUR, governor: false, parked: { ...PARKED, recordedByWatch: 40 } },
       { planThreads: 50 },

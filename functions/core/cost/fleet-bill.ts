@@ -8,7 +8,7 @@
  */
 import { FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
 import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits } from './bill.js';
-import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES } from '../thread-leases.js';
+import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES, WATCH_BATCH_MS } from '../thread-leases.js';
 import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
 import { parkedGovernorSizing } from '../watch-sizing.js';
 import { SQS_BATCH_ENTRIES } from '../task.js';
@@ -113,7 +113,7 @@ export const WATCH_CALLS = {
    * Least time between two batches of recorded answers added to the ledger's `solved`
    * (parked-watch.ts `solvedFlushMs`), s; one more batch at the end of each invocation.
    */
-  solvedBatchSeconds: 5,
+  solvedBatchSeconds: WATCH_BATCH_MS / 1000,
 } as const;
 
 /**
@@ -124,6 +124,15 @@ export const WATCH_CALLS = {
 export function watchSolvedWrites(recordedByWatch: number, hours: number): number {
   const perMinute = Math.floor(WATCH_CALLS.governorSecondsPerInvocation / WATCH_CALLS.solvedBatchSeconds) + 1;
   return Math.min(recordedByWatch, Math.ceil(hours * 60 * perMinute));
+}
+
+/** Methods whose answer is a few characters of text (an image's, a text captcha's), not a token. */
+export const TEXT_ANSWER_METHODS: ReadonlySet<string> = new Set(['base64', 'textcaptcha']);
+
+/** Write units of one write of the answered record, over the usage's mix of text answers and tokens. */
+function answeredRecordUnits(usage: Pick<FleetUsage, 'textAnswerShare'>, a: CostAssumptions): number {
+  const text = Math.min(1, Math.max(0, usage.textAnswerShare ?? 0));
+  return (1 - text) * writeUnits(a.answeredRecordBytes) + text * writeUnits(a.textAnsweredRecordBytes);
 }
 
 /**
@@ -242,6 +251,11 @@ export interface CostAssumptions {
   recordBytes: number;
   /** The results item with its answer (complete, markAnnounced), bytes: a reCAPTCHA token is ~2 KB. */
   answeredRecordBytes: number;
+  /**
+   * …with a text answer (an image's or a text captcha's: TEXT_ANSWER_METHODS), bytes: the item
+   * before the answer and under 100 B of text.
+   */
+  textAnsweredRecordBytes: number;
   /** The thread ledger item, bytes. */
   ledgerBytes: number;
   /** A lease slot item (shard, slot, task id, times, the delivery's queue and receipt handle), bytes. */
@@ -297,6 +311,7 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   taskBytes: 2_048,
   recordBytes: 900,
   answeredRecordBytes: 2_800,
+  textAnsweredRecordBytes: 1_000,
   ledgerBytes: 700,
   leaseSlotBytes: LEASE_SLOT_ITEM_BYTES,
   leaseMetaBytes: LEASE_META_ITEM_BYTES,
@@ -367,6 +382,11 @@ export interface FleetUsage {
   handBacks: number;
   /** Fresh copies of messages the consumer sent (carried, parked), each one SendMessage. */
   copiesSent: number;
+  /**
+   * Share of the solves whose answer is text (TEXT_ANSWER_METHODS: its record one write unit, not
+   * a token's three). @default 0 (every answer a token)
+   */
+  textAnswerShare?: number;
   /** The consumer's function; FUNCTION_SIZING.consumer by default. */
   consumerSizing?: FunctionSizing;
   /** The governor runs (Lambda policies governed by it). @default true */
@@ -411,7 +431,7 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   const lines: BillLine[] = [...computeLines(usage, prices), ...queueLines(usage, a, prices)];
   lines.push(...storeLines(usage, a, prices));
   if (usage.parked !== undefined) {
-    lines.push(...parkedLines(usage.parked, usage.hours, a, prices));
+    lines.push(...parkedLines(usage, usage.parked, a, prices));
     // The window is the governor's: without one nothing writes or reads it.
     if (usage.governor ?? true) lines.push(...windowLines(usage, usage.parked, a, prices));
   }
@@ -493,7 +513,7 @@ function storeLines(usage: FleetUsage, a: CostAssumptions, prices: PriceTable): 
     ),
     p.dynamoWrites(
       'results, announcement notes',
-      byConsumer * CONSUMER_CALLS.answerWritesPerSolve * writeUnits(a.answeredRecordBytes),
+      byConsumer * CONSUMER_CALLS.answerWritesPerSolve * answeredRecordUnits(usage, a),
     ),
     p.dynamoWrites(
       'thread ledger (accepted, released, refused)',
@@ -508,7 +528,8 @@ function storeLines(usage: FleetUsage, a: CostAssumptions, prices: PriceTable): 
 }
 
 /** The parked design's own calls: the leases (consumers and governor) and the watch's records. */
-function parkedLines(parked: ParkedUsage, hours: number, a: CostAssumptions, prices: PriceTable): BillLine[] {
+function parkedLines(usage: FleetUsage, parked: ParkedUsage, a: CostAssumptions, prices: PriceTable): BillLine[] {
+  const hours = usage.hours;
   const p = pricer(prices);
   const slot = writeUnits(a.leaseSlotBytes);
   const query = (live: number) => strongReadUnits(a.leaseMetaBytes + live * a.leaseSlotBytes);
@@ -522,7 +543,7 @@ function parkedLines(parked: ParkedUsage, hours: number, a: CostAssumptions, pri
     p.dynamoReads('watch: lease records read', (parked.recordReads * strongReadUnits(a.recordBytes)) / 2),
     p.dynamoWrites(
       'watch: results',
-      parked.recordedByWatch * WATCH_CALLS.answerWritesPerRecord * writeUnits(a.answeredRecordBytes),
+      parked.recordedByWatch * WATCH_CALLS.answerWritesPerRecord * answeredRecordUnits(usage, a),
     ),
     p.dynamoWrites(
       'watch: solved count (thread ledger)',
