@@ -8,8 +8,8 @@
  * a writer that lost that race ADDs again. Counts from a writer whose clock is a whole rotation
  * (four minutes) behind are dropped: the window no longer reads their minute.
  *
- * The read takes the three slots of the window and the ledger, strongly consistent (four read
- * units), and removes ledger minute counters an idle spell left behind (the ledger's own updates
+ * The read takes the window's two slots and the ledger, strongly consistent (three read units),
+ * and removes ledger minute counters an idle spell left behind (the ledger's own updates
  * remove the rest). A failed read is an unknown window, never an empty one.
  */
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -27,6 +27,7 @@ import {
   solveWindowSlotIds,
   type WindowCounter,
   type WindowCounts,
+  windowMinutes,
   windowOf,
 } from '../core/solve-window.js';
 import { LEDGER_ACCEPTED_MINUTE, LEDGER_REFUSED_MINUTE, THREAD_LEDGER_ID } from './thread-ledger.js';
@@ -189,7 +190,7 @@ export function createDynamoSolveWindow(options: DynamoSolveWindowOptions): Solv
 
     async read() {
       const now = clock();
-      const last = minuteOf(now);
+      const { last } = windowMinutes(now);
       const minutes = Array.from({ length: WINDOW_MINUTES }, (_, i) => last - i);
       let items: Array<Record<string, unknown> | undefined>;
       try {

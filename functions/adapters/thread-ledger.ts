@@ -264,8 +264,9 @@ function minuteCount(event: 'acceptance' | 'refusal', at: number) {
     remove: '#stale1, #stale2',
     names: {
       '#minute': `${prefix}${minute}`,
-      '#stale1': `${prefix}${minute - WINDOW_MINUTES - 1}`,
-      '#stale2': `${prefix}${minute - WINDOW_MINUTES - 2}`,
+      // The window reads back to minute − (WINDOW_MINUTES + 1) while the last minute settles.
+      '#stale1': `${prefix}${minute - WINDOW_MINUTES - 2}`,
+      '#stale2': `${prefix}${minute - WINDOW_MINUTES - 3}`,
     },
   };
 }

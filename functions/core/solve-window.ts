@@ -12,13 +12,15 @@
  *   carried in the update every submission already makes (functions/adapters/thread-ledger.ts).
  *
  * Each minute's counts live in one of four slot items (minute mod 4); the first writer of a minute
- * resets its slot. The window is the two minutes before the current one and the current one so
- * far: fresher than CloudWatch's (a minute late), and as long (at least two minutes).
+ * resets its slot. The window is the last two whole minutes whose counts are complete (the watch
+ * writes its batches at most `WATCH_BATCH_MS` late): 120 s, as CloudWatch's was, with every count
+ * of those minutes in it and none of a minute still being written.
  *
  * Pure: the minute arithmetic, the histogram and the window's assembly. The DynamoDB adapter is
  * functions/adapters/solve-window.ts.
  */
 import type { MetricsWindow } from './governor/signals.js';
+import { WATCH_BATCH_MS } from './thread-leases.js';
 
 /** A minute's number: epoch ms ÷ 60 000, floored. */
 export function minuteOf(now: number): number {
@@ -40,8 +42,17 @@ export function solveWindowSlotIds(ledgerId: string): string[] {
  */
 export const WINDOW_SLOT_ITEM_BYTES = 600;
 
-/** Minutes the window covers: the current one and the two before it. */
-export const WINDOW_MINUTES = 3;
+/** Whole minutes the window covers. */
+export const WINDOW_MINUTES = 2;
+
+/** How long after a minute ends its counts are complete: the watch's batch and its write. */
+export const WINDOW_SETTLE_MS = WATCH_BATCH_MS + 2_000;
+
+/** The window's minutes at `now`: the last `WINDOW_MINUTES` whole minutes whose counts are complete. */
+export function windowMinutes(now: number): { first: number; last: number } {
+  const last = minuteOf(now - WINDOW_SETTLE_MS) - 1;
+  return { first: last - WINDOW_MINUTES + 1, last };
+}
 
 /** What one writer adds to a minute. Every field optional; absent is 0. */
 export interface WindowCounts {
@@ -144,11 +155,10 @@ export interface LedgerMinutes {
 
 /**
  * The window at `now` from the slots read (those of other minutes are ignored) and the ledger's
- * minutes: the three minutes up to now, `windowMs` from the first one's start to now.
+ * minutes: the whole minutes `windowMinutes(now)` names.
  */
 export function windowOf(now: number, slots: readonly MinuteCounts[], ledger: LedgerMinutes): MetricsWindow {
-  const last = minuteOf(now);
-  const first = last - WINDOW_MINUTES + 1;
+  const { first, last } = windowMinutes(now);
   const inWindow = (minute: number) => minute >= first && minute <= last;
   const counters = Object.fromEntries(WINDOW_COUNTERS.map((name) => [name, 0])) as Record<WindowCounter, number>;
   const buckets = new Map<number, number>();
@@ -165,7 +175,7 @@ export function windowOf(now: number, slots: readonly MinuteCounts[], ledger: Le
     [...byMinute].reduce((sum, [minute, n]) => sum + (inWindow(minute) ? n : 0), 0);
   const refusals = sumOf(ledger.refusals);
   return {
-    windowMs: now - first * 60_000,
+    windowMs: WINDOW_MINUTES * 60_000,
     submissions: sumOf(ledger.acceptances) + refusals + counters.submitErrors,
     resultRequests: counters.resultRequests,
     overCapAnswers: refusals,

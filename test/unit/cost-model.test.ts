@@ -203,8 +203,8 @@ describe('the parked design’s bill', () => {
     expect(line('metric window: watch batches')?.quantity).toBe(watchSolvedWrites(980, 1) + 60);
     // The consumers: the 4 error answers and the 20 solves they read themselves; no write for the rest.
     expect(line('metric window: consumers')?.quantity).toBe(24);
-    // The governor: three slots and the ledger, once a minute.
-    expect(line('metric window: governor reads')?.quantity).toBe(60 * 4);
+    // The governor: the window's two slots and the ledger, once a minute.
+    expect(line('metric window: governor reads')?.quantity).toBe(60 * 3);
     // A waiting fleet reads the consumer's metrics from CloudWatch, and has no window.
     const waiting = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
     expect(waiting.lines.find((l) => l.item === 'governor GetMetricData')?.quantity).toBe(60 * 14 + 4);

@@ -15,10 +15,13 @@ import {
   type MinuteCounts,
   minuteOf,
   WINDOW_COUNTERS,
+  WINDOW_SETTLE_MS,
+  windowMinutes,
   type WindowCounts,
   windowOf,
 } from '../../functions/core/solve-window.js';
 import { createWindowBatch } from '../../functions/governor/window-batch.js';
+import { WATCH_BATCH_MS } from '../../functions/core/thread-leases.js';
 
 const slot = (minute: number, counts: Partial<MinuteCounts['counters']>, solveMs: number[] = []): MinuteCounts => ({
   minute,
@@ -66,47 +69,57 @@ describe('the window’s histogram', () => {
 });
 
 describe('the window’s assembly', () => {
-  const now = 28_333_335 * 60_000 + 10_000; // 10 s into a minute
-  const m = minuteOf(now);
+  const minuteStart = 28_333_335 * 60_000;
+  const m = minuteOf(minuteStart);
+  // Slots of four minutes and the ledger's counters of the same minutes.
+  const slots = [
+    slot(m - 3, { solved: 100, transientErrors: 50 }, [99_000]),
+    slot(m - 2, { solved: 3, submitErrors: 1, transientErrors: 1 }, [10_000, 11_000, 12_000]),
+    slot(m - 1, { solved: 2, failed: 1, taskErrors: 1, resultRequests: 4 }, [20_000, 30_000]),
+    slot(m, { accountErrors: 1, submitErrors: 1, solved: 9 }, [1_000]),
+  ];
+  const ledger = {
+    acceptances: new Map([
+      [m - 3, 40],
+      [m - 2, 5],
+      [m - 1, 4],
+      [m, 1],
+    ]),
+    refusals: new Map([[m - 1, 2]]),
+  };
 
-  it('sums the current minute and the two before it, from the first one’s start to now', () => {
-    // Prepare: four slots (the oldest out of the window), the ledger's minute counters.
-    const slots = [
-      slot(m - 3, { solved: 100, transientErrors: 50 }, [99_000]),
-      slot(m - 2, { solved: 3, submitErrors: 1, transientErrors: 1 }, [10_000, 11_000, 12_000]),
-      slot(m - 1, { solved: 2, failed: 1, taskErrors: 1, resultRequests: 4 }, [20_000, 30_000]),
-      slot(m, { accountErrors: 1, submitErrors: 1 }),
-    ];
-    const ledger = {
-      acceptances: new Map([
-        [m - 3, 40],
-        [m - 2, 5],
-        [m - 1, 4],
-        [m, 1],
-      ]),
-      refusals: new Map([[m - 1, 2]]),
-    };
-    // Act
-    const window = windowOf(now, slots, ledger);
-    // Assess
+  it('sums the last two whole minutes whose counts are complete: not the minute still being written', () => {
+    // Act: 20 s into minute m (the watch's last batch of m − 1 written by 12 s)
+    const window = windowOf(minuteStart + 20_000, slots, ledger);
+    // Assess: minutes m − 2 and m − 1, 120 s
+    expect(windowMinutes(minuteStart + 20_000)).toEqual({ first: m - 2, last: m - 1 });
     expect(window).toMatchObject({
-      windowMs: 130_000,
-      submissions: 5 + 4 + 1 + 2 + 2,
+      windowMs: 120_000,
+      submissions: 5 + 4 + 2 + 1,
       overCapAnswers: 2,
       resultRequests: 4,
       transientErrors: 1,
       taskErrors: 1,
-      accountErrors: 1,
+      accountErrors: 0,
       solved: 5,
       failed: 1,
       meanSolveMs: (10_000 + 11_000 + 12_000 + 20_000 + 30_000) / 5,
     });
-    // The slowest of five, read from its bucket: within 4.5 % (the m − 3 slot's 99 s left out).
+    // The slowest of five, read from its bucket: within 4.5 %.
     expect(Math.abs((window.p95SolveMs as number) - 30_000) / 30_000).toBeLessThanOrEqual(0.045);
   });
 
+  it('waits for the watch’s last batch of a minute before counting it (WINDOW_SETTLE_MS into the next)', () => {
+    // 5 s into minute m: m − 1 may still get a batch, so the window is m − 3 and m − 2.
+    expect(WINDOW_SETTLE_MS).toBeGreaterThan(WATCH_BATCH_MS);
+    expect(windowMinutes(minuteStart + 5_000)).toEqual({ first: m - 3, last: m - 2 });
+    expect(windowMinutes(minuteStart + WINDOW_SETTLE_MS)).toEqual({ first: m - 2, last: m - 1 });
+    const window = windowOf(minuteStart + 5_000, slots, ledger);
+    expect(window).toMatchObject({ windowMs: 120_000, solved: 103, submissions: 40 + 5 + 1, transientErrors: 51 });
+  });
+
   it('reads a quiet window as zeros with no solve time (a known window, not an unknown one)', () => {
-    const window = windowOf(now, [], { acceptances: new Map(), refusals: new Map() });
+    const window = windowOf(minuteStart + 20_000, [], { acceptances: new Map(), refusals: new Map() });
     expect(window).toMatchObject({ submissions: 0, solved: 0, transientErrors: 0 });
     expect(window.meanSolveMs).toBeUndefined();
     expect(window.p95SolveMs).toBeUndefined();

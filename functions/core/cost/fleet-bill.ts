@@ -565,7 +565,7 @@ function parkedLines(usage: FleetUsage, parked: ParkedUsage, a: CostAssumptions,
  * a batch as its solved count, and each minute's first write once more (its slot started afresh:
  * the refused conditional update is billed too); a consumer's write for each delivery that saw an
  * error answer or read an answer itself (an ordinary parked delivery writes nothing: its
- * submission is the ledger's); the governor's read once a minute: three slots and the ledger.
+ * submission is the ledger's); the governor's read once a minute: two slots and the ledger.
  */
 function windowLines(usage: FleetUsage, parked: ParkedUsage, a: CostAssumptions, prices: PriceTable): BillLine[] {
   const p = pricer(prices);
