@@ -177,7 +177,9 @@ async function park(
   log: RecordLog,
 ): Promise<never> {
   ctx.deps.metrics.addMetric(METRICS.parked, MetricUnit.Count, 1);
-  await hide(delivery, delaySeconds, ctx, log);
+  // A message already replaced by a fresh copy (its submission's id carried in it, the table slow
+  // to take the id) is gone: nothing to hide.
+  if (!delivery.moved) await hide(delivery, delaySeconds, ctx, log);
   throw new TaskParkedSignal(taskId);
 }
 

@@ -16,6 +16,7 @@ import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
 import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
 import { createDynamoSolveWindow } from '../../functions/adapters/solve-window.js';
+import { createCarrySeal } from '../../functions/adapters/carry-seal.js';
 import { solveWindowSlotIds, WINDOW_SETTLE_MS } from '../../functions/core/solve-window.js';
 import { createWindowBatch } from '../../functions/governor/window-batch.js';
 import { SolverTransientError } from '../../functions/core/solver-protocol.js';
@@ -26,7 +27,7 @@ import { shardKeys } from '../../functions/core/thread-leases.js';
 import { createDeleteBatch } from '../../functions/governor/delete-batch.js';
 import { createParkedWatch } from '../../functions/governor/parked-watch.js';
 import { FAST_TIMING, simulatedSolvers } from '../helpers/simulated-solver.js';
-import { captureMetrics, recaptchaTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
+import { captureLogs, captureMetrics, recaptchaTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
 import {
   deliver,
   type EmulatorFixture,
@@ -335,6 +336,53 @@ describe('parked design on the emulators', () => {
     // Assess: two submissions (the error answer and the accepted one), one transient error.
     const read = await f.windowRead();
     expect(read).toMatchObject({ submissions: 2, transientErrors: 1, overCapAnswers: 0 });
+  });
+
+  it('parks a task whose id the table took too slowly: the id goes in a fresh copy, and the gone original is not hidden', async () => {
+    // Prepare: a table that takes the id's write (the park) only after the carry deadline.
+    const f = await parkedFleet({ planThreads: 10, medianMs: 60_000 });
+    const { settings } = f.fleet;
+    const slowRepository = new Proxy(f.repository, {
+      get(target, name, receiver) {
+        if (name !== 'park') return Reflect.get(target, name, receiver);
+        return async (...args: Parameters<typeof target.park>) => {
+          await sleep(1_300);
+          return target.park(...args);
+        };
+      },
+    });
+    const logs = captureLogs();
+    const handler = createConsumerHandler({
+      solver: f.solver,
+      repository: slowRepository,
+      queue: new SqsTaskQueue({
+        sqs: f.fleet.clients.sqs,
+        dlqUrl: f.fleet.resources.queueUrls.dlq,
+        sourceQueueUrls: [f.fleet.resources.queueUrls.normal, f.fleet.resources.queueUrls.high],
+      }),
+      metrics: f.captured.metrics,
+      logger: logs.logger,
+      settings,
+      timing: { ...FAST, solverIdCarryAfterMs: 1_000 },
+      leases: { leases: f.leases, shards: f.shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
+      threadLedger: f.ledger,
+      seal: createCarrySeal({ primary: async () => TEST_SOLVER_KEY }),
+    });
+    const id = await f.send();
+    // Act
+    try {
+      await deliver(f.fleet, handler, { max: 1 });
+    } finally {
+      logs.restore();
+    }
+    // Assess: parked with its id on the record, the id also carried in a fresh copy, paid once, and
+    // no attempt to hide the message the copy replaced.
+    const messages = logs.entries().map((e) => e.message);
+    expect(messages).toContain('message put back as a fresh copy');
+    expect(messages).toContain('task parked until its answer is ready');
+    expect(messages).not.toContain('visibility could not be changed');
+    expect(await f.repository.get(id, { consistent: true })).toMatchObject({ status: 'solving' });
+    expect(f.sim.stats().submissions).toBe(1);
   });
 
   it('deletes many messages across both lanes ten to a request', async () => {
