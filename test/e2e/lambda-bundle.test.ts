@@ -7,7 +7,9 @@
  * and tables on the embedded emulators, the key in a Secrets Manager secret and the event bus on
  * moto_server, the solver simulator over HTTP. The same bundle runs a second time as the overflow
  * consumer (SOLVER_PROVIDER=overflow, only the overflow key's secret, a second simulator as the
- * overflow provider), both invocations at once. Skipped cleanly where moto_server is absent.
+ * overflow provider), both invocations at once. Then the governor's bundle runs the same way for
+ * two ticks (its event source mappings and the consumer's function, and CloudWatch, on moto), and
+ * its watch records the task the consumer parked. Skipped cleanly where moto_server is absent.
  */
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,17 +17,10 @@ import { join } from 'node:path';
 import { CreateEventBusCommand, EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
-import { createMetrics } from '../../functions/adapters/metrics.js';
-import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
-import { createSolverClient } from '../../functions/adapters/solver-client.js';
-import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
-import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
-import { createRedactor } from '../../functions/core/redaction.js';
-import { shardKeys } from '../../functions/core/thread-leases.js';
-import { createParkedWatch } from '../../functions/governor/parked-watch.js';
 import { ENV } from '../../functions/core/environment.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
@@ -49,10 +44,12 @@ import {
   findLambdaNode,
   invokeBundle,
 } from '../helpers/lambda-bundle.js';
-import { HAS_MOTO, type MotoServer, startMotoServer } from '../helpers/moto.js';
+import { createMotoConsumer, HAS_MOTO, type MotoServer, startMotoServer } from '../helpers/moto.js';
 import { removeOutdir, synthesizeFleet } from '../infra/synth-helpers.js';
 
 const REGION = 'us-east-1';
+/** How long the deployed governor's invocation is given: two ticks 10 s apart and its watch between. */
+const GOVERNOR_RUN_MS = 16_000;
 const node = findLambdaNode();
 const runtimeMajor = Number(/^nodejs(\d+)\.x$/.exec(FLEET_RUNTIME.name)?.[1]);
 
@@ -60,12 +57,15 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
   const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-lambda-'));
   let outdir: string | undefined;
   const overflowDir = mkdtempSync(join(tmpdir(), 'captcha-fleet-lambda-overflow-'));
+  const governorDir = mkdtempSync(join(tmpdir(), 'captcha-fleet-lambda-governor-'));
   let moto: MotoServer | undefined;
   let emulators: EmulatorFixture | undefined;
   let simulator: SolverSimulator | undefined;
   let overflowSimulator: SolverSimulator | undefined;
   let fn: DeployedFunction;
+  let governorFn: DeployedFunction;
   let invocation: BundleInvocation;
+  let governorInvocation: BundleInvocation;
   let overflowInvocation: BundleInvocation;
   let taskId: string;
   let overflowTaskId: string;
@@ -83,8 +83,10 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     outdir = synth.outdir;
     const settingsName = resolveSettings({}).prefix;
     fn = deployedFunction(synth.template.toJSON(), outdir, `${settingsName}-consumer`);
+    governorFn = deployedFunction(synth.template.toJSON(), outdir, `${settingsName}-governor`);
     const packages = externalPackages(readFileSync(join(fn.assetDir, 'index.mjs'), 'utf8'));
     copyPackageClosure(packages, dir);
+    copyPackageClosure(externalPackages(readFileSync(join(governorFn.assetDir, 'index.mjs'), 'utf8')), governorDir);
     // The overflow invocation's layout shares the one copy of the SDK.
     symlinkSync(join(dir, 'node_modules'), join(overflowDir, 'node_modules'), 'dir');
 
@@ -200,48 +202,51 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
       }),
     ]);
 
-    // The primary consumer parked its submission (solveMode park, the default): the governor's
-    // watch records it, as the deployed governor does between its ticks.
+    // The primary consumer parked its submission (solveMode park, the default): the governor as
+    // deployed records it, its watch between its ticks. Its bundle, on the same Node.js, with the
+    // template's variables: the queues and tables on the emulators, the consumer's function and
+    // its two event source mappings, the key's secret, CloudWatch and the bus on moto. (Its
+    // GetQueueAttributes find no queue here: the queue emulator looks a queue up by its own URL
+    // form, which a child process's SDK cannot address; its ticks hold on the missing backlog.
+    // The decisions are the integration tests'; this one is the bundle on Lambda's Node.js.)
     const results = new DynamoResultsRepository({
       documents: fleet.clients.documents,
       tableName: fleet.resources.tables.results,
       ttlSeconds: settings.resultTtlSeconds,
     });
-    const queue = new SqsTaskQueue({
-      sqs: fleet.clients.sqs,
-      dlqUrl: fleet.resources.queueUrls.dlq,
-      sourceQueueUrls: [fleet.resources.queueUrls.normal, fleet.resources.queueUrls.high],
-    });
-    const leases = createDynamoThreadLeases({
-      documents: fleet.clients.documents,
-      tableName: fleet.resources.tables.leases,
-    });
-    const solver = createSolverClient({ baseUrl: solverBaseUrl, key: TEST_SOLVER_KEY, dialect: settings.dialect });
     parkedBeforeWatch = await results.get(taskId);
-    const watch = createParkedWatch({
-      leases,
-      shards: shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap),
-      results,
-      solver,
-      queue,
-      recorder: createParkedRecorder({
-        repository: results,
-        solver,
-        queue,
-        events: undefined,
-        metrics: createMetrics({
-          namespace: settings.metricsNamespace,
-          serviceName: 'consumer',
-          sink: () => undefined,
-        }),
-        redactor: createRedactor([TEST_SOLVER_KEY]),
-      }),
-      settleMs: 0,
-    });
-    for (let round = 0; round < 5 && watch.stats.recorded === 0; round++) {
-      await watch.round();
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    const consumer = await createMotoConsumer(motoEndpoint, { functionName: `${settings.prefix}-consumer` });
+    const governorStandIns: Record<string, string> = {
+      ...standIns,
+      [ENV.consumerFunctionName]: consumer.functionName,
+      [ENV.mappingIds]: JSON.stringify(consumer.mappingIds),
+    };
+    const governorVariables: Record<string, string> = {};
+    for (const [name, value] of Object.entries(governorFn.variables)) {
+      const local = typeof value === 'string' ? value : governorStandIns[name];
+      if (local === undefined) throw new Error(`the template sets ${name} to ${JSON.stringify(value)}: no stand-in`);
+      governorVariables[name] = local;
     }
+    governorVariables[ENV.config] = JSON.stringify({
+      ...JSON.parse(String(governorFn.variables[ENV.config])),
+      solverBaseUrl,
+    });
+    governorInvocation = await invokeBundle({
+      dir: governorDir,
+      fn: governorFn,
+      node: node.path,
+      event: {} as SQSEvent,
+      // Two ticks and the watch between them, not the minute the schedule gives it.
+      remainingMs: GOVERNOR_RUN_MS,
+      timeoutMs: GOVERNOR_RUN_MS + 30_000,
+      env: {
+        ...governorVariables,
+        ...lambdaEnv(`${settings.prefix}-governor`, governorDir),
+        AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(governorFn.memoryMb),
+        AWS_ENDPOINT_URL_LAMBDA: motoEndpoint,
+        AWS_ENDPOINT_URL_CLOUDWATCH: motoEndpoint,
+      },
+    });
   }, 240_000);
 
   afterAll(async () => {
@@ -252,6 +257,7 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     if (outdir) removeOutdir(outdir);
     rmSync(dir, { recursive: true, force: true });
     rmSync(overflowDir, { recursive: true, force: true });
+    rmSync(governorDir, { recursive: true, force: true });
   });
 
   it('imports nothing from outside the bundle but the AWS SDK and Node.js built-ins', () => {
@@ -285,6 +291,28 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     expect(record?.Item?.status, diagnostics).toBe('solved');
     expect(record?.Item?.provider, diagnostics).toBe('primary');
     expect(simulator?.stats()).toMatchObject({ accepted: 1, solved: 1, keyRejections: 0 });
+  });
+
+  it('runs the governor as deployed: it ticks, its watch records the parked task, within its memory and without the key', async () => {
+    // Prepare: the invocation ran in beforeAll
+    const diagnostics =
+      `exit ${governorInvocation.exitCode}\n${governorInvocation.stderr}\n${governorInvocation.stdout}`.slice(-4000);
+
+    // Act
+    const record = await emulators?.clients.documents.send(
+      new GetCommand({ TableName: resultsTable, Key: { taskId }, ConsistentRead: true }),
+    );
+
+    // Assess: ticks decided and logged, the parked task recorded by the watch (not by a second
+    // delivery), its peak resident memory under the function's (docs/cost.md, row (f'')).
+    expect(governorInvocation.exitCode, diagnostics).toBe(0);
+    const response = governorInvocation.response as unknown as { ticks: number; lastReason?: string };
+    expect(response.ticks, diagnostics).toBeGreaterThanOrEqual(1);
+    expect(governorInvocation.stdout, diagnostics).toContain('"message":"governor decision"');
+    expect(record?.Item?.completedBy, diagnostics).toMatch(/^watch:/);
+    expect(governorInvocation.maxRssMb).toBeGreaterThan(0);
+    expect(governorInvocation.maxRssMb).toBeLessThan(governorFn.memoryMb);
+    expect(`${governorInvocation.stdout}${governorInvocation.stderr}`).not.toContain(TEST_SOLVER_KEY);
   });
 
   it("stays within the function's memory size through its invocation", () => {

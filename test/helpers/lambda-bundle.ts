@@ -183,7 +183,10 @@ export async function invokeBundle(options: {
   node: string;
   event: SQSEvent;
   env: Record<string, string>;
+  /** Kill the child after this long, ms. */
   timeoutMs: number;
+  /** What the context says is left at the start, ms. @default the function's timeout */
+  remainingMs?: number;
 }): Promise<BundleInvocation> {
   const { dir, fn } = options;
   const task = join(dir, 'task');
@@ -199,7 +202,7 @@ export async function invokeBundle(options: {
     join(dir, 'event.json'),
   ];
   return new Promise((resolve, reject) => {
-    const child = spawn(options.node, [...args, String(fn.timeoutSeconds * 1000)], {
+    const child = spawn(options.node, [...args, String(options.remainingMs ?? fn.timeoutSeconds * 1000)], {
       cwd: task,
       env: options.env,
       stdio: ['ignore', 'pipe', 'pipe'],

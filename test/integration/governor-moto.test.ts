@@ -34,7 +34,7 @@ import { parseEnvironment } from '../../functions/core/environment.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
 import { formatTick } from '../../bin/commands/governor.js';
 import { createSolverSimulator } from '../../local/solver-sim/index.js';
-import { HAS_MOTO, startMotoServer, type MotoServer } from '../helpers/moto.js';
+import { createMotoConsumer, HAS_MOTO, startMotoServer, type MotoServer } from '../helpers/moto.js';
 
 /** moto enforces the unreserved floor of 100 only under a quota; 112 leaves room to reserve 12. */
 const QUOTA = 112;
@@ -56,53 +56,9 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
     sqs = new SQSClient(config);
     cloudwatch = new CloudWatchClient(config);
 
-    // moto checks that the function's role exists in its IAM: create it with a plain Query call.
-    const body = new URLSearchParams({
-      Action: 'CreateRole',
-      Version: '2010-05-08',
-      RoleName: 'consumer-role',
-      AssumeRolePolicyDocument: JSON.stringify({
-        Version: '2012-10-17',
-        Statement: [{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }],
-      }),
-    });
-    const role = await fetch(endpoint, {
-      method: 'POST',
-      body,
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        authorization:
-          'AWS4-HMAC-SHA256 Credential=local/20250101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0',
-      },
-    });
-    expect(role.ok).toBe(true);
-    // An empty zip archive is enough: nothing is invoked.
-    const emptyZip = Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array(18).fill(0)]);
-    await lambda.send(
-      new CreateFunctionCommand({
-        FunctionName: 'consumer',
-        Runtime: 'nodejs20.x',
-        Role: 'arn:aws:iam::123456789012:role/consumer-role',
-        Handler: 'index.handler',
-        Code: { ZipFile: emptyZip },
-      }),
-    );
-    for (const lane of ['normal', 'high'] as const) {
-      const url = (await sqs.send(new CreateQueueCommand({ QueueName: `tasks-${lane}` }))).QueueUrl as string;
-      queueUrls[lane] = url;
-      const arn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })))
-        .Attributes?.QueueArn;
-      const mapping = await lambda.send(
-        new CreateEventSourceMappingCommand({
-          FunctionName: 'consumer',
-          EventSourceArn: arn,
-          BatchSize: 1,
-          ScalingConfig: { MaximumConcurrency: 2 },
-          Enabled: lane === 'normal',
-        }),
-      );
-      ids[lane] = mapping.UUID as string;
-    }
+    const consumer = await createMotoConsumer(endpoint);
+    Object.assign(ids, consumer.mappingIds);
+    Object.assign(queueUrls, consumer.queueUrls);
   }, 60_000);
 
   afterAll(async () => {
