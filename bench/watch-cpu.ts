@@ -25,7 +25,6 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Command, InvalidArgumentError } from 'commander';
 import { createAwsClients, baseClientConfig } from '../functions/adapters/aws-clients.js';
 import { createEventBridgePublisher } from '../functions/adapters/completion-events.js';
-import { createParkedRecorder } from '../functions/adapters/parked-recorder.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
 import { createSolverClient } from '../functions/adapters/solver-client.js';
 import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
@@ -39,8 +38,7 @@ import { resolveSettings } from '../functions/core/settings.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import { pollRequestsFor } from '../functions/core/solver-protocol.js';
 import { LAMBDA_MB_PER_VCPU, parkedGovernorSizing, WATCH_CPU, watchCpuNeed } from '../functions/core/watch-sizing.js';
-import { createDeleteBatch } from '../functions/governor/delete-batch.js';
-import { createParkedWatch } from '../functions/governor/parked-watch.js';
+import { createRecordingWatch } from '../functions/governor/recording-watch.js';
 import { ensureFleetResources } from '../local/resources.js';
 import { startEmulators } from '../local/emulators.js';
 import { createSolverSimulator } from '../local/solver-sim/index.js';
@@ -174,13 +172,14 @@ function parkedFleet(endpoints: Endpoints, tasks: number) {
       leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
       threadLedger: ledger,
     });
-    // As the governor's wiring builds it: the recorded tasks' messages deleted ten to a request.
-    const deletes = createDeleteBatch({ queue });
-    const recorder = createParkedRecorder({
-      repository,
+    // As the governor's wiring builds it (functions/governor/recording-watch.ts): the recorded
+    // tasks' messages deleted ten to a request, their metrics published once a batch.
+    const { watch } = createRecordingWatch({
+      leases,
+      shards,
+      results: repository,
       solver,
       queue,
-      deletes,
       events: createEventBridgePublisher({
         client: new EventBridgeClient(baseClientConfig(endpoints.events, 'us-east-1')),
         busName: 'bench',
@@ -189,19 +188,8 @@ function parkedFleet(endpoints: Endpoints, tasks: number) {
       }),
       metrics,
       redactor: createRedactor([KEY]),
-    });
-    const watch = createParkedWatch({
-      leases,
-      shards,
-      results: repository,
-      solver,
-      queue,
-      recorder,
-      deletes,
       solved: ledger,
-      settleMs: 0,
-      viewEveryMs: 1_000,
-      leaseMs: leaseLengthMs(settings),
+      cadence: { settleMs: 0, viewEveryMs: 1_000, leaseMs: leaseLengthMs(settings) },
     });
     return { resources, handler, watch };
   };

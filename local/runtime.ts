@@ -44,10 +44,8 @@ import {
   watchCarries,
 } from './chaos.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger } from '../functions/governor/lease-step.js';
-import { createParkedWatch, type ParkedWatch } from '../functions/governor/parked-watch.js';
-import { createParkedRecorder } from '../functions/adapters/parked-recorder.js';
-import { createDeleteBatch } from '../functions/governor/delete-batch.js';
-import { createMetricsBatch } from '../functions/governor/metrics-batch.js';
+import type { ParkedWatch } from '../functions/governor/parked-watch.js';
+import { createRecordingWatch } from '../functions/governor/recording-watch.js';
 import { createMetrics } from '../functions/adapters/metrics.js';
 import { createRedactor } from '../functions/core/redaction.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
@@ -793,58 +791,45 @@ async function parkedSide(
   };
   for (const view of await leases.views(lane.shards)) for (const slot of view.slots) await leases.release(slot);
   const tickMs = (plan.options.governor === false ? undefined : plan.options.governor?.tickMs) ?? 1_000;
-  const results = new DynamoResultsRepository({
-    documents: clients.documents,
-    tableName: resources.tables.results,
-    ttlSeconds: settings.resultTtlSeconds,
-  });
-  const queue = new SqsTaskQueue({
-    sqs: clients.sqs,
-    dlqUrl: resources.queueUrls.dlq,
-    sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
-  });
-  // Their messages deleted ten to a request, as in AWS, the rest at least every tick.
-  const deletes = createDeleteBatch({ queue, flushMs: tickMs });
-  // Ready parked tasks are recorded by the watch, as in AWS: into the consumer's events and metrics
-  // (published once a batch, at least every tick).
-  const metrics = createMetrics({
-    namespace: settings.metricsNamespace,
-    serviceName: SERVICES.consumer,
-    sink: (document: EmfDocument) => consumer.metrics.ingest(document),
-  });
-  const metricsBatch = createMetricsBatch({ metrics, flushMs: tickMs });
-  const recorder = createParkedRecorder({
-    repository: results,
-    solver: solver.client,
-    queue,
-    deletes,
-    metricsBatch,
-    events: consumer.events,
-    metrics,
-    redactor: createRedactor([solver.key]),
-  });
-  const watch = createParkedWatch({
+  // Ready parked tasks are recorded by the watch, as in AWS: into the consumer's events and metrics,
+  // their messages deleted ten to a request; each batch at least every tick.
+  const { watch } = createRecordingWatch({
     leases,
     shards: lane.shards,
-    results,
+    results: new DynamoResultsRepository({
+      documents: clients.documents,
+      tableName: resources.tables.results,
+      ttlSeconds: settings.resultTtlSeconds,
+    }),
     solver: solver.client,
-    queue,
-    recorder,
-    deletes,
-    metricsBatch,
+    queue: new SqsTaskQueue({
+      sqs: clients.sqs,
+      dlqUrl: resources.queueUrls.dlq,
+      sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
+    }),
+    events: consumer.events,
+    metrics: createMetrics({
+      namespace: settings.metricsNamespace,
+      serviceName: SERVICES.consumer,
+      sink: (document: EmfDocument) => consumer.metrics.ingest(document),
+    }),
+    redactor: createRedactor([solver.key]),
     // Its recorded answers join the ledger's `solved` count, as in AWS (the grant's price per solve).
     solved: ledger,
-    settleMs: 50,
-    viewEveryMs: Math.max(100, Math.round(tickMs / 5)),
-    // Each id of the JSON task API asked at most every 3–5 s as in AWS, on the simulator's clock.
-    pollGapMs: localPollGapMs(
-      pollGapMs(settings.solverProtocol, settings.dialect),
-      simulatorMedianMs(plan.options.solver),
-    ),
-    // A parked lease the solver has not answered for yet is renewed, as on AWS.
-    leaseMs: leaseLengthMs(settings),
-    // A round every tenth of a tick (its run, beside the local governor's ticks).
-    pollMs: Math.max(50, Math.round(tickMs / 10)),
+    batchMs: tickMs,
+    cadence: {
+      settleMs: 50,
+      viewEveryMs: Math.max(100, Math.round(tickMs / 5)),
+      // Each id of the JSON task API asked at most every 3–5 s as in AWS, on the simulator's clock.
+      pollGapMs: localPollGapMs(
+        pollGapMs(settings.solverProtocol, settings.dialect),
+        simulatorMedianMs(plan.options.solver),
+      ),
+      // A parked lease the solver has not answered for yet is renewed, as on AWS.
+      leaseMs: leaseLengthMs(settings),
+      // A round every tenth of a tick (its run, beside the local governor's ticks).
+      pollMs: Math.max(50, Math.round(tickMs / 10)),
+    },
     log: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel })),
   });
   return { lane, watch };

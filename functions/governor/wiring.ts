@@ -21,7 +21,6 @@ import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../adapters/thread
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
 import { createEventBridgePublisher } from '../adapters/completion-events.js';
 import { createMetrics } from '../adapters/metrics.js';
-import { createParkedRecorder } from '../adapters/parked-recorder.js';
 import { createRedactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import {
@@ -50,10 +49,8 @@ import { createOverflowBalance, createProbingBalance } from './balance-probe.js'
 import { createThreadProbe, probeLeasesOf } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
-import { createDeleteBatch } from './delete-batch.js';
-import { createParkedWatch, type ParkedWatch, type ParkedWatchOptions } from './parked-watch.js';
-import { createWindowBatch } from './window-batch.js';
-import { createMetricsBatch } from './metrics-batch.js';
+import type { ParkedWatch, ParkedWatchOptions } from './parked-watch.js';
+import { createRecordingWatch } from './recording-watch.js';
 import { solveWindowFor, solveWindowReader } from '../adapters/solve-window.js';
 import type { SolveWindowWriter } from '../core/solve-window.js';
 import { createDynamoWatchBaton } from '../adapters/watch-baton.js';
@@ -361,56 +358,28 @@ function parkedWatchOf(
     environment.queueUrls.normal,
     ...(environment.queueUrls.high ? [environment.queueUrls.high] : []),
   ];
-  const results = new DynamoResultsRepository({
-    documents: clients.documents,
-    tableName: environment.tables.results,
-    ttlSeconds: settings.resultTtlSeconds,
-  });
-  const queue = new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls });
-  // The recorded tasks' messages are deleted ten to a request (delete-batch.ts).
-  const deletes = createDeleteBatch({ queue, ...(options.clock ? { clock: options.clock } : {}) });
-  // …and their solves counted into the metric window the governor reads, one write a batch.
-  const window = solveWindow
-    ? createWindowBatch({
-        window: solveWindow,
-        ...(options.clock ? { clock: options.clock } : {}),
-        ...(options.log ? { warn: (message, fields) => options.log?.warn(message, fields) } : {}),
-      })
-    : undefined;
   // A ready parked task is recorded here, as the consumer would (its metrics under the consumer's
-  // service, published once a batch).
-  const metrics = createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer });
-  const metricsBatch = createMetricsBatch({ metrics, ...(options.clock ? { clock: options.clock } : {}) });
-  const recorder = createParkedRecorder({
-    repository: results,
-    solver,
-    queue,
-    deletes,
-    ...(window ? { window } : {}),
-    metricsBatch,
-    events: options.parkedEvents ?? eventsOf(environment, clients),
-    metrics,
-    redactor: createRedactor(),
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.log ? { log: options.log } : {}),
-  });
-  return createParkedWatch({
+  // service); its message deleted ten to a request, its solve counted into the metric window.
+  return createRecordingWatch({
     leases: leased.leases,
     shards: leased.shards,
-    results,
-    solver: { pollMany },
-    queue,
-    recorder,
-    deletes,
-    ...(window ? { window } : {}),
-    metricsBatch,
+    results: new DynamoResultsRepository({
+      documents: clients.documents,
+      tableName: environment.tables.results,
+      ttlSeconds: settings.resultTtlSeconds,
+    }),
+    solver: { pollMany, solve: solver.solve.bind(solver) },
+    queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls }),
+    events: options.parkedEvents ?? eventsOf(environment, clients),
+    metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer }),
+    redactor: createRedactor(),
     ...(ledger ? { solved: ledger } : {}),
-    ...watchCadence(settings),
+    ...(solveWindow ? { window: solveWindow } : {}),
     // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.
-    leaseMs: leaseLengthMs(settings),
+    cadence: { ...watchCadence(settings), leaseMs: leaseLengthMs(settings) },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log ? { log: options.log } : {}),
-  });
+  }).watch;
 }
 
 /** How often the governor's watch asks the solver and reads the leases, from the fleet's protocol. */

@@ -9,7 +9,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalEventStream } from '../../functions/adapters/completion-events.js';
-import { createParkedRecorder } from '../../functions/adapters/parked-recorder.js';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
 import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../../functions/adapters/thread-leases.js';
@@ -19,8 +18,7 @@ import { DEFAULT_COST_ASSUMPTIONS, LOG_BYTES, PARKED_CONSUMER_METRICS } from '..
 import { METRICS } from '../../functions/core/metric-names.js';
 import { createRedactor } from '../../functions/core/redaction.js';
 import { shardKeys } from '../../functions/core/thread-leases.js';
-import { createParkedWatch } from '../../functions/governor/parked-watch.js';
-import { createMetricsBatch } from '../../functions/governor/metrics-batch.js';
+import { createRecordingWatch } from '../../functions/governor/recording-watch.js';
 import { FAST_TIMING, simulatedSolvers } from '../helpers/simulated-solver.js';
 import { captureMetrics, imageTask, recaptchaTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
 import { deliver, type EmulatorFixture, sendMessage, sleep, startEmulatorFixture } from '../helpers/fleet-fixture.js';
@@ -101,24 +99,17 @@ async function fleetOn(solveMode: 'park' | 'wait') {
   });
   // The governor's watch records with the consumer's metrics (service `consumer`), published once
   // a batch, as the stack wires it (no batch falls due during a test: published at the end).
-  const metricsBatch = createMetricsBatch({ metrics: recorded.metrics, flushMs: 600_000 });
-  const watch = createParkedWatch({
+  const { watch } = createRecordingWatch({
     leases,
     shards,
     results: repository,
     solver,
     queue,
-    recorder: createParkedRecorder({
-      repository,
-      solver,
-      queue,
-      metricsBatch,
-      events: createLocalEventStream({ includeAnswer: false }),
-      metrics: recorded.metrics,
-      redactor: createRedactor([TEST_SOLVER_KEY]),
-    }),
-    metricsBatch,
-    settleMs: 0,
+    events: createLocalEventStream({ includeAnswer: false }),
+    metrics: recorded.metrics,
+    redactor: createRedactor([TEST_SOLVER_KEY]),
+    batchMs: 600_000,
+    cadence: { settleMs: 0 },
   });
   const run = async () => {
     const tasks = MIX();

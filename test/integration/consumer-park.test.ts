@@ -18,13 +18,12 @@ import { createDynamoThreadLedger, THREAD_LEDGER_ID, threadLeaseMs } from '../..
 import { createDynamoSolveWindow } from '../../functions/adapters/solve-window.js';
 import { createCarrySeal } from '../../functions/adapters/carry-seal.js';
 import { solveWindowSlotIds, WINDOW_SETTLE_MS } from '../../functions/core/solve-window.js';
-import { createWindowBatch } from '../../functions/governor/window-batch.js';
+import { createRecordingWatch } from '../../functions/governor/recording-watch.js';
 import { SolverTransientError } from '../../functions/core/solver-protocol.js';
 import type { SolverPort } from '../../functions/core/ports.js';
 import { createConsumerHandler } from '../../functions/consumer/create-handler.js';
 import { createRedactor } from '../../functions/core/redaction.js';
 import { shardKeys } from '../../functions/core/thread-leases.js';
-import { createDeleteBatch } from '../../functions/governor/delete-batch.js';
 import { createParkedWatch } from '../../functions/governor/parked-watch.js';
 import { FAST_TIMING, simulatedSolvers } from '../helpers/simulated-solver.js';
 import { captureLogs, captureMetrics, recaptchaTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
@@ -124,28 +123,21 @@ async function parkedFleet(options: { planThreads: number; medianMs: number; lim
     sendMessage(clients, resources.queueUrls.normal, JSON.stringify(task)).then(() => task.id as string);
   // As the governor's wiring builds it: the recorded tasks' messages deleted ten to a request (the
   // rest only when flushed here: no partial batch falls due during a test).
-  const deletes = createDeleteBatch({ queue, flushMs: 600_000 });
-  const windowBatch = createWindowBatch({ window, flushMs: 600_000 });
-  const batchedWatch = createParkedWatch({
+  const batched = createRecordingWatch({
     leases,
     shards,
     results: repository,
     solver,
     queue,
-    recorder: createParkedRecorder({
-      repository,
-      solver,
-      queue,
-      deletes,
-      window: windowBatch,
-      events,
-      metrics: captured.metrics,
-      redactor: createRedactor([TEST_SOLVER_KEY]),
-    }),
-    deletes,
-    window: windowBatch,
-    settleMs: 0,
+    events,
+    metrics: captured.metrics,
+    redactor: createRedactor([TEST_SOLVER_KEY]),
+    window,
+    batchMs: 600_000,
+    cadence: { settleMs: 0 },
   });
+  const { deletes, windowBatch } = batched;
+  const batchedWatch = batched.watch;
   return {
     fleet,
     sim,
@@ -305,7 +297,7 @@ describe('parked design on the emulators', () => {
     }
     await f.batchedWatch.flushSolved();
     // Assess: one write (one batch), the twelve solves and their times in the window.
-    expect(f.windowBatch.stats).toEqual({ writes: 1, counted: 12, failed: 0 });
+    expect(f.windowBatch?.stats).toEqual({ writes: 1, counted: 12, failed: 0 });
     const read = await f.windowRead();
     expect(read).toMatchObject({ submissions: 12, solved: 12, failed: 0 });
     expect(read?.meanSolveMs ?? 0).toBeGreaterThan(0);
