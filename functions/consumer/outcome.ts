@@ -156,7 +156,7 @@ export async function settle(
     detail: outcome.detail,
     retryInSeconds: outcome.delaySeconds,
   });
-  if (!delivery.moved) await hide(delivery, outcome.delaySeconds, ctx, log);
+  await hide(delivery, outcome.delaySeconds, ctx, log);
   throw new RetryLaterError(
     outcome.reason,
     taskId,
@@ -177,9 +177,7 @@ async function park(
   log: RecordLog,
 ): Promise<never> {
   ctx.deps.metrics.addMetric(METRICS.parked, MetricUnit.Count, 1);
-  // A message already replaced by a fresh copy (its submission's id carried in it, the table slow
-  // to take the id) is gone: nothing to hide.
-  if (!delivery.moved) await hide(delivery, delaySeconds, ctx, log);
+  await hide(delivery, delaySeconds, ctx, log);
   throw new TaskParkedSignal(taskId);
 }
 
@@ -264,8 +262,13 @@ async function deleteLettered(delivery: Delivery, ctx: RecordContext, log: Recor
   }
 }
 
-/** Delay a message's next delivery; if that fails it returns after the queue's own visibility timeout: later, not lost. */
+/**
+ * Delay a message's next delivery; if that fails it returns after the queue's own visibility
+ * timeout: later, not lost. A message already replaced by a fresh copy (`moved`: near the DLQ, or
+ * carrying a submission's id the table was slow to take) is gone: nothing to hide.
+ */
 export async function hide(delivery: Delivery, seconds: number, ctx: RecordContext, log: RecordLog): Promise<void> {
+  if (delivery.moved) return;
   const visibility = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(seconds)));
   try {
     await ctx.deps.queue.changeVisibility(delivery.message, visibility);
