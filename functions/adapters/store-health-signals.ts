@@ -3,7 +3,8 @@
  * it, the availability stage acts on it): its own probe of each store — one GetItem of a key nobody writes on the results table,
  * one GetQueueAttributes on the normal lane, each bounded in time — and the consumers' calls to
  * the stores and their failures over the metric window (their `DynamoRequests` / `DynamoErrors` /
- * `SqsRequests` / `SqsErrors`, both lanes' services summed). The consumers' figures travel as
+ * `SqsRequests` / `SqsErrors`, both lanes' services summed; the failures alone in an ordinary
+ * minute, the calls too when some failed or a store trial needs them). The consumers' figures travel as
  * EMF through CloudWatch Logs, so they arrive whichever store is down; the probe needs no
  * consumer running (an idle fleet, or one the governor paused).
  */
@@ -13,7 +14,7 @@ import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { STORE_PROBE_KEY } from '../core/deployment.js';
 import { METRICS, SERVICES } from '../core/metric-names.js';
 import type { Clock, StoreName } from '../core/ports.js';
-import type { StoreProbe, StoreSample } from '../core/store-health.js';
+import type { StoreCallsWant, StoreProbe, StoreSample } from '../core/store-health.js';
 import { DEFAULT_METRICS_WINDOW_MS } from '../core/governor/signals.js';
 import { METRIC_PERIOD_SECONDS, metricWindow } from './cloudwatch-signals.js';
 import { storeFailureKind } from './store-failure.js';
@@ -72,8 +73,11 @@ export function createStoreProber(options: StoreProbeOptions): StoreProber {
   };
 }
 
-/** The consumers' store calls over the window, per store; undefined when unknown (a failed read, never zero). */
-export type ConsumerStoreCalls = Partial<Record<StoreName, { requests: number; errors: number }>>;
+/**
+ * The consumers' store calls over the window, per store; undefined when unknown (a failed read,
+ * never zero). `requests` absent: not asked for (none failed, and no trial needed the count).
+ */
+export type ConsumerStoreCalls = Partial<Record<StoreName, { requests?: number; errors: number }>>;
 
 const CALL_METRICS: Record<StoreName, { requests: string; errors: string }> = {
   dynamodb: { requests: METRICS.dynamoRequests, errors: METRICS.dynamoErrors },
@@ -97,12 +101,19 @@ export interface ConsumerStoreCallsOptions {
   clock?: Clock;
 }
 
-/** The GetMetricData queries (Sum per service and metric): what the governor's role needs `cloudwatch:GetMetricData` for. */
-export function consumerStoreCallQueries(namespace: string, services: readonly string[]): MetricDataQuery[] {
+/**
+ * The GetMetricData queries (Sum per service and metric) of `parts` (both by default): what the
+ * governor's role needs `cloudwatch:GetMetricData` for.
+ */
+export function consumerStoreCallQueries(
+  namespace: string,
+  services: readonly string[],
+  parts: readonly ('requests' | 'errors')[] = ['requests', 'errors'],
+): MetricDataQuery[] {
   const queries: MetricDataQuery[] = [];
   for (const [s, service] of services.entries())
     for (const store of Object.keys(CALL_METRICS) as StoreName[])
-      for (const part of ['requests', 'errors'] as const)
+      for (const part of parts)
         queries.push({
           Id: `${store}_${part}_${s}`,
           MetricStat: {
@@ -122,19 +133,25 @@ export function consumerStoreCallQueries(namespace: string, services: readonly s
 /**
  * Read the consumers' store calls from CloudWatch: over the window, or only from the minute of
  * `since` on when that is later (after a resume, the calls before it are old news). A read is
- * kept `everyMs` for the same start.
+ * kept `everyMs` for the same start (a read with the calls answers a later one for failures).
  */
 export function createConsumerStoreCalls(
   options: ConsumerStoreCallsOptions,
-): (since?: number) => Promise<ConsumerStoreCalls> {
+): (since?: number, want?: StoreCallsWant) => Promise<ConsumerStoreCalls> {
   const services = options.services ?? [SERVICES.consumer, SERVICES.overflowConsumer];
   const clock = options.clock ?? Date.now;
   const windowMs = options.windowMs ?? DEFAULT_METRICS_WINDOW_MS;
   const everyMs = options.everyMs ?? DEFAULT_STORE_CALLS_EVERY_MS;
-  let kept: { at: number; since: number | undefined; calls: ConsumerStoreCalls } | undefined;
-  return async (since) => {
+  let kept: { at: number; since: number | undefined; want: StoreCallsWant; calls: ConsumerStoreCalls } | undefined;
+  return async (since, want = 'calls') => {
     const now = clock();
-    if (kept !== undefined && kept.since === since && now - kept.at < everyMs) return kept.calls;
+    if (
+      kept !== undefined &&
+      kept.since === since &&
+      (kept.want === want || kept.want === 'calls') &&
+      now - kept.at < everyMs
+    )
+      return kept.calls;
     const window = metricWindow(now, windowMs);
     const end = window.end;
     // Datapoints are whole minutes: the minute of the resume holds its first calls (and, paused
@@ -143,49 +160,66 @@ export function createConsumerStoreCalls(
     const start = new Date(Math.max(window.start.getTime(), from));
     // No whole minute since the resume yet: nothing to say (unknown, never zero calls).
     if (start.getTime() >= end.getTime()) return {};
-    let results: { Id?: string; Values?: number[] }[];
-    try {
+    const ask = async (parts: readonly ('requests' | 'errors')[]) => {
       const answer = await options.cloudwatch.send(
         new GetMetricDataCommand({
           StartTime: start,
           EndTime: end,
-          MetricDataQueries: consumerStoreCallQueries(options.namespace, services),
+          MetricDataQueries: consumerStoreCallQueries(options.namespace, services, parts),
         }),
       );
-      results = answer.MetricDataResults ?? [];
+      return answer.MetricDataResults ?? [];
+    };
+    const stores = Object.keys(CALL_METRICS) as StoreName[];
+    let results: { Id?: string; Values?: number[] }[];
+    try {
+      results = await ask(want === 'calls' ? ['requests', 'errors'] : ['errors']);
+      const sum = (prefix: string) => sumOf(results, prefix);
+      if (want === 'failures' && stores.some((store) => sum(`${store}_errors_`) > 0))
+        results = [...results, ...(await ask(['requests']))];
     } catch {
       return {};
     }
-    const sum = (prefix: string) =>
-      results
-        .filter((r) => r.Id?.startsWith(prefix))
-        .reduce((total, r) => total + (r.Values ?? []).reduce((a, b) => a + b, 0), 0);
+    const counted = want === 'calls' || results.some((r) => r.Id?.includes('_requests_'));
     const calls: ConsumerStoreCalls = {};
-    for (const store of Object.keys(CALL_METRICS) as StoreName[])
-      calls[store] = { requests: sum(`${store}_requests_`), errors: sum(`${store}_errors_`) };
-    kept = { at: now, since, calls };
+    for (const store of stores)
+      calls[store] = {
+        ...(counted ? { requests: sumOf(results, `${store}_requests_`) } : {}),
+        errors: sumOf(results, `${store}_errors_`),
+      };
+    kept = { at: now, since, want: counted ? 'calls' : 'failures', calls };
     return calls;
   };
+}
+
+/** The sum of every value of the results whose id starts with `prefix`. */
+function sumOf(results: readonly { Id?: string; Values?: number[] }[], prefix: string): number {
+  return results
+    .filter((r) => r.Id?.startsWith(prefix))
+    .reduce((total, r) => total + (r.Values ?? []).reduce((a, b) => a + b, 0), 0);
 }
 
 /** The consumers' store calls are read from CloudWatch at most this often, ms (the metric window's cadence). */
 export const DEFAULT_STORE_CALLS_EVERY_MS = 60_000;
 
-/** What the governor loop reads each tick: both stores' samples (the consumers' calls since `since` when given). Never throws. */
+/**
+ * What the governor loop reads each tick: both stores' samples (the consumers' calls since `since`
+ * when given; `want`, see StoreCallsWant, default `calls`). Never throws.
+ */
 export interface StoreSamplesReader {
-  read(since?: number): Promise<StoreSample[]>;
+  read(since?: number, want?: StoreCallsWant): Promise<StoreSample[]>;
 }
 
 /** The probe and the consumers' window, read together each tick. */
 export function createStoreSamplesReader(
   prober: StoreProber,
-  consumerCalls: (since?: number) => Promise<ConsumerStoreCalls>,
+  consumerCalls: (since?: number, want?: StoreCallsWant) => Promise<ConsumerStoreCalls>,
 ): StoreSamplesReader {
   return {
-    async read(since) {
+    async read(since, want) {
       const [probe, calls] = await Promise.all([
         prober().catch(() => undefined),
-        consumerCalls(since).catch((): ConsumerStoreCalls => ({})),
+        consumerCalls(since, want).catch((): ConsumerStoreCalls => ({})),
       ]);
       return storeSamplesOf(probe, calls);
     },

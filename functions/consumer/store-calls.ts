@@ -47,15 +47,14 @@ export function countStoreCalls(deps: ConsumerDeps): { deps: ConsumerDeps; emit(
     },
     emit() {
       const m = deps.metrics;
-      // Errors go out as 0 beside any request, so a window's ratio never reads a missing value as health.
-      if (dynamo.requests > 0) {
-        m.addMetric(METRICS.dynamoRequests, MetricUnit.Count, dynamo.requests);
-        m.addMetric(METRICS.dynamoErrors, MetricUnit.Count, dynamo.errors);
-      }
-      if (sqs.requests > 0) {
-        m.addMetric(METRICS.sqsRequests, MetricUnit.Count, sqs.requests);
-        m.addMetric(METRICS.sqsErrors, MetricUnit.Count, sqs.errors);
-      }
+      // Failures go out only when some call failed, in the same document as the calls: a window
+      // with none has none failed (the governor reads the failures alone in an ordinary minute),
+      // and a fleet whose calls all work pays for no error stream (CloudWatch bills a metric in
+      // the hours it receives data).
+      if (dynamo.requests > 0) m.addMetric(METRICS.dynamoRequests, MetricUnit.Count, dynamo.requests);
+      if (dynamo.errors > 0) m.addMetric(METRICS.dynamoErrors, MetricUnit.Count, dynamo.errors);
+      if (sqs.requests > 0) m.addMetric(METRICS.sqsRequests, MetricUnit.Count, sqs.requests);
+      if (sqs.errors > 0) m.addMetric(METRICS.sqsErrors, MetricUnit.Count, sqs.errors);
     },
   };
 }

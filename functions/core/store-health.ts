@@ -38,8 +38,12 @@ export type StoreProbe =
 export interface StoreSample {
   store: StoreName;
   probe?: StoreProbe;
-  /** The consumers' calls to the store over the metric window, and those that failed after the SDK's retries. */
-  consumers?: { requests: number; errors: number };
+  /**
+   * The consumers' calls to the store over the metric window that failed after the SDK's
+   * retries, and how many calls they made. `requests` is absent when it was not asked for: none
+   * failed and no trial needs the count (`ConsumerCallsView.counts`).
+   */
+  consumers?: { requests?: number; errors: number };
 }
 
 export interface StoreEvidenceConfig {
@@ -66,7 +70,8 @@ export function storeHealthOf(
   const label = LABEL[sample.store];
   const probe = sample.probe;
   const calls = options.consumersStale ? undefined : sample.consumers;
-  const share = calls !== undefined && calls.requests >= config.minRequests ? calls.errors / calls.requests : undefined;
+  const share =
+    calls?.requests !== undefined && calls.requests >= config.minRequests ? calls.errors / calls.requests : undefined;
   const name = sample.store;
   const consumers =
     share === undefined ? {} : ({ consumers: share > config.errorShare ? 'failing' : 'working' } as const);
@@ -97,27 +102,42 @@ export function storeDependencies(
   return samples.map((s) => storeHealthOf(s, options, config));
 }
 
-/** Which of the consumers' store calls a tick reads. */
-export type ConsumerCallsView = { read: false } | { read: true; since?: number };
+/**
+ * Which of the consumers' store calls a tick reads. `counts`: whether it needs how many calls
+ * they made whatever failed. Only a store trial does (it passes on calls that worked, `working`);
+ * any other tick can change its decision only on failures (`failing`), so the count is asked for
+ * only when some failed: in AWS an ordinary minute reads the failures alone (half the metrics).
+ */
+export type ConsumerCallsView = { read: false } | { read: true; since?: number; counts: boolean };
+
+/**
+ * What a read of the consumers' store calls asks: `calls`, the calls and their failures; `failures`,
+ * the failures, and the calls only when some failed (a count with none failed changes no decision
+ * outside a store trial: `ConsumerCallsView`). The consumer
+ * publishes a failure count only when some call failed (functions/consumer/store-calls.ts), in the
+ * same document as the calls: none in a window is none failed.
+ */
+export type StoreCallsWant = 'calls' | 'failures';
 
 /**
  * Which of the consumers' store calls this tick may read: none while paused for an outage (no
  * consumer runs; the window holds the calls from before the pause), only those since the last
  * resume while the window (`metricsSpanMs`, else twice the probe cooldown) still reaches back
  * before it (the calls before the pause are old news; those since are the resume's own
- * evidence), else the whole window.
+ * evidence), else the whole window; with their count while a store trial is on.
  */
 export function consumerCallsView(
   state: GovernorState | undefined,
   now: number,
   config: GovernorConfig,
 ): ConsumerCallsView {
-  if (state === undefined) return { read: true };
+  if (state === undefined) return { read: true, counts: false };
   if (state.pause?.reason === 'outage') return { read: false };
   const span = config.metricsSpanMs ?? 2 * config.probeCooldownMs;
+  const counts = state.storeTrial !== undefined;
   return state.resumedAt !== undefined && now - state.resumedAt < span
-    ? { read: true, since: state.resumedAt }
-    : { read: true };
+    ? { read: true, since: state.resumedAt, counts }
+    : { read: true, counts };
 }
 
 /** The stores consumers call: a trial waits for their calls to these. */

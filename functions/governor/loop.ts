@@ -19,7 +19,7 @@
  * succeeds again, so the outage's record survives the store it is about.
  */
 import type { Clock } from '../core/ports.js';
-import { consumerCallsView, type StoreSample, storeDependencies } from '../core/store-health.js';
+import { consumerCallsView, type StoreCallsWant, type StoreSample, storeDependencies } from '../core/store-health.js';
 import type { SpendGrant, SpendGrantWriter, ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decideTick, initialState } from '../core/governor/policy.js';
 import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
@@ -99,7 +99,7 @@ export interface GovernorLoopOptions {
    * consumers' store calls over the metric window, read every tick (never throws).
    * Absent: the stores are not watched (only the governor's state read is).
    */
-  stores?: { read(since?: number): Promise<StoreSample[]> };
+  stores?: { read(since?: number, want?: StoreCallsWant): Promise<StoreSample[]> };
   /**
    * Where the decision's spend grant goes (the thread ledger item): written when it changes (set,
    * renewed, or cleared), once on the loop's first tick. Absent: no grant reaches the consumers
@@ -113,7 +113,9 @@ async function readStores(
   stores: GovernorLoopOptions['stores'],
   view: ReturnType<typeof consumerCallsView>,
 ): Promise<DependencyHealth[] | undefined> {
-  const samples = await stores?.read(view.read ? view.since : undefined).catch(() => undefined);
+  const samples = await stores
+    ?.read(view.read ? view.since : undefined, view.read && !view.counts ? 'failures' : 'calls')
+    .catch(() => undefined);
   return samples === undefined ? undefined : storeDependencies(samples, { consumersStale: !view.read });
 }
 

@@ -94,7 +94,10 @@ function emitWatchMetrics(
   last: { recorded: number; failedRounds: number },
 ): void {
   metrics.addMetric(GOVERNOR_METRICS.parkedRecorded, MetricUnit.Count, stats.recorded - last.recorded);
-  metrics.addMetric(GOVERNOR_METRICS.watchFailedRounds, MetricUnit.Count, stats.failedRounds - last.failedRounds);
+  // Failed rounds only when there were some: a watch whose rounds all work pays for no stream
+  // (CloudWatch bills a metric in the hours it receives data; the dashboard reads none as none).
+  const failed = stats.failedRounds - last.failedRounds;
+  if (failed > 0) metrics.addMetric(GOVERNOR_METRICS.watchFailedRounds, MetricUnit.Count, failed);
   last.recorded = stats.recorded;
   last.failedRounds = stats.failedRounds;
 }

@@ -161,7 +161,7 @@ describe('the consumer’s custom metrics in an ordinary hour', () => {
     }
   });
 
-  it('parked: the bill’s count and PARKED_CONSUMER_METRICS more (Parked and its own SQS calls; no result requests)', async () => {
+  it('parked: the bill’s count and PARKED_CONSUMER_METRICS more (Parked and its own SQS calls; no result requests; no error stream without an error)', async () => {
     // Prepare
     const fleet = await fleetOn('park');
     // Act
@@ -171,8 +171,16 @@ describe('the consumer’s custom metrics in an ordinary hour', () => {
     expect(fleet.sim.stats().submissions).toBe(3);
     expect(streams).toHaveLength(DEFAULT_COST_ASSUMPTIONS.consumerMetrics + PARKED_CONSUMER_METRICS);
     const names = streams.join(' ');
-    for (const name of [METRICS.parked, METRICS.sqsRequests, METRICS.sqsErrors, METRICS.solved, METRICS.solveDuration])
+    for (const name of [
+      METRICS.parked,
+      METRICS.sqsRequests,
+      METRICS.dynamoRequests,
+      METRICS.solved,
+      METRICS.solveDuration,
+    ])
       expect(names).toContain(`/${name}{service=consumer}`);
-    expect(names).not.toContain(`/${METRICS.resultRequests}{`);
+    // No call failed: no failure stream (the governor reads none as none failed).
+    for (const name of [METRICS.resultRequests, METRICS.sqsErrors, METRICS.dynamoErrors])
+      expect(names).not.toContain(`/${name}{`);
   });
 });

@@ -207,4 +207,37 @@ describe('the stores as the governor’s dependencies (AWS wiring)', () => {
     for (const q of m.queries.filter((q) => q.Id?.startsWith('dynamodb_')))
       expect(q.MetricStat?.Metric?.Namespace).toBe(fleet.settings.metricsNamespace);
   });
+
+  it('reads the consumers’ failures alone in an ordinary minute, and their calls too while a resume is on trial', async () => {
+    // Prepare
+    const m = mocks();
+    let now = 1_700_000_000_000;
+    const wired = await governor(m, () => now);
+    const advance = () => {
+      now += 10_000;
+    };
+    // The store calls' queries asked since the last look (the consumer's window has its own).
+    const asked = () =>
+      m.queries
+        .splice(0)
+        .map((q) => q.Id ?? '')
+        .filter((id) => /^(dynamodb|sqs)_/.test(id));
+    m.dynamoCalls = { requests: 40, errors: 0 };
+    // Act: an ordinary minute; an outage and its resume on trial; the trial's minute.
+    await ticks(wired.loop, 6, HEALTHY, advance);
+    const ordinary = asked();
+    await ticks(wired.loop, wired.config.outageTicks + 1, DYNAMO_DOWN, advance);
+    asked();
+    const resumed = await ticks(wired.loop, 1, HEALTHY, advance);
+    const trial = await ticks(wired.loop, 7, HEALTHY, advance);
+    const onTrial = asked();
+    // Assess: the failures alone (the bill's 2 metrics a minute), no count while none failed.
+    expect(ordinary.length).toBeGreaterThan(0);
+    expect(new Set(ordinary)).toEqual(new Set(['dynamodb_errors_0', 'sqs_errors_0']));
+    // On trial the count is asked for: the trial passes on the consumers' calls that worked.
+    expect(resumed).toEqual(['OUTAGE_PROBE']);
+    expect(onTrial).toContain('dynamodb_requests_0');
+    expect(trial.at(-1)).not.toBe('PAUSE_OUTAGE');
+    expect(wired.loop.lastDecision?.reason.message).not.toContain('On trial');
+  });
 });

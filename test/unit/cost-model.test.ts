@@ -62,9 +62,9 @@ describe('the fleet bill', () => {
     // ledger accepted + released (1 unit each) = 10 000 write units; 1 000 ledger reads
     expect(bill.byService.dynamodb).toBeCloseTo(10_000 * 6.25e-7 + 1000 * 1.25e-7, 9);
     expect(bill.byService.eventbridge).toBeCloseTo(0.001, 9);
-    // CloudWatch: 1.987 MB of logs (1 987 B an invocation) at $0.50/GB + 8 metrics for 1 h of a 730 h month at $0.30
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.0009935 + (8 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.06377642, 7);
+    // CloudWatch: 1.987 MB of logs (1 987 B an invocation) at $0.50/GB + 7 metrics for 1 h of a 730 h month at $0.30
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.0009935 + (7 / 730) * 0.3, 9);
+    expect(bill.usd).toBeCloseTo(0.06377642 - 0.3 / 730, 7);
     expect(bill.byService.ec2).toBe(0);
     // The plan: 50 threads × 1 h × $0.0025
     expect(bill.planUsd).toBeCloseTo(0.125, 9);
@@ -75,20 +75,20 @@ describe('the fleet bill', () => {
     const withGovernor = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
     const withOverflowLane = fleetBill({ ...HOUR, governor: true, overflowLane: true }, { planThreads: 50 });
     // 60 × 51 s × 0.25 GB (six ticks, the last at 50 s); 60 requests; 720 GetQueueAttributes; 1 080 reads, 360 writes;
-    // 844 GetMetricData metrics (14 a minute: 10 of the consumer's window, 4 store calls; the
-    // queues' 4 at the hour's cold start); 360 ticks × 2 500 log bytes; 8 metrics for an hour (a waiting fleet's: no watch).
+    // 724 GetMetricData metrics (12 a minute: 10 of the consumer's window, 2 store calls' errors;
+    // the queues' 4 at the hour's cold start); 360 ticks × 2 500 log bytes; 8 metrics for an hour (a waiting fleet's: no watch).
     const byHand =
       765 * 0.0000133334 +
       60 * 2e-7 +
       720 * 4e-7 +
       1080 * 1.25e-7 +
       360 * 6.25e-7 +
-      844 * 1e-5 +
+      724 * 1e-5 +
       0.00045 +
       (8 / 730) * 0.3;
     expect(withGovernor.usd - without.usd).toBeCloseTo(byHand, 9);
-    // With an overflow lane, the overflow consumer's 4 store-call metrics a minute more.
-    expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(240 * 1e-5, 9);
+    // With an overflow lane, the overflow consumer's 2 store-call metrics a minute more.
+    expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(120 * 1e-5, 9);
   });
 
   it('bills the memory and architecture it is given, per GB-second', () => {
@@ -166,9 +166,9 @@ describe('the parked design’s bill', () => {
     );
     // CloudWatch: 1.756 MB consumer logs (a parked invocation's 1 756 B) + the watch's: 346 B a record (its line, its values in
     // the batch's EMF document, the line's event) and 426 B a document (frame and event), one per
-    // solved batch (420) and one per 100 values (10): 529 180 B; 10 consumer metrics (Parked,
-    // SqsRequests and SqsErrors more, ResultRequests fewer)
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.000878 + 0.00026459 + (10 / 730) * 0.3, 9);
+    // solved batch (420) and one per 100 values (10): 529 180 B; 8 consumer metrics in an hour of
+    // no failed call (Parked and SqsRequests more, ResultRequests fewer)
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.000878 + 0.00026459 + (8 / 730) * 0.3, 9);
     expect(bill.usd).toBeCloseTo(
       500 * 0.25 * 0.0000133334 +
         0.0002 +
@@ -177,14 +177,14 @@ describe('the parked design’s bill', () => {
         (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7 +
         0.000878 +
         0.00026459 +
-        (10 / 730) * 0.3 +
+        (8 / 730) * 0.3 +
         // the completion events: 1 000 × $1 per million
         0.001,
       7,
     );
   });
 
-  it('bills the parked governor’s metric window instead of the consumer’s GetMetricData: 4 metrics a minute, not 14', () => {
+  it('bills the parked governor’s metric window instead of the consumer’s GetMetricData: 2 metrics a minute, not 12', () => {
     // An hour governed, parked: 990 accepted, 6 refused, 4 answered with an error; the watch
     // recorded 980 of the 1 000 solves (20 read by resuming deliveries).
     const usage = {
@@ -197,8 +197,8 @@ describe('the parked design’s bill', () => {
     };
     const bill = fleetBill(usage, { planThreads: 50 });
     const line = (item: string) => bill.lines.find((l) => l.item === item);
-    // The store calls' 4 a minute, and the queues' 4 at the hour's cold start.
-    expect(line('governor GetMetricData')?.quantity).toBe(60 * 4 + 4);
+    // The store calls' errors, 2 a minute (no call failed), and the queues' 4 at the hour's cold start.
+    expect(line('governor GetMetricData')?.quantity).toBe(60 * 2 + 4);
     // The watch: its batches as its solved count (420 in the hour) and each minute's slot started afresh (60).
     expect(line('metric window: watch batches')?.quantity).toBe(watchSolvedWrites(980, 1) + 60);
     // The consumers: the 4 error answers and the 20 solves they read themselves; no write for the rest.
@@ -207,7 +207,7 @@ describe('the parked design’s bill', () => {
     expect(line('metric window: governor reads')?.quantity).toBe(60 * 3);
     // A waiting fleet reads the consumer's metrics from CloudWatch, and has no window.
     const waiting = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
-    expect(waiting.lines.find((l) => l.item === 'governor GetMetricData')?.quantity).toBe(60 * 14 + 4);
+    expect(waiting.lines.find((l) => l.item === 'governor GetMetricData')?.quantity).toBe(60 * 12 + 4);
     expect(waiting.lines.some((l) => l.item.startsWith('metric window'))).toBe(false);
   });
 
@@ -311,8 +311,13 @@ describe('units', () => {
     // consumers' store calls, read once a minute (DEFAULT_STORE_CALLS_EVERY_MS).
     const queueMetrics = 2 * 2;
     // (the overflow consumer's only with an overflow lane).
-    const storeCalls = consumerStoreCallQueries('CaptchaFleet', [SERVICES.consumer]);
-    const overflowStoreCalls = consumerStoreCallQueries('CaptchaFleet', [SERVICES.consumer, SERVICES.overflowConsumer]);
+    // In an ordinary minute (no call failed, no store trial) the errors alone.
+    const storeCalls = consumerStoreCallQueries('CaptchaFleet', [SERVICES.consumer], ['errors']);
+    const overflowStoreCalls = consumerStoreCallQueries(
+      'CaptchaFleet',
+      [SERVICES.consumer, SERVICES.overflowConsumer],
+      ['errors'],
+    );
     expect(DEFAULT_STORE_CALLS_EVERY_MS).toBe(60_000);
     expect(GOVERNOR_CALLS.metricsPerMinute).toBe(
       signals.consumerQueries().length + signals.percentileQueries().length + storeCalls.length,

@@ -236,11 +236,33 @@ describe('a store outage through the availability stage', () => {
 describe('which consumer calls a tick reads', () => {
   const base = initialState(cfg, T0);
   it.each<[string, GovernorState, number, ReturnType<typeof consumerCallsView>]>([
-    ['no state yet: the window', base, T0, { read: true }],
+    ['no state yet: the window', base, T0, { read: true, counts: false }],
     ['paused for an outage: none', { ...base, pause: { reason: 'outage', since: T0 } }, T0 + 1_000, { read: false }],
-    ['just resumed: those since the resume', { ...base, resumedAt: T0 }, T0 + 2_000, { read: true, since: T0 }],
-    ['the window past the resume: all of it', { ...base, resumedAt: T0 }, T0 + 5_000, { read: true }],
-    ['paused for money: the window', { ...base, pause: { reason: 'balance', since: T0 } }, T0 + 1_000, { read: true }],
+    [
+      'just resumed: those since the resume',
+      { ...base, resumedAt: T0 },
+      T0 + 2_000,
+      { read: true, since: T0, counts: false },
+    ],
+    ['the window past the resume: all of it', { ...base, resumedAt: T0 }, T0 + 5_000, { read: true, counts: false }],
+    [
+      'paused for money: the window',
+      { ...base, pause: { reason: 'balance', since: T0 } },
+      T0 + 1_000,
+      { read: true, counts: false },
+    ],
+    [
+      'on a store trial: those since the resume, with their count',
+      { ...base, resumedAt: T0, storeTrial: { stores: ['dynamodb'], since: T0, failures: 0 } },
+      T0 + 2_000,
+      { read: true, since: T0, counts: true },
+    ],
+    [
+      'on a store trial past the window: all of it, with its count',
+      { ...base, resumedAt: T0, storeTrial: { stores: ['dynamodb'], since: T0, failures: 0 } },
+      T0 + 5_000,
+      { read: true, counts: true },
+    ],
   ])('%s', (_, state, now, expected) => {
     expect(consumerCallsView(state, now, cfg)).toEqual(expected);
   });

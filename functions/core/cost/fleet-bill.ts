@@ -187,17 +187,18 @@ export const GOVERNOR_CALLS = {
   writesPerTick: 1,
   /**
    * Metrics per GetMetricData minute: the consumer's window (10) and the consumers' store calls
-   * (requests and errors of DynamoDB and SQS, read once a minute: 4 for the consumer, 4 more for
-   * the overflow consumer when the fleet has an overflow lane); test/unit/cost checks it against
-   * the adapters' queries.
+   * (read once a minute; in an ordinary minute, no call failed and no store trial on, the errors
+   * of DynamoDB and SQS alone: 2 for the consumer, 2 more for the overflow consumer when the fleet
+   * has an overflow lane; a minute with a failed call asks for the requests too, a trial for
+   * both); test/unit/cost checks it against the adapters' queries.
    */
-  metricsPerMinute: 14,
+  metricsPerMinute: 12,
   /**
    * …in the parked design, which reads the consumer's window from the governor table instead
    * (functions/core/solve-window.ts): the store calls' only.
    */
-  parkedMetricsPerMinute: 4,
-  overflowMetricsPerMinute: 4,
+  parkedMetricsPerMinute: 2,
+  overflowMetricsPerMinute: 2,
   /**
    * The queues' age and sent count (two lanes), read only while a lane has no earlier read
    * (functions/governor/loop.ts): once per cold start of a governor's container.
@@ -207,15 +208,19 @@ export const GOVERNOR_CALLS = {
   governorColdStartsPerHour: 1,
 } as const;
 
-/** Metrics the parked design's watch adds to the governor's (ParkedRecorded, WatchFailedRounds). */
-export const PARKED_GOVERNOR_METRICS = 2;
+/**
+ * Metrics the parked design's watch adds to the governor's in an ordinary hour: ParkedRecorded
+ * (WatchFailedRounds only in an hour with a failed round).
+ */
+export const PARKED_GOVERNOR_METRICS = 1;
 
 /**
- * What the parked design changes in the consumer's metrics: Parked, and its own SQS calls
- * (SqsRequests, SqsErrors: the ChangeMessageVisibility that hides a parked message) are added;
- * ResultRequests goes (the governor's watch polls, the consumer does not).
+ * What the parked design changes in the consumer's metrics in an ordinary hour: Parked, and its own
+ * SQS calls (SqsRequests: the ChangeMessageVisibility that hides a parked message; SqsErrors only
+ * in an hour with a failed call) are added; ResultRequests goes (the governor's watch polls, the
+ * consumer does not).
  */
-export const PARKED_CONSUMER_METRICS = 2;
+export const PARKED_CONSUMER_METRICS = 1;
 
 /**
  * Log bytes ingested (CloudWatch Logs bills what it ingests; each event counts 26 bytes more), by
@@ -322,9 +327,10 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   parkedConsumerLogBytesPerInvocation:
     LOG_BYTES.parkedConsumerLines + LOG_BYTES.consumerEmf + LOG_BYTES.lambdaPlatform + 6 * LOG_BYTES.perEvent,
   governorLogBytesPerTick: 2_500,
-  // SolveDuration, QueueWait, EndToEnd, Solved, SolverSubmissions, ResultRequests, DynamoRequests,
-  // DynamoErrors: test/integration/consumer-metrics.test.ts counts them from what the consumer emits.
-  consumerMetrics: 8,
+  // SolveDuration, QueueWait, EndToEnd, Solved, SolverSubmissions, ResultRequests, DynamoRequests
+  // (DynamoErrors only in an hour with a failed call): test/integration/consumer-metrics.test.ts
+  // counts them from what the consumer emits.
+  consumerMetrics: 7,
   // Ceiling, FreeThreads, Shortfall, Paused, NeededThreads, Balance, ThreadsHeld, Decision (one
   // Reason): test/unit/governor-adapters.test.ts counts them from what the governor emits.
   governorMetrics: 8,
