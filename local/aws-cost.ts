@@ -35,6 +35,8 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
   const parked = parkedUsage(s, hours);
   return {
     hours,
+    // The run's own mix: an image's or a text captcha's record is one write unit, a token's three.
+    textAnswerShare: s.solved > 0 ? s.solvedText / s.solved : 0,
     tasks: s.submitted,
     solved: s.solved,
     deliveries: s.consumer.invocations,

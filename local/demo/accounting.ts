@@ -13,6 +13,7 @@ import { currentCeiling, runningInvocations } from './lanes.js';
 import { EMPTY_DEPTHS, queueDepths } from './queues.js';
 import { endToEnd, failuresByCode, readRecords, solveTimes } from './records.js';
 import { withRetries } from './send.js';
+import { TEXT_ANSWER_METHODS } from '../../functions/core/cost/fleet-bill.js';
 import type { DemoSummary, LaneSummary, OverflowSummary, UnresolvedTask } from './summary.js';
 import type { WatchedRun } from './summary.js';
 import type { DemoItem } from './workload.js';
@@ -55,10 +56,12 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
   const complete = rows.unresolved === 0 && rows.unknown === 0 && submitted === items.length;
   const malformed = new Set(items.filter((item) => item.malformed !== undefined).map((item) => item.id));
   const solvedIds = [...run.sentIds].filter((id) => results.get(id)?.status === 'solved');
+  const methodOf = new Map(items.map((item) => [item.id, item.method]));
   const paid = payments(stack);
   return {
     submitted,
     solved: rows.solved,
+    solvedText: solvedIds.filter((id) => TEXT_ANSWER_METHODS.has(methodOf.get(id) ?? '')).length,
     failed: rows.failed,
     rejected: rows.rejected,
     inDlq: rows.inDlq,

@@ -34,6 +34,11 @@ export interface DemoSummary {
   submitted: number;
   /** Tasks with a `solved` record. */
   solved: number;
+  /**
+   * Of `solved`, those whose answer is text (an image's or a text captcha's: TEXT_ANSWER_METHODS),
+   * whose record the bill writes in one unit, not a token's three.
+   */
+  solvedText: number;
   /** Tasks with a `failed` record. */
   failed: number;
   /** Tasks with a `rejected` record whose message is not (yet) in the DLQ. */

@@ -374,6 +374,7 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
       durationMs: 60_000,
       submitted: 100,
       solved: 100,
+      solvedText: 25,
       solver: { submissions: 100, overCapRejections: 2, transientErrors: 0, planThreads: 10 },
       consumer: { invocations: 100, parked, invocationSeconds: 50, retriedItems: parked + 3 },
       governor: { watch },
@@ -398,5 +399,15 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
   it('bills a waiting run without leases', () => {
     expect(usageOfSummary(summary(0)).parked).toBeUndefined();
     expect(usageOfSummary(summary(0)).handBacks).toBe(3);
+  });
+
+  it('bills the run’s own mix: its text answers’ records at one write unit', () => {
+    // GIVEN 25 of the 100 solved answered in text (image or text captchas)
+    const usage = usageOfSummary(summary(0));
+    expect(usage.textAnswerShare).toBe(0.25);
+    // THEN the answered records cost 25 × 1 + 75 × 3 write units, not 100 × 3
+    const tokens = fleetBill({ ...usage, textAnswerShare: 0 }, { planThreads: 10 });
+    const mixed = fleetBill(usage, { planThreads: 10 });
+    expect(tokens.byService.dynamodb - mixed.byService.dynamodb).toBeCloseTo(25 * 2 * 2 * 6.25e-7, 12);
   });
 });

@@ -256,6 +256,7 @@ function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSum
   return {
     submitted: 2,
     solved: 2,
+    solvedText: 0,
     failed: 0,
     rejected: 0,
     inDlq: 0,
