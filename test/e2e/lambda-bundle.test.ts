@@ -115,13 +115,13 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
 
     // The stack's resources, by the variable that names them; anything else the template sets
     // from a resource has no local stand-in and fails here rather than running half-configured.
-    // Queue URLs path-style on the emulator's endpoint: the SDK sends a message's calls to its
-    // queue's URL, and the emulator's own host form (sqs.<region>.127.0.0.1) is no valid URL.
-    const onEndpoint = (url: string) => url.replace(/^https?:\/\/[^/]+/, emulators?.emulators.sqsEndpoint ?? '');
+    // The queues by the URLs the emulator gave them: it looks a queue up by its URL exactly (a
+    // URL rewritten onto its endpoint found no queue, and the governor's ticks held on a backlog
+    // they could not read).
     const standIns: Record<string, string> = {
-      [ENV.normalQueueUrl]: onEndpoint(fleet.resources.queueUrls.normal),
-      [ENV.highQueueUrl]: onEndpoint(fleet.resources.queueUrls.high),
-      [ENV.dlqUrl]: onEndpoint(fleet.resources.queueUrls.dlq),
+      [ENV.normalQueueUrl]: fleet.resources.queueUrls.normal,
+      [ENV.highQueueUrl]: fleet.resources.queueUrls.high,
+      [ENV.dlqUrl]: fleet.resources.queueUrls.dlq,
       [ENV.resultsTable]: fleet.resources.tables.results,
       [ENV.governorTable]: fleet.resources.tables.governor,
       [ENV.leasesTable]: fleet.resources.tables.leases,
@@ -205,10 +205,7 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     // The primary consumer parked its submission (solveMode park, the default): the governor as
     // deployed records it, its watch between its ticks. Its bundle, on the same Node.js, with the
     // template's variables: the queues and tables on the emulators, the consumer's function and
-    // its two event source mappings, the key's secret, CloudWatch and the bus on moto. (Its
-    // GetQueueAttributes find no queue here: the queue emulator looks a queue up by its own URL
-    // form, which a child process's SDK cannot address; its ticks hold on the missing backlog.
-    // The decisions are the integration tests'; this one is the bundle on Lambda's Node.js.)
+    // its two event source mappings, the key's secret, CloudWatch and the bus on moto.
     const results = new DynamoResultsRepository({
       documents: fleet.clients.documents,
       tableName: fleet.resources.tables.results,
@@ -309,6 +306,18 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
     const response = governorInvocation.response as unknown as { ticks: number; lastReason?: string };
     expect(response.ticks, diagnostics).toBeGreaterThanOrEqual(1);
     expect(governorInvocation.stdout, diagnostics).toContain('"message":"governor decision"');
+    // It read the queues at their URLs as deployed: every tick knew the backlog and decided on
+    // it (none held for a missing signal), and nothing warned of a failed read.
+    const decisions = governorInvocation.stdout
+      .split('\n')
+      .filter((line) => line.includes('"message":"governor decision"'))
+      .map((line) => JSON.parse(line) as { reason: string; backlog: Record<string, number> });
+    expect(decisions.length, diagnostics).toBe(response.ticks);
+    for (const decision of decisions) {
+      expect(decision.reason, diagnostics).not.toBe('HOLD_MISSING_SIGNAL');
+      expect(decision.backlog, diagnostics).toEqual({ normal: expect.any(Number), high: expect.any(Number) });
+    }
+    expect(governorInvocation.stdout, diagnostics).not.toContain('read failed');
     expect(record?.Item?.completedBy, diagnostics).toMatch(/^watch:/);
     expect(governorInvocation.maxRssMb).toBeGreaterThan(0);
     expect(governorInvocation.maxRssMb).toBeLessThan(governorFn.memoryMb);
