@@ -7,6 +7,7 @@
  * it (paused again at once, the next trial later). The consumers' calls are not read while paused,
  * and only those since the resume after it.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { minimumCeiling } from '../../functions/core/governor/capacity.js';
 import { decide, governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
@@ -88,7 +89,11 @@ interface Tick {
  * the stores judged and reported in `signals.dependencies`; the lanes read back as the last
  * decision left them. Consumers make their calls only on ticks the fleet runs.
  */
-function run(ticks: Tick[], start: GovernorState = initialState(cfg, T0)): Decision[] {
+function run(
+  ticks: Tick[],
+  start: GovernorState = initialState(cfg, T0),
+  reading: 'calls' | 'as-built' | 'failures-only' = 'calls',
+): Decision[] {
   const decisions: Decision[] = [];
   const made: { at: number; store: 'dynamodb' | 'sqs'; requests: number; errors: number }[] = [];
   let state = start;
@@ -103,14 +108,17 @@ function run(ticks: Tick[], start: GovernorState = initialState(cfg, T0)): Decis
       }
     const view = consumerCallsView(state, now, cfg);
     const from = view.read && view.since !== undefined ? view.since : now - SPAN_TICKS * TICK + 1;
+    // As built (the AWS reader): the failures alone unless some failed or the view needs the count.
+    const countsRead =
+      reading === 'calls' ||
+      (reading === 'as-built' && view.read && view.counts) ||
+      made.some((c) => c.at >= from && c.at <= now && c.errors > 0);
     const sum = (store: 'dynamodb' | 'sqs') => {
       const window = made.filter((c) => c.store === store && c.at >= from && c.at <= now);
       if (window.length === 0) return {};
+      const errors = window.reduce((a, c) => a + c.errors, 0);
       return {
-        consumers: {
-          requests: window.reduce((a, c) => a + c.requests, 0),
-          errors: window.reduce((a, c) => a + c.errors, 0),
-        },
+        consumers: countsRead ? { requests: window.reduce((a, c) => a + c.requests, 0), errors } : { errors },
       };
     };
     const samples: StoreSample[] = (['dynamodb', 'sqs'] as const).map((store) => ({
@@ -265,5 +273,53 @@ describe('which consumer calls a tick reads', () => {
     ],
   ])('%s', (_, state, now, expected) => {
     expect(consumerCallsView(state, now, cfg)).toEqual(expected);
+  });
+});
+
+describe('the consumers’ failures read alone in an ordinary minute', () => {
+  const probe = fc.constantFrom<StoreSample['probe']>(ok, ok, down, throttled);
+  const calls = fc.option(
+    fc
+      .integer({ min: 0, max: 30 })
+      .chain((requests) =>
+        fc.record({ requests: fc.constant(requests), errors: fc.integer({ min: 0, max: requests }) }),
+      ),
+    { nil: undefined, freq: 3 },
+  );
+  const store = fc.record({ probe, calls });
+  // Spells of a few ticks alike (outages long enough to pause, trials after them), each store's own.
+  const spell = fc
+    .tuple(fc.record({ dynamodb: store, sqs: store }), fc.integer({ min: 1, max: 2 * cfg.outageTicks }))
+    .map(([tick, length]) => Array.from({ length }, (): Tick => tick));
+  const ticks = fc.array(spell, { minLength: 1, maxLength: 12 }).map((spells) => spells.flat());
+
+  it('decides every tick as a read of the calls with their count would (the count only matters to a trial)', () => {
+    fc.assert(
+      fc.property(ticks, (ticks) => {
+        const full = run(ticks);
+        const asBuilt = run(ticks, undefined, 'as-built');
+        expect(asBuilt.map((d) => [d.reason.code, d.paused, d.ceilings.normal, d.enabled.normal])).toEqual(
+          full.map((d) => [d.reason.code, d.paused, d.ceilings.normal, d.enabled.normal]),
+        );
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('passes a store trial on the count the view asks for, sooner than a reader of the failures alone', () => {
+    // A DynamoDB outage, then every call working.
+    const outage: Tick[] = [
+      ...Array.from({ length: cfg.outageTicks }, () => ({ dynamodb: { probe: down } })),
+      ...Array.from({ length: 20 }, () => ({ dynamodb: { probe: ok, calls: working } })),
+    ];
+    const passedAt = (ds: Decision[]) =>
+      ds.findIndex((d, i) => i > cfg.outageTicks && d.state.storeTrial === undefined && !d.paused);
+    const asBuilt = run(outage, undefined, 'as-built');
+    const blind = run(outage, undefined, 'failures-only');
+    // As built, the trial passes on the consumers' calls as soon as a read with their count would…
+    expect(passedAt(asBuilt)).toBe(passedAt(run(outage)));
+    expect(passedAt(asBuilt)).toBeGreaterThan(0);
+    // …where without the count it waits out its grace (no word either way).
+    expect(passedAt(blind)).toBeGreaterThan(passedAt(asBuilt));
   });
 });
