@@ -4,9 +4,10 @@
  * one GetQueueAttributes on the normal lane, each bounded in time — and the consumers' calls to
  * the stores and their failures over the metric window (their `DynamoRequests` / `DynamoErrors` /
  * `SqsRequests` / `SqsErrors`, both lanes' services summed; the failures alone in an ordinary
- * minute, the calls too when some failed or a store trial needs them). The consumers' figures travel as
- * EMF through CloudWatch Logs, so they arrive whichever store is down; the probe needs no
- * consumer running (an idle fleet, or one the governor paused).
+ * minute, the calls too when some failed or a store trial needs them; nothing while paused for
+ * an outage). The consumers' figures travel as EMF through CloudWatch Logs, so they arrive
+ * whichever store is down; the probe needs no consumer running (an idle fleet, or one the
+ * governor paused).
  */
 import { GetMetricDataCommand, type CloudWatchClient, type MetricDataQuery } from '@aws-sdk/client-cloudwatch';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
@@ -144,6 +145,7 @@ export function createConsumerStoreCalls(
   const everyMs = options.everyMs ?? DEFAULT_STORE_CALLS_EVERY_MS;
   let kept: { at: number; since: number | undefined; want: StoreCallsWant; calls: ConsumerStoreCalls } | undefined;
   return async (since, want = 'calls') => {
+    if (want === 'none') return {};
     const now = clock();
     if (
       kept !== undefined &&

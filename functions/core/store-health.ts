@@ -111,13 +111,20 @@ export function storeDependencies(
 export type ConsumerCallsView = { read: false } | { read: true; since?: number; counts: boolean };
 
 /**
- * What a read of the consumers' store calls asks: `calls`, the calls and their failures; `failures`,
- * the failures, and the calls only when some failed (a count with none failed changes no decision
- * outside a store trial: `ConsumerCallsView`). The consumer
- * publishes a failure count only when some call failed (functions/consumer/store-calls.ts), in the
- * same document as the calls: none in a window is none failed.
+ * What a read of the consumers' store calls asks: `calls`, the calls and their failures;
+ * `failures`, the failures, and the calls only when some failed (a count with none failed changes
+ * no decision outside a store trial: `ConsumerCallsView`); `none`, nothing (a tick that may not
+ * read them: paused for an outage). The consumer publishes a failure count only when some call
+ * failed (functions/consumer/store-calls.ts), in the same document as the calls: none in a window
+ * is none failed.
  */
-export type StoreCallsWant = 'calls' | 'failures';
+export type StoreCallsWant = 'calls' | 'failures' | 'none';
+
+/** What a tick's view asks of the reader. */
+export function storeCallsWant(view: ConsumerCallsView): StoreCallsWant {
+  if (!view.read) return 'none';
+  return view.counts ? 'calls' : 'failures';
+}
 
 /**
  * Which of the consumers' store calls this tick may read: none while paused for an outage (no

@@ -19,7 +19,13 @@
  * succeeds again, so the outage's record survives the store it is about.
  */
 import type { Clock } from '../core/ports.js';
-import { consumerCallsView, type StoreCallsWant, type StoreSample, storeDependencies } from '../core/store-health.js';
+import {
+  consumerCallsView,
+  type StoreCallsWant,
+  type StoreSample,
+  storeCallsWant,
+  storeDependencies,
+} from '../core/store-health.js';
 import type { SpendGrant, SpendGrantWriter, ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decideTick, initialState } from '../core/governor/policy.js';
 import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
@@ -113,9 +119,7 @@ async function readStores(
   stores: GovernorLoopOptions['stores'],
   view: ReturnType<typeof consumerCallsView>,
 ): Promise<DependencyHealth[] | undefined> {
-  const samples = await stores
-    ?.read(view.read ? view.since : undefined, view.read && !view.counts ? 'failures' : 'calls')
-    .catch(() => undefined);
+  const samples = await stores?.read(view.read ? view.since : undefined, storeCallsWant(view)).catch(() => undefined);
   return samples === undefined ? undefined : storeDependencies(samples, { consumersStale: !view.read });
 }
 

@@ -208,7 +208,7 @@ describe('the stores as the governor’s dependencies (AWS wiring)', () => {
       expect(q.MetricStat?.Metric?.Namespace).toBe(fleet.settings.metricsNamespace);
   });
 
-  it('reads the consumers’ failures alone in an ordinary minute, and their calls too while a resume is on trial', async () => {
+  it('reads the consumers’ failures alone in an ordinary minute, none while paused for an outage, and their calls too while a resume is on trial', async () => {
     // Prepare
     const m = mocks();
     let now = 1_700_000_000_000;
@@ -226,14 +226,20 @@ describe('the stores as the governor’s dependencies (AWS wiring)', () => {
     // Act: an ordinary minute; an outage and its resume on trial; the trial's minute.
     await ticks(wired.loop, 6, HEALTHY, advance);
     const ordinary = asked();
-    await ticks(wired.loop, wired.config.outageTicks + 1, DYNAMO_DOWN, advance);
+    const down = await ticks(wired.loop, wired.config.outageTicks, DYNAMO_DOWN, advance);
     asked();
+    // Paused for the outage past a minute: the consumers' calls are not read (no consumer runs).
+    const stillDown = await ticks(wired.loop, 7, DYNAMO_DOWN, advance);
+    const whilePaused = asked();
     const resumed = await ticks(wired.loop, 1, HEALTHY, advance);
     const trial = await ticks(wired.loop, 7, HEALTHY, advance);
     const onTrial = asked();
     // Assess: the failures alone (the bill's 2 metrics a minute), no count while none failed.
     expect(ordinary.length).toBeGreaterThan(0);
     expect(new Set(ordinary)).toEqual(new Set(['dynamodb_errors_0', 'sqs_errors_0']));
+    expect(down.at(-1)).toBe('PAUSE_OUTAGE');
+    expect(stillDown.every((code) => code === 'PAUSE_OUTAGE')).toBe(true);
+    expect(whilePaused).toEqual([]);
     // On trial the count is asked for: the trial passes on the consumers' calls that worked.
     expect(resumed).toEqual(['OUTAGE_PROBE']);
     expect(onTrial).toContain('dynamodb_requests_0');

@@ -135,6 +135,13 @@ describe("the consumers' store calls", () => {
     expect(cw.send).toHaveBeenCalledTimes(2);
   });
 
+  it('asks nothing of a tick that may not read them (paused for an outage)', async () => {
+    const cw = cloudwatch(['ok']);
+    const read = createConsumerStoreCalls({ cloudwatch: cw, namespace: 'CaptchaFleet', services: ['consumer'] });
+    expect(await read(undefined, 'none')).toEqual({});
+    expect(cw.send).not.toHaveBeenCalled();
+  });
+
   it('a failed second request is an unknown window, never a quiet one', async () => {
     const now = 1_700_000_000_000;
     const cw = cloudwatch(['ok', 'fail'], 3);
