@@ -32,6 +32,15 @@ function cloudwatch(answers: Array<'ok' | 'fail'>, dynamoErrors = 0) {
   return { send } as unknown as CloudWatchClient & { send: typeof send };
 }
 
+/** The reader of the consumer's service alone (a fleet without an overflow lane). */
+const consumerReader = (cw: CloudWatchClient, clock?: () => number) =>
+  createConsumerStoreCalls({
+    cloudwatch: cw,
+    namespace: 'CaptchaFleet',
+    services: ['consumer'],
+    ...(clock ? { clock } : {}),
+  });
+
 describe("the consumers' store calls", () => {
   it('are asked of CloudWatch once a minute, the answer kept in between', async () => {
     let now = 1_700_000_000_000;
@@ -84,12 +93,7 @@ describe("the consumers' store calls", () => {
   it('in an ordinary minute asks for the failures alone: none failed, no count', async () => {
     const now = 1_700_000_000_000;
     const cw = cloudwatch(['ok']);
-    const read = createConsumerStoreCalls({
-      cloudwatch: cw,
-      namespace: 'CaptchaFleet',
-      services: ['consumer'],
-      clock: () => now,
-    });
+    const read = consumerReader(cw, () => now);
     expect(await read(undefined, 'failures')).toEqual({ dynamodb: { errors: 0 }, sqs: { errors: 0 } });
     expect(cw.send).toHaveBeenCalledTimes(1);
     // The 2 metrics the bill counts (GOVERNOR_CALLS.parkedMetricsPerMinute): each store's errors.
@@ -101,12 +105,7 @@ describe("the consumers' store calls", () => {
   it('asks for the calls too when some failed, in a second request of the same minute', async () => {
     const now = 1_700_000_000_000;
     const cw = cloudwatch(['ok', 'ok'], 7);
-    const read = createConsumerStoreCalls({
-      cloudwatch: cw,
-      namespace: 'CaptchaFleet',
-      services: ['consumer'],
-      clock: () => now,
-    });
+    const read = consumerReader(cw, () => now);
     const calls = await read(undefined, 'failures');
     expect(calls).toEqual({ dynamodb: { requests: 10, errors: 7 }, sqs: { requests: 4, errors: 0 } });
     expect(cw.send).toHaveBeenCalledTimes(2);
@@ -120,12 +119,7 @@ describe("the consumers' store calls", () => {
   it('a read of the failures alone does not answer a later ask for the calls (a trial began)', async () => {
     let now = 1_700_000_000_000;
     const cw = cloudwatch(['ok', 'ok']);
-    const read = createConsumerStoreCalls({
-      cloudwatch: cw,
-      namespace: 'CaptchaFleet',
-      services: ['consumer'],
-      clock: () => now,
-    });
+    const read = consumerReader(cw, () => now);
     await read(undefined, 'failures');
     now += 10_000;
     expect(await read(undefined, 'calls')).toEqual({
@@ -137,7 +131,7 @@ describe("the consumers' store calls", () => {
 
   it('asks nothing of a tick that may not read them (paused for an outage)', async () => {
     const cw = cloudwatch(['ok']);
-    const read = createConsumerStoreCalls({ cloudwatch: cw, namespace: 'CaptchaFleet', services: ['consumer'] });
+    const read = consumerReader(cw);
     expect(await read(undefined, 'none')).toEqual({});
     expect(cw.send).not.toHaveBeenCalled();
   });
@@ -145,12 +139,7 @@ describe("the consumers' store calls", () => {
   it('a failed second request is an unknown window, never a quiet one', async () => {
     const now = 1_700_000_000_000;
     const cw = cloudwatch(['ok', 'fail'], 3);
-    const read = createConsumerStoreCalls({
-      cloudwatch: cw,
-      namespace: 'CaptchaFleet',
-      services: ['consumer'],
-      clock: () => now,
-    });
+    const read = consumerReader(cw, () => now);
     expect(await read(undefined, 'failures')).toEqual({});
   });
 });
