@@ -94,6 +94,9 @@ export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions
     consumerSizing: options.consumerSizing,
     // The governor's own invocations are billed to the runs it governs (with or without overflow).
     governor: run.policy.startsWith('governor'),
+    // The lab's traces have one lane of work: a governor keeps the high lane's mapping disabled
+    // (no work), a fixed maximum runs both.
+    pollingMappings: run.policy.startsWith('governor') ? 1 : 2,
     overflowLane: run.overflow !== undefined,
     // The parked design's leases, watch and records (lab/sim/parked.ts).
     ...(run.parked !== undefined ? { parked: run.parked } : {}),

@@ -332,8 +332,16 @@ describe('units', () => {
 
 describe('the lab bill (lab/cost.ts)', () => {
   const trace = { ...shippedTraces().find((t) => t.name === 'steady'), durationSeconds: 900 } as Trace;
-  const run = (name: 'governor' | 'thread-pool-plan') =>
+  const run = (name: 'governor' | 'thread-pool-plan' | 'lambda-fixed') =>
     simulate(trace, createPolicy(name, trace.settings), { seed: 3 });
+
+  it('bills the idle long polls of the mappings that poll: one governed (no high-priority work), both at a fixed maximum', () => {
+    // 900 s of 20 s long polls by 5 pollers a mapping: 225 a mapping.
+    const idle = (name: 'governor' | 'lambda-fixed') =>
+      costOfRun(trace, run(name)).bill.lines.find((l) => l.item === 'idle long polls (ReceiveMessage)')?.quantity;
+    expect(idle('governor')).toBe(225);
+    expect(idle('lambda-fixed')).toBe(450);
+  });
 
   it('bills a Lambda policy at the stack consumer’s memory and architecture, per second it held a task', () => {
     const governor = run('governor');

@@ -399,6 +399,13 @@ export interface FleetUsage {
   governor?: boolean;
   /** The fleet has an overflow lane: the governor reads the overflow consumer's store calls too. @default false */
   overflowLane?: boolean;
+  /**
+   * Event source mappings enabled, on average over the run: their pollers' idle long polls are
+   * billed. The governor disables the high lane's while that lane has no work
+   * (functions/core/governor/capacity.ts, splitOverLanes), so a governed fleet without
+   * high-priority work polls with one. @default CostAssumptions.mappings (both)
+   */
+  pollingMappings?: number;
   /** The parked design's own calls (solveMode `park`); absent: every invocation waits through its solve. */
   parked?: ParkedUsage;
   /** Consumers are pool workers on VMs instead of Lambda: the VM-hours (t4g.small). */
@@ -495,7 +502,8 @@ function queueLines(usage: FleetUsage, a: CostAssumptions, prices: PriceTable): 
     p.sqsRequests('hand-backs (ChangeMessageVisibility)', usage.handBacks * CONSUMER_CALLS.sqsPerHandBack),
   ];
   if (usage.copiesSent > 0) lines.push(p.sqsRequests('fresh copies (SendMessage)', usage.copiesSent, a.taskBytes));
-  const idlePolls = a.mappings * a.pollersPerMapping * ((usage.hours * 3600) / a.longPollSeconds);
+  const mappings = Math.min(a.mappings, Math.max(0, usage.pollingMappings ?? a.mappings));
+  const idlePolls = mappings * a.pollersPerMapping * ((usage.hours * 3600) / a.longPollSeconds);
   lines.push(p.sqsRequests('idle long polls (ReceiveMessage)', idlePolls));
   return lines;
 }
