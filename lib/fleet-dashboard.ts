@@ -91,7 +91,7 @@ export class FleetDashboard extends Construct {
         metrics.governor(GOVERNOR_METRICS.ceiling, 'Maximum', 'ceiling (both lanes)'),
         metrics.governor(GOVERNOR_METRICS.freeThreads, 'Minimum', 'free threads'),
         metrics.governor(GOVERNOR_METRICS.needed, 'Maximum', 'needed threads'),
-        metrics.governor(GOVERNOR_METRICS.shortfall, 'Maximum', 'shortfall'),
+        metrics.shortfall(),
         metrics.governor(GOVERNOR_METRICS.threadsHeld, 'Maximum', 'threads held (leases when parked)'),
         props.consumer.metric('ConcurrentExecutions', { ...max, label: 'actual (consumer concurrent executions)' }),
       ]),

@@ -7,7 +7,7 @@
  */
 import { Duration } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
-import { type GOVERNOR_METRICS, METRICS, type REPORT_METRICS, SERVICES } from '../functions/core/metric-names.js';
+import { GOVERNOR_METRICS, METRICS, type REPORT_METRICS, SERVICES } from '../functions/core/metric-names.js';
 import { consumerServiceOf, type SolverProvider } from '../functions/core/provider.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 
@@ -97,6 +97,24 @@ export class FleetMetrics {
         results: this.consumer(METRICS.resultRequests, 'Sum'),
       },
       label: 'error rate per solver request (%)',
+      period: ONE_MINUTE,
+    });
+  }
+
+  /**
+   * Threads the arrivals and the backlog need beyond the free threads (the governor's shortfall:
+   * needed − free, never below 0), from its NeededThreads and FreeThreads: an expression on the
+   * dashboard rather than a metric of its own (one custom metric fewer to pay for). No datapoint
+   * while the needed threads are unknown.
+   */
+  shortfall(): cw.MathExpression {
+    return new cw.MathExpression({
+      expression: 'IF(needed > free, needed - free, 0)',
+      usingMetrics: {
+        needed: this.governor(GOVERNOR_METRICS.needed, 'Maximum'),
+        free: this.governor(GOVERNOR_METRICS.freeThreads, 'Minimum'),
+      },
+      label: 'shortfall (needed − free)',
       period: ONE_MINUTE,
     });
   }

@@ -66,7 +66,6 @@ export type MetricName = (typeof METRICS)[keyof typeof METRICS];
 export const GOVERNOR_METRICS = {
   ceiling: 'Ceiling',
   needed: 'NeededThreads',
-  shortfall: 'Shortfall',
   balance: 'Balance',
   /** Dimension `Reason` (a ReasonCode). */
   decision: 'Decision',

@@ -41,7 +41,6 @@ export function emitDecisionMetrics(metrics: Metrics, record: TickRecord): void 
   const total = (d.enabled.normal ? d.ceilings.normal : 0) + (d.enabled.high ? d.ceilings.high : 0);
   metrics.addMetric(GOVERNOR_METRICS.ceiling, MetricUnit.Count, total);
   metrics.addMetric(GOVERNOR_METRICS.freeThreads, MetricUnit.Count, d.freeThreads);
-  metrics.addMetric(GOVERNOR_METRICS.shortfall, MetricUnit.Count, d.shortfall);
   metrics.addMetric(GOVERNOR_METRICS.paused, MetricUnit.Count, d.paused ? 1 : 0);
   // Unknown signals are left out rather than published as zero. The backlog, the messages in
   // flight, the solve-time p95 and the error rate are not republished: SQS's own metrics (free)

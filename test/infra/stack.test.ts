@@ -415,6 +415,9 @@ describe('default stack', () => {
     ]) {
       expect(body).toContain(name);
     }
+    // The shortfall is an expression of the needed and the free threads, not a metric of its own.
+    expect(body).toContain('IF(needed > free, needed - free, 0)');
+    expect(body).not.toContain('Shortfall');
   });
 
   it('prints what producers and operators need (the overflow outputs only with an overflow provider)', () => {

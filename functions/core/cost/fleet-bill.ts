@@ -331,9 +331,10 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   // (DynamoErrors only in an hour with a failed call): test/integration/consumer-metrics.test.ts
   // counts them from what the consumer emits.
   consumerMetrics: 7,
-  // Ceiling, FreeThreads, Shortfall, Paused, NeededThreads, Balance, ThreadsHeld, Decision (one
-  // Reason): test/unit/governor-adapters.test.ts counts them from what the governor emits.
-  governorMetrics: 8,
+  // Ceiling, FreeThreads, Paused, NeededThreads, Balance, ThreadsHeld, Decision (one Reason; the
+  // shortfall is the dashboard's expression of NeededThreads and FreeThreads):
+  // test/unit/governor-adapters.test.ts counts them from what the governor emits.
+  governorMetrics: 7,
   governorSecondsPerInvocation: 51,
   governorTicksPerMinute: 6,
   mappings: 2,
