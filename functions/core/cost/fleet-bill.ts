@@ -11,6 +11,7 @@ import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits }
 import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES, WATCH_BATCH_MS } from '../thread-leases.js';
 import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
 import { parkedGovernorSizing } from '../watch-sizing.js';
+import { METHOD_KIND, METHODS } from '../solver-protocol.js';
 import { SQS_BATCH_ENTRIES } from '../task.js';
 import { WINDOW_MINUTES, WINDOW_SLOT_ITEM_BYTES } from '../solve-window.js';
 
@@ -126,8 +127,11 @@ export function watchSolvedWrites(recordedByWatch: number, hours: number): numbe
   return Math.min(recordedByWatch, Math.ceil(hours * 60 * perMinute));
 }
 
-/** Methods whose answer is a few characters of text (an image's, a text captcha's), not a token. */
-export const TEXT_ANSWER_METHODS: ReadonlySet<string> = new Set(['base64', 'textcaptcha']);
+/**
+ * Methods whose answer is a few characters of text, not a token: the protocol's image kind
+ * (METHOD_KIND: an image's, a text captcha's).
+ */
+export const TEXT_ANSWER_METHODS: ReadonlySet<string> = new Set(METHODS.filter((m) => METHOD_KIND[m] === 'image'));
 
 /** Write units of one write of the answered record, over the usage's mix of text answers and tokens. */
 function answeredRecordUnits(usage: Pick<FleetUsage, 'textAnswerShare'>, a: CostAssumptions): number {
