@@ -6,7 +6,7 @@
  * message that comes back at its visibility's end meets the terminal record and is acknowledged
  * as a duplicate (docs/governor.md, "The watch over parked tasks").
  */
-import { WATCH_BATCH_MS } from '../core/thread-leases.js';
+import { createBatchTimer } from './batch-timer.js';
 import type { Clock, DeliveredMessage } from '../core/ports.js';
 import { SQS_BATCH_ENTRIES } from '../core/task.js';
 
@@ -36,12 +36,10 @@ export interface DeleteBatchOptions {
 
 /** Build the batch. Never throws. */
 export function createDeleteBatch(options: DeleteBatchOptions): DeleteBatch {
-  const clock = options.clock ?? Date.now;
-  const flushMs = options.flushMs ?? WATCH_BATCH_MS;
+  const timer = createBatchTimer(options);
   const size = options.size ?? SQS_BATCH_ENTRIES;
   const stats = { requests: 0, deleted: 0, failed: 0 };
   let pending: DeliveredMessage[] = [];
-  let oldestAt = 0;
   const inFlight = new Set<Promise<void>>();
   const send = (messages: DeliveredMessage[]): Promise<void> => {
     const sent = options.queue
@@ -68,11 +66,11 @@ export function createDeleteBatch(options: DeleteBatchOptions): DeleteBatch {
   return {
     stats,
     add(message) {
-      if (pending.length === 0) oldestAt = clock();
+      if (pending.length === 0) timer.started();
       pending.push(message);
       if (pending.length >= size) void sendPending();
     },
-    flushIfDue: () => (pending.length > 0 && clock() - oldestAt >= flushMs ? sendPending() : Promise.resolve()),
+    flushIfDue: () => (timer.due(pending.length) ? sendPending() : Promise.resolve()),
     async flush() {
       await sendPending();
       await Promise.all([...inFlight]);

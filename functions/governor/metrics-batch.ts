@@ -5,7 +5,7 @@
  * once per batch rather than once per solve. Published when the oldest solve has waited `flushMs`
  * (with the watch's solved batch) and at the end of its run. Never throws.
  */
-import { WATCH_BATCH_MS } from '../core/thread-leases.js';
+import { createBatchTimer } from './batch-timer.js';
 import type { Clock } from '../core/ports.js';
 
 export interface MetricsBatch {
@@ -27,11 +27,9 @@ export interface MetricsBatchOptions {
 }
 
 export function createMetricsBatch(options: MetricsBatchOptions): MetricsBatch {
-  const clock = options.clock ?? Date.now;
-  const flushMs = options.flushMs ?? WATCH_BATCH_MS;
+  const timer = createBatchTimer(options);
   const stats = { documents: 0, solves: 0 };
   let waiting = 0;
-  let oldestAt = 0;
   const flush = async (): Promise<void> => {
     if (waiting === 0) return;
     stats.solves += waiting;
@@ -45,10 +43,10 @@ export function createMetricsBatch(options: MetricsBatchOptions): MetricsBatch {
   };
   return {
     add() {
-      if (waiting === 0) oldestAt = clock();
+      if (waiting === 0) timer.started();
       waiting += 1;
     },
-    flushIfDue: () => (waiting > 0 && clock() - oldestAt >= flushMs ? flush() : Promise.resolve()),
+    flushIfDue: () => (timer.due(waiting) ? flush() : Promise.resolve()),
     flush,
     stats,
   };

@@ -4,7 +4,7 @@
  * `flushMs` and at the end of the watch's run, beside its solved count and its deletes. Never
  * throws: a batch whose write failed stays for the next (the window is read as it stands).
  */
-import { WATCH_BATCH_MS } from '../core/thread-leases.js';
+import { createBatchTimer } from './batch-timer.js';
 import type { Clock } from '../core/ports.js';
 import type { SolveWindowWriter } from '../core/solve-window.js';
 
@@ -27,11 +27,9 @@ export interface WindowBatchOptions {
 }
 
 export function createWindowBatch(options: WindowBatchOptions): WindowBatch {
-  const clock = options.clock ?? Date.now;
-  const flushMs = options.flushMs ?? WATCH_BATCH_MS;
+  const timer = createBatchTimer(options);
   const stats = { writes: 0, counted: 0, failed: 0 };
   let times: number[] = [];
-  let oldestAt = 0;
   const flush = async (): Promise<void> => {
     if (times.length === 0) return;
     // Taken before the write: a solve recorded meanwhile joins the next batch.
@@ -43,7 +41,7 @@ export function createWindowBatch(options: WindowBatchOptions): WindowBatch {
       stats.counted += batch.length;
     } catch (error) {
       stats.failed += 1;
-      if (times.length === 0) oldestAt = clock();
+      if (times.length === 0) timer.started();
       times = [...batch, ...times];
       options.warn?.('solves not added to the metric window; kept for the next batch', {
         count: batch.length,
@@ -53,10 +51,10 @@ export function createWindowBatch(options: WindowBatchOptions): WindowBatch {
   };
   return {
     add(solveMs) {
-      if (times.length === 0) oldestAt = clock();
+      if (times.length === 0) timer.started();
       times.push(solveMs);
     },
-    flushIfDue: () => (times.length > 0 && clock() - oldestAt >= flushMs ? flush() : Promise.resolve()),
+    flushIfDue: () => (timer.due(times.length) ? flush() : Promise.resolve()),
     flush,
     stats,
   };
