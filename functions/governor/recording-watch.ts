@@ -33,13 +33,10 @@ export interface RecordingWatchOptions {
   solved?: SolvedCounter;
   /** The parked fleet's metric window, when the governor reads one. */
   window?: SolveWindowWriter;
-  /** Longest a batch waits, ms. @default WATCH_BATCH_MS (each batch's own default) */
+  /** Longest a batch waits (the solved count's included), ms. @default WATCH_BATCH_MS (each batch's own default) */
   batchMs?: number;
   /** The watch's cadence and leases: pollMs, pollGapMs, backoffPollMs, viewEveryMs, settleMs, leaseMs. */
-  cadence?: Pick<
-    ParkedWatchOptions,
-    'pollMs' | 'pollGapMs' | 'backoffPollMs' | 'viewEveryMs' | 'settleMs' | 'leaseMs' | 'solvedFlushMs'
-  >;
+  cadence?: Pick<ParkedWatchOptions, 'pollMs' | 'pollGapMs' | 'backoffPollMs' | 'viewEveryMs' | 'settleMs' | 'leaseMs'>;
   clock?: Clock;
   log?: GovernorLog;
 }
@@ -91,6 +88,7 @@ export function createRecordingWatch(options: RecordingWatchOptions): RecordingW
     ...(windowBatch ? { window: windowBatch } : {}),
     metricsBatch,
     ...(options.solved ? { solved: options.solved } : {}),
+    ...(options.batchMs !== undefined ? { solvedFlushMs: options.batchMs } : {}),
     ...options.cadence,
     ...(clock ? { clock } : {}),
     ...(log ? { log } : {}),
