@@ -173,16 +173,17 @@ export function createConsumerStoreCalls(
       return answer.MetricDataResults ?? [];
     };
     const stores = Object.keys(CALL_METRICS) as StoreName[];
+    let counted = want === 'calls';
     let results: { Id?: string; Values?: number[] }[];
     try {
-      results = await ask(want === 'calls' ? ['requests', 'errors'] : ['errors']);
-      const sum = (prefix: string) => sumOf(results, prefix);
-      if (want === 'failures' && stores.some((store) => sum(`${store}_errors_`) > 0))
+      results = await ask(counted ? ['requests', 'errors'] : ['errors']);
+      if (!counted && stores.some((store) => sumOf(results, `${store}_errors_`) > 0)) {
         results = [...results, ...(await ask(['requests']))];
+        counted = true;
+      }
     } catch {
       return {};
     }
-    const counted = want === 'calls' || results.some((r) => r.Id?.includes('_requests_'));
     const calls: ConsumerStoreCalls = {};
     for (const store of stores)
       calls[store] = {
