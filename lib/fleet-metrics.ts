@@ -87,18 +87,16 @@ export class FleetMetrics {
    * answer against one submission and read several times too high.
    */
   errorRatePercent(): cw.MathExpression {
-    return new cw.MathExpression({
-      expression:
-        'IF(FILL(submissions, 0) + FILL(results, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(results, 0)), 0)',
-      usingMetrics: {
+    return minuteExpression(
+      'IF(FILL(submissions, 0) + FILL(results, 0) > 0, 100 * (FILL(transient, 0) + FILL(task, 0)) / (FILL(submissions, 0) + FILL(results, 0)), 0)',
+      {
         transient: this.consumer(METRICS.transientErrors, 'Sum'),
         task: this.consumer(METRICS.taskErrors, 'Sum'),
         submissions: this.consumer(METRICS.submissions, 'Sum'),
         results: this.consumer(METRICS.resultRequests, 'Sum'),
       },
-      label: 'error rate per solver request (%)',
-      period: ONE_MINUTE,
-    });
+      'error rate per solver request (%)',
+    );
   }
 
   /**
@@ -108,27 +106,34 @@ export class FleetMetrics {
    * while the needed threads are unknown.
    */
   shortfall(): cw.MathExpression {
-    return new cw.MathExpression({
-      expression: 'IF(needed > free, needed - free, 0)',
-      usingMetrics: {
+    return minuteExpression(
+      'IF(needed > free, needed - free, 0)',
+      {
         needed: this.governor(GOVERNOR_METRICS.needed, 'Maximum'),
         free: this.governor(GOVERNOR_METRICS.freeThreads, 'Minimum'),
       },
-      label: 'shortfall (needed − free)',
-      period: ONE_MINUTE,
-    });
+      'shortfall (needed − free)',
+    );
   }
 
   /** Over-cap answers per submission, in percent. */
   overCapRatePercent(): cw.MathExpression {
-    return new cw.MathExpression({
-      expression: 'IF(FILL(submissions, 0) > 0, 100 * FILL(overcap, 0) / submissions, 0)',
-      usingMetrics: {
+    return minuteExpression(
+      'IF(FILL(submissions, 0) > 0, 100 * FILL(overcap, 0) / submissions, 0)',
+      {
         overcap: this.consumer(METRICS.overCapAnswers, 'Sum'),
         submissions: this.consumer(METRICS.submissions, 'Sum'),
       },
-      label: 'over-cap answers per submission (%)',
-      period: ONE_MINUTE,
-    });
+      'over-cap answers per submission (%)',
+    );
   }
+}
+
+/** A metric math expression over the fleet's metrics, one datapoint a minute. */
+function minuteExpression(
+  expression: string,
+  usingMetrics: Record<string, cw.IMetric>,
+  label: string,
+): cw.MathExpression {
+  return new cw.MathExpression({ expression, usingMetrics, label, period: ONE_MINUTE });
 }
