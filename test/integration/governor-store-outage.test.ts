@@ -133,6 +133,17 @@ async function governor(m: Mocks, clock: () => number) {
   });
 }
 
+/** The mocks and a governor on a fresh fleet whose clock `advance` moves ten seconds (a tick). */
+async function governorOnTicks() {
+  const m = mocks();
+  let now = 1_700_000_000_000;
+  const wired = await governor(m, () => now);
+  const advance = () => {
+    now += 10_000;
+  };
+  return { m, wired, advance };
+}
+
 /** Tick `count` times, ten seconds apart, with the proxy's clock at `fault`; the decisions' codes. */
 async function ticks(
   loop: { tick(): Promise<{ decision: { reason: { code: string } } }> },
@@ -158,12 +169,7 @@ describe('the stores as the governor’s dependencies (AWS wiring)', () => {
     'a %s that stops answering pauses both mappings after outageTicks ticks and resumes on the first tick it answers',
     async (_, fault, store) => {
       // Prepare
-      const m = mocks();
-      let now = 1_700_000_000_000;
-      const wired = await governor(m, () => now);
-      const advance = () => {
-        now += 10_000;
-      };
+      const { m, wired, advance } = await governorOnTicks();
       const outageTicks = wired.config.outageTicks;
       await ticks(wired.loop, 2, HEALTHY, advance);
       expect(m.enabled['uuid-normal']).toBe(true);
@@ -188,12 +194,7 @@ describe('the stores as the governor’s dependencies (AWS wiring)', () => {
 
   it('pauses on the consumers’ failed DynamoDB calls (their EMF in CloudWatch) with the probe answering', async () => {
     // Prepare
-    const m = mocks();
-    let now = 1_700_000_000_000;
-    const wired = await governor(m, () => now);
-    const advance = () => {
-      now += 10_000;
-    };
+    const { m, wired, advance } = await governorOnTicks();
     m.dynamoCalls = { requests: 200, errors: 150 };
     // Act
     const codes = await ticks(wired.loop, wired.config.outageTicks, HEALTHY, advance);
@@ -210,12 +211,7 @@ describe('the stores as the governor’s dependencies (AWS wiring)', () => {
 
   it('reads the consumers’ failures alone in an ordinary minute, none while paused for an outage, and their calls too while a resume is on trial', async () => {
     // Prepare
-    const m = mocks();
-    let now = 1_700_000_000_000;
-    const wired = await governor(m, () => now);
-    const advance = () => {
-      now += 10_000;
-    };
+    const { m, wired, advance } = await governorOnTicks();
     // The store calls' queries asked since the last look (the consumer's window has its own).
     const asked = () =>
       m.queries
