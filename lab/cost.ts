@@ -113,7 +113,8 @@ export function costOfUsage(policy: string, trace: Trace, usage: FleetUsage, opt
   const sized = options.consumerSizing === undefined ? usage : { ...usage, consumerSizing: options.consumerSizing };
   const bill = fleetBill(sized, {
     planThreads: trace.settings.planThreads,
-    assumptions: options.assumptions,
+    // The trace's fleet keeps its answered records for its own resultTtlSeconds.
+    assumptions: { resultRetentionHours: trace.settings.resultTtlSeconds / 3600, ...options.assumptions },
     governorSizing: options.governorSizing,
   });
   return {

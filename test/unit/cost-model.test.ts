@@ -59,12 +59,20 @@ describe('the fleet bill', () => {
     // SQS: 1 000 sends + 2 000 receives/deletes + 2 mappings × 5 pollers × 180 idle polls, × $0.0000004
     expect(bill.byService.sqs).toBeCloseTo((1000 + 2000 + 1800) * 4e-7, 9);
     // DynamoDB: claim + solver id (1 unit each), result + note (3 units each: a 2.8 KB item),
-    // ledger accepted + released (1 unit each) = 10 000 write units; 1 000 ledger reads
-    expect(bill.byService.dynamodb).toBeCloseTo(10_000 * 6.25e-7 + 1000 * 1.25e-7, 9);
+    // ledger accepted + released (1 unit each) = 10 000 write units; 1 000 ledger reads; the
+    // 1 000 answered records kept a day (2.9 MB with DynamoDB's 100 B an item: 24 h of a 730 h
+    // month) at $0.25 a GB-month, and point-in-time recovery on them at $0.20
+    const recordsKept = 0.0029 * (24 / 730) * (0.25 + 0.2);
+    expect(bill.byService.dynamodb).toBeCloseTo(10_000 * 6.25e-7 + 1000 * 1.25e-7 + recordsKept, 9);
     expect(bill.byService.eventbridge).toBeCloseTo(0.001, 9);
-    // CloudWatch: 1.987 MB of logs (1 987 B an invocation) at $0.50/GB + 7 metrics for 1 h of a 730 h month at $0.30
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.0009935 + (7 / 730) * 0.3, 9);
-    expect(bill.usd).toBeCloseTo(0.06377642 - 0.3 / 730, 7);
+    // CloudWatch: 1.987 MB of logs (1 987 B an invocation) at $0.50/GB, kept 30 days (720 h of
+    // 730) at $0.03 a GB-month + 7 metrics for 1 h of a 730 h month at $0.30
+    const logsKept = 0.001987 * (720 / 730) * 0.03;
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.0009935 + logsKept + (7 / 730) * 0.3, 9);
+    // No governor: not the fleet's stack, none of its standing charges.
+    expect(bill.byService.secretsmanager).toBe(0);
+    expect(bill.byService.kms).toBe(0);
+    expect(bill.usd).toBeCloseTo(0.06377642 - 0.3 / 730 + recordsKept + logsKept, 7);
     expect(bill.byService.ec2).toBe(0);
     // The plan: 50 threads × 1 h × $0.0025
     expect(bill.planUsd).toBeCloseTo(0.125, 9);
@@ -76,7 +84,8 @@ describe('the fleet bill', () => {
     const withOverflowLane = fleetBill({ ...HOUR, governor: true, overflowLane: true }, { planThreads: 50 });
     // 60 × 51 s × 0.25 GB (six ticks, the last at 50 s); 60 requests; 720 GetQueueAttributes; 1 080 reads, 360 writes;
     // 724 GetMetricData metrics (12 a minute: 10 of the consumer's window, 2 store calls' errors;
-    // the queues' 4 at the hour's cold start); 360 ticks × 2 500 log bytes; 7 metrics for an hour (a waiting fleet's: no watch).
+    // the queues' 4 at the hour's cold start); 360 ticks × 2 500 log bytes, kept 30 days; 7
+    // metrics for an hour (a waiting fleet's: no watch).
     const byHand =
       765 * 0.0000133334 +
       60 * 2e-7 +
@@ -85,10 +94,16 @@ describe('the fleet bill', () => {
       360 * 6.25e-7 +
       724 * 1e-5 +
       0.00045 +
+      0.0009 * (720 / 730) * 0.03 +
       (7 / 730) * 0.3;
-    expect(withGovernor.usd - without.usd).toBeCloseTo(byHand, 9);
-    // With an overflow lane, the overflow consumer's 2 store-call metrics a minute more.
-    expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(120 * 1e-5, 9);
+    // The governed fleet is the stack: an hour of its 14 alarm metrics ($0.10 a month each), its
+    // dashboard ($3), its secret ($0.40) and its alarm topic's key ($1), and the reports queue's
+    // 5 pollers' idle long polls (180 each).
+    const standing = (14 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7;
+    expect(withGovernor.usd - without.usd).toBeCloseTo(byHand + standing, 9);
+    // With an overflow lane, the overflow consumer's 2 store-call metrics a minute more, and its
+    // 2 alarms and its key's secret.
+    expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(120 * 1e-5 + (2 * 0.1 + 0.4) / 730, 9);
   });
 
   it('bills the memory and architecture it is given, per GB-second', () => {
@@ -109,6 +124,35 @@ describe('the fleet bill', () => {
     expect(pool.byService.ec2).toBeCloseTo(0.0168, 9);
     expect(pool.byService.lambda).toBe(0);
     expect(pool.lines.some((l) => l.item.startsWith('consumer logs'))).toBe(false);
+  });
+
+  it('prorates the standing charges by the hour, and keeps each record for the retention it is given', () => {
+    const day = fleetBill({ ...HOUR, hours: 24, governor: true }, { planThreads: 50 });
+    const hour = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
+    const line = (bill: typeof day, item: string) => bill.lines.find((l) => l.item === item)?.usd ?? Number.NaN;
+    expect(line(day, 'dashboard')).toBeCloseTo(24 * line(hour, 'dashboard'), 12);
+    expect(line(hour, 'dashboard')).toBeCloseTo(3 / 730, 12);
+    expect(day.byService.kms).toBeCloseTo(24 / 730, 12);
+    expect(day.byService.secretsmanager).toBeCloseTo((24 * 0.4) / 730, 12);
+    // Records kept two days cost twice a day's; their count, not the hours billed, sets it.
+    const twoDays = fleetBill(
+      { ...HOUR, governor: true },
+      { planThreads: 50, assumptions: { resultRetentionHours: 48 } },
+    );
+    const kept = (bill: typeof day) =>
+      line(bill, 'results kept (their TTL)') + line(bill, 'results: point-in-time recovery');
+    expect(kept(twoDays)).toBeCloseTo(2 * kept(hour), 12);
+    expect(kept(day)).toBeCloseTo(kept(hour), 12);
+    // A usage may name its stack's resources (none: a fleet without them).
+    const bare = fleetBill(
+      {
+        ...HOUR,
+        governor: true,
+        stack: { alarmMetrics: 0, dashboards: 0, secrets: 0, kmsKeys: 0, alwaysPollingMappings: 0 },
+      },
+      { planThreads: 50 },
+    );
+    expect(hour.usd - bare.usd).toBeCloseTo((14 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7, 9);
   });
 
   it('counts hand-backs, over-cap answers and copies', () => {
@@ -160,15 +204,20 @@ describe('the parked design’s bill', () => {
     // Reads: 1 000 consumer Queries × 2 units ÷ 2 (eventual), 3 000 governor Queries × 2,
     // 1 000 record reads × 1 ÷ 2, 1 000 ledger reads (the spend grant) before a submission, the
     // relay's baton read 24 times a minute (1 440).
+    // Kept: the 1 000 answered records a day (2.9 KB each with DynamoDB's overhead), with
+    // point-in-time recovery, as in the waiting bill.
+    const recordsKept = 0.0029 * (24 / 730) * (0.25 + 0.2);
     expect(bill.byService.dynamodb).toBeCloseTo(
-      (1000 * 8 + 6 + 420 + 120) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7,
+      (1000 * 8 + 6 + 420 + 120) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7 + recordsKept,
       9,
     );
     // CloudWatch: 1.756 MB consumer logs (a parked invocation's 1 756 B) + the watch's: 346 B a record (its line, its values in
     // the batch's EMF document, the line's event) and 426 B a document (frame and event), one per
-    // solved batch (420) and one per 100 values (10): 529 180 B; 8 consumer metrics in an hour of
-    // no failed call (Parked and SqsRequests more, ResultRequests fewer)
-    expect(bill.byService.cloudwatch).toBeCloseTo(0.000878 + 0.00026459 + (8 / 730) * 0.3, 9);
+    // solved batch (420) and one per 100 values (10): 529 180 B, all kept 30 days at $0.03 a
+    // GB-month; 8 consumer metrics in an hour of no failed call (Parked and SqsRequests more,
+    // ResultRequests fewer)
+    const logsKept = (0.001756 + 0.00052918) * (720 / 730) * 0.03;
+    expect(bill.byService.cloudwatch).toBeCloseTo(0.000878 + 0.00026459 + logsKept + (8 / 730) * 0.3, 9);
     expect(bill.usd).toBeCloseTo(
       500 * 0.25 * 0.0000133334 +
         0.0002 +
@@ -179,7 +228,9 @@ describe('the parked design’s bill', () => {
         0.00026459 +
         (8 / 730) * 0.3 +
         // the completion events: 1 000 × $1 per million
-        0.001,
+        0.001 +
+        recordsKept +
+        logsKept,
       7,
     );
   });
@@ -413,9 +464,11 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     // GIVEN 25 of the 100 solved answered in text (image or text captchas)
     const usage = usageOfSummary(summary(0));
     expect(usage.textAnswerShare).toBe(0.25);
-    // THEN the answered records cost 25 × 1 + 75 × 3 write units, not 100 × 3
+    // THEN the answered records cost 25 × 1 + 75 × 3 write units, not 100 × 3, and the table
+    // keeps 25 × 1.8 KB less for a day (storage and point-in-time recovery)
     const tokens = fleetBill({ ...usage, textAnswerShare: 0 }, { planThreads: 10 });
     const mixed = fleetBill(usage, { planThreads: 10 });
-    expect(tokens.byService.dynamodb - mixed.byService.dynamodb).toBeCloseTo(25 * 2 * 2 * 6.25e-7, 12);
+    const keptLess = ((25 * 1800) / 1e9) * (24 / 730) * (0.25 + 0.2);
+    expect(tokens.byService.dynamodb - mixed.byService.dynamodb).toBeCloseTo(25 * 2 * 2 * 6.25e-7 + keptLess, 12);
   });
 });

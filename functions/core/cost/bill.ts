@@ -7,7 +7,15 @@ import type { FunctionSizing } from '../function-sizing.js';
 import type { PriceTable } from './prices.js';
 
 /** The services a bill line belongs to. */
-export type BillService = 'lambda' | 'sqs' | 'dynamodb' | 'cloudwatch' | 'eventbridge' | 'ec2';
+export type BillService =
+  | 'lambda'
+  | 'sqs'
+  | 'dynamodb'
+  | 'cloudwatch'
+  | 'eventbridge'
+  | 'secretsmanager'
+  | 'kms'
+  | 'ec2';
 
 /** One priced line. */
 export interface BillLine {
@@ -35,6 +43,8 @@ export function billOf(lines: readonly BillLine[]): Bill {
     dynamodb: 0,
     cloudwatch: 0,
     eventbridge: 0,
+    secretsmanager: 0,
+    kms: 0,
     ec2: 0,
   };
   let usd = 0;
@@ -123,6 +133,25 @@ export function pricer(prices: PriceTable) {
         unit: 'events',
         usd: events * prices.eventbridge.usdPerEvent,
       };
+    },
+    /**
+     * `count` of a resource billed by the month (AWS prorates it by the hour) through `hours`, at
+     * `usdPerMonth` each: an alarm's metrics, a dashboard, a secret, a key.
+     */
+    monthly(
+      service: BillService,
+      item: string,
+      unit: string,
+      count: number,
+      hours: number,
+      usdPerMonth: number,
+    ): BillLine {
+      const months = (count * hours) / prices.hoursPerMonth;
+      return { service, item, quantity: months, unit, usd: months * usdPerMonth };
+    },
+    /** `gbMonths` of data kept, at `usdPerGbMonth`. */
+    storage(service: BillService, item: string, gbMonths: number, usdPerGbMonth: number): BillLine {
+      return { service, item, quantity: gbMonths, unit: 'GB-months', usd: gbMonths * usdPerGbMonth };
     },
     /** EC2 hours at `usdPerHour` (an instance of the table: t4gSmallUsdPerHour, …). */
     ec2Hours(item: string, hours: number, usdPerHour: number): BillLine {

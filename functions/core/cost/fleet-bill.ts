@@ -14,6 +14,13 @@ import { parkedGovernorSizing } from '../watch-sizing.js';
 import { METHOD_KIND, METHODS } from '../solver-protocol.js';
 import { SQS_BATCH_ENTRIES } from '../task.js';
 import { WINDOW_MINUTES, WINDOW_SLOT_ITEM_BYTES } from '../solve-window.js';
+import {
+  keptDataLines,
+  LOG_RETENTION_DAYS,
+  type StackResources,
+  stackResources,
+  standingLines,
+} from './stack-charges.js';
 
 /**
  * The consumer's calls, counted from functions/consumer/ (the happy path of one task, then what
@@ -135,8 +142,18 @@ export const TEXT_ANSWER_METHODS: ReadonlySet<string> = new Set(METHODS.filter((
 
 /** Write units of one write of the answered record, over the usage's mix of text answers and tokens. */
 function answeredRecordUnits(usage: Pick<FleetUsage, 'textAnswerShare'>, a: CostAssumptions): number {
-  const text = Math.min(1, Math.max(0, usage.textAnswerShare ?? 0));
+  const text = textShare(usage);
   return (1 - text) * writeUnits(a.answeredRecordBytes) + text * writeUnits(a.textAnsweredRecordBytes);
+}
+
+/** The answered record's mean size over the usage's mix, bytes (what the table keeps). */
+function answeredRecordBytes(usage: Pick<FleetUsage, 'textAnswerShare'>, a: CostAssumptions): number {
+  const text = textShare(usage);
+  return (1 - text) * a.answeredRecordBytes + text * a.textAnsweredRecordBytes;
+}
+
+function textShare(usage: Pick<FleetUsage, 'textAnswerShare'>): number {
+  return Math.min(1, Math.max(0, usage.textAnswerShare ?? 0));
 }
 
 /**
@@ -314,6 +331,10 @@ export interface CostAssumptions {
   longPollSeconds: number;
   /** Threads one t4g.small hosts for a thread pool (20–100 in one process). */
   threadsPerVm: number;
+  /** How long an answered record is kept (the fleet's resultTtlSeconds), hours. */
+  resultRetentionHours: number;
+  /** How long the log groups keep their logs, days. */
+  logRetentionDays: number;
 }
 
 export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
@@ -345,6 +366,9 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   pollersPerMapping: 5,
   longPollSeconds: 20,
   threadsPerVm: 100,
+  // resultTtlSeconds' default, a day (functions/core/settings.ts); a run passes its own.
+  resultRetentionHours: 24,
+  logRetentionDays: LOG_RETENTION_DAYS,
 };
 
 /**
@@ -413,6 +437,13 @@ export interface FleetUsage {
   pollingMappings?: number;
   /** The parked design's own calls (solveMode `park`); absent: every invocation waits through its solve. */
   parked?: ParkedUsage;
+  /**
+   * The fleet stack's standing resources (alarms, dashboard, secrets, key, the reports queue's
+   * pollers), billed by the hour. @default - the stack's own (`stackResources`, with
+   * `overflowLane`) when the governor runs (the fleet as deployed); none otherwise (a fixed
+   * maximum or a pool: their own monitoring is theirs)
+   */
+  stack?: StackResources;
   /** Consumers are pool workers on VMs instead of Lambda: the VM-hours (t4g.small). */
   poolVmHours?: number;
   /**
@@ -456,9 +487,10 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   lines.push(p.events('completion events', usage.solved * CONSUMER_CALLS.eventsPerSolve));
   const logBytes = usage.parked !== undefined ? a.parkedConsumerLogBytesPerInvocation : a.consumerLogBytesPerInvocation;
   if (!pool) lines.push(p.logs('consumer logs + EMF', usage.invocations * logBytes));
+  const governed = usage.governor ?? true;
   const consumerMetrics = a.consumerMetrics + (usage.parked !== undefined ? PARKED_CONSUMER_METRICS : 0);
   lines.push(p.customMetrics('consumer custom metrics', consumerMetrics, usage.hours));
-  if (usage.governor ?? true)
+  if (governed)
     lines.push(
       ...governorLines(
         usage.hours,
@@ -475,6 +507,21 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
         prices,
       ),
     );
+  const stack = usage.stack ?? (governed ? stackResources({ overflow: usage.overflowLane ?? false }) : undefined);
+  if (stack !== undefined) lines.push(...standingLines(stack, usage.hours, a, prices));
+  lines.push(
+    ...keptDataLines(
+      {
+        records: usage.solved,
+        recordBytes: answeredRecordBytes(usage, a),
+        recordHours: a.resultRetentionHours,
+        // Every log line above (GB ingested) is kept for the log groups' retention.
+        logBytes: lines.reduce((sum, line) => sum + (line.unit === 'GB' ? line.quantity * 1e9 : 0), 0),
+        logRetentionDays: a.logRetentionDays,
+      },
+      prices,
+    ),
+  );
   const planUsd = options.planThreads * usage.hours * (options.planUsdPerThreadHour ?? PLAN_USD_PER_THREAD_HOUR);
   return { ...billOf(lines), planUsd };
 }

@@ -25,6 +25,10 @@ export interface PriceTable {
     readonly usdPerWriteUnit: number;
     /** On demand, per read request unit (4 KB strongly consistent, or 8 KB eventually consistent). */
     readonly usdPerReadUnit: number;
+    /** Table storage (standard class), per GB a month, 100 bytes of overhead an item. */
+    readonly storageUsdPerGbMonth: number;
+    /** Point-in-time recovery (continuous backups), per GB of table a month. */
+    readonly pitrUsdPerGbMonth: number;
   };
   readonly cloudwatch: {
     /** Logs ingestion (standard class), per GB. */
@@ -33,6 +37,20 @@ export interface PriceTable {
     readonly usdPerMetricMonth: number;
     /** GetMetricData, per metric requested. */
     readonly getMetricDataUsdPerMetric: number;
+    /** A standard-resolution alarm, per metric it reads (a metric math alarm bills each), a month. */
+    readonly alarmUsdPerMetricMonth: number;
+    /** A dashboard, a month. */
+    readonly dashboardUsdPerMonth: number;
+    /** Logs kept (archived, standard class), per GB a month. */
+    readonly logsStorageUsdPerGbMonth: number;
+  };
+  readonly secretsManager: {
+    /** A secret, a month (prorated by the hour). */
+    readonly usdPerSecretMonth: number;
+  };
+  readonly kms: {
+    /** A customer managed key, a month (prorated by the hour). */
+    readonly usdPerKeyMonth: number;
   };
   readonly eventbridge: {
     /** Custom events (PutEvents), per 64 KB event. */
@@ -60,15 +78,31 @@ export interface PriceTable {
 
 /**
  * us-east-1 on demand, read 2026-12-02 from the public price pages (Lambda, SQS, DynamoDB
- * after its Nov 2024 on-demand cut, CloudWatch, EventBridge, EC2).
+ * after its Nov 2024 on-demand cut, CloudWatch, EventBridge, EC2); the standing charges (alarms,
+ * dashboard, log and table storage, point-in-time recovery, the secret, the KMS key) added
+ * 2026-12-04 from the same pages, unchanged since they were set.
  */
 export const AWS_PRICES: PriceTable = {
   region: 'us-east-1',
   asOf: '2026-12-02',
   lambda: { usdPerGbSecond: { arm64: 0.0000133334, x86_64: 0.0000166667 }, usdPerRequest: 0.2 / 1e6 },
   sqs: { usdPerRequest: 0.4 / 1e6, chunkBytes: 64 * 1024 },
-  dynamodb: { usdPerWriteUnit: 0.625 / 1e6, usdPerReadUnit: 0.125 / 1e6 },
-  cloudwatch: { logsUsdPerGb: 0.5, usdPerMetricMonth: 0.3, getMetricDataUsdPerMetric: 0.01 / 1000 },
+  dynamodb: {
+    usdPerWriteUnit: 0.625 / 1e6,
+    usdPerReadUnit: 0.125 / 1e6,
+    storageUsdPerGbMonth: 0.25,
+    pitrUsdPerGbMonth: 0.2,
+  },
+  cloudwatch: {
+    logsUsdPerGb: 0.5,
+    usdPerMetricMonth: 0.3,
+    getMetricDataUsdPerMetric: 0.01 / 1000,
+    alarmUsdPerMetricMonth: 0.1,
+    dashboardUsdPerMonth: 3,
+    logsStorageUsdPerGbMonth: 0.03,
+  },
+  secretsManager: { usdPerSecretMonth: 0.4 },
+  kms: { usdPerKeyMonth: 1 },
   eventbridge: { usdPerEvent: 1 / 1e6 },
   ec2: { t4gSmallUsdPerHour: 0.0168, c7gLargeUsdPerHour: 0.0725, natUsdPerHour: 0.045 },
   managedInstances: { ec2Markup: 0.15 },
