@@ -72,7 +72,11 @@ describe('the fleet bill', () => {
     // No governor: not the fleet's stack, none of its standing charges.
     expect(bill.byService.secretsmanager).toBe(0);
     expect(bill.byService.kms).toBe(0);
-    expect(bill.usd).toBeCloseTo(0.06377642 - 0.3 / 730 + recordsKept + logsKept, 7);
+    // Data out to the solver: 1 000 submissions at the task's 2 048 B, 2 000 result requests of
+    // one id (140 + 16 B), each request 110 B more on the wire, at $0.09 a GB
+    const dataOut = (1000 * (2048 + 110) + 2000 * (140 + 16 + 110)) * 1e-9 * 0.09;
+    expect(bill.byService.datatransfer).toBeCloseTo(dataOut, 12);
+    expect(bill.usd).toBeCloseTo(0.06377642 - 0.3 / 730 + recordsKept + logsKept + dataOut, 7);
     expect(bill.byService.ec2).toBe(0);
     // The plan: 50 threads × 1 h × $0.0025
     expect(bill.planUsd).toBeCloseTo(0.125, 9);
@@ -100,7 +104,9 @@ describe('the fleet bill', () => {
     // dashboard ($3), its secret ($0.40) and its alarm topic's key ($1), and the reports queue's
     // 5 pollers' idle long polls (180 each).
     const standing = (14 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7;
-    expect(withGovernor.usd - without.usd).toBeCloseTo(byHand + standing, 9);
+    // The governor reads the balance every tick: 360 requests of 140 + 110 B out.
+    const balanceReads = 360 * (140 + 110) * 1e-9 * 0.09;
+    expect(withGovernor.usd - without.usd).toBeCloseTo(byHand + standing + balanceReads, 9);
     // With an overflow lane, the overflow consumer's 2 store-call metrics a minute more, and its
     // 2 alarms and its key's secret.
     expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(120 * 1e-5 + (2 * 0.1 + 0.4) / 730, 9);
@@ -124,6 +130,30 @@ describe('the fleet bill', () => {
     expect(pool.byService.ec2).toBeCloseTo(0.0168, 9);
     expect(pool.byService.lambda).toBe(0);
     expect(pool.lines.some((l) => l.item.startsWith('consumer logs'))).toBe(false);
+  });
+
+  it('bills the bytes sent to the solver: a bulk poll per 100 parked submissions a round, its rounds as counted', () => {
+    const parked: ParkedUsage = {
+      leaseTakes: 0,
+      leaseReleases: 0,
+      consumerShardReads: [],
+      // 250 live slots in each Query of the plan's four shards: 1 000 parked submissions a round
+      governorShardReads: [...new Array<number>(250).fill(0), 100],
+      recordReads: 0,
+      recordedByWatch: 0,
+      metaWrites: 0,
+      watchRounds: 1000,
+    };
+    const usage = { ...HOUR, submissions: 0, solved: 0, governor: false, parked };
+    const bill = fleetBill(usage, { planThreads: 256 });
+    // 1 000 rounds of 10 requests (140 + 110 B) and 1 000 ids (16 B)
+    expect(bill.byService.datatransfer).toBeCloseTo(1000 * (10 * 250 + 1000 * 16) * 1e-9 * 0.09, 12);
+    // A pool's solves are polled by their own threads, as a waiting consumer's.
+    const pool = fleetBill(
+      { ...HOUR, governor: false, invocationSeconds: 0, poolVmHours: 1, submissions: 10, solved: 10 },
+      { planThreads: 50 },
+    );
+    expect(pool.byService.datatransfer).toBeCloseTo((10 * 2158 + 20 * 266) * 1e-9 * 0.09, 12);
   });
 
   it('prorates the standing charges by the hour, and keeps each record for the retention it is given', () => {
@@ -230,7 +260,11 @@ describe('the parked design’s bill', () => {
         // the completion events: 1 000 × $1 per million
         0.001 +
         recordsKept +
-        logsKept,
+        logsKept +
+        // Data out: 1 000 submissions (2 048 + 110 B), 1 000 fetches of a ready answer (140 + 16 +
+        // 110 B), and the watch's rounds at AWS pace (597 a minute, 35 820 in the hour), each one
+        // bulk request (140 + 110 B) asking about the 10 parked submissions its reads saw (16 B each)
+        (1000 * 2158 + 1000 * 266 + 35_820 * (250 + 10 * 16)) * 1e-9 * 0.09,
       7,
     );
   });

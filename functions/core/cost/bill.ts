@@ -15,6 +15,7 @@ export type BillService =
   | 'eventbridge'
   | 'secretsmanager'
   | 'kms'
+  | 'datatransfer'
   | 'ec2';
 
 /** One priced line. */
@@ -45,6 +46,7 @@ export function billOf(lines: readonly BillLine[]): Bill {
     eventbridge: 0,
     secretsmanager: 0,
     kms: 0,
+    datatransfer: 0,
     ec2: 0,
   };
   let usd = 0;
@@ -148,6 +150,17 @@ export function pricer(prices: PriceTable) {
     ): BillLine {
       const months = (count * hours) / prices.hoursPerMonth;
       return { service, item, quantity: months, unit, usd: months * usdPerMonth };
+    },
+    /** Bytes sent out of AWS to the internet (a third-party API). */
+    dataOut(item: string, bytes: number): BillLine {
+      const gb = bytes / 1e9;
+      return {
+        service: 'datatransfer',
+        item,
+        quantity: gb,
+        unit: 'GB out',
+        usd: gb * prices.dataTransfer.internetOutUsdPerGb,
+      };
     },
     /** `gbMonths` of data kept, at `usdPerGbMonth`. */
     storage(service: BillService, item: string, gbMonths: number, usdPerGbMonth: number): BillLine {

@@ -8,7 +8,8 @@
  */
 import { FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
 import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits } from './bill.js';
-import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES, WATCH_BATCH_MS } from '../thread-leases.js';
+import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES, shardKeys, WATCH_BATCH_MS } from '../thread-leases.js';
+import { solverBytesOut } from './solver-traffic.js';
 import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
 import { parkedGovernorSizing } from '../watch-sizing.js';
 import { METHOD_KIND, METHODS } from '../solver-protocol.js';
@@ -335,6 +336,12 @@ export interface CostAssumptions {
   resultRetentionHours: number;
   /** How long the log groups keep their logs, days. */
   logRetentionDays: number;
+  /**
+   * Result requests of a solve whose submission no watch polls (the waiting consumer's, a pool's):
+   * the protocol's first at 15 s for a token (5 s for an image), then one every 5 s (DEFAULT_POLL):
+   * a median 15 s token solve asks once or twice.
+   */
+  pollsPerUnwatchedSolve: number;
 }
 
 export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
@@ -369,6 +376,7 @@ export const DEFAULT_COST_ASSUMPTIONS: Readonly<CostAssumptions> = {
   // resultTtlSeconds' default, a day (functions/core/settings.ts); a run passes its own.
   resultRetentionHours: 24,
   logRetentionDays: LOG_RETENTION_DAYS,
+  pollsPerUnwatchedSolve: 2,
 };
 
 /**
@@ -396,6 +404,11 @@ export interface ParkedUsage {
    * an outage): one conditional UpdateItem and one ChangeMessageVisibility each. @default 0
    */
   leaseRenewals?: number;
+  /**
+   * The watch's rounds, each one bulk poll of the solver per 100 parked submissions (data sent
+   * out). @default - a round every WATCH_POLL_MS while the watch runs (WATCH_CALLS.roundsPerMinute)
+   */
+  watchRounds?: number;
 }
 
 /** What ran, counted: a lab run, a local run or a month of a plan all reduce to this. */
@@ -507,6 +520,7 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
         prices,
       ),
     );
+  lines.push(solverTrafficLine(usage, a, options.planThreads, governed, prices));
   const stack = usage.stack ?? (governed ? stackResources({ overflow: usage.overflowLane ?? false }) : undefined);
   if (stack !== undefined) lines.push(...standingLines(stack, usage.hours, a, prices));
   lines.push(
@@ -524,6 +538,45 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
   );
   const planUsd = options.planThreads * usage.hours * (options.planUsdPerThreadHour ?? PLAN_USD_PER_THREAD_HOUR);
   return { ...billOf(lines), planUsd };
+}
+
+/**
+ * What the fleet sends the solver (data transfer out, solver-traffic.ts): its submissions, the
+ * watch's bulk polls of every parked submission and its fetch of each ready answer, the result
+ * requests of the solves no watch polls, the governor's balance read a tick. The parked
+ * submissions a round asks about are the live slots the governor's reads of the leases saw, over
+ * the plan's shards.
+ */
+function solverTrafficLine(
+  usage: FleetUsage,
+  a: CostAssumptions,
+  planThreads: number,
+  governed: boolean,
+  prices: PriceTable,
+): BillLine {
+  const parked = usage.parked;
+  const watched = parked?.recordedByWatch ?? 0;
+  const bytes = solverBytesOut({
+    submissions: usage.submissions,
+    submissionBytes: a.taskBytes,
+    singlePolls: watched + Math.max(0, usage.solved - watched) * a.pollsPerUnwatchedSolve,
+    watchRounds: parked === undefined ? 0 : (parked.watchRounds ?? usage.hours * 60 * WATCH_CALLS.roundsPerMinute),
+    parkedPerRound:
+      parked === undefined ? 0 : meanLive(parked.governorShardReads) * shardKeys('primary', planThreads).length,
+    balanceReads: governed ? usage.hours * 60 * a.governorTicksPerMinute : 0,
+  });
+  return pricer(prices).dataOut('solver requests (data transfer out)', bytes);
+}
+
+/** Mean live slots of the Queries counted by live slots read (index = live slots, value = Queries). */
+function meanLive(byLive: readonly number[]): number {
+  let queries = 0;
+  let slots = 0;
+  byLive.forEach((count, live) => {
+    queries += count;
+    slots += count * live;
+  });
+  return queries > 0 ? slots / queries : 0;
 }
 
 /** Compute: Lambda invocations, instances Lambda manages, or the VMs a pool runs on. */

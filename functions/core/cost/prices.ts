@@ -56,6 +56,10 @@ export interface PriceTable {
     /** Custom events (PutEvents), per 64 KB event. */
     readonly usdPerEvent: number;
   };
+  readonly dataTransfer: {
+    /** Data transfer out to the internet (Lambda and EC2 alike), per GB: the first 10 TB a month. */
+    readonly internetOutUsdPerGb: number;
+  };
   readonly ec2: {
     /** t4g.small on demand (2 vCPU, 2 GiB): the VM a thread pool of 20–100 threads runs on. */
     readonly t4gSmallUsdPerHour: number;
@@ -79,8 +83,8 @@ export interface PriceTable {
 /**
  * us-east-1 on demand, read 2026-12-02 from the public price pages (Lambda, SQS, DynamoDB
  * after its Nov 2024 on-demand cut, CloudWatch, EventBridge, EC2); the standing charges (alarms,
- * dashboard, log and table storage, point-in-time recovery, the secret, the KMS key) added
- * 2026-12-04 from the same pages, unchanged since they were set.
+ * dashboard, log and table storage, point-in-time recovery, the secret, the KMS key) and data
+ * transfer out to the internet added 2026-12-04 from the same pages, unchanged since they were set.
  */
 export const AWS_PRICES: PriceTable = {
   region: 'us-east-1',
@@ -103,6 +107,7 @@ export const AWS_PRICES: PriceTable = {
   },
   secretsManager: { usdPerSecretMonth: 0.4 },
   kms: { usdPerKeyMonth: 1 },
+  dataTransfer: { internetOutUsdPerGb: 0.09 },
   eventbridge: { usdPerEvent: 1 / 1e6 },
   ec2: { t4gSmallUsdPerHour: 0.0168, c7gLargeUsdPerHour: 0.0725, natUsdPerHour: 0.045 },
   managedInstances: { ec2Markup: 0.15 },
