@@ -2,14 +2,15 @@
  * Trace files: a bad file is refused with its name and every problem, by JSON path; the shipped
  * traces are valid.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { shippedTraces } from '../../lab/bench.js';
 import { loadTraceFile, TraceFileError, valueAt } from '../../lab/trace.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'lab-trace-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const good = {
   name: 'mine',
   durationSeconds: 600,
