@@ -14,6 +14,7 @@ import {
 import { SERVICES } from '../../functions/core/metric-names.js';
 import { sqsChunks, writeUnits } from '../../functions/core/cost/bill.js';
 import {
+  describeBill,
   fleetBill,
   GOVERNOR_CALLS,
   governorShardQueries,
@@ -504,5 +505,16 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     const mixed = fleetBill(usage, { planThreads: 10 });
     const keptLess = ((25 * 1800) / 1e9) * (24 / 730) * (0.25 + 0.2);
     expect(tokens.byService.dynamodb - mixed.byService.dynamodb).toBeCloseTo(25 * 2 * 2 * 6.25e-7 + keptLess, 12);
+  });
+});
+
+describe('describeBill', () => {
+  it('lists the services that show at its precision, the largest first, and leaves out those that would print as zero', () => {
+    const bill = fleetBill({ ...HOUR, governor: true }, { planThreads: 50 });
+    const line = describeBill(bill, 4);
+    expect(line.startsWith('lambda $')).toBe(true);
+    expect(line).toContain('kms $0.0014');
+    expect(describeBill(bill, 2)).not.toContain('kms');
+    expect(describeBill(bill, 2)).not.toContain('$0.00');
   });
 });

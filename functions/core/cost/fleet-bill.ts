@@ -743,10 +743,12 @@ function governorLines(
   ];
 }
 
-/** The bill's services and their sums, in one line ("lambda $0.41 · sqs $0.01 · …"), zero services left out. */
+/** The bill's services and their sums, in one line ("lambda $0.41 · sqs $0.01 · …"), those under a shown cent (or digit) left out. */
 export function describeBill(bill: Bill, digits = 4): string {
+  // A service that would print as $0.00… is left out (the bill's total still counts it).
+  const shown = 0.5 * 10 ** -digits;
   return Object.entries(bill.byService)
-    .filter(([, usd]) => usd > 0)
+    .filter(([, usd]) => usd >= shown)
     .sort((x, y) => y[1] - x[1])
     .map(([service, usd]) => `${service} $${usd.toFixed(digits)}`)
     .join(' · ');
