@@ -49,8 +49,10 @@ const TAKES_PER_READ = 3;
 /** The lease of one delivery of one task. */
 export class LeaseHolding {
   private held: LeaseSlot | undefined;
-  /** The live slots of the held slot's shard when it was taken, not counting it (a refusal's count). */
+  /** The live slots of the held slot's shard when it was taken, not counting it. */
   private othersAtTake = 0;
+  /** The lane's shards as read at a refusal of this delivery's submission (`refusedHeld`), until its shard records it. */
+  private refusalRead: Promise<readonly ShardView[] | undefined> | undefined;
   /** The fleet-wide refusal room in force when the slot was taken under it (undefined: none, or a slot taken whatever the limits). */
   private roomAtTake: number | undefined;
   private waits = 0;
@@ -85,13 +87,32 @@ export class LeaseHolding {
    */
   async refusedHeld(): Promise<number> {
     const own = this.held;
-    try {
-      const views = await Promise.all(this.lane.shards.map((shard) => this.lane.leases.view(shard)));
-      return liveHeld(views, this.clock(), own);
-    } catch (error) {
+    const views = await this.readAtRefusal();
+    return views === undefined ? this.fleetHeld() : liveHeld(views, this.clock(), own);
+  }
+
+  /** Read every shard of the lane for a refusal's counts; undefined when a read failed. */
+  private readAtRefusal(): Promise<readonly ShardView[] | undefined> {
+    this.refusalRead = Promise.all(this.lane.shards.map((shard) => this.lane.leases.view(shard))).catch((error) => {
       this.log.warn('lease shards not read at a refusal; its count is the scaled one', { error: describe(error) });
-      return this.fleetHeld();
-    }
+      return undefined;
+    });
+    return this.refusalRead;
+  }
+
+  /**
+   * The others' live slots in the refused slot's shard at the refusal, its own not counted: the
+   * count its shard's hold-off keeps the takers to. Read with the ledger's count (`refusedHeld`),
+   * or now. Not the count at the take: takers that read the shard at once (a burst) each saw the
+   * others' slots not yet taken, and a refusal recorded at 0 while the fleet held its accepted
+   * submissions closed the shard to every taker for the whole hold-off. A read that failed gives
+   * the count at the take.
+   */
+  private async othersAtRefusal(lease: LeaseSlot): Promise<number> {
+    const views = await (this.refusalRead ?? this.readAtRefusal());
+    this.refusalRead = undefined;
+    const view = views?.find((read) => read.shard === lease.shard);
+    return view === undefined ? this.othersAtTake : liveHeld([view], this.clock(), lease);
   }
 
   /** The slot held now, if any. */
@@ -149,14 +170,16 @@ export class LeaseHolding {
 
   /**
    * The solver refused this delivery's submission over the cap: the refusal goes into the shard
-   * (with the slots the fleet held then, ours not counted) and the slot is given back (no solver
-   * thread was taken). True when the caller may wait for a slot and submit again (`maxWaits`).
+   * (with the slots held in it then, ours not counted: `othersAtRefusal`) and the slot is given
+   * back (no solver thread was taken). True when the caller may wait for a slot and submit again
+   * (`maxWaits`).
    */
   async refused(): Promise<boolean> {
     const lease = this.held;
     if (lease !== undefined) {
+      const others = await this.othersAtRefusal(lease);
       try {
-        await this.lane.leases.refused(lease.shard, this.clock(), this.othersAtTake);
+        await this.lane.leases.refused(lease.shard, this.clock(), others);
       } catch (error) {
         this.log.warn('refusal not recorded in the lease shard', { error: describe(error) });
       }

@@ -314,7 +314,10 @@ export class ParkedDesign {
     this.host.ledger.recordEvent('refusal', at, liveHeld(this.views, at, held?.lease));
     if (held === undefined) return;
     const view = this.views[held.index] as ShardView;
-    view.meta = { ...view.meta, refusedAt: at, refusedHeld: held.others, refusals: (view.meta?.refusals ?? 0) + 1 };
+    // The shard's hold-off keeps its takers to its others' slots at the refusal, read with the
+    // ledger's count (LeaseHolding.othersAtRefusal), not at the take.
+    const others = liveHeld([view], at, held.lease);
+    view.meta = { ...view.meta, refusedAt: at, refusedHeld: others, refusals: (view.meta?.refusals ?? 0) + 1 };
     this.counts.metaWrites++;
     this.free(id, true);
   }

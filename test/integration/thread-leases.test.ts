@@ -331,6 +331,102 @@ describe('the fleet-wide refusal room a taker honours on a lane of several shard
   });
 });
 
+describe('a refusal in a burst of takers, on dynalite', () => {
+  const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const delivery = { eventSourceArn: 'arn:aws:sqs:us-east-1:000000000000:q', receiptHandle: 'h' };
+
+  it('records the slots held in its shard at the refusal, not the none each taker saw at once', async () => {
+    // GIVEN five deliveries that take slots of one 5-slot shard at once: each read the shard
+    // before any took one, so each saw no other slot held
+    const now = { t: 9_000_000 };
+    const leases = leasesAt(now);
+    const shard = 'burst#0';
+    await leases.setLimit(shard, 5);
+    const waiting: OverCapWaiting = { pollMs: 250, maxWaitMs: 300, maxWaits: 0, random: () => 0 };
+    const holdings = [0, 1, 2, 3, 4].map(
+      (i) =>
+        new LeaseHolding(
+          { leases, shards: [shard], planCap: 5, leaseMs: 60_000 },
+          `burst-${i}`,
+          delivery,
+          () => now.t,
+          waiting,
+          quiet,
+        ),
+    );
+    const took = await Promise.all(holdings.map((holding) => holding.take(now.t + 2_000)));
+    expect(took.every(Boolean)).toBe(true);
+    expect(holdings.map((holding) => holding.fleetHeld())).toContain(0);
+
+    // WHEN the solver (others hold 3 of its 5 threads) accepts two and refuses three, refused
+    // one after another, the ledger's count read at each refusal as the consumer reads it
+    const [first, second, ...refused] = holdings as [LeaseHolding, LeaseHolding, ...LeaseHolding[]];
+    first.parked();
+    second.parked();
+    for (const holding of refused) {
+      await holding.refusedHeld();
+      await holding.refused();
+    }
+
+    // THEN the shard's hold-off keeps its takers to the two accepted submissions' slots, not to
+    // none: as those answers free them, the next takers find room at once instead of waiting out
+    // the hold-off (60 s) with every thread the plan leaves the fleet idle
+    const view = await leases.view(shard);
+    expect(view.meta?.refusedHeld).toBe(2);
+    expect(view.slots).toHaveLength(2);
+    for (const slot of view.slots) await leases.release(slot);
+    const next = new LeaseHolding(
+      { leases, shards: [shard], planCap: 5, leaseMs: 60_000 },
+      'after',
+      delivery,
+      () => now.t,
+      waiting,
+      quiet,
+    );
+    expect(await next.take(now.t + 2_000)).toBe(true);
+  });
+
+  it('reads the shard at the refusal when the ledger count did not (and keeps the take count when it cannot)', async () => {
+    const now = { t: 9_500_000 };
+    const leases = leasesAt(now);
+    const shard = 'burst-alone#0';
+    await leases.setLimit(shard, 5);
+    const waiting: OverCapWaiting = { pollMs: 250, maxWaitMs: 300, maxWaits: 0, random: () => 0 };
+    const make = (id: string, reads = leases) =>
+      new LeaseHolding(
+        { leases: reads, shards: [shard], planCap: 5, leaseMs: 60_000 },
+        id,
+        delivery,
+        () => now.t,
+        waiting,
+        quiet,
+      );
+    const refusedOne = make('alone');
+    expect(await refusedOne.take(now.t + 2_000)).toBe(true);
+    // Another takes a slot after it: at its refusal the shard holds one other.
+    const other = make('other');
+    expect(await other.take(now.t + 2_000)).toBe(true);
+    await refusedOne.refused();
+    expect((await leases.view(shard)).meta?.refusedHeld).toBe(1);
+
+    // A shard that cannot be read at the refusal: the count its taker saw stands (one other,
+    // taken before it; the other then gave its slot back).
+    await leases.setLimit(shard, 5, { clearRefusal: true });
+    let failing = false;
+    const flaky = {
+      ...leases,
+      view: (name: string) =>
+        failing ? Promise.reject(new Error('ProvisionedThroughputExceededException')) : leases.view(name),
+    };
+    const unread = make('unread', flaky);
+    expect(await unread.take(now.t + 2_000)).toBe(true);
+    await other.release();
+    failing = true;
+    await unread.refused();
+    expect((await leases.view(shard)).meta?.refusedHeld).toBe(1);
+  });
+});
+
 describe('the watch relay’s baton on dynalite, through the real SDK', () => {
   it('writes on the version it read: of two racing writers one wins, and a stale one loses', async () => {
     const baton = createDynamoWatchBaton({
