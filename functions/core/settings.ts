@@ -294,11 +294,24 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
   }
   const capCeiling = Math.floor(effectiveCap / config.tasksPerInvocation);
   if (effectiveCap >= 1 && capCeiling < MAPPING_MIN_CONCURRENCY) {
-    problems.push({
-      field: 'tasksPerInvocation',
-      problem: `${effectiveCap} usable thread(s) at ${config.tasksPerInvocation} task(s) per invocation allow a ceiling of ${capCeiling}, below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY}`,
-      fix: `lower tasksPerInvocation to ${Math.max(1, Math.floor(effectiveCap / MAPPING_MIN_CONCURRENCY))} or raise planThreads to at least ${MAPPING_MIN_CONCURRENCY * config.tasksPerInvocation + config.reservedThreads}`,
-    });
+    const enough = MAPPING_MIN_CONCURRENCY * config.tasksPerInvocation + config.reservedThreads;
+    problems.push(
+      // At one task per invocation the batch cannot shrink: the plan is what is too small.
+      config.tasksPerInvocation === 1
+        ? {
+            field: config.reservedThreads > 0 ? 'reservedThreads' : 'planThreads',
+            problem: `${effectiveCap} usable thread(s) allow a ceiling of ${capCeiling}, below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY} (Lambda's SQS mapping runs at least ${MAPPING_MIN_CONCURRENCY} invocations at once)`,
+            fix:
+              config.reservedThreads > 0
+                ? `lower reservedThreads to ${Math.max(0, config.planThreads - MAPPING_MIN_CONCURRENCY)} or raise planThreads to at least ${enough}`
+                : `raise planThreads to at least ${enough}`,
+          }
+        : {
+            field: 'tasksPerInvocation',
+            problem: `${effectiveCap} usable thread(s) at ${config.tasksPerInvocation} task(s) per invocation allow a ceiling of ${capCeiling}, below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY}`,
+            fix: `lower tasksPerInvocation to ${Math.max(1, Math.floor(effectiveCap / MAPPING_MIN_CONCURRENCY))} or raise planThreads to at least ${enough}`,
+          },
+    );
   }
   const maxConcurrency =
     config.maxConcurrency ?? Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, capCeiling));

@@ -53,6 +53,28 @@ describe('fleet settings', () => {
     expect(() => resolveSettings({ planThreads: 5, tasksPerInvocation: 3 })).toThrow(/tasksPerInvocation.*floor of 2/s);
   });
 
+  it('refuses a plan under the mapping floor by naming the plan, not the batch that is already one task', () => {
+    const problemsOf = (input: Parameters<typeof resolveSettings>[0]) => {
+      try {
+        resolveSettings(input);
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+      throw new Error('accepted');
+    };
+    expect(problemsOf({ planThreads: 1 })).toEqual([
+      expect.objectContaining({ field: 'planThreads', fix: 'raise planThreads to at least 2' }),
+    ]);
+    expect(problemsOf({ planThreads: 3, reservedThreads: 2 })).toEqual([
+      expect.objectContaining({
+        field: 'reservedThreads',
+        fix: 'lower reservedThreads to 1 or raise planThreads to at least 4',
+      }),
+    ]);
+    for (const problem of [...problemsOf({ planThreads: 1 }), ...problemsOf({ planThreads: 3, reservedThreads: 2 })])
+      expect(problem.fix).not.toContain('tasksPerInvocation');
+  });
+
   it('refuses schema violations with the field named', () => {
     expect(() => resolveSettings({ planThreads: 0 } as never)).toThrow(/planThreads/);
     expect(() => resolveSettings({ dialect: 'anticaptcha' } as never)).toThrow(/dialect.*captchaai, 2captcha/s);
