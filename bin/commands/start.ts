@@ -14,16 +14,11 @@ import type { TickRecord } from '../../functions/governor/loop.js';
 import { buildWorkload, newRunId, runDemo } from '../../local/demo.js';
 import { type LocalStack, startLocalStack } from '../../local/runtime.js';
 import { LocalStackConflictError, liveLocalStack, stackFilePath } from '../../local/stack-file.js';
+import { faultPlanEndMs } from '../../local/faults/plan.js';
 import { faultPlanOf } from './start-faults.js';
 import { OVERFLOW_START_OPTIONS, overflowConfigOf, overflowSimOf, strayOverflowFlags } from './start-overflow.js';
 import { describeStack } from './start/banner.js';
-import {
-  DEFAULT_MAX_DURATION_S,
-  pausedStopMs,
-  START_OPTIONS,
-  type StartOptions,
-  startCommand,
-} from './start/options.js';
+import { runLimits, START_OPTIONS, type StartOptions, startCommand } from './start/options.js';
 import { progressPrinter } from './start/progress.js';
 import { serveStack } from './start/serve.js';
 import { formatSummary } from './start/summary-format.js';
@@ -97,6 +92,8 @@ export async function runStart(
   process.on('SIGTERM', onSignal);
 
   let stack: LocalStack | undefined;
+  const faults = options.faults ? faultPlanOf(options.faults, options.seed) : undefined;
+  const limits = runLimits(options, faults ? faultPlanEndMs(faults) : 0);
   let lastTick: TickRecord | undefined;
   try {
     stack = await startLocalStack({
@@ -121,7 +118,7 @@ export async function runStart(
         outages: [...options.solverOutage],
       },
       ...(options.overflowSim ? { overflowSolver: { seed: options.seed + 1, ...overflowSimOf(options) } } : {}),
-      ...(options.faults ? { faults: faultPlanOf(options.faults, options.seed) } : {}),
+      ...(faults ? { faults } : {}),
     });
     human.write(describeStack(stack, options));
 
@@ -137,14 +134,13 @@ export async function runStart(
       const progress = progressPrinter(stderr, options.tasks);
       const summary = await runDemo(stack, items, {
         rate: options.rate,
-        maxDurationMs: (options.maxDuration ?? DEFAULT_MAX_DURATION_S) * 1000,
-        ...(options.maxDuration === undefined ? { stopWhenPausedMs: pausedStopMs(options) } : {}),
+        ...limits,
         onProgress: progress.update,
         signal: interrupt.signal,
       });
       progress.done();
       human.write(formatSummary(summary));
-      const verdict = verdictOf(summary, options);
+      const verdict = verdictOf(summary, options, limits.maxDurationMs);
       human.write(`${verdict.message}\n`);
       code = verdict.code;
       // The `--json` object is the summary itself: one type, `DemoSummary`.

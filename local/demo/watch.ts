@@ -67,6 +67,12 @@ export interface DemoOptions {
    * @default never
    */
   stopWhenPausedMs?: number;
+  /**
+   * …but not before this long after the run started, ms: a fault plan's windows still to come
+   * (a store outage pauses the fleet as designed, and the run waits for it to end).
+   * @default 0
+   */
+  stopWhenPausedFromMs?: number;
 }
 
 /** Send the workload and watch the results until every task is accounted for, the deadline, or a stop. */
@@ -146,7 +152,8 @@ async function watchUntilDone(
       const inDlq = letters && accountDlq(letters, items, run.messageIds).ids;
       if (inDlq && [...pending].every((id) => run.unsent.has(id) || inDlq.has(id))) break;
     }
-    if (sendingDone && pausedIdle(options.stopWhenPausedMs)) {
+    const mayStopPaused = Date.now() - run.started >= (options.stopWhenPausedFromMs ?? 0);
+    if (sendingDone && mayStopPaused && pausedIdle(options.stopWhenPausedMs)) {
       run.endedBy = 'paused';
       break;
     }

@@ -92,6 +92,32 @@ describe('the fleet through the fault proxy', () => {
     expectEveryClass(summary);
   }, 300_000);
 
+  it('`start` without --max-duration waits out the store outage it scheduled, paused as designed, then reaches every result', async () => {
+    // DynamoDB down for the run's first 15 s: the governor pauses with nothing in flight, which
+    // would end a run without --max-duration after 3 ticks; with the outage still scheduled the
+    // run waits for it instead, and the fleet resumes once it ends.
+    const run = await runCli(
+      [
+        'start',
+        '--tasks',
+        '20',
+        '--malformed',
+        '1',
+        '--solver-latency-ms',
+        '50',
+        '--faults',
+        'dynamodb:unavailable@0+15',
+        '--json',
+      ],
+      150_000,
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 20, inDlq: 1, stillQueued: 0, complete: true });
+    expect(summary.durationMs as number).toBeGreaterThan(15_000);
+    expect(invariants(summary)).toEqual(HOLD);
+  }, 180_000);
+
   it('`start` prints its summary and reaches every result when SQS is down as the run starts', async () => {
     const run = await runCli(
       [

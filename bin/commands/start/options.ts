@@ -14,6 +14,8 @@ import { OVERFLOW_START_OPTIONS } from '../start-overflow.js';
 export const DEFAULT_MAX_DURATION_S = 120;
 /** Governor ticks paused with nothing in flight before a run without --max-duration stops. */
 export const PAUSED_TICKS_BEFORE_STOP = 3;
+/** A run with --faults and without --max-duration lasts at least this long past its last fault window, s. */
+export const PAST_FAULTS_S = 60;
 
 const url = (value: string) => {
   try {
@@ -138,7 +140,7 @@ export const START_OPTIONS = {
   ).default(false),
   maxDuration: new Option(
     '--max-duration <s>',
-    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks)`,
+    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}, or ${PAST_FAULTS_S} past the last --faults window if later; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks, once every --faults window has ended)`,
   ).argParser(decimal(1, 86_400, 'seconds')),
   json: new Option('--json', 'print the summary as one JSON object on the last stdout line').default(false),
   logLevel: new Option('--log-level <level>', "the consumer's log level (its JSON logs go to stdout)")
@@ -205,4 +207,22 @@ export type StartOptions = ReturnType<ReturnType<typeof startCommand>['opts']>;
 /** How long a run without --max-duration waits, paused with nothing in flight, before it stops. */
 export function pausedStopMs(options: StartOptions): number {
   return PAUSED_TICKS_BEFORE_STOP * options.tickMs;
+}
+
+/**
+ * How long the run watches, and when it may stop early for a pause: --max-duration as given;
+ * without it, the default or a minute past the last fault window the run scheduled (`faultsEndMs`,
+ * from the proxy's arming), whichever is later, and a paused fleet with nothing in flight ends the
+ * run only once those windows are over (a store outage pauses it as designed; it resumes after).
+ */
+export function runLimits(
+  options: StartOptions,
+  faultsEndMs = 0,
+): { maxDurationMs: number; stopWhenPausedMs?: number; stopWhenPausedFromMs?: number } {
+  if (options.maxDuration !== undefined) return { maxDurationMs: options.maxDuration * 1000 };
+  return {
+    maxDurationMs: Math.max(DEFAULT_MAX_DURATION_S * 1000, faultsEndMs + PAST_FAULTS_S * 1000),
+    stopWhenPausedMs: pausedStopMs(options),
+    stopWhenPausedFromMs: faultsEndMs,
+  };
 }

@@ -11,7 +11,11 @@ export function rowsOf(s: DemoSummary): number {
 }
 
 /** Exit 0 only when the rows add up to the tasks sent, each with a terminal record or a DLQ message. */
-export function verdictOf(s: DemoSummary, options: StartOptions): { code: number; message: string } {
+export function verdictOf(
+  s: DemoSummary,
+  options: StartOptions,
+  maxDurationMs = (options.maxDuration ?? DEFAULT_MAX_DURATION_S) * 1000,
+): { code: number; message: string } {
   const rows = rowsOf(s);
   if (s.overflow && !s.overflow.withinCaps)
     return {
@@ -29,7 +33,8 @@ export function verdictOf(s: DemoSummary, options: StartOptions): { code: number
   if (rows !== s.submitted) why.push(`the summary's rows add up to ${rows}, not the ${s.submitted} task(s) sent`);
   if (s.unknown > 0) why.push(`${s.unknown} task(s) with a record that has no known status (not counted as finished)`);
   if (s.lost > 0) why.push(`${s.lost} task(s) LOST: no record, not in the DLQ, not queued`);
-  if (s.stillQueued > 0) why.push(`${s.stillQueued} task(s) still queued when the run ended ${endedWhy(s, options)}`);
+  if (s.stillQueued > 0)
+    why.push(`${s.stillQueued} task(s) still queued when the run ended ${endedWhy(s, options, maxDurationMs)}`);
   if (s.unsent > 0) why.push(`${s.unsent} task(s) could not be sent (SQS refused them after retries)`);
   else if (s.submitted < options.tasks)
     why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
@@ -56,13 +61,13 @@ function invariantsBroken(s: DemoSummary): string[] {
 }
 
 /** Why the run ended with tasks still queued, and why they wait when the governor paused. */
-function endedWhy(s: DemoSummary, options: StartOptions): string {
+function endedWhy(s: DemoSummary, options: StartOptions, maxDurationMs: number): string {
   const ended =
     s.endedBy === 'interrupted'
       ? 'interrupted'
       : s.endedBy === 'paused'
         ? `stopped after ${PAUSED_TICKS_BEFORE_STOP} ticks paused with no invocation running; --max-duration waits longer`
-        : `--max-duration ${options.maxDuration ?? DEFAULT_MAX_DURATION_S} s`;
+        : `--max-duration ${maxDurationMs / 1000} s`;
   const reason = s.governor?.pause?.reason ?? s.governor?.lastReason;
   if (reason?.code.startsWith('PAUSE'))
     return `(${ended}) — the governor paused consumption (${reason.code}: ${reason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`;
