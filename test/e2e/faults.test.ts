@@ -45,6 +45,23 @@ const HOLD = {
   solvedNotAnnounced: 0,
 };
 
+/** `start` with 20 fast tasks (one malformed) through `faults`, its summary as JSON, and `more` flags. */
+function smallRun(faults: string, ...more: string[]): string[] {
+  return [
+    'start',
+    '--tasks',
+    '20',
+    '--malformed',
+    '1',
+    '--solver-latency-ms',
+    '50',
+    '--faults',
+    faults,
+    '--json',
+    ...more,
+  ];
+}
+
 describe('the fleet through the fault proxy', () => {
   /** One run of the local stack under the seed's mix; the demo's summary. */
   async function runUnder(crashRate: number) {
@@ -96,21 +113,7 @@ describe('the fleet through the fault proxy', () => {
     // DynamoDB down for the run's first 15 s: the governor pauses with nothing in flight, which
     // would end a run without --max-duration after 3 ticks; with the outage still scheduled the
     // run waits for it instead, and the fleet resumes once it ends.
-    const run = await runCli(
-      [
-        'start',
-        '--tasks',
-        '20',
-        '--malformed',
-        '1',
-        '--solver-latency-ms',
-        '50',
-        '--faults',
-        'dynamodb:unavailable@0+15',
-        '--json',
-      ],
-      150_000,
-    );
+    const run = await runCli(smallRun('dynamodb:unavailable@0+15'), 150_000);
     expect(run.code, run.stderr).toBe(0);
     const summary = lastJson(run.stdout);
     expect(summary).toMatchObject({ submitted: 20, inDlq: 1, stillQueued: 0, complete: true });
@@ -119,23 +122,7 @@ describe('the fleet through the fault proxy', () => {
   }, 180_000);
 
   it('`start` prints its summary and reaches every result when SQS is down as the run starts', async () => {
-    const run = await runCli(
-      [
-        'start',
-        '--tasks',
-        '20',
-        '--malformed',
-        '1',
-        '--solver-latency-ms',
-        '50',
-        '--faults',
-        'sqs:unavailable@0+5',
-        '--json',
-        '--max-duration',
-        '90',
-      ],
-      120_000,
-    );
+    const run = await runCli(smallRun('sqs:unavailable@0+5', '--max-duration', '90'), 120_000);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain('fault proxy');
     expect(run.stderr).toContain('Summary');

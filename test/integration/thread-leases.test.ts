@@ -334,6 +334,18 @@ describe('the fleet-wide refusal room a taker honours on a lane of several shard
 describe('a refusal in a burst of takers, on dynalite', () => {
   const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
   const delivery = { eventSourceArn: 'arn:aws:sqs:us-east-1:000000000000:q', receiptHandle: 'h' };
+  const waiting: OverCapWaiting = { pollMs: 250, maxWaitMs: 300, maxWaits: 0, random: () => 0 };
+
+  /** A delivery `id` taking slots of one 5-slot shard through `leases`, on the clock `now`. */
+  const holdingOn = (leases: ReturnType<typeof leasesAt>, shard: string, id: string, now: { t: number }) =>
+    new LeaseHolding(
+      { leases, shards: [shard], planCap: 5, leaseMs: 60_000 },
+      id,
+      delivery,
+      () => now.t,
+      waiting,
+      quiet,
+    );
 
   it('records the slots held in its shard at the refusal, not the none each taker saw at once', async () => {
     // GIVEN five deliveries that take slots of one 5-slot shard at once: each read the shard
@@ -342,18 +354,7 @@ describe('a refusal in a burst of takers, on dynalite', () => {
     const leases = leasesAt(now);
     const shard = 'burst#0';
     await leases.setLimit(shard, 5);
-    const waiting: OverCapWaiting = { pollMs: 250, maxWaitMs: 300, maxWaits: 0, random: () => 0 };
-    const holdings = [0, 1, 2, 3, 4].map(
-      (i) =>
-        new LeaseHolding(
-          { leases, shards: [shard], planCap: 5, leaseMs: 60_000 },
-          `burst-${i}`,
-          delivery,
-          () => now.t,
-          waiting,
-          quiet,
-        ),
-    );
+    const holdings = [0, 1, 2, 3, 4].map((i) => holdingOn(leases, shard, `burst-${i}`, now));
     const took = await Promise.all(holdings.map((holding) => holding.take(now.t + 2_000)));
     expect(took.every(Boolean)).toBe(true);
     expect(holdings.map((holding) => holding.fleetHeld())).toContain(0);
@@ -375,14 +376,7 @@ describe('a refusal in a burst of takers, on dynalite', () => {
     expect(view.meta?.refusedHeld).toBe(2);
     expect(view.slots).toHaveLength(2);
     for (const slot of view.slots) await leases.release(slot);
-    const next = new LeaseHolding(
-      { leases, shards: [shard], planCap: 5, leaseMs: 60_000 },
-      'after',
-      delivery,
-      () => now.t,
-      waiting,
-      quiet,
-    );
+    const next = holdingOn(leases, shard, 'after', now);
     expect(await next.take(now.t + 2_000)).toBe(true);
   });
 
@@ -391,16 +385,7 @@ describe('a refusal in a burst of takers, on dynalite', () => {
     const leases = leasesAt(now);
     const shard = 'burst-alone#0';
     await leases.setLimit(shard, 5);
-    const waiting: OverCapWaiting = { pollMs: 250, maxWaitMs: 300, maxWaits: 0, random: () => 0 };
-    const make = (id: string, reads = leases) =>
-      new LeaseHolding(
-        { leases: reads, shards: [shard], planCap: 5, leaseMs: 60_000 },
-        id,
-        delivery,
-        () => now.t,
-        waiting,
-        quiet,
-      );
+    const make = (id: string, reads = leases) => holdingOn(reads, shard, id, now);
     const refusedOne = make('alone');
     expect(await refusedOne.take(now.t + 2_000)).toBe(true);
     // Another takes a slot after it: at its refusal the shard holds one other.

@@ -57,84 +57,46 @@ export function billOf(lines: readonly BillLine[]): Bill {
   return { lines, usd, byService };
 }
 
+/** One line: `quantity` of `unit` at `usdPerUnit`. */
+function priced(service: BillService, item: string, quantity: number, unit: string, usdPerUnit: number): BillLine {
+  return { service, item, quantity, unit, usd: quantity * usdPerUnit };
+}
+
 /** Priced line builders over one price table. */
 export function pricer(prices: PriceTable) {
+  const months = (count: number, hours: number) => (count * hours) / prices.hoursPerMonth;
   return {
     /** Lambda duration: `seconds` of invocations at the function's memory and architecture. */
     lambdaDuration(item: string, sizing: FunctionSizing, seconds: number): BillLine {
+      const label = `${item} (${sizing.memoryMb} MB ${sizing.architecture})`;
       const gbSeconds = (seconds * sizing.memoryMb) / 1024;
-      return {
-        service: 'lambda',
-        item: `${item} (${sizing.memoryMb} MB ${sizing.architecture})`,
-        quantity: gbSeconds,
-        unit: 'GB-s',
-        usd: gbSeconds * prices.lambda.usdPerGbSecond[sizing.architecture],
-      };
+      return priced('lambda', label, gbSeconds, 'GB-s', prices.lambda.usdPerGbSecond[sizing.architecture]);
     },
     lambdaRequests(item: string, requests: number): BillLine {
-      return {
-        service: 'lambda',
-        item,
-        quantity: requests,
-        unit: 'requests',
-        usd: requests * prices.lambda.usdPerRequest,
-      };
+      return priced('lambda', item, requests, 'requests', prices.lambda.usdPerRequest);
     },
     /** SQS requests; a request carrying `bytes` of payload is billed per 64 KiB chunk. */
     sqsRequests(item: string, requests: number, bytes = 0): BillLine {
-      const billed = requests * sqsChunks(prices, bytes);
-      return { service: 'sqs', item, quantity: billed, unit: 'requests', usd: billed * prices.sqs.usdPerRequest };
+      return priced('sqs', item, requests * sqsChunks(prices, bytes), 'requests', prices.sqs.usdPerRequest);
     },
     dynamoWrites(item: string, units: number): BillLine {
-      return {
-        service: 'dynamodb',
-        item,
-        quantity: units,
-        unit: 'write units',
-        usd: units * prices.dynamodb.usdPerWriteUnit,
-      };
+      return priced('dynamodb', item, units, 'write units', prices.dynamodb.usdPerWriteUnit);
     },
     dynamoReads(item: string, units: number): BillLine {
-      return {
-        service: 'dynamodb',
-        item,
-        quantity: units,
-        unit: 'read units',
-        usd: units * prices.dynamodb.usdPerReadUnit,
-      };
+      return priced('dynamodb', item, units, 'read units', prices.dynamodb.usdPerReadUnit);
     },
     logs(item: string, bytes: number): BillLine {
-      const gb = bytes / 1e9;
-      return { service: 'cloudwatch', item, quantity: gb, unit: 'GB', usd: gb * prices.cloudwatch.logsUsdPerGb };
+      return priced('cloudwatch', item, bytes / 1e9, 'GB', prices.cloudwatch.logsUsdPerGb);
     },
     /** `metrics` custom metrics emitted through `hours` (AWS prorates the metric-month by the hour). */
     customMetrics(item: string, metrics: number, hours: number): BillLine {
-      const months = (metrics * hours) / prices.hoursPerMonth;
-      return {
-        service: 'cloudwatch',
-        item,
-        quantity: months,
-        unit: 'metric-months',
-        usd: months * prices.cloudwatch.usdPerMetricMonth,
-      };
+      return priced('cloudwatch', item, months(metrics, hours), 'metric-months', prices.cloudwatch.usdPerMetricMonth);
     },
     getMetricData(item: string, metrics: number): BillLine {
-      return {
-        service: 'cloudwatch',
-        item,
-        quantity: metrics,
-        unit: 'metrics requested',
-        usd: metrics * prices.cloudwatch.getMetricDataUsdPerMetric,
-      };
+      return priced('cloudwatch', item, metrics, 'metrics requested', prices.cloudwatch.getMetricDataUsdPerMetric);
     },
     events(item: string, events: number): BillLine {
-      return {
-        service: 'eventbridge',
-        item,
-        quantity: events,
-        unit: 'events',
-        usd: events * prices.eventbridge.usdPerEvent,
-      };
+      return priced('eventbridge', item, events, 'events', prices.eventbridge.usdPerEvent);
     },
     /**
      * `count` of a resource billed by the month (AWS prorates it by the hour) through `hours`, at
@@ -148,27 +110,19 @@ export function pricer(prices: PriceTable) {
       hours: number,
       usdPerMonth: number,
     ): BillLine {
-      const months = (count * hours) / prices.hoursPerMonth;
-      return { service, item, quantity: months, unit, usd: months * usdPerMonth };
+      return priced(service, item, months(count, hours), unit, usdPerMonth);
     },
     /** Bytes sent out of AWS to the internet (a third-party API). */
     dataOut(item: string, bytes: number): BillLine {
-      const gb = bytes / 1e9;
-      return {
-        service: 'datatransfer',
-        item,
-        quantity: gb,
-        unit: 'GB out',
-        usd: gb * prices.dataTransfer.internetOutUsdPerGb,
-      };
+      return priced('datatransfer', item, bytes / 1e9, 'GB out', prices.dataTransfer.internetOutUsdPerGb);
     },
     /** `gbMonths` of data kept, at `usdPerGbMonth`. */
     storage(service: BillService, item: string, gbMonths: number, usdPerGbMonth: number): BillLine {
-      return { service, item, quantity: gbMonths, unit: 'GB-months', usd: gbMonths * usdPerGbMonth };
+      return priced(service, item, gbMonths, 'GB-months', usdPerGbMonth);
     },
     /** EC2 hours at `usdPerHour` (an instance of the table: t4gSmallUsdPerHour, …). */
     ec2Hours(item: string, hours: number, usdPerHour: number): BillLine {
-      return { service: 'ec2', item, quantity: hours, unit: 'hours', usd: hours * usdPerHour };
+      return priced('ec2', item, hours, 'hours', usdPerHour);
     },
   };
 }
