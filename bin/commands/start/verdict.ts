@@ -3,7 +3,7 @@
  * tasks sent, each with a terminal record or a DLQ message, and no invariant broke.
  */
 import type { DemoSummary } from '../../../local/demo.js';
-import { DEFAULT_MAX_DURATION_S, PAUSED_TICKS_BEFORE_STOP, type StartOptions } from './options.js';
+import { PAUSED_TICKS_BEFORE_STOP, runLimits, type StartOptions } from './options.js';
 
 /** The summary's partition of the tasks sent (each in exactly one row) adds up to them. */
 export function rowsOf(s: DemoSummary): number {
@@ -14,7 +14,7 @@ export function rowsOf(s: DemoSummary): number {
 export function verdictOf(
   s: DemoSummary,
   options: StartOptions,
-  maxDurationMs = (options.maxDuration ?? DEFAULT_MAX_DURATION_S) * 1000,
+  maxDurationMs = runLimits(options).maxDurationMs,
 ): { code: number; message: string } {
   const rows = rowsOf(s);
   if (s.overflow && !s.overflow.withinCaps)

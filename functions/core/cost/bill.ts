@@ -57,6 +57,9 @@ export function billOf(lines: readonly BillLine[]): Bill {
   return { lines, usd, byService };
 }
 
+/** The unit of the logs lines (GB ingested): the bill keeps what they ingest for the retention (keptDataLines). */
+export const LOGS_UNIT = 'GB';
+
 /** One line: `quantity` of `unit` at `usdPerUnit`. */
 function priced(service: BillService, item: string, quantity: number, unit: string, usdPerUnit: number): BillLine {
   return { service, item, quantity, unit, usd: quantity * usdPerUnit };
@@ -86,7 +89,7 @@ export function pricer(prices: PriceTable) {
       return priced('dynamodb', item, units, 'read units', prices.dynamodb.usdPerReadUnit);
     },
     logs(item: string, bytes: number): BillLine {
-      return priced('cloudwatch', item, bytes / 1e9, 'GB', prices.cloudwatch.logsUsdPerGb);
+      return priced('cloudwatch', item, bytes / 1e9, LOGS_UNIT, prices.cloudwatch.logsUsdPerGb);
     },
     /** `metrics` custom metrics emitted through `hours` (AWS prorates the metric-month by the hour). */
     customMetrics(item: string, metrics: number, hours: number): BillLine {

@@ -7,7 +7,7 @@
  * design: thread leases, the governor's watch records the answers; `FleetUsage.parked`).
  */
 import { FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
-import { type Bill, type BillLine, billOf, pricer, strongReadUnits, writeUnits } from './bill.js';
+import { type Bill, type BillLine, billOf, LOGS_UNIT, pricer, strongReadUnits, writeUnits } from './bill.js';
 import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES, shardKeys, WATCH_BATCH_MS } from '../thread-leases.js';
 import { solverBytesOut } from './solver-traffic.js';
 import { AWS_PRICES, PLAN_USD_PER_THREAD_HOUR, type PriceTable } from './prices.js';
@@ -16,6 +16,7 @@ import { METHOD_KIND, METHODS } from '../solver-protocol.js';
 import { SQS_BATCH_ENTRIES } from '../task.js';
 import { WINDOW_MINUTES, WINDOW_SLOT_ITEM_BYTES } from '../solve-window.js';
 import {
+  idleLongPolls,
   keptDataLines,
   LOG_RETENTION_DAYS,
   type StackResources,
@@ -530,7 +531,7 @@ export function fleetBill(usage: FleetUsage, options: FleetBillOptions): FleetBi
         recordBytes: answeredRecordBytes(usage, a),
         recordHours: a.resultRetentionHours,
         // Every log line above (GB ingested) is kept for the log groups' retention.
-        logBytes: lines.reduce((sum, line) => sum + (line.unit === 'GB' ? line.quantity * 1e9 : 0), 0),
+        logBytes: lines.reduce((sum, line) => sum + (line.unit === LOGS_UNIT ? line.quantity * 1e9 : 0), 0),
         logRetentionDays: a.logRetentionDays,
       },
       prices,
@@ -608,8 +609,7 @@ function queueLines(usage: FleetUsage, a: CostAssumptions, prices: PriceTable): 
   ];
   if (usage.copiesSent > 0) lines.push(p.sqsRequests('fresh copies (SendMessage)', usage.copiesSent, a.taskBytes));
   const mappings = Math.min(a.mappings, Math.max(0, usage.pollingMappings ?? a.mappings));
-  const idlePolls = mappings * a.pollersPerMapping * ((usage.hours * 3600) / a.longPollSeconds);
-  lines.push(p.sqsRequests('idle long polls (ReceiveMessage)', idlePolls));
+  lines.push(p.sqsRequests('idle long polls (ReceiveMessage)', idleLongPolls(mappings, usage.hours, a)));
   return lines;
 }
 

@@ -63,6 +63,11 @@ export interface PollerShape {
   longPollSeconds: number;
 }
 
+/** The empty ReceiveMessage long polls `mappings` event source mappings make through `hours`. */
+export function idleLongPolls(mappings: number, hours: number, pollers: PollerShape): number {
+  return mappings * pollers.pollersPerMapping * ((hours * 3600) / pollers.longPollSeconds);
+}
+
 /** The stack's resources through `hours`, each prorated by the hour as AWS bills them. */
 export function standingLines(
   resources: StackResources,
@@ -71,8 +76,7 @@ export function standingLines(
   prices: PriceTable,
 ): BillLine[] {
   const p = pricer(prices);
-  const idlePolls =
-    resources.alwaysPollingMappings * pollers.pollersPerMapping * ((hours * 3600) / pollers.longPollSeconds);
+  const idlePolls = idleLongPolls(resources.alwaysPollingMappings, hours, pollers);
   return [
     p.monthly(
       'cloudwatch',
