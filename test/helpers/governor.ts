@@ -2,7 +2,7 @@
  * Builders for the governor's pure tests: a healthy tick's signals with the parts a test changes,
  * and the enabled ceiling a decision adds up to.
  */
-import type { Decision, GovernorSignals, LaneSignals } from '../../functions/core/governor/types.js';
+import type { Decision, GovernorSignals, GovernorState, LaneSignals } from '../../functions/core/governor/types.js';
 
 /** Epoch ms the governor tests start at. */
 export const T0 = 1_700_000_000_000;
@@ -49,4 +49,13 @@ export function enabledTotal(decision: Decision): number {
   return (
     (decision.enabled.normal ? decision.ceilings.normal : 0) + (decision.enabled.high ? decision.ceilings.high : 0)
   );
+}
+
+/**
+ * The state of a fleet that has solved before: its price per solve learned from the balance. The
+ * halt hold freezes such a fleet's ceiling where it stood; one with no price learned is held at
+ * the minimum instead (stage-stabilize.ts), which the tests of the hold itself do not mean to test.
+ */
+export function priceLearned(state: GovernorState, usd = 0.001): GovernorState {
+  return { ...state, spend: { ...state.spend, learnedPriceUsd: usd } };
 }

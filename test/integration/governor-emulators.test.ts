@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createQueueSignals } from '../../functions/adapters/queue-signals.js';
+import { createDynamoThreadLedger } from '../../functions/adapters/thread-ledger.js';
 import { createDynamoGovernorState, readGovernorStatus } from '../../functions/adapters/governor-state.js';
 import { GovernorStateConflictError } from '../../functions/core/governor/ports.js';
 import type { GovernorState } from '../../functions/core/governor/types.js';
@@ -255,6 +256,15 @@ describe('local governor on the emulators', () => {
     let balance = 10;
     const normal = lane(2);
     const pool = { limit: 2 };
+    // The thread ledger on the emulator: its solved counter, beside the balance, gives the price per solve.
+    const ledger = createDynamoThreadLedger({
+      documents: fixture.clients.documents,
+      tableName: f.resources.tables.governor,
+      leaseMs: 300_000,
+      clock: () => now,
+    });
+    // A fleet that has solved before: the counter exists (it is never read as 0 before its first solve).
+    await ledger.countSolved(1);
     const governor = startLocalGovernor({
       settings: f.settings,
       pollers: { normal },
@@ -262,6 +272,7 @@ describe('local governor on the emulators', () => {
       sqs: fixture.clients.sqs,
       queueUrls: { normal: f.resources.queueUrls.normal },
       metricsStore: store,
+      threadLedger: ledger,
       solver: { getBalance: async () => balance },
       // Ticks are driven by hand below; the timer would only add noise.
       tickMs: 60_000,
@@ -273,9 +284,10 @@ describe('local governor on the emulators', () => {
       expect(governor.lastDecision?.reason.code).toBe('FREE_THREADS');
       expect(normal.maxConcurrency).toBe(8);
       expect(pool.limit).toBe(8);
-      // An hour later the balance drifted under the halt level (slow spending: no pause ahead):
-      // frozen where the ceiling stands (8, with 2 in flight: an idle ceiling costs nothing), never
-      // up. A drop this size within one tick would pause at once.
+      // An hour later the balance drifted under the halt level (slow spending: no pause ahead) over
+      // 9 500 solves ($0.001 each, learned): frozen where the ceiling stands (8, with 2 in flight: an
+      // idle ceiling costs nothing), never up. A drop this size within one tick would pause at once.
+      await ledger.countSolved(9_500);
       balance = 0.5;
       now += 3_600_000;
       await governor.tickNow();
@@ -292,6 +304,55 @@ describe('local governor on the emulators', () => {
       expect(stats).toMatchObject({ decisions: 3, startCeiling: 8, maxCeiling: 8, failedTicks: 0 });
       expect(stats.reasons).toEqual({ FREE_THREADS: 1, HALT_LOW_BALANCE: 1, PAUSE_LOW_BALANCE: 1 });
       expect(stats.pausedMs).toBe(5_000);
+    } finally {
+      await governor.stop();
+    }
+  });
+
+  it('starts under the halt level at the minimum, not where its mappings stand, until the price is learned', async () => {
+    // Prepare: a fleet's first tick with $0.50 (halt $1, pause $0.10), its mapping standing at 8, 20 queued.
+    const f = await fixture.createFleet({ planThreads: 8, tickMs: 100 });
+    await send(f.resources.queueUrls.normal, 20);
+    let now = Date.now();
+    let balance = 0.5;
+    const normal = lane(8);
+    const ledger = createDynamoThreadLedger({
+      documents: fixture.clients.documents,
+      tableName: f.resources.tables.governor,
+      leaseMs: 300_000,
+      clock: () => now,
+    });
+    const governor = startLocalGovernor({
+      settings: f.settings,
+      pollers: { normal },
+      sqs: fixture.clients.sqs,
+      queueUrls: { normal: f.resources.queueUrls.normal },
+      metricsStore: new MetricsStore({ clock: () => now }),
+      threadLedger: ledger,
+      solver: { getBalance: async () => balance },
+      tickMs: 60_000,
+      clock: () => now,
+    });
+    try {
+      // Act + Assess: no price yet: the minimum.
+      await governor.ready;
+      expect(governor.lastDecision?.reason.code).toBe('HALT_LOW_BALANCE');
+      expect(governor.lastDecision?.reason.message).toMatch(/until the price per solve is learned/);
+      expect(normal.maxConcurrency).toBe(2);
+      // The first solves: the ledger's counter starts (no interval to learn from yet), then ten more
+      // at $0.002: the price is known, and the hold stays at the minimum (no scale-up under the level).
+      await ledger.countSolved(4);
+      balance = 0.492;
+      now += 60_000;
+      await governor.tickNow();
+      expect(governor.lastDecision?.state.spend.learnedPriceUsd).toBeUndefined();
+      expect(normal.maxConcurrency).toBe(2);
+      await ledger.countSolved(10);
+      balance = 0.472;
+      now += 60_000;
+      await governor.tickNow();
+      expect(governor.lastDecision?.state.spend.learnedPriceUsd).toBeCloseTo(0.002, 9);
+      expect(normal.maxConcurrency).toBe(2);
     } finally {
       await governor.stop();
     }

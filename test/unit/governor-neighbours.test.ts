@@ -29,7 +29,7 @@ import type {
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { REFUSAL_HOLD_OFF_MS, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
-import { governorSignals, T0 } from '../helpers/governor.js';
+import { governorSignals, priceLearned, T0 } from '../helpers/governor.js';
 
 const PLAN = 20;
 const shape: EstimateShape = { planCap: PLAN, spare: 1, floor: 2, tickMs: 1000 };
@@ -522,7 +522,11 @@ describe('decide: a halted fleet keeps the refusals’ count', () => {
   it('halved by a run of refusals only while it lasts when funded; halted, held at the newest refusal’s count instead', () => {
     // Prepare: a fleet at 12 threads; a neighbour steps up and two submissions are refused in a row at 12 held.
     const state = withBudget(initialEstimate({ ...shape, parked: true }, T0), 0);
-    const base = withNeighbours(initialState(cfg, T0), { ...state, free: 12, seen: { refusals: 0, acceptances: 50 } });
+    const base = withNeighbours(priceLearned(initialState(cfg, T0)), {
+      ...state,
+      free: 12,
+      seen: { refusals: 0, acceptances: 50 },
+    });
     // Act
     const funded = at12(T0 + 1000, run2(T0 + 900, 12), 50, base);
     const halted = at12(T0 + 1000, run2(T0 + 900, 12), HALTED, base);
@@ -536,7 +540,7 @@ describe('decide: a halted fleet keeps the refusals’ count', () => {
 
   it('follows the refusals down while halted, never up', () => {
     // Prepare
-    const base = withNeighbours(initialState(cfg, T0), {
+    const base = withNeighbours(priceLearned(initialState(cfg, T0)), {
       ...initialEstimate({ ...shape, parked: true }, T0),
       free: 12,
       seen: { refusals: 0, acceptances: 50 },

@@ -16,7 +16,7 @@ import type {
   PauseReason,
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-import { governorSignals, laneSignals, T0 } from '../helpers/governor.js';
+import { governorSignals, laneSignals, priceLearned, T0 } from '../helpers/governor.js';
 import { laneArb, maybe } from '../helpers/governor-arbitraries.js';
 
 function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
@@ -88,7 +88,7 @@ describe('decide: the free threads', () => {
 
 describe('decide: halt on a low balance', () => {
   const cfg = config();
-  const state0 = initialState(cfg, T0);
+  const state0 = priceLearned(initialState(cfg, T0));
   /** The crossing (ceiling 5 of the 8 free, 3 in flight), a dip in use, then a backlog: the three halted ticks. */
   const halted = () => {
     const crossing = decide(signals({ balance: 0.5 }, { ceiling: 5, inFlight: 3 }), state0, cfg);
@@ -141,6 +141,81 @@ describe('decide: halt on a low balance', () => {
     // Assess
     expect(topped.ceilings.normal).toBe(8);
     expect(topped.state.spend.haltCeiling).toBeUndefined();
+  });
+
+  describe('with no price per solve learned yet (a fleet that starts under the halt level)', () => {
+    const fresh = initialState(cfg, T0);
+
+    it('holds the minimum, not the ceiling that stands, and says it waits for the price', () => {
+      // Act: the mappings stand at the whole plan (8), 300 tasks wait, $0.05 above the pause level.
+      const d = decide(signals({ balance: 0.15 }, { ceiling: 8, inFlight: 0, backlog: 300 }), fresh, cfg);
+      // Assess
+      expect(d.paused).toBe(false);
+      expect(d.reason.code).toBe('HALT_LOW_BALANCE');
+      expect(total(d)).toBe(2);
+      expect(d.state.spend.haltCeiling).toBe(2);
+      expect(d.reason.message).toMatch(/minimum until the price per solve is learned/);
+    });
+
+    it('lowers a hold taken before the price was learned to the minimum', () => {
+      // Prepare: a hold of 5 in the state, no price.
+      const held = withState(fresh, { spend: { haltCeiling: 5 } });
+      // Act
+      const d = decide(signals({ balance: 0.5 }, { ceiling: 5, inFlight: 3, backlog: 40 }), held, cfg);
+      // Assess
+      expect(total(d)).toBe(2);
+    });
+
+    it('an account told its price (an overflow provider’s list price) is frozen where it stands, as before', () => {
+      // Prepare
+      const told = config({ priceHintUsd: 0.003 });
+      // Act
+      const d = decide(
+        signals({ balance: 0.5 }, { ceiling: 5, inFlight: 3, backlog: 40 }),
+        initialState(told, T0),
+        told,
+      );
+      // Assess
+      expect(total(d)).toBe(5);
+      expect(d.reason.message).toMatch(/frozen where it stands/);
+    });
+
+    it('is unchanged above the halt level: a fleet with no price starts at the free threads', () => {
+      // Act
+      const d = decide(signals({ balance: 5 }, { ceiling: 2, inFlight: 0, backlog: 300 }), fresh, cfg);
+      // Assess
+      expect(total(d)).toBe(8);
+    });
+
+    it('never rises under the halt level once the price is learned, whatever the use and backlog (property)', () => {
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 2, max: 40 }),
+          fc.integer({ min: 2, max: 40 }),
+          fc.array(fc.record({ inFlight: fc.nat(40), backlog: fc.nat(5_000) }), { minLength: 2, maxLength: 12 }),
+          fc.integer({ min: 1, max: 11 }),
+          (plan, standing, ticks, learnedAt) => {
+            const c = config({}, { planThreads: plan });
+            let state = initialState(c, T0);
+            let ceiling = Math.min(plan, standing);
+            ticks.forEach((t, i) => {
+              // The first tick has no price; it comes to be known at a later one (or never, within the run).
+              if (i === learnedAt) state = priceLearned(state, 0.002);
+              const sig = signals(
+                { now: T0 + (i + 1) * 1000, balance: 0.9 - i * 1e-6 },
+                { ceiling, inFlight: Math.min(t.inFlight, ceiling), backlog: t.backlog },
+              );
+              const d = decide(sig, state, c);
+              expect(d.paused).toBe(false);
+              expect(total(d)).toBe(2);
+              state = d.state;
+              ceiling = d.ceilings.normal;
+            });
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
   });
 });
 
@@ -217,7 +292,7 @@ describe('decide: pause on a low balance', () => {
 
 describe('decide: the spend rate', () => {
   const c = config({}, { planThreads: 8, tickMs: 10_000 });
-  const s0 = withState(initialState(c, T0), { spend: { lastRead: { at: T0, usd: 0.2 } } });
+  const s0 = withState(priceLearned(initialState(c, T0)), { spend: { lastRead: { at: T0, usd: 0.2 } } });
 
   it('spends the money above the pause level at the share of the use it pays for, when that is at least the minimum', () => {
     // Prepare: $0.005/s at 8 in flight; two ticks ahead $0.15 projects to $0.05. Of the $0.05 over
@@ -414,7 +489,7 @@ describe('decide: capacity shortfall', () => {
 
 describe('decide: two lanes', () => {
   const c2 = config({ highLane: true }, { planThreads: 20 });
-  const s0 = initialState(c2, T0);
+  const s0 = priceLearned(initialState(c2, T0));
   const two = (
     high: Partial<LaneSignals>,
     normal: Partial<LaneSignals> = {},
@@ -654,7 +729,7 @@ describe('decide: properties', () => {
         (plan, standShare, ticks) => {
           const cfg = config({}, { planThreads: plan });
           const standing = Math.max(2, Math.round(plan * standShare));
-          let state = initialState(cfg, T0);
+          let state = priceLearned(initialState(cfg, T0));
           let ceiling = standing;
           ticks.forEach((t, i) => {
             // Between the pause ($0.10) and the halt ($1) levels, the spend slow enough for no projected pause.

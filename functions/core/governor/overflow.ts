@@ -81,6 +81,7 @@ export function overflowConfigFrom(
     haltBalance: overflow.haltBalance,
     pauseBalance: overflow.pauseBalance,
     highLane: false,
+    priceHintUsd: overflow.priceHintUsd,
   };
   return {
     latencyTargetMs: overflow.latencyTargetSeconds * 1000,

@@ -3,7 +3,8 @@
  * climb after an account pause, and the bounds of the mappings). Pure.
  *
  * stabilize: a needed signal unknown holds the ceiling (missing is never read as zero); a balance
- * under the halt level freezes it where it stood when it crossed (no scale-up, no ratchet); an error
+ * under the halt level freezes it where it stood when it crossed (no scale-up, no ratchet), at the
+ * minimum while no price per solve is learned; an error
  * rate over its threshold allows no increase; no work at all keeps the ceiling at the free
  * threads, so a burst starts at once (IDLE).
  *
@@ -27,8 +28,23 @@ function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
   const { funds, config } = ctx;
   const held = flow.state.spend.haltCeiling;
   if (funds !== undefined && funds.usd >= config.haltBalance) return undefined;
-  if (!ctx.halted || held !== undefined) return held;
-  return noIncrease(ctx, flow.allowed);
+  if (!ctx.halted) return held;
+  const standing = held ?? noIncrease(ctx, flow.allowed);
+  return priceUnknown(ctx, flow) ? Math.min(standing, ctx.minimum) : standing;
+}
+
+/**
+ * No price per solve learned yet (a fleet that starts, or has not solved since it started, under
+ * the halt level): the spend grant cannot count what the money pays for, and the spend rate of an
+ * idle or new fleet says nothing of a burst at its width (a fresh fleet at a 20-thread ceiling
+ * spent 23 solves past a pause level $0.05 away before its second balance read). So the hold is
+ * the minimum until the balance drops beside solves the ledger counts (price.ts), and it never
+ * rises again under the halt level: a start from nothing is a scale-up too. An account told its
+ * price (an overflow provider's list price) knows it from the start.
+ */
+function priceUnknown(ctx: TickContext, flow: Flow): boolean {
+  const known = (price: number | undefined) => price !== undefined && price > 0;
+  return !known(flow.state.spend.learnedPriceUsd) && !known(ctx.config.priceHintUsd);
 }
 
 export const stabilizeStage: Stage = {
@@ -58,13 +74,18 @@ export const stabilizeStage: Stage = {
       if ((proposal.code === 'HALT_LOW_BALANCE' || proposal.code === 'SPEND_THE_REST') && total === proposal.total)
         return { ...flow, state };
       const crossing = ctx.state.spend.haltCeiling === undefined;
+      const where = priceUnknown(ctx, flow)
+        ? 'at the minimum until the price per solve is learned from the balance'
+        : crossing
+          ? 'frozen where it stands'
+          : 'held where it stood when it crossed';
       return {
         ...flow,
         state,
         proposal: run(
           total,
           'HALT_LOW_BALANCE',
-          `Scaling halted: balance $${usd(ctx.funds.usd)} is under the halt level $${usd(ctx.config.haltBalance)}; ceiling ${crossing ? 'frozen where it stands' : 'held where it stood when it crossed'} (${total}), no scale-up; work in progress goes on.`,
+          `Scaling halted: balance $${usd(ctx.funds.usd)} is under the halt level $${usd(ctx.config.haltBalance)}; ceiling ${where} (${total}), no scale-up; work in progress goes on.`,
         ),
       };
     }

@@ -404,6 +404,12 @@ export interface GovernorConfig {
    * @default twice the mean solve time
    */
   threadLeaseMs?: number;
+  /**
+   * A price per solve the account is told before the balance shows one, USD (an overflow
+   * provider's list price, `priceHintUsd`): under the halt level a fleet with neither this nor a
+   * learned price holds the minimum (stage-stabilize.ts). @default none (the primary plan learns it)
+   */
+  priceHintUsd?: number;
 }
 
 /** The pipeline's stages, in order (pipeline.ts). */
