@@ -39,6 +39,54 @@ import {
  */
 const NONE_HELD = 1;
 
+/**
+ * The spend-grant checks of one invocation's deliveries. A batch's deliveries run at once and
+ * each reads the ledger before it submits: all of them read the same acceptance count, so each
+ * would take the grant's last solve (with batches of 5, `npm start -- --solver-balance 0.2
+ * --batch-size 5` ended 12 solves past the pause level; one task an invocation, 1). The gate
+ * counts the invocation's own submissions past the grant whose acceptance the ledger may not show
+ * yet, and each check adds them to the count it read: within an invocation the grant is exact,
+ * and the overshoot is at most the invocations that read the ledger together (docs/governor.md).
+ */
+export class GrantGate {
+  private passes = 0;
+  private ended = 0;
+
+  /** Submissions past the grant whose acceptance is not yet written to the ledger (nor ended without one). */
+  get unseen(): number {
+    return this.passes - this.ended;
+  }
+
+  /** A mark to take before a ledger read: `unseenSince(mark)` then adds the passes that ended while it ran. */
+  get mark(): number {
+    return this.ended;
+  }
+
+  /**
+   * What a read begun at `mark` may be missing: the passes still open, and those that ended while
+   * it ran (an acceptance written then may or may not be in it: counted, never missed).
+   */
+  unseenSince(mark: number): number {
+    return this.unseen + (this.ended - mark);
+  }
+
+  /** A delivery passes the grant: counted until the returned callback runs (idempotent). */
+  pass(): () => void {
+    this.passes += 1;
+    let open = true;
+    return () => {
+      if (!open) return;
+      open = false;
+      this.ended += 1;
+    };
+  }
+}
+
+/** The ledger with an invocation's own unseen submissions added to its acceptances. */
+function withOwn(reading: ThreadLedgerReading, unseen: number): ThreadLedgerReading {
+  return unseen > 0 ? { ...reading, acceptances: reading.acceptances + unseen } : reading;
+}
+
 /** How a refused invocation waits for a thread. */
 export interface OverCapWaiting {
   /** Ledger reads while waiting are this far apart, with jitter (×0.5–1.5), ms. */
@@ -70,6 +118,8 @@ export class ThreadTracking {
   private waits = 0;
   /** The ledger as waitForGrant last read it (the parked design's fleet-wide refusal room comes from it). */
   private grantReading: ThreadLedgerReading | undefined;
+  /** This delivery's pass of the invocation's grant gate, until its acceptance is written or it ends. */
+  private grantPass: (() => void) | undefined;
 
   constructor(
     private readonly ledger: ThreadLedgerRecorder | undefined,
@@ -89,6 +139,8 @@ export class ThreadTracking {
      * read; LeaseHolding.refusedHeld), recorded in place of `leasedHeld`'s scaled count.
      */
     private readonly refusalHeld?: () => Promise<number>,
+    /** The invocation's grant gate, shared by its deliveries (a batch); absent: each delivery checks alone. */
+    private readonly gate?: GrantGate,
   ) {}
 
   /**
@@ -106,14 +158,15 @@ export class ThreadTracking {
     const cap = this.planCap;
     if (waiting === undefined || cap === undefined) return true;
     const bounded = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
-    return this.pollLedger((reading, now) => {
+    return this.pollLedger((reading, now, unseen) => {
       const room = roomLimit(reading, cap, now);
-      if (reading.held < room && !grantUsedUp(reading, now)) return 'go';
+      const granted = !grantUsedUp(withOwn(reading, unseen), now);
+      if (reading.held < room && granted) return 'go';
       // The room full of the fleet's own solves frees as they end: wait for one, up to the
       // deadline (two invocations can share one free thread). Full of leftovers, whose tasks must
       // come back to free them, or held by the grant: the bounded wait, then the task goes back.
       const own = reading.held - (reading.leftover ?? 0);
-      const patient = own >= room && own > 0 && !grantUsedUp(reading, now);
+      const patient = own >= room && own > 0 && granted;
       return patient ? deadlineAt - waiting.pollMs : bounded;
     });
   }
@@ -129,27 +182,39 @@ export class ThreadTracking {
     const waiting = this.waiting;
     if (waiting === undefined) return true;
     const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
-    return this.pollLedger((reading, now) => (grantUsedUp(reading, now) ? until : 'go'));
+    return this.pollLedger((reading, now, unseen) => (grantUsedUp(withOwn(reading, unseen), now) ? until : 'go'));
   }
 
   /**
    * Read the ledger every `pollMs` (jittered) until `decide` says go, or until the time it
    * returns has passed. True to go (or when the ledger cannot be read: an unreadable ledger does
-   * not wait), false at the bound. The last reading stays for `lastGrantReading`.
+   * not wait), false at the bound. The last reading stays for `lastGrantReading`. `decide` also
+   * gets the invocation's own submissions past the grant that the read may not show (those still
+   * open at the decision, and those whose acceptance was written while it ran), and a go passes
+   * the gate.
    */
-  private async pollLedger(decide: (reading: ThreadLedgerReading, now: number) => 'go' | number): Promise<boolean> {
+  private async pollLedger(
+    decide: (reading: ThreadLedgerReading, now: number, unseen: number) => 'go' | number,
+  ): Promise<boolean> {
     const ledger = this.ledger;
     const waiting = this.waiting;
     if (ledger === undefined || waiting === undefined) return true;
     const random = waiting.random ?? Math.random;
     const pause = waiting.sleep ?? sleep;
+    // A new submission: this delivery's earlier pass (a resubmission's) is its own no longer.
+    this.endGrantPass();
     for (;;) {
+      const mark = this.gate?.mark ?? 0;
       const reading = await ledger.read().catch(() => undefined);
       this.grantReading = reading;
       const now = this.clock();
       if (reading === undefined) return true;
-      const until = decide(reading, now);
-      if (until === 'go') return true;
+      // Counted at the decision (a batch-mate that read at the same moment may have passed since).
+      const until = decide(reading, now, this.gate?.unseenSince(mark) ?? 0);
+      if (until === 'go') {
+        this.grantPass = this.gate?.pass();
+        return true;
+      }
       const left = until - now;
       if (left <= 0) return false;
       await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
@@ -216,13 +281,15 @@ export class ThreadTracking {
       const at = this.clock();
       const held =
         event === 'refusal' && this.refusalHeld !== undefined ? this.refusalHeld() : Promise.resolve(this.leasedHeld());
-      this.track(
+      const pass = this.takeGrantPass();
+      void this.track(
         held.then((count) => ledger.recordEvent(event, at, count)),
         event,
-      );
+      ).finally(pass);
       return;
     }
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {
+      this.takeGrantPass()();
       this.refusedHeld = this.track(ledger.refused(this.clock()), 'refusal');
       return;
     }
@@ -230,7 +297,9 @@ export class ThreadTracking {
       // A resubmit (after an unsolvable answer) follows a freed thread; free it first if not yet.
       this.free();
       this.solverId = undefined;
+      const pass = this.takeGrantPass();
       this.lease = this.track(ledger.accepted(this.clock()), 'acceptance');
+      void this.lease.finally(pass);
       return;
     }
     // The solver frees the thread once the answer is ready or the captcha failed; an answer read
@@ -252,6 +321,7 @@ export class ThreadTracking {
    * claim) stays counted as a leftover; then wait for every ledger write.
    */
   async settle(): Promise<void> {
+    this.endGrantPass();
     this.leaveOver();
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
@@ -282,6 +352,17 @@ export class ThreadTracking {
       lease.then((taken) => (taken === undefined ? undefined : ledger.released(taken, outcome))),
       'release',
     );
+  }
+
+  /** This delivery's pass of the grant gate, handed to whoever ends it (a no-op without one). */
+  private takeGrantPass(): () => void {
+    const pass = this.grantPass ?? (() => undefined);
+    this.grantPass = undefined;
+    return pass;
+  }
+
+  private endGrantPass(): void {
+    this.takeGrantPass()();
   }
 
   /** Run a ledger write beside the solve; a failure is logged (redacted) and read as nothing written. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryThreadLedger } from '../../functions/adapters/thread-ledger.js';
-import { ThreadTracking } from '../../functions/consumer/thread-tracking.js';
+import { GrantGate, ThreadTracking } from '../../functions/consumer/thread-tracking.js';
 import { REFUSAL_HOLD_OFF_MS } from '../../functions/core/thread-ledger.js';
 
 const silent = { warn: () => undefined };
@@ -370,6 +370,89 @@ describe('a parked invocation reads the spend grant before a fresh submission', 
       },
     });
     expect(await tracking.waitForGrant(1_060_000)).toBe(true);
+  });
+});
+
+describe('a batch’s deliveries share the spend grant (one invocation, one gate)', () => {
+  /** `count` deliveries of one invocation on one ledger, the parked design (held from the leases), with or without the gate. */
+  function batch(count: number, gate: GrantGate | undefined) {
+    const now = { t: 1_000_000 };
+    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
+    const waiting = {
+      pollMs: 100,
+      maxWaitMs: 2_000,
+      maxWaits: 2,
+      random: () => 0.5,
+      sleep: async (ms: number) => {
+        now.t += ms;
+      },
+    };
+    const deliveries = Array.from(
+      { length: count },
+      () =>
+        new ThreadTracking(
+          ledger,
+          () => now.t,
+          silent,
+          waiting,
+          20,
+          () => 0,
+          undefined,
+          gate,
+        ),
+    );
+    return { now, ledger, deliveries };
+  }
+
+  it('lets exactly the solves the grant pays for through, though all read the ledger at once', async () => {
+    // Prepare: 5 deliveries, a grant of 2 more acceptances.
+    const b = batch(5, new GrantGate());
+    await b.ledger.setGrant({ limit: 2, until: b.now.t + 60_000 });
+    // Act
+    const passed = await Promise.all(b.deliveries.map((d) => d.waitForGrant(b.now.t + 60_000)));
+    // Assess: two submit; three wait out their bound (their tasks go back without a submission).
+    expect(passed.filter(Boolean)).toHaveLength(2);
+  });
+
+  it('counts a submission until the ledger shows its acceptance, then by the ledger', async () => {
+    // Prepare: a grant of 2; one delivery passes and is accepted.
+    const gate = new GrantGate();
+    const b = batch(3, gate);
+    await b.ledger.setGrant({ limit: 2, until: b.now.t + 60_000 });
+    expect(await b.deliveries[0]?.waitForGrant(b.now.t + 60_000)).toBe(true);
+    expect(gate.unseen).toBe(1);
+    b.deliveries[0]?.onAnswer({ request: 'submit', outcome: 'accepted' });
+    await b.deliveries[0]?.settle();
+    // Assess: the acceptance is the ledger's now; one more passes, the third waits.
+    expect(gate.unseen).toBe(0);
+    expect((await b.ledger.read())?.acceptances).toBe(1);
+    expect(await b.deliveries[1]?.waitForGrant(b.now.t + 60_000)).toBe(true);
+    expect(await b.deliveries[2]?.waitForGrant(b.now.t + 60_000)).toBe(false);
+  });
+
+  it('frees the pass of a delivery refused over the cap or ending without a submission', async () => {
+    // Prepare
+    const gate = new GrantGate();
+    const b = batch(2, gate);
+    await b.ledger.setGrant({ limit: 1, until: b.now.t + 60_000 });
+    expect(await b.deliveries[0]?.waitForGrant(b.now.t + 60_000)).toBe(true);
+    // Act: refused; then the other passes, and ends (its lease was not taken)
+    b.deliveries[0]?.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+    await b.deliveries[0]?.settle();
+    expect(await b.deliveries[1]?.waitForGrant(b.now.t + 60_000)).toBe(true);
+    await b.deliveries[1]?.settle();
+    // Assess
+    expect(gate.unseen).toBe(0);
+  });
+
+  it('without the gate every delivery of the batch takes the last solves (what the gate is for)', async () => {
+    // Prepare
+    const b = batch(5, undefined);
+    await b.ledger.setGrant({ limit: 2, until: b.now.t + 60_000 });
+    // Act
+    const passed = await Promise.all(b.deliveries.map((d) => d.waitForGrant(b.now.t + 60_000)));
+    // Assess
+    expect(passed.filter(Boolean)).toHaveLength(5);
   });
 });
 
