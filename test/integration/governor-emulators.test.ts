@@ -232,6 +232,43 @@ describe('local governor on the emulators', () => {
     return l;
   }
 
+  /**
+   * A local governor on the fleet's queues and its thread ledger on the emulator (the ledger's
+   * solved counter and the balance give the price per solve), its ticks driven by hand.
+   */
+  function moneyGovernor(
+    f: TestFleet,
+    parts: {
+      normal: LocalLane;
+      pool?: { limit: number };
+      store: MetricsStore;
+      balance: () => number;
+      clock: () => number;
+    },
+  ) {
+    const ledger = createDynamoThreadLedger({
+      documents: fixture.clients.documents,
+      tableName: f.resources.tables.governor,
+      leaseMs: 300_000,
+      clock: parts.clock,
+    });
+    const start = () =>
+      startLocalGovernor({
+        settings: f.settings,
+        pollers: { normal: parts.normal },
+        ...(parts.pool !== undefined ? { pool: parts.pool } : {}),
+        sqs: fixture.clients.sqs,
+        queueUrls: { normal: f.resources.queueUrls.normal },
+        metricsStore: parts.store,
+        threadLedger: ledger,
+        solver: { getBalance: async () => parts.balance() },
+        // Ticks are driven by hand; the timer would only add noise.
+        tickMs: 60_000,
+        clock: parts.clock,
+      });
+    return { ledger, start };
+  }
+
   it('raises the poller to the free threads on its first tick, halts and pauses on the balance, counts reasons', async () => {
     // Prepare: 20 queued, 2 in flight, a healthy metric window, a plan of 8 threads.
     const f = await fixture.createFleet({ planThreads: 8, tickMs: 100 });
@@ -256,28 +293,10 @@ describe('local governor on the emulators', () => {
     let balance = 10;
     const normal = lane(2);
     const pool = { limit: 2 };
-    // The thread ledger on the emulator: its solved counter, beside the balance, gives the price per solve.
-    const ledger = createDynamoThreadLedger({
-      documents: fixture.clients.documents,
-      tableName: f.resources.tables.governor,
-      leaseMs: 300_000,
-      clock: () => now,
-    });
+    const { ledger, start } = moneyGovernor(f, { normal, pool, store, balance: () => balance, clock: () => now });
     // A fleet that has solved before: the counter exists (it is never read as 0 before its first solve).
     await ledger.countSolved(1);
-    const governor = startLocalGovernor({
-      settings: f.settings,
-      pollers: { normal },
-      pool,
-      sqs: fixture.clients.sqs,
-      queueUrls: { normal: f.resources.queueUrls.normal },
-      metricsStore: store,
-      threadLedger: ledger,
-      solver: { getBalance: async () => balance },
-      // Ticks are driven by hand below; the timer would only add noise.
-      tickMs: 60_000,
-      clock: () => now,
-    });
+    const governor = start();
     try {
       // Act + Assess: the first tick sets the free threads at once.
       await governor.ready;
@@ -316,23 +335,9 @@ describe('local governor on the emulators', () => {
     let now = Date.now();
     let balance = 0.5;
     const normal = lane(8);
-    const ledger = createDynamoThreadLedger({
-      documents: fixture.clients.documents,
-      tableName: f.resources.tables.governor,
-      leaseMs: 300_000,
-      clock: () => now,
-    });
-    const governor = startLocalGovernor({
-      settings: f.settings,
-      pollers: { normal },
-      sqs: fixture.clients.sqs,
-      queueUrls: { normal: f.resources.queueUrls.normal },
-      metricsStore: new MetricsStore({ clock: () => now }),
-      threadLedger: ledger,
-      solver: { getBalance: async () => balance },
-      tickMs: 60_000,
-      clock: () => now,
-    });
+    const store = new MetricsStore({ clock: () => now });
+    const { ledger, start } = moneyGovernor(f, { normal, store, balance: () => balance, clock: () => now });
+    const governor = start();
     try {
       // Act + Assess: no price yet: the minimum.
       await governor.ready;
