@@ -45,8 +45,9 @@ const NONE_HELD = 1;
  * would take the grant's last solve (with batches of 5, `npm start -- --solver-balance 0.2
  * --batch-size 5` ended 12 solves past the pause level; one task an invocation, 1). The gate
  * counts the invocation's own submissions past the grant whose acceptance the ledger may not show
- * yet, and each check adds them to the count it read: within an invocation the grant is exact,
- * and the overshoot is at most the invocations that read the ledger together (docs/governor.md).
+ * yet, and each check adds them to the count it read: within an invocation the grant is exact.
+ * Invocations that read the ledger at the same moment can still each take the last solves, up
+ * to what each may submit at once (docs/governor.md).
  */
 export class GrantGate {
   private passes = 0;

@@ -6,6 +6,11 @@
  * over the window the lag moves the ratio by at most the lagged solves' share. Pure.
  */
 
+/** Whether `price` is a price per solve the money side can count by (known and above 0). */
+export function isPrice(price: number | undefined): price is number {
+  return price !== undefined && price > 0;
+}
+
 /** Intervals between balance reads the learned price sums over. */
 export const PRICE_WINDOW_READS = 10;
 

@@ -11,6 +11,7 @@ import type { SpendGrant } from '../thread-ledger.js';
 import { invocations } from './capacity.js';
 import type { Funds, TickContext } from './context.js';
 import { PROJECTION_TICKS } from './context.js';
+import { isPrice } from './price.js';
 import { type Flow, pause, pct, resumed, run, seconds, type Stage, usd } from './flow.js';
 
 /** Account error codes by the cause an operator fixes; any other account code leaves the key unusable. */
@@ -69,7 +70,7 @@ function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   const { funds, config, signals, now } = ctx;
   const reading = signals.threadLedger;
   const price = flow.state.spend.learnedPriceUsd;
-  if (funds === undefined || reading === undefined || price === undefined || !(price > 0)) return undefined;
+  if (funds === undefined || reading === undefined || !isPrice(price)) return undefined;
   const room = (funds.usd - config.pauseBalance) / price - reading.held;
   // A hair of tolerance: money and prices in cents make the tie (exactly at the level) common.
   const solves = room < -1e-9 ? 0 : Math.floor(room + 1e-9) + 1;

@@ -14,6 +14,7 @@
  */
 import type { TickContext } from './context.js';
 import { type Flow, noIncrease, pct, run, seconds, type Stage, usd } from './flow.js';
+import { isPrice } from './price.js';
 import type { GovernorState } from './types.js';
 
 /**
@@ -37,14 +38,13 @@ function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
  * No price per solve learned yet (a fleet that starts, or has not solved since it started, under
  * the halt level): the spend grant cannot count what the money pays for, and the spend rate of an
  * idle or new fleet says nothing of a burst at its width (a fresh fleet at a 20-thread ceiling
- * spent 23 solves past a pause level $0.05 away before its second balance read). So the hold is
+ * spent 19 solves past a pause level $0.05 away before its second balance read). So the hold is
  * the minimum until the balance drops beside solves the ledger counts (price.ts), and it never
  * rises again under the halt level: a start from nothing is a scale-up too. An account told its
  * price (an overflow provider's list price) knows it from the start.
  */
 function priceUnknown(ctx: TickContext, flow: Flow): boolean {
-  const known = (price: number | undefined) => price !== undefined && price > 0;
-  return !known(flow.state.spend.learnedPriceUsd) && !known(ctx.config.priceHintUsd);
+  return !isPrice(flow.state.spend.learnedPriceUsd) && !isPrice(ctx.config.priceHintUsd);
 }
 
 export const stabilizeStage: Stage = {
