@@ -187,6 +187,8 @@ class Simulation {
   private previousRead: QueueReading | undefined;
   /** Invocations waiting for a freed thread before they submit, oldest first. */
   private readonly roomWaiters: number[] = [];
+  /** How many of them wait now (WAIT_WAITING; the list keeps stale entries until they come up). */
+  private waitingNow = 0;
   /** Threads the plan leaves the fleet (plan − reserved): what the consumer checks the ledger against. */
   private readonly planCap: number;
   /** Mean solve time of the trace's mix, seconds (a probe's draw). */
@@ -483,7 +485,7 @@ class Simulation {
     if (receives > this.c.maxReceives) this.c.maxReceives = receives;
     tasks.overCapTries[id] = 0;
     tasks.transientTries[id] = 0;
-    tasks.waiting[id] = WAIT_NONE;
+    this.setWaiting(id, WAIT_NONE);
     return true;
   }
 
@@ -509,7 +511,7 @@ class Simulation {
       this.waitForRoom(id);
       return;
     }
-    this.tasks.waiting[id] = WAIT_NONE;
+    this.setWaiting(id, WAIT_NONE);
     this.c.submissions++;
     const answer = this.solver.answer();
     if (answer === ACCEPT) {
@@ -572,7 +574,7 @@ class Simulation {
   private waitForRoom(id: number): void {
     const tasks = this.tasks;
     if (u8(tasks.waiting, id) === WAIT_WOKEN) {
-      tasks.waiting[id] = WAIT_WAITING;
+      this.setWaiting(id, WAIT_WAITING);
       this.roomWaiters.push(id);
       return;
     }
@@ -581,7 +583,7 @@ class Simulation {
       this.handBack(id, false);
       return;
     }
-    tasks.waiting[id] = WAIT_WAITING;
+    this.setWaiting(id, WAIT_WAITING);
     this.roomWaiters.push(id);
     this.checkRoomAt(id, until);
   }
@@ -611,7 +613,7 @@ class Simulation {
       this.checkRoomAt(id, Math.min(this.t + ROOM_WAIT_MAX_MS / 1000, last));
       return;
     }
-    tasks.waiting[id] = WAIT_NONE;
+    this.setWaiting(id, WAIT_NONE);
     this.handBack(id, false);
   }
 
@@ -648,22 +650,39 @@ class Simulation {
 
   /**
    * A thread freed in the ledger, or an acceptance lifted a refusal's hold: the oldest
-   * invocations waiting for room, as many as there is room for (at least one), find it at their
-   * next poll.
+   * invocations waiting for room, as many as there is room for (at least one), find it at the
+   * waiters' next reads. Every waiting invocation reads on its own jittered cadence
+   * (LeaseHolding.take, OverCapWaiting), so a freed thread is found at the first of their reads,
+   * a second one at the second: the woken take the earliest of the waiters' next reads in order.
    */
   private wakeWaiter(): void {
     let room = Math.max(1, this.roomLeft());
+    let reads: number[] | undefined;
+    let k = 0;
     while (this.roomWaiters.length > 0 && room > 0) {
       const id = this.roomWaiters.shift() as number;
       if (u8(this.tasks.waiting, id) !== WAIT_WAITING) continue;
-      // It reads the ledger again at its next poll (and waits on if the thread was taken meanwhile).
-      this.tasks.waiting[id] = WAIT_WOKEN;
-      const poll = this.parked
-        ? this.consumer.leasePollDelay(this.parked.waitPollSeconds())
-        : this.consumer.ledgerPollDelay();
-      this.heap.push(this.t + poll / 2, id * 16 + K_SUBMIT);
+      if (reads === undefined) {
+        const cadence = this.parked?.waitPollSeconds();
+        reads = this.consumer.firstReads(this.waitingNow, room, () =>
+          cadence === undefined ? this.consumer.ledgerPollDelay() : this.consumer.leasePollDelay(cadence),
+        );
+      }
+      // It reads the ledger again at that read (and waits on if the thread was taken meanwhile).
+      this.setWaiting(id, WAIT_WOKEN);
+      this.heap.push(this.t + (reads[Math.min(k, reads.length - 1)] as number), id * 16 + K_SUBMIT);
+      k++;
       room--;
     }
+  }
+
+  /** A task's room wait changes state (`waitingNow` counts the waiting). */
+  private setWaiting(id: number, state: number): void {
+    const was = u8(this.tasks.waiting, id);
+    if (was === state) return;
+    if (was === WAIT_WAITING) this.waitingNow--;
+    if (state === WAIT_WAITING) this.waitingNow++;
+    this.tasks.waiting[id] = state;
   }
 
   /**

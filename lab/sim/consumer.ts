@@ -7,6 +7,9 @@ import { handBackSeconds, retryBackoffMs } from '../../functions/core/backoff.js
 import type { ModelParams } from '../model.js';
 import type { Rng } from '../rng.js';
 
+/** Waiting invocations drawn for the first reads after a thread frees (ConsumerTiming.firstReads). */
+const FIRST_READS_DRAWN = 32;
+
 export class ConsumerTiming {
   private readonly random: () => number;
   private readonly retry;
@@ -60,6 +63,24 @@ export class ConsumerTiming {
    */
   leasePollDelay(cadenceSeconds: number): number {
     return cadenceSeconds * (0.5 + this.random());
+  }
+
+  /**
+   * When `count` waiting invocations find a freed thread, seconds from now, earliest first: the
+   * first `count` of the next reads of `waiters` invocations that each read on their own cadence
+   * (`cycle()`, one jittered period), each at a uniform point of its period. At most
+   * FIRST_READS_DRAWN waiters are drawn: a larger crowd reads no later than that many would.
+   */
+  firstReads(waiters: number, count: number, cycle: () => number): number[] {
+    const n = Math.max(1, Math.min(waiters, FIRST_READS_DRAWN));
+    if (count <= 1) {
+      let first = Number.POSITIVE_INFINITY;
+      for (let k = 0; k < n; k++) first = Math.min(first, cycle() * this.random());
+      return [first];
+    }
+    const reads = Array.from({ length: n }, () => cycle() * this.random());
+    reads.sort((a, b) => a - b);
+    return reads.slice(0, Math.min(count, n));
   }
 
   /** A probe's solve time: exponential with the mix's mean, seconds. */
