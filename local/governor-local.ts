@@ -26,7 +26,7 @@ import {
 import type { GovernorStateStore, LaneActuator, MetricsReader } from '../functions/core/governor/ports.js';
 import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
-import { createOverflowBalance, createProbingBalance } from '../functions/governor/balance-probe.js';
+import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from '../functions/governor/balance-probe.js';
 import type { ThreadProbe } from '../functions/governor/loop.js';
 import {
   createGovernorLoop,
@@ -340,7 +340,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     // The local store is fresh: read it every tick.
     metricsEveryMs: 0,
     balance: createProbingBalance(options.solver, {
-      ttlMs: tickMs,
+      ttlMs: tickBalanceTtlMs(tickMs),
       clock,
       onError: (error) =>
         log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
@@ -387,6 +387,8 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
 
   const tickOnce = async (): Promise<TickRecord | undefined> => {
     try {
+      // As in AWS (functions/governor/run.ts): the watch's recorded solves counted before the tick reads the ledger.
+      await parked?.watch.countSolvedNow();
       const record = await loop.tick();
       const d = record.decision;
       countDecision(stats, d);

@@ -49,16 +49,26 @@ export function createProbingBalance(
 }
 
 /**
- * The overflow provider's balance for the governor loop: probed like the primary's, but cached
- * for only half a tick, so every tick reads afresh and each drop is priced by the solves counted
- * since the last read. An unreadable balance closes the lane (its spend cannot be budgeted).
+ * How long a balance read serves the governor loop, ms: half a tick, so every tick reads afresh
+ * (each drop priced by the solves counted since the last read, the spend grant sized on the
+ * balance of that tick) and the reads within one tick share it. A tick's cache (`tickMs`) served
+ * the last tick's balance to the next in AWS: the ticks keep to their cadence (functions/governor/run.ts)
+ * and the read is stamped when it returns, so the cache was a read's round trip short of expiring.
+ */
+export function tickBalanceTtlMs(tickMs: number): number {
+  return Math.max(1, Math.floor(tickMs / 2));
+}
+
+/**
+ * The overflow provider's balance for the governor loop: probed like the primary's, read afresh
+ * every tick (`tickBalanceTtlMs`). An unreadable balance closes the lane (its spend cannot be budgeted).
  */
 export function createOverflowBalance(
   solver: Pick<SolverPort, 'getBalance'>,
   options: { tickMs: number; clock?: () => number; warn?: (message: string, fields?: Record<string, unknown>) => void },
 ): BalanceReader & { lastError(): BalanceError | undefined } {
   return createProbingBalance(solver, {
-    ttlMs: Math.max(1, Math.floor(options.tickMs / 2)),
+    ttlMs: tickBalanceTtlMs(options.tickMs),
     ...(options.clock ? { clock: options.clock } : {}),
     onError: (error) =>
       options.warn?.('overflow balance read failed; the overflow lane stays closed while it is unknown', {

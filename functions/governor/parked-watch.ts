@@ -165,6 +165,15 @@ export interface ParkedWatch {
    * are (never throws; a failed write keeps them).
    */
   flushSolved(): Promise<void>;
+  /**
+   * Add the answers recorded so far and not yet counted to the ledger's `solved` now, without
+   * waiting for those being recorded (never throws; a failed write keeps them). The governor's
+   * tick calls it before it reads the balance and the ledger: the provider charges a solve when
+   * it ends, so a count that waited for its batch (up to `solvedFlushMs`) set against the balance's
+   * drop counted solves the drop had charged an interval before, and the price per solve read low
+   * where the solves slowed (the spend grant then let solves start past the pause level).
+   */
+  countSolvedNow(): Promise<void>;
   readonly stats: ParkedWatchStats;
 }
 
@@ -295,6 +304,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     stats,
     round: (roundOptions) => round(roundOptions?.recording ?? 'awaited'),
     settle: recording.settle,
+    countSolvedNow: () => solved.flush(),
     async flushSolved() {
       await recording.settle();
       await solved.flush();

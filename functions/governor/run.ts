@@ -104,10 +104,11 @@ function emitWatchMetrics(
 export interface RunTicksOptions {
   loop: GovernorLoop;
   /**
-   * The parked design's watch, running beside the ticks: what it did since the last tick goes out
-   * with each tick's metrics (ParkedRecorded, WatchFailedRounds).
+   * The parked design's watch, running beside the ticks: its recorded answers are counted in the
+   * ledger before each tick reads it (`countSolvedNow`), and what it did since the last tick goes
+   * out with each tick's metrics (ParkedRecorded, WatchFailedRounds).
    */
-  watch?: Pick<ParkedWatch, 'stats'>;
+  watch?: Pick<ParkedWatch, 'stats' | 'countSolvedNow'>;
   tickMs: number;
   /** Milliseconds the invocation has left (Lambda's context.getRemainingTimeInMillis). */
   remainingMs: () => number;
@@ -138,6 +139,8 @@ export async function runTicks(
   for (;;) {
     ticks += 1;
     try {
+      // The solves the watch recorded are counted before the tick sets them against the balance's drop.
+      await options.watch?.countSolvedNow();
       const record = await options.loop.tick();
       records.push(record);
       if (options.metrics && options.watch) emitWatchMetrics(options.metrics, options.watch.stats, watched);

@@ -45,7 +45,7 @@ import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore, MetricsReader } from '../core/governor/ports.js';
 import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
 import type { SolvedCounter } from '../core/thread-ledger.js';
-import { createOverflowBalance, createProbingBalance } from './balance-probe.js';
+import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from './balance-probe.js';
 import { createThreadProbe, probeLeasesOf } from './thread-probe.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
@@ -213,7 +213,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const overflow = overflowOptionFrom(options, { clients, lambda, cloudwatch, overrides });
   const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
   const balance: BalanceReader = createProbingBalance(solver, {
-    ttlMs: Math.min(60_000, Math.max(settings.tickMs, 1000)),
+    ttlMs: tickBalanceTtlMs(settings.tickMs),
     ...(options.clock ? { clock: options.clock } : {}),
     onError: (error) =>
       log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),

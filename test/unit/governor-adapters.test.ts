@@ -6,6 +6,7 @@ import { createLambdaActuator } from '../../functions/adapters/lambda-actuator.j
 import { createCachedBalance } from '../../functions/adapters/balance.js';
 import { createMemoryGovernorState, readGovernorStatus } from '../../functions/adapters/governor-state.js';
 import { createMemoryThreadLedger } from '../../functions/adapters/thread-ledger.js';
+import { createProbingBalance, tickBalanceTtlMs } from '../../functions/governor/balance-probe.js';
 import { assembleSignals } from '../../functions/core/governor/signals.js';
 import { GovernorStateConflictError } from '../../functions/core/governor/ports.js';
 import { parseEnvironment } from '../../functions/core/environment.js';
@@ -674,12 +675,109 @@ describe('governor loop and ticks', () => {
         return idleTick(clock.now);
       }),
     };
-    const documents = await ticksOn(loop, clock, 25_000, { stats: stats as never });
+    const documents = await ticksOn(loop, clock, 25_000, { stats: stats as never, countSolvedNow: async () => {} });
     const values = (name: string) =>
       documents.filter((d) => name in d).map((d) => (d as Record<string, unknown>)[name]);
     expect(values('ParkedRecorded')).toEqual([3, 3, 3]);
     // Failed rounds only on the ticks that had some (no stream billed for an hour of none).
     expect(values('WatchFailedRounds')).toEqual([1, 1]);
+  });
+
+  it('reads the balance afresh at every tick, whatever the read’s round trip (a tick’s cache served the last tick’s)', async () => {
+    // GIVEN ticks every 10 s on their cadence and a balance read that takes 80 ms to come back
+    const readsOver = async (ttlMs: number) => {
+      const clock = { now: 0 };
+      let reads = 0;
+      const balance = createProbingBalance(
+        {
+          getBalance: async () => {
+            reads += 1;
+            clock.now += 80;
+            return 10 - reads * 0.01;
+          },
+        },
+        { ttlMs, clock: () => clock.now },
+      );
+      const loop = createGovernorLoop({
+        config,
+        queues: { read: async () => ({ normal: { at: clock.now, visible: 40, notVisible: 3, delayed: 0 } }) },
+        metrics: { read: async () => healthyMetrics },
+        balance,
+        actuator: lanes(),
+        state: createMemoryGovernorState(),
+        clock: () => clock.now,
+      });
+      const { ticks } = await runTicks({
+        loop,
+        tickMs: 10_000,
+        remainingMs: () => 55_000 - clock.now,
+        sleep: async (ms) => {
+          clock.now += ms;
+        },
+        clock: () => clock.now,
+      });
+      return { ticks, reads };
+    };
+    // WHEN the governor's balance is cached for half a tick THEN each tick reads it
+    const fresh = await readsOver(tickBalanceTtlMs(10_000));
+    expect(fresh.reads).toBe(fresh.ticks);
+    // AND cached for a whole tick, every other tick got the last one's balance (the cadence is a round trip short)
+    const stale = await readsOver(10_000);
+    expect(stale.reads).toBeLessThan(stale.ticks);
+  });
+
+  it('counts the solves the watch recorded before each tick reads the ledger: the price per solve learned is the provider’s where solves slow', async () => {
+    // GIVEN solves that slow down, each charged $0.001 when it ends and recorded by the watch at
+    // once, whose own batch adds them to the ledger's `solved` one interval (10 s) later
+    const PRICE = 0.001;
+    const perInterval = [40, 40, 36, 30, 24, 18, 12, 8, 5, 3, 2];
+    const learnedWith = async (countBeforeTick: boolean) => {
+      const clock = { now: 0 };
+      let balance = 10;
+      let interval = 0;
+      let recorded = 0;
+      const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => clock.now });
+      const state = createMemoryGovernorState();
+      const loop = createGovernorLoop({
+        config,
+        queues: { read: async () => ({ normal: { at: clock.now, visible: 40, notVisible: 3, delayed: 0 } }) },
+        metrics: { read: async () => healthyMetrics },
+        balance: { read: async () => balance },
+        threadLedger: ledger,
+        actuator: lanes(),
+        state,
+        clock: () => clock.now,
+      });
+      const countSolvedNow = vi.fn(async () => {
+        await ledger.countSolved(recorded);
+        recorded = 0;
+      });
+      await runTicks({
+        loop,
+        tickMs: 10_000,
+        remainingMs: () => (perInterval.length + 0.5) * 10_000 - clock.now,
+        sleep: async (ms) => {
+          // The watch's batch of the interval before reaches the ledger (its 10 s are up)…
+          await ledger.countSolved(recorded);
+          recorded = 0;
+          // …and this interval's solves end: charged, and recorded by the watch.
+          const solves = perInterval[interval++] ?? 0;
+          balance -= solves * PRICE;
+          recorded += solves;
+          clock.now += ms;
+        },
+        clock: () => clock.now,
+        watch: {
+          stats: { recorded: 0, failedRounds: 0 } as never,
+          countSolvedNow: countBeforeTick ? countSolvedNow : async () => {},
+        },
+      });
+      return (await state.load())?.state.spend.learnedPriceUsd;
+    };
+    // WHEN the ticks count the watch's solves before they read THEN the price is the provider's
+    expect(await learnedWith(true)).toBeCloseTo(PRICE, 9);
+    // AND a count that waits for its batch sets solves against the drop an interval late: the price reads low
+    expect(await learnedWith(false)).toBeLessThan(0.9 * PRICE);
   });
 
   it('publishes in an ordinary minute the custom metrics the bill counts, and no copy of what SQS or the consumer publish', async () => {
@@ -700,7 +798,7 @@ describe('governor loop and ticks', () => {
         loop,
         clock,
         55_000,
-        watch ? { stats: { recorded: 0, failedRounds: 0 } as never } : undefined,
+        watch ? { stats: { recorded: 0, failedRounds: 0 } as never, countSolvedNow: async () => {} } : undefined,
       );
       // A custom metric is a name and its dimensions (CloudWatch bills each pair).
       const seen = new Set<string>();

@@ -321,6 +321,23 @@ describe("the parked watch's solves in the thread ledger", () => {
     expect(w.writes).toEqual([3]);
   });
 
+  it('adds what it recorded at once when the governor’s tick asks, before the tick reads the ledger', async () => {
+    // GIVEN a round that recorded three answers, its batch not due yet
+    const w = recording();
+    await w.watch.round();
+    expect(w.writes).toEqual([]);
+    // WHEN the tick asks THEN the three are counted now, in one write, and not again when the batch is due
+    await w.watch.countSolvedNow();
+    expect(w.writes).toEqual([3]);
+    expect(w.watch.stats.solvedCounted).toBe(3);
+    w.advance(5_000);
+    await w.watch.round();
+    expect(w.writes).toEqual([3]);
+    // AND with nothing recorded since, it writes nothing
+    await w.watch.countSolvedNow();
+    expect(w.writes).toEqual([3]);
+  });
+
   it('keeps the count when the write fails and adds it with the next batch', async () => {
     const failing = { now: true };
     const w = recording(failing);
