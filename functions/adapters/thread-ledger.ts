@@ -104,7 +104,9 @@ export class ThreadLedgerError extends Error {
 export type ThreadLedger = ThreadLedgerRecorder & ThreadLedgerReader & SpendGrantWriter & SolvedCounter;
 
 /** Build the ledger on DynamoDB (or dynalite): the consumer's recorder and the governor's reader in one. */
-export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): ThreadLedger {
+export function createDynamoThreadLedger(
+  options: DynamoThreadLedgerOptions,
+): ThreadLedger & Required<Pick<ThreadLedger, 'takeGrant' | 'returnGrant'>> {
   if (!(options.leaseMs > 0)) throw new RangeError(`thread ledger lease must be positive (given ${options.leaseMs})`);
   const id = options.id ?? THREAD_LEDGER_ID;
   const clock = options.clock ?? Date.now;
@@ -234,12 +236,14 @@ export function createDynamoThreadLedger(options: DynamoThreadLedgerOptions): Th
 
     async read() {
       const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
-      return readingOf((out as { Item?: Record<string, unknown> }).Item, bucketOf(clock()));
+      return readingOf((out as { Item?: Record<string, unknown> }).Item, bucketOf(clock()), { reservations: true });
     },
 
     async setGrant(grant) {
       await send('grant', new UpdateCommand({ ...key, ...grantUpdate(grant) }));
     },
+
+    ...grantReservations(options.documents, key, send),
 
     async countSolved(count) {
       if (!(count > 0)) return;
@@ -298,13 +302,62 @@ function leftoverUpdate(lease: ThreadLease, current: number, solverId: string | 
   };
 }
 
+/**
+ * The grant's reservations on the ledger item: `takeGrant` adds one to `grantTaken` while it is
+ * under `grantLimit` (a conditional update, so invocations that read the same count cannot each
+ * take the last one), `returnGrant` gives one back (never below 0).
+ */
+function grantReservations(
+  documents: DynamoThreadLedgerOptions['documents'],
+  key: { TableName: string; Key: Record<string, unknown> },
+  send: (what: string, command: UpdateCommand) => Promise<unknown>,
+): Required<Pick<ThreadLedger, 'takeGrant' | 'returnGrant'>> {
+  return {
+    async takeGrant() {
+      try {
+        await documents.send(
+          new UpdateCommand({
+            ...key,
+            UpdateExpression: 'ADD grantTaken :one',
+            ConditionExpression: 'grantTaken < grantLimit',
+            ExpressionAttributeValues: { ':one': 1 },
+          }),
+        );
+        return true;
+      } catch (error) {
+        if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+        throw new ThreadLedgerError(
+          `thread ledger grant reservation failed: ${(error as Error).name}: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+    },
+
+    async returnGrant() {
+      await send(
+        'grant return',
+        new UpdateCommand({
+          ...key,
+          UpdateExpression: 'ADD grantTaken :minusOne',
+          ConditionExpression: 'grantTaken > :zero',
+          ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
+        }),
+      ).catch((error: unknown) => {
+        // Nothing to give back (a ledger recreated since): nothing lost.
+        if (((error as Error).cause as Error | undefined)?.name !== 'ConditionalCheckFailedException') throw error;
+      });
+    },
+  };
+}
+
 /** The update that sets the governor's spend grant, or removes it. */
 function grantUpdate(grant: SpendGrant | undefined) {
   return grant === undefined
     ? { UpdateExpression: 'REMOVE grantLimit, grantUntil' }
     : {
-        UpdateExpression: 'SET grantLimit = :limit, grantUntil = :until',
-        ExpressionAttributeValues: { ':limit': grant.limit, ':until': grant.until },
+        // The reservations count from wherever they stand (the grant's limit is in them).
+        UpdateExpression: 'SET grantLimit = :limit, grantUntil = :until, grantTaken = if_not_exists(grantTaken, :zero)',
+        ExpressionAttributeValues: { ':limit': grant.limit, ':until': grant.until, ':zero': 0 },
       };
 }
 
@@ -312,8 +365,13 @@ function grantUpdate(grant: SpendGrant | undefined) {
  * The reading an item gives at bucket `bucket` (an absent item: nothing recorded yet, all 0).
  * `solved` is left out until a release has counted one: a ledger never told of a solve (one
  * written before the counter, or by a consumer that read no answer yet) does not claim 0.
+ * `reservations`: the ledger keeps the grant's reservations (DynamoDB's; `grantTaken`, 0 before any).
  */
-export function readingOf(item: Record<string, unknown> | undefined, bucket: number): ThreadLedgerReading {
+export function readingOf(
+  item: Record<string, unknown> | undefined,
+  bucket: number,
+  options: { reservations?: boolean } = {},
+): ThreadLedgerReading {
   const num = (name: string): number => {
     const value = item?.[name];
     return typeof value === 'number' && Number.isFinite(value) ? value : 0;
@@ -334,6 +392,8 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
     ...(leftover > 0 ? { leftover } : {}),
     refusals: num('refusals'),
     acceptances: num('acceptances'),
+    // Where reservations are kept, the grant counts in them (0 before the first grant's).
+    ...(options.reservations === true ? { grantTaken: num('grantTaken') } : {}),
     ...(solved !== undefined ? { solved } : {}),
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),

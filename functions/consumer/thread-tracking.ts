@@ -25,6 +25,7 @@ import { sleep } from '../core/helpers/time.js';
 import type { Clock, SolverAnswer } from '../core/ports.js';
 import { redactKey } from '../core/solver-protocol.js';
 import {
+  grantInForce,
   grantUsedUp,
   roomLimit,
   type ThreadLease,
@@ -46,8 +47,8 @@ const NONE_HELD = 1;
  * --batch-size 5` ended 12 solves past the pause level; one task an invocation, 1). The gate
  * counts the invocation's own submissions past the grant whose acceptance the ledger may not show
  * yet, and each check adds them to the count it read: within an invocation the grant is exact.
- * Invocations that read the ledger at the same moment can still each take the last solves, up
- * to what each may submit at once (docs/governor.md).
+ * Across invocations the DynamoDB ledger's reservations hold the grant (`takeGrant`: invocations
+ * that read the same count cannot each take the last solves; docs/governor.md).
  */
 export class GrantGate {
   private passes = 0;
@@ -121,6 +122,8 @@ export class ThreadTracking {
   private grantReading: ThreadLedgerReading | undefined;
   /** This delivery's pass of the invocation's grant gate, until its acceptance is written or it ends. */
   private grantPass: (() => void) | undefined;
+  /** This delivery holds a reservation of the grant its submission has not spent yet. */
+  private reserved = false;
 
   constructor(
     private readonly ledger: ThreadLedgerRecorder | undefined,
@@ -211,7 +214,12 @@ export class ThreadTracking {
       const now = this.clock();
       if (reading === undefined) return true;
       // Counted at the decision (a batch-mate that read at the same moment may have passed since).
-      const until = decide(reading, now, this.gate?.unseenSince(mark) ?? 0);
+      let until = decide(reading, now, this.gate?.unseenSince(mark) ?? 0);
+      // Under a grant the ledger keeps reservations of, the go is a reservation taken (others
+      // reading the same count may have taken the last ones since); none taken, wait as for a used-up grant.
+      // (Only then awaited: the gate's pass below is taken at the decision, before a batch-mate decides.)
+      if (until === 'go' && this.mustReserve(reading, now) && !(await this.reserveGrant()))
+        until = decide({ ...reading, grantTaken: Number.POSITIVE_INFINITY }, now, 0);
       if (until === 'go') {
         this.grantPass = this.gate?.pass();
         return true;
@@ -220,6 +228,44 @@ export class ThreadTracking {
       if (left <= 0) return false;
       await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
     }
+  }
+
+  /**
+   * Whether a go must take a reservation of the grant: one in force on a ledger that keeps them,
+   * and none held that this delivery's submission has not spent (a resubmission keeps its own).
+   */
+  private mustReserve(reading: ThreadLedgerReading, now: number): boolean {
+    return (
+      !this.reserved &&
+      this.ledger?.takeGrant !== undefined &&
+      reading.grantTaken !== undefined &&
+      grantInForce(reading, now)
+    );
+  }
+
+  /**
+   * Take a reservation. True when taken, or when it could not be written (an unwritable ledger
+   * does not wait); false when the grant is used up (others took the last ones since the read).
+   */
+  private async reserveGrant(): Promise<boolean> {
+    const ledger = this.ledger;
+    if (ledger?.takeGrant === undefined) return true;
+    const taken = await ledger.takeGrant().catch((error: unknown) => {
+      this.log.warn('grant reservation not written; submitting under the grant as read', {
+        error: redactKey(`${(error as Error).name}: ${(error as Error).message}`),
+      });
+      return true;
+    });
+    this.reserved = taken;
+    return taken;
+  }
+
+  /** The reservation this delivery holds is spent (its submission accepted) or given back (it ended unaccepted). */
+  private endReservation(spent: boolean): void {
+    if (!this.reserved) return;
+    this.reserved = false;
+    const ledger = this.ledger;
+    if (!spent && ledger?.returnGrant !== undefined) this.track(ledger.returnGrant(), 'grant return');
   }
 
   /**
@@ -279,6 +325,7 @@ export class ThreadTracking {
       }
       if (answer.request !== 'submit' || (answer.outcome !== 'accepted' && answer.outcome !== 'over_cap')) return;
       const event = answer.outcome === 'accepted' ? 'acceptance' : 'refusal';
+      if (event === 'acceptance') this.endReservation(true);
       const at = this.clock();
       const held =
         event === 'refusal' && this.refusalHeld !== undefined ? this.refusalHeld() : Promise.resolve(this.leasedHeld());
@@ -298,6 +345,7 @@ export class ThreadTracking {
       // A resubmit (after an unsolvable answer) follows a freed thread; free it first if not yet.
       this.free();
       this.solverId = undefined;
+      this.endReservation(true);
       const pass = this.takeGrantPass();
       this.lease = this.track(ledger.accepted(this.clock()), 'acceptance');
       void this.lease.finally(pass);
@@ -323,6 +371,8 @@ export class ThreadTracking {
    */
   async settle(): Promise<void> {
     this.endGrantPass();
+    // A reservation no acceptance spent goes back to the grant.
+    this.endReservation(false);
     this.leaveOver();
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }

@@ -47,11 +47,20 @@ export interface ThreadLedgerReading {
   lastAcceptance?: LedgerEvent;
   /** The governor's spend grant, when it set one (the money above the pause level is nearly spent). */
   grant?: SpendGrant;
+  /**
+   * The grant's reservations (`grantTaken`): a delivery takes one with a conditional update
+   * (`takeGrant`) before it submits under a grant, and gives it back if its submission ends
+   * unaccepted. Present where the ledger keeps them (DynamoDB); the grant's `limit` then counts
+   * in them, not in acceptances, and invocations that read the ledger at once cannot each take
+   * the last solves. Absent: the grant counts in `acceptances`.
+   */
+  grantTaken?: number;
 }
 
 /**
  * What the money above the pause level still pays for, as the governor granted it on its last
- * tick: submissions may be accepted while the ledger's `acceptances` counter is under `limit`,
+ * tick: submissions may be accepted while the ledger's `grantTaken` (where it keeps reservations;
+ * else its `acceptances`) counter is under `limit`,
  * until `until` (epoch ms; a grant the governor stopped refreshing lapses, and the solver's own
  * account answers pause the fleet as before).
  */
@@ -60,10 +69,23 @@ export interface SpendGrant {
   until: number;
 }
 
+/** The count a grant's `limit` is in: the reservations where the ledger keeps them, else the acceptances. */
+export function grantCount(reading: Pick<ThreadLedgerReading, 'grantTaken' | 'acceptances'>): number {
+  return reading.grantTaken ?? reading.acceptances;
+}
+
+/** Whether a grant is in force at `now`. */
+export function grantInForce(reading: Pick<ThreadLedgerReading, 'grant'>, now: number): boolean {
+  return reading.grant !== undefined && now <= reading.grant.until;
+}
+
 /** Whether a grant in force is used up: no more submissions until the governor grants more. */
-export function grantUsedUp(reading: Pick<ThreadLedgerReading, 'grant' | 'acceptances'>, now: number): boolean {
+export function grantUsedUp(
+  reading: Pick<ThreadLedgerReading, 'grant' | 'acceptances' | 'grantTaken'>,
+  now: number,
+): boolean {
   const grant = reading.grant;
-  return grant !== undefined && now <= grant.until && reading.acceptances >= grant.limit;
+  return grant !== undefined && grantInForce(reading, now) && grantCount(reading) >= grant.limit;
 }
 
 /** The governor's side of the grant: set it each tick it is in force, clear it when not. */
@@ -116,6 +138,14 @@ export interface ThreadLedgerRecorder {
    * solve to `solved`, as the watch adds the ones it records (SolvedCounter). Absent: not counted.
    */
   countSolved?(count: number): Promise<void>;
+  /**
+   * Take one of the grant's reservations: one conditional update, `grantTaken` below the grant's
+   * `limit`. True when taken; false when the grant is used up (others took the last ones since
+   * this delivery read it). Absent: the ledger keeps no reservations.
+   */
+  takeGrant?(): Promise<boolean>;
+  /** Give a reservation back: its submission ended unaccepted (refused to the end, never sent). */
+  returnGrant?(): Promise<void>;
 }
 
 /** What the governor reads once per tick. */

@@ -7,6 +7,7 @@ import type { SolveOptions, SolveOutcome, SolverPort } from '../../functions/cor
 import { SolverOverCapError } from '../../functions/core/solver-protocol.js';
 import type { Task } from '../../functions/core/task.js';
 import type { ThreadLedgerRecorder } from '../../functions/core/thread-ledger.js';
+import { ThreadTracking } from '../../functions/consumer/thread-tracking.js';
 import { deliver, sendMessage, sleep, startEmulatorFixture, type EmulatorFixture } from '../helpers/fleet-fixture.js';
 import { captureLogs, captureMetrics, imageTask } from '../helpers/factories.js';
 
@@ -156,5 +157,39 @@ describe('consumer → thread ledger on dynalite', () => {
     // Assess
     expect(delivery.acknowledged).toHaveLength(1);
     expect(h.logs.entries().some((e) => String(e.message).startsWith('thread ledger not written'))).toBe(true);
+  });
+});
+
+describe('the spend grant across invocations, on dynalite', () => {
+  const silent = { warn: () => undefined };
+  const waiting = { pollMs: 20, maxWaitMs: 200, maxWaits: 1 };
+
+  it('lets through exactly the solves a grant pays for though every invocation reads the ledger at once; one ended unaccepted gives its reservation back', async () => {
+    // GIVEN a grant of two more solves, and six invocations (no gate between them) checking it at once
+    const fleet = await fixture.createFleet();
+    const ledger = createDynamoThreadLedger({
+      documents: fleet.clients.documents,
+      tableName: fleet.resources.tables.governor,
+      leaseMs: 60_000,
+    });
+    const start = await ledger.read();
+    await ledger.setGrant({ limit: (start?.grantTaken ?? 0) + 2, until: Date.now() + 60_000 });
+    const invocations = Array.from({ length: 6 }, () => new ThreadTracking(ledger, Date.now, silent, waiting, 20));
+    // WHEN each waits for the grant before its submission
+    const passed = await Promise.all(invocations.map((t) => t.waitForGrant(Date.now() + 10_000)));
+    // THEN two pass; four wait out their bound (their tasks go back without a submission)
+    expect(passed.filter(Boolean)).toHaveLength(2);
+    // AND the one whose submission is accepted keeps its reservation spent; the one that ends
+    // without a submission gives it back, and the next invocation takes it
+    const [spent, unsent] = invocations.filter((_, i) => passed[i]) as [ThreadTracking, ThreadTracking];
+    spent.onAnswer({ request: 'submit', outcome: 'accepted' });
+    await spent.settle();
+    await unsent.settle();
+    expect((await ledger.read())?.grantTaken).toBe(1);
+    const next = new ThreadTracking(ledger, Date.now, silent, waiting, 20);
+    expect(await next.waitForGrant(Date.now() + 10_000)).toBe(true);
+    expect(await new ThreadTracking(ledger, Date.now, silent, waiting, 20).waitForGrant(Date.now() + 10_000)).toBe(
+      false,
+    );
   });
 });

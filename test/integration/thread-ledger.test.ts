@@ -214,7 +214,7 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     const reading = await ledger.read();
     await ledger.refused(Date.now());
     // Assess
-    expect(reading).toEqual({ held: 0, refusals: 0, acceptances: 0 });
+    expect(reading).toEqual({ held: 0, refusals: 0, acceptances: 0, grantTaken: 0 });
     const state = await fixture.clients.documents.send(
       new GetCommand({ TableName: tableName, Key: { id: GOVERNOR_STATE_ID } }),
     );
@@ -308,7 +308,36 @@ describe('thread ledger on dynalite, through the real SDK', () => {
       now.t -= LEASE_MS;
     }
     now.t += LEASE_MS;
-    // Assess
-    expect(await dynamo.read()).toEqual(await memory.read());
+    // Assess: the same, but for the grant's reservations, which only DynamoDB keeps (none taken here)
+    const { grantTaken, ...counts } = (await dynamo.read()) ?? {};
+    expect(grantTaken).toBe(0);
+    expect(counts).toEqual(await memory.read());
+  });
+
+  it('grants each reservation once, to invocations that read the same count at once, and takes one given back again', async () => {
+    // GIVEN a grant of 3 on a ledger that has seen 40 acceptances (the grant counts in reservations)
+    const now = { t: 8_000_000 };
+    const ledger = ledgerAt(now, 'grant-reservations');
+    for (let i = 0; i < 40; i++) await ledger.accepted(now.t);
+    const before = await ledger.read();
+    expect(before?.grantTaken).toBe(0);
+    await ledger.setGrant({ limit: (before?.grantTaken ?? 0) + 3, until: now.t + 40_000 });
+    // WHEN twelve invocations reserve at the same moment
+    const taken = await Promise.all(Array.from({ length: 12 }, () => ledger.takeGrant()));
+    // THEN exactly three get one
+    expect(taken.filter(Boolean)).toHaveLength(3);
+    expect((await ledger.read())?.grantTaken).toBe(3);
+    // AND one given back (its submission ended unaccepted) is taken by the next, and no more
+    await ledger.returnGrant();
+    expect(await ledger.takeGrant()).toBe(true);
+    expect(await ledger.takeGrant()).toBe(false);
+    // AND the next tick's grant counts from the reservations as they stand: two more
+    await ledger.setGrant({ limit: 3 + 2, until: now.t + 50_000 });
+    const again = await Promise.all(Array.from({ length: 5 }, () => ledger.takeGrant()));
+    expect(again.filter(Boolean)).toHaveLength(2);
+    // AND with the grant removed (money back over the level) none is taken, and the count stays for the next grant
+    await ledger.setGrant(undefined);
+    expect(await ledger.takeGrant()).toBe(false);
+    expect((await ledger.read())?.grantTaken).toBe(5);
   });
 });

@@ -7,7 +7,7 @@
  * its projection by the tick after next under the pause level pauses (after spending the rest);
  * the first funded read resumes at once. Pure.
  */
-import type { SpendGrant } from '../thread-ledger.js';
+import { grantCount, type SpendGrant } from '../thread-ledger.js';
 import { invocations } from './capacity.js';
 import type { Funds, TickContext } from './context.js';
 import { PROJECTION_TICKS } from './context.js';
@@ -76,7 +76,8 @@ function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   const solves = room < -1e-9 ? 0 : Math.floor(room + 1e-9) + 1;
   if (solves >= reachOf(ctx, flow, reading.acceptances) && ctx.state.pause?.reason !== 'balance') return undefined;
   const until = now + GRANT_LIFETIME_TICKS * (config.tickMs ?? 10_000);
-  return { solves, price, held: reading.held, grant: { limit: reading.acceptances + solves, until } };
+  // In the ledger's reservations where it keeps them (each delivery takes one before it submits), else its acceptances.
+  return { solves, price, held: reading.held, grant: { limit: grantCount(reading) + solves, until } };
 }
 
 /**
