@@ -89,6 +89,11 @@ function withOwn(reading: ThreadLedgerReading, unseen: number): ThreadLedgerRead
   return unseen > 0 ? { ...reading, acceptances: reading.acceptances + unseen } : reading;
 }
 
+/** The ledger without the reservation a delivery holds itself (it submits under it again). */
+function withoutOwnReservation(reading: ThreadLedgerReading, reserved: boolean): ThreadLedgerReading {
+  return reserved && reading.grantTaken !== undefined ? { ...reading, grantTaken: reading.grantTaken - 1 } : reading;
+}
+
 /** How a refused invocation waits for a thread. */
 export interface OverCapWaiting {
   /** Ledger reads while waiting are this far apart, with jitter (×0.5–1.5), ms. */
@@ -213,8 +218,9 @@ export class ThreadTracking {
       this.grantReading = reading;
       const now = this.clock();
       if (reading === undefined) return true;
-      // Counted at the decision (a batch-mate that read at the same moment may have passed since).
-      let until = decide(reading, now, this.gate?.unseenSince(mark) ?? 0);
+      // Counted at the decision (a batch-mate that read at the same moment may have passed since);
+      // a reservation this delivery holds (a resubmission's) is its own, not one the grant lacks.
+      let until = decide(withoutOwnReservation(reading, this.reserved), now, this.gate?.unseenSince(mark) ?? 0);
       // Under a grant the ledger keeps reservations of, the go is a reservation taken (others
       // reading the same count may have taken the last ones since); none taken, wait as for a used-up grant.
       // (Only then awaited: the gate's pass below is taken at the decision, before a batch-mate decides.)

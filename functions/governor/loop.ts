@@ -244,7 +244,9 @@ function createGrantKeeper(writer: SpendGrantWriter | undefined, log: GovernorLo
     try {
       await writer.setGrant(grant);
       written = { grant };
-      return grant === undefined ? [] : [`spend grant: up to ${grant.limit} acceptances`];
+      return grant === undefined
+        ? []
+        : [`spend grant: up to ${grant.limit} on the ledger's count (reservations, or acceptances)`];
     } catch (error) {
       written = undefined;
       log?.warn('spend grant not written; tried again next tick', { error: (error as Error).message });

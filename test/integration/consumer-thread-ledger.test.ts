@@ -192,4 +192,25 @@ describe('the spend grant across invocations, on dynalite', () => {
       false,
     );
   });
+
+  it('lets a delivery refused over the cap submit again under the reservation it holds, without a second one', async () => {
+    // GIVEN a grant of one, taken by a delivery whose submission the solver refused (others held the thread)
+    const fleet = await fixture.createFleet();
+    const ledger = createDynamoThreadLedger({
+      documents: fleet.clients.documents,
+      tableName: fleet.resources.tables.governor,
+      leaseMs: 60_000,
+    });
+    await ledger.setGrant({ limit: 1, until: Date.now() + 60_000 });
+    const delivery = new ThreadTracking(ledger, Date.now, silent, waiting, 20);
+    expect(await delivery.waitForGrant(Date.now() + 10_000)).toBe(true);
+    delivery.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
+    // WHEN it checks the grant again before its next submission
+    // THEN it goes under its own reservation (the grant's one is its), and no other delivery does
+    expect(await delivery.waitForGrant(Date.now() + 10_000)).toBe(true);
+    expect((await ledger.read())?.grantTaken).toBe(1);
+    expect(await new ThreadTracking(ledger, Date.now, silent, waiting, 20).waitForGrant(Date.now() + 10_000)).toBe(
+      false,
+    );
+  });
 });
