@@ -163,15 +163,19 @@ describe('consumer → thread ledger on dynalite', () => {
 describe('the spend grant across invocations, on dynalite', () => {
   const silent = { warn: () => undefined };
   const waiting = { pollMs: 20, maxWaitMs: 200, maxWaits: 1 };
-
-  it('lets through exactly the solves a grant pays for though every invocation reads the ledger at once; one ended unaccepted gives its reservation back', async () => {
-    // GIVEN a grant of two more solves, and six invocations (no gate between them) checking it at once
+  /** The thread ledger of a fleet of its own, on dynalite. */
+  const freshLedger = async () => {
     const fleet = await fixture.createFleet();
-    const ledger = createDynamoThreadLedger({
+    return createDynamoThreadLedger({
       documents: fleet.clients.documents,
       tableName: fleet.resources.tables.governor,
       leaseMs: 60_000,
     });
+  };
+
+  it('lets through exactly the solves a grant pays for though every invocation reads the ledger at once; one ended unaccepted gives its reservation back', async () => {
+    // GIVEN a grant of two more solves, and six invocations (no gate between them) checking it at once
+    const ledger = await freshLedger();
     const start = await ledger.read();
     await ledger.setGrant({ limit: (start?.grantTaken ?? 0) + 2, until: Date.now() + 60_000 });
     const invocations = Array.from({ length: 6 }, () => new ThreadTracking(ledger, Date.now, silent, waiting, 20));
@@ -195,12 +199,7 @@ describe('the spend grant across invocations, on dynalite', () => {
 
   it('lets a delivery refused over the cap submit again under the reservation it holds, without a second one', async () => {
     // GIVEN a grant of one, taken by a delivery whose submission the solver refused (others held the thread)
-    const fleet = await fixture.createFleet();
-    const ledger = createDynamoThreadLedger({
-      documents: fleet.clients.documents,
-      tableName: fleet.resources.tables.governor,
-      leaseMs: 60_000,
-    });
+    const ledger = await freshLedger();
     await ledger.setGrant({ limit: 1, until: Date.now() + 60_000 });
     const delivery = new ThreadTracking(ledger, Date.now, silent, waiting, 20);
     expect(await delivery.waitForGrant(Date.now() + 10_000)).toBe(true);
