@@ -119,18 +119,7 @@ export function createDynamoThreadLedger(
     names: { '#cur': `h${bucket}`, '#prev': `h${bucket - 1}` },
   });
 
-  const send = async (what: string, command: UpdateCommand | GetCommand) => {
-    try {
-      return await options.documents.send(command as UpdateCommand);
-    } catch (error) {
-      throw new ThreadLedgerError(
-        `thread ledger ${what} failed: ${(error as Error).name}: ${(error as Error).message}`,
-        {
-          cause: error,
-        },
-      );
-    }
-  };
+  const { send, sendIf } = ledgerSender(options.documents);
 
   return {
     async accepted(now) {
@@ -178,23 +167,17 @@ export function createDynamoThreadLedger(
       const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
       const item = (out as { Item?: Record<string, unknown> }).Item;
       for (const entry of leftoverEntriesOf(item, solverId)) {
-        try {
-          await options.documents.send(
-            new UpdateCommand({
-              ...key,
-              // Only the delivery that removes the entry frees the thread (two resumers release it once).
-              UpdateExpression: 'ADD #h :minusOne, #o :minusOne DELETE leftoverIds :entry',
-              ConditionExpression: 'contains(leftoverIds, :name)',
-              ExpressionAttributeNames: { '#h': `h${entry.bucket}`, '#o': `o${entry.bucket}` },
-              ExpressionAttributeValues: { ':minusOne': -1, ':entry': new Set([entry.name]), ':name': entry.name },
-            }),
-          );
-        } catch (error) {
-          if ((error as Error).name !== 'ConditionalCheckFailedException')
-            throw new ThreadLedgerError(`thread ledger leftover release failed: ${(error as Error).message}`, {
-              cause: error,
-            });
-        }
+        // Only the delivery that removes the entry frees the thread (two resumers release it once).
+        await sendIf(
+          'leftover release',
+          new UpdateCommand({
+            ...key,
+            UpdateExpression: 'ADD #h :minusOne, #o :minusOne DELETE leftoverIds :entry',
+            ConditionExpression: 'contains(leftoverIds, :name)',
+            ExpressionAttributeNames: { '#h': `h${entry.bucket}`, '#o': `o${entry.bucket}` },
+            ExpressionAttributeValues: { ':minusOne': -1, ':entry': new Set([entry.name]), ':name': entry.name },
+          }),
+        );
       }
     },
 
@@ -243,7 +226,7 @@ export function createDynamoThreadLedger(
       await send('grant', new UpdateCommand({ ...key, ...grantUpdate(grant) }));
     },
 
-    ...grantReservations(options.documents, key, send),
+    ...grantReservations(key, sendIf),
 
     async countSolved(count) {
       if (!(count > 0)) return;
@@ -302,39 +285,55 @@ function leftoverUpdate(lease: ThreadLease, current: number, solverId: string | 
   };
 }
 
+/** The ledger's requests: failures as ThreadLedgerError naming what failed; `sendIf` for a conditional update. */
+function ledgerSender(documents: DynamoThreadLedgerOptions['documents']) {
+  const send = async (what: string, command: UpdateCommand | GetCommand) => {
+    try {
+      return await documents.send(command as UpdateCommand);
+    } catch (error) {
+      throw new ThreadLedgerError(
+        `thread ledger ${what} failed: ${(error as Error).name}: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  };
+  /** A conditional update: true when written, false when its condition did not hold. */
+  const sendIf = (what: string, command: UpdateCommand): Promise<boolean> =>
+    send(what, command).then(
+      () => true,
+      (error: ThreadLedgerError) => {
+        if ((error.cause as Error | undefined)?.name === 'ConditionalCheckFailedException') return false;
+        throw error;
+      },
+    );
+  return { send, sendIf };
+}
+
 /**
  * The grant's reservations on the ledger item: `takeGrant` adds one to `grantTaken` while it is
  * under `grantLimit` (a conditional update, so invocations that read the same count cannot each
- * take the last one), `returnGrant` gives one back (never below 0).
+ * take the last one), `returnGrant` gives one back (never below 0: nothing to give back on a
+ * ledger recreated since, nothing lost).
  */
 function grantReservations(
-  documents: DynamoThreadLedgerOptions['documents'],
   key: { TableName: string; Key: Record<string, unknown> },
-  send: (what: string, command: UpdateCommand) => Promise<unknown>,
+  sendIf: (what: string, command: UpdateCommand) => Promise<boolean>,
 ): Required<Pick<ThreadLedger, 'takeGrant' | 'returnGrant'>> {
   return {
-    async takeGrant() {
-      try {
-        await documents.send(
-          new UpdateCommand({
-            ...key,
-            UpdateExpression: 'ADD grantTaken :one',
-            ConditionExpression: 'grantTaken < grantLimit',
-            ExpressionAttributeValues: { ':one': 1 },
-          }),
-        );
-        return true;
-      } catch (error) {
-        if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-        throw new ThreadLedgerError(
-          `thread ledger grant reservation failed: ${(error as Error).name}: ${(error as Error).message}`,
-          { cause: error },
-        );
-      }
-    },
-
+    takeGrant: () =>
+      sendIf(
+        'grant reservation',
+        new UpdateCommand({
+          ...key,
+          UpdateExpression: 'ADD grantTaken :one',
+          ConditionExpression: 'grantTaken < grantLimit',
+          ExpressionAttributeValues: { ':one': 1 },
+        }),
+      ),
     async returnGrant() {
-      await send(
+      await sendIf(
         'grant return',
         new UpdateCommand({
           ...key,
@@ -342,10 +341,7 @@ function grantReservations(
           ConditionExpression: 'grantTaken > :zero',
           ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
         }),
-      ).catch((error: unknown) => {
-        // Nothing to give back (a ledger recreated since): nothing lost.
-        if (((error as Error).cause as Error | undefined)?.name !== 'ConditionalCheckFailedException') throw error;
-      });
+      );
     },
   };
 }

@@ -254,9 +254,7 @@ export class ThreadTracking {
    * does not wait); false when the grant is used up (others took the last ones since the read).
    */
   private async reserveGrant(): Promise<boolean> {
-    const ledger = this.ledger;
-    if (ledger?.takeGrant === undefined) return true;
-    const taken = await ledger.takeGrant().catch((error: unknown) => {
+    const taken = await (this.ledger?.takeGrant?.() ?? Promise.resolve(true)).catch((error: unknown) => {
       this.log.warn('grant reservation not written; submitting under the grant as read', {
         error: redactKey(`${(error as Error).name}: ${(error as Error).message}`),
       });
