@@ -426,13 +426,20 @@ export class TaskRun {
   /**
    * Before a fresh submission: room in the fleet's ledger (the waiting design), or (the parked
    * design) money in the governor's spend grant, then a thread lease under the refusal room of
-   * that same read of the ledger (the fleet-wide refusal signal, `fleetRoomOf`). A grant used up for the
-   * whole wait hands the task back without a submission in both designs.
+   * that same read of the ledger (the fleet-wide refusal signal, `fleetRoomOf`), then the grant's
+   * reservation with the lease held (the grant counts the leases as solves in flight). A grant used
+   * up for the whole wait hands the task back without a submission in both designs; a reservation
+   * others took first gives the lease back and waits for a new grant.
    */
   private async room(deadlineAt: number): Promise<boolean> {
-    if (this.leasing === undefined) return this.threads.waitForRoom(deadlineAt);
-    if (!(await this.threads.waitForGrant(deadlineAt))) return false;
-    return this.leasing.take(deadlineAt, this.threads.lastGrantReading);
+    const leasing = this.leasing;
+    if (leasing === undefined) return this.threads.waitForRoom(deadlineAt);
+    for (;;) {
+      if (!(await this.threads.waitForGrant(deadlineAt))) return false;
+      if (!(await leasing.take(deadlineAt, this.threads.lastGrantReading))) return false;
+      if (await this.threads.reserveLeased()) return true;
+      await leasing.release();
+    }
   }
 
   /** After an over-cap refusal: whether to wait for a thread and submit again. */

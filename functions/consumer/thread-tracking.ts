@@ -185,13 +185,37 @@ export class ThreadTracking {
    * spend grant is used up (the money above the pause level pays for no more solves), wait for a
    * new grant, at most `maxWaitMs` and never past `deadlineAt`, as waitForRoom does. Resolves true
    * to submit, false when the grant is still used up at the end: the caller hands the task back
-   * without a submission. An unreadable ledger does not wait.
+   * without a submission. An unreadable ledger does not wait. No reservation is taken here: the
+   * delivery takes its thread lease first, then its reservation (`reserveLeased`), so that every
+   * reservation is held by a delivery the governor counts among the held threads (the leases).
+   * Taken before the lease, a reservation waited out the slot wait unseen by both the grant's
+   * count of the solves in flight and its count of new ones, and the money paid for it twice.
    */
   async waitForGrant(deadlineAt: number): Promise<boolean> {
     const waiting = this.waiting;
     if (waiting === undefined) return true;
+    // A reservation held since an earlier submission (refused over the cap, its lease given back)
+    // goes back: the resubmission takes one again once it holds a lease.
+    this.endReservation(false);
     const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
-    return this.pollLedger((reading, now, unseen) => (grantUsedUp(withOwn(reading, unseen), now) ? until : 'go'));
+    const decide = (reading: ThreadLedgerReading, now: number, unseen: number) =>
+      grantUsedUp(withOwn(reading, unseen), now) ? until : ('go' as const);
+    return this.pollLedger(decide, { reserve: false });
+  }
+
+  /**
+   * The parked design, once its thread lease is held: take the reservation of the grant the last
+   * check (waitForGrant) let it through under, when that grant is in force on a ledger that keeps
+   * them. True when taken or not needed (or not writable: an unwritable ledger does not wait);
+   * false when others took the last ones since the read: the caller gives its lease back and
+   * waits for a new grant.
+   */
+  async reserveLeased(): Promise<boolean> {
+    const reading = this.grantReading;
+    if (reading === undefined || !this.mustReserve(reading, this.clock())) return true;
+    if (await this.reserveGrant()) return true;
+    this.endGrantPass();
+    return false;
   }
 
   /**
@@ -200,10 +224,12 @@ export class ThreadTracking {
    * not wait), false at the bound. The last reading stays for `lastGrantReading`. `decide` also
    * gets the invocation's own submissions past the grant that the read may not show (those still
    * open at the decision, and those whose acceptance was written while it ran), and a go passes
-   * the gate.
+   * the gate; with `reserve` (the waiting design, which submits at once) a go under a grant is
+   * also a reservation taken.
    */
   private async pollLedger(
     decide: (reading: ThreadLedgerReading, now: number, unseen: number) => 'go' | number,
+    options: { reserve: boolean } = { reserve: true },
   ): Promise<boolean> {
     const ledger = this.ledger;
     const waiting = this.waiting;
@@ -224,7 +250,7 @@ export class ThreadTracking {
       // Under a grant the ledger keeps reservations of, the go is a reservation taken (others
       // reading the same count may have taken the last ones since); none taken, wait as for a used-up grant.
       // (Only then awaited: the gate's pass below is taken at the decision, before a batch-mate decides.)
-      if (until === 'go' && this.mustReserve(reading, now) && !(await this.reserveGrant()))
+      if (until === 'go' && options.reserve && this.mustReserve(reading, now) && !(await this.reserveGrant()))
         until = decide({ ...reading, grantTaken: Number.POSITIVE_INFINITY }, now, 0);
       if (until === 'go') {
         this.grantPass = this.gate?.pass();

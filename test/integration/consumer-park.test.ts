@@ -222,6 +222,33 @@ describe('parked design on the emulators', () => {
     }
   });
 
+  it('takes the grant’s reservation once it holds its thread lease: a delivery waiting for a slot holds none', async () => {
+    // Prepare: the shard's one slot held by a parked task, then a grant of two more solves
+    const f = await parkedFleet({ planThreads: 10, medianMs: 150, limit: 1 });
+    await f.send();
+    await deliver(f.fleet, f.handler);
+    await f.ledger.setGrant({ limit: 2, until: Date.now() + 60_000 });
+    const id = await f.send();
+    // Act: a second delivery passes the grant's check and waits for the slot
+    const second = deliver(f.fleet, f.handler);
+    await sleep(400);
+    // Assess: no reservation while it waits (the governor's grant counts the leases as the solves
+    // in flight; a reservation taken before the slot would be counted in neither)
+    expect((await f.ledger.read())?.grantTaken).toBe(0);
+    expect(f.sim.stats().submissions).toBe(1);
+    // Act: the watch frees the slot once the first answer is ready
+    for (let round = 0; round < 40 && f.watch.stats.released === 0; round++) {
+      await f.watch.round();
+      await sleep(25);
+    }
+    await second;
+    // Assess: it took the slot, then one reservation, and parked
+    expect((await f.ledger.read())?.grantTaken).toBe(1);
+    expect(f.sim.stats().submissions).toBe(2);
+    const slots = (await f.leases.views(f.shards)).flatMap((view) => view.slots);
+    expect(slots.map((slot) => slot.taskId)).toEqual([id]);
+  });
+
   it('records a ready parked task in the watch itself: no second delivery, the message deleted, the event out once', async () => {
     // Prepare
     const f = await parkedFleet({ planThreads: 10, medianMs: 150 });

@@ -173,6 +173,18 @@ describe('the spend grant across invocations, on dynalite', () => {
     });
   };
 
+  /**
+   * The parked design's check before a submission, as TaskRun.room runs it: the grant checked,
+   * (the thread lease taken here), then the reservation; one others took first sends the delivery
+   * back to wait for a new grant (its lease given back).
+   */
+  const passes = async (delivery: ThreadTracking) => {
+    for (;;) {
+      if (!(await delivery.waitForGrant(Date.now() + 10_000))) return false;
+      if (await delivery.reserveLeased()) return true;
+    }
+  };
+
   it('lets through exactly the solves a grant pays for though every invocation reads the ledger at once; one ended unaccepted gives its reservation back', async () => {
     // GIVEN a grant of two more solves, and six invocations (no gate between them) checking it at once
     const ledger = await freshLedger();
@@ -180,7 +192,7 @@ describe('the spend grant across invocations, on dynalite', () => {
     await ledger.setGrant({ limit: (start?.grantTaken ?? 0) + 2, until: Date.now() + 60_000 });
     const invocations = Array.from({ length: 6 }, () => new ThreadTracking(ledger, Date.now, silent, waiting, 20));
     // WHEN each waits for the grant before its submission
-    const passed = await Promise.all(invocations.map((t) => t.waitForGrant(Date.now() + 10_000)));
+    const passed = await Promise.all(invocations.map(passes));
     // THEN two pass; four wait out their bound (their tasks go back without a submission)
     expect(passed.filter(Boolean)).toHaveLength(2);
     // AND the one whose submission is accepted keeps its reservation spent; the one that ends
@@ -190,26 +202,38 @@ describe('the spend grant across invocations, on dynalite', () => {
     await spent.settle();
     await unsent.settle();
     expect((await ledger.read())?.grantTaken).toBe(1);
-    const next = new ThreadTracking(ledger, Date.now, silent, waiting, 20);
-    expect(await next.waitForGrant(Date.now() + 10_000)).toBe(true);
-    expect(await new ThreadTracking(ledger, Date.now, silent, waiting, 20).waitForGrant(Date.now() + 10_000)).toBe(
-      false,
-    );
+    expect(await passes(new ThreadTracking(ledger, Date.now, silent, waiting, 20))).toBe(true);
+    expect(await passes(new ThreadTracking(ledger, Date.now, silent, waiting, 20))).toBe(false);
   });
 
-  it('lets a delivery refused over the cap submit again under the reservation it holds, without a second one', async () => {
+  it('takes no reservation before the lease: the check lets a delivery through unreserved, its reservation comes with the lease', async () => {
+    // GIVEN a grant of one
+    const ledger = await freshLedger();
+    await ledger.setGrant({ limit: 1, until: Date.now() + 60_000 });
+    const delivery = new ThreadTracking(ledger, Date.now, silent, waiting, 20);
+    // WHEN a delivery passes the check (and would wait for a slot now)
+    expect(await delivery.waitForGrant(Date.now() + 10_000)).toBe(true);
+    // THEN it holds no reservation while it has no lease: the grant counts it nowhere yet
+    expect((await ledger.read())?.grantTaken).toBe(0);
+    // AND with its lease held it takes the one the grant has
+    expect(await delivery.reserveLeased()).toBe(true);
+    expect((await ledger.read())?.grantTaken).toBe(1);
+  });
+
+  it('has a delivery refused over the cap give its reservation back while it waits for a slot, and take one again with it', async () => {
     // GIVEN a grant of one, taken by a delivery whose submission the solver refused (others held the thread)
     const ledger = await freshLedger();
     await ledger.setGrant({ limit: 1, until: Date.now() + 60_000 });
     const delivery = new ThreadTracking(ledger, Date.now, silent, waiting, 20);
-    expect(await delivery.waitForGrant(Date.now() + 10_000)).toBe(true);
+    expect(await passes(delivery)).toBe(true);
     delivery.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
-    // WHEN it checks the grant again before its next submission
-    // THEN it goes under its own reservation (the grant's one is its), and no other delivery does
+    // WHEN it checks the grant again before its next submission (its lease was given back at the refusal)
     expect(await delivery.waitForGrant(Date.now() + 10_000)).toBe(true);
+    // THEN its reservation went back while it has no lease
+    expect((await ledger.read())?.grantTaken).toBe(0);
+    // AND with a lease again it takes one, the grant's only one: no other delivery gets through
+    expect(await delivery.reserveLeased()).toBe(true);
     expect((await ledger.read())?.grantTaken).toBe(1);
-    expect(await new ThreadTracking(ledger, Date.now, silent, waiting, 20).waitForGrant(Date.now() + 10_000)).toBe(
-      false,
-    );
+    expect(await passes(new ThreadTracking(ledger, Date.now, silent, waiting, 20))).toBe(false);
   });
 });
