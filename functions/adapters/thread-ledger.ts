@@ -429,7 +429,7 @@ export function solvedOf(item: Record<string, unknown> | undefined): number | un
   return typeof solved === 'number' && Number.isFinite(solved) ? solved : undefined;
 }
 
-/** The same ledger in memory (tests, the lab): same buckets, same arithmetic. */
+/** The same ledger in memory (tests): same buckets, same arithmetic, the same reservations. */
 export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () => number }): ThreadLedger {
   const item: Record<string, number> = {};
   const leftovers = new Map<string, number>();
@@ -489,7 +489,7 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
       else add('refusalRun', 1);
     },
     async read() {
-      return readingOf({ ...item }, bucketOf(clock()));
+      return readingOf({ ...item }, bucketOf(clock()), { reservations: true });
     },
     async countSolved(count) {
       if (count > 0) add('solved', count);
@@ -501,7 +501,19 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
       } else {
         item.grantLimit = grant.limit;
         item.grantUntil = grant.until;
+        item.grantTaken ??= 0;
       }
+    },
+    // The reservations as DynamoDB's conditional updates keep them (grantReservations).
+    async takeGrant() {
+      const limit = item.grantLimit;
+      const taken = item.grantTaken;
+      if (limit === undefined || taken === undefined || taken >= limit) return false;
+      item.grantTaken = taken + 1;
+      return true;
+    },
+    async returnGrant() {
+      if ((item.grantTaken ?? 0) > 0) add('grantTaken', -1);
     },
   };
 }

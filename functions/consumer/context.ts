@@ -12,7 +12,7 @@ import { RECORD_MARGIN_SECONDS, type FleetSettings } from '../core/settings.js';
 import { LEASE_WAIT_POLL_MS, type LeaseLane } from '../core/thread-leases.js';
 import type { ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { SolveWindowWriter } from '../core/solve-window.js';
-import type { GrantGate, OverCapWaiting } from './thread-tracking.js';
+import type { OverCapWaiting } from './thread-tracking.js';
 
 /** SQS caps a visibility timeout at 12 hours. */
 export const MAX_VISIBILITY_SECONDS = 43_200;
@@ -176,8 +176,6 @@ export interface RecordContext {
    * delete would bring the refused message back to be dead-lettered a second time.
    */
   refusalsFirst?: { settled: Promise<void>; done: () => void };
-  /** The invocation's spend-grant gate, shared by its deliveries (thread-tracking.ts `GrantGate`). */
-  grantGate?: GrantGate;
 }
 
 /** The gate of `RecordContext.refusalsFirst` for `count` refusals (open at once for none). */

@@ -13,7 +13,6 @@ import {
   type RecordContext,
 } from './process-task.js';
 import { countStoreCalls } from './store-calls.js';
-import { GrantGate } from './thread-tracking.js';
 
 export type { ConsumerDeps, ConsumerTiming, Outcome, RetryReason, RequeuePolicy } from './process-task.js';
 export { RetryLaterError, ClaimLostError, backoffSeconds } from './process-task.js';
@@ -46,7 +45,7 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
       acknowledgeEach: event.Records.length > 1,
       dynamoErrors: counted.dynamoErrors,
       // A batch's refusals settle before its tasks start (RecordContext.refusalsFirst).
-      ...(event.Records.length > 1 ? { refusalsFirst: refusalGate(refused), grantGate: new GrantGate() } : {}),
+      ...(event.Records.length > 1 ? { refusalsFirst: refusalGate(refused) } : {}),
     };
     // One processor per invocation: it keeps the batch's state on the instance, and the local
     // runtime may run several invocations of this handler at once in one process.

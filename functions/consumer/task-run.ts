@@ -142,7 +142,6 @@ export class TaskRun {
       ctx.deps.settings.effectiveCap,
       leasing === undefined ? undefined : () => leasing.fleetHeld(),
       leasing === undefined ? undefined : () => leasing.refusedHeld(),
-      ctx.grantGate,
     );
     this.keeper = new SolverIdKeeper({
       write: (solverId, provider, acceptedAt, park) =>

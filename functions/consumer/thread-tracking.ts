@@ -40,55 +40,6 @@ import {
  */
 const NONE_HELD = 1;
 
-/**
- * The spend-grant checks of one invocation's deliveries. A batch's deliveries run at once and
- * each reads the ledger before it submits: all of them read the same acceptance count, so each
- * would take the grant's last solve (with batches of 5, `npm start -- --solver-balance 0.2
- * --batch-size 5` ended 12 solves past the pause level; one task an invocation, 1). The gate
- * counts the invocation's own submissions past the grant whose acceptance the ledger may not show
- * yet, and each check adds them to the count it read: within an invocation the grant is exact.
- * Across invocations the DynamoDB ledger's reservations hold the grant (`takeGrant`: invocations
- * that read the same count cannot each take the last solves; docs/governor.md).
- */
-export class GrantGate {
-  private passes = 0;
-  private ended = 0;
-
-  /** Submissions past the grant whose acceptance is not yet written to the ledger (nor ended without one). */
-  get unseen(): number {
-    return this.passes - this.ended;
-  }
-
-  /** A mark to take before a ledger read: `unseenSince(mark)` then adds the passes that ended while it ran. */
-  get mark(): number {
-    return this.ended;
-  }
-
-  /**
-   * What a read begun at `mark` may be missing: the passes still open, and those that ended while
-   * it ran (an acceptance written then may or may not be in it: counted, never missed).
-   */
-  unseenSince(mark: number): number {
-    return this.unseen + (this.ended - mark);
-  }
-
-  /** A delivery passes the grant: counted until the returned callback runs (idempotent). */
-  pass(): () => void {
-    this.passes += 1;
-    let open = true;
-    return () => {
-      if (!open) return;
-      open = false;
-      this.ended += 1;
-    };
-  }
-}
-
-/** The ledger with an invocation's own unseen submissions added to its acceptances. */
-function withOwn(reading: ThreadLedgerReading, unseen: number): ThreadLedgerReading {
-  return unseen > 0 ? { ...reading, acceptances: reading.acceptances + unseen } : reading;
-}
-
 /** The ledger without the reservation a delivery holds itself (it submits under it again). */
 function withoutOwnReservation(reading: ThreadLedgerReading, reserved: boolean): ThreadLedgerReading {
   return reserved && reading.grantTaken !== undefined ? { ...reading, grantTaken: reading.grantTaken - 1 } : reading;
@@ -125,8 +76,6 @@ export class ThreadTracking {
   private waits = 0;
   /** The ledger as waitForGrant last read it (the parked design's fleet-wide refusal room comes from it). */
   private grantReading: ThreadLedgerReading | undefined;
-  /** This delivery's pass of the invocation's grant gate, until its acceptance is written or it ends. */
-  private grantPass: (() => void) | undefined;
   /** This delivery holds a reservation of the grant its submission has not spent yet. */
   private reserved = false;
 
@@ -148,8 +97,6 @@ export class ThreadTracking {
      * read; LeaseHolding.refusedHeld), recorded in place of `leasedHeld`'s scaled count.
      */
     private readonly refusalHeld?: () => Promise<number>,
-    /** The invocation's grant gate, shared by its deliveries (a batch); absent: each delivery checks alone. */
-    private readonly gate?: GrantGate,
   ) {}
 
   /**
@@ -167,9 +114,9 @@ export class ThreadTracking {
     const cap = this.planCap;
     if (waiting === undefined || cap === undefined) return true;
     const bounded = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
-    return this.pollLedger((reading, now, unseen) => {
+    return this.pollLedger((reading, now) => {
       const room = roomLimit(reading, cap, now);
-      const granted = !grantUsedUp(withOwn(reading, unseen), now);
+      const granted = !grantUsedUp(reading, now);
       if (reading.held < room && granted) return 'go';
       // The room full of the fleet's own solves frees as they end: wait for one, up to the
       // deadline (two invocations can share one free thread). Full of leftovers, whose tasks must
@@ -198,8 +145,7 @@ export class ThreadTracking {
     // goes back: the resubmission takes one again once it holds a lease.
     this.endReservation(false);
     const until = Math.min(deadlineAt - waiting.pollMs, this.clock() + waiting.maxWaitMs);
-    const decide = (reading: ThreadLedgerReading, now: number, unseen: number) =>
-      grantUsedUp(withOwn(reading, unseen), now) ? until : ('go' as const);
+    const decide = (reading: ThreadLedgerReading, now: number) => (grantUsedUp(reading, now) ? until : ('go' as const));
     return this.pollLedger(decide, { reserve: false });
   }
 
@@ -213,22 +159,17 @@ export class ThreadTracking {
   async reserveLeased(): Promise<boolean> {
     const reading = this.grantReading;
     if (reading === undefined || !this.mustReserve(reading, this.clock())) return true;
-    if (await this.reserveGrant()) return true;
-    this.endGrantPass();
-    return false;
+    return this.reserveGrant();
   }
 
   /**
    * Read the ledger every `pollMs` (jittered) until `decide` says go, or until the time it
    * returns has passed. True to go (or when the ledger cannot be read: an unreadable ledger does
-   * not wait), false at the bound. The last reading stays for `lastGrantReading`. `decide` also
-   * gets the invocation's own submissions past the grant that the read may not show (those still
-   * open at the decision, and those whose acceptance was written while it ran), and a go passes
-   * the gate; with `reserve` (the waiting design, which submits at once) a go under a grant is
-   * also a reservation taken.
+   * not wait), false at the bound. The last reading stays for `lastGrantReading`. With `reserve`
+   * (the waiting design, which submits at once) a go under a grant is also a reservation taken.
    */
   private async pollLedger(
-    decide: (reading: ThreadLedgerReading, now: number, unseen: number) => 'go' | number,
+    decide: (reading: ThreadLedgerReading, now: number) => 'go' | number,
     options: { reserve: boolean } = { reserve: true },
   ): Promise<boolean> {
     const ledger = this.ledger;
@@ -236,26 +177,18 @@ export class ThreadTracking {
     if (ledger === undefined || waiting === undefined) return true;
     const random = waiting.random ?? Math.random;
     const pause = waiting.sleep ?? sleep;
-    // A new submission: this delivery's earlier pass (a resubmission's) is its own no longer.
-    this.endGrantPass();
     for (;;) {
-      const mark = this.gate?.mark ?? 0;
       const reading = await ledger.read().catch(() => undefined);
       this.grantReading = reading;
       const now = this.clock();
       if (reading === undefined) return true;
-      // Counted at the decision (a batch-mate that read at the same moment may have passed since);
-      // a reservation this delivery holds (a resubmission's) is its own, not one the grant lacks.
-      let until = decide(withoutOwnReservation(reading, this.reserved), now, this.gate?.unseenSince(mark) ?? 0);
-      // Under a grant the ledger keeps reservations of, the go is a reservation taken (others
-      // reading the same count may have taken the last ones since); none taken, wait as for a used-up grant.
-      // (Only then awaited: the gate's pass below is taken at the decision, before a batch-mate decides.)
+      // A reservation this delivery holds (a resubmission's) is its own, not one the grant lacks.
+      let until = decide(withoutOwnReservation(reading, this.reserved), now);
+      // Under a grant, the go is a reservation taken (others reading the same count, a batch's
+      // deliveries among them, may have taken the last ones since); none taken, wait as for a used-up grant.
       if (until === 'go' && options.reserve && this.mustReserve(reading, now) && !(await this.reserveGrant()))
-        until = decide({ ...reading, grantTaken: Number.POSITIVE_INFINITY }, now, 0);
-      if (until === 'go') {
-        this.grantPass = this.gate?.pass();
-        return true;
-      }
+        until = decide({ ...reading, grantTaken: Number.POSITIVE_INFINITY }, now);
+      if (until === 'go') return true;
       const left = until - now;
       if (left <= 0) return false;
       await pause(Math.min(left, waiting.pollMs * (0.5 + random())));
@@ -359,15 +292,13 @@ export class ThreadTracking {
       const at = this.clock();
       const held =
         event === 'refusal' && this.refusalHeld !== undefined ? this.refusalHeld() : Promise.resolve(this.leasedHeld());
-      const pass = this.takeGrantPass();
       void this.track(
         held.then((count) => ledger.recordEvent(event, at, count)),
         event,
-      ).finally(pass);
+      );
       return;
     }
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {
-      this.takeGrantPass()();
       this.refusedHeld = this.track(ledger.refused(this.clock()), 'refusal');
       return;
     }
@@ -376,9 +307,7 @@ export class ThreadTracking {
       this.free();
       this.solverId = undefined;
       this.endReservation(true);
-      const pass = this.takeGrantPass();
       this.lease = this.track(ledger.accepted(this.clock()), 'acceptance');
-      void this.lease.finally(pass);
       return;
     }
     // The solver frees the thread once the answer is ready or the captcha failed; an answer read
@@ -400,7 +329,6 @@ export class ThreadTracking {
    * claim) stays counted as a leftover; then wait for every ledger write.
    */
   async settle(): Promise<void> {
-    this.endGrantPass();
     // A reservation no acceptance spent goes back to the grant.
     this.endReservation(false);
     this.leaveOver();
@@ -433,17 +361,6 @@ export class ThreadTracking {
       lease.then((taken) => (taken === undefined ? undefined : ledger.released(taken, outcome))),
       'release',
     );
-  }
-
-  /** This delivery's pass of the grant gate, handed to whoever ends it (a no-op without one). */
-  private takeGrantPass(): () => void {
-    const pass = this.grantPass ?? (() => undefined);
-    this.grantPass = undefined;
-    return pass;
-  }
-
-  private endGrantPass(): void {
-    this.takeGrantPass()();
   }
 
   /** Run a ledger write beside the solve; a failure is logged (redacted) and read as nothing written. */

@@ -294,6 +294,7 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     const dynamo = ledgerAt(now, 'same-as-memory');
     const memory = createMemoryThreadLedger({ leaseMs: LEASE_MS, clock: () => now.t });
     // Act
+    const takes: boolean[][] = [];
     for (const ledger of [dynamo, memory]) {
       const a = await ledger.accepted(now.t);
       await ledger.accepted(now.t + 1);
@@ -304,14 +305,20 @@ describe('thread ledger on dynalite, through the real SDK', () => {
       const c = await ledger.accepted(now.t + 4);
       now.t += LEASE_MS;
       await ledger.leftOver(c, '42');
-      await ledger.setGrant({ limit: 9, until: now.t + 1000 });
+      await ledger.setGrant({ limit: 2, until: now.t + 1000 });
+      takes.push([await ledger.takeGrant?.(), await ledger.takeGrant?.(), await ledger.takeGrant?.()] as boolean[]);
+      await ledger.returnGrant?.();
       now.t -= LEASE_MS;
     }
     now.t += LEASE_MS;
-    // Assess: the same, but for the grant's reservations, which only DynamoDB keeps (none taken here)
-    const { grantTaken, ...counts } = (await dynamo.read()) ?? {};
-    expect(grantTaken).toBe(0);
-    expect(counts).toEqual(await memory.read());
+    // Assess: the same counts, the same reservations (two of three taken under a grant of two, one given back)
+    expect(takes).toEqual([
+      [true, true, false],
+      [true, true, false],
+    ]);
+    const read = await dynamo.read();
+    expect(read?.grantTaken).toBe(1);
+    expect(read).toEqual(await memory.read());
   });
 
   it('grants each reservation once, to invocations that read the same count at once, and takes one given back again', async () => {

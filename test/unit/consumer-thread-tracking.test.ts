@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryThreadLedger } from '../../functions/adapters/thread-ledger.js';
-import { GrantGate, ThreadTracking } from '../../functions/consumer/thread-tracking.js';
+import { ThreadTracking } from '../../functions/consumer/thread-tracking.js';
 import { REFUSAL_HOLD_OFF_MS } from '../../functions/core/thread-ledger.js';
 
 const silent = { warn: () => undefined };
@@ -265,14 +265,14 @@ describe('solves counted with the thread they free', () => {
   });
 
   it('waits while the governor’s spend grant is used up, and submits once a new grant pays for a solve', async () => {
-    // Prepare: 2 of 10 held; the grant allows 2 acceptances and both were made.
+    // Prepare: 2 of 10 held; the grant, counted in reservations, is used up (none left of it).
     const s = setup(2);
     await s.hold();
-    await s.ledger.setGrant({ limit: 2, until: s.now.t + 60_000 });
+    await s.ledger.setGrant({ limit: 0, until: s.now.t + 60_000 });
     let polls = 0;
     const tracking = roomTracking(s, 10, async () => {
       polls += 1;
-      if (polls === 3) await s.ledger.setGrant({ limit: 3, until: s.now.t + 60_000 });
+      if (polls === 3) await s.ledger.setGrant({ limit: 1, until: s.now.t + 60_000 });
     });
     // Act
     const room = await tracking.waitForRoom(s.now.t + 60_000);
@@ -282,10 +282,10 @@ describe('solves counted with the thread they free', () => {
   });
 
   it('hands the task back without a submission when the grant stays used up, and ignores a lapsed one', async () => {
-    // Prepare
+    // Prepare: a grant used up (no reservation left of it)
     const s = setup(1);
     await s.hold();
-    await s.ledger.setGrant({ limit: 1, until: s.now.t + 60_000 });
+    await s.ledger.setGrant({ limit: 0, until: s.now.t + 60_000 });
     // Act + Assess: used up for the whole wait.
     expect(await roomTracking(s, 10).waitForRoom(s.now.t + 60_000)).toBe(false);
     // Act + Assess: a grant the governor stopped renewing no longer holds anyone.
@@ -373,9 +373,9 @@ describe('a parked invocation reads the spend grant before a fresh submission', 
   });
 });
 
-describe('a batch’s deliveries share the spend grant (one invocation, one gate)', () => {
-  /** `count` deliveries of one invocation on one ledger, the parked design (held from the leases), with or without the gate. */
-  function batch(count: number, gate: GrantGate | undefined) {
+describe('a batch’s deliveries share the spend grant through its reservations', () => {
+  /** `count` deliveries of one invocation on one ledger, the parked design (held from the leases). */
+  function batch(count: number) {
     const now = { t: 1_000_000 };
     const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
     const waiting = {
@@ -397,62 +397,55 @@ describe('a batch’s deliveries share the spend grant (one invocation, one gate
           waiting,
           20,
           () => 0,
-          undefined,
-          gate,
         ),
     );
-    return { now, ledger, deliveries };
+    /** The parked design's check before a submission (TaskRun.room): the grant, (the lease), the reservation. */
+    const passes = async (delivery: ThreadTracking | undefined) => {
+      if (delivery === undefined) throw new Error('no such delivery');
+      for (;;) {
+        if (!(await delivery.waitForGrant(now.t + 60_000))) return false;
+        if (await delivery.reserveLeased()) return true;
+      }
+    };
+    return { now, ledger, deliveries, passes };
   }
 
   it('lets exactly the solves the grant pays for through, though all read the ledger at once', async () => {
-    // Prepare: 5 deliveries, a grant of 2 more acceptances.
-    const b = batch(5, new GrantGate());
+    // Prepare: 5 deliveries, a grant of 2 more solves.
+    const b = batch(5);
     await b.ledger.setGrant({ limit: 2, until: b.now.t + 60_000 });
     // Act
-    const passed = await Promise.all(b.deliveries.map((d) => d.waitForGrant(b.now.t + 60_000)));
+    const passed = await Promise.all(b.deliveries.map(b.passes));
     // Assess: two submit; three wait out their bound (their tasks go back without a submission).
     expect(passed.filter(Boolean)).toHaveLength(2);
+    expect((await b.ledger.read())?.grantTaken).toBe(2);
   });
 
-  it('counts a submission until the ledger shows its acceptance, then by the ledger', async () => {
+  it('keeps an accepted submission’s reservation spent; the next delivery takes the last one, the third waits', async () => {
     // Prepare: a grant of 2; one delivery passes and is accepted.
-    const gate = new GrantGate();
-    const b = batch(3, gate);
+    const b = batch(3);
     await b.ledger.setGrant({ limit: 2, until: b.now.t + 60_000 });
-    expect(await b.deliveries[0]?.waitForGrant(b.now.t + 60_000)).toBe(true);
-    expect(gate.unseen).toBe(1);
+    expect(await b.passes(b.deliveries[0])).toBe(true);
     b.deliveries[0]?.onAnswer({ request: 'submit', outcome: 'accepted' });
     await b.deliveries[0]?.settle();
-    // Assess: the acceptance is the ledger's now; one more passes, the third waits.
-    expect(gate.unseen).toBe(0);
-    expect((await b.ledger.read())?.acceptances).toBe(1);
-    expect(await b.deliveries[1]?.waitForGrant(b.now.t + 60_000)).toBe(true);
-    expect(await b.deliveries[2]?.waitForGrant(b.now.t + 60_000)).toBe(false);
+    // Assess: its reservation stays taken; one more passes, the third waits.
+    expect((await b.ledger.read())?.grantTaken).toBe(1);
+    expect(await b.passes(b.deliveries[1])).toBe(true);
+    expect(await b.passes(b.deliveries[2])).toBe(false);
   });
 
-  it('frees the pass of a delivery refused over the cap or ending without a submission', async () => {
+  it('gives back the reservation of a delivery refused over the cap or ending without a submission', async () => {
     // Prepare
-    const gate = new GrantGate();
-    const b = batch(2, gate);
+    const b = batch(2);
     await b.ledger.setGrant({ limit: 1, until: b.now.t + 60_000 });
-    expect(await b.deliveries[0]?.waitForGrant(b.now.t + 60_000)).toBe(true);
-    // Act: refused; then the other passes, and ends (its lease was not taken)
+    expect(await b.passes(b.deliveries[0])).toBe(true);
+    // Act: refused, and it ends; then the other passes, and ends (no submission accepted)
     b.deliveries[0]?.onAnswer({ request: 'submit', outcome: 'over_cap', code: 'ERROR_NO_SLOT_AVAILABLE' });
     await b.deliveries[0]?.settle();
-    expect(await b.deliveries[1]?.waitForGrant(b.now.t + 60_000)).toBe(true);
+    expect(await b.passes(b.deliveries[1])).toBe(true);
     await b.deliveries[1]?.settle();
     // Assess
-    expect(gate.unseen).toBe(0);
-  });
-
-  it('without the gate every delivery of the batch takes the last solves (what the gate is for)', async () => {
-    // Prepare
-    const b = batch(5, undefined);
-    await b.ledger.setGrant({ limit: 2, until: b.now.t + 60_000 });
-    // Act
-    const passed = await Promise.all(b.deliveries.map((d) => d.waitForGrant(b.now.t + 60_000)));
-    // Assess
-    expect(passed.filter(Boolean)).toHaveLength(5);
+    expect((await b.ledger.read())?.grantTaken).toBe(0);
   });
 });
 

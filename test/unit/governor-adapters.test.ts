@@ -499,9 +499,10 @@ describe('governor loop and ticks', () => {
     now += 100;
     const second = await loop.tick();
     const granted = await ledger.read();
-    // Assess: ($0.20 − $0.10) / $0.002 = 50 solves past the 51 accepted, the last at the pause level.
+    // Assess: ($0.20 − $0.10) / $0.002 = 50 solves, the last at the pause level, counted in the
+    // grant's reservations (none taken yet: the 51 acceptances came before any grant).
     expect(cleared?.grant).toBeUndefined();
-    expect(second.decision.spendGrant?.limit).toBe(51 + 51);
+    expect(second.decision.spendGrant?.limit).toBe(0 + 51);
     expect(granted?.grant).toEqual(second.decision.spendGrant);
   });
 
