@@ -506,6 +506,40 @@ describe('governor loop and ticks', () => {
     expect(granted?.grant).toEqual(second.decision.spendGrant);
   });
 
+  it('leaves the spend grant on the ledger as it stands through a tick whose balance read fails', async () => {
+    // Prepare: the two ticks above, the second writing a grant near the pause level
+    let now = 1000;
+    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now });
+    await ledger.released(await ledger.accepted(now), { solved: true });
+    let balance: number | undefined = 0.3;
+    const loop = createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: now, visible: 50, notVisible: 2, delayed: 0 } }) },
+      metrics: { read: async () => healthyMetrics },
+      // The balance port answers undefined for a read that failed (its error through lastError).
+      balance: { read: async () => balance, lastError: () => ({ kind: 'unreachable', code: 'ERROR_TIMEOUT' }) },
+      threadLedger: ledger,
+      spendGrant: ledger,
+      actuator: lanes(),
+      state: createMemoryGovernorState(),
+      clock: () => now,
+    });
+    await loop.tick();
+    for (let i = 0; i < 50; i++) await ledger.released(await ledger.accepted(now), { solved: true });
+    balance = 0.2;
+    now += 100;
+    await loop.tick();
+    const granted = (await ledger.read())?.grant;
+    expect(granted?.limit).toBe(51);
+    // Act: the next tick cannot read the balance
+    balance = undefined;
+    now += 100;
+    const third = await loop.tick();
+    // Assess: the grant stays in force as written (not cleared, not renewed)
+    expect(third.decision.reason.code).toBe('HOLD_MISSING_SIGNAL');
+    expect((await ledger.read())?.grant).toEqual(granted);
+  });
+
   it('disables the mappings when its own state store stays unreadable, acting on nothing else (fail static)', async () => {
     // Prepare: the state item cannot be read; everything else is healthy.
     const actuator = lanes();

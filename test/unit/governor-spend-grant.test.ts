@@ -161,6 +161,48 @@ describe('the spend grant', () => {
   });
 });
 
+describe('the spend grant when a tick cannot count the money', () => {
+  /** A tick near the pause level that writes a grant, and the state it leaves. */
+  const written = () => tick(0.3, 5, learned);
+  const later = NOW + 10_000;
+
+  it('carries the last grant as it stands through a tick that cannot read the balance or the ledger', () => {
+    // Prepare
+    const before = written();
+    expect(before.spendGrant?.limit).toBe(1096);
+    // Act: the next tick with the balance unread (a transient error), or the ledger unread
+    const noBalance = decide(
+      governorSignals(later, { balance: undefined, threadLedger: ledger(5) }),
+      before.state,
+      cfg,
+    );
+    const noLedger = decide(governorSignals(later, { balance: 0.29 }), before.state, cfg);
+    // Assess: the same grant, not renewed (it lapses at its own until), kept in the state
+    expect(noBalance.spendGrant).toEqual(before.spendGrant);
+    expect(noLedger.spendGrant).toEqual(before.spendGrant);
+    expect(noBalance.state.spend.grant).toEqual(before.spendGrant);
+  });
+
+  it('drops a carried grant once it lapses, as a governor that stopped ticking leaves it', () => {
+    // Prepare
+    const before = written();
+    const until = before.spendGrant?.until ?? 0;
+    // Act: the balance still unread, past the grant's until
+    const d = decide(governorSignals(until + 1, { balance: undefined, threadLedger: ledger(5) }), before.state, cfg);
+    // Assess
+    expect(d.spendGrant).toBeUndefined();
+    expect(d.state.spend.grant).toBeUndefined();
+  });
+
+  it('drops the last grant once the money is read far from the pause level (a top-up)', () => {
+    // Act
+    const d = decide(governorSignals(later, { balance: 50, threadLedger: ledger(5) }), written().state, cfg);
+    // Assess
+    expect(d.spendGrant).toBeUndefined();
+    expect(d.state.spend.grant).toBeUndefined();
+  });
+});
+
 describe('the spend grant: property over whole runs', () => {
   it('starts exactly the solves the money above the pause level pays for, never one more', () => {
     fc.assert(

@@ -258,6 +258,8 @@ export interface SpendState {
   solvedSeen?: number;
   /** The ledger's acceptance counter at the last balance read (the solves the fleet started between two reads). */
   acceptedSeen?: number;
+  /** The spend grant the last tick decided (written to the thread ledger), until a tick decides none. */
+  grant?: SpendGrant;
 }
 
 /**
