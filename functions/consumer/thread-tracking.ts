@@ -135,8 +135,9 @@ export class ThreadTracking {
    * without a submission. An unreadable ledger does not wait. No reservation is taken here: the
    * delivery takes its thread lease first, then its reservation (`reserveLeased`), so that every
    * reservation is held by a delivery the governor counts among the held threads (the leases).
-   * Taken before the lease, a reservation waited out the slot wait unseen by both the grant's
-   * count of the solves in flight and its count of new ones, and the money paid for it twice.
+   * Taken before the lease, a reservation held through a wait for a slot was among the
+   * reservations the grant counts from but not among the leases whose solves its money sets
+   * aside: the money was granted to it twice.
    */
   async waitForGrant(deadlineAt: number): Promise<boolean> {
     const waiting = this.waiting;
