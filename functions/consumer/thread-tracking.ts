@@ -40,6 +40,12 @@ import {
  */
 const NONE_HELD = 1;
 
+/**
+ * The last reading of each ledger this process read (Lambda reuses it across invocations): what an
+ * unreadable ledger is judged by (pollLedger).
+ */
+const lastReadings = new WeakMap<ThreadLedgerRecorder, ThreadLedgerReading>();
+
 /** The ledger without the reservation a delivery holds itself (it submits under it again). */
 function withoutOwnReservation(reading: ThreadLedgerReading, reserved: boolean): ThreadLedgerReading {
   return reserved && reading.grantTaken !== undefined ? { ...reading, grantTaken: reading.grantTaken - 1 } : reading;
@@ -165,9 +171,13 @@ export class ThreadTracking {
 
   /**
    * Read the ledger every `pollMs` (jittered) until `decide` says go, or until the time it
-   * returns has passed. True to go (or when the ledger cannot be read: an unreadable ledger does
-   * not wait), false at the bound. The last reading stays for `lastGrantReading`. With `reserve`
-   * (the waiting design, which submits at once) a go under a grant is also a reservation taken.
+   * returns has passed. True to go, false at the bound. The last reading stays for
+   * `lastGrantReading`. With `reserve` (the waiting design, which submits at once) a go under a
+   * grant is also a reservation taken. A ledger that cannot be read (throttled, down) does not
+   * wait, unless the last reading this process had of it showed a spend grant still in force:
+   * then the grant is taken as used up (a submission no reservation counts could spend money the
+   * grant does not pay for) and the read is tried again until the bound; once that grant's
+   * `until` has passed (a governor that cannot read the ledger either lets it lapse), it does not wait.
    */
   private async pollLedger(
     decide: (reading: ThreadLedgerReading, now: number) => 'go' | number,
@@ -182,12 +192,25 @@ export class ThreadTracking {
       const reading = await ledger.read().catch(() => undefined);
       this.grantReading = reading;
       const now = this.clock();
-      if (reading === undefined) return true;
-      // A reservation this delivery holds (a resubmission's) is its own, not one the grant lacks.
-      let until = decide(withoutOwnReservation(reading, this.reserved), now);
+      let until: 'go' | number;
+      if (reading === undefined) {
+        const last = lastReadings.get(ledger);
+        if (last === undefined || !grantInForce(last, now)) return true;
+        until = decide({ ...last, grantTaken: Number.POSITIVE_INFINITY }, now);
+      } else {
+        lastReadings.set(ledger, reading);
+        // A reservation this delivery holds (a resubmission's) is its own, not one the grant lacks.
+        until = decide(withoutOwnReservation(reading, this.reserved), now);
+      }
       // Under a grant, the go is a reservation taken (others reading the same count, a batch's
       // deliveries among them, may have taken the last ones since); none taken, wait as for a used-up grant.
-      if (until === 'go' && options.reserve && this.mustReserve(reading, now) && !(await this.reserveGrant()))
+      if (
+        until === 'go' &&
+        reading !== undefined &&
+        options.reserve &&
+        this.mustReserve(reading, now) &&
+        !(await this.reserveGrant())
+      )
         until = decide({ ...reading, grantTaken: Number.POSITIVE_INFINITY }, now);
       if (until === 'go') return true;
       const left = until - now;

@@ -354,6 +354,50 @@ describe('a parked invocation reads the spend grant before a fresh submission', 
     expect(s.now.t - again).toBe(400);
   });
 
+  it('waits on a ledger it cannot read while the last reading showed a grant in force, until that grant lapses', async () => {
+    // Prepare: a ledger that reads, then is throttled; a grant with room left, in force for 30 s
+    const now = { t: 1_000_000 };
+    const memory = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
+    let readable = true;
+    const flaky = {
+      ...memory,
+      read: async () => {
+        if (!readable) throw new Error('ProvisionedThroughputExceededException');
+        return memory.read();
+      },
+    };
+    await memory.setGrant({ limit: 5, until: now.t + 30_000 });
+    const waiting = {
+      pollMs: 100,
+      maxWaitMs: 2_000,
+      maxWaits: 2,
+      random: () => 0.5,
+      sleep: async (ms: number) => {
+        now.t += ms;
+      },
+    };
+    const delivery = () =>
+      new ThreadTracking(
+        flaky,
+        () => now.t,
+        silent,
+        waiting,
+        20,
+        () => 0,
+      );
+    expect(await delivery().waitForGrant(now.t + 60_000)).toBe(true);
+    // Act: the ledger is throttled
+    readable = false;
+    const started = now.t;
+    const throttled = await delivery().waitForGrant(now.t + 60_000);
+    // Assess: no submission that no reservation counts; it waited out its bound (the task goes back)
+    expect(throttled).toBe(false);
+    expect(now.t - started).toBe(2_000);
+    // Act + Assess: the grant lapsed (a governor that cannot read the ledger either lets it): no wait
+    now.t = 1_000_000 + 30_001;
+    expect(await delivery().waitForGrant(now.t + 60_000)).toBe(true);
+  });
+
   it('does not wait on a ledger it cannot read', async () => {
     const unreadable = {
       ...createMemoryThreadLedger({ leaseMs: 60_000 }),
