@@ -5,6 +5,19 @@ import { REFUSAL_HOLD_OFF_MS } from '../../functions/core/thread-ledger.js';
 
 const silent = { warn: () => undefined };
 
+/** The waits of a delivery on a fake clock: 100 ms polls (no jitter), 2 s bound; a sleep moves the clock. */
+function waitingOn(now: { t: number }) {
+  return {
+    pollMs: 100,
+    maxWaitMs: 2_000,
+    maxWaits: 2,
+    random: () => 0.5,
+    sleep: async (ms: number) => {
+      now.t += ms;
+    },
+  };
+}
+
 function setup(held: number) {
   const now = { t: 1_000_000 };
   const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
@@ -367,15 +380,7 @@ describe('a parked invocation reads the spend grant before a fresh submission', 
       },
     };
     await memory.setGrant({ limit: 5, until: now.t + 30_000 });
-    const waiting = {
-      pollMs: 100,
-      maxWaitMs: 2_000,
-      maxWaits: 2,
-      random: () => 0.5,
-      sleep: async (ms: number) => {
-        now.t += ms;
-      },
-    };
+    const waiting = waitingOn(now);
     const delivery = () =>
       new ThreadTracking(
         flaky,
@@ -422,15 +427,7 @@ describe('a batch’s deliveries share the spend grant through its reservations'
   function batch(count: number) {
     const now = { t: 1_000_000 };
     const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
-    const waiting = {
-      pollMs: 100,
-      maxWaitMs: 2_000,
-      maxWaits: 2,
-      random: () => 0.5,
-      sleep: async (ms: number) => {
-        now.t += ms;
-      },
-    };
+    const waiting = waitingOn(now);
     const deliveries = Array.from(
       { length: count },
       () =>

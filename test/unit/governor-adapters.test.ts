@@ -473,32 +473,45 @@ describe('governor loop and ticks', () => {
     expect((await state.load())?.version).toBe(1);
   });
 
-  it('writes the spend grant to the thread ledger near the pause level: clears a stale one first, then the solves the money pays for', async () => {
-    // Prepare: a grant a previous run left; the ledger's solved counter and the balance move together.
-    let now = 1000;
-    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now });
-    await ledger.setGrant({ limit: 1, until: now + 1_000_000 });
-    await ledger.released(await ledger.accepted(now), { solved: true });
-    let balance = 0.3;
+  /**
+   * The loop with the spend grant on a memory ledger: one solve counted before the first tick (the
+   * price needs a count to start from), the balance as `balance.usd` says (undefined: the read failed).
+   */
+  async function grantLoop(balance: { usd: number | undefined }) {
+    const clock = { now: 1000 };
+    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => clock.now });
+    await ledger.released(await ledger.accepted(clock.now), { solved: true });
     const loop = createGovernorLoop({
       config,
-      queues: { read: async () => ({ normal: { at: now, visible: 50, notVisible: 2, delayed: 0 } }) },
+      queues: { read: async () => ({ normal: { at: clock.now, visible: 50, notVisible: 2, delayed: 0 } }) },
       metrics: { read: async () => healthyMetrics },
-      balance: { read: async () => balance },
+      // The balance port answers undefined for a read that failed (its error through lastError).
+      balance: { read: async () => balance.usd, lastError: () => ({ kind: 'unreachable', code: 'ERROR_TIMEOUT' }) },
       threadLedger: ledger,
       spendGrant: ledger,
       actuator: lanes(),
       state: createMemoryGovernorState(),
-      clock: () => now,
+      clock: () => clock.now,
     });
+    /** 50 solves that cost $0.10 between two ticks: $0.30 → $0.20, $0.002 a solve. */
+    const fiftySolves = async () => {
+      for (let i = 0; i < 50; i++) await ledger.released(await ledger.accepted(clock.now), { solved: true });
+      balance.usd = 0.2;
+      clock.now += 100;
+    };
+    return { clock, ledger, loop, fiftySolves };
+  }
+
+  it('writes the spend grant to the thread ledger near the pause level: clears a stale one first, then the solves the money pays for', async () => {
+    // Prepare: a grant a previous run left; the ledger's solved counter and the balance move together.
+    const g = await grantLoop({ usd: 0.3 });
+    await g.ledger.setGrant({ limit: 1, until: g.clock.now + 1_000_000 });
     // Act: the first tick knows no price yet; by the second, 50 solves cost $0.10.
-    await loop.tick();
-    const cleared = await ledger.read();
-    for (let i = 0; i < 50; i++) await ledger.released(await ledger.accepted(now), { solved: true });
-    balance = 0.2;
-    now += 100;
-    const second = await loop.tick();
-    const granted = await ledger.read();
+    await g.loop.tick();
+    const cleared = await g.ledger.read();
+    await g.fiftySolves();
+    const second = await g.loop.tick();
+    const granted = await g.ledger.read();
     // Assess: ($0.20 − $0.10) / $0.002 = 50 solves, the last at the pause level, counted in the
     // grant's reservations (none taken yet: the 51 acceptances came before any grant).
     expect(cleared?.grant).toBeUndefined();
@@ -508,36 +521,20 @@ describe('governor loop and ticks', () => {
 
   it('leaves the spend grant on the ledger as it stands through a tick whose balance read fails', async () => {
     // Prepare: the two ticks above, the second writing a grant near the pause level
-    let now = 1000;
-    const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now });
-    await ledger.released(await ledger.accepted(now), { solved: true });
-    let balance: number | undefined = 0.3;
-    const loop = createGovernorLoop({
-      config,
-      queues: { read: async () => ({ normal: { at: now, visible: 50, notVisible: 2, delayed: 0 } }) },
-      metrics: { read: async () => healthyMetrics },
-      // The balance port answers undefined for a read that failed (its error through lastError).
-      balance: { read: async () => balance, lastError: () => ({ kind: 'unreachable', code: 'ERROR_TIMEOUT' }) },
-      threadLedger: ledger,
-      spendGrant: ledger,
-      actuator: lanes(),
-      state: createMemoryGovernorState(),
-      clock: () => now,
-    });
-    await loop.tick();
-    for (let i = 0; i < 50; i++) await ledger.released(await ledger.accepted(now), { solved: true });
-    balance = 0.2;
-    now += 100;
-    await loop.tick();
-    const granted = (await ledger.read())?.grant;
+    const balance: { usd: number | undefined } = { usd: 0.3 };
+    const g = await grantLoop(balance);
+    await g.loop.tick();
+    await g.fiftySolves();
+    await g.loop.tick();
+    const granted = (await g.ledger.read())?.grant;
     expect(granted?.limit).toBe(51);
     // Act: the next tick cannot read the balance
-    balance = undefined;
-    now += 100;
-    const third = await loop.tick();
+    balance.usd = undefined;
+    g.clock.now += 100;
+    const third = await g.loop.tick();
     // Assess: the grant stays in force as written (not cleared, not renewed)
     expect(third.decision.reason.code).toBe('HOLD_MISSING_SIGNAL');
-    expect((await ledger.read())?.grant).toEqual(granted);
+    expect((await g.ledger.read())?.grant).toEqual(granted);
   });
 
   it('disables the mappings when its own state store stays unreadable, acting on nothing else (fail static)', async () => {
