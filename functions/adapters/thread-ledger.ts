@@ -219,7 +219,7 @@ export function createDynamoThreadLedger(
 
     async read() {
       const out = await send('read', new GetCommand({ ...key, ConsistentRead: true }));
-      return readingOf((out as { Item?: Record<string, unknown> }).Item, bucketOf(clock()), { reservations: true });
+      return readingOf((out as { Item?: Record<string, unknown> }).Item, bucketOf(clock()));
     },
 
     async setGrant(grant) {
@@ -361,13 +361,9 @@ function grantUpdate(grant: SpendGrant | undefined) {
  * The reading an item gives at bucket `bucket` (an absent item: nothing recorded yet, all 0).
  * `solved` is left out until a release has counted one: a ledger never told of a solve (one
  * written before the counter, or by a consumer that read no answer yet) does not claim 0.
- * `reservations`: the ledger keeps the grant's reservations (DynamoDB's; `grantTaken`, 0 before any).
+ * `grantTaken`: the grant's reservations (0 before any).
  */
-export function readingOf(
-  item: Record<string, unknown> | undefined,
-  bucket: number,
-  options: { reservations?: boolean } = {},
-): ThreadLedgerReading {
+export function readingOf(item: Record<string, unknown> | undefined, bucket: number): ThreadLedgerReading {
   const num = (name: string): number => {
     const value = item?.[name];
     return typeof value === 'number' && Number.isFinite(value) ? value : 0;
@@ -388,8 +384,8 @@ export function readingOf(
     ...(leftover > 0 ? { leftover } : {}),
     refusals: num('refusals'),
     acceptances: num('acceptances'),
-    // Where reservations are kept, the grant counts in them (0 before the first grant's).
-    ...(options.reservations === true ? { grantTaken: num('grantTaken') } : {}),
+    // The grant counts in its reservations (0 before the first grant's).
+    grantTaken: num('grantTaken'),
     ...(solved !== undefined ? { solved } : {}),
     ...(lastRefusal ? { lastRefusal } : {}),
     ...(lastAcceptance ? { lastAcceptance } : {}),
@@ -489,7 +485,7 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
       else add('refusalRun', 1);
     },
     async read() {
-      return readingOf({ ...item }, bucketOf(clock()), { reservations: true });
+      return readingOf({ ...item }, bucketOf(clock()));
     },
     async countSolved(count) {
       if (count > 0) add('solved', count);

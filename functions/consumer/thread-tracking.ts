@@ -46,6 +46,11 @@ const NONE_HELD = 1;
  */
 const lastReadings = new WeakMap<ThreadLedgerRecorder, ThreadLedgerReading>();
 
+/** The reading with its grant used up (none left to reserve). */
+function usedUp(reading: ThreadLedgerReading): ThreadLedgerReading {
+  return { ...reading, grantTaken: Number.POSITIVE_INFINITY };
+}
+
 /** The ledger without the reservation a delivery holds itself (it submits under it again). */
 function withoutOwnReservation(reading: ThreadLedgerReading, reserved: boolean): ThreadLedgerReading {
   return reserved && reading.grantTaken !== undefined ? { ...reading, grantTaken: reading.grantTaken - 1 } : reading;
@@ -196,7 +201,7 @@ export class ThreadTracking {
       if (reading === undefined) {
         const last = lastReadings.get(ledger);
         if (last === undefined || !grantInForce(last, now)) return true;
-        until = decide({ ...last, grantTaken: Number.POSITIVE_INFINITY }, now);
+        until = decide(usedUp(last), now);
       } else {
         lastReadings.set(ledger, reading);
         // A reservation this delivery holds (a resubmission's) is its own, not one the grant lacks.
@@ -211,7 +216,7 @@ export class ThreadTracking {
         this.mustReserve(reading, now) &&
         !(await this.reserveGrant())
       )
-        until = decide({ ...reading, grantTaken: Number.POSITIVE_INFINITY }, now);
+        until = decide(usedUp(reading), now);
       if (until === 'go') return true;
       const left = until - now;
       if (left <= 0) return false;
