@@ -12,6 +12,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // Every test's temporary files under one directory of the run, removed at its end.
+    globalSetup: ['test/helpers/temp-root.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: emulator-heavy files fight for CPU when run many at once.
