@@ -89,6 +89,11 @@ export class ThreadTracking {
   private grantReading: ThreadLedgerReading | undefined;
   /** This delivery holds a reservation of the grant its submission has not spent yet. */
   private reserved = false;
+  /**
+   * Its last reservation could not be written (the ledger answered the read, refused the write):
+   * the next check waits one poll as for a used-up grant before it reads again.
+   */
+  private unwritten = false;
 
   constructor(
     private readonly ledger: ThreadLedgerRecorder | undefined,
@@ -164,9 +169,9 @@ export class ThreadTracking {
   /**
    * The parked design, once its thread lease is held: take the reservation of the grant the last
    * check (waitForGrant) let it through under, when that grant is in force on a ledger that keeps
-   * them. True when taken or not needed (or not writable: an unwritable ledger does not wait);
-   * false when others took the last ones since the read: the caller gives its lease back and
-   * waits for a new grant.
+   * them. True when taken or not needed; false when others took the last ones since the read, or
+   * when it could not be written (throttled, down): the caller gives its lease back and waits for
+   * a new grant (after a write that failed, a poll at least before it reads again).
    */
   async reserveLeased(): Promise<boolean> {
     const reading = this.grantReading;
@@ -205,8 +210,11 @@ export class ThreadTracking {
       } else {
         lastReadings.set(ledger, reading);
         // A reservation this delivery holds (a resubmission's) is its own, not one the grant lacks.
-        until = decide(withoutOwnReservation(reading, this.reserved), now);
+        // Its last one not written, the first reading after counts the grant used up: a ledger
+        // that answers reads and refuses writes would otherwise send it round its lease at once.
+        until = decide(this.unwritten ? usedUp(reading) : withoutOwnReservation(reading, this.reserved), now);
       }
+      this.unwritten = false;
       // Under a grant, the go is a reservation taken (others reading the same count, a batch's
       // deliveries among them, may have taken the last ones since); none taken, wait as for a used-up grant.
       if (
@@ -215,8 +223,11 @@ export class ThreadTracking {
         options.reserve &&
         this.mustReserve(reading, now) &&
         !(await this.reserveGrant())
-      )
+      ) {
         until = decide(usedUp(reading), now);
+        // This wait is the poll an unwritten reservation waits: the next reading decides afresh.
+        this.unwritten = false;
+      }
       if (until === 'go') return true;
       const left = until - now;
       if (left <= 0) return false;
@@ -238,15 +249,21 @@ export class ThreadTracking {
   }
 
   /**
-   * Take a reservation. True when taken, or when it could not be written (an unwritable ledger
-   * does not wait); false when the grant is used up (others took the last ones since the read).
+   * Take a reservation. True when taken; false when the grant is used up (others took the last
+   * ones since the read) or when the reservation could not be written: a submission no
+   * reservation counts could spend money the grant does not pay for (the governor grants from
+   * the reservations it reads), so an unwritable reservation waits as a used-up grant does, and
+   * the task goes back unsubmitted at the wait's end. A write whose answer was lost may have
+   * taken one all the same: it stays among those taken, one solve fewer until the governor's next
+   * grant (which counts from the reservations it reads), never one more.
    */
   private async reserveGrant(): Promise<boolean> {
     const taken = await (this.ledger?.takeGrant?.() ?? Promise.resolve(true)).catch((error: unknown) => {
-      this.log.warn('grant reservation not written; submitting under the grant as read', {
+      this.log.warn('grant reservation not written; waiting as for a used-up grant', {
         error: redactKey(`${(error as Error).name}: ${(error as Error).message}`),
       });
-      return true;
+      this.unwritten = true;
+      return false;
     });
     this.reserved = taken;
     return taken;

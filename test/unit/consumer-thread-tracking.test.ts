@@ -490,6 +490,82 @@ describe('a batch’s deliveries share the spend grant through its reservations'
   });
 });
 
+describe('a reservation the ledger does not write (it answers the read, refuses the write)', () => {
+  /** A ledger whose reservation writes fail while `failing` says so; a grant of 5 with none taken. */
+  async function refusingWrites() {
+    const now = { t: 1_000_000 };
+    const memory = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
+    const state = { failing: true, attempts: 0 };
+    const ledger = {
+      ...memory,
+      takeGrant: async () => {
+        state.attempts += 1;
+        if (state.failing) throw new Error('ProvisionedThroughputExceededException');
+        return (await memory.takeGrant?.()) ?? false;
+      },
+    };
+    await memory.setGrant({ limit: 5, until: now.t + 600_000 });
+    const waiting = waitingOn(now);
+    const delivery = () =>
+      new ThreadTracking(
+        ledger,
+        () => now.t,
+        silent,
+        waiting,
+        20,
+        () => 0,
+      );
+    return { now, memory, state, delivery };
+  }
+
+  it('submits nothing the grant does not count: the parked delivery gives its lease back and tries again a poll later', async () => {
+    // Prepare
+    const r = await refusingWrites();
+    const tracking = r.delivery();
+    const deadlineAt = r.now.t + 10_000;
+    /** TaskRun.room's order: the grant, (the lease), the reservation; its lease given back between. */
+    const passes = async () => {
+      for (let rounds = 0; ; rounds++) {
+        if (!(await tracking.waitForGrant(deadlineAt))) return { passed: false, rounds };
+        if (await tracking.reserveLeased()) return { passed: true, rounds };
+      }
+    };
+    // Act: the writes keep failing up to the delivery's deadline
+    const started = r.now.t;
+    const throttled = await passes();
+    // Assess: never through; every try a poll apart, until the deadline; nothing reserved
+    expect(throttled.passed).toBe(false);
+    expect(r.state.attempts).toBe(throttled.rounds);
+    expect(r.now.t - started).toBeGreaterThanOrEqual(10_000 - 100);
+    expect(r.state.attempts).toBeLessThanOrEqual(100);
+    expect((await r.memory.read())?.grantTaken).toBe(0);
+  });
+
+  it('takes the reservation once the ledger writes again, a poll after the write that failed', async () => {
+    const r = await refusingWrites();
+    const tracking = r.delivery();
+    expect(await tracking.waitForGrant(r.now.t + 60_000)).toBe(true);
+    expect(await tracking.reserveLeased()).toBe(false);
+    r.state.failing = false;
+    const before = r.now.t;
+    expect(await tracking.waitForGrant(r.now.t + 60_000)).toBe(true);
+    expect(r.now.t - before).toBe(100);
+    expect(await tracking.reserveLeased()).toBe(true);
+    expect((await r.memory.read())?.grantTaken).toBe(1);
+  });
+
+  it('waits out its bound in the waiting design, which reserves as it reads, and hands the task back', async () => {
+    const r = await refusingWrites();
+    const started = r.now.t;
+    expect(await r.delivery().waitForRoom(r.now.t + 60_000)).toBe(false);
+    expect(r.now.t - started).toBe(2_000);
+    expect((await r.memory.read())?.grantTaken).toBe(0);
+    r.state.failing = false;
+    expect(await r.delivery().waitForRoom(r.now.t + 60_000)).toBe(true);
+    expect((await r.memory.read())?.grantTaken).toBe(1);
+  });
+});
+
 describe('a parked delivery that reads an answer itself', () => {
   it('adds the solve to the ledger’s solved count (the watch counts the ones it records)', async () => {
     // Prepare: the parked design (held threads from the leases), a resumed submission
