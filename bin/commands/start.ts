@@ -18,7 +18,7 @@ import { faultPlanEndMs } from '../../local/faults/plan.js';
 import { faultPlanOf } from './start-faults.js';
 import { OVERFLOW_START_OPTIONS, overflowConfigOf, overflowSimOf, strayOverflowFlags } from './start-overflow.js';
 import { describeStack } from './start/banner.js';
-import { runLimits, START_OPTIONS, type StartOptions, startCommand } from './start/options.js';
+import { runLimits, START_OPTIONS, scheduledOutagesEndMs, type StartOptions, startCommand } from './start/options.js';
 import { progressPrinter } from './start/progress.js';
 import { serveStack } from './start/serve.js';
 import { formatSummary } from './start/summary-format.js';
@@ -93,7 +93,7 @@ export async function runStart(
 
   let stack: LocalStack | undefined;
   const faults = options.faults ? faultPlanOf(options.faults, options.seed) : undefined;
-  const limits = runLimits(options, faults ? faultPlanEndMs(faults) : 0);
+  const limits = runLimits(options, scheduledOutagesEndMs(options, faults ? faultPlanEndMs(faults) : 0));
   let lastTick: TickRecord | undefined;
   try {
     stack = await startLocalStack({

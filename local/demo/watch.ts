@@ -172,13 +172,21 @@ async function watchUntilDone(
   return run;
 }
 
-/** True once the governor has kept the fleet paused, no invocation running, for `forMs` (never without it). */
+/**
+ * True once the governor has kept the fleet paused, no invocation running, for `forMs` (never
+ * without it). An outage's pause (`PAUSE_OUTAGE`) does not count: it resumes by itself once the
+ * solver or the store answers again, at the governor's next probe or trial (a failed trial puts
+ * the next one up to eight times further off), which can come well after the outage's window has
+ * ended; the run waits for it, up to its --max-duration.
+ */
 function pausedIdleClock(stack: LocalStack): (forMs: number | undefined) => boolean {
   let since: number | undefined;
   return (forMs) => {
+    const decision = stack.governor?.lastDecision;
     // No invocation running: messages handed back stay hidden until their retry (and an emulator
     // may count them in flight until the next receive, which a paused lane never makes).
-    const idle = stack.governor?.lastDecision?.paused === true && runningInvocations(stack) === 0;
+    const idle =
+      decision?.paused === true && decision.reason.code !== 'PAUSE_OUTAGE' && runningInvocations(stack) === 0;
     since = idle ? (since ?? Date.now()) : undefined;
     return forMs !== undefined && since !== undefined && Date.now() - since >= forMs;
   };

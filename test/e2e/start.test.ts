@@ -140,6 +140,30 @@ describe('captcha-fleet start', () => {
     );
   });
 
+  it('waits out a solver outage it was asked for, paused as designed, and reaches every result (no --max-duration)', async () => {
+    // The solver down from 2 s for 20 s: the governor pauses with nothing in flight, which used to
+    // end the run 3 ticks later with the tasks still queued, the recovery the flag asks to see never shown.
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '20',
+      '--malformed',
+      '0',
+      '--rate',
+      '10',
+      '--solver-latency-ms',
+      '50',
+      '--solver-outage',
+      '2:20',
+      '--json',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 20, solved: 20, stillQueued: 0, lost: 0, endedBy: 'complete' });
+    expect((summary.governor as { reasons: Record<string, number> }).reasons.PAUSE_OUTAGE).toBeGreaterThan(0);
+    expect(summary.durationMs as number).toBeGreaterThan(20_000);
+  });
+
   it('sends --high-share of the tasks on the high lane and reports both lanes in the live view, the summary and --json', async () => {
     const run = await runCli([
       'start',

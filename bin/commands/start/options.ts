@@ -140,7 +140,7 @@ export const START_OPTIONS = {
   ).default(false),
   maxDuration: new Option(
     '--max-duration <s>',
-    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}, or ${PAST_FAULTS_S} past the last --faults window if later; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks, once every --faults window has ended)`,
+    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}, or ${PAST_FAULTS_S} past the last --faults or --solver-outage window if later; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks, once every such window has ended, unless the pause is an outage's, which resumes by itself)`,
   ).argParser(decimal(1, 86_400, 'seconds')),
   json: new Option('--json', 'print the summary as one JSON object on the last stdout line').default(false),
   logLevel: new Option('--log-level <level>', "the consumer's log level (its JSON logs go to stdout)")
@@ -210,19 +210,29 @@ export function pausedStopMs(options: StartOptions): number {
 }
 
 /**
+ * When the last outage the run scheduled ends, ms after its start: its --faults windows (from the
+ * proxy's arming, `faultsEndMs`) and the simulators' --solver-outage and --overflow-outage windows
+ * (from their start, a little before the run's: a bound that is, if anything, late).
+ */
+export function scheduledOutagesEndMs(options: StartOptions, faultsEndMs = 0): number {
+  const windows = [...options.solverOutage, ...(options.overflowSim ? options.overflowOutage : [])];
+  return Math.max(faultsEndMs, ...windows.map((w) => w.startMs + w.durationMs));
+}
+
+/**
  * How long the run watches, and when it may stop early for a pause: --max-duration as given;
- * without it, the default or a minute past the last fault window the run scheduled (`faultsEndMs`,
- * from the proxy's arming), whichever is later, and a paused fleet with nothing in flight ends the
- * run only once those windows are over (a store outage pauses it as designed; it resumes after).
+ * without it, the default or a minute past the last outage the run scheduled (`outagesEndMs`,
+ * scheduledOutagesEndMs), whichever is later, and a paused fleet with nothing in flight ends the
+ * run only once those windows are over (an outage pauses it as designed; it resumes after).
  */
 export function runLimits(
   options: StartOptions,
-  faultsEndMs = 0,
+  outagesEndMs = 0,
 ): { maxDurationMs: number; stopWhenPausedMs?: number; stopWhenPausedFromMs?: number } {
   if (options.maxDuration !== undefined) return { maxDurationMs: options.maxDuration * 1000 };
   return {
-    maxDurationMs: Math.max(DEFAULT_MAX_DURATION_S * 1000, faultsEndMs + PAST_FAULTS_S * 1000),
+    maxDurationMs: Math.max(DEFAULT_MAX_DURATION_S * 1000, outagesEndMs + PAST_FAULTS_S * 1000),
     stopWhenPausedMs: pausedStopMs(options),
-    stopWhenPausedFromMs: faultsEndMs,
+    stopWhenPausedFromMs: outagesEndMs,
   };
 }
