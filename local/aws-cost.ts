@@ -17,15 +17,33 @@ import { shardKeys } from '../functions/core/thread-leases.js';
 import type { DemoSummary } from './demo.js';
 import { handedBack } from './demo/summary.js';
 
+/** Most decimals the row prints (a millionth of a cent): a run shorter than that costs nothing to show. */
+const MAX_DIGITS = 8;
+
+/**
+ * Decimals that show the smaller of the bill and the plan with two significant figures, at least
+ * four (a short run's plan is a few millionths of a dollar: `$0.0000` beside a ratio said nothing).
+ */
+export function costDigits(...amounts: number[]): number {
+  const smallest = Math.min(...amounts.filter((usd) => usd > 0));
+  if (!Number.isFinite(smallest)) return 4;
+  return Math.min(MAX_DIGITS, Math.max(4, 1 - Math.floor(Math.log10(smallest))));
+}
+
 /** The summary's `aws cost` row: label, the bill, the plan beside it and the bill by service. */
 export function awsCostRow(s: DemoSummary): [string, string, string] {
   const bill = fleetBill(usageOfSummary(s), { planThreads: s.solver.planThreads });
+  const digits = costDigits(bill.usd, bill.planUsd);
   const times = bill.planUsd > 0 ? ` (× ${(bill.usd / bill.planUsd).toFixed(1)})` : '';
-  return [
-    'aws cost',
-    `$${bill.usd.toFixed(4)}`,
-    `would have cost on AWS; plan $${bill.planUsd.toFixed(4)}${times} · ${describeBill(bill)} · ${AWS_PRICES.region} prices of ${AWS_PRICES.asOf} (docs/cost.md)`,
+  // Per task, the figure a local run can be read by: the simulator solves in a fraction of a
+  // second where a real solve takes seconds, so the plan's hours (and the ratio) shrink, its tasks' calls do not.
+  const perThousand = s.submitted > 0 ? ` · $${((bill.usd / s.submitted) * 1000).toFixed(4)} per 1 000 tasks` : '';
+  const parts = [
+    `would have cost on AWS${perThousand}; plan $${bill.planUsd.toFixed(digits)}${times} over the run's ${(s.durationMs / 1000).toFixed(1)} s`,
+    describeBill(bill, digits),
+    `${AWS_PRICES.region} prices of ${AWS_PRICES.asOf} (docs/cost.md)`,
   ];
+  return ['aws cost', `$${bill.usd.toFixed(digits)}`, parts.filter((part) => part !== '').join(' · ')];
 }
 
 /** A local run's counted work as the cost model takes it, in the design it ran (waiting or parked). */

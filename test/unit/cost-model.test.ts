@@ -31,7 +31,7 @@ import { costOfRun, textAnswerShareOf } from '../../lab/cost.js';
 import { createPolicy } from '../../lab/policies.js';
 import { simulate } from '../../lab/sim.js';
 import { type Trace, withSolveMode } from '../../lab/trace.js';
-import { usageOfSummary } from '../../local/aws-cost.js';
+import { awsCostRow, costDigits, usageOfSummary } from '../../local/aws-cost.js';
 import type { DemoSummary } from '../../local/demo.js';
 
 // One hour, 1 000 tasks solved at 15 s each, one task per invocation, nothing handed back.
@@ -488,6 +488,24 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     expect(usage.parked?.governorShardReads[5]).toBeCloseTo(59 + 6 * 2, 9);
     // the pollers count a parked message as a batch item failure: only the 3 others are hand-backs
     expect(usage.handBacks).toBe(3);
+  });
+
+  it('prints a short run’s bill and plan with two significant figures, and no empty part', () => {
+    // GIVEN a run of under two seconds: its plan a few millionths of a dollar
+    const short = { ...summary(0), durationMs: 1_900, submitted: 10, solved: 10, solvedText: 0 } as DemoSummary;
+    const [, usd, detail] = awsCostRow(short);
+    // THEN enough decimals that neither shows as $0.0000, and no " ·  · " where no service reaches them
+    expect(usd).not.toMatch(/^\$0\.0+$/);
+    expect(detail).toMatch(/plan \$0\.0000\d+ \(× [\d.]+\)/);
+    expect(detail).not.toContain(' ·  · ');
+    // and the figure a local run compares by: its bill per 1 000 tasks
+    const perThousand = Number(/\$(\d+\.\d{4}) per 1 000 tasks;/.exec(detail)?.[1]);
+    expect(perThousand).toBeCloseTo((Number(usd.slice(1)) / 10) * 1000, 2);
+    // a minute's run keeps four decimals
+    expect(costDigits(0.25, 0.0123)).toBe(4);
+    expect(costDigits(0.000_27, 0.000_062)).toBe(6);
+    expect(costDigits(0, 0)).toBe(4);
+    expect(costDigits(1e-12)).toBe(8);
   });
 
   it('bills a waiting run without leases', () => {
