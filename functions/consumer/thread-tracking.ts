@@ -202,6 +202,10 @@ export class ThreadTracking {
       const reading = await ledger.read().catch(() => undefined);
       this.grantReading = reading;
       const now = this.clock();
+      // Its last reservation not written, the first reading after counts the grant used up: a
+      // ledger that answers reads and refuses writes would otherwise send it round its lease at once.
+      const unwritten = this.unwritten;
+      this.unwritten = false;
       let until: 'go' | number;
       if (reading === undefined) {
         const last = lastReadings.get(ledger);
@@ -210,11 +214,8 @@ export class ThreadTracking {
       } else {
         lastReadings.set(ledger, reading);
         // A reservation this delivery holds (a resubmission's) is its own, not one the grant lacks.
-        // Its last one not written, the first reading after counts the grant used up: a ledger
-        // that answers reads and refuses writes would otherwise send it round its lease at once.
-        until = decide(this.unwritten ? usedUp(reading) : withoutOwnReservation(reading, this.reserved), now);
+        until = decide(unwritten ? usedUp(reading) : withoutOwnReservation(reading, this.reserved), now);
       }
-      this.unwritten = false;
       // Under a grant, the go is a reservation taken (others reading the same count, a batch's
       // deliveries among them, may have taken the last ones since); none taken, wait as for a used-up grant.
       if (
