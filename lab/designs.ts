@@ -16,6 +16,7 @@ import { FUNCTION_SIZING, type FunctionSizing } from '../functions/core/function
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
 import { at } from './arrays.js';
 import { billedHours, costOfUsage, type RunCost, type RunCostOptions, usageOfRun } from './cost.js';
+import { type ProvisionedFigures, provisionedDynamo, withProvisionedDynamo } from './provisioned.js';
 import { Rng } from './rng.js';
 import type { RunResult } from './sim.js';
 import type { Trace } from './trace.js';
@@ -62,6 +63,8 @@ export interface DesignResult {
   cost: RunCost;
   /** How the latency figure was obtained. */
   latencyFrom: string;
+  /** A design with its tables in provisioned capacity: the capacity model's figures (lab/provisioned.ts). */
+  provisioned?: ProvisionedFigures;
 }
 
 /** Mean poll rounds of a task parked between polls (first poll after 5 s images / 15 s tokens, then every 5 s), and the mean of the slowest of n solves ÷ the mean solve. */
@@ -256,8 +259,23 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
       usageOfRun(trace, runs.parked),
       small,
     ),
+    provisionedRow(trace, runs.parked, result(PROVISIONED_DESIGN, runs.parked, usageOfRun(trace, runs.parked))),
     ...others,
   ];
+}
+
+/** The provisioned-capacity lever's row (lab/provisioned.ts): not built. */
+export const PROVISIONED_DESIGN = '(g) (f) with its tables in provisioned capacity, auto scaled (70 % target)';
+
+/** (f) with its DynamoDB requests billed as auto-scaled provisioned capacity instead of on demand. */
+function provisionedRow(trace: Trace, parked: RunResult, onDemand: DesignResult): DesignResult {
+  const figures = provisionedDynamo(onDemand.cost, parked, usageOfRun(trace, parked).hours);
+  return {
+    ...onDemand,
+    cost: withProvisionedDynamo(onDemand.cost, figures),
+    latencyFrom: 'simulated as (f); throttled requests not modelled in latency',
+    provisioned: figures,
+  };
 }
 
 /**

@@ -166,6 +166,7 @@ export class ParkedDesign {
     parked: 0,
     reparked: 0,
     leaseTakes: 0,
+    leaseTakesByMinute: [],
     leaseReleases: 0,
     leasesExpired: 0,
     leaseRenewals: 0,
@@ -488,7 +489,7 @@ export class ParkedDesign {
     this.held.set(id, { lease, index, others: view.slots.length, room, takenAt: t, until });
     view.slots.push(lease);
     this.live++;
-    this.counts.leaseTakes++;
+    this.countTake(t);
     this.leaseEndAt[id] = until;
   }
 
@@ -517,8 +518,17 @@ export class ParkedDesign {
     view.slots.push(lease);
     this.probeLeases.push(lease);
     this.live++;
-    this.counts.leaseTakes++;
+    this.countTake(t);
     return true;
+  }
+
+  /** A slot taken at `t`, counted in all and in its minute. */
+  private countTake(t: number): void {
+    this.counts.leaseTakes++;
+    const minute = Math.floor(t / 60);
+    const byMinute = this.counts.leaseTakesByMinute;
+    while (byMinute.length <= minute) byMinute.push(0);
+    byMinute[minute] = (byMinute[minute] ?? 0) + 1;
   }
 
   /** The probe was refused, or the solver answered it: its lease is released (the oldest probe's first). */

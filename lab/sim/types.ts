@@ -90,6 +90,11 @@ export interface ParkedCounts {
   /** Slots taken (one conditional PutItem each). */
   leaseTakes: number;
   /**
+   * …of them, in each minute of the run (index = minute): what the per-task writes follow over
+   * time (lab/provisioned.ts sizes a provisioned table's capacity from it).
+   */
+  leaseTakesByMinute: number[];
+  /**
    * Leases the watch renewed because the solver had not answered for their submission (a long
    * solve, an outage): one conditional UpdateItem and one ChangeMessageVisibility each.
    */
