@@ -18,6 +18,18 @@ function waitingOn(now: { t: number }) {
   };
 }
 
+/** A parked delivery's tracking on `ledger` (waits as `waitingOn`, a plan of 20, the leases' count 0). */
+function parkedDelivery(ledger: ConstructorParameters<typeof ThreadTracking>[0], now: { t: number }): ThreadTracking {
+  return new ThreadTracking(
+    ledger,
+    () => now.t,
+    silent,
+    waitingOn(now),
+    20,
+    () => 0,
+  );
+}
+
 function setup(held: number) {
   const now = { t: 1_000_000 };
   const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
@@ -380,16 +392,7 @@ describe('a parked invocation reads the spend grant before a fresh submission', 
       },
     };
     await memory.setGrant({ limit: 5, until: now.t + 30_000 });
-    const waiting = waitingOn(now);
-    const delivery = () =>
-      new ThreadTracking(
-        flaky,
-        () => now.t,
-        silent,
-        waiting,
-        20,
-        () => 0,
-      );
+    const delivery = () => parkedDelivery(flaky, now);
     expect(await delivery().waitForGrant(now.t + 60_000)).toBe(true);
     // Act: the ledger is throttled
     readable = false;
@@ -427,19 +430,7 @@ describe('a batch’s deliveries share the spend grant through its reservations'
   function batch(count: number) {
     const now = { t: 1_000_000 };
     const ledger = createMemoryThreadLedger({ leaseMs: 60_000, clock: () => now.t });
-    const waiting = waitingOn(now);
-    const deliveries = Array.from(
-      { length: count },
-      () =>
-        new ThreadTracking(
-          ledger,
-          () => now.t,
-          silent,
-          waiting,
-          20,
-          () => 0,
-        ),
-    );
+    const deliveries = Array.from({ length: count }, () => parkedDelivery(ledger, now));
     /** The parked design's check before a submission (TaskRun.room): the grant, (the lease), the reservation. */
     const passes = async (delivery: ThreadTracking | undefined) => {
       if (delivery === undefined) throw new Error('no such delivery');
@@ -505,16 +496,7 @@ describe('a reservation the ledger does not write (it answers the read, refuses 
       },
     };
     await memory.setGrant({ limit: 5, until: now.t + 600_000 });
-    const waiting = waitingOn(now);
-    const delivery = () =>
-      new ThreadTracking(
-        ledger,
-        () => now.t,
-        silent,
-        waiting,
-        20,
-        () => 0,
-      );
+    const delivery = () => parkedDelivery(ledger, now);
     return { now, memory, state, delivery };
   }
 
