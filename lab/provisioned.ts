@@ -72,12 +72,14 @@ export interface CapacityRun {
 }
 
 /**
- * Capacity that auto scaling provisions for `demand` (units each minute), starting sized for the
- * first minute at the target (a table already warm), never under `minUnitsPerSecond`.
+ * Capacity that auto scaling provisions for `demand` (units each minute), in whole units a second,
+ * starting sized for the first minute at the target (a table already warm), never under
+ * `minUnitsPerSecond`.
  */
 export function autoScaledCapacity(demand: readonly number[], minUnitsPerSecond = 1): CapacityRun {
   const a = AUTO_SCALING;
-  let capacity = Math.max(minUnitsPerSecond, (demand[0] ?? 0) / 60 / a.target);
+  // Capacity is set in whole units a second.
+  let capacity = Math.max(minUnitsPerSecond, Math.ceil((demand[0] ?? 0) / 60 / a.target - 1e-9));
   let burst = 0;
   let carried = 0;
   let above = 0;
@@ -120,7 +122,7 @@ export function autoScaledCapacity(demand: readonly number[], minUnitsPerSecond 
     run.peakUnitsPerSecond = Math.max(run.peakUnitsPerSecond, capacity);
     above = utilization > a.target ? above + 1 : 0;
     below = utilization < a.target - a.scaleInMargin ? below + 1 : 0;
-    const sized = Math.max(minUnitsPerSecond, consumed / 60 / a.target);
+    const sized = Math.max(minUnitsPerSecond, Math.ceil(consumed / 60 / a.target - 1e-9));
     if (above >= a.scaleOutMinutes && pending === undefined && sized > capacity)
       pending = { at: minute + 1 + a.scaleOutDelayMinutes, units: sized };
     const mayDecrease = run.decreases < a.freeDecreasesPerDay || minute - lastDecrease >= 60;

@@ -17,10 +17,10 @@ describe('provisioned capacity under auto scaling (lab/provisioned.ts)', () => {
   it('holds a steady demand at the target utilization, nothing throttled', () => {
     // GIVEN 10 units a second for two hours
     const run = autoScaledCapacity(minutes(120, 10));
-    // THEN sized at 10 / 0.7 from the start, kept there
-    expect(run.peakUnitsPerSecond).toBeCloseTo(10 / AUTO_SCALING.target, 9);
-    expect(run.utilization).toBeCloseTo(AUTO_SCALING.target, 9);
-    expect(run.unitHours).toBeCloseTo(2 * (10 / AUTO_SCALING.target), 9);
+    // THEN sized at 10 / 0.7 from the start in whole units (15), kept there
+    expect(run.peakUnitsPerSecond).toBe(15);
+    expect(run.utilization).toBeCloseTo(10 / 15, 9);
+    expect(run.unitHours).toBeCloseTo(2 * 15, 9);
     expect(run.throttledUnits).toBe(0);
   });
 
