@@ -291,6 +291,37 @@ export class DynamoResultsRepository implements ResultsRepository {
     });
   }
 
+  async countUnsolvable(taskId: string, claimToken: string, solverId: string): Promise<number | undefined> {
+    try {
+      const out = await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { taskId },
+          UpdateExpression: 'SET unsolvableOf = :solverId ADD unsolvableAnswers :one',
+          ConditionExpression:
+            '#status = :solving AND claimToken = :claimToken AND (attribute_not_exists(unsolvableOf) OR unsolvableOf <> :solverId)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':solverId': solverId,
+            ':one': 1,
+            ':solving': 'solving',
+            ':claimToken': claimToken,
+          },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      );
+      const count = Number(out.Attributes?.unsolvableAnswers);
+      return Number.isFinite(count) ? count : undefined;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) return undefined;
+      // Counted already (a retry whose first attempt committed, or a delivery before this one
+      // that died before resubmitting): the count stands; not this claim's record: none.
+      const current = await this.get(taskId, { consistent: true }).catch(() => undefined);
+      const ours = current?.status === 'solving' && current.claimToken === claimToken;
+      return ours && current?.unsolvableOf === solverId ? current.unsolvableAnswers : undefined;
+    }
+  }
+
   async park(
     taskId: string,
     claimToken: string,

@@ -393,22 +393,33 @@ export class TaskRun {
           resume = undefined;
           continue;
         }
-        if (
-          error instanceof SolverTaskError &&
-          error.code === UNSOLVABLE &&
-          unsolvable < deps.settings.unsolvableResubmits
-        ) {
-          unsolvable += 1;
-          resume = undefined;
-          this.log.info('solver could not solve the captcha; resubmitting', {
-            resubmit: unsolvable,
-            of: deps.settings.unsolvableResubmits,
-          });
-          continue;
+        if (error instanceof SolverTaskError && error.code === UNSOLVABLE) {
+          unsolvable = Math.max(unsolvable + 1, (await this.countUnsolvable()) ?? 0);
+          if (unsolvable <= deps.settings.unsolvableResubmits) {
+            resume = undefined;
+            this.log.info('solver could not solve the captcha; resubmitting', {
+              resubmit: unsolvable,
+              of: deps.settings.unsolvableResubmits,
+            });
+            continue;
+          }
         }
         throw error;
       }
     }
+  }
+
+  /**
+   * The task's unsolvable answers so far, this one counted on the record (once per submission):
+   * a parked task's resumption is a new delivery, so a count kept here alone restarted at each and
+   * an unsolvable captcha was resubmitted until its message neared the DLQ (8 submissions a task
+   * at `unsolvableResubmits` 2). Undefined when the table cannot say (this delivery's own count stands).
+   */
+  private async countUnsolvable(): Promise<number | undefined> {
+    const solverId = this.submission?.solverId;
+    const count = this.ctx.deps.repository.countUnsolvable;
+    if (solverId === undefined || count === undefined) return undefined;
+    return count.call(this.ctx.deps.repository, this.task.id, this.claimToken, solverId).catch(() => undefined);
   }
 
   /** The solver accepted a submission: it is paid for, so its id is kept whatever the table does. */

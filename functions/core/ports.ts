@@ -220,6 +220,13 @@ export type RejectOutcome = { outcome: 'written'; record: TaskResult } | { outco
 /** The results table. Every write is a single-item conditional write. */
 export interface ResultsRepository {
   /**
+   * Count the solver's `ERROR_CAPTCHA_UNSOLVABLE` answer to `solverId` on the record this claim
+   * holds, once per submission (a delivery that repeats the count of an answer already counted
+   * adds nothing), and return the task's count so far; undefined when the record is not this
+   * claim's, or the table cannot be read or written (the caller counts its own answers then).
+   */
+  countUnsolvable?(taskId: string, claimToken: string, solverId: string): Promise<number | undefined>;
+  /**
    * Claim a task for one delivery: new (or in place of a rejected or expired record) → claimed;
    * expired lease → taken over; same id with other content → conflict; else why not. A claim
    * (fresh or a takeover) records `provider`, the claiming consumer's, when given.

@@ -55,6 +55,13 @@ export interface TaskResult {
   announcedAt?: number;
   /** When a delivery waited once for the copy of a dead holder's message that may carry its submission, epoch ms. */
   orphanWaitAt?: number;
+  /**
+   * The solver's `ERROR_CAPTCHA_UNSOLVABLE` answers to this task's submissions so far, each counted
+   * once (`unsolvableOf`: the submission the last one answered): what `unsolvableResubmits` bounds
+   * across deliveries (a parked task's resumption is a new delivery). Absent until the first.
+   */
+  unsolvableAnswers?: number;
+  unsolvableOf?: string;
   /** Epoch ms. */
   submittedAt?: number;
   startedAt?: number;

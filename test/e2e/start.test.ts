@@ -164,6 +164,29 @@ describe('captcha-fleet start', () => {
     expect(summary.durationMs as number).toBeGreaterThan(20_000);
   });
 
+  it('resubmits an unsolvable captcha unsolvableResubmits times in all, though each resumption of a parked task is a new delivery', async () => {
+    // Every captcha unsolvable: 3 submissions a task (the first and 2 resubmissions), then failed.
+    // The count lived in each delivery: a parked task resumed by a new one started again at 0 and
+    // was resubmitted until its message neared the DLQ (80 submissions for 10 tasks).
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '6',
+      '--malformed',
+      '0',
+      '--solver-unsolvable-rate',
+      '1',
+      '--solver-error-rate',
+      '0',
+      '--json',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 6, solved: 0, failed: 6, lost: 0 });
+    expect(summary.failuresByCode).toEqual({ ERROR_CAPTCHA_UNSOLVABLE: 6 });
+    expect((summary.solver as { submissions: number }).submissions).toBe(18);
+  });
+
   it('sends --high-share of the tasks on the high lane and reports both lanes in the live view, the summary and --json', async () => {
     const run = await runCli([
       'start',

@@ -1,7 +1,8 @@
 /**
  * The results repository against what DynamoDB refuses: a record over the 400 KB item limit is
  * refused before it is sent (typed, with its size), and every DynamoDB failure carries its
- * cause (throttled, item too large, access denied) in the message a log line prints.
+ * cause (throttled, item too large, access denied) in the message a log line prints; and the
+ * count of a task's unsolvable answers, kept on its record across deliveries.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,5 +113,20 @@ describe('the cause of a DynamoDB failure', () => {
       expect(error).toBeInstanceOf(ResultsRepositoryError);
       expect((error as Error).message).toContain(`: ${name} (${meaning}): the service said no`);
     }
+  });
+});
+
+describe('the unsolvable answers a task has had, across deliveries', () => {
+  it('counts each submission once, for the claim that holds the record, and says nothing for another', async () => {
+    // GIVEN a claimed task whose submissions the solver could not solve
+    const t = await claimed();
+    // THEN the first answer counts 1; the same answer again (a retry, a delivery that died
+    // before it resubmitted) counts nothing more; the next submission's counts 2
+    expect(await repository.countUnsolvable(t.id, 'token', '111')).toBe(1);
+    expect(await repository.countUnsolvable(t.id, 'token', '111')).toBe(1);
+    expect(await repository.countUnsolvable(t.id, 'token', '222')).toBe(2);
+    // AND a delivery whose claim is not the record's gets no count (it keeps its own)
+    expect(await repository.countUnsolvable(t.id, 'other-token', '333')).toBeUndefined();
+    expect((await repository.get(t.id, { consistent: true }))?.unsolvableAnswers).toBe(2);
   });
 });
