@@ -218,6 +218,8 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
     result(design, run === 'today' ? waiting : tightPolls, usage),
   );
   const small = { consumerSizing: SMALL, governorSizing: SMALL };
+  const parkedUsage = usageOfRun(trace, runs.parked);
+  const parked = result(PARKED_DESIGN, runs.parked, parkedUsage);
 
   return [
     result('(a) wait (solveMode wait): each invocation waits through its solve', waiting, today),
@@ -245,7 +247,7 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
       ...small,
       assumptions: perInvocation(tightDeliveries / bulkInvocations),
     }),
-    result(PARKED_DESIGN, runs.parked, usageOfRun(trace, runs.parked)),
+    parked,
     // The governor's invocation then lives the whole minute: billed 60 s, not 51.
     result(
       "(f') (f) with the governor's watch running all minute, its rounds as built",
@@ -253,13 +255,8 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
       usageOfRun(trace, runs.parkedAllMinute),
       { assumptions: { governorSecondsPerInvocation: 60 } },
     ),
-    result(
-      "(f'') (f) with the consumer and the governor at 128 MB",
-      runs.parked,
-      usageOfRun(trace, runs.parked),
-      small,
-    ),
-    provisionedRow(trace, runs.parked, result(PROVISIONED_DESIGN, runs.parked, usageOfRun(trace, runs.parked))),
+    result("(f'') (f) with the consumer and the governor at 128 MB", runs.parked, parkedUsage, small),
+    provisionedRow(parked, runs.parked, parkedUsage.hours),
     ...others,
   ];
 }
@@ -267,11 +264,12 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
 /** The provisioned-capacity lever's row (lab/provisioned.ts): not built. */
 export const PROVISIONED_DESIGN = '(g) (f) with its tables in provisioned capacity, auto scaled (70 % target)';
 
-/** (f) with its DynamoDB requests billed as auto-scaled provisioned capacity instead of on demand. */
-function provisionedRow(trace: Trace, parked: RunResult, onDemand: DesignResult): DesignResult {
-  const figures = provisionedDynamo(onDemand.cost, parked, usageOfRun(trace, parked).hours);
+/** (f)'s row with its DynamoDB requests billed as auto-scaled provisioned capacity instead of on demand. */
+function provisionedRow(onDemand: DesignResult, parked: RunResult, hours: number): DesignResult {
+  const figures = provisionedDynamo(onDemand.cost, parked, hours);
   return {
     ...onDemand,
+    design: PROVISIONED_DESIGN,
     cost: withProvisionedDynamo(onDemand.cost, figures),
     latencyFrom: 'simulated as (f); throttled requests not modelled in latency',
     provisioned: figures,

@@ -417,9 +417,8 @@ export class TaskRun {
    */
   private async countUnsolvable(): Promise<number | undefined> {
     const solverId = this.submission?.solverId;
-    const count = this.ctx.deps.repository.countUnsolvable;
-    if (solverId === undefined || count === undefined) return undefined;
-    return count.call(this.ctx.deps.repository, this.task.id, this.claimToken, solverId).catch(() => undefined);
+    if (solverId === undefined) return undefined;
+    return this.ctx.deps.repository.countUnsolvable?.(this.task.id, this.claimToken, solverId).catch(() => undefined);
   }
 
   /** The solver accepted a submission: it is paid for, so its id is kept whatever the table does. */
