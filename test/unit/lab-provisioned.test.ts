@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costOfRun, usageOfRun } from '../../lab/cost.js';
+import { costOfRun, costOfUsage, usageOfRun } from '../../lab/cost.js';
 import { createPolicy } from '../../lab/policies.js';
 import {
   AUTO_SCALING,
@@ -114,5 +114,16 @@ describe('provisioned capacity under auto scaling (lab/provisioned.ts)', () => {
     expect(provisioned.bill.lines.filter((line) => line.unit === 'unit-hours')).toHaveLength(2);
     // the capacity followed the surge: its peak above its mean over the hour
     expect(figures.writes.peakUnitsPerSecond).toBeGreaterThan(figures.writes.unitHours / 1);
+    // AND every line the run's length moves (the same work billed over twice the hours) is spread
+    // over the clock, whatever the bill names it (the watch's reads of the leases, counted by the
+    // simulation, follow the clock without being billed from the hours: named above)
+    const usage = usageOfRun(trace, run);
+    const longer = costOfUsage('governor', trace, { ...usage, hours: usage.hours * 2 });
+    const byHours = cost.bill.lines.filter((line) => {
+      const same = longer.bill.lines.find((l) => l.item === line.item && l.unit === line.unit);
+      return line.service === 'dynamodb' && /units$/.test(line.unit) && same?.quantity !== line.quantity;
+    });
+    expect(byHours.length).toBeGreaterThan(0);
+    for (const line of byHours) expect(followsTheClock(line), line.item).toBe(true);
   });
 });
