@@ -338,12 +338,17 @@ export class SolverSimModel {
    * Accepted submissions the account pays for (solved, or still solving: not the unsolvable
    * ones), by the task's signature (method and parameters), each by the id it was accepted under:
    * more than one id is a task paid twice. Tasks forgotten (`forgetAfterMs`) are not counted.
+   * Each id as the dialect issued it (CapSolver's UUID), so it matches the ids the consumers learned.
    */
   paidSubmissions(): Map<string, string[]> {
     this.settle(this.clock());
+    const { dialect, seed } = this.options;
     const paid = new Map<string, string[]>();
-    for (const task of this.tasks.values())
-      if (task.state !== 'unsolvable') paid.set(task.signature, [...(paid.get(task.signature) ?? []), String(task.id)]);
+    for (const task of this.tasks.values()) {
+      if (task.state === 'unsolvable') continue;
+      const id = String(formatTaskId(dialect, seed, task.id));
+      paid.set(task.signature, [...(paid.get(task.signature) ?? []), id]);
+    }
     return paid;
   }
 

@@ -58,6 +58,18 @@ describe('simulator, JSON task API', () => {
     expect(unknown.json).toMatchObject({ errorId: 1, errorCode: 'ERROR_TASKID_INVALID' });
   });
 
+  it.each(['anti-captcha', 'capsolver'] as const)(
+    'names the paid submissions of a task paid twice by the ids it issued (%s), as the consumers learned them',
+    (dialect) => {
+      // The run's summary matches them against the ids a crash lost: a CapSolver UUID read as its
+      // number matched none, and every crash-explained second payment read as a defect.
+      const { sim, call } = model(dialect);
+      const task = { ...RECAPTCHA, type: dialect === 'capsolver' ? 'ReCaptchaV2TaskProxyLess' : RECAPTCHA.type };
+      const ids = [call('createTask', { task }).json.taskId, call('createTask', { task }).json.taskId];
+      expect([...sim.paidSubmissions().values()]).toEqual([ids.map(String)]);
+    },
+  );
+
   it.each([
     [
       '2captcha',
