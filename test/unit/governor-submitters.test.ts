@@ -1,12 +1,17 @@
 /**
  * The parked design's mapping maxima (functions/core/governor/submitters.ts), one row a
  * situation: the open slots plus twice the invocations that keep up with the slots freeing, with
- * or without a backlog; the ceilings stand while a signal is unknown.
+ * or without a backlog; the ceilings stand while a signal is unknown; the answers read since the
+ * last tick size them where the mean solve counts an outage.
  */
 import { describe, expect, it } from 'vitest';
-import { parkedSubmitters } from '../../functions/core/governor/submitters.js';
+import { decide, governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
+import { answeredPerSecond, parkedSubmitters } from '../../functions/core/governor/submitters.js';
+import { resolveSettings } from '../../functions/core/settings.js';
+import { governorSignals, T0 } from '../helpers/governor.js';
 
 const both = { normal: true, high: false };
+const NOW = 9_000_000;
 
 describe('parked submitters', () => {
   it.each([
@@ -57,5 +62,54 @@ describe('parked submitters', () => {
     });
     // 50 threads, 30 open, 2 freeing a second: (30 + 2) ÷ 5 = 6.4 → 7.
     expect(out.normal).toBe(7);
+  });
+});
+
+describe('parked submitters: the slots freeing, from the answers read', () => {
+  it('sizes on the answers read since the last tick where the mean solve counts an outage', () => {
+    // After an outage, each solve parked through it counts the outage in the mean (six minutes
+    // here: gen-s2-941-outages, 462 threads): the mean says two invocations, while the answers
+    // ready meanwhile free 31 slots a second.
+    const input = {
+      ceilings: { normal: 462, high: 2 },
+      enabled: both,
+      tasksPerInvocation: 1,
+      held: 462,
+      backlog: 4_500,
+      meanSolveMs: 357_600,
+    };
+    expect(parkedSubmitters(input).normal).toBe(2);
+    expect(parkedSubmitters({ ...input, answeredPerSecond: 30.8 }).normal).toBe(31);
+    // Fewer answers than the mean's freeing never size it down.
+    expect(parkedSubmitters({ ...input, meanSolveMs: 15_000, answeredPerSecond: 3 }).normal).toBe(31);
+  });
+
+  it.each([
+    ['no earlier tick', undefined, 120, undefined],
+    ['the counter unread', { solved: 100, at: NOW - 10_000 }, undefined, undefined],
+    ['the counter went back (the ledger item recreated)', { solved: 100, at: NOW - 10_000 }, 40, undefined],
+    ['no time between the ticks', { solved: 100, at: NOW }, 120, undefined],
+    ['20 answers in 10 s', { solved: 100, at: NOW - 10_000 }, 120, 2],
+  ] as const)('answers read per second: %s', (_, before, solved, rate) => {
+    expect(answeredPerSecond(before, solved, NOW)).toBe(rate);
+  });
+
+  it('decide keeps the count each tick, paused or not, and the next tick sizes on its rise', () => {
+    const cfg = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: 100, solveMode: 'park' }));
+    const ledger = (solved: number) => ({ held: 100, refusals: 0, acceptances: 1_000, solved });
+    const tick = (now: number, solved: number, overrides = {}) =>
+      governorSignals(now, { meanSolveMs: 600_000, threadLedger: ledger(solved), ...overrides }, { backlog: 2_000 });
+    const first = decide(tick(T0 + 10_000, 1_000), initialState(cfg, T0), cfg);
+    expect(first.state.answers).toEqual({ solved: 1_000, at: T0 + 10_000 });
+    // Without the rise, the ten-minute mean sizes it at the floor.
+    expect(first.submitters?.normal).toBe(2);
+    const second = decide(tick(T0 + 20_000, 1_070), first.state, cfg);
+    // 7 answers a second: (0 open + 2 × 7 × 0.5 s) = 7.
+    expect(second.submitters?.normal).toBe(7);
+    expect(second.state.answers).toEqual({ solved: 1_070, at: T0 + 20_000 });
+    // A paused tick keeps it too.
+    const paused = decide(tick(T0 + 30_000, 1_100, { balance: 0 }), second.state, cfg);
+    expect(paused.paused).toBe(true);
+    expect(paused.state.answers).toEqual({ solved: 1_100, at: T0 + 30_000 });
   });
 });

@@ -12,7 +12,7 @@ import type { Flow, PauseProposal, RunProposal, Stage } from './flow.js';
 import { accountStage } from './stage-account.js';
 import { availabilityStage } from './stage-availability.js';
 import { rateLimitStage, stabilizeStage } from './stage-stabilize.js';
-import { parkedSubmitters } from './submitters.js';
+import { answeredPerSecond, parkedSubmitters } from './submitters.js';
 import { freeThreadsStage, neighboursStage } from './stage-threads.js';
 import type {
   Decision,
@@ -122,6 +122,7 @@ function submittersOf(ctx: TickContext, ceilings: Record<Lane, number>, enabled:
     held: ctx.signals.threadLedger?.held,
     backlog: ctx.demand.backlog,
     meanSolveMs: ctx.signals.meanSolveMs,
+    answeredPerSecond: answeredPerSecond(ctx.state.answers, ctx.signals.threadLedger?.solved, ctx.now),
   });
 }
 
@@ -151,6 +152,9 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
   }
   const p = flow.proposal;
   const decision = p.kind === 'pause' ? pausedDecision(ctx, flow, p, stages) : runningDecision(ctx, flow, p, stages);
+  // Every tick, paused or not, keeps the ledger's count of answers read: the next tick's submitters size on its rise.
+  const solved = signals.threadLedger?.solved;
+  if (solved !== undefined) decision.state = { ...decision.state, answers: { solved, at: ctx.now } };
   stages.push({
     stage: 'lanes',
     value: decision.paused

@@ -27,11 +27,35 @@ export interface SubmittersInput {
   /** Tasks waiting in the queues; undefined when unread (the ceilings then stand). */
   backlog: number | undefined;
   meanSolveMs: number | undefined;
+  /**
+   * Answers read per second since the previous tick (the thread ledger's `solved` counter: every
+   * answer frees its slot); undefined when unknown. The slots free at least this fast whatever
+   * the mean says: a mean over a window that holds an outage's end counts the outage in each
+   * solve parked through it (minutes), while the answers ready meanwhile free their slots at once.
+   */
+  answeredPerSecond?: number;
+}
+
+/** The thread ledger's count of answers read, as a tick saw it (the next tick's rate is the rise since). */
+export interface AnswersSeen {
+  solved: number;
+  /** Epoch ms of the tick. */
+  at: number;
+}
+
+/**
+ * Answers read per second between the tick that saw `before` and this one (`solved` at `now`);
+ * undefined without both readings, or when the counter went back (a ledger item recreated).
+ */
+export function answeredPerSecond(before: AnswersSeen | undefined, solved: number | undefined, now: number) {
+  if (before === undefined || solved === undefined || now <= before.at || solved < before.solved) return undefined;
+  return ((solved - before.solved) * 1000) / (now - before.at);
 }
 
 /**
  * Each lane's mapping maximum in the parked design: the open slots now plus twice the invocations
- * that keep up with the slots freeing (held ÷ mean solve per second, each half a second to fill),
+ * that keep up with the slots freeing (held ÷ mean solve per second, or the answers read per
+ * second since the last tick where that is more, each half a second to fill),
  * within [floor, ceiling] per lane, split over the enabled lanes in proportion to their ceilings.
  * So an arrival finds an invocation for every open slot at once, and on a full plan a few
  * invocations take the slots as they free, with or without a backlog: before, a full plan with
@@ -47,7 +71,7 @@ export function parkedSubmitters(input: SubmittersInput): Record<Lane, number> {
   const threads = total * tasksPerInvocation;
   const open = Math.max(0, threads - held);
   const solveSeconds = (input.meanSolveMs ?? PARKED_DEFAULT_SOLVE_SECONDS * 1000) / 1000;
-  const freeing = held / Math.max(1, solveSeconds);
+  const freeing = Math.max(held / Math.max(1, solveSeconds), input.answeredPerSecond ?? 0);
   const need = Math.ceil((open + 2 * freeing * PARKED_SUBMIT_SECONDS) / tasksPerInvocation - 1e-9);
   const out: Record<Lane, number> = { ...ceilings };
   for (const lane of lanes) {

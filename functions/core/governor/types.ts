@@ -312,6 +312,11 @@ export interface GovernorState {
   lastDecision?: GovernorStatus;
   /** The overflow lane's state (its provider's guards, its spend), when an overflow provider is configured. */
   overflow?: OverflowState;
+  /**
+   * The thread ledger's count of answers read at the last tick that read it: the parked design's
+   * submitters size on the answers read since (submitters.ts, `answeredPerSecond`).
+   */
+  answers?: { solved: number; at: number };
 }
 
 /**
