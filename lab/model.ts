@@ -107,6 +107,13 @@ export interface ModelParams {
    * so an accepted probe's paid solve is that task's; 0 (the default) is the product's synthetic probe.
    */
   probeWithWaitingTask: number;
+  /**
+   * From the governor's accepted probe to the tick it wakes (functions/governor/tick-wake.ts): the
+   * probe's in.php answer, its acceptance written to the ledger, and that tick's reads, seconds.
+   * The woken tick is out of the cadence and makes no probe. 0 turns the wake off (the probe is
+   * then read at the next tick, as before it was built).
+   */
+  probeWakeSeconds: number;
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
   metricsWindowSeconds: number;
   /** …ending this long ago: the consumer's metrics reach the governor about a minute late. */
@@ -150,6 +157,7 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   watchRecordSeconds: 0.15,
   watchPollSeconds: 0.1,
   probeWithWaitingTask: 0,
+  probeWakeSeconds: 1,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,
   threadStartSeconds: 0,

@@ -51,6 +51,8 @@ const K_ARRIVAL = 0;
 const K_SUBMIT = 1;
 const K_DONE = 2;
 const K_TICK = 3;
+/** A K_TICK event's id for a tick the governor's accepted probe woke (0: the cadence's). */
+const TICK_WOKEN = 1;
 const K_ESM = 4;
 const K_READY = 5;
 const K_SAMPLE = 6;
@@ -312,7 +314,8 @@ class Simulation {
         this.read(id);
         return;
       case K_TICK:
-        this.controlTick();
+        // id 1: a tick the governor's accepted probe woke (TICK_WOKEN).
+        this.controlTick(id === TICK_WOKEN);
         return;
       case K_ESM:
         this.mapping.step(this.queue.length, this.busy);
@@ -934,7 +937,11 @@ class Simulation {
 
   // ---- control -------------------------------------------------------------------------------
 
-  private controlTick(): void {
+  /**
+   * One tick of the policy: the cadence's, or (`woken`) one the governor's accepted probe woke,
+   * out of the cadence and without a probe of its own (functions/governor/run.ts, tick-wake.ts).
+   */
+  private controlTick(woken = false): void {
     const { tick, periodSeconds } = this.policy;
     // Scheduled only for policies with a control loop (see run()).
     if (tick === undefined || periodSeconds === undefined) return;
@@ -950,9 +957,9 @@ class Simulation {
       this.mapping.set(target, enabled);
     }
     if (action.leases !== undefined) this.parked?.open(action.leases);
-    if (action.probe === true && this.lambda) this.probe();
+    if (action.probe === true && this.lambda && !woken) this.probe();
     if (this.lambda) this.grant(action);
-    this.heap.push(this.t + periodSeconds, K_TICK);
+    if (!woken) this.heap.push(this.t + periodSeconds, K_TICK);
     this.dispatch();
   }
 
@@ -981,6 +988,8 @@ class Simulation {
     }
     if (answer !== ACCEPT) return;
     c.probesAccepted++;
+    // The acceptance wakes the governor for a tick at once (out of the cadence).
+    if (this.model.probeWakeSeconds > 0) this.heap.push(this.t + this.model.probeWakeSeconds, TICK_WOKEN * 16 + K_TICK);
     this.solver.ourThreads++;
     // The parked design's probe records its acceptance with the leases' count (leasedProbeLedger).
     if (this.parked) this.ledger.recordEvent('acceptance', atMs, this.parked.lastHeld());

@@ -27,7 +27,7 @@ import type { GovernorStateStore, LaneActuator, MetricsReader } from '../functio
 import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
 import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from '../functions/governor/balance-probe.js';
-import type { ThreadProbe } from '../functions/governor/loop.js';
+import type { ThreadProbe, TickOptions } from '../functions/governor/loop.js';
 import {
   createGovernorLoop,
   type GovernorLog,
@@ -162,7 +162,8 @@ export interface LocalGovernor {
   /** Resolves after the first tick (the ceilings are set at once, before any wait). */
   readonly ready: Promise<void>;
   /** Run one tick now (tests); ticks never overlap. */
-  tickNow(): Promise<TickRecord | undefined>;
+  /** One tick now, after any under way (`{ probe: false }`: a tick the probe's acceptance woke, no probe of its own). */
+  tickNow(options?: TickOptions): Promise<TickRecord | undefined>;
 }
 
 /**
@@ -310,6 +311,34 @@ function localOverflowOption(
   };
 }
 
+/** The run's counters before the first tick (an overflow lane's with one). */
+function initialStats(withOverflow: boolean): LocalGovernorStats {
+  const laneStats = (): LaneCeilingStats => ({ startCeiling: undefined, maxCeiling: undefined, enabledDecisions: 0 });
+  return {
+    decisions: 0,
+    startCeiling: undefined,
+    maxCeiling: undefined,
+    pausedMs: 0,
+    reasons: {},
+    failedTicks: 0,
+    lanes: { normal: laneStats(), high: laneStats() },
+    ...(withOverflow
+      ? {
+          overflow: {
+            decisions: 0,
+            openDecisions: 0,
+            maxCeiling: 0,
+            reasons: {},
+            lastSpendHourUsd: undefined,
+            lastSpendDayUsd: undefined,
+            priceUsd: undefined,
+            priceLearned: false,
+          },
+        }
+      : {}),
+  };
+}
+
 /** Start the local governor: one tick at once, then every `tickMs`. */
 export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor {
   const clock = options.clock ?? Date.now;
@@ -356,40 +385,17 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     ...(log ? { log } : {}),
   });
 
-  const laneStats = (): LaneCeilingStats => ({ startCeiling: undefined, maxCeiling: undefined, enabledDecisions: 0 });
-  const stats: LocalGovernorStats = {
-    decisions: 0,
-    startCeiling: undefined,
-    maxCeiling: undefined,
-    pausedMs: 0,
-    reasons: {},
-    failedTicks: 0,
-    lanes: { normal: laneStats(), high: laneStats() },
-    ...(overflow
-      ? {
-          overflow: {
-            decisions: 0,
-            openDecisions: 0,
-            maxCeiling: 0,
-            reasons: {},
-            lastSpendHourUsd: undefined,
-            lastSpendDayUsd: undefined,
-            priceUsd: undefined,
-            priceLearned: false,
-          },
-        }
-      : {}),
-  };
+  const stats = initialStats(overflow !== undefined);
   let pausedSince: number | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<TickRecord | undefined> | undefined;
 
-  const tickOnce = async (): Promise<TickRecord | undefined> => {
+  const tickOnce = async (tickOptions?: TickOptions): Promise<TickRecord | undefined> => {
     try {
       // As in AWS (functions/governor/run.ts): the watch's recorded solves counted before the tick reads the ledger.
       await parked?.watch.countSolvedNow();
-      const record = await loop.tick();
+      const record = await loop.tick(tickOptions);
       const d = record.decision;
       countDecision(stats, d);
       if (stats.overflow && record.overflow) countOverflow(stats.overflow, record.overflow);
@@ -409,8 +415,11 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     }
   };
 
-  const tickNow = (): Promise<TickRecord | undefined> => {
-    running = (running ?? Promise.resolve(undefined)).then(tickOnce, tickOnce);
+  const tickNow = (tickOptions?: TickOptions): Promise<TickRecord | undefined> => {
+    // A stopped governor ticks no more (a probe answered after the run's end wakes nothing).
+    if (stopped) return Promise.resolve(undefined);
+    const once = () => tickOnce(tickOptions);
+    running = (running ?? Promise.resolve(undefined)).then(once, once);
     return running;
   };
 

@@ -41,6 +41,7 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
       loop: governor.loop,
       tickMs: governor.settings.tickMs,
       remainingMs: tickRemainingMs,
+      wake: governor.wake,
       metrics,
       log,
       ...(governor.watch ? { watch: governor.watch } : {}),

@@ -145,12 +145,21 @@ export interface TickRecord {
   overflowSignals?: OverflowSignals;
 }
 
+/** What one tick may do beyond deciding and acting. */
+export interface TickOptions {
+  /**
+   * false: no probe submission this tick, whatever the decision asks (a tick the last probe's
+   * acceptance woke: one probe a tick, never more). @default true
+   */
+  probe?: boolean;
+}
+
 export interface GovernorLoop {
   /**
    * One tick. Throws when the state or an actuator fails (the overflow mapping's read or write
    * too): the caller keeps the last ceilings (fail static). An unknown signal never throws.
    */
-  tick(): Promise<TickRecord>;
+  tick(options?: TickOptions): Promise<TickRecord>;
   readonly lastDecision: Decision | undefined;
 }
 
@@ -312,7 +321,12 @@ function createStateKeeper(
   };
 
   /** Save the state (conditional on the version read), then move the primary's lanes, then the overflow lane. */
-  const persistAndApply = async (tick: TickDecision, loaded: LoadedState, reading?: OverflowReading) => {
+  const persistAndApply = async (
+    tick: TickDecision,
+    loaded: LoadedState,
+    reading?: OverflowReading,
+    probing = true,
+  ) => {
     if (loaded.unread !== undefined) {
       // The store is down: disabling the mappings needs no conditional write; anything else waits (fail static).
       if (!tick.primary.paused)
@@ -340,7 +354,7 @@ function createStateKeeper(
     if (tick.overflow && reading) overflow?.saved(reading);
     const changes = await applyPrimary(tick.primary);
     if (tick.overflow && overflow) changes.push(...(await overflow.apply(tick.overflow.mappings)));
-    if (tick.primary.probe && options.probe) await options.probe.submit(clock());
+    if (tick.primary.probe && probing && options.probe) await options.probe.submit(clock());
     return changes;
   };
 
@@ -392,7 +406,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     get lastDecision() {
       return lastDecision;
     },
-    async tick() {
+    async tick(tickOptions = {}) {
       const now = clock();
       const loading = keeper.load(now);
       const [queues, metrics, balance, settings, loaded, threadLedger, overflowReading, stores] = await Promise.all([
@@ -435,7 +449,9 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
           : undefined;
       const tick = decideTick(signals, loaded.state, options.config, lane);
       lastState = tick.state;
-      const changes = options.dryRun ? [] : await keeper.persistAndApply(tick, loaded, overflowReading);
+      const changes = options.dryRun
+        ? []
+        : await keeper.persistAndApply(tick, loaded, overflowReading, tickOptions.probe ?? true);
       lastDecision = tick.primary;
       const record: TickRecord = {
         signals,

@@ -11,6 +11,7 @@ import { sleep as wait } from '../core/helpers/time.js';
 import { GOVERNOR_METRICS } from '../core/metric-names.js';
 import type { GovernorLog, GovernorLoop, TickRecord } from './loop.js';
 import type { ParkedWatch } from './parked-watch.js';
+import type { TickWake } from './tick-wake.js';
 
 type LogAttributes = Parameters<Logger['appendKeys']>[0];
 
@@ -116,8 +117,13 @@ export interface RunTicksOptions {
   marginMs?: number;
   metrics?: Metrics;
   log?: GovernorLog;
-  sleep?: (ms: number) => Promise<void>;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   clock?: () => number;
+  /**
+   * Cuts the wait between ticks short: the probe's acceptance wakes the loop (tick-wake.ts) for a
+   * tick at once, out of the cadence and without a probe of its own. Absent: ticks keep the cadence.
+   */
+  wake?: TickWake;
 }
 
 /** Tick every `tickMs` while time remains. @throws GovernorTickError when any tick failed. */
@@ -136,12 +142,16 @@ export async function runTicks(
     recorded: options.watch?.stats.recorded ?? 0,
     failedRounds: options.watch?.stats.failedRounds ?? 0,
   };
+  /** Ticks of the cadence run so far (a woken tick is not one of them). */
+  let due = 0;
+  let woken = false;
   for (;;) {
     ticks += 1;
+    if (!woken) due += 1;
     try {
       // The solves the watch recorded are counted before the tick sets them against the balance's drop.
       await options.watch?.countSolvedNow();
-      const record = await options.loop.tick();
+      const record = await options.loop.tick(woken ? { probe: false } : undefined);
       records.push(record);
       if (options.metrics && options.watch) emitWatchMetrics(options.metrics, options.watch.stats, watched);
       if (options.metrics) emitDecisionMetrics(options.metrics, record);
@@ -154,10 +164,11 @@ export async function runTicks(
         options.metrics.publishStoredMetrics();
       }
     }
-    const wait = Math.max(0, start + ticks * options.tickMs - clock());
+    const wait = Math.max(0, start + due * options.tickMs - clock());
     // The next tick must have `margin` left to read, decide and act before the timeout.
     if (options.remainingMs() - wait < margin) break;
-    await sleep(wait);
+    if (options.wake) woken = await options.wake.wait(wait, sleep);
+    else await sleep(wait);
   }
   if (failures > 0) throw new GovernorTickError(failures, ticks, { cause: lastError });
   return { ticks, failures, records };

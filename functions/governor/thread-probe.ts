@@ -46,6 +46,11 @@ export interface ThreadProbeOptions {
   warn?: (message: string, fields?: Record<string, unknown>) => void;
   /** The parked design: the probe holds a thread lease while the solver may hold its thread. */
   leases?: ProbeLeases;
+  /**
+   * Called once the solver accepts a probe (its ledger write asked for): the governor's loop
+   * ticks at once on it (tick-wake.ts) rather than up to a tick later.
+   */
+  onAccepted?: () => void;
 }
 
 /** Where a probe's thread lease is taken (the parked design). */
@@ -103,7 +108,14 @@ export function createThreadProbe(options: ThreadProbeOptions): ThreadProbe & { 
         onSolverAnswer: (answer) => {
           if (answer.request !== 'submit') return;
           if (answer.outcome === 'over_cap') void options.ledger.refused(clock()).catch(() => undefined);
-          else if (answer.outcome === 'accepted') lease = options.ledger.accepted(clock());
+          else if (answer.outcome === 'accepted') {
+            lease = options.ledger.accepted(clock());
+            // The tick it wakes reads the ledger: it runs once the acceptance is written (or failed to be).
+            void lease.then(
+              () => options.onAccepted?.(),
+              () => options.onAccepted?.(),
+            );
+          }
         },
       });
     } catch (error) {

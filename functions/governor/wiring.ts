@@ -47,6 +47,7 @@ import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
 import type { SolvedCounter } from '../core/thread-ledger.js';
 import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from './balance-probe.js';
 import { createThreadProbe, probeLeasesOf } from './thread-probe.js';
+import { createTickWake, type TickWake } from './tick-wake.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
 import type { ParkedWatch, ParkedWatchOptions } from './parked-watch.js';
@@ -87,6 +88,8 @@ export interface WiredGovernor {
   watch?: ParkedWatch;
   /** The watch relay's baton (with the watch): each invocation's watch hands over to the next's. */
   baton?: WatchBatonStore;
+  /** Woken by the probe's acceptance: the ticks' loop (runTicks) ticks at once on it. */
+  wake: TickWake;
 }
 
 /**
@@ -195,6 +198,8 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const probeLedger =
     threadLedger && leasedReader ? leasedProbeLedger(threadLedger, () => leasedReader.lastHeld()) : threadLedger;
   // One probe submission a tick while others hold the plan: over-cap retries off, so one refusal at most.
+  // Accepted, it wakes the ticks for one at once (the threads it found are used from its answer on).
+  const wake = createTickWake();
   const probe = probeLedger
     ? createThreadProbe({
         solver:
@@ -203,6 +208,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
         ledger: probeLedger,
         // The parked design: the probe holds a thread lease, as a consumer's submission does.
         ...(leased ? { leases: probeLeasesOf(leased) } : {}),
+        onAccepted: () => wake.wake(),
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.log
           ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
@@ -294,7 +300,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
           tableName: environment.tables.leases,
         })
       : undefined;
-  return { loop, config, settings, ...(watch ? { watch } : {}), ...(baton ? { baton } : {}) };
+  return { loop, config, settings, wake, ...(watch ? { watch } : {}), ...(baton ? { baton } : {}) };
 }
 
 /**

@@ -76,6 +76,37 @@ describe('the parked design in the lab', () => {
     expect(result.solved).toBe(result.arrivals);
   });
 
+  it('uses the threads a neighbour hands back from the accepted probe on, not a tick later (the probe wakes a tick)', () => {
+    // GIVEN a 20-thread plan a neighbour takes whole at 5 min and hands back at 2 705 s, between two ticks
+    const input: Partial<TraceInput> = {
+      durationSeconds: 3000,
+      fleet: { planThreads: 20 },
+      foreignThreads: [
+        { at: 0, threads: 0 },
+        { at: 300, threads: 20 },
+        { at: 2705, threads: 0 },
+      ],
+    };
+    const reopenedAt = (probeWakeSeconds: number) => {
+      const t = trace(input);
+      const model = { probeWakeSeconds };
+      const r = simulate(t, createPolicy('governor', t.settings, model), { seed: 5, model, sampleSeconds: 0.5 });
+      const i = r.samples.t.findIndex((at, k) => at >= 2705 && (r.samples.ceiling[k] ?? 0) > 0);
+      return { at: r.samples.t[i] ?? Number.NaN, run: r };
+    };
+    // WHEN the tick at 2 710 s probes and the solver accepts
+    const woken = reopenedAt(DEFAULT_MODEL.probeWakeSeconds);
+    const next = reopenedAt(0);
+    // THEN the mappings reopen within the wake's second of it (2 711 s), where without the wake
+    // they waited for the tick at 2 720 s; no probe more, no refusal more
+    expect(woken.at).toBeGreaterThanOrEqual(2710);
+    expect(woken.at).toBeLessThanOrEqual(2710 + DEFAULT_MODEL.probeWakeSeconds + 0.5);
+    expect(next.at).toBeGreaterThanOrEqual(2720);
+    expect(woken.run.probes).toBeLessThanOrEqual(next.run.probes);
+    expect(woken.run.overCapRejections).toBeLessThanOrEqual(next.run.overCapRejections);
+    expect(woken.run.solved).toBe(woken.run.arrivals);
+  });
+
   it('measures a design not built: a probe that solves a waiting task pays for that task, not for a synthetic one', () => {
     // GIVEN a 4-thread plan whose money runs out, that a neighbour takes whole, then leaves one
     // thread of (fewer than the mapping's floor: the governor probes), then hands back
