@@ -13,6 +13,7 @@ import {
   CLIMB_BORROW_LIMIT,
   CLIMB_BORROW_SHARE,
   CLIMB_BUDGET_SHARE,
+  FOLLOWING_CLIMB_TICKS,
   type EstimateShape,
   initialEstimate,
   PATIENT_CLIMB_TICKS,
@@ -703,6 +704,68 @@ describe('the estimator: properties', () => {
       ),
       { numRuns: 500 },
     );
+  });
+
+  it('parked: the climb after one the fleet filled goes to the whole plan: a departed neighbour’s threads found in two ticks at any plan size', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 4, max: 1000 }),
+        fc.double({ min: 0.05, max: 0.95, noNaN: true }),
+        fc.integer({ min: 0, max: 400 }),
+        (plan, othersShare, extra) => {
+          // Prepare: as above, the budget paying one refused climb; the neighbour gone.
+          const s: EstimateShape = { planCap: plan, spare: 1, floor: 2, tickMs: 10_000, parked: true };
+          const own = Math.max(s.floor, plan - Math.round(plan * othersShare));
+          const acceptances = Math.ceil(REFUSALS_PER_PARKED_CLIMB / CLIMB_BUDGET_SHARE) + extra;
+          let e: NeighbourEstimate = {
+            ...initialEstimate(s, T0),
+            free: own,
+            step: 1,
+            seen: { refusals: 1, acceptances: 0 },
+          };
+          let r = reading({
+            acceptances,
+            refusals: 1,
+            lastRefusal: { at: T0 - REFUSAL_HOLD_OFF_MS - 1, held: own },
+            lastAcceptance: { at: T0, held: own - 1 },
+          });
+          e = updateEstimate(e, r, s, T0).estimate;
+          // Act
+          let ticks = 0;
+          while (e.free < plan && ticks < 100) {
+            ticks++;
+            const at = T0 + ticks * 10_000;
+            r = { ...r, acceptances: r.acceptances + 1, lastAcceptance: { at, held: Math.max(0, e.free - 1) } };
+            e = updateEstimate(e, r, s, at).estimate;
+          }
+          // Assess: the first climb (at T0) tested one thread more; the one that followed took the plan
+          expect(e.free).toBe(plan);
+          expect(ticks).toBeLessThanOrEqual(2);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('parked: a climb long after the last one the fleet filled takes its step, not the plan (a test, not a jump)', () => {
+    const s: EstimateShape = { ...shape, parked: true, tickMs: 10_000 };
+    const e = { ...withBudget(initialEstimate(s, T0), 10), free: 6, step: 1, climbedAt: T0 - 4 * 10_000 };
+    const { estimate } = updateEstimate(e, reading({ acceptances: 1, lastAcceptance: { at: T0, held: 5 } }), s, T0);
+    expect(estimate.free).toBe(7);
+    const soon = { ...e, climbedAt: T0 - FOLLOWING_CLIMB_TICKS * 10_000 };
+    expect(
+      updateEstimate(soon, reading({ acceptances: 1, lastAcceptance: { at: T0, held: 5 } }), s, T0).estimate.free,
+    ).toBe(PLAN);
+    // The waiting design keeps its doubling steps.
+    const waiting = { ...soon };
+    expect(
+      updateEstimate(
+        waiting,
+        reading({ acceptances: 1, lastAcceptance: { at: T0, held: 5 } }),
+        { ...s, parked: false },
+        T0,
+      ).estimate.free,
+    ).toBeLessThan(PLAN);
   });
 
   it('finds what a neighbour that held the whole plan hands back within log2 of it + 3 ticks, whatever the budget and the failures before, at one refusal at most', () => {

@@ -13,6 +13,10 @@
  *   refusal since: the estimate was right, and may be low. It climbs by its step, and the step
  *   doubles: threads a neighbour hands back are found in a few ticks however long it held them,
  *   and without waiting on acceptances a throttled fleet cannot earn.
+ * - Parked, the climb after one the fleet filled (within `FOLLOWING_CLIMB_TICKS`) goes to the whole
+ *   plan: the first tested that others handed threads back, and an overshoot costs a refusal or two
+ *   whatever its size (the refusal room holds the rest, and the refusal's count becomes the
+ *   estimate). A big plan climbs back to what a neighbour freed in two ticks.
  * - A climb that overshoots costs refusals. Each step is bounded by a refusal budget: 1.5 % of the
  *   accepted submissions, less the refusals that followed a climb (within two ticks of it), so the
  *   refusals climbing costs stay under 2 % of the submissions. Below the mapping's floor (others
@@ -64,6 +68,11 @@ export const PATIENT_DRAIN_MS = 5 * 60_000;
 export const PATIENT_CLIMB_TICKS = 3;
 /** …at most this many times (3 × 2^4 ticks: 8 minutes at 10 s ticks). */
 export const PATIENT_MAX_DOUBLINGS = 4;
+/**
+ * Parked: a climb within this many ticks of one the fleet filled without a refusal goes to the
+ * whole plan (the first climb tests that others handed threads back, the next takes them).
+ */
+export const FOLLOWING_CLIMB_TICKS = 3;
 
 /** The plan's size and an invocation's threads, as the estimator needs them. */
 export interface EstimateShape {
@@ -156,7 +165,16 @@ export function updateEstimate(
   if (affordable < shape.spare && throttled && draining && patient(next, reading, shape, now))
     affordable = affordableThreads(budget + borrowLimit(reading.acceptances), shape);
   if (affordable < shape.spare) return { estimate: next, change: undefined };
-  const step = Math.max(shape.spare, Math.min(estimate.step, affordable));
+  // Parked: a climb that follows one the fleet filled without a refusal (within a few ticks) goes
+  // to the whole plan: others handed threads back, how many is unknown, and an overshoot costs a
+  // refusal or two whatever its size (the refusal room holds the rest; the refusal's count is then
+  // the estimate). A big plan climbs back in two ticks, not log₂(plan) of doubling steps.
+  const following =
+    shape.parked === true &&
+    !starved &&
+    estimate.climbedAt !== undefined &&
+    acceptance.at - estimate.climbedAt <= FOLLOWING_CLIMB_TICKS * shape.tickMs;
+  const step = following ? shape.planCap : Math.max(shape.spare, Math.min(estimate.step, affordable));
   // A starved spell ends where it began: back at once to the level the fleet stood at before it
   // (parked: an overshoot costs a refusal or two, the refusal room holds the rest of it).
   const back = starved && shape.parked === true ? (next.standing ?? 0) : 0;
