@@ -191,27 +191,18 @@ describe('the probe’s hook', () => {
     for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
   }
 
-  it('is called once the acceptance is in the ledger', async () => {
+  it.each([
+    ['is called once the acceptance is in the ledger', 'accepted', ['accepted written', 'woken']],
+    ['is not called on a refusal', 'over_cap', ['refused written']],
+  ] as const)('%s', async (_, outcome, expected) => {
     const events: string[] = [];
     const probe = createThreadProbe({
-      solver: solverAnswering('accepted'),
+      solver: solverAnswering(outcome),
       ledger: ledgerRecording(events),
       onAccepted: () => events.push('woken'),
     });
     await probe.submit(0);
     await settle();
-    expect(events).toEqual(['accepted written', 'woken']);
-  });
-
-  it('is not called on a refusal', async () => {
-    const events: string[] = [];
-    const probe = createThreadProbe({
-      solver: solverAnswering('over_cap'),
-      ledger: ledgerRecording(events),
-      onAccepted: () => events.push('woken'),
-    });
-    await probe.submit(0);
-    await settle();
-    expect(events).toEqual(['refused written']);
+    expect(events).toEqual(expected);
   });
 });
