@@ -150,11 +150,11 @@ export function decide(signals: GovernorSignals, state: GovernorState, config: G
     stages.push(resultOf(stage.name, flow, next));
     flow = next;
   }
-  const p = flow.proposal;
-  const decision = p.kind === 'pause' ? pausedDecision(ctx, flow, p, stages) : runningDecision(ctx, flow, p, stages);
   // Every tick, paused or not, keeps the ledger's count of answers read: the next tick's submitters size on its rise.
   const solved = signals.threadLedger?.solved;
-  if (solved !== undefined) decision.state = { ...decision.state, answers: { solved, at: ctx.now } };
+  if (solved !== undefined) flow = { ...flow, state: { ...flow.state, answers: { solved, at: ctx.now } } };
+  const p = flow.proposal;
+  const decision = p.kind === 'pause' ? pausedDecision(ctx, flow, p, stages) : runningDecision(ctx, flow, p, stages);
   stages.push({
     stage: 'lanes',
     value: decision.paused
