@@ -719,7 +719,7 @@ async function startGovernor(
   const reader = parked ? leasedLedgerReader(ledger, parked.lane) : undefined;
   const probeLedger = reader ? leasedProbeLedger(ledger, () => reader.lastHeld()) : ledger;
   // The probe's acceptance wakes the governor for a tick at once, as in AWS (functions/governor/tick-wake.ts).
-  let woken: Pick<LocalGovernor, 'tickNow'> | undefined;
+  let toWake: Pick<LocalGovernor, 'tickNow'> | undefined;
   const governor = startLocalGovernor({
     settings: plan.settings,
     ...(parked ? { parked } : {}),
@@ -741,7 +741,7 @@ async function startGovernor(
       ledger: probeLedger,
       // The parked design: the probe holds a thread lease, as a consumer's submission does.
       ...(parked ? { leases: probeLeasesOf(parked.lane) } : {}),
-      onAccepted: () => void woken?.tickNow({ probe: false }),
+      onAccepted: () => void toWake?.tickNow({ probe: false }),
     }),
     // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
     ...(overflow
@@ -764,7 +764,7 @@ async function startGovernor(
     },
     logger: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel })),
   });
-  woken = governor;
+  toWake = governor;
   cleanups.add(() => governor.stop());
   // The first decision sets the ceilings before anything is received.
   await governor.ready;
