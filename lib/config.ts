@@ -227,8 +227,9 @@ export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow
    */
   readonly solverSoftId?: string;
   /**
-   * Prices per method at the solver, USD: a solve's cost where the provider reports none (res.php never does).
-   * @default - none (a solve's cost is the provider's own figure, or unknown)
+   * Prices per method at the solver, USD: a solve's cost where the provider reports none (res.php never does),
+   * and (the dearest) the price the governor's spend grant counts by until the balance shows the real one.
+   * @default - none (a solve's cost is the provider's own figure, or unknown; the grant counts at $0.01 until learned)
    */
   readonly solverPricesUsd?: Partial<Record<SolverMethod, number>>;
   /**

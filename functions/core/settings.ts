@@ -169,7 +169,11 @@ export const FleetConfigSchema = z.object({
   solverProtocol: z.enum(SOLVER_PROTOCOLS).default('res-php'),
   /** The operator's developer id at the solver (in.php `soft_id`, JSON `softId` / CapSolver `appId`). @default none */
   solverSoftId: softId.optional(),
-  /** Prices per method at the solver, USD: the cost of a solve where the provider reports none. @default none */
+  /**
+   * Prices per method at the solver, USD: the cost of a solve where the provider reports none,
+   * and (the dearest) the price the spend grant counts by until the balance shows the real one
+   * (functions/core/governor/price.ts; unset: an assumed $0.01). @default none
+   */
   solverPricesUsd: prices.optional(),
   /** Publish the answer inside completion events (tokens are credentials: off by default). */
   eventsIncludeAnswer: z.boolean().default(false),

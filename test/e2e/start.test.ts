@@ -140,6 +140,44 @@ describe('captcha-fleet start', () => {
     );
   });
 
+  it.each([
+    { threads: '20', balance: '0.15', solves: 6 },
+    { threads: '60', balance: '0.35', solves: 26 },
+  ])(
+    'stops at the pause level from a start a few solves above it, the price not yet learned (threads: $threads, balance: $balance USD)',
+    async ({ threads, balance, solves }) => {
+      // $0.01 a solve, halt at the pause level (no halt hold). Before, the first second's burst
+      // spent the balance to $0, the whole $0.10 under the pause level.
+      const run = await runCli([
+        'start',
+        '--tasks',
+        '60',
+        '--malformed',
+        '0',
+        '--solver-threads',
+        threads,
+        '--solver-balance',
+        balance,
+        '--solver-price',
+        '0.01',
+        '--pause-balance',
+        '0.10',
+        '--halt-balance',
+        '0.10',
+        '--json',
+      ]);
+      const summary = lastJson(run.stdout);
+      expect(summary, run.stderr).toMatchObject({ lost: 0, endedBy: 'paused' });
+      const solver = summary.solver as Record<string, number>;
+      // The floor's rule: a solve starts while the money less what is in flight is at the level,
+      // so the last ends at most one price under it. The assumed price ($0.01) is the real one here.
+      // And it spends what the money above the level pays for: it ends under the level.
+      expect(solver.balanceEnd).toBeGreaterThanOrEqual(0.09 - 1e-9);
+      expect(solver.balanceEnd).toBeLessThan(0.1 + 1e-9);
+      expect(summary.solved).toBeLessThanOrEqual(solves);
+    },
+  );
+
   it('waits out a solver outage it was asked for, paused as designed, and reaches every result (no --max-duration)', async () => {
     // The solver down from 2 s for 20 s: the governor pauses with nothing in flight, which used to
     // end the run 3 ticks later with the tasks still queued, the recovery the flag asks to see never shown.

@@ -502,19 +502,20 @@ describe('governor loop and ticks', () => {
     return { clock, ledger, loop, fiftySolves };
   }
 
-  it('writes the spend grant to the thread ledger near the pause level: clears a stale one first, then the solves the money pays for', async () => {
+  it('writes the spend grant to the thread ledger near the pause level: replaces a stale one at the assumed price, then counts at the learned one', async () => {
     // Prepare: a grant a previous run left; the ledger's solved counter and the balance move together.
     const g = await grantLoop({ usd: 0.3 });
     await g.ledger.setGrant({ limit: 1, until: g.clock.now + 1_000_000 });
     // Act: the first tick knows no price yet; by the second, 50 solves cost $0.10.
     await g.loop.tick();
-    const cleared = await g.ledger.read();
+    const first = await g.ledger.read();
     await g.fiftySolves();
     const second = await g.loop.tick();
     const granted = await g.ledger.read();
-    // Assess: ($0.20 − $0.10) / $0.002 = 50 solves, the last at the pause level, counted in the
-    // grant's reservations (none taken yet: the 51 acceptances came before any grant).
-    expect(cleared?.grant).toBeUndefined();
+    // Assess: first ($0.30 − $0.10) / UNKNOWN_PRICE_USD ($0.01) = 20 solves, the 21st at the
+    // level; then ($0.20 − $0.10) / $0.002 = 50 solves, the last at the pause level, counted in
+    // the grant's reservations (none taken yet: the 51 acceptances came before any grant).
+    expect(first?.grant?.limit).toBe(0 + 21);
     expect(second.decision.spendGrant?.limit).toBe(0 + 51);
     expect(granted?.grant).toEqual(second.decision.spendGrant);
   });

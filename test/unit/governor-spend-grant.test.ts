@@ -13,6 +13,7 @@ import type { GovernorState, SpendState } from '../../functions/core/governor/ty
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
 import { grantUsedUp } from '../../functions/core/thread-ledger.js';
+import { withPriceSample } from '../../functions/core/governor/price.js';
 import { enabledTotal, governorSignals, T0 } from '../helpers/governor.js';
 
 const cfg = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: 8 }), { probeSubmissions: true });
@@ -90,10 +91,20 @@ describe('the spend grant', () => {
       grant: 1000,
     },
     {
-      situation: 'no price learned yet: no grant, the projection decides (spending the rest by share)',
+      situation:
+        'no price learned yet: the grant counts at the assumed price, the projection decides the rate (spending the rest by share)',
+      // ($0.30 − $0.10) / UNKNOWN_PRICE_USD ($0.01) = 20 solves, 5 in flight: 15 more, the 16th at the level.
       balance: 0.3,
       held: 5,
       spend: {},
+      code: 'HALT_LOW_BALANCE',
+      grant: 1016,
+    },
+    {
+      situation: 'an account its balance shows is not charged per solve (a learned 0): no grant, nothing to count',
+      balance: 0.3,
+      held: 5,
+      spend: { ...learned, learnedPriceUsd: 0 },
       code: 'HALT_LOW_BALANCE',
       grant: undefined,
     },
@@ -161,6 +172,79 @@ describe('the spend grant', () => {
   });
 });
 
+describe('the price the grant counts by before the balance shows one', () => {
+  it('counts at the dearest configured price (solverPricesUsd) when told one', () => {
+    // Prepare
+    const told = governorConfigFrom(
+      resolveSettings({ tickMs: 10_000, planThreads: 8, solverPricesUsd: { userrecaptcha: 0.003, base64: 0.001 } }),
+      { probeSubmissions: true },
+    );
+    // Act
+    const d = decide(
+      governorSignals(NOW, { balance: 0.3, threadLedger: ledger(5) }, { inFlight: 5 }),
+      stateWith({ lastRead: { at: T0, usd: 0.4 }, perSecond: 0.01 }),
+      told,
+    );
+    // Assess: ($0.30 − $0.10) / $0.003 = 66.7 solves, 5 in flight: 61 more, the 62nd at the level.
+    expect(told.priceHintUsd).toBe(0.003);
+    expect(d.spendGrant?.limit).toBe(1000 + 62);
+  });
+
+  it.each([
+    {
+      case: 'solves over two reads that dropped nothing: an account not charged per solve (0)',
+      window: [{ usd: 0, solves: 2 }],
+      sample: { usd: 0, solves: 1 },
+      learned: undefined,
+      expected: 0,
+    },
+    {
+      case: 'the same solves in one read: a balance that lags the answers, nothing learned',
+      window: [],
+      sample: { usd: 0, solves: 3 },
+      learned: undefined,
+      expected: undefined,
+    },
+    {
+      case: 'fewer solves than FREE_AFTER_SOLVES: nothing learned',
+      window: [{ usd: 0, solves: 1 }],
+      sample: { usd: 0, solves: 1 },
+      learned: undefined,
+      expected: undefined,
+    },
+    {
+      case: 'a quiet window after a price was learned (a balance shown in cents): the price kept',
+      window: [{ usd: 0, solves: 2 }],
+      sample: { usd: 0, solves: 2 },
+      learned: 0.002,
+      expected: 0.002,
+    },
+    {
+      case: 'a drop after a 0 was learned: the price it shows',
+      window: [{ usd: 0, solves: 3 }],
+      sample: { usd: 0.03, solves: 3 },
+      learned: 0,
+      expected: 0.005,
+    },
+  ])('learns $case', ({ window, sample, learned, expected }) => {
+    // Act
+    const next = withPriceSample(window, sample, learned);
+    // Assess
+    expect(next.learned).toBe(expected);
+  });
+
+  it('holds the minimum under the halt level only while the price is assumed', () => {
+    // Prepare: under the halt level ($1), nothing learned, then an account not charged per solve.
+    const signals = governorSignals(NOW, { balance: 0.5, threadLedger: ledger(0) }, { inFlight: 0, backlog: 100 });
+    // Act
+    const assumed = decide(signals, stateWith({ haltCeiling: 8 }), cfg);
+    const free = decide(signals, stateWith({ learnedPriceUsd: 0, haltCeiling: 8 }), cfg);
+    // Assess
+    expect(enabledTotal(assumed)).toBe(cfg.minConcurrency);
+    expect(enabledTotal(free)).toBe(8);
+  });
+});
+
 describe('the spend grant when a tick cannot count the money', () => {
   /** A tick near the pause level that writes a grant, and the state it leaves. */
   const written = () => tick(0.3, 5, learned);
@@ -204,15 +288,25 @@ describe('the spend grant when a tick cannot count the money', () => {
 });
 
 describe('the spend grant: property over whole runs', () => {
-  it('starts exactly the solves the money above the pause level pays for, never one more', () => {
+  it.each([
+    { start: 'a fleet that has run a while (the price learned)', fresh: false },
+    {
+      start: 'a fresh fleet (no price learned: counted at UNKNOWN_PRICE_USD until the balance shows it)',
+      fresh: true,
+    },
+  ])('starts exactly the solves the money above the pause level pays for, never one more: $start', ({ fresh }) => {
     fc.assert(
       fc.property(
         fc.integer({ min: 2, max: 60 }),
         fc.constantFrom(0.001, 0.002, 0.003),
-        fc.integer({ min: 50, max: 3000 }),
+        fc.integer({ min: fresh ? 1 : 50, max: 3000 }),
         fc.integer({ min: 1, max: 1_000_000 }),
-        (plan, price, affordable, seed) => {
-          const c = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: plan }), {
+        // The halt level at its default ($1) or at the pause level (no halt hold: the start a fresh
+        // fleet overshot in, a round of its width past the pause level).
+        fc.boolean(),
+        (plan, price, affordable, seed, haltAtPause) => {
+          const levels = haltAtPause ? { haltBalance: 0.1, pauseBalance: 0.1 } : {};
+          const c = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: plan, ...levels }), {
             probeSubmissions: true,
           });
           const pause = c.pauseBalance;
@@ -227,14 +321,20 @@ describe('the spend grant: property over whole runs', () => {
           let held = 0;
           let acceptances = 0;
           let solved = 0;
-          // A fleet that has run a while: the price is learned.
-          const fresh = initialState(c, T0);
-          let state: GovernorState = {
-            ...fresh,
-            spend: { lastRead: { at: T0, usd: initial }, learnedPriceUsd: price, solvedSeen: 0, acceptedSeen: 0 },
-          };
+          // A fleet that has run a while (the price learned), or one that starts with nothing known.
+          const first = initialState(c, T0);
+          let state: GovernorState = fresh
+            ? first
+            : {
+                ...first,
+                spend: { lastRead: { at: T0, usd: initial }, learnedPriceUsd: price, solvedSeen: 0, acceptedSeen: 0 },
+              };
           let started = 0;
-          for (let t = 1; t <= 400 && !(started > 0 && held === 0 && state.pause?.reason === 'balance'); t++) {
+          // Done once paused for money with nothing in flight and the price known (a fresh fleet
+          // pauses first at the assumed price, and resumes once a balance read shows the real one).
+          const done = () =>
+            started > 0 && held === 0 && state.pause?.reason === 'balance' && state.spend.learnedPriceUsd !== undefined;
+          for (let t = 1; t <= 400 && !done(); t++) {
             const now = T0 + t * 10_000;
             const reading: ThreadLedgerReading = { held, refusals: 0, acceptances, solved };
             const d = decide(

@@ -36,6 +36,15 @@ export function cloudWatchTiming(tickMs: number): Pick<GovernorConfig, 'probeCoo
 }
 
 /**
+ * The price per solve the primary account is told before its balance shows one: the dearest of
+ * `solverPricesUsd` (the fleet may send any of the methods priced), none when no price is set.
+ */
+function toldPrice(settings: FleetSettings): Pick<GovernorConfig, 'priceHintUsd'> {
+  const prices = Object.values(settings.solverPricesUsd ?? {}).filter((p): p is number => p !== undefined);
+  return prices.length === 0 ? {} : { priceHintUsd: Math.max(...prices) };
+}
+
+/**
  * Governor configuration from fleet settings.
  * @param settings resolved fleet settings (resolveSettings)
  * @param overrides fields to replace, e.g. `{ highLane: true }` when the high queue exists
@@ -61,6 +70,7 @@ export function governorConfigFrom(settings: FleetSettings, overrides: Partial<G
     tickMs,
     threadLeaseMs: settings.functionTimeoutSeconds * 1000,
     parked: settings.solveMode === 'park',
+    ...toldPrice(settings),
     ...overrides,
   };
 }

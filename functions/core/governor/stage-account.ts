@@ -11,7 +11,7 @@ import { grantCount, type SpendGrant } from '../thread-ledger.js';
 import { invocations } from './capacity.js';
 import type { Funds, TickContext } from './context.js';
 import { PROJECTION_TICKS } from './context.js';
-import { isPrice } from './price.js';
+import { countingPrice, isPrice } from './price.js';
 import { type Flow, pause, pct, resumed, run, seconds, type Stage, usd } from './flow.js';
 
 /** Account error codes by the cause an operator fixes; any other account code leaves the key unusable. */
@@ -53,23 +53,29 @@ export const GRANT_LIFETIME_TICKS = 2 * PROJECTION_TICKS;
 interface Granted {
   solves: number;
   price: number;
+  /** Where the price comes from: learned from the balance, told (configured), or assumed (UNKNOWN_PRICE_USD). */
+  priceSource: 'learned' | 'told' | 'assumed';
   held: number;
   grant: SpendGrant;
 }
 
 /**
  * The spend grant, once the money above the pause level pays for fewer solves than the fleet
- * could start before a grant lapses (reachOf) and the price per solve is learned (or while paused
- * for money): a solve may start while the
- * balance, less what the solves in flight (leftovers included) will be charged, is at or above
- * the pause level (the fair floor's own rule: no solve starts once the money above the level is
- * spoken for). The grant is the ledger's acceptance count those solves take it to. Undefined
- * while the money is farther, or the price or the ledger unknown (the projection then decides).
+ * could start before a grant lapses (reachOf) (or while paused for money): a solve may start
+ * while the balance, less what the solves in flight (leftovers included) will be charged, is at
+ * or above the pause level (the fair floor's own rule: no solve starts once the money above the
+ * level is spoken for). The grant is the ledger's acceptance count those solves take it to.
+ * Solves are counted at the price learned from the balance, else the one the account was told,
+ * else an assumed one above the providers' list prices (countingPrice): a fleet that starts a few
+ * solves above its pause level stops there before it has learned what a solve costs, instead of
+ * spending a round of its width past it before the second balance read. Undefined while the money
+ * is farther, the ledger unknown, or the account not charged per solve (the projection decides).
  */
 function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   const { funds, config, signals, now } = ctx;
   const reading = signals.threadLedger;
-  const price = flow.state.spend.learnedPriceUsd;
+  const counted = countingPrice(flow.state.spend.learnedPriceUsd, config.priceHintUsd);
+  const price = counted.usd;
   if (funds === undefined || reading === undefined || !isPrice(price)) return undefined;
   const room = (funds.usd - config.pauseBalance) / price - reading.held;
   // A hair of tolerance: money and prices in cents make the tie (exactly at the level) common.
@@ -77,7 +83,13 @@ function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   if (solves >= reachOf(ctx, flow, reading.acceptances) && ctx.state.pause?.reason !== 'balance') return undefined;
   const until = now + GRANT_LIFETIME_TICKS * (config.tickMs ?? 10_000);
   // In the ledger's reservations where it keeps them (each delivery takes one before it submits), else its acceptances.
-  return { solves, price, held: reading.held, grant: { limit: grantCount(reading) + solves, until } };
+  return {
+    solves,
+    price,
+    priceSource: counted.source,
+    held: reading.held,
+    grant: { limit: grantCount(reading) + solves, until },
+  };
 }
 
 /**
@@ -98,7 +110,8 @@ function reachOf(ctx: TickContext, flow: Flow, acceptances: number): number {
 /** Run at the free threads with the grant, or pause once it pays for no solve. */
 function spendGranted(ctx: TickContext, flow: Flow, granted: Granted, resumed: boolean): Flow {
   const { funds, config } = ctx;
-  const money = `balance $${usd(funds?.usd ?? 0, 4)} at $${usd(granted.price, 4)} a solve, ${granted.held} solve(s) in flight`;
+  const at = granted.priceSource === 'assumed' ? ' (assumed until the balance shows the price)' : '';
+  const money = `balance $${usd(funds?.usd ?? 0, 4)} at $${usd(granted.price, 4)} a solve${at}, ${granted.held} solve(s) in flight`;
   // Paused, the grant stays in force, used up: invocations already running start nothing more.
   if (granted.solves < 1)
     return {

@@ -14,7 +14,7 @@
  */
 import type { TickContext } from './context.js';
 import { type Flow, noIncrease, pct, run, seconds, type Stage, usd } from './flow.js';
-import { isPrice } from './price.js';
+import { countingPrice } from './price.js';
 import type { GovernorState } from './types.js';
 
 /**
@@ -44,7 +44,7 @@ function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
  * price (an overflow provider's list price) knows it from the start.
  */
 function priceUnknown(ctx: TickContext, flow: Flow): boolean {
-  return !isPrice(flow.state.spend.learnedPriceUsd) && !isPrice(ctx.config.priceHintUsd);
+  return countingPrice(flow.state.spend.learnedPriceUsd, ctx.config.priceHintUsd).source === 'assumed';
 }
 
 export const stabilizeStage: Stage = {

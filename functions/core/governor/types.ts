@@ -412,9 +412,11 @@ export interface GovernorConfig {
    */
   threadLeaseMs?: number;
   /**
-   * A price per solve the account is told before the balance shows one, USD (an overflow
-   * provider's list price, `priceHintUsd`): under the halt level a fleet with neither this nor a
-   * learned price holds the minimum (stage-stabilize.ts). @default none (the primary plan learns it)
+   * A price per solve the account is told before the balance shows one, USD (the dearest of the
+   * fleet's `solverPricesUsd`; an overflow provider's list price, `priceHintUsd`): the spend grant
+   * counts by it until a price is learned, and under the halt level a fleet with neither this nor
+   * a learned price holds the minimum (stage-stabilize.ts). @default none (the grant counts at
+   * UNKNOWN_PRICE_USD until the balance shows the price)
    */
   priceHintUsd?: number;
 }
