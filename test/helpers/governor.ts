@@ -59,3 +59,12 @@ export function enabledTotal(decision: Decision): number {
 export function priceLearned(state: GovernorState, usd = 0.001): GovernorState {
   return { ...state, spend: { ...state.spend, learnedPriceUsd: usd } };
 }
+
+/**
+ * The state of a fleet that has read its balance before. A fresh one whose first balance read
+ * fails starts paused until a read works (stage-account.ts: no solve before the money is known),
+ * which the tests of a running fleet's missing signals and outages do not mean to test.
+ */
+export function balanceReadBefore(state: GovernorState, usd = 50): GovernorState {
+  return { ...state, spend: { ...state.spend, lastRead: { at: state.lastChangeAt, usd } } };
+}

@@ -520,7 +520,7 @@ describe('governor loop and ticks', () => {
     expect(granted?.grant).toEqual(second.decision.spendGrant);
   });
 
-  it('leaves the spend grant on the ledger as it stands through a tick whose balance read fails', async () => {
+  it('keeps the spend grant on the ledger through a tick whose balance read fails: its count as it stands, renewed', async () => {
     // Prepare: the two ticks above, the second writing a grant near the pause level
     const balance: { usd: number | undefined } = { usd: 0.3 };
     const g = await grantLoop(balance);
@@ -533,9 +533,11 @@ describe('governor loop and ticks', () => {
     balance.usd = undefined;
     g.clock.now += 100;
     const third = await g.loop.tick();
-    // Assess: the grant stays in force as written (not cleared, not renewed)
+    // Assess: the grant stays in force, its count as written, renewed from this tick (not cleared)
     expect(third.decision.reason.code).toBe('HOLD_MISSING_SIGNAL');
-    expect((await g.ledger.read())?.grant).toEqual(granted);
+    const carried = (await g.ledger.read())?.grant;
+    expect(carried?.limit).toBe(granted?.limit);
+    expect(carried?.until).toBeGreaterThan(granted?.until ?? Number.POSITIVE_INFINITY);
   });
 
   it('disables the mappings when its own state store stays unreadable, acting on nothing else (fail static)', async () => {

@@ -29,7 +29,7 @@ import type {
   LaneSignals,
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-import { governorSignals, T0 } from '../helpers/governor.js';
+import { balanceReadBefore, governorSignals, T0 } from '../helpers/governor.js';
 import { laneArb, maybe } from '../helpers/governor-arbitraries.js';
 
 function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
@@ -76,7 +76,7 @@ function run(
 
 /** Paused for an outage at T0 + (outageTicks − 1) ticks. */
 function pausedForOutage(): { decision: Decision; at: number } {
-  const decisions = run(initialState(cfg, T0), cfg.outageTicks, () => NO_ANSWER);
+  const decisions = run(balanceReadBefore(initialState(cfg, T0)), cfg.outageTicks, () => NO_ANSWER);
   const decision = decisions.at(-1) as Decision;
   return { decision, at: T0 + (cfg.outageTicks - 1) * TICK };
 }
@@ -84,7 +84,7 @@ function pausedForOutage(): { decision: Decision; at: number } {
 /** The state after `outageTicks` ticks of no answer while the fleet held all 8 threads (p95 solve 20 s): paused for the outage. */
 function pausedAtFullPlan(c: GovernorConfig): GovernorState {
   const full = { held: 8, refusals: 0, acceptances: 100 };
-  let state = initialState(c, T0);
+  let state = balanceReadBefore(initialState(c, T0));
   for (let i = 0; i < c.outageTicks; i++)
     state = decide(
       signals({ now: T0 + i * TICK, ...NO_ANSWER, threadLedger: full, p95SolveMs: 20_000 }, { ceiling: 8 }),
@@ -111,7 +111,7 @@ describe('outage guard', () => {
     // Prepare: the old order held here (HOLD_MISSING_SIGNAL) and kept the mapping consuming.
     const missingToo = { ...NO_ANSWER, errorRate: undefined, transientErrorRate: undefined, overCapAnswers: undefined };
     // Act
-    const decisions = run(initialState(cfg, T0), cfg.outageTicks, () => missingToo);
+    const decisions = run(balanceReadBefore(initialState(cfg, T0)), cfg.outageTicks, () => missingToo);
     // Assess
     expect(decisions.slice(0, -1).every((d) => d.reason.code === 'HOLD_MISSING_SIGNAL')).toBe(true);
     expect(decisions.at(-1)?.reason.code).toBe('PAUSE_OUTAGE');
@@ -127,7 +127,7 @@ describe('outage guard', () => {
 
   it('does not take a balance read the solver refused (key, IP) for an outage', () => {
     // Act
-    const decisions = run(initialState(cfg, T0), 10, () => ({
+    const decisions = run(balanceReadBefore(initialState(cfg, T0)), 10, () => ({
       balance: undefined,
       balanceError: { kind: 'account', code: 'ERROR_WRONG_USER_KEY' },
     }));
@@ -137,7 +137,7 @@ describe('outage guard', () => {
 
   it('does not count a balance that is only missing (a reader that cannot tell why) as an outage', () => {
     // Act
-    const decisions = run(initialState(cfg, T0), 10, () => ({ balance: undefined }));
+    const decisions = run(balanceReadBefore(initialState(cfg, T0)), 10, () => ({ balance: undefined }));
     // Assess
     expect(decisions.some((d) => d.paused)).toBe(false);
   });
@@ -195,7 +195,7 @@ describe('guard order', () => {
 describe('outage probe: every tick, back where it was', () => {
   it('probes every tick: the first balance read that answers resumes at the ceiling held before the outage', () => {
     // Prepare: running at 6 of 8 when the solver goes down.
-    let state = initialState(cfg, T0);
+    let state = balanceReadBefore(initialState(cfg, T0));
     let d: Decision | undefined;
     for (let i = 0; i < cfg.outageTicks; i++) {
       d = decide(signals({ now: T0 + i * TICK, ...NO_ANSWER }, { ceiling: 6 }), state, cfg);
@@ -283,7 +283,7 @@ describe('outage probe: every tick, back where it was', () => {
 
   it('does not pause for a blip shorter than outageTicks ticks (the retries absorb it)', () => {
     // Act: down for outageTicks − 1 ticks, then up.
-    const decisions = run(initialState(cfg, T0), cfg.outageTicks + 3, (i) =>
+    const decisions = run(balanceReadBefore(initialState(cfg, T0)), cfg.outageTicks + 3, (i) =>
       i < cfg.outageTicks - 1 ? NO_ANSWER : {},
     );
     // Assess
@@ -292,7 +292,7 @@ describe('outage probe: every tick, back where it was', () => {
 
   it("does not count the metric window's transient share while it covers a failed balance read", () => {
     // Prepare: a blip of outageTicks − 1 ticks, then the balance answers while the lagging window still shows it.
-    const decisions = run(initialState(cfg, T0), cfg.outageTicks + 4, (i) =>
+    const decisions = run(balanceReadBefore(initialState(cfg, T0)), cfg.outageTicks + 4, (i) =>
       i < cfg.outageTicks - 1 ? NO_ANSWER : MOSTLY_TRANSIENT,
     );
     // Assess
@@ -577,7 +577,7 @@ describe('decide: outage properties', () => {
         (c, extra, share) => {
           // Prepare: running at some ceiling within the free threads, then down for outageTicks + extra ticks.
           const before = Math.max(2, Math.floor(c.maxConcurrency * share));
-          let s = initialState(c, T0);
+          let s = balanceReadBefore(initialState(c, T0));
           let ceiling = before;
           let enabled = true;
           let now = T0;

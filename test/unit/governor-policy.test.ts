@@ -16,7 +16,7 @@ import type {
   PauseReason,
 } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
-import { governorSignals, laneSignals, priceLearned, T0 } from '../helpers/governor.js';
+import { balanceReadBefore, governorSignals, laneSignals, priceLearned, T0 } from '../helpers/governor.js';
 import { laneArb, maybe } from '../helpers/governor-arbitraries.js';
 
 function signals(overrides: Partial<GovernorSignals> = {}, normal: Partial<LaneSignals> = {}): GovernorSignals {
@@ -431,7 +431,8 @@ describe('decide: errors', () => {
 
 describe('decide: missing signals', () => {
   const cfg = config();
-  const state0 = initialState(cfg, T0);
+  // A running fleet (its balance read before): a fresh one whose first read fails starts paused.
+  const state0 = balanceReadBefore(initialState(cfg, T0));
 
   it.each([{ balance: undefined }, { errorRate: undefined }, { accountErrors: undefined }])(
     'holds on a missing signal instead of reading it as zero: %o',
@@ -451,6 +452,60 @@ describe('decide: missing signals', () => {
     expect(d.reason.code).toBe('FREE_THREADS');
     expect(d.ceilings.normal).toBe(8);
   });
+
+  it.each([
+    // Resumed: a money pause at the free threads; an outage at the ceiling held before it (the
+    // mappings' first, 3); an account pause after its cooldown, at the minimum, doubling after.
+    {
+      read: 'fails with no reason',
+      error: undefined,
+      code: 'PAUSE_LOW_BALANCE',
+      says: 'has not been read yet',
+      after: 2000,
+      resumedAt: 8,
+    },
+    {
+      read: 'gets no answer (an outage from the first tick)',
+      error: { kind: 'unreachable' as const, code: 'HTTP_503' },
+      code: 'PAUSE_OUTAGE',
+      says: 'HTTP_503',
+      after: 2000,
+      resumedAt: 3,
+    },
+    {
+      read: 'is refused (the key)',
+      error: { kind: 'account' as const, code: 'ERROR_WRONG_USER_KEY' },
+      code: 'PAUSE_ACCOUNT',
+      says: 'key rejected',
+      after: 1000 + cfg.probeCooldownMs,
+      resumedAt: cfg.minConcurrency,
+    },
+  ])(
+    'starts paused when its first balance read $read, and resumes on the first read that works',
+    ({ error, code, says, after, resumedAt }) => {
+      // Act
+      const fresh = decide(
+        signals({ balance: undefined, ...(error ? { balanceError: error } : {}) }, { ceiling: 3 }),
+        initialState(cfg, T0),
+        cfg,
+      );
+      // (signals() ticks at T0 + 10 s.)
+      const still = decide(
+        governorSignals(T0 + 11_000, { balance: undefined }, { ceiling: 3, enabled: false }),
+        fresh.state,
+        cfg,
+      );
+      const read = decide(governorSignals(T0 + 10_000 + after, {}, { ceiling: 3, enabled: false }), still.state, cfg);
+      // Assess
+      expect(fresh.paused).toBe(true);
+      expect(fresh.reason.code).toBe(code);
+      expect(fresh.reason.message).toContain(says);
+      expect(still.paused).toBe(true);
+      expect(read.paused).toBe(false);
+      expect(read.enabled.normal).toBe(true);
+      expect(read.ceilings.normal).toBe(resumedAt);
+    },
+  );
 
   it('holds on a missing backlog and names it', () => {
     // Act

@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decide, governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
+import { decideTick } from '../../functions/core/governor/tick.js';
 import type { GovernorState, SpendState } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
@@ -126,6 +127,14 @@ describe('the spend grant', () => {
     expect(d.spendGrant?.limit).toBe(grant);
     if (grant !== undefined) expect(d.spendGrant?.until).toBeGreaterThan(NOW);
     if (code === 'SPEND_THE_REST') expect(enabledTotal(d)).toBe(8);
+  });
+
+  it('resumes from an outage near the pause level under the grant (the resuming tick counts the money too)', () => {
+    // Act: paused for an outage, the solver answers again with $0.30 and 5 solves in flight.
+    const d = tick(0.3, 5, learned, { reason: 'outage', since: T0, resumeTotal: 8 });
+    // Assess: resumed, with the same count as a running fleet gets ($0.30 − $0.10) / $0.002 − 5 + 1.
+    expect(d.paused).toBe(false);
+    expect(d.spendGrant?.limit).toBe(1096);
   });
 
   it('stays paused while the money above the pause level is spoken for, the grant kept used up', () => {
@@ -250,7 +259,7 @@ describe('the spend grant when a tick cannot count the money', () => {
   const written = () => tick(0.3, 5, learned);
   const later = NOW + 10_000;
 
-  it('carries the last grant as it stands through a tick that cannot read the balance or the ledger', () => {
+  it('carries the last grant through a tick that cannot read the balance or the ledger: its count as it stands, its until renewed', () => {
     // Prepare
     const before = written();
     expect(before.spendGrant?.limit).toBe(1096);
@@ -261,10 +270,28 @@ describe('the spend grant when a tick cannot count the money', () => {
       cfg,
     );
     const noLedger = decide(governorSignals(later, { balance: 0.29 }), before.state, cfg);
-    // Assess: the same grant, not renewed (it lapses at its own until), kept in the state
-    expect(noBalance.spendGrant).toEqual(before.spendGrant);
-    expect(noLedger.spendGrant).toEqual(before.spendGrant);
-    expect(noBalance.state.spend.grant).toEqual(before.spendGrant);
+    // Assess: the same count, lapsing four ticks after this one (the governor is ticking), kept in the state
+    const renewed = { limit: before.spendGrant?.limit, until: later + 4 * 10_000 };
+    expect(noBalance.spendGrant).toEqual(renewed);
+    expect(noLedger.spendGrant).toEqual(renewed);
+    expect(noBalance.state.spend.grant).toEqual(renewed);
+  });
+
+  it('writes a grant that outlasts ticks that run late: four of the last interval when it was longer than the tick', () => {
+    // Prepare: the last tick 25 s ago on a 10 s cadence
+    const before = stateWith({ lastRead: { at: T0, usd: 0.4 }, perSecond: 0.01, ...learned });
+    const { status } = decideTick(governorSignals(NOW - 25_000, { balance: 0.3 }), before, cfg);
+    const late: GovernorState = { ...before, lastDecision: status };
+    // Act
+    const d = decide(governorSignals(NOW, { balance: 0.3, threadLedger: ledger(5) }, { inFlight: 5 }), late, cfg);
+    const onTime = decide(
+      governorSignals(NOW, { balance: 0.3, threadLedger: ledger(5) }, { inFlight: 5 }),
+      before,
+      cfg,
+    );
+    // Assess
+    expect(d.spendGrant?.until).toBe(NOW + 4 * 25_000);
+    expect(onTime.spendGrant?.until).toBe(NOW + 4 * 10_000);
   });
 
   it('drops a carried grant once it lapses, as a governor that stopped ticking leaves it', () => {
@@ -294,85 +321,109 @@ describe('the spend grant: property over whole runs', () => {
       start: 'a fresh fleet (no price learned: counted at UNKNOWN_PRICE_USD until the balance shows it)',
       fresh: true,
     },
-  ])('starts exactly the solves the money above the pause level pays for, never one more: $start', ({ fresh }) => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 2, max: 60 }),
-        fc.constantFrom(0.001, 0.002, 0.003),
-        fc.integer({ min: fresh ? 1 : 50, max: 3000 }),
-        fc.integer({ min: 1, max: 1_000_000 }),
-        // The halt level at its default ($1) or at the pause level (no halt hold: the start a fresh
-        // fleet overshot in, a round of its width past the pause level).
-        fc.boolean(),
-        (plan, price, affordable, seed, haltAtPause) => {
-          const levels = haltAtPause ? { haltBalance: 0.1, pauseBalance: 0.1 } : {};
-          const c = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: plan, ...levels }), {
-            probeSubmissions: true,
-          });
-          const pause = c.pauseBalance;
-          const initial = pause + affordable * price + price / 3;
-          let random = seed;
-          const next = () => {
-            random = (random * 1103515245 + 12345) % 2147483648;
-            return random / 2147483648;
-          };
-          // The world: solves in flight (charged as each finishes), the counters the ledger keeps.
-          let balance = initial;
-          let held = 0;
-          let acceptances = 0;
-          let solved = 0;
-          // A fleet that has run a while (the price learned), or one that starts with nothing known.
-          const first = initialState(c, T0);
-          let state: GovernorState = fresh
-            ? first
-            : {
-                ...first,
-                spend: { lastRead: { at: T0, usd: initial }, learnedPriceUsd: price, solvedSeen: 0, acceptedSeen: 0 },
-              };
-          let started = 0;
-          // Done once paused for money with nothing in flight and the price known (a fresh fleet
-          // pauses first at the assumed price, and resumes once a balance read shows the real one).
-          const done = () =>
-            started > 0 && held === 0 && state.pause?.reason === 'balance' && state.spend.learnedPriceUsd !== undefined;
-          for (let t = 1; t <= 400 && !done(); t++) {
-            const now = T0 + t * 10_000;
-            const reading: ThreadLedgerReading = { held, refusals: 0, acceptances, solved };
-            const d = decide(
-              // Solves end at 30 % a half-second step: a mean solve of 1.7 s.
-              governorSignals(
-                now,
-                { balance, threadLedger: reading, meanSolveMs: 1700 },
-                { inFlight: held, ceiling: plan, backlog: 1000 },
-              ),
-              state,
-              c,
-            );
-            state = d.state;
-            // The fleet: solves finish at random through the tick; invocations start solves up to
-            // the ceiling, each one checking the grant first, as the consumer does.
-            const steps = 20;
-            for (let k = 0; k < steps; k++) {
-              const at = now + (k * 10_000) / steps;
-              for (let i = held; i > 0; i--)
-                if (next() < 0.3) {
-                  held--;
-                  solved++;
-                  balance -= price;
+    {
+      // A quarter of the balance reads fail (no answer, or no reason) and ticks come 1–3 ticks
+      // apart: the first read may fail, outages pause and resume, grants must outlast late ticks.
+      start: 'a fresh fleet whose balance reads fail at random and whose ticks run late',
+      fresh: true,
+      faults: true,
+    },
+  ])(
+    'starts exactly the solves the money above the pause level pays for, never one more: $start',
+    ({ fresh, faults = false }) => {
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 2, max: 60 }),
+          fc.constantFrom(0.001, 0.002, 0.003),
+          fc.integer({ min: fresh ? 1 : 50, max: 3000 }),
+          fc.integer({ min: 1, max: 1_000_000 }),
+          // The halt level at its default ($1) or at the pause level (no halt hold: the start a fresh
+          // fleet overshot in, a round of its width past the pause level).
+          fc.boolean(),
+          (plan, price, affordable, seed, haltAtPause) => {
+            const levels = haltAtPause ? { haltBalance: 0.1, pauseBalance: 0.1 } : {};
+            const c = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: plan, ...levels }), {
+              probeSubmissions: true,
+            });
+            const pause = c.pauseBalance;
+            const initial = pause + affordable * price + price / 3;
+            let random = seed;
+            const next = () => {
+              random = (random * 1103515245 + 12345) % 2147483648;
+              return random / 2147483648;
+            };
+            // The world: solves in flight (charged as each finishes), the counters the ledger keeps.
+            let balance = initial;
+            let held = 0;
+            let acceptances = 0;
+            let solved = 0;
+            // A fleet that has run a while (the price learned), or one that starts with nothing known.
+            const first = initialState(c, T0);
+            let state: GovernorState = fresh
+              ? first
+              : {
+                  ...first,
+                  spend: { lastRead: { at: T0, usd: initial }, learnedPriceUsd: price, solvedSeen: 0, acceptedSeen: 0 },
+                };
+            let started = 0;
+            // Done once paused for money with nothing in flight and the price known (a fresh fleet
+            // pauses first at the assumed price, and resumes once a balance read shows the real one).
+            const done = () =>
+              started > 0 &&
+              held === 0 &&
+              state.pause?.reason === 'balance' &&
+              state.spend.learnedPriceUsd !== undefined;
+            let now = T0;
+            for (let t = 1; t <= 400 && !done(); t++) {
+              const interval = faults ? 10_000 * (1 + Math.floor(next() * 3)) : 10_000;
+              now += 10_000;
+              const reading: ThreadLedgerReading = { held, refusals: 0, acceptances, solved };
+              const failed = faults && next() < 0.25;
+              const read = failed
+                ? {
+                    balance: undefined,
+                    ...(next() < 0.5 ? { balanceError: { kind: 'unreachable' as const, code: 'HTTP_503' } } : {}),
+                  }
+                : { balance };
+              const tick = decideTick(
+                // Solves end at 30 % a half-second step: a mean solve of 1.7 s.
+                governorSignals(
+                  now,
+                  { ...read, threadLedger: reading, meanSolveMs: 1700 },
+                  { inFlight: held, ceiling: plan, backlog: 1000 },
+                ),
+                state,
+                c,
+              );
+              const d = tick.primary;
+              state = tick.state;
+              // The fleet: solves finish at random until the next tick; invocations start solves up
+              // to the ceiling, each one checking the grant first, as the consumer does.
+              const steps = (20 * interval) / 10_000;
+              for (let k = 0; k < steps; k++) {
+                const at = now + (k * interval) / steps;
+                for (let i = held; i > 0; i--)
+                  if (next() < 0.3) {
+                    held--;
+                    solved++;
+                    balance -= price;
+                  }
+                while (!d.paused && held < enabledTotal(d) && !grantUsedUp({ grant: d.spendGrant, acceptances }, at)) {
+                  // The money rule the fair floor keeps: a solve starts only while the balance, less the solves in flight, is at the pause level or over it.
+                  expect(balance - held * price).toBeGreaterThanOrEqual(pause - 1e-9);
+                  held++;
+                  acceptances++;
+                  started++;
                 }
-              while (!d.paused && held < enabledTotal(d) && !grantUsedUp({ grant: d.spendGrant, acceptances }, at)) {
-                // The money rule the fair floor keeps: a solve starts only while the balance, less the solves in flight, is at the pause level or over it.
-                expect(balance - held * price).toBeGreaterThanOrEqual(pause - 1e-9);
-                held++;
-                acceptances++;
-                started++;
               }
+              now += interval - 10_000;
             }
-          }
-          // Every solve the money above the pause level pays for was started.
-          expect(started).toBe(affordable + 1);
-        },
-      ),
-      { numRuns: 100 },
-    );
-  });
+            // Every solve the money above the pause level pays for was started.
+            expect(started).toBe(affordable + 1);
+          },
+        ),
+        { numRuns: 100 },
+      );
+    },
+  );
 });

@@ -70,6 +70,7 @@ export function governorConfigFrom(settings: FleetSettings, overrides: Partial<G
     tickMs,
     threadLeaseMs: settings.functionTimeoutSeconds * 1000,
     parked: settings.solveMode === 'park',
+    pauseUntilBalanceRead: true,
     ...toldPrice(settings),
     ...overrides,
   };

@@ -288,3 +288,17 @@ export function tickContext(signals: GovernorSignals, state: GovernorState, conf
     base,
   };
 }
+
+/**
+ * A fleet that has never read its balance and cannot now (`pauseUntilBalanceRead`): no read in
+ * its state, no grant, and this tick's read failed.
+ */
+export function neverReadBalance(ctx: TickContext): boolean {
+  const { spend } = ctx.state;
+  return (
+    ctx.config.pauseUntilBalanceRead === true &&
+    ctx.funds === undefined &&
+    spend.lastRead === undefined &&
+    spend.grant === undefined
+  );
+}

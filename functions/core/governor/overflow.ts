@@ -82,6 +82,8 @@ export function overflowConfigFrom(
     pauseBalance: overflow.pauseBalance,
     highLane: false,
     priceHintUsd: overflow.priceHintUsd,
+    // An unknown provider balance closes the lane by itself (OVERFLOW_MISSING_SIGNAL), from its first tick.
+    pauseUntilBalanceRead: false,
   };
   return {
     latencyTargetMs: overflow.latencyTargetSeconds * 1000,

@@ -10,7 +10,7 @@
 import { grantCount, type SpendGrant } from '../thread-ledger.js';
 import { invocations } from './capacity.js';
 import type { Funds, TickContext } from './context.js';
-import { PROJECTION_TICKS } from './context.js';
+import { neverReadBalance, PROJECTION_TICKS } from './context.js';
 import { countingPrice, isPrice } from './price.js';
 import { type Flow, pause, pct, resumed, run, seconds, type Stage, usd } from './flow.js';
 
@@ -72,7 +72,7 @@ interface Granted {
  * is farther, the ledger unknown, or the account not charged per solve (the projection decides).
  */
 function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
-  const { funds, config, signals, now } = ctx;
+  const { funds, config, signals } = ctx;
   const reading = signals.threadLedger;
   const counted = countingPrice(flow.state.spend.learnedPriceUsd, config.priceHintUsd);
   const price = counted.usd;
@@ -81,7 +81,7 @@ function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   // A hair of tolerance: money and prices in cents make the tie (exactly at the level) common.
   const solves = room < -1e-9 ? 0 : Math.floor(room + 1e-9) + 1;
   if (solves >= reachOf(ctx, flow, reading.acceptances) && ctx.state.pause?.reason !== 'balance') return undefined;
-  const until = now + GRANT_LIFETIME_TICKS * (config.tickMs ?? 10_000);
+  const until = grantUntil(ctx);
   // In the ledger's reservations where it keeps them (each delivery takes one before it submits), else its acceptances.
   return {
     solves,
@@ -145,6 +145,27 @@ function startPause(ctx: TickContext, flow: Flow): Flow {
         `Paused: the solver answered ${ctx.signals.accountErrors} account error(s): ${accountCause(ctx)}; tasks wait in the queue until a balance read shows the key and IP work again.`,
       ),
     };
+  // A fleet that has never read its balance (a fresh start whose first read failed) has no money
+  // it knows of to count: it starts once a read works. Held at its first ceiling instead, a fleet
+  // $0.04 above its pause level started 17 solves at $0.004 in the second before its next tick.
+  // A solver that does not answer is an outage from this first tick (availability stage).
+  if (neverReadBalance(ctx) && ctx.signals.balanceError?.kind !== 'unreachable') {
+    const refused = ctx.signals.balanceError?.kind === 'account';
+    return {
+      ...flow,
+      proposal: refused
+        ? pause(
+            'account',
+            'PAUSE_ACCOUNT',
+            `Paused: the solver refused the first balance read: ${accountCause(ctx)}; tasks wait in the queue until a balance read shows the key and IP work again.`,
+          )
+        : pause(
+            'balance',
+            'PAUSE_LOW_BALANCE',
+            `Paused: the balance has not been read yet (${unreadableCause(ctx)}); no solve starts before the money is known.`,
+          ),
+    };
+  }
   const granted = grantFor(ctx, flow);
   if (granted !== undefined) {
     // Until the projection nears the pause level the grant rides along unseen; then it is the decision.
@@ -274,17 +295,50 @@ function whileRefused(ctx: TickContext, flow: Flow): Flow {
 }
 
 /**
- * The grant the last tick decided, carried as it stands while this tick cannot count the money
- * against it (the balance or the thread ledger unread): not renewed, so it lapses at its own
- * `until`, as a governor that stopped ticking leaves it. Dropped instead, it let the consumers
- * start solves no count allowed: one balance read lost to a transient error at the pause level
- * (`npm start -- --solver-threads 40 --solver-balance 2 --halt-balance 1.5 --pause-balance 1.5
- * --seed 7`) cleared the grant for a tick, and the fleet ended 78 solves past the level.
+ * When a grant written now lapses: `GRANT_LIFETIME_TICKS` ticks ahead, each the configured tick or
+ * the time since the last tick when that was longer (a governor whose ticks run late, a loaded
+ * machine's: locally 1 s ticks came 1.5–4.5 s apart, and a grant 4 s long lapsed between two of
+ * them while the fleet was paused at the pause level: 138 solves started under no count).
  */
-function carriedGrant(ctx: TickContext): SpendGrant | undefined {
+function grantUntil(ctx: TickContext): number {
+  const last = ctx.state.lastDecision?.at;
+  const tickMs = Math.max(ctx.config.tickMs ?? 10_000, last !== undefined ? ctx.now - last : 0);
+  return ctx.now + GRANT_LIFETIME_TICKS * tickMs;
+}
+
+/**
+ * The grant the last tick decided, carried while this tick cannot count the money against it
+ * (the balance or the thread ledger unread): its count as it stands, its `until` renewed (the
+ * governor is ticking: the count is still the most the money paid for at the last read). Dropped
+ * instead, it let the consumers start solves no count allowed: one balance read lost to a
+ * transient error at the pause level (`npm start -- --solver-threads 40 --solver-balance 2
+ * --halt-balance 1.5 --pause-balance 1.5 --seed 7`) cleared the grant for a tick, and the fleet
+ * ended 78 solves past the level; left to lapse at its own `until`, a read lost a tick before it
+ * did the same. A grant that lapsed (a governor that stopped ticking) is not revived.
+ *
+ * With the ledger read but not the balance, the money as last read is counted too (the tighter of
+ * the two is kept): it paid for what its read left above the pause level, less every solve the
+ * ledger accepted beyond the ones it had counted solved then (those in flight at the read and
+ * those started since are all still to be charged against it). Without it, a fleet whose last
+ * read found the money far from the level ran through the level on the ticks whose reads failed
+ * (the property in test/unit/governor-spend-grant.test.ts: reads failing at random, ticks late).
+ */
+function grantWhileUnread(ctx: TickContext, flow: Flow): SpendGrant | undefined {
   const last = ctx.state.spend.grant;
-  if (last === undefined || ctx.now > last.until) return undefined;
-  return ctx.funds === undefined || ctx.signals.threadLedger === undefined ? last : undefined;
+  const carried =
+    last === undefined || ctx.now > last.until ? undefined : { limit: last.limit, until: grantUntil(ctx) };
+  const reading = ctx.signals.threadLedger;
+  if (reading === undefined) return carried;
+  if (ctx.funds !== undefined) return undefined;
+  const { lastRead, solvedSeen } = ctx.state.spend;
+  const price = countingPrice(ctx.state.spend.learnedPriceUsd, ctx.config.priceHintUsd).usd;
+  if (lastRead === undefined || solvedSeen === undefined || !isPrice(price)) return carried;
+  const room = (lastRead.usd - ctx.config.pauseBalance) / price - (reading.acceptances - solvedSeen);
+  const solves = room < -1e-9 ? 0 : Math.floor(room + 1e-9) + 1;
+  const counted = { limit: grantCount(reading) + solves, until: grantUntil(ctx) };
+  // A count far beyond what the fleet could start before it lapses bounds nothing: none is written.
+  if (carried === undefined && solves >= reachOf(ctx, flow, reading.acceptances)) return undefined;
+  return carried === undefined || counted.limit < carried.limit ? counted : carried;
 }
 
 function accountFlow(ctx: TickContext, flow: Flow): Flow {
@@ -297,14 +351,18 @@ function accountFlow(ctx: TickContext, flow: Flow): Flow {
     return next.proposal.kind === 'run' && granted !== undefined ? { ...next, grant: granted.grant } : next;
   }
   if (paused.reason === 'account') return whileRefused(ctx, flow);
-  return flow;
+  // Paused for an outage (or a store's): the grant rides along, so the tick that resumes the fleet
+  // resumes it under the count. Without it, a fleet $0.04 above its pause level resumed from an
+  // outage at its 20 threads with no grant and spent its balance to $0 within the second.
+  const granted = grantFor(ctx, flow);
+  return granted === undefined ? flow : { ...flow, grant: granted.grant };
 }
 
 export const accountStage: Stage = {
   name: 'account',
   apply(ctx, flow) {
     const next = accountFlow(ctx, flow);
-    const grant = next.grant ?? carriedGrant(ctx);
+    const grant = next.grant ?? grantWhileUnread(ctx, next);
     const { grant: _last, ...spend } = next.state.spend;
     return {
       ...next,

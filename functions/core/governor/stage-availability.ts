@@ -12,7 +12,7 @@
  */
 import { carriedThreads } from './capacity.js';
 import { noteStoreOutage, resumeOnTrial, storeTrialStep, trialWait, withoutIdleTrial } from '../store-health.js';
-import type { DependencyView, TickContext } from './context.js';
+import { type DependencyView, neverReadBalance, SOLVER, type TickContext } from './context.js';
 import { type Flow, type PauseProposal, pause, resumed, run, type Stage, usd } from './flow.js';
 import type { PauseState } from './types.js';
 
@@ -41,7 +41,9 @@ function whileDown(ctx: TickContext, flow: Flow): Flow {
     };
   const waiting = trialWait(ctx, flow);
   if (waiting !== undefined) return waiting;
-  if (funds === undefined || funds.projected < config.pauseBalance)
+  // Under a grant (the account stage's, near the pause level) the money decides by the count it
+  // pays for, not by the projection, as when a money pause resumes.
+  if (funds === undefined || (flow.grant === undefined && funds.projected < config.pauseBalance))
     return {
       ...flow,
       proposal: pause(
@@ -126,7 +128,10 @@ export const availabilityStage: Stage = {
     if (flow.proposal.kind === 'pause' && flow.proposal.reason !== 'threads') return flow;
     const trial = storeTrialStep(ctx, withoutIdleTrial(flow));
     if (trial !== undefined) return trial;
-    const down = ctx.dependencies.filter((d) => d.ticks >= ctx.config.outageTicks);
+    // A fresh fleet whose first balance reads get no answer has nothing running for the consumer's
+    // retries to carry through a blip: its solver is down from the first such tick.
+    const fresh = neverReadBalance(ctx);
+    const down = ctx.dependencies.filter((d) => d.ticks >= (fresh && d.name === SOLVER ? 1 : ctx.config.outageTicks));
     if (down.length === 0) return withoutIdleTrial(flow);
     // Where to resume: what the mappings held before (the free threads when they held nothing).
     const before = ctx.current.total > 0 ? ctx.current.total : flow.allowed;

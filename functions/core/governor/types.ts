@@ -419,6 +419,12 @@ export interface GovernorConfig {
    * UNKNOWN_PRICE_USD until the balance shows the price)
    */
   priceHintUsd?: number;
+  /**
+   * A fleet that has never read its balance starts paused until a read works: no solve before the
+   * money is known (stage-account.ts). The primary plan's (governorConfigFrom); the overflow lane
+   * closes on an unknown provider balance by itself (`OVERFLOW_MISSING_SIGNAL`). @default false
+   */
+  pauseUntilBalanceRead?: boolean;
 }
 
 /** The pipeline's stages, in order (pipeline.ts). */
