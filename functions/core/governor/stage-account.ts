@@ -60,6 +60,15 @@ interface Granted {
 }
 
 /**
+ * The solves that may still start when `room` solves' worth of money is above the pause level
+ * after those in flight: the fair floor's rule, one more while the money is at the level or over
+ * it. A hair of tolerance: money and prices in cents make the tie (exactly at the level) common.
+ */
+function solvesFor(room: number): number {
+  return room < -1e-9 ? 0 : Math.floor(room + 1e-9) + 1;
+}
+
+/**
  * The spend grant, once the money above the pause level pays for fewer solves than the fleet
  * could start before a grant lapses (reachOf) (or while paused for money): a solve may start
  * while the balance, less what the solves in flight (leftovers included) will be charged, is at
@@ -77,9 +86,7 @@ function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   const counted = countingPrice(flow.state.spend.learnedPriceUsd, config.priceHintUsd);
   const price = counted.usd;
   if (funds === undefined || reading === undefined || !isPrice(price)) return undefined;
-  const room = (funds.usd - config.pauseBalance) / price - reading.held;
-  // A hair of tolerance: money and prices in cents make the tie (exactly at the level) common.
-  const solves = room < -1e-9 ? 0 : Math.floor(room + 1e-9) + 1;
+  const solves = solvesFor((funds.usd - config.pauseBalance) / price - reading.held);
   if (solves >= reachOf(ctx, flow, reading.acceptances) && ctx.state.pause?.reason !== 'balance') return undefined;
   const until = grantUntil(ctx);
   // In the ledger's reservations where it keeps them (each delivery takes one before it submits), else its acceptances.
@@ -230,7 +237,8 @@ function whileBroke(ctx: TickContext, flow: Flow): Flow {
         : `balance $${usd(funds.usd, 4)}, less ${PROJECTION_TICKS} tick(s) of spending at the last rate, is still under the pause level $${usd(config.pauseBalance)}`;
     return { ...flow, proposal: pause('balance', 'PAUSE_LOW_BALANCE', `Still paused (balance): ${why}.`) };
   }
-  return resumeFunded(ctx, flow, funds);
+  // A fleet resumed near the pause level resumes under the grant.
+  return resumeFunded(ctx, granted === undefined ? flow : { ...flow, grant: granted.grant }, funds);
 }
 
 /** Resume from a money pause: at the free threads above the halt level, else (or while erroring) at the minimum. */
@@ -333,8 +341,7 @@ function grantWhileUnread(ctx: TickContext, flow: Flow): SpendGrant | undefined 
   const { lastRead, solvedSeen } = ctx.state.spend;
   const price = countingPrice(ctx.state.spend.learnedPriceUsd, ctx.config.priceHintUsd).usd;
   if (lastRead === undefined || solvedSeen === undefined || !isPrice(price)) return carried;
-  const room = (lastRead.usd - ctx.config.pauseBalance) / price - (reading.acceptances - solvedSeen);
-  const solves = room < -1e-9 ? 0 : Math.floor(room + 1e-9) + 1;
+  const solves = solvesFor((lastRead.usd - ctx.config.pauseBalance) / price - (reading.acceptances - solvedSeen));
   const counted = { limit: grantCount(reading) + solves, until: grantUntil(ctx) };
   // A count far beyond what the fleet could start before it lapses bounds nothing: none is written.
   if (carried === undefined && solves >= reachOf(ctx, flow, reading.acceptances)) return undefined;
@@ -344,12 +351,7 @@ function grantWhileUnread(ctx: TickContext, flow: Flow): SpendGrant | undefined 
 function accountFlow(ctx: TickContext, flow: Flow): Flow {
   const paused = ctx.state.pause;
   if (paused === undefined || paused.reason === 'threads') return startPause(ctx, flow);
-  if (paused.reason === 'balance') {
-    // A fleet resumed near the pause level resumes under the grant.
-    const next = whileBroke(ctx, flow);
-    const granted = grantFor(ctx, flow);
-    return next.proposal.kind === 'run' && granted !== undefined ? { ...next, grant: granted.grant } : next;
-  }
+  if (paused.reason === 'balance') return whileBroke(ctx, flow);
   if (paused.reason === 'account') return whileRefused(ctx, flow);
   // Paused for an outage (or a store's): the grant rides along, so the tick that resumes the fleet
   // resumes it under the count. Without it, a fleet $0.04 above its pause level resumed from an
