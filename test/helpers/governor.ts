@@ -52,12 +52,13 @@ export function enabledTotal(decision: Decision): number {
 }
 
 /**
- * The state of a fleet that has solved before: its price per solve learned from the balance. The
+ * The state of a fleet that has solved before: its price per solve learned from the balance (and
+ * bounded by it: price.ts priceBound; unbounded, the grant counts at the assumed price). The
  * halt hold freezes such a fleet's ceiling where it stood; one with no price learned is held at
  * the minimum instead (stage-stabilize.ts), which the tests of the hold itself do not mean to test.
  */
 export function priceLearned(state: GovernorState, usd = 0.001): GovernorState {
-  return { ...state, spend: { ...state.spend, learnedPriceUsd: usd } };
+  return { ...state, spend: { ...state.spend, learnedPriceUsd: usd, priceBoundUsd: usd } };
 }
 
 /**

@@ -14,7 +14,7 @@ import type { GovernorState, SpendState } from '../../functions/core/governor/ty
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
 import { grantUsedUp } from '../../functions/core/thread-ledger.js';
-import { withPriceSample } from '../../functions/core/governor/price.js';
+import { countingPrice, type PriceSample, priceBound, withPriceSample } from '../../functions/core/governor/price.js';
 import { enabledTotal, governorSignals, T0 } from '../helpers/governor.js';
 
 const cfg = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: 8 }), { probeSubmissions: true });
@@ -43,8 +43,8 @@ function tick(balance: number, held: number | undefined, spend: Partial<SpendSta
   );
 }
 
-// The price learned, and 40 solves started since the last read (the fleet's reach: 4 ticks of that).
-const learned = { learnedPriceUsd: PRICE, solvedSeen: 1000 - 5, acceptedSeen: 1000 - 40 };
+// The price learned (and bounded: priceBound), and 40 solves started since the last read (the fleet's reach: 4 ticks of that).
+const learned = { learnedPriceUsd: PRICE, priceBoundUsd: PRICE, solvedSeen: 1000 - 5, acceptedSeen: 1000 - 40 };
 
 describe('the spend grant', () => {
   const rows = [
@@ -100,6 +100,25 @@ describe('the spend grant', () => {
       spend: {},
       code: 'HALT_LOW_BALANCE',
       grant: 1016,
+    },
+    {
+      situation:
+        'a price learned from a window that bounds nothing yet (every span counted no more than it held): counted at the assumed price',
+      // As the row with no price: ($0.30 − $0.10) / $0.01 = 20 solves, 5 in flight, the 16th at the level.
+      balance: 0.3,
+      held: 5,
+      spend: { ...learned, priceBoundUsd: undefined },
+      code: 'SPEND_THE_REST',
+      grant: 1016,
+    },
+    {
+      situation: 'a bound above the learned price: counted at the bound',
+      // ($0.30 − $0.10) / $0.004 = 50 solves, 5 in flight: 45 more, the 46th at the level.
+      balance: 0.3,
+      held: 5,
+      spend: { ...learned, priceBoundUsd: 0.004 },
+      code: 'SPEND_THE_REST',
+      grant: 1046,
     },
     {
       situation: 'an account its balance shows is not charged per solve (a learned 0): no grant, nothing to count',
@@ -178,6 +197,93 @@ describe('the spend grant', () => {
     // Assess
     expect(d.state.spend.learnedPriceUsd).toBe(0.003);
     expect(d.state.spend.solvedSeen).toBe(150);
+  });
+
+  it('starts the window over after a top-up’s interval, the price and its bound kept', () => {
+    // Prepare: three intervals learned, then a top-up.
+    const window = [
+      { usd: 0.02, solves: 10, heldBefore: 2 },
+      { usd: 0.02, solves: 10, heldBefore: 2 },
+    ];
+    const before = stateWith({
+      lastRead: { at: T0, usd: 1 },
+      solvedSeen: 100,
+      heldSeen: 3,
+      priceWindow: window,
+      learnedPriceUsd: 0.002,
+      priceBoundUsd: 0.0022,
+    });
+    // Act
+    const d = decide(
+      governorSignals(NOW, { balance: 5, threadLedger: { held: 4, refusals: 0, acceptances: 154, solved: 150 } }),
+      before,
+      cfg,
+    );
+    // Assess: a span across the top-up would count solves whose drop it hides.
+    expect(d.state.spend.priceWindow).toEqual([]);
+    expect(d.state.spend.learnedPriceUsd).toBe(0.002);
+    expect(d.state.spend.priceBoundUsd).toBe(0.0022);
+    expect(d.state.spend.heldSeen).toBe(4);
+  });
+
+  it('keeps no solved count from a read whose ledger was not read, so the next interval is not priced over two', () => {
+    // Prepare
+    const before = stateWith({ lastRead: { at: T0, usd: 1 }, solvedSeen: 100, heldSeen: 3, learnedPriceUsd: 0.002 });
+    // Act: the balance read, the ledger not.
+    const d = decide(governorSignals(NOW, { balance: 0.9 }), before, cfg);
+    // Assess
+    expect(d.state.spend.solvedSeen).toBeUndefined();
+    expect(d.state.spend.learnedPriceUsd).toBe(0.002);
+  });
+});
+
+describe('the price’s upper bound while counts lag charges (priceBound)', () => {
+  it('bounds the price by each span ending at the newest read: its drops ÷ its count less the solves held at its start', () => {
+    // Spans from the newest: 0.010 / (5 − 4) = 0.010; 0.030 / (15 − 4) ≈ 0.00273; 0.050 / (25 − 4) ≈ 0.00238.
+    const window = [
+      { usd: 0.02, solves: 10, heldBefore: 4 },
+      { usd: 0.02, solves: 10, heldBefore: 4 },
+      { usd: 0.01, solves: 5, heldBefore: 4 },
+    ];
+    expect(priceBound(window)).toBeCloseTo(0.05 / 21, 12);
+  });
+
+  it('reads above the plain ratio while a fleet winds down (counts of a busier past among fewer charges)', () => {
+    // Prepare: 10 solves an interval charged at $0.002, then 2; each counted an interval after its
+    // charge, and at most 12 held at a read. The window keeps the last 10 intervals.
+    const charged = [...Array(12).fill(10), ...Array(6).fill(2)] as number[];
+    const window = charged.map((n, i) => ({
+      usd: n * 0.002,
+      solves: i === 0 ? 0 : (charged[i - 1] ?? 0),
+      heldBefore: 12,
+    }));
+    // Act
+    const sampled = window.reduce<{ window: PriceSample[]; learned: number | undefined; bound: number | undefined }>(
+      (acc, sample) => withPriceSample(acc.window, sample, acc.learned, acc.bound),
+      { window: [], learned: undefined, bound: undefined },
+    );
+    // Assess: the plain ratio reads $0.104 / 60 ≈ $0.00173, under the price; the bound, over it.
+    expect(sampled.learned).toBeLessThan(0.002);
+    expect(sampled.bound).toBeGreaterThanOrEqual(0.002);
+    expect(countingPrice({ learnedPriceUsd: sampled.learned, priceBoundUsd: sampled.bound }, undefined).usd).toBe(
+      sampled.bound,
+    );
+  });
+
+  it('gives no bound where every span counted no more than it held at its start, nor across a sample without its held count', () => {
+    expect(priceBound([{ usd: 0.02, solves: 10, heldBefore: 10 }])).toBeUndefined();
+    expect(
+      priceBound([
+        { usd: 0.02, solves: 10 },
+        { usd: 0.02, solves: 10, heldBefore: 12 },
+      ]),
+    ).toBeUndefined();
+  });
+
+  it('keeps the last bound while the window gives none, and never counts a learned 0 at it', () => {
+    const sampled = withPriceSample([], { usd: 0.01, solves: 2, heldBefore: 5 }, 0.002, 0.0025);
+    expect(sampled.bound).toBe(0.0025);
+    expect(countingPrice({ learnedPriceUsd: 0, priceBoundUsd: 0.0025 }, undefined).usd).toBe(0);
   });
 });
 
@@ -328,9 +434,19 @@ describe('the spend grant: property over whole runs', () => {
       fresh: true,
       faults: true,
     },
+    {
+      // The provider charges a solve when its worker answers; the ledger counts it (and frees its
+      // thread) when the fleet records the answer: the watch's next round, a resumed delivery's
+      // read a visibility timeout later. Each answer here is counted 0.5–10 s after its charge, so
+      // a price learned as drops ÷ counts reads low while a fleet winds down at the level (at the
+      // plain ratio, 361 of 3 000 such runs started 1–4 solves past it; price.ts priceBound).
+      start: 'a fleet whose answers are counted seconds after they are charged',
+      fresh: false,
+      lagged: true,
+    },
   ])(
     'starts exactly the solves the money above the pause level pays for, never one more: $start',
-    ({ fresh, faults = false }) => {
+    ({ fresh, faults = false, lagged = false }) => {
       fc.assert(
         fc.property(
           fc.integer({ min: 2, max: 60 }),
@@ -340,7 +456,9 @@ describe('the spend grant: property over whole runs', () => {
           // The halt level at its default ($1) or at the pause level (no halt hold: the start a fresh
           // fleet overshot in, a round of its width past the pause level).
           fc.boolean(),
-          (plan, price, affordable, seed, haltAtPause) => {
+          // Half-second steps between a solve's charge and its count (0: counted as it is charged).
+          fc.integer({ min: lagged ? 1 : 0, max: lagged ? 20 : 0 }),
+          (plan, price, affordable, seed, haltAtPause, lag) => {
             const levels = haltAtPause ? { haltBalance: 0.1, pauseBalance: 0.1 } : {};
             const c = governorConfigFrom(resolveSettings({ tickMs: 10_000, planThreads: plan, ...levels }), {
               probeSubmissions: true,
@@ -352,9 +470,11 @@ describe('the spend grant: property over whole runs', () => {
               random = (random * 1103515245 + 12345) % 2147483648;
               return random / 2147483648;
             };
-            // The world: solves in flight (charged as each finishes), the counters the ledger keeps.
+            // The world: solves in flight (charged as each finishes), the counters the ledger keeps,
+            // the solves charged and not yet counted (each with the step it is counted at).
             let balance = initial;
             let held = 0;
+            const uncounted: number[] = [];
             let acceptances = 0;
             let solved = 0;
             // A fleet that has run a while (the price learned), or one that starts with nothing known.
@@ -363,18 +483,33 @@ describe('the spend grant: property over whole runs', () => {
               ? first
               : {
                   ...first,
-                  spend: { lastRead: { at: T0, usd: initial }, learnedPriceUsd: price, solvedSeen: 0, acceptedSeen: 0 },
+                  spend: {
+                    lastRead: { at: T0, usd: initial },
+                    learnedPriceUsd: price,
+                    priceBoundUsd: price,
+                    solvedSeen: 0,
+                    acceptedSeen: 0,
+                    heldSeen: 0,
+                  },
                 };
             let started = 0;
             // Done once paused for money with nothing in flight and the price known (a fresh fleet
-            // pauses first at the assumed price, and resumes once a balance read shows the real one).
-            const done = () =>
-              started > 0 &&
-              held === 0 &&
-              state.pause?.reason === 'balance' &&
-              state.spend.learnedPriceUsd !== undefined;
+            // pauses first at the assumed price, and resumes once a balance read shows the real one);
+            // with counts lagging, once that has held for a few ticks (the last counts arrive at the
+            // tick that paused, and the next read may resume the fleet for a solve or two more).
+            let settled = 0;
+            const done = () => {
+              const idle =
+                started > 0 &&
+                held === 0 &&
+                state.pause?.reason === 'balance' &&
+                state.spend.learnedPriceUsd !== undefined;
+              settled = idle ? settled + 1 : 0;
+              return lag === 0 ? idle : settled > 4;
+            };
+            let step = 0;
             let now = T0;
-            for (let t = 1; t <= 400 && !done(); t++) {
+            for (let t = 1; t <= (lag === 0 ? 400 : 2_000) && !done(); t++) {
               const interval = faults ? 10_000 * (1 + Math.floor(next() * 3)) : 10_000;
               now += 10_000;
               const reading: ThreadLedgerReading = { held, refusals: 0, acceptances, solved };
@@ -402,15 +537,24 @@ describe('the spend grant: property over whole runs', () => {
               const steps = (20 * interval) / 10_000;
               for (let k = 0; k < steps; k++) {
                 const at = now + (k * interval) / steps;
-                for (let i = held; i > 0; i--)
+                step++;
+                while (uncounted.length > 0 && (uncounted[0] as number) <= step) {
+                  uncounted.shift();
+                  held--;
+                  solved++;
+                }
+                for (let i = held - uncounted.length; i > 0; i--)
                   if (next() < 0.3) {
-                    held--;
-                    solved++;
                     balance -= price;
+                    if (lag > 0) uncounted.push(step + lag);
+                    else {
+                      held--;
+                      solved++;
+                    }
                   }
                 while (!d.paused && held < enabledTotal(d) && !grantUsedUp({ grant: d.spendGrant, acceptances }, at)) {
-                  // The money rule the fair floor keeps: a solve starts only while the balance, less the solves in flight, is at the pause level or over it.
-                  expect(balance - held * price).toBeGreaterThanOrEqual(pause - 1e-9);
+                  // The money rule the fair floor keeps: a solve starts only while the balance, less the solves in flight (not yet charged), is at the pause level or over it.
+                  expect(balance - (held - uncounted.length) * price).toBeGreaterThanOrEqual(pause - 1e-9);
                   held++;
                   acceptances++;
                   started++;

@@ -161,17 +161,29 @@ function priceAfter(signals: GovernorSignals, spend: SpendState, balance: number
   const solved = signals.threadLedger?.solved;
   const seen = spend.lastRead;
   const before = spend.solvedSeen;
-  let { priceWindow, learnedPriceUsd } = spend;
+  let { priceWindow, learnedPriceUsd, priceBoundUsd } = spend;
   if (seen !== undefined && balance <= seen.usd && solved !== undefined && before !== undefined && solved >= before) {
-    const sample = { usd: seen.usd - balance, solves: solved - before };
+    const sample = { usd: seen.usd - balance, solves: solved - before, heldBefore: spend.heldSeen };
     if (sample.usd > 0 || sample.solves > 0)
-      ({ window: priceWindow, learned: learnedPriceUsd } = withPriceSample(priceWindow, sample, learnedPriceUsd));
+      ({
+        window: priceWindow,
+        learned: learnedPriceUsd,
+        bound: priceBoundUsd,
+      } = withPriceSample(priceWindow, sample, learnedPriceUsd, priceBoundUsd));
+  } else if (seen !== undefined && priceWindow !== undefined) {
+    // A top-up, or counts unread: the interval is left out and the window starts over after it, so
+    // every span of it runs between reads with nothing hidden (the price and its bound kept).
+    priceWindow = [];
   }
+  const reading = signals.threadLedger;
   return {
     ...(priceWindow !== undefined ? { priceWindow } : {}),
     ...(learnedPriceUsd !== undefined ? { learnedPriceUsd } : {}),
-    ...(solved !== undefined ? { solvedSeen: solved } : {}),
-    ...(signals.threadLedger !== undefined ? { acceptedSeen: signals.threadLedger.acceptances } : {}),
+    ...(priceBoundUsd !== undefined ? { priceBoundUsd } : {}),
+    // The counts at this read: kept only as a set, so the next interval's counts span its own drop.
+    solvedSeen: solved,
+    heldSeen: reading?.held,
+    ...(reading !== undefined ? { acceptedSeen: reading.acceptances } : {}),
   };
 }
 

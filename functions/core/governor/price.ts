@@ -14,10 +14,23 @@ export function isPrice(price: number | undefined): price is number {
 /** Intervals between balance reads the learned price sums over. */
 export const PRICE_WINDOW_READS = 10;
 
-/** One interval between two balance reads: what the balance dropped by, and the solves counted in it. */
+/**
+ * …and its upper bound (priceBound): longer, as a longer span's bound is tighter (its first read's
+ * held solves over a larger count). Measured on the lab's `balance-halt`: idle thread-seconds a task
+ * while tasks waited, 0.42 at 10 intervals, 0.41 at 30, 0.23 at the plain ratio (the last solve
+ * before the pause level starts a tick or two later).
+ */
+export const PRICE_BOUND_READS = 30;
+
+/**
+ * One interval between two balance reads: what the balance dropped by, the solves counted in it,
+ * and the solves the ledger held in flight at its first read (the most of them that could have
+ * been charged before the interval and counted in it).
+ */
 export interface PriceSample {
   usd: number;
   solves: number;
+  heldBefore?: number;
 }
 
 /**
@@ -38,18 +51,52 @@ export function withPriceSample(
   window: readonly PriceSample[] | undefined,
   sample: PriceSample,
   learned: number | undefined,
-): { window: PriceSample[]; learned: number | undefined } {
-  const next = [...(window ?? []), sample].slice(-PRICE_WINDOW_READS);
+  bound?: number,
+): { window: PriceSample[]; learned: number | undefined; bound: number | undefined } {
+  const next = [...(window ?? []), sample].slice(-PRICE_BOUND_READS);
   let usd = 0;
   let solves = 0;
-  for (const entry of next) {
+  for (const entry of next.slice(-PRICE_WINDOW_READS)) {
     usd += entry.usd;
     solves += entry.solves;
   }
-  if (solves > 0 && usd > 0) return { window: next, learned: usd / solves };
+  const nextBound = priceBound(next) ?? bound;
+  if (solves > 0 && usd > 0) return { window: next, learned: usd / solves, bound: nextBound };
   // Only before any price: a priced account's quiet window (a balance shown in cents) keeps its price.
-  const free = learned === undefined && usd === 0 && solves >= FREE_AFTER_SOLVES && next.length >= FREE_AFTER_READS;
-  return { window: next, learned: free ? 0 : learned };
+  const free =
+    learned === undefined &&
+    usd === 0 &&
+    solves >= FREE_AFTER_SOLVES &&
+    Math.min(next.length, PRICE_WINDOW_READS) >= FREE_AFTER_READS;
+  return { window: next, learned: free ? 0 : learned, bound: nextBound };
+}
+
+/**
+ * The most a solve can cost by the window, USD, or undefined when no span of it bounds the price.
+ * The provider charges a solve when its worker answers and the ledger counts it when the fleet
+ * records the answer, so a span's count holds the solves charged in it plus those charged before
+ * it and counted in it, less those charged in it and counted after: it reads the price low once
+ * the second outnumber the third (a fleet winding down at its pause level: the counts of a busier
+ * past arrive among fewer charges). Those charged before a span and counted in it were all held at
+ * its first read, so the solves charged in a span are at least its count less `heldBefore`: each
+ * span ending at the newest read whose count exceeds its first read's held solves gives an upper
+ * bound (drops ÷ that), and the bound is the least of them. Found by a property over whole runs
+ * with each answer counted 0.5–10 s after its charge: at the plain ratio, 361 of 3 000 runs
+ * started 1–4 solves past the pause level.
+ */
+export function priceBound(window: readonly PriceSample[]): number | undefined {
+  let usd = 0;
+  let solves = 0;
+  let least: number | undefined;
+  for (let j = window.length - 1; j >= 0; j--) {
+    const entry = window[j] as PriceSample;
+    usd += entry.usd;
+    solves += entry.solves;
+    if (entry.heldBefore === undefined) break;
+    const charged = solves - entry.heldBefore;
+    if (charged > 0 && usd > 0) least = Math.min(least ?? Number.POSITIVE_INFINITY, usd / charged);
+  }
+  return least;
 }
 
 /**
@@ -65,15 +112,25 @@ export const UNKNOWN_PRICE_USD = 0.01;
 
 /**
  * The price the money side counts a solve at, and where it comes from: the one learned from the
- * balance; else the one the account was told (`hint`: the dearest of `solverPricesUsd`, an
- * overflow provider's list price); else UNKNOWN_PRICE_USD. A 0 learned or told (an account not
- * charged per solve) is a price too: nothing to count.
+ * balance, or its upper bound (`priceBoundUsd`, priceBound) where that is higher; until the window gives
+ * a bound, the more of the learned one and the unlearned one (below). Else the one the account
+ * was told (`hint`: the dearest of `solverPricesUsd`, an overflow provider's list price); else
+ * UNKNOWN_PRICE_USD. A 0 learned or told (an account not charged per solve) is a price too:
+ * nothing to count.
  */
 export function countingPrice(
-  learned: number | undefined,
+  spend: { learnedPriceUsd?: number | undefined; priceBoundUsd?: number | undefined },
   hint: number | undefined,
 ): { usd: number; source: 'learned' | 'told' | 'assumed' } {
-  if (learned !== undefined && learned >= 0) return { usd: learned, source: 'learned' };
-  if (hint !== undefined && hint >= 0) return { usd: hint, source: 'told' };
-  return { usd: UNKNOWN_PRICE_USD, source: 'assumed' };
+  const { learnedPriceUsd: learned, priceBoundUsd: bound } = spend;
+  const unlearned = hint !== undefined && hint >= 0 ? { usd: hint, source: 'told' as const } : ASSUMED;
+  if (learned === undefined || learned < 0) return unlearned;
+  if (learned === 0) return { usd: 0, source: 'learned' };
+  // Without a bound (no span counted more than it held at its start) the ratio may read any amount
+  // low: a fresh `npm start` fleet's first read after its first second learned $0.0021 for a $0.003
+  // solve (answers charged before the earlier read, counted after it) and ended 6 solves past the
+  // pause level on it.
+  return { usd: Math.max(learned, bound ?? unlearned.usd), source: 'learned' };
 }
+
+const ASSUMED = { usd: UNKNOWN_PRICE_USD, source: 'assumed' as const };

@@ -83,7 +83,7 @@ function solvesFor(room: number): number {
 function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   const { funds, config, signals } = ctx;
   const reading = signals.threadLedger;
-  const counted = countingPrice(flow.state.spend.learnedPriceUsd, config.priceHintUsd);
+  const counted = countingPrice(flow.state.spend, config.priceHintUsd);
   const price = counted.usd;
   if (funds === undefined || reading === undefined || !isPrice(price)) return undefined;
   const solves = solvesFor((funds.usd - config.pauseBalance) / price - reading.held);
@@ -339,7 +339,7 @@ function grantWhileUnread(ctx: TickContext, flow: Flow): SpendGrant | undefined 
   if (reading === undefined) return carried;
   if (ctx.funds !== undefined) return undefined;
   const { lastRead, solvedSeen } = ctx.state.spend;
-  const price = countingPrice(ctx.state.spend.learnedPriceUsd, ctx.config.priceHintUsd).usd;
+  const price = countingPrice(ctx.state.spend, ctx.config.priceHintUsd).usd;
   if (lastRead === undefined || solvedSeen === undefined || !isPrice(price)) return carried;
   const solves = solvesFor((lastRead.usd - ctx.config.pauseBalance) / price - (reading.acceptances - solvedSeen));
   const counted = { limit: grantCount(reading) + solves, until: grantUntil(ctx) };

@@ -44,7 +44,7 @@ function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
  * price (an overflow provider's list price) knows it from the start.
  */
 function priceUnknown(ctx: TickContext, flow: Flow): boolean {
-  return countingPrice(flow.state.spend.learnedPriceUsd, ctx.config.priceHintUsd).source === 'assumed';
+  return countingPrice(flow.state.spend, ctx.config.priceHintUsd).source === 'assumed';
 }
 
 export const stabilizeStage: Stage = {

@@ -252,10 +252,20 @@ export interface SpendState {
    * counted over the last `PRICE_WINDOW_READS` intervals between two reads (price.ts).
    */
   learnedPriceUsd?: number;
-  /** The last intervals' balance drops and the solves counted in them, oldest first (top-ups left out). */
-  priceWindow?: Array<{ usd: number; solves: number }>;
-  /** The ledger's solved counter at the last balance read. */
-  solvedSeen?: number;
+  /**
+   * The most a solve can cost by the window (price.ts priceBound): the grant counts at it where it
+   * is above `learnedPriceUsd` (the plain ratio reads low while counts lag charges).
+   */
+  priceBoundUsd?: number;
+  /**
+   * The last intervals' balance drops, the solves counted in them and the solves held at each one's
+   * first read, oldest first; it starts over after an interval left out (a top-up, counts unread).
+   */
+  priceWindow?: Array<{ usd: number; solves: number; heldBefore?: number }>;
+  /** The ledger's solved counter at the last balance read (absent when that read's counts were not). */
+  solvedSeen?: number | undefined;
+  /** The ledger's solves in flight (held) at the last balance read. */
+  heldSeen?: number | undefined;
   /** The ledger's acceptance counter at the last balance read (the solves the fleet started between two reads). */
   acceptedSeen?: number;
   /** The spend grant the last tick decided (written to the thread ledger), until a tick decides none. */
