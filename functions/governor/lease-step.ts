@@ -33,13 +33,16 @@ export interface LeasedLedgerReader extends ThreadLedgerReader {
  * make the whole reading unknown this tick (never zero). A shard's refusal hold-off that an
  * acceptance has since answered (the ledger's newest acceptance is later) is cleared, as a
  * consumer's own acceptance lifts the waiting design's (`roomLimit`): the governor's probe is
- * the one submission made while every consumer holds off.
+ * the one submission made while every consumer holds off. `solved` also counts the answers the
+ * watch freed and has not yet added to the ledger (`uncounted`: ParkedWatch.answersUncounted):
+ * charged when they became ready, their leases freed, they are in neither count otherwise.
  */
 export function leasedLedgerReader(
   ledger: ThreadLedgerReader | undefined,
   lane: LeasedLane,
   clock: Clock = Date.now,
   log?: GovernorLog,
+  uncounted: () => number = () => 0,
 ): LeasedLedgerReader {
   let lastHeld = 0;
   let seenAcceptances: number | undefined;
@@ -63,7 +66,9 @@ export function leasedLedgerReader(
       const { leftover: _leftover, ...rest } = reading ?? { refusals: 0, acceptances: 0, held: 0 };
       const fresh = seenAcceptances !== undefined && rest.acceptances > seenAcceptances;
       if (reading !== undefined) seenAcceptances = rest.acceptances;
-      return { ...rest, held, ...filledAcceptance(rest, held, fresh) };
+      const freed = uncounted();
+      const solved = freed > 0 ? { solved: (rest.solved ?? 0) + freed } : {};
+      return { ...rest, held, ...solved, ...filledAcceptance(rest, held, fresh) };
     },
   };
 }

@@ -44,7 +44,7 @@ import { cloudWatchTiming, governorConfigFrom } from '../core/governor/policy.js
 import type { GovernorConfig } from '../core/governor/types.js';
 import type { BalanceReader, GovernorStateStore, MetricsReader } from '../core/governor/ports.js';
 import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
-import type { SolvedCounter } from '../core/thread-ledger.js';
+import type { SolvedCounter, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from './balance-probe.js';
 import { createThreadProbe, probeLeasesOf } from './thread-probe.js';
 import { createTickWake, type TickWake } from './tick-wake.js';
@@ -194,27 +194,16 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const threadLedger = threadLedgerFor(environment, clients.documents, options.clock);
   const leased = leasedLaneOf(environment, clients);
   // The parked design: held threads from the leases, and the probe records its answers with them.
-  const leasedReader = leased ? leasedLedgerReader(threadLedger, leased, options.clock, options.log) : undefined;
+  // …and the answers the watch (built after the loop) freed and has not counted yet among the solved.
+  let watch: ParkedWatch | undefined;
+  const uncounted = () => watch?.answersUncounted() ?? 0;
+  const leasedReader = leased && leasedLedgerReader(threadLedger, leased, options.clock, options.log, uncounted);
   const probeLedger =
     threadLedger && leasedReader ? leasedProbeLedger(threadLedger, () => leasedReader.lastHeld()) : threadLedger;
   // One probe submission a tick while others hold the plan: over-cap retries off, so one refusal at most.
   // Accepted, it wakes the ticks for one at once (the threads it found are used from its answer on).
   const wake = createTickWake();
-  const probe = probeLedger
-    ? createThreadProbe({
-        solver:
-          options.probeSolver ??
-          solverFromEnvironment(environment, clients.region, undefined, { maxOverCapRetries: 0 }),
-        ledger: probeLedger,
-        // The parked design: the probe holds a thread lease, as a consumer's submission does.
-        ...(leased ? { leases: probeLeasesOf(leased) } : {}),
-        onAccepted: () => wake.wake(),
-        ...(options.clock ? { clock: options.clock } : {}),
-        ...(options.log
-          ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
-          : {}),
-      })
-    : undefined;
+  const probe = probeLedger && probeOf(options, clients, probeLedger, leased, wake);
   const config = governorConfigFrom(settings, { highLane, probeSubmissions: probe !== undefined, ...overrides });
   const overflow = overflowOptionFrom(options, { clients, lambda, cloudwatch, overrides });
   const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
@@ -292,7 +281,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ...(options.clock ? { clock: options.clock } : {}),
     ...(log ? { log } : {}),
   });
-  const watch = leased ? parkedWatchOf(environment, clients, leased, options, threadLedger, solveWindow) : undefined;
+  watch = leased ? parkedWatchOf(environment, clients, leased, options, threadLedger, solveWindow) : undefined;
   const baton =
     watch && environment.tables.leases !== undefined
       ? createDynamoWatchBaton({
@@ -342,6 +331,29 @@ function consumerMetricsOf(
   return solveWindowReader(solveWindow, (error) =>
     log?.warn('metric window read failed; metric signals unknown', { error: (error as Error).message }),
   );
+}
+
+/** The governor's probe: one submission a tick on the ledger (and, parked, under a thread lease). */
+function probeOf(
+  options: GovernorWiringOptions,
+  clients: AwsClients,
+  ledger: ThreadLedgerRecorder,
+  leased: (LeasedLane & { leases: LeaseTaker }) | undefined,
+  wake: { wake(): void },
+) {
+  return createThreadProbe({
+    solver:
+      options.probeSolver ??
+      solverFromEnvironment(options.environment, clients.region, undefined, { maxOverCapRetries: 0 }),
+    ledger,
+    // The parked design: the probe holds a thread lease, as a consumer's submission does.
+    ...(leased ? { leases: probeLeasesOf(leased) } : {}),
+    onAccepted: () => wake.wake(),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.log
+      ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
+      : {}),
+  });
 }
 
 /**

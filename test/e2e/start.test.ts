@@ -178,6 +178,32 @@ describe('captcha-fleet start', () => {
     },
   );
 
+  it('stops at the pause level while a tenth of the invocations crash (the price learned while answers wait to be counted)', async () => {
+    // Before, on this seed: $0.076–0.079, 7–8 solves past the level. A fresh fleet's first price was
+    // learned from a drop that had charged answers the watch had freed and was still recording
+    // (in neither the leases nor the ledger's solved count): $0.0015 for a $0.003 solve.
+    const run = await runCli([
+      'start',
+      '--solver-balance',
+      '0.25',
+      '--solver-price',
+      '0.003',
+      '--halt-balance',
+      '0.1',
+      '--crash-rate',
+      '0.1',
+      '--seed',
+      '306',
+      '--json',
+    ]);
+    const summary = lastJson(run.stdout);
+    expect(summary, run.stderr).toMatchObject({ lost: 0, paidTwice: 0, validInDlq: 0, endedBy: 'paused' });
+    const solver = summary.solver as Record<string, number>;
+    // The floor's rule: the last solve ends at most one price under the level.
+    expect(solver.balanceEnd).toBeGreaterThanOrEqual(0.1 - 0.003 - 1e-9);
+    expect(solver.balanceEnd).toBeLessThan(0.1 + 1e-9);
+  });
+
   it('waits out a solver outage it was asked for, paused as designed, and reaches every result (no --max-duration)', async () => {
     // The solver down from 2 s for 20 s: the governor pauses with nothing in flight, which used to
     // end the run 3 ticks later with the tasks still queued, the recovery the flag asks to see never shown.

@@ -119,6 +119,34 @@ describe('the leased ledger reading', () => {
     expect(reader.lastHeld()).toBe(3);
   });
 
+  it('counts among the solved the answers the watch freed and has not yet added to the ledger', async () => {
+    // GIVEN one live slot, a ledger that counted 40 solved, and 6 answers freed and still on their way
+    const { keeper } = memoryKeeper([slot('p#0', 0)]);
+    const lane = { leases: keeper, shards: ['p#0'], planCap: 50, tasksPerInvocation: 1 };
+    const ledger = { read: async () => ({ held: 0, refusals: 0, acceptances: 47, solved: 40 }) };
+    let uncounted = 6;
+    const reader = leasedLedgerReader(
+      ledger,
+      lane,
+      () => NOW,
+      undefined,
+      () => uncounted,
+    );
+    // THEN the reading has them (charged when ready, in neither the leases nor the ledger yet)
+    expect(await reader.read()).toMatchObject({ held: 1, acceptances: 47, solved: 46 });
+    // AND a ledger that never counted a solve reads them alone; none leaves `solved` unknown
+    const fresh = leasedLedgerReader(
+      { read: async () => ({ held: 0, refusals: 0, acceptances: 7 }) },
+      lane,
+      () => NOW,
+      undefined,
+      () => uncounted,
+    );
+    expect((await fresh.read())?.solved).toBe(6);
+    uncounted = 0;
+    expect((await fresh.read())?.solved).toBeUndefined();
+  });
+
   it('lifts a shard’s refusal hold-off once the ledger shows a later acceptance', async () => {
     const { keeper, metas, calls } = memoryKeeper();
     metas.set('p#0', { limit: 10, refusedAt: NOW - 5_000, refusedHeld: 0 });

@@ -338,6 +338,100 @@ describe("the parked watch's solves in the thread ledger", () => {
     expect(w.writes).toEqual([3]);
   });
 
+  it('counts the answers it freed until their count is on the ledger: while recording, while batched, not once written', async () => {
+    // GIVEN three parked tasks ready at once, recordings held open until released, the third not recorded
+    const slots = ['a', 'b', 'c'].map((id, i) => lease(id, i));
+    const held = new Map(slots.map((s) => [s.slot, s]));
+    const gates: Array<() => void> = [];
+    const writes: number[] = [];
+    const watch = createParkedWatch({
+      leases: {
+        views: async (shards) => shards.map((shard) => ({ shard, meta: { limit: 10 }, slots: [...held.values()] })),
+        setLimit: async () => undefined,
+        clearRefusal: async () => undefined,
+        renew: async () => false,
+        release: async (l) => void held.delete(l.slot),
+      },
+      shards: ['primary#0'],
+      results: { get: async (id) => record(id) },
+      solver: {
+        pollMany: async (targets) => new Map(targets.map((t) => [t.solverId, { state: 'ready' } as PollState])),
+      },
+      queue: { changeVisibility: async () => undefined },
+      recorder: {
+        record: (task) =>
+          new Promise((resolve) => gates.push(() => resolve(task.taskId === 'c' ? 'skipped' : 'recorded'))),
+      },
+      solved: { countSolved: async (count) => void writes.push(count) },
+      solvedFlushMs: 60_000,
+      clock: () => NOW,
+      settleMs: 0,
+    });
+    // WHEN a round frees them and records beside it
+    await watch.round({ recording: 'beside' });
+    // THEN their leases are free and all three are counted as answered, none on the ledger yet
+    expect(held.size).toBe(0);
+    expect(watch.answersUncounted()).toBe(3);
+    // WHEN the recordings end (the third skipped: its task finished by another delivery)
+    for (const open of gates) open();
+    await watch.settle();
+    // THEN the two recorded wait in the batch, still counted; the third is not an answer of this watch's
+    expect(watch.answersUncounted()).toBe(2);
+    // WHEN the tick counts them THEN they are on the ledger and no longer counted here
+    await watch.countSolvedNow();
+    expect(writes).toEqual([2]);
+    expect(watch.answersUncounted()).toBe(0);
+  });
+
+  it('waits for a batch write under way before the tick reads the ledger', async () => {
+    // GIVEN a batch write that has not landed
+    let land: () => void = () => undefined;
+    const writes: number[] = [];
+    const w = createParkedWatch({
+      leases: {
+        views: async (shards) => shards.map((shard) => ({ shard, meta: { limit: 10 }, slots: [lease('a', 0)] })),
+        setLimit: async () => undefined,
+        clearRefusal: async () => undefined,
+        renew: async () => false,
+        release: async () => undefined,
+      },
+      shards: ['primary#0'],
+      results: { get: async (id) => record(id) },
+      solver: {
+        pollMany: async (targets) => new Map(targets.map((t) => [t.solverId, { state: 'ready' } as PollState])),
+      },
+      queue: { changeVisibility: async () => undefined },
+      recorder: { record: async () => 'recorded' },
+      solved: {
+        countSolved: (count) =>
+          new Promise<void>((resolve) => {
+            land = () => {
+              writes.push(count);
+              resolve();
+            };
+          }),
+      },
+      solvedFlushMs: 60_000,
+      clock: () => NOW,
+      settleMs: 0,
+    });
+    await w.round();
+    const background = w.flushSolved();
+    await new Promise((resolve) => setImmediate(resolve));
+    // WHEN the tick asks while it is under way
+    let counted = false;
+    const tick = w.countSolvedNow().then(() => {
+      counted = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    // THEN the tick waits for it to land
+    expect(counted).toBe(false);
+    land();
+    await Promise.all([background, tick]);
+    expect(counted).toBe(true);
+    expect(writes).toEqual([1]);
+  });
+
   it('keeps the count when the write fails and adds it with the next batch', async () => {
     const failing = { now: true };
     const w = recording(failing);
