@@ -268,8 +268,11 @@ describe('the parked watch, one round', () => {
 });
 
 describe("the parked watch's solves in the thread ledger", () => {
-  /** Three parked tasks ready at once, a recorder that records them, and a ledger counter that fails while `failing`. */
-  function recording(failing = { now: false }) {
+  /**
+   * Three parked tasks ready at once, a recorder that records them, and a ledger counter that
+   * fails while `failing` (`overrides` replace any of these).
+   */
+  function recording(failing = { now: false }, overrides: Partial<ParkedWatchOptions> = {}) {
     let now = NOW;
     const slots = ['a', 'b', 'c'].map((id, i) => lease(id, i));
     const held = new Map(slots.map((s) => [s.slot, s]));
@@ -301,8 +304,15 @@ describe("the parked watch's solves in the thread ledger", () => {
         now += ms;
       },
       settleMs: 0,
+      ...overrides,
     });
-    return { watch, writes, advance: (ms: number) => (now += ms), add: (s: LeaseSlot) => held.set(s.slot, s) };
+    return {
+      watch,
+      writes,
+      held,
+      advance: (ms: number) => (now += ms),
+      add: (s: LeaseSlot) => held.set(s.slot, s),
+    };
   }
 
   it('adds the answers it recorded to the ledger in one batch, not one write per answer', async () => {
@@ -339,88 +349,53 @@ describe("the parked watch's solves in the thread ledger", () => {
   });
 
   it('counts the answers it freed until their count is on the ledger: while recording, while batched, not once written', async () => {
-    // GIVEN three parked tasks ready at once, recordings held open until released, the third not recorded
-    const slots = ['a', 'b', 'c'].map((id, i) => lease(id, i));
-    const held = new Map(slots.map((s) => [s.slot, s]));
+    // GIVEN three parked tasks ready at once, recordings held open until released, the third skipped
     const gates: Array<() => void> = [];
-    const writes: number[] = [];
-    const watch = createParkedWatch({
-      leases: {
-        views: async (shards) => shards.map((shard) => ({ shard, meta: { limit: 10 }, slots: [...held.values()] })),
-        setLimit: async () => undefined,
-        clearRefusal: async () => undefined,
-        renew: async () => false,
-        release: async (l) => void held.delete(l.slot),
-      },
-      shards: ['primary#0'],
-      results: { get: async (id) => record(id) },
-      solver: {
-        pollMany: async (targets) => new Map(targets.map((t) => [t.solverId, { state: 'ready' } as PollState])),
-      },
-      queue: { changeVisibility: async () => undefined },
+    const w = recording(undefined, {
       recorder: {
         record: (task) =>
           new Promise((resolve) => gates.push(() => resolve(task.taskId === 'c' ? 'skipped' : 'recorded'))),
       },
-      solved: { countSolved: async (count) => void writes.push(count) },
       solvedFlushMs: 60_000,
-      clock: () => NOW,
-      settleMs: 0,
     });
     // WHEN a round frees them and records beside it
-    await watch.round({ recording: 'beside' });
+    await w.watch.round({ recording: 'beside' });
     // THEN their leases are free and all three are counted as answered, none on the ledger yet
-    expect(held.size).toBe(0);
-    expect(watch.answersUncounted()).toBe(3);
+    expect(w.held.size).toBe(0);
+    expect(w.watch.answersUncounted()).toBe(3);
     // WHEN the recordings end (the third skipped: its task finished by another delivery)
     for (const open of gates) open();
-    await watch.settle();
+    await w.watch.settle();
     // THEN the two recorded wait in the batch, still counted; the third is not an answer of this watch's
-    expect(watch.answersUncounted()).toBe(2);
+    expect(w.watch.answersUncounted()).toBe(2);
     // WHEN the tick counts them THEN they are on the ledger and no longer counted here
-    await watch.countSolvedNow();
-    expect(writes).toEqual([2]);
-    expect(watch.answersUncounted()).toBe(0);
+    await w.watch.countSolvedNow();
+    expect(w.writes).toEqual([2]);
+    expect(w.watch.answersUncounted()).toBe(0);
   });
 
   it('waits for a batch write under way before the tick reads the ledger', async () => {
     // GIVEN a batch write that has not landed
     let land: () => void = () => undefined;
-    const writes: number[] = [];
-    const w = createParkedWatch({
-      leases: {
-        views: async (shards) => shards.map((shard) => ({ shard, meta: { limit: 10 }, slots: [lease('a', 0)] })),
-        setLimit: async () => undefined,
-        clearRefusal: async () => undefined,
-        renew: async () => false,
-        release: async () => undefined,
-      },
-      shards: ['primary#0'],
-      results: { get: async (id) => record(id) },
-      solver: {
-        pollMany: async (targets) => new Map(targets.map((t) => [t.solverId, { state: 'ready' } as PollState])),
-      },
-      queue: { changeVisibility: async () => undefined },
-      recorder: { record: async () => 'recorded' },
+    const landed: number[] = [];
+    const w = recording(undefined, {
       solved: {
         countSolved: (count) =>
           new Promise<void>((resolve) => {
             land = () => {
-              writes.push(count);
+              landed.push(count);
               resolve();
             };
           }),
       },
       solvedFlushMs: 60_000,
-      clock: () => NOW,
-      settleMs: 0,
     });
-    await w.round();
-    const background = w.flushSolved();
+    await w.watch.round();
+    const background = w.watch.flushSolved();
     await new Promise((resolve) => setImmediate(resolve));
     // WHEN the tick asks while it is under way
     let counted = false;
-    const tick = w.countSolvedNow().then(() => {
+    const tick = w.watch.countSolvedNow().then(() => {
       counted = true;
     });
     await new Promise((resolve) => setImmediate(resolve));
@@ -429,7 +404,7 @@ describe("the parked watch's solves in the thread ledger", () => {
     land();
     await Promise.all([background, tick]);
     expect(counted).toBe(true);
-    expect(writes).toEqual([1]);
+    expect(landed).toEqual([3]);
   });
 
   it('keeps the count when the write fails and adds it with the next batch', async () => {
