@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decide, governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
+import { GRANT_MIN_LIFETIME_MS } from '../../functions/core/governor/stage-account.js';
 import { decideTick } from '../../functions/core/governor/tick.js';
 import type { GovernorState, SpendState } from '../../functions/core/governor/types.js';
 import { resolveSettings } from '../../functions/core/settings.js';
@@ -398,6 +399,18 @@ describe('the spend grant when a tick cannot count the money', () => {
     // Assess
     expect(d.spendGrant?.until).toBe(NOW + 4 * 25_000);
     expect(onTime.spendGrant?.until).toBe(NOW + 4 * 10_000);
+  });
+
+  it('writes a grant GRANT_MIN_LIFETIME_MS long at least, however short the tick (the local 1 s tick)', () => {
+    // Prepare: a fleet on 1 s ticks whose money is near the pause level, its last tick on time
+    const fast = governorConfigFrom(resolveSettings({ tickMs: 1_000, planThreads: 8 }), { probeSubmissions: true });
+    const before = stateWith({ lastRead: { at: NOW - 1_000, usd: 0.31 }, perSecond: 0.01, ...learned });
+    // Act
+    const d = decide(governorSignals(NOW, { balance: 0.3, threadLedger: ledger(5) }, { inFlight: 5 }), before, fast);
+    // Assess: 20 s, not four 1 s ticks (a tick that reads its signals for 2 s and comes 4 s late
+    // would write the next grant after this one lapsed, and the consumers would take none)
+    expect(GRANT_MIN_LIFETIME_MS).toBe(20_000);
+    expect(d.spendGrant?.until).toBe(NOW + GRANT_MIN_LIFETIME_MS);
   });
 
   it('drops a carried grant once it lapses, as a governor that stopped ticking leaves it', () => {

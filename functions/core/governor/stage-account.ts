@@ -49,6 +49,16 @@ function unreadableCause(ctx: TickContext): string {
  */
 export const GRANT_LIFETIME_TICKS = 2 * PROJECTION_TICKS;
 
+/**
+ * …and never less than this, ms: a tick's `until` counts from its start, and on a loaded machine a
+ * tick took 2.3 s to read its signals and came 3.5–4 s after the last, so a fresh fleet's first
+ * grant (4 × the local 1 s tick) lapsed before the next was written; invocations that read no
+ * grant in force took no reservation and submitted past the count (`npm start` at 60 threads from
+ * $0.35, three runs at once: 11 solves accepted beyond the reservations, 4 of 12 runs past the
+ * pause level, 3 of them to $0). A dead governor's last grant holds the consumers this long at most.
+ */
+export const GRANT_MIN_LIFETIME_MS = 20_000;
+
 /** The solves the money above the pause level still pays for, and the grant that lets the consumers start them. */
 interface Granted {
   solves: number;
@@ -306,12 +316,13 @@ function whileRefused(ctx: TickContext, flow: Flow): Flow {
  * When a grant written now lapses: `GRANT_LIFETIME_TICKS` ticks ahead, each the configured tick or
  * the time since the last tick when that was longer (a governor whose ticks run late, a loaded
  * machine's: locally 1 s ticks came 1.5–4.5 s apart, and a grant 4 s long lapsed between two of
- * them while the fleet was paused at the pause level: 138 solves started under no count).
+ * them while the fleet was paused at the pause level: 138 solves started under no count), and
+ * `GRANT_MIN_LIFETIME_MS` at least.
  */
 function grantUntil(ctx: TickContext): number {
   const last = ctx.state.lastDecision?.at;
   const tickMs = Math.max(ctx.config.tickMs ?? 10_000, last !== undefined ? ctx.now - last : 0);
-  return ctx.now + GRANT_LIFETIME_TICKS * tickMs;
+  return ctx.now + Math.max(GRANT_LIFETIME_TICKS * tickMs, GRANT_MIN_LIFETIME_MS);
 }
 
 /**
