@@ -54,20 +54,17 @@ export function withPriceSample(
   bound?: number,
 ): { window: PriceSample[]; learned: number | undefined; bound: number | undefined } {
   const next = [...(window ?? []), sample].slice(-PRICE_BOUND_READS);
+  const recent = next.slice(-PRICE_WINDOW_READS);
   let usd = 0;
   let solves = 0;
-  for (const entry of next.slice(-PRICE_WINDOW_READS)) {
+  for (const entry of recent) {
     usd += entry.usd;
     solves += entry.solves;
   }
   const nextBound = priceBound(next) ?? bound;
   if (solves > 0 && usd > 0) return { window: next, learned: usd / solves, bound: nextBound };
   // Only before any price: a priced account's quiet window (a balance shown in cents) keeps its price.
-  const free =
-    learned === undefined &&
-    usd === 0 &&
-    solves >= FREE_AFTER_SOLVES &&
-    Math.min(next.length, PRICE_WINDOW_READS) >= FREE_AFTER_READS;
+  const free = learned === undefined && usd === 0 && solves >= FREE_AFTER_SOLVES && recent.length >= FREE_AFTER_READS;
   return { window: next, learned: free ? 0 : learned, bound: nextBound };
 }
 

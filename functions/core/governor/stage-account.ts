@@ -7,7 +7,7 @@
  * its projection by the tick after next under the pause level pauses (after spending the rest);
  * the first funded read resumes at once. Pure.
  */
-import { grantCount, type SpendGrant } from '../thread-ledger.js';
+import { grantCount, type SpendGrant, type ThreadLedgerReading } from '../thread-ledger.js';
 import { invocations } from './capacity.js';
 import type { Funds, TickContext } from './context.js';
 import { neverReadBalance, PROJECTION_TICKS } from './context.js';
@@ -96,17 +96,25 @@ function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   const counted = countingPrice(flow.state.spend, config.priceHintUsd);
   const price = counted.usd;
   if (funds === undefined || reading === undefined || !isPrice(price)) return undefined;
-  const solves = solvesFor((funds.usd - config.pauseBalance) / price - reading.held);
+  const { solves, grant } = grantOf(ctx, funds.usd, price, reading.held, reading);
   if (solves >= reachOf(ctx, flow, reading.acceptances) && ctx.state.pause?.reason !== 'balance') return undefined;
-  const until = grantUntil(ctx);
-  // In the ledger's reservations where it keeps them (each delivery takes one before it submits), else its acceptances.
-  return {
-    solves,
-    price,
-    priceSource: counted.source,
-    held: reading.held,
-    grant: { limit: grantCount(reading) + solves, until },
-  };
+  return { solves, price, priceSource: counted.source, held: reading.held, grant };
+}
+
+/**
+ * The solves `usd` pays for above the pause level at `price` once the `inFlight` solves are
+ * charged, and the grant that lets them start: counted in the ledger's reservations where it keeps
+ * them (each delivery takes one before it submits), else its acceptances.
+ */
+function grantOf(
+  ctx: TickContext,
+  usd: number,
+  price: number,
+  inFlight: number,
+  reading: ThreadLedgerReading,
+): { solves: number; grant: SpendGrant } {
+  const solves = solvesFor((usd - ctx.config.pauseBalance) / price - inFlight);
+  return { solves, grant: { limit: grantCount(reading) + solves, until: grantUntil(ctx) } };
 }
 
 /**
@@ -352,8 +360,7 @@ function grantWhileUnread(ctx: TickContext, flow: Flow): SpendGrant | undefined 
   const { lastRead, solvedSeen } = ctx.state.spend;
   const price = countingPrice(ctx.state.spend, ctx.config.priceHintUsd).usd;
   if (lastRead === undefined || solvedSeen === undefined || !isPrice(price)) return carried;
-  const solves = solvesFor((lastRead.usd - ctx.config.pauseBalance) / price - (reading.acceptances - solvedSeen));
-  const counted = { limit: grantCount(reading) + solves, until: grantUntil(ctx) };
+  const { solves, grant: counted } = grantOf(ctx, lastRead.usd, price, reading.acceptances - solvedSeen, reading);
   // A count far beyond what the fleet could start before it lapses bounds nothing: none is written.
   if (carried === undefined && solves >= reachOf(ctx, flow, reading.acceptances)) return undefined;
   return carried === undefined || counted.limit < carried.limit ? counted : carried;
