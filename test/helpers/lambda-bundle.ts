@@ -149,17 +149,45 @@ export interface BundleInvocation {
   /** `process.version` inside the child. */
   nodeVersion: string | undefined;
   /**
-   * The child's peak resident memory through the invocation, MB (`process.resourceUsage().maxRSS`):
-   * what Lambda reports as Max Memory Used, the runtime's own process being this one.
+   * The child's peak resident memory through the invocation, MB: what Lambda reports as Max
+   * Memory Used, the runtime's own process being this one. On Linux the process's own high-water
+   * mark (`VmHWM` of /proc/self/status); elsewhere `process.resourceUsage().maxRSS`, which Linux
+   * carries across exec from the process that forked the child (the test's own worker, 130–200 MB
+   * here: the peak it gave was at times the worker's, not the bundle's).
    */
   maxRssMb: number | undefined;
+  /** Where `maxRssMb` came from. */
+  peakSource: 'VmHWM' | 'maxRSS' | undefined;
+  /** CPU the child used (user + system) to import the handler's module, ms (Lambda's init phase). */
+  importCpuMs: number | undefined;
+  /** …and from then to the handler's answer, ms (the invocation). */
+  cpuMs: number | undefined;
+}
+
+/**
+ * The V8 flags Lambda's Node.js runtimes start the runtime's process with for a function of
+ * `memoryMb` (the bootstrap of AWS's published base images: a tenth of the memory for the young
+ * generation, half of that a semi-space, the rest the old generation; --expose-gc and the header
+ * size limit beside them). Without them V8 sizes its heap for the machine, and the peak measured
+ * is not the one Lambda would see.
+ */
+export function lambdaNodeFlags(memoryMb: number): string[] {
+  const newSpace = Math.floor(memoryMb / 10);
+  return [
+    '--expose-gc',
+    '--max-http-header-size=81920',
+    `--max-semi-space-size=${Math.floor(newSpace / 2)}`,
+    `--max-old-space-size=${memoryMb - newSpace}`,
+  ];
 }
 
 const BOOTSTRAP = `// Stands in for the Lambda runtime's bootstrap: load the handler module, invoke it once.
 import { readFileSync } from 'node:fs';
 const [moduleFile, exportName, eventFile, timeoutMs] = process.argv.slice(2);
 const event = JSON.parse(readFileSync(eventFile, 'utf8'));
+const cpuBefore = process.cpuUsage();
 const mod = await import(moduleFile);
+const cpuImported = process.cpuUsage();
 const endsAt = Date.now() + Number(timeoutMs);
 const name = process.env.AWS_LAMBDA_FUNCTION_NAME;
 const context = {
@@ -170,7 +198,14 @@ const context = {
   getRemainingTimeInMillis: () => Math.max(0, endsAt - Date.now()),
 };
 const response = await mod[exportName](event, context);
-process.stdout.write('\\n@@INVOCATION ' + JSON.stringify({ response, nodeVersion: process.version, maxRssKb: process.resourceUsage().maxRSS }) + '\\n');
+const cpu = process.cpuUsage(cpuImported);
+const cpuImport = process.cpuUsage(cpuBefore);
+let peak = { kb: process.resourceUsage().maxRSS, source: 'maxRSS' };
+try {
+  const hwm = /VmHWM:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+  if (hwm) peak = { kb: Number(hwm[1]), source: 'VmHWM' };
+} catch {}
+process.stdout.write('\\n@@INVOCATION ' + JSON.stringify({ response, nodeVersion: process.version, peakKb: peak.kb, peakSource: peak.source, importCpuMs: (cpuImport.user + cpuImport.system - cpu.user - cpu.system) / 1000, cpuMs: (cpu.user + cpu.system) / 1000 }) + '\\n');
 `;
 
 /**
@@ -202,7 +237,8 @@ export async function invokeBundle(options: {
     join(dir, 'event.json'),
   ];
   return new Promise((resolve, reject) => {
-    const child = spawn(options.node, [...args, String(options.remainingMs ?? fn.timeoutSeconds * 1000)], {
+    const flags = lambdaNodeFlags(fn.memoryMb);
+    const child = spawn(options.node, [...flags, ...args, String(options.remainingMs ?? fn.timeoutSeconds * 1000)], {
       cwd: task,
       env: options.env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -220,7 +256,10 @@ export async function invokeBundle(options: {
         ? (JSON.parse(line.slice('@@INVOCATION '.length)) as {
             response: SQSBatchResponse;
             nodeVersion: string;
-            maxRssKb: number;
+            peakKb: number;
+            peakSource: 'VmHWM' | 'maxRSS';
+            importCpuMs: number;
+            cpuMs: number;
           })
         : undefined;
       resolve({
@@ -229,7 +268,10 @@ export async function invokeBundle(options: {
         stderr,
         response: parsed?.response,
         nodeVersion: parsed?.nodeVersion,
-        maxRssMb: parsed === undefined ? undefined : parsed.maxRssKb / 1024,
+        maxRssMb: parsed === undefined ? undefined : parsed.peakKb / 1024,
+        peakSource: parsed?.peakSource,
+        importCpuMs: parsed?.importCpuMs,
+        cpuMs: parsed?.cpuMs,
       });
     });
   });
