@@ -717,7 +717,7 @@ async function startGovernor(
   const parked = await parkedSide(plan, { clients, resources }, solver, consumer, ledger);
   // The parked design: held threads from the leases; the probe records its answers with them.
   const reader = parked
-    ? leasedLedgerReader(ledger, parked.lane, undefined, undefined, () => parked.watch.answersUncounted())
+    ? leasedLedgerReader(ledger, parked.lane, { uncounted: () => parked.watch.answersUncounted() })
     : undefined;
   const probeLedger = reader ? leasedProbeLedger(ledger, () => reader.lastHeld()) : ledger;
   // The probe's acceptance wakes the governor for a tick at once, as in AWS (functions/governor/tick-wake.ts).

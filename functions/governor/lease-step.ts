@@ -27,6 +27,16 @@ export interface LeasedLedgerReader extends ThreadLedgerReader {
   lastHeld(): number;
 }
 
+/** What the leased reading takes beside the ledger and the lane. */
+export interface LeasedReadingOptions {
+  /** @default Date.now */
+  clock?: Clock;
+  /** Where a refusal hold-off that could not be cleared is logged. */
+  log?: GovernorLog;
+  /** The answers the watch freed and has not yet added to the ledger (ParkedWatch.answersUncounted). @default none */
+  uncounted?: () => number;
+}
+
 /**
  * The thread ledger's reading with `held` counted from the leases (and no leftovers: a parked
  * task's thread is its lease). Acceptances and refusals are the ledger's own. Unreadable leases
@@ -40,10 +50,9 @@ export interface LeasedLedgerReader extends ThreadLedgerReader {
 export function leasedLedgerReader(
   ledger: ThreadLedgerReader | undefined,
   lane: LeasedLane,
-  clock: Clock = Date.now,
-  log?: GovernorLog,
-  uncounted: () => number = () => 0,
+  options: LeasedReadingOptions = {},
 ): LeasedLedgerReader {
+  const { clock = Date.now, log, uncounted = () => 0 } = options;
   let lastHeld = 0;
   let seenAcceptances: number | undefined;
   return {

@@ -197,7 +197,8 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   // …and the answers the watch (built after the loop) freed and has not counted yet among the solved.
   let watch: ParkedWatch | undefined;
   const uncounted = () => watch?.answersUncounted() ?? 0;
-  const leasedReader = leased && leasedLedgerReader(threadLedger, leased, options.clock, options.log, uncounted);
+  const leasedReader =
+    leased && leasedLedgerReader(threadLedger, leased, { clock: options.clock, log: options.log, uncounted });
   const probeLedger =
     threadLedger && leasedReader ? leasedProbeLedger(threadLedger, () => leasedReader.lastHeld()) : threadLedger;
   // One probe submission a tick while others hold the plan: over-cap retries off, so one refusal at most.

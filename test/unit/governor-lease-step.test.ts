@@ -113,7 +113,7 @@ describe('the leased ledger reading', () => {
     const reader = leasedLedgerReader(
       ledger,
       { leases: keeper, shards: ['p#0', 'p#1'], planCap: 100, tasksPerInvocation: 1 },
-      () => NOW,
+      { clock: () => NOW },
     );
     expect(await reader.read()).toEqual({ held: 3, refusals: 3, acceptances: 10 });
     expect(reader.lastHeld()).toBe(3);
@@ -125,23 +125,14 @@ describe('the leased ledger reading', () => {
     const lane = { leases: keeper, shards: ['p#0'], planCap: 50, tasksPerInvocation: 1 };
     const ledger = { read: async () => ({ held: 0, refusals: 0, acceptances: 47, solved: 40 }) };
     let uncounted = 6;
-    const reader = leasedLedgerReader(
-      ledger,
-      lane,
-      () => NOW,
-      undefined,
-      () => uncounted,
-    );
+    const reader = leasedLedgerReader(ledger, lane, { clock: () => NOW, uncounted: () => uncounted });
     // THEN the reading has them (charged when ready, in neither the leases nor the ledger yet)
     expect(await reader.read()).toMatchObject({ held: 1, acceptances: 47, solved: 46 });
     // AND a ledger that never counted a solve reads them alone; none leaves `solved` unknown
-    const fresh = leasedLedgerReader(
-      { read: async () => ({ held: 0, refusals: 0, acceptances: 7 }) },
-      lane,
-      () => NOW,
-      undefined,
-      () => uncounted,
-    );
+    const fresh = leasedLedgerReader({ read: async () => ({ held: 0, refusals: 0, acceptances: 7 }) }, lane, {
+      clock: () => NOW,
+      uncounted: () => uncounted,
+    });
     expect((await fresh.read())?.solved).toBe(6);
     uncounted = 0;
     expect((await fresh.read())?.solved).toBeUndefined();
@@ -152,10 +143,10 @@ describe('the leased ledger reading', () => {
     metas.set('p#0', { limit: 10, refusedAt: NOW - 5_000, refusedHeld: 0 });
     const lane = { leases: keeper, shards: ['p#0'], planCap: 50, tasksPerInvocation: 1 };
     const before = { held: 0, refusals: 1, acceptances: 4, lastAcceptance: { at: NOW - 9_000, held: 0 } };
-    await leasedLedgerReader({ read: async () => before }, lane, () => NOW).read();
+    await leasedLedgerReader({ read: async () => before }, lane, { clock: () => NOW }).read();
     expect(calls).toEqual([]);
     const after = { ...before, acceptances: 5, lastAcceptance: { at: NOW - 1_000, held: 0 } };
-    await leasedLedgerReader({ read: async () => after }, lane, () => NOW).read();
+    await leasedLedgerReader({ read: async () => after }, lane, { clock: () => NOW }).read();
     expect(calls).toEqual(['clear p#0']);
   });
 });
