@@ -62,6 +62,9 @@ export class Consumer extends Construct {
     this.fleetFunction = new FleetFunction(this, 'Consumer', {
       sizing: FUNCTION_SIZING.consumer,
       entry: 'functions/consumer/handler.ts',
+      // Its logs never carry a stack (an error is logged by name and message, a batch item's
+      // failure is returned, not thrown), and its cold starts multiply with the load: no maps.
+      sourceMaps: false,
       functionName: `${settings.prefix}-consumer`,
       description: 'captcha-fleet consumer: claims, solves and records tasks from both lanes',
       timeout: Duration.seconds(settings.functionTimeoutSeconds),

@@ -66,6 +66,9 @@ export class OverflowConsumer extends Construct {
     this.fleetFunction = new FleetFunction(this, 'Consumer', {
       sizing: FUNCTION_SIZING.overflowConsumer,
       entry: 'functions/consumer/handler.ts',
+      // Its logs never carry a stack (an error is logged by name and message, a batch item's
+      // failure is returned, not thrown), and its cold starts multiply with the load: no maps.
+      sourceMaps: false,
       functionName: overflow.functionName,
       description:
         'captcha-fleet overflow consumer: solves normal-lane excess, and high-lane tasks while the primary is paused, through the pay-per-solve provider',

@@ -328,8 +328,8 @@ describe.skipIf(!HAS_MOTO)('the synthesized consumer bundle on the Lambda runtim
   it("stays within the function's memory size through its invocation", () => {
     // Peak resident memory of the process that loaded the bundle and ran one invocation (what
     // Lambda reports as Max Memory Used), V8 started with the flags Lambda gives a function of
-    // this memory: here, Node.js 24, about 129 MB of a 256 MB function for the consumer, 96 MB
-    // without the source maps (docs/cost.md, row (f'')). On Linux the peak is the process's own
+    // this memory: here, Node.js 24, about 96 MB of a 256 MB function for the consumer (129 MB
+    // with source maps on: docs/cost.md, row (f'')). On Linux the peak is the process's own
     // (VmHWM): getrusage's maxRSS carries the forking test worker's peak across exec.
     expect(fn.memoryMb).toBeGreaterThanOrEqual(128);
     for (const run of [invocation, overflowInvocation]) {
