@@ -34,11 +34,11 @@ export interface FleetFunctionProps {
   readonly environment: Readonly<Record<string, string>>;
   /**
    * Node.js maps stack traces through the bundle's source map (`--enable-source-maps`). The map
-   * ships with the bundle either way; on, it costs about 30 MB resident and 250–400 ms of CPU in
-   * a container's first invocation (the deployed consumer on Node.js 24, one core here: 366–564
-   * ms with it, 112–164 ms without; from its third invocation on the same), which at a
-   * function's share of a vCPU (0.145 at 256 MB) is seconds of a cold start. Worth it where a
-   * stack trace can reach the logs.
+   * ships with the bundle either way; on, it costs about 30 MB resident and some 300 ms of CPU
+   * in a container's first two invocations (the deployed consumer on Node.js 24, one core here:
+   * its first took a median 412 ms with it, 133 ms without; from its third on the same), which
+   * at a function's share of a vCPU (0.145 at 256 MB) is seconds of a cold start (docs/cost.md,
+   * row (f'')). Worth it where a stack trace can reach the logs.
    * @default true
    */
   readonly sourceMaps?: boolean;

@@ -181,7 +181,7 @@ describe('default stack', () => {
 
   it('maps stack traces through the source maps where they can reach the logs, not in the consumer', () => {
     // The consumer logs errors by name and message and returns a batch's failures: the maps cost
-    // its every cold start about 30 MB and 250-400 ms of CPU for traces it never prints
+    // its every cold start about 30 MB and some 300 ms of CPU for traces it never prints
     const nodeOptions = (name: string) =>
       (functionNamed(s, `${settings.prefix}-${name}`)[1].Properties.Environment.Variables as Record<string, unknown>)
         .NODE_OPTIONS;
