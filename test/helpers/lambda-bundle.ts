@@ -187,6 +187,7 @@ const [moduleFile, exportName, eventFile, timeoutMs] = process.argv.slice(2);
 const event = JSON.parse(readFileSync(eventFile, 'utf8'));
 const cpuBefore = process.cpuUsage();
 const mod = await import(moduleFile);
+const cpuImport = process.cpuUsage(cpuBefore);
 const cpuImported = process.cpuUsage();
 const endsAt = Date.now() + Number(timeoutMs);
 const name = process.env.AWS_LAMBDA_FUNCTION_NAME;
@@ -199,13 +200,12 @@ const context = {
 };
 const response = await mod[exportName](event, context);
 const cpu = process.cpuUsage(cpuImported);
-const cpuImport = process.cpuUsage(cpuBefore);
 let peak = { kb: process.resourceUsage().maxRSS, source: 'maxRSS' };
 try {
   const hwm = /VmHWM:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
   if (hwm) peak = { kb: Number(hwm[1]), source: 'VmHWM' };
 } catch {}
-process.stdout.write('\\n@@INVOCATION ' + JSON.stringify({ response, nodeVersion: process.version, peakKb: peak.kb, peakSource: peak.source, importCpuMs: (cpuImport.user + cpuImport.system - cpu.user - cpu.system) / 1000, cpuMs: (cpu.user + cpu.system) / 1000 }) + '\\n');
+process.stdout.write('\\n@@INVOCATION ' + JSON.stringify({ response, nodeVersion: process.version, peakKb: peak.kb, peakSource: peak.source, importCpuMs: (cpuImport.user + cpuImport.system) / 1000, cpuMs: (cpu.user + cpu.system) / 1000 }) + '\\n');
 `;
 
 /**

@@ -158,7 +158,8 @@ function spendAfter(signals: GovernorSignals, state: GovernorState): SpendState 
 }
 
 function priceAfter(signals: GovernorSignals, spend: SpendState, balance: number): Partial<SpendState> {
-  const solved = signals.threadLedger?.solved;
+  const reading = signals.threadLedger;
+  const solved = reading?.solved;
   const seen = spend.lastRead;
   const before = spend.solvedSeen;
   let { priceWindow, learnedPriceUsd, priceBoundUsd } = spend;
@@ -175,7 +176,6 @@ function priceAfter(signals: GovernorSignals, spend: SpendState, balance: number
     // every span of it runs between reads with nothing hidden (the price and its bound kept).
     priceWindow = [];
   }
-  const reading = signals.threadLedger;
   return {
     ...(priceWindow !== undefined ? { priceWindow } : {}),
     ...(learnedPriceUsd !== undefined ? { learnedPriceUsd } : {}),

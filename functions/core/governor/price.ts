@@ -107,6 +107,9 @@ export function priceBound(window: readonly PriceSample[]): number | undefined {
  */
 export const UNKNOWN_PRICE_USD = 0.01;
 
+/** The price counted when none was learned or told (countingPrice). */
+const ASSUMED = { usd: UNKNOWN_PRICE_USD, source: 'assumed' as const };
+
 /**
  * The price the money side counts a solve at, and where it comes from: the one learned from the
  * balance, or its upper bound (`priceBoundUsd`, priceBound) where that is higher; until the window gives
@@ -129,5 +132,3 @@ export function countingPrice(
   // pause level on it.
   return { usd: Math.max(learned, bound ?? unlearned.usd), source: 'learned' };
 }
-
-const ASSUMED = { usd: UNKNOWN_PRICE_USD, source: 'assumed' as const };
