@@ -1,5 +1,6 @@
 import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
 import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
+import { SQS_MAPPING_RAMP } from '../functions/core/mapping-ramp.js';
 import { LEASE_WAIT_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leases.js';
 
 /**
@@ -9,7 +10,7 @@ import { LEASE_WAIT_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leas
 
 /** Behaviour and prices the simulator assumes; every field can be overridden per run. */
 export interface ModelParams {
-  /** Lambda's SQS event source mapping starts with this many concurrent invocations. */
+  /** Lambda's SQS event source mapping starts with this many concurrent invocations (functions/core/mapping-ramp.ts). */
   esmInitialConcurrency: number;
   /** …and adds up to this many per minute while messages wait (AWS: 300). */
   esmScaleUpPerMinute: number;
@@ -129,10 +130,10 @@ export interface ModelParams {
 }
 
 export const DEFAULT_MODEL: Readonly<ModelParams> = {
-  esmInitialConcurrency: 5,
-  esmScaleUpPerMinute: 300,
-  esmStepSeconds: 1,
-  esmScaleDownSeconds: 60,
+  esmInitialConcurrency: SQS_MAPPING_RAMP.initialConcurrency,
+  esmScaleUpPerMinute: SQS_MAPPING_RAMP.scaleUpPerMinute,
+  esmStepSeconds: SQS_MAPPING_RAMP.stepSeconds,
+  esmScaleDownSeconds: SQS_MAPPING_RAMP.scaleDownSeconds,
   invocationOverheadSeconds: 0.05,
   coldStartSeconds: 0.4,
   backoffBaseSeconds: 1,

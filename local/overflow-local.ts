@@ -5,6 +5,7 @@
  * normal queue that plays the overflow function's event source mapping: created disabled at the
  * mapping floor, opened and sized by the governor. Only adapters differ from AWS.
  */
+import { SQS_MAPPING_RAMP } from '../functions/core/mapping-ramp.js';
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LocalEventStream } from '../functions/adapters/completion-events.js';
@@ -134,6 +135,7 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
       functionName: configured.functionName,
       waitTimeSeconds: build.receiveWaitSeconds,
       pool,
+      ramp: SQS_MAPPING_RAMP,
     });
   const [poller, highPoller] = [lane('normal'), lane('high')];
   await poller.start();

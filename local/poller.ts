@@ -22,6 +22,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { sleep } from '../functions/core/helpers/time.js';
+import { MappingRamp, type MappingRampParams } from '../functions/core/mapping-ramp.js';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 
 /** The consumer's shape: Lambda's SQS handler with partial batch responses. */
@@ -73,6 +74,12 @@ export interface PollerOptions {
   receivers?: number;
   /** Start disabled (a paused mapping). @default true */
   enabled?: boolean;
+  /**
+   * Scale as Lambda's pollers do (functions/core/mapping-ramp.ts: five invocations at first, up
+   * to 300 more a minute while messages wait, from the start again after a pause), stepped every
+   * `stepSeconds` of real time. Absent: `maxConcurrency` at once.
+   */
+  ramp?: MappingRampParams;
   /** Shared with the other pollers of the same function. */
   pool?: ConcurrencyPool;
   /** Errors of the poller itself (receive or delete calls); the handler's errors are counted, not reported. */
@@ -166,6 +173,14 @@ export class Poller {
   private readonly waiters = new Set<() => void>();
   private readonly loops: Promise<void>[] = [];
   private readonly live = new Set<Promise<void>>();
+  /**
+   * Lambda's pollers' ramp (`ramp`), and what the receives since its last step saw of the queue:
+   * messages, only empty answers, or nothing (every slot busy: the last step's answer stands).
+   */
+  private readonly ramp: MappingRamp | undefined;
+  private rampTimer: NodeJS.Timeout | undefined;
+  private queueSeen: 'messages' | 'empty' | undefined;
+  private backlogSeen = 0;
   private readonly counters = {
     invocations: 0,
     peakConcurrency: 0,
@@ -199,6 +214,7 @@ export class Poller {
     this.currentMax = options.maxConcurrency;
     this.isEnabled = options.enabled ?? true;
     this.queueArn = options.queueArn;
+    this.ramp = options.ramp && new MappingRamp(options.ramp, this.currentMax, this.isEnabled);
   }
 
   /** The mapping's current maximum concurrency. */
@@ -220,17 +236,32 @@ export class Poller {
   setMaxConcurrency(value: number): void {
     assertConcurrency(value);
     this.currentMax = value;
+    this.ramp?.set(value, this.isEnabled);
     this.wake();
   }
 
   /** Disable (stop receiving; in-flight invocations finish) or enable the mapping. */
   setEnabled(value: boolean): void {
     this.isEnabled = value;
+    this.ramp?.set(this.currentMax, value);
     this.wake();
   }
 
   stats(): PollerStats {
     return { ...this.counters, inFlight: this.active, maxConcurrency: this.currentMax, enabled: this.isEnabled };
+  }
+
+  /** Invocations (and receives) the pollers allow now: the ceiling, or the ramp's allowance under it. */
+  get allowed(): number {
+    return this.ramp === undefined ? this.currentMax : Math.max(0, Math.floor(this.ramp.limit()));
+  }
+
+  /** One step of the ramp: messages wait when a receive found some since the last step (none when they all came back empty). */
+  private stepRamp(): void {
+    if (this.queueSeen !== undefined) this.backlogSeen = this.queueSeen === 'messages' ? 1 : 0;
+    this.queueSeen = undefined;
+    this.ramp?.step(this.backlogSeen, this.active + this.receiving);
+    this.wake();
   }
 
   /** Begin polling. Resolves once the queue's ARN is known and the receive loops run. */
@@ -249,6 +280,10 @@ export class Poller {
     }
     this.running = true;
     if (this.options.pool) pools.set(this.options.pool, (pools.get(this.options.pool) ?? new Set()).add(this));
+    if (this.ramp !== undefined && this.options.ramp !== undefined) {
+      this.rampTimer = setInterval(() => this.stepRamp(), this.options.ramp.stepSeconds * 1000);
+      this.rampTimer.unref();
+    }
     for (let i = 0; i < Math.max(1, this.options.receivers); i++) this.loops.push(this.receiveLoop());
   }
 
@@ -259,6 +294,7 @@ export class Poller {
   async stop(options: { graceMs?: number } = {}): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    clearInterval(this.rampTimer);
     this.abort.abort();
     this.wake();
     await Promise.all(this.loops);
@@ -281,7 +317,7 @@ export class Poller {
 
   /** A receive may start: the lane has a slot for its batch and the shared pool is not full. */
   private slotFree(): boolean {
-    const mine = this.active + this.receiving < this.currentMax;
+    const mine = this.active + this.receiving < this.allowed;
     return this.running && this.isEnabled && mine && this.poolFree();
   }
 
@@ -325,9 +361,11 @@ export class Poller {
         continue;
       }
       if (messages.length === 0) {
+        this.queueSeen ??= 'empty';
         this.release();
         continue;
       }
+      this.queueSeen = 'messages';
       // Another lane may have filled the shared pool meanwhile: the batch waits (invisible)
       // for a slot. The lane's own slot passes from the receive to the invocation.
       while (this.running && !this.poolFree()) await this.changed();
@@ -356,6 +394,7 @@ export class Poller {
     this.counters.invocations++;
     this.counters.received += messages.length;
     this.counters.peakConcurrency = Math.max(this.counters.peakConcurrency, this.active);
+    this.ramp?.observe(this.active);
     const pool = this.options.pool;
     if (pool) {
       pool.inUse++;

@@ -4,6 +4,7 @@
  * the solver simulator, and the consumer's own handler driven by two pollers that play Lambda's
  * event source mappings (normal and high lanes). Only adapters differ from AWS.
  */
+import { SQS_MAPPING_RAMP } from '../functions/core/mapping-ramp.js';
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { GetQueueAttributesCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
@@ -622,6 +623,9 @@ function createLanes(plan: StackPlan, backends: Backends, handler: ConsumerHandl
       functionName: `${settings.prefix}-consumer`,
       waitTimeSeconds: plan.options.receiveWaitSeconds ?? 1,
       pool,
+      // Lambda's pollers ramp up (five at first, up to 300 more a minute): a lane opened wide
+      // bursts here as it would in AWS and in the lab, not all its ceiling at once.
+      ramp: SQS_MAPPING_RAMP,
     });
   return { pollers: { high: lane('high'), normal: lane('normal') }, pool };
 }

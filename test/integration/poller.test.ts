@@ -346,6 +346,65 @@ describe('Poller (local SQS event source mapping)', () => {
     expect(pool.inUse).toBe(0);
   });
 
+  it("ramps as Lambda's pollers do: a few at first, more each step while messages wait, never above the ceiling", async () => {
+    // Prepare: 60 messages, each invocation held 500 ms; the ramp starts at 2 and adds 2 every 250 ms
+    const queueUrl = await freshQueue();
+    await send(
+      queueUrl,
+      Array.from({ length: 60 }, (_, i) => `m${i}`),
+    );
+    let running = 0;
+    const seen: { at: number; running: number }[] = [];
+    const started = Date.now();
+    const subject = poller(
+      queueUrl,
+      async () => {
+        running++;
+        seen.push({ at: Date.now() - started, running });
+        await sleep(500);
+        running--;
+        return { batchItemFailures: [] };
+      },
+      {
+        maxConcurrency: 8,
+        ramp: { initialConcurrency: 2, scaleUpPerMinute: 480, stepSeconds: 0.25, scaleDownSeconds: 5 },
+      },
+    );
+    // Act
+    await subject.start();
+    await until(() => subject.stats().deleted === 60, 15_000);
+    await subject.stop();
+    // Assert: 2 at most before the first step, the ceiling reached later, never passed
+    expect(Math.max(...seen.filter((s) => s.at < 200).map((s) => s.running))).toBeLessThanOrEqual(2);
+    expect(Math.max(...seen.map((s) => s.running))).toBe(8);
+    expect(subject.stats().peakConcurrency).toBe(8);
+    const firstAtCeiling = seen.find((s) => s.running === 8)?.at ?? 0;
+    expect(firstAtCeiling).toBeGreaterThanOrEqual(500);
+  });
+
+  it('restarts its ramp after a pause, and a raised ceiling is climbed at the ramp', async () => {
+    const queueUrl = await freshQueue();
+    await send(
+      queueUrl,
+      Array.from({ length: 30 }, (_, i) => `m${i}`),
+    );
+    const subject = poller(queueUrl, async () => ({ batchItemFailures: [] }), {
+      maxConcurrency: 8,
+      enabled: false,
+      ramp: { initialConcurrency: 2, scaleUpPerMinute: 480, stepSeconds: 0.25, scaleDownSeconds: 5 },
+    });
+    await subject.start();
+    expect(subject.allowed).toBe(0);
+    subject.setEnabled(true);
+    expect(subject.allowed).toBe(2);
+    subject.setMaxConcurrency(1);
+    expect(subject.allowed).toBe(1);
+    subject.setMaxConcurrency(8);
+    expect(subject.allowed).toBe(1);
+    await until(() => subject.stats().deleted === 30, 10_000);
+    await subject.stop();
+  });
+
   it('receives nothing while disabled and resumes when enabled', async () => {
     const queueUrl = await freshQueue();
     const subject = poller(queueUrl, async () => ({ batchItemFailures: [] }), { enabled: false });
