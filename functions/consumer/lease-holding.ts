@@ -21,12 +21,12 @@ import {
   leaseWaitPollMs,
   type LeaseLane,
   type LeaseSlot,
-  limitOf,
   liveHeld,
   liveSlots,
   roomInShard,
   shardCapacity,
   type ShardView,
+  slotsInForce,
 } from '../core/thread-leases.js';
 import type { ConsumerTiming } from './context.js';
 import { describe, type RecordLog } from './delivery.js';
@@ -246,7 +246,10 @@ export class LeaseHolding {
     if (!anyFree && roomInShard(view, this.lane.planCap, index, now) <= 0) return false;
     if (!anyFree && fleetRoomFull(this.fleetRoom(now), liveSlots(view, now).length, this.lane.shards.length, index))
       return false;
-    const slots = anyFree ? shardCapacity(this.lane.planCap, index) : limitOf(view, this.lane.planCap, index);
+    const { planCap, shards } = this.lane;
+    const slots = anyFree
+      ? shardCapacity(planCap, index)
+      : slotsInForce(view, { planCap, shards: shards.length }, index, now, this.fleetRoom(now));
     const free = freeSlotIndexes(view, slots, now, random);
     for (const slot of free.slice(0, TAKES_PER_READ)) {
       const lease: LeaseSlot = {

@@ -310,12 +310,37 @@ export function fullOfLive(view: ShardView, planCap: number, index: number, now:
  * in turn before the governor's next tick; it lapses after {@link REFUSAL_HOLD_OFF_MS}).
  */
 export function roomInShard(view: ShardView, planCap: number, index: number, now: number): number {
-  const live = liveSlots(view, now).length;
-  let limit = limitOf(view, planCap, index);
+  return Math.max(0, limitInForce(view, planCap, index, now) - liveSlots(view, now).length);
+}
+
+/** A shard's limit, and below it the refused count while its refusal hold-off is in force (roomInShard). */
+export function limitInForce(view: ShardView, planCap: number, index: number, now: number): number {
+  const limit = limitOf(view, planCap, index);
   const { refusedAt, refusedHeld } = view.meta ?? {};
   if (refusedAt !== undefined && refusedHeld !== undefined && now - refusedAt <= REFUSAL_HOLD_OFF_MS)
-    limit = Math.min(limit, refusedHeld);
-  return Math.max(0, limit - live);
+    return Math.min(limit, refusedHeld);
+  return limit;
+}
+
+/**
+ * The slot indexes a taker chooses among in shard `index`: below the limit in force
+ * (`limitInForce`) and below the shard's share of the fleet-wide refusal room (`fleetRoomOf`,
+ * spread as `fleetRoomFull` spreads it). The counts alone are read before the take, so two takers
+ * that read the shard at once both saw room for one; offered the whole limit, they took two
+ * different slots and one was refused (a fleet others left one thread of two: 22–31 refusals in
+ * 75 s, `npm start -- --solver-threads 2 --solver-foreign-threads 1`). Offered only the slots in
+ * force, they race for the same slot and the conditional take lets one through.
+ */
+export function slotsInForce(
+  view: ShardView,
+  lane: { planCap: number; shards: number },
+  index: number,
+  now: number,
+  room: number | undefined,
+): number {
+  const limit = limitInForce(view, lane.planCap, index, now);
+  if (room === undefined) return limit;
+  return Math.min(limit, splitEvenly(Math.max(0, room), Math.max(1, lane.shards))[index] ?? 0);
 }
 
 /**

@@ -331,6 +331,64 @@ describe('the fleet-wide refusal room a taker honours on a lane of several shard
   });
 });
 
+describe('takers that read a shard at once, under a refusal, on dynalite', () => {
+  const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const delivery = { eventSourceArn: 'arn:aws:sqs:us-east-1:000000000000:q', receiptHandle: 'h' };
+
+  /** Two deliveries on one 2-slot shard whose shuffles order its free slots oppositely (before, one took slot 0, the other slot 1). */
+  async function pair(shard: string) {
+    const now = { t: 6_000_000 };
+    const leases = leasesAt(now);
+    await leases.setLimit(shard, 2);
+    const holding = (id: string, random: () => number) =>
+      new LeaseHolding(
+        { leases, shards: [shard], planCap: 2, leaseMs: 60_000 },
+        id,
+        delivery,
+        () => now.t,
+        {
+          pollMs: 250,
+          maxWaitMs: 300,
+          maxWaits: 1,
+          random,
+          sleep: async (ms) => {
+            now.t += ms;
+          },
+        },
+        quiet,
+      );
+    return { now, leases, takers: [holding('a', () => 0), holding('b', () => 0.99)] as const };
+  }
+
+  it("take only the slots the shard's hold-off leaves: of two racing for one, one wins", async () => {
+    // GIVEN a shard of 2 slots, none held, refused a second ago while the fleet held 1 (others hold the rest)
+    const { now, leases, takers } = await pair('race-holdoff#0');
+    await leases.refused('race-holdoff#0', now.t - 1_000, 1);
+
+    // WHEN both take at once
+    const took = await Promise.all(takers.map((taker) => taker.take(now.t + 400)));
+
+    // THEN one holds the one slot the refusal left; before, each took one of the two and one was refused
+    expect(took.filter(Boolean)).toHaveLength(1);
+    const [view] = await leases.views(['race-holdoff#0']);
+    expect(view?.slots.map((slot) => slot.slot)).toEqual([0]);
+  });
+
+  it('take only their share of the fleet-wide refusal room: of two racing for one, one wins', async () => {
+    // GIVEN the same shard with no hold-off of its own, and the ledger's newest refusal a second ago at 1 held
+    const { now, leases, takers } = await pair('race-room#0');
+    const ledger = { lastRefusal: { at: now.t - 1_000, held: 1 }, refusalRun: 1 };
+
+    // WHEN both take at once under that reading
+    const took = await Promise.all(takers.map((taker) => taker.take(now.t + 400, ledger)));
+
+    // THEN one holds the room's one slot
+    expect(took.filter(Boolean)).toHaveLength(1);
+    const [view] = await leases.views(['race-room#0']);
+    expect(view?.slots.map((slot) => slot.slot)).toEqual([0]);
+  });
+});
+
 describe('a refusal in a burst of takers, on dynalite', () => {
   const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
   const delivery = { eventSourceArn: 'arn:aws:sqs:us-east-1:000000000000:q', receiptHandle: 'h' };

@@ -20,6 +20,7 @@ import {
   shardKeys,
   shardLimits,
   shardQueryReadUnits,
+  slotsInForce,
   WATCH_POLL_MAX_MS,
   WATCH_POLL_MS,
   WATCH_POLL_REQUESTS_PER_SECOND,
@@ -126,6 +127,21 @@ describe('room in a shard', () => {
     const v = view(held, { limit: 10, refusedAt: NOW - 5_000, refusedHeld: 3 });
     expect(roomInShard(v, 50, 0, NOW)).toBe(0);
     expect(roomInShard(v, 50, 0, NOW + 60_000)).toBe(7);
+  });
+
+  it('offers the slot indexes in force: under the hold-off, and under the shard share of the fleet room', () => {
+    const lane = { planCap: 128, shards: 2 };
+    const v = view([], { limit: 40, refusedAt: NOW - 5_000, refusedHeld: 3 });
+    expect(slotsInForce(v, lane, 0, NOW, undefined)).toBe(3);
+    // the hold-off over, the limit; a fleet room of 9 spread over two shards: 5 and 4
+    expect(slotsInForce(v, lane, 0, NOW + 60_000, undefined)).toBe(40);
+    expect(slotsInForce(v, lane, 0, NOW + 60_000, 9)).toBe(5);
+    expect(slotsInForce(v, lane, 1, NOW + 60_000, 9)).toBe(4);
+    // the lower of the two binds; a refusal at none held offers none
+    expect(slotsInForce(v, lane, 0, NOW, 9)).toBe(3);
+    expect(slotsInForce(view([], { limit: 40, refusedAt: NOW - 5_000, refusedHeld: 0 }), lane, 0, NOW, undefined)).toBe(
+      0,
+    );
   });
 
   it('offers every free index below the limit once, expired ones included', () => {
