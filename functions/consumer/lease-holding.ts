@@ -23,7 +23,6 @@ import {
   type LeaseSlot,
   liveHeld,
   liveSlots,
-  roomInShard,
   shardCapacity,
   type ShardView,
   slotsInForce,
@@ -243,13 +242,15 @@ export class LeaseHolding {
 
   private async tryShard(view: ShardView, index: number, random: () => number, anyFree = false): Promise<boolean> {
     const now = this.clock();
-    if (!anyFree && roomInShard(view, this.lane.planCap, index, now) <= 0) return false;
-    if (!anyFree && fleetRoomFull(this.fleetRoom(now), liveSlots(view, now).length, this.lane.shards.length, index))
-      return false;
     const { planCap, shards } = this.lane;
+    const room = anyFree ? undefined : this.fleetRoom(now);
+    const live = liveSlots(view, now).length;
+    // Under the limit in force and the shard's share of the refusal room (roomInShard and
+    // fleetRoomFull both at once): the count, and the slot indexes a take may use.
     const slots = anyFree
       ? shardCapacity(planCap, index)
-      : slotsInForce(view, { planCap, shards: shards.length }, index, now, this.fleetRoom(now));
+      : slotsInForce(view, { planCap, shards: shards.length }, index, now, room);
+    if (!anyFree && live >= slots) return false;
     const free = freeSlotIndexes(view, slots, now, random);
     for (const slot of free.slice(0, TAKES_PER_READ)) {
       const lease: LeaseSlot = {
@@ -262,8 +263,8 @@ export class LeaseHolding {
       };
       if (await this.lane.leases.take(lease)) {
         this.held = lease;
-        this.othersAtTake = liveSlots(view, now).length;
-        this.roomAtTake = anyFree ? undefined : this.fleetRoom(now);
+        this.othersAtTake = live;
+        this.roomAtTake = room;
         return true;
       }
     }

@@ -340,7 +340,7 @@ export function slotsInForce(
 ): number {
   const limit = limitInForce(view, lane.planCap, index, now);
   if (room === undefined) return limit;
-  return Math.min(limit, splitEvenly(Math.max(0, room), Math.max(1, lane.shards))[index] ?? 0);
+  return Math.min(limit, roomShare(room, lane.shards, index));
 }
 
 /**
@@ -372,7 +372,12 @@ export function fleetRoomOf(
  * shards filled unevenly, for the whole hold-off after every refusal.)
  */
 export function fleetRoomFull(room: number | undefined, live: number, shards: number, index: number): boolean {
-  return room !== undefined && live >= (splitEvenly(Math.max(0, room), Math.max(1, shards))[index] ?? 0);
+  return room !== undefined && live >= roomShare(room, shards, index);
+}
+
+/** Shard `index`'s share of a fleet-wide refusal room of `room` threads over `shards` shards. */
+function roomShare(room: number, shards: number, index: number): number {
+  return splitEvenly(Math.max(0, room), Math.max(1, shards))[index] ?? 0;
 }
 
 /**
