@@ -162,7 +162,7 @@ export class LeaseHolding {
     const random = this.waiting.random ?? Math.random;
     for (const [index, shard] of this.lane.shards.entries()) {
       const view = await this.lane.leases.view(shard);
-      if (await this.tryShard(view, index, random, true)) return true;
+      if ((await this.tryShard(view, index, random, true)) === 'taken') return true;
     }
     return false;
   }
@@ -209,7 +209,12 @@ export class LeaseHolding {
   /**
    * One round over the shards, from a random one: the first open slot taken ('taken'), else
    * whether every shard read was full of live leases ('full') or not ('closed'); the slot items
-   * each shard read held go into `itemsRead` (what the round cost).
+   * each shard read held go into `itemsRead` (what the round cost). A shard whose open slots
+   * other takers won first (the conditional take failed) is full of live leases too: its read
+   * showed them free, and a live lease holds each now. Counted as closed, a delivery that lost
+   * such a race after `maxWaitMs` handed its task back while the fleet's own solves, not a
+   * refusal or a pause, held the slots: on a full plan, where every freed slot is raced for,
+   * about one task in twelve (`npm start -- --solver-latency-ms 3000`).
    */
   private async tryShards(random: () => number, itemsRead: number[]): Promise<'taken' | 'full' | 'closed'> {
     const { shards, planCap } = this.lane;
@@ -219,8 +224,9 @@ export class LeaseHolding {
       const index = (start + k) % shards.length;
       const view = await this.lane.leases.view(shards[index] as string);
       itemsRead.push(view.slots.length);
-      if (await this.tryShard(view, index, random)) return 'taken';
-      full &&= fullOfLive(view, planCap, index, this.clock()) || this.ownSolvesFillRoom(view, index);
+      const took = await this.tryShard(view, index, random);
+      if (took === 'taken') return 'taken';
+      full &&= took === 'lost' || fullOfLive(view, planCap, index, this.clock()) || this.ownSolvesFillRoom(view, index);
     }
     return full ? 'full' : 'closed';
   }
@@ -240,7 +246,16 @@ export class LeaseHolding {
     return live > 0 && fleetRoomFull(this.fleetRoom(now), live, this.lane.shards.length, index);
   }
 
-  private async tryShard(view: ShardView, index: number, random: () => number, anyFree = false): Promise<boolean> {
+  /**
+   * Take one of the shard's free slots in force: 'taken', 'lost' when each one tried was taken by
+   * another first, 'none' when the read showed none to try.
+   */
+  private async tryShard(
+    view: ShardView,
+    index: number,
+    random: () => number,
+    anyFree = false,
+  ): Promise<'taken' | 'lost' | 'none'> {
     const now = this.clock();
     const { planCap, shards } = this.lane;
     const room = anyFree ? undefined : this.fleetRoom(now);
@@ -250,8 +265,9 @@ export class LeaseHolding {
     const slots = anyFree
       ? shardCapacity(planCap, index)
       : slotsInForce(view, { planCap, shards: shards.length }, index, now, room);
-    if (!anyFree && live >= slots) return false;
+    if (!anyFree && live >= slots) return 'none';
     const free = freeSlotIndexes(view, slots, now, random);
+    if (free.length === 0) return 'none';
     for (const slot of free.slice(0, TAKES_PER_READ)) {
       const lease: LeaseSlot = {
         shard: view.shard,
@@ -265,9 +281,9 @@ export class LeaseHolding {
         this.held = lease;
         this.othersAtTake = live;
         this.roomAtTake = room;
-        return true;
+        return 'taken';
       }
     }
-    return false;
+    return 'lost';
   }
 }

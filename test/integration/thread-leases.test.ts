@@ -389,6 +389,70 @@ describe('takers that read a shard at once, under a refusal, on dynalite', () =>
   });
 });
 
+describe('a taker that loses a race for a freed slot, on dynalite', () => {
+  const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const delivery = { eventSourceArn: 'arn:aws:sqs:us-east-1:000000000000:q', receiptHandle: 'h' };
+
+  it("waits on past maxWaitMs (the slots are the fleet's own live leases) and takes the next one freed", async () => {
+    // GIVEN a shard of 2, both slots held by the fleet's live leases, and a delivery waiting for one
+    const shard = 'race-lost#0';
+    const now = { t: 7_000_000 };
+    const start = now.t;
+    const leases = leasesAt(now);
+    await leases.setLimit(shard, 2);
+    const x = lease(shard, 0, 'x', now.t);
+    const y = lease(shard, 1, 'y', now.t);
+    await leases.take(x);
+    await leases.take(y);
+    // Past its maxWaitMs (300 ms), x's slot frees and another taker wins it before this one: its
+    // read shows slot 0 free, its conditional take fails (the read is the one from before the win).
+    let raced = false;
+    let yFreed = false;
+    const racing = {
+      ...leases,
+      view: async (key: string) => {
+        const view = await leases.view(key);
+        if (raced || now.t < start + 400) return view;
+        raced = true;
+        await leases.release(x);
+        await leases.take(lease(shard, 0, 'winner', now.t));
+        return { ...view, slots: view.slots.filter((held) => held.slot !== 0) };
+      },
+    };
+    const holding = new LeaseHolding(
+      { leases: racing, shards: [shard], planCap: 2, leaseMs: 60_000 },
+      'loser',
+      delivery,
+      () => now.t,
+      {
+        pollMs: 100,
+        maxWaitMs: 300,
+        maxWaits: 1,
+        random: () => 0.5,
+        sleep: async (ms) => {
+          now.t += ms;
+          // y's answer comes a second later: its slot frees.
+          if (!yFreed && now.t >= start + 1_000) {
+            yFreed = true;
+            await leases.release(y);
+          }
+        },
+      },
+      quiet,
+    );
+
+    // WHEN it waits, with its deadline 5 s away
+    const took = await holding.take(start + 5_000);
+
+    // THEN it lost the race and still took y's slot when it freed; before, the lost race read as a
+    // closed shard and, its maxWaitMs past, the task went back to the queue
+    expect(raced).toBe(true);
+    expect(took).toBe(true);
+    expect(holding.lease?.slot).toBe(1);
+    expect(now.t).toBeGreaterThanOrEqual(start + 1_000);
+  });
+});
+
 describe('a refusal in a burst of takers, on dynalite', () => {
   const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
   const delivery = { eventSourceArn: 'arn:aws:sqs:us-east-1:000000000000:q', receiptHandle: 'h' };
