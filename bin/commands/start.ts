@@ -64,6 +64,7 @@ export function fleetConfigOf(options: StartOptions): FleetConfig {
     planThreads: options.planThreads ?? options.solverThreads,
     reservedThreads: options.reservedThreads,
     tasksPerInvocation: options.batchSize,
+    solveMode: options.solveMode,
     haltBalance: options.haltBalance,
     pauseBalance: options.pauseBalance,
     tickMs: options.tickMs,

@@ -273,6 +273,7 @@ function overflowSummary(
 function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
   const poller = stack.pollerStats();
   return {
+    solveMode: stack.settings.solveMode,
     invocations: poller.invocations,
     parked: stack.metrics.total(METRICS.parked).sum,
     invocationSeconds: poller.invocationMs / 1000,

@@ -4,6 +4,7 @@
  * fault proxy's account. `--json` prints this object; the summary's table is drawn from it.
  */
 import type { TaskResult } from '../../functions/core/results.js';
+import type { SolveMode } from '../../functions/core/settings.js';
 import type { LocalStack } from '../runtime.js';
 import type { FaultStats } from '../faults/proxy.js';
 import type { StoreOutage } from '../store-watch.js';
@@ -146,6 +147,8 @@ export interface DemoSummary {
     watch?: { rounds: number; polled: number; released: number; recorded: number; renewed: number };
   };
   consumer: {
+    /** The design the run's consumers ran (`--solve-mode`, the stack's `solveMode`). */
+    solveMode: SolveMode;
     invocations: number;
     /** Tasks the consumer parked (the parked design: its Parked metric, summed). */
     parked: number;

@@ -64,6 +64,44 @@ describe('captcha-fleet start', () => {
     expect((summary.governor as Record<string, number>).decisions).toBeGreaterThan(0);
     expect(run.stderr).toContain('Summary');
     expect(run.stderr).not.toMatch(/local-[0-9a-f]{32}/);
+    // The default design parks: the consumers park their tasks, the governor's watch records them.
+    expect(run.stderr).toContain('parked (solveMode park');
+    const consumer = summary.consumer as { solveMode: string; parked: number };
+    expect(consumer.solveMode).toBe('park');
+    expect(consumer.parked).toBeGreaterThan(0);
+    expect((summary.governor as { watch?: { recorded: number } }).watch?.recorded).toBeGreaterThan(0);
+  });
+
+  it('runs the waiting design with --solve-mode wait: no task parked, no watch, every task solved within the plan', async () => {
+    const run = await runCli([
+      'start',
+      '--solve-mode',
+      'wait',
+      '--tasks',
+      '30',
+      '--malformed',
+      '0',
+      '--solver-latency-ms',
+      '20',
+      '--solver-threads',
+      '4',
+      '--solver-unsolvable-rate',
+      '0',
+      '--json',
+      '--max-duration',
+      '60',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toContain('waiting (solveMode wait');
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 30, solved: 30, lost: 0, stillQueued: 0, duplicateSolves: 0 });
+    const consumer = summary.consumer as { solveMode: string; parked: number; invocations: number };
+    expect(consumer).toMatchObject({ solveMode: 'wait', parked: 0 });
+    expect(consumer.invocations).toBeGreaterThanOrEqual(30);
+    expect((summary.governor as { watch?: unknown }).watch).toBeUndefined();
+    const solver = summary.solver as Record<string, number>;
+    expect(solver.peakThreads).toBeLessThanOrEqual(4);
+    expect(solver.overCapRejections).toBe(0);
   });
 
   it('recovers from invocations that die after solving: everything solved once, nothing lost', async () => {

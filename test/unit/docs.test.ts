@@ -307,6 +307,7 @@ function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSum
       pause: null,
     },
     consumer: {
+      solveMode: 'park',
       invocations: 2,
       parked: 0,
       invocationSeconds: 1,

@@ -3,6 +3,12 @@ import { describeFaultPlan } from '../../../local/faults/plan.js';
 import type { LocalStack } from '../../../local/runtime.js';
 import type { StartOptions } from './options.js';
 
+/** How each design's invocations end, as the first lines name it (`--solve-mode`). */
+const SOLVE_MODE_WORDS = {
+  park: 'parked (solveMode park: each ends once its task is submitted)',
+  wait: 'waiting (solveMode wait: each waits through its solve)',
+} as const;
+
 export function describeStack(stack: LocalStack, options: StartOptions): string {
   const where = stack.endpoints.external
     ? `endpoint ${stack.endpoints.sqs}`
@@ -11,7 +17,7 @@ export function describeStack(stack: LocalStack, options: StartOptions): string 
     `captcha-fleet local: ${where}; solver simulator ${stack.endpoints.solver} ` +
     `(${stack.settings.solverProtocol} as ${stack.settings.dialect}, ${options.solverThreads} threads${options.solverForeignThreads ? `, ${options.solverForeignThreads} held by others` : ''}, median ${options.solverLatencyMs} ms)\n` +
     `  ${stack.governor ? `governor every ${options.tickMs} ms (plan ${stack.settings.planThreads}, reserved ${stack.settings.reservedThreads}, halt $${stack.settings.haltBalance}, pause $${stack.settings.pauseBalance})` : `fixed ceiling ${stack.pool.limit}`}` +
-    ` · ${stack.settings.tasksPerInvocation} task(s) per invocation; function timeout ${stack.functionTimeoutMs / 1000} s; ` +
+    ` · ${stack.settings.tasksPerInvocation} task(s) per invocation, ${SOLVE_MODE_WORDS[stack.settings.solveMode]}; function timeout ${stack.functionTimeoutMs / 1000} s; ` +
     `visibility ${stack.settings.visibilityTimeoutSeconds} s; DLQ after ${stack.settings.maxReceiveCount} receives` +
     `${options.crashRate > 0 ? `; crash rate ${options.crashRate}` : ''}\n` +
     (stack.faults ? `  fault proxy ${stack.faults.url}: ${describeFaultPlan(stack.faults.plan)}\n` : '') +

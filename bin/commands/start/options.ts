@@ -4,6 +4,7 @@
  * infers from them (its typed options), so a new flag is one row here and one `.addOption`.
  */
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { SOLVE_MODES } from '../../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../../functions/core/solver-protocol.js';
 import { LOG_LEVELS } from '../../../local/runtime.js';
 import { decimal, integer, outageWindow } from '../option-rows.js';
@@ -52,6 +53,12 @@ export const START_OPTIONS = {
   batchSize: new Option('--batch-size <n>', 'tasks per invocation (SQS batch size)')
     .argParser(integer(1, 10))
     .default(1),
+  solveMode: new Option(
+    '--solve-mode <mode>',
+    "how a consumer waits for its answer (the stack's solveMode): park (a thread lease per task, the invocation ends once the task is submitted, the governor's watch records the answer) or wait (each invocation waits through its solve)",
+  )
+    .choices(SOLVE_MODES)
+    .default('park'),
   seed: new Option('--seed <s>', 'seed of the workload, the simulator and the chaos')
     .argParser(integer(0, 2 ** 31 - 1))
     .default(1),
@@ -161,6 +168,7 @@ export function startCommand() {
     .addOption(o.rate)
     .addOption(o.concurrency)
     .addOption(o.batchSize)
+    .addOption(o.solveMode)
     .addOption(o.seed)
     .addOption(o.solverThreads)
     .addOption(o.solverForeignThreads)
