@@ -28,6 +28,7 @@ import type { MetricsWindow } from '../functions/core/governor/signals.js';
 import type { Decision, GovernorConfig, Lane, ReasonCode } from '../functions/core/governor/types.js';
 import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from '../functions/governor/balance-probe.js';
 import type { ThreadProbe, TickOptions } from '../functions/governor/loop.js';
+import type { ThreadProbeStats } from '../functions/governor/thread-probe.js';
 import {
   createGovernorLoop,
   type GovernorLog,
@@ -91,7 +92,7 @@ export interface LocalGovernorOptions {
    * mappings are disabled and the fleet probes once a tick, as in AWS. Without it the decision
    * runs at the floor instead (it could never learn that the threads came back).
    */
-  probe?: ThreadProbe;
+  probe?: ThreadProbe & { stats?(): ThreadProbeStats };
   /**
    * The overflow lane, when `settings.overflow` is set: its poller (on the normal queue, beside the
    * primary's), its own concurrency (the overflow function's), the overflow solver (its balance)
@@ -152,6 +153,8 @@ export interface LocalGovernorStats {
   overflow?: LocalOverflowStats;
   /** The parked design's watch (solveMode `park`): its rounds and the parked tasks it polled and recorded. */
   watch?: ParkedWatchStats;
+  /** The governor's own probe submissions (while others hold the plan), when its probe counts them. */
+  threadProbes?: ThreadProbeStats;
 }
 
 export interface LocalGovernor {
@@ -452,6 +455,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
         lanes: { normal: { ...stats.lanes.normal }, high: { ...stats.lanes.high } },
         ...(stats.overflow ? { overflow: { ...stats.overflow, reasons: { ...stats.overflow.reasons } } } : {}),
         ...(parked ? { watch: { ...parked.watch.stats } } : {}),
+        ...(options.probe?.stats ? { threadProbes: options.probe.stats() } : {}),
       };
     },
     async stop() {

@@ -87,10 +87,21 @@ async function takeProbeSlot(leases: ProbeLeases, taskId: string, now: number): 
   return undefined;
 }
 
+/** What the probes of one adapter did: submissions made, and what the solver answered them. */
+export interface ThreadProbeStats {
+  /** Probes submitted (a probe whose thread lease could not be taken is not made). */
+  made: number;
+  accepted: number;
+  refused: number;
+}
+
 /** The probe adapter; `submit` starts a probe in the background and never throws. */
-export function createThreadProbe(options: ThreadProbeOptions): ThreadProbe & { inFlight(): number } {
+export function createThreadProbe(
+  options: ThreadProbeOptions,
+): ThreadProbe & { inFlight(): number; stats(): ThreadProbeStats } {
   const clock = options.clock ?? Date.now;
   let inFlight = 0;
+  const counts: ThreadProbeStats = { made: 0, accepted: 0, refused: 0 };
   const probe = async (now: number) => {
     let lease: Promise<ThreadLease> | undefined;
     let slot: LeaseSlot | undefined;
@@ -103,12 +114,16 @@ export function createThreadProbe(options: ThreadProbeOptions): ThreadProbe & { 
           return;
         }
       }
+      counts.made++;
       await options.solver.solve(task, {
         deadlineAt: now + PROBE_DEADLINE_MS,
         onSolverAnswer: (answer) => {
           if (answer.request !== 'submit') return;
-          if (answer.outcome === 'over_cap') void options.ledger.refused(clock()).catch(() => undefined);
-          else if (answer.outcome === 'accepted') {
+          if (answer.outcome === 'over_cap') {
+            counts.refused++;
+            void options.ledger.refused(clock()).catch(() => undefined);
+          } else if (answer.outcome === 'accepted') {
+            counts.accepted++;
             lease = options.ledger.accepted(clock());
             // The tick it wakes reads the ledger: it runs once the acceptance is written (or failed to be).
             void lease.then(
@@ -137,5 +152,6 @@ export function createThreadProbe(options: ThreadProbeOptions): ThreadProbe & { 
       void probe(now);
     },
     inFlight: () => inFlight,
+    stats: () => ({ ...counts }),
   };
 }

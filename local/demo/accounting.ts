@@ -344,7 +344,14 @@ function governorSummary(
     pausedMs: stats.pausedMs,
     failedTicks: stats.failedTicks,
     lastReason: reason ? { code: reason.code, message: reason.message } : null,
-    pause: paused ? { pausedMs: stats.pausedMs, reason: pauseReason, probes } : null,
+    pause: paused
+      ? {
+          pausedMs: stats.pausedMs,
+          reason: pauseReason,
+          probes,
+          threadProbes: stats.threadProbes ?? { made: 0, accepted: 0, refused: 0 },
+        }
+      : null,
     ...(stats.watch
       ? {
           watch: {

@@ -138,7 +138,17 @@ export interface DemoSummary {
     failedTicks: number;
     lastReason: { code: string; message: string } | null;
     /** When the governor paused: for how long, the last pause's reason, and the probes it sent. */
-    pause: { pausedMs: number; reason: { code: string; message: string } | null; probes: number } | null;
+    pause: {
+      pausedMs: number;
+      reason: { code: string; message: string } | null;
+      /** Decisions that tried consuming again while paused (PROBE_RESUME, OUTAGE_PROBE). */
+      probes: number;
+      /**
+       * The governor's own probe submissions (one a tick at most while others hold the plan:
+       * WAIT_FOR_THREADS) and what the solver answered them.
+       */
+      threadProbes: { made: number; accepted: number; refused: number };
+    } | null;
     /**
      * The parked design's watch (solveMode `park`): its rounds, the parked submissions it asked
      * about (summed over the rounds), the leases it freed, the tasks it recorded and the leases it

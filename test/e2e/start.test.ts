@@ -178,6 +178,38 @@ describe('captcha-fleet start', () => {
     );
   });
 
+  it("counts the governor's own probe submissions while others hold the whole plan, one a tick at most", async () => {
+    const run = await runCli([
+      'start',
+      '--solver-threads',
+      '2',
+      '--solver-foreign-threads',
+      '2',
+      '--tasks',
+      '5',
+      '--malformed',
+      '0',
+      '--max-duration',
+      '12',
+      '--json',
+    ]);
+    expect(run.code, run.stderr).toBe(1);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ solved: 0, stillQueued: 5, lost: 0 });
+    const governor = summary.governor as {
+      decisions: number;
+      pause: { reason: { code: string }; threadProbes: { made: number; accepted: number; refused: number } };
+    };
+    expect(governor.pause.reason.code).toBe('WAIT_FOR_THREADS');
+    const { made, accepted, refused } = governor.pause.threadProbes;
+    // Before, the row said "0 probe(s)" (the resume probes) beside "one probe submission this tick".
+    expect(made).toBeGreaterThanOrEqual(3);
+    expect(made).toBeLessThanOrEqual(governor.decisions);
+    expect({ accepted, refused }).toEqual({ accepted: 0, refused: made });
+    expect((summary.solver as Record<string, number>).overCapRejections).toBeGreaterThanOrEqual(refused);
+    expect(run.stderr).toContain(`${made} probe submission(s), 0 accepted, ${made} refused`);
+  });
+
   it.each([
     { threads: '20', balance: '0.15', solves: 6 },
     { threads: '60', balance: '0.35', solves: 26 },

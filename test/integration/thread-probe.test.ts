@@ -97,6 +97,7 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
     expect(PROBE_SLOT_BASE).toBeGreaterThanOrEqual(LEASE_SHARD_SLOTS);
     expect(freeSlotIndexes(during, 1, now, Math.random)).toEqual([0]);
     expect(after.slots).toEqual([]);
+    expect(probe.stats()).toEqual({ made: 1, accepted: 1, refused: 0 });
   });
 
   it('releases the lease at once when the solver refuses the probe over the cap', async () => {
@@ -116,6 +117,7 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
     expect(events).toEqual(['refused']);
     expect(scripted.submitted).toHaveLength(1);
     expect((await leases.view(shard)).slots).toEqual([]);
+    expect(probe.stats()).toEqual({ made: 1, accepted: 0, refused: 1 });
   });
 
   it('takes one lease per probe in flight (two at most), and makes no probe whose lease it cannot take', async () => {
@@ -153,5 +155,8 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
     expect(scripted.submitted).toHaveLength(2);
     expect(warnings).toEqual(['governor probe not made: its thread lease could not be taken']);
     expect((await leases.view(shard)).slots).toEqual([]);
+    // A probe not made is not counted as one.
+    expect(first.stats().made).toBe(2);
+    expect(other.stats()).toEqual({ made: 0, accepted: 0, refused: 0 });
   });
 });

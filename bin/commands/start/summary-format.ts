@@ -135,11 +135,15 @@ const overflowRows: SummarySection = (s, { ms }) => {
 const governorRows: SummarySection = (s) => {
   const rows: SummaryRow[] = [];
   if (s.governor?.pause) {
-    const { pausedMs, reason, probes } = s.governor.pause;
+    const { pausedMs, reason, probes, threadProbes } = s.governor.pause;
+    const submitted =
+      threadProbes.made > 0
+        ? ` · ${threadProbes.made} probe submission(s), ${threadProbes.accepted} accepted, ${threadProbes.refused} refused`
+        : '';
     rows.push([
       'paused',
       `${(pausedMs / 1000).toFixed(1)} s`,
-      `${reason ? `${reason.code}: ${reason.message.replace(/\.$/, '')}` : 'reason not seen'} · ${probes} probe(s)`,
+      `${reason ? `${reason.code}: ${reason.message.replace(/\.$/, '')}` : 'reason not seen'} · ${probes} resume probe(s)${submitted}`,
     ]);
   }
   if (s.governor)
