@@ -4,6 +4,7 @@
  * show uses only flags its command has (as `--help` lists them).
  */
 import { readFileSync } from 'node:fs';
+import { demoSummaryFixture } from '../helpers/demo-summary.js';
 import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../bin/program.js';
@@ -210,7 +211,7 @@ describe('the demo summary the docs show', () => {
       const rows = lines.slice(at + 1).filter((line) => line.startsWith('  '));
       const labels = rows.map((line) => line.slice(2, 15).trim());
       // The labels a governed run without overflow or faults prints, from the formatter itself.
-      const printed = formatSummary(summaryFixture(labels.includes('unknown')))
+      const printed = formatSummary(demoSummaryFixture(labels.includes('unknown')))
         .split('\n')
         .filter((line) => line.startsWith('  '))
         .map((line) => line.slice(2, 15).trim());
@@ -222,7 +223,7 @@ describe('the demo summary the docs show', () => {
 
   it('counts a parked message as parked, not as a retry, and says how many the watch recorded', async () => {
     const { formatSummary } = await import('../../bin/commands/start/summary-format.js');
-    const base = summaryFixture(false);
+    const base = demoSummaryFixture(false);
     const summary = {
       ...base,
       consumer: { ...base.consumer, parked: 5, retriedItems: 7 },
@@ -237,90 +238,6 @@ describe('the demo summary the docs show', () => {
     expect(row).toContain('parked 5 (recorded by the watch 4) · retried 2 ·');
   });
 });
-
-/** A summary of a governed run without overflow or faults: which rows print, not what they say. */
-function summaryFixture(unknown: boolean): import('../../local/demo.js').DemoSummary {
-  const lane = {
-    submitted: 1,
-    solved: 1,
-    failed: 0,
-    rejected: 0,
-    p50Ms: 1,
-    p95Ms: 1,
-    startWaitP50Ms: 1,
-    startWaitP95Ms: 1,
-    ceiling: { start: 1, max: 1 },
-    invocations: 1,
-    peakInFlight: 1,
-  };
-  return {
-    submitted: 2,
-    solved: 2,
-    solvedText: 0,
-    failed: 0,
-    rejected: 0,
-    inDlq: 0,
-    dlqWithRejectedRecord: 0,
-    unknown: unknown ? 1 : 0,
-    lanes: { high: lane, normal: lane },
-    stillQueued: 0,
-    lost: 0,
-    unresolvedTasks: [],
-    queuesAtEnd: { visible: 0, notVisible: 0, delayed: 0 },
-    unsent: 0,
-    duplicateSolves: 0,
-    paidTwice: 0,
-    paidTwiceBeyondLostIds: 0,
-    paidTwiceBeyond: [],
-    announced: 2,
-    solvedNotAnnounced: 0,
-    validInDlq: 0,
-    dlqDuplicates: 0,
-    dlqDuplicatesUnexplained: 0,
-    p50Ms: 1,
-    p95Ms: 1,
-    solveP95Ms: 1,
-    durationMs: 1,
-    complete: true,
-    endedBy: 'complete',
-    failuresByCode: {},
-    dlqByReason: {},
-    foreignDlqMessages: 0,
-    solver: {
-      submissions: 2,
-      solved: 2,
-      peakThreads: 1,
-      planThreads: 1,
-      overCapRejections: 0,
-      transientErrors: 0,
-      balanceStart: 1,
-      balanceEnd: 1,
-    },
-    governor: {
-      decisions: 1,
-      reasons: {},
-      startCeiling: 1,
-      maxCeiling: 1,
-      pausedMs: 0,
-      failedTicks: 0,
-      lastReason: null,
-      pause: null,
-    },
-    consumer: {
-      solveMode: 'park',
-      invocations: 2,
-      parked: 0,
-      invocationSeconds: 1,
-      peakConcurrency: 1,
-      ceiling: 1,
-      retriedItems: 0,
-      timeouts: 0,
-      crashes: 0,
-      idsLostInCrashes: 0,
-      errors: 0,
-    },
-  };
-}
 
 describe("the README's prose on the lab", () => {
   it('states the figures `npm run bench` gives now (seed 1)', async () => {

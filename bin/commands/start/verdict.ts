@@ -68,8 +68,10 @@ function endedWhy(s: DemoSummary, options: StartOptions, maxDurationMs: number):
       : s.endedBy === 'paused'
         ? `stopped after ${PAUSED_TICKS_BEFORE_STOP} ticks paused with no invocation running; --max-duration waits longer`
         : `--max-duration ${maxDurationMs / 1000} s`;
-  const reason = s.governor?.pause?.reason ?? s.governor?.lastReason;
-  if (reason?.code.startsWith('PAUSE'))
+  // Paused when the run ended: its last decision paused (a pause it had resumed from explains nothing).
+  const last = s.governor?.lastReason;
+  const reason = last?.code.startsWith('PAUSE') ? last : undefined;
+  if (reason !== undefined)
     return `(${ended}) — the governor paused consumption (${reason.code}: ${reason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`;
   if (options.solverBadKey) return `(${ended}): the solver rejects the key, so tasks wait in the queue as designed`;
   return `(${ended})`;
