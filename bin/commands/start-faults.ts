@@ -63,7 +63,7 @@ export function faultRows(s: DemoSummary): [string, string, string][] {
     [
       'announced',
       `${s.announced} of ${s.solved + s.failed + s.rejected + s.dlqWithRejectedRecord}`,
-      `results (refusals with a record included) with a completion event heard; solved without one ${s.solvedNotAnnounced}`,
+      `results (refusals with a record included) with a completion event heard; solved without one ${s.solvedNotAnnounced}${s.announcementsOwed > 0 ? `; still owed by a message in a lane ${s.announcementsOwed}` : ''}`,
     ],
     [
       'DLQ',

@@ -58,6 +58,11 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
   const solvedIds = [...run.sentIds].filter((id) => results.get(id)?.status === 'solved');
   const methodOf = new Map(items.map((item) => [item.id, item.method]));
   const paid = payments(stack);
+  const unheard = await unannounced(
+    stack,
+    solvedIds.filter((id) => !run.announced.has(id)),
+    depth.total - stillQueued,
+  );
   return {
     submitted,
     solved: rows.solved,
@@ -85,7 +90,8 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
     paidTwiceBeyondLostIds: paid.beyondLostIds,
     paidTwiceBeyond: paid.beyond,
     announced: [...run.sentIds].filter((id) => isTerminal(results.get(id)?.status) && run.announced.has(id)).length,
-    solvedNotAnnounced: solvedIds.filter((id) => !run.announced.has(id)).length,
+    solvedNotAnnounced: unheard.missing,
+    announcementsOwed: unheard.owed,
     validInDlq: [...dlq.ids].filter((id) => !malformed.has(id)).length,
     dlqDuplicates: dlq.duplicates,
     dlqDuplicatesUnexplained: dlq.duplicatesUnexplained,
@@ -115,6 +121,26 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
     ...(stack.governor ? { governor: governorSummary(stack.governor, run.pauseReason) } : {}),
     consumer: consumerSummary(stack),
   };
+}
+
+/**
+ * The solved tasks no completion event was heard for, split. Owed: the record is not noted
+ * announced, so the event has not gone out and the next delivery of the task's message publishes
+ * it (a crash between the record and the event hides the message until its visibility ends, and a
+ * run can end first) — at most as many as the lanes still hold messages beyond the tasks still
+ * queued. Missing: noted announced and never heard, or owed with no message left to announce it
+ * (a defect). A record that cannot be read counts as missing.
+ */
+async function unannounced(
+  stack: LocalStack,
+  ids: readonly string[],
+  messagesLeft: number,
+): Promise<{ owed: number; missing: number }> {
+  if (ids.length === 0) return { owed: 0, missing: 0 };
+  const records = (await withRetries(() => readRecords(stack, ids))) ?? [];
+  const notNoted = records.filter((record) => record.announcedAt === undefined).length;
+  const owed = Math.min(notNoted, Math.max(0, messagesLeft));
+  return { owed, missing: ids.length - owed };
 }
 
 /** Unresolved tasks the summary describes one by one. */

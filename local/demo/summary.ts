@@ -84,8 +84,17 @@ export interface DemoSummary {
   paidTwiceBeyond: { taskId?: string; submissions: { id: string; fate: 'lost' | 'kept' | 'never known' }[] }[];
   /** Of the solved, failed and rejected tasks, those whose completion event was heard. */
   announced: number;
-  /** Solved tasks no completion event was heard for. */
+  /**
+   * Solved tasks no completion event was heard for and none is owed: their record says the event
+   * went out, or no message is left to announce them (a defect).
+   */
   solvedNotAnnounced: number;
+  /**
+   * Solved tasks whose completion event is still owed when the run ended: the record is not noted
+   * announced and the task's message is still in a lane, its next delivery publishes the event (a
+   * crash between the record and the event, and the run ended before the message came back).
+   */
+  announcementsOwed: number;
   /** Valid tasks (not malformed on purpose) whose message is in the DLQ. */
   validInDlq: number;
   /** DLQ messages beyond the first of one task (a second copy of one letter). */

@@ -136,7 +136,10 @@ async function watchUntilDone(
     // nothing runs, and what has no record can be in the DLQ.
     const quiet = sendingDone && !depth.unread && depth.total === 0 && progress.invocations === 0;
     const waitingFor = pending.size - run.unsent.size;
-    if (sendingDone && (waitingFor <= 0 || (quiet && waitingFor <= depth.dlq))) break;
+    // A solved task's event may still be owed (a crash between its record and its event): its
+    // message's next delivery publishes it, and the run waits for that while the lanes hold any.
+    if (sendingDone && ((waitingFor <= 0 && (quiet || unheardSolved(run) === 0)) || (quiet && waitingFor <= depth.dlq)))
+      break;
     // Delayed messages alone (a copy of a finished task's message, sent with a delay as insurance
     // while a write lagged) do not hold the run: done once every task without a record is in the
     // DLQ by id. Checked at most once a second, only when nothing else is left in the lanes.
@@ -170,6 +173,13 @@ async function watchUntilDone(
   await sender;
   await withRetries(() => refreshResults(stack, pending, run));
   return run;
+}
+
+/** Solved tasks no completion event has been heard for yet. */
+function unheardSolved(run: WatchedRun): number {
+  let n = 0;
+  for (const [id, result] of run.results) if (result.status === 'solved' && !run.announced.has(id)) n++;
+  return n;
 }
 
 /**

@@ -55,6 +55,47 @@ describe('demo accounting', () => {
   });
 });
 
+describe('the demo’s accounting of completion events', () => {
+  it('counts a solved task whose event its message still owes apart from one whose event went out unheard', async () => {
+    // Prepare: no consumption, and two tasks solved before the run. The first record is not noted
+    // announced and its message waits in the lane (a crash between the record and the event: the
+    // next delivery publishes it); the second is noted announced, but no event was heard.
+    const stack = await startLocalStack({ concurrency: 2, solver: { medianMs: 20 } });
+    try {
+      // Stopped, not only disabled: a disabled lane's long poll already waiting would take one.
+      await stack.pollers.normal.stop({ graceMs: 0 });
+      await stack.pollers.high.stop({ graceMs: 0 });
+      const items = buildWorkload({ tasks: 4, malformed: 0, seed: 1, highShare: 0, runId: 'owed' });
+      const now = Date.now();
+      const solved = (taskId: string, noted: boolean) =>
+        stack.clients.documents.send(
+          new PutCommand({
+            TableName: stack.resources.tables.results,
+            Item: {
+              taskId,
+              status: 'solved',
+              method: 'base64',
+              submittedAt: now,
+              completedAt: now + 1,
+              expiresAt: Math.floor(now / 1000) + 3600,
+              ...(noted ? { announcedAt: now + 2 } : {}),
+            },
+          }),
+        );
+      await solved(items[0]?.id ?? '', false);
+      await solved(items[1]?.id ?? '', true);
+
+      // Act
+      const summary = await runDemo(stack, items, { rate: 0, maxDurationMs: 2_000 });
+
+      // Assess: before, both counted as "never announced", an invariant broken
+      expect(summary).toMatchObject({ solved: 2, stillQueued: 2, announcementsOwed: 1, solvedNotAnnounced: 1 });
+    } finally {
+      await stack.stop({ graceMs: 0 });
+    }
+  });
+});
+
 describe('the demo’s DLQ accounting', () => {
   it('matches dead-lettered messages to tasks by id: a valid task SQS moved after maxReceiveCount is in the DLQ, not lost', async () => {
     // Prepare: a rejected key (account errors, retried at once) and no fresh copies near the DLQ,

@@ -37,6 +37,7 @@ export function demoSummaryFixture(unknown = false): DemoSummary {
     paidTwiceBeyond: [],
     announced: 2,
     solvedNotAnnounced: 0,
+    announcementsOwed: 0,
     validInDlq: 0,
     dlqDuplicates: 0,
     dlqDuplicatesUnexplained: 0,

@@ -50,3 +50,21 @@ describe("start's verdict on a run that ended with tasks queued", () => {
     expect(resumed.message).toBe('NOT COMPLETE: 2 task(s) still queued when the run ended (--max-duration 120 s).');
   });
 });
+
+describe("start's verdict on completion events", () => {
+  it('reads an event still owed by a message in a lane as not complete, and one that no message owes as broken', () => {
+    // Every task has its record, but two solved ones' events have not gone out: a crash between
+    // the record and the event hid their messages, and the run ended before they came back.
+    // Before, both counted as "solved task(s) never announced": an invariant broken.
+    const owed = verdictOf({ ...demoSummaryFixture(), announcementsOwed: 2 }, optionsOf());
+    expect(owed.code).toBe(1);
+    expect(owed.message).toBe(
+      "NOT COMPLETE: 2 solved task(s) whose completion event is still owed (their records are not noted announced; the next delivery of each one's message publishes it).",
+    );
+
+    const missing = verdictOf({ ...demoSummaryFixture(), solvedNotAnnounced: 1 }, optionsOf());
+    expect(missing).toEqual({ code: 1, message: 'INVARIANT BROKEN: 1 solved task(s) never announced.' });
+
+    expect(verdictOf(demoSummaryFixture(), optionsOf()).code).toBe(0);
+  });
+});

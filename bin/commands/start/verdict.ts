@@ -24,7 +24,7 @@ export function verdictOf(
     };
   const broken = invariantsBroken(s);
   if (broken.length > 0) return { code: 1, message: `INVARIANT BROKEN: ${broken.join('; ')}.` };
-  if (s.complete && rows === s.submitted)
+  if (s.complete && rows === s.submitted && s.announcementsOwed === 0)
     return {
       code: 0,
       message: `OK: all ${s.submitted} tasks reached a result: ${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ (${s.dlqWithRejectedRecord} of them with a rejected record).`,
@@ -35,6 +35,10 @@ export function verdictOf(
   if (s.lost > 0) why.push(`${s.lost} task(s) LOST: no record, not in the DLQ, not queued`);
   if (s.stillQueued > 0)
     why.push(`${s.stillQueued} task(s) still queued when the run ended ${endedWhy(s, options, maxDurationMs)}`);
+  if (s.announcementsOwed > 0)
+    why.push(
+      `${s.announcementsOwed} solved task(s) whose completion event is still owed (their records are not noted announced; the next delivery of each one's message publishes it)`,
+    );
   if (s.unsent > 0) why.push(`${s.unsent} task(s) could not be sent (SQS refused them after retries)`);
   else if (s.submitted < options.tasks)
     why.push(`only ${s.submitted} of ${options.tasks} task(s) were sent before the run ended`);
