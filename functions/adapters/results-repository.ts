@@ -284,10 +284,22 @@ export class DynamoResultsRepository implements ResultsRepository {
     claimToken: string,
     solverId: string,
     provider: SolverProvider = 'primary',
+    acceptedAt?: number,
   ): Promise<boolean> {
+    // With the time it was accepted, so a delivery that also holds an older submission in a
+    // copy of its message resumes the newer one (task-run.ts, newerSubmission); without it (or
+    // with none known, 0), any time an earlier submission left is removed.
+    const known = acceptedAt !== undefined && acceptedAt > 0 ? acceptedAt : undefined;
     return this.ifClaimed(taskId, claimToken, {
-      UpdateExpression: 'SET solverId = :solverId, solverProvider = :solverProvider',
-      ExpressionAttributeValues: { ':solverId': solverId, ':solverProvider': provider },
+      UpdateExpression:
+        known === undefined
+          ? 'SET solverId = :solverId, solverProvider = :solverProvider REMOVE solverAcceptedAt'
+          : 'SET solverId = :solverId, solverProvider = :solverProvider, solverAcceptedAt = :acceptedAt',
+      ExpressionAttributeValues: {
+        ':solverId': solverId,
+        ':solverProvider': provider,
+        ...(known === undefined ? {} : { ':acceptedAt': known }),
+      },
     });
   }
 

@@ -69,6 +69,40 @@ class NoRoomError extends SolverOverCapError {
   }
 }
 
+/**
+ * The submission a delivery resumes: the newer of its message's carry and its record's. A carry is
+ * what the message knew when its copy was sent; a delivery of that copy may have submitted again
+ * since (an unsolvable answer) and kept the new id on the record with the time the solver accepted
+ * it. Resuming the carry then polled the old, finished submission, put its id back on the record
+ * and paid for another: a task paid twice with both ids kept (a drawn run, --solve-mode wait
+ * --crash-rate 0.3 --batch-size 5 --seed 6). A record without that time (kept before it was
+ * written) leaves the carry first, as before: a carry is otherwise the newer, made when the
+ * table would not take its id.
+ */
+function newerSubmission(
+  carry: Carry | undefined,
+  claim: Pick<
+    Extract<ClaimResult, { outcome: 'claimed' }>,
+    'previousSolverId' | 'previousSolverProvider' | 'previousSolverAcceptedAt'
+  >,
+  ownProvider: SolverProvider,
+): Submission | undefined {
+  const recorded =
+    claim.previousSolverId !== undefined
+      ? {
+          solverId: claim.previousSolverId,
+          provider: claim.previousSolverProvider ?? ownProvider,
+          acceptedAt: claim.previousSolverAcceptedAt ?? 0,
+        }
+      : undefined;
+  if (carry === undefined || recorded === undefined) return carry ?? recorded;
+  const newer =
+    recorded.solverId !== carry.solverId &&
+    claim.previousSolverAcceptedAt !== undefined &&
+    claim.previousSolverAcceptedAt > carry.acceptedAt;
+  return newer ? recorded : carry;
+}
+
 /** A paid submission: who accepted it, its id, when. */
 interface Submission {
   provider: SolverProvider;
@@ -147,7 +181,7 @@ export class TaskRun {
       write: (solverId, provider, acceptedAt, park) =>
         park
           ? ctx.deps.repository.park(task.id, this.claimToken, { solverId, provider, acceptedAt })
-          : ctx.deps.repository.recordSolverId(task.id, this.claimToken, solverId, provider),
+          : ctx.deps.repository.recordSolverId(task.id, this.claimToken, solverId, provider, acceptedAt),
       onClaimLost: () => {
         this.claimLost = true;
         this.abort.abort(new ClaimLostError(task.id));
@@ -207,16 +241,10 @@ export class TaskRun {
     this.leaseUntil = claim.record.leaseUntil ?? claimedAt + this.ctx.timing.leaseMs;
     const queueWaitMs = Math.max(0, claimedAt - this.delivery.sentAt);
     if (claim.record.attempts === 1) deps.metrics.addMetric(METRICS.queueWait, MetricUnit.Milliseconds, queueWaitMs);
-    const carry = await this.openCarry();
-    const resume: Submission | undefined =
-      carry ??
-      (claim.previousSolverId !== undefined
-        ? {
-            solverId: claim.previousSolverId,
-            provider: claim.previousSolverProvider ?? this.provider,
-            acceptedAt: claim.previousSolverAcceptedAt ?? 0,
-          }
-        : undefined);
+    const carried = await this.openCarry();
+    const resume = newerSubmission(carried, claim, this.provider);
+    // The copy's carry stands only when it is the submission resumed (not an older one).
+    const carry = resume === carried ? carried : undefined;
     if (claim.takenOver || carry !== undefined)
       this.log.info('task resumed', {
         attempts: claim.record.attempts,

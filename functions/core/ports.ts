@@ -174,7 +174,7 @@ export type ClaimResult =
       previousSolverId?: string;
       /** Who accepted `previousSolverId`. @default the claiming consumer's provider */
       previousSolverProvider?: SolverProvider;
-      /** When the solver accepted `previousSolverId` (known when its holder parked the task), epoch ms. */
+      /** When the solver accepted `previousSolverId` (known when its holder kept it with the time), epoch ms. */
       previousSolverAcceptedAt?: number;
       /**
        * The takeover replaced a claim that ran out (its holder died) with no solver id on it and
@@ -233,10 +233,17 @@ export interface ResultsRepository {
    */
   claim(input: ClaimInput): Promise<ClaimResult>;
   /**
-   * Remember the solver's id (and the provider that accepted it) for the current claim. False
-   * when the claim was lost. Idempotent under one claim: a retry after a lost answer succeeds.
+   * Remember the solver's id (and the provider that accepted it, and when: `acceptedAt`, epoch ms,
+   * when known) for the current claim. False when the claim was lost. Idempotent under one claim:
+   * a retry after a lost answer succeeds.
    */
-  recordSolverId(taskId: string, claimToken: string, solverId: string, provider?: SolverProvider): Promise<boolean>;
+  recordSolverId(
+    taskId: string,
+    claimToken: string,
+    solverId: string,
+    provider?: SolverProvider,
+    acceptedAt?: number,
+  ): Promise<boolean>;
   /**
    * Park the task (solveMode `park`): keep the accepted submission's id, provider and acceptance
    * time on the record and give the claim up in the same write, so the delivery that resumes it

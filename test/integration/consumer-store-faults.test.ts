@@ -289,6 +289,61 @@ describe('paid once', () => {
     expect(h.heard.filter((e) => e.startsWith(`${task.id}:`))).toHaveLength(1);
   });
 
+  it('resumes the newer submission on the record, not the older one a copy of the message carries', async () => {
+    // Prepare: a copy carries submission A (its id the table would not take then); a delivery of
+    // that copy found A unsolvable, submitted B, kept B on the record with its acceptance time and
+    // died. The copy comes back.
+    const h = await harness();
+    const repository = new DynamoResultsRepository({
+      documents: h.fleet.clients.documents,
+      tableName: h.fleet.resources.tables.results,
+      ttlSeconds: h.fleet.settings.resultTtlSeconds,
+    });
+    const task = recaptchaTask();
+    const id = task.id as string;
+    const now = Date.now();
+    const parsed = { ...task, id, priority: 'normal' as const, submittedAt: now };
+    const claim = await repository.claim({ task: parsed as never, claimToken: 'died', now, leaseMs: 1 });
+    expect(claim.outcome).toBe('claimed');
+    expect(await repository.recordSolverId(id, 'died', '71400678702', 'primary', now - 1_000)).toBe(true);
+    const body = JSON.stringify(task);
+    const carried = { provider: 'primary' as const, solverId: '71400678575', acceptedAt: now - 60_000 };
+    const mac = await createCarrySeal({ primary: async () => TEST_SOLVER_KEY }).seal(
+      'primary',
+      carryText(body, id, carried),
+    );
+    const redelivery = {
+      v: 1,
+      taskId: id,
+      sentAt: now - 60_000,
+      firstReceivedAt: now - 60_000,
+      generation: 1,
+      waits: 0,
+    };
+    await h.fleet.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: h.fleet.resources.queueUrls.normal,
+        MessageBody: body,
+        MessageAttributes: {
+          [REDELIVERY_ATTRIBUTE]: {
+            DataType: 'String',
+            StringValue: JSON.stringify({ ...redelivery, carry: { ...carried, mac } }),
+          },
+        },
+      }),
+    );
+    await sleep(5);
+
+    // Act
+    await h.deliverUntilDone(id);
+
+    // Assess: B polled and recorded, nothing submitted. Before, the carry won: A went back on the
+    // record and was polled, and its unsolvable answer paid for a third submission.
+    expect(h.solver.callsOf(id).map((call) => call.resumeSolverId)).toEqual(['71400678702']);
+    expect(h.solver.submissionsOf(id)).toBe(0);
+    expect(await h.record(id)).toMatchObject({ status: 'solved', solverId: '71400678702' });
+  });
+
   it('keeps sending the copy that carries a paid answer while SQS refuses it and the table is down: paid once', async () => {
     // Prepare: the table takes the claim, then neither the id nor the record; SQS throttles the
     // first two SendMessage calls past the SDK's own retries (three tries each).
