@@ -213,8 +213,8 @@ export class LeaseHolding {
    * other takers won first (the conditional take failed) is full of live leases too: its read
    * showed them free, and a live lease holds each now. Counted as closed, a delivery that lost
    * such a race after `maxWaitMs` handed its task back while the fleet's own solves, not a
-   * refusal or a pause, held the slots: on a full plan, where every freed slot is raced for,
-   * about one task in twelve (`npm start -- --solver-latency-ms 3000`).
+   * refusal or a pause, held the slots: on a full plan, where every freed slot is raced for, 9 to
+   * 14 tasks in 200 (`npm start -- --solver-latency-ms 3000`).
    */
   private async tryShards(random: () => number, itemsRead: number[]): Promise<'taken' | 'full' | 'closed'> {
     const { shards, planCap } = this.lane;

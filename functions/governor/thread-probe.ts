@@ -89,7 +89,10 @@ async function takeProbeSlot(leases: ProbeLeases, taskId: string, now: number): 
 
 /** What the probes of one adapter did: submissions made, and what the solver answered them. */
 export interface ThreadProbeStats {
-  /** Probes submitted (a probe whose thread lease could not be taken is not made). */
+  /**
+   * Probes sent to the solver (a probe whose thread lease could not be taken is not made); one the
+   * solver never answered (a transport failure) counts here and in neither answer.
+   */
   made: number;
   accepted: number;
   refused: number;
