@@ -96,11 +96,8 @@ function newerSubmission(
         }
       : undefined;
   if (carry === undefined || recorded === undefined) return carry ?? recorded;
-  const newer =
-    recorded.solverId !== carry.solverId &&
-    claim.previousSolverAcceptedAt !== undefined &&
-    claim.previousSolverAcceptedAt > carry.acceptedAt;
-  return newer ? recorded : carry;
+  // A record without the time reads as 0: never newer.
+  return recorded.solverId !== carry.solverId && recorded.acceptedAt > carry.acceptedAt ? recorded : carry;
 }
 
 /** A paid submission: who accepted it, its id, when. */

@@ -11,7 +11,7 @@ import type { LocalStack } from '../runtime.js';
 import { accountDlq, dlqTaskId, inspectDlq, inspectQueue } from './dlq.js';
 import { currentCeiling, runningInvocations } from './lanes.js';
 import { EMPTY_DEPTHS, queueDepths } from './queues.js';
-import { endToEnd, failuresByCode, readRecords, solveTimes } from './records.js';
+import { endToEnd, failuresByCode, readRecords, solveTimes, unheardSolved } from './records.js';
 import { withRetries } from './send.js';
 import { TEXT_ANSWER_METHODS } from '../../functions/core/cost/fleet-bill.js';
 import type { DemoSummary, LaneSummary, OverflowSummary, UnresolvedTask } from './summary.js';
@@ -58,11 +58,7 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
   const solvedIds = [...run.sentIds].filter((id) => results.get(id)?.status === 'solved');
   const methodOf = new Map(items.map((item) => [item.id, item.method]));
   const paid = payments(stack);
-  const unheard = await unannounced(
-    stack,
-    solvedIds.filter((id) => !run.announced.has(id)),
-    depth.total - stillQueued,
-  );
+  const unheard = await unannounced(stack, unheardSolved(run), depth.total - stillQueued);
   return {
     submitted,
     solved: rows.solved,

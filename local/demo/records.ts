@@ -19,6 +19,13 @@ export async function refreshResults(
   }
 }
 
+/** The solved tasks no completion event has been heard for yet (the run waits for them; the summary counts them). */
+export function unheardSolved(run: Pick<WatchedRun, 'results' | 'announced'>): string[] {
+  const ids: string[] = [];
+  for (const [id, result] of run.results) if (result.status === 'solved' && !run.announced.has(id)) ids.push(id);
+  return ids;
+}
+
 /** The records of these tasks (consistent reads, 100 keys a call; those without a record are absent). */
 export async function readRecords(stack: LocalStack, ids: readonly string[]): Promise<TaskResult[]> {
   const records: TaskResult[] = [];

@@ -9,7 +9,7 @@ import type { LocalStack } from '../runtime.js';
 import { accountDlq, inspectDlq } from './dlq.js';
 import { currentCeiling, overflowInFlight, runningInvocations } from './lanes.js';
 import { EMPTY_DEPTHS, type QueueCount, type QueueDepths, queueDepths } from './queues.js';
-import { count, endToEnd, refreshResults } from './records.js';
+import { count, endToEnd, refreshResults, unheardSolved } from './records.js';
 import { sendWorkload, withRetries } from './send.js';
 import type { WatchedRun } from './summary.js';
 import type { DemoItem } from './workload.js';
@@ -138,7 +138,10 @@ async function watchUntilDone(
     const waitingFor = pending.size - run.unsent.size;
     // A solved task's event may still be owed (a crash between its record and its event): its
     // message's next delivery publishes it, and the run waits for that while the lanes hold any.
-    if (sendingDone && ((waitingFor <= 0 && (quiet || unheardSolved(run) === 0)) || (quiet && waitingFor <= depth.dlq)))
+    if (
+      sendingDone &&
+      ((waitingFor <= 0 && (quiet || unheardSolved(run).length === 0)) || (quiet && waitingFor <= depth.dlq))
+    )
       break;
     // Delayed messages alone (a copy of a finished task's message, sent with a delay as insurance
     // while a write lagged) do not hold the run: done once every task without a record is in the
@@ -173,13 +176,6 @@ async function watchUntilDone(
   await sender;
   await withRetries(() => refreshResults(stack, pending, run));
   return run;
-}
-
-/** Solved tasks no completion event has been heard for yet. */
-function unheardSolved(run: WatchedRun): number {
-  let n = 0;
-  for (const [id, result] of run.results) if (result.status === 'solved' && !run.announced.has(id)) n++;
-  return n;
 }
 
 /**
