@@ -7,6 +7,7 @@ import type { TraceRuns } from './bench.js';
 import type { RunCost } from './cost.js';
 import { describeBill } from '../functions/core/cost/fleet-bill.js';
 import type { RunResult } from './sim.js';
+import { latencyCause, reasonList } from './targets.js';
 import type { Trace } from './trace.js';
 
 /** A target checked on one trace; a miss carries its cause, in words, from the same runs. */
@@ -173,27 +174,6 @@ function surge(
           ? `$${overheadUsd.toFixed(4)} more (${pct(overheadUsd / theirs)}): every busy solver thread is also a Lambda invocation waiting through its solve, where ${name} runs its workers on one VM (docs/cost.md; the designs that stop paying Lambda to wait are compared by \`npm run bench:cost\`).`
           : `$${overheadUsd.toFixed(4)} more (${pct(overheadUsd / theirs)}): saturated at its maximum through the surge, ${name} bills only busy seconds, the same solve time the invocations bill; each of the governor's ${governor.invocations} invocations adds its overhead and Lambda's request charge.`,
   };
-}
-
-/** Why a p95 is above another run's, from the figures both runs measured. */
-function latencyCause(governor: RunResult, other: RunResult): string {
-  const parts = [
-    `Tasks waited longer: peak backlog ${governor.peakBacklog} vs ${other.peakBacklog}, ${s(governor.backlogSeconds)} vs ${s(other.backlogSeconds)} with tasks waiting, ${governor.idleThreadSecondsPerTask.toFixed(2)} vs ${other.idleThreadSecondsPerTask.toFixed(2)} free thread-seconds per task left unused while they waited.`,
-  ];
-  if (governor.handBacks > other.handBacks)
-    parts.push(
-      `${governor.handBacks} hand-backs (vs ${other.handBacks}) each sent a task back for 5 s or more (over cap, outage, no money).`,
-    );
-  parts.push(`The governor's decisions: ${reasonList(governor)}.`);
-  return parts.join(' ');
-}
-
-/** The governor's reason codes, most frequent first, FREE_THREADS left out (the usual tick). */
-function reasonList(run: RunResult): string {
-  const entries = Object.entries(run.reasons)
-    .filter(([code]) => code !== 'FREE_THREADS')
-    .sort((a, b) => b[1] - a[1]);
-  return entries.length === 0 ? 'no tick other than FREE_THREADS' : entries.map(([c, n]) => `${c} ${n}`).join(', ');
 }
 
 /** The run with the lowest p95 (undefined when none solved anything). */

@@ -36,6 +36,8 @@ export class TaskTable {
   waitCheckAt = new Float64Array(INITIAL);
   /** Lambda: 1 while the solver holds a thread for a submission no invocation waits on (handed back unanswered). */
   orphaned = new Uint8Array(INITIAL);
+  /** 1 once the task is answered or dead-lettered: the rest are unfinished when the run stops. */
+  done = new Uint8Array(INITIAL);
 
   /** A new task id (the arrays grow when needed). */
   add(): number {
@@ -57,6 +59,7 @@ export class TaskTable {
     this.phase = growU8(this.phase);
     this.leased = growU8(this.leased);
     this.orphaned = growU8(this.orphaned);
+    this.done = growU8(this.done);
     this.waiting = growU8(this.waiting);
     this.attempts = growU16(this.attempts);
     this.receives = growU16(this.receives);

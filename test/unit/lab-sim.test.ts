@@ -127,6 +127,32 @@ describe('simulator models', () => {
     expect(oracle.unfinished).toBe(0);
   });
 
+  it('reads p95 over every task for the targets: the solved ones, and the unfinished at their wait when the run stopped', () => {
+    const light = run('oracle', {
+      durationSeconds: 600,
+      fleet: { planThreads: 20 },
+      arrivals: [{ at: 0, perSecond: 0.2 }],
+    });
+    expect(light.unfinished).toBe(0);
+    expect(light.p95EveryTask).toBe(light.latency.p95);
+    // Ten tasks a second for a minute, two threads of 18 s solves, stopped at 600 s: most never start.
+    const input = {
+      durationSeconds: 600,
+      fleet: { planThreads: 2 },
+      arrivals: [
+        { at: 0, perSecond: 10 },
+        { at: 60, perSecond: 0 },
+      ],
+    };
+    const over = run('oracle', input, { drainLimitSeconds: 0 });
+    expect(over.unfinished).toBeGreaterThan(over.arrivals * 0.8);
+    // Every unfinished task arrived in the first minute and had waited 540 s or more when the run
+    // stopped: over every task the p95 is at least that, above what the solved tasks alone show.
+    expect(over.p95EveryTask!).toBeGreaterThanOrEqual(540);
+    expect(over.p95EveryTask!).toBeLessThanOrEqual(over.simulatedSeconds);
+    expect(over.p95EveryTask!).toBeGreaterThan(over.latency.p95!);
+  });
+
   it('bills pools while idle and Lambda only while invoked', () => {
     const input = { durationSeconds: 3600, fleet: { planThreads: 50 }, arrivals: [{ at: 0, perSecond: 0.2 }] };
     const pool = run('static-pool', input);

@@ -1,11 +1,13 @@
 /**
  * The fair floor a generated trace is judged against (lab/targets.ts): the clairvoyant Lambda
  * (oracle-ramp), or the fixed-maximum Lambda where it does better and keeps the rules the
- * governor keeps. One row per rule.
+ * governor keeps. One row per rule. And the miss's cause says when that floor served its tasks out of
+ * arrival order.
  */
 import { describe, expect, it } from 'vitest';
 import type { RunResult } from '../../lab/sim/types.js';
-import { fairFloor } from '../../lab/targets.js';
+import type { Trace } from '../../lab/trace.js';
+import { fairFloor, judgeTrace, latencyCause } from '../../lab/targets.js';
 
 function runOf(policy: string, overrides: Partial<RunResult> = {}): RunResult {
   return {
@@ -48,6 +50,7 @@ function runOf(policy: string, overrides: Partial<RunResult> = {}): RunResult {
     events: 0,
     wallMs: 0,
     ...overrides,
+    p95EveryTask: overrides.p95EveryTask ?? overrides.latency?.p95 ?? 40,
   };
 }
 
@@ -78,5 +81,53 @@ describe('the fair floor', () => {
   it.each(rows)('$rule', ({ fixed, floor }) => {
     const runs = [runOf('governor'), runOf('oracle-ramp'), runOf('lambda-fixed', fixed)];
     expect(fairFloor(runs)?.policy).toBe(floor);
+  });
+});
+
+describe("a p95 miss's cause", () => {
+  const governor = runOf('governor', { latency: { p50: 15, p95: 209, p99: 327, mean: 30 } });
+
+  it('says the floor served out of arrival order when its p95 is lower and its p99 higher', () => {
+    const fixed = runOf('lambda-fixed', { latency: { p50: 15, p95: 131, p99: 520, mean: 28 }, handBacks: 27459 });
+    expect(latencyCause(governor, fixed)).toContain(
+      "lambda-fixed served out of arrival order: its p99 520 s vs the governor's 327 s, its 27459 hand-backs",
+    );
+  });
+
+  it('says nothing of the order when the floor is faster through its tail too', () => {
+    const fixed = runOf('lambda-fixed', { latency: { p50: 15, p95: 131, p99: 300, mean: 28 }, handBacks: 27459 });
+    expect(latencyCause(governor, fixed)).not.toContain('arrival order');
+  });
+});
+
+describe('the p95 target', () => {
+  const trace = { foreignThreads: { value: [0] }, settings: { tickMs: 10_000 } } as unknown as Trace;
+  const p95Of = (verdict: ReturnType<typeof judgeTrace>) => verdict?.targets.find((t) => t.key === 'p95');
+
+  it('reads the solved tasks, and gives each run’s p95 over every task beside it where tasks are unfinished', () => {
+    // gen-s3-769's shape: the governor solved 1 600 more of a backlog nothing could drain.
+    const governor = runOf('governor', {
+      latency: { p50: 39, p95: 2083, p99: 2179, mean: 300 },
+      p95EveryTask: 3310,
+      unfinished: 85127,
+    });
+    const floor = runOf('oracle-ramp', {
+      latency: { p50: 73, p95: 141, p99: 212, mean: 80 },
+      p95EveryTask: 3390,
+      unfinished: 86760,
+    });
+    const verdict = judgeTrace(trace, [governor, floor]);
+    expect(verdict?.ratio).toBeCloseTo(2083 / 141, 5);
+    expect(verdict?.hardMiss).toBe(true);
+    expect(p95Of(verdict)?.pass).toBe(false);
+    expect(p95Of(verdict)?.detail).toContain(
+      'over every task, an unfinished one at its wait, 3310 s vs 3390 s (85127 vs 86760 unfinished)',
+    );
+  });
+
+  it('adds nothing when every task finished', () => {
+    const verdict = judgeTrace(trace, [runOf('governor'), runOf('oracle-ramp')]);
+    expect(p95Of(verdict)?.pass).toBe(true);
+    expect(p95Of(verdict)?.detail).toBe('governor 40.0 s vs floor (oracle-ramp) 40.0 s (× 1.00)');
   });
 });
