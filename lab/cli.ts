@@ -10,7 +10,7 @@ import { runBench, shippedTraces, TRACES_DIR, type TraceRuns } from './bench.js'
 import { renderHtml, renderSvg } from './charts.js';
 import { formatGenerated, generatedJson, runGeneratedParallel } from './classes.js';
 import { generateTraces, TRACE_CLASSES, type TraceClass } from './generate.js';
-import { DEFAULT_MODEL, type ModelParams } from './model.js';
+import { type ModelParams, parseModelSettings } from './model.js';
 import { POLICY_NAMES, type PolicyName } from './policies.js';
 import { checkTargets, formatTable, toJson } from './report.js';
 import { SOLVE_MODES, type SolveMode } from '../functions/core/settings.js';
@@ -254,20 +254,11 @@ function parseCount(value: string): number {
 }
 
 function parseModel(value: string): Partial<ModelParams> {
-  const model: Record<string, number> = {};
-  for (const assignment of value.split(',').map((part) => part.trim())) {
-    const [name, raw] = assignment.split('=');
-    const known = DEFAULT_MODEL[name as keyof ModelParams];
-    const number = Number(raw);
-    if (name === undefined || typeof known !== 'number' || raw === undefined || !Number.isFinite(number))
-      throw new InvalidArgumentError(
-        `name=number pairs of lab/model.ts's numeric constants (${Object.keys(DEFAULT_MODEL)
-          .filter((key) => typeof DEFAULT_MODEL[key as keyof ModelParams] === 'number')
-          .join(', ')})`,
-      );
-    model[name] = number;
+  try {
+    return parseModelSettings(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
   }
-  return model as Partial<ModelParams>;
 }
 
 function parseSolveMode(value: string): SolveMode {

@@ -167,3 +167,71 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   computeUsdPerSecond: 0.0000166667 * 0.25,
   lambdaUsdPerRequest: 0.2 / 1_000_000,
 };
+
+/** A numeric model constant's range: at least `min` (0 unless set), above `above`, at most `max`, whole when `whole`. */
+interface ModelLimit {
+  min?: number;
+  above?: number;
+  max?: number;
+  whole?: boolean;
+}
+
+type NumericModelKey = { [K in keyof ModelParams]-?: ModelParams[K] extends number ? K : never }[keyof ModelParams];
+
+/**
+ * Ranges beyond "a number of 0 or more", each where a value outside breaks the model: a ramp step
+ * of 0 s divides by zero, a watch cannot run more than the minute's 60 s, retries and concurrency
+ * are counts, the waiting-task probe is off or on.
+ */
+const MODEL_LIMITS: Partial<Record<NumericModelKey, ModelLimit>> = {
+  esmInitialConcurrency: { whole: true },
+  esmStepSeconds: { above: 0 },
+  consumerMaxOverCapRetries: { whole: true },
+  consumerMaxTransientRetries: { whole: true },
+  watchSecondsPerMinute: { max: 60 },
+  probeWithWaitingTask: { max: 1, whole: true },
+};
+
+/** The numeric constants `--model` may set. */
+export function numericModelKeys(): NumericModelKey[] {
+  return (Object.keys(DEFAULT_MODEL) as (keyof ModelParams)[]).filter(
+    (key): key is NumericModelKey => typeof DEFAULT_MODEL[key] === 'number',
+  );
+}
+
+/**
+ * `--model`'s value, `name=value,name=value`: each name one of the numeric constants above, each
+ * value a number in its range. Throws naming the setting at fault and what it accepts.
+ */
+export function parseModelSettings(value: string): Partial<ModelParams> {
+  const keys = numericModelKeys();
+  const model: Partial<Record<NumericModelKey, number>> = {};
+  for (const assignment of value.split(',').map((part) => part.trim())) {
+    const [name, raw, extra] = assignment.split('=');
+    if (name === undefined || !(keys as string[]).includes(name))
+      throw new Error(
+        `"${assignment}": expected name=number, the name one of lab/model.ts's numeric constants (${keys.join(', ')})`,
+      );
+    const key = name as NumericModelKey;
+    const number = raw === undefined || raw.trim() === '' || extra !== undefined ? Number.NaN : Number(raw);
+    const limit = MODEL_LIMITS[key] ?? {};
+    const min = limit.min ?? 0;
+    const range = [
+      limit.above !== undefined ? `above ${limit.above}` : `${min} or more`,
+      limit.max !== undefined ? `at most ${limit.max}` : undefined,
+      limit.whole ? 'a whole number' : undefined,
+    ]
+      .filter((part) => part !== undefined)
+      .join(', ');
+    const fits =
+      Number.isFinite(number) &&
+      number >= min &&
+      (limit.above === undefined || number > limit.above) &&
+      (limit.max === undefined || number <= limit.max) &&
+      (!limit.whole || Number.isInteger(number));
+    if (!fits)
+      throw new Error(`${name}=${raw ?? ''}: ${name} takes a number ${range} (its default: ${DEFAULT_MODEL[key]})`);
+    model[key] = number;
+  }
+  return model as Partial<ModelParams>;
+}
