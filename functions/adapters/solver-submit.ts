@@ -31,6 +31,9 @@ export async function submit(
     const outcome = await ctx.wire.submitOnce(ctx, solve, task);
     if ('solverId' in outcome) {
       notify(ctx, solve, { request: 'submit', outcome: 'accepted' });
+      // Answered in this very response (CapSolver's image tasks): the solver holds no thread for it
+      // any more, as after a result request that read the answer.
+      if (outcome.solved !== undefined) notify(ctx, solve, { request: 'submit', outcome: 'answered' });
       return outcome;
     }
     const { error } = outcome;

@@ -870,6 +870,8 @@ export class TaskRun {
    */
   private countAnswer(answer: SolverAnswer): void {
     this.threads.onAnswer(answer);
+    // The submission's own response carried the answer: counted once already, as accepted.
+    if (answer.request === 'submit' && answer.outcome === 'answered') return;
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {
       // No extra dimension: the single metric keeps the plain `service` dimension the alarms,
       // the dashboard and the governor read. A single metric publishes on every addMetric.

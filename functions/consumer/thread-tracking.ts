@@ -329,7 +329,7 @@ export class ThreadTracking {
     const ledger = this.ledger;
     if (this.leasedHeld !== undefined) {
       // A solve this delivery read itself counts in `solved` (the grant's price), as the watch's do.
-      if (answer.request === 'result' && answer.outcome === 'answered' && ledger.countSolved !== undefined) {
+      if (answer.outcome === 'answered' && ledger.countSolved !== undefined) {
         this.track(ledger.countSolved(1), 'solved count');
         return;
       }
@@ -358,8 +358,10 @@ export class ThreadTracking {
       return;
     }
     // The solver frees the thread once the answer is ready or the captcha failed; an answer read
-    // is a solve the provider charges for, counted with the release.
-    const ended = answer.request === 'result' && (answer.outcome === 'answered' || answer.outcome === 'task_terminal');
+    // is a solve the provider charges for, counted with the release. An answer in the
+    // submission's own response ends it too (without this, its thread stayed counted as a
+    // leftover until its lease aged out: a plan of 2 stood still for 20 s on CapSolver's images).
+    const ended = answer.outcome === 'answered' || (answer.request === 'result' && answer.outcome === 'task_terminal');
     if (!ended) return;
     if (this.lease === undefined && this.resumed !== undefined) {
       const id = this.resumed;

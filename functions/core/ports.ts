@@ -17,6 +17,10 @@ export type Clock = () => number;
  * `transient`; HTTP and parse failures are `transient` too, with codes like `HTTP_502`).
  */
 export interface SolverAnswer {
+  /**
+   * The request answered. A submission whose response carries the answer itself (CapSolver's
+   * image tasks) is told twice: `accepted`, then `answered` (no result request was made).
+   */
   request: 'submit' | 'result';
   outcome: 'accepted' | 'answered' | 'not_ready' | SolverErrorClass;
   /** The protocol or transport code for a non-success (e.g. `ERROR_NO_SLOT_AVAILABLE`, `REQUEST_TIMEOUT`). */

@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
 import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
+import type { SolverAnswer } from '../../functions/core/ports.js';
 import {
   type Dialect,
   METHODS,
@@ -134,10 +135,15 @@ describe.each(JSON_DIALECTS)('solver client over the JSON task API, %s', (dialec
     for (const task of tasks) {
       const before = sim.stats().submissions;
       if (UNSUPPORTED[dialect].includes(task.method)) {
-        const error = await solver.solve(task, solveOptions()).catch((e: unknown) => e);
+        const told: SolverAnswer[] = [];
+        const error = await solver
+          .solve(task, { ...solveOptions(), onSolverAnswer: (a) => told.push(a) })
+          .catch((e: unknown) => e);
         expect(error, task.method).toBeInstanceOf(SolverTaskError);
         expect((error as SolverTaskError).code).toBe('ERROR_TASK_NOT_SUPPORTED');
         expect(sim.stats().submissions, 'nothing sent, nothing paid').toBe(before);
+        // No request, so no answer told: the request counts and the error rate leave it out.
+        expect(told, task.method).toEqual([]);
         continue;
       }
       supported++;
@@ -298,11 +304,25 @@ describe('the same task over both protocols', () => {
   it('CapSolver answers an image in the createTask response itself: no result request', async () => {
     const { sim, solver } = await stack('capsolver', 'create-task', { medianMs: 30 });
     const image = tasksOf(13, 1).find((t) => t.method === 'base64') as Task;
-    const outcome = await solver.solve(image, solveOptions());
+    const answers: SolverAnswer[] = [];
+    const outcome = await solver.solve(image, { ...solveOptions(), onSolverAnswer: (a) => answers.push(a) });
     expect(outcome.resultRequests).toBe(0);
     // CapSolver's ImageToText takes no `numeric` hint: any of the simulator's characters.
     expect(outcome.answer).toMatch(/^[a-z0-9]{4,6}$/);
     expect(sim.stats()).toMatchObject({ resultRequests: 0, solved: 1, answersDelivered: 1 });
+    // Told as accepted, then answered: the thread ledger frees the thread on the second.
+    expect(answers).toEqual([
+      { request: 'submit', outcome: 'accepted' },
+      { request: 'submit', outcome: 'answered' },
+    ]);
+    // The parked design's submit alone says the same.
+    const told: SolverAnswer[] = [];
+    const submitted = await solver.submit?.({ ...image, id: 'base64-again' } as Task, {
+      ...solveOptions(),
+      onSolverAnswer: (a) => told.push(a),
+    });
+    expect(submitted?.outcome?.resultRequests).toBe(0);
+    expect(told.map((a) => a.outcome)).toEqual(['accepted', 'answered']);
   });
 
   it('reads over cap on CapSolver from its rate-limit code', async () => {
