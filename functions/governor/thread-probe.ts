@@ -5,7 +5,8 @@
  * solver client with over-cap retries off: a refusal is recorded in the thread ledger like a
  * consumer's (one over-cap answer, never more per tick), an acceptance takes a thread in the
  * ledger until the solver answers it (polled in the background), and the estimate climbs on it.
- * An accepted probe is a solve the provider charges (a text captcha: the cheapest method); it
+ * An accepted probe is a solve the provider charges (a text captcha: the cheapest method; an image
+ * where the provider has no text type, learned from the client's refusal, which sends nothing); it
  * happens at most once per tick, only while the fleet is starved.
  *
  * In the parked design the fleet's threads are its thread leases, so the probe holds one too
@@ -15,8 +16,8 @@
  * the consumers resumed on it, the solver refused them, and the fleet starved again with its own
  * probe on the thread. A probe whose slot cannot be taken is not made.
  */
-import type { SolverPort } from '../core/ports.js';
-import { redactKey } from '../core/solver-protocol.js';
+import type { SolverAnswer, SolverPort } from '../core/ports.js';
+import { redactKey, SolverTaskError } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import { type LeaseSlot, type LeaseTaker, PROBE_SLOT_BASE, PROBE_SLOTS } from '../core/thread-leases.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
@@ -26,16 +27,24 @@ import type { ThreadProbe } from './loop.js';
 const MAX_PROBES_IN_FLIGHT = PROBE_SLOTS;
 /** How long an accepted probe is polled before it is given up, ms. */
 const PROBE_DEADLINE_MS = 120_000;
+/** The client's refusal of a task the provider has no type for, before anything is sent (task-types.ts). */
+const TASK_NOT_SUPPORTED = 'ERROR_TASK_NOT_SUPPORTED';
+
+/**
+ * The image a probe submits where the provider's JSON task API has no text type (Anti-Captcha,
+ * CapMonster, CapSolver): a 60 × 20 grey PNG of four bars, 136 bytes (solvers refuse images under
+ * 100). Its answer is never read for anything; only the submission's acceptance or refusal is.
+ */
+const PROBE_IMAGE =
+  'iVBORw0KGgoAAAANSUhEUgAAADwAAAAUCAAAAAD0aAH1AAAAJHRFWHRDb21tZW50AGNhcHRjaGEtZmxlZXQgZ292ZXJub3IgcHJvYmX8xtjLAAAAH0lEQVR42mP4TwFgGOmaGcCABPao5lHNJGkezZKEAQDoG7xu10GL/wAAAABJRU5ErkJggg==';
+
+/** A probe's method: a text captcha (the cheapest), or an image where the provider has no text type. */
+export type ProbeMethod = 'textcaptcha' | 'base64';
 
 /** The synthetic task a probe submits. */
-export function probeTask(now: number): Task {
-  return {
-    id: `governor-probe-${now}`,
-    method: 'textcaptcha',
-    params: { textcaptcha: 'Type the word: probe' },
-    priority: 'normal',
-    submittedAt: now,
-  } as Task;
+export function probeTask(now: number, method: ProbeMethod = 'textcaptcha'): Task {
+  const params = method === 'textcaptcha' ? { textcaptcha: 'Type the word: probe' } : { body: PROBE_IMAGE };
+  return { id: `governor-probe-${now}`, method, params, priority: 'normal', submittedAt: now } as Task;
 }
 
 export interface ThreadProbeOptions {
@@ -104,38 +113,46 @@ export function createThreadProbe(
 ): ThreadProbe & { inFlight(): number; stats(): ThreadProbeStats } {
   const clock = options.clock ?? Date.now;
   let inFlight = 0;
+  let method: ProbeMethod = 'textcaptcha';
   const counts: ThreadProbeStats = { made: 0, accepted: 0, refused: 0 };
   const probe = async (now: number) => {
     let lease: Promise<ThreadLease> | undefined;
     let slot: LeaseSlot | undefined;
-    const task = probeTask(now);
     try {
       if (options.leases !== undefined) {
-        slot = await takeProbeSlot(options.leases, task.id, now);
+        slot = await takeProbeSlot(options.leases, probeTask(now).id, now);
         if (slot === undefined) {
           options.warn?.('governor probe not made: its thread lease could not be taken');
           return;
         }
       }
       counts.made++;
-      await options.solver.solve(task, {
-        deadlineAt: now + PROBE_DEADLINE_MS,
-        onSolverAnswer: (answer) => {
-          if (answer.request !== 'submit') return;
-          if (answer.outcome === 'over_cap') {
-            counts.refused++;
-            void options.ledger.refused(clock()).catch(() => undefined);
-          } else if (answer.outcome === 'accepted') {
-            counts.accepted++;
-            lease = options.ledger.accepted(clock());
-            // The tick it wakes reads the ledger: it runs once the acceptance is written (or failed to be).
-            void lease.then(
-              () => options.onAccepted?.(),
-              () => options.onAccepted?.(),
-            );
-          }
-        },
-      });
+      const onSolverAnswer = (answer: SolverAnswer) => {
+        if (answer.request !== 'submit') return;
+        if (answer.outcome === 'over_cap') {
+          counts.refused++;
+          void options.ledger.refused(clock()).catch(() => undefined);
+        } else if (answer.outcome === 'accepted') {
+          counts.accepted++;
+          lease = options.ledger.accepted(clock());
+          // The tick it wakes reads the ledger: it runs once the acceptance is written (or failed to be).
+          void lease.then(
+            () => options.onAccepted?.(),
+            () => options.onAccepted?.(),
+          );
+        }
+      };
+      try {
+        await options.solver.solve(probeTask(now, method), { deadlineAt: now + PROBE_DEADLINE_MS, onSolverAnswer });
+      } catch (error) {
+        // The provider has no type for a text captcha (refused before anything was sent): the
+        // image from now on. Without it, no probe ever reached Anti-Captcha, CapMonster or
+        // CapSolver, and a fleet that others had starved never learned that threads came back.
+        if (method !== 'textcaptcha' || !(error instanceof SolverTaskError) || error.code !== TASK_NOT_SUPPORTED)
+          throw error;
+        method = 'base64';
+        await options.solver.solve(probeTask(now, method), { deadlineAt: now + PROBE_DEADLINE_MS, onSolverAnswer });
+      }
     } catch (error) {
       // Refused, failed or given up: the ledger has what the solver said.
       if (!/over.?cap|no.?slot/i.test((error as Error).name + (error as Error).message))

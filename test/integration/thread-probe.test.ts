@@ -2,10 +2,13 @@
  * The governor's probe in the parked design holds a thread lease (functions/governor/thread-probe.ts):
  * taken before it submits, at an index no consumer takes, live while the solver may hold its
  * thread, released once the solver refused or answered it. On dynalite, through the real SDK;
- * the solver is scripted (the probe's answers are what the test is about).
+ * the solver is scripted (the probe's answers are what the test is about). And the probe reaches
+ * every provider the client speaks, through the real client and the simulator.
  */
 import { describe, expect, it } from 'vitest';
+import { createSolverClient } from '../../functions/adapters/solver-client.js';
 import { createDynamoThreadLeases } from '../../functions/adapters/thread-leases.js';
+import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
 import type { SolveOptions, SolverPort } from '../../functions/core/ports.js';
 import type { Task } from '../../functions/core/task.js';
 import {
@@ -17,6 +20,7 @@ import {
 } from '../../functions/core/thread-leases.js';
 import type { ThreadLedgerRecorder } from '../../functions/core/thread-ledger.js';
 import { createThreadProbe } from '../../functions/governor/thread-probe.js';
+import { createSolverSimulator } from '../../local/solver-sim/index.js';
 import { leasesTableOnEmulators } from '../helpers/fleet-fixture.js';
 
 const emulated = leasesTableOnEmulators();
@@ -158,5 +162,56 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
     // A probe not made is not counted as one.
     expect(first.stats().made).toBe(2);
     expect(other.stats()).toEqual({ made: 0, accepted: 0, refused: 0 });
+  });
+});
+
+describe('the governor probe reaches every provider', () => {
+  const KEY = '5f1e0c9a7b3d2e4f6a8b0c1d2e3f4a5b';
+
+  it.each([
+    ['2captcha', 'create-task'],
+    ['anti-captcha', 'create-task'],
+    ['capmonster', 'create-task'],
+    ['capsolver', 'create-task'],
+    ['captchaai', 'res-php'],
+  ] as const)('%s over %s: refused while others hold the plan, accepted once they leave', async (dialect, protocol) => {
+    // Prepare: the real client on the simulator; others hold both threads of a 2-thread plan.
+    const sim = createSolverSimulator({
+      dialect,
+      seed: 9,
+      medianMs: 20,
+      validKeys: [KEY],
+      planThreads: 2,
+      foreignThreads: 2,
+    });
+    const { url } = await sim.listen();
+    const solver = createSolverClient({
+      baseUrl: url,
+      key: KEY,
+      dialect,
+      protocol,
+      retry: { baseBackoffMs: 5, maxBackoffMs: 10, maxOverCapRetries: 0, maxTransientRetries: 0 },
+      schedule: createFixedPollSchedule({
+        pollDefaults: { image: { firstPollMs: 10, intervalMs: 10 }, token: { firstPollMs: 10, intervalMs: 10 } },
+      }),
+    });
+    const { ledger, events } = countingLedger();
+    const probe = createThreadProbe({ solver, ledger });
+    try {
+      // Act: one probe while starved, one after the others left
+      await probe.submit(Date.now());
+      await until(async () => probe.inFlight() === 0);
+      sim.update({ foreignThreads: 0 });
+      await probe.submit(Date.now() + 1);
+      await until(async () => probe.inFlight() === 0);
+      // Assess: both reached the solver (Anti-Captcha, CapMonster and CapSolver have no text
+      // type: the probe is an image there; before, the client refused it and nothing was sent)
+      expect(sim.stats()).toMatchObject({ submissions: 2, overCapRejections: 1 });
+      expect(events).toEqual(['refused', 'accepted']);
+      expect(probe.stats()).toEqual({ made: 2, accepted: 1, refused: 1 });
+    } finally {
+      await solver.close();
+      await sim.close();
+    }
   });
 });
