@@ -208,6 +208,9 @@ export function latencyCause(governor: RunResult, other: RunResult): string {
 function outOfOrder(governor: RunResult, other: RunResult): string | undefined {
   const [g95, g99, o95, o99] = [governor.latency.p95, governor.latency.p99, other.latency.p95, other.latency.p99];
   if (g95 === null || g99 === null || o95 === null || o99 === null || !(o95 < g95 && o99 > g99)) return undefined;
+  // Without more hand-backs than the governor's, a lower p95 and a higher p99 come from something
+  // else (another service rate over the trace), not from the order.
+  if (other.handBacks <= governor.handBacks) return undefined;
   return `${other.policy} served out of arrival order: its p99 ${s(o99)} vs the governor's ${s(g99)}, its ${other.handBacks} hand-backs putting the tasks they sent back behind later arrivals, so fewer tasks carry its longest waits and its p95 is lower; the governor serves a backlog in arrival order.`;
 }
 

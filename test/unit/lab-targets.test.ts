@@ -94,6 +94,11 @@ describe("a p95 miss's cause", () => {
     );
   });
 
+  it('says nothing of the order when the floor handed back no more tasks than the governor', () => {
+    const ramp = runOf('oracle-ramp', { latency: { p50: 15, p95: 131, p99: 520, mean: 28 }, handBacks: 0 });
+    expect(latencyCause(governor, ramp)).not.toContain('arrival order');
+  });
+
   it('says nothing of the order when the floor is faster through its tail too', () => {
     const fixed = runOf('lambda-fixed', { latency: { p50: 15, p95: 131, p99: 300, mean: 28 }, handBacks: 27459 });
     expect(latencyCause(governor, fixed)).not.toContain('arrival order');
