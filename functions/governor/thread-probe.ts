@@ -44,7 +44,12 @@ export type ProbeMethod = 'textcaptcha' | 'base64';
 /** The synthetic task a probe submits. */
 export function probeTask(now: number, method: ProbeMethod = 'textcaptcha'): Task {
   const params = method === 'textcaptcha' ? { textcaptcha: 'Type the word: probe' } : { body: PROBE_IMAGE };
-  return { id: `governor-probe-${now}`, method, params, priority: 'normal', submittedAt: now } as Task;
+  return { id: probeTaskId(now), method, params, priority: 'normal', submittedAt: now } as Task;
+}
+
+/** The probe's task id (its thread lease names it), whatever its method. */
+function probeTaskId(now: number): string {
+  return `governor-probe-${now}`;
 }
 
 export interface ThreadProbeOptions {
@@ -120,7 +125,7 @@ export function createThreadProbe(
     let slot: LeaseSlot | undefined;
     try {
       if (options.leases !== undefined) {
-        slot = await takeProbeSlot(options.leases, probeTask(now).id, now);
+        slot = await takeProbeSlot(options.leases, probeTaskId(now), now);
         if (slot === undefined) {
           options.warn?.('governor probe not made: its thread lease could not be taken');
           return;
@@ -142,8 +147,9 @@ export function createThreadProbe(
           );
         }
       };
+      const solveOptions = { deadlineAt: now + PROBE_DEADLINE_MS, onSolverAnswer };
       try {
-        await options.solver.solve(probeTask(now, method), { deadlineAt: now + PROBE_DEADLINE_MS, onSolverAnswer });
+        await options.solver.solve(probeTask(now, method), solveOptions);
       } catch (error) {
         // The provider has no type for a text captcha (refused before anything was sent): the
         // image from now on. Without it, no probe ever reached Anti-Captcha, CapMonster or
@@ -151,7 +157,7 @@ export function createThreadProbe(
         if (method !== 'textcaptcha' || !(error instanceof SolverTaskError) || error.code !== TASK_NOT_SUPPORTED)
           throw error;
         method = 'base64';
-        await options.solver.solve(probeTask(now, method), { deadlineAt: now + PROBE_DEADLINE_MS, onSolverAnswer });
+        await options.solver.solve(probeTask(now, method), solveOptions);
       }
     } catch (error) {
       // Refused, failed or given up: the ledger has what the solver said.

@@ -6,7 +6,9 @@
 import { afterEach } from 'vitest';
 import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
 import type { ConsumerTiming } from '../../functions/consumer/create-handler.js';
+import type { SolverRetryOptions } from '../../functions/adapters/solver-context.js';
 import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
+import type { Dialect, SolverProtocol } from '../../functions/core/solver-protocol.js';
 import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
 import { TEST_SOLVER_KEY } from './factories.js';
 
@@ -20,8 +22,19 @@ export const FAST_TIMING: Partial<ConsumerTiming> = {
   overCapWaiting: { pollMs: 20, maxWaitMs: 300, maxWaits: 3 },
 };
 
+/** A simulated solver's options beyond its seed and speed: another dialect, protocol or plan, the client's retries. */
+export interface SimulatedSolverOptions {
+  seed: number;
+  medianMs: number;
+  dialect?: Dialect;
+  protocol?: SolverProtocol;
+  planThreads?: number;
+  foreignThreads?: number;
+  retry?: Partial<SolverRetryOptions>;
+}
+
 /** Call at a test file's top level: returns a maker of simulated solvers, each closed after its test. */
-export function simulatedSolvers(): (options: { seed: number; medianMs: number }) => Promise<{
+export function simulatedSolvers(): (options: SimulatedSolverOptions) => Promise<{
   sim: SolverSimulator;
   solver: SolverClient;
 }> {
@@ -33,11 +46,21 @@ export function simulatedSolvers(): (options: { seed: number; medianMs: number }
     sims = [];
     solvers = [];
   });
-  return async ({ seed, medianMs }) => {
+  return async ({
+    seed,
+    medianMs,
+    dialect = 'captchaai',
+    protocol,
+    planThreads = 1_000,
+    foreignThreads = 0,
+    retry,
+  }) => {
     const sim = createSolverSimulator({
       seed,
+      dialect,
       validKeys: [TEST_SOLVER_KEY],
-      planThreads: 1_000,
+      planThreads,
+      foreignThreads,
       medianMs,
       transientErrorRate: 0,
       unsolvableRate: 0,
@@ -47,7 +70,9 @@ export function simulatedSolvers(): (options: { seed: number; medianMs: number }
     const solver = createSolverClient({
       baseUrl: url,
       key: TEST_SOLVER_KEY,
-      dialect: 'captchaai',
+      dialect,
+      ...(protocol ? { protocol } : {}),
+      ...(retry ? { retry } : {}),
       schedule: createFixedPollSchedule({
         pollDefaults: { token: { firstPollMs: 20, intervalMs: 20 }, image: { firstPollMs: 20, intervalMs: 20 } },
       }),

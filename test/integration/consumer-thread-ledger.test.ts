@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSolverClient } from '../../functions/adapters/solver-client.js';
 import { createDynamoThreadLedger } from '../../functions/adapters/thread-ledger.js';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
@@ -10,12 +9,11 @@ import type { Task } from '../../functions/core/task.js';
 import type { ThreadLedgerRecorder } from '../../functions/core/thread-ledger.js';
 import { ThreadTracking } from '../../functions/consumer/thread-tracking.js';
 import { deliver, sendMessage, sleep, startEmulatorFixture, type EmulatorFixture } from '../helpers/fleet-fixture.js';
-import { createSolverSimulator } from '../../local/solver-sim/index.js';
 import { captureLogs, captureMetrics, imageTask } from '../helpers/factories.js';
-
-const SIM_KEY = '5f1e0c9a7b3d2e4f6a8b0c1d2e3f4a5b';
+import { simulatedSolvers } from '../helpers/simulated-solver.js';
 
 let fixture: EmulatorFixture;
+const simulated = simulatedSolvers();
 
 beforeAll(async () => {
   fixture = await startEmulatorFixture();
@@ -117,9 +115,7 @@ async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<
 describe('consumer → thread ledger on dynalite', () => {
   it('frees the thread of an answer the submission itself carried (CapSolver images): none left over', async () => {
     // Prepare: the real client on the simulator speaking CapSolver, which answers ImageToText in createTask's response
-    const sim = createSolverSimulator({ dialect: 'capsolver', seed: 3, medianMs: 20, validKeys: [SIM_KEY] });
-    const { url } = await sim.listen();
-    const solver = createSolverClient({ baseUrl: url, key: SIM_KEY, dialect: 'capsolver', protocol: 'create-task' });
+    const { sim, solver } = await simulated({ seed: 3, medianMs: 20, dialect: 'capsolver', protocol: 'create-task' });
     const h = await harness(solver);
     const tasks = [imageTask(), imageTask(), imageTask()];
     for (const task of tasks)
@@ -128,8 +124,6 @@ describe('consumer → thread ledger on dynalite', () => {
     await deliver(h.fleet, h.handler, { max: 3 });
     const after = await h.reader.read();
     h.logs.restore();
-    await solver.close();
-    await sim.close();
     // Assess: three accepted and answered at once, no result request; every thread free again
     // (before, each stayed counted as a leftover until its lease aged out: held 3)
     expect(sim.stats()).toMatchObject({ solved: 3, resultRequests: 0 });

@@ -6,9 +6,7 @@
  * every provider the client speaks, through the real client and the simulator.
  */
 import { describe, expect, it } from 'vitest';
-import { createSolverClient } from '../../functions/adapters/solver-client.js';
 import { createDynamoThreadLeases } from '../../functions/adapters/thread-leases.js';
-import { createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
 import type { SolveOptions, SolverPort } from '../../functions/core/ports.js';
 import type { Task } from '../../functions/core/task.js';
 import {
@@ -20,8 +18,8 @@ import {
 } from '../../functions/core/thread-leases.js';
 import type { ThreadLedgerRecorder } from '../../functions/core/thread-ledger.js';
 import { createThreadProbe } from '../../functions/governor/thread-probe.js';
-import { createSolverSimulator } from '../../local/solver-sim/index.js';
 import { leasesTableOnEmulators } from '../helpers/fleet-fixture.js';
+import { simulatedSolvers } from '../helpers/simulated-solver.js';
 
 const emulated = leasesTableOnEmulators();
 
@@ -166,7 +164,7 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
 });
 
 describe('the governor probe reaches every provider', () => {
-  const KEY = '5f1e0c9a7b3d2e4f6a8b0c1d2e3f4a5b';
+  const simulated = simulatedSolvers();
 
   it.each([
     ['2captcha', 'create-task'],
@@ -176,42 +174,27 @@ describe('the governor probe reaches every provider', () => {
     ['captchaai', 'res-php'],
   ] as const)('%s over %s: refused while others hold the plan, accepted once they leave', async (dialect, protocol) => {
     // Prepare: the real client on the simulator; others hold both threads of a 2-thread plan.
-    const sim = createSolverSimulator({
-      dialect,
+    const { sim, solver } = await simulated({
       seed: 9,
       medianMs: 20,
-      validKeys: [KEY],
-      planThreads: 2,
-      foreignThreads: 2,
-    });
-    const { url } = await sim.listen();
-    const solver = createSolverClient({
-      baseUrl: url,
-      key: KEY,
       dialect,
       protocol,
-      retry: { baseBackoffMs: 5, maxBackoffMs: 10, maxOverCapRetries: 0, maxTransientRetries: 0 },
-      schedule: createFixedPollSchedule({
-        pollDefaults: { image: { firstPollMs: 10, intervalMs: 10 }, token: { firstPollMs: 10, intervalMs: 10 } },
-      }),
+      planThreads: 2,
+      foreignThreads: 2,
+      retry: { maxOverCapRetries: 0, maxTransientRetries: 0 },
     });
     const { ledger, events } = countingLedger();
     const probe = createThreadProbe({ solver, ledger });
-    try {
-      // Act: one probe while starved, one after the others left
-      await probe.submit(Date.now());
-      await until(async () => probe.inFlight() === 0);
-      sim.update({ foreignThreads: 0 });
-      await probe.submit(Date.now() + 1);
-      await until(async () => probe.inFlight() === 0);
-      // Assess: both reached the solver (Anti-Captcha, CapMonster and CapSolver have no text
-      // type: the probe is an image there; before, the client refused it and nothing was sent)
-      expect(sim.stats()).toMatchObject({ submissions: 2, overCapRejections: 1 });
-      expect(events).toEqual(['refused', 'accepted']);
-      expect(probe.stats()).toEqual({ made: 2, accepted: 1, refused: 1 });
-    } finally {
-      await solver.close();
-      await sim.close();
-    }
+    // Act: one probe while starved, one after the others left
+    await probe.submit(Date.now());
+    await until(async () => probe.inFlight() === 0);
+    sim.update({ foreignThreads: 0 });
+    await probe.submit(Date.now() + 1);
+    await until(async () => probe.inFlight() === 0);
+    // Assess: both reached the solver (Anti-Captcha, CapMonster and CapSolver have no text
+    // type: the probe is an image there; before, the client refused it and nothing was sent)
+    expect(sim.stats()).toMatchObject({ submissions: 2, overCapRejections: 1 });
+    expect(events).toEqual(['refused', 'accepted']);
+    expect(probe.stats()).toEqual({ made: 2, accepted: 1, refused: 1 });
   });
 });
