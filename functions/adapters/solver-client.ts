@@ -10,9 +10,10 @@
 import { Agent, type Dispatcher } from 'undici';
 import { sleep as sleepFor } from '../core/helpers/time.js';
 import { createAdaptivePollSchedule, type PollSchedule } from '../core/poll-schedule.js';
-import type { Clock, SolverPort } from '../core/ports.js';
+import type { Clock, SolveOptions, SolverPort } from '../core/ports.js';
 import { type Dialect, type SolverMethod, type SolverProtocol, redactKey } from '../core/solver-protocol.js';
 import {
+  AnswerWaits,
   aborted,
   DEFAULT_RETRY,
   type SolveState,
@@ -84,6 +85,7 @@ function createSolverContext(options: SolverClientOptions, dispatcher: Dispatche
     key,
     dialect: options.dialect,
     wire: (options.protocol ?? 'res-php') === 'create-task' ? createTaskWire : resPhpWire,
+    answerWaits: new AnswerWaits(),
     softId: options.softId,
     prices: options.prices ?? {},
     dispatcher,
@@ -112,8 +114,9 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
   return {
     schedule: ctx.schedule,
 
-    async solve(task, { signal, deadlineAt, resumeSolverId, continueSolverId, onSubmitted, onSolverAnswer }) {
-      const solve = solveState(task.id, signal, deadlineAt, onSolverAnswer);
+    async solve(task, options) {
+      const { signal, resumeSolverId, continueSolverId, onSubmitted, onSolverAnswer } = options;
+      const solve = solveState(task.id, signal, options, onSolverAnswer);
       if (resumeSolverId !== undefined) return pollForAnswer(ctx, task, solve, resumeSolverId, true);
       if (continueSolverId !== undefined) return pollForAnswer(ctx, task, solve, continueSolverId, false);
       const acceptedAt = ctx.clock();
@@ -127,8 +130,9 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
       return pollForAnswer(ctx, task, solve, solverId, false);
     },
 
-    async submit(task, { signal, deadlineAt, onSolverAnswer }) {
-      const solve = solveState(task.id, signal, deadlineAt, onSolverAnswer);
+    async submit(task, options) {
+      const { signal, onSolverAnswer } = options;
+      const solve = solveState(task.id, signal, options, onSolverAnswer);
       const acceptedAt = ctx.clock();
       const { solverId, solved } = await submit(ctx, task, solve);
       ctx.log.debug('solver accepted the task', { taskId: task.id, solverId, method: task.method });
@@ -153,11 +157,19 @@ export function createSolverClient(options: SolverClientOptions): SolverClient {
 function solveState(
   taskId: string,
   signal: SolveState['signal'],
-  deadlineAt: SolveState['deadlineAt'],
+  { deadlineAt, submitBy, answerBy }: Pick<SolveOptions, 'deadlineAt' | 'submitBy' | 'answerBy'>,
   onSolverAnswer: SolveState['onSolverAnswer'],
 ): SolveState {
   if (signal?.aborted) throw aborted(taskId);
-  return { taskId, signal, deadlineAt, onSolverAnswer, retries: { overCap: 0, transient: 0 } };
+  return {
+    taskId,
+    signal,
+    deadlineAt,
+    submitBy: Math.min(deadlineAt, submitBy ?? deadlineAt),
+    answerBy: Math.max(deadlineAt, answerBy ?? deadlineAt),
+    onSolverAnswer,
+    retries: { overCap: 0, transient: 0 },
+  };
 }
 
 function redactAttributes(attributes: Record<string, unknown>, key: string): Record<string, unknown> {

@@ -41,6 +41,12 @@ export interface SolverWire {
   readonly protocol: SolverProtocol;
   submitOnce(ctx: SolverContext, solve: SolveState, task: Task): Promise<SubmitOnce>;
   pollOnce(ctx: SolverContext, solve: SolveState, task: Task, solverId: string): Promise<PollOnce>;
+  /**
+   * Whether the provider answers this task in the submission's own response (CapSolver's image
+   * tasks): the request then lasts the recognition, and one cut short after the provider accepted
+   * it is paid with its id never known. Absent: every submission is answered at once.
+   */
+  answersInSubmission?(ctx: SolverContext, task: Task): boolean;
   balance(ctx: SolverContext, signal: AbortSignal | undefined): Promise<number>;
   report(ctx: SolverContext, verdict: 'bad' | 'good', solverId: string, method: string | undefined): Promise<void>;
 }
@@ -73,6 +79,8 @@ export interface SolverContext {
   readonly dialect: Dialect;
   /** The protocol's adapter. */
   readonly wire: SolverWire;
+  /** How long the latest submissions answered in their own response took (`answersInSubmission`). */
+  readonly answerWaits: AnswerWaits;
   /** The operator's developer id (in.php `soft_id`, the JSON API's `softId`, CapSolver's `appId`), if set. */
   readonly softId: string | undefined;
   /** Configured prices per method, USD: a solve's cost where the provider reports none. */
@@ -97,9 +105,40 @@ export interface SolveState {
   readonly taskId: string;
   readonly signal: AbortSignal | undefined;
   readonly deadlineAt: number;
+  /** No submission answered in its own response is sent after this (SolveOptions.submitBy). */
+  readonly submitBy: number;
+  /** Such a submission's request waits for its answer until this (SolveOptions.answerBy). */
+  readonly answerBy: number;
   readonly onSolverAnswer: SolveOptions['onSolverAnswer'];
   /** Counted as the steps retry; returned in the outcome. */
   readonly retries: SolveOutcome['retries'];
+}
+
+/** How many of the latest submissions answered in their own response `AnswerWaits` remembers, and for how long, ms. */
+const ANSWER_WAITS_KEPT = 16;
+const ANSWER_WAITS_FOR_MS = 60_000;
+
+/**
+ * How long the latest accepted submissions the provider answered in their own response took: the
+ * longest of them is how much of its deadline such a submission needs left when it is sent. Only
+ * accepted ones count (a request cut short says only that it took longer than what was left, and
+ * counted, one outlier at a whole window would stop every send), and only for a minute (a long
+ * one remembered while nothing is sent would stop them for good).
+ */
+export class AnswerWaits {
+  private readonly recent: { at: number; ms: number }[] = [];
+
+  note(ms: number, at: number): void {
+    this.recent.push({ at, ms: Math.max(0, ms) });
+    if (this.recent.length > ANSWER_WAITS_KEPT) this.recent.shift();
+  }
+
+  /** The longest of the latest at `now`, ms; 0 before any. */
+  longest(now: number): number {
+    let most = 0;
+    for (const { at, ms } of this.recent) if (now - at <= ANSWER_WAITS_FOR_MS) most = Math.max(most, ms);
+    return most;
+  }
 }
 
 /** The caller aborted the solve. */

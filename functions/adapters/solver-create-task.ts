@@ -77,7 +77,11 @@ async function submitOnce(ctx: SolverContext, solve: SolveState, task: Task): Pr
     ...softIdMember(ctx),
   };
   try {
-    const answer = await jsonCall(ctx, { method: 'createTask', members, signal, taskId, deadlineAt });
+    // A submission answered in this very response waits for the recognition, until the caller's
+    // last moment to record it: cut at the deadline after the provider accepted it, it is paid
+    // with its id never known.
+    const until = answersInSubmission(ctx, task) ? solve.answerBy : deadlineAt;
+    const answer = await jsonCall(ctx, { method: 'createTask', members, signal, taskId, deadlineAt: until });
     if (!answer.ok)
       return {
         error: solverErrorFor(answer.code, ctx.dialect, {
@@ -211,10 +215,18 @@ async function report(ctx: SolverContext, verdict: 'bad' | 'good', solverId: str
   });
 }
 
+/** CapSolver answers its recognition tasks (ImageToText) in createTask's own response. */
+function answersInSubmission(ctx: SolverContext, task: Task): boolean {
+  if (ctx.dialect !== 'capsolver') return false;
+  const mapping = createTaskOf(task, ctx.dialect);
+  return mapping.ok && mapping.task.type === 'ImageToTextTask';
+}
+
 /** The JSON task API wire. */
 export const createTaskWire: SolverWire = {
   protocol: 'create-task',
   submitOnce: (ctx, solve, task) => submitOnce(ctx, solve, task),
+  answersInSubmission: (ctx, task) => answersInSubmission(ctx, task),
   pollOnce: (ctx, solve, task, solverId) => pollOnce(ctx, solve, task, solverId),
   balance: (ctx, signal) => balance(ctx, signal),
   report: (ctx, verdict, solverId, method) => report(ctx, verdict, solverId, method),

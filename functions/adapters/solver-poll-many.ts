@@ -92,10 +92,13 @@ async function singles(
 /** One result request through the wire, read only for its state. */
 async function pollOne(ctx: SolverContext, target: PollTarget, signal: AbortSignal | undefined): Promise<PollState> {
   const task = { id: `poll-${target.solverId}`, method: target.method, params: {} } as unknown as Task;
+  const deadlineAt = ctx.clock() + ctx.requestTimeoutMs;
   const solve: SolveState = {
     taskId: task.id,
     signal,
-    deadlineAt: ctx.clock() + ctx.requestTimeoutMs,
+    deadlineAt,
+    submitBy: deadlineAt,
+    answerBy: deadlineAt,
     onSolverAnswer: undefined,
     retries: { overCap: 0, transient: 0 },
   };

@@ -3,7 +3,7 @@
  * solver accepts the task, backing off on over-cap and transient answers within their retry
  * budgets and the deadline.
  */
-import { SolverOverCapError, SolverTransientError } from '../core/solver-protocol.js';
+import { SolverOverCapError, SolverTimeoutError, SolverTransientError } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import {
   backOff,
@@ -26,9 +26,16 @@ export async function submit(
   solve: SolveState,
 ): Promise<{ solverId: string; solved?: SolvedAnswer }> {
   const { retries } = solve;
+  const answersInSubmission = ctx.wire.answersInSubmission?.(ctx, task) === true;
   for (;;) {
     if (ctx.clock() >= solve.deadlineAt) throw deadlinePassed(solve.taskId, undefined, 0);
+    if (answersInSubmission) notTooLate(ctx, solve);
+    const sentAt = ctx.clock();
     const outcome = await ctx.wire.submitOnce(ctx, solve, task);
+    if (answersInSubmission && 'solverId' in outcome) {
+      const answeredAt = ctx.clock();
+      ctx.answerWaits.note(answeredAt - sentAt, answeredAt);
+    }
     if ('solverId' in outcome) {
       notify(ctx, solve, { request: 'submit', outcome: 'accepted' });
       // Answered in this very response (CapSolver's image tasks): the solver holds no thread for it
@@ -54,4 +61,23 @@ export async function submit(
       throw error;
     }
   }
+}
+
+/**
+ * A submission the provider answers in its own response lasts the recognition: sent with less of
+ * the deadline left than that takes, its request is cut short after the provider accepted (and
+ * charged) it, the id never comes back, and the task's next delivery pays again. Such a
+ * submission is sent only before the caller's `submitBy` and with at least the longest of the
+ * latest accepted such requests left (AnswerWaits); else nothing is sent (nothing paid) and the
+ * solve ends as one whose deadline passed, which hands the task back.
+ */
+function notTooLate(ctx: SolverContext, solve: SolveState): void {
+  const now = ctx.clock();
+  const needMs = ctx.answerWaits.longest(now);
+  const left = solve.answerBy - now;
+  if (now <= solve.submitBy && left >= needMs) return;
+  throw new SolverTimeoutError('DEADLINE_EXCEEDED', {
+    taskId: solve.taskId,
+    message: `task ${solve.taskId} not sent: the provider answers it in the submission's own response, ${left} ms were left to wait for its answer${needMs > 0 ? ` and such a request took up to ${needMs} ms in the last minute` : ''}; one cut short would be paid with its id never known`,
+  });
 }

@@ -373,13 +373,32 @@ export class TaskRun {
     return verified ? carry : undefined;
   }
 
-  /** Submit (or resume) and poll; resubmit unsolvable captchas as the settings allow. */
   /** When a solve started at `startedAt` gives up: its own deadline, or the invocation's end less the margin. */
   private solveDeadline(startedAt: number): number {
     const { deps, timing, stopAt } = this.ctx;
     return Math.min(startedAt + deps.settings.solveDeadlineSeconds * 1000, stopAt - timing.recordMarginMs);
   }
 
+  /**
+   * The claim's rule (no fresh submission with less than `minSolveWindowMs` before the deadline)
+   * kept at the moment of sending, after waits for a thread and retries, for the submissions that
+   * need it: those the provider answers in their own response, whose request lasts the
+   * recognition (the client keeps to it; others are answered at once and their id kept).
+   */
+  private submitBy(deadlineAt: number): number {
+    return deadlineAt - this.ctx.timing.minSolveWindowMs;
+  }
+
+  /**
+   * How long such a submission may wait for its answer: past the solve's deadline, up to the last
+   * moment the solver id keeper still writes (half the record margin before the invocation's
+   * end), which leaves the other half to record the answer or carry it in a fresh copy.
+   */
+  private answerBy(): number {
+    return this.ctx.stopAt - this.ctx.timing.recordMarginMs / 2;
+  }
+
+  /** Submit (or resume) and poll; resubmit unsolvable captchas as the settings allow. */
   private async solve(resumeFrom: Submission | undefined, startedAt: number): Promise<Solved | Parked> {
     const { deps } = this.ctx;
     const deadlineAt = this.solveDeadline(startedAt);
@@ -398,6 +417,8 @@ export class TaskRun {
           return await this.resumeOrPark(resume, deadlineAt);
         const outcome = await solver.solve(this.task, {
           deadlineAt,
+          submitBy: this.submitBy(deadlineAt),
+          answerBy: this.answerBy(),
           signal: this.abort.signal,
           ...(resume !== undefined ? { resumeSolverId: resume.solverId } : {}),
           onSolverAnswer: (answer) => this.countAnswer(answer),
@@ -509,6 +530,8 @@ export class TaskRun {
     if (solver.submit === undefined) throw new TypeError('the solver cannot submit alone');
     const submitted = await solver.submit(this.task, {
       deadlineAt,
+      submitBy: this.submitBy(deadlineAt),
+      answerBy: this.answerBy(),
       signal: this.abort.signal,
       onSolverAnswer: (answer) => this.countAnswer(answer),
     });

@@ -32,6 +32,20 @@ export interface SolveOptions {
   signal?: AbortSignal;
   /** Epoch ms after which the solve gives up with a SolverTimeoutError. */
   deadlineAt: number;
+  /**
+   * Epoch ms after which a submission the provider answers in its own response (CapSolver's
+   * images) is not sent: its request lasts the recognition, and one cut short by the deadline after
+   * the provider accepted it is paid with its id never known. Not sent, the solve ends in a
+   * SolverTimeoutError (DEADLINE_EXCEEDED) with nothing paid. Other submissions are answered at
+   * once and keep to `deadlineAt`. @default deadlineAt
+   */
+  submitBy?: number;
+  /**
+   * Epoch ms until which such a submission's request may wait for its answer: not cut at
+   * `deadlineAt` (which bounds waits, retries and polls), since cut after the provider accepted it
+   * it is paid with its id never known. The caller's last moment to record an answer. @default deadlineAt
+   */
+  answerBy?: number;
   /** Resume polling a submission a previous delivery made instead of submitting again. */
   resumeSolverId?: string;
   /**

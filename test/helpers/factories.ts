@@ -60,6 +60,10 @@ export interface SolverCall {
   taskId: string;
   resumeSolverId: string | undefined;
   deadlineAt: number;
+  /** The last moment the caller allows a submission answered in its own response (SolveOptions.submitBy). */
+  submitBy: number | undefined;
+  /** Until when such a submission may wait for its answer (SolveOptions.answerBy). */
+  answerBy: number | undefined;
   startedAt: number;
   /** The captcha id this call submitted, if it submitted. */
   submittedId: string | undefined;
@@ -97,6 +101,8 @@ export class ScriptedSolver implements SolverPort {
       taskId: task.id,
       resumeSolverId: options.resumeSolverId,
       deadlineAt: options.deadlineAt,
+      submitBy: options.submitBy,
+      answerBy: options.answerBy,
       startedAt: Date.now(),
       submittedId: undefined,
     };

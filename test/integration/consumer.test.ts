@@ -770,6 +770,12 @@ describe('solver outcomes', () => {
     const budget = (call?.deadlineAt ?? 0) - (call?.startedAt ?? 0);
     expect(budget).toBeGreaterThan(300); // 1 500 ms left − 1 000 ms margin, less setup time
     expect(budget).toBeLessThanOrEqual(500);
+    // The claim's rule, kept at the moment of sending a submission answered in its own response:
+    // no fresh one with less than minSolveWindowMs (100 ms here) left.
+    expect(call?.submitBy).toBe((call?.deadlineAt ?? 0) - 100);
+    // And such a submission waits for its answer past the deadline, to half the record margin
+    // before the invocation's end: the deadline is the end less the whole margin (1 000 ms).
+    expect((call?.answerBy ?? 0) - (call?.deadlineAt ?? 0)).toBe(500);
     expect(h.metricSum(METRICS.retried, { Reason: 'timeout' })).toBe(1);
     const submitted = h.solver.submissions.get(task.id as string)?.[0];
     expect(await h.record(task.id as string)).toMatchObject({ status: 'solving', solverId: submitted, leaseUntil: 0 });

@@ -17,6 +17,7 @@ import {
   SolverOverCapError,
   type SolverProtocol,
   SolverTaskError,
+  SolverTimeoutError,
   SolverTransientError,
 } from '../../functions/core/solver-protocol.js';
 import { parseTask, type Task } from '../../functions/core/task.js';
@@ -323,6 +324,64 @@ describe('the same task over both protocols', () => {
     });
     expect(submitted?.outcome?.resultRequests).toBe(0);
     expect(told.map((a) => a.outcome)).toEqual(['accepted', 'answered']);
+  });
+
+  it('sends no CapSolver image after submitBy (nothing paid); other tasks and providers keep to the deadline', async () => {
+    const { sim, solver } = await stack('capsolver', 'create-task', { medianMs: 30 });
+    const [image, recaptcha] = ['base64', 'userrecaptcha'].map(
+      (method) => tasksOf(15, 1).find((t) => t.method === method) as Task,
+    );
+    if (image === undefined || recaptcha === undefined) throw new Error('no task');
+    const late = () => ({ deadlineAt: Date.now() + 10_000, submitBy: Date.now() - 1 });
+    const error = await solver.solve(image, late()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SolverTimeoutError);
+    expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED', message: expect.stringContaining('not sent') });
+    await expect(solver.submit(image, late())).rejects.toBeInstanceOf(SolverTimeoutError);
+    expect(sim.stats()).toMatchObject({ submissions: 0, accepted: 0 });
+    // A token is answered at once (its id kept, then polled): sent up to the deadline.
+    await expect(solver.solve(recaptcha, late())).resolves.toMatchObject({ resultRequests: expect.any(Number) });
+    // 2captcha answers images through getTaskResult: the same.
+    const other = await stack('2captcha', 'create-task', { medianMs: 30 });
+    await expect(other.solver.solve(image, late())).resolves.toMatchObject({ answer: expect.any(String) });
+  });
+
+  it('sends no CapSolver image with less of its deadline left than such a request took lately', async () => {
+    // Every image takes 1.6 s to recognise, answered in the createTask response.
+    const { sim, solver } = await stack('capsolver', 'create-task', {
+      medianMs: undefined,
+      solveTimes: { base64: { medianMs: 1_600, spread: 0 } },
+    });
+    const images = tasksOf(16, 3).filter((t) => t.method === 'base64');
+    const [first, second, third] = images.map((t, n) => ({ ...t, id: `image-${n}` }) as Task);
+    if (first === undefined || second === undefined || third === undefined) throw new Error('no task');
+    await expect(solver.solve(first, solveOptions())).resolves.toMatchObject({ resultRequests: 0 });
+    // 1.2 s left: sent, the request would be cut at 1.2 s after the provider accepted (and
+    // charged) it, and the id never known: the task's next delivery would pay again.
+    const error = await solver.solve(second, { deadlineAt: Date.now() + 1_200 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED', message: expect.stringContaining('not sent') });
+    expect(sim.stats()).toMatchObject({ accepted: 1 });
+    // With the time it takes left, it is sent.
+    await expect(solver.solve(third, { deadlineAt: Date.now() + 3_000 })).resolves.toMatchObject({ resultRequests: 0 });
+    expect(sim.stats()).toMatchObject({ accepted: 2, solved: 2 });
+  });
+
+  it("waits for a CapSolver image's answer past the deadline up to answerBy, so a slow recognition is not paid for nothing", async () => {
+    const { sim, solver } = await stack('capsolver', 'create-task', {
+      medianMs: undefined,
+      solveTimes: { base64: { medianMs: 1_600, spread: 0 } },
+    });
+    const image = tasksOf(17, 1).find((t) => t.method === 'base64') as Task;
+    // Its deadline in 1.2 s (for waits and polls), its caller able to record an answer for 3 s.
+    const outcome = await solver.solve(image, { deadlineAt: Date.now() + 1_200, answerBy: Date.now() + 3_000 });
+    expect(outcome).toMatchObject({ resultRequests: 0, answer: expect.any(String) });
+    expect(sim.stats()).toMatchObject({ accepted: 1, solved: 1 });
+    // Nothing else waits past the deadline: a token's submission is answered at once and polled to the deadline.
+    const token = tasksOf(17, 1).find((t) => t.method === 'userrecaptcha') as Task;
+    const slow = await stack('capsolver', 'create-task', { medianMs: 5_000 });
+    const error = await slow.solver
+      .solve(token, { deadlineAt: Date.now() + 600, answerBy: Date.now() + 3_000 })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
   });
 
   it('reads over cap on CapSolver from its rate-limit code', async () => {

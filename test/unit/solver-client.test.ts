@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent, MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSolverClient, type SolverClientOptions } from '../../functions/adapters/solver-client.js';
+import { AnswerWaits } from '../../functions/adapters/solver-context.js';
 import { createAdaptivePollSchedule, createFixedPollSchedule } from '../../functions/core/poll-schedule.js';
 import {
   SolverAccountError,
@@ -818,3 +819,19 @@ function dump(error: unknown, depth = 0): string {
     depth < 10 ? dump(error.cause, depth + 1) : '',
   ].join('\n');
 }
+
+describe('AnswerWaits: how much of its deadline a submission answered in its own response needs', () => {
+  it('is the longest of the latest 16 accepted ones, each for a minute, then nothing', () => {
+    const waits = new AnswerWaits();
+    expect(waits.longest(0)).toBe(0);
+    waits.note(9_000, 1_000);
+    for (let n = 0; n < 15; n += 1) waits.note(2_000, 2_000 + n);
+    expect(waits.longest(2_100)).toBe(9_000);
+    // A 17th pushes the oldest out.
+    waits.note(1_500, 3_000);
+    expect(waits.longest(3_000)).toBe(2_000);
+    // A minute on, nothing is remembered: nothing sent meanwhile cannot stop sends for good.
+    expect(waits.longest(62_015)).toBe(1_500);
+    expect(waits.longest(63_001)).toBe(0);
+  });
+});
