@@ -64,12 +64,12 @@ export async function submit(
 }
 
 /**
- * A submission the provider answers in its own response lasts the recognition: sent with less of
- * the deadline left than that takes, its request is cut short after the provider accepted (and
- * charged) it, the id never comes back, and the task's next delivery pays again. Such a
- * submission is sent only before the caller's `submitBy` and with at least the longest of the
- * latest accepted such requests left (AnswerWaits); else nothing is sent (nothing paid) and the
- * solve ends as one whose deadline passed, which hands the task back.
+ * A submission the provider answers in its own response lasts the recognition: sent with less
+ * time left than that takes before the caller's `answerBy`, its request is cut short after the
+ * provider accepted (and charged) it, the id never comes back, and the task's next delivery pays
+ * again. Such a submission is sent only before the caller's `submitBy` and with at least the
+ * longest of the latest accepted such requests left before `answerBy` (AnswerWaits); else nothing
+ * is sent (nothing paid) and the solve ends as one whose deadline passed, which hands the task back.
  */
 function notTooLate(ctx: SolverContext, solve: SolveState): void {
   const now = ctx.clock();
