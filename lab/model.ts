@@ -168,9 +168,8 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   lambdaUsdPerRequest: 0.2 / 1_000_000,
 };
 
-/** A numeric model constant's range: at least `min` (0 unless set), above `above`, at most `max`, whole when `whole`. */
+/** A numeric model constant's range beyond 0 or more: above `above`, at most `max`, whole when `whole`. */
 interface ModelLimit {
-  min?: number;
   above?: number;
   max?: number;
   whole?: boolean;
@@ -215,9 +214,8 @@ export function parseModelSettings(value: string): Partial<ModelParams> {
     const key = name as NumericModelKey;
     const number = raw === undefined || raw.trim() === '' || extra !== undefined ? Number.NaN : Number(raw);
     const limit = MODEL_LIMITS[key] ?? {};
-    const min = limit.min ?? 0;
     const range = [
-      limit.above !== undefined ? `above ${limit.above}` : `${min} or more`,
+      limit.above !== undefined ? `above ${limit.above}` : '0 or more',
       limit.max !== undefined ? `at most ${limit.max}` : undefined,
       limit.whole ? 'a whole number' : undefined,
     ]
@@ -225,7 +223,7 @@ export function parseModelSettings(value: string): Partial<ModelParams> {
       .join(', ');
     const fits =
       Number.isFinite(number) &&
-      number >= min &&
+      number >= 0 &&
       (limit.above === undefined || number > limit.above) &&
       (limit.max === undefined || number <= limit.max) &&
       (!limit.whole || Number.isInteger(number));

@@ -18,7 +18,7 @@ import {
   solverErrorFor,
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
-import { createTaskOf, readSolution } from '../core/task-types.js';
+import { type CreateTaskMapping, createTaskOf, readSolution } from '../core/task-types.js';
 import { boundedExtras, reportedCost, withCost } from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
 import { type JsonAnswer, jsonCall, numberAsWritten, snippet } from './solver-http.js';
@@ -80,7 +80,7 @@ async function submitOnce(ctx: SolverContext, solve: SolveState, task: Task): Pr
     // A submission answered in this very response waits for the recognition, until the caller's
     // last moment to record it: cut at the deadline after the provider accepted it, it is paid
     // with its id never known.
-    const until = answersInSubmission(ctx, task) ? solve.answerBy : deadlineAt;
+    const until = answeredInResponse(ctx, mapping) ? solve.answerBy : deadlineAt;
     const answer = await jsonCall(ctx, { method: 'createTask', members, signal, taskId, deadlineAt: until });
     if (!answer.ok)
       return {
@@ -216,17 +216,15 @@ async function report(ctx: SolverContext, verdict: 'bad' | 'good', solverId: str
 }
 
 /** CapSolver answers its recognition tasks (ImageToText) in createTask's own response. */
-function answersInSubmission(ctx: SolverContext, task: Task): boolean {
-  if (ctx.dialect !== 'capsolver') return false;
-  const mapping = createTaskOf(task, ctx.dialect);
-  return mapping.ok && mapping.task.type === 'ImageToTextTask';
+function answeredInResponse(ctx: SolverContext, mapping: CreateTaskMapping): boolean {
+  return ctx.dialect === 'capsolver' && mapping.ok && mapping.task.type === 'ImageToTextTask';
 }
 
 /** The JSON task API wire. */
 export const createTaskWire: SolverWire = {
   protocol: 'create-task',
   submitOnce: (ctx, solve, task) => submitOnce(ctx, solve, task),
-  answersInSubmission: (ctx, task) => answersInSubmission(ctx, task),
+  answersInSubmission: (ctx, task) => answeredInResponse(ctx, createTaskOf(task, ctx.dialect)),
   pollOnce: (ctx, solve, task, solverId) => pollOnce(ctx, solve, task, solverId),
   balance: (ctx, signal) => balance(ctx, signal),
   report: (ctx, verdict, solverId, method) => report(ctx, verdict, solverId, method),

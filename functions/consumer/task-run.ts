@@ -70,6 +70,14 @@ class NoRoomError extends SolverOverCapError {
 }
 
 /**
+ * The last moment the solver id keeper writes an id (half the record margin before the
+ * invocation's end), and so the last a submission answered in its own response waits for it.
+ */
+function lastIdWriteAt(ctx: RecordContext): number {
+  return ctx.stopAt - ctx.timing.recordMarginMs / 2;
+}
+
+/**
  * The submission a delivery resumes: the newer of its message's carry and its record's. A carry is
  * what the message knew when its copy was sent; a delivery of that copy may have submitted again
  * since (an unsolvable answer) and kept the new id on the record with the time the solver accepted
@@ -186,7 +194,7 @@ export class TaskRun {
       onUnrecorded: (solverId, provider, acceptedAt) => this.carryEarly({ solverId, provider, acceptedAt }),
       clock: ctx.clock,
       timing: ctx.timing,
-      until: ctx.stopAt - ctx.timing.recordMarginMs / 2,
+      until: lastIdWriteAt(ctx),
       log,
     });
   }
@@ -380,22 +388,15 @@ export class TaskRun {
   }
 
   /**
-   * The claim's rule (no fresh submission with less than `minSolveWindowMs` before the deadline)
-   * kept at the moment of sending, after waits for a thread and retries, for the submissions that
-   * need it: those the provider answers in their own response, whose request lasts the
-   * recognition (the client keeps to it; others are answered at once and their id kept).
+   * The bounds of a submission the provider answers in its own response, whose request lasts the
+   * recognition (the client keeps to them; others are answered at once and their id kept):
+   * `submitBy`, the claim's rule (no fresh submission with less than `minSolveWindowMs` before the
+   * deadline) kept at the moment of sending, after waits for a thread and retries; `answerBy`, how
+   * long it may wait for its answer: past the deadline, up to the last moment the solver id keeper
+   * still writes, which leaves the rest of the record margin to record the answer or carry it.
    */
-  private submitBy(deadlineAt: number): number {
-    return deadlineAt - this.ctx.timing.minSolveWindowMs;
-  }
-
-  /**
-   * How long such a submission may wait for its answer: past the solve's deadline, up to the last
-   * moment the solver id keeper still writes (half the record margin before the invocation's
-   * end), which leaves the other half to record the answer or carry it in a fresh copy.
-   */
-  private answerBy(): number {
-    return this.ctx.stopAt - this.ctx.timing.recordMarginMs / 2;
+  private sendBounds(deadlineAt: number): { submitBy: number; answerBy: number } {
+    return { submitBy: deadlineAt - this.ctx.timing.minSolveWindowMs, answerBy: lastIdWriteAt(this.ctx) };
   }
 
   /** Submit (or resume) and poll; resubmit unsolvable captchas as the settings allow. */
@@ -417,8 +418,7 @@ export class TaskRun {
           return await this.resumeOrPark(resume, deadlineAt);
         const outcome = await solver.solve(this.task, {
           deadlineAt,
-          submitBy: this.submitBy(deadlineAt),
-          answerBy: this.answerBy(),
+          ...this.sendBounds(deadlineAt),
           signal: this.abort.signal,
           ...(resume !== undefined ? { resumeSolverId: resume.solverId } : {}),
           onSolverAnswer: (answer) => this.countAnswer(answer),
@@ -530,8 +530,7 @@ export class TaskRun {
     if (solver.submit === undefined) throw new TypeError('the solver cannot submit alone');
     const submitted = await solver.submit(this.task, {
       deadlineAt,
-      submitBy: this.submitBy(deadlineAt),
-      answerBy: this.answerBy(),
+      ...this.sendBounds(deadlineAt),
       signal: this.abort.signal,
       onSolverAnswer: (answer) => this.countAnswer(answer),
     });

@@ -24,10 +24,13 @@ export interface CreateTaskObject {
   [field: string]: unknown;
 }
 
+/** The code of a task the provider has no type for, refused before anything is sent. */
+export const TASK_NOT_SUPPORTED = 'ERROR_TASK_NOT_SUPPORTED';
+
 /** The request of one submission: the task object and the request's own top-level fields (languagePool). */
 export type CreateTaskMapping =
   | { ok: true; task: CreateTaskObject; topLevel: Record<string, unknown> }
-  | { ok: false; code: 'ERROR_TASK_NOT_SUPPORTED' | 'ERROR_BAD_PROXY'; reason: string };
+  | { ok: false; code: typeof TASK_NOT_SUPPORTED | 'ERROR_BAD_PROXY'; reason: string };
 
 /** The in.php view of a task this module reads: its method and its (validated) params. */
 export interface TaskParamsView {
@@ -137,7 +140,7 @@ export function jsonApiMinScore(minScore: unknown): number {
 }
 
 function unsupported(method: string, dialect: Dialect, why: string): CreateTaskMapping {
-  return { ok: false, code: 'ERROR_TASK_NOT_SUPPORTED', reason: `${method} ${why} at ${dialect}'s JSON task API` };
+  return { ok: false, code: TASK_NOT_SUPPORTED, reason: `${method} ${why} at ${dialect}'s JSON task API` };
 }
 
 type Builder = (params: Readonly<Record<string, unknown>>, dialect: Dialect) => CreateTaskMapping;

@@ -19,6 +19,7 @@
 import type { SolverAnswer, SolverPort } from '../core/ports.js';
 import { redactKey, SolverTaskError } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
+import { TASK_NOT_SUPPORTED } from '../core/task-types.js';
 import { type LeaseSlot, type LeaseTaker, PROBE_SLOT_BASE, PROBE_SLOTS } from '../core/thread-leases.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { ThreadProbe } from './loop.js';
@@ -27,8 +28,6 @@ import type { ThreadProbe } from './loop.js';
 const MAX_PROBES_IN_FLIGHT = PROBE_SLOTS;
 /** How long an accepted probe is polled before it is given up, ms. */
 const PROBE_DEADLINE_MS = 120_000;
-/** The client's refusal of a task the provider has no type for, before anything is sent (task-types.ts). */
-const TASK_NOT_SUPPORTED = 'ERROR_TASK_NOT_SUPPORTED';
 
 /**
  * The image a probe submits where the provider's JSON task API has no text type (Anti-Captcha,
