@@ -30,6 +30,7 @@ import { buildWorkload, type DemoSummary, newRunId, runDemo } from '../local/dem
 import { describeFaultPlan, drawFaultMix, type FaultPlan, faultPlanEndMs } from '../local/faults/plan.js';
 import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../local/overflow-local.js';
 import { startLocalStack } from '../local/runtime.js';
+import { judge } from './lib/judge.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
@@ -96,67 +97,11 @@ const positive = (what: string) => (value: string) => {
   return n;
 };
 
-/**
- * What the run must never show (`broken`), and what the protocols allow when a fault strikes at
- * the one moment they leave open (`bounded`): a submission accepted while its invocation dies
- * (no idempotency key at in.php or createTask, so its id is lost and the task paid again), and a
- * letter whose SendMessage committed while its answer was lost, or whose source's delete a crash
- * cut off (none at SQS either, so it is sent again). Every task paid twice must be one a lost id
- * explains, and every second DLQ copy one such a letter explains; anything beyond is broken.
- */
-function judge(summary: DemoSummary): { broken: string[]; bounded: string[] } {
-  const broken: string[] = [];
-  const bounded: string[] = [];
-  const lostIds = summary.consumer.idsLostInCrashes;
-  if (summary.paidTwiceBeyondLostIds > 0)
-    broken.push(
-      `${summary.paidTwice} paid twice, ${summary.paidTwiceBeyondLostIds} beyond the ${lostIds} id(s) lost in crashes (${summary.paidTwiceBeyond
-        .map((t) => `${t.taskId ?? '?'}: ${t.submissions.map((s) => `${s.id} ${s.fate}`).join(', ')}`)
-        .join('; ')})`,
-    );
-  else if (summary.paidTwice > 0)
-    bounded.push(`${summary.paidTwice} paid twice, each an id lost in a crash (${lostIds} lost)`);
-  if (summary.validInDlq > 0) broken.push(`${summary.validInDlq} valid in the DLQ`);
-  const repeatable = summary.dlqDuplicates - summary.dlqDuplicatesUnexplained;
-  if (summary.dlqDuplicatesUnexplained > 0)
-    broken.push(
-      `${summary.dlqDuplicates} second DLQ copies, ${summary.dlqDuplicatesUnexplained} beyond the letters SQS cannot keep from repeating`,
-    );
-  else if (summary.dlqDuplicates > 0)
-    bounded.push(
-      `${repeatable} second DLQ copies, each of a letter SQS could not keep from repeating (its send's answer lost, or its source's delete cut off by a crash)`,
-    );
-  if (summary.lost + summary.stillQueued + summary.unknown > 0)
-    broken.push(
-      `${summary.lost} lost, ${summary.stillQueued} still queued, ${summary.unknown} unknown${unresolvedOf(summary)}`,
-    );
-  if (summary.unsent > 0) broken.push(`${summary.unsent} never sent`);
-  if (summary.solvedNotAnnounced > 0) broken.push(`${summary.solvedNotAnnounced} solved unannounced`);
-  return { broken, bounded };
-}
-
 /** OK, within the protocols' bounds (saying which), or broken (in bold in the table). */
 function verdictOf(r: Pick<RunResult, 'broken' | 'bounded'>, markdown: boolean): string {
   if (r.broken.length > 0) return markdown ? `**${r.broken.join('; ')}**` : `BROKEN: ${r.broken.join('; ')}`;
   if (r.bounded.length > 0) return `OK within the protocols' bound: ${r.bounded.join('; ')}`;
   return 'OK';
-}
-
-/** Where each unresolved task stood at the end: ` (id: solving, 3 claims, last 12 s ago, lease 0 s, id on record)`. */
-function unresolvedOf(summary: DemoSummary): string {
-  if (summary.unresolvedTasks.length === 0) return '';
-  const one = (t: DemoSummary['unresolvedTasks'][number]) => {
-    const r = t.record;
-    const seen =
-      t.message === null
-        ? 'no lane shows its message'
-        : `visible in ${t.message.lane}, received ${t.message.receiveCount}×`;
-    if (r === undefined) return `${t.id}: no record, ${seen}`;
-    const since = r.sinceClaimMs === null ? '?' : `${Math.round(r.sinceClaimMs / 1000)} s`;
-    return `${t.id}: ${r.status}, ${r.attempts} claim(s), last ${since} ago, lease ${Math.ceil(r.leaseLeftMs / 1000)} s left${r.solverId ? ', solver id on record' : ''}${r.orphanWaited ? ', orphan wait done' : ''}, ${seen}`;
-  };
-  const q = summary.queuesAtEnd;
-  return ` (${summary.unresolvedTasks.map(one).join('; ')}; lanes at the end: ${q.visible} visible, ${q.notVisible} in flight, ${q.delayed} delayed; ceiling ${summary.consumer.ceiling}, governor ${summary.governor?.lastReason?.code ?? 'none'})`;
 }
 
 /** The runtime's crash rate for a shape: its share of terminal writes, or crashes per invocation-second. */
@@ -213,7 +158,7 @@ async function runOne(run: number, options: Options): Promise<RunResult> {
       maxDurationMs: faultPlanEndMs(plan) + 300_000,
     });
     const requeued = stack.metrics.totals().Requeued?.sum ?? 0;
-    return { run, seed, shape, plan, summary, requeued, ...judge(summary) };
+    return { run, seed, shape, plan, summary, requeued, ...judge(summary, { queuedBreaks: true }) };
   } finally {
     await stack.stop({ graceMs: 2_000 });
   }
