@@ -10,11 +10,14 @@
  * crashes, a valid task in the DLQ, a second DLQ copy SQS could have kept from repeating, a solved
  * task unannounced); it may end with tasks waiting where `start` says why (paused on money or for
  * threads others hold, cut by --max-duration), and a configuration `start` refuses is reported with
- * its message. Exit 1 when any run is broken. `--seed N --runs 1` repeats run N of a longer sweep;
- * each row prints its flags, to rerun it with `npm start -- <flags>`.
+ * its message. Each row gives the balance at the end and, under the pause level, by how many solves
+ * (reported, not judged: the governor's pause allows about one). Exit 1 when any run is broken.
+ * `--seed N --runs 1` repeats run N of a longer sweep; each row prints its flags, to rerun it with
+ * `npm start -- <flags>`.
  */
 import { spawn } from 'node:child_process';
 import { Command, InvalidArgumentError } from 'commander';
+import { startCommand } from '../bin/commands/start/options.js';
 import type { DemoSummary } from '../local/demo.js';
 import { judge } from './lib/judge.js';
 import { drawStartRun } from './lib/sweep-draw.js';
@@ -119,12 +122,27 @@ function verdictOf(run: SweepRun): string {
   return 'OK';
 }
 
+/**
+ * The balance at the end, and where it is under the pause level, by how many solves: the governor
+ * stops starting solves there, so a run may end at most about one solve under (docs/governor.md).
+ */
+function moneyOf(run: SweepRun, s: DemoSummary): string {
+  const command = startCommand().exitOverride();
+  command.parse(run.flags, { from: 'user' });
+  const { pauseBalance, solverPrice } = command.opts();
+  const end = s.solver.balanceEnd;
+  const left = `$${end.toFixed(3)} left`;
+  if (end >= pauseBalance || solverPrice <= 0) return left;
+  const under = Math.ceil((pauseBalance - end) / solverPrice - 1e-9);
+  return `${left}, ${under} solve(s) under the $${pauseBalance} pause level`;
+}
+
 function row(run: SweepRun): string {
   const s = run.summary;
   const counts =
     s === undefined
       ? '–'
-      : `${s.solved}/${s.submitted} solved, ${s.failed} failed, ${s.inDlq} DLQ, over-cap ${s.solver.overCapRejections}/${s.solver.submissions}, $${s.solver.balanceEnd.toFixed(3)} left`;
+      : `${s.solved}/${s.submitted} solved, ${s.failed} failed, ${s.inDlq} DLQ, over-cap ${s.solver.overCapRejections}/${s.solver.submissions}, ${moneyOf(run, s)}`;
   return `| ${run.seed} | \`${run.flags.join(' ')}\` | ${endOf(run)} | ${counts} | ${run.seconds.toFixed(0)} s | ${verdictOf(run)} |`;
 }
 
