@@ -1,9 +1,11 @@
 /**
  * `npm run bench:sweep` — `npm start` on drawn flags, not a test. Each run draws its flags from its
- * seed over every axis of `start` (bench/lib/sweep-draw.ts: plans of 2–50 threads, batches, both
- * designs, neighbours, low balances with halt and pause levels, solver errors, latencies and
- * outages, both protocols and every dialect, crashes, fault mixes on SQS and DynamoDB, short and
- * long visibility, rates, the overflow lane, the high lane, the governor's cadence), runs the CLI
+ * seed over the axes of `start` (bench/lib/sweep-draw.ts: plans of 2–50 threads, the plan the
+ * governor is told and the threads it keeps for others, batches, both designs, neighbours, low
+ * balances with halt and pause levels, solver errors, unsolvable captchas, latencies and outages, a
+ * rejected key, both protocols and every dialect, crashes, fault mixes on SQS and DynamoDB, short
+ * and long visibility, rates, the overflow lane with its outages, protocol and dialect, the high
+ * lane, the governor's cadence), runs the CLI
  * itself (`captcha-fleet start … --json`, a child process: the flags go through the same parsing
  * and configuration checks a user's do) and reads its summary. A run is broken when it shows what
  * no run may (bench/lib/judge.ts: a task lost or unknown, paid twice beyond the ids lost in

@@ -1,9 +1,13 @@
 /**
- * The drawn `npm start` runs of `npm run bench:sweep`: one seed, one flag set over every axis the
- * command has, so a sweep reaches combinations nobody wrote down. Each axis is drawn on its own
- * (with the share below), within what `start` accepts and the configuration allows: a batch of at
- * most half the plan's threads (the mapping's floor of two invocations), dialects with the
- * protocols they speak, pause levels under the halt level under the starting balance.
+ * The drawn `npm start` runs of `npm run bench:sweep`: one seed, one flag set over the axes of the
+ * command, so a sweep reaches combinations nobody wrote down. Each axis is drawn on its own (with
+ * the share below), within what `start` accepts and the configuration allows: a batch of at most
+ * half the threads the fleet may use (the mapping's floor of two invocations), dialects with the
+ * protocols they speak, pause levels under the halt level under the starting balance. Left out:
+ * `--concurrency` (a fixed ceiling turns the governor off, and with it the pauses the judge's rules
+ * rest on: a fixed maximum dead-letters through an outage, as the lab shows), and the flags that
+ * change how a run is shown or served rather than what it meets (`--serve`, `--endpoint`,
+ * `--max-duration`, `--json`, `--log-level`).
  */
 import { DIALECTS, speaks } from '../../functions/core/solver-protocol.js';
 import { pick, stream } from '../../local/solver-sim/prng.js';
@@ -28,12 +32,18 @@ export function drawStartRun(seed: number): DrawnRun {
   flags.push('--solve-mode', chance(0.75) ? 'park' : 'wait');
   const threads = pick(random, PLANS);
   flags.push('--solver-threads', String(threads));
+  // The plan the governor is told: the account's, or (one run in ten) half or twice it.
+  const told = chance(0.1) ? Math.max(2, pick(random, [Math.floor(threads / 2), 2 * threads])) : threads;
+  if (told !== threads) flags.push('--plan-threads', String(told));
+  const reserved = told >= 4 && chance(0.1) ? int(1, Math.floor(told / 2)) : 0;
+  if (reserved > 0) flags.push('--reserved-threads', String(reserved));
+  const usable = told - reserved;
   flags.push(
     '--batch-size',
     String(
       pick(
         random,
-        BATCHES.filter((b) => 2 * b <= threads),
+        BATCHES.filter((b) => 2 * b <= usable),
       ),
     ),
   );
@@ -45,6 +55,9 @@ export function drawStartRun(seed: number): DrawnRun {
     flags.push('--halt-balance', String(Math.max(pause, round(balance / 2))), '--pause-balance', String(pause));
   }
   if (chance(0.4)) flags.push('--solver-error-rate', String(pick(random, [0.02, 0.05, 0.1, 0.2])));
+  if (chance(0.15)) flags.push('--solver-unsolvable-rate', String(pick(random, [0, 0.05, 0.2])));
+  // An account error: the tasks stay queued, the fleet paused.
+  if (chance(0.03)) flags.push('--solver-bad-key');
   if (chance(0.4)) flags.push('--solver-latency-ms', String(pick(random, [200, 1000, 2000, 3000])));
   if (chance(0.3))
     for (let n = int(1, 3); n > 0; n--) flags.push('--solver-outage', `${int(3, 40)}:${pick(random, [2, 5, 10, 20])}`);
@@ -69,7 +82,22 @@ export function drawStartRun(seed: number): DrawnRun {
   if (chance(0.6)) flags.push('--faults', `random:${int(1, 9999)}@${pick(random, [30, 60, 90])}`);
   if (chance(0.2)) flags.push('--visibility-timeout', String(pick(random, [6, 30])));
   if (chance(0.4)) flags.push('--rate', String(pick(random, [2, 5, 20])));
-  if (chance(0.15)) flags.push('--overflow-sim');
+  if (chance(0.15)) {
+    flags.push('--overflow-sim');
+    if (chance(0.3)) flags.push('--overflow-outage', `${int(3, 40)}:${pick(random, [5, 20])}`);
+    if (chance(0.3)) {
+      const protocol = pick(random, ['res-php', 'create-task'] as const);
+      flags.push(
+        '--overflow-protocol',
+        protocol,
+        '--overflow-dialect',
+        pick(
+          random,
+          DIALECTS.filter((d) => speaks(d, protocol)),
+        ),
+      );
+    }
+  }
   if (chance(0.15)) flags.push('--high-share', String(pick(random, [0, 0.5, 1])));
   if (chance(0.1)) flags.push('--tick-ms', String(pick(random, [500, 3000])));
   return { seed, flags };

@@ -30,7 +30,7 @@ describe("bench:sweep's drawn runs (bench/lib/sweep-draw.ts)", () => {
     }
   });
 
-  it('reaches every axis over a few hundred seeds: designs, plan sizes, dialects, neighbours, money, faults, crashes, overflow', () => {
+  it('reaches every axis over a few hundred seeds: designs, plan sizes, dialects, neighbours, money, faults, crashes, reserved threads, a wrong plan, a rejected key, overflow', () => {
     const runs = SEEDS.map((seed) => parsed(drawStartRun(seed).flags));
     const seen = <T>(pick: (o: (typeof runs)[number]) => T) => new Set(runs.map(pick));
     expect(seen((o) => o.solveMode)).toEqual(new Set(['park', 'wait']));
@@ -49,5 +49,11 @@ describe("bench:sweep's drawn runs (bench/lib/sweep-draw.ts)", () => {
     expect(some((o) => o.solverOutage.length > 1)).toBeGreaterThan(20);
     expect(some((o) => o.overflowSim === true)).toBeGreaterThan(30);
     expect(some((o) => o.visibilityTimeout < 12)).toBeGreaterThan(20);
+    expect(some((o) => o.planThreads !== undefined && o.planThreads < o.solverThreads)).toBeGreaterThan(0);
+    expect(some((o) => o.planThreads !== undefined && o.planThreads > o.solverThreads)).toBeGreaterThan(0);
+    expect(some((o) => o.reservedThreads > 0)).toBeGreaterThan(10);
+    expect(some((o) => o.solverBadKey === true)).toBeGreaterThan(0);
+    expect(some((o) => o.overflowOutage.length > 0)).toBeGreaterThan(5);
+    expect(some((o) => o.overflowProtocol !== undefined)).toBeGreaterThan(5);
   });
 });
