@@ -40,7 +40,7 @@ interface SweepRun {
   summary?: DemoSummary;
   broken: string[];
   bounded: string[];
-  /** What the CLI printed last on stderr when it gave no summary (a refused configuration). */
+  /** What the CLI printed last on stderr when it gave no summary: a refused configuration, or a run that broke. */
   refused?: string;
 }
 

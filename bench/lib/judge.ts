@@ -1,6 +1,6 @@
 /**
  * What a local run must never show, read from its summary: shared by `npm run bench:faults` (the
- * stores' bad days) and `npm run bench:sweep` (drawn flags over every axis of `start`).
+ * stores' bad days) and `npm run bench:sweep` (drawn flags over the axes of `start`).
  */
 import type { DemoSummary } from '../../local/demo.js';
 
