@@ -18,7 +18,8 @@
  * `npm start -- <flags>`.
  */
 import { spawn } from 'node:child_process';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { integer } from '../bin/commands/option-rows.js';
 import { startCommand } from '../bin/commands/start/options.js';
 import type { DemoSummary } from '../local/demo.js';
 import { judge } from './lib/judge.js';
@@ -46,12 +47,6 @@ interface SweepRun {
 
 /** A run that hangs past this is killed and reported broken. */
 const RUN_LIMIT_MS = 10 * 60_000;
-
-const positive = (what: string) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`expected ${what}: a whole number above 0.`);
-  return n;
-};
 
 function runOne(seed: number): Promise<SweepRun> {
   const { flags } = drawStartRun(seed);
@@ -150,9 +145,9 @@ function row(run: SweepRun): string {
 
 async function main(): Promise<void> {
   const options = new Command('bench:sweep')
-    .option('--runs <n>', 'runs, each on its own drawn flags', positive('a number of runs'), 12)
-    .option('--seed <n>', 'seed of the first run (the next runs take the next seeds)', positive('a seed'), 1)
-    .option('--jobs <n>', 'runs at once (each run starts its own emulators and simulators)', positive('jobs'), 2)
+    .option('--runs <n>', 'runs, each on its own drawn flags', integer(1, 10_000), 12)
+    .option('--seed <n>', 'seed of the first run (the next runs take the next seeds)', integer(1, 2 ** 31 - 1), 1)
+    .option('--jobs <n>', 'runs at once (each run starts its own emulators and simulators)', integer(1, 16), 2)
     .option('--json', 'print one JSON object')
     .parse()
     .opts<Options>();

@@ -9,7 +9,7 @@
  * change how a run is shown or served rather than what it meets (`--serve`, `--endpoint`,
  * `--max-duration`, `--json`, `--log-level`).
  */
-import { DIALECTS, speaks } from '../../functions/core/solver-protocol.js';
+import { dialectsSpeaking, SOLVER_PROTOCOLS } from '../../functions/core/solver-protocol.js';
 import { pick, stream } from '../../local/solver-sim/prng.js';
 
 /** One drawn run: its seed and the flags after `captcha-fleet start`. */
@@ -63,21 +63,8 @@ export function drawStartRun(seed: number): DrawnRun {
     for (let n = int(1, 3); n > 0; n--) flags.push('--solver-outage', `${int(3, 40)}:${pick(random, [2, 5, 10, 20])}`);
   if (chance(0.5)) {
     flags.push('--solver-protocol', 'create-task');
-    flags.push(
-      '--solver-dialect',
-      pick(
-        random,
-        DIALECTS.filter((d) => speaks(d, 'create-task')),
-      ),
-    );
-  } else if (chance(0.3))
-    flags.push(
-      '--solver-dialect',
-      pick(
-        random,
-        DIALECTS.filter((d) => speaks(d, 'res-php')),
-      ),
-    );
+    flags.push('--solver-dialect', pick(random, dialectsSpeaking('create-task')));
+  } else if (chance(0.3)) flags.push('--solver-dialect', pick(random, dialectsSpeaking('res-php')));
   if (chance(0.35)) flags.push('--crash-rate', String(pick(random, [0.05, 0.1, 0.2])));
   if (chance(0.6)) flags.push('--faults', `random:${int(1, 9999)}@${pick(random, [30, 60, 90])}`);
   if (chance(0.2)) flags.push('--visibility-timeout', String(pick(random, [6, 30])));
@@ -86,16 +73,8 @@ export function drawStartRun(seed: number): DrawnRun {
     flags.push('--overflow-sim');
     if (chance(0.3)) flags.push('--overflow-outage', `${int(3, 40)}:${pick(random, [5, 20])}`);
     if (chance(0.3)) {
-      const protocol = pick(random, ['res-php', 'create-task'] as const);
-      flags.push(
-        '--overflow-protocol',
-        protocol,
-        '--overflow-dialect',
-        pick(
-          random,
-          DIALECTS.filter((d) => speaks(d, protocol)),
-        ),
-      );
+      const protocol = pick(random, SOLVER_PROTOCOLS);
+      flags.push('--overflow-protocol', protocol, '--overflow-dialect', pick(random, dialectsSpeaking(protocol)));
     }
   }
   if (chance(0.15)) flags.push('--high-share', String(pick(random, [0, 0.5, 1])));

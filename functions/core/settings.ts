@@ -3,7 +3,15 @@
  * Lambda handlers and the local runtime. Pure: parsing and derivation only, no I/O.
  */
 import { z } from 'zod';
-import { DIALECT_PROTOCOLS, DIALECTS, type Dialect, METHODS, SOLVER_PROTOCOLS, speaks } from './solver-protocol.js';
+import {
+  DIALECT_PROTOCOLS,
+  DIALECTS,
+  type Dialect,
+  dialectsSpeaking,
+  METHODS,
+  SOLVER_PROTOCOLS,
+  speaks,
+} from './solver-protocol.js';
 
 /** Mapping floor of an SQS event source mapping's `ScalingConfig.MaximumConcurrency`. */
 export const MAPPING_MIN_CONCURRENCY = 2;
@@ -446,7 +454,7 @@ function protocolProblems(
 ): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   if (!speaks(dialect, protocol)) {
-    const others = DIALECTS.filter((d) => speaks(d, protocol));
+    const others = dialectsSpeaking(protocol);
     problems.push({
       field: `${prefix}solverProtocol`,
       problem: `${dialect} speaks ${DIALECT_PROTOCOLS[dialect].join(' and ')} only, not ${protocol}`,

@@ -73,6 +73,11 @@ export function speaks(dialect: Dialect, protocol: SolverProtocol): boolean {
   return DIALECT_PROTOCOLS[dialect].includes(protocol);
 }
 
+/** The dialects whose services speak a protocol, in `DIALECTS`' order. */
+export function dialectsSpeaking(protocol: SolverProtocol): Dialect[] {
+  return DIALECTS.filter((d) => speaks(d, protocol));
+}
+
 /** What a consumer does with an answer (see DESIGN.md, "Error classes"). */
 export type SolverErrorClass = 'not_ready' | 'over_cap' | 'transient' | 'task_terminal' | 'account';
 
