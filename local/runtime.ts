@@ -171,6 +171,11 @@ export interface LocalStack {
   lostSolverIds(): ReadonlySet<string>;
   /** Every accepted submission's id the consumers learned, with its task (local/chaos.ts `SolverIdWatch`). */
   knownSolverIds(): ReadonlyMap<string, string>;
+  /**
+   * The governor's probe submissions the solver accepted, each as `provider:id`: its synthetic
+   * task (the same text or image every time), paid like any solve, no producer's task.
+   */
+  probeSolverIds(): ReadonlySet<string>;
   /** Dead letters SQS could not keep from repeating (a lost answer, a delete a crash cut off), by source message id (local/faults/letters.ts). */
   repeatableLetters(): RepeatableLetters;
   /** Both pollers' counters added up; the ceiling and peak are the shared pool's. */
@@ -248,7 +253,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const consumer = await wireConsumer(plan, backends, solver);
     const overflow = await startOverflow(plan, backends, consumer, cleanups);
     const lanes = createLanes(plan, backends, consumer.handler);
-    const { governor, storeHealth } = await startGovernor(
+    const { governor, storeHealth, probeSolverIds } = await startGovernor(
       plan,
       backends,
       { solver, overflow, consumer },
@@ -264,7 +269,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       solver,
       consumer,
       { ...lanes, reports },
-      { governor, storeHealth },
+      { governor, storeHealth, probeSolverIds },
       overflow,
       cleanups,
     );
@@ -695,8 +700,9 @@ async function startGovernor(
   { pollers, pool }: Lanes,
   metrics: MetricsStore,
   cleanups: Cleanups,
-): Promise<{ governor: LocalGovernor | undefined; storeHealth: StoreWatch | undefined }> {
-  if (!plan.governed) return { governor: undefined, storeHealth: undefined };
+): Promise<GovernorSide> {
+  const probeSolverIds = new Set<string>();
+  if (!plan.governed) return { governor: undefined, storeHealth: undefined, probeSolverIds };
   const governorOptions = plan.options.governor === false ? undefined : plan.options.governor;
   const tickMs = governorOptions?.tickMs ?? 1_000;
   // The stores are dependencies the governor probes every tick, as in AWS.
@@ -743,7 +749,7 @@ async function startGovernor(
     // One probe submission a tick while others hold the plan, as in AWS (functions/governor/wiring.ts):
     // the governed client's over-cap retries are off, so a probe is refused once at most.
     probe: createThreadProbe({
-      solver: solver.client,
+      solver: probeIdsOf(solver.client, probeSolverIds),
       ledger: probeLedger,
       // The parked design: the probe holds a thread lease, as a consumer's submission does.
       ...(parked ? { leases: probeLeasesOf(parked.lane) } : {}),
@@ -774,7 +780,32 @@ async function startGovernor(
   cleanups.add(() => governor.stop());
   // The first decision sets the ceilings before anything is received.
   await governor.ready;
-  return { governor, storeHealth };
+  return { governor, storeHealth, probeSolverIds };
+}
+
+/** The local governor, its stores' health watch, and the ids its probes were accepted under. */
+interface GovernorSide {
+  governor: LocalGovernor | undefined;
+  storeHealth: StoreWatch | undefined;
+  probeSolverIds: ReadonlySet<string>;
+}
+
+/**
+ * The probe's solver, noting the id of each probe submission the solver accepts (as
+ * `primary:id`, the key the run's accounting uses): the probe's task is the same every time, so
+ * at the solver two accepted probes look like one task paid twice.
+ */
+function probeIdsOf(client: SolverPort, ids: Set<string>): Pick<SolverPort, 'solve'> {
+  return {
+    solve: (task, options) =>
+      client.solve(task, {
+        ...options,
+        onSubmitted: (solverId) => {
+          ids.add(SolverIdWatch.key('primary', solverId));
+          return options.onSubmitted?.(solverId);
+        },
+      }),
+  };
 }
 
 /**
@@ -851,7 +882,7 @@ function assembleStack(
   solver: SolverSide,
   consumer: ConsumerSide,
   { pollers, pool, reports }: Lanes & { reports: Poller },
-  { governor, storeHealth }: { governor: LocalGovernor | undefined; storeHealth: StoreWatch | undefined },
+  { governor, storeHealth, probeSolverIds }: GovernorSide,
   overflow: LocalOverflow | undefined,
   cleanups: Cleanups,
 ): LocalStack {
@@ -893,6 +924,7 @@ function assembleStack(
     idsLostInCrashes: consumer.idsLostInCrashes,
     lostSolverIds: consumer.lostSolverIds,
     knownSolverIds: consumer.knownSolverIds,
+    probeSolverIds: () => probeSolverIds,
     repeatableLetters: () => letters.repeatable(resources.queueUrls.dlq),
     pollerStats: () => ({
       ...addStats(pollers.normal.stats(), pollers.high.stats()),

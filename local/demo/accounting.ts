@@ -189,7 +189,9 @@ async function unresolvedTasks(
  * Tasks (by method and parameters) with more than one paid submission, both providers together,
  * and of those the ones a lost id does not explain: more paid submissions than one plus the ids a
  * crash lost (`lostSolverIds`: their invocation died before their id was kept anywhere). Each of
- * the latter is described by its submissions' fates.
+ * the latter is described by its submissions' fates. The governor's probes are left out: each is
+ * the same synthetic task, paid by design (`governor.pause.threadProbes` counts them), no
+ * producer's task paid again.
  */
 function payments(stack: LocalStack): {
   paidTwice: number;
@@ -201,9 +203,12 @@ function payments(stack: LocalStack): {
     ['primary', stack.simulator],
     ['overflow', stack.overflow?.simulator],
   ] as const;
+  const probes = stack.probeSolverIds();
   for (const [provider, simulator] of providers)
-    for (const [signature, ids] of simulator?.paidSubmissions() ?? [])
-      paid.set(signature, [...(paid.get(signature) ?? []), ...ids.map((id) => `${provider}:${id}`)]);
+    for (const [signature, ids] of simulator?.paidSubmissions() ?? []) {
+      const tasks = ids.map((id) => `${provider}:${id}`).filter((id) => !probes.has(id));
+      if (tasks.length > 0) paid.set(signature, [...(paid.get(signature) ?? []), ...tasks]);
+    }
   const lost = stack.lostSolverIds();
   const known = stack.knownSolverIds();
   let paidTwice = 0;

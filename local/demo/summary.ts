@@ -63,10 +63,15 @@ export interface DemoSummary {
   unresolvedTasks: UnresolvedTask[];
   /** Tasks the workload could not send (SQS refused them after retries); not counted as submitted. */
   unsent: number;
+  /**
+   * Solves at the primary's simulator of the same method and parameters as an earlier one: a
+   * task paid again, or a governor's probe after the first (each probe is the same task).
+   */
   duplicateSolves: number;
   /**
    * Tasks paid for more than once: accepted submissions (not found unsolvable) of one task's
-   * method and parameters, counted at the simulators, both providers together.
+   * method and parameters, counted at the simulators, both providers together. The governor's
+   * own probes are no task and not counted (`governor.pause.threadProbes` has them).
    */
   paidTwice: number;
   /**

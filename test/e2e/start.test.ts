@@ -210,6 +210,40 @@ describe('captcha-fleet start', () => {
     expect(run.stderr).toContain(`${made} probe submission(s), 0 accepted, ${made} refused`);
   });
 
+  it("does not count the governor's accepted probes as a task paid twice (each is the same synthetic task)", async () => {
+    // Others hold 4 of the account's 5 threads and 1 is reserved for them: the fleet, at the
+    // mapping's floor of two invocations × 2 tasks, is refused into starved spells, and its probes
+    // are accepted on the thread left free. Before, the accounting grouped the probes' paid
+    // submissions by their task's method and parameters, the same every time, and the run ended
+    // "INVARIANT BROKEN: 1 task(s) paid twice" (exit 1) with every producer's task paid once.
+    const run = await runCli([
+      'start',
+      '--solver-threads',
+      '5',
+      '--reserved-threads',
+      '1',
+      '--solver-foreign-threads',
+      '4',
+      '--batch-size',
+      '2',
+      '--solve-mode',
+      'wait',
+      '--tasks',
+      '20',
+      '--malformed',
+      '0',
+      '--max-duration',
+      '60',
+      '--json',
+    ]);
+    const summary = lastJson(run.stdout);
+    const governor = summary.governor as { pause: { threadProbes: { accepted: number } } | null };
+    // The case this test is for: two probes or more accepted (else the scenario no longer shows it).
+    expect(governor.pause?.threadProbes.accepted ?? 0, run.stderr).toBeGreaterThanOrEqual(2);
+    expect(summary).toMatchObject({ paidTwice: 0, paidTwiceBeyondLostIds: 0, lost: 0 });
+    expect(run.stderr).not.toContain('INVARIANT BROKEN');
+  });
+
   it.each([
     { threads: '20', balance: '0.15', solves: 6 },
     { threads: '60', balance: '0.35', solves: 26 },
