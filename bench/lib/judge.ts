@@ -26,14 +26,20 @@ export function judge(summary: DemoSummary, options: { queuedBreaks: boolean }):
   const broken: string[] = [];
   const bounded: string[] = [];
   const lostIds = summary.consumer.idsLostInCrashes;
+  const cut = summary.idsCutInOutages;
+  const cutIds = cut > 0 ? ` and the ${cut} cut in outages` : '';
   if (summary.paidTwiceBeyondLostIds > 0)
     broken.push(
-      `${summary.paidTwice} paid twice, ${summary.paidTwiceBeyondLostIds} beyond the ${lostIds} id(s) lost in crashes (${summary.paidTwiceBeyond
+      `${summary.paidTwice} paid twice, ${summary.paidTwiceBeyondLostIds} beyond the ${lostIds} id(s) lost in crashes${cutIds} (${summary.paidTwiceBeyond
         .map((t) => `${t.taskId ?? '?'}: ${t.submissions.map((s) => `${s.id} ${s.fate}`).join(', ')}`)
         .join('; ')})`,
     );
   else if (summary.paidTwice > 0)
-    bounded.push(`${summary.paidTwice} paid twice, each an id lost in a crash (${lostIds} lost)`);
+    bounded.push(
+      cut > 0
+        ? `${summary.paidTwice} paid twice, each an id lost in a crash (${lostIds} lost) or an answer an outage held past its request (${cut} cut)`
+        : `${summary.paidTwice} paid twice, each an id lost in a crash (${lostIds} lost)`,
+    );
   if (summary.validInDlq > 0) broken.push(`${summary.validInDlq} valid in the DLQ`);
   const repeatable = summary.dlqDuplicates - summary.dlqDuplicatesUnexplained;
   if (summary.dlqDuplicatesUnexplained > 0)

@@ -45,11 +45,14 @@ export function faultPlanOf(flag: FaultsFlag | undefined, seed: number): FaultPl
   return drawFaultMix(flag.random.seed ?? seed, { horizonMs: flag.random.horizonMs });
 }
 
-/** The crash window's share of the tasks paid twice, when crashes lost an id (said only then). */
+/** The protocol window's share of the tasks paid twice: ids lost in crashes or cut in outages (said when there are some). */
 function lostIdsOf(s: DemoSummary): string {
   const lost = s.consumer.idsLostInCrashes;
-  if (lost === 0 && s.paidTwice === 0) return '';
-  return `, ${s.paidTwice - s.paidTwiceBeyondLostIds} of them an id lost in a crash (${lost} solver id(s) lost)`;
+  const cut = s.idsCutInOutages;
+  if (lost === 0 && cut === 0 && s.paidTwice === 0) return '';
+  const explained = s.paidTwice - s.paidTwiceBeyondLostIds;
+  if (cut === 0) return `, ${explained} of them an id lost in a crash (${lost} solver id(s) lost)`;
+  return `, ${explained} of them an id lost in a crash (${lost} lost) or in an answer an outage held past its request (${cut} cut)`;
 }
 
 /** The summary's rows for the invariants a fault run is judged by, and for the proxy. */

@@ -83,6 +83,7 @@ export async function summarise(stack: LocalStack, items: readonly DemoItem[], r
     unsent: run.unsent.size,
     duplicateSolves: stack.simulator.stats().duplicateSolves - run.simStart.duplicateSolves,
     paidTwice: paid.paidTwice,
+    idsCutInOutages: paid.cutInOutages,
     paidTwiceBeyondLostIds: paid.beyondLostIds,
     paidTwiceBeyond: paid.beyond,
     announced: [...run.sentIds].filter((id) => isTerminal(results.get(id)?.status) && run.announced.has(id)).length,
@@ -188,13 +189,15 @@ async function unresolvedTasks(
 /**
  * Tasks (by method and parameters) with more than one paid submission, both providers together,
  * and of those the ones a lost id does not explain: more paid submissions than one plus the ids a
- * crash lost (`lostSolverIds`: their invocation died before their id was kept anywhere). Each of
- * the latter is described by its submissions' fates. The governor's probes are left out: each is
+ * crash lost (`lostSolverIds`: their invocation died before their id was kept anywhere) or an
+ * outage cut (`answersCutInOutages`: the answer that carried the id came after the client had
+ * closed its request). Each of the latter is described by its submissions' fates. The governor's probes are left out: each is
  * the same synthetic task, paid by design (`governor.pause.threadProbes` counts them), no
  * producer's task paid again.
  */
 function payments(stack: LocalStack): {
   paidTwice: number;
+  cutInOutages: number;
   beyondLostIds: number;
   beyond: DemoSummary['paidTwiceBeyond'];
 } {
@@ -204,11 +207,15 @@ function payments(stack: LocalStack): {
     ['overflow', stack.overflow?.simulator],
   ] as const;
   const probes = stack.probeSolverIds();
-  for (const [provider, simulator] of providers)
+  const cut = new Set<string>();
+  for (const [provider, simulator] of providers) {
     for (const [signature, ids] of simulator?.paidSubmissions() ?? []) {
       const tasks = ids.map((id) => `${provider}:${id}`).filter((id) => !probes.has(id));
       if (tasks.length > 0) paid.set(signature, [...(paid.get(signature) ?? []), ...tasks]);
     }
+    for (const id of simulator?.answersCutInOutages() ?? [])
+      if (!probes.has(`${provider}:${id}`)) cut.add(`${provider}:${id}`);
+  }
   const lost = stack.lostSolverIds();
   const known = stack.knownSolverIds();
   let paidTwice = 0;
@@ -216,15 +223,21 @@ function payments(stack: LocalStack): {
   for (const ids of paid.values()) {
     if (ids.length < 2) continue;
     paidTwice += 1;
-    if (ids.filter((id) => lost.has(id)).length >= ids.length - 1) continue;
-    const fate = (id: string) => (lost.has(id) ? 'lost' : known.has(id) ? 'kept' : 'never known');
+    if (ids.filter((id) => lost.has(id) || cut.has(id)).length >= ids.length - 1) continue;
+    const fate = (id: string) =>
+      lost.has(id) ? 'lost' : cut.has(id) ? 'cut in an outage' : known.has(id) ? 'kept' : 'never known';
     const taskId = ids.map((id) => known.get(id)).find((id) => id !== undefined);
     beyond.push({
       ...(taskId !== undefined ? { taskId } : {}),
       submissions: ids.map((id) => ({ id, fate: fate(id) })),
     });
   }
-  return { paidTwice, beyondLostIds: beyond.length, beyond: beyond.slice(0, MAX_UNRESOLVED_SHOWN) };
+  return {
+    paidTwice,
+    cutInOutages: cut.size,
+    beyondLostIds: beyond.length,
+    beyond: beyond.slice(0, MAX_UNRESOLVED_SHOWN),
+  };
 }
 
 function solverSummary(

@@ -75,18 +75,28 @@ export interface DemoSummary {
    */
   paidTwice: number;
   /**
+   * Paid submissions whose answer the provider held through an outage (CapSolver's images are
+   * answered in createTask's own response, once recognized) until after the client had closed
+   * the request: the id never reached the fleet (docs/consumer.md, "What remains: the protocol's
+   * window"). Counted at the simulators, both providers together.
+   */
+  idsCutInOutages: number;
+  /**
    * Of `paidTwice`, the tasks no lost id explains: more paid submissions than one plus those of
-   * its ids a crash lost (`consumer.idsLostInCrashes`).
+   * its ids a crash lost (`consumer.idsLostInCrashes`) or an outage cut (`idsCutInOutages`).
    * The protocols have no idempotency key, so a lost id is paid again; anything beyond is a defect.
    */
   paidTwiceBeyondLostIds: number;
   /**
    * Those tasks (the first 20), each by its task (when a consumer learned one of its ids) and its
-   * paid submissions: `lost` (its invocation died before the id was kept), `kept` (on the record
-   * or in a copy), or `never known` (no consumer's code saw the acceptance: an in.php answer lost
-   * on the way back).
+   * paid submissions: `lost` (its invocation died before the id was kept), `cut in an outage` (its
+   * answer held past the request), `kept` (on the record or in a copy), or `never known` (no
+   * consumer's code saw the acceptance: an in.php answer lost on the way back).
    */
-  paidTwiceBeyond: { taskId?: string; submissions: { id: string; fate: 'lost' | 'kept' | 'never known' }[] }[];
+  paidTwiceBeyond: {
+    taskId?: string;
+    submissions: { id: string; fate: 'lost' | 'cut in an outage' | 'kept' | 'never known' }[];
+  }[];
   /** Of the solved, failed and rejected tasks, those whose completion event was heard. */
   announced: number;
   /**

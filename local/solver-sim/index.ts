@@ -47,6 +47,8 @@ export interface SolverSimulator {
   taskInfo(id: number): SimTaskInfo | undefined;
   /** Paid submissions' ids by task signature (see SolverSimModel.paidSubmissions). */
   paidSubmissions(): Map<string, string[]>;
+  /** Held answers an outage stretched past their request (see SolverSimModel.answersCutInOutages). */
+  answersCutInOutages(): Set<string>;
   /** Answer one request without HTTP (the lab and unit tests may drive the model directly). */
   handle(request: SimRequest): SimResponse;
   /** Base URL once listening. */
@@ -89,6 +91,7 @@ export function createSolverSimulator(options: SolverSimOptions = {}): SolverSim
     options: () => model.current(),
     taskInfo: (id) => model.taskInfo(id),
     paidSubmissions: () => model.paidSubmissions(),
+    answersCutInOutages: () => model.answersCutInOutages(),
     handle: (request) => model.handle(request),
     get url() {
       return url;

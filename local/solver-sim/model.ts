@@ -73,6 +73,8 @@ export interface SimResponse {
    */
   holdUntil?: number;
   complete?: () => SimResponse;
+  /** Called when the held answer could not be written: the client had closed the request. */
+  undelivered?: () => void;
 }
 
 /** Counters of a run (GET /stats returns the same object). */
@@ -232,6 +234,8 @@ export class SolverSimModel {
   private finished: SimTask[] = [];
   private finishedHead = 0;
   private readonly solvedSignatures = new Set<string>();
+  /** Tasks whose held answer (their id in it) an outage stretched and the client never received. */
+  private readonly cutInOutages = new Set<number>();
   private readonly badKeyRequestsByIp = new Map<string, number>();
   private readonly bannedUntilByIp = new Map<string, number>();
   private counters!: ReturnType<typeof emptyCounters>;
@@ -350,6 +354,17 @@ export class SolverSimModel {
       paid.set(task.signature, [...(paid.get(task.signature) ?? []), id]);
     }
     return paid;
+  }
+
+  /**
+   * Ids of the tasks answered in their createTask response (CapSolver's images) whose answer, held
+   * through the recognition, an outage stretched, and whose client had closed the request before
+   * it came: accepted and paid, the id never reached the client (docs/consumer.md, "What remains:
+   * the protocol's window"). Each as the dialect issued it, as in `paidSubmissions`.
+   */
+  answersCutInOutages(): Set<string> {
+    const { dialect, seed } = this.options;
+    return new Set([...this.cutInOutages].map((id) => String(formatTaskId(dialect, seed, id))));
   }
 
   /** Answer one in.php, res.php or JSON task API request. */
@@ -564,6 +579,9 @@ export class SolverSimModel {
         const at = this.clock();
         this.settle(at);
         return this.taskResult(task, at, reply);
+      },
+      undelivered: () => {
+        if (task.readyAt > task.acceptedAt + task.workMs) this.cutInOutages.add(task.id);
       },
     };
   }

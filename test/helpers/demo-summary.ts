@@ -33,6 +33,7 @@ export function demoSummaryFixture(unknown = false): DemoSummary {
     unsent: 0,
     duplicateSolves: 0,
     paidTwice: 0,
+    idsCutInOutages: 0,
     paidTwiceBeyondLostIds: 0,
     paidTwiceBeyond: [],
     announced: 2,

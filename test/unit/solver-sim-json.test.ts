@@ -213,3 +213,26 @@ describe('simulator, JSON task API', () => {
     ).toBe(503);
   });
 });
+
+describe("simulator, CapSolver's held answers cut in an outage", () => {
+  const IMAGE = { type: 'ImageToTextTask', body: Buffer.alloc(300, 1).toString('base64') };
+
+  it('names a task whose answer an outage held until after its client closed the request, and no other', () => {
+    // Prepare: the service goes down 100 ms after the start for 5 s; recognitions take about 500 ms.
+    const { sim, call } = model('capsolver', { medianMs: 500, outages: [{ startMs: 100, durationMs: 5_000 }] });
+    const stretched = call('createTask', { task: IMAGE });
+    // Act: the client gives up on the held answer (its request closed), and on none other.
+    stretched.undelivered?.();
+    // Assess: paid, the id never reached the client: named by the id createTask would have answered.
+    expect(stretched.holdUntil).toBeGreaterThan(1_700_000_000_000 + 5_100);
+    expect(sim.answersCutInOutages()).toEqual(new Set([String(stretched.json.taskId)]));
+  });
+
+  it('does not name an answer no outage held (a recognition longer than the client waited is no outage)', () => {
+    const { sim, call } = model('capsolver', { medianMs: 500 });
+    const held = call('createTask', { task: IMAGE });
+    held.undelivered?.();
+    expect(held.undelivered).toBeTypeOf('function');
+    expect(sim.answersCutInOutages().size).toBe(0);
+  });
+});

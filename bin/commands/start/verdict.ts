@@ -48,15 +48,16 @@ export function verdictOf(
 /**
  * What a run must never show, faults or not: a task paid twice, a valid task dead-lettered, a solve
  * unannounced, a second DLQ copy. Two of them the protocols allow at one moment each, and those
- * are not counted against the run: a submission accepted while its invocation crashed (its id
- * lost: no idempotency key at the solver) and a letter whose SendMessage committed while its
+ * are not counted against the run: a submission accepted while its invocation crashed, or whose
+ * answer (CapSolver's image, answered in its own response) an outage held past its request (its
+ * id lost: no idempotency key at the solver) and a letter whose SendMessage committed while its
  * answer was lost, or whose source's delete a crash cut off (none at SQS). The summary's rows show
  * both counts.
  */
 function invariantsBroken(s: DemoSummary): string[] {
   const broken: string[] = [];
   if (s.paidTwiceBeyondLostIds > 0)
-    broken.push(`${s.paidTwiceBeyondLostIds} task(s) paid twice beyond the solver ids lost in crashes`);
+    broken.push(`${s.paidTwiceBeyondLostIds} task(s) paid twice beyond the solver ids lost in crashes or outages`);
   if (s.validInDlq > 0) broken.push(`${s.validInDlq} valid task(s) in the DLQ`);
   if (s.solvedNotAnnounced > 0) broken.push(`${s.solvedNotAnnounced} solved task(s) never announced`);
   if (s.dlqDuplicatesUnexplained > 0)
