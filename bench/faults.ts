@@ -11,8 +11,8 @@
  *
  * - no task paid twice beyond the solver ids lost in crashes (accepted submissions per task,
  *   counted at the simulators, both providers; an id whose invocation died before it reached the
- *   record or a copy cannot be resumed: no idempotency key at in.php or createTask), the raw count
- *   reported;
+ *   record or a copy cannot be resumed: no idempotency key at in.php or createTask; so with a
+ *   CapSolver answer an outage held past its request), the raw count reported;
  * - 0 valid tasks in the DLQ, and no second DLQ copy beyond the letters SQS cannot keep from
  *   repeating (a SendMessage that committed while its answer was lost, a source message whose
  *   delete a crash cut off: no idempotency key or transaction at SQS either), the raw count reported;

@@ -12,8 +12,10 @@ export interface Judged {
 
 /**
  * What the run must never show (`broken`), and what the protocols allow when a fault strikes at
- * the one moment they leave open (`bounded`): a submission accepted while its invocation dies
- * (no idempotency key at in.php or createTask, so its id is lost and the task paid again), and a
+ * the one moment they leave open (`bounded`): a submission accepted while its invocation dies,
+ * or whose answer (CapSolver's image, answered in its own response) an outage held until after
+ * the request was given up (no idempotency key at in.php or createTask, so its id is lost and the
+ * task paid again), and a
  * letter whose SendMessage committed while its answer was lost, or whose source's delete a crash
  * cut off (none at SQS either, so it is sent again). Every task paid twice must be one a lost id
  * explains, and every second DLQ copy one such a letter explains; anything beyond is broken.

@@ -359,12 +359,15 @@ export class SolverSimModel {
   /**
    * Ids of the tasks answered in their createTask response (CapSolver's images) whose answer, held
    * through the recognition, an outage stretched, and whose client had closed the request before
-   * it came: accepted and paid, the id never reached the client (docs/consumer.md, "What remains:
-   * the protocol's window"). Each as the dialect issued it, as in `paidSubmissions`.
+   * it came: accepted and paid (not found unsolvable), the id never reached the client
+   * (docs/consumer.md, "What remains: the protocol's window"). Each as the dialect issued it, as
+   * in `paidSubmissions`.
    */
   answersCutInOutages(): Set<string> {
+    this.settle(this.clock());
     const { dialect, seed } = this.options;
-    return new Set([...this.cutInOutages].map((id) => String(formatTaskId(dialect, seed, id))));
+    const paid = [...this.cutInOutages].filter((id) => this.tasks.get(id)?.state !== 'unsolvable');
+    return new Set(paid.map((id) => String(formatTaskId(dialect, seed, id))));
   }
 
   /** Answer one in.php, res.php or JSON task API request. */

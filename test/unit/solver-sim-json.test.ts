@@ -228,6 +228,19 @@ describe("simulator, CapSolver's held answers cut in an outage", () => {
     expect(sim.answersCutInOutages()).toEqual(new Set([String(stretched.json.taskId)]));
   });
 
+  it('does not name a task found unsolvable (not paid), though an outage held its answer past the request', () => {
+    const { sim, call, advance } = model('capsolver', {
+      medianMs: 500,
+      unsolvableRate: 1,
+      outages: [{ startMs: 100, durationMs: 5_000 }],
+    });
+    const held = call('createTask', { task: IMAGE });
+    held.undelivered?.();
+    advance(60_000);
+    expect(sim.stats().unsolvable).toBe(1);
+    expect(sim.answersCutInOutages().size).toBe(0);
+  });
+
   it('does not name an answer no outage held (a recognition longer than the client waited is no outage)', () => {
     const { sim, call } = model('capsolver', { medianMs: 500 });
     const held = call('createTask', { task: IMAGE });
