@@ -191,9 +191,9 @@ async function unresolvedTasks(
  * and of those the ones a lost id does not explain: more paid submissions than one plus the ids a
  * crash lost (`lostSolverIds`: their invocation died before their id was kept anywhere) or an
  * outage cut (`answersCutInOutages`: the answer that carried the id came after the client had
- * closed its request). Each of the latter is described by its submissions' fates. The governor's probes are left out: each is
- * the same synthetic task, paid by design (`governor.pause.threadProbes` counts them), no
- * producer's task paid again.
+ * closed its request). Each of the latter is described by its submissions' fates. The governor's
+ * probes are left out: each is the same synthetic task, paid by design
+ * (`governor.pause.threadProbes` counts them), no producer's task paid again.
  */
 function payments(stack: LocalStack): {
   paidTwice: number;
