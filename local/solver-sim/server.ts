@@ -134,7 +134,8 @@ async function serveJson(model: SolverSimModel, req: IncomingMessage, res: Serve
     const until = Math.min(answer.holdUntil, Date.now() + MAX_HOLD_MS);
     for (let left = until - Date.now(); left > 0; left = until - Date.now()) await sleep(left);
     answer = answer.complete();
-    if (gone) return held.undelivered?.();
+    // Closed before the listener was added (while the body was read): the socket says so.
+    if (gone || req.socket.destroyed) return held.undelivered?.();
   }
   send(res, answer.status, answer.contentType, answer.body);
 }
