@@ -180,8 +180,21 @@ function unfinishedTarget(governor: RunResult, floor: RunResult): TraceTarget {
     detail: `${governor.unfinished} unfinished vs ${floor.unfinished} (${floor.policy})`,
     cause: pass
       ? undefined
-      : `The governor solved ${governor.solved} of ${governor.arrivals} when the run stopped, the floor ${floor.solved}: ${governor.idleThreadSecondsPerTask.toFixed(2)} vs ${floor.idleThreadSecondsPerTask.toFixed(2)} free thread-seconds per task left unused while tasks waited; decisions: ${reasonList(governor)}.`,
+      : `The governor solved ${governor.solved} of ${governor.arrivals} when the run stopped, the floor ${floor.solved}: ${governor.idleThreadSecondsPerTask.toFixed(2)} vs ${floor.idleThreadSecondsPerTask.toFixed(2)} free thread-seconds per task left unused while tasks waited; decisions: ${reasonList(governor)}.${probesPaid(governor, floor)}`,
   };
+}
+
+/**
+ * Where the money ran out (the governor paused on it) and the floor solved no more tasks than the
+ * governor's accepted probes: those probes are the difference. Each is a synthetic task, a paid
+ * solve whose answer is thrown away; the clairvoyant floor never probes (docs/lab.md,
+ * `probeWithWaitingTask`: the design that would have the probe solve a waiting task instead).
+ */
+function probesPaid(governor: RunResult, floor: RunResult): string {
+  const short = floor.solved - governor.solved;
+  const probes = governor.probesAccepted;
+  if ((governor.reasons.PAUSE_LOW_BALANCE ?? 0) === 0 || short <= 0 || probes < short) return '';
+  return ` The money ran out (PAUSE_LOW_BALANCE): the floor's ${short} more solve(s) are within the governor's ${probes} accepted probe(s), synthetic tasks paid for and thrown away, which the floor never makes.`;
 }
 
 /** Why a p95 is above the floor's, from the figures both runs measured. */

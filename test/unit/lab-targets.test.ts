@@ -136,3 +136,42 @@ describe('the p95 target', () => {
     expect(p95Of(verdict)?.detail).toBe('governor 40.0 s vs floor (oracle-ramp) 40.0 s (× 1.00)');
   });
 });
+
+describe('the unfinished target', () => {
+  const trace = { foreignThreads: { value: [0] }, settings: { tickMs: 10_000 } } as unknown as Trace;
+  const causeOf = (governor: RunResult, floor: RunResult) =>
+    judgeTrace(trace, [governor, floor])?.targets.find((t) => t.key === 'unfinished')?.cause;
+
+  it("names the governor's accepted probes where the money ran out and they are the difference", () => {
+    // gen-s3-692's shape: the same money, two of the governor's solves its probes.
+    const floor = runOf('oracle-ramp', { arrivals: 496, solved: 484, unfinished: 12 });
+    const governor = runOf('governor', {
+      arrivals: 496,
+      solved: 482,
+      unfinished: 14,
+      probesAccepted: 2,
+      reasons: { PAUSE_LOW_BALANCE: 241, WAIT_FOR_THREADS: 18 },
+    });
+    expect(causeOf(governor, floor)).toContain(
+      "The money ran out (PAUSE_LOW_BALANCE): the floor's 2 more solve(s) are within the governor's 2 accepted probe(s)",
+    );
+  });
+
+  it('says nothing of probes where the money did not run out, or the probes are fewer than the difference', () => {
+    const floor = runOf('oracle-ramp', { solved: 990, unfinished: 10 });
+    const unpaused = runOf('governor', {
+      solved: 988,
+      unfinished: 12,
+      probesAccepted: 2,
+      reasons: { WAIT_FOR_THREADS: 5 },
+    });
+    expect(causeOf(unpaused, floor)).not.toContain('probe');
+    const fewer = runOf('governor', {
+      solved: 980,
+      unfinished: 20,
+      probesAccepted: 2,
+      reasons: { PAUSE_LOW_BALANCE: 30 },
+    });
+    expect(causeOf(fewer, floor)).not.toContain('probe');
+  });
+});
