@@ -157,21 +157,13 @@ describe('the unfinished target', () => {
     );
   });
 
-  it('says nothing of probes where the money did not run out, or the probes are fewer than the difference', () => {
+  it.each([
+    { why: 'the money did not run out', solved: 988, reasons: { WAIT_FOR_THREADS: 5 } },
+    { why: 'the probes are fewer than the difference', solved: 980, reasons: { PAUSE_LOW_BALANCE: 30 } },
+  ])('says nothing of probes where $why', ({ solved, reasons }) => {
     const floor = runOf('oracle-ramp', { solved: 990, unfinished: 10 });
-    const unpaused = runOf('governor', {
-      solved: 988,
-      unfinished: 12,
-      probesAccepted: 2,
-      reasons: { WAIT_FOR_THREADS: 5 },
-    });
-    expect(causeOf(unpaused, floor)).not.toContain('probe');
-    const fewer = runOf('governor', {
-      solved: 980,
-      unfinished: 20,
-      probesAccepted: 2,
-      reasons: { PAUSE_LOW_BALANCE: 30 },
-    });
-    expect(causeOf(fewer, floor)).not.toContain('probe');
+    const governor = runOf('governor', { solved, unfinished: 1000 - solved, probesAccepted: 2, reasons });
+    expect(causeOf(governor, floor)).toContain('The governor solved');
+    expect(causeOf(governor, floor)).not.toContain('probe');
   });
 });
