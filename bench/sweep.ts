@@ -5,16 +5,16 @@
  * balances with halt and pause levels, solver errors, unsolvable captchas, latencies and outages, a
  * rejected key, both protocols and every dialect, crashes, fault mixes on SQS and DynamoDB, short
  * and long visibility, rates, the overflow lane with its outages, protocol and dialect, the high
- * lane, the governor's cadence), runs the CLI
- * itself (`captcha-fleet start … --json`, a child process: the flags go through the same parsing
- * and configuration checks a user's do) and reads its summary. A run is broken when it shows what
- * no run may (bench/lib/judge.ts: a task lost or unknown, paid twice beyond the ids lost in
- * crashes or in answers an outage held past their request, a valid task in the DLQ, a second DLQ
- * copy SQS could have kept from repeating, a solved task unannounced); it may end with tasks
- * waiting where `start` says why (paused on money or for threads others hold, cut by
- * --max-duration), and a configuration `start` refuses is reported with its message. Each row
- * gives the balance at the end and, under the pause level, by how many solves (reported, not
- * judged: the governor's pause allows about one). Exit 1 when any run is broken.
+ * lane, the governor's cadence), runs the CLI itself (`captcha-fleet start … --json`, a child
+ * process: the flags go through the same parsing and configuration checks a user's do) and reads
+ * its summary. A run is broken when it shows what no run may (bench/lib/judge.ts: a task lost
+ * or unknown, paid twice beyond the ids lost in crashes or in answers an outage held past their
+ * request, a valid task in the DLQ, a second DLQ copy SQS could have kept from repeating, a solved
+ * task unannounced); it may end with tasks waiting where `start` says why (paused on money or for
+ * threads others hold, cut by --max-duration), and a configuration `start` refuses is reported with
+ * its message. Each row gives the balance at the end and, under the pause level, by how many
+ * solves (reported, not judged: the governor's pause allows about one). Exit 1 when any run is
+ * broken.
  * `--seed N --runs 1` repeats run N of a longer sweep; each row prints its flags, to rerun it with
  * `npm start -- <flags>`.
  */

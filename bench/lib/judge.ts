@@ -62,7 +62,7 @@ export function judge(summary: DemoSummary, options: { queuedBreaks: boolean }):
   return { broken, bounded };
 }
 
-export /** Where each unresolved task stood at the end: ` (id: solving, 3 claims, last 12 s ago, lease 0 s, id on record)`. */
+/** Where each unresolved task stood at the end: ` (id: solving, 3 claims, last 12 s ago, lease 0 s, id on record)`. */
 function unresolvedOf(summary: DemoSummary): string {
   if (summary.unresolvedTasks.length === 0) return '';
   const one = (t: DemoSummary['unresolvedTasks'][number]) => {

@@ -122,20 +122,14 @@ async function serveJson(model: SolverSimModel, req: IncomingMessage, res: Serve
     ip: req.socket.remoteAddress ?? 'unknown',
   });
   if (answer.holdUntil !== undefined && answer.complete !== undefined) {
-    // A client that gives up on the held answer closes the request: the answer, its id in it, never reaches it.
-    let gone = false;
-    res.once('close', () => {
-      gone = !res.writableFinished;
-    });
-    const held = answer;
     // Until the task is ready by the model's clock (Date.now): one timer can end a millisecond
     // early by it (it counts from the event loop's cached time), and the answer would then be
     // "processing" where CapSolver answers with the solution. The rest is waited again.
     const until = Math.min(answer.holdUntil, Date.now() + MAX_HOLD_MS);
     for (let left = until - Date.now(); left > 0; left = until - Date.now()) await sleep(left);
+    // A client that gave up on the held answer closed its request: the answer, its id in it, never reaches it.
+    if (req.socket.destroyed) return answer.undelivered?.();
     answer = answer.complete();
-    // Closed before the listener was added (while the body was read): the socket says so.
-    if (gone || req.socket.destroyed) return held.undelivered?.();
   }
   send(res, answer.status, answer.contentType, answer.body);
 }
