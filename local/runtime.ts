@@ -502,6 +502,8 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     // The simulator answers in about half a second: a solve that quick is recorded by the
     // invocation that submitted it; the slower ones park (seconds, as a real solver's do).
     parkAfterMs: 0,
+    // A publish here is in-process and a note one local write: seconds are plenty.
+    announceWindowMs: 5_000,
     ...options.timing,
   };
   // A dead invocation's queue calls never go out; copies that carry an id keep it, letters are watched.

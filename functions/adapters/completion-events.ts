@@ -1,9 +1,9 @@
 /**
  * CompletionEvents for AWS (EventBridge PutEvents) and for the local runtime (an in-process
- * stream). Publishing happens after the terminal record is written by the delivery that owns
- * the claim, so a result is never lost by a failed publish and never published twice by two
- * deliveries; a publish that still fails after retries is counted and logged, and readers fall
- * back to the results table.
+ * stream). Publishing happens after the terminal record is written, so a result is never lost
+ * by a failed publish; which delivery publishes (once where two meet) is the consumer's
+ * (functions/consumer/announce.ts). A publish that still fails after retries is counted and
+ * logged, and readers fall back to the results table.
  */
 import { EventEmitter } from 'node:events';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';

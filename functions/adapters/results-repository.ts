@@ -124,6 +124,7 @@ const CLAIM_FIELDS = new Set([
   'fingerprint',
   'completedBy',
   'announcedAt',
+  'announcingUntil',
   'orphanWaitAt',
   // The reporter's: a terminal write never touches a producer's report.
   'report',
@@ -457,6 +458,25 @@ export class DynamoResultsRepository implements ResultsRepository {
       // Gone (TTL) meanwhile: nothing left to mark.
       if (error instanceof ConditionalCheckFailedException) return;
       throw new ResultsRepositoryError(`announcement of task ${taskId} could not be noted`, taskId, { cause: error });
+    }
+  }
+
+  async takeAnnouncement(taskId: string, now: number, until: number): Promise<boolean> {
+    try {
+      await this.documents.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { taskId },
+          UpdateExpression: 'SET announcingUntil = :until',
+          ConditionExpression:
+            'attribute_exists(taskId) AND attribute_not_exists(announcedAt) AND (attribute_not_exists(announcingUntil) OR announcingUntil < :now)',
+          ExpressionAttributeValues: { ':until': until, ':now': now },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw new ResultsRepositoryError(`announcement of task ${taskId} could not be taken`, taskId, { cause: error });
     }
   }
 

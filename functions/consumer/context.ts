@@ -108,6 +108,14 @@ export interface ConsumerTiming {
    * where many solves answer that fast (the local simulator's do). @default 0
    */
   parkAfterMs: number;
+  /**
+   * How long the writer of a terminal record has to publish its completion event and note it,
+   * ms. A delivery that finds the record un-noted sooner (a second copy of the task in the same
+   * batch, a redelivery while the writer publishes) hands its message back until the window ends
+   * and then finds it noted; after it, one delivery takes the announcement (a conditional write)
+   * and publishes. Publishing too would send the event twice. @default 20000
+   */
+  announceWindowMs: number;
 }
 
 /** What the consumer needs; the Lambda handler and the local runtime pass their own. */
@@ -212,6 +220,7 @@ export function resolveTiming(settings: FleetSettings, overrides: Partial<Consum
     leaseWaitPollMs: LEASE_WAIT_POLL_MS,
     parkRecordWaitMs: 3_000,
     parkAfterMs: 0,
+    announceWindowMs: 20_000,
     ...overrides,
   };
 }

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { TaskRejection } from '../core/task.js';
-import { announce, announcementPending } from './announce.js';
+import { announce, announceFound } from './announce.js';
 import type { RecordContext } from './context.js';
 import type { Delivery, RecordLog } from './delivery.js';
 import { retry, type Outcome } from './outcome.js';
@@ -29,11 +29,15 @@ export async function rejectRecord(
     const writer = `${record.messageId}:${delivery.receiveCount}:${randomUUID()}`;
     const found = await deps.repository.reject(rejection.id, rejected, writer);
     // Announced when this delivery wrote the record, or when a rejection of this id was recorded
-    // but never announced (an earlier delivery's publish failed); a valid task's record is left
-    // to that task. Before the DLQ send, so a failing send (retried) cannot cost the event.
-    const owed =
-      found.outcome === 'written' || (found.record.status === 'rejected' && announcementPending(ctx, found.record));
-    if (owed && !(await announce(ctx, log, found.record))) return retry(ctx, delivery, 'announce');
+    // but never announced (an earlier delivery's publish failed, or it is publishing now: then
+    // this copy waits for its note); a valid task's record is left to that task. Before the DLQ
+    // send, so a failing send (retried) cannot cost the event.
+    if (found.outcome === 'written') {
+      if (!(await announce(ctx, log, found.record))) return retry(ctx, delivery, 'announce');
+    } else if (found.record.status === 'rejected') {
+      const outcome = await announceFound(ctx, delivery, log, found.record, 'rejected');
+      if (outcome.kind !== 'ack') return outcome;
+    }
   }
   return {
     kind: 'dead_letter',

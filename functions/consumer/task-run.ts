@@ -31,7 +31,7 @@ import type { Task } from '../core/task.js';
 import { hasCounts, WINDOW_COUNTERS, type WindowCounts } from '../core/solve-window.js';
 import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
 import { recordedStale, solvedFields } from '../core/solved-record.js';
-import { announce, announcementPending } from './announce.js';
+import { announce, announceFound, announcementPending } from './announce.js';
 import type { RecordContext } from './context.js';
 import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.js';
 import { retryWrite, SolverIdKeeper } from './durable-writes.js';
@@ -342,10 +342,13 @@ export class TaskRun {
   private async duplicate(record: TaskResult): Promise<Outcome> {
     this.ctx.deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
     this.log.info('duplicate delivery of a finished task acknowledged', { status: record.status });
-    return this.announced(record, 'duplicate');
+    return announceFound(this.ctx, this.delivery, this.log, record, 'duplicate');
   }
 
-  /** Announce (once noted, a redelivery stays silent) and acknowledge; a failed publish hands the message back. */
+  /**
+   * This delivery wrote the record: announce (once noted, a redelivery stays silent) and
+   * acknowledge; a failed publish hands the message back.
+   */
   private async announced(record: TaskResult, why: AckReason): Promise<Outcome> {
     if (!announcementPending(this.ctx, record)) return { kind: 'ack', why };
     return (await announce(this.ctx, this.log, record))
@@ -875,8 +878,8 @@ export class TaskRun {
     }
     if (current !== undefined && isTerminal(current.status)) {
       this.ctx.deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
-      this.log.warn('claim lost, but the task has a terminal record; acknowledged', { status: current.status });
-      return this.announced(current, 'duplicate');
+      this.log.warn('claim lost, but the task has a terminal record', { status: current.status });
+      return announceFound(this.ctx, this.delivery, this.log, current, 'duplicate');
     }
     return retry(this.ctx, this.delivery, 'claim_lost', {
       delaySeconds: current?.leaseUntil !== undefined ? secondsUntil(current.leaseUntil, clock()) : 0,

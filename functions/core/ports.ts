@@ -300,6 +300,12 @@ export interface ResultsRepository {
   /** Note that the terminal record's completion event went out (`announcedAt`); a redelivery then stays silent. */
   markAnnounced(taskId: string, at: number): Promise<void>;
   /**
+   * Take the announcement of a terminal record its writer has not noted (`announcingUntil`, a
+   * conditional write): true when this delivery publishes it now; false when it was noted
+   * meanwhile or another delivery holds it until a time not yet passed.
+   */
+  takeAnnouncement(taskId: string, now: number, until: number): Promise<boolean>;
+  /**
    * Give the claim up so another delivery need not wait for the lease. With `orphanWaitAt`, note
    * on the record that a delivery waited for the copy an orphaned claim's holder may have made
    * (the next takeover does not wait again).

@@ -53,6 +53,11 @@ export interface TaskResult {
   completedBy?: string;
   /** When the completion event went out, epoch ms; absent until then (a redelivery announces it). */
   announcedAt?: number;
+  /**
+   * Until when a delivery that found the record un-announced holds its announcement, epoch ms
+   * (`takeAnnouncement`): another such delivery waits for it instead of publishing too.
+   */
+  announcingUntil?: number;
   /** When a delivery waited once for the copy of a dead holder's message that may carry its submission, epoch ms. */
   orphanWaitAt?: number;
   /**

@@ -26,6 +26,7 @@ import {
   lambdaContext,
   receive,
   sendMessage,
+  sleep,
   startEmulatorFixture,
   toSqsEvent,
   type EmulatorFixture,
@@ -55,9 +56,14 @@ class CheckingEvents implements CompletionEvents {
   /** Status of the table's record when each event was published. */
   readonly recordStatusAtPublish: (string | undefined)[] = [];
   failWith: Error | undefined;
+  /** While set, the next publish waits for it (after reading the record): a writer caught mid-publish. */
+  gate: Promise<void> | undefined;
   constructor(private readonly repository: DynamoResultsRepository) {}
   async publish(result: TaskResult): Promise<void> {
     this.recordStatusAtPublish.push((await this.repository.get(result.taskId, { consistent: true }))?.status);
+    const gate = this.gate;
+    this.gate = undefined;
+    if (gate) await gate;
     if (this.failWith) throw this.failWith;
     this.published.push(result);
   }
@@ -82,7 +88,7 @@ class FlakyDlqQueue implements TaskQueue {
   }
 }
 
-async function harness(options: { clock?: () => number } = {}) {
+async function harness(options: { clock?: () => number; announceWindowMs?: number } = {}) {
   const fleet = await fixture.createFleet({ solveDeadlineSeconds: 10, unsolvableResubmits: 0 });
   const solver = new ScriptedSolver();
   const repository = new DynamoResultsRepository({
@@ -108,7 +114,13 @@ async function harness(options: { clock?: () => number } = {}) {
     settings: fleet.settings,
     events,
     ...(options.clock ? { clock: options.clock } : {}),
-    timing: { leaseMs: 400, recordMarginMs: 100, retryBaseSeconds: 0, retryMaxSeconds: 0 },
+    timing: {
+      leaseMs: 400,
+      recordMarginMs: 100,
+      retryBaseSeconds: 0,
+      retryMaxSeconds: 0,
+      ...(options.announceWindowMs !== undefined ? { announceWindowMs: options.announceWindowMs } : {}),
+    },
   });
   const url = fleet.resources.queueUrls.normal;
   return {
@@ -123,6 +135,17 @@ async function harness(options: { clock?: () => number } = {}) {
     deliver: () => deliver(fleet, handler),
     metricSum: (name: string) => captured.store.total(name).sum,
   };
+}
+
+/** The announce window the tests that wait it out use, ms. */
+const WINDOW_MS = 1_000;
+
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(10);
+  }
 }
 
 describe('completion events from the consumer', () => {
@@ -159,7 +182,7 @@ describe('completion events from the consumer', () => {
   });
 
   it('a failed publish hands the message back and its redelivery publishes the event, with the same event id, without solving again', async () => {
-    const h = await harness();
+    const h = await harness({ announceWindowMs: WINDOW_MS });
     h.events.failWith = new Error('EventBridge unreachable');
     const task = recaptchaTask();
     await h.send(task);
@@ -177,6 +200,11 @@ describe('completion events from the consumer', () => {
     expect(logs.raw.join('')).toContain('completion event could not be published');
 
     h.events.failWith = undefined;
+    // Within the announce window the writer may still be publishing: the redelivery waits it out.
+    const early = await h.deliver();
+    expect(early.response.batchItemFailures).toHaveLength(1);
+    expect(h.events.published).toHaveLength(0);
+    await sleep(WINDOW_MS + 200);
     const second = await h.deliver();
 
     expect(second.acknowledged).toHaveLength(1);
@@ -187,6 +215,62 @@ describe('completion events from the consumer', () => {
     // Announced and noted: a third delivery stays silent.
     await h.send(task);
     await h.deliver();
+    expect(h.events.published).toHaveLength(1);
+  });
+
+  it('a copy delivered while the writer publishes stays silent, hands its message back past the window, and then finds the event noted', async () => {
+    // Prepare: the writer's publish waits at a gate; a second copy of the task arrives meanwhile.
+    const h = await harness({ announceWindowMs: WINDOW_MS });
+    const task = recaptchaTask();
+    let open = () => {};
+    h.events.gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    await h.send(task);
+    const writer = h.deliver();
+    await until(() => h.events.recordStatusAtPublish.length === 1);
+    await h.send(task);
+
+    // Act
+    const copy = await h.deliver();
+    open();
+    const written = await writer;
+
+    // Assess: one event; the copy back for about the window, then silent.
+    expect(copy.response.batchItemFailures).toHaveLength(1);
+    expect(written.acknowledged).toHaveLength(1);
+    expect(h.events.published).toHaveLength(1);
+    expect(await h.deliver()).toMatchObject({ messages: [] });
+    await sleep(WINDOW_MS + 200);
+    const again = await h.deliver();
+    expect(again.acknowledged).toHaveLength(1);
+    expect(h.events.published).toHaveLength(1);
+    expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+  });
+
+  it('two copies that find an un-announced record past the window together publish it once: one takes the announcement, the other comes back to find it noted', async () => {
+    // Prepare: the writer's publish failed (the record solved, not noted); a second copy waits.
+    const h = await harness({ announceWindowMs: WINDOW_MS });
+    h.events.failWith = new Error('EventBridge unreachable');
+    const task = recaptchaTask();
+    await h.send(task);
+    expect((await h.deliver()).response.batchItemFailures).toHaveLength(1);
+    h.events.failWith = undefined;
+    await h.send(task);
+    await sleep(WINDOW_MS + 200);
+
+    // Act: both copies in one batch, processed concurrently.
+    const both = await h.deliver();
+
+    // Assess
+    expect(both.messages).toHaveLength(2);
+    expect(h.events.published).toHaveLength(1);
+    expect(both.response.batchItemFailures).toHaveLength(1);
+    const record = await h.repository.get(task.id as string, { consistent: true });
+    expect(record?.announcedAt).toBeGreaterThan(0);
+    expect(record?.announcingUntil).toBeGreaterThan(0);
+    await sleep(WINDOW_MS + 200);
+    expect((await h.deliver()).acknowledged).toHaveLength(1);
     expect(h.events.published).toHaveLength(1);
   });
 
@@ -214,6 +298,27 @@ describe('completion events from the consumer', () => {
     await h.send('not JSON at all');
     await h.deliver();
     expect(h.events.published).toHaveLength(1);
+  });
+
+  it('two copies of a refused message delivered together publish one rejected event, and both reach the DLQ', async () => {
+    const h = await harness({ announceWindowMs: WINDOW_MS });
+    const body = JSON.stringify({
+      id: 'bad-ev-2',
+      method: 'turnstile',
+      params: { sitekey: 'k', pageurl: 'not-a-url' },
+    });
+    await h.send(body);
+    await h.send(body);
+
+    const both = await h.deliver();
+    expect(both.messages).toHaveLength(2);
+    await sleep(WINDOW_MS + 200);
+    await h.deliver();
+
+    expect(h.events.published.map((e) => [e.taskId, e.status])).toEqual([['bad-ev-2', 'rejected']]);
+    const letters = await receive(h.fleet.clients, h.fleet.resources.queueUrls.dlq, 10);
+    expect(letters).toHaveLength(2);
+    expect(await receive(h.fleet.clients, h.fleet.resources.queueUrls.normal, 10)).toHaveLength(0);
   });
 
   it('feeds the local event stream: subscribers and waitFor hear the event, without the answer unless configured', async () => {
