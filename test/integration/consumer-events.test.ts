@@ -4,6 +4,7 @@
  * failed publish neither fails the record nor solves again, and is counted; tokens recorded
  * already stale (a takeover resuming an old answer) are counted.
  */
+import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { SqsTaskQueue } from '../../functions/adapters/task-queue.js';
@@ -24,6 +25,7 @@ import { createConsumerHandler } from '../../functions/consumer/create-handler.j
 import {
   deliver,
   lambdaContext,
+  queueDepth,
   receive,
   sendMessage,
   sleep,
@@ -132,13 +134,15 @@ async function harness(options: { clock?: () => number; announceWindowMs?: numbe
     handler,
     send: (task: TaskMessage | string) =>
       sendMessage(fleet.clients, url, typeof task === 'string' ? task : JSON.stringify(task)),
-    deliver: () => deliver(fleet, handler),
+    deliver: (options: { max?: number } = {}) => deliver(fleet, handler, options),
     metricSum: (name: string) => captured.store.total(name).sum,
   };
 }
 
 /** The announce window the tests that wait it out use, ms. */
 const WINDOW_MS = 1_000;
+/** The drawn runs' window, ms (shorter: they wait it out once or twice each). */
+const FAST_WINDOW_MS = 500;
 
 async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -273,6 +277,55 @@ describe('completion events from the consumer', () => {
     expect((await h.deliver()).acknowledged).toHaveLength(1);
     expect(h.events.published).toHaveLength(1);
   });
+
+  it('copies of a task meeting its writer anywhere: while it publishes or after, in any batches, its publish failing or not: one event, one submission', async () => {
+    // Drawn: 1–3 more copies, batches of 1–4, whether the writer's publish fails, and whether the
+    // copies arrive while the writer is publishing (its publish held at a gate until each copy
+    // was delivered once) or after it. Each run then delivers until the lane is empty (a
+    // handed-back copy comes back after its window).
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.boolean(),
+        fc.constantFrom('publishing', 'after'),
+        async (more, batch, failFirst, meet) => {
+          const h = await harness({ announceWindowMs: FAST_WINDOW_MS });
+          const task = recaptchaTask();
+          let open = () => {};
+          if (meet === 'publishing')
+            h.events.gate = new Promise<void>((resolve) => {
+              open = resolve;
+            });
+          h.events.failWith = failFirst ? new Error('EventBridge unreachable') : undefined;
+          await h.send(task);
+          const writer = h.deliver({ max: 1 });
+          if (meet === 'publishing') {
+            await until(() => h.events.recordStatusAtPublish.length === 1);
+            for (let i = 0; i < more; i++) await h.send(task);
+            let delivered = 0;
+            while (delivered < more) delivered += (await h.deliver({ max: batch })).messages.length;
+            open();
+          }
+          await writer;
+          h.events.failWith = undefined;
+          if (meet === 'after') for (let i = 0; i < more; i++) await h.send(task);
+          const end = Date.now() + 20_000;
+          for (;;) {
+            await h.deliver({ max: batch });
+            const depth = await queueDepth(h.fleet.clients, h.fleet.resources.queueUrls.normal);
+            if (depth.visible + depth.inFlight === 0) break;
+            if (Date.now() > end) throw new Error(`copies still queued: ${JSON.stringify(depth)}`);
+            await sleep(100);
+          }
+          expect(h.events.published.map((e) => e.taskId)).toEqual([task.id]);
+          expect(h.solver.submissionsOf(task.id as string)).toBe(1);
+          expect((await h.repository.get(task.id as string, { consistent: true }))?.announcedAt).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 8, seed: 20261205 },
+    );
+  }, 120_000);
 
   it('a refused message with an id publishes one rejected event, even when the DLQ send fails and the message comes back', async () => {
     const h = await harness();
