@@ -468,8 +468,10 @@ export class DynamoResultsRepository implements ResultsRepository {
           TableName: this.tableName,
           Key: { taskId },
           UpdateExpression: 'SET announcingUntil = :until',
-          ConditionExpression:
-            'attribute_exists(taskId) AND attribute_not_exists(announcedAt) AND (attribute_not_exists(announcingUntil) OR announcingUntil < :now)',
+          ConditionExpression: [
+            'attribute_exists(taskId) AND attribute_not_exists(announcedAt)',
+            '(attribute_not_exists(announcingUntil) OR announcingUntil < :now)',
+          ].join(' AND '),
           ExpressionAttributeValues: { ':until': until, ':now': now },
         }),
       );

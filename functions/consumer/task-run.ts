@@ -338,10 +338,13 @@ export class TaskRun {
     };
   }
 
-  /** A finished task delivered again: acknowledged, and announced if its event may not have gone out. */
+  /**
+   * A finished task delivered again: acknowledged once its event is out (`announceFound`: it
+   * may publish it, or wait for it).
+   */
   private async duplicate(record: TaskResult): Promise<Outcome> {
     this.ctx.deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
-    this.log.info('duplicate delivery of a finished task acknowledged', { status: record.status });
+    this.log.info('duplicate delivery of a finished task', { status: record.status });
     return announceFound(this.ctx, this.delivery, this.log, record, 'duplicate');
   }
 
