@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startCommand } from '../../bin/commands/start/options.js';
+import { runLimits, startCommand } from '../../bin/commands/start/options.js';
 import { verdictOf } from '../../bin/commands/start/verdict.js';
 import { demoSummaryFixture } from '../helpers/demo-summary.js';
 
@@ -47,7 +47,61 @@ describe("start's verdict on a run that ended with tasks queued", () => {
     // message named the pause it had left as the reason the tasks waited.
     const resumed = verdictOf(cutRun({ code: 'FREE_THREADS', message: 'Ceiling at the free threads.' }), optionsOf());
     expect(resumed.code).toBe(1);
-    expect(resumed.message).toBe('NOT COMPLETE: 2 task(s) still queued when the run ended (--max-duration 120 s).');
+    expect(resumed.message).toBe(
+      "NOT COMPLETE: 2 task(s) still queued when the run ended (--max-duration 120 s); give a longer --max-duration to wait for them (the default allows 2× the work's time at the plan's pace, up to 900 s).",
+    );
+    // Given, the flag is named as given (to a tenth of a second), without the default's words.
+    const given = verdictOf(cutRun({ code: 'FREE_THREADS', message: 'Ceiling at the free threads.' }), {
+      ...optionsOf(['--max-duration', '165.675']),
+    });
+    expect(given.message).toBe(
+      'NOT COMPLETE: 2 task(s) still queued when the run ended (--max-duration 165.7 s); give a longer --max-duration to wait for them.',
+    );
+  });
+});
+
+describe("start's default --max-duration", () => {
+  const limitOf = (args: string[], outagesEndMs = 0) => runLimits(optionsOf(args), outagesEndMs).maxDurationMs / 1000;
+
+  it('waits twice the work at the plan’s pace on a small plan, and the default where the plan is quick', () => {
+    // The default run: 200 tasks of 0.4 s on 20 threads take seconds; two minutes stand.
+    expect(limitOf(['--tasks', '200'])).toBe(120);
+    // 200 tasks of 3 s on 3 threads: 200 × 3.5 s / 3 = 233 s of work, 467 s allowed.
+    expect(limitOf(['--tasks', '200', '--solver-threads', '3', '--solver-latency-ms', '3000'])).toBeCloseTo(466.7, 1);
+    // Others' threads and the reservation leave 2 of those 3 to 1: the same work at a third of the pace.
+    expect(
+      limitOf([
+        '--tasks',
+        '60',
+        '--solver-threads',
+        '3',
+        '--solver-foreign-threads',
+        '1',
+        '--reserved-threads',
+        '1',
+        '--solver-latency-ms',
+        '3000',
+      ]),
+    ).toBeCloseTo(420, 1);
+    // The plan the governor is told, when smaller than the simulator's, sets the pace.
+    expect(
+      limitOf(['--tasks', '100', '--solver-threads', '10', '--plan-threads', '2', '--solver-latency-ms', '2000']),
+    ).toBe(250);
+    // Sent at 1 a second, 200 tasks take 200 s to arrive.
+    expect(limitOf(['--tasks', '200', '--rate', '1'])).toBe(400);
+  });
+
+  it('counts the work after the last outage, stops at its ceiling, and leaves a starved run to the paused stop', () => {
+    expect(limitOf(['--tasks', '200', '--solver-threads', '3', '--solver-latency-ms', '3000'], 106_000)).toBeCloseTo(
+      572.7,
+      1,
+    );
+    expect(limitOf(['--tasks', '5000', '--solver-threads', '2', '--solver-latency-ms', '5000'])).toBe(900);
+    // Others hold the whole plan: no pace to wait for; the default and the paused stop decide.
+    expect(limitOf(['--tasks', '200', '--solver-threads', '4', '--solver-foreign-threads', '4'])).toBe(120);
+    expect(limitOf(['--tasks', '0'])).toBe(120);
+    // Given, it is what was given.
+    expect(limitOf(['--tasks', '5000', '--solver-threads', '2', '--max-duration', '30'])).toBe(30);
   });
 });
 

@@ -17,6 +17,15 @@ export const DEFAULT_MAX_DURATION_S = 120;
 export const PAUSED_TICKS_BEFORE_STOP = 3;
 /** A run with --faults and without --max-duration lasts at least this long past its last fault window, s. */
 export const PAST_FAULTS_S = 60;
+/**
+ * A run without --max-duration waits this many times the work's time at the plan's pace
+ * (`workSeconds`): the solve times' tail, retries, crashes and the parked design's rounds.
+ */
+export const WORK_ALLOWANCE = 2;
+/** …but no longer than this without --max-duration, s: past it, the user says how long to wait. */
+export const MAX_DEFAULT_DURATION_S = 900;
+/** A solve's time around the solver's own in the local run (submit, park, the watch's round), ms. */
+const SOLVE_OVERHEAD_MS = 500;
 
 const url = (value: string) => {
   try {
@@ -147,7 +156,7 @@ export const START_OPTIONS = {
   ).default(false),
   maxDuration: new Option(
     '--max-duration <s>',
-    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}, or ${PAST_FAULTS_S} past the last --faults or --solver-outage window if later; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks, once every such window has ended, unless the pause is an outage's, which resumes by itself)`,
+    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}, or ${WORK_ALLOWANCE}× the time the tasks take at the plan's pace (--tasks, --rate, --solver-latency-ms, the threads left to the fleet) after the last --faults or --solver-outage window, or ${PAST_FAULTS_S} past that window, whichever is latest, up to ${MAX_DEFAULT_DURATION_S}; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks, once every such window has ended, unless the pause is an outage's, which resumes by itself)`,
   ).argParser(decimal(1, 86_400, 'seconds')),
   json: new Option('--json', 'print the summary as one JSON object on the last stdout line').default(false),
   logLevel: new Option('--log-level <level>', "the consumer's log level (its JSON logs go to stdout)")
@@ -228,18 +237,39 @@ export function scheduledOutagesEndMs(options: StartOptions, faultsEndMs = 0): n
 }
 
 /**
+ * The time the demo's work takes at the plan's pace, s: its tasks sent at --rate, and solved at
+ * the simulator's median (plus the local run's own round) on the threads left to the fleet (the
+ * plan it is told, less others' threads and the reservation, within the simulator's). 0 with no
+ * task or no thread left (the governor then waits for threads, and the paused stop ends the run).
+ */
+export function workSeconds(options: StartOptions): number {
+  const plan = Math.min(options.planThreads ?? options.solverThreads, options.solverThreads);
+  const threads = plan - options.solverForeignThreads - options.reservedThreads;
+  if (options.tasks === 0 || threads <= 0) return 0;
+  const sendSeconds = options.rate > 0 ? options.tasks / options.rate : 0;
+  const solveSeconds = (options.tasks * (options.solverLatencyMs + SOLVE_OVERHEAD_MS)) / 1000 / threads;
+  return Math.max(sendSeconds, solveSeconds);
+}
+
+/**
  * How long the run watches, and when it may stop early for a pause: --max-duration as given;
- * without it, the default or a minute past the last outage the run scheduled (`outagesEndMs`,
- * scheduledOutagesEndMs), whichever is later, and a paused fleet with nothing in flight ends the
- * run only once those windows are over (an outage pauses it as designed; it resumes after).
+ * without it, the latest of the default, a minute past the last outage the run scheduled
+ * (`outagesEndMs`, scheduledOutagesEndMs) and `WORK_ALLOWANCE` times the work's time at the
+ * plan's pace after that outage (`workSeconds`, up to `MAX_DEFAULT_DURATION_S`: a small plan's
+ * work is not cut at two minutes); a paused fleet with nothing in flight ends the run only once
+ * those windows are over (an outage pauses it as designed; it resumes after).
  */
 export function runLimits(
   options: StartOptions,
   outagesEndMs = 0,
 ): { maxDurationMs: number; stopWhenPausedMs?: number; stopWhenPausedFromMs?: number } {
   if (options.maxDuration !== undefined) return { maxDurationMs: options.maxDuration * 1000 };
+  const forWorkMs = Math.min(
+    MAX_DEFAULT_DURATION_S * 1000,
+    outagesEndMs + WORK_ALLOWANCE * workSeconds(options) * 1000,
+  );
   return {
-    maxDurationMs: Math.max(DEFAULT_MAX_DURATION_S * 1000, outagesEndMs + PAST_FAULTS_S * 1000),
+    maxDurationMs: Math.max(DEFAULT_MAX_DURATION_S * 1000, outagesEndMs + PAST_FAULTS_S * 1000, Math.round(forWorkMs)),
     stopWhenPausedMs: pausedStopMs(options),
     stopWhenPausedFromMs: outagesEndMs,
   };

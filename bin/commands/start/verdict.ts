@@ -3,7 +3,13 @@
  * tasks sent, each with a terminal record or a DLQ message, and no invariant broke.
  */
 import type { DemoSummary } from '../../../local/demo.js';
-import { PAUSED_TICKS_BEFORE_STOP, runLimits, type StartOptions } from './options.js';
+import {
+  MAX_DEFAULT_DURATION_S,
+  PAUSED_TICKS_BEFORE_STOP,
+  runLimits,
+  type StartOptions,
+  WORK_ALLOWANCE,
+} from './options.js';
 
 /** The summary's partition of the tasks sent (each in exactly one row) adds up to them. */
 export function rowsOf(s: DemoSummary): number {
@@ -72,12 +78,14 @@ function endedWhy(s: DemoSummary, options: StartOptions, maxDurationMs: number):
       ? 'interrupted'
       : s.endedBy === 'paused'
         ? `stopped after ${PAUSED_TICKS_BEFORE_STOP} ticks paused with no invocation running; --max-duration waits longer`
-        : `--max-duration ${maxDurationMs / 1000} s`;
+        : `--max-duration ${Number((maxDurationMs / 1000).toFixed(1))} s`;
   // Paused when the run ended: its last decision paused (a pause it had resumed from explains nothing).
   const last = s.governor?.lastReason;
   const reason = last?.code.startsWith('PAUSE') ? last : undefined;
   if (reason !== undefined)
     return `(${ended}) — the governor paused consumption (${reason.code}: ${reason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`;
   if (options.solverBadKey) return `(${ended}): the solver rejects the key, so tasks wait in the queue as designed`;
+  if (s.endedBy === 'max_duration')
+    return `(${ended}); give a longer --max-duration to wait for them${options.maxDuration === undefined ? ` (the default allows ${WORK_ALLOWANCE}× the work's time at the plan's pace, up to ${MAX_DEFAULT_DURATION_S} s)` : ''}`;
   return `(${ended})`;
 }
