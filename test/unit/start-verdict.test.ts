@@ -87,6 +87,10 @@ describe("start's default --max-duration", () => {
     expect(
       limitOf(['--tasks', '100', '--solver-threads', '10', '--plan-threads', '2', '--solver-latency-ms', '2000']),
     ).toBe(250);
+    // A fixed ceiling of 2 invocations of 1 task in the waiting design: 2 threads of the 20.
+    expect(
+      limitOf(['--tasks', '100', '--solver-latency-ms', '2000', '--solve-mode', 'wait', '--concurrency', '2']),
+    ).toBe(250);
     // Sent at 1 a second, 200 tasks take 200 s to arrive.
     expect(limitOf(['--tasks', '200', '--rate', '1'])).toBe(400);
   });

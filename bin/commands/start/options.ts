@@ -239,12 +239,19 @@ export function scheduledOutagesEndMs(options: StartOptions, faultsEndMs = 0): n
 /**
  * The time the demo's work takes at the plan's pace, s: its tasks sent at --rate, and solved at
  * the simulator's median (plus the local run's own round) on the threads left to the fleet (the
- * plan it is told, less others' threads and the reservation, within the simulator's). 0 with no
+ * plan it is told, less others' threads and the reservation, within the simulator's, and within
+ * a fixed --concurrency's tasks in the waiting design). 0 with no
  * task or no thread left (the governor then waits for threads, and the paused stop ends the run).
  */
 export function workSeconds(options: StartOptions): number {
   const plan = Math.min(options.planThreads ?? options.solverThreads, options.solverThreads);
-  const threads = plan - options.solverForeignThreads - options.reservedThreads;
+  const left = plan - options.solverForeignThreads - options.reservedThreads;
+  // A fixed ceiling in the waiting design holds a thread per task of each invocation at most.
+  const held =
+    options.concurrency !== undefined && options.solveMode === 'wait'
+      ? options.concurrency * options.batchSize
+      : Number.POSITIVE_INFINITY;
+  const threads = Math.min(left, held);
   if (options.tasks === 0 || threads <= 0) return 0;
   const sendSeconds = options.rate > 0 ? options.tasks / options.rate : 0;
   const solveSeconds = (options.tasks * (options.solverLatencyMs + SOLVE_OVERHEAD_MS)) / 1000 / threads;
