@@ -21,7 +21,7 @@
 import { spawn } from 'node:child_process';
 import { Command } from 'commander';
 import { integer } from '../bin/commands/option-rows.js';
-import { startCommand } from '../bin/commands/start/options.js';
+import { MAX_DEFAULT_DURATION_S, startCommand } from '../bin/commands/start/options.js';
 import type { DemoSummary } from '../local/demo.js';
 import { judge } from './lib/judge.js';
 import { drawStartRun } from './lib/sweep-draw.js';
@@ -46,8 +46,12 @@ interface SweepRun {
   refused?: string;
 }
 
-/** A run that hangs past this is killed and reported broken. */
-const RUN_LIMIT_MS = 10 * 60_000;
+/**
+ * A run that hangs past this is killed and reported broken: five minutes past the longest a run
+ * without --max-duration waits for its work (the drawn outages end well before it), so a small
+ * plan's long but working run is not taken for a hang.
+ */
+const RUN_LIMIT_MS = (MAX_DEFAULT_DURATION_S + 5 * 60) * 1000;
 
 function runOne(seed: number): Promise<SweepRun> {
   const { flags } = drawStartRun(seed);
