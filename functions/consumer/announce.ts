@@ -40,6 +40,21 @@ export function announce(ctx: RecordContext, log: RecordLog, result: TaskResult)
 }
 
 /**
+ * The record this delivery wrote (or took the announcement of): announced (once noted, a
+ * redelivery stays silent) and acknowledged as `why`; a failed publish hands the message back.
+ */
+export async function announceOwn(
+  ctx: RecordContext,
+  delivery: Delivery,
+  log: RecordLog,
+  record: TaskResult,
+  why: AckReason,
+): Promise<Outcome> {
+  if (!announcementPending(ctx, record)) return { kind: 'ack', why };
+  return (await announce(ctx, log, record)) ? { kind: 'ack', why } : retry(ctx, delivery, 'announce');
+}
+
+/**
  * A terminal record another delivery (or the watch) wrote, found by this one: acknowledged when
  * its event is noted; handed back while its writer, or a delivery that took its announcement,
  * may still be publishing (the redelivery then finds it noted); else this delivery takes the
@@ -69,5 +84,5 @@ export async function announceFound(
     return retry(ctx, delivery, 'store', { detail: describe(error) });
   }
   if (!taken) return waitFor(now + windowMs);
-  return (await announce(ctx, log, record)) ? { kind: 'ack', why } : retry(ctx, delivery, 'announce');
+  return announceOwn(ctx, delivery, log, record, why);
 }

@@ -4,10 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { TaskRejection } from '../core/task.js';
-import { announce, announceFound } from './announce.js';
+import { announceFound, announceOwn } from './announce.js';
 import type { RecordContext } from './context.js';
 import type { Delivery, RecordLog } from './delivery.js';
-import { retry, type Outcome } from './outcome.js';
+import type { Outcome } from './outcome.js';
 
 /** The refused message's outcome. The record and the event come first: both are idempotent. */
 export async function rejectRecord(
@@ -32,12 +32,13 @@ export async function rejectRecord(
     // but never announced (an earlier delivery's publish failed, or it is publishing now: then
     // this copy waits for its note); a valid task's record is left to that task. Before the DLQ
     // send, so a failing send (retried) cannot cost the event.
-    if (found.outcome === 'written') {
-      if (!(await announce(ctx, log, found.record))) return retry(ctx, delivery, 'announce');
-    } else if (found.record.status === 'rejected') {
-      const outcome = await announceFound(ctx, delivery, log, found.record, 'rejected');
-      if (outcome.kind !== 'ack') return outcome;
-    }
+    const announced =
+      found.outcome === 'written'
+        ? await announceOwn(ctx, delivery, log, found.record, 'rejected')
+        : found.record.status === 'rejected'
+          ? await announceFound(ctx, delivery, log, found.record, 'rejected')
+          : undefined;
+    if (announced !== undefined && announced.kind !== 'ack') return announced;
   }
   return {
     kind: 'dead_letter',

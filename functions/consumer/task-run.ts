@@ -31,12 +31,12 @@ import type { Task } from '../core/task.js';
 import { hasCounts, WINDOW_COUNTERS, type WindowCounts } from '../core/solve-window.js';
 import { describeIdConflict, ID_CONFLICT } from '../core/task-identity.js';
 import { recordedStale, solvedFields } from '../core/solved-record.js';
-import { announce, announceFound, announcementPending } from './announce.js';
+import { announceFound, announceOwn } from './announce.js';
 import type { RecordContext } from './context.js';
 import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.js';
 import { retryWrite, SolverIdKeeper } from './durable-writes.js';
 import { countSpend } from '../adapters/spend-metrics.js';
-import { type AckReason, type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
+import { type Outcome, refreshNearDlq, retry, secondsUntil, sendCopy } from './outcome.js';
 import { LeaseHolding, leaseWaiting } from './lease-holding.js';
 import { ThreadTracking } from './thread-tracking.js';
 
@@ -346,17 +346,6 @@ export class TaskRun {
     this.ctx.deps.metrics.addMetric(METRICS.duplicates, MetricUnit.Count, 1);
     this.log.info('duplicate delivery of a finished task', { status: record.status });
     return announceFound(this.ctx, this.delivery, this.log, record, 'duplicate');
-  }
-
-  /**
-   * This delivery wrote the record: announce (once noted, a redelivery stays silent) and
-   * acknowledge; a failed publish hands the message back.
-   */
-  private async announced(record: TaskResult, why: AckReason): Promise<Outcome> {
-    if (!announcementPending(this.ctx, record)) return { kind: 'ack', why };
-    return (await announce(this.ctx, this.log, record))
-      ? { kind: 'ack', why }
-      : retry(this.ctx, this.delivery, 'announce');
   }
 
   /**
@@ -775,7 +764,13 @@ export class TaskRun {
       resultRequests: solved.resultRequests,
       answerLength: solved.answer.length,
     });
-    return this.announced({ ...claimed, ...result, completedBy: this.claimToken }, 'solved');
+    return announceOwn(
+      this.ctx,
+      this.delivery,
+      this.log,
+      { ...claimed, ...result, completedBy: this.claimToken },
+      'solved',
+    );
   }
 
   /** `complete()` under this claim, retried within the invocation's margin. */
@@ -820,7 +815,13 @@ export class TaskRun {
     this.windowCounts.failed += 1;
     deps.metrics.addMetric(METRICS.endToEnd, MetricUnit.Milliseconds, Math.max(0, completedAt - this.task.submittedAt));
     this.log.warn('task failed', { errorCode: result.errorCode, errorMessage: result.errorMessage });
-    return this.announced({ ...claimed, ...result, completedBy: this.claimToken }, 'failed');
+    return announceOwn(
+      this.ctx,
+      this.delivery,
+      this.log,
+      { ...claimed, ...result, completedBy: this.claimToken },
+      'failed',
+    );
   }
 
   /** The solve (or its record) ended in an error: record a task error, else hand the task back by class. */
