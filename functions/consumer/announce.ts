@@ -15,7 +15,7 @@ import { type Delivery, describe, type RecordLog, redactorOf } from './delivery.
 import { type AckReason, type Outcome, retry, secondsUntil } from './outcome.js';
 
 /** Whether a terminal record's event may still be owed (no note that it went out). */
-export function announcementPending(ctx: RecordContext, record: TaskResult): boolean {
+function announcementPending(ctx: RecordContext, record: TaskResult): boolean {
   return ctx.deps.events !== undefined && record.announcedAt === undefined;
 }
 
@@ -24,7 +24,7 @@ export function announcementPending(ctx: RecordContext, record: TaskResult): boo
  * True when the event went out (or there is no events port); false when it could not be
  * published, the caller then hands the message back.
  */
-export function announce(ctx: RecordContext, log: RecordLog, result: TaskResult): Promise<boolean> {
+function announce(ctx: RecordContext, log: RecordLog, result: TaskResult): Promise<boolean> {
   const { deps } = ctx;
   return announceResult(
     {
