@@ -144,7 +144,7 @@ function row(run: SweepRun): string {
   const counts =
     s === undefined
       ? '–'
-      : `${s.solved}/${s.submitted} solved, ${s.failed} failed, ${s.inDlq} DLQ, over-cap ${s.solver.overCapRejections}/${s.solver.submissions}, ${moneyOf(run, s)}`;
+      : `${s.solved}/${s.submitted} solved, ${s.failed} failed, ${s.inDlq} DLQ, ${s.solver.submissions} submissions (${s.solver.accepted} accepted, ${s.solver.overCapRejections} over-cap), ${moneyOf(run, s)}`;
   return `| ${run.seed} | \`${run.flags.join(' ')}\` | ${endOf(run)} | ${counts} | ${run.seconds.toFixed(0)} s | ${verdictOf(run)} |`;
 }
 

@@ -49,7 +49,6 @@ export function awsCostRow(s: DemoSummary): [string, string, string] {
 /** A local run's counted work as the cost model takes it, in the design it ran (waiting or parked). */
 export function usageOfSummary(s: DemoSummary): FleetUsage {
   const hours = s.durationMs / 3_600_000;
-  const accepted = Math.max(0, s.solver.submissions - s.solver.overCapRejections - s.solver.transientErrors);
   const parked = parkedUsage(s, hours);
   return {
     hours,
@@ -60,7 +59,9 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
     deliveries: s.consumer.invocations,
     invocations: s.consumer.invocations,
     invocationSeconds: s.consumer.invocationSeconds,
-    acceptedSubmissions: accepted,
+    // The simulator's own count: submissions answered in an outage, refused for money, the key or a
+    // parameter, or failed transiently, took no task and wrote no solver id.
+    acceptedSubmissions: s.solver.accepted,
     submissions: s.solver.submissions,
     overCapAnswers: s.solver.overCapRejections,
     handBacks: handedBack(s.consumer),

@@ -247,6 +247,7 @@ function solverSummary(
   const sim = stack.simulator.stats();
   return {
     submissions: sim.submissions - simStart.submissions,
+    accepted: sim.accepted - simStart.accepted,
     solved: sim.solved - simStart.solved,
     peakThreads: sim.peakThreads,
     planThreads: sim.planThreads,

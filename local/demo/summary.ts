@@ -141,7 +141,10 @@ export interface DemoSummary {
   /** DLQ messages no task of this run accounts for (earlier runs against the same queues). */
   foreignDlqMessages: number;
   solver: {
+    /** in.php / createTask requests, whatever their answer (an outage's 503s, refusals, errors included). */
     submissions: number;
+    /** Submissions the solver took on as tasks (each paid unless found unsolvable). */
+    accepted: number;
     solved: number;
     peakThreads: number;
     planThreads: number;

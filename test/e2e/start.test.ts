@@ -3,6 +3,8 @@
  * simulator and the consumer handler. Small numbers keep each run to seconds.
  */
 import { describe, expect, it } from 'vitest';
+import { usageOfSummary } from '../../local/aws-cost.js';
+import type { DemoSummary } from '../../local/demo/summary.js';
 import { lastJson, runCli } from '../helpers/cli.js';
 
 describe('captcha-fleet start', () => {
@@ -49,6 +51,7 @@ describe('captcha-fleet start', () => {
     expect(Object.keys(solver)).toEqual(
       expect.arrayContaining([
         'submissions',
+        'accepted',
         'solved',
         'peakThreads',
         'overCapRejections',
@@ -57,6 +60,12 @@ describe('captcha-fleet start', () => {
       ]),
     );
     expect(solver.solved).toBe(solved);
+    // Each solved task was a submission the solver took on (an unsolvable one is taken on again).
+    expect(solver.accepted).toBeGreaterThanOrEqual(solved!);
+    expect(solver.submissions).toBeGreaterThanOrEqual(solver.accepted!);
+    expect(run.stderr).toMatch(
+      new RegExp(`${solver.submissions} submissions · ${solver.accepted} accepted · ${solved} solved`),
+    );
     expect(solver.peakThreads).toBeGreaterThan(0);
     expect(solver.peakThreads).toBeLessThanOrEqual(6);
     expect(solver.overCapRejections).toBe(0);
@@ -330,6 +339,44 @@ describe('captcha-fleet start', () => {
     expect(summary).toMatchObject({ submitted: 20, solved: 20, stillQueued: 0, lost: 0, endedBy: 'complete' });
     expect((summary.governor as { reasons: Record<string, number> }).reasons.PAUSE_OUTAGE).toBeGreaterThan(0);
     expect(summary.durationMs as number).toBeGreaterThan(20_000);
+    // The submissions the outage answered (503) took no task: the solver's count of those it took
+    // on is what the run's AWS bill writes solver ids and ledger acceptances for.
+    const solver = summary.solver as Record<string, number>;
+    expect(solver.accepted).toBeGreaterThanOrEqual(20);
+    expect(solver.accepted).toBeLessThanOrEqual(solver.submissions!);
+  });
+
+  it('bills the submissions the solver took on, not those an outage answered before the pause', async () => {
+    // GIVEN tasks sent while the solver is down for 3 s: the consumers submit them and are
+    // answered HTTP 503, retrying, until the outage ends or the governor pauses (six ticks)
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '20',
+      '--rate',
+      '5',
+      '--malformed',
+      '0',
+      '--solver-latency-ms',
+      '50',
+      '--solver-outage',
+      '1:3',
+      '--solver-unsolvable-rate',
+      '0',
+      '--solver-error-rate',
+      '0',
+      '--json',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = lastJson(run.stdout) as unknown as DemoSummary;
+    expect(summary).toMatchObject({ submitted: 20, solved: 20, lost: 0, endedBy: 'complete' });
+    // THEN the solver took on one submission per task (nothing unsolvable, no transient error), and
+    // answered the rest in its outage
+    expect(summary.solver.accepted).toBe(20);
+    expect(summary.solver.submissions).toBeGreaterThan(20);
+    // and the AWS cost line bills a solver id and a ledger acceptance for those 20 alone
+    expect(usageOfSummary(summary).acceptedSubmissions).toBe(20);
+    expect(usageOfSummary(summary).submissions).toBe(summary.solver.submissions);
   });
 
   it('resubmits an unsolvable captcha unsolvableResubmits times in all, though each resumption of a parked task is a new delivery', async () => {

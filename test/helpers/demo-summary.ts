@@ -53,6 +53,7 @@ export function demoSummaryFixture(unknown = false): DemoSummary {
     foreignDlqMessages: 0,
     solver: {
       submissions: 2,
+      accepted: 2,
       solved: 2,
       peakThreads: 1,
       planThreads: 1,

@@ -469,7 +469,7 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
       submitted: 100,
       solved: 100,
       solvedText: 25,
-      solver: { submissions: 100, overCapRejections: 2, transientErrors: 0, planThreads: 10 },
+      solver: { submissions: 100, accepted: 98, overCapRejections: 2, transientErrors: 0, planThreads: 10 },
       consumer: { invocations: 100, parked, invocationSeconds: 50, retriedItems: parked + 3 },
       governor: { watch },
     }) as unknown as DemoSummary;
@@ -506,6 +506,28 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     expect(costDigits(0.000_27, 0.000_062)).toBe(6);
     expect(costDigits(0, 0)).toBe(4);
     expect(costDigits(1e-12)).toBe(8);
+  });
+
+  it('bills the solver ids and ledger acceptances of the submissions the solver took on, not of those an outage answered', () => {
+    // GIVEN a run whose solver was down a while: 357 submissions, 267 of them answered 503 by the
+    // outage, 11 refused over the cap, 2 failed transiently, 77 taken on as tasks
+    const run = {
+      ...summary(0),
+      solver: { submissions: 357, accepted: 77, overCapRejections: 11, transientErrors: 2, planThreads: 10 },
+    } as DemoSummary;
+    const usage = usageOfSummary(run);
+    // THEN the bill writes a solver id and a ledger acceptance for the 77 (not 357 − 11 − 2 = 344)
+    expect(usage.acceptedSubmissions).toBe(77);
+    // and every submission still reads the ledger before it and sends its bytes
+    expect(usage.submissions).toBe(357);
+    // the same run with the 267 counted as accepted bills 267 solver ids and ledger writes more
+    const billed = fleetBill(usage, { planThreads: 10 });
+    const overcounted = fleetBill({ ...usage, acceptedSubmissions: 344 }, { planThreads: 10 });
+    const line = (bill: typeof billed, item: string) => bill.lines.find((l) => l.item === item)?.usd ?? 0;
+    expect(line(overcounted, 'claims, solver ids') - line(billed, 'claims, solver ids')).toBeCloseTo(
+      267 * 1 * 6.25e-7,
+      12,
+    );
   });
 
   it('bills a waiting run without leases', () => {

@@ -71,7 +71,7 @@ const latencyRows: SummarySection = (s, { ms }) => [
 const solverRows: SummarySection = (s) => [
   [
     'solver',
-    `${s.solver.submissions} submissions · ${s.solver.solved} solved`,
+    `${s.solver.submissions} submissions · ${s.solver.accepted} accepted · ${s.solver.solved} solved`,
     `peak ${s.solver.peakThreads}/${s.solver.planThreads} threads · over-cap ${s.solver.overCapRejections} · transient ${s.solver.transientErrors}`,
   ],
 ];
