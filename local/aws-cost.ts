@@ -56,7 +56,8 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
     textAnswerShare: s.solved > 0 ? s.solvedText / s.solved : 0,
     tasks: s.submitted,
     solved: s.solved,
-    deliveries: s.consumer.invocations,
+    // Each message delivered is claimed; an invocation carries a batch of them (--batch-size).
+    deliveries: s.consumer.received,
     invocations: s.consumer.invocations,
     invocationSeconds: s.consumer.invocationSeconds,
     // The simulator's own count: submissions answered in an outage, refused for money, the key or a

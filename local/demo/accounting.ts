@@ -316,6 +316,7 @@ function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
   return {
     solveMode: stack.settings.solveMode,
     invocations: poller.invocations,
+    received: poller.received,
     parked: stack.metrics.total(METRICS.parked).sum,
     invocationSeconds: poller.invocationMs / 1000,
     peakConcurrency: poller.peakConcurrency,

@@ -187,6 +187,8 @@ export interface DemoSummary {
     /** The design the run's consumers ran (`--solve-mode`, the stack's `solveMode`). */
     solveMode: SolveMode;
     invocations: number;
+    /** Messages the pollers handed the consumer (deliveries, each claimed; a batch's in one invocation). */
+    received: number;
     /** Tasks the consumer parked (the parked design: its Parked metric, summed). */
     parked: number;
     /** Summed duration of the consumer's invocations, seconds (Lambda's billed time). */

@@ -379,6 +379,36 @@ describe('captcha-fleet start', () => {
     expect(usageOfSummary(summary).submissions).toBe(summary.solver.submissions);
   });
 
+  it('bills a claim per message delivered when invocations carry batches', async () => {
+    // GIVEN batches of 5 in the waiting design, the plan wide enough for every batch
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '30',
+      '--malformed',
+      '0',
+      '--batch-size',
+      '5',
+      '--solve-mode',
+      'wait',
+      '--solver-latency-ms',
+      '50',
+      '--solver-threads',
+      '20',
+      '--json',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = lastJson(run.stdout) as unknown as DemoSummary;
+    expect(summary).toMatchObject({ submitted: 30, lost: 0, endedBy: 'complete' });
+    // THEN every message was delivered at least once, fewer invocations carrying them
+    expect(summary.consumer.received).toBeGreaterThanOrEqual(30);
+    expect(summary.consumer.invocations).toBeLessThan(summary.consumer.received);
+    // and the bill claims each delivery, and bills each invocation's request
+    const usage = usageOfSummary(summary);
+    expect(usage.deliveries).toBe(summary.consumer.received);
+    expect(usage.invocations).toBe(summary.consumer.invocations);
+  });
+
   it('resubmits an unsolvable captcha unsolvableResubmits times in all, though each resumption of a parked task is a new delivery', async () => {
     // Every captcha unsolvable: 3 submissions a task (the first and 2 resubmissions), then failed.
     // The count lived in each delivery: a parked task resumed by a new one started again at 0 and

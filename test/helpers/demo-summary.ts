@@ -75,6 +75,7 @@ export function demoSummaryFixture(unknown = false): DemoSummary {
     consumer: {
       solveMode: 'park',
       invocations: 2,
+      received: 2,
       parked: 0,
       invocationSeconds: 1,
       peakConcurrency: 1,

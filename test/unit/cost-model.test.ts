@@ -470,7 +470,7 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
       solved: 100,
       solvedText: 25,
       solver: { submissions: 100, accepted: 98, overCapRejections: 2, transientErrors: 0, planThreads: 10 },
-      consumer: { invocations: 100, parked, invocationSeconds: 50, retriedItems: parked + 3 },
+      consumer: { invocations: 100, received: 100, parked, invocationSeconds: 50, retriedItems: parked + 3 },
       governor: { watch },
     }) as unknown as DemoSummary;
 
@@ -528,6 +528,22 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
       267 * 1 * 6.25e-7,
       12,
     );
+  });
+
+  it('bills a claim per message delivered, a batch of them in one invocation', () => {
+    // GIVEN a run of batches of 5: 20 invocations carried the 100 messages
+    const batched = {
+      ...summary(0),
+      consumer: { ...summary(0).consumer, invocations: 20, received: 100 },
+    } as DemoSummary;
+    const usage = usageOfSummary(batched);
+    // THEN 100 deliveries are claimed, in 20 invocations (their requests, receives and deletes)
+    expect(usage.deliveries).toBe(100);
+    expect(usage.invocations).toBe(20);
+    const bill = fleetBill(usage, { planThreads: 10 });
+    const claims = bill.lines.find((l) => l.item === 'claims, solver ids');
+    // a claim (a record's write unit) per delivery and a solver id per accepted submission
+    expect(claims?.quantity).toBe(100 + 98);
   });
 
   it('bills a waiting run without leases', () => {
