@@ -66,7 +66,7 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
     submissions: s.solver.submissions,
     overCapAnswers: s.solver.overCapRejections,
     handBacks: handedBack(s.consumer),
-    copiesSent: 0,
+    copiesSent: s.consumer.requeued,
     governor: s.governor !== undefined,
     overflowLane: s.overflow !== undefined,
     ...(parked !== undefined ? { parked } : {}),

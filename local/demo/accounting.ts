@@ -317,6 +317,7 @@ function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
     solveMode: stack.settings.solveMode,
     invocations: poller.invocations,
     received: poller.received,
+    requeued: stack.metrics.total(METRICS.requeued).sum,
     parked: stack.metrics.total(METRICS.parked).sum,
     invocationSeconds: poller.invocationMs / 1000,
     peakConcurrency: poller.peakConcurrency,

@@ -189,6 +189,8 @@ export interface DemoSummary {
     invocations: number;
     /** Messages the pollers handed the consumer (deliveries, each claimed; a batch's in one invocation). */
     received: number;
+    /** Messages the consumer put back as fresh copies (near the DLQ, or carrying a submission): each a SendMessage. */
+    requeued: number;
     /** Tasks the consumer parked (the parked design: its Parked metric, summed). */
     parked: number;
     /** Summed duration of the consumer's invocations, seconds (Lambda's billed time). */

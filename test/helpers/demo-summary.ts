@@ -76,6 +76,7 @@ export function demoSummaryFixture(unknown = false): DemoSummary {
       solveMode: 'park',
       invocations: 2,
       received: 2,
+      requeued: 0,
       parked: 0,
       invocationSeconds: 1,
       peakConcurrency: 1,

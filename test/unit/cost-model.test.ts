@@ -470,7 +470,14 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
       solved: 100,
       solvedText: 25,
       solver: { submissions: 100, accepted: 98, overCapRejections: 2, transientErrors: 0, planThreads: 10 },
-      consumer: { invocations: 100, received: 100, parked, invocationSeconds: 50, retriedItems: parked + 3 },
+      consumer: {
+        invocations: 100,
+        received: 100,
+        requeued: 0,
+        parked,
+        invocationSeconds: 50,
+        retriedItems: parked + 3,
+      },
       governor: { watch },
     }) as unknown as DemoSummary;
 
@@ -544,6 +551,16 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     const claims = bill.lines.find((l) => l.item === 'claims, solver ids');
     // a claim (a record's write unit) per delivery and a solver id per accepted submission
     expect(claims?.quantity).toBe(100 + 98);
+  });
+
+  it('bills the fresh copies the consumer sent, one SendMessage each', () => {
+    // GIVEN a run whose consumer put 6 messages back as fresh copies (near their DLQ, or carrying a submission)
+    const run = { ...summary(0), consumer: { ...summary(0).consumer, requeued: 6 } } as DemoSummary;
+    const usage = usageOfSummary(run);
+    expect(usage.copiesSent).toBe(6);
+    // THEN the bill has their SendMessage requests (one 64 KiB chunk each at the task's size)
+    const copies = fleetBill(usage, { planThreads: 10 }).lines.find((l) => l.item === 'fresh copies (SendMessage)');
+    expect(copies?.quantity).toBe(6);
   });
 
   it('bills a waiting run without leases', () => {
