@@ -239,6 +239,14 @@ describe('outage probe: every tick, back where it was', () => {
     const first = decisions[0] as Decision;
     expect(first.paused).toBe(true);
     expect(first.reason.message).toContain('still works on the 8 solve(s) it paused');
+    expect(first.reason.message).toContain('which fill the plan');
+    // From 5 s on the line counts 7 of 8: one free, under the mapping's minimum of 2, still paused, and it says so.
+    const second = decisions[5] as Decision;
+    expect(second.paused).toBe(true);
+    expect(second.reason.message).toContain(
+      `leave room for 1 invocation(s), under the mapping's minimum concurrency of ${minimumCeiling(cfg)}`,
+    );
+    expect(second.reason.message).not.toContain('fill the plan');
     const resumedAt = decisions.findIndex((d) => !d.paused);
     expect(resumedAt).toBeGreaterThan(0);
     expect(decisions.slice(resumedAt).every((d) => !d.paused)).toBe(true);

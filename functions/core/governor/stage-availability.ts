@@ -97,7 +97,7 @@ function resumeAfterOutage(ctx: TickContext, flow: Flow, balance: number): Flow 
         ...pause(
           'outage',
           'PAUSE_OUTAGE',
-          `Still paused: every dependency answers again, but the solver still works on the ${aged} solve(s) it paused through the outage (about ${still} now), which fill the plan; resuming as they end (by ${Math.ceil((until - ctx.now) / 1000)} s at most).`,
+          `Still paused: every dependency answers again, but the solver still works on the ${aged} solve(s) it paused through the outage (about ${still} now), which ${room > 0 ? `leave room for ${room} invocation(s), under the mapping's minimum concurrency of ${ctx.minimum} (a submission past that room would be refused)` : 'fill the plan'}; resuming as they end (by ${Math.ceil((until - ctx.now) / 1000)} s at most).`,
           resumeTotal,
         ),
         ...outageRecord(paused),
