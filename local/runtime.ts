@@ -203,6 +203,16 @@ class Cleanups {
   }
 }
 
+/** The local consumer's function timeout for a queue visibility timeout, s: a second less (crashed tasks return after it). */
+export function localFunctionTimeoutSeconds(visibilityTimeoutSeconds: number): number {
+  return Math.max(1, visibilityTimeoutSeconds - 1);
+}
+
+/** The local consumer's record margin for its function timeout, ms: a fifth of it, 200 ms to 2 s. */
+export function localRecordMarginMs(functionTimeoutMs: number): number {
+  return Math.min(2_000, Math.max(200, functionTimeoutMs / 5));
+}
+
 /** What every part of the stack is built from: the options resolved once. */
 interface StackPlan {
   options: LocalStackOptions;
@@ -219,7 +229,7 @@ interface StackPlan {
 
 function planStack(options: LocalStackOptions): StackPlan {
   const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 12;
-  const functionTimeoutSeconds = Math.max(1, visibilityTimeoutSeconds - 1);
+  const functionTimeoutSeconds = localFunctionTimeoutSeconds(visibilityTimeoutSeconds);
   // Short deadline: the simulator answers in milliseconds to seconds locally.
   const settings = resolveSettings(
     { solveDeadlineSeconds: 10, ...options.config },
@@ -483,7 +493,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     // One clock in one process: a lease as long as the function timeout outlives any
     // invocation that holds it (the claim comes after the invocation starts).
     leaseMs: functionTimeoutMs,
-    recordMarginMs: Math.min(2_000, Math.max(200, functionTimeoutMs / 5)),
+    recordMarginMs: localRecordMarginMs(functionTimeoutMs),
     // Compressed retries: a demo should not wait minutes for an over-cap backoff.
     retryBaseSeconds: 1,
     retryMaxSeconds: Math.max(2, Math.min(8, visibilityTimeoutSeconds)),

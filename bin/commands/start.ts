@@ -21,6 +21,7 @@ import { describeStack } from './start/banner.js';
 import { runLimits, START_OPTIONS, scheduledOutagesEndMs, type StartOptions, startCommand } from './start/options.js';
 import { progressPrinter } from './start/progress.js';
 import { serveStack } from './start/serve.js';
+import { syncAnswerProblem } from './start/sync-answers.js';
 import { formatSummary } from './start/summary-format.js';
 import { verdictOf } from './start/verdict.js';
 
@@ -45,6 +46,8 @@ export function register(program: Command): void {
         'error: --overflow-sim needs the governor to open its lane, and --concurrency turns the governor off: drop one',
         { exitCode: 2 },
       );
+    const window = syncAnswerProblemOf(options);
+    if (window !== undefined) command.error(`error: ${window}`, { exitCode: 2 });
     try {
       resolveSettings(fleetConfigOf(options));
     } catch (error) {
@@ -54,6 +57,33 @@ export function register(program: Command): void {
     }
     process.exitCode = await runStart(options);
   });
+}
+
+/** Whether a lane's provider answers images in its submission's response with too little of an invocation to wait for them (start/sync-answers.ts). */
+function syncAnswerProblemOf(options: StartOptions): string | undefined {
+  const dialect = fleetConfigOf(options).dialect ?? 'captchaai';
+  const lanes = [
+    {
+      dialectFlag: `--solver-dialect ${dialect}`,
+      dialect,
+      latencyFlag: '--solver-latency-ms',
+      medianMs: options.solverLatencyMs,
+    },
+  ];
+  if (options.overflowSim) {
+    const overflow = options.overflowDialect ?? '2captcha';
+    lanes.push({
+      dialectFlag: `--overflow-dialect ${overflow}`,
+      dialect: overflow,
+      latencyFlag: '--overflow-latency-ms',
+      medianMs: options.overflowLatencyMs ?? options.solverLatencyMs,
+    });
+  }
+  for (const lane of lanes) {
+    const problem = syncAnswerProblem(lane, options.visibilityTimeout);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
 }
 
 /** The fleet configuration the flags describe (what the stack would be given). */

@@ -119,11 +119,22 @@ const ANSWER_WAITS_KEPT = 16;
 const ANSWER_WAITS_FOR_MS = 60_000;
 
 /**
+ * How much longer than the longest of the latest such requests a submission answered in its own
+ * response needs left when it is sent. The longest of up to 16 recognitions is about their 94th
+ * percentile: a send with just that left is cut short (paid, its id never known) about once in 16
+ * (a drawn run: --solver-dialect capsolver --solver-latency-ms 3000 --visibility-timeout 6, five
+ * images paid twice). Half again covers a log-normal recognition time of the simulator's spread
+ * (0.35: the 99.7th percentile) and more of a tighter one; a window too narrow for it is refused
+ * where it is known (`npm start`'s check of the flags, bin/commands/start/sync-answers.ts).
+ */
+export const ANSWER_WAIT_HEADROOM = 1.5;
+
+/**
  * How long the latest accepted submissions the provider answered in their own response took: the
- * longest of them is how much of its deadline such a submission needs left when it is sent. Only
- * accepted ones count (a request cut short says only that it took longer than what was left, and
- * counted, one outlier at a whole window would stop every send), and only for a minute (a long
- * one remembered while nothing is sent would stop them for good).
+ * longest of them, with ANSWER_WAIT_HEADROOM, is how much of its deadline such a submission needs
+ * left when it is sent. Only accepted ones count (a request cut short says only that it took
+ * longer than what was left, and counted, one outlier at a whole window would stop every send),
+ * and only for a minute (a long one remembered while nothing is sent would stop them for good).
  */
 export class AnswerWaits {
   private readonly recent: { at: number; ms: number }[] = [];
@@ -138,6 +149,11 @@ export class AnswerWaits {
     let most = 0;
     for (const { at, ms } of this.recent) if (now - at <= ANSWER_WAITS_FOR_MS) most = Math.max(most, ms);
     return most;
+  }
+
+  /** What such a submission needs left before its answer's last moment at `now`, ms: the longest with its headroom. */
+  needed(now: number): number {
+    return Math.ceil(this.longest(now) * ANSWER_WAIT_HEADROOM);
   }
 }
 

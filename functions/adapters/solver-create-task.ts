@@ -215,9 +215,17 @@ async function report(ctx: SolverContext, verdict: 'bad' | 'good', solverId: str
   });
 }
 
+/**
+ * Whether a provider speaking `dialect` answers its recognition tasks (ImageToText: base64 images)
+ * in createTask's own response, whose request then lasts the recognition: CapSolver's.
+ */
+export function answersImagesInSubmission(dialect: string): boolean {
+  return dialect === 'capsolver';
+}
+
 /** CapSolver answers its recognition tasks (ImageToText) in createTask's own response. */
 function answeredInResponse(ctx: SolverContext, mapping: CreateTaskMapping): boolean {
-  return ctx.dialect === 'capsolver' && mapping.ok && mapping.task.type === 'ImageToTextTask';
+  return answersImagesInSubmission(ctx.dialect) && mapping.ok && mapping.task.type === 'ImageToTextTask';
 }
 
 /** The JSON task API wire. */

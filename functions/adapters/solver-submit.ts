@@ -68,16 +68,18 @@ export async function submit(
  * time left than that takes before the caller's `answerBy`, its request is cut short after the
  * provider accepted (and charged) it, the id never comes back, and the task's next delivery pays
  * again. Such a submission is sent only before the caller's `submitBy` and with at least the
- * longest of the latest accepted such requests left before `answerBy` (AnswerWaits); else nothing
- * is sent (nothing paid) and the solve ends as one whose deadline passed, which hands the task back.
+ * longest of the latest accepted such requests, and half again, left before `answerBy`
+ * (AnswerWaits.needed, ANSWER_WAIT_HEADROOM); else nothing is sent (nothing paid) and the solve
+ * ends as one whose deadline passed, which hands the task back.
  */
 function notTooLate(ctx: SolverContext, solve: SolveState): void {
   const now = ctx.clock();
-  const needMs = ctx.answerWaits.longest(now);
+  const longest = ctx.answerWaits.longest(now);
+  const needMs = ctx.answerWaits.needed(now);
   const left = solve.answerBy - now;
   if (now <= solve.submitBy && left >= needMs) return;
   throw new SolverTimeoutError('DEADLINE_EXCEEDED', {
     taskId: solve.taskId,
-    message: `task ${solve.taskId} not sent: the provider answers it in the submission's own response, ${left} ms were left to wait for its answer${needMs > 0 ? ` and such a request took up to ${needMs} ms in the last minute` : ''}; one cut short would be paid with its id never known`,
+    message: `task ${solve.taskId} not sent: the provider answers it in the submission's own response, ${left} ms were left to wait for its answer${longest > 0 ? ` and such a request took up to ${longest} ms in the last minute (${needMs} ms with the headroom for a slower one)` : ''}; one cut short would be paid with its id never known`,
   });
 }

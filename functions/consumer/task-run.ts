@@ -74,7 +74,12 @@ class NoRoomError extends SolverOverCapError {
  * invocation's end), and so the last a submission answered in its own response waits for it.
  */
 function lastIdWriteAt(ctx: RecordContext): number {
-  return ctx.stopAt - ctx.timing.recordMarginMs / 2;
+  return lastIdWriteBefore(ctx.stopAt, ctx.timing.recordMarginMs);
+}
+
+/** The same for an invocation that ends at `stopAt` with a record margin of `recordMarginMs` (`npm start`'s check of its window). */
+export function lastIdWriteBefore(stopAt: number, recordMarginMs: number): number {
+  return stopAt - recordMarginMs / 2;
 }
 
 /**

@@ -56,4 +56,30 @@ describe('captcha-fleet start --solver-protocol create-task', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('capsolver speaks create-task only');
   });
+
+  it('refuses CapSolver images with a function too short to wait for their recognition, exit 2, naming both fixes', async () => {
+    // A drawn run (bench:sweep seed 10015): 3 s recognitions answered in createTask's own
+    // response, a 5 s function timeout. Run, it paid 5 images twice (cut short at the
+    // invocation's end); with the consumer's headroom, it never sent them and they went to the DLQ.
+    const flags = ['start', '--solver-protocol', 'create-task', '--solver-dialect', 'capsolver', '--tasks', '1'];
+    const result = await runCli([...flags, '--solver-latency-ms', '3000', '--visibility-timeout', '6']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--solver-dialect capsolver answers image tasks in createTask's own response");
+    expect(result.stderr).toContain(
+      'Raise --visibility-timeout to at least 16, or lower --solver-latency-ms to at most 1017.',
+    );
+    expect(result.stderr).toContain('`captcha-fleet start --help`');
+    // Another dialect answers images through getTaskResult: the same flags run.
+    const other = await runCli([
+      ...flags.slice(0, 4),
+      '2captcha',
+      '--tasks',
+      '1',
+      '--solver-latency-ms',
+      '3000',
+      '--visibility-timeout',
+      '6',
+    ]);
+    expect(other.code, other.stderr).toBe(0);
+  });
 });

@@ -365,6 +365,29 @@ describe('the same task over both protocols', () => {
     expect(sim.stats()).toMatchObject({ accepted: 2, solved: 2 });
   });
 
+  it('sends no CapSolver image with less than half again of what such a request took lately (a slower one would be cut)', async () => {
+    // Every image takes 1.6 s to recognise: one such request timed, the next needs 2.4 s left.
+    const { sim, solver } = await stack('capsolver', 'create-task', {
+      medianMs: undefined,
+      solveTimes: { base64: { medianMs: 1_600, spread: 0 } },
+    });
+    const images = tasksOf(18, 3).filter((t) => t.method === 'base64');
+    const [first, second, third] = images.map((t, n) => ({ ...t, id: `image-${n}` }) as Task);
+    if (first === undefined || second === undefined || third === undefined) throw new Error('no task');
+    await expect(solver.solve(first, solveOptions())).resolves.toMatchObject({ resultRequests: 0 });
+    // 2 s left: more than the 1.6 s timed, less than the 2.4 s with the headroom: not sent, nothing paid.
+    const error = await solver.solve(second, { deadlineAt: Date.now() + 2_000 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      code: 'DEADLINE_EXCEEDED',
+      message: expect.stringMatching(
+        /not sent: .* took up to 1\d{3} ms in the last minute \(2\d{3} ms with the headroom/,
+      ),
+    });
+    expect(sim.stats()).toMatchObject({ accepted: 1 });
+    await expect(solver.solve(third, { deadlineAt: Date.now() + 3_000 })).resolves.toMatchObject({ resultRequests: 0 });
+    expect(sim.stats()).toMatchObject({ accepted: 2, solved: 2 });
+  });
+
   it("waits for a CapSolver image's answer past the deadline up to answerBy, so a slow recognition is not paid for nothing", async () => {
     const { sim, solver } = await stack('capsolver', 'create-task', {
       medianMs: undefined,
