@@ -33,7 +33,7 @@ export function judge(summary: DemoSummary, options: { queuedBreaks: boolean }):
   if (summary.paidTwiceBeyondLostIds > 0)
     broken.push(
       `${summary.paidTwice} paid twice, ${summary.paidTwiceBeyondLostIds} beyond the ${lostIds} id(s) lost in crashes${cutIds} (${summary.paidTwiceBeyond
-        .map((t) => `${t.taskId ?? '?'}: ${t.submissions.map((s) => `${s.id} ${s.fate}`).join(', ')}`)
+        .map((t) => `${t.taskId ?? '?'}: ${t.submissions.map(submissionLine).join(', ')}`)
         .join('; ')})`,
     );
   else if (summary.paidTwice > 0)
@@ -77,4 +77,10 @@ function unresolvedOf(summary: DemoSummary): string {
   };
   const q = summary.queuesAtEnd;
   return ` (${summary.unresolvedTasks.map(one).join('; ')}; lanes at the end: ${q.visible} visible, ${q.notVisible} in flight, ${q.delayed} delayed; ceiling ${summary.consumer.ceiling}, governor ${summary.governor?.lastReason?.code ?? 'none'})`;
+}
+
+/** One paid submission of a task paid twice: its id, its fate, when the solver accepted it, and its own task when another. */
+function submissionLine(s: DemoSummary['paidTwiceBeyond'][number]['submissions'][number]): string {
+  const at = s.acceptedAt > 0 ? ` at ${new Date(s.acceptedAt).toISOString().slice(11, 23)}` : '';
+  return `${s.id} ${s.fate}${at}${s.taskId !== undefined ? ` (task ${s.taskId})` : ''}`;
 }

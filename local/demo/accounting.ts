@@ -202,6 +202,7 @@ function payments(stack: LocalStack): {
   beyond: DemoSummary['paidTwiceBeyond'];
 } {
   const paid = new Map<string, string[]>();
+  const acceptedAt = new Map<string, number>();
   const providers = [
     ['primary', stack.simulator],
     ['overflow', stack.overflow?.simulator],
@@ -209,8 +210,9 @@ function payments(stack: LocalStack): {
   const probes = stack.probeSolverIds();
   const cut = new Set<string>();
   for (const [provider, simulator] of providers) {
-    for (const [signature, ids] of simulator?.paidSubmissions() ?? []) {
-      const tasks = ids.map((id) => `${provider}:${id}`).filter((id) => !probes.has(id));
+    for (const [signature, submissions] of simulator?.paidSubmissions() ?? []) {
+      for (const { id, acceptedAt: at } of submissions) acceptedAt.set(`${provider}:${id}`, at);
+      const tasks = submissions.map(({ id }) => `${provider}:${id}`).filter((id) => !probes.has(id));
       if (tasks.length > 0) paid.set(signature, [...(paid.get(signature) ?? []), ...tasks]);
     }
     for (const id of simulator?.answersCutInOutages() ?? [])
@@ -229,7 +231,15 @@ function payments(stack: LocalStack): {
     const taskId = ids.map((id) => known.get(id)).find((id) => id !== undefined);
     beyond.push({
       ...(taskId !== undefined ? { taskId } : {}),
-      submissions: ids.map((id) => ({ id, fate: fate(id) })),
+      submissions: ids.map((id) => {
+        const ownTask = known.get(id);
+        return {
+          id,
+          fate: fate(id),
+          acceptedAt: acceptedAt.get(id) ?? 0,
+          ...(ownTask !== undefined && ownTask !== taskId ? { taskId: ownTask } : {}),
+        };
+      }),
     });
   }
   return {

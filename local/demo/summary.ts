@@ -91,11 +91,18 @@ export interface DemoSummary {
    * Those tasks (the first 20), each by its task (when a consumer learned one of its ids) and its
    * paid submissions: `lost` (its invocation died before the id was kept), `cut in an outage` (its
    * answer held past the request), `kept` (on the record or in a copy), or `never known` (no
-   * consumer's code saw the acceptance: an in.php answer lost on the way back).
+   * consumer's code saw the acceptance: an in.php answer lost on the way back), each with when the
+   * solver accepted it (epoch ms) and, when a consumer learned it for another task id than the
+   * first's, that task id (the same method and parameters sent under two task ids).
    */
   paidTwiceBeyond: {
     taskId?: string;
-    submissions: { id: string; fate: 'lost' | 'cut in an outage' | 'kept' | 'never known' }[];
+    submissions: {
+      id: string;
+      fate: 'lost' | 'cut in an outage' | 'kept' | 'never known';
+      acceptedAt: number;
+      taskId?: string;
+    }[];
   }[];
   /** Of the solved, failed and rejected tasks, those whose completion event was heard. */
   announced: number;

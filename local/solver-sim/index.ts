@@ -6,12 +6,19 @@
  * invariants ("never above the cap", "solved once", "no polling loss").
  */
 import type { Server } from 'node:http';
-import { SolverSimModel, type SimRequest, type SimResponse, type SimTaskInfo, type SolverSimStats } from './model.js';
+import {
+  type PaidSubmission,
+  SolverSimModel,
+  type SimRequest,
+  type SimResponse,
+  type SimTaskInfo,
+  type SolverSimStats,
+} from './model.js';
 import type { ResolvedSolverSimOptions, SolverSimOptions, SolverSimUpdate } from './options.js';
 import { createSimServer, listen } from './server.js';
 
 export { SolverSimModel } from './model.js';
-export type { SimRequest, SimResponse, SimTaskInfo, SolverSimStats } from './model.js';
+export type { PaidSubmission, SimRequest, SimResponse, SimTaskInfo, SolverSimStats } from './model.js';
 export {
   DEFAULT_SOLVE_TIMES,
   OutageWindowSchema,
@@ -46,7 +53,7 @@ export interface SolverSimulator {
   /** One task's state and timing; undefined for unknown ids. */
   taskInfo(id: number): SimTaskInfo | undefined;
   /** Paid submissions' ids by task signature (see SolverSimModel.paidSubmissions). */
-  paidSubmissions(): Map<string, string[]>;
+  paidSubmissions(): Map<string, PaidSubmission[]>;
   /** Held answers an outage stretched past their request (see SolverSimModel.answersCutInOutages). */
   answersCutInOutages(): Set<string>;
   /** Answer one request without HTTP (the lab and unit tests may drive the model directly). */

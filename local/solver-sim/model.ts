@@ -147,6 +147,12 @@ export interface SolverSimStats {
 type TaskState = 'solving' | 'solved' | 'unsolvable';
 
 /** What `taskInfo` tells about a task. */
+/** A paid submission: the id it was accepted under (as the dialect issued it), and when (epoch ms by the model's clock). */
+export interface PaidSubmission {
+  id: string;
+  acceptedAt: number;
+}
+
 export interface SimTaskInfo {
   id: number;
   method: SolverMethod;
@@ -341,17 +347,17 @@ export class SolverSimModel {
   /**
    * Accepted submissions the account pays for (solved, or still solving: not the unsolvable
    * ones), by the task's signature (method and parameters), each by the id it was accepted under:
-   * more than one id is a task paid twice. Tasks forgotten (`forgetAfterMs`) are not counted.
+   * more than one id is a task paid twice, each with when it was accepted. Tasks forgotten (`forgetAfterMs`) are not counted.
    * Each id as the dialect issued it (CapSolver's UUID), so it matches the ids the consumers learned.
    */
-  paidSubmissions(): Map<string, string[]> {
+  paidSubmissions(): Map<string, PaidSubmission[]> {
     this.settle(this.clock());
     const { dialect, seed } = this.options;
-    const paid = new Map<string, string[]>();
+    const paid = new Map<string, PaidSubmission[]>();
     for (const task of this.tasks.values()) {
       if (task.state === 'unsolvable') continue;
-      const id = String(formatTaskId(dialect, seed, task.id));
-      paid.set(task.signature, [...(paid.get(task.signature) ?? []), id]);
+      const submission = { id: String(formatTaskId(dialect, seed, task.id)), acceptedAt: task.acceptedAt };
+      paid.set(task.signature, [...(paid.get(task.signature) ?? []), submission]);
     }
     return paid;
   }

@@ -66,7 +66,7 @@ describe('simulator, JSON task API', () => {
       const { sim, call } = model(dialect);
       const task = { ...RECAPTCHA, type: dialect === 'capsolver' ? 'ReCaptchaV2TaskProxyLess' : RECAPTCHA.type };
       const ids = [call('createTask', { task }).json.taskId, call('createTask', { task }).json.taskId];
-      expect([...sim.paidSubmissions().values()]).toEqual([ids.map(String)]);
+      expect([...sim.paidSubmissions().values()].map((paid) => paid.map((p) => p.id))).toEqual([ids.map(String)]);
     },
   );
 
