@@ -48,6 +48,16 @@ export interface RequeuePolicy {
 export interface ConsumerTiming {
   /** How long a claim protects a task, ms. @default settings.leaseSeconds × 1000 */
   leaseMs: number;
+  /**
+   * How long deliveries wait, from the first that found it, for the fresh copy a dead holder of a
+   * claim with no solver id on it may have sent with its id (`orphan_wait`), ms: a queue
+   * visibility timeout, so a copy whose receive was lost (committed, its answer never back) is
+   * receivable again within it. One store backoff was too short for that (a drawn run paid a task
+   * twice with both ids kept, as a delivery submitting before the copy came back would: bench:sweep
+   * seed 11004). @default
+   * settings.visibilityTimeoutSeconds × 1000
+   */
+  orphanWaitMs: number;
   /** Time kept before the invocation stops to record the outcome, ms. @default RECORD_MARGIN_SECONDS × 1000 */
   recordMarginMs: number;
   /** First retry delay (over-cap, transient, timeout), seconds; doubles per receive. @default 5 */
@@ -203,6 +213,7 @@ export function refusalGate(count: number): { settled: Promise<void>; done: () =
 export function resolveTiming(settings: FleetSettings, overrides: Partial<ConsumerTiming> = {}): ConsumerTiming {
   return {
     leaseMs: settings.leaseSeconds * 1000,
+    orphanWaitMs: settings.visibilityTimeoutSeconds * 1000,
     recordMarginMs: RECORD_MARGIN_SECONDS * 1000,
     retryBaseSeconds: HAND_BACK_BACKOFF.baseSeconds,
     retryMaxSeconds: HAND_BACK_BACKOFF.maxSeconds,

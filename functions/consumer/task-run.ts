@@ -274,11 +274,13 @@ export class TaskRun {
       return this.heldElsewhere(resume.provider, true);
     // The previous holder died holding the claim with no id on the record: if it was paid and the
     // table would not take the id, the id is in a fresh copy of this message, which may come back
-    // together with (or after) this one when SQS has had a bad minute. One round for it to arrive.
-    if (resume === undefined && claim.orphaned === true) {
-      await this.release({ orphanWaitAt: claimedAt });
+    // together with (or after) this one when SQS has had a bad minute, or a visibility timeout
+    // later when a receive of it was lost. Deliveries wait for it `orphanWaitMs` from the first.
+    const waitedSince = claim.orphaned === true ? claimedAt : claim.record.orphanWaitAt;
+    if (resume === undefined && waitedSince !== undefined && claimedAt < waitedSince + this.ctx.timing.orphanWaitMs) {
+      await this.release(claim.orphaned === true ? { orphanWaitAt: claimedAt } : undefined);
       return retry(this.ctx, this.delivery, 'orphan_wait', {
-        detail: 'the previous holder died with no solver id recorded; waiting once for a copy that may carry it',
+        detail: `the previous holder died with no solver id recorded; waiting for a copy that may carry it until ${new Date(waitedSince + this.ctx.timing.orphanWaitMs).toISOString()}`,
       });
     }
     const claimMs = this.claimLatencyMs;

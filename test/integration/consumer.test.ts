@@ -470,6 +470,31 @@ describe('claims and duplicate deliveries', () => {
     });
   });
 
+  it("waits a visibility timeout from the first delivery that found a dead holder's claim without an id, for the copy that may carry it, then submits once", async () => {
+    // Prepare: a dead holder's claim with no solver id on the record (the table would not take
+    // it: its id, if it was paid, went into a fresh copy of the message, which may be late).
+    const h = await harness({}, { timing: { orphanWaitMs: 1_500 } });
+    const task = imageTask();
+    const parsed = { ...task, id: task.id as string, priority: 'normal' as const, submittedAt: Date.now() };
+    await h.repository.claim({ task: parsed as never, claimToken: 'dead-holder', now: Date.now(), leaseMs: 1 });
+    await sleep(5);
+    await h.send(task);
+    // Act: the first delivery finds it, a second comes back at once (a store backoff of 0 s
+    // here), a third after the wait.
+    await h.deliver();
+    const waitedAt = (await h.record(parsed.id))?.orphanWaitAt;
+    await h.deliver();
+    const beforeWaitEnds = h.solver.submissionsOf(parsed.id);
+    await sleep(Math.max(0, (waitedAt ?? 0) + 1_500 - Date.now()) + 50);
+    await h.deliver();
+    // Assess: nothing paid while a copy may still come (before, the second delivery paid), then one submission.
+    expect(waitedAt).toBeGreaterThan(0);
+    expect(beforeWaitEnds).toBe(0);
+    expect(h.metricSum(METRICS.retried, { Reason: 'orphan_wait' })).toBe(2);
+    expect(h.solver.submissionsOf(parsed.id)).toBe(1);
+    expect(await h.record(parsed.id)).toMatchObject({ status: 'solved', orphanWaitAt: waitedAt });
+  });
+
   it('submits afresh when the resumed solver id is unknown to the solver', async () => {
     const h = await harness();
     const task = imageTask();
