@@ -188,7 +188,10 @@ export class DynamoResultsRepository implements ResultsRepository {
         return { outcome: 'held_elsewhere', solverProvider: holder, record: existing };
       const taken = await this.takeOver(input, fingerprint);
       if (taken !== undefined) {
-        const orphaned = leaseUntil > 0 && existing.solverId === undefined && existing.orphanWaitAt === undefined;
+        // Its holder claimed after the last wait for a copy began (or none did): its copy is a new one to wait for.
+        const waitedForThisHolder =
+          existing.orphanWaitAt !== undefined && existing.orphanWaitAt >= (existing.startedAt ?? 0);
+        const orphaned = leaseUntil > 0 && existing.solverId === undefined && !waitedForThisHolder;
         return { ...ownClaim(taken, input, true), ...(orphaned ? { orphaned } : {}) };
       }
       // The lease was renewed or the record changed between the read and the write: look again.

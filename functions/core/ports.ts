@@ -196,8 +196,9 @@ export type ClaimResult =
       previousSolverAcceptedAt?: number;
       /**
        * The takeover replaced a claim that ran out (its holder died) with no solver id on it and
-       * no wait for it yet: the holder may have been paid for a submission whose id it could only
-       * put in a fresh copy of the message (the table would not take it). See `orphanWaitAt`.
+       * no wait for that holder's copy yet (none, or one begun before it claimed): the holder may
+       * have been paid for a submission whose id it could only put in a fresh copy of the message
+       * (the table would not take it). See `orphanWaitAt`.
        */
       orphaned?: boolean;
     }

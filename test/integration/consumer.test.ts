@@ -495,6 +495,31 @@ describe('claims and duplicate deliveries', () => {
     expect(await h.record(parsed.id)).toMatchObject({ status: 'solved', orphanWaitAt: waitedAt });
   });
 
+  it('waits again for the copy of a second holder that died with no id after the first wait ended', async () => {
+    const h = await harness({}, { timing: { orphanWaitMs: 300 } });
+    const task = imageTask();
+    const parsed = { ...task, id: task.id as string, priority: 'normal' as const, submittedAt: Date.now() };
+    await h.repository.claim({ task: parsed as never, claimToken: 'first-dead', now: Date.now(), leaseMs: 1 });
+    await sleep(5);
+    await h.send(task);
+    await h.deliver();
+    const firstWait = (await h.record(parsed.id))?.orphanWaitAt ?? 0;
+    // Past the first wait, a second holder claims (a takeover of the released record) and dies with no id.
+    await sleep(350);
+    const second = await h.repository.claim({
+      task: parsed as never,
+      claimToken: 'second-dead',
+      now: Date.now(),
+      leaseMs: 1,
+    });
+    expect(second.outcome).toBe('claimed');
+    await sleep(5);
+    await h.deliver();
+    expect(h.solver.submissionsOf(parsed.id)).toBe(0);
+    expect(h.metricSum(METRICS.retried, { Reason: 'orphan_wait' })).toBe(2);
+    expect((await h.record(parsed.id))?.orphanWaitAt).toBeGreaterThan(firstWait);
+  });
+
   it('submits afresh when the resumed solver id is unknown to the solver', async () => {
     const h = await harness();
     const task = imageTask();
