@@ -50,12 +50,14 @@ export interface ConsumerTiming {
   leaseMs: number;
   /**
    * How long deliveries wait, from the first that found it, for the fresh copy a dead holder of a
-   * claim with no solver id on it may have sent with its id (`orphan_wait`), ms: a queue
-   * visibility timeout, so a copy whose receive was lost (committed, its answer never back) is
-   * receivable again within it. One store backoff was too short for that (a drawn run paid a task
-   * twice with both ids kept, as a delivery submitting before the copy came back would: bench:sweep
-   * seed 11004). @default
-   * settings.visibilityTimeoutSeconds × 1000
+   * claim with no solver id on it may have sent with its id (`orphan_wait`), ms. The copy is
+   * hidden until just after that claim's lease, so it is receivable by the time the claim is
+   * found dead; a receive of it that is lost (committed, its answer never back) or whose receiver
+   * dies hides it for a queue visibility timeout. So: a visibility timeout, and a lease for the
+   * copy's first receive to happen, after the first delivery found the claim. One store backoff was
+   * too short for that (a drawn run paid a task twice with both ids kept, as a delivery submitting
+   * before the copy came back would: bench:sweep seed 11004).
+   * @default settings.visibilityTimeoutSeconds × 1000 + leaseMs
    */
   orphanWaitMs: number;
   /** Time kept before the invocation stops to record the outcome, ms. @default RECORD_MARGIN_SECONDS × 1000 */
@@ -211,9 +213,10 @@ export function refusalGate(count: number): { settled: Promise<void>; done: () =
 }
 
 export function resolveTiming(settings: FleetSettings, overrides: Partial<ConsumerTiming> = {}): ConsumerTiming {
+  const leaseMs = overrides.leaseMs ?? settings.leaseSeconds * 1000;
   return {
-    leaseMs: settings.leaseSeconds * 1000,
-    orphanWaitMs: settings.visibilityTimeoutSeconds * 1000,
+    leaseMs,
+    orphanWaitMs: settings.visibilityTimeoutSeconds * 1000 + leaseMs,
     recordMarginMs: RECORD_MARGIN_SECONDS * 1000,
     retryBaseSeconds: HAND_BACK_BACKOFF.baseSeconds,
     retryMaxSeconds: HAND_BACK_BACKOFF.maxSeconds,

@@ -42,3 +42,15 @@ describe('the hand-back delay', () => {
     expect(delayOf(contextOf('overflow', true), 'transient', 6)).toBeGreaterThan(base * 2);
   });
 });
+
+describe("the wait for a dead holder's copy (orphan_wait)", () => {
+  it('lasts a visibility timeout and a lease: the copy is receivable by the lease, and a lost receive hides it a visibility timeout', () => {
+    const settings = resolveSettings({ prefix: 'orphan-wait' }, { functionTimeoutSeconds: 60 });
+    const timing = resolveTiming(settings);
+    expect(timing.orphanWaitMs).toBe(settings.visibilityTimeoutSeconds * 1000 + settings.leaseSeconds * 1000);
+    // The local runtime's shorter lease (its function timeout) shortens it too.
+    expect(resolveTiming(settings, { leaseMs: 11_000 }).orphanWaitMs).toBe(
+      settings.visibilityTimeoutSeconds * 1000 + 11_000,
+    );
+  });
+});
