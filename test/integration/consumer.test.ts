@@ -470,7 +470,7 @@ describe('claims and duplicate deliveries', () => {
     });
   });
 
-  it("waits a visibility timeout from the first delivery that found a dead holder's claim without an id, for the copy that may carry it, then submits once", async () => {
+  it("waits orphanWaitMs from the first delivery that found a dead holder's claim without an id, for the copy that may carry it, then submits once", async () => {
     // Prepare: a dead holder's claim with no solver id on the record (the table would not take
     // it: its id, if it was paid, went into a fresh copy of the message, which may be late).
     const h = await harness({}, { timing: { orphanWaitMs: 1_500 } });
