@@ -107,6 +107,19 @@ describe("start's default --max-duration", () => {
     // Given, it is what was given.
     expect(limitOf(['--tasks', '5000', '--solver-threads', '2', '--max-duration', '30'])).toBe(30);
   });
+
+  it('adds, where holders die, a redelivery and the wait for a dead holder’s copy (3 × --visibility-timeout − 1 s)', () => {
+    // A drawn run (bench:sweep seed 12012): 80 tasks of 3 s on 12 threads, outages to 50 s, crashes
+    // 0.1. Its last task waited for a dead holder's copy and was being solved when 120 s cut it.
+    const run = ['--tasks', '80', '--solver-latency-ms', '3000', '--solver-threads', '12', '--rate', '20'];
+    expect(limitOf(run, 50_000)).toBe(120);
+    expect(limitOf([...run, '--crash-rate', '0.1'], 50_000)).toBeCloseTo(50 + (2 * 80 * 3.5) / 12 + 35, 1);
+    expect(limitOf([...run, '--crash-rate', '0.1', '--visibility-timeout', '6'], 50_000)).toBe(120);
+    expect(limitOf([...run, '--crash-rate', '0.1', '--visibility-timeout', '30'], 50_000)).toBeCloseTo(
+      50 + (2 * 80 * 3.5) / 12 + 89,
+      1,
+    );
+  });
 });
 
 describe("start's verdict on completion events", () => {

@@ -6,7 +6,7 @@
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
 import { SOLVE_MODES } from '../../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../../functions/core/solver-protocol.js';
-import { LOG_LEVELS } from '../../../local/runtime.js';
+import { LOG_LEVELS, localFunctionTimeoutSeconds } from '../../../local/runtime.js';
 import { decimal, integer, outageWindow } from '../option-rows.js';
 import { FAULT_START_OPTIONS } from '../start-faults.js';
 import { OVERFLOW_START_OPTIONS } from '../start-overflow.js';
@@ -156,7 +156,7 @@ export const START_OPTIONS = {
   ).default(false),
   maxDuration: new Option(
     '--max-duration <s>',
-    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}, or ${WORK_ALLOWANCE}× the time the tasks take at the plan's pace (--tasks, --rate, --solver-latency-ms, the threads left to the fleet) after the last --faults or --solver-outage window, or ${PAST_FAULTS_S} past that window, whichever is latest, up to ${MAX_DEFAULT_DURATION_S}; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks, once every such window has ended, unless the pause is an outage's, which resumes by itself)`,
+    `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}, or ${WORK_ALLOWANCE}× the time the tasks take at the plan's pace (--tasks, --rate, --solver-latency-ms, the threads left to the fleet), with --crash-rate or --faults and a task whose holder died (a redelivery and the wait for its copy: 3 × --visibility-timeout − 1 s), after the last --faults or --solver-outage window, or ${PAST_FAULTS_S} past that window, whichever is latest, up to ${MAX_DEFAULT_DURATION_S}; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks, once every such window has ended, unless the pause is an outage's, which resumes by itself)`,
   ).argParser(decimal(1, 86_400, 'seconds')),
   json: new Option('--json', 'print the summary as one JSON object on the last stdout line').default(false),
   logLevel: new Option('--log-level <level>', "the consumer's log level (its JSON logs go to stdout)")
@@ -259,6 +259,19 @@ export function workSeconds(options: StartOptions): number {
 }
 
 /**
+ * What a task whose holder died costs on top of its work, s, in a run where holders die
+ * (`--crash-rate`, or `--faults` where the table cannot take a claim's release): its message
+ * back after a visibility timeout, and when no solver id was on the record, the wait for the copy
+ * that may carry it (the consumer's `orphanWaitMs`: a visibility timeout and a lease, the local
+ * lease being the function timeout). 0 in a run where none dies.
+ */
+export function deadHolderSeconds(options: Pick<StartOptions, 'crashRate' | 'faults' | 'visibilityTimeout'>): number {
+  if (options.crashRate === 0 && options.faults === undefined) return 0;
+  const visibility = options.visibilityTimeout;
+  return visibility + visibility + localFunctionTimeoutSeconds(visibility);
+}
+
+/**
  * How long the run watches, and when it may stop early for a pause: --max-duration as given;
  * without it, the latest of the default, a minute past the last outage the run scheduled
  * (`outagesEndMs`, scheduledOutagesEndMs) and `WORK_ALLOWANCE` times the work's time at the
@@ -273,7 +286,7 @@ export function runLimits(
   if (options.maxDuration !== undefined) return { maxDurationMs: options.maxDuration * 1000 };
   const forWorkMs = Math.min(
     MAX_DEFAULT_DURATION_S * 1000,
-    outagesEndMs + WORK_ALLOWANCE * workSeconds(options) * 1000,
+    outagesEndMs + (WORK_ALLOWANCE * workSeconds(options) + deadHolderSeconds(options)) * 1000,
   );
   return {
     maxDurationMs: Math.max(DEFAULT_MAX_DURATION_S * 1000, outagesEndMs + PAST_FAULTS_S * 1000, Math.round(forWorkMs)),
