@@ -88,7 +88,7 @@ export interface OverflowFlags {
 }
 
 /** The overflow simulator's median solve time, ms. */
-function overflowMedianMs(flags: OverflowFlags): number {
+export function overflowMedianMs(flags: OverflowFlags): number {
   return flags.overflowLatencyMs ?? flags.solverLatencyMs;
 }
 

@@ -8,7 +8,7 @@
  * (summary-format.ts), the verdict and exit code (verdict.ts) and `--serve` (serve.ts).
  */
 import type { Command } from 'commander';
-import type { FleetConfig } from '../../functions/core/settings.js';
+import type { FleetConfig, FleetSettings } from '../../functions/core/settings.js';
 import { ConfigError, resolveSettings } from '../../functions/core/settings.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
 import { buildWorkload, newRunId, runDemo } from '../../local/demo.js';
@@ -16,12 +16,18 @@ import { type LocalStack, startLocalStack } from '../../local/runtime.js';
 import { LocalStackConflictError, liveLocalStack, stackFilePath } from '../../local/stack-file.js';
 import { faultPlanEndMs } from '../../local/faults/plan.js';
 import { faultPlanOf } from './start-faults.js';
-import { OVERFLOW_START_OPTIONS, overflowConfigOf, overflowSimOf, strayOverflowFlags } from './start-overflow.js';
+import {
+  OVERFLOW_START_OPTIONS,
+  overflowConfigOf,
+  overflowMedianMs,
+  overflowSimOf,
+  strayOverflowFlags,
+} from './start-overflow.js';
 import { describeStack } from './start/banner.js';
 import { runLimits, START_OPTIONS, scheduledOutagesEndMs, type StartOptions, startCommand } from './start/options.js';
 import { progressPrinter } from './start/progress.js';
 import { serveStack } from './start/serve.js';
-import { syncAnswerProblem } from './start/sync-answers.js';
+import { type SyncAnswerLane, syncAnswerProblem } from './start/sync-answers.js';
 import { formatSummary } from './start/summary-format.js';
 import { verdictOf } from './start/verdict.js';
 
@@ -46,39 +52,37 @@ export function register(program: Command): void {
         'error: --overflow-sim needs the governor to open its lane, and --concurrency turns the governor off: drop one',
         { exitCode: 2 },
       );
-    const window = syncAnswerProblemOf(options);
-    if (window !== undefined) command.error(`error: ${window}`, { exitCode: 2 });
+    let settings: FleetSettings;
     try {
-      resolveSettings(fleetConfigOf(options));
+      settings = resolveSettings(fleetConfigOf(options));
     } catch (error) {
       // Flags that are fine one by one but not together (reserved ≥ plan threads, pause above halt, …).
       if (error instanceof ConfigError) command.error(`error: ${error.message}`, { exitCode: 2 });
       throw error;
     }
+    const window = syncAnswerProblemOf(options, settings);
+    if (window !== undefined) command.error(`error: ${window}`, { exitCode: 2 });
     process.exitCode = await runStart(options);
   });
 }
 
 /** Whether a lane's provider answers images in its submission's response with too little of an invocation to wait for them (start/sync-answers.ts). */
-function syncAnswerProblemOf(options: StartOptions): string | undefined {
-  const dialect = fleetConfigOf(options).dialect ?? 'captchaai';
-  const lanes = [
+function syncAnswerProblemOf(options: StartOptions, settings: FleetSettings): string | undefined {
+  const lanes: SyncAnswerLane[] = [
     {
-      dialectFlag: `--solver-dialect ${dialect}`,
-      dialect,
+      dialectFlag: `--solver-dialect ${settings.dialect}`,
+      dialect: settings.dialect,
       latencyFlag: '--solver-latency-ms',
       medianMs: options.solverLatencyMs,
     },
   ];
-  if (options.overflowSim) {
-    const overflow = options.overflowDialect ?? '2captcha';
+  if (settings.overflow !== undefined)
     lanes.push({
-      dialectFlag: `--overflow-dialect ${overflow}`,
-      dialect: overflow,
+      dialectFlag: `--overflow-dialect ${settings.overflow.dialect}`,
+      dialect: settings.overflow.dialect,
       latencyFlag: '--overflow-latency-ms',
-      medianMs: options.overflowLatencyMs ?? options.solverLatencyMs,
+      medianMs: overflowMedianMs(options),
     });
-  }
   for (const lane of lanes) {
     const problem = syncAnswerProblem(lane, options.visibilityTimeout);
     if (problem !== undefined) return problem;

@@ -150,11 +150,6 @@ export class AnswerWaits {
     for (const { at, ms } of this.recent) if (now - at <= ANSWER_WAITS_FOR_MS) most = Math.max(most, ms);
     return most;
   }
-
-  /** What such a submission needs left before its answer's last moment at `now`, ms: the longest with its headroom. */
-  needed(now: number): number {
-    return Math.ceil(this.longest(now) * ANSWER_WAIT_HEADROOM);
-  }
 }
 
 /** The caller aborted the solve. */

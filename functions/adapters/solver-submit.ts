@@ -6,6 +6,7 @@
 import { SolverOverCapError, SolverTimeoutError, SolverTransientError } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import {
+  ANSWER_WAIT_HEADROOM,
   backOff,
   deadlinePassed,
   notify,
@@ -69,13 +70,13 @@ export async function submit(
  * provider accepted (and charged) it, the id never comes back, and the task's next delivery pays
  * again. Such a submission is sent only before the caller's `submitBy` and with at least the
  * longest of the latest accepted such requests, and half again, left before `answerBy`
- * (AnswerWaits.needed, ANSWER_WAIT_HEADROOM); else nothing is sent (nothing paid) and the solve
+ * (AnswerWaits, ANSWER_WAIT_HEADROOM); else nothing is sent (nothing paid) and the solve
  * ends as one whose deadline passed, which hands the task back.
  */
 function notTooLate(ctx: SolverContext, solve: SolveState): void {
   const now = ctx.clock();
   const longest = ctx.answerWaits.longest(now);
-  const needMs = ctx.answerWaits.needed(now);
+  const needMs = Math.ceil(longest * ANSWER_WAIT_HEADROOM);
   const left = solve.answerBy - now;
   if (now <= solve.submitBy && left >= needMs) return;
   throw new SolverTimeoutError('DEADLINE_EXCEEDED', {

@@ -212,11 +212,16 @@ export function refusalGate(count: number): { settled: Promise<void>; done: () =
   };
 }
 
+/** `orphanWaitMs` for a queue visibility timeout and a claim lease, ms: the one formula the consumer and `npm start`'s default duration take. */
+export function orphanWaitMsOf(visibilityTimeoutMs: number, leaseMs: number): number {
+  return visibilityTimeoutMs + leaseMs;
+}
+
 export function resolveTiming(settings: FleetSettings, overrides: Partial<ConsumerTiming> = {}): ConsumerTiming {
   const leaseMs = overrides.leaseMs ?? settings.leaseSeconds * 1000;
   return {
     leaseMs,
-    orphanWaitMs: settings.visibilityTimeoutSeconds * 1000 + leaseMs,
+    orphanWaitMs: orphanWaitMsOf(settings.visibilityTimeoutSeconds * 1000, leaseMs),
     recordMarginMs: RECORD_MARGIN_SECONDS * 1000,
     retryBaseSeconds: HAND_BACK_BACKOFF.baseSeconds,
     retryMaxSeconds: HAND_BACK_BACKOFF.maxSeconds,

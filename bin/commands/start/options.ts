@@ -4,6 +4,7 @@
  * infers from them (its typed options), so a new flag is one row here and one `.addOption`.
  */
 import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { orphanWaitMsOf } from '../../../functions/consumer/context.js';
 import { SOLVE_MODES } from '../../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../../functions/core/solver-protocol.js';
 import { LOG_LEVELS, localFunctionTimeoutSeconds } from '../../../local/runtime.js';
@@ -268,7 +269,8 @@ export function workSeconds(options: StartOptions): number {
 export function deadHolderSeconds(options: Pick<StartOptions, 'crashRate' | 'faults' | 'visibilityTimeout'>): number {
   if (options.crashRate === 0 && options.faults === undefined) return 0;
   const visibility = options.visibilityTimeout;
-  return visibility + visibility + localFunctionTimeoutSeconds(visibility);
+  // The local runtime's lease is its function timeout (local/runtime.ts).
+  return visibility + orphanWaitMsOf(visibility * 1000, localFunctionTimeoutSeconds(visibility) * 1000) / 1000;
 }
 
 /**
