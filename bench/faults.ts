@@ -30,6 +30,7 @@ import { buildWorkload, type DemoSummary, newRunId, runDemo } from '../local/dem
 import { describeFaultPlan, drawFaultMix, type FaultPlan, faultPlanEndMs } from '../local/faults/plan.js';
 import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../local/overflow-local.js';
 import { startLocalStack } from '../local/runtime.js';
+import { integer } from '../bin/commands/option-rows.js';
 import { judge } from './lib/judge.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -242,9 +243,9 @@ function writeDocs(text: string, at: CrashAt): void {
 
 async function main(): Promise<void> {
   const program = new Command('bench:faults')
-    .option('--runs <n>', 'runs (crashes and overflow alternate)', positive('a number of runs'), 8)
-    .option('--seed <n>', 'seed of the first run (the next runs take the next seeds)', Number, 1)
-    .option('--tasks <n>', 'tasks per run', positive('a number of tasks'), 300)
+    .option('--runs <n>', 'runs (crashes and overflow alternate)', integer(1, 10_000), 8)
+    .option('--seed <n>', 'seed of the first run (the next runs take the next seeds)', integer(1, 2 ** 31 - 1), 1)
+    .option('--tasks <n>', 'tasks per run', integer(1, 100_000), 300)
     .option('--rate <r>', 'tasks per second', positive('a rate'), 10)
     .option('--horizon <s>', 'the fault windows fall within this many seconds', positive('seconds'), 90)
     .option('--crash-at <where>', 'where crashes strike: complete (a terminal write) or anytime', crashAt, 'complete')

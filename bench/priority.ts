@@ -11,7 +11,7 @@
  * Runs the real local stack: emulators, simulator, consumer behind both pollers, the governor.
  */
 import { availableParallelism, cpus } from 'node:os';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import type { TaskResult } from '../functions/core/results.js';
@@ -20,25 +20,19 @@ import { percentile } from '../functions/core/helpers/stats.js';
 import { sleep } from '../functions/core/helpers/time.js';
 import { startLocalStack, type LocalStack } from '../local/runtime.js';
 import { stream } from '../local/solver-sim/prng.js';
+import { integer } from '../bin/commands/option-rows.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-const whole = (min: number, max: number) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
-  return n;
-};
-
 const program = new Command('bench:priority')
   .description('high-priority wait before start while the normal lane is saturated')
-  .option('--plan-threads <n>', 'solver plan threads (the fleet uses all of them)', whole(2, 200), 8)
-  .option('--normal <n>', 'normal-lane backlog sent first', whole(10, 100_000), 600)
-  .option('--high <n>', 'high-priority tasks per burst', whole(1, 1_000), 10)
-  .option('--bursts <n>', 'bursts, one after the other', whole(1, 100), 3)
-  .option('--tick-ms <ms>', 'governor tick', whole(100, 60_000), 1_000)
-  .option('--solver-latency-ms <ms>', 'median solve time of the simulator', whole(1, 600_000), 400)
-  .option('--seed <s>', 'seed of the simulator', whole(0, 2 ** 31 - 1), 1)
+  .option('--plan-threads <n>', 'solver plan threads (the fleet uses all of them)', integer(2, 200), 8)
+  .option('--normal <n>', 'normal-lane backlog sent first', integer(10, 100_000), 600)
+  .option('--high <n>', 'high-priority tasks per burst', integer(1, 1_000), 10)
+  .option('--bursts <n>', 'bursts, one after the other', integer(1, 100), 3)
+  .option('--tick-ms <ms>', 'governor tick', integer(100, 60_000), 1_000)
+  .option('--solver-latency-ms <ms>', 'median solve time of the simulator', integer(1, 600_000), 400)
+  .option('--seed <s>', 'seed of the simulator', integer(0, 2 ** 31 - 1), 1)
   .option('--json', 'also print the figures as one JSON line');
 
 interface Options {

@@ -9,6 +9,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { runBench, shippedTraces, TRACES_DIR, type TraceRuns } from './bench.js';
 import { renderHtml, renderSvg } from './charts.js';
 import { formatGenerated, generatedJson, runGeneratedParallel } from './classes.js';
+import { parseCount, parseSeed } from './flags.js';
 import { generateTraces, TRACE_CLASSES, type TraceClass } from './generate.js';
 import { type ModelParams, parseModelSettings } from './model.js';
 import { POLICY_NAMES, type PolicyName } from './policies.js';
@@ -247,12 +248,6 @@ function selectClasses(list: string | undefined): TraceClass[] | undefined {
   return names as TraceClass[];
 }
 
-function parseCount(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new InvalidArgumentError('a whole number from 1 to 100000');
-  return n;
-}
-
 function parseModel(value: string): Partial<ModelParams> {
   try {
     return parseModelSettings(value);
@@ -265,13 +260,6 @@ function parseSolveMode(value: string): SolveMode {
   if (!(SOLVE_MODES as readonly string[]).includes(value))
     throw new InvalidArgumentError(`one of ${SOLVE_MODES.join(', ')}`);
   return value as SolveMode;
-}
-
-function parseSeed(value: string): number {
-  const seed = Number(value);
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    throw new InvalidArgumentError('a whole number from 0 to 4294967295');
-  return seed;
 }
 
 function fail(message: string): never {

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { shippedTraces } from './bench.js';
 import { align, designsMarkdown, designsOn, HEAD, rows } from './designs-report.js';
+import { parseSeed } from './flags.js';
 
 interface Options {
   trace: string;
@@ -56,7 +57,7 @@ function main(options: Options): void {
 const program = new Command('bench:cost')
   .description('the consumer designs side by side: p95, over-cap and the AWS bill beside the plan')
   .option('--trace <names>', 'shipped traces, comma-separated', 'steady,sale-day-surge')
-  .option('--seed <n>', 'random seed', (v) => Number.parseInt(v, 10), 1)
+  .option('--seed <n>', 'random seed', parseSeed, 1)
   .option('--json', 'figures as JSON')
   .option('--markdown <file>', 'write the comparison as markdown tables');
 program.parse();

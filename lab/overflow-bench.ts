@@ -10,6 +10,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { SOLVE_MODES, type SolveMode } from '../functions/core/settings.js';
 import { shippedTraces } from './bench.js';
 import { costOfRun } from './cost.js';
+import { parsePositive, parseSeed, parseWhole } from './flags.js';
 import { DEFAULT_OVERFLOW, governorOverflowPolicy } from './overflow.js';
 import { createPolicy } from './policies.js';
 import { type Policy, simulate, type RunResult } from './sim.js';
@@ -188,14 +189,8 @@ function solveMode(value: string): SolveMode {
   return value as SolveMode;
 }
 
-function positive(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('a positive number');
-  return n;
-}
-
 function caps(value: string): number[] {
-  return value.split(',').map((v) => positive(v.trim()));
+  return value.split(',').map((v) => parsePositive(v.trim()));
 }
 
 new Command()
@@ -203,25 +198,30 @@ new Command()
   .description('The governor with and without an overflow lane on the surge and outage traces, p95 and spend per cap.')
   .option('--trace <names>', 'traces, comma-separated (default: the surge traces and those with an outage)')
   .option('--caps <usd>', 'overflow spend caps, USD per hour, comma-separated', caps, [1, 2, 3, 6])
-  .option('--day-cap-hours <n>', 'the daily cap is this many hourly caps', positive, 8)
-  .option('--price <usd>', "the overflow provider's true price per solve", positive, DEFAULT_OVERFLOW.pricePerSolveUsd)
+  .option('--day-cap-hours <n>', 'the daily cap is this many hourly caps', parsePositive, 8)
+  .option(
+    '--price <usd>',
+    "the overflow provider's true price per solve",
+    parsePositive,
+    DEFAULT_OVERFLOW.pricePerSolveUsd,
+  )
   .option(
     '--price-hint <usd>',
     'the price per solve the policy assumes until it learns one',
-    positive,
+    parsePositive,
     DEFAULT_OVERFLOW.priceHintUsd,
   )
-  .option('--threads <n>', "the overflow provider's threads", positive, DEFAULT_OVERFLOW.threads)
+  .option('--threads <n>', "the overflow provider's threads", parseWhole, DEFAULT_OVERFLOW.threads)
   .option(
     '--overflow-balance <usd>',
     `the overflow account's balance at the start (its guard halts under $${DEFAULT_OVERFLOW.haltBalanceUsd}, closes the lane under $${DEFAULT_OVERFLOW.pauseBalanceUsd})`,
-    positive,
+    parsePositive,
     DEFAULT_OVERFLOW.initialBalanceUsd,
   )
-  .option('--solve-factor <x>', "the overflow provider's solve times relative to the primary's", positive, 1)
-  .option('--plan-usd-per-thread-hour <usd>', 'what the thread plan costs per thread-hour', positive, 0.0025)
-  .option('--target <s>', 'latency target: p95 of queue wait, seconds', positive, 30)
-  .option('--seed <n>', 'random seed', (v) => Number.parseInt(v, 10), 1)
+  .option('--solve-factor <x>', "the overflow provider's solve times relative to the primary's", parsePositive, 1)
+  .option('--plan-usd-per-thread-hour <usd>', 'what the thread plan costs per thread-hour', parsePositive, 0.0025)
+  .option('--target <s>', 'latency target: p95 of queue wait, seconds', parsePositive, 30)
+  .option('--seed <n>', 'random seed', parseSeed, 1)
   .option('--solve-mode <mode>', "the primary's solveMode (park or wait; default: the trace's, park)", solveMode)
   .option('--json', 'print the rows as JSON')
   .action((options: Options) => main(options))

@@ -1,0 +1,68 @@
+/**
+ * The benchmarks' flags: a seed, a count of runs or tasks, threads that are not a whole number
+ * (or not a number at all) are refused with what was expected, before anything runs. Before,
+ * `bench:cost --seed abc` ran every design on a NaN seed and `bench:faults --runs 1.5` ran two.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'vitest';
+import { parseCount, parsePositive, parseSeed, parseWhole } from '../../lab/flags.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+function runScript(script: string, args: string[]): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // A benchmark that took the flag would run for minutes: end it rather than leave it running.
+  const stop = setTimeout(() => child.kill('SIGKILL'), 40_000);
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(stop);
+      resolve({ code, stderr, stdout });
+    }),
+  );
+}
+
+describe('the lab flags', () => {
+  it('take whole seeds of 32 bits and refuse the rest by name', ({ expect }) => {
+    expect(parseSeed('0')).toBe(0);
+    expect(parseSeed('4294967295')).toBe(4294967295);
+    for (const bad of ['abc', '1.5', '-1', '4294967296', '', ' ']) expect(() => parseSeed(bad)).toThrow(/whole number/);
+  });
+
+  it('take counts and threads as whole numbers above 0, prices above 0', ({ expect }) => {
+    expect(parseCount('1000')).toBe(1000);
+    expect(parseWhole('3')).toBe(3);
+    expect(parsePositive('0.004')).toBe(0.004);
+    for (const bad of ['0', '2.5', 'x', '']) {
+      expect(() => parseCount(bad)).toThrow(/whole number/);
+      expect(() => parseWhole(bad)).toThrow(/whole number/);
+    }
+    for (const bad of ['0', '-1', 'x', '', 'Infinity']) expect(() => parsePositive(bad)).toThrow(/above 0/);
+  });
+});
+
+// Each spawn pays tsx's start-up (seconds on two cores): run them side by side.
+describe.concurrent('the benchmarks refuse a bad flag before they run', () => {
+  const cases: [string, string[], RegExp][] = [
+    ['lab/cost-bench.ts', ['--seed', 'abc'], /--seed <n>.*'abc' is invalid.*whole number/],
+    ['lab/overflow-bench.ts', ['--threads', '2.5'], /--threads <n>.*'2.5' is invalid.*whole number/],
+    ['bench/faults.ts', ['--runs', '1.5'], /--runs <n>.*'1.5' is invalid.*whole number/],
+    ['bench/faults.ts', ['--seed', 'abc'], /--seed <n>.*'abc' is invalid.*whole number/],
+    ['bench/priority.ts', ['--bursts', '0'], /--bursts <n>.*'0' is invalid.*whole number from 1/],
+  ];
+  for (const [script, args, message] of cases) {
+    it(`${script} ${args.join(' ')}`, { timeout: 60_000 }, async ({ expect }) => {
+      const run = await runScript(script, args);
+      expect(run.code).not.toBe(0);
+      expect(run.stderr).toMatch(message);
+      expect(run.stdout).toBe('');
+    });
+  }
+});
