@@ -82,4 +82,26 @@ describe('captcha-fleet start --solver-protocol create-task', () => {
     ]);
     expect(other.code, other.stderr).toBe(0);
   });
+
+  it('refuses the same of the overflow lane, by its own flags, while the primary lane is fine', async () => {
+    const result = await runCli([
+      'start',
+      '--tasks',
+      '1',
+      '--visibility-timeout',
+      '6',
+      '--overflow-sim',
+      '--overflow-protocol',
+      'create-task',
+      '--overflow-dialect',
+      'capsolver',
+      '--overflow-latency-ms',
+      '3000',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--overflow-dialect capsolver answers image tasks in createTask's own response");
+    expect(result.stderr).toContain(
+      'Raise --visibility-timeout to at least 16, or lower --overflow-latency-ms to at most 1017.',
+    );
+  });
 });
