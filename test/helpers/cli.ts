@@ -1,6 +1,7 @@
 /**
- * The real `captcha-fleet` CLI as a child process (tsx), for end-to-end tests: its exit code and
- * both streams, killed with a clear error when it outlives the timeout.
+ * The real `captcha-fleet` CLI (or another of the project's entry points) as a child process (tsx),
+ * for end-to-end tests: its exit code and both streams, killed with a clear error when it outlives
+ * the timeout.
  */
 import { spawn } from 'node:child_process';
 
@@ -14,8 +15,18 @@ export interface CliRun {
 
 /** Run `captcha-fleet <args>`; rejects (after killing it) when it has not ended within `timeoutMs`. */
 export function runCli(args: string[], timeoutMs = 90_000, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  return runScript(CLI[1], args, timeoutMs, env);
+}
+
+/** Run one of the project's TypeScript entry points (`bench/faults.ts`) under tsx, as `runCli` runs the CLI. */
+export function runScript(
+  script: string,
+  args: string[],
+  timeoutMs = 90_000,
+  env: NodeJS.ProcessEnv = {},
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(CLI[0], [...CLI.slice(1), ...args], {
+    const child = spawn(CLI[0], [script, ...args], {
       cwd: process.cwd(),
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -26,7 +37,7 @@ export function runCli(args: string[], timeoutMs = 90_000, env: NodeJS.ProcessEn
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`CLI did not end in ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+      reject(new Error(`${script} did not end in ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
     }, timeoutMs);
     child.on('close', (code) => {
       clearTimeout(timer);

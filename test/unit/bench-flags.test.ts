@@ -3,31 +3,9 @@
  * (or not a number at all) are refused with what was expected, before anything runs. Before,
  * `bench:cost --seed abc` ran every design on a NaN seed and `bench:faults --runs 1.5` ran two.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, it } from 'vitest';
 import { parseCount, parsePositive, parseSeed, parseWhole } from '../../lab/flags.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-function runScript(script: string, args: string[]): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  // A benchmark that took the flag would run for minutes: end it rather than leave it running.
-  const stop = setTimeout(() => child.kill('SIGKILL'), 40_000);
-  return new Promise((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(stop);
-      resolve({ code, stderr, stdout });
-    }),
-  );
-}
+import { runScript } from '../helpers/cli.js';
 
 describe('the lab flags', () => {
   it('take whole seeds of 32 bits and refuse the rest by name', ({ expect }) => {
@@ -59,7 +37,8 @@ describe.concurrent('the benchmarks refuse a bad flag before they run', () => {
   ];
   for (const [script, args, message] of cases) {
     it(`${script} ${args.join(' ')}`, { timeout: 60_000 }, async ({ expect }) => {
-      const run = await runScript(script, args);
+      // A benchmark that took the flag would run for minutes: the helper ends it at 40 s.
+      const run = await runScript(script, args, 40_000);
       expect(run.code).not.toBe(0);
       expect(run.stderr).toMatch(message);
       expect(run.stdout).toBe('');
