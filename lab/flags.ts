@@ -1,35 +1,31 @@
 /**
  * The lab's command-line value parsers (`npm run bench`, `bench:cost`, `bench:overflow`): each
- * range-checks a value, so a bad one names what was expected instead of running on NaN.
+ * range-checks a value, so a bad one names what was expected instead of running on NaN. (The
+ * CLI's own, bin/commands/option-rows.ts, sit above the lab, which does not import from bin/.)
  */
 import { InvalidArgumentError } from 'commander';
 
-/** A seed of the lab's generator: a whole number of 32 bits. */
-export function parseSeed(value: string): number {
-  const seed = Number(value);
-  if (value.trim() === '' || !Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    throw new InvalidArgumentError('a whole number from 0 to 4294967295');
-  return seed;
+/** A whole number within [min, max], named `what` in the error. */
+function whole(min: number, max: number, what: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(what);
+    return n;
+  };
 }
 
+/** A seed of the lab's generator: a whole number of 32 bits. */
+export const parseSeed = whole(0, 0xffffffff, 'a whole number from 0 to 4294967295');
+
 /** A count of traces or rows: a whole number from 1 to 100 000. */
-export function parseCount(value: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isInteger(n) || n < 1 || n > 100_000)
-    throw new InvalidArgumentError('a whole number from 1 to 100000');
-  return n;
-}
+export const parseCount = whole(1, 100_000, 'a whole number from 1 to 100000');
+
+/** A whole number above 0 (threads). */
+export const parseWhole = whole(1, Number.MAX_SAFE_INTEGER, 'a whole number above 0');
 
 /** A number above 0 (a price, a rate, a factor). */
 export function parsePositive(value: string): number {
   const n = Number(value);
   if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('a number above 0');
-  return n;
-}
-
-/** A whole number above 0 (threads). */
-export function parseWhole(value: string): number {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('a whole number above 0');
   return n;
 }
