@@ -589,6 +589,25 @@ describe('decide: two lanes', () => {
     expect(all.enabled.normal).toBe(false);
   });
 
+  it('leaves the normal lane its floor for arrivals the high lane only expects', () => {
+    // Arrange: nothing waits on the high lane, 5 in flight, 3 a second expected over 10 s solves.
+    const expected = two({ backlog: 0, inFlight: 5, arrivalRate: 3 }, { backlog: 200, inFlight: 10 });
+    // Act
+    const d = decide(expected, s0, c2);
+    // Assess: the expectation (35) covers the plan, but only work the lane has may take all of it.
+    expect(d.enabled).toEqual({ normal: true, high: true });
+    expect(d.ceilings.high).toBe(18);
+    expect(d.ceilings.normal).toBe(2);
+  });
+
+  it('gives the high lane the whole total once its own work fills it', () => {
+    // Act: in flight alone (19) is more than the total less the normal lane's floor (18).
+    const inFlight = decide(two({ backlog: 0, inFlight: 19, arrivalRate: 3 }, { backlog: 200 }), s0, c2);
+    // Assess
+    expect(inFlight.ceilings.high).toBe(20);
+    expect(inFlight.enabled.normal).toBe(false);
+  });
+
   it('keeps the high lane share first when scaling halts', () => {
     // Act
     const d = decide(
