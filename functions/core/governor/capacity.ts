@@ -88,8 +88,8 @@ export function splitOverLanes(total: number, inputs: SplitInputs): LaneSplit {
   // waiting; arrivals it only expects leave the normal lane its floor. Their estimate, one tick's
   // queue change plus the lane's share of the completions by its in flight, is noisy, and one
   // that covered the total disabled the normal lane: its in flight drained, the completions went
-  // to the high lane's estimate, and threads sat idle with normal tasks waiting
-  // (`npm start -- --solver-unsolvable-rate 0.1`: 30 threads held down to 12, 217 waiting).
+  // to the high lane's estimate, and threads sat idle with normal tasks waiting (docs/governor.md,
+  // "Priority lane": 14 of 30 threads held at the least with `--high-share 0.3`).
   const present = invocations((high.backlog ?? 0) + (high.inFlight ?? 0), config.tasksPerInvocation);
   const expectedOnly = !hold && present < total - floor && total - floor >= floor;
   const room = expectedOnly ? total - floor : total;
