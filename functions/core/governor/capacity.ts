@@ -90,7 +90,7 @@ export function splitOverLanes(total: number, inputs: SplitInputs): LaneSplit {
   // that covered the total disabled the normal lane: its in flight drained, the completions went
   // to the high lane's estimate, and threads sat idle with normal tasks waiting (docs/governor.md,
   // "Priority lane": 14 of 30 threads held at the least with `--high-share 0.3`).
-  const present = invocations((high.backlog ?? 0) + (high.inFlight ?? 0), config.tasksPerInvocation);
+  const present = invocations(workOf(high), config.tasksPerInvocation);
   const expectedOnly = !hold && present < total - floor && total - floor >= floor;
   const room = expectedOnly ? total - floor : total;
   const highCeiling = Math.min(room, Math.max(floor, highNeed));
@@ -104,13 +104,18 @@ export function splitOverLanes(total: number, inputs: SplitInputs): LaneSplit {
   return { ceilings: { normal: rest, high: highCeiling }, enabled: { normal: true, high: true } };
 }
 
+/** The work a lane has: its backlog and its in flight (unknown read as none). */
+function workOf(lane: LaneSignals): number {
+  return (lane.backlog ?? 0) + (lane.inFlight ?? 0);
+}
+
 /** Invocations the high lane's queued and arriving work needs; undefined when it has none. */
 function highLaneNeed(
   high: LaneSignals,
   meanSolveMs: number | undefined,
   tasksPerInvocation: number,
 ): number | undefined {
-  const queued = (high.backlog ?? 0) + (high.inFlight ?? 0);
+  const queued = workOf(high);
   let arriving = 0;
   if (high.arrivalRate !== undefined && meanSolveMs !== undefined) arriving = (high.arrivalRate * meanSolveMs) / 1000;
   else if ((high.arrivalRate ?? 0) > 0) arriving = 1;
