@@ -30,7 +30,7 @@ import { buildWorkload, type DemoSummary, newRunId, runDemo } from '../local/dem
 import { describeFaultPlan, drawFaultMix, type FaultPlan, faultPlanEndMs } from '../local/faults/plan.js';
 import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../local/overflow-local.js';
 import { startLocalStack } from '../local/runtime.js';
-import { integer } from '../bin/commands/option-rows.js';
+import { integer, positive } from '../local/cli-values.js';
 import { judge } from './lib/judge.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -90,12 +90,6 @@ interface RunResult {
 const crashAt = (value: string): CrashAt => {
   if (value !== 'complete' && value !== 'anytime') throw new InvalidArgumentError('expected complete or anytime.');
   return value;
-};
-
-const positive = (what: string) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`expected ${what} above 0.`);
-  return n;
 };
 
 /** OK, within the protocols' bounds (saying which), or broken (in bold in the table). */

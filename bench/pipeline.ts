@@ -13,6 +13,7 @@
  * People read the table on stdout; `--json` prints one JSON object instead.
  */
 import { Command, InvalidArgumentError } from 'commander';
+import { integer, positive } from '../local/cli-values.js';
 import { runClientOnly, type ClientRunResult, type ScheduleKind } from './lib/client-run.js';
 import { machineInfo, percentile, utilizationReport, type MachineInfo, type UtilizationReport } from './lib/measure.js';
 import { runOnStack, type StackRunResult } from './lib/stack-run.js';
@@ -98,22 +99,27 @@ const program = new Command()
   .option('--scenario <names>', `scenarios to run, comma-separated: ${SCENARIOS.join(', ')}`, parseScenarios, [
     ...SCENARIOS,
   ])
-  .option('--seed <n>', 'seed of the workload and the simulator', parseInteger(0), 1)
-  .option('--instant-tasks <n>', 'instant: tasks sent at once per batch size', parseInteger(1), 1000)
+  .option('--seed <n>', 'seed of the workload and the simulator', integer(0, 2 ** 31 - 1), 1)
+  .option('--instant-tasks <n>', 'instant: tasks sent at once per batch size', integer(1, 100_000), 1000)
   .option(
     '--instant-threads <n>',
     'instant: plan threads (ceiling × batch size never exceeds them)',
-    parseInteger(1),
+    integer(1, 10_000),
     50,
   )
   .option('--batch-sizes <list>', 'instant: SQS batch sizes to run, comma-separated (1-10)', parseBatchSizes, [1, 10])
-  .option('--paced-tasks <n>', 'instant: tasks of the paced run (0 = none)', parseInteger(0), 100)
-  .option('--paced-rate <r>', 'instant: tasks per second of the paced run', parsePositive, 20)
-  .option('--backlog-tasks <n>', 'backlog, governor: tasks sent at once', parseInteger(1), 400)
-  .option('--threads <n>', 'backlog, governor: plan threads', parseInteger(1), 20)
-  .option('--median-ms <ms>', 'backlog, governor: median solve time (log-normal, σ 0.35)', parsePositive, 1000)
-  .option('--tick-ms <ms>', 'governor tick, ms (10 000 in AWS; local default 1000)', parseInteger(100), 1000)
-  .option('--timeout <s>', 'give up on one run after this many seconds', parsePositive, 120)
+  .option('--paced-tasks <n>', 'instant: tasks of the paced run (0 = none)', integer(0, 100_000), 100)
+  .option('--paced-rate <r>', 'instant: tasks per second of the paced run', positive('a rate'), 20)
+  .option('--backlog-tasks <n>', 'backlog, governor: tasks sent at once', integer(1, 100_000), 400)
+  .option('--threads <n>', 'backlog, governor: plan threads', integer(1, 10_000), 20)
+  .option(
+    '--median-ms <ms>',
+    'backlog, governor: median solve time (log-normal, σ 0.35)',
+    positive('milliseconds', 600_000),
+    1000,
+  )
+  .option('--tick-ms <ms>', 'governor tick, ms (10 000 in AWS; local default 1000)', integer(100, 60_000), 1000)
+  .option('--timeout <s>', 'give up on one run after this many seconds', positive('seconds', 86_400), 120)
   .option('--json', 'print one JSON object instead of the table')
   // A usage error exits 2, as `npm start` does; help and version exit 0.
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
@@ -467,20 +473,6 @@ function governorSummary(r: BacklogFigures): string {
 
 // ---------------------------------------------------------------------------------------------
 // Flags
-
-function parseInteger(min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer ≥ ${min}, got "${value}"`);
-    return n;
-  };
-}
-
-function parsePositive(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`expected a number > 0, got "${value}"`);
-  return n;
-}
 
 function parseScenarios(value: string): Scenario[] {
   const names = value

@@ -20,7 +20,7 @@ import { percentile } from '../functions/core/helpers/stats.js';
 import { sleep } from '../functions/core/helpers/time.js';
 import { startLocalStack, type LocalStack } from '../local/runtime.js';
 import { stream } from '../local/solver-sim/prng.js';
-import { integer } from '../bin/commands/option-rows.js';
+import { integer } from '../local/cli-values.js';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 

@@ -20,7 +20,7 @@
  */
 import { spawn } from 'node:child_process';
 import { Command } from 'commander';
-import { integer } from '../bin/commands/option-rows.js';
+import { integer } from '../local/cli-values.js';
 import { MAX_DEFAULT_DURATION_S, startCommand } from '../bin/commands/start/options.js';
 import type { DemoSummary } from '../local/demo.js';
 import { judge } from './lib/judge.js';

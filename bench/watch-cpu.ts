@@ -22,7 +22,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { integer } from '../local/cli-values.js';
 import { createAwsClients, baseClientConfig } from '../functions/adapters/aws-clients.js';
 import { createEventBridgePublisher } from '../functions/adapters/completion-events.js';
 import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
@@ -331,12 +332,6 @@ function figuresOf(run: {
   };
 }
 
-function positive(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('a positive whole number');
-  return n;
-}
-
 async function main(): Promise<void> {
   if (process.argv[2] === '--host') {
     await host(Number(process.argv[3]));
@@ -346,11 +341,11 @@ async function main(): Promise<void> {
     .description(
       "The governor's watch: CPU per poll round and per recorded task, and the task rate a governor's memory carries",
     )
-    .option('--tasks <n>', 'parked tasks', positive, 400)
+    .option('--tasks <n>', 'parked tasks', integer(1, 100_000), 400)
     .option(
       '--median-ms <ms>',
       "the simulator's median solve, ms (parking must finish well before it)",
-      positive,
+      integer(1, 600_000),
       40_000,
     )
     .option('--json', 'print one JSON object');

@@ -1,7 +1,7 @@
 /**
  * The lab's command-line value parsers (`npm run bench`, `bench:cost`, `bench:overflow`): each
  * range-checks a value, so a bad one names what was expected instead of running on NaN. (The
- * CLI's own, bin/commands/option-rows.ts, sit above the lab, which does not import from bin/.)
+ * CLI's own, local/cli-values.ts, are the runtime's; the lab imports the model, not the runtime.)
  */
 import { InvalidArgumentError } from 'commander';
 

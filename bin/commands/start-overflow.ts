@@ -9,7 +9,7 @@ import { DIALECTS, type Dialect, SOLVER_PROTOCOLS, type SolverProtocol } from '.
 import type { SolverSimOptions } from '../../local/solver-sim/options.js';
 import { OVERFLOW_SIM_DEFAULTS, SIM_FASTEST_SHARE_OF_MEDIAN } from '../../local/overflow-local.js';
 import type { OutageWindow } from '../../local/solver-sim/options.js';
-import { decimal, integer, outageWindow } from './option-rows.js';
+import { decimal, integer, outageWindow } from '../../local/cli-values.js';
 
 export const OVERFLOW_START_OPTIONS = {
   overflowSim: new Option(

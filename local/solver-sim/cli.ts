@@ -2,8 +2,9 @@
  * `npm run solver-sim -- [flags]`: run the solver simulator on its own until SIGINT/SIGTERM,
  * then print its counters. A bad flag names the problem, prints the usage and exits 2.
  */
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { DIALECTS } from '../../functions/core/solver-protocol.js';
+import { decimal, integer, outageWindow } from '../cli-values.js';
 import {
   createSolverSimulator,
   type OutageWindow,
@@ -15,53 +16,30 @@ import {
 /** A well-formed key (32 hex characters) for the printed examples; any such key is accepted. */
 const EXAMPLE_KEY = '0123456789abcdef'.repeat(2);
 
-function integer(min: number) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer ≥ ${min}, got "${value}"`);
-    return n;
-  };
-}
-
-function decimal(min: number, max = Number.POSITIVE_INFINITY) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
-      throw new InvalidArgumentError(
-        `expected a number in [${min}, ${max === Number.POSITIVE_INFINITY ? '∞' : max}], got "${value}"`,
-      );
-    }
-    return n;
-  };
-}
-
-/** `START:DURATION` in seconds (decimals allowed), collected into a list as the flag repeats. */
-function outageWindow(value: string, previous: OutageWindow[]): OutageWindow[] {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
-  if (!match) throw new InvalidArgumentError(`expected START:DURATION in seconds (e.g. 30:60), got "${value}"`);
-  return [...previous, { startMs: Number(match[1]) * 1000, durationMs: Number(match[2]) * 1000 }];
-}
-
 function buildProgram(): Command {
   return new Command('solver-sim')
     .description(
       'Protocol-faithful solver API simulator: in.php / res.php (2captcha, CaptchaAI) and the JSON task API (createTask / getTaskResult / getBalance: 2captcha v2, Anti-Captcha, CapMonster, CapSolver) on one port; GET /stats',
     )
-    .option('--port <n>', 'port to listen on (0 = any free port)', integer(0), 8080)
+    .option('--port <n>', 'port to listen on (0 = any free port)', integer(0, 65_535), 8080)
     .option('--host <address>', 'address to bind', '127.0.0.1')
-    .option('--threads <n>', 'plan threads (concurrent tasks allowed)', integer(0), 50)
-    .option('--foreign-threads <n>', 'threads held by other users of the key', integer(0), 0)
-    .option('--balance <usd>', 'starting balance, USD', decimal(0), 10)
-    .option('--price <usd>', 'price per solved task, USD', decimal(0), 0.001)
-    .option('--latency-ms <ms>', 'median solve time for every method, ms (default: per-method medians)', decimal(0))
-    .option('--latency-scale <x>', 'multiply every solve time', decimal(0), 1)
-    .option('--error-rate <share>', 'share of requests answered with a transient failure', decimal(0, 1), 0)
-    .option('--unsolvable-rate <share>', 'share of tasks ending ERROR_CAPTCHA_UNSOLVABLE', decimal(0, 1), 0)
+    .option('--threads <n>', 'plan threads (concurrent tasks allowed)', integer(0, 10_000), 50)
+    .option('--foreign-threads <n>', 'threads held by other users of the key', integer(0, 10_000), 0)
+    .option('--balance <usd>', 'starting balance, USD', decimal(0, 1_000_000), 10)
+    .option('--price <usd>', 'price per solved task, USD', decimal(0, 100), 0.001)
+    .option(
+      '--latency-ms <ms>',
+      'median solve time for every method, ms (default: per-method medians)',
+      decimal(0, 600_000),
+    )
+    .option('--latency-scale <x>', 'multiply every solve time', decimal(0, 1000), 1)
+    .option('--error-rate <share>', 'share of requests answered with a transient failure', decimal(0, 1, 'a share'), 0)
+    .option('--unsolvable-rate <share>', 'share of tasks ending ERROR_CAPTCHA_UNSOLVABLE', decimal(0, 1, 'a share'), 0)
     .addOption(new Option('--dialect <name>', 'which service the codes mean').choices(DIALECTS).default('captchaai'))
-    .option('--seed <n>', 'seed of every random draw', integer(Number.MIN_SAFE_INTEGER), 1)
+    .option('--seed <n>', 'seed of every random draw', integer(0, 2 ** 31 - 1), 1)
     .option('--bad-key', 'answer ERROR_KEY_DOES_NOT_EXIST to every request', false)
     .option('--valid-keys <keys>', 'comma-separated 32-character keys to accept (default: any 32-character key)')
-    .option('--ban-after <n>', 'ban an IP after n requests with a rejected key', integer(1))
+    .option('--ban-after <n>', 'ban an IP after n requests with a rejected key', integer(1, 1_000_000))
     .option(
       '--outage <start:duration>',
       'be down (HTTP 503) from START s for DURATION s after start; repeatable',

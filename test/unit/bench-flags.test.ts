@@ -1,9 +1,12 @@
 /**
  * The benchmarks' flags: a seed, a count of runs or tasks, threads that are not a whole number
  * (or not a number at all) are refused with what was expected, before anything runs. Before,
- * `bench:cost --seed abc` ran every design on a NaN seed and `bench:faults --runs 1.5` ran two.
+ * `bench:cost --seed abc` ran every design on a NaN seed and `bench:faults --runs 1.5` ran two;
+ * `bench:pipeline --seed ''` ran on seed 0 and `bench:watch-cpu --tasks 1e9` set out to park a
+ * billion tasks.
  */
 import { describe, it } from 'vitest';
+import { positive } from '../../local/cli-values.js';
 import { parseCount, parsePositive, parseSeed, parseWhole } from '../../lab/flags.js';
 import { runScript } from '../helpers/cli.js';
 
@@ -26,6 +29,16 @@ describe('the lab flags', () => {
   });
 });
 
+describe("the CLI's positive numbers", () => {
+  it('take finite numbers above 0 up to the bound, and name what was expected', ({ expect }) => {
+    expect(positive('a rate')('0.5')).toBe(0.5);
+    expect(positive('seconds', 60)('60')).toBe(60);
+    for (const bad of ['0', '-1', 'x', '', ' ', 'Infinity', 'NaN'])
+      expect(() => positive('a rate')(bad)).toThrow(/a rate above 0/);
+    expect(() => positive('seconds', 60)('61')).toThrow('expected seconds above 0, at most 60.');
+  });
+});
+
 // Each spawn pays tsx's start-up (seconds on two cores): run them side by side.
 describe.concurrent('the benchmarks refuse a bad flag before they run', () => {
   const cases: [string, string[], RegExp][] = [
@@ -34,6 +47,10 @@ describe.concurrent('the benchmarks refuse a bad flag before they run', () => {
     ['bench/faults.ts', ['--runs', '1.5'], /--runs <n>.*'1.5' is invalid.*whole number/],
     ['bench/faults.ts', ['--seed', 'abc'], /--seed <n>.*'abc' is invalid.*whole number/],
     ['bench/priority.ts', ['--bursts', '0'], /--bursts <n>.*'0' is invalid.*whole number from 1/],
+    // Its own parser read an empty value as 0 and took any size: the CLI's now.
+    ['bench/pipeline.ts', ['--seed', ''], /--seed <n>.*'' is invalid.*whole number from 0/],
+    ['bench/watch-cpu.ts', ['--tasks', '1e9'], /--tasks <n>.*'1e9' is invalid.*whole number from 1 to 100000/],
+    ['bench/faults.ts', ['--rate', '0'], /--rate <r>.*'0' is invalid.*a rate above 0/],
   ];
   for (const [script, args, message] of cases) {
     it(`${script} ${args.join(' ')}`, { timeout: 60_000 }, async ({ expect }) => {

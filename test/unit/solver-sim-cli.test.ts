@@ -37,9 +37,29 @@ describe.concurrent('solver-sim CLI', () => {
     const run = runCli(['--threads', 'many']);
     expect(await run.exited).toBe(2);
     const { stderr } = run.output();
-    expect(stderr).toMatch(/--threads <n>.*invalid.*"many"/);
+    expect(stderr).toMatch(/--threads <n>.*'many' is invalid.*whole number from 0 to 10000/);
     expect(stderr).toMatch(/Usage: solver-sim/);
   });
+
+  // Before, an empty value read as 0 (a simulator of no threads served on) and a port past 65 535
+  // ended in the listener's stack trace.
+  for (const [flag, value, range] of [
+    ['--threads', '', /whole number from 0 to 10000/],
+    ['--port', '70000', /whole number from 0 to 65535/],
+    ['--error-rate', '1.5', /a share from 0 to 1/],
+  ] as const) {
+    it(`refuses ${flag} '${value}' with the range expected`, async ({ expect }) => {
+      const run = runCli(['--port', '0', flag, value]);
+      const ended = await Promise.race([
+        run.exited,
+        new Promise((resolve) => setTimeout(() => resolve('running'), 40_000)),
+      ]);
+      if (ended === 'running') run.child.kill('SIGTERM');
+      expect(ended).toBe(2);
+      expect(run.output().stderr).toMatch(new RegExp(`${flag} <[a-z]+>.*'${value}' is invalid`));
+      expect(run.output().stderr).toMatch(range);
+    }, 60_000);
+  }
 
   it('rejects an unknown flag the same way', async ({ expect }) => {
     const unknown = runCli(['--bogus']);

@@ -8,7 +8,7 @@ import { orphanWaitMsOf } from '../../../functions/consumer/context.js';
 import { SOLVE_MODES } from '../../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../../functions/core/solver-protocol.js';
 import { LOG_LEVELS, localFunctionTimeoutSeconds } from '../../../local/runtime.js';
-import { decimal, integer, outageWindow } from '../option-rows.js';
+import { decimal, integer, outageWindow } from '../../../local/cli-values.js';
 import { FAULT_START_OPTIONS } from '../start-faults.js';
 import { OVERFLOW_START_OPTIONS } from '../start-overflow.js';
 

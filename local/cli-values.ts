@@ -1,9 +1,10 @@
 /**
- * The parsers of command-line values (`start`'s table of flags uses them): each range-checks a
- * value, so a bad value names the range expected.
+ * The parsers of command-line values, for `captcha-fleet`'s flags (`start`'s table), the solver
+ * simulator's (`npm run solver-sim`) and the benchmarks' under bench/: each range-checks a value,
+ * so a bad value (an empty one included) names the range expected instead of running on 0 or NaN.
  */
 import { InvalidArgumentError } from '@commander-js/extra-typings';
-import type { OutageWindow } from '../../local/solver-sim/options.js';
+import type { OutageWindow } from './solver-sim/options.js';
 
 /** A whole number within [min, max]. */
 export const integer = (min: number, max: number) => (value: string) => {
@@ -20,6 +21,16 @@ export const decimal =
     const n = Number(value);
     if (value.trim() === '' || !Number.isFinite(n) || n < min || n > max)
       throw new InvalidArgumentError(`expected ${what} from ${min} to ${max}.`);
+    return n;
+  };
+
+/** A finite number above 0, at most `max`; `what` names it in the error. */
+export const positive =
+  (what = 'a number', max = Number.MAX_VALUE) =>
+  (value: string) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > max)
+      throw new InvalidArgumentError(`expected ${what} above 0${max < Number.MAX_VALUE ? `, at most ${max}` : ''}.`);
     return n;
   };
 
