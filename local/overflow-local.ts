@@ -51,6 +51,8 @@ export interface LocalOverflow {
   pool: ConcurrencyPool;
   /** The overflow solver client (the governor reads its balance through it). */
   client: ReturnType<typeof createSolverClient>;
+  /** The overflow provider's key (the governor's log is redacted with it). */
+  key: string;
   /** The overflow consumer's ledger (its threads held, its solves). */
   ledger: ThreadLedgerReader;
 }
@@ -150,7 +152,7 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
     OVERFLOW_LEDGER_ID,
   );
   if (ledger === undefined) throw new Error('the overflow lane needs the governor table for its ledger');
-  return { settings, simulator, poller, highPoller, pool, client, ledger };
+  return { settings, simulator, poller, highPoller, pool, client, key, ledger };
 }
 
 /** The overflow consumer: the Lambda's own wiring with `provider: 'overflow'`. */

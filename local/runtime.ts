@@ -33,7 +33,8 @@ import {
   MAPPING_MIN_CONCURRENCY,
   resolveSettings,
 } from '../functions/core/settings.js';
-import type { GovernorLog, TickRecord } from '../functions/governor/loop.js';
+import type { TickRecord } from '../functions/governor/loop.js';
+import { governorLogFrom } from '../functions/governor/run.js';
 import { createThreadProbe, probeLeasesOf } from '../functions/governor/thread-probe.js';
 import {
   crashAtRandomMoments,
@@ -786,7 +787,10 @@ async function startGovernor(
       storeHealth.observe(record);
       onDecision?.(record);
     },
-    logger: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel })),
+    logger: governorLogFrom(
+      new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel }),
+      createRedactor([solver.key, ...(overflow ? [overflow.key] : [])]),
+    ),
   });
   toWake = governor;
   cleanups.add(() => governor.stop());
@@ -846,6 +850,8 @@ async function parkedSide(
   const tickMs = (plan.options.governor === false ? undefined : plan.options.governor?.tickMs) ?? 1_000;
   // Ready parked tasks are recorded by the watch, as in AWS: into the consumer's events and metrics,
   // their messages deleted ten to a request; each batch at least every tick.
+  // The solver's answers and the watch's log lines are redacted with the key (untrusted answers).
+  const redactor = createRedactor([solver.key]);
   const { watch } = createRecordingWatch({
     leases,
     shards: lane.shards,
@@ -866,7 +872,7 @@ async function parkedSide(
       serviceName: SERVICES.consumer,
       sink: (document: EmfDocument) => consumer.metrics.ingest(document),
     }),
-    redactor: createRedactor([solver.key]),
+    redactor,
     // Its recorded answers join the ledger's `solved` count, as in AWS (the grant's price per solve).
     solved: ledger,
     batchMs: tickMs,
@@ -883,7 +889,7 @@ async function parkedSide(
       // A round every tenth of a tick (its run, beside the local governor's ticks).
       pollMs: Math.max(50, Math.round(tickMs / 10)),
     },
-    log: governorLog(new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel })),
+    log: governorLogFrom(new Logger({ serviceName: SERVICES.governor, logLevel: plan.logLevel }), redactor),
   });
   return { lane, watch };
 }
@@ -982,13 +988,4 @@ async function alignVisibility(clients: AwsClients, queueUrls: string[], seconds
       );
     }
   }
-}
-
-/** The governor's log shape on a Powertools logger. */
-function governorLog(logger: Logger): GovernorLog {
-  return {
-    info: (message, fields) => logger.info(message, fields ?? {}),
-    warn: (message, fields) => logger.warn(message, fields ?? {}),
-    error: (message, fields) => logger.error(message, fields ?? {}),
-  };
 }

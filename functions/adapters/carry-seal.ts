@@ -7,12 +7,12 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { CarrySeal } from '../core/ports.js';
 import type { SolverProvider } from '../core/provider.js';
 import type { Redactor } from '../core/redaction.js';
+import type { KeyLoaders } from './solver-key.js';
 
 /** What the seal's key is derived for: the provider key signs nothing else under this label. */
 const LABEL = 'captcha-fleet redelivery seal v1';
 
-/** Where each provider's key comes from (a loader that reads it at most once; see solver-key.ts). */
-export type KeyLoaders = Partial<Record<SolverProvider, () => Promise<string>>>;
+export type { KeyLoaders } from './solver-key.js';
 
 /**
  * A seal over the keys given. A key that cannot be read seals nothing (the carry is then not

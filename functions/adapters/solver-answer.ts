@@ -6,6 +6,7 @@
 import { EXTRA_ANSWER_FIELDS } from '../core/task-types.js';
 import type { SolverMethod } from '../core/solver-protocol.js';
 import type { SolvedAnswer, SolverContext } from './solver-context.js';
+import { withoutKey } from './solver-http.js';
 
 /** Longest extra value kept, characters: a user agent is ~150, a cookie jar a few KB. */
 export const MAX_EXTRA_CHARS = 8 * 1024;
@@ -30,7 +31,7 @@ export function boundedExtras(
       ctx.log.warn('solver answer field over its bound; dropped', { taskId, field: name, length: value.length });
       continue;
     }
-    kept[name] = value.includes(ctx.key) ? value.split(ctx.key).join('***') : value;
+    kept[name] = withoutKey(ctx, value, name, taskId);
   }
   return kept;
 }

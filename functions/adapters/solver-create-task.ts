@@ -21,7 +21,7 @@ import type { Task } from '../core/task.js';
 import { type CreateTaskMapping, createTaskOf, readSolution } from '../core/task-types.js';
 import { boundedExtras, reportedCost, withCost } from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
-import { type JsonAnswer, jsonCall, numberAsWritten, snippet } from './solver-http.js';
+import { type JsonAnswer, jsonCall, numberAsWritten, snippet, withoutKey } from './solver-http.js';
 
 /** The JSON text of a task id: a number as the body wrote it (every digit kept), a UUID as a string. */
 function taskIdJson(solverId: string): string {
@@ -57,7 +57,7 @@ function solvedOf(ctx: SolverContext, task: Task, body: Readonly<Record<string, 
         message: `the provider answered task ${taskId} with a solution that holds no ${task.method} answer`,
       }),
     };
-  const answer = reading.answer.includes(ctx.key) ? reading.answer.split(ctx.key).join('***') : reading.answer;
+  const answer = withoutKey(ctx, reading.answer, 'solution', taskId);
   const extras = boundedExtras(ctx, reading.extras, taskId);
   return { solved: withCost(ctx, task.method, { answer, extras }, reportedCost(body.cost)) };
 }

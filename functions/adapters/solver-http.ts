@@ -170,7 +170,12 @@ function jsonAnswerOf(
   const errorStatus = statusCode < 300 || (ctx.dialect === 'capsolver' && statusCode >= 400 && statusCode < 500);
   if (object !== undefined && errorBody && statusCode >= 200 && errorStatus) {
     const code = object.errorCode;
-    return { ok: false, code: typeof code === 'string' ? protocolCode(code) : UNRECOGNIZED_CODE };
+    // Keyed out like res.php's codes: an errorCode that echoes the key (upper-cased, reversed)
+    // still reads as a protocol code, and codes travel into logs, decisions and records.
+    return {
+      ok: false,
+      code: typeof code === 'string' ? keyFreeCode(ctx, protocolCode(code), name, taskId) : UNRECOGNIZED_CODE,
+    };
   }
   if (statusCode < 200 || statusCode >= 300) {
     throw new SolverTransientError(`HTTP_${statusCode}`, {
@@ -179,7 +184,8 @@ function jsonAnswerOf(
     });
   }
   if (object !== undefined && (errorId === 0 || errorId === '0')) {
-    if (text.includes(ctx.key)) ctx.log.warn('solver answer contained the key; redacted', { taskId, path: name });
+    if (containsSecret(text, [ctx.key]))
+      ctx.log.warn('solver answer contained the key; redacted', { taskId, path: name });
     return { ok: true, body: object, text };
   }
   const code = /^\s*</.test(text) ? 'HTML_BODY' : 'UNPARSEABLE_BODY';
@@ -190,11 +196,11 @@ function jsonAnswerOf(
 }
 
 /**
- * A success value (an id, an answer, a balance) with the key taken out: a service or proxy that
- * echoes the request would otherwise carry it into the record, the logs and the events. Only
- * the key itself is replaced, so a real answer is never altered.
+ * A success value (an id, an answer, an extra, a balance) with the key taken out, in any case and
+ * reversed: a service or proxy that echoes the request would otherwise carry it into the record,
+ * the logs and the events. Only the key itself is replaced, so a real answer is never altered.
  */
-function withoutKey(ctx: SolverContext, value: string, path: string, taskId: string | undefined): string {
+export function withoutKey(ctx: SolverContext, value: string, path: string, taskId: string | undefined): string {
   if (!containsSecret(value, [ctx.key])) return value;
   ctx.log.warn('solver answer contained the key; redacted', { taskId, path });
   return redactSecrets(value, [ctx.key]);

@@ -3,10 +3,11 @@
  * environment (local). Errors name the source, never the key.
  */
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import type { SolverKeySource } from '../core/environment.js';
+import type { FleetEnvironment, SolverKeySource } from '../core/environment.js';
 import { SOLVER_KEY_PLACEHOLDER } from '../core/deployment.js';
 import { onceUntilFailure } from '../core/once.js';
 import type { SolverPort } from '../core/ports.js';
+import type { SolverProvider } from '../core/provider.js';
 import { SolverAccountError } from '../core/solver-protocol.js';
 import { baseClientConfig } from './aws-clients.js';
 
@@ -122,4 +123,21 @@ export function createKeyedSolver(loadKey: () => Promise<string>, build: (key: s
     reportBad: async (solverId, context) => (await current()).reportBad(solverId, context),
     reportGood: async (solverId, context) => (await current()).reportGood(solverId, context),
   };
+}
+
+/** Where each provider's key comes from (a loader that reads it at most once). */
+export type KeyLoaders = Partial<Record<SolverProvider, () => Promise<string>>>;
+
+/**
+ * The keys a process of the fleet holds: the primary provider's (`primary`: not the overflow
+ * consumer) and the overflow provider's (a fleet with an overflow block), each read at most once.
+ */
+export function fleetKeyLoaders(environment: FleetEnvironment, region: string, primary: boolean): KeyLoaders {
+  const loader = (source: SolverKeySource | undefined) =>
+    source === undefined
+      ? undefined
+      : createSolverKeyLoader({ source, region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) });
+  const primaryKey = primary ? loader(environment.solverKeySource) : undefined;
+  const overflow = environment.settings.overflow !== undefined ? loader(environment.overflowKeySource) : undefined;
+  return { ...(primaryKey ? { primary: primaryKey } : {}), ...(overflow ? { overflow } : {}) };
 }

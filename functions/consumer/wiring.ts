@@ -14,17 +14,17 @@
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { baseClientConfig, createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
-import { createCarrySeal, type KeyLoaders } from '../adapters/carry-seal.js';
+import { createCarrySeal } from '../adapters/carry-seal.js';
 import { createEventBridgePublisher } from '../adapters/completion-events.js';
 import { createMetrics, type EmfSink } from '../adapters/metrics.js';
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
-import { createSolverKeyLoader } from '../adapters/solver-key.js';
+import { fleetKeyLoaders } from '../adapters/solver-key.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import { threadLedgerFor } from '../adapters/thread-ledger.js';
 import { solveWindowFor } from '../adapters/solve-window.js';
 import { leaseLaneFor } from '../adapters/thread-leases.js';
-import type { FleetEnvironment, SolverKeySource } from '../core/environment.js';
+import type { FleetEnvironment } from '../core/environment.js';
 import type { PollSchedule } from '../core/poll-schedule.js';
 import type { CompletionEvents, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
 import { consumerServiceOf, type SolverProvider, threadLedgerIdOf } from '../core/provider.js';
@@ -99,7 +99,8 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
   }
   const wrapRepository = options.wrapRepository ?? ((repository: ResultsRepository) => repository);
   const wrapQueue = options.wrapQueue ?? ((queue: TaskQueue) => queue);
-  const keys = keyLoadersOf(environment, provider, clients.region);
+  // Its provider's key, and the overflow provider's for the primary of a fleet with overflow.
+  const keys = fleetKeyLoaders(environment, clients.region, provider === 'primary');
   const redactor = createRedactor();
   const seal = createCarrySeal(keys, redactor);
   // The keys are read now, so the redactor knows them before the first log line; a key that cannot
@@ -139,17 +140,6 @@ export async function createConsumerFromEnvironment(options: ConsumerWiringOptio
     // …and its metric window for the governor, on its table (functions/core/solve-window.ts).
     ...(solveWindow ? { solveWindow } : {}),
   });
-}
-
-/** The keys this consumer holds: its provider's, and the overflow provider's for the primary of a fleet with overflow. */
-function keyLoadersOf(environment: FleetEnvironment, provider: SolverProvider, region: string): KeyLoaders {
-  const loader = (source: SolverKeySource | undefined) =>
-    source === undefined
-      ? undefined
-      : createSolverKeyLoader({ source, region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) });
-  const primary = provider === 'primary' ? loader(environment.solverKeySource) : undefined;
-  const overflow = environment.settings.overflow !== undefined ? loader(environment.overflowKeySource) : undefined;
-  return { ...(primary ? { primary } : {}), ...(overflow ? { overflow } : {}) };
 }
 
 /** The primary consumer's poll-only solver at the overflow provider, when it may hold one. */

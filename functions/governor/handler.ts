@@ -8,6 +8,7 @@ import type { Context } from 'aws-lambda';
 import { createMetrics } from '../adapters/metrics.js';
 import { parseEnvironment } from '../core/environment.js';
 import { SERVICES } from '../core/metric-names.js';
+import { createRedactor } from '../core/redaction.js';
 import { governorLogFrom, runTicks } from './run.js';
 import { onceUntilFailure } from '../core/once.js';
 import { createGovernorFromEnvironment } from './wiring.js';
@@ -18,9 +19,11 @@ import { createWatchRelay } from '../core/watch-relay.js';
 const WATCH_MARGIN_MS = 1_000;
 
 const logger = new Logger({ serviceName: SERVICES.governor });
-const log = governorLogFrom(logger);
+// Learns the solver keys as the wiring reads them; every log line is redacted with it.
+const redactor = createRedactor();
+const log = governorLogFrom(logger, redactor);
 // Built once per cold start; a failed build is retried by the next invocation.
-const wired = onceUntilFailure(() => createGovernorFromEnvironment({ environment: parseEnvironment(), log }));
+const wired = onceUntilFailure(() => createGovernorFromEnvironment({ environment: parseEnvironment(), log, redactor }));
 
 export const handler = async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>) => {
   const started = Date.now();

@@ -9,18 +9,29 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { sleep as wait } from '../core/helpers/time.js';
 import { GOVERNOR_METRICS } from '../core/metric-names.js';
+import type { Redactor } from '../core/redaction.js';
 import type { GovernorLog, GovernorLoop, TickRecord } from './loop.js';
 import type { ParkedWatch } from './parked-watch.js';
 import type { TickWake } from './tick-wake.js';
 
 type LogAttributes = Parameters<Logger['appendKeys']>[0];
 
-/** The governor's log on a Powertools Logger (structured JSON, one line per call). */
-export function governorLogFrom(logger: Pick<Logger, 'info' | 'warn' | 'error'>): GovernorLog {
+/**
+ * The governor's log on a Powertools Logger (structured JSON, one line per call), each line
+ * redacted with `redactor`: the solver keys it learns as they are read (the governor's balance
+ * reads, probes and watch speak to the solver, and what it answers is untrusted).
+ */
+export function governorLogFrom(logger: Pick<Logger, 'info' | 'warn' | 'error'>, redactor?: Redactor): GovernorLog {
+  const line =
+    (write: (message: string, attributes: LogAttributes) => void) =>
+    (message: string, fields?: Record<string, unknown>) =>
+      redactor === undefined
+        ? write(message, (fields ?? {}) as LogAttributes)
+        : write(redactor.redact(message), redactor.redactValue(fields ?? {}) as LogAttributes);
   return {
-    info: (message, fields) => logger.info(message, (fields ?? {}) as LogAttributes),
-    warn: (message, fields) => logger.warn(message, (fields ?? {}) as LogAttributes),
-    error: (message, fields) => logger.error(message, (fields ?? {}) as LogAttributes),
+    info: line((message, attributes) => logger.info(message, attributes)),
+    warn: line((message, attributes) => logger.warn(message, attributes)),
+    error: line((message, attributes) => logger.error(message, attributes)),
   };
 }
 

@@ -21,7 +21,7 @@ import { createDynamoThreadLeases, PRIMARY_LEASE_LANE } from '../adapters/thread
 import { DynamoResultsRepository } from '../adapters/results-repository.js';
 import { createEventBridgePublisher } from '../adapters/completion-events.js';
 import { createMetrics } from '../adapters/metrics.js';
-import { createRedactor } from '../core/redaction.js';
+import { createRedactor, type Redactor } from '../core/redaction.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import {
   type LeaseKeeper,
@@ -34,6 +34,7 @@ import {
 } from '../core/thread-leases.js';
 import { pollGapMs, pollRequestsFor } from '../core/solver-protocol.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
+import { fleetKeyLoaders } from '../adapters/solver-key.js';
 import { queueNameOf } from '../adapters/task-queue.js';
 import { ConfigError, type ConfigProblem, type FleetSettings } from '../core/settings.js';
 import { ENV, type FleetEnvironment } from '../core/environment.js';
@@ -76,6 +77,12 @@ export interface GovernorWiringOptions {
   /** The governor's probe submissions (while others hold the plan); defaults to the undici client with over-cap retries off. */
   probeSolver?: Pick<SolverPort, 'solve'>;
   log?: GovernorLog;
+  /**
+   * Learns the solver keys this governor holds as they are read (the primary's, and the overflow
+   * provider's with an overflow block); the watch's records are redacted with it, and so should
+   * `log` be (the handler's is). @default a redactor of its own
+   */
+  redactor?: Redactor;
   dryRun?: boolean;
   clock?: Clock;
 }
@@ -186,6 +193,11 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const lambda = options.lambda ?? new LambdaClient(baseClientConfig(endpoint, clients.region));
   const cloudwatch = options.cloudwatch ?? new CloudWatchClient(baseClientConfig(endpoint, clients.region));
   const log = options.log;
+  // The keys are read now, so the redactor knows them before the first log line or record; one
+  // that cannot be read yet is read again by the solver that needs it (an account error).
+  const redactor = options.redactor ?? createRedactor();
+  const keys = fleetKeyLoaders(environment, clients.region, environment.solverKeySource !== undefined);
+  for (const load of Object.values(keys)) void load().then(redactor.add, () => undefined);
   const highLane = mappingIds.high !== undefined && environment.queueUrls.high !== undefined;
   // A probe must be judged on metrics taken after it (cloudWatchTiming). Only over-cap and
   // outage probes wait for it: the first tick sets the free threads, and a money pause resumes
@@ -282,7 +294,9 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     ...(options.clock ? { clock: options.clock } : {}),
     ...(log ? { log } : {}),
   });
-  watch = leased ? parkedWatchOf(environment, clients, leased, options, threadLedger, solveWindow) : undefined;
+  watch = leased
+    ? parkedWatchOf(environment, clients, leased, options, threadLedger, solveWindow, redactor)
+    : undefined;
   const baton =
     watch && environment.tables.leases !== undefined
       ? createDynamoWatchBaton({
@@ -368,6 +382,7 @@ function parkedWatchOf(
   options: GovernorWiringOptions,
   ledger: SolvedCounter | undefined,
   solveWindow: SolveWindowWriter | undefined,
+  redactor: Redactor,
 ): ParkedWatch | undefined {
   const solver = options.parkedSolver ?? solverFromEnvironment(environment, clients.region);
   const pollMany = solver.pollMany?.bind(solver);
@@ -391,7 +406,7 @@ function parkedWatchOf(
     queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: environment.queueUrls.dlq, sourceQueueUrls }),
     events: options.parkedEvents ?? eventsOf(environment, clients),
     metrics: createMetrics({ namespace: settings.metricsNamespace, serviceName: SERVICES.consumer }),
-    redactor: createRedactor(),
+    redactor,
     ...(ledger ? { solved: ledger } : {}),
     ...(solveWindow ? { window: solveWindow } : {}),
     // A parked lease the solver has not answered for yet is renewed, as long as the consumers take.

@@ -180,6 +180,25 @@ describe('solver client, JSON task API wire', () => {
     expect(logs.some((line) => line.includes('over its bound'))).toBe(true);
   });
 
+  it('takes the key out upper-cased or reversed too: from the answer, its extras and an error code', async () => {
+    const upper = KEY.toUpperCase();
+    const reversed = [...KEY].reverse().join('');
+    script('createTask', [{ body: { errorId: 0, taskId: 70000000013 } }]);
+    script('getTaskResult', [ready({ token: `0.${upper}.x`, userAgent: `UA ${reversed}`, cookies: `c=${upper}` })]);
+    const outcome = await solve(client());
+    expect(outcome.answer).toBe('0.***.x');
+    expect(outcome.extras).toEqual({ userAgent: 'UA ***', cookies: 'c=***' });
+    // An errorCode that is the key passes the protocol's code shape: keyed out, not carried.
+    script('getBalance', [{ body: { errorId: 1, errorCode: `ERROR_${upper}` } }]);
+    const error = await client()
+      .getBalance()
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'UNRECOGNIZED_CODE' });
+    const said = `${String((error as Error).message)} ${logs.join('\n')}`.toLowerCase();
+    expect(said).not.toContain(KEY);
+    expect(said).not.toContain(reversed);
+  });
+
   it('believes only a plausible cost, else uses the configured price', async () => {
     for (const cost of ['abc', -1, 1_000_000]) {
       script('createTask', [{ body: { errorId: 0, taskId: 70000000004 } }]);
