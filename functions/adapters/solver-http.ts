@@ -155,12 +155,7 @@ function jsonAnswerOf(
   text: string,
   taskId: string | undefined,
 ): JsonAnswer {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
+  const parsed = parsedJson(text);
   const object =
     parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
       ? (parsed as Record<string, unknown>)
@@ -275,12 +270,7 @@ function answerOf(
  */
 export function readProtocolAnswer(text: string): Answer | undefined {
   const trimmed = text.trim();
-  let json: unknown;
-  try {
-    json = JSON.parse(trimmed);
-  } catch {
-    json = undefined;
-  }
+  const json = parsedJson(trimmed);
   if (json !== null && typeof json === 'object' && 'status' in json && 'request' in json) {
     const { status, request: value, error_text: _text, ...members } = json as Record<string, unknown>;
     const extra = Object.keys(members).length > 0 ? { members } : {};
@@ -300,6 +290,37 @@ export function readProtocolAnswer(text: string): Answer | undefined {
   if (trimmed.startsWith('OK|') && trimmed.length > 3) return { ok: true, value: trimmed.slice(3) };
   if (trimmed in SOLVER_ERROR_CODES) return { ok: false, code: trimmed };
   return undefined;
+}
+
+/** Deepest nesting of objects and arrays read in a solver's JSON body: no answer nests past 5. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * A JSON body parsed, or undefined when it is not JSON or nests deeper than MAX_JSON_DEPTH. A
+ * body nested some thousands deep (24 KB, under the size cap) parses, but reading it back
+ * (JSON.stringify of a GeeTest object, a cookie jar's String()) overflowed the stack: an untyped
+ * RangeError past the transient retries, and a ready answer never read.
+ */
+export function parsedJson(text: string): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return nestsWithin(parsed, MAX_JSON_DEPTH) ? parsed : undefined;
+}
+
+/** Whether `value` nests objects and arrays at most `max` deep (walked without recursion). */
+function nestsWithin(value: unknown, max: number): boolean {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [next, depth] = pending.pop() as [unknown, number];
+    if (next === null || typeof next !== 'object') continue;
+    if (depth >= max) return false;
+    for (const member of Object.values(next)) pending.push([member, depth + 1]);
+  }
+  return true;
 }
 
 /**

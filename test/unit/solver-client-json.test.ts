@@ -199,6 +199,13 @@ describe('solver client, JSON task API wire', () => {
     expect(said).not.toContain(reversed);
   });
 
+  it('reads a solution nested thousands deep as a passing fault, not a stack overflow', async () => {
+    script('createTask', [{ body: { errorId: 0, taskId: 70000000014 } }]);
+    const nested = `{"errorId":0,"status":"ready","solution":{"token":"0.t","cookies":{"c":${'['.repeat(12_000)}${']'.repeat(12_000)}}}}`;
+    script('getTaskResult', [{ body: nested }, { body: nested }]);
+    await expect(solve(client())).rejects.toMatchObject({ name: 'SolverTransientError', code: 'UNPARSEABLE_BODY' });
+  });
+
   it('believes only a plausible cost, else uses the configured price', async () => {
     for (const cost of ['abc', -1, 1_000_000]) {
       script('createTask', [{ body: { errorId: 0, taskId: 70000000004 } }]);

@@ -796,6 +796,20 @@ describe('a solver that cannot hurt', () => {
     expect(`${(error as Error).message} ${(error as Error).stack} ${logs.join('\n')}`).not.toContain(KEY);
   });
 
+  it('reads an answer nested thousands deep as a passing fault, not a stack overflow', async () => {
+    // 24 KB, under the size cap: parsed, it overflowed the stack when read back (an untyped RangeError).
+    const deep = `${'['.repeat(12_000)}${']'.repeat(12_000)}`;
+    script('in.php', [{ body: 'OK|75357844800' }]);
+    script('res.php', [
+      { body: `{"status":1,"request":${deep}}` },
+      { body: `{"status":1,"request":"03AG","cookies":{"c":${deep}}}` },
+    ]);
+
+    const error = await solve(client());
+
+    expect(error).toMatchObject({ name: 'SolverTransientError', code: 'UNPARSEABLE_BODY' });
+  });
+
   it('redacts the key from an answer that echoes it before anyone sees the answer', async () => {
     script('in.php', [{ body: 'OK|75357844800' }]);
     script('res.php', [{ body: `OK|03AG-${KEY}-tail` }]);
