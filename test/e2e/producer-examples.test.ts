@@ -4,14 +4,14 @@
  * docs/producer.md's Python block with python3 and boto3 (skipped cleanly where boto3 is absent).
  * The README's blocks from an installed package, without tsx: test/e2e/package.test.ts.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localStack } from '../../clients/index.js';
-import { codeBlock, run } from '../helpers/processes.js';
+import { codeBlock, killGroup, run, spawnGroup } from '../helpers/processes.js';
 import { ROOT } from '../infra/synth-helpers.js';
 
 const TSX = join(ROOT, 'node_modules/.bin/tsx');
@@ -30,11 +30,15 @@ describe('producer examples against `npm start -- --serve`', () => {
   let serverOut = '';
 
   beforeAll(async () => {
-    server = spawn(TSX, ['bin/captcha-fleet.ts', 'start', '--serve', '--tasks', '0', '--solver-latency-ms', '20'], {
-      cwd: ROOT,
-      env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-      stdio: 'pipe',
-    });
+    server = spawnGroup(
+      TSX,
+      ['bin/captcha-fleet.ts', 'start', '--serve', '--tasks', '0', '--solver-latency-ms', '20'],
+      {
+        cwd: ROOT,
+        env: { ...env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+        stdio: 'pipe',
+      },
+    );
     server.stdout?.on('data', (chunk: Buffer) => (serverOut += chunk.toString()));
     server.stderr?.on('data', (chunk: Buffer) => (serverOut += chunk.toString()));
     const until = Date.now() + 60_000;
@@ -48,7 +52,7 @@ describe('producer examples against `npm start -- --serve`', () => {
     if (server && server.exitCode === null) {
       const exited = new Promise((resolve) => server?.once('close', resolve));
       server.kill('SIGINT');
-      const timer = setTimeout(() => server?.kill('SIGKILL'), 10_000);
+      const timer = setTimeout(() => server && killGroup(server), 10_000);
       await exited;
       clearTimeout(timer);
     }

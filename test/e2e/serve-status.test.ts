@@ -4,12 +4,13 @@
  * governor's state lives in the local governor table (DynamoDB), so another process reads the
  * last decision, the ceilings and the balance; the DLQ holds the demo's malformed messages.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { killGroup, spawnGroup } from '../helpers/processes.js';
 
 const TSX = 'node_modules/.bin/tsx';
 const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-serve-'));
@@ -20,10 +21,10 @@ const env = {
   CAPTCHA_FLEET_STACK_FILE: stackFile,
 };
 
-let server: ChildProcessWithoutNullStreams | undefined;
+let server: ChildProcess | undefined;
 
 afterAll(() => {
-  if (server && server.exitCode === null) server.kill('SIGKILL');
+  if (server) killGroup(server);
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -32,7 +33,7 @@ const cli = (args: string[], timeoutMs = 30_000) => runCli(args, timeoutMs, { CA
 
 describe('status and redrive against a served local stack', () => {
   it('reads the governor decision, ceilings, balance and DLQ from another process', async () => {
-    server = spawn(
+    server = spawnGroup(
       TSX,
       [
         'bin/captcha-fleet.ts',
@@ -54,8 +55,8 @@ describe('status and redrive against a served local stack', () => {
       { cwd: process.cwd(), env, stdio: ['pipe', 'pipe', 'pipe'] },
     );
     let serverOut = '';
-    server.stdout.on('data', (chunk: Buffer) => (serverOut += chunk.toString()));
-    server.stderr.on('data', (chunk: Buffer) => (serverOut += chunk.toString()));
+    server.stdout?.on('data', (chunk: Buffer) => (serverOut += chunk.toString()));
+    server.stderr?.on('data', (chunk: Buffer) => (serverOut += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => server!.on('close', (code) => resolve(code)));
 
     // The stack file appears once the demo is done and the stack serves.
@@ -127,7 +128,7 @@ describe('status and redrive against a served local stack', () => {
   it('exits 0 on Ctrl-C through npm, where the signal reaches npm and the stack at once', async () => {
     // Prepare: no stack left from the test above (its file would be taken for this one's), then
     // `npm start -- --serve` in its own process group, as a terminal runs it.
-    if (server && server.exitCode === null) server.kill('SIGKILL');
+    if (server) killGroup(server);
     rmSync(stackFile, { force: true });
     const npm = spawn('npm', ['start', '--silent', '--', '--serve', '--tasks', '0'], {
       cwd: process.cwd(),

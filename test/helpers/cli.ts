@@ -3,7 +3,7 @@
  * for end-to-end tests: its exit code and both streams, killed with a clear error when it outlives
  * the timeout.
  */
-import { spawn } from 'node:child_process';
+import { killGroup, spawnGroup } from './processes.js';
 
 const CLI = ['node_modules/.bin/tsx', 'bin/captcha-fleet.ts'] as const;
 
@@ -26,17 +26,17 @@ export function runScript(
   env: NodeJS.ProcessEnv = {},
 ): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(CLI[0], [script, ...args], {
+    const child = spawnGroup(CLI[0], [script, ...args], {
       cwd: process.cwd(),
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => {
-      child.kill('SIGKILL');
+      killGroup(child);
       reject(new Error(`${script} did not end in ${timeoutMs} ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
     }, timeoutMs);
     child.on('close', (code) => {
