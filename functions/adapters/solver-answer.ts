@@ -4,7 +4,7 @@
  * itself (DESIGN.md invariant 10), and what the solve cost.
  */
 import { EXTRA_ANSWER_FIELDS } from '../core/task-types.js';
-import type { SolverMethod } from '../core/solver-protocol.js';
+import { type SolverMethod, SolverTaskError } from '../core/solver-protocol.js';
 import type { SolvedAnswer, SolverContext } from './solver-context.js';
 import { withoutKey } from './solver-http.js';
 
@@ -16,7 +16,8 @@ const MAX_COST_USD = 10;
 
 /**
  * Extras by their JSON API names: only the allow-listed names, only text, none longer than
- * MAX_EXTRA_CHARS (dropped whole, never cut: half a cookie is a wrong cookie), the key replaced.
+ * MAX_EXTRA_CHARS or holding what no extra holds (`usableText`; dropped whole, never cut or
+ * cleaned: half a cookie is a wrong cookie), the key replaced.
  */
 export function boundedExtras(
   ctx: SolverContext,
@@ -31,9 +32,42 @@ export function boundedExtras(
       ctx.log.warn('solver answer field over its bound; dropped', { taskId, field: name, length: value.length });
       continue;
     }
+    if (!usableText(value)) {
+      ctx.log.warn('solver answer field holds control characters; dropped', { taskId, field: name });
+      continue;
+    }
     kept[name] = withoutKey(ctx, value, name, taskId);
   }
   return kept;
+}
+
+/**
+ * Whether `text` can be an answer or an extra: no control characters (C0, DEL, C1), no line or
+ * paragraph separators, no replacement character (bytes that were not UTF-8) and no lone
+ * surrogates. No token, text answer, cookie or user agent holds one; a CR LF in a cookie or a
+ * user agent would inject headers in a producer that sends it on, and a terminal escape would
+ * rewrite the screen of whoever prints it.
+ */
+export function usableText(text: string): boolean {
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c === 0x2028 || c === 0x2029 || c === 0xfffd) return false;
+    if (c >= 0xdc00 && c <= 0xdfff) return false;
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const low = text.charCodeAt(i + 1);
+      if (!(low >= 0xdc00 && low <= 0xdfff)) return false;
+      i += 1;
+    }
+  }
+  return true;
+}
+
+/** The task error of a ready answer whose text cannot be one (`usableText`): polling again repeats it. */
+export function unusableAnswer(taskId: string, where: string): SolverTaskError {
+  return new SolverTaskError('UNREADABLE_SOLUTION', {
+    taskId,
+    message: `${where} answered task ${taskId} with text no answer holds (control characters or bytes that are not UTF-8)`,
+  });
 }
 
 /** A provider's `cost` (a number or decimal text), when it is a believable price. */

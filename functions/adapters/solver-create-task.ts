@@ -19,7 +19,7 @@ import {
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import { type CreateTaskMapping, createTaskOf, readSolution } from '../core/task-types.js';
-import { boundedExtras, reportedCost, withCost } from './solver-answer.js';
+import { boundedExtras, reportedCost, unusableAnswer, usableText, withCost } from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
 import { type JsonAnswer, jsonCall, numberAsWritten, snippet, withoutKey } from './solver-http.js';
 
@@ -57,6 +57,7 @@ function solvedOf(ctx: SolverContext, task: Task, body: Readonly<Record<string, 
         message: `the provider answered task ${taskId} with a solution that holds no ${task.method} answer`,
       }),
     };
+  if (!usableText(reading.answer)) return { error: unusableAnswer(taskId, 'the provider') };
   const answer = withoutKey(ctx, reading.answer, 'solution', taskId);
   const extras = boundedExtras(ctx, reading.extras, taskId);
   return { solved: withCost(ctx, task.method, { answer, extras }, reportedCost(body.cost)) };

@@ -15,7 +15,7 @@ import {
   solverErrorFor,
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
-import { boundedExtras, withCost } from './solver-answer.js';
+import { boundedExtras, unusableAnswer, usableText, withCost } from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
 import { httpCall, snippet } from './solver-http.js';
 
@@ -88,6 +88,7 @@ async function pollOnce(ctx: SolverContext, solve: SolveState, task: Task, solve
       deadlineAt,
     });
     if (answer.ok) {
+      if (!usableText(answer.value)) return { error: unusableAnswer(taskId, 'res.php') };
       const extras = boundedExtras(ctx, extrasOf(answer.members), taskId);
       // res.php reports no price: the configured one, if any.
       return { solved: withCost(ctx, task.method, { answer: answer.value, extras }, undefined) };

@@ -206,6 +206,23 @@ describe('solver client, JSON task API wire', () => {
     await expect(solve(client())).rejects.toMatchObject({ name: 'SolverTransientError', code: 'UNPARSEABLE_BODY' });
   });
 
+  it('fails a ready answer holding control characters, and drops such an extra', async () => {
+    // A CR LF in a cookie or user agent injects headers in a producer that sends it on.
+    for (const token of ['tok\r\nSet-Cookie: evil=1', 'a\u001b[31mred', 'line\u2028sep', 'lone \ud800 surrogate']) {
+      script('createTask', [{ body: { errorId: 0, taskId: 70000000015 } }]);
+      script('getTaskResult', [ready({ token })]);
+      const error = await solve(client()).catch((e: unknown) => e);
+      expect(error, JSON.stringify(token)).toBeInstanceOf(SolverTaskError);
+      expect((error as SolverTaskError).code).toBe('UNREADABLE_SOLUTION');
+    }
+    script('createTask', [{ body: { errorId: 0, taskId: 70000000016 } }]);
+    script('getTaskResult', [ready({ token: '0.t', userAgent: 'Mozilla\r\nX-Evil: 1', cookies: 'c=1' })]);
+    const outcome = await solve(client());
+    expect(outcome.answer).toBe('0.t');
+    expect(outcome.extras).toEqual({ cookies: 'c=1' });
+    expect(logs.some((line) => line.includes('holds control characters; dropped'))).toBe(true);
+  });
+
   it('believes only a plausible cost, else uses the configured price', async () => {
     for (const cost of ['abc', -1, 1_000_000]) {
       script('createTask', [{ body: { errorId: 0, taskId: 70000000004 } }]);

@@ -623,7 +623,7 @@ describe('a solver that cannot hurt', () => {
   let server: Server | undefined;
   let realAgent: Agent | undefined;
 
-  function script(path: 'in.php' | 'res.php', replies: Array<{ status?: number; body: string }>): void {
+  function script(path: 'in.php' | 'res.php', replies: Array<{ status?: number; body: string | Buffer }>): void {
     for (const reply of replies) {
       agent
         .get(ORIGIN)
@@ -808,6 +808,26 @@ describe('a solver that cannot hurt', () => {
     const error = await solve(client());
 
     expect(error).toMatchObject({ name: 'SolverTransientError', code: 'UNPARSEABLE_BODY' });
+  });
+
+  it('fails a ready answer holding control characters or bytes that were not UTF-8, and drops such an extra', async () => {
+    for (const body of [
+      '{"status":1,"request":"tok\\r\\nSet-Cookie: evil=1"}',
+      'OK|a\u001b[31mred',
+      // `OK|a` and two bytes that are not UTF-8, then `b`.
+      Buffer.from([0x4f, 0x4b, 0x7c, 0x61, 0xff, 0xfe, 0x62]),
+    ]) {
+      script('in.php', [{ body: 'OK|75357844800' }]);
+      script('res.php', [{ body }]);
+      const error = await solve(client());
+      expect(error, JSON.stringify(body)).toBeInstanceOf(SolverTaskError);
+      expect(error).toMatchObject({ code: 'UNREADABLE_SOLUTION' });
+    }
+    script('in.php', [{ body: 'OK|75357844800' }]);
+    script('res.php', [{ body: '{"status":1,"request":"03AG","useragent":"UA\\r\\nX-Evil: 1","cookies":"c=1"}' }]);
+    const outcome = (await solve(client())) as { answer: string; extras: Record<string, string> };
+    expect(outcome.answer).toBe('03AG');
+    expect(outcome.extras).toEqual({ cookies: 'c=1' });
   });
 
   it('redacts the key from an answer that echoes it before anyone sees the answer', async () => {
