@@ -9,7 +9,7 @@ import type { PollState, PollTarget } from '../core/ports.js';
 import { classifySolverCode, RES_PHP_IDS_PER_REQUEST } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import type { SolveState, SolverContext } from './solver-context.js';
-import { httpCall } from './solver-http.js';
+import { httpCall, protocolCode, UNRECOGNIZED_CODE } from './solver-http.js';
 
 /** getTaskResult requests in flight at once where the protocol has no bulk call. */
 export const SINGLE_POLLS_AT_ONCE = 8;
@@ -49,13 +49,22 @@ async function bulkChunk(
       signal,
       taskId: undefined,
     });
-    if (!answer.ok && classifySolverCode(answer.code, ctx.dialect) === 'not_ready') {
+    if (!answer.ok) {
+      const errorClass = classifySolverCode(answer.code, ctx.dialect);
       // Some services answer a bulk request whose ids are all solving with one CAPCHA_NOT_READY.
-      for (const target of chunk) out.set(target.solverId, { state: 'not_ready' });
-      return out;
+      if (errorClass === 'not_ready') {
+        for (const target of chunk) out.set(target.solverId, { state: 'not_ready' });
+        return out;
+      }
+      // A refusal of the whole request (the key, the balance, a passing fault) is every id's:
+      // asking each alone would repeat it once per id (101 requests a round for 100 ids).
+      if (errorClass !== 'task_terminal') {
+        for (const target of chunk) out.set(target.solverId, { state: 'unknown', code: answer.code });
+        return out;
+      }
     }
     const parts = answer.ok ? answer.value.split('|') : [];
-    // An answer holding `|` itself (a text captcha) or a refusal of the whole request: each alone.
+    // An answer holding `|` itself (a text captcha) or a task's code for the whole request: each alone.
     if (parts.length !== chunk.length) return singles(ctx, chunk, signal);
     for (const [i, target] of chunk.entries()) out.set(target.solverId, stateOfPart(ctx, parts[i] ?? ''));
     return out;
@@ -67,14 +76,21 @@ async function bulkChunk(
   }
 }
 
-/** One id's part of a bulk answer: a code, or an answer (ready). */
+/**
+ * One id's part of a bulk answer: a code, or an answer (ready; the consumer that resumes it reads
+ * and checks the answer itself). An empty part is no answer, and a part that reads as an error
+ * (`ERROR…`, `ERROR: 1001`, a code with the key in it, now `ERROR_***`) is a code, kept to the
+ * protocol's shape: before, all of these read as ready, and a code of any length was carried.
+ */
 function stateOfPart(ctx: SolverContext, part: string): PollState {
   const text = part.trim();
-  if (!/^(CAPCHA_NOT_READY|CAPTCHA_NOT_READY|ERROR_[A-Z0-9_]+)$/.test(text)) return { state: 'ready' };
-  const errorClass = classifySolverCode(text, ctx.dialect);
+  if (text === '') return { state: 'unknown', code: UNRECOGNIZED_CODE };
+  if (!/^(CAPCHA_NOT_READY|CAPTCHA_NOT_READY|ERROR)/.test(text)) return { state: 'ready' };
+  const code = protocolCode(text);
+  const errorClass = classifySolverCode(code, ctx.dialect);
   if (errorClass === 'not_ready') return { state: 'not_ready' };
-  if (errorClass === 'task_terminal') return { state: 'ended', code: text };
-  return { state: 'unknown', code: text };
+  if (errorClass === 'task_terminal') return { state: 'ended', code };
+  return { state: 'unknown', code };
 }
 
 async function singles(

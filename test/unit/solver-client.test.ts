@@ -830,6 +830,32 @@ describe('a solver that cannot hurt', () => {
     expect(outcome.extras).toEqual({ cookies: 'c=1' });
   });
 
+  it("reads a bulk poll's empty and error-shaped parts as no answer, and keeps their codes to the protocol's shape", async () => {
+    const long = `ERROR_${'A'.repeat(60_000)}`;
+    script('res.php', [{ body: `OK||ERROR: 1001|${long}|03AGtoken` }]);
+    const targets = ['1', '2', '3', '4'].map((solverId) => ({ solverId, method: 'userrecaptcha' }));
+
+    const states = await client().pollMany(targets);
+
+    expect(Object.fromEntries(states)).toEqual({
+      '1': { state: 'unknown', code: 'UNRECOGNIZED_CODE' },
+      '2': { state: 'unknown', code: 'ERROR: 1001' },
+      '3': { state: 'unknown', code: 'UNRECOGNIZED_CODE' },
+      '4': { state: 'ready' },
+    });
+  });
+
+  it("takes a bulk poll's refusal of the whole request as every id's, without asking each alone", async () => {
+    script('res.php', [{ body: '{"status":0,"request":"ERROR_WRONG_USER_KEY"}' }]);
+    const targets = Array.from({ length: 100 }, (_, i) => ({ solverId: String(1000 + i), method: 'userrecaptcha' }));
+
+    const states = await client().pollMany(targets);
+
+    // Asked each alone, it made 101 requests a round with a key the provider had refused.
+    expect([...states.values()].every((s) => s.state === 'unknown' && s.code === 'ERROR_WRONG_USER_KEY')).toBe(true);
+    expect(agent.pendingInterceptors()).toEqual([]);
+  });
+
   it('redacts the key from an answer that echoes it before anyone sees the answer', async () => {
     script('in.php', [{ body: 'OK|75357844800' }]);
     script('res.php', [{ body: `OK|03AG-${KEY}-tail` }]);
