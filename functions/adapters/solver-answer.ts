@@ -77,6 +77,24 @@ export function reportedCost(value: unknown): number | undefined {
   return Number.isFinite(cost) && cost >= 0 && cost <= MAX_COST_USD ? cost : undefined;
 }
 
+/** The most a balance may be and still be believed, USD (the governor derives spend and price from successive reads). */
+const MAX_BALANCE_USD = 10_000_000;
+
+/**
+ * A provider's balance (a JSON number, or decimal text as res.php writes it), when it is one a
+ * plan can have: from −MAX to MAX_BALANCE_USD. Hex (`0x1F`), exponents in text, padding and
+ * 1e308 are no balance: one such read skewed the governor's spend and price estimates.
+ */
+export function believableBalance(value: unknown): number | undefined {
+  const balance =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^-?\d{1,12}(\.\d{1,12})?$/.test(value)
+        ? Number(value)
+        : NaN;
+  return Number.isFinite(balance) && Math.abs(balance) <= MAX_BALANCE_USD ? balance : undefined;
+}
+
 /** The answer with its cost: the provider's when it reported one, else the configured price of the method, else none. */
 export function withCost(
   ctx: SolverContext,

@@ -19,7 +19,14 @@ import {
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import { type CreateTaskMapping, createTaskOf, readSolution } from '../core/task-types.js';
-import { boundedExtras, reportedCost, unusableAnswer, usableText, withCost } from './solver-answer.js';
+import {
+  believableBalance,
+  boundedExtras,
+  reportedCost,
+  unusableAnswer,
+  usableText,
+  withCost,
+} from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
 import { type JsonAnswer, jsonCall, numberAsWritten, snippet, withoutKey } from './solver-http.js';
 
@@ -150,11 +157,10 @@ function pollError(ctx: SolverContext, code: string, taskId: string, solverId: s
 async function balance(ctx: SolverContext, signal: AbortSignal | undefined): Promise<number> {
   const answer = await jsonCall(ctx, { method: 'getBalance', members: {}, signal, taskId: undefined });
   if (!answer.ok) throw solverErrorFor(answer.code, ctx.dialect, { message: `getBalance answered ${answer.code}` });
-  const raw = answer.body.balance;
-  const value = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
-  if (!Number.isFinite(value))
+  const value = believableBalance(answer.body.balance);
+  if (value === undefined)
     throw new SolverTransientError('UNPARSEABLE_BODY', {
-      message: `getBalance answered a balance that is not a number${snippet(answer.text, ctx.key)}`,
+      message: `getBalance answered a balance that is not one${snippet(answer.text, ctx.key)}`,
     });
   return value;
 }

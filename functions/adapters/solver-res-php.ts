@@ -15,7 +15,7 @@ import {
   solverErrorFor,
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
-import { boundedExtras, unusableAnswer, usableText, withCost } from './solver-answer.js';
+import { believableBalance, boundedExtras, unusableAnswer, usableText, withCost } from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
 import { httpCall, snippet } from './solver-http.js';
 
@@ -118,10 +118,10 @@ async function balance(ctx: SolverContext, signal: AbortSignal | undefined): Pro
     taskId: undefined,
   });
   if (!answer.ok) throw solverErrorFor(answer.code, ctx.dialect, { message: `getbalance answered ${answer.code}` });
-  const value = Number(answer.value);
-  if (!Number.isFinite(value)) {
+  const value = believableBalance(answer.value);
+  if (value === undefined) {
     throw new SolverTransientError('UNPARSEABLE_BODY', {
-      message: `getbalance answered a balance that is not a number${snippet(answer.value, ctx.key)}`,
+      message: `getbalance answered a balance that is not one${snippet(answer.value, ctx.key)}`,
     });
   }
   return value;

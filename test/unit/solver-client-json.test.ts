@@ -223,6 +223,20 @@ describe('solver client, JSON task API wire', () => {
     expect(logs.some((line) => line.includes('holds control characters; dropped'))).toBe(true);
   });
 
+  it('believes only a balance an account can have', async () => {
+    script('getBalance', [
+      { body: '{"errorId":0,"balance":1e308}' },
+      { body: { errorId: 0, balance: '0x1F' } },
+      { body: { errorId: 0, balance: 12.5 } },
+      { body: { errorId: 0, balance: '3.10' } },
+    ]);
+    const c = client({ retry: { baseBackoffMs: 1, maxBackoffMs: 1, maxTransientRetries: 0, maxOverCapRetries: 0 } });
+    await expect(c.getBalance()).rejects.toMatchObject({ code: 'UNPARSEABLE_BODY' });
+    await expect(c.getBalance()).rejects.toMatchObject({ code: 'UNPARSEABLE_BODY' });
+    await expect(c.getBalance()).resolves.toBe(12.5);
+    await expect(c.getBalance()).resolves.toBe(3.1);
+  });
+
   it('believes only a plausible cost, else uses the configured price', async () => {
     for (const cost of ['abc', -1, 1_000_000]) {
       script('createTask', [{ body: { errorId: 0, taskId: 70000000004 } }]);

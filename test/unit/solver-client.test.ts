@@ -559,6 +559,18 @@ describe('solver client', () => {
     await expect(client().getBalance()).rejects.toBeInstanceOf(SolverTransientError);
   });
 
+  it('getBalance believes only a balance an account can have: decimal text within ten million dollars', async () => {
+    // Read with Number(), hex was 31, padded exponents 1000, and 1e308 skewed the governor's spend estimate.
+    const bad = ['0x1F', ' 1e3 ', '1e308', 'Infinity', '12,5'];
+    script('res.php', [...bad.map((value) => ok(value)), ok('-0.0003'), ok('7.25')]);
+
+    for (const value of bad)
+      await expect(client().getBalance(), value).rejects.toMatchObject({ code: 'UNPARSEABLE_BODY' });
+    // An overdrawn account reads below zero (it pauses the fleet) rather than unknown (a hold).
+    await expect(client().getBalance()).resolves.toBe(-0.0003);
+    await expect(client().getBalance()).resolves.toBe(7.25);
+  });
+
   it('reportBad and reportGood send the id with their action', async () => {
     script('res.php', [
       ok('OK_REPORT_RECORDED'),
