@@ -726,7 +726,12 @@ export class TaskRun {
     const { deps, clock } = this.ctx;
     const m = deps.metrics;
     const completedAt = clock();
-    const result = solvedFields(base, solved, completedAt, this.issuedNoLaterThan(solved, resumed));
+    const result = solvedFields(
+      base,
+      this.fromAcceptance(solved, resumed),
+      completedAt,
+      this.issuedNoLaterThan(solved, resumed),
+    );
     const { solveMs, tokenExpiresAt } = result;
     m.addMetric(METRICS.solveDuration, MetricUnit.Milliseconds, solveMs, MetricResolution.High);
     const method = this.task.method as SolverMethod;
@@ -963,6 +968,17 @@ export class TaskRun {
    * task's message was first received (nothing was submitted before that), and that earlier time
    * is taken so the expiry is never later than the truth.
    */
+  /**
+   * A resumed submission's solve as it ran: from its first acceptance (on the record), not from
+   * this delivery's resume. Measured from the resume, a solve that outlived its invocation read
+   * short in the record, SolveDuration and the metric window (a 30 s solve as 9 s, another as
+   * 5 ms); the governor's watch measures parked solves from their lease's acceptance the same way.
+   */
+  private fromAcceptance(solved: Solved, resumed: Submission | undefined): Solved {
+    if (resumed === undefined || solved.solverId !== resumed.solverId || !(resumed.acceptedAt > 0)) return solved;
+    return { ...solved, acceptedAt: Math.min(solved.acceptedAt, resumed.acceptedAt) };
+  }
+
   private issuedNoLaterThan(solved: Solved, resumed: Submission | undefined): number {
     if (resumed === undefined || solved.solverId !== resumed.solverId) return solved.answeredAt;
     return Math.min(solved.answeredAt, this.delivery.firstReceivedAt);

@@ -448,6 +448,25 @@ describe('claims and duplicate deliveries', () => {
     expect(await h.record(task.id as string)).toMatchObject({ status: 'solving', claimToken: 'another-delivery' });
   });
 
+  it("measures a resumed submission's solve from its first acceptance, not from the resume", async () => {
+    const h = await harness();
+    const task = recaptchaTask();
+    const parsed = { ...task, id: task.id as string, priority: 'normal' as const, submittedAt: Date.now() - 25_000 };
+    await h.repository.claim({ task: parsed as never, claimToken: 'timed-out', now: Date.now(), leaseMs: 1 });
+    // The solver accepted it 20 s ago; the delivery that submitted it timed out polling.
+    await h.repository.recordSolverId(parsed.id, 'timed-out', 'sid-slow', 'primary', Date.now() - 20_000);
+    await sleep(5);
+    await h.send(task);
+
+    await h.deliver();
+
+    const record = await h.record(parsed.id);
+    expect(record).toMatchObject({ status: 'solved', solverId: 'sid-slow' });
+    // Measured from the resume it read a few milliseconds.
+    expect(record?.solveMs).toBeGreaterThanOrEqual(20_000);
+    expect(record?.solveMs).toBeLessThan(60_000);
+  });
+
   it('takes over an expired claim and resumes its solver submission instead of paying for a new one', async () => {
     const h = await harness();
     const task = recaptchaTask();
