@@ -214,6 +214,23 @@ export function localRecordMarginMs(functionTimeoutMs: number): number {
   return Math.min(2_000, Math.max(200, functionTimeoutMs / 5));
 }
 
+/** The least of an invocation a local consumer needs left to submit and keep the id, ms. */
+const LOCAL_MIN_SOLVE_WINDOW_MS = 1_500;
+
+/**
+ * The shortest visibility timeout a local consumer can solve under, s: its function (1 s less)
+ * less the record margin must leave the solve window. Under it every delivery hands its task
+ * back unsubmitted and valid tasks reach the DLQ (`--visibility-timeout 2`: 0 of 60 solved).
+ */
+export function minLocalVisibilityTimeoutSeconds(): number {
+  let seconds = 2;
+  for (;;) {
+    const functionMs = localFunctionTimeoutSeconds(seconds) * 1000;
+    if (functionMs - localRecordMarginMs(functionMs) >= LOCAL_MIN_SOLVE_WINDOW_MS) return seconds;
+    seconds += 1;
+  }
+}
+
 /** What every part of the stack is built from: the options resolved once. */
 interface StackPlan {
   options: LocalStackOptions;
@@ -507,7 +524,7 @@ async function wireConsumer(plan: StackPlan, backends: Backends, solver: SolverS
     writeRetry: { firstMs: 50, maxMs: 500 },
     solverIdCarryAfterMs: 300,
     requeueReserveMs: 500,
-    minSolveWindowMs: 1_500,
+    minSolveWindowMs: LOCAL_MIN_SOLVE_WINDOW_MS,
     overCapWaiting: { pollMs: 100, maxWaitMs: 2_000, maxWaits: 3 },
     leaseWaitPollMs: 50,
     // The simulator answers in about half a second: a solve that quick is recorded by the

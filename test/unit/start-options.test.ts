@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { START_OPTIONS, startCommand } from '../../bin/commands/start/options.js';
 import { flagsNpmKept } from '../../bin/commands/npm-flags.js';
+import {
+  localFunctionTimeoutSeconds,
+  localRecordMarginMs,
+  minLocalVisibilityTimeoutSeconds,
+} from '../../local/runtime.js';
 
 describe('start flags', () => {
   it('startCommand adds every row of START_OPTIONS, in the table order (the help order)', () => {
@@ -28,6 +33,25 @@ describe('start flags', () => {
     ]);
     expect(options.overflowSim).toBe(true);
     expect(options.malformed).toBeUndefined();
+  });
+
+  it('refuses a visibility timeout too short for a local consumer to submit and keep the id under', () => {
+    // At 2 s every delivery handed its task back unsubmitted: 0 of 60 solved, 57 valid in the DLQ.
+    const least = minLocalVisibilityTimeoutSeconds();
+    const windowAt = (seconds: number) => {
+      const functionMs = localFunctionTimeoutSeconds(seconds) * 1000;
+      return functionMs - localRecordMarginMs(functionMs);
+    };
+    expect(windowAt(least)).toBeGreaterThanOrEqual(1_500);
+    expect(windowAt(least - 1)).toBeLessThan(1_500);
+    const parse = (seconds: number) =>
+      startCommand()
+        .exitOverride()
+        .configureOutput({ writeErr: () => undefined })
+        .parse(['--visibility-timeout', String(seconds)], { from: 'user' })
+        .opts().visibilityTimeout;
+    expect(() => parse(least - 1)).toThrow(`expected a whole number from ${least} to 900.`);
+    expect(parse(least)).toBe(least);
   });
 
   it('npm-kept flags are named with their value placeholder from the table', () => {

@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typin
 import { orphanWaitMsOf } from '../../../functions/consumer/context.js';
 import { SOLVE_MODES } from '../../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../../functions/core/solver-protocol.js';
-import { LOG_LEVELS, localFunctionTimeoutSeconds } from '../../../local/runtime.js';
+import { LOG_LEVELS, localFunctionTimeoutSeconds, minLocalVisibilityTimeoutSeconds } from '../../../local/runtime.js';
 import { decimal, integer, outageWindow } from '../../../local/cli-values.js';
 import { FAULT_START_OPTIONS } from '../start-faults.js';
 import { OVERFLOW_START_OPTIONS } from '../start-overflow.js';
@@ -126,7 +126,7 @@ export const START_OPTIONS = {
     '--visibility-timeout <s>',
     'queue visibility timeout, s; the local function timeout is 1 s less (crashed tasks return after it)',
   )
-    .argParser(integer(2, 900))
+    .argParser(integer(minLocalVisibilityTimeoutSeconds(), 900))
     .default(12),
   planThreads: new Option(
     '--plan-threads <n>',
