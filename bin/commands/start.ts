@@ -47,6 +47,12 @@ export function register(program: Command): void {
         `error: ${stray.map((key) => OVERFLOW_START_OPTIONS[key].long).join(', ')} only mean${stray.length === 1 ? 's' : ''} something with --overflow-sim: add it, or drop ${stray.length === 1 ? 'that flag' : 'those flags'}`,
         { exitCode: 2 },
       );
+    const ungoverned = governorFlagsWithoutGovernor(options, (key) => command.getOptionValueSource(key));
+    if (ungoverned.length > 0)
+      command.error(
+        `error: ${ungoverned.map((key) => START_OPTIONS[key].long).join(', ')} only mean${ungoverned.length === 1 ? 's' : ''} something to the governor, and --concurrency turns it off: drop --concurrency, or ${ungoverned.length === 1 ? 'that flag' : 'those flags'}`,
+        { exitCode: 2 },
+      );
     if (options.overflowSim && options.concurrency !== undefined)
       command.error(
         'error: --overflow-sim needs the governor to open its lane, and --concurrency turns the governor off: drop one',
@@ -64,6 +70,19 @@ export function register(program: Command): void {
     if (window !== undefined) command.error(`error: ${window}`, { exitCode: 2 });
     process.exitCode = await runStart(options);
   });
+}
+
+/**
+ * The governor's flags (their help begins `governor:`) given on the command line beside
+ * `--concurrency`, which turns the governor off: before, each was ignored without a word.
+ */
+export function governorFlagsWithoutGovernor(
+  options: StartOptions,
+  sourceOf: (key: keyof typeof START_OPTIONS) => string | undefined,
+): (keyof typeof START_OPTIONS)[] {
+  if (options.concurrency === undefined) return [];
+  const keys = Object.keys(START_OPTIONS) as (keyof typeof START_OPTIONS)[];
+  return keys.filter((key) => START_OPTIONS[key].description.startsWith('governor:') && sourceOf(key) === 'cli');
 }
 
 /** Whether a lane's provider answers images in its submission's response with too little of an invocation to wait for them (start/sync-answers.ts). */

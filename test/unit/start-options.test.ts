@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { governorFlagsWithoutGovernor } from '../../bin/commands/start.js';
 import { START_OPTIONS, startCommand } from '../../bin/commands/start/options.js';
 import { flagsNpmKept } from '../../bin/commands/npm-flags.js';
 import {
@@ -52,6 +53,23 @@ describe('start flags', () => {
         .opts().visibilityTimeout;
     expect(() => parse(least - 1)).toThrow(`expected a whole number from ${least} to 900.`);
     expect(parse(least)).toBe(least);
+  });
+
+  it("names the governor's flags given beside --concurrency, which turns the governor off", () => {
+    const given = (...args: string[]) => {
+      const command = startCommand().exitOverride();
+      command.parse(args, { from: 'user' });
+      return governorFlagsWithoutGovernor(command.opts(), (key) => command.getOptionValueSource(key));
+    };
+    // Before, each of these was ignored without a word.
+    expect(given('--concurrency', '5', '--plan-threads', '8', '--tick-ms', '100', '--halt-balance', '0')).toEqual([
+      'planThreads',
+      'haltBalance',
+      'tickMs',
+    ]);
+    // Their defaults are not given; without --concurrency the governor reads them.
+    expect(given('--concurrency', '5', '--solver-threads', '8')).toEqual([]);
+    expect(given('--plan-threads', '8', '--reserved-threads', '2')).toEqual([]);
   });
 
   it('npm-kept flags are named with their value placeholder from the table', () => {
