@@ -68,6 +68,12 @@ export function register(program: Command): void {
     }
     const window = syncAnswerProblemOf(options, settings);
     if (window !== undefined) command.error(`error: ${window}`, { exitCode: 2 });
+    // Before, the stack came up, sent nothing and ended without a summary (with --json, an empty stdout).
+    if (options.tasks === 0 && !options.serve)
+      command.error(
+        'error: --tasks 0 sends no task, so this run would do nothing: give --tasks N for the demo, or add --serve to keep the stack up for your own producers',
+        { exitCode: 2 },
+      );
     process.exitCode = await runStart(options);
   });
 }

@@ -55,6 +55,14 @@ describe('a usage error', () => {
     expect(result.stdout).toBe('');
   });
 
+  it('`start --tasks 0` without --serve says there is nothing to run, where it ended without a summary', async () => {
+    const result = await cli(['start', '--tasks', '0', '--json']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--tasks 0 sends no task, so this run would do nothing');
+    expect(result.stderr).toContain('add --serve');
+    expect(result.stdout).toBe('');
+  });
+
   it('points npm users at `npm start -- --help`', async () => {
     const result = await cli(['start', '--bogus'], shell({ npm_lifecycle_event: 'start' }));
     expect(result.stderr).toContain('`npm start -- --help`');

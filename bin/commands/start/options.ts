@@ -40,7 +40,7 @@ const url = (value: string) => {
 
 /** The flags of `start`. Governor flags (--plan-threads, --reserved-threads, …) join here. */
 export const START_OPTIONS = {
-  tasks: new Option('--tasks <n>', 'tasks in the demo workload (0 = none, e.g. with --serve)')
+  tasks: new Option('--tasks <n>', 'tasks in the demo workload (0 = none: only with --serve)')
     .argParser(integer(0, 100_000))
     .default(200),
   malformed: new Option(
