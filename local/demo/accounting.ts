@@ -396,7 +396,9 @@ function governorSummary(
     maxCeiling: stats.maxCeiling ?? null,
     pausedMs: stats.pausedMs,
     failedTicks: stats.failedTicks,
-    lastReason: reason ? { code: reason.code, message: reason.message } : null,
+    lastReason: reason
+      ? { code: reason.code, message: reason.message, paused: governor.lastDecision?.paused === true }
+      : null,
     pause: paused
       ? {
           pausedMs: stats.pausedMs,

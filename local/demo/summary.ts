@@ -170,7 +170,8 @@ export interface DemoSummary {
     maxCeiling: number | null;
     pausedMs: number;
     failedTicks: number;
-    lastReason: { code: string; message: string } | null;
+    /** The last decision's reason, and whether it kept consumption paused (a pause, or waiting for threads others hold). */
+    lastReason: { code: string; message: string; paused?: boolean } | null;
     /** When the governor paused: for how long, the last pause's reason, and the probes it sent. */
     pause: {
       pausedMs: number;

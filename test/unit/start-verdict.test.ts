@@ -11,7 +11,7 @@ function optionsOf(args: string[] = []) {
 }
 
 /** A run cut by --max-duration with both tasks still queued, after a pause and with `last` its last decision. */
-function cutRun(last: { code: string; message: string }) {
+function cutRun(last: { code: string; message: string; paused?: boolean }) {
   const base = demoSummaryFixture();
   return {
     ...base,
@@ -49,6 +49,19 @@ describe("start's verdict on a run that ended with tasks queued", () => {
     expect(resumed.code).toBe(1);
     expect(resumed.message).toBe(
       "NOT COMPLETE: 2 task(s) still queued when the run ended (--max-duration 120 s); give a longer --max-duration to wait for them (the default allows 2× the work's time at the plan's pace, up to 900 s).",
+    );
+    // Waiting for threads others hold is a pause too: before, its code alone (not PAUSE_…) left the
+    // run's end unexplained.
+    const waiting = verdictOf(
+      cutRun({
+        code: 'WAIT_FOR_THREADS',
+        message: 'Waiting for threads: others hold the whole plan of 20.',
+        paused: true,
+      }),
+      optionsOf(),
+    );
+    expect(waiting.message).toContain(
+      'the governor paused consumption (WAIT_FOR_THREADS: Waiting for threads: others hold the whole plan of 20), so tasks wait in the queue as designed',
     );
     // Given, the flag is named as given (to a tenth of a second), without the default's words.
     const given = verdictOf(cutRun({ code: 'FREE_THREADS', message: 'Ceiling at the free threads.' }), {

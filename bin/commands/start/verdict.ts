@@ -79,9 +79,10 @@ function endedWhy(s: DemoSummary, options: StartOptions, maxDurationMs: number):
       : s.endedBy === 'paused'
         ? `stopped after ${PAUSED_TICKS_BEFORE_STOP} ticks paused with no invocation running; --max-duration waits longer`
         : `--max-duration ${Number((maxDurationMs / 1000).toFixed(1))} s`;
-  // Paused when the run ended: its last decision paused (a pause it had resumed from explains nothing).
+  // Paused when the run ended: its last decision paused (a pause it had resumed from explains
+  // nothing), WAIT_FOR_THREADS (others hold the whole plan) included, which the code alone missed.
   const last = s.governor?.lastReason;
-  const reason = last?.code.startsWith('PAUSE') ? last : undefined;
+  const reason = last?.paused === true || last?.code.startsWith('PAUSE') ? last : undefined;
   if (reason !== undefined)
     return `(${ended}) — the governor paused consumption (${reason.code}: ${reason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`;
   if (options.solverBadKey) return `(${ended}): the solver rejects the key, so tasks wait in the queue as designed`;
