@@ -63,6 +63,14 @@ describe("start's verdict on a run that ended with tasks queued", () => {
     expect(waiting.message).toContain(
       'the governor paused consumption (WAIT_FOR_THREADS: Waiting for threads: others hold the whole plan of 20), so tasks wait in the queue as designed',
     );
+    // A fixed ceiling (no governor) on an emptied balance: a longer run would only be refused longer.
+    const { governor: _none, ...ungoverned } = cutRun({ code: 'FREE_THREADS', message: '' });
+    const broke = verdictOf(
+      { ...ungoverned, solver: { ...ungoverned.solver, balanceEnd: 0 } },
+      optionsOf(['--concurrency', '5']),
+    );
+    expect(broke.message).toContain("the solver's balance ($0.000) no longer pays for a solve ($0.001)");
+    expect(broke.message).not.toContain('give a longer --max-duration');
     // Given, the flag is named as given (to a tenth of a second), without the default's words.
     const given = verdictOf(cutRun({ code: 'FREE_THREADS', message: 'Ceiling at the free threads.' }), {
       ...optionsOf(['--max-duration', '165.675']),

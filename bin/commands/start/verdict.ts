@@ -86,6 +86,10 @@ function endedWhy(s: DemoSummary, options: StartOptions, maxDurationMs: number):
   if (reason !== undefined)
     return `(${ended}) — the governor paused consumption (${reason.code}: ${reason.message.replace(/\.$/, '')}), so tasks wait in the queue as designed`;
   if (options.solverBadKey) return `(${ended}): the solver rejects the key, so tasks wait in the queue as designed`;
+  // No governor to pause on money (a fixed ceiling): the solver refuses what the balance no longer
+  // pays for, and a longer run would only be refused longer. Before, the advice was a longer --max-duration.
+  if (s.governor === undefined && s.solver.balanceEnd < options.solverPrice)
+    return `(${ended}): the solver's balance ($${s.solver.balanceEnd.toFixed(3)}) no longer pays for a solve ($${options.solverPrice}), so it refuses the tasks; top it up (--solver-balance), or drop --concurrency so the governor pauses on a low balance instead of submitting into refusals`;
   if (s.endedBy === 'max_duration')
     return `(${ended}); give a longer --max-duration to wait for them${options.maxDuration === undefined ? ` (the default allows ${WORK_ALLOWANCE}× the work's time at the plan's pace, up to ${MAX_DEFAULT_DURATION_S} s)` : ''}`;
   return `(${ended})`;
