@@ -6,10 +6,10 @@
 import { InvalidArgumentError } from '@commander-js/extra-typings';
 import type { OutageWindow } from './solver-sim/options.js';
 
-/** A whole number within [min, max]. */
+/** A whole number within [min, max], in decimal digits (`1e2` and `0x10` read as 100 and 16 before). */
 export const integer = (min: number, max: number) => (value: string) => {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+  if (!/^\s*-?\d+\s*$/.test(value) || !Number.isInteger(n) || n < min || n > max)
     throw new InvalidArgumentError(`expected a whole number from ${min} to ${max}.`);
   return n;
 };
@@ -38,5 +38,7 @@ export const positive =
 export const outageWindow = (value: string, previous: readonly OutageWindow[]): OutageWindow[] => {
   const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);
   if (!match) throw new InvalidArgumentError(`expected START:DURATION in seconds (e.g. 20:30), got "${value}".`);
-  return [...previous, { startMs: Number(match[1]) * 1000, durationMs: Number(match[2]) * 1000 }];
+  const durationMs = Number(match[2]) * 1000;
+  if (durationMs <= 0) throw new InvalidArgumentError(`expected an outage of more than 0 s, got "${value}".`);
+  return [...previous, { startMs: Number(match[1]) * 1000, durationMs }];
 };

@@ -6,7 +6,7 @@
  * billion tasks.
  */
 import { describe, it } from 'vitest';
-import { positive } from '../../local/cli-values.js';
+import { integer, outageWindow, positive } from '../../local/cli-values.js';
 import { parseCount, parsePositive, parseSeed, parseWhole } from '../../lab/flags.js';
 import { runScript } from '../helpers/cli.js';
 
@@ -26,6 +26,17 @@ describe('the lab flags', () => {
       expect(() => parseWhole(bad)).toThrow(/whole number/);
     }
     for (const bad of ['0', '-1', 'x', '', 'Infinity']) expect(() => parsePositive(bad)).toThrow(/above 0/);
+  });
+});
+
+describe("the CLI's whole numbers and outage windows", () => {
+  it('take decimal digits only, and an outage of some length', ({ expect }) => {
+    expect(integer(0, 100)('42')).toBe(42);
+    expect(integer(-5, 5)('-3')).toBe(-3);
+    // Number() read these as 100, 16, 1 and 0.
+    for (const bad of ['1e2', '0x10', '1.0', '', ' ']) expect(() => integer(0, 1000)(bad)).toThrow(/whole number/);
+    expect(outageWindow('5:2.5', [])).toEqual([{ startMs: 5000, durationMs: 2500 }]);
+    expect(() => outageWindow('5:0', [])).toThrow('expected an outage of more than 0 s, got "5:0".');
   });
 });
 
