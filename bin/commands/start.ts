@@ -63,7 +63,7 @@ export function register(program: Command): void {
       settings = resolveSettings(fleetConfigOf(options));
     } catch (error) {
       // Flags that are fine one by one but not together (reserved ≥ plan threads, pause above halt, …).
-      if (error instanceof ConfigError) command.error(`error: ${error.message}`, { exitCode: 2 });
+      if (error instanceof ConfigError) command.error(`error: ${inFlags(error.message)}`, { exitCode: 2 });
       throw error;
     }
     const window = syncAnswerProblemOf(options, settings);
@@ -89,6 +89,43 @@ export function governorFlagsWithoutGovernor(
   if (options.concurrency === undefined) return [];
   const keys = Object.keys(START_OPTIONS) as (keyof typeof START_OPTIONS)[];
   return keys.filter((key) => START_OPTIONS[key].description.startsWith('governor:') && sourceOf(key) === 'cli');
+}
+
+/**
+ * The flags that set each configuration key `fleetConfigOf` writes (the overflow block's first,
+ * so `overflow.dialect` is not read as `dialect`).
+ */
+const FLAG_OF_CONFIG_KEY: Readonly<Record<string, string>> = {
+  'overflow.capUsdPerHour': '--overflow-cap-hour',
+  'overflow.capUsdPerDay': '--overflow-cap-day',
+  'overflow.priceHintUsd': '--overflow-price-hint',
+  'overflow.latencyTargetSeconds': '--overflow-target',
+  'overflow.maxConcurrency': '--overflow-max-concurrency',
+  'overflow.solverProtocol': '--overflow-protocol',
+  'overflow.dialect': '--overflow-dialect',
+  planThreads: '--solver-threads (or --plan-threads)',
+  reservedThreads: '--reserved-threads',
+  tasksPerInvocation: '--batch-size',
+  haltBalance: '--halt-balance',
+  pauseBalance: '--pause-balance',
+  tickMs: '--tick-ms',
+  solveMode: '--solve-mode',
+  solverProtocol: '--solver-protocol',
+  dialect: '--solver-dialect',
+};
+const CONFIG_KEY = new RegExp(
+  `(?<![\\w.-])(${Object.keys(FLAG_OF_CONFIG_KEY)
+    .map((key) => key.replace('.', '\\.'))
+    .join('|')})(?![\\w])`,
+  'g',
+);
+
+/**
+ * A configuration error in the flags' words: `start` is told flags, not configuration keys (a fix
+ * read "raise planThreads to at least 2" to someone who had typed --solver-threads 1).
+ */
+export function inFlags(message: string): string {
+  return message.replace(CONFIG_KEY, (key) => FLAG_OF_CONFIG_KEY[key] ?? key);
 }
 
 /** Whether a lane's provider answers images in its submission's response with too little of an invocation to wait for them (start/sync-answers.ts). */

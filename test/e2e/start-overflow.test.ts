@@ -139,7 +139,8 @@ describe('captcha-fleet start --overflow-sim', () => {
       30_000,
     );
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('overflow.capUsdPerHour');
-    expect(run.stderr).toContain('Fix: set overflow.capUsdPerHour ≤ overflow.capUsdPerDay');
+    // In the flags' words: the configuration keys behind them meant nothing to the one who typed them.
+    expect(run.stderr).toContain('--overflow-cap-hour: the hourly cap $5 is above the daily cap $2');
+    expect(run.stderr).toContain('Fix: set --overflow-cap-hour ≤ --overflow-cap-day');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { governorFlagsWithoutGovernor } from '../../bin/commands/start.js';
+import { governorFlagsWithoutGovernor, inFlags } from '../../bin/commands/start.js';
 import { START_OPTIONS, startCommand } from '../../bin/commands/start/options.js';
 import { flagsNpmKept } from '../../bin/commands/npm-flags.js';
 import {
@@ -70,6 +70,16 @@ describe('start flags', () => {
     // Their defaults are not given; without --concurrency the governor reads them.
     expect(given('--concurrency', '5', '--solver-threads', '8')).toEqual([]);
     expect(given('--plan-threads', '8', '--reserved-threads', '2')).toEqual([]);
+  });
+
+  it('speaks of a configuration problem in the flags that set it', () => {
+    expect(inFlags('  - planThreads: too few. Fix: raise planThreads to at least 2')).toBe(
+      '  - --solver-threads (or --plan-threads): too few. Fix: raise --solver-threads (or --plan-threads) to at least 2',
+    );
+    // The overflow block's keys are its flags', not the plan's; words that merely contain a key stay.
+    expect(inFlags('overflow.dialect and dialect; solverBaseUrl, tasksPerInvocation')).toBe(
+      '--overflow-dialect and --solver-dialect; solverBaseUrl, --batch-size',
+    );
   });
 
   it('npm-kept flags are named with their value placeholder from the table', () => {
