@@ -34,6 +34,17 @@ export const positive =
     return n;
   };
 
+/** An http(s) URL (an AWS-compatible endpoint), without its trailing slashes. */
+export const httpUrl = (value: string) => {
+  try {
+    const parsed = new URL(value);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http');
+    return value.replace(/\/+$/, '');
+  } catch {
+    throw new InvalidArgumentError('expected an http(s) URL such as http://127.0.0.1:5000.');
+  }
+};
+
 /** `START:DURATION` in seconds, collected into a list as the flag repeats (the simulator's `outages`). */
 export const outageWindow = (value: string, previous: readonly OutageWindow[]): OutageWindow[] => {
   const match = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(value);

@@ -151,9 +151,12 @@ export function register(program: Command): void {
         error: (message) => warnings.push(message),
       };
       if (options.watch !== undefined && (options.local || options.dryRun))
-        command.error('error: --watch records answers, so it runs only on a deployed fleet and not with --dry-run', {
-          exitCode: 2,
-        });
+        command.error(
+          `error: --watch records answers, so it runs only on a deployed fleet, not with ${options.local ? '--local' : '--dry-run'}`,
+          {
+            exitCode: 2,
+          },
+        );
       const governor = options.local
         ? undefined
         : await createGovernorFromEnvironment({

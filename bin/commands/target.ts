@@ -7,7 +7,8 @@ import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-s
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings, type FleetSettings } from '../../functions/core/settings.js';
 import { readLocalStackFile, type LocalStackInfo } from '../../local/stack-file.js';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
+import { httpUrl } from '../../local/cli-values.js';
 
 export interface TargetOptions {
   local?: boolean;
@@ -32,9 +33,15 @@ export interface FleetTarget {
 
 /** Add the shared target flags to a command. */
 export function withTargetOptions(command: Command): Command {
+  // An endpoint is checked as `start` checks it, and refused beside --local, which it does not
+  // reach (before, `--endpoint bogus` failed later as a missing queue, and beside --local was ignored).
   return command
     .option('--local', 'talk to the local stack started by `npm start -- --serve`')
-    .option('--endpoint <url>', 'an AWS-compatible endpoint (default: AWS_ENDPOINT_URL, else AWS)')
+    .addOption(
+      new Option('--endpoint <url>', 'an AWS-compatible endpoint (default: AWS_ENDPOINT_URL, else AWS)')
+        .argParser(httpUrl)
+        .conflicts('local'),
+    )
     .option('--prefix <prefix>', 'resource name prefix the fleet was deployed with', 'captcha-fleet')
     .option('--region <region>', 'AWS region (default: AWS_REGION)');
 }

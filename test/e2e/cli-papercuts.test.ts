@@ -123,6 +123,25 @@ describe('`npm start --serve` (without `--`)', () => {
   });
 });
 
+describe('the target flags of status, redrive and report', () => {
+  // Before, `status --endpoint bogus` failed later as a missing queue, and beside --local it was ignored.
+  it.each([
+    [
+      ['status', '--endpoint', 'bogus'],
+      "option '--endpoint <url>' argument 'bogus' is invalid. expected an http(s) URL",
+    ],
+    [
+      ['redrive', '--local', '--endpoint', 'http://127.0.0.1:1'],
+      "option '--endpoint <url>' cannot be used with option '--local'",
+    ],
+    [['governor', '--once', '--local', '--watch', '2'], 'runs only on a deployed fleet, not with --local'],
+  ])('%j is a usage error that names the flag', async (args, message) => {
+    const result = await cli(args, shell({ CAPTCHA_FLEET_STACK_FILE: join(dir, 'none.json') }));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+  });
+});
+
 describe('the hints say what exists where they are read', () => {
   it('from the producer library: its options, no flags', () => {
     const read = () => localStack({ stackFile: join(dir, 'missing.json') });

@@ -3,12 +3,12 @@
  * choices and default; `startCommand()` adds them all, and `StartOptions` is what commander
  * infers from them (its typed options), so a new flag is one row here and one `.addOption`.
  */
-import { Command, InvalidArgumentError, Option } from '@commander-js/extra-typings';
+import { Command, Option } from '@commander-js/extra-typings';
 import { orphanWaitMsOf } from '../../../functions/consumer/context.js';
 import { SOLVE_MODES } from '../../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../../functions/core/solver-protocol.js';
 import { LOG_LEVELS, localFunctionTimeoutSeconds, minLocalVisibilityTimeoutSeconds } from '../../../local/runtime.js';
-import { decimal, integer, outageWindow } from '../../../local/cli-values.js';
+import { decimal, httpUrl, integer, outageWindow } from '../../../local/cli-values.js';
 import { FAULT_START_OPTIONS } from '../start-faults.js';
 import { OVERFLOW_START_OPTIONS } from '../start-overflow.js';
 
@@ -27,16 +27,6 @@ export const WORK_ALLOWANCE = 2;
 export const MAX_DEFAULT_DURATION_S = 900;
 /** A solve's time around the solver's own in the local run (submit, park, the watch's round), ms. */
 const SOLVE_OVERHEAD_MS = 500;
-
-const url = (value: string) => {
-  try {
-    const parsed = new URL(value);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http');
-    return value.replace(/\/+$/, '');
-  } catch {
-    throw new InvalidArgumentError('expected an http(s) URL such as http://127.0.0.1:5000.');
-  }
-};
 
 /** The flags of `start`. Governor flags (--plan-threads, --reserved-threads, …) join here. */
 export const START_OPTIONS = {
@@ -150,7 +140,7 @@ export const START_OPTIONS = {
   endpoint: new Option(
     '--endpoint <url>',
     'use this AWS-compatible endpoint for SQS and DynamoDB instead of the embedded emulators (default: AWS_ENDPOINT_URL)',
-  ).argParser(url),
+  ).argParser(httpUrl),
   serve: new Option(
     '--serve',
     'keep running after the workload: print endpoints, queue URLs and example producer commands',
