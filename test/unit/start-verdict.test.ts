@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runLimits, startCommand } from '../../bin/commands/start/options.js';
+import { counted } from '../../bin/commands/start/summary-format.js';
 import { verdictOf } from '../../bin/commands/start/verdict.js';
 import { demoSummaryFixture } from '../helpers/demo-summary.js';
 
@@ -78,6 +79,18 @@ describe("start's verdict on a run that ended with tasks queued", () => {
     expect(given.message).toBe(
       'NOT COMPLETE: 2 task(s) still queued when the run ended (--max-duration 165.7 s); give a longer --max-duration to wait for them.',
     );
+  });
+});
+
+describe("start's words for counts", () => {
+  it('say one of a thing in the singular', () => {
+    expect([counted(1, 'invocation'), counted(0, 'decision'), counted(3, 'invocation')]).toEqual([
+      '1 invocation',
+      '0 decisions',
+      '3 invocations',
+    ]);
+    const one = { ...demoSummaryFixture(), submitted: 1, solved: 1 };
+    expect(verdictOf(one, optionsOf(['--tasks', '1'])).message).toMatch(/^OK: the 1 task reached a result: 1 solved/);
   });
 });
 

@@ -62,7 +62,7 @@ const latencyRows: SummarySection = (s, { ms }) => [
     return [
       `${name} lane`,
       `${l.submitted} sent · ${l.solved} solved · p50 ${ms(l.p50Ms)} · p95 ${ms(l.p95Ms)}`,
-      `start wait p50 ${ms(l.startWaitP50Ms)} · p95 ${ms(l.startWaitP95Ms)}; ceiling ${ceiling}; ${l.invocations} invocations, peak ${l.peakInFlight} at once`,
+      `start wait p50 ${ms(l.startWaitP50Ms)} · p95 ${ms(l.startWaitP95Ms)}; ceiling ${ceiling}; ${counted(l.invocations, 'invocation')}, peak ${l.peakInFlight} at once`,
     ];
   }),
 ];
@@ -90,7 +90,7 @@ const costRows: SummarySection = (s) => [
 const consumerRows: SummarySection = (s) => [
   [
     'consumer',
-    `${s.consumer.invocations} invocations · peak ${s.consumer.peakConcurrency} at once`,
+    `${counted(s.consumer.invocations, 'invocation')} · peak ${s.consumer.peakConcurrency} at once`,
     `ceiling now ${s.consumer.ceiling} · ${parkedOf(s)}retried ${handedBack(s.consumer)} · timeouts ${s.consumer.timeouts} · crashes ${s.consumer.crashes} · errors ${s.consumer.errors}`,
   ],
 ];
@@ -126,7 +126,7 @@ const overflowRows: SummarySection = (s, { ms }) => {
     [
       'overflow',
       `$${o.provider.spentUsd.toFixed(3)} spent`,
-      `${o.provider.solved} solves at $${o.provider.pricePerSolve}; caps $${o.capUsdPerHour}/hour, $${o.capUsdPerDay}/day; balance $${o.provider.balanceStart.toFixed(3)} → $${o.provider.balanceEnd.toFixed(3)}; lane ${o.lane.invocations} invocations, ceiling max ${o.lane.maxCeiling}, peak ${o.lane.peakConcurrency} at once; ${reasonsOf(o.lane.reasons)}`,
+      `${o.provider.solved} solves at $${o.provider.pricePerSolve}; caps $${o.capUsdPerHour}/hour, $${o.capUsdPerDay}/day; balance $${o.provider.balanceStart.toFixed(3)} → $${o.provider.balanceEnd.toFixed(3)}; lane ${counted(o.lane.invocations, 'invocation')}, ceiling max ${o.lane.maxCeiling}, peak ${o.lane.peakConcurrency} at once; ${reasonsOf(o.lane.reasons)}`,
     ],
   ];
 };
@@ -149,7 +149,7 @@ const governorRows: SummarySection = (s) => {
   if (s.governor)
     rows.push([
       'governor',
-      `${s.governor.decisions} decisions · ceiling ${s.governor.startCeiling ?? '–'} → max ${s.governor.maxCeiling ?? '–'}`,
+      `${counted(s.governor.decisions, 'decision')} · ceiling ${s.governor.startCeiling ?? '–'} → max ${s.governor.maxCeiling ?? '–'}`,
       `${reasonsOf(s.governor.reasons)}${s.governor.pausedMs > 0 ? ` · paused ${(s.governor.pausedMs / 1000).toFixed(1)} s` : ''}${s.governor.failedTicks ? ` · failed ticks ${s.governor.failedTicks}` : ''}`,
     ]);
   return rows;
@@ -180,4 +180,9 @@ export function formatSummary(s: DemoSummary, sections: readonly SummarySection[
       .join('\n') +
     '\n'
   );
+}
+
+/** `n` and the word, singular for one (`1 invocation`, `3 invocations`). */
+export function counted(n: number, word: string): string {
+  return `${n} ${n === 1 ? word : `${word}s`}`;
 }

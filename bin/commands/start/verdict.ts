@@ -33,7 +33,7 @@ export function verdictOf(
   if (s.complete && rows === s.submitted && s.announcementsOwed === 0)
     return {
       code: 0,
-      message: `OK: all ${s.submitted} tasks reached a result: ${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ (${s.dlqWithRejectedRecord} of them with a rejected record).`,
+      message: `OK: ${s.submitted === 1 ? 'the 1 task' : `all ${s.submitted} tasks`} reached a result: ${s.solved} solved, ${s.failed} failed, ${s.rejected} rejected, ${s.inDlq} in the DLQ (${s.dlqWithRejectedRecord} of them with a rejected record).`,
     };
   const why: string[] = [];
   if (rows !== s.submitted) why.push(`the summary's rows add up to ${rows}, not the ${s.submitted} task(s) sent`);
