@@ -4,34 +4,32 @@
  * called the provider and marked the record. Exit 0 when the report was accepted (now or before),
  * 1 when it was refused (the reason is printed), 2 on a usage error.
  */
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
 import { createProducer, ReportRefusedError, ReportWaitTimeoutError } from '../../clients/producer-client.js';
 import { VERDICTS, type Verdict } from '../../functions/core/report.js';
 import { TASK_ID_PATTERN } from '../../functions/core/task.js';
+import { integer } from '../../local/cli-values.js';
 import { resolveTarget, withTargetOptions, type TargetOptions } from './target.js';
 
 interface ReportCommandOptions extends TargetOptions {
   json?: boolean;
-  timeout: string;
+  timeout: number;
 }
 
 export function register(program: Command): void {
-  withTargetOptions(
-    program
-      .command('report')
-      .description("report a solved task's answer: bad (wrong: the provider is asked for a refund) or good")
-      .argument('<taskId>', 'the task whose answer is reported')
-      .argument('<verdict>', 'bad or good')
-      .option('--json', 'print the report as JSON')
-      .option('--timeout <seconds>', 'how long to wait for the fleet to settle the report', '60'),
-  ).action(async (taskId: string, verdict: string, options: ReportCommandOptions) => {
-    if (!(VERDICTS as readonly string[]).includes(verdict))
-      program.error(`the verdict is bad or good (got "${verdict}")`, { exitCode: 2 });
+  // Its usage errors are the command's own (`error: …`, and a pointer to `report --help`): before,
+  // they were the program's, without the prefix and pointing at the list of commands.
+  const command = program
+    .command('report')
+    .description("report a solved task's answer: bad (wrong: the provider is asked for a refund) or good")
+    .argument('<taskId>', 'the task whose answer is reported')
+    .addArgument(new Argument('<verdict>', 'bad or good').choices(VERDICTS))
+    .option('--json', 'print the report as JSON')
+    .option('--timeout <seconds>', 'how long to wait for the fleet to settle the report', integer(1, 900), 60);
+  withTargetOptions(command).action(async (taskId: string, verdict: string, options: ReportCommandOptions) => {
     if (!TASK_ID_PATTERN.test(taskId))
-      program.error(`"${taskId}" is not a task id (1-80 of A-Z a-z 0-9 _ -)`, { exitCode: 2 });
-    const seconds = Number(options.timeout);
-    if (!Number.isFinite(seconds) || seconds < 1 || seconds > 900)
-      program.error(`--timeout takes 1 to 900 seconds (got "${options.timeout}")`, { exitCode: 2 });
+      command.error(`error: "${taskId}" is not a task id (1-80 of A-Z a-z 0-9 _ -)`, { exitCode: 2 });
+    const seconds = options.timeout;
     const target = await resolveTarget(options);
     if (target.reportsQueueUrl === undefined)
       throw new Error(

@@ -5,15 +5,18 @@ import { baseClientConfig } from '../../functions/adapters/aws-clients.js';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
 import { METRICS, SERVICES } from '../../functions/core/metric-names.js';
 import { readFleetStatus, type FleetStatus, type RecentMetrics, type SpendStatus } from '../../clients/fleet-status.js';
+import { decimal, integer } from '../../local/cli-values.js';
 import { resolveTarget, withTargetOptions, type FleetTarget, type TargetOptions } from './target.js';
 
 interface StatusOptions extends TargetOptions {
   json?: boolean;
-  watch?: string | boolean;
-  window: string;
+  watch?: number | boolean;
+  window: number;
 }
 
 export function register(program: Command): void {
+  // Its flags are checked by their parsers, so a bad one is the command's usage error (`error: …`
+  // and a pointer to `status --help`): before, the program's, without the prefix.
   withTargetOptions(
     program
       .command('status')
@@ -21,24 +24,12 @@ export function register(program: Command): void {
         'backlog and in flight per lane, DLQ, oldest task, ceilings, the last governor decision, balance, and recent solves',
       )
       .option('--json', 'one JSON object per refresh')
-      .option('--watch [seconds]', 'refresh every N seconds (default 5) until Ctrl-C')
-      .option('--window <minutes>', 'minutes of recent solves to summarise', '5'),
+      .option('--watch [seconds]', 'refresh every N seconds (default 5) until Ctrl-C', decimal(1, 86_400, 'seconds'))
+      .option('--window <minutes>', 'minutes of recent solves to summarise', integer(1, 1440), 5),
   ).action(async (options: StatusOptions) => {
-    const windowMinutes = Number(options.window);
-    if (!Number.isInteger(windowMinutes) || windowMinutes < 1 || windowMinutes > 1440) {
-      program.error(`--window must be a whole number of minutes from 1 to 1440 (got "${options.window}")`, {
-        exitCode: 2,
-      });
-    }
+    const windowMinutes = options.window;
     const every =
-      options.watch === undefined || options.watch === false
-        ? undefined
-        : options.watch === true
-          ? 5
-          : Number(options.watch);
-    if (every !== undefined && (!Number.isFinite(every) || every < 1)) {
-      program.error(`--watch takes a number of seconds ≥ 1 (got "${String(options.watch)}")`, { exitCode: 2 });
-    }
+      options.watch === undefined || options.watch === false ? undefined : options.watch === true ? 5 : options.watch;
     const target = await resolveTarget(options);
     const read = () => readFleetStatus(sourcesFor(target), { windowMinutes });
     const show = (status: FleetStatus) => {

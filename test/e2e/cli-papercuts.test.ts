@@ -195,9 +195,24 @@ describe('report with a wrong verdict or task id', () => {
   it('is a usage error: exit 2, naming what it takes, before any fleet is reached', async () => {
     const verdict = await cli(['report', 'order-42', 'wrong']);
     expect(verdict.code).toBe(2);
-    expect(verdict.stderr).toContain('the verdict is bad or good (got "wrong")');
+    expect(verdict.stderr).toContain(
+      "error: command-argument value 'wrong' is invalid for argument 'verdict'. Allowed choices are bad, good.",
+    );
     const id = await cli(['report', 'not an id', 'bad']);
     expect(id.code).toBe(2);
-    expect(id.stderr).toContain('is not a task id');
+    expect(id.stderr).toContain('error: "not an id" is not a task id');
+    // The command's own usage errors point at its help, not at the list of commands.
+    expect(id.stderr).toContain('`captcha-fleet report --help`');
+  });
+
+  it.each([
+    [['report', '--timeout', '0', 'order-42', 'bad'], "option '--timeout <seconds>' argument '0' is invalid"],
+    [['status', '--window', 'abc'], "option '--window <minutes>' argument 'abc' is invalid"],
+    [['status', '--watch', '0'], "option '--watch [seconds]' argument '0' is invalid"],
+  ])('%j is refused by its parser, with the error prefix and the command’s help', async (args, message) => {
+    const result = await cli(args);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`error: ${message}`);
+    expect(result.stderr).toContain(`\`captcha-fleet ${args[0]} --help\``);
   });
 });
