@@ -23,7 +23,7 @@ export function register(program: Command): void {
     .command('report')
     .description("report a solved task's answer: bad (wrong: the provider is asked for a refund) or good")
     .argument('<taskId>', 'the task whose answer is reported')
-    .addArgument(new Argument('<verdict>', 'bad or good').choices(VERDICTS))
+    .addArgument(new Argument('<verdict>', 'whether the answer was wrong or right').choices(VERDICTS))
     .option('--json', 'print the report as JSON')
     .option('--timeout <seconds>', 'how long to wait for the fleet to settle the report', integer(1, 900), 60);
   withTargetOptions(command).action(async (taskId: string, verdict: string, options: ReportCommandOptions) => {
