@@ -164,6 +164,17 @@ describe('the spend grant', () => {
     expect(d.paused).toBe(true);
     expect(d.reason.code).toBe('PAUSE_LOW_BALANCE');
     expect(grantUsedUp({ grant: d.spendGrant, acceptances: 1000 }, NOW)).toBe(true);
+    expect(d.reason.message).toContain('the money above the pause level $0.10 is spoken for (balance $0.1040');
+  });
+
+  it('says a balance at or under the pause level is, rather than that the money above it is spoken for', () => {
+    // Act
+    const d = tick(0.05, 0, learned, { reason: 'balance', since: T0 });
+    // Assess: before, "the money above the pause level $0.10 is spoken for (balance $0.0500 …)".
+    expect(d.reason.code).toBe('PAUSE_LOW_BALANCE');
+    expect(d.reason.message).toBe(
+      'Still paused: the balance $0.0500 is at or under the pause level $0.10; tasks wait in the queue until it is topped up.',
+    );
   });
 
   it('resumes at the free threads once topped up far above the pause level, the grant far from used up', () => {

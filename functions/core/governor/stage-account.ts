@@ -138,16 +138,23 @@ function spendGranted(ctx: TickContext, flow: Flow, granted: Granted, resumed: b
   const at = granted.priceSource === 'assumed' ? ' (assumed until the balance shows the price)' : '';
   const money = `balance $${usd(funds?.usd ?? 0, 4)} at $${usd(granted.price, 4)} a solve${at}, ${granted.held} solve(s) in flight`;
   // Paused, the grant stays in force, used up: invocations already running start nothing more.
-  if (granted.solves < 1)
+  if (granted.solves < 1) {
+    // A balance at or under the level itself is said so: "the money above it is spoken for" read
+    // as if there were some (`--solver-balance 0`).
+    const under = (funds?.usd ?? 0) <= config.pauseBalance;
+    const why = under
+      ? `the balance $${usd(funds?.usd ?? 0, 4)} is at or under the pause level $${usd(config.pauseBalance)}`
+      : `the money above the pause level $${usd(config.pauseBalance)} is spoken for (${money})`;
     return {
       ...flow,
       grant: granted.grant,
       proposal: pause(
         'balance',
         'PAUSE_LOW_BALANCE',
-        `${resumed ? 'Still paused' : 'Paused'}: the money above the pause level $${usd(config.pauseBalance)} is spoken for (${money}); tasks wait in the queue until it is topped up.`,
+        `${resumed ? 'Still paused' : 'Paused'}: ${why}; tasks wait in the queue until it is topped up.`,
       ),
     };
+  }
   return {
     ...flow,
     grant: granted.grant,
