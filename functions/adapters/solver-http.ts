@@ -160,7 +160,10 @@ function jsonAnswerOf(
     parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
       ? (parsed as Record<string, unknown>)
       : undefined;
-  const errorId = object?.errorId;
+  // An errorId written as text reads as its number either way (`"0"` was a success and `"1"` no
+  // answer at all, its code lost).
+  const rawId = object?.errorId;
+  const errorId = typeof rawId === 'string' && /^\d{1,9}$/.test(rawId) ? Number(rawId) : rawId;
   const errorBody = typeof errorId === 'number' && errorId > 0;
   const errorStatus = statusCode < 300 || (ctx.dialect === 'capsolver' && statusCode >= 400 && statusCode < 500);
   if (object !== undefined && errorBody && statusCode >= 200 && errorStatus) {
@@ -178,7 +181,7 @@ function jsonAnswerOf(
       message: `${name} answered HTTP ${statusCode}${snippet(text, ctx.key)}`,
     });
   }
-  if (object !== undefined && (errorId === 0 || errorId === '0')) {
+  if (object !== undefined && errorId === 0) {
     if (containsSecret(text, [ctx.key]))
       ctx.log.warn('solver answer contained the key; redacted', { taskId, path: name });
     return { ok: true, body: object, text };

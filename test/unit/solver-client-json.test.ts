@@ -223,6 +223,17 @@ describe('solver client, JSON task API wire', () => {
     expect(logs.some((line) => line.includes('holds control characters; dropped'))).toBe(true);
   });
 
+  it('reads an errorId written as text as its number: "1" carries its code, "0" is a success', async () => {
+    script('getBalance', [
+      { body: { errorId: '1', errorCode: 'ERROR_KEY_DOES_NOT_EXIST' } },
+      { body: { errorId: '0', balance: 4.5 } },
+    ]);
+    const c = client();
+    // Before, "1" was no answer (UNPARSEABLE_BODY, a passing fault) and the refused key went unseen.
+    await expect(c.getBalance()).rejects.toMatchObject({ code: 'ERROR_KEY_DOES_NOT_EXIST', errorClass: 'account' });
+    await expect(c.getBalance()).resolves.toBe(4.5);
+  });
+
   it('believes only a balance an account can have', async () => {
     script('getBalance', [
       { body: '{"errorId":0,"balance":1e308}' },
