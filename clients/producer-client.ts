@@ -29,6 +29,14 @@ import {
 
 /** SQS's SendMessageBatch limit. */
 const SEND_BATCH = 10;
+/** DynamoDB errors no retry changes: the id check gives up on them at once. */
+const PERMANENT_READ_ERRORS: ReadonlySet<string> = new Set([
+  'AccessDeniedException',
+  'ResourceNotFoundException',
+  'ValidationException',
+  'UnrecognizedClientException',
+]);
+
 /** DynamoDB's BatchGetItem limit. */
 const READ_BATCH = 100;
 /** Rounds of BatchGetItem (a failed call, or UnprocessedKeys left) tried before giving up. */
@@ -559,7 +567,9 @@ async function readRecords(
         );
       } catch (error) {
         // Throttled, 5xx, a reset: the SDK's own tries are spent; try the round again after a pause.
-        if (round === READ_ROUNDS - 1) throw error;
+        // A refusal that a pause cannot change (no permission, no such table) is final at once:
+        // tried five times over 1.5 s before, while every submit with an id waited on it.
+        if (round === READ_ROUNDS - 1 || PERMANENT_READ_ERRORS.has((error as Error).name)) throw error;
         await pause(RETRY_BASE_MS * 2 ** round, undefined);
         continue;
       }

@@ -143,12 +143,13 @@ export class CaptchaFleet extends Construct {
   /**
    * Let a producer (a function's role, a user, a group) send tasks to both lanes, report answers
    * and read their results: `sqs:SendMessage` on the two lanes and the reports queue,
-   * `dynamodb:GetItem` on the results table, nothing else.
+   * `dynamodb:GetItem` (results, reports) and `dynamodb:BatchGetItem` (the producer client's check
+   * of the ids tasks bring, before it sends them) on the results table, nothing else.
    */
   grantProduce(grantee: iam.IGrantable): void {
     this.queues.normal.grantSendMessages(grantee);
     this.queues.high.grantSendMessages(grantee);
     this.reports.grantSend(grantee);
-    this.tables.results.grant(grantee, 'dynamodb:GetItem');
+    this.tables.results.grant(grantee, 'dynamodb:GetItem', 'dynamodb:BatchGetItem');
   }
 }

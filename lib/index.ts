@@ -4,7 +4,7 @@
  * ```ts
  * import { CaptchaFleet } from 'captcha-fleet/cdk';
  * const fleet = new CaptchaFleet(this, 'Captcha', { planThreads: 50, alarmEmail: 'ops@example.com' });
- * fleet.grantProduce(worker); // SendMessage on both lanes, GetItem on the results table
+ * fleet.grantProduce(worker); // SendMessage on the lanes and the reports queue; GetItem, BatchGetItem on the results
  * ```
  *
  * aws-cdk-lib (2.276 or later) and constructs are peer dependencies: the app's own copies are used.

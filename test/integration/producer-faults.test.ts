@@ -61,6 +61,34 @@ describe('the producer on a store’s bad day', () => {
     expect(producer.counters().idChecksSkipped).toBe(2);
   });
 
+  it('gives the id check up at once on a refusal no retry changes (no permission)', async () => {
+    const fleet = await fixture.createFleet();
+    let reads = 0;
+    const denied = {
+      send: async () => {
+        reads += 1;
+        throw Object.assign(new Error('not authorized to perform: dynamodb:BatchGetItem'), {
+          name: 'AccessDeniedException',
+        });
+      },
+    };
+    const warnings: ProducerWarning[] = [];
+    const producer = createProducer({
+      queueUrls: { normal: fleet.resources.queueUrls.normal },
+      table: fleet.resources.tables.results,
+      clients: { ...fleet.clients, documents: denied as unknown as typeof fleet.clients.documents },
+      onWarning: (warning) => warnings.push(warning),
+    });
+
+    const started = Date.now();
+    await producer.submit(recaptchaTask());
+
+    // Before, five rounds over 1.5 s, each submit with an id.
+    expect(reads).toBe(1);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(warnings[0]).toMatchObject({ code: 'ID_CHECK_SKIPPED' });
+  });
+
   it('refuses with a typed error, sending nothing, when asked to', async () => {
     const { producer, depth } = await producerThrough([dynamoDown], { idCheckUnavailable: 'refuse' });
     const task = recaptchaTask();
