@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { describeRedrive, redrive } from '../../clients/dlq-redrive.js';
 import { resolveTarget, withTargetOptions, type TargetOptions } from './target.js';
+import { printable } from '../../functions/core/helpers/printable.js';
 
 interface RedriveOptions extends TargetOptions {
   dryRun?: boolean;
@@ -45,8 +46,9 @@ export function register(program: Command): void {
         : options.includeRejected
           ? 'refused, moving as asked'
           : 'refused, stays (use --include-rejected)';
+      // The letters' attributes are a producer's words: printable, so a CR LF cannot forge a row.
       console.log(
-        `  ${String(group.count).padStart(6)}  ${reason.padEnd(20)} ${what}${group.example ? ` — e.g. ${group.example}` : ''}`,
+        `  ${String(group.count).padStart(6)}  ${printable(reason, 64).padEnd(20)} ${what}${group.example ? ` — e.g. ${printable(group.example, 200)}` : ''}`,
       );
     }
     for (const line of describeRedrive(report)) console.log(line);

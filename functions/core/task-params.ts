@@ -123,7 +123,10 @@ export function closestParamName(name: string, known: readonly string[]): string
   if (wanted === '') return undefined;
   const same = known.find((candidate) => normaliseParamName(candidate) === wanted);
   if (same !== undefined) return same;
-  const alias = ALIASES[wanted]?.find((candidate) => known.includes(candidate));
+  // Own names only: `constructor` read Object's and threw (the whole batch with it).
+  const alias = (Object.hasOwn(ALIASES, wanted) ? ALIASES[wanted] : undefined)?.find((candidate) =>
+    known.includes(candidate),
+  );
   if (alias !== undefined) return alias;
   const limit = wanted.length >= 6 ? 2 : 1;
   let best: { name: string; distance: number } | undefined;

@@ -492,7 +492,8 @@ export function methodOfTaskType(type: string): SolverMethod | undefined {
     imagetotext: 'base64',
     textcaptcha: 'textcaptcha',
   };
-  return direct[name];
+  // Own names only: `constructor` and `__proto__` read Object's (and threw further on).
+  return Object.hasOwn(direct, name) ? direct[name] : undefined;
 }
 
 /** What a provider's solution came to: the answer, and what else it said (user agent, cookies…). */

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { SolverMethod } from './solver-protocol.js';
 import { describeRefusedParam, FLEET_OWNED_PARAMS, METHOD_PARAMS } from './task-params.js';
+import { printable } from './helpers/printable.js';
 import { methodOfTaskType } from './task-types.js';
 
 /**
@@ -291,6 +292,17 @@ export type ParseTaskResult = { ok: true; task: Task } | { ok: false; rejection:
  * @param fallbackSubmittedAt used when the message carries no submittedAt (SQS SentTimestamp).
  */
 export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt: number): ParseTaskResult {
+  // A message no check foresaw must still be refused, not thrown: the consumer reads every body of
+  // a batch before any starts, so a throw here failed the whole batch, its valid tasks with it
+  // (params.constructor did, until the lookups below kept to their own names).
+  try {
+    return parseTaskUnguarded(body, fallbackId, fallbackSubmittedAt);
+  } catch (error) {
+    return reject('SCHEMA_VIOLATION', `the message could not be validated (${(error as Error).name})`, undefined);
+  }
+}
+
+function parseTaskUnguarded(body: string, fallbackId: string, fallbackSubmittedAt: number): ParseTaskResult {
   const bytes = Buffer.byteLength(body, 'utf8');
   if (bytes > MAX_TASK_BYTES) {
     return reject('TOO_LARGE', `message is ${bytes} bytes; the limit is ${MAX_TASK_BYTES}`, readId(body));
@@ -317,7 +329,7 @@ export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt:
   const parsed = TaskSchema.safeParse(json);
   if (!parsed.success) {
     const reason = taskIssues(parsed.error, json)
-      .slice(0, 5)
+      .slice(0, MAX_DESCRIBED_ISSUES)
       .map((issue) => `${issue.path || '(message)'}: ${issue.message}`)
       .join('; ');
     return reject('SCHEMA_VIOLATION', reason, id);
@@ -334,6 +346,9 @@ export function parseTask(body: string, fallbackId: string, fallbackSubmittedAt:
   };
 }
 
+/** Problems of a refused message named in its reason. */
+const MAX_DESCRIBED_ISSUES = 5;
+
 /** One problem of a task message: where (`params.pageurl`) and what. */
 export interface TaskIssue {
   path: string;
@@ -347,11 +362,14 @@ export interface TaskIssue {
  */
 export function taskIssues(error: z.ZodError, message: unknown): TaskIssue[] {
   const method = (message as { method?: unknown } | null)?.method;
-  const known = typeof method === 'string' && method in METHOD_PARAMS ? METHOD_PARAMS[method as Method] : [];
+  const known =
+    typeof method === 'string' && Object.hasOwn(METHOD_PARAMS, method) ? METHOD_PARAMS[method as Method] : [];
   return error.issues.flatMap((issue) => {
     const path = issue.path.join('.');
     if (issue.code !== 'unrecognized_keys' || path !== 'params') return [{ path, message: issue.message }];
-    return issue.keys.map((name) => ({
+    // The first few are described (each an edit-distance search): a message of 100 000 unknown
+    // names took a second of CPU before any task of its batch started.
+    return issue.keys.slice(0, MAX_DESCRIBED_ISSUES).map((name) => ({
       path: `params.${name.slice(0, 64)}`,
       message: describeRefusedParam(name, String(method), known),
     }));
@@ -400,18 +418,50 @@ function createTaskShapeReason(json: unknown): string | undefined {
   );
 }
 
+/** A refusal, its reason printable (it quotes the message: a method, a name, the parser's words about it). */
 function reject(code: TaskRejection['code'], reason: string, id: string | undefined): ParseTaskResult {
-  return { ok: false, rejection: { code, reason, id } };
+  return { ok: false, rejection: { code, reason: printable(reason, MAX_REASON_CHARS), id } };
 }
 
+/** Longest reason kept, characters (five issues, each naming at most 64 characters of a name). */
+const MAX_REASON_CHARS = 2_048;
+
 function readId(value: unknown): string | undefined {
-  if (typeof value === 'string') {
-    const match = /"id"\s*:\s*"([A-Za-z0-9_-]{1,80})"/.exec(value.slice(0, 4096));
-    return match?.[1];
-  }
+  if (typeof value === 'string') return topLevelId(value.slice(0, 4096));
   if (value !== null && typeof value === 'object' && 'id' in value) {
     const id = (value as { id: unknown }).id;
     if (typeof id === 'string' && TASK_ID_PATTERN.test(id)) return id;
   }
   return undefined;
 }
+
+/**
+ * The top-level `"id": "<id>"` of a body that does not parse (broken, or too large to), read from
+ * its head. Only the message's own: an `"id"` nested in its params is some other task's, and
+ * before, a broken message quoting one wrote a `rejected` record and event under that task's id.
+ */
+function topLevelId(head: string): string | undefined {
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let start = 0;
+  for (let i = 0; i < head.length; i += 1) {
+    const c = head[i];
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c === '\\') escaped = true;
+      else if (c === '"') {
+        inString = false;
+        const match = depth === 1 && head.slice(start, i + 1) === '"id"' ? ID_VALUE.exec(head.slice(i + 1)) : null;
+        if (match) return match[1];
+      }
+    } else if (c === '"') {
+      inString = true;
+      start = i;
+    } else if (c === '{' || c === '[') depth += 1;
+    else if (c === '}' || c === ']') depth -= 1;
+  }
+  return undefined;
+}
+
+const ID_VALUE = /^\s*:\s*"([A-Za-z0-9_-]{1,80})"/;

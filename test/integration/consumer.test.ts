@@ -37,6 +37,7 @@ import {
   type EmulatorFixture,
   type TestFleet,
 } from '../helpers/fleet-fixture.js';
+import { printable } from '../../functions/core/helpers/printable.js';
 import {
   captureLogs,
   captureMetrics,
@@ -222,6 +223,36 @@ async function harness(
 }
 
 describe('refused messages', () => {
+  it("dead-letters a message whose names are Object.prototype's, and a method of control characters, beside valid tasks it no longer fails", async () => {
+    // Prepare: before, params.constructor threw while the batch was read, failing all of it until
+    // every message, the valid ones too, reached the DLQ without a reason.
+    const h = await harness();
+    const goods = [imageTask(), imageTask(), imageTask()];
+    const poison = JSON.stringify({ id: 'pc-1', method: 'base64', params: { body: 'A'.repeat(200), constructor: 1 } });
+    const typed = JSON.stringify({ id: 'ct-1', task: { type: 'constructor' } });
+    const escapes = JSON.stringify({ id: 'me-1', method: '\u001b[31mPWNED\r\nlevel=ERROR', params: {} });
+    for (const body of [poison, typed, escapes]) await h.send(body);
+    for (const good of goods) await h.send(good);
+
+    // Act
+    const delivery = await h.deliver({ max: 10 });
+
+    // Assess
+    expect(delivery.messages).toHaveLength(6);
+    expect(delivery.response).toEqual({ batchItemFailures: [] });
+    for (const good of goods) expect(await h.record(good.id as string)).toMatchObject({ status: 'solved' });
+    const dead = await receive(h.fleet.clients, h.fleet.resources.queueUrls.dlq, 10);
+    const attributes = new Map(dead.map((m) => [m.Body, m.MessageAttributes]));
+    expect(attributes.get(poison)?.reason?.StringValue).toBe('SCHEMA_VIOLATION');
+    expect(attributes.get(typed)?.reason?.StringValue).toBe('SCHEMA_VIOLATION');
+    expect(attributes.get(escapes)?.reason?.StringValue).toBe('UNKNOWN_METHOD');
+    // SQS refuses control characters in an attribute: the detail writes them out.
+    const detail = attributes.get(escapes)?.reasonDetail?.StringValue ?? '';
+    expect(detail).toContain('\\u001b[31mPWNED\\u000d\\u000alevel=ERROR');
+    expect(printable(detail, detail.length)).toBe(detail);
+    expect(await h.record('me-1')).toMatchObject({ status: 'rejected', errorMessage: detail });
+  });
+
   it('dead-letters malformed, invalid, unknown-method and oversized messages with their reason, records them rejected, and acknowledges them', async () => {
     // Prepare
     const h = await harness();

@@ -1,6 +1,14 @@
 import { readFileSync } from 'node:fs';
+import { printable } from '../../functions/core/helpers/printable.js';
 import { describe, expect, it } from 'vitest';
-import { MAX_TASK_BYTES, parseTask, supportedMethods, taskJsonSchema } from '../../functions/core/task.js';
+import {
+  MAX_TASK_BYTES,
+  parseTask,
+  supportedMethods,
+  TaskSchema,
+  taskIssues,
+  taskJsonSchema,
+} from '../../functions/core/task.js';
 import { METHODS } from '../../functions/core/solver-protocol.js';
 import {
   closestParamName,
@@ -136,6 +144,62 @@ describe('task schema v1', () => {
   it('rejects malformed JSON and still reads the id when it can', () => {
     const result = parse('{"id":"task-7","method":"turnstile",');
     expect(result).toMatchObject({ ok: false, rejection: { code: 'MALFORMED_JSON', id: 'task-7' } });
+  });
+
+  it("reads a broken message's own id only, not one quoted in its params", () => {
+    // Before, the first `"id"` anywhere: a rejected record and event under another task's id.
+    expect(parse('{"method":"base64","params":{"id":"victim-9"}, broken')).toMatchObject({
+      ok: false,
+      rejection: { code: 'MALFORMED_JSON', id: undefined },
+    });
+    expect(parse('{"params":{"x":"}{"},"id" : "own-1", broken')).toMatchObject({ rejection: { id: 'own-1' } });
+  });
+
+  it("refuses, never throws on, names that are Object.prototype's (a throw failed the whole batch)", () => {
+    const image = { body: 'A'.repeat(200) };
+    for (const message of [
+      { id: 'pc-1', method: 'base64', params: { ...image, constructor: 1 } },
+      { id: 'pc-2', method: 'base64', params: { ...image, Con_struc: 1, ' CONSTRUCTOR[]': 1 } },
+      { id: 'pc-3', method: 'base64', params: { ...image, toString: 1, hasOwnProperty: 1 } },
+      { id: 'ct-1', task: { type: 'constructor' } },
+      { id: 'ct-2', type: '__proto__' },
+      { id: 'ct-3', task: { type: 'AntiConstructorTaskProxyless' } },
+      { id: 'm-1', method: 'constructor', params: {} },
+    ]) {
+      const result = parse(message);
+      expect(result.ok, JSON.stringify(message)).toBe(false);
+      if (!result.ok) expect(['SCHEMA_VIOLATION', 'UNKNOWN_METHOD']).toContain(result.rejection.code);
+    }
+  });
+
+  it('writes what a refused message quotes as printable text (no control characters, no lone surrogates)', () => {
+    const method = parse({
+      id: 'me-1',
+      method: '\u001b[2J\u001b[31mPWNED\u0007\r\nlevel=ERROR fake\u0000',
+      params: {},
+    });
+    const emoji = parse('\ud83d\ude00 not json');
+    const cut = parse({ id: 'me-2', method: `${'a'.repeat(63)}\ud83d\ude00`, params: {} });
+    for (const result of [method, emoji, cut]) {
+      expect(result.ok).toBe(false);
+      if (result.ok) continue;
+      // Printable text is its own printable form: nothing left to write out.
+      expect(printable(result.rejection.reason, Number.MAX_SAFE_INTEGER)).toBe(result.rejection.reason);
+    }
+    if (!method.ok)
+      expect(method.rejection.reason).toContain('\\u001b[2J\\u001b[31mPWNED\\u0007\\u000d\\u000alevel=ERROR');
+  });
+
+  it('describes at most five refused parameters of a message that brings thousands', () => {
+    const names = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`x${i}`, 1]));
+    const message = { id: 'many-1', method: 'base64', params: { body: 'A'.repeat(200), ...names } };
+    const result = parse(message);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.rejection.reason.match(/params\.x\d+:/g)).toHaveLength(5);
+    // Each description is an edit-distance search; all 20 000 were made before five were kept.
+    const parsed = TaskSchema.safeParse(message);
+    expect(parsed.success).toBe(false);
+    if (!parsed.success) expect(taskIssues(parsed.error, message)).toHaveLength(5);
   });
 
   it('rejects a message over the size limit before parsing it', () => {
