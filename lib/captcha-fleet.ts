@@ -10,9 +10,10 @@
  * fleet.grantProduce(myWorker.role);
  * ```
  */
+import { Stack, Token } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
-import { Construct } from 'constructs';
-import type { FleetSettings } from '../functions/core/settings.js';
+import { Construct, type IConstruct } from 'constructs';
+import { ConfigError, type FleetSettings } from '../functions/core/settings.js';
 import { type CaptchaFleetProps, type ResolvedFleetStackConfig, resolveFleetStackConfig } from './config.js';
 import { CompletionEvents } from './completion-events.js';
 import { Consumer } from './consumer.js';
@@ -58,6 +59,7 @@ export class CaptchaFleet extends Construct {
   /** @throws ConfigError listing every configuration problem, before any resource is created. */
   constructor(scope: Construct, id: string, props: CaptchaFleetProps = {}) {
     const config = resolveFleetStackConfig(props);
+    claimPrefix(scope, id, config.settings.prefix);
     super(scope, id);
     this.config = config;
     const { settings, fleetConfig } = config;
@@ -152,4 +154,33 @@ export class CaptchaFleet extends Construct {
     this.reports.grantSend(grantee);
     this.tables.results.grant(grantee, 'dynamodb:GetItem', 'dynamodb:BatchGetItem');
   }
+}
+
+/** The fleets of each app by prefix: where each is, and the account its stack names. */
+const FLEETS_OF_APP = new WeakMap<IConstruct, Map<string, { path: string; account: string }[]>>();
+
+/**
+ * Refuse a prefix another fleet of the same app has in the same account (or where either
+ * account is not known at synth: an environment-agnostic stack may deploy to the same one). Every
+ * name follows the prefix, and the operator policy and the dashboard are named per account,
+ * whatever the region: two such fleets synthesized silently and clashed at deploy.
+ */
+function claimPrefix(scope: Construct, id: string, prefix: string): void {
+  const root = scope.node.root;
+  const account = Stack.of(scope).account;
+  const path = [scope.node.path, id].filter((part) => part !== '').join('/');
+  const fleets = FLEETS_OF_APP.get(root) ?? new Map<string, { path: string; account: string }[]>();
+  FLEETS_OF_APP.set(root, fleets);
+  const same = (fleets.get(prefix) ?? []).find(
+    (other) => Token.isUnresolved(other.account) || Token.isUnresolved(account) || other.account === account,
+  );
+  if (same !== undefined)
+    throw new ConfigError([
+      {
+        field: 'prefix',
+        problem: `"${prefix}" is already the prefix of the fleet at ${same.path} in this app and account: the two would share every queue, table and function name, and the operator policy and the dashboard, which are named per account whatever the region`,
+        fix: 'give each fleet its own prefix (and, in a stack of its own, its own stackName)',
+      },
+    ]);
+  fleets.set(prefix, [...(fleets.get(prefix) ?? []), { path, account }]);
 }

@@ -101,7 +101,9 @@ export interface OverflowProps extends Readonly<OverflowConfigInput> {
 export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow'>> {
   /**
    * Prefix of every resource name (queues, tables, functions, secret, bus, alarms): two fleets in
-   * one account and region need two prefixes. Lowercase letters, digits and dashes, 2–31 characters.
+   * one account need two prefixes, even in two regions (the operator policy and the dashboard are
+   * named per account); refused when another fleet of the app has it in the same account.
+   * Lowercase letters, digits and dashes, 2–31 characters.
    * @default 'captcha-fleet'
    */
   readonly prefix?: string;

@@ -117,6 +117,26 @@ describe('CaptchaFleet in a stack of your own', () => {
     expect(policies).toContain('shop');
   });
 
+  it('refuses a prefix another fleet of the app has in the same account, whatever the region', () => {
+    // Before, both synthesized (CloudFormation's validation warned at most) and clashed at deploy:
+    // every name follows the prefix, and the operator policy and the dashboard are per account.
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const shop = new Stack(app, 'Shop');
+    new CaptchaFleet(shop, 'A', { planThreads: 20 });
+    expect(() => new CaptchaFleet(shop, 'B', { planThreads: 20 })).toThrow(
+      /prefix: "captcha-fleet" is already the prefix of the fleet at Shop\/A/,
+    );
+    expect(() => new CaptchaFleet(new Stack(app, 'Other'), 'C', { planThreads: 20 })).toThrow(ConfigError);
+    const eu = new Stack(app, 'Eu', { env: { account: '111111111111', region: 'eu-west-1' } });
+    const us = new Stack(app, 'Us', { env: { account: '111111111111', region: 'us-east-1' } });
+    new CaptchaFleet(eu, 'Captcha', { prefix: 'shop', planThreads: 20 });
+    expect(() => new CaptchaFleet(us, 'Captcha', { prefix: 'shop', planThreads: 20 })).toThrow(/named per account/);
+    // Another account, or another prefix, is another fleet.
+    const other = new Stack(app, 'Prod', { env: { account: '222222222222', region: 'eu-west-1' } });
+    expect(() => new CaptchaFleet(other, 'Captcha', { prefix: 'shop', planThreads: 20 })).not.toThrow();
+    expect(() => new CaptchaFleet(shop, 'Staging', { prefix: 'staging', planThreads: 20 })).not.toThrow();
+  });
+
   it('refuses a configuration problem before creating anything, listing every one (misspelt props too)', () => {
     const stack = new Stack(new App(), 'Shop');
     const build = () =>
