@@ -514,7 +514,8 @@ describe('captcha-fleet start', () => {
     expect(range.stderr).toContain('expected a share from 0 to 0.9');
     const together = await runCli(['start', '--solver-threads', '4', '--reserved-threads', '4']);
     expect(together.code).toBe(2);
-    expect(together.stderr).toContain('reservedThreads');
+    // Named by its flag: the configuration key behind it (reservedThreads) meant nothing to who typed it.
+    expect(together.stderr).toContain('--reserved-threads: reserves 4 of 4 plan threads');
     expect(together.stderr).toContain('`captcha-fleet start --help`');
   });
 
