@@ -58,7 +58,8 @@ export class CaptchaFleet extends Construct {
 
   /** @throws ConfigError listing every configuration problem, before any resource is created. */
   constructor(scope: Construct, id: string, props: CaptchaFleetProps = {}) {
-    const config = resolveFleetStackConfig(props);
+    // `null` from JavaScript is no props, as `undefined` is (it threw a TypeError).
+    const config = resolveFleetStackConfig(props ?? {});
     claimPrefix(scope, id, config.settings.prefix);
     super(scope, id);
     this.config = config;

@@ -4,6 +4,7 @@
  * settings' own checks and the construct's) and thrown as one ConfigError that lists them all
  * with their fix.
  */
+import { Token } from 'aws-cdk-lib';
 import type { Dialect, SolverMethod, SolverProtocol } from '../functions/core/solver-protocol.js';
 import {
   ConfigError,
@@ -363,11 +364,27 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
       fix: 'give one address such as ops@example.com, or leave it out',
     });
   }
-  if (props.solverKeySecretName !== undefined && !SECRET_NAME.test(props.solverKeySecretName)) {
+  if (props.solverKeySecretName !== undefined && Token.isUnresolved(props.solverKeySecretName)) {
+    problems.push({
+      field: 'solverKeySecretName',
+      problem:
+        'is a token, a value known only at deploy (a secret made in this app, a name read from SSM): the fleet checks the name and grants read on the secret by it at synth',
+      fix: 'give the literal name of a secret in this account and region; a secret the app creates is not supported yet (let the fleet create its own)',
+    });
+  } else if (props.solverKeySecretName !== undefined && !SECRET_NAME.test(props.solverKeySecretName)) {
     problems.push({
       field: 'solverKeySecretName',
       problem: `"${props.solverKeySecretName}" is not a Secrets Manager secret name`,
       fix: 'use 1-512 of letters, digits and / _ + = . @ - (the name, not the ARN)',
+    });
+  }
+  // From JavaScript a string slips through the type: 'false' counted as true and reserved the lanes.
+  const reserve: unknown = props.reserveConsumerConcurrency;
+  if (reserve !== undefined && typeof reserve !== 'boolean') {
+    problems.push({
+      field: 'reserveConsumerConcurrency',
+      problem: `${JSON.stringify(reserve)} is not true or false`,
+      fix: 'give true or false (a boolean, not text), or leave it out (true)',
     });
   }
   problems.push(...objectSettingProblems(fleet));

@@ -484,6 +484,14 @@ function protocolProblems(
 /** The key travels in res.php's query string (or the JSON API's body): only TLS may carry it off the machine. */
 function solverUrlProblems(solverBaseUrl: string, field = 'solverBaseUrl'): ConfigProblem[] {
   const url = new URL(solverBaseUrl);
+  if (url.username !== '' || url.password !== '')
+    return [
+      {
+        field,
+        problem: `${solverBaseUrl.replace(/\/\/[^@/]*@/, '//***@')} carries credentials, which would be stored in plain text in the stack's template and the functions' environment`,
+        fix: 'give the URL without user and password; the solver key travels apart, from Secrets Manager',
+      },
+    ];
   if (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname))) return [];
   const example = field === 'solverBaseUrl' ? 'https://ocr.captchaai.com' : 'https://2captcha.com';
   const suggestion = `https://${url.host}${url.pathname === '/' ? '' : url.pathname}`;

@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { CaptchaFleet } from '../../lib/captcha-fleet.js';
 import { ENV, parseEnvironment } from '../../functions/core/environment.js';
 import { ConfigError, MAPPING_MIN_CONCURRENCY, PLAN_THREADS, resolveSettings } from '../../functions/core/settings.js';
 import { fleetOptionsFromContext, initialCeilings, resolveFleetStackConfig } from '../../lib/config.js';
@@ -174,6 +176,24 @@ describe('validation', () => {
   });
 });
 
+describe('props an embedder may get wrong from JavaScript or CDK', () => {
+  it('refuses a secret name that is a token, a reserve flag that is text, and takes null as no props', () => {
+    const app = new App();
+    const made = new Secret(new Stack(app, 'Keys'), 'Key');
+    // Before: "${Token[…]}" is not a Secrets Manager secret name.
+    expect(problemsOf(() => resolveFleetStackConfig({ solverKeySecretName: made.secretName }))).toEqual([
+      expect.objectContaining({ field: 'solverKeySecretName', problem: expect.stringContaining('is a token') }),
+    ]);
+    // Before: 'false' (text) counted as true and reserved the lanes' concurrency.
+    const text = { reserveConsumerConcurrency: 'false' } as unknown as { reserveConsumerConcurrency: boolean };
+    expect(problemsOf(() => resolveFleetStackConfig(text))).toEqual([
+      expect.objectContaining({ field: 'reserveConsumerConcurrency', problem: '"false" is not true or false' }),
+    ]);
+    const stack = new Stack(app, 'Shop');
+    expect(() => new CaptchaFleet(stack, 'Captcha', null as unknown as Record<string, never>)).not.toThrow();
+  });
+});
+
 describe('initial ceilings', () => {
   it('give each lane at least the mapping floor and together never exceed the usable threads', () => {
     fc.assert(
@@ -209,6 +229,14 @@ describe('solverBaseUrl: https except on loopback (the key travels in res.php’
         fix: expect.stringContaining('https://ocr.captchaai.com'),
       }),
     ]);
+  });
+
+  it('refuses credentials in the URL, which the template and the environment would keep in plain text', () => {
+    const problems = problemsOf(() => resolveFleetStackConfig({ solverBaseUrl: 'https://user:pw@solver.example/api' }));
+    expect(problems).toEqual([
+      expect.objectContaining({ field: 'solverBaseUrl', problem: expect.stringContaining('carries credentials') }),
+    ]);
+    expect(JSON.stringify(problems)).not.toContain('pw@');
   });
 
   it('refuses it at cold start too, with the same message', () => {
