@@ -178,7 +178,7 @@ describe('validation', () => {
 
 describe('props an embedder may get wrong from JavaScript or CDK', () => {
   it('refuses a secret name that is a token, a reserve flag that is text, and takes null as no props', () => {
-    const app = new App();
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const made = new Secret(new Stack(app, 'Keys'), 'Key');
     // Before: "${Token[…]}" is not a Secrets Manager secret name.
     expect(problemsOf(() => resolveFleetStackConfig({ solverKeySecretName: made.secretName }))).toEqual([
