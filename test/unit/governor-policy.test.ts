@@ -608,6 +608,19 @@ describe('decide: two lanes', () => {
     expect(inFlight.enabled.normal).toBe(false);
   });
 
+  it('gives the turn of a total under twice the floor to the normal lane while nothing waits on the high lane', () => {
+    // Arrange: a plan of 10 in batches of 5 (a total of 2 invocations: the lanes take turns).
+    const small = { ...c2, planThreads: 10, tasksPerInvocation: 5 };
+    // Act: 2 high messages in flight but none waiting (hidden after a crash, or parked); 76 normal waiting.
+    const hidden = decide(two({ backlog: 0, inFlight: 2, arrivalRate: 0 }, { backlog: 76 }), s0, small);
+    // …and a high task waiting to start.
+    const waiting = decide(two({ backlog: 1, inFlight: 2, arrivalRate: 0 }, { backlog: 76 }), s0, small);
+    // Assess: before, the high lane held the turn on its in flight alone (normal off for 40 s).
+    expect(hidden.enabled).toEqual({ normal: true, high: false });
+    expect(hidden.ceilings.normal).toBe(2);
+    expect(waiting.enabled).toEqual({ normal: false, high: true });
+  });
+
   it('keeps the high lane share first when scaling halts', () => {
     // Act
     const d = decide(
