@@ -296,7 +296,7 @@ export function readProtocolAnswer(text: string): Answer | undefined {
 }
 
 /** Deepest nesting of objects and arrays read in a solver's JSON body: no answer nests past 5. */
-export const MAX_JSON_DEPTH = 32;
+const MAX_JSON_DEPTH = 32;
 
 /**
  * A JSON body parsed, or undefined when it is not JSON or nests deeper than MAX_JSON_DEPTH. A
