@@ -24,7 +24,7 @@ import { Governor } from './governor.js';
 import { OperatorAccess } from './operator-access.js';
 import { OverflowConsumer } from './overflow-consumer.js';
 import { Reports } from './reports.js';
-import { SolverKeySecret } from './solver-key-secret.js';
+import { givenSecretRegionProblems, SolverKeySecret } from './solver-key-secret.js';
 import { TaskQueues } from './task-queues.js';
 
 /** A captcha-fleet: SQS lanes, Lambda consumers capped by the solver plan's threads, and the governor that moves the cap. */
@@ -37,7 +37,7 @@ export class CaptchaFleet extends Construct {
   public readonly queues: TaskQueues;
   /** The results table (key `taskId`) and the governor's state table. */
   public readonly tables: FleetTables;
-  /** The solver key's secret (created, or imported by `solverKeySecretName`). */
+  /** The solver key's secret (created, imported by `solverKeySecretName`, or the app's `solverKeySecret`). */
   public readonly solverKey: SolverKeySecret;
   /** The completion-event bus (`<prefix>-events`). */
   public readonly events: CompletionEvents;
@@ -60,6 +60,8 @@ export class CaptchaFleet extends Construct {
   constructor(scope: Construct, id: string, props: CaptchaFleetProps = {}) {
     // `null` from JavaScript is no props, as `undefined` is (it threw a TypeError).
     const config = resolveFleetStackConfig(props ?? {});
+    const far = givenSecretRegionProblems(scope, config);
+    if (far.length > 0) throw new ConfigError(far);
     claimPrefix(scope, id, config.settings.prefix);
     super(scope, id);
     this.config = config;
@@ -71,6 +73,7 @@ export class CaptchaFleet extends Construct {
     this.solverKey = new SolverKeySecret(this, 'SolverKey', {
       settings,
       existingSecretName: config.solverKeySecretName,
+      ...(config.solverKeySecret !== undefined ? { existingSecret: config.solverKeySecret } : {}),
     });
     this.events = new CompletionEvents(this, 'CompletionEvents', { settings });
     const shared = {
@@ -95,6 +98,7 @@ export class CaptchaFleet extends Construct {
             ...shared,
             overflow: settings.overflow,
             reserveConcurrency: config.reserveConsumerConcurrency,
+            ...(config.overflowKeySecret !== undefined ? { keySecret: config.overflowKeySecret } : {}),
           });
     if (this.overflow !== undefined) this.consumer.resumeAtOverflow(this.overflow.key);
 

@@ -5,6 +5,7 @@
  * with their fix.
  */
 import { Token } from 'aws-cdk-lib';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Dialect, SolverMethod, SolverProtocol } from '../functions/core/solver-protocol.js';
 import {
   ConfigError,
@@ -267,6 +268,22 @@ export interface CaptchaFleetProps extends FleetSettingsProps {
    */
   readonly solverKeySecretName?: string;
   /**
+   * The secret that holds the solver key, from your own CDK code: a `Secret` your app creates (in
+   * this stack or another of the app, in the fleet's region), or one imported with
+   * `Secret.fromSecretNameV2` or `fromSecretAttributes`. The fleet creates none, and grants its
+   * functions read on this one (and decrypt on its `encryptionKey`, where the secret carries one;
+   * an imported secret's customer managed key is yours to grant, as with `solverKeySecretName`).
+   * Not with `solverKeySecretName`; not from CDK context (`-c`): a secret is an object.
+   * @default - `solverKeySecretName`'s secret, else a new secret
+   */
+  readonly solverKeySecret?: secretsmanager.ISecret;
+  /**
+   * The overflow provider's key's secret, from your own CDK code, as `solverKeySecret` is the
+   * primary's. Only with the `overflow` block, and not with its `keySecretName`.
+   * @default - `overflow.keySecretName`'s secret, else a new secret
+   */
+  readonly overflowKeySecret?: secretsmanager.ISecret;
+  /**
    * Removal policy of the results table.
    * @default 'retain'
    */
@@ -290,6 +307,10 @@ export interface ResolvedFleetStackConfig {
   readonly alarmEmail: string | undefined;
   /** Existing secret to import, if one was named. */
   readonly solverKeySecretName: string | undefined;
+  /** The solver key's secret the app gave, if it gave one. */
+  readonly solverKeySecret: secretsmanager.ISecret | undefined;
+  /** The overflow provider's key's secret the app gave, if it gave one. */
+  readonly overflowKeySecret: secretsmanager.ISecret | undefined;
   /** Removal policy of the results table. */
   readonly resultsRemoval: TableRemoval;
   /** Whether the consumer's concurrency is reserved. */
@@ -306,12 +327,20 @@ export const DEPLOYMENT_PROP_KEYS = [
   'plan',
   'alarmEmail',
   'solverKeySecretName',
+  'solverKeySecret',
+  'overflowKeySecret',
   'resultsRemoval',
   'reserveConsumerConcurrency',
 ] as const satisfies readonly (keyof CaptchaFleetProps)[];
 
+/** Props only code can give (objects): CDK context cannot carry them. */
+const CODE_ONLY_PROP_KEYS: ReadonlySet<string> = new Set(['solverKeySecret', 'overflowKeySecret']);
+
 /** Context keys that are not fleet settings: the deployment's props and the stack's name. */
-export const STACK_CONTEXT_KEYS = [...DEPLOYMENT_PROP_KEYS, 'stackName'] as const;
+export const STACK_CONTEXT_KEYS = [
+  ...DEPLOYMENT_PROP_KEYS.filter((key) => !CODE_ONLY_PROP_KEYS.has(key)),
+  'stackName',
+] as const;
 
 /** Every prop of {@link CaptchaFleetProps}: the fleet settings' keys, then the deployment's. */
 export function captchaFleetPropKeys(): string[] {
@@ -369,7 +398,7 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
       field: 'solverKeySecretName',
       problem:
         'is a token, a value known only at deploy (a secret made in this app, a name read from SSM): the fleet checks the name and grants read on the secret by it at synth',
-      fix: 'give the literal name of a secret in this account and region; a secret the app creates is not supported yet (let the fleet create its own)',
+      fix: 'give the literal name of a secret in this account and region, or pass the secret itself as solverKeySecret',
     });
   } else if (props.solverKeySecretName !== undefined && !SECRET_NAME.test(props.solverKeySecretName)) {
     problems.push({
@@ -378,6 +407,7 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
       fix: 'use 1-512 of letters, digits and / _ + = . @ - (the name, not the ARN)',
     });
   }
+  problems.push(...secretProblems(props));
   // From JavaScript a string slips through the type: 'false' counted as true and reserved the lanes.
   const reserve: unknown = props.reserveConsumerConcurrency;
   if (reserve !== undefined && typeof reserve !== 'boolean') {
@@ -421,10 +451,52 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
     fleetConfig: FleetConfigSchema.parse(fleet),
     alarmEmail: props.alarmEmail,
     solverKeySecretName: props.solverKeySecretName,
+    solverKeySecret: props.solverKeySecret,
+    overflowKeySecret: props.overflowKeySecret,
     resultsRemoval,
     reserveConsumerConcurrency: props.reserveConsumerConcurrency ?? true,
     initialCeilings: initialCeilings(settings),
   };
+}
+
+/** A secret the app gives: a Secrets Manager secret, one way per key, for a lane that exists. */
+function secretProblems(props: CaptchaFleetProps): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const given = [
+    ['solverKeySecret', props.solverKeySecret, 'solverKeySecretName', props.solverKeySecretName],
+    ['overflowKeySecret', props.overflowKeySecret, 'overflow.keySecretName', props.overflow?.keySecretName],
+  ] as const;
+  for (const [field, secret, byName, name] of given) {
+    if (secret === undefined) continue;
+    if (!isSecret(secret)) {
+      problems.push({
+        field,
+        problem: 'is not a Secrets Manager secret (an ISecret with a secretArn)',
+        fix: 'pass a Secret your app creates, or one from Secret.fromSecretNameV2 / fromSecretAttributes',
+      });
+    } else if (name !== undefined) {
+      problems.push({
+        field,
+        problem: `is given beside ${byName}: the key would come from two secrets`,
+        fix: `keep one of ${field} and ${byName}`,
+      });
+    }
+  }
+  if (props.overflowKeySecret !== undefined && props.overflow === undefined) {
+    problems.push({
+      field: 'overflowKeySecret',
+      problem: 'is given without the overflow block: there is no overflow provider to read it',
+      fix: 'add the overflow block (baseUrl, capUsdPerHour, capUsdPerDay, priceHintUsd), or leave overflowKeySecret out',
+    });
+  }
+  return problems;
+}
+
+/** Whether `value` looks like a Secrets Manager secret to CDK (from JavaScript, anything may come). */
+function isSecret(value: unknown): value is secretsmanager.ISecret {
+  if (typeof value !== 'object' || value === null) return false;
+  const secret = value as Partial<secretsmanager.ISecret>;
+  return typeof secret.secretArn === 'string' && typeof secret.grantRead === 'function';
 }
 
 /** Props no fleet knows (a misspelt name from plain JavaScript, or a key of another version). */

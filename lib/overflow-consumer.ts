@@ -13,6 +13,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { OVERFLOW_LEDGER_ID } from '../functions/core/deployment.js';
 import { ENV } from '../functions/core/environment.js';
@@ -35,6 +36,11 @@ export interface OverflowConsumerProps extends Omit<FleetEnvironmentInput, 'serv
    * @default true
    */
   readonly reserveConcurrency?: boolean;
+  /**
+   * The overflow provider's key's secret the app gives (`overflowKeySecret`) instead of one created or imported by name.
+   * @default - `<prefix>/overflow-key`, or `overflow.keySecretName`'s
+   */
+  readonly keySecret?: secretsmanager.ISecret;
 }
 
 /** The overflow consumer, its mappings on the normal and high queues, its key and its permissions. */
@@ -48,7 +54,7 @@ export class OverflowConsumer extends Construct {
    * governor opens the normal one for the plan's excess, the high one only while the primary is paused.
    */
   public readonly mappings: Readonly<Record<Lane, SqsEventSource>>;
-  /** The overflow provider's key: `<prefix>/overflow-key`, or imported by `overflow.keySecretName`. */
+  /** The overflow provider's key: `<prefix>/overflow-key`, imported by `overflow.keySecretName`, or the app's `overflowKeySecret`. */
   public readonly key: SolverKeySecret;
   /** Reserved concurrency set at deploy, if any. */
   public readonly reservedConcurrency: number | undefined;
@@ -60,6 +66,7 @@ export class OverflowConsumer extends Construct {
       settings,
       provider: 'overflow',
       existingSecretName: overflow.keySecretName,
+      ...(props.keySecret !== undefined ? { existingSecret: props.keySecret } : {}),
     });
     this.reservedConcurrency = (props.reserveConcurrency ?? true) ? overflow.maxConcurrency : undefined;
 
