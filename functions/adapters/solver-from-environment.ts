@@ -8,7 +8,7 @@ import type { SolverPort } from '../core/ports.js';
 import type { SolverProvider } from '../core/provider.js';
 import { ConfigError } from '../core/settings.js';
 import { createSolverClient, type SolverLogger, type SolverRetryOptions } from './solver-client.js';
-import { createKeyedSolver, createSolverKeyLoader } from './solver-key.js';
+import { createKeyedSolver, keyLoaderOf } from './solver-key.js';
 
 /**
  * @param provider whose solver: the plan's (`solverBaseUrl`, `dialect`, `solverProtocol`, `solverSoftId`,
@@ -34,11 +34,8 @@ export function solverFromEnvironment(
     provider === 'overflow' && overflow !== undefined
       ? withEarliestPoll(schedule ?? createAdaptivePollSchedule(), overflow.minSolveSeconds * 1000)
       : schedule;
-  const loadKey = createSolverKeyLoader({
-    source: target.keySource,
-    region,
-    ...(environment.endpoint ? { endpoint: environment.endpoint } : {}),
-  });
+  // The process's one read of this key (the redactor's and the other solvers' too).
+  const loadKey = keyLoaderOf(target.keySource, region, environment.endpoint);
   return createKeyedSolver(loadKey, (key) =>
     createSolverClient({
       baseUrl: target.baseUrl,

@@ -125,6 +125,30 @@ export function createKeyedSolver(loadKey: () => Promise<string>, build: (key: s
   };
 }
 
+/** Each key source's loader per region and endpoint: one per process (keyLoaderOf). */
+const sharedLoaders = new WeakMap<SolverKeySource, Map<string, () => Promise<string>>>();
+
+/**
+ * The process's loader of `source`'s key, made on first ask: every solver, redactor and seal a
+ * process wires from one environment shares it, so a cold start reads each secret once (the
+ * governor's balance reader, probe, watch and redactor each made their own before: four reads
+ * of one secret, the consumer's two or three). A failed read is not kept (createSolverKeyLoader).
+ */
+export function keyLoaderOf(source: SolverKeySource, region: string, endpoint?: string): () => Promise<string> {
+  let byPlace = sharedLoaders.get(source);
+  if (byPlace === undefined) {
+    byPlace = new Map();
+    sharedLoaders.set(source, byPlace);
+  }
+  const place = `${region} ${endpoint ?? ''}`;
+  let loader = byPlace.get(place);
+  if (loader === undefined) {
+    loader = createSolverKeyLoader({ source, region, ...(endpoint ? { endpoint } : {}) });
+    byPlace.set(place, loader);
+  }
+  return loader;
+}
+
 /** Where each provider's key comes from (a loader that reads it at most once). */
 export type KeyLoaders = Partial<Record<SolverProvider, () => Promise<string>>>;
 
@@ -134,9 +158,7 @@ export type KeyLoaders = Partial<Record<SolverProvider, () => Promise<string>>>;
  */
 export function fleetKeyLoaders(environment: FleetEnvironment, region: string, primary: boolean): KeyLoaders {
   const loader = (source: SolverKeySource | undefined) =>
-    source === undefined
-      ? undefined
-      : createSolverKeyLoader({ source, region, ...(environment.endpoint ? { endpoint: environment.endpoint } : {}) });
+    source === undefined ? undefined : keyLoaderOf(source, region, environment.endpoint);
   const primaryKey = primary ? loader(environment.solverKeySource) : undefined;
   const overflow = environment.settings.overflow !== undefined ? loader(environment.overflowKeySource) : undefined;
   return { ...(primaryKey ? { primary: primaryKey } : {}), ...(overflow ? { overflow } : {}) };

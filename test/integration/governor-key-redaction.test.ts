@@ -17,6 +17,7 @@ import { createGovernorFromEnvironment } from '../../functions/governor/wiring.j
 import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
 
 const KEY = 'feedfacecafebeef0123456789abcdef';
+const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:captcha-fleet/solver-key-AbCdEf';
 /** The key as a hostile answer may carry it: exact, upper-cased, reversed. */
 const FORMS = [KEY, KEY.toUpperCase(), [...KEY].reverse().join(''), [...KEY.toUpperCase()].reverse().join('')];
 
@@ -103,5 +104,63 @@ describe('the governor against a provider that echoes the key in its error codes
     const everything = `${lines.join('\n')}\n${JSON.stringify(record.decision)}`;
     for (const form of FORMS) expect(everything).not.toContain(form);
     expect(lines.at(-1)).toBe('an answer quoting *** {"nested":{"text":"***"}}');
+  }, 60_000);
+
+  it('reads its key from Secrets Manager once per cold start, for its redactor and every solver it wires', async () => {
+    // Before, the redactor's loader and each solver (the balance reader, the probe, the watch) read
+    // the secret on their own: two reads by the first tick, four with a probe and parked answers.
+    const fleet = await fixture.createFleet({ planThreads: 10 });
+    const reads: string[] = [];
+    const secrets = createServer((request, response) => {
+      reads.push(String(request.headers['x-amz-target']));
+      request.resume();
+      response.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' });
+      response.end(JSON.stringify({ ARN: SECRET_ARN, Name: 'captcha-fleet/solver-key', SecretString: KEY }));
+    });
+    await new Promise<void>((resolve) => secrets.listen(0, '127.0.0.1', resolve));
+    try {
+      const environment = parseEnvironment({
+        [ENV.config]: JSON.stringify({
+          prefix: fleet.settings.prefix,
+          planThreads: 10,
+          tickMs: 10_000,
+          solverBaseUrl: solverUrl,
+          dialect: 'capmonster',
+          solverProtocol: 'create-task',
+        }),
+        [ENV.normalQueueUrl]: fleet.resources.queueUrls.normal,
+        [ENV.highQueueUrl]: fleet.resources.queueUrls.high,
+        [ENV.dlqUrl]: fleet.resources.queueUrls.dlq,
+        [ENV.resultsTable]: fleet.resources.tables.results,
+        [ENV.governorTable]: fleet.resources.tables.governor,
+        [ENV.solverKeySecretArn]: SECRET_ARN,
+        // Only the key's reads go here: the queues and tables are the fixture's clients.
+        [ENV.endpoint]: `http://127.0.0.1:${(secrets.address() as AddressInfo).port}`,
+        [ENV.consumerFunctionName]: `${fleet.settings.prefix}-consumer`,
+        [ENV.mappingIds]: JSON.stringify({ normal: 'uuid-normal', high: 'uuid-high' }),
+      });
+      const lines: string[] = [];
+      const sink = (message: unknown, ...attributes: unknown[]) => {
+        lines.push(`${String(message)} ${JSON.stringify(attributes[0])}`);
+      };
+      const redactor = createRedactor();
+      const wired = await createGovernorFromEnvironment({
+        environment,
+        clients: fleet.clients,
+        log: governorLogFrom({ info: sink, warn: sink, error: sink }, redactor),
+        redactor,
+        ...mocks(),
+      });
+      await wired.loop.tick();
+      await wired.loop.tick();
+
+      // The solver used the key (its balance read reached the provider, which echoed it).
+      expect(lines.find((line) => line.startsWith('balance read failed'))).toContain('UNRECOGNIZED_CODE');
+      expect(reads).toEqual(['secretsmanager.GetSecretValue']);
+      // The redactor has the key the one read gave.
+      expect(redactor.redact(`x ${KEY} y`)).toBe('x *** y');
+    } finally {
+      await new Promise((resolve) => secrets.close(resolve));
+    }
   }, 60_000);
 });
