@@ -58,11 +58,15 @@ export class CaptchaFleet extends Construct {
 
   /** @throws ConfigError listing every configuration problem, before any resource is created. */
   constructor(scope: Construct, id: string, props: CaptchaFleetProps = {}) {
-    // `null` from JavaScript is no props, as `undefined` is (it threw a TypeError).
-    const config = resolveFleetStackConfig(props ?? {});
-    const far = givenSecretRegionProblems(scope, config);
-    if (far.length > 0) throw new ConfigError(far);
-    claimPrefix(scope, id, config.settings.prefix);
+    const path = [scope.node.path, id].filter((part) => part !== '').join('/');
+    const config = checkedAt(path, () => {
+      // `null` from JavaScript is no props, as `undefined` is (it threw a TypeError).
+      const resolved = resolveFleetStackConfig(props ?? {});
+      const far = givenSecretRegionProblems(scope, resolved);
+      if (far.length > 0) throw new ConfigError(far);
+      claimPrefix(scope, path, resolved.settings.prefix);
+      return resolved;
+    });
     super(scope, id);
     this.config = config;
     const { settings, fleetConfig } = config;
@@ -170,10 +174,9 @@ const FLEETS_OF_APP = new WeakMap<IConstruct, Map<string, { path: string; accoun
  * name follows the prefix, and the operator policy and the dashboard are named per account,
  * whatever the region: two such fleets synthesized silently and clashed at deploy.
  */
-function claimPrefix(scope: Construct, id: string, prefix: string): void {
+function claimPrefix(scope: Construct, path: string, prefix: string): void {
   const root = scope.node.root;
   const account = Stack.of(scope).account;
-  const path = [scope.node.path, id].filter((part) => part !== '').join('/');
   const fleets = FLEETS_OF_APP.get(root) ?? new Map<string, { path: string; account: string }[]>();
   FLEETS_OF_APP.set(root, fleets);
   const same = (fleets.get(prefix) ?? []).find(
@@ -188,4 +191,17 @@ function claimPrefix(scope: Construct, id: string, prefix: string): void {
       },
     ]);
   fleets.set(prefix, [...(fleets.get(prefix) ?? []), { path, account }]);
+}
+
+/**
+ * `check`'s result, its configuration problems said as the fleet's at `path`: an app of two
+ * fleets (or a stage of several stacks) learns which one to mend.
+ */
+function checkedAt<T>(path: string, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof ConfigError && error.where === undefined) throw new ConfigError(error.problems, path);
+    throw error;
+  }
 }

@@ -385,8 +385,22 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
   const fleet: Record<string, unknown> = Object.fromEntries(
     Object.entries(props).filter(([key, value]) => settingsKeys.has(key) && value !== undefined),
   );
+  // A token (a value known only at deploy) reached the schema as a huge negative number or a
+  // "${Token[…]}" text, and was refused as "Too small: expected int to be >= -9007199254740991".
+  for (const [key, value] of Object.entries(fleet)) {
+    const field = tokenPath(value, key);
+    if (field === undefined) continue;
+    delete fleet[key];
+    problems.push({
+      field,
+      problem:
+        'is a token, a value known only at deploy (a parameter, an SSM value, another resource’s attribute): the fleet sizes its queues, mappings, alarms and functions from its settings at synth',
+      fix: `give ${field} as a literal value (read it in your app before the construct, e.g. from context or the environment)`,
+    });
+  }
   problems.push(...planProblems(props.plan, fleet));
-  if (props.alarmEmail !== undefined && !EMAIL.test(props.alarmEmail)) {
+  // A token (an address read at deploy) is SNS's to check; a literal is checked here.
+  if (props.alarmEmail !== undefined && !Token.isUnresolved(props.alarmEmail) && !EMAIL.test(props.alarmEmail)) {
     problems.push({
       field: 'alarmEmail',
       problem: `"${props.alarmEmail}" is not an e-mail address`,
@@ -457,6 +471,17 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
     reserveConsumerConcurrency: props.reserveConsumerConcurrency ?? true,
     initialCeilings: initialCeilings(settings),
   };
+}
+
+/** The first place in `value` (a setting, or an object setting's members) that is a token, or undefined. */
+function tokenPath(value: unknown, path: string): string | undefined {
+  if (Token.isUnresolved(value)) return path;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  for (const [key, member] of Object.entries(value)) {
+    const found = tokenPath(member, `${path}.${key}`);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** A secret the app gives: a Secrets Manager secret, one way per key, for a lane that exists. */

@@ -28,6 +28,7 @@ export type { FleetTables } from './fleet-tables.js';
 export type { Governor } from './governor.js';
 export type { OperatorAccess } from './operator-access.js';
 export type { OverflowConsumer } from './overflow-consumer.js';
+export type { Reports } from './reports.js';
 export type { SolverKeySecret } from './solver-key-secret.js';
 export type { TaskQueues } from './task-queues.js';
 export { ConfigError, type ConfigProblem, type FleetSettings, PLAN_THREADS } from '../functions/core/settings.js';

@@ -254,9 +254,16 @@ export interface ConfigProblem {
 /** Thrown when a configuration cannot be used; lists every problem at once. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
-  constructor(readonly problems: ConfigProblem[]) {
+  /**
+   * @param where whose configuration, where more than one may be built (a construct's path in
+   *   a CDK app of two fleets); said in the message
+   */
+  constructor(
+    readonly problems: ConfigProblem[],
+    readonly where?: string,
+  ) {
     super(
-      `Invalid captcha-fleet configuration (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
+      `Invalid captcha-fleet configuration${where !== undefined ? ` of ${where}` : ''} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n` +
         problems.map((p) => `  - ${p.field}: ${p.problem}. Fix: ${p.fix}`).join('\n'),
     );
   }

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { App, Stack } from 'aws-cdk-lib';
+import { App, Lazy, Stack, Token } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { CaptchaFleet } from '../../lib/captcha-fleet.js';
 import { ENV, parseEnvironment } from '../../functions/core/environment.js';
@@ -191,6 +192,55 @@ describe('props an embedder may get wrong from JavaScript or CDK', () => {
     ]);
     const stack = new Stack(app, 'Shop');
     expect(() => new CaptchaFleet(stack, 'Captcha', null as unknown as Record<string, never>)).not.toThrow();
+  });
+
+  it('refuses a setting that is a token as one, naming the setting (a member of the overflow block too)', () => {
+    // Before: "planThreads: Too small: expected int to be >=-9007199254740991" (a number token's
+    // value), and a prefix token failed the name pattern with "see the configuration reference".
+    const threads = Token.asNumber(Lazy.number({ produce: () => 20 }));
+    const name = Token.asString(Lazy.string({ produce: () => 'shop' }));
+    const overflow = { baseUrl: 'https://2captcha.com', capUsdPerHour: threads, capUsdPerDay: 20, priceHintUsd: 0.003 };
+    for (const [props, field] of [
+      [{ planThreads: threads }, 'planThreads'],
+      [{ prefix: name }, 'prefix'],
+      [{ tickMs: threads }, 'tickMs'],
+      [{ overflow }, 'overflow.capUsdPerHour'],
+    ] as const) {
+      expect(problemsOf(() => resolveFleetStackConfig(props))).toEqual([
+        {
+          field,
+          problem: expect.stringContaining('is a token, a value known only at deploy'),
+          fix: `give ${field} as a literal value (read it in your app before the construct, e.g. from context or the environment)`,
+        },
+      ]);
+    }
+    // An alarm address read at deploy is SNS's to check.
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const stack = new Stack(app, 'Shop');
+    new CaptchaFleet(stack, 'Captcha', {
+      alarmEmail: Token.asString(Lazy.string({ produce: () => 'ops@example.com' })),
+    });
+    Template.fromStack(stack).hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+    });
+  });
+
+  it('names the fleet whose configuration is wrong, in an app of several', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    new CaptchaFleet(new Stack(app, 'Shop'), 'Captcha', { prefix: 'shop' });
+    const staging = new Stack(app, 'Staging');
+    let thrown: unknown;
+    try {
+      new CaptchaFleet(staging, 'Captcha', { prefix: 'staging', planThreads: 0 });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).where).toBe('Staging/Captcha');
+    expect((thrown as Error).message).toMatch(
+      /^Invalid captcha-fleet configuration of Staging\/Captcha \(1 problem\):\n {2}- planThreads:/,
+    );
   });
 });
 
