@@ -8,8 +8,8 @@
  * const result = await producer.solve({ method: 'turnstile', params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://shop.example/login' } });
  * ```
  *
- * The package ships TypeScript source: run producers with tsx (a dependency of this package) or
- * another TypeScript-aware loader. docs/producer.md has the guide and a Python (boto3) producer.
+ * The package ships compiled JavaScript (ESM and CommonJS) with its type declarations.
+ * docs/producer.md has the guide and a Python (boto3) producer.
  */
 export {
   type CompletionEventSource,
@@ -34,5 +34,6 @@ export {
 export { type LocalStackTarget, type LocalStackTargetOptions, localStack } from './local-stack-target.js';
 export { type AwsClients, type ClientOptions, createAwsClients } from '../functions/adapters/aws-clients.js';
 export type { TaskMessage } from '../functions/core/task.js';
+export type { CompletionEvent } from '../functions/core/events.js';
 export type { ResultStatus, TaskResult } from '../functions/core/results.js';
 export type { ReportMessage, ReportRefusal, SettledReport, TaskReport, Verdict } from '../functions/core/report.js';

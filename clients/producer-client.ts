@@ -29,13 +29,22 @@ import {
 
 /** SQS's SendMessageBatch limit. */
 const SEND_BATCH = 10;
-/** DynamoDB errors no retry changes: the id check gives up on them at once. */
+/**
+ * SQS's limit on a SendMessageBatch's bodies together, bytes (as on one message: 1 MiB). Six
+ * valid image tasks of 180 000 characters went in one request past it, and all six failed.
+ */
+const SEND_BATCH_BYTES = 1_048_576;
+/** DynamoDB errors no retry changes: the id check and `wait` give up on them at once. */
 const PERMANENT_READ_ERRORS: ReadonlySet<string> = new Set([
   'AccessDeniedException',
   'ResourceNotFoundException',
   'ValidationException',
   'UnrecognizedClientException',
+  // No credentials in the process: no retry finds them (the id check tried five rounds, the send four).
+  'CredentialsProviderError',
 ]);
+/** The fields of a task message's top level (schema v1). */
+const TASK_FIELDS: ReadonlySet<string> = new Set(['id', 'method', 'params', 'priority', 'submittedAt']);
 
 /** DynamoDB's BatchGetItem limit. */
 const READ_BATCH = 100;
@@ -164,6 +173,8 @@ export interface TaskIdConflict {
   status: TaskResult['status'];
   /** When that record expires and the id is free again, epoch seconds. */
   expiresAt: number;
+  /** The method of the task that holds the id, when its record says. */
+  method?: string;
 }
 
 /**
@@ -198,10 +209,13 @@ export class IdCheckUnavailableError extends Error {
   constructor(
     readonly taskIds: string[],
     options: { cause?: unknown } = {},
+    /** Why, where a retry would not help (no such table). @default the table could not be read */
+    why?: string,
   ) {
     super(
-      `the results table could not be read to check ${taskIds.length} task id(s) for reuse; nothing was sent ` +
-        `(retry later, or create the producer with idCheckUnavailable: 'send': the consumer checks ids again)`,
+      why ??
+        `the results table could not be read to check ${taskIds.length} task id(s) for reuse; nothing was sent ` +
+          `(retry later, or create the producer with idCheckUnavailable: 'send': the consumer checks ids again)`,
       options,
     );
   }
@@ -211,14 +225,18 @@ export class IdCheckUnavailableError extends Error {
   }
 }
 
-/** SQS refused some messages of a batch; the others were sent. */
+/**
+ * Some tasks of a `submit` were not sent: SQS refused them, a call kept failing, or the sending
+ * stopped at such a failure before their batch was tried. Every other task was sent: resending
+ * `failedIds` sends each task once (a resent id is a duplicate the consumer acknowledges).
+ */
 export class TaskSubmitError extends Error {
   override readonly name = 'TaskSubmitError';
   constructor(
     message: string,
-    /** Ids SQS refused. */
+    /** Ids not sent: refused, failed, or not tried after a failure that stopped the sending. */
     readonly failedIds: string[],
-    /** Ids that were sent before or alongside the failure. */
+    /** Ids that were sent. */
     readonly sentIds: string[],
     options: { cause?: unknown } = {},
   ) {
@@ -361,6 +379,8 @@ export function createProducer(options: ProducerOptions): Producer {
     },
     wait,
     async solve(task, waitOptions) {
+      // An aborted caller pays for nothing: the submission is a paid solve.
+      waitOptions?.signal?.throwIfAborted();
       return wait(await submit(task), waitOptions);
     },
     report: (taskId, verdict, reportOptions = {}) => reportAnswer(ctx, taskId, verdict, reportOptions),
@@ -373,23 +393,23 @@ function prepareTasks({ options, clock }: ProducerContext, input: readonly unkno
   const problems: TaskProblem[] = [];
   const prepared: PreparedTask[] = [];
   input.forEach((candidate, index) => {
+    const given = (candidate as { id?: unknown } | null)?.id;
+    const taskId = typeof given === 'string' ? given : undefined;
+    // The schema drops a field it does not know: `prority: 'high'` went to the normal lane unsaid.
+    for (const field of unknownFields(candidate))
+      problems.push({ index, taskId, path: field, message: unknownFieldMessage(field) });
     const parsed = TaskSchema.safeParse(candidate);
     if (!parsed.success) {
-      const id = (candidate as { id?: unknown } | null)?.id;
       for (const issue of taskIssues(parsed.error, candidate)) {
-        problems.push({
-          index,
-          taskId: typeof id === 'string' ? id : undefined,
-          path: issue.path || '(task)',
-          message: issue.message,
-        });
+        problems.push({ index, taskId, path: issue.path || '(task)', message: issue.message });
       }
       return;
     }
     const task = parsed.data;
     const id = task.id ?? randomUUID();
-    const message = { ...task, id, submittedAt: task.submittedAt ?? clock() };
-    const body = JSON.stringify(message);
+    // Whole ms: a clock of performance.timeOrigin + performance.now() gave a fraction the consumer's schema refuses.
+    const message = { ...task, id, submittedAt: task.submittedAt ?? wholeMs(clock()) };
+    const body = sqsSafeJson(message);
     const bytes = Buffer.byteLength(body);
     if (bytes > MAX_TASK_BYTES) {
       problems.push({
@@ -409,36 +429,136 @@ function prepareTasks({ options, clock }: ProducerContext, input: readonly unkno
   });
   if (problems.length > 0) throw new TaskValidationError(problems);
 
-  const duplicates = prepared.map((p) => p.id).filter((id, i, ids) => ids.indexOf(id) !== i);
-  if (duplicates.length > 0) {
-    throw new TaskValidationError(
-      duplicates.map((id) => ({
-        index: prepared.findIndex((p) => p.id === id),
-        taskId: id,
+  // Every task is prepared here, so prepared[i] is input[i]: each repeat is named at its own place.
+  const firstAt = new Map<string, number>();
+  const repeats: TaskProblem[] = [];
+  prepared.forEach((item, index) => {
+    const first = firstAt.get(item.id);
+    if (first === undefined) firstAt.set(item.id, index);
+    else
+      repeats.push({
+        index,
+        taskId: item.id,
         path: 'id',
-        message: 'the same id appears twice in one submission',
-      })),
-    );
-  }
+        message: `the same id as task #${first} in this submission`,
+      });
+  });
+  if (repeats.length > 0) throw new TaskValidationError(repeats);
   return prepared;
 }
 
+/** Top-level fields of `candidate` that are not a task's (none when it is not an object). */
+function unknownFields(candidate: unknown): string[] {
+  if (typeof candidate !== 'object' || candidate === null || Array.isArray(candidate)) return [];
+  return Object.keys(candidate).filter((field) => !TASK_FIELDS.has(field));
+}
+
+function unknownFieldMessage(field: string): string {
+  const near = [...TASK_FIELDS].find(
+    (known) => known.toLowerCase() === field.toLowerCase() || editDistance(known, field) <= 2,
+  );
+  return `is not a field of a task (${near !== undefined ? `did you mean ${near}? ` : ''}the fields are ${[...TASK_FIELDS].join(', ')}; a solver parameter goes in params)`;
+}
+
+/** Levenshtein distance of two short field names. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next[j] = Math.min(
+        (row[j] as number) + 1,
+        (next[j - 1] as number) + 1,
+        (row[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    row = next;
+  }
+  return row[b.length] as number;
+}
+
+/** A clock's reading as whole epoch ms; a clock that reads no time is the caller's bug, said as such. */
+function wholeMs(reading: number): number {
+  if (!Number.isFinite(reading) || reading < 0)
+    throw new TypeError(`the producer's clock returned ${String(reading)}: it must return epoch ms (Date.now)`);
+  return Math.floor(reading);
+}
+
 /**
- * Send in batches of 10 per queue. A call that fails for SQS's sake (throttled, 5xx, a reset
- * connection) and entries SQS failed on its side are tried again with backoff: a resend is safe,
- * since the task's id makes a second copy a duplicate the consumer acknowledges without solving.
- * An entry SQS refuses as the sender's fault, or still failing after the tries, throws with what
- * was sent before it.
+ * The message as JSON text SQS takes: characters outside the Basic Multilingual Plane (emoji) and
+ * U+FFFE / U+FFFF written as JSON escapes, the same value to any JSON reader. SQS refuses U+FFFE
+ * and U+FFFF in a body, and the local emulator every character past U+FFFF; JSON.stringify
+ * already escapes control characters and lone surrogates.
+ */
+function sqsSafeJson(message: unknown): string {
+  return JSON.stringify(message).replace(/[\u{10000}-\u{10FFFF}\uFFFE\uFFFF]/gu, (char) =>
+    Array.from({ length: char.length }, (_, i) => char.charCodeAt(i))
+      .map((unit) => `\\u${unit.toString(16).padStart(4, '0')}`)
+      .join(''),
+  );
+}
+
+/**
+ * Send in batches of up to 10 tasks and 1 MiB per queue. A call that fails for SQS's sake
+ * (throttled, 5xx, a reset connection) and entries SQS failed on its side are tried again with
+ * backoff: a resend is safe, since the task's id makes a second copy a duplicate the consumer
+ * acknowledges without solving. Entries SQS refuses as the sender's fault fail alone, and the
+ * next batches still go; a call still failing after its tries stops the sending (the rest would
+ * meet the same outage). Throws, once done, with every task not sent — refused, failed, or never
+ * tried — and every task sent.
  */
 async function sendPrepared(ctx: ProducerContext, prepared: readonly PreparedTask[]): Promise<void> {
   const sent: string[] = [];
+  const failed: string[] = [];
+  const reasons: string[] = [];
+  let stopped: unknown;
   const byQueue = new Map<string, PreparedTask[]>();
   for (const item of prepared) byQueue.set(item.queueUrl, [...(byQueue.get(item.queueUrl) ?? []), item]);
   for (const [queueUrl, items] of byQueue) {
-    for (let i = 0; i < items.length; i += SEND_BATCH) {
-      await sendChunk(ctx, queueUrl, items.slice(i, i + SEND_BATCH), sent);
+    for (const chunk of sendBatches(items)) {
+      if (stopped !== undefined) {
+        failed.push(...chunk.map((item) => item.id));
+        continue;
+      }
+      const outcome = await sendChunk(ctx, queueUrl, chunk, sent);
+      failed.push(...outcome.failed);
+      if (outcome.reason !== undefined) reasons.push(outcome.reason);
+      if (outcome.stop !== undefined) stopped = outcome.stop;
     }
   }
+  if (failed.length === 0) return;
+  throw new TaskSubmitError(
+    `${failed.length} of ${prepared.length} task(s) not sent (${sent.length} sent): ${[...new Set(reasons)].join('; ')}` +
+      (stopped !== undefined ? '; the batches after the failure were not tried' : ''),
+    failed,
+    [...sent],
+    stopped !== undefined ? { cause: stopped } : {},
+  );
+}
+
+/** A queue's tasks in batches SQS takes: at most 10, their bodies at most 1 MiB together. */
+function sendBatches(items: readonly PreparedTask[]): PreparedTask[][] {
+  const batches: PreparedTask[][] = [];
+  let batch: PreparedTask[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = Buffer.byteLength(item.body);
+    if (batch.length > 0 && (batch.length === SEND_BATCH || bytes + size > SEND_BATCH_BYTES)) {
+      batches.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(item);
+    bytes += size;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
+/** What one batch came to: the ids not sent and why, and the error that should stop the sending, if any. */
+interface ChunkOutcome {
+  failed: string[];
+  reason?: string;
+  stop?: unknown;
 }
 
 async function sendChunk(
@@ -446,7 +566,7 @@ async function sendChunk(
   queueUrl: string,
   chunk: readonly PreparedTask[],
   sent: string[],
-): Promise<void> {
+): Promise<ChunkOutcome> {
   let left = [...chunk];
   for (let attempt = 1; ; attempt++) {
     let answer: SendMessageBatchCommandOutput;
@@ -458,22 +578,23 @@ async function sendChunk(
         }),
       );
     } catch (error) {
-      if (attempt < SEND_ATTEMPTS && retryableSend(error)) {
+      const retryable = retryableSend(error);
+      if (attempt < SEND_ATTEMPTS && retryable) {
         ctx.counters.sendRetries += 1;
         await pause(RETRY_BASE_MS * 2 ** (attempt - 1), undefined);
         continue;
       }
-      throw new TaskSubmitError(
-        `sending ${left.length} task(s) failed: ${(error as Error).message}`,
-        left.map((c) => c.id),
-        [...sent],
-        { cause: error },
-      );
+      return {
+        failed: left.map((c) => c.id),
+        reason: `sending failed: ${(error as Error).message}`,
+        // The request's own fault (one batch's content) leaves the next batches to go.
+        ...(retryable || PERMANENT_READ_ERRORS.has((error as Error).name) ? { stop: error } : {}),
+      };
     }
     const failedEntries = answer.Failed ?? [];
     const failedAt = new Set(failedEntries.map((entry) => Number(entry.Id)));
     sent.push(...left.filter((_, n) => !failedAt.has(n)).map((item) => item.id));
-    if (failedEntries.length === 0) return;
+    if (failedEntries.length === 0) return { failed: [] };
     const senderFault = failedEntries.filter((entry) => entry.SenderFault !== false);
     if (senderFault.length === 0 && attempt < SEND_ATTEMPTS) {
       ctx.counters.sendRetries += 1;
@@ -483,7 +604,7 @@ async function sendChunk(
     }
     const failed = failedEntries.map((entry) => left[Number(entry.Id)]?.id ?? `entry ${entry.Id}`);
     const reasons = [...new Set(failedEntries.map((entry) => `${entry.Code}: ${entry.Message ?? ''}`))].join('; ');
-    throw new TaskSubmitError(`SQS refused ${failed.length} task(s): ${reasons}`, failed, [...sent]);
+    return { failed, reason: `SQS refused ${failed.length}: ${reasons}` };
   }
 }
 
@@ -491,6 +612,7 @@ async function sendChunk(
 function retryableSend(error: unknown): boolean {
   const e = error as { $fault?: string; name?: string; $metadata?: { httpStatusCode?: number } };
   if (e.$fault === 'server') return true;
+  if (PERMANENT_READ_ERRORS.has(e.name ?? '')) return false;
   if (/Throttl|RequestThrottled|TooManyRequests|TimeoutError|NetworkingError|ECONNRESET|socket/i.test(e.name ?? ''))
     return true;
   const status = e.$metadata?.httpStatusCode;
@@ -512,11 +634,19 @@ async function refuseIdsInUse(ctx: ProducerContext, prepared: readonly PreparedT
   try {
     records = await readRecords(ctx, ids);
   } catch (error) {
+    // No such table is no bad minute of DynamoDB: the producer could never read these results.
+    if ((error as Error).name === 'ResourceNotFoundException')
+      throw new IdCheckUnavailableError(
+        ids,
+        { cause: error },
+        `the results table "${ctx.options.table}" does not exist here (ResourceNotFoundException); nothing was sent: ` +
+          'give the producer the fleet’s table (the stack output ResultsTableName, <prefix>-results) and its region',
+      );
     if (ctx.options.idCheckUnavailable === 'refuse') throw new IdCheckUnavailableError(ids, { cause: error });
     ctx.counters.idChecksSkipped += ids.length;
     ctx.options.onWarning?.({
       code: 'ID_CHECK_SKIPPED',
-      message: `the results table could not be read to check ${ids.length} task id(s) for reuse; sent anyway (the consumer checks them when it claims each task): ${(error as Error).message}`,
+      message: `the results table could not be read to check ${ids.length} task id(s) for reuse; sending them unchecked (the consumer checks them when it claims each task): ${(error as Error).message}`,
       taskIds: ids,
       cause: error,
     });
@@ -528,7 +658,13 @@ async function refuseIdsInUse(ctx: ProducerContext, prepared: readonly PreparedT
     const record = records.get(item.id);
     if (record === undefined || record.status === 'rejected' || record.expiresAt < nowSeconds) continue;
     if (sameContent(record.fingerprint, item.fingerprint)) continue;
-    conflicts.push({ index: item.index, taskId: item.id, status: record.status, expiresAt: record.expiresAt });
+    conflicts.push({
+      index: item.index,
+      taskId: item.id,
+      status: record.status,
+      expiresAt: record.expiresAt,
+      ...(typeof record.method === 'string' ? { method: record.method } : {}),
+    });
   }
   if (conflicts.length > 0) throw new TaskIdConflictError(conflicts);
 }
@@ -604,44 +740,85 @@ async function readRecord(
   { documents, options }: ProducerContext,
   taskId: string,
   consistent: boolean,
+  abortSignal?: AbortSignal,
 ): Promise<TaskResult | undefined> {
   const answer = await documents.send(
     new GetCommand({ TableName: options.table, Key: { taskId }, ConsistentRead: consistent }),
+    abortSignal !== undefined ? { abortSignal } : {},
   );
   return answer.Item as TaskResult | undefined;
 }
 
-/** Until the record is terminal (see {@link Producer.wait}). */
+/** A read worth trying again within a wait: anything but a refusal no retry changes. */
+function retryableRead(error: unknown): boolean {
+  return !PERMANENT_READ_ERRORS.has((error as Error).name);
+}
+
+/** A duration option: a finite number of ms at least `least`, or the default. */
+function msOption(name: string, value: number | undefined, fallback: number, least = 0): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < least)
+    throw new TypeError(`${name} must be a finite number of ms, at least ${least} (got ${String(value)})`);
+  return value;
+}
+
+/**
+ * Until the record is terminal (see {@link Producer.wait}). Every read is bounded by the time left
+ * and the caller's signal (the SDK's own timeout and tries made a 2 s wait 30 s against a table
+ * that did not answer), and a read that fails is tried again at the next turn until the time is
+ * up (one failed read ended the wait with the SDK's error); a refusal no retry changes (no such
+ * table, no permission, no credentials) ends it at once.
+ */
 async function waitForResult(ctx: ProducerContext, taskId: string, waitOptions: WaitOptions): Promise<ProducerResult> {
-  const timeoutMs = waitOptions.timeoutMs ?? 120_000;
-  const maxInterval = waitOptions.maxIntervalMs ?? 2_000;
-  const fallbackMs = waitOptions.eventFallbackMs ?? 5_000;
-  let interval = waitOptions.initialIntervalMs ?? 100;
+  const timeoutMs = msOption('timeoutMs', waitOptions.timeoutMs, 120_000);
+  const maxInterval = msOption('maxIntervalMs', waitOptions.maxIntervalMs, 2_000, 1);
+  const fallbackMs = msOption('eventFallbackMs', waitOptions.eventFallbackMs, 5_000, 1);
+  let interval = Math.min(maxInterval, msOption('initialIntervalMs', waitOptions.initialIntervalMs, 100, 1));
+  const signal = waitOptions.signal;
   const giveUpAt = Date.now() + timeoutMs;
   const events = ctx.options.events;
   let last: TaskResult | undefined;
+  let lastError: unknown;
   let heard = false;
   for (;;) {
-    waitOptions.signal?.throwIfAborted();
+    signal?.throwIfAborted();
+    const listenedAt = Date.now();
     // Listen before reading, so an event published between the read and the wait is not missed.
     // Each wait is bounded by the fallback, so no listener outlives this call by much.
-    // A failing event source only costs the wait its speed: the reads go on.
     const event = events
       ?.waitFor(taskId, Math.max(1, Math.min(fallbackMs, giveUpAt - Date.now())))
       .catch(() => undefined);
     // The table stays the source of truth: an event says when to read, the read says what.
-    last = await readRecord(ctx, taskId, true);
+    const deadline = AbortSignal.timeout(Math.max(1, giveUpAt - Date.now()));
+    try {
+      last = await readRecord(ctx, taskId, true, signal ? AbortSignal.any([signal, deadline]) : deadline);
+      lastError = undefined;
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (!deadline.aborted && !retryableRead(error)) throw error;
+      lastError = error;
+    }
     if (last !== undefined && isTerminal(last.status)) {
       if (heard) ctx.counters.waitsByEvent += 1;
       else ctx.counters.waitsByRead += 1;
       return withFreshness(ctx, last);
     }
     const left = giveUpAt - Date.now();
-    if (left <= 0) throw new TaskWaitTimeoutError(taskId, timeoutMs, last?.status);
-    if (event !== undefined) {
-      heard = (await raceAbort(event, waitOptions.signal)) !== undefined;
-    } else {
-      await pause(Math.min(interval, left), waitOptions.signal);
+    if (left <= 0)
+      throw new TaskWaitTimeoutError(
+        taskId,
+        timeoutMs,
+        last?.status,
+        lastError !== undefined ? { cause: lastError } : {},
+      );
+    heard = false;
+    if (event !== undefined) heard = (await raceAbort(event, signal)) !== undefined;
+    // No event (none offered, or the source failed or gave up early) and no failed read to wait out
+    // more: the reads back off. A source that failed at once read the table 673 times in 2 s.
+    if (!heard) {
+      const waited = Date.now() - listenedAt;
+      const rest = Math.min(interval - waited, giveUpAt - Date.now());
+      if (rest > 0) await pause(rest, signal);
       interval = Math.min(maxInterval, Math.ceil(interval * 1.5));
     }
   }
@@ -657,7 +834,15 @@ async function reportAnswer(
   verdict: Verdict,
   options: ReportOptions,
 ): Promise<SettledReport> {
-  const message: ReportMessage = ReportMessageSchema.parse({ taskId, verdict });
+  options.signal?.throwIfAborted();
+  const parsed = ReportMessageSchema.safeParse({ taskId, verdict });
+  if (!parsed.success)
+    throw new TypeError(
+      `report(${JSON.stringify(taskId)}, ${JSON.stringify(verdict)}): ${parsed.error.issues
+        .map((issue) => `${issue.path.join('.') || '(report)'}: ${issue.message}`)
+        .join('; ')} (the task's id as submit returned it, and 'bad' or 'good')`,
+    );
+  const message: ReportMessage = parsed.data;
   const queueUrl = ctx.options.queueUrls.reports;
   if (queueUrl === undefined)
     throw new TypeError(
@@ -682,10 +867,12 @@ async function reportAnswer(
     }
     return undefined;
   };
-  const before = settled(await readRecord(ctx, taskId, true));
+  const before = settled(await readRecord(ctx, taskId, true, options.signal));
   if (before !== undefined) return before;
+  // The last moment to take the report back: sent, the provider is asked (a refund claimed).
+  options.signal?.throwIfAborted();
   await ctx.sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
-  const timeoutMs = options.timeoutMs ?? 60_000;
+  const timeoutMs = msOption('timeoutMs', options.timeoutMs, 60_000);
   const giveUpAt = Date.now() + timeoutMs;
   let interval = 100;
   for (;;) {
@@ -718,6 +905,11 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Pro
 
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
+    // An abort before the pause is one too (a listener added now would never hear it).
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();

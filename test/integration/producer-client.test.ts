@@ -133,7 +133,9 @@ describe('producer client', () => {
   });
 
   it('refuses the same id twice in one submission', async () => {
-    await expect(producer.submit([turnstile('dup'), turnstile('dup')])).rejects.toThrow(/same id appears twice/);
+    await expect(producer.submit([turnstile('dup'), turnstile('dup')])).rejects.toThrow(
+      /task #1 \(dup\) id: the same id as task #0 in this submission/,
+    );
   });
 
   it('gets undefined before a record exists and the record after', async () => {
@@ -245,9 +247,11 @@ describe('producer client: an id names one task', () => {
 
     expect(error).toBeInstanceOf(TaskIdConflictError);
     expect((error as TaskIdConflictError).conflicts).toEqual([
-      { index: 1, taskId: 'reused-1', status: 'solved', expiresAt: expect.any(Number) },
+      { index: 1, taskId: 'reused-1', status: 'solved', expiresAt: expect.any(Number), method: 'turnstile' },
     ]);
     expect((error as Error).message).toContain('id "reused-1" is in use');
+    // The holder's method, read with the id check (before: "by a task task").
+    expect((error as Error).message).toContain('by a turnstile task with other content');
     expect((error as Error).message).toContain('other content');
     expect(await visible(resources.queueUrls.normal)).toBe(0);
   });
