@@ -341,16 +341,20 @@ export class DynamoResultsRepository implements ResultsRepository {
   async park(
     taskId: string,
     claimToken: string,
-    submission: { solverId: string; provider: SolverProvider; acceptedAt: number },
+    submission: { solverId: string; provider: SolverProvider; acceptedAt: number; queueWaitMs?: number },
   ): Promise<boolean> {
+    // The first delivery's queue wait stays the record's: the watch's solved record carries it on.
+    const queueWait = submission.queueWaitMs !== undefined;
     const written = await this.ifClaimed(taskId, claimToken, {
       UpdateExpression:
-        'SET solverId = :solverId, solverProvider = :solverProvider, solverAcceptedAt = :acceptedAt, leaseUntil = :zero REMOVE claimToken',
+        'SET solverId = :solverId, solverProvider = :solverProvider, solverAcceptedAt = :acceptedAt, leaseUntil = :zero' +
+        `${queueWait ? ', queueWaitMs = if_not_exists(queueWaitMs, :queueWait)' : ''} REMOVE claimToken`,
       ExpressionAttributeValues: {
         ':solverId': submission.solverId,
         ':solverProvider': submission.provider,
         ':acceptedAt': submission.acceptedAt,
         ':zero': 0,
+        ...(queueWait ? { ':queueWait': submission.queueWaitMs } : {}),
       },
     });
     if (written) return true;

@@ -148,6 +148,8 @@ export class TaskRun {
   private resumedId: string | undefined;
   /** When this delivery's claim runs out, epoch ms. */
   private leaseUntil = 0;
+  /** This delivery's wait in the queue, ms (from the first send to its claim): the parked record keeps it. */
+  private queueWaitMs: number | undefined;
   /** How long the claim call took, ms. */
   private claimLatencyMs = 0;
   /** Solver responses of this delivery, counted as they come and emitted once it ends. */
@@ -190,7 +192,12 @@ export class TaskRun {
     this.keeper = new SolverIdKeeper({
       write: (solverId, provider, acceptedAt, park) =>
         park
-          ? ctx.deps.repository.park(task.id, this.claimToken, { solverId, provider, acceptedAt })
+          ? ctx.deps.repository.park(task.id, this.claimToken, {
+              solverId,
+              provider,
+              acceptedAt,
+              ...(this.queueWaitMs !== undefined ? { queueWaitMs: this.queueWaitMs } : {}),
+            })
           : ctx.deps.repository.recordSolverId(task.id, this.claimToken, solverId, provider, acceptedAt),
       onClaimLost: () => {
         this.claimLost = true;
@@ -250,6 +257,7 @@ export class TaskRun {
     const { deps } = this.ctx;
     this.leaseUntil = claim.record.leaseUntil ?? claimedAt + this.ctx.timing.leaseMs;
     const queueWaitMs = Math.max(0, claimedAt - this.delivery.sentAt);
+    this.queueWaitMs = queueWaitMs;
     if (claim.record.attempts === 1) deps.metrics.addMetric(METRICS.queueWait, MetricUnit.Milliseconds, queueWaitMs);
     const carried = await this.openCarry();
     const resume = newerSubmission(carried, claim, this.provider);

@@ -273,7 +273,8 @@ export interface ResultsRepository {
   park(
     taskId: string,
     claimToken: string,
-    submission: { solverId: string; provider: SolverProvider; acceptedAt: number },
+    /** `queueWaitMs`: the delivery's wait in the queue, kept on the record (the first one written stands). */
+    submission: { solverId: string; provider: SolverProvider; acceptedAt: number; queueWaitMs?: number },
   ): Promise<boolean>;
   /**
    * Write a parked task's solved record where its message is not (the governor's watch, which

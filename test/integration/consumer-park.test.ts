@@ -268,6 +268,9 @@ describe('parked design on the emulators', () => {
     expect(done).toMatchObject({ status: 'solved', solverId: parked?.solverId, attempts: 1 });
     expect(done?.completedBy).toMatch(/^watch:/);
     expect(done?.solveMs ?? 0).toBeGreaterThan(0);
+    // Every record has its queue wait (docs/consumer.md): the park kept it, the watch carried it on.
+    expect(parked?.queueWaitMs).toEqual(expect.any(Number));
+    expect(done?.queueWaitMs).toBe(parked?.queueWaitMs);
     expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 0, inFlight: 0 });
     expect((await f.leases.views(f.shards))[0]?.slots).toEqual([]);
     expect(heard).toEqual([id]);
