@@ -18,6 +18,12 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${npmKeptFlagsMessage(kept, 'start')}\n`);
     return USAGE_EXIT_CODE;
   }
+  // A reader that closes the pipe early (`redrive --dry-run | head -1`) has read what it wanted:
+  // the write's EPIPE ended the command with a stack trace after its work was done.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw error;
+  });
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

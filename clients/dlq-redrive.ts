@@ -26,6 +26,7 @@ import {
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { parseRedelivery, REDELIVERY_ATTRIBUTE, type Redelivery } from '../functions/core/redelivery.js';
 
 /**
  * Reasons the consumer gives when it refuses a message (see functions/core/task.ts), and
@@ -60,7 +61,15 @@ export interface DeadLetterEntry {
 export interface DeadLetterInventory {
   /** ApproximateNumberOfMessages before listing. */
   depth: number;
+  /**
+   * ApproximateNumberOfMessagesNotVisible before listing: letters another reader holds (a listing
+   * or redrive of the last minute, cut short or running beside this one), not listed here.
+   */
+  hidden: number;
+  /** True when the listing stopped at its limit (`max`) with letters left unlisted. */
+  cut: boolean;
   entries: DeadLetterEntry[];
+  /** Groups by reason (a map with no prototype: a reason is a producer's text, `__proto__` too). */
   byReason: Record<string, { count: number; example: string | undefined; movable: boolean }>;
 }
 
@@ -108,18 +117,23 @@ export async function inspectDeadLetters(
   target: RedriveTarget,
   options: { max?: number; holdSeconds?: number } = {},
 ): Promise<DeadLetterInventory> {
-  const max = options.max ?? 10_000;
+  const max = options.max ?? DEFAULT_MAX_LETTERS;
   const attributes = await target.sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: target.dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+    new GetQueueAttributesCommand({
+      QueueUrl: target.dlqUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
   );
   const depth = Number(attributes.Attributes?.ApproximateNumberOfMessages ?? 0);
+  const hidden = Number(attributes.Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
   const entries: DeadLetterEntry[] = [];
   let emptyReceives = 0;
   while (entries.length < max && entries.length < depth && emptyReceives < 2) {
     const received = await target.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: target.dlqUrl,
-        MaxNumberOfMessages: 10,
+        // Never past `max`: a letter read is held for the listing's minute.
+        MaxNumberOfMessages: Math.min(10, max - entries.length),
         VisibilityTimeout: options.holdSeconds ?? 60,
         WaitTimeSeconds: 0,
         MessageAttributeNames: ['All'],
@@ -130,18 +144,21 @@ export async function inspectDeadLetters(
     if (messages.length === 0) emptyReceives++;
     for (const message of messages) entries.push(toEntry(message));
   }
-  const byReason: DeadLetterInventory['byReason'] = {};
+  // A reason is a letter's attribute: `__proto__` or `constructor` looked up on a plain object hid
+  // its letters from the listing (and printed "stays" for letters that then moved).
+  const byReason: DeadLetterInventory['byReason'] = Object.create(null);
   for (const entry of entries) {
-    const group = byReason[entry.reason] ?? {
-      count: 0,
-      example: entry.reasonDetail,
-      movable: !isRejectedReason(entry.reason),
-    };
+    const group = Object.hasOwn(byReason, entry.reason)
+      ? (byReason[entry.reason] as DeadLetterInventory['byReason'][string])
+      : { count: 0, example: entry.reasonDetail, movable: !isRejectedReason(entry.reason) };
     group.count++;
     byReason[entry.reason] = group;
   }
-  return { depth, entries, byReason };
+  return { depth, hidden, cut: entries.length >= max && depth > entries.length, entries, byReason };
 }
+
+/** Letters one listing reads at most (`max`): a listing holds each for a minute while it decides. */
+export const DEFAULT_MAX_LETTERS = 10_000;
 
 /** Make listed messages visible again at once. */
 export async function releaseEntries(target: RedriveTarget, entries: DeadLetterEntry[]): Promise<void> {
@@ -168,7 +185,12 @@ export async function redrive(
   const inventory = await inspectDeadLetters(target, { max: options.max });
   const movable = inventory.entries.filter((entry) => options.includeRejected || !isRejectedReason(entry.reason));
   const staying = inventory.entries.filter((entry) => !movable.includes(entry));
-  const summary = { depth: inventory.depth, byReason: inventory.byReason };
+  const summary = {
+    depth: inventory.depth,
+    hidden: inventory.hidden,
+    cut: inventory.cut,
+    byReason: inventory.byReason,
+  };
   if (options.dryRun || movable.length === 0) {
     await releaseEntries(target, inventory.entries);
     return { dryRun: options.dryRun, inventory: summary, copied: 0, left: inventory.entries.length };
@@ -199,7 +221,7 @@ async function copyBack(target: RedriveTarget, entries: DeadLetterEntry[]): Prom
       new SendMessageCommand({
         QueueUrl: queueUrl,
         MessageBody: entry.body,
-        MessageAttributes: carriedAttributes(entry),
+        MessageAttributes: carriedAttributes(entry, Date.now()),
       }),
     );
     await target.sqs.send(new DeleteMessageCommand({ QueueUrl: target.dlqUrl, ReceiptHandle: entry.receiptHandle }));
@@ -234,8 +256,17 @@ async function startNativeMove(target: RedriveTarget, dlqArn: string, messages: 
 
 /** What a redrive did, for people: copies as done, the native task as started (never as moved). */
 export function describeRedrive(report: RedriveReport): string[] {
-  if (report.dryRun) return ['dry run: nothing moved'];
-  const lines = [`copied ${report.copied} back to their lanes (copy + delete); ${report.left} left in the DLQ`];
+  const unlisted = report.inventory.cut
+    ? [
+        `listed ${listedOf(report)} of about ${report.inventory.depth} (one run lists at most ${DEFAULT_MAX_LETTERS}); run it again for the rest`,
+      ]
+    : [];
+  if (report.dryRun) return [...unlisted, 'dry run: nothing moved'];
+  const left = report.left + (report.inventory.cut ? Math.max(0, report.inventory.depth - listedOf(report)) : 0);
+  const lines = [
+    ...unlisted,
+    `copied ${report.copied} back to their lanes (copy + delete); ${report.inventory.cut ? 'about ' : ''}${left} left in the DLQ`,
+  ];
   const move = report.nativeMove;
   if (move === undefined) return lines;
   const seen =
@@ -248,19 +279,30 @@ export function describeRedrive(report: RedriveReport): string[] {
   return lines;
 }
 
+/** Letters a listing counted: the groups' sum. */
+function listedOf(report: RedriveReport): number {
+  return Object.values(report.inventory.byReason).reduce((sum, group) => sum + group.count, 0);
+}
+
 function toEntry(message: Message): DeadLetterEntry {
   const attributes = message.MessageAttributes ?? {};
-  const reason = attributes.reason?.StringValue ?? EXHAUSTED;
+  // SQS stamps the messages it dead-letters itself; a SendMessage leaves no such attribute.
+  const origin: DeadLetterOrigin = message.Attributes?.DeadLetterQueueSourceArn !== undefined ? 'sqs' : 'sent';
+  // SQS dead-lettered it after its receives: whatever `reason` it carries is the producer's own attribute.
+  const reason = origin === 'sqs' ? EXHAUSTED : (attributes.reason?.StringValue ?? EXHAUSTED);
   const body = message.Body ?? '';
   const source = message.Attributes?.DeadLetterQueueSourceArn ?? attributes.sourceQueue?.StringValue ?? '';
   return {
     messageId: message.MessageId ?? '',
-    // SQS stamps the messages it dead-letters itself; a SendMessage leaves no such attribute.
-    origin: message.Attributes?.DeadLetterQueueSourceArn !== undefined ? 'sqs' : 'sent',
+    origin,
     receiptHandle: message.ReceiptHandle ?? '',
     reason,
     reasonDetail: attributes.reasonDetail?.StringValue,
-    taskId: attributes.taskId?.StringValue,
+    // The consumer names a letter's task; a message SQS moved (no reason of the consumer's) is the
+    // task it was, whose id, when its body has none, is the message's own.
+    taskId:
+      attributes.taskId?.StringValue ??
+      (origin === 'sqs' || attributes.reason === undefined ? message.MessageId : undefined),
     lane: source.endsWith('-high') || priorityOf(body) === 'high' ? 'high' : 'normal',
     body,
     messageAttributes: attributes,
@@ -276,16 +318,44 @@ function priorityOf(body: string): string | undefined {
   }
 }
 
-/** The refusal's own attributes stay behind; anything the producer set travels back. */
-function carriedAttributes(entry: DeadLetterEntry): Record<string, MessageAttributeValue> | undefined {
+/**
+ * The refusal's own attributes stay behind; anything the producer set travels back. A task whose
+ * body has no id was claimed under its first message's id, which a copy would change (a new task:
+ * the producer waiting on the old id never heard, a paid submission was made again): the copy
+ * carries the fleet's redelivery attribute with that id, as the consumer's own copies do, unless
+ * the letter has one.
+ */
+function carriedAttributes(entry: DeadLetterEntry, now: number): Record<string, MessageAttributeValue> | undefined {
   const kept = Object.entries(entry.messageAttributes).filter(
     ([name]) => !['reason', 'reasonDetail', 'sourceQueue', 'taskId'].includes(name),
   );
-  if (kept.length === 0) return undefined;
-  return Object.fromEntries(
+  const out: Record<string, MessageAttributeValue> = Object.fromEntries(
     kept.map(([name, value]) => [
       name,
       { DataType: value.DataType, StringValue: value.StringValue, BinaryValue: value.BinaryValue },
     ]),
   );
+  if (!Object.hasOwn(out, REDELIVERY_ATTRIBUTE) && entry.taskId !== undefined && bodyIdOf(entry.body) === undefined) {
+    const identity: Redelivery = {
+      v: 1,
+      taskId: entry.taskId,
+      sentAt: now,
+      firstReceivedAt: now,
+      generation: 0,
+      waits: 0,
+    };
+    if (parseRedelivery(JSON.stringify(identity)) !== undefined)
+      out[REDELIVERY_ATTRIBUTE] = { DataType: 'String', StringValue: JSON.stringify(identity) };
+  }
+  return Object.keys(out).length === 0 ? undefined : out;
+}
+
+/** The id at a task body's top level, if it is JSON with one. */
+function bodyIdOf(body: string): unknown {
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    return typeof parsed === 'object' && parsed !== null ? (parsed as { id?: unknown }).id : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -9,6 +9,7 @@
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { solvedOf } from '../functions/adapters/thread-ledger.js';
+import { printable } from '../functions/core/helpers/printable.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
 import type { Lane, OverflowStatus } from '../functions/core/governor/types.js';
@@ -23,8 +24,19 @@ export interface LaneStatus {
   enabled: boolean | undefined;
 }
 
+/** A read `status` could not make: what, and the error's name and message (AWS's words, never the key). */
+export interface UnreadPart {
+  what: 'normal queue' | 'high queue' | 'DLQ' | 'governor state' | 'thread ledger' | 'overflow ledger';
+  error: string;
+}
+
 export interface FleetStatus {
   at: number;
+  /**
+   * The reads that failed (unreachable endpoint, no such queue or table, no permission): their
+   * parts show as unknown ("—"), which alone read as a quiet fleet. Empty when all were read.
+   */
+  unread: UnreadPart[];
   lanes: Partial<Record<Lane, LaneStatus>>;
   dlqDepth: number | undefined;
   governor:
@@ -132,13 +144,22 @@ export async function readFleetStatus(
 ): Promise<FleetStatus> {
   const clock = sources.clock ?? Date.now;
   const windowMinutes = options.windowMinutes ?? 5;
+  const unread: UnreadPart[] = [];
+  const noted =
+    (what: UnreadPart['what']) =>
+    (error: unknown): undefined => {
+      unread.push({ what, error: errorText(error) });
+      return undefined;
+    };
   const [normal, high, dlq, governorItem, primarySolves, overflowSolves] = await Promise.all([
-    queueAttributes(sources.sqs, sources.queueUrls.normal),
-    sources.queueUrls.high ? queueAttributes(sources.sqs, sources.queueUrls.high) : Promise.resolve(undefined),
-    queueAttributes(sources.sqs, sources.queueUrls.dlq),
-    readGovernorItem(sources.documents, sources.tables.governor),
-    ledgerSolves(sources.documents, sources.tables.governor, THREAD_LEDGER_ID),
-    ledgerSolves(sources.documents, sources.tables.governor, OVERFLOW_LEDGER_ID),
+    queueAttributes(sources.sqs, sources.queueUrls.normal).catch(noted('normal queue')),
+    sources.queueUrls.high
+      ? queueAttributes(sources.sqs, sources.queueUrls.high).catch(noted('high queue'))
+      : Promise.resolve(undefined),
+    queueAttributes(sources.sqs, sources.queueUrls.dlq).catch(noted('DLQ')),
+    readGovernorItem(sources.documents, sources.tables.governor).catch(noted('governor state')),
+    ledgerSolves(sources.documents, sources.tables.governor, THREAD_LEDGER_ID).catch(noted('thread ledger')),
+    ledgerSolves(sources.documents, sources.tables.governor, OVERFLOW_LEDGER_ID).catch(noted('overflow ledger')),
   ]);
   // The CLI knows a fleet by its prefix only: whether it has an overflow provider, the governor's
   // state says (its last decision has an overflow lane, or the overflow ledger counted solves).
@@ -188,7 +209,9 @@ export async function readFleetStatus(
   });
   return {
     at: clock(),
-    lanes: { normal: lane('normal', normal), ...(high ? { high: lane('high', high) } : {}) },
+    unread,
+    // A high lane that could not be read is shown unknown, not left out.
+    lanes: { normal: lane('normal', normal), ...(sources.queueUrls.high ? { high: lane('high', high) } : {}) },
     dlqDepth: numberOf(dlq?.ApproximateNumberOfMessages),
     governor: governorItem
       ? {
@@ -218,58 +241,55 @@ export async function readFleetStatus(
   };
 }
 
-async function queueAttributes(sqs: Pick<SQSClient, 'send'>, url: string): Promise<Record<string, string> | undefined> {
-  try {
-    const out = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: url,
-        AttributeNames: [
-          'ApproximateNumberOfMessages',
-          'ApproximateNumberOfMessagesNotVisible',
-          'ApproximateNumberOfMessagesDelayed',
-        ],
-      }),
-    );
-    return out.Attributes;
-  } catch {
-    return undefined;
-  }
+/** An error in a few words: its name and message, printable and cut (the SDK's, or the socket's code). */
+function errorText(error: unknown): string {
+  const e = error as { name?: string; message?: string; code?: string };
+  const name = e.code ?? e.name ?? 'Error';
+  return printable(`${name}${e.message && e.message !== name ? `: ${e.message}` : ''}`, 200);
 }
 
+/** The queue's depth attributes; throws when they cannot be read (the caller notes it). */
+async function queueAttributes(sqs: Pick<SQSClient, 'send'>, url: string): Promise<Record<string, string> | undefined> {
+  const out = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: [
+        'ApproximateNumberOfMessages',
+        'ApproximateNumberOfMessagesNotVisible',
+        'ApproximateNumberOfMessagesDelayed',
+      ],
+    }),
+  );
+  return out.Attributes;
+}
+
+/** The governor's state item, undefined before its first tick; throws when the table cannot be read. */
 async function readGovernorItem(
   documents: Pick<DynamoDBDocumentClient, 'send'>,
   table: string,
 ): Promise<StoredGovernorState | undefined> {
-  try {
-    const out = await documents.send(new GetCommand({ TableName: table, Key: { id: GOVERNOR_STATE_ID } }));
-    return (out.Item as { state?: StoredGovernorState } | undefined)?.state;
-  } catch {
-    return undefined;
-  }
+  const out = await documents.send(new GetCommand({ TableName: table, Key: { id: GOVERNOR_STATE_ID } }));
+  return (out.Item as { state?: StoredGovernorState } | undefined)?.state;
 }
 
 /**
  * The `solved` counter of a consumer's thread ledger item (functions/adapters/thread-ledger.ts: a
- * release whose answer was read as solved ADDs 1 to it); undefined when unreadable or never counted.
+ * release whose answer was read as solved ADDs 1 to it); undefined when never counted, thrown when unreadable.
  */
 async function ledgerSolves(
   documents: Pick<DynamoDBDocumentClient, 'send'>,
   table: string,
   id: string,
 ): Promise<number | undefined> {
-  try {
-    const out = await documents.send(
-      new GetCommand({
-        TableName: table,
-        Key: { id },
-        ProjectionExpression: '#solved',
-        ExpressionAttributeNames: { '#solved': 'solved' },
-      }),
-    );
-    return solvedOf(out.Item);
-  } catch {
-    return undefined;
-  }
+  const out = await documents.send(
+    new GetCommand({
+      TableName: table,
+      Key: { id },
+      ProjectionExpression: '#solved',
+      ExpressionAttributeNames: { '#solved': 'solved' },
+    }),
+  );
+  return solvedOf(out.Item);
 }
 
 /** Local and emulated stacks: count and time the records completed in the window. */

@@ -167,6 +167,7 @@ async function overflowReadme(): Promise<string> {
 /** A fleet's state as a local `npm start -- --serve` leaves it after a demo: fixed, so its rendering is deterministic. */
 export const STATUS_EXAMPLE: FleetStatus = {
   at: Date.UTC(2026, 10, 30, 9, 1, 41, 444),
+  unread: [],
   lanes: {
     normal: { backlog: 0, inFlight: 0, delayed: 0, oldestAgeSeconds: undefined, ceiling: 20, enabled: true },
     high: { backlog: 0, inFlight: 0, delayed: 0, oldestAgeSeconds: undefined, ceiling: 15, enabled: false },

@@ -34,10 +34,14 @@ export function register(program: Command): void {
       { dryRun: options.dryRun ?? false, includeRejected: options.includeRejected ?? false },
     );
     if (options.json) {
-      console.log(JSON.stringify(report));
+      console.log(jsonForTerminals(report));
       return;
     }
-    console.log(`DLQ of ${target.description}: ${report.inventory.depth} message(s)`);
+    const { depth, hidden } = report.inventory;
+    // Letters a listing or redrive of the last minute holds are there, not gone.
+    console.log(
+      `DLQ of ${target.description}: ${depth} message(s)${hidden > 0 ? `, and ${hidden} held by another reader for up to a minute (a listing or redrive cut short, or running beside this one): not listed` : ''}`,
+    );
     const rows = Object.entries(report.inventory.byReason);
     if (rows.length === 0) console.log('  (empty)');
     for (const [reason, group] of rows) {
@@ -53,4 +57,15 @@ export function register(program: Command): void {
     }
     for (const line of describeRedrive(report)) console.log(line);
   });
+}
+
+/**
+ * JSON with C1 control characters (U+007F–U+009F, which JSON leaves raw) and the line separators
+ * escaped: a letter's attributes are a producer's text, and a terminal acts on a raw CSI.
+ */
+function jsonForTerminals(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[\u007f-\u009f\u2028\u2029]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

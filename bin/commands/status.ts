@@ -39,8 +39,13 @@ export function register(program: Command): void {
         console.log(renderStatus(status, target.description, targetFlags(options)));
       }
     };
-    show(await read());
-    if (every === undefined) return;
+    const first = await read();
+    show(first);
+    if (every === undefined) {
+      // A fleet that could not be read is not a quiet one: scripts and alarms read the exit code.
+      if (first.unread.length > 0) process.exitCode = 1;
+      return;
+    }
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         read().then(show, (error: Error) => console.error(`status: ${error.message}`));
@@ -171,10 +176,23 @@ function targetFlags(options: TargetOptions): string {
  * visible, in flight = received and not yet deleted, waiting = delayed. `flags` are the target
  * flags the command was given; suggested commands carry them.
  */
+/** The reads that failed, grouped by their error: "—" below them is not knowable, not zero. */
+function unreadLines(unread: FleetStatus['unread']): string[] {
+  if (unread.length === 0) return [];
+  const byError = new Map<string, string[]>();
+  for (const part of unread) byError.set(part.error, [...(byError.get(part.error) ?? []), part.what]);
+  return [
+    ...[...byError].map(([error, parts]) => `COULD NOT READ ${parts.join(', ')}: ${error}`),
+    '(what follows shows them as unknown, —; check the endpoint, --prefix, --region and the credentials)',
+    '',
+  ];
+}
+
 export function renderStatus(status: FleetStatus, fleet: string, flags = ''): string {
   const lines: string[] = [];
   lines.push(`captcha-fleet status — ${fleet} — ${new Date(status.at).toISOString()}`);
   lines.push('');
+  for (const line of unreadLines(status.unread)) lines.push(line);
   lines.push('lane     backlog  in flight  waiting  oldest   ceiling  consuming');
   for (const [name, lane] of Object.entries(status.lanes)) {
     if (!lane) continue;

@@ -3,6 +3,7 @@
  * endpoint (`--endpoint` or AWS_ENDPOINT_URL), or AWS itself. Resource names follow the prefix,
  * exactly as the stack and the local runtime name them.
  */
+import { printable } from '../../functions/core/helpers/printable.js';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings, type FleetSettings } from '../../functions/core/settings.js';
@@ -85,8 +86,17 @@ export async function resolveTarget(options: TargetOptions): Promise<FleetTarget
           `no AWS credentials found to reach the fleet in AWS ${clients.region}. Configure them (aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), or use --local for a stack started with \`npm start -- --serve\`.`,
         );
       }
+      // Only SQS's answer that the queue is not there means a wrong prefix or region: a refused or
+      // failed connection said "not found" too and hid its cause (ECONNREFUSED).
+      const where = endpoint ?? `AWS ${clients.region}`;
+      const e = error as { name?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+      const missing = /QueueDoesNotExist|NonExistentQueue/.test(`${e.name} ${e.code ?? ''}`);
+      if (!missing)
+        throw new Error(
+          `could not reach SQS at ${where} to find queue ${name}: ${e.code ?? e.name}${e.message && e.message !== e.name ? ` (${printable(e.message, 200)})` : ''}. Check the endpoint and the network${endpoint === undefined ? ', and the credentials' : ''}, or use --local for a local stack.`,
+        );
       throw new Error(
-        `queue ${name} not found at ${endpoint ?? `AWS ${clients.region}`} (${(error as Error).name}). Check --prefix and --region, or use --local for a local stack.`,
+        `queue ${name} not found at ${where} (${e.name}). Check --prefix and --region, or use --local for a local stack.`,
       );
     }
   };

@@ -11,6 +11,7 @@ import { ensureFleetResources, type FleetResources } from '../../local/resources
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { describeRedrive, redrive, type RedriveTarget } from '../../clients/dlq-redrive.js';
+import { parseRedelivery, REDELIVERY_ATTRIBUTE } from '../../functions/core/redelivery.js';
 
 let emulators: Emulators;
 let clients: AwsClients;
@@ -179,7 +180,7 @@ describe('DLQ redrive', () => {
     // Prepare
     const report = {
       dryRun: false,
-      inventory: { depth: 3, byReason: {} },
+      inventory: { depth: 3, hidden: 0, cut: false, byReason: {} },
       copied: 1,
       nativeMove: {
         taskHandle: 'h-1',
@@ -230,3 +231,82 @@ function awsLike(options: { sqsDeadLettered: (body: string) => boolean }) {
   } as unknown as RedriveTarget['sqs'];
   return { sqs, moveTasks, calls };
 }
+
+describe('DLQ redrive on letters it did not foresee', () => {
+  /** Send `body` to the DLQ with these string attributes. */
+  const letter = async (body: string, attributes: Record<string, string> = {}) => {
+    const sent = await clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: resources.queueUrls.dlq,
+        MessageBody: body,
+        MessageAttributes: Object.fromEntries(
+          Object.entries(attributes).map(([name, value]) => [name, { DataType: 'String', StringValue: value }]),
+        ),
+      }),
+    );
+    return sent.MessageId as string;
+  };
+
+  it('lists and counts a reason of __proto__ or constructor, and moves what it says moves', async () => {
+    // Before: grouped on a plain object, their letters vanished from the listing (17 letters, 13
+    // counted), `constructor` printed "NaN … stays" and then moved, --json left both out.
+    await letter(task('proto-1'), { reason: '__proto__' });
+    await letter(task('ctor-1'), { reason: 'constructor' });
+    await letter(task('ctor-2'), { reason: 'constructor' });
+    const listed = await redrive(target, { dryRun: true, includeRejected: false });
+    expect(listed.inventory.byReason.__proto__).toEqual({ count: 1, example: undefined, movable: true });
+    expect(listed.inventory.byReason.constructor).toEqual({ count: 2, example: undefined, movable: true });
+    expect(JSON.parse(JSON.stringify(listed.inventory.byReason)).constructor.count).toBe(2);
+    expect(({} as { count?: unknown }).count).toBeUndefined();
+    const moved = await redrive(target, { dryRun: false, includeRejected: false });
+    // The two retryable letters of beforeEach and these three; the two refused stay.
+    expect(moved).toMatchObject({ copied: 5, left: 2 });
+  });
+
+  it('gives a redriven task without an id the identity it was claimed under (its first message’s id)', async () => {
+    // Before: the copy had a new message id, so the consumer claimed it as a new task: the producer
+    // waiting on the first id never heard, and a submission paid for under it was made again.
+    await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: resources.queueUrls.dlq }));
+    const anonymous = JSON.stringify({
+      method: 'turnstile',
+      params: { sitekey: '0x4AAAAAAAC3DHQFLr1GavRN', pageurl: 'https://shop.example/' },
+    });
+    const firstId = await letter(anonymous);
+    // A refusal of the consumer's names its task in `taskId`.
+    await letter(anonymous, { reason: 'SCHEMA_VIOLATION', taskId: 'named-by-consumer' });
+    await letter(task('own-id'));
+    await redrive(target, { dryRun: false, includeRejected: true });
+    const copies = await clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: resources.queueUrls.normal,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        MessageAttributeNames: ['All'],
+      }),
+    );
+    const identities = (copies.Messages ?? []).map(
+      (m) =>
+        parseRedelivery(m.MessageAttributes?.[REDELIVERY_ATTRIBUTE]?.StringValue)?.taskId ??
+        JSON.parse(m.Body ?? '{}').id,
+    );
+    expect(identities.sort()).toEqual([firstId, 'named-by-consumer', 'own-id'].sort());
+  });
+
+  it('says when letters are held by another reader, and when the listing stopped at its limit', async () => {
+    // Another reader (a redrive cut short) holds the two retryable letters for a minute. Before, a
+    // listing then said "0 message(s)" and "(empty)" while they were there.
+    await clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: resources.queueUrls.dlq, MaxNumberOfMessages: 10, VisibilityTimeout: 60 }),
+    );
+    const held = await redrive(target, { dryRun: true, includeRejected: false });
+    expect(held.inventory).toMatchObject({ depth: 0, hidden: 4, cut: false });
+    await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: resources.queueUrls.dlq }));
+    for (let i = 0; i < 5; i++) await letter(task(`many-${i}`));
+    const first = await redrive(target, { dryRun: false, includeRejected: false, max: 3 });
+    expect(first.inventory.cut).toBe(true);
+    expect(describeRedrive(first)).toEqual([
+      'listed 3 of about 5 (one run lists at most 10000); run it again for the rest',
+      'copied 3 back to their lanes (copy + delete); about 2 left in the DLQ',
+    ]);
+  });
+});

@@ -8,6 +8,7 @@ import { resolveSettings } from '../../functions/core/settings.js';
 import { readFleetStatus } from '../../clients/fleet-status.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../../functions/core/deployment.js';
 import { renderStatus } from '../../bin/commands/status.js';
+import { resolveTarget } from '../../bin/commands/target.js';
 
 let emulators: Emulators;
 let clients: AwsClients;
@@ -189,5 +190,42 @@ describe('fleet status', () => {
     const json = JSON.parse(JSON.stringify({ fleet: 'test', ...status }));
     expect(json.overflow).toMatchObject({ code: 'OVERFLOW_CAP', hourUsd: 1.5, capUsdPerHour: 2 });
     expect(json.solvesByProvider).toEqual({ primary: 900, overflow: 100 });
+  });
+});
+
+describe('fleet status when parts cannot be read', () => {
+  it('names each read that failed and why, keeps the high row, and does not pass for a quiet fleet', async () => {
+    // Before: every error became "unknown": an unreachable fleet printed "—" rows, "no decision
+    // recorded yet", no high row, and exited 0, as an idle one does.
+    const dead = createAwsClients({ sqsEndpoint: 'http://127.0.0.1:9', dynamoEndpoint: emulators.dynamoEndpoint });
+    const status = await readFleetStatus({
+      sqs: dead.sqs,
+      documents: clients.documents,
+      queueUrls: resources.queueUrls,
+      tables: { ...resources.tables, governor: 'no-such-governor-table' },
+      clock: () => NOW,
+    });
+    expect(status.unread.map((part) => part.what).sort()).toEqual(
+      ['DLQ', 'governor state', 'high queue', 'normal queue', 'overflow ledger', 'thread ledger'].sort(),
+    );
+    expect(status.unread.find((part) => part.what === 'normal queue')?.error).toMatch(/ECONNREFUSED/);
+    expect(status.unread.find((part) => part.what === 'governor state')?.error).toMatch(/ResourceNotFoundException/);
+    expect(status.lanes.high).toMatchObject({ backlog: undefined });
+    const text = renderStatus(status, 'test');
+    expect(text).toMatch(/COULD NOT READ normal queue, high queue, DLQ: ECONNREFUSED/);
+    expect(text).toMatch(/COULD NOT READ governor state, thread ledger, overflow ledger: ResourceNotFoundException/);
+    expect(text).toMatch(/^high +—/m);
+    // A fleet read whole says nothing of the kind.
+    expect((await readFleetStatus(sources())).unread).toEqual([]);
+  });
+
+  it('tells a queue that is not there from an endpoint that cannot be reached', async () => {
+    await expect(resolveTarget({ endpoint: emulators.sqsEndpoint, prefix: 'no-such-fleet' })).rejects.toThrow(
+      /^queue no-such-fleet-tasks not found at http/,
+    );
+    // Before: "queue captcha-fleet-tasks not found at http://127.0.0.1:9 (Error)".
+    await expect(resolveTarget({ endpoint: 'http://127.0.0.1:9' })).rejects.toThrow(
+      /^could not reach SQS at http:\/\/127\.0\.0\.1:9 to find queue captcha-fleet-tasks: ECONNREFUSED/,
+    );
   });
 });
