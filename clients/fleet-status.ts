@@ -30,6 +30,15 @@ export interface UnreadPart {
   error: string;
 }
 
+const UNREAD_ORDER: readonly UnreadPart['what'][] = [
+  'normal queue',
+  'high queue',
+  'DLQ',
+  'governor state',
+  'thread ledger',
+  'overflow ledger',
+];
+
 export interface FleetStatus {
   at: number;
   /**
@@ -161,6 +170,8 @@ export async function readFleetStatus(
     ledgerSolves(sources.documents, sources.tables.governor, THREAD_LEDGER_ID).catch(noted('thread ledger')),
     ledgerSolves(sources.documents, sources.tables.governor, OVERFLOW_LEDGER_ID).catch(noted('overflow ledger')),
   ]);
+  // In the order of the reads, whichever failed first.
+  unread.sort((a, b) => UNREAD_ORDER.indexOf(a.what) - UNREAD_ORDER.indexOf(b.what));
   // The CLI knows a fleet by its prefix only: whether it has an overflow provider, the governor's
   // state says (its last decision has an overflow lane, or the overflow ledger counted solves).
   const overflow = governorItem?.lastDecision?.overflow !== undefined || overflowSolves !== undefined;
