@@ -125,7 +125,7 @@ export function register(program: Command): void {
       'run one governor tick against the fleet the environment points at (AWS, AWS_ENDPOINT_URL) and print the decision',
     )
     .option('--once', 'run one tick and exit (the Lambda runs the loop)')
-    .option('--dry-run', 'decide and print, change nothing')
+    .option('--dry-run', 'decide and print, change nothing (with --local: the served governor’s latest decision)')
     .option('--json', 'print the decision as JSON')
     .option('--local', 'tick the governor of the local stack started by `npm start -- --serve`')
     .option(
@@ -171,6 +171,12 @@ export function register(program: Command): void {
         return;
       }
       for (const warning of warnings) console.error(`warning: ${warning}`);
+      // A local stack's governor runs in the serving process: a dry run there reads its latest
+      // decision (a tick would apply), which the help's "decide" would otherwise pass off as new.
+      if (options.local && options.dryRun)
+        console.log(
+          `(the served governor's latest decision, ${Math.max(0, Math.round((Date.now() - record.signals.now) / 1000))} s old: its loop runs in the \`npm start -- --serve\` process; without --dry-run it ticks now)`,
+        );
       console.log(formatTick(record));
       if (watched)
         console.log(

@@ -56,7 +56,11 @@ export function decideReport(
   options: { now: number; token: string },
 ): ReportDecision {
   if (record === undefined || record.expiresAt < Math.floor(options.now / 1000))
-    return refuse('NOT_FOUND', 'no record of this task (never sent, or past the results TTL)', false);
+    return refuse(
+      'NOT_FOUND',
+      'no record of this task (not yet taken from its queue, never sent, or past the results TTL)',
+      false,
+    );
   const report = record.report;
   if (report !== undefined && report.state !== 'pending') {
     if (report.verdict === verdict) return { kind: 'settled', report: report as SettledReport };

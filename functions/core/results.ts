@@ -104,7 +104,7 @@ export type Verdict = (typeof VERDICTS)[number];
 
 /**
  * Why a report was refused, as the record keeps it and the caller reads it:
- * - `NOT_FOUND`: no record of the task (never sent, or past the results TTL);
+ * - `NOT_FOUND`: no record of the task (not yet taken from its queue, never sent, or past the results TTL);
  * - `NOT_SOLVED`: the task is still solving, or ended failed or rejected: there is no answer to report;
  * - `NO_SOLVER_ID`: the record names no solver id (written before ids were kept);
  * - `PROVIDER_REFUSED`: the provider no longer takes a report on it (`code`: ERROR_WRONG_CAPTCHA_ID,

@@ -254,7 +254,11 @@ describe('DLQ redrive on letters it did not foresee', () => {
     await letter(task('ctor-1'), { reason: 'constructor' });
     await letter(task('ctor-2'), { reason: 'constructor' });
     const listed = await redrive(target, { dryRun: true, includeRejected: false });
-    expect(listed.inventory.byReason.__proto__).toEqual({ count: 1, example: undefined, movable: true });
+    expect(Object.getOwnPropertyDescriptor(listed.inventory.byReason, '__proto__')?.value).toEqual({
+      count: 1,
+      example: undefined,
+      movable: true,
+    });
     expect(listed.inventory.byReason.constructor).toEqual({ count: 2, example: undefined, movable: true });
     expect(JSON.parse(JSON.stringify(listed.inventory.byReason)).constructor.count).toBe(2);
     expect(({} as { count?: unknown }).count).toBeUndefined();
