@@ -277,14 +277,22 @@ export class TaskRun {
       this.solverFor(carry.provider) !== undefined
     )
       this.keeper.keep(carry.solverId, carry.provider, carry.acceptedAt);
-    // A carried submission of a provider this consumer cannot poll: that provider's lane finishes it.
-    if (resume !== undefined && this.solverFor(resume.provider) === undefined)
-      return this.heldElsewhere(resume.provider, true);
     // The previous holder died holding the claim with no id on the record: if it was paid and the
     // table would not take the id, the id is in a fresh copy of this message, which may come back
     // together with (or after) this one when SQS has had a bad minute, or a visibility timeout
     // later when a receive of it was lost. Deliveries wait for it `orphanWaitMs` from the first.
     const waitedSince = claim.orphaned === true ? claimedAt : claim.record.orphanWaitAt;
+    // A carried submission of a provider this consumer cannot poll: that provider's lane finishes it.
+    // Its id is not this consumer's to write (a carry it cannot verify), so while the record holds
+    // none, the claim is given up with the orphan wait: the original message, back without the id
+    // (its delete lost), waits for the copy instead of paying again. Before, the overflow lane handed
+    // such a copy back with a plain release, and the original, 170 ms later, was submitted afresh.
+    if (resume !== undefined && this.solverFor(resume.provider) === undefined)
+      return this.heldElsewhere(
+        resume.provider,
+        true,
+        claim.previousSolverId === undefined ? { orphanWaitAt: waitedSince ?? claimedAt } : undefined,
+      );
     if (resume === undefined && waitedSince !== undefined && claimedAt < waitedSince + this.ctx.timing.orphanWaitMs) {
       await this.release(claim.orphaned === true ? { orphanWaitAt: claimedAt } : undefined);
       return retry(this.ctx, this.delivery, 'orphan_wait', {
@@ -367,8 +375,12 @@ export class TaskRun {
    * The task's submission belongs to a provider this consumer cannot poll: paying its own would
    * pay twice. The message goes back for that provider's lane (the claim, if taken, released).
    */
-  private async heldElsewhere(provider: SolverProvider, claimed: boolean): Promise<Outcome> {
-    if (claimed) await this.release();
+  private async heldElsewhere(
+    provider: SolverProvider,
+    claimed: boolean,
+    note?: { orphanWaitAt: number },
+  ): Promise<Outcome> {
+    if (claimed) await this.release(note);
     const carry = this.delivery.redelivery?.carry;
     return retry(this.ctx, this.delivery, 'held_elsewhere', {
       detail: `the ${provider} provider holds this task's submission; its lane finishes it`,

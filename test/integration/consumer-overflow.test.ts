@@ -5,10 +5,12 @@
  * provider, emits its metrics under its own service, logs as it, and counts its threads and
  * solves in its own ledger item; neither key shows anywhere.
  */
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { EmfDocument } from '../../functions/adapters/metrics.js';
+import { createCarrySeal } from '../../functions/adapters/carry-seal.js';
 import { createLocalEventStream, type LocalEventStream } from '../../functions/adapters/completion-events.js';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
 import { createDynamoThreadLedger } from '../../functions/adapters/thread-ledger.js';
@@ -19,6 +21,7 @@ import { METRICS } from '../../functions/core/metric-names.js';
 import { createAdaptivePollSchedule } from '../../functions/core/poll-schedule.js';
 import type { SolverProvider } from '../../functions/core/provider.js';
 import type { TaskResult } from '../../functions/core/results.js';
+import { carryText, REDELIVERY_ATTRIBUTE } from '../../functions/core/redelivery.js';
 import { parseTask } from '../../functions/core/task.js';
 import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
 import { captureLogs, imageTask, TEST_SOLVER_KEY } from '../helpers/factories.js';
@@ -251,6 +254,62 @@ describe('the overflow consumer', () => {
     expect(lanes.overflowSim.stats()).toMatchObject({ submissions: 0 });
     expect(await record(lanes.fleet, parsed.task.id)).toMatchObject({ status: 'solving', solverId: '424242' });
     expect(logs?.raw.join('')).toContain('held_elsewhere');
+  });
+
+  it('hands back a copy carrying the plan’s submission with the orphan wait, so the original, back without the id, pays nothing', async () => {
+    // Prepare: the primary consumer submitted, the table would not take the id, so it put the id
+    // in a fresh copy (sealed with the primary key) and died; the original's delete was lost too.
+    // Found by a drawn run (`npm start -- --seed 20020 … --crash-rate 0.1 --faults random:7577@60
+    // --overflow-sim`): the overflow lane took the copy, handed it back with a plain release, took
+    // the original 170 ms later and paid the overflow provider for a task the plan had paid for.
+    const lanes = await twoLanes();
+    const handler = await lanes.consumer('overflow');
+    const message = imageTask();
+    const body = JSON.stringify(message);
+    const parsed = parseTask(body, 'unused', Date.now());
+    if (!parsed.ok) throw new Error('invalid test task');
+    const repository = repositoryOf(lanes.fleet);
+    await repository.claim({
+      task: parsed.task,
+      claimToken: 'dead',
+      now: Date.now() - 60_000,
+      leaseMs: 1_000,
+      provider: 'primary',
+    });
+    const fields = { provider: 'primary' as const, solverId: '424242', acceptedAt: Date.now() - 59_000 };
+    const seal = createCarrySeal({ primary: async () => PRIMARY_KEY });
+    const mac = await seal.seal('primary', carryText(body, parsed.task.id, fields));
+    const copy = {
+      v: 1,
+      taskId: parsed.task.id,
+      sentAt: Date.now() - 60_000,
+      firstReceivedAt: Date.now() - 60_000,
+      generation: 0,
+      waits: 0,
+      carry: { ...fields, mac },
+    };
+    await lanes.fleet.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: lanes.fleet.resources.queueUrls.normal,
+        MessageBody: body,
+        MessageAttributes: { [REDELIVERY_ATTRIBUTE]: { DataType: 'String', StringValue: JSON.stringify(copy) } },
+      }),
+    );
+
+    // Act: the copy comes to the overflow lane first, then the original
+    const first = await deliver(lanes.fleet, handler);
+    expect(first.messages).toHaveLength(1);
+    expect(logs?.raw.join('')).toContain('held_elsewhere');
+    expect(await record(lanes.fleet, parsed.task.id)).toMatchObject({ orphanWaitAt: expect.any(Number) });
+    // The copy it put back is delayed a second: this delivery is the original's alone.
+    await sendMessage(lanes.fleet.clients, lanes.fleet.resources.queueUrls.normal, body);
+    const second = await deliver(lanes.fleet, handler);
+    expect(second.messages.map((m) => m.MessageAttributes?.[REDELIVERY_ATTRIBUTE])).toEqual([undefined]);
+
+    // Assess: the original waits for the copy; nothing paid at the overflow provider
+    expect(lanes.overflowSim.stats()).toMatchObject({ submissions: 0 });
+    expect(logs?.raw.join('')).toContain('orphan_wait');
+    expect((await record(lanes.fleet, parsed.task.id))?.solverId).toBeUndefined();
   });
 
   it('lets the primary consumer finish, at the overflow provider, a task the overflow lane paid for and left', async () => {
