@@ -497,6 +497,57 @@ function withNeighbours(state: GovernorState, estimate: NeighbourEstimate): Gove
   return { ...state, overCap: { ...state.overCap, effectiveCap: estimate.free, neighbours: estimate } };
 }
 
+describe('decide: a plan changed under a saved estimate', () => {
+  /** A config on a plan of `threads`. */
+  const on = (threads: number) =>
+    governorConfigFrom(resolveSettings({ tickMs: 1000, planThreads: threads }), { probeSubmissions: true });
+  const quiet = (state: GovernorState, config: GovernorConfig, now: number) =>
+    decide(
+      governorSignals(now, { threadLedger: reading({}) }, { ceiling: 10, enabled: true, backlog: 0 }),
+      state,
+      config,
+    );
+
+  it('moves with the plan, keeping what others were seen to hold (a raised plan is used at once, without demand)', () => {
+    // Before: a fleet redeployed from 10 to 50 threads kept its saved estimate of 10 (read as a
+    // refusal's) and stayed at 10 for good while no task came; 10 → 600 the same.
+    const ten = quiet(initialState(on(10), T0), on(10), T0).state;
+    expect(ten.overCap.neighbours).toMatchObject({ free: 10, planCap: 10 });
+    const fifty = quiet(ten, on(50), T0 + 1000);
+    expect(fifty.state.overCap.neighbours).toMatchObject({ free: 50, planCap: 50 });
+    expect(fifty.state.overCap.effectiveCap).toBe(50);
+    // Others seen holding 4 of 20: on 50 they still hold 4; on 6, 2 are left to the fleet.
+    const seen: GovernorState = {
+      ...ten,
+      overCap: {
+        ...ten.overCap,
+        neighbours: {
+          ...(ten.overCap.neighbours as NeighbourEstimate),
+          free: 16,
+          planCap: 20,
+          seen: { refusals: 3, acceptances: 40 },
+        },
+      },
+    };
+    expect(quiet(seen, on(50), T0 + 2000).state.overCap.neighbours).toMatchObject({ free: 46, planCap: 50 });
+    expect(quiet(seen, on(6), T0 + 2000).state.overCap.neighbours).toMatchObject({ free: 2, planCap: 6 });
+  });
+
+  it('reads a state saved before the plan was kept: never refused, its estimate is its old plan', () => {
+    const ten = quiet(initialState(on(10), T0), on(10), T0).state;
+    const { planCap: _dropped, ...legacy } = ten.overCap.neighbours as NeighbourEstimate;
+    const saved: GovernorState = { ...ten, overCap: { ...ten.overCap, neighbours: legacy } };
+    expect(quiet(saved, on(600), T0 + 1000).state.overCap.neighbours).toMatchObject({ free: 600, planCap: 600 });
+    // Refused once, what the estimate knew is kept (within the plan): no way to tell the old plan.
+    const refused: GovernorState = {
+      ...saved,
+      overCap: { ...saved.overCap, neighbours: { ...legacy, free: 7, seen: { refusals: 1, acceptances: 9 } } },
+    };
+    expect(quiet(refused, on(600), T0 + 1000).state.overCap.neighbours).toMatchObject({ free: 7, planCap: 600 });
+    expect(quiet(refused, on(5), T0 + 1000).state.overCap.neighbours).toMatchObject({ free: 5, planCap: 5 });
+  });
+});
+
 describe('decide: a halted fleet keeps the refusals’ count', () => {
   // Between the pause ($0.10) and the halt ($1) levels: no scale-up until funded.
   const HALTED = 0.9;

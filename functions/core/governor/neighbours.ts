@@ -90,7 +90,30 @@ export interface EstimateShape {
 
 /** The estimate before any answer: the whole plan is ours until a refusal says otherwise. */
 export function initialEstimate(shape: EstimateShape, now: number): NeighbourEstimate {
-  return { free: shape.planCap, step: shape.spare, budget: 0, seen: { refusals: 0, acceptances: 0 }, updatedAt: now };
+  return {
+    free: shape.planCap,
+    planCap: shape.planCap,
+    step: shape.spare,
+    budget: 0,
+    seen: { refusals: 0, acceptances: 0 },
+    updatedAt: now,
+  };
+}
+
+/**
+ * The estimate on the plan as configured now. One made on another plan (planThreads or
+ * reservedThreads changed by a redeploy) keeps what others were seen to hold and moves with the
+ * plan: before, a fleet raised from 10 to 50 threads stayed at 10 for good without demand (the
+ * saved estimate read as a refusal's), and a 600-thread plan at 10. A state saved before the plan
+ * was kept: without a refusal ever seen the estimate is its old plan; with one, it is kept, within
+ * the new plan.
+ */
+export function onPlan(estimate: NeighbourEstimate, shape: EstimateShape): NeighbourEstimate {
+  if (estimate.planCap === shape.planCap) return estimate;
+  const madeOn = estimate.planCap ?? (estimate.seen.refusals === 0 ? estimate.free : undefined);
+  if (madeOn === undefined) return { ...estimate, free: Math.min(estimate.free, shape.planCap), planCap: shape.planCap };
+  const others = Math.max(0, madeOn - estimate.free);
+  return { ...estimate, free: Math.max(0, shape.planCap - others), planCap: shape.planCap };
 }
 
 /** What a reading changed. */

@@ -8,7 +8,7 @@ import { capFloor, carriedThreads, ceilingFor, clamp, planCap } from './capacity
 import { roomLimit } from '../thread-ledger.js';
 import type { TickContext } from './context.js';
 import { type Calculation, type Flow, pause, resumed, run, type Stage } from './flow.js';
-import { type EstimateShape, initialEstimate, updateEstimate } from './neighbours.js';
+import { type EstimateShape, initialEstimate, onPlan, updateEstimate } from './neighbours.js';
 import { PARKED_DEFAULT_SOLVE_SECONDS } from './submitters.js';
 import type { GovernorConfig, NeighbourEstimate, ReasonCode } from './types.js';
 
@@ -33,7 +33,8 @@ export const freeThreadsStage: Calculation = {
   calculate(ctx) {
     const { config, base, signals } = ctx;
     const shape = estimateShape(config);
-    const before: NeighbourEstimate = base.overCap.neighbours ?? initialEstimate(shape, ctx.now);
+    const before: NeighbourEstimate =
+      base.overCap.neighbours !== undefined ? onPlan(base.overCap.neighbours, shape) : initialEstimate(shape, ctx.now);
     const reading = signals.threadLedger;
     const { estimate, change } = reading
       ? updateEstimate(before, reading, shape, ctx.now, queuedWorkMs(ctx))

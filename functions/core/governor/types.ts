@@ -178,6 +178,12 @@ export interface ProbeState {
 export interface NeighbourEstimate {
   /** Threads this fleet may hold (its own, leftovers included): plan − reserved − what others hold. */
   free: number;
+  /**
+   * The plan's threads (plan − reserved) the estimate was made on: a plan changed since (a
+   * redeploy with other planThreads or reservedThreads) is rebased on, keeping what others were
+   * seen to hold. Absent in states saved before it was kept.
+   */
+  planCap?: number;
   /** Threads the estimate may climb by on the next tick that finds the fleet at it without a refusal: doubles per such tick. */
   step: number;
   /**
