@@ -16,6 +16,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { MAX_TASK_BYTES, TaskSchema, taskIssues, type TaskMessage } from '../functions/core/task.js';
 import { describeIdConflict, sameContent, taskFingerprint } from '../functions/core/task-identity.js';
+import { closestParamName } from '../functions/core/task-params.js';
 import { isTerminal, type TaskResult } from '../functions/core/results.js';
 import { isStale, type CompletionEvent } from '../functions/core/events.js';
 import {
@@ -454,26 +455,8 @@ function unknownFields(candidate: unknown): string[] {
 }
 
 function unknownFieldMessage(field: string): string {
-  const near = [...TASK_FIELDS].find(
-    (known) => known.toLowerCase() === field.toLowerCase() || editDistance(known, field) <= 2,
-  );
+  const near = closestParamName(field, [...TASK_FIELDS]);
   return `is not a field of a task (${near !== undefined ? `did you mean ${near}? ` : ''}the fields are ${[...TASK_FIELDS].join(', ')}; a solver parameter goes in params)`;
-}
-
-/** Levenshtein distance of two short field names. */
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++)
-      next[j] = Math.min(
-        (row[j] as number) + 1,
-        (next[j - 1] as number) + 1,
-        (row[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    row = next;
-  }
-  return row[b.length] as number;
 }
 
 /** A clock's reading as whole epoch ms; a clock that reads no time is the caller's bug, said as such. */

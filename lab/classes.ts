@@ -21,6 +21,8 @@ export interface GeneratedRun {
   generated: GeneratedTrace;
   runs: RunResult[];
   verdict: TraceVerdict;
+  /** The seed it was simulated with (`seed` + offset + its index). */
+  seed: number;
 }
 
 /**
@@ -48,7 +50,8 @@ export function runGenerated(
     );
     const verdict = judgeTrace(generated.trace, runs);
     if (verdict === undefined) throw new Error(`no verdict for ${generated.trace.name}`);
-    const run = { generated, runs, verdict };
+    // As the rng reads it (a seed past 2³² wraps): what a replay passes.
+    const run = { generated, runs, verdict, seed: seed >>> 0 };
     options.onTrace?.(run, i);
     return run;
   });
@@ -85,7 +88,8 @@ export async function runGeneratedParallel(
             });
             worker.on('message', (m: { index: number; runs: RunResult[]; verdict: GeneratedRun['verdict'] }) => {
               const generated = byIndex.get(m.index) as GeneratedTrace;
-              const run = { generated, runs: m.runs, verdict: m.verdict };
+              // The seed the worker simulated it with (runGenerated's: `seed` + its index), as the rng reads it.
+              const run = { generated, runs: m.runs, verdict: m.verdict, seed: (options.seed + m.index) >>> 0 };
               results.set(m.index, run);
               options.onTrace?.(run, results.size);
             });
@@ -175,7 +179,10 @@ export function formatGenerated(
     }
   }
   if (options.failingDir)
-    out.push('', `Failing traces written to ${options.failingDir} (replay one: npm run bench -- --trace-file FILE)`);
+    out.push(
+      '',
+      `Failing traces written to ${options.failingDir} (replay one: npm run bench -- --trace-file FILE; each file keeps its class and seed, and is judged as here)`,
+    );
   return out.join('\n');
 }
 

@@ -2,18 +2,19 @@
  * `npm run bench` — the policy lab's command line. Runs every shipped trace against every
  * policy unless told otherwise, prints the table and the targets, writes the HTML report.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { runBench, shippedTraces, TRACES_DIR, type TraceRuns } from './bench.js';
 import { renderHtml, renderSvg } from './charts.js';
-import { formatGenerated, generatedJson, runGeneratedParallel } from './classes.js';
+import { formatGenerated, GENERATED_POLICIES, generatedJson, runGeneratedParallel } from './classes.js';
 import { parseCount, parseSeed } from './flags.js';
 import { generateTraces, TRACE_CLASSES, type TraceClass } from './generate.js';
 import { type ModelParams, parseModelSettings } from './model.js';
 import { POLICY_NAMES, type PolicyName } from './policies.js';
 import { checkTargets, formatTable, toJson } from './report.js';
+import { judgeTrace, type TraceVerdict } from './targets.js';
 import { SOLVE_MODES, type SolveMode } from '../functions/core/settings.js';
 import { loadTraceFile, TraceFileError, type Trace, withSolveMode } from './trace.js';
 
@@ -82,7 +83,12 @@ const program = new Command()
   .action((options: Options) => main(options));
 
 function main(options: Options): void {
+  refuseIgnoredFlags(options);
   const policies = selectPolicies(options.policy);
+  // Where the report goes is checked before the runs (an unwritable --out ended minutes of
+  // simulation with a stack trace).
+  if (options.report || options.generate !== undefined) writableDir(resolve(options.out), '--out');
+  if (options.svg !== undefined) writableDir(dirname(resolve(options.svg)), '--svg');
   if (options.perf) {
     perf(options, policies ?? ['governor']);
     return;
@@ -93,19 +99,27 @@ function main(options: Options): void {
   }
   let traces = selectTraces(options).map((trace) => withSolveMode(trace, options.solveMode));
   if (options.pollLoss) traces = traces.map((trace) => ({ ...trace, pollLoss: true }));
-  const bench = runBench({
-    traces,
-    policies,
-    seed: options.seed,
-    model: options.model,
-    onRun: (r) =>
-      process.stderr.write(
-        `  ${r.trace} / ${r.policy}: ${r.arrivals} tasks, ${r.events} events, ${r.wallMs.toFixed(0)} ms\n`,
-      ),
-  });
+  // A generated trace replays with the seed it ran with, unless --seed says otherwise.
+  const seedGiven = program.getOptionValueSource('seed') === 'cli';
+  const seedOf = (trace: Trace) => (seedGiven ? options.seed : (trace.generated?.seed ?? options.seed));
+  const bench = traces.flatMap((trace) =>
+    runBench({
+      traces: [trace],
+      policies: trace.generated !== undefined && policies === undefined ? [...GENERATED_POLICIES] : policies,
+      seed: seedOf(trace),
+      model: options.model,
+      onRun: (r) =>
+        process.stderr.write(
+          `  ${r.trace} / ${r.policy}: ${r.arrivals} tasks, ${r.events} events, ${r.wallMs.toFixed(0)} ms\n`,
+        ),
+    }),
+  );
   const checks = checkTargets(bench);
+  const verdicts = generatedVerdicts(bench, seedOf);
   process.stdout.write(
-    options.json ? `${JSON.stringify(toJson(bench, checks), null, 2)}\n` : `${formatTable(bench, checks)}\n`,
+    options.json
+      ? `${JSON.stringify({ ...(toJson(bench, checks) as object), ...(verdicts.length > 0 ? { generated: verdicts } : {}) }, null, 2)}\n`
+      : `${formatTable(bench, checks)}\n${verdicts.map(describeVerdict).join('')}`,
   );
   if (options.report) {
     const dir = resolve(options.out);
@@ -118,6 +132,66 @@ function main(options: Options): void {
     process.stderr.write(`Report: ${join(dir, 'report.html')}\n`);
   }
   if (options.svg) writeSvg(bench, options.svg, options.svgTrace);
+}
+
+/** A generated trace's verdict by the generator's own targets, as `--generate` judged it (lab/targets.ts). */
+interface ReplayedVerdict {
+  trace: string;
+  class: string;
+  seed: number;
+  verdict: TraceVerdict | undefined;
+}
+
+function generatedVerdicts(bench: readonly TraceRuns[], seedOf: (trace: Trace) => number): ReplayedVerdict[] {
+  return bench.flatMap(({ trace, runs }) =>
+    trace.generated === undefined
+      ? []
+      : [{ trace: trace.name, class: trace.generated.class, seed: seedOf(trace), verdict: judgeTrace(trace, runs) }],
+  );
+}
+
+function describeVerdict({ trace, class: traceClass, seed, verdict }: ReplayedVerdict): string {
+  const head = `\nGenerated trace ${trace} (${traceClass}, seed ${seed}), judged as --generate judges it: `;
+  if (verdict === undefined)
+    return `${head}no verdict: it needs the governor and the fair floor's policies (${GENERATED_POLICIES.join(', ')})\n`;
+  if (verdict.pass) return `${head}every target met\n`;
+  const misses = verdict.targets
+    .filter((target) => !target.pass)
+    .map(
+      (target) => `  MISS ${target.target} — ${target.detail}${target.cause ? `\n       why: ${target.cause}` : ''}`,
+    );
+  return `${head}${misses.length} target(s) missed\n${misses.join('\n')}\n`;
+}
+
+/**
+ * Flags that do nothing in the mode asked for, refused rather than ignored: `--generate` runs its
+ * own traces and policies (a missing --trace-file, --policy, --poll-loss, --svg passed unseen), and
+ * --classes, --jobs and --worst are the generator's.
+ */
+function refuseIgnoredFlags(options: Options): void {
+  const given = (name: string) => program.getOptionValueSource(name) === 'cli';
+  const generating = options.generate !== undefined;
+  const notWithGenerate = ['trace', 'traceFile', 'policy', 'pollLoss', 'svg', 'svgTrace', 'perf'].filter(given);
+  const onlyWithGenerate = ['classes', 'jobs', 'worst'].filter(given);
+  const flag = (name: string) => `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  if (generating && notWithGenerate.length > 0)
+    fail(
+      `${notWithGenerate.map(flag).join(', ')} ${notWithGenerate.length === 1 ? 'does' : 'do'} nothing with --generate (it draws its traces and runs ${GENERATED_POLICIES.join(', ')}); drop ${notWithGenerate.length === 1 ? 'it' : 'them'}, or replay a trace it wrote with --trace-file.`,
+    );
+  if (!generating && onlyWithGenerate.length > 0)
+    fail(
+      `${onlyWithGenerate.map(flag).join(', ')} only work${onlyWithGenerate.length === 1 ? 's' : ''} with --generate N.`,
+    );
+}
+
+/** Make `dir` (and its parents) now, or end with what is wrong with it. */
+function writableDir(dir: string, flag: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    fail(`${flag}: cannot write to ${dir} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`);
+  }
 }
 
 function selectPolicies(list: string | undefined): PolicyName[] | undefined {
@@ -214,7 +288,7 @@ async function generated(options: Options, count: number): Promise<void> {
     for (const run of runs.filter((r) => !r.verdict.pass))
       writeFileSync(
         join(failingDir, `${run.generated.trace.name}.json`),
-        `${JSON.stringify(run.generated.input, null, 2)}\n`,
+        `${JSON.stringify({ ...run.generated.input, generated: { class: run.generated.traceClass, seed: run.seed } }, null, 2)}\n`,
       );
     writeFileSync(join(dir, 'generated.json'), `${JSON.stringify(generatedJson(runs, options.seed))}\n`);
   }
@@ -242,6 +316,8 @@ function selectClasses(list: string | undefined): TraceClass[] | undefined {
     .split(',')
     .map((n) => n.trim())
     .filter(Boolean);
+  // An empty list drew forever (no draw is of no class).
+  if (names.length === 0) fail(`--classes names no class. Choose from: ${Object.keys(TRACE_CLASSES).join(', ')}.`);
   const unknown = names.filter((n) => !(n in TRACE_CLASSES));
   if (unknown.length > 0)
     fail(`Unknown class ${unknown.join(', ')}. Choose from: ${Object.keys(TRACE_CLASSES).join(', ')}.`);

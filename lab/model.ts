@@ -179,12 +179,23 @@ type NumericModelKey = { [K in keyof ModelParams]-?: ModelParams[K] extends numb
 
 /**
  * Ranges beyond "a number of 0 or more", each where a value outside breaks the model: a ramp step
- * of 0 s divides by zero, a watch cannot run more than the minute's 60 s, retries and concurrency
+ * of 0 s divides by zero, a pause of 0 s between tries or reads loops without time passing, a watch cannot run more than the minute's 60 s, retries and concurrency
  * are counts, the waiting-task probe is off or on.
  */
 const MODEL_LIMITS: Partial<Record<NumericModelKey, ModelLimit>> = {
   esmInitialConcurrency: { whole: true },
   esmStepSeconds: { above: 0 },
+  // A pause between tries, polls or reads of 0 s loops without time passing (a pool retrying
+  // through an outage hung; a consumer reading for a slot every 0 s billed Infinity).
+  backoffBaseSeconds: { above: 0 },
+  accountRetrySeconds: { above: 0 },
+  consumerBackoffBaseSeconds: { above: 0 },
+  handBackBaseSeconds: { above: 0 },
+  accountHandBackBaseSeconds: { above: 0 },
+  pollIntervalSeconds: { above: 0 },
+  watchViewSeconds: { above: 0 },
+  leaseWaitPollSeconds: { above: 0 },
+  metricsWindowSeconds: { above: 0 },
   consumerMaxOverCapRetries: { whole: true },
   consumerMaxTransientRetries: { whole: true },
   watchSecondsPerMinute: { max: 60 },

@@ -7,12 +7,14 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import {
   ConfigError,
+  FleetConfigSchema,
   resolveSettings,
   type FleetConfig,
   type FleetSettings,
   type SolveMode,
 } from '../functions/core/settings.js';
 import { METHODS, type SolverMethod } from '../functions/core/solver-protocol.js';
+import { closestParamName } from '../functions/core/task-params.js';
 import { at } from './arrays.js';
 
 const nonNegative = z.number().finite().min(0);
@@ -75,6 +77,15 @@ export const TraceSchema = z
     surge: z.boolean().default(false),
     /** Model the answer waiting for the next res.php poll (protocol schedule) while holding its thread. */
     pollLoss: z.boolean().default(false),
+    /**
+     * A trace the generator drew (`--generate`) and wrote as failing: its class and the seed it was
+     * simulated with, so `--trace-file` replays it as it ran and judges it by the generator's
+     * targets against its fair floor.
+     */
+    generated: z
+      .object({ class: z.string().max(40), seed: z.number().int().min(0).max(0xffffffff) })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -107,6 +118,8 @@ export interface Trace {
   readonly balance: { initialUsd: number; pricePerSolveUsd: number; topUps: readonly { at: number; usd: number }[] };
   readonly pollLoss: boolean;
   readonly surge: boolean;
+  /** A generated trace's class and simulation seed (written with a failing trace), when it is one. */
+  readonly generated?: { class: string; seed: number };
 }
 
 /** A trace that cannot be used: names the file and every problem found, with its JSON path. */
@@ -159,9 +172,19 @@ export function parseTrace(json: unknown, source: string): Trace {
       problems.push(`methods[${i}].p95Seconds: ${m.p95Seconds} is below medianSeconds ${m.medianSeconds}`);
     }
   });
+  // The fleet block is the stack's configuration, read loosely there: a misspelt key here ran the
+  // default plan of 50 threads without a word, and the overflow block is not modelled by this run.
+  const knownFleet = new Set(Object.keys(FleetConfigSchema.shape));
+  for (const key of Object.keys(trace.fleet)) {
+    if (key === 'overflow')
+      problems.push('fleet.overflow: the lab’s traces do not model the overflow lane (npm run bench:overflow does)');
+    else if (!knownFleet.has(key))
+      problems.push(`fleet.${key}: not a fleet setting${hint(closestParamName(key, [...knownFleet]))}`);
+  }
   let settings: FleetSettings | undefined;
   try {
-    settings = resolveSettings(trace.fleet as FleetConfig);
+    const { overflow: _refusedAbove, ...fleet } = trace.fleet;
+    settings = resolveSettings(fleet as FleetConfig);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     for (const p of error.problems) problems.push(`fleet.${p.field}: ${p.problem}`);
@@ -172,6 +195,22 @@ export function parseTrace(json: unknown, source: string): Trace {
     );
   }
   if (problems.length > 0 || !settings) throw new TraceFileError(source, problems);
+  const built = toTrace(trace, settings);
+  // Each task is an object through the run: past this, memory runs out before a line is printed.
+  const expected = expectedArrivals(built);
+  if (expected > MAX_EXPECTED_TASKS)
+    throw new TraceFileError(source, [
+      `arrivals: about ${Math.round(expected).toLocaleString('en-US')} tasks expected; the lab runs at most ${MAX_EXPECTED_TASKS.toLocaleString('en-US')} (a day of 10⁶ is its speed benchmark): lower the rates or the duration`,
+    ]);
+  return built;
+}
+
+const hint = (near: string | undefined) => (near !== undefined ? ` (did you mean ${near}?)` : '');
+
+/** Tasks a trace may be expected to bring (its rates over its pieces): a simulated day of 10⁶ is the lab's speed benchmark. */
+export const MAX_EXPECTED_TASKS = 5_000_000;
+
+function toTrace(trace: ParsedTrace, settings: FleetSettings): Trace {
   const totalShare = trace.methods.reduce((sum, m) => sum + m.share, 0);
   return {
     name: trace.name,
@@ -197,6 +236,7 @@ export function parseTrace(json: unknown, source: string): Trace {
     balance: trace.balance,
     pollLoss: trace.pollLoss,
     surge: trace.surge,
+    ...(trace.generated !== undefined ? { generated: trace.generated } : {}),
   };
 }
 

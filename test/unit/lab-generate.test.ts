@@ -3,12 +3,18 @@
  * drawn trace is a valid trace file that replays the same, the draws are deterministic, and a few
  * traces run end to end against their fair floor with every target judged.
  */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { classFigures, runGenerated } from '../../lab/classes.js';
 import { generateTraces, TRACE_CLASSES } from '../../lab/generate.js';
 import { TARGET_KEYS } from '../../lab/targets.js';
 import { expectedArrivals, parseTrace } from '../../lab/trace.js';
 
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SLOTS = Object.values(TRACE_CLASSES).reduce((sum, n) => sum + n, 0);
 
 describe('the trace generator', () => {
@@ -81,4 +87,95 @@ describe('the trace generator', () => {
     const all = classFigures(runs).at(-1);
     expect(all?.traces).toBe(4);
   });
+
+  it('replays a written trace through --trace-file with the seed it ran with, judged by the same targets', () => {
+    // Before: the file kept neither its seed (each trace runs with seed + its index; a replay used
+    // 1) nor its judge (--trace-file read the shipped traces' targets), so a failing trace passed
+    // on replay: gen-s3-2-combined missed "unfinished ≤ floor" and replayed as "4 of 4 met".
+    const [smallest] = [...traces].sort((a, b) => expectedArrivals(a.trace) - expectedArrivals(b.trace));
+    if (smallest === undefined) throw new Error('no trace drawn');
+    const [run] = runGenerated([smallest], { seed: 40, offset: 3 });
+    if (run === undefined) throw new Error('no run');
+    expect(run.seed).toBe(43);
+    const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-replay-'));
+    try {
+      const file = join(dir, 'written.json');
+      writeFileSync(
+        file,
+        JSON.stringify({ ...smallest.input, generated: { class: smallest.traceClass, seed: run.seed } }),
+      );
+      const replay = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', 'lab/cli.ts', '--trace-file', file, '--no-report', '--json'],
+        {
+          cwd: ROOT,
+          encoding: 'utf8',
+          timeout: 120_000,
+        },
+      );
+      expect(replay.status, replay.stderr).toBe(0);
+      const replayed = JSON.parse(replay.stdout) as { generated: { seed: number; verdict: typeof run.verdict }[] };
+      expect(replayed.generated).toHaveLength(1);
+      expect(replayed.generated[0]?.seed).toBe(43);
+      const figures = (v: typeof run.verdict) => v.targets.map((t) => [t.key, t.pass, t.detail]);
+      expect(figures(replayed.generated[0]?.verdict as typeof run.verdict)).toEqual(figures(run.verdict));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 150_000);
+});
+
+describe('the lab’s command line refuses what it would ignore or never finish', () => {
+  const bench = (...args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'lab/cli.ts', ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+
+  it('names the flag, exits 2, and runs nothing', () => {
+    // Before: `--classes ,` drew forever; these flags were ignored with exit 0; a pause of 0 s hung a
+    // pool's retries; an unwritable --out ended the runs with a stack trace.
+    const cases: [string[], RegExp][] = [
+      [['--generate', '2', '--classes', ','], /^--classes names no class/],
+      [
+        ['--generate', '1', '--trace-file', '/nonexistent.json', '--policy', 'governor'],
+        /^--trace-file, --policy do nothing with --generate/,
+      ],
+      [['--trace', 'steady', '--jobs', '2'], /^--jobs only works with --generate N/],
+      [['--trace', 'steady', '--out', '/proc/version/x'], /^--out: cannot write to \/proc\/version\/x/],
+    ];
+    for (const [args, message] of cases) {
+      const run = bench(...args);
+      expect(run.status, args.join(' ')).toBe(2);
+      expect(run.stderr, args.join(' ')).toMatch(message);
+      expect(run.stdout).toBe('');
+    }
+    const zero = bench('--trace', 'steady', '--model', 'backoffBaseSeconds=0');
+    expect(zero.status).not.toBe(0);
+    expect(zero.stderr).toMatch(/backoffBaseSeconds takes a number above 0/);
+  }, 120_000);
+
+  it('judges a trace where nothing is solved by what can be compared (no p95 on either side is no miss)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-idle-'));
+    try {
+      const file = join(dir, 'idle.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          name: 'idle-only',
+          durationSeconds: 600,
+          fleet: { planThreads: 10 },
+          arrivals: [{ at: 0, perSecond: 0 }],
+          methods: [{ method: 'turnstile', share: 1, medianSeconds: 8, p95Seconds: 18 }],
+        }),
+      );
+      const run = bench('--trace-file', file, '--policy', 'governor,oracle', '--no-report');
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/PASS {2}idle-only: p95 ≤ 1\.2 × oracle/);
+      expect(run.stdout).not.toMatch(/MISS/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -79,6 +79,29 @@ describe('trace files', () => {
     );
   });
 
+  it('refuses a fleet key that is not a setting, the overflow block it does not model, and a trace past its task bound', () => {
+    // Before: `planThread` ran the default plan of 50 threads unsaid; the overflow block was
+    // ignored; 10⁹ tasks a second ate memory until killed, with nothing printed.
+    expect(problemsOf(write('fleet-keys.json', { ...good, fleet: { planThread: 10, overflow: {} } }))).toEqual([
+      'fleet.planThread: not a fleet setting (did you mean planThreads?)',
+      'fleet.overflow: the lab’s traces do not model the overflow lane (npm run bench:overflow does)',
+    ]);
+    expect(problemsOf(write('huge.json', { ...good, arrivals: [{ at: 0, perSecond: 1e9 }] }))).toEqual([
+      expect.stringMatching(/^arrivals: about 600,000,000,000 tasks expected; the lab runs at most 5,000,000/),
+    ]);
+    expect(loadTraceFile(write('at-bound.json', { ...good, arrivals: [{ at: 0, perSecond: 8_000 }] })).name).toBe(
+      'mine',
+    );
+  });
+
+  it('carries a generated trace’s class and seed, and refuses other fields there', () => {
+    const trace = loadTraceFile(write('generated.json', { ...good, generated: { class: 'combined', seed: 5 } }));
+    expect(trace.generated).toEqual({ class: 'combined', seed: 5 });
+    expect(problemsOf(write('generated-bad.json', { ...good, generated: { class: 'combined', seed: -1 } }))).toEqual([
+      expect.stringMatching(/^generated\.seed:/),
+    ]);
+  });
+
   it('says when the file is not JSON or cannot be read', () => {
     expect(problemsOf(write('broken.json', '{ "name": '))[0]).toMatch(/^is not valid JSON/);
     expect(problemsOf(join(dir, 'absent.json'))[0]).toMatch(/^cannot be read/);

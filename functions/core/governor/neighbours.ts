@@ -111,7 +111,8 @@ export function initialEstimate(shape: EstimateShape, now: number): NeighbourEst
 export function onPlan(estimate: NeighbourEstimate, shape: EstimateShape): NeighbourEstimate {
   if (estimate.planCap === shape.planCap) return estimate;
   const madeOn = estimate.planCap ?? (estimate.seen.refusals === 0 ? estimate.free : undefined);
-  if (madeOn === undefined) return { ...estimate, free: Math.min(estimate.free, shape.planCap), planCap: shape.planCap };
+  if (madeOn === undefined)
+    return { ...estimate, free: Math.min(estimate.free, shape.planCap), planCap: shape.planCap };
   const others = Math.max(0, madeOn - estimate.free);
   return { ...estimate, free: Math.max(0, shape.planCap - others), planCap: shape.planCap };
 }
