@@ -224,6 +224,30 @@ describe('lambda-actuator', () => {
     ]);
   });
 
+  it('parks a disabled lane’s mapping at the floor while the other consumes: the reservation never counts a stale ceiling', async () => {
+    // Before: the high lane took the turn on a plan of 600 (normal disabled at 570, high 600) and
+    // the reservation asked for 1 170, which an account of 1 000 refuses: given up for good.
+    const { actuator, sent } = setup(600);
+    await actuator.apply({ ceilings: { normal: 570, high: 30 }, enabled: { normal: true, high: true } });
+    sent.length = 0;
+    const turn = await actuator.apply({ ceilings: { normal: 570, high: 600 }, enabled: { normal: false, high: true } });
+    const reservations = writes(sent).filter((w) => w.command === 'PutFunctionConcurrencyCommand');
+    expect(reservations.map((w) => w.input.ReservedConcurrentExecutions)).toEqual([602]);
+    expect(mappings['uuid-n']).toMatchObject({ ScalingConfig: { MaximumConcurrency: 2 }, State: 'Disabled' });
+    expect(mappings['uuid-h']).toMatchObject({ ScalingConfig: { MaximumConcurrency: 600 }, State: 'Enabled' });
+    expect(turn.changes).toContain('reserved concurrency 600 → 602');
+    // The turn back: the high mapping shrinks before the normal one comes back at its ceiling (the
+    // two never stand at 570 + 600 over the reservation), then the reservation is lowered.
+    sent.length = 0;
+    await actuator.apply({ ceilings: { normal: 570, high: 30 }, enabled: { normal: true, high: true } });
+    expect(writes(sent).map((w) => [w.command, w.input.UUID ?? w.input.ReservedConcurrentExecutions])).toEqual([
+      ['UpdateEventSourceMappingCommand', 'uuid-h'],
+      ['UpdateEventSourceMappingCommand', 'uuid-n'],
+      ['PutFunctionConcurrencyCommand', 600],
+    ]);
+    expect(reservation.value).toBe(600);
+  });
+
   it('re-reads a reservation lowered by hand before raising the mappings, and raises it first', async () => {
     // Prepare: the governor has seen the deployed reservation (10 = 8 + 2); an operator then lowers it to 4.
     const { actuator, sent } = setup(10);
