@@ -1,8 +1,8 @@
 /**
  * `captcha-fleet governor --once [--dry-run] [--json]`: one governor tick from this machine,
  * with the configuration the Lambda gets (the same environment variables: CAPTCHA_FLEET_CONFIG,
- * TASKS_QUEUE_URL, HIGH_QUEUE_URL, GOVERNOR_TABLE, EVENT_SOURCE_MAPPING_IDS,
- * CONSUMER_FUNCTION_NAME, SOLVER_KEY_SECRET_ARN or SOLVER_KEY, AWS_ENDPOINT_URL for any
+ * TASKS_QUEUE_URL, HIGH_QUEUE_URL, GOVERNOR_TABLE, LEASES_TABLE (solveMode park, the default),
+ * EVENT_SOURCE_MAPPING_IDS, CONSUMER_FUNCTION_NAME, SOLVER_KEY_SECRET_ARN or SOLVER_KEY, AWS_ENDPOINT_URL for any
  * AWS-compatible endpoint; with an overflow block also OVERFLOW_MAPPING_ID, OVERFLOW_FUNCTION_NAME
  * and OVERFLOW_KEY_SECRET_ARN or OVERFLOW_KEY). Prints the decision and why (the overflow lane's
  * too); applies it unless --dry-run.
@@ -52,9 +52,10 @@ async function localTick(dryRun: boolean): Promise<TickRecord> {
  * and the two ways to run a tick: `--local` for a served local stack, or the deployed governor's
  * variables for a fleet in AWS.
  */
-function governorEnvironment(command: Command): FleetEnvironment {
+function governorEnvironment(command: Command, options: GovernorOptions): FleetEnvironment {
+  let environment: FleetEnvironment;
   try {
-    return parseEnvironment(process.env);
+    environment = parseEnvironment(process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     const missing = error.problems.map((p) => `  - ${p.field}: ${p.problem}`).join('\n');
@@ -66,6 +67,19 @@ function governorEnvironment(command: Command): FleetEnvironment {
       { exitCode: 2 },
     );
   }
+  // The parked design's leases are half of what a tick moves: without the table it paused the
+  // mappings and left the slots open, and watched nothing, without a word.
+  if (environment.settings.solveMode === 'park' && environment.tables.leases === undefined)
+    return command.error(
+      "error: this fleet parks its tasks (solveMode park, the default): `governor --once` needs LEASES_TABLE (the governor function's variable, <prefix>-leases) to open the thread leases and watch the parked tasks; export it with the others",
+      { exitCode: 2 },
+    );
+  if (options.watch !== undefined && environment.settings.solveMode !== 'park')
+    return command.error(
+      'error: --watch records parked tasks, and this fleet waits through its solves (solveMode wait): there is nothing to watch',
+      { exitCode: 2 },
+    );
+  return environment;
 }
 
 /** Human summary of one tick. */
@@ -78,6 +92,13 @@ export function formatTick(record: TickRecord): string {
     `Governor decision${record.applied ? '' : ' (dry run: nothing applied)'}`,
     `  reason     ${d.reason.code}: ${d.reason.message}`,
     `  ceilings   ${lane('normal')}${s.lanes.high ? `, ${lane('high')}` : ''}${d.paused ? ' (paused)' : ''}`,
+    // Parked: the ceilings open as thread leases; the mappings take the submitters (what an
+    // operator reads back as MaximumConcurrency).
+    ...(d.submitters !== undefined
+      ? [
+          `  mappings   MaximumConcurrency normal ${d.submitters.normal}${s.lanes.high ? `, high ${d.submitters.high}` : ''} (the invocations that submit; the ceilings above open as thread leases)`,
+        ]
+      : []),
     `  threads    free ${d.freeThreads}, needed ${known(d.neededThreads)}, shortfall ${d.shortfall}${d.shortfallWarning ? ' (WARNING: buy threads or expect delays)' : ''}, drain ${
       d.drainSeconds === undefined
         ? 'unknown'
@@ -160,7 +181,7 @@ export function register(program: Command): void {
       const governor = options.local
         ? undefined
         : await createGovernorFromEnvironment({
-            environment: governorEnvironment(command),
+            environment: governorEnvironment(command, options),
             dryRun: options.dryRun ?? false,
             log,
           });

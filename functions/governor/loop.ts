@@ -171,6 +171,8 @@ export function decisionLogFields(record: TickRecord): Record<string, unknown> {
     why: d.reason.message,
     paused: d.paused,
     ceilings: d.ceilings,
+    // The parked design's mapping maxima, when they differ from the thread ceilings (the leases).
+    ...(d.submitters !== undefined ? { submitters: d.submitters } : {}),
     enabled: d.enabled,
     freeThreads: d.freeThreads,
     neededThreads: d.neededThreads,

@@ -37,6 +37,29 @@ describe('governor --once without the stack’s environment', () => {
     expect(result.stderr).toContain('get-function-configuration');
   });
 
+  it('names LEASES_TABLE for a parked fleet, and refuses --watch for a waiting one, before any call', async () => {
+    // Before: without LEASES_TABLE a parked fleet's tick paused the mappings, left the lease slots
+    // open and watched nothing, exit 0 and no word; --watch on a waiting fleet watched 0 rounds.
+    const variables = {
+      TASKS_QUEUE_URL: 'http://127.0.0.1:9/000000000000/f-tasks',
+      DLQ_URL: 'http://127.0.0.1:9/000000000000/f-tasks-dlq',
+      RESULTS_TABLE: 'f-results',
+      GOVERNOR_TABLE: 'f-governor',
+      EVENT_SOURCE_MAPPING_IDS: JSON.stringify({ normal: 'uuid-n' }),
+      CONSUMER_FUNCTION_NAME: 'f-consumer',
+      SOLVER_KEY: '0123456789abcdef0123456789abcdef',
+    };
+    const parked = await cli(['governor', '--once', '--dry-run'], shell(variables));
+    expect(parked.code).toBe(2);
+    expect(parked.stderr).toMatch(/^error: this fleet parks its tasks .*needs LEASES_TABLE/);
+    const waiting = await cli(
+      ['governor', '--once', '--watch', '5'],
+      shell({ ...variables, CAPTCHA_FLEET_CONFIG: JSON.stringify({ solveMode: 'wait' }) }),
+    );
+    expect(waiting.code).toBe(2);
+    expect(waiting.stderr).toMatch(/^error: --watch records parked tasks, and this fleet waits through its solves/);
+  });
+
   it('without --once is a usage error: exit 2, like every other', async () => {
     const result = await cli(['governor', '--dry-run', '--local']);
     expect(result.code).toBe(2);
