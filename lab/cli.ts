@@ -225,6 +225,13 @@ function selectTraces(options: Options): Trace[] {
     }
   }
   for (const file of options.traceFile ?? []) traces.push(loadTraceFile(file));
+  // The report and the targets go by name: two traces of one name merged their checks.
+  const names = traces.map((trace) => trace.name);
+  const repeated = [...new Set(names.filter((name, i) => names.indexOf(name) !== i))];
+  if (repeated.length > 0)
+    fail(
+      `Two traces are named ${repeated.map((name) => `"${name}"`).join(', ')} (a file given twice, or named as a shipped trace): give each its own "name".`,
+    );
   return traces;
 }
 
@@ -324,9 +331,10 @@ function selectClasses(list: string | undefined): TraceClass[] | undefined {
   return names as TraceClass[];
 }
 
-function parseModel(value: string): Partial<ModelParams> {
+/** `--model` given more than once adds up (the later setting of a name wins): the first was dropped. */
+function parseModel(value: string, previous: Partial<ModelParams> | undefined): Partial<ModelParams> {
   try {
-    return parseModelSettings(value);
+    return { ...previous, ...parseModelSettings(value) };
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message);
   }

@@ -159,8 +159,20 @@ function format(rows: Row[]): string {
 }
 
 function main(options: Options): void {
-  const names = options.trace?.split(',').map((n) => n.trim()) ?? undefined;
-  const traces = shippedTraces()
+  const names = options.trace
+    ?.split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  const shipped = shippedTraces();
+  // An unknown name ran nothing and printed "no run spent a cent past its cap" over an empty table.
+  const unknown = (names ?? []).filter((name) => !shipped.some((t) => t.name === name));
+  if (names !== undefined && (names.length === 0 || unknown.length > 0)) {
+    process.stderr.write(
+      `${unknown.length > 0 ? `Unknown trace ${unknown.join(', ')}` : '--trace names no trace'}. Shipped traces: ${shipped.map((t) => t.name).join(', ')}.\n`,
+    );
+    process.exit(2);
+  }
+  const traces = shipped
     .map((t) => withSolveMode(t, options.solveMode))
     .filter((t) => (names === undefined ? t.surge || t.outages.length > 0 : names.includes(t.name)));
   const rows: Row[] = [];

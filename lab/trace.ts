@@ -163,9 +163,19 @@ export function parseTrace(json: unknown, source: string): Trace {
       problems.push(`balance.topUps[${i}].at: ${topUp.at} is not before durationSeconds ${trace.durationSeconds}`);
   });
   trace.methods.forEach((m, i) => {
+    if (trace.methods.findIndex((other) => other.method === m.method) !== i)
+      problems.push(`methods[${i}].method: ${m.method} is in the mix twice (give one entry its whole share)`);
     if (m.distribution === 'exponential') {
       if (m.meanSeconds === undefined)
         problems.push(`methods[${i}].meanSeconds: required for the exponential distribution`);
+      if (m.medianSeconds !== undefined || m.p95Seconds !== undefined)
+        problems.push(
+          `methods[${i}]: the exponential distribution takes meanSeconds only (not medianSeconds or p95Seconds)`,
+        );
+    } else if (m.meanSeconds !== undefined) {
+      problems.push(
+        `methods[${i}].meanSeconds: the lognormal distribution takes medianSeconds and p95Seconds, not a mean`,
+      );
     } else if (m.medianSeconds === undefined || m.p95Seconds === undefined) {
       problems.push(`methods[${i}]: the lognormal distribution needs medianSeconds and p95Seconds`);
     } else if (m.p95Seconds < m.medianSeconds) {

@@ -151,6 +151,34 @@ describe('the lab’s command line refuses what it would ignore or never finish'
       expect(run.stderr, args.join(' ')).toMatch(message);
       expect(run.stdout).toBe('');
     }
+    // Two traces of one name merged their targets ("6 of 6" for two traces of 3 checks).
+    const twice = bench('--trace', 'steady', '--trace-file', join(ROOT, 'lab/traces/steady.json'));
+    expect(twice.status).toBe(2);
+    expect(twice.stderr).toMatch(/^Two traces are named "steady"/);
+    // bench:overflow ran nothing for an unknown name and said no run breached its cap.
+    const overflow = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'lab/overflow-bench.ts', '--trace', 'typo-trace'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    expect(overflow.status).toBe(2);
+    expect(overflow.stderr).toMatch(/^Unknown trace typo-trace/);
+    // --model twice adds up, as the comma form does (the first was dropped).
+    const model = (...settings: string[]) =>
+      bench('--trace', 'steady', '--policy', 'thread-pool', '--no-report', '--json', ...settings).stdout.replace(
+        /"wallMs":\s*[\d.]+/g,
+        '',
+      );
+    expect(model('--model', 'threadStartSeconds=9', '--model', 'backoffBaseSeconds=3')).toBe(
+      model('--model', 'threadStartSeconds=9,backoffBaseSeconds=3'),
+    );
+    expect(model('--model', 'threadStartSeconds=9', '--model', 'backoffBaseSeconds=3')).not.toBe(
+      model('--model', 'backoffBaseSeconds=3'),
+    );
     const zero = bench('--trace', 'steady', '--model', 'backoffBaseSeconds=0');
     expect(zero.status).not.toBe(0);
     expect(zero.stderr).toMatch(/backoffBaseSeconds takes a number above 0/);

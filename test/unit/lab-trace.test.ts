@@ -94,6 +94,24 @@ describe('trace files', () => {
     );
   });
 
+  it('refuses a method twice in the mix and a distribution’s fields given to the other', () => {
+    // Before: both taken, the median and p95 of an exponential (or the mean of a lognormal) dropped unsaid.
+    const problems = problemsOf(
+      write('mix.json', {
+        ...good,
+        methods: [
+          { method: 'turnstile', share: 1, distribution: 'exponential', meanSeconds: 10, medianSeconds: 1000 },
+          { method: 'turnstile', share: 1, medianSeconds: 8, p95Seconds: 18, meanSeconds: 5000 },
+        ],
+      }),
+    );
+    expect(problems).toEqual([
+      'methods[0]: the exponential distribution takes meanSeconds only (not medianSeconds or p95Seconds)',
+      'methods[1].method: turnstile is in the mix twice (give one entry its whole share)',
+      'methods[1].meanSeconds: the lognormal distribution takes medianSeconds and p95Seconds, not a mean',
+    ]);
+  });
+
   it('carries a generated trace’s class and seed, and refuses other fields there', () => {
     const trace = loadTraceFile(write('generated.json', { ...good, generated: { class: 'combined', seed: 5 } }));
     expect(trace.generated).toEqual({ class: 'combined', seed: 5 });
