@@ -189,6 +189,15 @@ export interface ParkedWatch {
   readonly stats: ParkedWatchStats;
 }
 
+/**
+ * How long the watch follows a ready answer whose holder still had its claim, ms: a holder polls
+ * for a few seconds before it parks, and one that dies leaves its claim for at most a function's
+ * timeout, after which the record shows no live claim and the answer is recorded here.
+ */
+const HOLDER_FOLLOW_MS = 16 * 60_000;
+/** Between two reads of a followed answer's record, ms. */
+const HOLDER_READ_GAP_MS = 1_000;
+
 const keyOf = (slot: LeaseSlot) => `${slot.shard}/${slot.slot}/${slot.taskId}/${slot.takenAt}`;
 
 /** Build the watch. */
@@ -249,11 +258,66 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   ): Promise<void> => {
     await release(slot);
     stats.released += 1;
-    if (!entry.parked) return;
     // Read now: the next round forgets what it knew of the leases freed before it.
     const lastNotReadyAt = notReadyAt.get(keyOf(slot));
+    if (!entry.parked) {
+      // The holder still had its claim: it reads the answer itself, unless it parks first (its
+      // poll window ran out): then nothing would record a ready answer until its lease ended and
+      // the message came back (200 s in the lab for solves under half a second). Followed until
+      // the holder records it or parks it, then recorded here.
+      if (state.state === 'ready' && options.recorder !== undefined)
+        withHolder.set(keyOf(slot), {
+          slot,
+          entry,
+          state,
+          lastNotReadyAt,
+          until: clock() + HOLDER_FOLLOW_MS,
+          readAt: clock(),
+        });
+      return;
+    }
     const answer = solved.answer(state.state === 'ready' && options.recorder !== undefined);
     await recording.begin(() => answer(finishFreed(options, stats, { slot, entry, state, lastNotReadyAt })));
+  };
+
+  /** Ready answers whose holder still had its claim, followed until it records or parks them. */
+  const withHolder = new Map<
+    string,
+    {
+      slot: LeaseSlot;
+      entry: Extract<Known, { kind: 'submitted' }>;
+      state: PollState;
+      lastNotReadyAt: number | undefined;
+      until: number;
+      /** The next read of its record, epoch ms: one a second (a dead holder's claim lasts minutes). */
+      readAt: number;
+    }
+  >();
+  const followHolders = async (): Promise<void> => {
+    const now = clock();
+    await Promise.all(
+      [...withHolder].map(async ([key, held]) => {
+        if (now < held.readAt) return;
+        held.readAt = now + HOLDER_READ_GAP_MS;
+        let record: TaskResult | undefined;
+        try {
+          record = await options.results.get(held.slot.taskId);
+        } catch {
+          return;
+        }
+        const same = record !== undefined && record.solverId === held.entry.target.solverId;
+        if (!same || record === undefined || isTerminal(record.status) || now > held.until) {
+          withHolder.delete(key);
+          return;
+        }
+        if (!isParked(record, now)) return;
+        withHolder.delete(key);
+        const answer = solved.answer(true);
+        await recording.begin(() =>
+          answer(finishFreed(options, stats, { ...held, entry: { ...held.entry, parked: true } })),
+        );
+      }),
+    );
   };
 
   /** One round, then the solved batch when it is due (a failed round included: its count was made before). */
@@ -269,6 +333,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
 
   const look = async (): Promise<void> => {
     stats.rounds += 1;
+    if (withHolder.size > 0) await followHolders();
     const now = clock();
     const [live, viewed] = await liveLeases(now, (slot) => known.get(keyOf(slot))?.kind === 'released');
     stats.live = live.length;

@@ -112,6 +112,39 @@ function world(
   };
 }
 
+describe('a ready answer whose holder still had its claim', () => {
+  it('is recorded by the watch once the holder parks it without reading it; left to a holder that records it', async () => {
+    // Before: the watch freed the lease and left the answer to the holder, which parked instead
+    // (its poll window ran out): nothing recorded it until its lease ended and the message came
+    // back (the lab: 200 s for solves under half a second).
+    let now = NOW;
+    const recorded: string[] = [];
+    const w = world(
+      [lease('a', 0), lease('b', 1)],
+      [
+        record('a', { claimToken: 'c', leaseUntil: NOW + 5_000 }),
+        record('b', { claimToken: 'c', leaseUntil: NOW + 5_000 }),
+      ],
+      { 'id-a': 'ready', 'id-b': 'ready' },
+      () => now,
+      undefined,
+      { recorder: { record: async (task) => (recorded.push(task.taskId), 'recorded') } },
+    );
+    await w.watch.round();
+    expect(w.released.sort()).toEqual(['a', 'b']);
+    expect(recorded).toEqual([]);
+    // a's holder parks (its claim given up) without the answer; b's holder records it itself.
+    w.records.set('a', record('a', { claimToken: undefined, leaseUntil: 0 }));
+    w.records.set('b', record('b', { status: 'solved', answer: 'tok', claimToken: undefined }));
+    now += 1_500;
+    await w.watch.round();
+    expect(recorded).toEqual(['a']);
+    now += 1_500;
+    await w.watch.round();
+    expect(recorded).toEqual(['a']);
+  });
+});
+
 describe('the parked watch, one round', () => {
   it.each([
     // what the record says, what the solver says → lease freed, message shown
