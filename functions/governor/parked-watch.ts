@@ -221,15 +221,12 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
   const gapMs = options.pollGapMs ?? 0;
   const solved = solvedBatch(options, clock, stats);
   const recording = recordingBeside(options.log);
+  const holders = holderFollow(options, stats, clock, (answer) => recording.begin(() => solved.answer(true)(answer())));
 
   /** A lease's submission once it is on the record, and whether its task is parked. */
   const learn = async (slot: LeaseSlot): Promise<void> => {
-    let record: TaskResult | undefined;
-    try {
-      record = await options.results.get(slot.taskId);
-    } catch {
-      return;
-    }
+    const record = await readOrUnread(options, slot.taskId);
+    if (record === UNREAD) return;
     if (record !== undefined && isTerminal(record.status)) {
       // Finished while its lease stood (by a holder that died before freeing it, a duplicate): free it.
       await release(slot);
@@ -248,8 +245,8 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
    * The answer is ready (or the solve ended): the solver's thread is free, whoever holds the
    * claim, so the lease is freed (a holder that died while polling cannot keep it). A parked
    * task's answer is recorded here when a recorder is given; a parked task the consumers must
-   * finish (its solve ended, no recorder) has its message shown; a holder still polling reads
-   * the answer itself.
+   * finish (its solve ended, no recorder) has its message shown; one whose holder still polls is
+   * followed until the holder records it or parks it (holderFollow).
    */
   const handBack = async (
     slot: LeaseSlot,
@@ -260,64 +257,9 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
     stats.released += 1;
     // Read now: the next round forgets what it knew of the leases freed before it.
     const lastNotReadyAt = notReadyAt.get(keyOf(slot));
-    if (!entry.parked) {
-      // The holder still had its claim: it reads the answer itself, unless it parks first (its
-      // poll window ran out): then nothing would record a ready answer until its lease ended and
-      // the message came back (200 s in the lab for solves under half a second). Followed until
-      // the holder records it or parks it, then recorded here.
-      if (state.state === 'ready' && options.recorder !== undefined)
-        withHolder.set(keyOf(slot), {
-          slot,
-          entry,
-          state,
-          lastNotReadyAt,
-          until: clock() + HOLDER_FOLLOW_MS,
-          readAt: clock(),
-        });
-      return;
-    }
+    if (!entry.parked) return holders.follow(keyOf(slot), { slot, entry, state, lastNotReadyAt });
     const answer = solved.answer(state.state === 'ready' && options.recorder !== undefined);
     await recording.begin(() => answer(finishFreed(options, stats, { slot, entry, state, lastNotReadyAt })));
-  };
-
-  /** Ready answers whose holder still had its claim, followed until it records or parks them. */
-  const withHolder = new Map<
-    string,
-    {
-      slot: LeaseSlot;
-      entry: Extract<Known, { kind: 'submitted' }>;
-      state: PollState;
-      lastNotReadyAt: number | undefined;
-      until: number;
-      /** The next read of its record, epoch ms: one a second (a dead holder's claim lasts minutes). */
-      readAt: number;
-    }
-  >();
-  const followHolders = async (): Promise<void> => {
-    const now = clock();
-    await Promise.all(
-      [...withHolder].map(async ([key, held]) => {
-        if (now < held.readAt) return;
-        held.readAt = now + HOLDER_READ_GAP_MS;
-        let record: TaskResult | undefined;
-        try {
-          record = await options.results.get(held.slot.taskId);
-        } catch {
-          return;
-        }
-        const same = record !== undefined && record.solverId === held.entry.target.solverId;
-        if (!same || record === undefined || isTerminal(record.status) || now > held.until) {
-          withHolder.delete(key);
-          return;
-        }
-        if (!isParked(record, now)) return;
-        withHolder.delete(key);
-        const answer = solved.answer(true);
-        await recording.begin(() =>
-          answer(finishFreed(options, stats, { ...held, entry: { ...held.entry, parked: true } })),
-        );
-      }),
-    );
   };
 
   /** One round, then the solved batch when it is due (a failed round included: its count was made before). */
@@ -333,7 +275,7 @@ export function createParkedWatch(options: ParkedWatchOptions): ParkedWatch {
 
   const look = async (): Promise<void> => {
     stats.rounds += 1;
-    if (withHolder.size > 0) await followHolders();
+    await holders.round();
     const now = clock();
     const [live, viewed] = await liveLeases(now, (slot) => known.get(keyOf(slot))?.kind === 'released');
     stats.live = live.length;
@@ -664,6 +606,75 @@ function leaseReader(options: ParkedWatchOptions, onRead: () => void) {
     }
     last.live = last.live.filter((slot) => slot.until > now && !freed(slot));
     return [last.live, false];
+  };
+}
+
+const UNREAD = Symbol('unread');
+
+/** The task's record (undefined: none), or UNREAD when it cannot be read now (a later round reads it again). */
+async function readOrUnread(
+  options: ParkedWatchOptions,
+  taskId: string,
+): Promise<TaskResult | undefined | typeof UNREAD> {
+  try {
+    return await options.results.get(taskId);
+  } catch {
+    return UNREAD;
+  }
+}
+
+/** A ready answer whose holder still had its claim when the watch found it. */
+interface HeldAnswer {
+  slot: LeaseSlot;
+  entry: Extract<Known, { kind: 'submitted' }>;
+  state: PollState;
+  lastNotReadyAt: number | undefined;
+}
+
+/**
+ * Ready answers whose holder still had its claim (a resumed delivery polling before it parks),
+ * followed until it records them (or the record moves on) or parks them, then recorded here
+ * through `record`, for `HOLDER_FOLLOW_MS` at most; each record read at most once a second.
+ * Before, such an answer was left to the holder, which could park instead (its poll window ran
+ * out): nothing recorded it until its lease ended and the message came back.
+ */
+function holderFollow(
+  options: ParkedWatchOptions,
+  stats: ParkedWatchStats,
+  clock: () => number,
+  record: (answer: () => Promise<boolean>) => Promise<void>,
+) {
+  const followed = new Map<string, HeldAnswer & { until: number; readAt: number }>();
+  const check = async (key: string, held: HeldAnswer & { until: number; readAt: number }, now: number) => {
+    if (now < held.readAt) return;
+    held.readAt = now + HOLDER_READ_GAP_MS;
+    const current = await readOrUnread(options, held.slot.taskId);
+    if (current === UNREAD) return;
+    if (
+      current === undefined ||
+      current.solverId !== held.entry.target.solverId ||
+      isTerminal(current.status) ||
+      now > held.until
+    ) {
+      followed.delete(key);
+      return;
+    }
+    if (!isParked(current, now)) return;
+    followed.delete(key);
+    await record(() => finishFreed(options, stats, { ...held, entry: { ...held.entry, parked: true } }));
+  };
+  return {
+    /** Follow a ready answer (a recorder given); anything else is the holder's. */
+    follow(key: string, held: HeldAnswer): void {
+      if (held.state.state !== 'ready' || options.recorder === undefined) return;
+      const now = clock();
+      followed.set(key, { ...held, until: now + HOLDER_FOLLOW_MS, readAt: now });
+    },
+    async round(): Promise<void> {
+      if (followed.size === 0) return;
+      const now = clock();
+      await Promise.all([...followed].map(([key, held]) => check(key, held, now)));
+    },
   };
 }
 
