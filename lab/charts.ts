@@ -146,7 +146,7 @@ export function renderSvg(entry: TraceRuns, width = 960): string {
 export function renderHtml(
   bench: TraceRuns[],
   checks: TargetCheck[],
-  meta: { seed: number; generatedAt: string },
+  meta: { seed: number; generatedAt: string; settings?: string },
 ): string {
   const library = readFileSync(createRequire(import.meta.url).resolve('echarts/dist/echarts.min.js'), 'utf8');
   const options = bench.map((entry) => chartOption(entry, { interactive: true }));
@@ -186,7 +186,7 @@ dt { font-weight: 600; } dd { margin: 0 0 6px 16px; }
 </head>
 <body>
 <h1>captcha-fleet policy lab</h1>
-<p>Seed ${meta.seed}; generated ${esc(meta.generatedAt)}. Every policy replays the same arrivals. Times in seconds. ${checks.length - missed} of ${checks.length} targets met; each miss says why below.</p>
+<p>Seed ${meta.seed}; generated ${esc(meta.generatedAt)}${meta.settings ? `; run with ${esc(meta.settings)}` : ''}. Every policy replays the same arrivals. Times in seconds. ${checks.length - missed} of ${checks.length} targets met; each miss says why below.</p>
 <h2>Summary</h2>
 ${table(SUMMARY_COLUMNS, summaryRows(bench, checks))}
 <p>× is the governor's p95 divided by that policy's. “fixed” is lambda-fixed, Lambda's own scaling with its maximum at the plan. The plan-sized pools are the seeds' scalers with their maximum raised from 20 (16) workers to the plan threads.</p>

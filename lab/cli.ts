@@ -124,14 +124,46 @@ function main(options: Options): void {
   if (options.report) {
     const dir = resolve(options.out);
     mkdirSync(dir, { recursive: true });
+    // What the run was made with beyond the traces: two runs of other settings were otherwise
+    // the same files (the report even described the parked design for a waiting run).
+    const run = runSettings(options);
     writeFileSync(
       join(dir, 'report.html'),
-      renderHtml(bench, checks, { seed: options.seed, generatedAt: new Date().toISOString() }),
+      renderHtml(bench, checks, {
+        seed: options.seed,
+        generatedAt: new Date().toISOString(),
+        ...(run.described !== '' ? { settings: run.described } : {}),
+      }),
     );
-    writeFileSync(join(dir, 'results.json'), `${JSON.stringify(toJson(bench, checks, { samples: true }))}\n`);
+    writeFileSync(
+      join(dir, 'results.json'),
+      `${JSON.stringify({ run: run.fields, ...(toJson(bench, checks, { samples: true }) as object) })}\n`,
+    );
     process.stderr.write(`Report: ${join(dir, 'report.html')}\n`);
   }
   if (options.svg) writeSvg(bench, options.svg, options.svgTrace);
+}
+
+/** The settings a run was made with besides its traces: for results.json, and in words for the report. */
+function runSettings(options: Options): { fields: Record<string, unknown>; described: string } {
+  const fields = {
+    seed: options.seed,
+    ...(options.solveMode !== undefined ? { solveMode: options.solveMode } : {}),
+    ...(options.model !== undefined ? { model: options.model } : {}),
+    ...(options.pollLoss ? { pollLoss: true } : {}),
+  };
+  const described = [
+    options.solveMode !== undefined ? `--solve-mode ${options.solveMode}` : '',
+    options.model !== undefined
+      ? `--model ${Object.entries(options.model)
+          .map(([name, value]) => `${name}=${String(value)}`)
+          .join(',')}`
+      : '',
+    options.pollLoss ? '--poll-loss' : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  return { fields, described };
 }
 
 /** A generated trace's verdict by the generator's own targets, as `--generate` judged it (lab/targets.ts). */

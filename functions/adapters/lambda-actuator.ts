@@ -60,6 +60,19 @@ export class ActuatorError extends Error {
   }
 }
 
+/**
+ * A failed call in a few words: the error's name and message (Lambda's: never the key), with the
+ * fix for the one an operator meets after a redeploy or a typo (a mapping or function not there).
+ */
+function causeOf(error: unknown): string {
+  const { name = 'Error', message = '' } = error as { name?: string; message?: string };
+  const hint =
+    name === 'ResourceNotFoundException'
+      ? ' (check EVENT_SOURCE_MAPPING_IDS and CONSUMER_FUNCTION_NAME against the governor function’s environment)'
+      : '';
+  return `${name}${message && message !== name ? `: ${message}` : ''}${hint}`;
+}
+
 /** Does this error say the account's unreserved concurrency floor forbids the reservation? */
 export function isUnreservedFloorError(error: unknown): boolean {
   const e = error as { name?: string; message?: string };
@@ -85,9 +98,13 @@ export function createLambdaActuator(
   let warned = false;
 
   const readMapping = async (lane: Lane): Promise<LaneSetting> => {
-    const out = await options.lambda.send(
-      new GetEventSourceMappingCommand({ UUID: options.mappingIds[lane] as string }),
-    );
+    const uuid = options.mappingIds[lane] as string;
+    const out = await options.lambda.send(new GetEventSourceMappingCommand({ UUID: uuid })).catch((error: unknown) => {
+      throw new ActuatorError(
+        `could not read the ${laneName(lane)} lane's event source mapping ${uuid}: ${causeOf(error)}`,
+        { cause: error },
+      );
+    });
     const state = out.State ?? 'Enabled';
     const previous = known.get(lane);
     // Transitional states: Enabling counts as on, Disabling as off; Updating keeps what we knew.
@@ -104,9 +121,17 @@ export function createLambdaActuator(
 
   /** The reservation as it stands now (read every time: it may have been changed by hand). */
   const readReservation = async (): Promise<number | null> => {
-    const out = await options.lambda.send(
-      new GetFunctionConcurrencyCommand({ FunctionName: options.consumerFunctionName as string }),
-    );
+    const name = options.consumerFunctionName as string;
+    const out = await options.lambda
+      .send(new GetFunctionConcurrencyCommand({ FunctionName: name }))
+      .catch((error: unknown) => {
+        throw new ActuatorError(
+          `could not read the ${functionName}'s (${name}) reserved concurrency: ${causeOf(error)}`,
+          {
+            cause: error,
+          },
+        );
+      });
     reserved = out.ReservedConcurrentExecutions ?? null;
     return reserved;
   };
@@ -123,9 +148,12 @@ export function createLambdaActuator(
       reserved = wanted;
     } catch (error) {
       if (!isUnreservedFloorError(error))
-        throw new ActuatorError(`could not set the ${functionName}'s reserved concurrency to ${wanted}`, {
-          cause: error,
-        });
+        throw new ActuatorError(
+          `could not set the ${functionName}'s reserved concurrency to ${wanted}: ${causeOf(error)}`,
+          {
+            cause: error,
+          },
+        );
       reservationSupported = false;
       if (!warned) {
         warned = true;
@@ -200,9 +228,12 @@ export function createLambdaActuator(
         } catch (error) {
           // What the mapping holds now is unknown: read it again next time.
           known.delete(lane);
-          throw new ActuatorError(`could not update the ${laneName(lane)} lane's event source mapping`, {
-            cause: error,
-          });
+          throw new ActuatorError(
+            `could not update the ${laneName(lane)} lane's event source mapping ${options.mappingIds[lane]}: ${causeOf(error)}`,
+            {
+              cause: error,
+            },
+          );
         }
         if (want.ceiling !== have.ceiling) changes.push(`${laneName(lane)} ceiling ${have.ceiling} → ${want.ceiling}`);
         if (want.enabled !== have.enabled) changes.push(`${laneName(lane)} ${want.enabled ? 'enabled' : 'disabled'}`);

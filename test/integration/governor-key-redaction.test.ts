@@ -14,7 +14,7 @@ import { ENV, parseEnvironment } from '../../functions/core/environment.js';
 import { createRedactor } from '../../functions/core/redaction.js';
 import { governorLogFrom } from '../../functions/governor/run.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
-import { type EmulatorFixture, startEmulatorFixture } from '../helpers/fleet-fixture.js';
+import { type EmulatorFixture, startEmulatorFixture, type TestFleet } from '../helpers/fleet-fixture.js';
 
 const KEY = 'feedfacecafebeef0123456789abcdef';
 const SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:captcha-fleet/solver-key-AbCdEf';
@@ -41,6 +41,28 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
+/** The governor Lambda's environment for `fleet`, its solver the echoing server, its key from `key`. */
+function governorEnvironment(fleet: TestFleet, key: Record<string, string>) {
+  return parseEnvironment({
+    [ENV.config]: JSON.stringify({
+      prefix: fleet.settings.prefix,
+      planThreads: 10,
+      tickMs: 10_000,
+      solverBaseUrl: solverUrl,
+      dialect: 'capmonster',
+      solverProtocol: 'create-task',
+    }),
+    [ENV.normalQueueUrl]: fleet.resources.queueUrls.normal,
+    [ENV.highQueueUrl]: fleet.resources.queueUrls.high,
+    [ENV.dlqUrl]: fleet.resources.queueUrls.dlq,
+    [ENV.resultsTable]: fleet.resources.tables.results,
+    [ENV.governorTable]: fleet.resources.tables.governor,
+    [ENV.consumerFunctionName]: `${fleet.settings.prefix}-consumer`,
+    [ENV.mappingIds]: JSON.stringify({ normal: 'uuid-normal', high: 'uuid-high' }),
+    ...key,
+  });
+}
+
 /** The Lambda control plane and CloudWatch, which no emulator here serves. */
 function mocks() {
   const lambda = {
@@ -62,24 +84,7 @@ function mocks() {
 describe('the governor against a provider that echoes the key in its error codes', () => {
   it('logs the balance read as failed with no form of the key, and redacts the key it read from any line', async () => {
     const fleet = await fixture.createFleet({ planThreads: 10 });
-    const environment = parseEnvironment({
-      [ENV.config]: JSON.stringify({
-        prefix: fleet.settings.prefix,
-        planThreads: 10,
-        tickMs: 10_000,
-        solverBaseUrl: solverUrl,
-        dialect: 'capmonster',
-        solverProtocol: 'create-task',
-      }),
-      [ENV.normalQueueUrl]: fleet.resources.queueUrls.normal,
-      [ENV.highQueueUrl]: fleet.resources.queueUrls.high,
-      [ENV.dlqUrl]: fleet.resources.queueUrls.dlq,
-      [ENV.resultsTable]: fleet.resources.tables.results,
-      [ENV.governorTable]: fleet.resources.tables.governor,
-      [ENV.solverKey]: KEY,
-      [ENV.consumerFunctionName]: `${fleet.settings.prefix}-consumer`,
-      [ENV.mappingIds]: JSON.stringify({ normal: 'uuid-normal', high: 'uuid-high' }),
-    });
+    const environment = governorEnvironment(fleet, { [ENV.solverKey]: KEY });
     const lines: string[] = [];
     const sink = (message: unknown, ...attributes: unknown[]) => {
       lines.push(`${String(message)} ${JSON.stringify(attributes[0])}`);
@@ -119,25 +124,10 @@ describe('the governor against a provider that echoes the key in its error codes
     });
     await new Promise<void>((resolve) => secrets.listen(0, '127.0.0.1', resolve));
     try {
-      const environment = parseEnvironment({
-        [ENV.config]: JSON.stringify({
-          prefix: fleet.settings.prefix,
-          planThreads: 10,
-          tickMs: 10_000,
-          solverBaseUrl: solverUrl,
-          dialect: 'capmonster',
-          solverProtocol: 'create-task',
-        }),
-        [ENV.normalQueueUrl]: fleet.resources.queueUrls.normal,
-        [ENV.highQueueUrl]: fleet.resources.queueUrls.high,
-        [ENV.dlqUrl]: fleet.resources.queueUrls.dlq,
-        [ENV.resultsTable]: fleet.resources.tables.results,
-        [ENV.governorTable]: fleet.resources.tables.governor,
+      const environment = governorEnvironment(fleet, {
         [ENV.solverKeySecretArn]: SECRET_ARN,
         // Only the key's reads go here: the queues and tables are the fixture's clients.
         [ENV.endpoint]: `http://127.0.0.1:${(secrets.address() as AddressInfo).port}`,
-        [ENV.consumerFunctionName]: `${fleet.settings.prefix}-consumer`,
-        [ENV.mappingIds]: JSON.stringify({ normal: 'uuid-normal', high: 'uuid-high' }),
       });
       const lines: string[] = [];
       const sink = (message: unknown, ...attributes: unknown[]) => {

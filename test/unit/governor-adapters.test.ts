@@ -248,6 +248,25 @@ describe('lambda-actuator', () => {
     expect(reservation.value).toBe(600);
   });
 
+  it('names the lane, the mapping and the fix when a mapping or the function is not there', async () => {
+    // Before: a wrong EVENT_SOURCE_MAPPING_IDS ended `governor --once` with a bare
+    // "ResourceNotFoundException: The resource you requested does not exist."
+    const missing = Object.assign(new Error('The resource you requested does not exist.'), {
+      name: 'ResourceNotFoundException',
+    });
+    const fake = fakeClient<LambdaClient>(() => {
+      throw missing;
+    });
+    const actuator = createLambdaActuator({
+      lambda: fake.client,
+      mappingIds: { normal: 'uuid-gone' },
+      consumerFunctionName: 'consumer',
+    });
+    await expect(actuator.read()).rejects.toThrow(
+      /^could not read the normal lane's event source mapping uuid-gone: ResourceNotFoundException: The resource you requested does not exist\. \(check EVENT_SOURCE_MAPPING_IDS and CONSUMER_FUNCTION_NAME/,
+    );
+  });
+
   it('re-reads a reservation lowered by hand before raising the mappings, and raises it first', async () => {
     // Prepare: the governor has seen the deployed reservation (10 = 8 + 2); an operator then lowers it to 4.
     const { actuator, sent } = setup(10);

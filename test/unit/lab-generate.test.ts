@@ -4,7 +4,7 @@
  * traces run end to end against their fair floor with every target judged.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -183,6 +183,34 @@ describe('the lab’s command line refuses what it would ignore or never finish'
     expect(zero.status).not.toBe(0);
     expect(zero.stderr).toMatch(/backoffBaseSeconds takes a number above 0/);
   }, 120_000);
+
+  it('records in results.json and the report what the run was made with besides its traces', () => {
+    // Before: runs of another --model, --solve-mode or --poll-loss wrote the same files but for their figures.
+    const out = mkdtempSync(join(tmpdir(), 'captcha-fleet-lab-out-'));
+    try {
+      const run = bench(
+        '--trace',
+        'steady',
+        '--policy',
+        'governor',
+        '--out',
+        out,
+        '--solve-mode',
+        'wait',
+        '--model',
+        'backoffBaseSeconds=2',
+        '--poll-loss',
+      );
+      expect(run.status, run.stderr).toBe(0);
+      const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as { run: unknown };
+      expect(results.run).toEqual({ seed: 1, solveMode: 'wait', model: { backoffBaseSeconds: 2 }, pollLoss: true });
+      expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain(
+        'run with --solve-mode wait --model backoffBaseSeconds=2 --poll-loss',
+      );
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('judges a trace where nothing is solved by what can be compared (no p95 on either side is no miss)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-idle-'));
