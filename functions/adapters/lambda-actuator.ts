@@ -179,23 +179,7 @@ export function createLambdaActuator(
     async apply(decision: Pick<Decision, 'ceilings' | 'enabled'>) {
       const changes: string[] = [];
       for (const lane of lanes) if (!known.has(lane)) await readMapping(lane);
-      // Every mapping's maximum counts, enabled or not: a disabled mapping enabled again (by hand)
-      // starts at it. While another lane consumes, a disabled lane's mapping waits at the floor:
-      // before, it kept its last ceiling and counted it, and a plan of 600 whose high lane took the
-      // turn asked for 1 170 (570 disabled + 600), which an account of 1 000 refused, and the
-      // reservation was given up for good. A pause (no lane consuming) changes only Enabled: the
-      // reservation stays for the resume.
-      const consuming = lanes.some((lane) => decision.enabled[lane]);
-      const wanted = new Map(
-        lanes.map((lane) => [
-          lane,
-          {
-            ceiling:
-              decision.enabled[lane] || !consuming ? clampCeiling(decision.ceilings[lane]) : MAPPING_MIN_CONCURRENCY,
-            enabled: decision.enabled[lane],
-          },
-        ]),
-      );
+      const wanted = wantedSettings(lanes, decision);
       const wantedReservation = lanes.reduce((total, lane) => total + (wanted.get(lane) as LaneSetting).ceiling, 0);
       const unchanged = (lane: Lane) => {
         const want = wanted.get(lane) as LaneSetting;
@@ -206,14 +190,7 @@ export function createLambdaActuator(
       const have = reservationSupported ? await readReservation() : undefined;
       if (reservationSupported && (have === null || (have as number) < wantedReservation))
         await setReservation(wantedReservation, changes);
-      // Lanes that shrink go first, then those that grow: a turn handed from one lane to the other
-      // never has both at their larger maximum at once (above the reservation).
-      const shrinking = (lane: Lane) => {
-        const want = wanted.get(lane) as LaneSetting;
-        const have = known.get(lane) as LaneSetting;
-        return want.ceiling < have.ceiling || (!want.enabled && have.enabled);
-      };
-      for (const lane of [...lanes.filter(shrinking), ...lanes.filter((lane) => !shrinking(lane))]) {
+      for (const lane of updateOrder(lanes, wanted, known)) {
         const want = wanted.get(lane) as LaneSetting;
         const have = known.get(lane) as LaneSetting;
         if (want.ceiling === have.ceiling && want.enabled === have.enabled) continue;
@@ -245,6 +222,44 @@ export function createLambdaActuator(
       return { changes };
     },
   };
+}
+
+/**
+ * Each lane's mapping as the decision wants it. Every mapping's maximum counts toward the
+ * reservation, enabled or not: a disabled mapping enabled again (by hand) starts at it. While
+ * another lane consumes, a disabled lane's mapping waits at the floor: before, it kept its last
+ * ceiling and counted it, and a plan of 600 whose high lane took the turn asked for 1 170 (570
+ * disabled + 600), which an account of 1 000 refused, and the reservation was given up for good. A
+ * pause (no lane consuming) changes only Enabled: the reservation stays for the resume.
+ */
+function wantedSettings(
+  lanes: readonly Lane[],
+  decision: Pick<Decision, 'ceilings' | 'enabled'>,
+): Map<Lane, LaneSetting> {
+  const consuming = lanes.some((lane) => decision.enabled[lane]);
+  return new Map(
+    lanes.map((lane) => [
+      lane,
+      {
+        ceiling: decision.enabled[lane] || !consuming ? clampCeiling(decision.ceilings[lane]) : MAPPING_MIN_CONCURRENCY,
+        enabled: decision.enabled[lane],
+      },
+    ]),
+  );
+}
+
+/**
+ * The lanes in the order their mappings are updated: those that shrink first, then those that
+ * grow, so a turn handed from one lane to the other never has both at their larger maximum at
+ * once (above the reservation).
+ */
+function updateOrder(lanes: readonly Lane[], wanted: Map<Lane, LaneSetting>, known: Map<Lane, LaneSetting>): Lane[] {
+  const shrinking = (lane: Lane) => {
+    const want = wanted.get(lane) as LaneSetting;
+    const have = known.get(lane) as LaneSetting;
+    return want.ceiling < have.ceiling || (!want.enabled && have.enabled);
+  };
+  return [...lanes.filter(shrinking), ...lanes.filter((lane) => !shrinking(lane))];
 }
 
 /**
