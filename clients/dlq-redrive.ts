@@ -55,6 +55,8 @@ export interface DeadLetterEntry {
   taskId: string | undefined;
   lane: 'normal' | 'high';
   body: string;
+  /** Whether the body is a JSON task carrying its own top-level id (else its claim was under its message's id). */
+  bodyHasId: boolean;
   messageAttributes: Record<string, MessageAttributeValue>;
 }
 
@@ -291,6 +293,7 @@ function toEntry(message: Message): DeadLetterEntry {
   // SQS dead-lettered it after its receives: whatever `reason` it carries is the producer's own attribute.
   const reason = origin === 'sqs' ? EXHAUSTED : (attributes.reason?.StringValue ?? EXHAUSTED);
   const body = message.Body ?? '';
+  const head = bodyHead(body);
   const source = message.Attributes?.DeadLetterQueueSourceArn ?? attributes.sourceQueue?.StringValue ?? '';
   return {
     messageId: message.MessageId ?? '',
@@ -303,18 +306,22 @@ function toEntry(message: Message): DeadLetterEntry {
     taskId:
       attributes.taskId?.StringValue ??
       (origin === 'sqs' || attributes.reason === undefined ? message.MessageId : undefined),
-    lane: source.endsWith('-high') || priorityOf(body) === 'high' ? 'high' : 'normal',
+    lane: source.endsWith('-high') || head.priority === 'high' ? 'high' : 'normal',
     body,
+    bodyHasId: head.id !== undefined,
     messageAttributes: attributes,
   };
 }
 
-function priorityOf(body: string): string | undefined {
+/** A body's top-level priority and id, read once (undefined where it is not JSON or has none). */
+function bodyHead(body: string): { priority: string | undefined; id: unknown } {
   try {
-    const parsed = JSON.parse(body) as { priority?: unknown };
-    return typeof parsed.priority === 'string' ? parsed.priority : undefined;
+    const parsed = JSON.parse(body) as unknown;
+    if (typeof parsed !== 'object' || parsed === null) return { priority: undefined, id: undefined };
+    const { priority, id } = parsed as { priority?: unknown; id?: unknown };
+    return { priority: typeof priority === 'string' ? priority : undefined, id };
   } catch {
-    return undefined;
+    return { priority: undefined, id: undefined };
   }
 }
 
@@ -335,7 +342,7 @@ function carriedAttributes(entry: DeadLetterEntry, now: number): Record<string, 
       { DataType: value.DataType, StringValue: value.StringValue, BinaryValue: value.BinaryValue },
     ]),
   );
-  if (!Object.hasOwn(out, REDELIVERY_ATTRIBUTE) && entry.taskId !== undefined && bodyIdOf(entry.body) === undefined) {
+  if (!Object.hasOwn(out, REDELIVERY_ATTRIBUTE) && entry.taskId !== undefined && !entry.bodyHasId) {
     const identity: Redelivery = {
       v: 1,
       taskId: entry.taskId,
@@ -348,14 +355,4 @@ function carriedAttributes(entry: DeadLetterEntry, now: number): Record<string, 
       out[REDELIVERY_ATTRIBUTE] = { DataType: 'String', StringValue: JSON.stringify(identity) };
   }
   return Object.keys(out).length === 0 ? undefined : out;
-}
-
-/** The id at a task body's top level, if it is JSON with one. */
-function bodyIdOf(body: string): unknown {
-  try {
-    const parsed = JSON.parse(body) as unknown;
-    return typeof parsed === 'object' && parsed !== null ? (parsed as { id?: unknown }).id : undefined;
-  } catch {
-    return undefined;
-  }
 }

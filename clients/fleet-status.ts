@@ -9,7 +9,7 @@
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { solvedOf } from '../functions/adapters/thread-ledger.js';
-import { printable } from '../functions/core/helpers/printable.js';
+import { failureText } from '../functions/core/helpers/printable.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { GOVERNOR_STATE_ID, OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../functions/core/deployment.js';
 import type { Lane, OverflowStatus } from '../functions/core/governor/types.js';
@@ -157,7 +157,7 @@ export async function readFleetStatus(
   const noted =
     (what: UnreadPart['what']) =>
     (error: unknown): undefined => {
-      unread.push({ what, error: errorText(error) });
+      unread.push({ what, error: failureText(error) });
       return undefined;
     };
   const [normal, high, dlq, governorItem, primarySolves, overflowSolves] = await Promise.all([
@@ -250,13 +250,6 @@ export async function readFleetStatus(
       source: recent.source,
     },
   };
-}
-
-/** An error in a few words: its name and message, printable and cut (the SDK's, or the socket's code). */
-function errorText(error: unknown): string {
-  const e = error as { name?: string; message?: string; code?: string };
-  const name = e.code ?? e.name ?? 'Error';
-  return printable(`${name}${e.message && e.message !== name ? `: ${e.message}` : ''}`, 200);
 }
 
 /** The queue's depth attributes; throws when they cannot be read (the caller notes it). */

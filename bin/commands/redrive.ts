@@ -34,7 +34,9 @@ export function register(program: Command): void {
       { dryRun: options.dryRun ?? false, includeRejected: options.includeRejected ?? false },
     );
     if (options.json) {
-      console.log(jsonForTerminals(report));
+      // A letter's attributes are a producer's text: C1 controls and separators, which JSON leaves
+      // raw, escaped (`\uXXXX`, the same JSON), so a terminal acts on no CSI.
+      console.log(printable(JSON.stringify(report), Number.POSITIVE_INFINITY));
       return;
     }
     const { depth, hidden } = report.inventory;
@@ -57,15 +59,4 @@ export function register(program: Command): void {
     }
     for (const line of describeRedrive(report)) console.log(line);
   });
-}
-
-/**
- * JSON with C1 control characters (U+007F–U+009F, which JSON leaves raw) and the line separators
- * escaped: a letter's attributes are a producer's text, and a terminal acts on a raw CSI.
- */
-function jsonForTerminals(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[\u007f-\u009f\u2028\u2029]/g,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
 }

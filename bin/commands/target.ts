@@ -3,7 +3,7 @@
  * endpoint (`--endpoint` or AWS_ENDPOINT_URL), or AWS itself. Resource names follow the prefix,
  * exactly as the stack and the local runtime name them.
  */
-import { printable } from '../../functions/core/helpers/printable.js';
+import { failureText } from '../../functions/core/helpers/printable.js';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings, type FleetSettings } from '../../functions/core/settings.js';
@@ -93,7 +93,7 @@ export async function resolveTarget(options: TargetOptions): Promise<FleetTarget
       const missing = /QueueDoesNotExist|NonExistentQueue/.test(`${e.name} ${e.code ?? ''}`);
       if (!missing)
         throw new Error(
-          `could not reach SQS at ${where} to find queue ${name}: ${e.code ?? e.name}${e.message && e.message !== e.name ? ` (${printable(e.message, 200)})` : ''}. Check the endpoint and the network${endpoint === undefined ? ', and the credentials' : ''}, or use --local for a local stack.`,
+          `could not reach SQS at ${where} to find queue ${name}: ${failureText(error)}. Check the endpoint and the network${endpoint === undefined ? ', and the credentials' : ''}, or use --local for a local stack.`,
         );
       throw new Error(
         `queue ${name} not found at ${where} (${e.name}). Check --prefix and --region, or use --local for a local stack.`,

@@ -24,6 +24,7 @@ import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY } from '../core/settin
 import type { Decision, Lane } from '../core/governor/types.js';
 import type { LaneSetting } from '../core/governor/signals.js';
 import type { LaneActuator } from '../core/governor/ports.js';
+import { describeError } from './solver-context.js';
 
 export interface LambdaActuatorOptions {
   lambda: LambdaClient;
@@ -65,12 +66,11 @@ export class ActuatorError extends Error {
  * fix for the one an operator meets after a redeploy or a typo (a mapping or function not there).
  */
 function causeOf(error: unknown): string {
-  const { name = 'Error', message = '' } = error as { name?: string; message?: string };
   const hint =
-    name === 'ResourceNotFoundException'
+    (error as { name?: string }).name === 'ResourceNotFoundException'
       ? ' (check EVENT_SOURCE_MAPPING_IDS and CONSUMER_FUNCTION_NAME against the governor function’s environment)'
       : '';
-  return `${name}${message && message !== name ? `: ${message}` : ''}${hint}`;
+  return `${describeError(error)}${hint}`;
 }
 
 /** Does this error say the account's unreserved concurrency floor forbids the reservation? */

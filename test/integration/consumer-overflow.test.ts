@@ -119,6 +119,17 @@ function repositoryOf(fleet: TestFleet): DynamoResultsRepository {
   });
 }
 
+/** The task claimed a minute ago by a holder of `provider`'s lane that died (claim token `dead`, its lease long out). */
+async function claimedByTheDead(
+  fleet: TestFleet,
+  task: Parameters<DynamoResultsRepository['claim']>[0]['task'],
+  provider: SolverProvider,
+): Promise<DynamoResultsRepository> {
+  const repository = repositoryOf(fleet);
+  await repository.claim({ task, claimToken: 'dead', now: Date.now() - 60_000, leaseMs: 1_000, provider });
+  return repository;
+}
+
 async function record(fleet: TestFleet, taskId: string): Promise<TaskResult | undefined> {
   const read = await fleet.clients.documents.send(
     new GetCommand({ TableName: fleet.resources.tables.results, Key: { taskId }, ConsistentRead: true }),
@@ -268,14 +279,7 @@ describe('the overflow consumer', () => {
     const body = JSON.stringify(message);
     const parsed = parseTask(body, 'unused', Date.now());
     if (!parsed.ok) throw new Error('invalid test task');
-    const repository = repositoryOf(lanes.fleet);
-    await repository.claim({
-      task: parsed.task,
-      claimToken: 'dead',
-      now: Date.now() - 60_000,
-      leaseMs: 1_000,
-      provider: 'primary',
-    });
+    await claimedByTheDead(lanes.fleet, parsed.task, 'primary');
     const fields = { provider: 'primary' as const, solverId: '424242', acceptedAt: Date.now() - 59_000 };
     const seal = createCarrySeal({ primary: async () => PRIMARY_KEY });
     const mac = await seal.seal('primary', carryText(body, parsed.task.id, fields));
@@ -330,14 +334,7 @@ describe('the overflow consumer', () => {
       }).toString(),
     });
     const solverId = String(((await submitted.body.json()) as { request: unknown }).request);
-    const repository = repositoryOf(lanes.fleet);
-    await repository.claim({
-      task: parsed.task,
-      claimToken: 'dead',
-      now: Date.now() - 60_000,
-      leaseMs: 1_000,
-      provider: 'overflow',
-    });
+    const repository = await claimedByTheDead(lanes.fleet, parsed.task, 'overflow');
     await repository.recordSolverId(parsed.task.id, 'dead', solverId, 'overflow');
     await sendMessage(lanes.fleet.clients, lanes.fleet.resources.queueUrls.normal, JSON.stringify(message));
 

@@ -30,3 +30,14 @@ function unprintable(c: number): boolean {
 function isLowSurrogate(c: number): boolean {
   return c >= 0xdc00 && c <= 0xdfff;
 }
+
+/**
+ * A failed call in a few words, fit for a terminal: the socket's code (ECONNREFUSED) or the
+ * error's name, then its message when it says more, printable and cut at `max` (AWS's and the
+ * network's words: never a key).
+ */
+export function failureText(error: unknown, max = 200): string {
+  const e = error as { name?: string; message?: string; code?: string };
+  const name = e.code ?? e.name ?? 'Error';
+  return printable(`${name}${e.message && e.message !== name ? `: ${e.message}` : ''}`, max);
+}
