@@ -131,8 +131,11 @@ describe('outage guard', () => {
       balance: undefined,
       balanceError: { kind: 'account', code: 'ERROR_WRONG_USER_KEY' },
     }));
-    // Assess
-    expect(decisions.every((d) => d.reason.code === 'HOLD_MISSING_SIGNAL')).toBe(true);
+    // Assess: never an outage; the first refusal holds, the second in a row pauses for the account.
+    expect(decisions.map((d) => d.reason.code)).toEqual([
+      'HOLD_MISSING_SIGNAL',
+      ...Array.from({ length: 9 }, () => 'PAUSE_ACCOUNT'),
+    ]);
   });
 
   it('does not count a balance that is only missing (a reader that cannot tell why) as an outage', () => {

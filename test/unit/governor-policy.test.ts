@@ -415,6 +415,57 @@ describe('decide: pause on account errors', () => {
   });
 });
 
+describe("decide: the governor's own balance reads refused for the account", () => {
+  const cfg = config();
+  // A running fleet: its balance read before, its consumers' metric window showing no account error yet.
+  const state0 = balanceReadBefore(initialState(cfg, T0));
+  const refused = { balance: undefined, balanceError: { kind: 'account' as const, code: 'ERROR_KEY_DOES_NOT_EXIST' } };
+  const tick = (at: number, over: Partial<GovernorSignals>, state: GovernorState) =>
+    decide(signals({ now: T0 + at * 10_000, accountErrors: 0, ...over }, { ceiling: 6 }), state, cfg);
+
+  it('pauses on the second refusal in a row, naming the code, not on the first', () => {
+    // Act
+    const first = tick(1, refused, state0);
+    const second = tick(2, refused, first.state);
+    // Assess
+    expect(first.paused).toBe(false);
+    expect(first.reason.code).toBe('HOLD_MISSING_SIGNAL');
+    expect(second.reason.code).toBe('PAUSE_ACCOUNT');
+    expect(second.reason.message).toContain("refused the governor's last 2 balance reads");
+    expect(second.reason.message).toContain('key rejected (ERROR_KEY_DOES_NOT_EXIST)');
+  });
+
+  it('starts the count again after a read that works, and after a read that got no answer keeps it', () => {
+    // Act
+    const first = tick(1, refused, state0);
+    const read = tick(2, { balance: 5 }, first.state);
+    const again = tick(3, refused, read.state);
+    const noAnswer = tick(
+      4,
+      { balance: undefined, balanceError: { kind: 'unreachable', code: 'TIMEOUT' } },
+      again.state,
+    );
+    const last = tick(5, refused, noAnswer.state);
+    // Assess: refused, read, refused: no pause; refused, no answer, refused: two refusals in a row.
+    expect(read.state.spend.refusedReads).toBeUndefined();
+    expect(again.paused).toBe(false);
+    expect(noAnswer.reason.code).not.toBe('PAUSE_ACCOUNT');
+    expect(last.reason.code).toBe('PAUSE_ACCOUNT');
+  });
+
+  it('keeps saying the cause that paused it once the key works again, until the cooldown ends', () => {
+    // Prepare
+    const paused = tick(2, refused, tick(1, refused, state0).state);
+    // Act: the key fixed: the next read works and the window carries no code.
+    const within = T0 + 20_000 + cfg.probeCooldownMs / 2;
+    const fixed = decide(signals({ now: within, accountErrors: 0 }, { enabled: false }), paused.state, cfg);
+    // Assess
+    expect(fixed.paused).toBe(true);
+    expect(fixed.reason.message).toContain('key rejected (ERROR_KEY_DOES_NOT_EXIST); probing again in');
+    expect(fixed.reason.message).not.toContain('no error code seen');
+  });
+});
+
 describe('decide: errors', () => {
   const cfg = config();
   const state0 = initialState(cfg, T0);

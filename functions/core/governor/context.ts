@@ -22,6 +22,13 @@ const SPEND_SMOOTHING = 0.3;
 export const PROJECTION_TICKS = 2;
 /** The solver's name among the dependencies. */
 export const SOLVER = 'solver';
+/**
+ * A running fleet pauses for its account after this many of the governor's own balance reads in a
+ * row refused for the key or IP, before the consumers' account errors reach the metric window (a
+ * minute or two later, or never, when the consumers hand every task back first). One refusal alone
+ * does not: a pause for the account waits out the probe's cooldown before it resumes.
+ */
+export const REFUSED_READS_TO_PAUSE = 2;
 
 /** What the work asks for, summed over the active lanes (undefined when a lane does not say). */
 export interface Demand {
@@ -65,7 +72,10 @@ export interface TickContext {
   readonly funds: Funds | undefined;
   /** Within the grace after a resume: the consumer's metric window may still hold answers from before the pause. */
   readonly inGrace: boolean;
-  /** Account errors in the window that are not left over from before the last resume. */
+  /**
+   * Account errors in the window that are not left over from before the last resume, or
+   * `REFUSED_READS_TO_PAUSE` of the governor's balance reads in a row refused for the account.
+   */
   readonly accountTrouble: boolean;
   /** The solver and the stores the loop reported, each judged this tick. */
   readonly dependencies: readonly DependencyView[];
@@ -146,7 +156,11 @@ function missingSignals(signals: GovernorSignals, lanes: readonly Lane[]): strin
  */
 function spendAfter(signals: GovernorSignals, state: GovernorState): SpendState {
   const balance = signals.balance;
-  if (balance === undefined) return { ...state.spend };
+  if (balance === undefined)
+    return signals.balanceError?.kind === 'account'
+      ? { ...state.spend, refusedReads: (state.spend.refusedReads ?? 0) + 1 }
+      : { ...state.spend };
+  const { refusedReads: _readAgain, ...spend } = state.spend;
   const seen = state.spend.lastRead;
   let perSecond = state.spend.perSecond;
   if (seen !== undefined && signals.now > seen.at && balance <= seen.usd && state.pause === undefined) {
@@ -154,7 +168,7 @@ function spendAfter(signals: GovernorSignals, state: GovernorState): SpendState 
     perSecond = perSecond === undefined ? observed : perSecond + SPEND_SMOOTHING * (observed - perSecond);
   }
   const price = priceAfter(signals, state.spend, balance);
-  return { ...state.spend, ...price, lastRead: { at: signals.now, usd: balance }, perSecond };
+  return { ...spend, ...price, lastRead: { at: signals.now, usd: balance }, perSecond };
 }
 
 function priceAfter(signals: GovernorSignals, spend: SpendState, balance: number): Partial<SpendState> {
@@ -289,7 +303,9 @@ export function tickContext(signals: GovernorSignals, state: GovernorState, conf
     demand,
     funds,
     inGrace,
-    accountTrouble: signals.accountErrors !== undefined && signals.accountErrors > 0 && !inGrace,
+    accountTrouble:
+      (signals.accountErrors !== undefined && signals.accountErrors > 0 && !inGrace) ||
+      (spend.refusedReads ?? 0) >= REFUSED_READS_TO_PAUSE,
     dependencies: views,
     missing: missingSignals(signals, lanes),
     halted: funds !== undefined && funds.usd < config.haltBalance,

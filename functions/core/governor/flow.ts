@@ -31,6 +31,8 @@ export interface PauseProposal {
   recoveredAt?: number;
   /** An outage pause: the p95 solve time when it began, ms. */
   solveP95Ms?: number;
+  /** An account pause: the cause seen when it began. */
+  cause?: string;
 }
 
 export type Proposal = RunProposal | PauseProposal;

@@ -58,6 +58,7 @@ function pausedDecision(ctx: TickContext, flow: Flow, proposal: PauseProposal, s
   const before = ctx.state.pause;
   const same = before?.reason === proposal.reason;
   const since = same && before !== undefined ? before.since : ctx.now;
+  const cause = proposal.cause ?? (same ? before?.cause : undefined);
   const pause = {
     reason: proposal.reason,
     since,
@@ -65,6 +66,7 @@ function pausedDecision(ctx: TickContext, flow: Flow, proposal: PauseProposal, s
     ...(proposal.heldAtPause !== undefined ? { heldAtPause: proposal.heldAtPause } : {}),
     ...(proposal.recoveredAt !== undefined ? { recoveredAt: proposal.recoveredAt } : {}),
     ...(proposal.solveP95Ms !== undefined ? { solveP95Ms: proposal.solveP95Ms } : {}),
+    ...(cause !== undefined ? { cause } : {}),
   };
   const state: GovernorState = {
     ...flow.state,

@@ -166,17 +166,29 @@ function spendGranted(ctx: TickContext, flow: Flow, granted: Granted, resumed: b
   };
 }
 
+/** What the account's trouble was seen as: the consumers' account errors, else the governor's refused reads. */
+function troubleSeen(ctx: TickContext): string {
+  const errors = ctx.signals.accountErrors ?? 0;
+  if (errors > 0 && !ctx.inGrace) return `the solver answered ${errors} account error(s)`;
+  return `the solver refused the governor's last ${ctx.base.spend.refusedReads ?? 0} balance reads`;
+}
+
 function startPause(ctx: TickContext, flow: Flow): Flow {
   const { funds, config } = ctx;
-  if (ctx.accountTrouble)
+  if (ctx.accountTrouble) {
+    const cause = accountCause(ctx);
     return {
       ...flow,
-      proposal: pause(
-        'account',
-        'PAUSE_ACCOUNT',
-        `Paused: the solver answered ${ctx.signals.accountErrors} account error(s): ${accountCause(ctx)}; tasks wait in the queue until a balance read shows the key and IP work again.`,
-      ),
+      proposal: {
+        ...pause(
+          'account',
+          'PAUSE_ACCOUNT',
+          `Paused: ${troubleSeen(ctx)}: ${cause}; tasks wait in the queue until a balance read shows the key and IP work again.`,
+        ),
+        cause,
+      },
     };
+  }
   // A fleet that has never read its balance (a fresh start whose first read failed) has no money
   // it knows of to count: it starts once a read works. Held at its first ceiling instead, a fleet
   // $0.04 above its pause level started 17 solves at $0.004 in the second before its next tick.
@@ -186,11 +198,14 @@ function startPause(ctx: TickContext, flow: Flow): Flow {
     return {
       ...flow,
       proposal: refused
-        ? pause(
-            'account',
-            'PAUSE_ACCOUNT',
-            `Paused: the solver refused the first balance read: ${accountCause(ctx)}; tasks wait in the queue until a balance read shows the key and IP work again.`,
-          )
+        ? {
+            ...pause(
+              'account',
+              'PAUSE_ACCOUNT',
+              `Paused: the solver refused the first balance read: ${accountCause(ctx)}; tasks wait in the queue until a balance read shows the key and IP work again.`,
+            ),
+            cause: accountCause(ctx),
+          }
         : pause(
             'balance',
             'PAUSE_LOW_BALANCE',
@@ -310,7 +325,9 @@ function whileRefused(ctx: TickContext, flow: Flow): Flow {
   const waited = ctx.now - (ctx.state.pause?.since ?? ctx.now);
   if (waited < cooldown || funds === undefined || funds.usd < config.pauseBalance) {
     let why: string;
-    if (waited < cooldown) why = `${accountCause(ctx)}; probing again in ${Math.ceil((cooldown - waited) / 1000)} s`;
+    // The cause that paused it: this tick's signals may carry no code (a read that works, counts only).
+    const cause = ctx.state.pause?.cause ?? accountCause(ctx);
+    if (waited < cooldown) why = `${cause}; probing again in ${Math.ceil((cooldown - waited) / 1000)} s`;
     else if (funds === undefined) why = `the balance cannot be read: ${unreadableCause(ctx)}`;
     else why = `balance $${usd(funds.usd)} is still under the pause level $${usd(config.pauseBalance)}`;
     return { ...flow, proposal: pause('account', 'PAUSE_ACCOUNT', `Still paused (account): ${why}.`) };

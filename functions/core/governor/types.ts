@@ -158,6 +158,8 @@ export interface PauseState {
   recoveredAt?: number;
   /** An outage pause: the p95 solve time the metrics showed when it began, ms (the paused solves' length). */
   solveP95Ms?: number;
+  /** An account pause: the cause seen when it began (a later tick's signals may no longer carry its code). */
+  cause?: string;
 }
 
 /** Probing back what an account pause took away. */
@@ -276,6 +278,11 @@ export interface SpendState {
   acceptedSeen?: number;
   /** The spend grant the last tick decided (written to the thread ledger), until a tick decides none. */
   grant?: SpendGrant;
+  /**
+   * The governor's own balance reads in a row the solver refused for the key or IP (an account
+   * error code); absent once a read works. `REFUSED_READS_TO_PAUSE` of them pause a running fleet.
+   */
+  refusedReads?: number;
 }
 
 /**
