@@ -8,6 +8,7 @@
  * too); applies it unless --dry-run.
  */
 import { type Command, InvalidArgumentError } from 'commander';
+import { failureText } from '../../functions/core/helpers/printable.js';
 import { ConfigError } from '../../functions/core/settings.js';
 import { type FleetEnvironment, parseEnvironment } from '../../functions/core/environment.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
@@ -139,6 +140,23 @@ async function watchFor(watch: ParkedWatch | undefined, seconds: number) {
   return { rounds, recorded, shown, parked };
 }
 
+type Watched = Awaited<ReturnType<typeof watchFor>>;
+
+/** One tick (the served local stack's, or the deployed fleet's from this shell's environment), then the watch if asked. */
+async function tickOnce(
+  environment: FleetEnvironment | undefined,
+  options: GovernorOptions,
+  log: GovernorLog,
+): Promise<{ record: TickRecord; watched: Watched | undefined }> {
+  const governor =
+    environment === undefined
+      ? undefined
+      : await createGovernorFromEnvironment({ environment, dryRun: options.dryRun ?? false, log });
+  const record = governor === undefined ? await localTick(options.dryRun ?? false) : await governor.loop.tick();
+  const watched = options.watch === undefined ? undefined : await watchFor(governor?.watch, options.watch);
+  return { record, watched };
+}
+
 export function register(program: Command): void {
   program
     .command('governor')
@@ -178,15 +196,18 @@ export function register(program: Command): void {
             exitCode: 2,
           },
         );
-      const governor = options.local
-        ? undefined
-        : await createGovernorFromEnvironment({
-            environment: governorEnvironment(command, options),
-            dryRun: options.dryRun ?? false,
-            log,
-          });
-      const record = governor === undefined ? await localTick(options.dryRun ?? false) : await governor.loop.tick();
-      const watched = options.watch === undefined ? undefined : await watchFor(governor?.watch, options.watch);
+      const environment = options.local ? undefined : governorEnvironment(command, options);
+      let ticked: { record: TickRecord; watched: Watched | undefined };
+      try {
+        ticked = await tickOnce(environment, options, log);
+      } catch (error) {
+        // A script reading --json gets JSON whatever happens; the error goes to stderr as usual,
+        // after what the tick's reads said on the way (often the cause: an endpoint refusing all).
+        if (options.json) console.log(JSON.stringify({ failed: failureText(error, 1000), warnings }));
+        else for (const warning of warnings) console.error(`warning: ${warning}`);
+        throw error;
+      }
+      const { record, watched } = ticked;
       if (options.json) {
         console.log(JSON.stringify({ ...decisionLogFields(record), warnings, ...(watched ? { watched } : {}) }));
         return;

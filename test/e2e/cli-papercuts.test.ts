@@ -60,6 +60,39 @@ describe('governor --once without the stack’s environment', () => {
     expect(waiting.stderr).toMatch(/^error: --watch records parked tasks, and this fleet waits through its solves/);
   });
 
+  it('prints JSON with --json when the tick fails, and the warnings on the way without it (exit 1 both)', async () => {
+    // Before: a tick that failed (here every endpoint refuses) printed nothing on stdout with
+    // --json, and without it dropped the warnings that said why.
+    const refusing = shell({
+      TASKS_QUEUE_URL: 'http://127.0.0.1:9/000000000000/f-tasks',
+      DLQ_URL: 'http://127.0.0.1:9/000000000000/f-tasks-dlq',
+      RESULTS_TABLE: 'f-results',
+      GOVERNOR_TABLE: 'f-governor',
+      LEASES_TABLE: 'f-leases',
+      EVENT_SOURCE_MAPPING_IDS: JSON.stringify({ normal: 'uuid-n' }),
+      CONSUMER_FUNCTION_NAME: 'f-consumer',
+      SOLVER_KEY: '0123456789abcdef0123456789abcdef',
+      CAPTCHA_FLEET_CONFIG: JSON.stringify({ solverBaseUrl: 'http://127.0.0.1:9' }),
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+    });
+    const json = await cli(['governor', '--once', '--json'], refusing);
+    expect(json.code).toBe(1);
+    const printed = JSON.parse(json.stdout) as { failed: string; warnings: string[] };
+    expect(printed.failed).toMatch(/event source mapping uuid-n.*ECONNREFUSED/);
+    expect(printed.warnings.some((w) => w.startsWith('queue attributes read failed'))).toBe(true);
+    expect(json.stderr).toMatch(
+      /^captcha-fleet: ActuatorError: could not read the normal lane's event source mapping/m,
+    );
+    const text = await cli(['governor', '--once'], refusing);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toBe('');
+    expect(text.stderr).toMatch(/^warning: queue attributes read failed/m);
+    for (const out of [json.stdout, json.stderr, text.stderr]) expect(out).not.toContain('0123456789abcdef');
+  });
+
   it('without --once is a usage error: exit 2, like every other', async () => {
     const result = await cli(['governor', '--dry-run', '--local']);
     expect(result.code).toBe(2);
