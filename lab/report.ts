@@ -101,6 +101,7 @@ function overCap(trace: Trace, governor: RunResult, fixed: RunResult | undefined
     : governor.overCapRejections === 0;
   const shrinks = governor.reasons.OVER_CAP_SHRINK ?? 0;
   const probes = governor.reasons.OVER_CAP_PROBE ?? 0;
+  const starved = (governor.reasons.WAIT_FOR_THREADS ?? 0) + (governor.reasons.FEW_THREADS ?? 0);
   const beside = fixed ? `; lambda-fixed ${fixed.overCapRejections} (${pct(fixed.overCapShare)})` : '';
   return {
     target: neighbours ? 'over-cap ≤ 2 % (neighbours on the key)' : 'zero over-cap',
@@ -109,8 +110,8 @@ function overCap(trace: Trace, governor: RunResult, fixed: RunResult | undefined
     cause: pass
       ? undefined
       : neighbours
-        ? `The governor learns of refusals from the consumer's metrics a minute late: it shrank the ceiling ${shrinks} times after refusals and probed back up ${probes} times; each probe above the threads the neighbours left free, and every minute before a shrink lands, costs over-cap answers.`
-        : `Over-cap answers without neighbours: ${governor.overCapRejections}, while the solver was ${governor.transientErrors > 0 ? 'recovering from an outage (solves paused in the outage still held their threads when it resumed)' : 'up'}; ${probes} probes, ${shrinks} shrinks.`,
+        ? `The governor reads the refusals from the thread ledger each tick: it shrank the ceiling ${shrinks} times after refusals and climbed back ${probes} times (OVER_CAP_PROBE), and ${starved} tick(s) others held all or nearly all the plan (WAIT_FOR_THREADS, FEW_THREADS: a probe submission a tick); the submissions between a neighbour's taking threads and the next tick's shrink, and each climb or probe above the threads the neighbours left free, are over-cap answers.`
+        : `Over-cap answers without neighbours: ${governor.overCapRejections}, while the solver was ${governor.transientErrors > 0 ? 'recovering from an outage (solves paused in the outage still held their threads when it resumed)' : 'up'}; ${probes} climbs (OVER_CAP_PROBE), ${shrinks} shrinks.`,
   };
 }
 
