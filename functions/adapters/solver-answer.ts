@@ -62,6 +62,25 @@ export function usableText(text: string): boolean {
   return true;
 }
 
+/**
+ * Whether an answer holds only what an answer can (`usableText`), a composite one (GeeTest's, an
+ * Amazon voucher's: a JSON object of texts, built by the client) member by member: escaped in its
+ * JSON, a member's CR LF or terminal escape passed the whole text's check and came back whole
+ * when a producer parsed the answer.
+ */
+export function usableAnswer(answer: string): boolean {
+  if (!usableText(answer)) return false;
+  if (!answer.startsWith('{')) return true;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(answer);
+  } catch {
+    return true;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return true;
+  return Object.values(parsed).every((member) => typeof member === 'string' && usableText(member));
+}
+
 /** The task error of a ready answer whose text cannot be one (`usableText`): polling again repeats it. */
 export function unusableAnswer(taskId: string, where: string): SolverTaskError {
   return new SolverTaskError('UNREADABLE_SOLUTION', {
@@ -72,10 +91,14 @@ export function unusableAnswer(taskId: string, where: string): SolverTaskError {
 
 /** A provider's `cost` (a number or decimal text), when it is a believable price. */
 export function reportedCost(value: unknown): number | undefined {
+  // Decimal text only, as balances: `Number()` read "0x1" as $1 and "0xA" as $10.
   const cost =
-    typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+    typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value) ? Number(value) : NaN;
   return Number.isFinite(cost) && cost >= 0 && cost <= MAX_COST_USD ? cost : undefined;
 }
+
+/** Decimal text as providers write prices and balances: no hex, exponent, padding or sign but minus. */
+const DECIMAL = /^-?\d{1,12}(\.\d{1,12})?$/;
 
 /** The most a balance may be and still be believed, USD (the governor derives spend and price from successive reads). */
 const MAX_BALANCE_USD = 10_000_000;
@@ -87,11 +110,7 @@ const MAX_BALANCE_USD = 10_000_000;
  */
 export function believableBalance(value: unknown): number | undefined {
   const balance =
-    typeof value === 'number'
-      ? value
-      : typeof value === 'string' && /^-?\d{1,12}(\.\d{1,12})?$/.test(value)
-        ? Number(value)
-        : NaN;
+    typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value) ? Number(value) : NaN;
   return Number.isFinite(balance) && Math.abs(balance) <= MAX_BALANCE_USD ? balance : undefined;
 }
 

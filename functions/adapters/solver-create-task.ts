@@ -24,15 +24,19 @@ import {
   boundedExtras,
   reportedCost,
   unusableAnswer,
-  usableText,
+  usableAnswer,
   withCost,
 } from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
-import { type JsonAnswer, jsonCall, numberAsWritten, snippet, withoutKey } from './solver-http.js';
+import { type JsonAnswer, jsonCall, NOT_SENT_AGAIN, numberAsWritten, snippet, withoutKey } from './solver-http.js';
 
-/** The JSON text of a task id: a number as the body wrote it (every digit kept), a UUID as a string. */
+/**
+ * The JSON text of a task id: a number as the body wrote it (every digit kept), a UUID as a
+ * string, and digits that no JSON number is written as (a leading zero: `"0123"`) as a string
+ * too: written bare, `{"taskId":0123}` was not JSON, and every poll of a paid task was refused.
+ */
 function taskIdJson(solverId: string): string {
-  return /^\d+$/.test(solverId) ? solverId : JSON.stringify(solverId);
+  return /^(0|[1-9]\d*)$/.test(solverId) ? solverId : JSON.stringify(solverId);
 }
 
 /** The operator's developer id as the dialect takes it: CapSolver's `appId` text, everyone else's numeric `softId`. */
@@ -64,7 +68,7 @@ function solvedOf(ctx: SolverContext, task: Task, body: Readonly<Record<string, 
         message: `the provider answered task ${taskId} with a solution that holds no ${task.method} answer`,
       }),
     };
-  if (!usableText(reading.answer)) return { error: unusableAnswer(taskId, 'the provider') };
+  if (!usableAnswer(reading.answer)) return { error: unusableAnswer(taskId, 'the provider') };
   const answer = withoutKey(ctx, reading.answer, 'solution', taskId);
   const extras = boundedExtras(ctx, reading.extras, taskId);
   return { solved: withCost(ctx, task.method, { answer, extras }, reportedCost(body.cost)) };
@@ -86,10 +90,18 @@ async function submitOnce(ctx: SolverContext, solve: SolveState, task: Task): Pr
   };
   try {
     // A submission answered in this very response waits for the recognition, until the caller's
-    // last moment to record it: cut at the deadline after the provider accepted it, it is paid
-    // with its id never known.
-    const until = answeredInResponse(ctx, mapping) ? solve.answerBy : deadlineAt;
-    const answer = await jsonCall(ctx, { method: 'createTask', members, signal, taskId, deadlineAt: until });
+    // last moment to record it, however long past the client's request timeout that is: cut
+    // after the provider accepted it, it is paid with its id never known (cut at the 15 s
+    // request timeout and sent again, a 16 s recognition was paid four times).
+    const inResponse = answeredInResponse(ctx, mapping);
+    const answer = await jsonCall(ctx, {
+      method: 'createTask',
+      members,
+      signal,
+      taskId,
+      deadlineAt: inResponse ? solve.answerBy : deadlineAt,
+      toDeadline: inResponse,
+    });
     if (!answer.ok)
       return {
         error: solverErrorFor(answer.code, ctx.dialect, {
@@ -100,9 +112,9 @@ async function submitOnce(ctx: SolverContext, solve: SolveState, task: Task): Pr
     const solverId = taskIdOf(answer);
     if (solverId === undefined)
       return {
-        error: new SolverTransientError('MALFORMED_SOLVER_ID', {
+        error: new SolverTaskError('MALFORMED_SOLVER_ID', {
           taskId,
-          message: `createTask accepted task ${taskId} with a taskId that is not ${SOLVER_ID_PATTERN.source}${snippet(answer.text, ctx.key)}`,
+          message: `createTask accepted task ${taskId} with a taskId that is not ${SOLVER_ID_PATTERN.source}${snippet(answer.text, ctx.key)}; ${NOT_SENT_AGAIN}`,
         }),
       };
     // CapSolver answers recognition tasks (ImageToText) at once, in this very response.

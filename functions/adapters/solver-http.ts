@@ -23,7 +23,9 @@ const MIN_REQUEST_TIMEOUT_MS = 1_000;
  * A protocol answer: a success value (and the members a `json=1` answer carries beside `request`:
  * 2captcha's `useragent`, `respKey`, `cookies`), or a code (not ready or an error).
  */
-export type Answer = { ok: true; value: string; members?: Record<string, unknown> } | { ok: false; code: string };
+export type Answer =
+  | { ok: true; value: string; members?: Record<string, unknown>; object?: object }
+  | { ok: false; code: string };
 
 /** One request to in.php (form, POST) or res.php (query, GET); the key is added here. */
 export interface Call {
@@ -68,17 +70,22 @@ interface Exchange {
   signal: AbortSignal | undefined;
   taskId: string | undefined;
   deadlineAt?: number | undefined;
+  /** Wait until `deadlineAt` however long that is, not `requestTimeoutMs` (a submission answered in its own response). */
+  toDeadline?: boolean | undefined;
 }
 
 /**
- * The transport: one request within its timeout (the deadline's remainder, never under 1 s), the
- * body read up to the cap. Throws a typed, redacted transient error on anything but a response.
+ * The transport: one request within its timeout (the deadline's remainder, never under 1 s, and
+ * at most `requestTimeoutMs` unless the call waits to its deadline), the body read up to the cap.
+ * Throws a typed, redacted transient error on anything but a response.
  */
 async function exchange(ctx: SolverContext, call: Exchange): Promise<{ statusCode: number; text: string }> {
   const { key, clock, requestTimeoutMs } = ctx;
   const { name, signal, taskId, deadlineAt } = call;
   const remaining = deadlineAt === undefined ? requestTimeoutMs : deadlineAt - clock();
-  const timeout = AbortSignal.timeout(Math.min(requestTimeoutMs, Math.max(MIN_REQUEST_TIMEOUT_MS, remaining)));
+  const bound =
+    call.toDeadline === true && deadlineAt !== undefined ? remaining : Math.min(requestTimeoutMs, remaining);
+  const timeout = AbortSignal.timeout(Math.max(MIN_REQUEST_TIMEOUT_MS, bound));
   const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
   let statusCode: number;
   let text: string | undefined;
@@ -122,6 +129,8 @@ export interface JsonCall {
   signal: AbortSignal | undefined;
   taskId: string | undefined;
   deadlineAt?: number;
+  /** Wait until `deadlineAt` however long that is (a submission the provider answers in its own response). */
+  toDeadline?: boolean;
 }
 
 /**
@@ -144,6 +153,7 @@ export async function jsonCall(ctx: SolverContext, call: JsonCall): Promise<Json
     signal: call.signal,
     taskId: call.taskId,
     deadlineAt: call.deadlineAt,
+    toDeadline: call.toDeadline,
   });
   return jsonAnswerOf(ctx, call.method, statusCode, text, call.taskId);
 }
@@ -283,7 +293,9 @@ export function readProtocolAnswer(text: string): Answer | undefined {
         const exact = numberAsWritten(trimmed, value);
         return exact === undefined ? undefined : { ok: true, value: exact };
       }
-      if (value !== null && typeof value === 'object') return { ok: true, value: JSON.stringify(value), ...extra };
+      // An object (GeeTest's members): its JSON, and the object for the method's shape (resPhpAnswerOf).
+      if (value !== null && typeof value === 'object')
+        return { ok: true, value: JSON.stringify(value), object: value, ...extra };
       return undefined;
     }
     if ((status === 0 || status === '0') && typeof value === 'string' && value !== '')
@@ -365,6 +377,14 @@ export function sanitizedCause(error: unknown, key: string, depth = 0): Error | 
   if (typeof code === 'string' || typeof code === 'number') (copy as Error & { code?: unknown }).code = code;
   return copy;
 }
+
+/**
+ * Why a submission the provider accepted with an id it cannot be polled by ends the task
+ * (`MALFORMED_SOLVER_ID`, a task error): sent again, as a passing fault, it was paid again,
+ * four times within one solve and again at every delivery.
+ */
+export const NOT_SENT_AGAIN =
+  'not sent again: the provider took it (a second submission is paid again) and its answer cannot be asked for by that id';
 
 /** A short, redacted excerpt of a body for an error message (redacted before it is cut). */
 export function snippet(text: string, key: string): string {

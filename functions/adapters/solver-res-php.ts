@@ -15,9 +15,10 @@ import {
   solverErrorFor,
 } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
-import { believableBalance, boundedExtras, unusableAnswer, usableText, withCost } from './solver-answer.js';
+import { cookiesText, resPhpAnswerOf } from '../core/task-types.js';
+import { believableBalance, boundedExtras, unusableAnswer, usableAnswer, withCost } from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
-import { httpCall, snippet } from './solver-http.js';
+import { httpCall, NOT_SENT_AGAIN, snippet } from './solver-http.js';
 
 /** The form in.php gets: the task's own parameters, never a key of its own (the client's wins). */
 function submissionForm(ctx: SolverContext, task: Task): Record<string, string> {
@@ -35,18 +36,10 @@ function submissionForm(ctx: SolverContext, task: Task): Record<string, string> 
 function extrasOf(members: Readonly<Record<string, unknown>> | undefined): Record<string, string> {
   if (members === undefined) return {};
   const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
-  const cookies = members.cookies;
   const raw: Record<string, string | undefined> = {
     userAgent: text(members.useragent) ?? text(members.userAgent),
     respKey: text(members.respKey),
-    cookies:
-      typeof cookies === 'string'
-        ? cookies
-        : cookies !== null && typeof cookies === 'object'
-          ? Object.entries(cookies)
-              .map(([name, value]) => `${name}=${String(value)}`)
-              .join('; ')
-          : undefined,
+    cookies: cookiesText(members.cookies),
   };
   return Object.fromEntries(Object.entries(raw).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
@@ -57,11 +50,12 @@ async function submitOnce(ctx: SolverContext, solve: SolveState, task: Task): Pr
     const answer = await httpCall(ctx, { path: 'in.php', form: submissionForm(ctx, task), signal, taskId, deadlineAt });
     if (answer.ok && SOLVER_ID_PATTERN.test(answer.value)) return { solverId: answer.value };
     if (answer.ok) {
-      // Not an id we could poll (an echo of the request, a proxy's text): nothing to record.
+      // Not an id we could poll (an echo of the request, a proxy's text): nothing to record, and
+      // nothing sent again (NOT_SENT_AGAIN).
       return {
-        error: new SolverTransientError('MALFORMED_SOLVER_ID', {
+        error: new SolverTaskError('MALFORMED_SOLVER_ID', {
           taskId,
-          message: `in.php accepted task ${taskId} with an id that is not ${SOLVER_ID_PATTERN.source}${snippet(answer.value, ctx.key)}`,
+          message: `in.php accepted task ${taskId} with an id that is not ${SOLVER_ID_PATTERN.source}${snippet(answer.value, ctx.key)}; ${NOT_SENT_AGAIN}`,
         }),
       };
     }
@@ -88,10 +82,18 @@ async function pollOnce(ctx: SolverContext, solve: SolveState, task: Task, solve
       deadlineAt,
     });
     if (answer.ok) {
-      if (!usableText(answer.value)) return { error: unusableAnswer(taskId, 'res.php') };
+      const shaped = resPhpAnswerOf(task.method, answer.value, answer.object);
+      if (shaped === undefined)
+        return {
+          error: new SolverTaskError('UNREADABLE_SOLUTION', {
+            taskId,
+            message: `res.php answered task ${taskId} with ${answer.object === undefined ? 'text' : 'an object'} that is not a ${task.method} answer`,
+          }),
+        };
+      if (!usableAnswer(shaped)) return { error: unusableAnswer(taskId, 'res.php') };
       const extras = boundedExtras(ctx, extrasOf(answer.members), taskId);
       // res.php reports no price: the configured one, if any.
-      return { solved: withCost(ctx, task.method, { answer: answer.value, extras }, undefined) };
+      return { solved: withCost(ctx, task.method, { answer: shaped, extras }, undefined) };
     }
     const errorClass = classifySolverCode(answer.code, ctx.dialect);
     if (errorClass === 'not_ready') return { notReady: answer.code };

@@ -54,6 +54,10 @@ export async function submit(
       await backOff(ctx, solve, error, retries.overCap);
       retries.overCap += 1;
     } else if (error instanceof SolverTransientError) {
+      // Cut while the provider recognised it (it waited to the caller's answerBy): taken, and
+      // paid; sent again in this solve it would be paid again. The task goes back to its queue.
+      if (answersInSubmission && error.code === 'REQUEST_TIMEOUT')
+        throw solverErrorLike(error, `${error.message}; not sent again in this solve (the provider may have taken it)`);
       if (retries.transient >= ctx.retry.maxTransientRetries)
         throw solverErrorLike(error, `${error.message} after ${retries.transient} transient retries`);
       await backOff(ctx, solve, error, retries.transient);

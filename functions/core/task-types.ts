@@ -522,7 +522,7 @@ function answerOfSolution(method: SolverMethod, s: Readonly<Record<string, unkno
       if (text64(s.challenge) === undefined || validate === undefined) return undefined;
       // CapSolver returns no seccode: GeeTest v3's is the validate value + "|jordan".
       return JSON.stringify({
-        geetest_challenge: s.challenge,
+        geetest_challenge: text64(s.challenge),
         geetest_validate: validate,
         geetest_seccode: text64(s.seccode) ?? `${validate}|jordan`,
       });
@@ -536,7 +536,10 @@ function answerOfSolution(method: SolverMethod, s: Readonly<Record<string, unkno
       // 2captcha answers the voucher and the existing token; Anti-Captcha a token; CapSolver a
       // cookie; CapMonster the cookie in a cookies object.
       if (text64(s.captcha_voucher) !== undefined)
-        return JSON.stringify({ captcha_voucher: s.captcha_voucher, existing_token: text64(s.existing_token) ?? '' });
+        return JSON.stringify({
+          captcha_voucher: text64(s.captcha_voucher),
+          existing_token: text64(s.existing_token) ?? '',
+        });
       const cookies = s.cookies as Record<string, unknown> | undefined;
       return text64(s.token) ?? text64(s.cookie) ?? text64(cookies?.['aws-waf-token']);
     }
@@ -558,23 +561,57 @@ function capmonsterDomainCookie(domains: unknown): string | undefined {
   return undefined;
 }
 
-/** A cookie object (`{name: value}`) or list (`[{name, value}]`) as `name=value; …` text. */
-function cookiesText(value: unknown): string | undefined {
+/**
+ * A cookie object (`{name: value}`) or list (`[{name, value}]`) as `name=value; …` text. Only
+ * text and numbers are a cookie's name or value: a pair holding anything else (an object, a list)
+ * is left out, not written as `[object Object]`.
+ */
+export function cookiesText(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
+  const scalar = (v: unknown) => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined);
+  const pair = (name: unknown, v: unknown) => {
+    const n = scalar(name);
+    const text = scalar(v);
+    return n === undefined || n === '' || text === undefined ? undefined : `${n}=${text}`;
+  };
+  let pairs: Array<string | undefined> | undefined;
   if (Array.isArray(value))
-    return value
-      .map((entry) =>
-        entry && typeof entry === 'object'
-          ? `${String((entry as { name?: unknown }).name ?? '')}=${String((entry as { value?: unknown }).value ?? '')}`
-          : '',
-      )
-      .filter((pair) => pair !== '=')
-      .join('; ');
-  if (value && typeof value === 'object')
-    return Object.entries(value)
-      .map(([name, v]) => `${name}=${String(v)}`)
-      .join('; ');
-  return undefined;
+    pairs = value.map((entry) =>
+      entry && typeof entry === 'object'
+        ? pair((entry as { name?: unknown }).name, (entry as { value?: unknown }).value)
+        : undefined,
+    );
+  else if (value && typeof value === 'object') pairs = Object.entries(value).map(([name, v]) => pair(name, v));
+  return pairs?.filter((p): p is string => p !== undefined).join('; ');
+}
+
+/**
+ * The members of the answers res.php gives as an object (`json=1`'s `request`), by method: the
+ * answer keeps these, each text, in this order, and nothing else. Every other method's answer is
+ * text: an object there is not its answer.
+ */
+const RES_PHP_ANSWER_MEMBERS: Partial<Record<SolverMethod, readonly string[]>> = {
+  geetest: ['geetest_challenge', 'geetest_validate', 'geetest_seccode'],
+  geetest_v4: ['captcha_id', 'lot_number', 'pass_token', 'gen_time', 'captcha_output'],
+  amazon_waf: ['captcha_voucher', 'existing_token'],
+};
+
+/**
+ * A res.php answer in its method's shape: the text of a text method, or the object of a method
+ * answered as one (its members, text, all present; `existing_token` may be empty) as JSON.
+ * Undefined when it is not (an object for a token, text for GeeTest, a member missing or not
+ * text): a provider's or a proxy's malformed answer, never recorded as solved. Amazon's answer
+ * may also be a token (text).
+ */
+export function resPhpAnswerOf(method: SolverMethod, value: string, object: unknown): string | undefined {
+  const members = RES_PHP_ANSWER_MEMBERS[method];
+  if (object === undefined) return members === undefined || method === 'amazon_waf' ? value : undefined;
+  if (members === undefined || object === null || typeof object !== 'object' || Array.isArray(object)) return undefined;
+  const o = object as Readonly<Record<string, unknown>>;
+  const read = members.map((name) => [name, text64(Object.hasOwn(o, name) ? o[name] : undefined)] as const);
+  const missing = read.filter(([name, text]) => text === undefined && name !== 'existing_token');
+  if (missing.length > 0) return undefined;
+  return JSON.stringify(Object.fromEntries(read.map(([name, text]) => [name, text ?? ''])));
 }
 
 /**

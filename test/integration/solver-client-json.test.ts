@@ -52,7 +52,7 @@ async function stack(
   dialect: Dialect,
   protocol: SolverProtocol,
   sim: SolverSimOptions = {},
-  client: { prices?: Partial<Record<SolverMethod, number>>; softId?: string } = {},
+  client: { prices?: Partial<Record<SolverMethod, number>>; softId?: string; requestTimeoutMs?: number } = {},
 ) {
   const simulator = createSolverSimulator({ dialect, seed: 5, medianMs: 20, validKeys: [KEY], ...sim });
   sims.push(simulator);
@@ -405,6 +405,34 @@ describe('the same task over both protocols', () => {
       .solve(token, { deadlineAt: Date.now() + 600, answerBy: Date.now() + 3_000 })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
+  });
+
+  it("waits for a CapSolver image's answer past the client's request timeout, and never sends it twice when cut", async () => {
+    // Before: the request was cut at requestTimeoutMs whatever answerBy said, and sent again: a
+    // recognition longer than the timeout was paid at every try (4 with the default retries).
+    const { sim, solver } = await stack(
+      'capsolver',
+      'create-task',
+      { medianMs: undefined, solveTimes: { base64: { medianMs: 1_600, spread: 0 } } },
+      { requestTimeoutMs: 1_000 },
+    );
+    const image = tasksOf(18, 1).find((t) => t.method === 'base64') as Task;
+    const outcome = await solver.solve(image, { deadlineAt: Date.now() + 1_200, answerBy: Date.now() + 4_000 });
+    expect(outcome).toMatchObject({ resultRequests: 0, answer: expect.any(String) });
+    expect(sim.stats()).toMatchObject({ accepted: 1, solved: 1 });
+    // A recognition longer than answerBy allows: cut there, and not sent again in this solve.
+    const slow = await stack(
+      'capsolver',
+      'create-task',
+      { medianMs: undefined, solveTimes: { base64: { medianMs: 3_000, spread: 0 } } },
+      { requestTimeoutMs: 1_000 },
+    );
+    const error = await slow.solver
+      .solve(image, { deadlineAt: Date.now() + 1_500, answerBy: Date.now() + 1_500 })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'REQUEST_TIMEOUT' });
+    expect(String((error as Error).message)).toContain('not sent again in this solve');
+    expect(slow.sim.stats()).toMatchObject({ accepted: 1 });
   });
 
   it('reads over cap on CapSolver from its rate-limit code', async () => {

@@ -79,6 +79,15 @@ describe('solver client, JSON task API wire', () => {
     body: { errorId: 0, status: 'ready', solution, ...extra },
   });
 
+  it('polls an id written as text with a leading zero as text: the request stays JSON', async () => {
+    script('createTask', [{ body: { errorId: 0, taskId: '0123' } }]);
+    script('getTaskResult', [ready({ token: '0.t' })]);
+    const outcome = await solve(client());
+    expect(outcome.solverId).toBe('0123');
+    const poll = seen.find((request) => request.path === '/getTaskResult');
+    expect(JSON.parse(poll?.body ?? '')).toEqual({ clientKey: KEY, taskId: '0123' });
+  });
+
   it("sends the key only in the body, the task mapped, and the operator's softId as a number", async () => {
     script('createTask', [{ body: { errorId: 0, taskId: 72345678901 } }]);
     script('getTaskResult', [
@@ -157,16 +166,27 @@ describe('solver client, JSON task API wire', () => {
     });
   });
 
-  it('refuses a task id that is not one (letters, an echo of the key) before anything records it', async () => {
-    script('createTask', [{ body: { errorId: 0, taskId: KEY } }, { body: { errorId: 0, taskId: 'abc' } }]);
-    let recorded = 0;
-    const error = await client()
-      .solve(turnstile, { deadlineAt: Date.now() + 60_000, onSubmitted: () => void recorded++ })
-      .catch((e: unknown) => e);
-    expect(error).toMatchObject({ name: 'SolverTransientError', code: 'MALFORMED_SOLVER_ID' });
-    expect(recorded).toBe(0);
-    expect(String((error as Error).message)).not.toContain(KEY);
-  });
+  it.each([
+    ['the key echoed', KEY],
+    ['letters', 'abc'],
+    ['negative', -5],
+    ['a fraction', 1.5],
+  ])(
+    'refuses a task id that is not one (%s) before anything records it, and never sends the task again',
+    async (_label, taskId) => {
+      // Before: a passing fault, retried: accepted (errorId 0) and so paid at every try.
+      script('createTask', [{ body: { errorId: 0, taskId } }, { body: { errorId: 0, taskId } }]);
+      let recorded = 0;
+      const error = await client()
+        .solve(turnstile, { deadlineAt: Date.now() + 60_000, onSubmitted: () => void recorded++ })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'SolverTaskError', code: 'MALFORMED_SOLVER_ID' });
+      expect(String((error as Error).message)).toContain('not sent again');
+      expect(seen.filter((request) => request.path === '/createTask')).toHaveLength(1);
+      expect(recorded).toBe(0);
+      expect(String((error as Error).message)).not.toContain(KEY);
+    },
+  );
 
   it('takes the key out of an answer and its extras, drops an oversized extra, ignores unknown fields', async () => {
     script('createTask', [{ body: { errorId: 0, taskId: 70000000003 } }]);
@@ -223,6 +243,48 @@ describe('solver client, JSON task API wire', () => {
     expect(logs.some((line) => line.includes('holds control characters; dropped'))).toBe(true);
   });
 
+  it("fails a GeeTest or Amazon answer whose member holds control characters (each member checked, not the answer's JSON)", async () => {
+    // Before: escaped in the answer's JSON text, a member's CR LF and ESC passed and came back whole when parsed.
+    const geetest = {
+      ...turnstile,
+      method: 'geetest',
+      params: { gt: '022397c99c9f646f6477822485f30404', challenge: 'abc', pageurl: 'https://shop.example/' },
+    } as Task;
+    const amazon = {
+      ...turnstile,
+      method: 'amazon_waf',
+      params: {
+        sitekey: 'AQIDAHjcYu/GjX+QlghicBg',
+        iv: 'CgAHbCe2GgAAAAAj',
+        context: 'c',
+        pageurl: 'https://shop.example/',
+      },
+    } as Task;
+    for (const [task, solution] of [
+      [geetest, { challenge: 'c\u001b[2Jh', validate: 'v', seccode: 'v|jordan' }],
+      [geetest, { challenge: 'c', validate: 'v\r\nSet-Cookie: evil=1', seccode: 'v|jordan' }],
+      [amazon, { captcha_voucher: 'v\r\nX: 1', existing_token: 't' }],
+    ] as const) {
+      script('createTask', [{ body: { errorId: 0, taskId: 70000000021 } }]);
+      script('getTaskResult', [ready(solution)]);
+      const error = await solve(client(), task).catch((e: unknown) => e);
+      expect(error, JSON.stringify(solution)).toBeInstanceOf(SolverTaskError);
+      expect((error as SolverTaskError).code).toBe('UNREADABLE_SOLUTION');
+    }
+    // A challenge given as a number is text in the answer; a cookie that is not text is left out.
+    script('createTask', [{ body: { errorId: 0, taskId: 70000000022 } }]);
+    script('getTaskResult', [
+      ready({ challenge: 42, validate: 'v', seccode: 's', cookies: { a: { b: 'c' }, keep: 'yes', n: 7 } }),
+    ]);
+    const outcome = await solve(client(), geetest);
+    expect(JSON.parse(outcome.answer)).toEqual({
+      geetest_challenge: '42',
+      geetest_validate: 'v',
+      geetest_seccode: 's',
+    });
+    expect(outcome.extras).toEqual({ cookies: 'keep=yes; n=7' });
+  });
+
   it('reads an errorId written as text as its number: "1" carries its code, "0" is a success', async () => {
     script('getBalance', [
       { body: { errorId: '1', errorCode: 'ERROR_KEY_DOES_NOT_EXIST' } },
@@ -249,7 +311,7 @@ describe('solver client, JSON task API wire', () => {
   });
 
   it('believes only a plausible cost, else uses the configured price', async () => {
-    for (const cost of ['abc', -1, 1_000_000]) {
+    for (const cost of ['abc', -1, 1_000_000, '0x1', '0xA', '1e-3', ' 0.005', 'Infinity']) {
       script('createTask', [{ body: { errorId: 0, taskId: 70000000004 } }]);
       script('getTaskResult', [ready({ token: '0.t' }, { cost })]);
       const outcome = await solve(client({ prices: { turnstile: 0.002 } }));

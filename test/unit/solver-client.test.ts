@@ -195,13 +195,48 @@ describe('solver client', () => {
     expect(plan.offsetsMs[plan.offsetsMs.length - 1]).toBe(20_000);
   });
 
-  it('reads GeeTest answers (an object) as JSON text', async () => {
+  it("reads GeeTest answers (an object) as JSON text of the method's members, and nothing else", async () => {
+    const geetest = task({ method: 'geetest', params: { gt: 'g', challenge: 'c', pageurl: 'https://example.com/' } });
     script('in.php', [ok('123')]);
-    script('res.php', [ok({ challenge: 'c', validate: 'v', seccode: 's' })]);
+    script('res.php', [ok({ geetest_challenge: 'c', geetest_validate: 'v', geetest_seccode: 's', junk: { deep: 1 } })]);
 
-    const outcome = await client().solve(task(), options());
+    const outcome = await client().solve(geetest, options());
 
-    expect(JSON.parse(outcome.answer)).toEqual({ challenge: 'c', validate: 'v', seccode: 's' });
+    expect(JSON.parse(outcome.answer)).toEqual({ geetest_challenge: 'c', geetest_validate: 'v', geetest_seccode: 's' });
+  });
+
+  it.each([
+    // Before, each was recorded as solved: the object's JSON, the list's, GeeTest's junk.
+    ['an object for a token', 'userrecaptcha', { anything: 'x' }],
+    ['a list for a token', 'userrecaptcha', ['a', 'b']],
+    ['text for GeeTest', 'geetest', 'c|v|s'],
+    ['GeeTest without its members', 'geetest', { foo: 'bar' }],
+    [
+      'a GeeTest member that is not text',
+      'geetest',
+      { geetest_challenge: { x: 1 }, geetest_validate: 'v', geetest_seccode: 's' },
+    ],
+    [
+      'a GeeTest member holding CR LF',
+      'geetest',
+      { geetest_challenge: 'c', geetest_validate: 'v\r\nSet-Cookie: a=1', geetest_seccode: 's' },
+    ],
+    [
+      'a GeeTest member holding a terminal escape',
+      'geetest',
+      { geetest_challenge: 'c\u001b[2J', geetest_validate: 'v', geetest_seccode: 's' },
+    ],
+  ])('fails a res.php answer that is %s (UNREADABLE_SOLUTION)', async (_label, method, request) => {
+    const params = method === 'geetest' ? { gt: 'g', challenge: 'c', pageurl: 'https://example.com/' } : task().params;
+    script('in.php', [ok('123')]);
+    script('res.php', [ok(request)]);
+
+    const error = await client()
+      .solve({ ...task(), method, params } as Task, options())
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(SolverTaskError);
+    expect(error).toMatchObject({ code: 'UNREADABLE_SOLUTION' });
   });
 
   describe('over cap', () => {
@@ -798,12 +833,15 @@ describe('a solver that cannot hurt', () => {
     ['an echo of the request', `OK|key=${KEY}&method=userrecaptcha&json=1`],
     ['letters', 'OK|75357844800abc'],
     ['too many digits', `OK|${'9'.repeat(25)}`],
-  ])('refuses a solver id that is %s: nothing recorded, the key nowhere', async (_label, body) => {
+  ])('refuses a solver id that is %s: nothing recorded, nothing sent again, the key nowhere', async (_label, body) => {
+    // Before: retried as a passing fault; in.php had answered OK (taken, paid) at every try.
     script('in.php', [{ body }, { body }]);
 
     const error = await solve(client());
 
-    expect(error).toMatchObject({ name: 'SolverTransientError', code: 'MALFORMED_SOLVER_ID' });
+    expect(error).toMatchObject({ name: 'SolverTaskError', code: 'MALFORMED_SOLVER_ID' });
+    // The second scripted answer is never asked for.
+    expect(agent.pendingInterceptors()).toHaveLength(1);
     expect(submitted).toEqual([]);
     expect(`${(error as Error).message} ${(error as Error).stack} ${logs.join('\n')}`).not.toContain(KEY);
   });
