@@ -23,7 +23,8 @@ import { type FleetSettings, MAPPING_MIN_CONCURRENCY, type OverflowSettings } fr
 import type { AwsClients } from '../functions/adapters/aws-clients.js';
 import type { MetricsStore } from './metrics-store.js';
 import { createAdaptivePollSchedule, withEarliestPoll } from '../functions/core/poll-schedule.js';
-import { createLocalPollSchedule } from './poll-schedule-local.js';
+import { createLocalPollSchedule, localPollGapMs } from './poll-schedule-local.js';
+import { pollGapMs } from '../functions/core/solver-protocol.js';
 import { InvocationBoundAgent } from './chaos.js';
 import { type ConcurrencyPool, createPoller, type Poller } from './poller.js';
 import type { FleetResources } from './resources.js';
@@ -100,10 +101,9 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
   build.onStop(() => simulator.close());
   const settings: OverflowSettings = { ...configured, baseUrl: url };
   const medianMs = build.solver.medianMs;
+  const scaledMedianMs = medianMs === undefined ? undefined : medianMs * (build.solver.latencyScale ?? 1);
   const inner =
-    medianMs !== undefined
-      ? createLocalPollSchedule({ medianMs: medianMs * (build.solver.latencyScale ?? 1) })
-      : createAdaptivePollSchedule();
+    scaledMedianMs !== undefined ? createLocalPollSchedule({ medianMs: scaledMedianMs }) : createAdaptivePollSchedule();
   const agent = new InvocationBoundAgent({ keepAliveTimeout: 10_000 });
   build.onStop(() => agent.close());
   const client = createSolverClient({
@@ -117,6 +117,8 @@ export async function startLocalOverflow(build: OverflowBuild): Promise<LocalOve
     dispatcher: agent,
     // As in AWS (solverFromEnvironment): no answer read before the budget's fastest solve.
     schedule: withEarliestPoll(inner, settings.minSolveSeconds * 1000),
+    // The provider's gap between two result requests of one submission, on the simulator's clock.
+    pollGapMs: localPollGapMs(pollGapMs(settings.solverProtocol, settings.dialect), scaledMedianMs),
     retry: { baseBackoffMs: 100, maxBackoffMs: 1_000, maxOverCapRetries: 0 },
   });
   build.onStop(async () => client.close());

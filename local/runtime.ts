@@ -435,6 +435,8 @@ async function startSolver(plan: StackPlan, cleanups: Cleanups): Promise<SolverS
       : simMedianMs !== undefined
         ? { schedule: createLocalPollSchedule({ medianMs: simMedianMs }) }
         : {}),
+    // The provider's gap between two result requests of one submission, on the simulator's clock.
+    pollGapMs: localPollGapMs(pollGapMs(settings.solverProtocol, settings.dialect), simMedianMs),
     // Compressed like the rest of local time: over-cap and transient retries in 0.1-1 s.
     // With the thread ledger a refused invocation waits for a thread (the consumer) instead of
     // retrying in.php into the same refusal (the client).

@@ -11,7 +11,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { sleep as sleepFor } from '../core/helpers/time.js';
 import { createAdaptivePollSchedule, type PollSchedule } from '../core/poll-schedule.js';
 import type { Clock, SolveOptions, SolverPort } from '../core/ports.js';
-import { type Dialect, type SolverMethod, type SolverProtocol, redactKey } from '../core/solver-protocol.js';
+import { type Dialect, pollGapMs, type SolverMethod, type SolverProtocol, redactKey } from '../core/solver-protocol.js';
 import {
   AnswerWaits,
   aborted,
@@ -50,6 +50,13 @@ export interface SolverClientOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** When to poll. @default createAdaptivePollSchedule() */
   schedule?: PollSchedule;
+  /**
+   * The least time between two result requests of one submission, ms, whatever the schedule
+   * plans: the JSON task APIs refuse or ration faster polls (`SINGLE_POLL_GAP_MS`: CapMonster
+   * answers ERROR_TOO_MUCH_REQUESTS under 2 s, CapSolver asks for 3 s, 2captcha 5 s); res.php
+   * has none. A learned schedule planned polls 0.8 s apart. @default pollGapMs(protocol, dialect)
+   */
+  pollGapMs?: number;
   /** Limit of one HTTP request, ms; near the deadline it shrinks, to no less than 1 s. @default 15000 */
   requestTimeoutMs?: number;
   /**
@@ -93,6 +100,7 @@ function createSolverContext(options: SolverClientOptions, dispatcher: Dispatche
     sleep: options.sleep ?? sleepFor,
     schedule: options.schedule ?? createAdaptivePollSchedule(),
     requestTimeoutMs: options.requestTimeoutMs ?? 15_000,
+    pollGapMs: options.pollGapMs ?? pollGapMs(options.protocol ?? 'res-php', options.dialect),
     maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     retry: { ...DEFAULT_RETRY, ...options.retry },
     random: options.random ?? Math.random,

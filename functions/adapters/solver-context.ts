@@ -90,6 +90,8 @@ export interface SolverContext {
   readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   readonly schedule: PollSchedule;
   readonly requestTimeoutMs: number;
+  /** Least time between two result requests of one submission, ms (SolverClientOptions.pollGapMs). */
+  readonly pollGapMs: number;
   /** Largest response body read, bytes; a larger one is a transient failure, not read whole. */
   readonly maxResponseBytes: number;
   readonly retry: SolverRetryOptions;

@@ -78,8 +78,11 @@ export async function pollForAnswer(
       lastNotReadyMs = sentMs;
       // Step from the planned slot, not the send time: timers fire a little late, and stepping
       // from a late send would skip every other slot. Half an interval after the send keeps a
-      // slow response from being followed by a burst of catch-up requests.
-      nextAt = plan.nextPollAt(Math.max(nextAt + plan.minIntervalMs, sentMs + plan.minIntervalMs / 2));
+      // slow response from being followed by a burst of catch-up requests. Never sooner than the
+      // provider's gap between two requests of one submission (ctx.pollGapMs).
+      nextAt = plan.nextPollAt(
+        Math.max(nextAt + plan.minIntervalMs, sentMs + plan.minIntervalMs / 2, sentMs + ctx.pollGapMs),
+      );
       continue;
     }
     const { error } = outcome;

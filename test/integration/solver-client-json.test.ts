@@ -12,6 +12,7 @@ import type { SolverAnswer } from '../../functions/core/ports.js';
 import {
   type Dialect,
   METHODS,
+  pollGapMs,
   SolverAccountError,
   type SolverMethod,
   SolverOverCapError,
@@ -21,6 +22,7 @@ import {
   SolverTransientError,
 } from '../../functions/core/solver-protocol.js';
 import { parseTask, type Task } from '../../functions/core/task.js';
+import { localPollGapMs } from '../../local/poll-schedule-local.js';
 import { sampleTask } from '../../local/sample-tasks.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from '../../local/solver-sim/index.js';
 import { stream } from '../../local/solver-sim/prng.js';
@@ -67,6 +69,8 @@ async function stack(
     }),
     retry: { baseBackoffMs: 5, maxBackoffMs: 10, maxOverCapRetries: 0, maxTransientRetries: 1 },
     logger: { debug: (m, a) => logs.push(m + JSON.stringify(a)), warn: (m, a) => logs.push(m + JSON.stringify(a)) },
+    // The provider's gap between two polls of one task on the simulator's clock, as `npm start` scales it.
+    pollGapMs: localPollGapMs(pollGapMs(protocol, dialect), sim.medianMs ?? 20),
     ...client,
   });
   clients.push(solver);

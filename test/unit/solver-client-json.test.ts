@@ -79,6 +79,44 @@ describe('solver client, JSON task API wire', () => {
     body: { errorId: 0, status: 'ready', solution, ...extra },
   });
 
+  it.each([
+    ['capmonster', 3_000],
+    ['capsolver', 3_000],
+    ['2captcha', 5_000],
+  ] as const)("keeps %s's gap between two polls of one task, whatever the schedule plans", async (dialect, gap) => {
+    // Before: only the parked watch kept it; a learned schedule polled a waiting solve every 0.8 s
+    // and CapMonster refused every other request (ERROR_TOO_MUCH_REQUESTS).
+    let now = 1_000_000;
+    const polledAt: number[] = [];
+    script('createTask', [{ body: { errorId: 0, taskId: 70000000031 } }]);
+    script('getTaskResult', [
+      ...Array.from({ length: 3 }, () => ({ body: { errorId: 0, status: 'processing' } })),
+      ready({ token: '0.t' }),
+    ]);
+    const c = client({
+      dialect,
+      clock: () => now,
+      sleep: async (ms) => {
+        now += Math.max(0, ms);
+      },
+      schedule: createFixedPollSchedule({
+        pollDefaults: { image: { firstPollMs: 500, intervalMs: 500 }, token: { firstPollMs: 500, intervalMs: 500 } },
+      }),
+    });
+    const outcome = await c.solve(turnstile, {
+      deadlineAt: now + 120_000,
+      onSolverAnswer: (answer) => {
+        if (answer.request === 'result') polledAt.push(now);
+      },
+    });
+    expect(outcome.resultRequests).toBe(4);
+    const gaps = polledAt.slice(1).map((at, i) => at - (polledAt[i] as number));
+    expect(gaps).toHaveLength(3);
+    for (const g of gaps) expect(g).toBeGreaterThanOrEqual(gap);
+    // The first poll keeps the plan's own time: the gap is between two requests.
+    expect(polledAt[0]).toBeLessThan(1_000_000 + gap);
+  });
+
   it('polls an id written as text with a leading zero as text: the request stays JSON', async () => {
     script('createTask', [{ body: { errorId: 0, taskId: '0123' } }]);
     script('getTaskResult', [ready({ token: '0.t' })]);
