@@ -147,6 +147,15 @@ async function pollOnce(ctx: SolverContext, solve: SolveState, task: Task, solve
     const { status } = answer.body;
     if (status === 'processing' || status === 'idle') return { notReady: status };
     if (status === 'ready') return solvedOf(ctx, task, answer.body, taskId);
+    // Some providers end a task they could not solve with `failed` and no error id: polling
+    // again repeats it (it was retried as an unknown status until the transient budget ran out).
+    if (status === 'failed')
+      return {
+        error: new SolverTaskError('TASK_FAILED', {
+          taskId,
+          message: `getTaskResult answered task ${taskId} (solver id ${solverId}) failed${snippet(answer.text, ctx.key)}`,
+        }),
+      };
     return {
       error: new SolverTransientError('UNRECOGNIZED_STATUS', {
         taskId,

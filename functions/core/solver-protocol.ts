@@ -168,6 +168,15 @@ export const SOLVER_ERROR_CODES: Readonly<Record<string, ClassByDialect>> = {
   ERROR_UNKNOWN_QUESTION: 'task_terminal',
   ERROR_DOMAIN_NOT_ALLOWED: 'task_terminal',
   ERROR_WRONG_USERAGENT: 'task_terminal',
+  // CapMonster Cloud's name for an id it does not know (beside ERROR_NO_SUCH_CAPCHA_ID).
+  WRONG_CAPTCHA_ID: 'task_terminal',
+  // CapSolver: the recognition failed.
+  ERROR_CAPTCHA_SOLVEFAILED: 'task_terminal',
+  // Anti-Captcha: what its workers or its account settings cannot do for this task.
+  ERROR_PROXY_HAS_NO_IMAGE_SUPPORT: 'task_terminal',
+  ERROR_FAILED_LOADING_WIDGET: 'task_terminal',
+  ERROR_VISIBLE_RECAPTCHA: 'task_terminal',
+  ERROR_ALL_WORKERS_FILTERED: 'task_terminal',
   ERROR_SERVICE_UNAVALIABLE: 'transient',
   ERROR_BAD_REQUEST: 'transient',
   ERROR_KEY_DENIED_ACCESS: 'account',

@@ -372,6 +372,13 @@ describe('solver client, JSON task API wire', () => {
     expect((error as SolverTaskError).code).toBe('UNREADABLE_SOLUTION');
   });
 
+  it('ends a task the provider answers `failed` (a task error, not polled again)', async () => {
+    script('createTask', [{ body: { errorId: 0, taskId: 70000000008 } }]);
+    script('getTaskResult', [{ body: { errorId: 0, status: 'failed' } }, { body: { errorId: 0, status: 'failed' } }]);
+    await expect(solve(client())).rejects.toMatchObject({ name: 'SolverTaskError', code: 'TASK_FAILED' });
+    expect(seen.filter((request) => request.path === '/getTaskResult')).toHaveLength(1);
+  });
+
   it('treats an unknown status as a passing fault', async () => {
     script('createTask', [{ body: { errorId: 0, taskId: 70000000007 } }]);
     script('getTaskResult', [{ body: { errorId: 0, status: 'weird' } }, { body: { errorId: 0, status: 'weird' } }]);

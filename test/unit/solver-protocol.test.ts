@@ -19,6 +19,13 @@ describe('solver error table', () => {
     ['ERROR_SERVER_ERROR', 'transient'],
     ['ERROR_CAPTCHA_UNSOLVABLE', 'task_terminal'],
     ['ERROR_WRONG_CAPTCHA_ID', 'task_terminal'],
+    // The JSON task APIs' own (were unknown: polled to the transient budget, then handed back).
+    ['WRONG_CAPTCHA_ID', 'task_terminal'],
+    ['ERROR_CAPTCHA_SOLVEFAILED', 'task_terminal'],
+    ['ERROR_PROXY_HAS_NO_IMAGE_SUPPORT', 'task_terminal'],
+    ['ERROR_FAILED_LOADING_WIDGET', 'task_terminal'],
+    ['ERROR_VISIBLE_RECAPTCHA', 'task_terminal'],
+    ['ERROR_ALL_WORKERS_FILTERED', 'task_terminal'],
     ['ERROR_KEY_DOES_NOT_EXIST', 'account'],
     ['IP_BANNED', 'account'],
     ['SOMETHING_NEW', 'transient'],
