@@ -249,6 +249,43 @@ describe('the spend grant', () => {
   });
 });
 
+describe('the money the solver itself takes (a pause level under one solve)', () => {
+  // Before: "one more while the money is at the level or over it" granted a solve the balance
+  // could not pay; the solver refused it (ERROR_ZERO_BALANCE), and the fleet paused for a broken
+  // key (PAUSE_ACCOUNT, "no error code seen") or, at CaptchaAI, waited for threads others held.
+  const zero = governorConfigFrom(
+    resolveSettings({ tickMs: 10_000, planThreads: 8, haltBalance: 0, pauseBalance: 0 }),
+    {
+      probeSubmissions: true,
+    },
+  );
+  const at = (balance: number, accountErrors: number) =>
+    decide(
+      governorSignals(NOW, { balance, accountErrors, threadLedger: ledger(0) }, { inFlight: 0 }),
+      {
+        ...initialState(zero, T0),
+        spend: { ...initialState(zero, T0).spend, lastRead: { at: T0, usd: balance }, ...learned },
+      },
+      zero,
+    );
+
+  it.each([0, 3])('pauses for money, not the key, when the balance pays for no solve (%i account errors)', (errors) => {
+    // Act: $0.0015 at $0.002 a solve, nothing in flight.
+    const d = at(0.0015, errors);
+    // Assess
+    expect(d.reason.code).toBe('PAUSE_LOW_BALANCE');
+    expect(d.reason.message).toContain('pays the solver for no more solves');
+  });
+
+  it('grants the one solve the balance pays for, no more', () => {
+    // Act: $0.0035 at $0.002: one solve, though (0.0035 − 0) / 0.002 = 1.75 gave the floor's 2.
+    const d = at(0.0035, 0);
+    // Assess
+    expect(d.paused).toBe(false);
+    expect(d.spendGrant?.limit).toBe(1000 + 1);
+  });
+});
+
 describe('the price’s upper bound while counts lag charges (priceBound)', () => {
   it('bounds the price by each span ending at the newest read: its drops ÷ its count less the solves held at its start', () => {
     // Spans from the newest: 0.010 / (5 − 4) = 0.010; 0.030 / (15 − 4) ≈ 0.00273; 0.050 / (25 − 4) ≈ 0.00238.

@@ -97,7 +97,8 @@ function grantFor(ctx: TickContext, flow: Flow): Granted | undefined {
   const price = counted.usd;
   if (funds === undefined || reading === undefined || !isPrice(price)) return undefined;
   const { solves, grant } = grantOf(ctx, funds.usd, price, reading.held, reading);
-  if (solves >= reachOf(ctx, flow, reading.acceptances) && ctx.state.pause?.reason !== 'balance') return undefined;
+  if (solves > 0 && solves >= reachOf(ctx, flow, reading.acceptances) && ctx.state.pause?.reason !== 'balance')
+    return undefined;
   return { solves, price, priceSource: counted.source, held: reading.held, grant };
 }
 
@@ -113,8 +114,33 @@ function grantOf(
   inFlight: number,
   reading: ThreadLedgerReading,
 ): { solves: number; grant: SpendGrant } {
-  const solves = solvesFor((usd - ctx.config.pauseBalance) / price - inFlight);
+  const payable = payableSolves(ctx, usd, inFlight);
+  const solves = Math.min(solvesFor((usd - ctx.config.pauseBalance) / price - inFlight), payable ?? Infinity);
   return { solves, grant: { limit: grantCount(reading) + solves, until: grantUntil(ctx) } };
+}
+
+/**
+ * The solves the solver itself would still take from `usd` once the `inFlight` solves are
+ * charged: it refuses a task the balance cannot pay (`ERROR_ZERO_BALANCE`, which CaptchaAI also
+ * answers for a full plan). Counted at the price the balance showed (the plain ratio, which reads
+ * low rather than high) or the one the account was told; undefined without either (an assumed
+ * price would pause a fleet its money still pays for). Without it, a balance under one solve's
+ * price above a pause level of 0 was granted one more: refused by the solver, read as a broken
+ * key (`PAUSE_ACCOUNT`, "no error code seen") or, at CaptchaAI, as others holding the plan.
+ */
+function payableSolves(ctx: TickContext, usd: number, inFlight: number): number | undefined {
+  const learned = ctx.state.spend.learnedPriceUsd;
+  const hint = ctx.config.priceHintUsd;
+  const price = learned !== undefined && learned > 0 ? learned : hint !== undefined && hint > 0 ? hint : undefined;
+  if (price === undefined) return undefined;
+  return Math.max(0, Math.floor(usd / price - inFlight + 1e-9));
+}
+
+/** The balance read this tick pays the solver for no solve beyond those in flight (payableSolves). */
+function brokeAtSolver(ctx: TickContext): boolean {
+  const usd = ctx.funds?.usd;
+  const held = ctx.signals.threadLedger?.held ?? 0;
+  return usd !== undefined && payableSolves(ctx, usd, held) === 0;
 }
 
 /**
@@ -144,7 +170,9 @@ function spendGranted(ctx: TickContext, flow: Flow, granted: Granted, resumed: b
     const under = (funds?.usd ?? 0) <= config.pauseBalance;
     const why = under
       ? `the balance $${usd(funds?.usd ?? 0, 4)} is at or under the pause level $${usd(config.pauseBalance)}`
-      : `the money above the pause level $${usd(config.pauseBalance)} is spoken for (${money})`;
+      : brokeAtSolver(ctx)
+        ? `the balance pays the solver for no more solves (${money}): it refuses what the balance cannot pay`
+        : `the money above the pause level $${usd(config.pauseBalance)} is spoken for (${money})`;
     return {
       ...flow,
       grant: granted.grant,
@@ -175,6 +203,20 @@ function troubleSeen(ctx: TickContext): string {
 
 function startPause(ctx: TickContext, flow: Flow): Flow {
   const { funds, config } = ctx;
+  // Account errors while the balance read works and pays for no solve are the solver refusing
+  // what the money cannot pay (ERROR_ZERO_BALANCE): a money pause, not a broken key.
+  if (ctx.accountTrouble && brokeAtSolver(ctx)) {
+    const granted = grantFor(ctx, flow);
+    if (granted !== undefined) return spendGranted(ctx, flow, granted, false);
+    return {
+      ...flow,
+      proposal: pause(
+        'balance',
+        'PAUSE_LOW_BALANCE',
+        `Paused: the balance $${usd(funds?.usd ?? 0, 4)} pays the solver for no more solves at the price it showed, and the solver refuses what it cannot charge; tasks wait in the queue until it is topped up.`,
+      ),
+    };
+  }
   if (ctx.accountTrouble) {
     const cause = accountCause(ctx);
     return {
