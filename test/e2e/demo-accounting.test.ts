@@ -2,10 +2,12 @@
  * The demo's accounting on the embedded emulators: a record read back without a status is
  * reported as "unknown", never counted as a result, and the rows still partition the tasks sent.
  */
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { buildWorkload, runDemo } from '../../local/demo.js';
+import { summarise } from '../../local/demo/accounting.js';
+import { watchDemo } from '../../local/demo/watch.js';
 import { startLocalStack } from '../../local/runtime.js';
 
 describe('demo accounting', () => {
@@ -90,6 +92,58 @@ describe('the demo’s accounting of completion events', () => {
 
       // Assess: before, both counted as "never announced", an invariant broken
       expect(summary).toMatchObject({ solved: 2, stillQueued: 2, announcementsOwed: 1, solvedNotAnnounced: 1 });
+    } finally {
+      await stack.stop({ graceMs: 0 });
+    }
+  });
+});
+
+describe('the demo’s accounting of a run stopped early', () => {
+  it('finds a task finished after the watch last read the records where it went, not lost', async () => {
+    // Prepare: no consumption; the run stops (--max-duration) with its tasks in the lane. Then,
+    // before the accounting, one of them is finished as the parked watch finishes it while a
+    // stopped run is counted: its record written solved, its message deleted.
+    const stack = await startLocalStack({ concurrency: 2, solver: { medianMs: 20 } });
+    try {
+      await stack.pollers.normal.stop({ graceMs: 0 });
+      await stack.pollers.high.stop({ graceMs: 0 });
+      const items = buildWorkload({ tasks: 3, malformed: 0, seed: 5, highShare: 0, runId: 'late' });
+      const watched = await watchDemo(stack, items, { rate: 0, maxDurationMs: 1_000 });
+      const late = items[0]?.id ?? '';
+      const now = Date.now();
+      await stack.clients.documents.send(
+        new PutCommand({
+          TableName: stack.resources.tables.results,
+          Item: {
+            taskId: late,
+            status: 'solved',
+            method: 'base64',
+            submittedAt: now,
+            completedAt: now + 1,
+            announcedAt: now + 2,
+            expiresAt: Math.floor(now / 1000) + 3600,
+          },
+        }),
+      );
+      const queueUrl = stack.resources.queueUrls.normal;
+      for (let tries = 0; tries < 10; tries += 1) {
+        const { Messages = [] } = await stack.clients.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }),
+        );
+        const found = Messages.find((m) => m.Body?.includes(late));
+        if (found) {
+          await stack.clients.sqs.send(
+            new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: found.ReceiptHandle }),
+          );
+          break;
+        }
+      }
+
+      // Act
+      const summary = await summarise(stack, items, watched);
+
+      // Assess: before, its record unread since the watch's last look and its message gone, it was lost.
+      expect(summary).toMatchObject({ submitted: 3, solved: 1, stillQueued: 2, lost: 0 });
     } finally {
       await stack.stop({ graceMs: 0 });
     }
