@@ -5,7 +5,7 @@
  * overwrites the file of another live stack of the same fleet, so two stacks are never confused.
  * It holds endpoints and names only: never the solver key.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 export interface LocalStackInfo {
@@ -81,6 +81,36 @@ export function writeLocalStackFile(info: LocalStackInfo, path = stackFilePath(i
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
   return path;
+}
+
+/** The file system's answers, in words. */
+const STACK_FILE_REASONS: Readonly<Record<string, string>> = {
+  EEXIST: 'EEXIST: a part of its folder is a file',
+  ENOTDIR: 'ENOTDIR: a part of its folder is a file',
+  EACCES: 'EACCES: no permission to write there',
+  EPERM: 'EPERM: no permission to write there',
+  EROFS: 'EROFS: a read-only file system',
+  ENOENT: 'ENOENT: its folder cannot be made',
+};
+
+/**
+ * Checks that a stack file can be written at `path` (its folder made if missing), before a
+ * `--serve` run: it writes the file only once its demo is over, and an unwritable path (a
+ * read-only checkout, a folder that is a file) ended the run there, after the whole demo, with
+ * the file system's bare code (`EEXIST: … mkdir '/etc/passwd'`) and nothing served.
+ * @throws Error naming the path, the reason and the fix
+ */
+export function assertStackFileWritable(path: string): void {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    accessSync(existsSync(path) ? path : dirname(path), constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).name;
+    const why = STACK_FILE_REASONS[code] ?? code;
+    throw new Error(
+      `cannot write the local stack's file ${path} (${why}): --serve records there where its stack serves, for the other commands. Run from a writable folder, or point CAPTCHA_FLEET_STACK_FILE at a writable file (e.g. CAPTCHA_FLEET_STACK_FILE=/tmp/captcha-fleet-stack.json).`,
+    );
+  }
 }
 
 export function removeLocalStackFile(path = stackFilePath()): void {

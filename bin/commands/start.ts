@@ -13,7 +13,12 @@ import { ConfigError, resolveSettings } from '../../functions/core/settings.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
 import { buildWorkload, newRunId, runDemo } from '../../local/demo.js';
 import { type LocalStack, startLocalStack } from '../../local/runtime.js';
-import { LocalStackConflictError, liveLocalStack, stackFilePath } from '../../local/stack-file.js';
+import {
+  assertStackFileWritable,
+  LocalStackConflictError,
+  liveLocalStack,
+  stackFilePath,
+} from '../../local/stack-file.js';
 import { faultPlanEndMs } from '../../local/faults/plan.js';
 import { faultPlanOf } from './start-faults.js';
 import {
@@ -179,6 +184,7 @@ export async function runStart(
   const servedFile = stackFilePath(resolveSettings(fleetConfigOf(options)).prefix);
   const serving = options.serve ? liveLocalStack(servedFile) : undefined;
   if (serving !== undefined) throw new LocalStackConflictError(serving, servedFile);
+  if (options.serve) assertStackFileWritable(servedFile);
   // With --json, stdout carries only the JSON line; people read stderr.
   const human = options.json ? stderr : stdout;
   const interrupt = new AbortController();

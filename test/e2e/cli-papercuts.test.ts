@@ -2,7 +2,7 @@
  * The papercuts a new user hit (issue 20), each as the user meets it: the real CLI (or npm, or
  * the producer library) in a child process, with a shell's environment and nothing of this test's.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,23 @@ const cli = (args: string[], env: NodeJS.ProcessEnv = shell()) =>
   run(TSX, ['bin/captcha-fleet.ts', ...args], ROOT, env, 60_000);
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('start --serve with a stack file it cannot write', () => {
+  it('exits 1 before the demo, naming the path, the reason and CAPTCHA_FLEET_STACK_FILE', async () => {
+    // Before: the whole demo ran, then `captcha-fleet: Error: EEXIST: file already exists, mkdir …`, nothing served.
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'not a folder');
+    const result = await cli(
+      ['start', '--serve', '--tasks', '5'],
+      shell({ CAPTCHA_FLEET_STACK_FILE: join(file, 'stack.json') }),
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`cannot write the local stack's file ${join(file, 'stack.json')}`);
+    expect(result.stderr).toContain('a part of its folder is a file');
+    expect(result.stderr).toContain('CAPTCHA_FLEET_STACK_FILE');
+    expect(result.stdout).not.toContain('Summary');
+  });
+});
 
 describe('governor --once without the stack’s environment', () => {
   it('exits 2, names what is missing and points at --local and at the deployed governor’s variables', async () => {
