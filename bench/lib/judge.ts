@@ -3,6 +3,7 @@
  * stores' bad days) and `npm run bench:sweep` (drawn flags over the axes of `start`).
  */
 import type { DemoSummary } from '../../local/demo.js';
+import { withinProtocolBounds } from '../../local/demo/bounds.js';
 
 /** What broke an invariant, and what the protocols allow and the run shows within their bounds. */
 export interface Judged {
@@ -26,7 +27,7 @@ export interface Judged {
  */
 export function judge(summary: DemoSummary, options: { queuedBreaks: boolean }): Judged {
   const broken: string[] = [];
-  const bounded: string[] = [];
+  const bounded = withinProtocolBounds(summary);
   const lostIds = summary.consumer.idsLostInCrashes;
   const cut = summary.idsCutInOutages;
   const cutIds = cut > 0 ? ` and the ${cut} cut in outages` : '';
@@ -36,21 +37,10 @@ export function judge(summary: DemoSummary, options: { queuedBreaks: boolean }):
         .map((t) => `${t.taskId ?? '?'}: ${t.submissions.map(submissionLine).join(', ')}`)
         .join('; ')})`,
     );
-  else if (summary.paidTwice > 0)
-    bounded.push(
-      cut > 0
-        ? `${summary.paidTwice} paid twice, each an id lost in a crash (${lostIds} lost) or an answer an outage held past its request (${cut} cut)`
-        : `${summary.paidTwice} paid twice, each an id lost in a crash (${lostIds} lost)`,
-    );
   if (summary.validInDlq > 0) broken.push(`${summary.validInDlq} valid in the DLQ`);
-  const repeatable = summary.dlqDuplicates - summary.dlqDuplicatesUnexplained;
   if (summary.dlqDuplicatesUnexplained > 0)
     broken.push(
       `${summary.dlqDuplicates} second DLQ copies, ${summary.dlqDuplicatesUnexplained} beyond the letters SQS cannot keep from repeating`,
-    );
-  else if (summary.dlqDuplicates > 0)
-    bounded.push(
-      `${repeatable} second DLQ copies, each of a letter SQS could not keep from repeating (its send's answer lost, or its source's delete cut off by a crash)`,
     );
   const queued = options.queuedBreaks ? summary.stillQueued : 0;
   if (summary.lost + queued + summary.unknown > 0)

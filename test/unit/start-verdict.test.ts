@@ -173,3 +173,21 @@ describe("start's verdict on completion events", () => {
     expect(verdictOf(demoSummaryFixture(), optionsOf()).code).toBe(0);
   });
 });
+
+describe("start's verdict on a complete run within the protocols' bound", () => {
+  it('says a task paid twice for a lost id, or a second DLQ copy SQS allows, instead of a plain OK (exit 0)', () => {
+    // Before: "OK: all … reached a result" over a run that paid one task twice (README's fault scenario).
+    const base = demoSummaryFixture();
+    const paid = verdictOf(
+      { ...base, paidTwice: 1, paidTwiceBeyondLostIds: 0, consumer: { ...base.consumer, idsLostInCrashes: 1 } },
+      optionsOf(),
+    );
+    expect(paid.code).toBe(0);
+    expect(paid.message).toMatch(
+      /^OK within the protocols' bound \(1 paid twice, each an id lost in a crash \(1 lost\)\): /,
+    );
+    const copies = verdictOf({ ...base, dlqDuplicates: 2, dlqDuplicatesUnexplained: 0 }, optionsOf());
+    expect(copies.message).toMatch(/^OK within the protocols' bound \(2 second DLQ copies/);
+    expect(verdictOf(base, optionsOf()).message).toMatch(/^OK: /);
+  });
+});
