@@ -32,6 +32,13 @@ async function main(argv: string[]): Promise<number> {
     if (error instanceof CommanderError) {
       // --help and --version end through here with exit code 0.
       if (error.exitCode === 0) return 0;
+      // `npm start --taks 5`: npm keeps a flag it does not know (misspelt) for itself and passes
+      // its value on as an argument; commander's "too many arguments" named neither.
+      const lifecycle = process.env.npm_lifecycle_event;
+      if (error.code === 'commander.excessArguments' && lifecycle !== undefined && argv[2] === lifecycle)
+        process.stderr.write(
+          `(run from \`npm ${lifecycle}\`: npm passes flags on only after \`--\`, e.g. \`npm ${lifecycle} -- --tasks 5\`; a flag before it that npm does not know, a misspelt one, npm keeps and passes its value on as an argument: check the spelling with \`npm ${lifecycle} -- --help\`)\n`,
+        );
       return USAGE_EXIT_CODE;
     }
     process.stderr.write(

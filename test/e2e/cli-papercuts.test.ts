@@ -184,6 +184,15 @@ describe('`npm start --serve` (without `--`)', () => {
     expect(result.stdout).not.toContain('captcha-fleet local:');
   });
 
+  it('explains a misspelt flag npm kept, whose value it passed on as an argument', async () => {
+    // Before: only "too many arguments for 'start'", naming neither the spelling nor the `--`.
+    const result = await run('npm', ['start', '--taks', '5'], ROOT, shell(), 60_000);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("too many arguments for 'start'");
+    expect(result.stderr).toContain('a misspelt one, npm keeps and passes its value on as an argument');
+    expect(result.stdout).not.toContain('captcha-fleet local:');
+  });
+
   it('knows the flags npm keeps, with their values where npm kept them', () => {
     const env = {
       npm_lifecycle_event: 'start',

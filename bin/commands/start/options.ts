@@ -5,7 +5,7 @@
  */
 import { Command, Option } from '@commander-js/extra-typings';
 import { orphanWaitMsOf } from '../../../functions/consumer/context.js';
-import { SOLVE_MODES } from '../../../functions/core/settings.js';
+import { MAPPING_MIN_CONCURRENCY, SOLVE_MODES } from '../../../functions/core/settings.js';
 import { DIALECTS, SOLVER_PROTOCOLS } from '../../../functions/core/solver-protocol.js';
 import { LOG_LEVELS, localFunctionTimeoutSeconds, minLocalVisibilityTimeoutSeconds } from '../../../local/runtime.js';
 import { decimal, httpUrl, integer, outageWindow } from '../../../local/cli-values.js';
@@ -48,8 +48,8 @@ export const START_OPTIONS = {
     .default(0),
   concurrency: new Option(
     '--concurrency <c>',
-    'fixed ceiling: invocations at once per lane and in total; turns the governor off (default: the governor decides)',
-  ).argParser(integer(1, 1000)),
+    "fixed ceiling: invocations at once per lane and in total, at least 2 (Lambda's SQS mapping runs at least 2 at once, as --solver-threads is held to); turns the governor off, and nothing holds it to the plan's threads (default: the governor decides)",
+  ).argParser(integer(MAPPING_MIN_CONCURRENCY, 1000)),
   batchSize: new Option('--batch-size <n>', 'tasks per invocation (SQS batch size)')
     .argParser(integer(1, 10))
     .default(1),
