@@ -111,10 +111,16 @@ const WATCHED = 1;
 const UNWATCHED = 2;
 /** The watch freed its slot; the answer is being recorded. */
 const RECORDING = 3;
-/** The watch saw it ready before its holder parked it: the slot freed at `watchAt`, no record. */
+/**
+ * The watch saw it ready before its holder parked it: the slot frees at `watchAt`, and the watch
+ * follows the answer, reading its record once a second, until the holder parks it (`parkedAt`),
+ * then records it (the product's holderFollow, functions/governor/parked-watch.ts). Before the
+ * product followed such answers, the lab left them, as the product did, until the lease ended and
+ * the message came back.
+ */
 const EARLY = 4;
-/** EARLY, past its round: the message comes back when the lease ends. */
-const FREED_UNRECORDED = 5;
+/** The product's gap between two reads of a followed answer's record (HOLDER_READ_GAP_MS), seconds. */
+const HOLDER_READ_GAP_SECONDS = 1;
 
 /** The delivery a lab lease names (the lab's messages have no receipt handle). */
 const LAB_DELIVERY = { eventSourceArn: 'lab', receiptHandle: 'lab' } as const;
@@ -154,6 +160,8 @@ export class ParkedDesign {
   private leaseEndAt = new Float64Array(1 << 16);
   /** The watch round that frees a WATCHED or EARLY task's slot, seconds. */
   private watchAt = new Float64Array(1 << 16);
+  /** When an EARLY task's holder parks it (its invocation's end), seconds. */
+  private parkedAt = new Float64Array(1 << 16);
   private live = 0;
   private parkedNow = 0;
   /** The governor's shard reads are counted up to here, seconds. */
@@ -358,6 +366,7 @@ export class ParkedDesign {
       // Looked up before its holder parked it (the claim still on the record): read again at the next read.
       this.counts.recordReads++;
       if (doneAt <= seen && seen < held.until && !this.inOutage(seen)) {
+        this.parkedAt[id] = ends;
         this.schedule(id, seen, EARLY);
         this.heap.push(held.until, id * 4 + P_LEASE_END);
         return;
@@ -597,12 +606,15 @@ export class ParkedDesign {
     const state = u8(this.state, id);
     if ((state !== WATCHED && state !== EARLY) || f64(this.watchAt, id) !== t) return;
     this.free(id, true);
+    let recordAt = t;
     if (state === EARLY) {
-      this.state[id] = FREED_UNRECORDED;
-      return;
+      // Followed: its record read once a second from this round until the holder has parked it.
+      const reads = Math.max(0, Math.ceil((f64(this.parkedAt, id) - t) / HOLDER_READ_GAP_SECONDS - 1e-9));
+      this.counts.recordReads += reads + 1;
+      recordAt = this.first(t + reads * HOLDER_READ_GAP_SECONDS, this.rounds);
     }
     this.state[id] = RECORDING;
-    this.heap.push(t + this.model.watchRecordSeconds, id * 4 + P_RECORDED);
+    this.heap.push(recordAt + this.model.watchRecordSeconds, id * 4 + P_RECORDED);
   }
 
   private recordedByWatch(id: number): void {
@@ -703,6 +715,7 @@ export class ParkedDesign {
       this.state = growU8(this.state);
       this.leaseEndAt = growF64(this.leaseEndAt);
       this.watchAt = growF64(this.watchAt);
+      this.parkedAt = growF64(this.parkedAt);
     }
   }
 }

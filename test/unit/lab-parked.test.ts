@@ -51,6 +51,21 @@ describe('the parked design in the lab', () => {
     expect(waiting.parked).toBeUndefined();
   });
 
+  it("follows an answer ready before its holder parked it and records it, as the product's watch does (holderFollow)", () => {
+    // GIVEN image solves under half a second, ready before their invocation has parked them
+    const result = run({
+      durationSeconds: 900,
+      methods: [{ method: 'base64', share: 1, medianSeconds: 0.3, p95Seconds: 0.45 }],
+      arrivals: [{ at: 0, perSecond: 2 }],
+    });
+
+    // THEN the watch records every one, each delivered once; before, 229 of 1 828 waited for
+    // their lease to end (p95 200 s) and came back for a second delivery
+    expect(result.parked?.recordedByWatch).toBe(result.solved);
+    expect(result.invocations).toBe(result.arrivals);
+    expect(result.latency.p95).toBeLessThan(5);
+  });
+
   it('finds a neighbour that takes the whole plan from the refusals its consumers record: waits and probes, no task to the DLQ', () => {
     // GIVEN a 20-thread plan that a neighbour takes whole at 5 min, for 40 min, then hands back
     const result = run({
