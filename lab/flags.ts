@@ -5,11 +5,14 @@
  */
 import { InvalidArgumentError } from 'commander';
 
-/** A whole number within [min, max], named `what` in the error. */
+/**
+ * A whole number within [min, max] written in decimal digits, named `what` in the error: `Number`
+ * alone read `0x10` as 16 and `1e3` as 1 000, which the CLI's own parsers refuse (local/cli-values.ts).
+ */
 function whole(min: number, max: number, what: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(what);
+    if (!/^\s*\d+\s*$/.test(value) || !Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(what);
     return n;
   };
 }
