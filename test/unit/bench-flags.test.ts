@@ -14,7 +14,8 @@ describe('the lab flags', () => {
   it('take whole seeds of 32 bits and refuse the rest by name', ({ expect }) => {
     expect(parseSeed('0')).toBe(0);
     expect(parseSeed('4294967295')).toBe(4294967295);
-    for (const bad of ['abc', '1.5', '-1', '4294967296', '', ' ', '0x10', '1e3']) expect(() => parseSeed(bad)).toThrow(/whole number/);
+    for (const bad of ['abc', '1.5', '-1', '4294967296', '', ' ', '0x10', '1e3'])
+      expect(() => parseSeed(bad)).toThrow(/whole number/);
   });
 
   it('take counts and threads as whole numbers above 0, prices above 0', ({ expect }) => {
