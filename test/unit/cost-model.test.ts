@@ -12,7 +12,7 @@ import {
   DEFAULT_STORE_CALLS_EVERY_MS,
 } from '../../functions/adapters/store-health-signals.js';
 import { SERVICES } from '../../functions/core/metric-names.js';
-import { sqsChunks, writeUnits } from '../../functions/core/cost/bill.js';
+import { pricer, sqsChunks, writeUnits } from '../../functions/core/cost/bill.js';
 import {
   describeBill,
   fleetBill,
@@ -589,5 +589,18 @@ describe('describeBill', () => {
     expect(line).toContain('kms $0.0014');
     expect(describeBill(bill, 2)).not.toContain('kms');
     expect(describeBill(bill, 2)).not.toContain('$0.00');
+  });
+});
+
+describe('custom metrics by the hour', () => {
+  it('bills each hour a metric is published in whole: a run of a few seconds pays an hour of its streams', () => {
+    // Before: prorated by the fraction of an hour, a 4 s run paid a 900th of its streams' hour.
+    const p = pricer(AWS_PRICES);
+    const line = (hours: number) => p.customMetrics('streams', 16, hours).usd;
+    expect(line(4 / 3600)).toBeCloseTo((16 * AWS_PRICES.cloudwatch.usdPerMetricMonth) / 730, 10);
+    expect(line(1)).toBeCloseTo(line(4 / 3600), 12);
+    expect(line(2.5)).toBeCloseTo(3 * line(1), 12);
+    // A month's resources (the dashboard, a secret) keep their share of the month for the run.
+    expect(p.monthly('cloudwatch', 'dashboard', 'dashboard-months', 1, 0.5, 3).usd).toBeCloseTo(1.5 / 730, 10);
   });
 });

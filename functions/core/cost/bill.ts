@@ -91,9 +91,20 @@ export function pricer(prices: PriceTable) {
     logs(item: string, bytes: number): BillLine {
       return priced('cloudwatch', item, bytes / 1e9, LOGS_UNIT, prices.cloudwatch.logsUsdPerGb);
     },
-    /** `metrics` custom metrics emitted through `hours` (AWS prorates the metric-month by the hour). */
+    /**
+     * `metrics` custom metrics emitted through `hours`: AWS prorates the metric-month by the hour,
+     * each hour a metric is published in billed whole, so a run's part of an hour is an hour (a
+     * 4 s `npm start` was billed 4 s of its 16 streams, a 730th of their hour's price).
+     */
     customMetrics(item: string, metrics: number, hours: number): BillLine {
-      return priced('cloudwatch', item, months(metrics, hours), 'metric-months', prices.cloudwatch.usdPerMetricMonth);
+      const billedHours = Math.ceil(hours - 1e-9);
+      return priced(
+        'cloudwatch',
+        item,
+        months(metrics, billedHours),
+        'metric-months',
+        prices.cloudwatch.usdPerMetricMonth,
+      );
     },
     getMetricData(item: string, metrics: number): BillLine {
       return priced('cloudwatch', item, metrics, 'metrics requested', prices.cloudwatch.getMetricDataUsdPerMetric);
@@ -102,8 +113,11 @@ export function pricer(prices: PriceTable) {
       return priced('eventbridge', item, events, 'events', prices.eventbridge.usdPerEvent);
     },
     /**
-     * `count` of a resource billed by the month (AWS prorates it by the hour) through `hours`, at
-     * `usdPerMonth` each: an alarm's metrics, a dashboard, a secret, a key.
+     * `count` of a resource billed by the month through `hours`, at `usdPerMonth` each: an
+     * alarm's metrics, a dashboard, a secret, a key. Its share of the month for the hours given
+     * (fractions kept): these exist all month while the stack does, whatever runs, and AWS bills
+     * the month prorated by the hour the resource exists; a run is charged the share of them its
+     * length takes, not an hour of each.
      */
     monthly(
       service: BillService,

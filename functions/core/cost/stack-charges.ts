@@ -68,7 +68,7 @@ export function idleLongPolls(mappings: number, hours: number, pollers: PollerSh
   return mappings * pollers.pollersPerMapping * ((hours * 3600) / pollers.longPollSeconds);
 }
 
-/** The stack's resources through `hours`, each prorated by the hour as AWS bills them. */
+/** The stack's resources through `hours`: each its share of the month (pricer's `monthly`). */
 export function standingLines(
   resources: StackResources,
   hours: number,
