@@ -76,14 +76,16 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
 /**
  * The parked design's calls in a local run, as AWS would have made them: a lease taken and
  * freed per parked task, the watch's reads of the leases and the ticks' at AWS's pace over the run's
- * hours, every Query at the live slots the local watch saw on average (the parked tasks it polled
- * per round). Undefined when the run did not park.
+ * hours, every Query at one shard's share of the live slots the local watch saw on average (the parked
+ * tasks it polled per round, over the lane's shards). Undefined when the run did not park.
  */
 function parkedUsage(s: DemoSummary, hours: number): ParkedUsage | undefined {
   const watch = s.governor?.watch;
   if (watch === undefined || s.consumer.parked === 0) return undefined;
-  const live = watch.rounds > 0 ? Math.round(watch.polled / watch.rounds) : 0;
   const shards = shardKeys('primary', s.solver.planThreads).length;
+  // The parked tasks the watch polled a round are the lane's, spread over its shards: each Query
+  // reads one shard's (counted whole, the plan's 1–64 slots read as 100 a Query on 640 threads).
+  const live = watch.rounds > 0 ? Math.ceil(watch.polled / watch.rounds / shards) : 0;
   return {
     leaseTakes: s.consumer.parked,
     leaseReleases: watch.released + s.solver.overCapRejections,

@@ -67,8 +67,9 @@ export function monthWaiting(use: number): FleetUsage {
 export function monthParked(use: number): FleetUsage {
   const waiting = monthWaiting(use);
   const solves = waiting.solved;
-  const live = Math.round(PLAN_THREADS * use);
   const shards = shardKeys('primary', PLAN_THREADS).length;
+  // Each Query reads one shard: its share of the live slots (the whole plan's on one shard).
+  const live = Math.ceil(Math.round(PLAN_THREADS * use) / shards);
   return {
     ...waiting,
     invocationSeconds: solves * PARKED_SUBMIT_SECONDS,

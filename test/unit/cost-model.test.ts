@@ -497,6 +497,15 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
     expect(usage.handBacks).toBe(3);
   });
 
+  it("reads each shard's share of the live slots on a plan of several shards, not all of them a Query", () => {
+    // GIVEN a 640-thread plan (10 shards) whose watch polled 100 parked tasks a round
+    const wide = summary(100, { rounds: 60, polled: 6000, released: 100, recorded: 98, renewed: 0 });
+    const usage = usageOfSummary({ ...wide, solver: { ...wide.solver, planThreads: 640 } } as DemoSummary);
+    // THEN each Query reads 10 slots: before, 100 a Query (and the data sent to the solver ten times over)
+    expect(usage.parked?.governorShardReads).toHaveLength(11);
+    expect(usage.parked?.consumerShardReads[10]).toBe(100);
+  });
+
   it('prints a short run’s bill and plan with two significant figures, and no empty part', () => {
     // GIVEN a run of under two seconds: its plan a few millionths of a dollar
     const short = { ...summary(0), durationMs: 1_900, submitted: 10, solved: 10, solvedText: 0 } as DemoSummary;
