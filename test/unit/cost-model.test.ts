@@ -613,3 +613,15 @@ describe('custom metrics by the hour', () => {
     expect(p.monthly('cloudwatch', 'dashboard', 'dashboard-months', 1, 0.5, 3).usd).toBeCloseTo(1.5 / 730, 10);
   });
 });
+
+describe('a bill of no quantities', () => {
+  it('refuses a line whose quantity is NaN or negative, and a Lambda memory Lambda has not, naming the line', () => {
+    // Before: a negative `hours` billed $-0.03, a NaN plan NaN, 64 MB was priced.
+    const p = pricer(AWS_PRICES);
+    expect(() => p.customMetrics('streams', 16, -1)).toThrow(/bill line "streams": .* is not a quantity/);
+    expect(() => p.dynamoWrites('claims', Number.NaN)).toThrow(/bill line "claims": NaN write units/);
+    const sizing = { ...FUNCTION_SIZING.consumer, memoryMb: 64 };
+    expect(() => p.lambdaDuration('consumer duration', sizing, 10)).toThrow(/64 MB is no Lambda memory/);
+    expect(p.dynamoWrites('claims', 0).usd).toBe(0);
+  });
+});

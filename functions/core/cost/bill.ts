@@ -61,7 +61,14 @@ export function billOf(lines: readonly BillLine[]): Bill {
 export const LOGS_UNIT = 'GB';
 
 /** One line: `quantity` of `unit` at `usdPerUnit`. */
+/**
+ * @throws RangeError naming the line when its quantity is no count (NaN, negative, infinite): a
+ *   bill of NaN or of minus some dollars, which a negative `hours` or a NaN `planThreads` gave
+ *   before, is no bill.
+ */
 function priced(service: BillService, item: string, quantity: number, unit: string, usdPerUnit: number): BillLine {
+  if (!Number.isFinite(quantity) || quantity < 0)
+    throw new RangeError(`bill line "${item}": ${quantity} ${unit} is not a quantity (expected a finite number ≥ 0)`);
   return { service, item, quantity, unit, usd: quantity * usdPerUnit };
 }
 
@@ -71,6 +78,10 @@ export function pricer(prices: PriceTable) {
   return {
     /** Lambda duration: `seconds` of invocations at the function's memory and architecture. */
     lambdaDuration(item: string, sizing: FunctionSizing, seconds: number): BillLine {
+      if (!(Number.isInteger(sizing.memoryMb) && sizing.memoryMb >= 128 && sizing.memoryMb <= 10_240))
+        throw new RangeError(
+          `bill line "${item}": ${sizing.memoryMb} MB is no Lambda memory (expected a whole number from 128 to 10240)`,
+        );
       const label = `${item} (${sizing.memoryMb} MB ${sizing.architecture})`;
       const gbSeconds = (seconds * sizing.memoryMb) / 1024;
       return priced('lambda', label, gbSeconds, 'GB-s', prices.lambda.usdPerGbSecond[sizing.architecture]);

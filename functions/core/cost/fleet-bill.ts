@@ -623,7 +623,9 @@ function storeLines(usage: FleetUsage, a: CostAssumptions, prices: PriceTable): 
   const calls = parked ? PARKED_CONSUMER_CALLS : CONSUMER_CALLS;
   const record = writeUnits(a.recordBytes);
   const ledger = writeUnits(a.ledgerBytes);
-  const byConsumer = usage.solved - (usage.parked?.recordedByWatch ?? 0);
+  // Never below 0: a local run's watch may have recorded more than its summary counted solved (it
+  // goes on recording while the run is counted), which billed a negative count of writes.
+  const byConsumer = Math.max(0, usage.solved - (usage.parked?.recordedByWatch ?? 0));
   const ledgerReads = parked ? PARKED_CONSUMER_CALLS.ledgerReadsPerSubmission : CONSUMER_CALLS.readsPerSubmission;
   return [
     p.dynamoWrites(
