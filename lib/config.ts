@@ -360,9 +360,12 @@ const STRING_SETTINGS = new Set(['prefix', 'solverBaseUrl', 'dialect', 'solverPr
 /** Fleet settings whose values are objects: `-c` gives them as JSON text. */
 const OBJECT_SETTINGS = new Set(['overflow', 'solverPricesUsd']);
 
-/** How to give the overflow block, for the problem a malformed one reports. */
-const OVERFLOW_CONTEXT_EXAMPLE =
-  '-c overflow=\'{"baseUrl":"https://2captcha.com","capUsdPerHour":2,"capUsdPerDay":20,"priceHintUsd":0.003}\'';
+/** How to give each object setting on the command line, for the problem a malformed one reports. */
+const OBJECT_CONTEXT_EXAMPLES = {
+  overflow:
+    '-c overflow=\'{"baseUrl":"https://2captcha.com","capUsdPerHour":2,"capUsdPerDay":20,"priceHintUsd":0.003}\'',
+  solverPricesUsd: '-c solverPricesUsd=\'{"turnstile":0.00145,"base64":0.0007}\'',
+} as const;
 
 /**
  * Split initial ceilings between the lanes: the high lane starts at a quarter of the ceiling
@@ -379,7 +382,18 @@ export function initialCeilings(settings: FleetSettings): { normal: number; high
  * Validate the fleet's props and derive the settings.
  * @throws ConfigError listing every problem found, each with its fix.
  */
-export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): ResolvedFleetStackConfig {
+export function resolveFleetStackConfig(given: CaptchaFleetProps = {}): ResolvedFleetStackConfig {
+  // null is no props, as undefined. From JavaScript anything else comes: a number or a Map was
+  // taken as no props (a default 50-thread fleet, the Map's settings ignored), a string as props "0, 1, 2".
+  const props: CaptchaFleetProps = given ?? {};
+  if (!isPlainObject(props as unknown))
+    throw new ConfigError([
+      {
+        field: '(props)',
+        problem: `${describeValue(props)} is not an object of props`,
+        fix: "give the props as one object, e.g. { planThreads: 50, alarmEmail: 'ops@example.com' }, or leave them out",
+      },
+    ]);
   const problems: ConfigProblem[] = unknownPropProblems(props);
   const settingsKeys = new Set(Object.keys(FleetConfigSchema.shape));
   const fleet: Record<string, unknown> = Object.fromEntries(
@@ -400,10 +414,17 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
   }
   problems.push(...planProblems(props.plan, fleet));
   // A token (an address read at deploy) is SNS's to check; a literal is checked here.
-  if (props.alarmEmail !== undefined && !Token.isUnresolved(props.alarmEmail) && !EMAIL.test(props.alarmEmail)) {
+  // null is "not given", as for the other props (it read "null" is not an e-mail address).
+  const alarmEmail: unknown = props.alarmEmail;
+  if (
+    alarmEmail !== undefined &&
+    alarmEmail !== null &&
+    !Token.isUnresolved(alarmEmail) &&
+    (typeof alarmEmail !== 'string' || !EMAIL.test(alarmEmail))
+  ) {
     problems.push({
       field: 'alarmEmail',
-      problem: `"${props.alarmEmail}" is not an e-mail address`,
+      problem: `${typeof alarmEmail === 'string' ? `"${alarmEmail}"` : describeValue(alarmEmail)} is not an e-mail address`,
       fix: 'give one address such as ops@example.com, or leave it out',
     });
   }
@@ -414,7 +435,10 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
         'is a token, a value known only at deploy (a secret made in this app, a name read from SSM): the fleet checks the name and grants read on the secret by it at synth',
       fix: 'give the literal name of a secret in this account and region, or pass the secret itself as solverKeySecret',
     });
-  } else if (props.solverKeySecretName !== undefined && !SECRET_NAME.test(props.solverKeySecretName)) {
+  } else if (
+    props.solverKeySecretName !== undefined &&
+    (typeof props.solverKeySecretName !== 'string' || !SECRET_NAME.test(props.solverKeySecretName))
+  ) {
     problems.push({
       field: 'solverKeySecretName',
       problem: `"${props.solverKeySecretName}" is not a Secrets Manager secret name`,
@@ -463,7 +487,7 @@ export function resolveFleetStackConfig(props: CaptchaFleetProps = {}): Resolved
   return {
     settings,
     fleetConfig: FleetConfigSchema.parse(fleet),
-    alarmEmail: props.alarmEmail,
+    alarmEmail: props.alarmEmail ?? undefined,
     solverKeySecretName: props.solverKeySecretName,
     solverKeySecret: props.solverKeySecret,
     overflowKeySecret: props.overflowKeySecret,
@@ -507,6 +531,23 @@ function secretProblems(props: CaptchaFleetProps): ConfigProblem[] {
       });
     }
   }
+  // One key for both lanes: the overflow lane would submit on the plan's own threads, which the
+  // governor holds to the plan's cap without counting the overflow lane's (accepted silently before).
+  const sameSecret =
+    isSecret(props.solverKeySecret) &&
+    isSecret(props.overflowKeySecret) &&
+    (props.solverKeySecret === props.overflowKeySecret ||
+      props.solverKeySecret.secretArn === props.overflowKeySecret.secretArn);
+  const sameName =
+    typeof props.solverKeySecretName === 'string' && props.solverKeySecretName === props.overflow?.keySecretName;
+  if (sameSecret || sameName) {
+    problems.push({
+      field: sameSecret ? 'overflowKeySecret' : 'overflow.keySecretName',
+      problem:
+        "is the plan's own key: the overflow lane would submit on the plan's threads, past the thread cap the governor holds the plan to",
+      fix: "give the overflow provider's own key (its account's), or leave the overflow block out",
+    });
+  }
   if (props.overflowKeySecret !== undefined && props.overflow === undefined) {
     problems.push({
       field: 'overflowKeySecret',
@@ -515,6 +556,16 @@ function secretProblems(props: CaptchaFleetProps): ConfigProblem[] {
     });
   }
   return problems;
+}
+
+/** A value from JavaScript in a few words: `a Map`, `the number 42`, `the text "abc"`. */
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return `a ${(value as object).constructor?.name ?? 'object'}`;
+  if (typeof value === 'string')
+    return `the text ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  return `the ${typeof value} ${String(value)}`;
 }
 
 /** Whether `value` looks like a Secrets Manager secret to CDK (from JavaScript, anything may come). */
@@ -540,8 +591,17 @@ function unknownPropProblems(props: object): ConfigProblem[] {
 
 /** A plan name resolved into `fleet.planThreads`, or the problem with it. */
 function planProblems(plan: string | undefined, fleet: Record<string, unknown>): ConfigProblem[] {
-  if (plan === undefined) return [];
-  const threads = PLAN_THREADS[plan.toLowerCase()];
+  if (plan === undefined || plan === null) return [];
+  // From JavaScript: `plan: 5` (for planThreads) threw "plan.toLowerCase is not a function".
+  if (typeof plan !== 'string')
+    return [
+      {
+        field: 'plan',
+        problem: `${JSON.stringify(plan)} is not a plan name`,
+        fix: `give a plan's name as text (${Object.keys(PLAN_THREADS).join(', ')}), or the number of threads as planThreads`,
+      },
+    ];
+  const threads = Object.hasOwn(PLAN_THREADS, plan.toLowerCase()) ? PLAN_THREADS[plan.toLowerCase()] : undefined;
   if (threads === undefined)
     return [
       {
@@ -574,22 +634,40 @@ function objectSettingProblems(fleet: Record<string, unknown>): ConfigProblem[] 
     const value = fleet[key];
     if (typeof value !== 'string') continue;
     delete fleet[key];
-    problems.push({
-      field: key,
-      problem: `is not a JSON object: ${jsonErrorOf(value)}`,
-      fix: `give the block as one JSON object in single quotes, e.g. ${OVERFLOW_CONTEXT_EXAMPLE}, or as an object under "context" in cdk.json`,
-    });
+    const parsed = parsedJsonOf(value);
+    const example = OBJECT_CONTEXT_EXAMPLES[key as keyof typeof OBJECT_CONTEXT_EXAMPLES];
+    // Text that holds a JSON object came from the construct's caller (-c text is parsed before):
+    // the construct takes the object itself.
+    problems.push(
+      parsed.ok && isPlainObject(parsed.value)
+        ? {
+            field: key,
+            problem: 'is text holding a JSON object: the construct takes the object itself',
+            fix: `pass the object (e.g. JSON.parse of that text), not its text; from the command line, ${example}`,
+          }
+        : {
+            field: key,
+            problem: `is not a JSON object: ${parsed.ok ? `the text is JSON ${parsed.value === null ? 'null' : typeof parsed.value}, not an object` : parsed.error}`,
+            fix: `give the block as one JSON object in single quotes, e.g. ${example}, or as an object under "context" in cdk.json`,
+          },
+    );
   }
   return problems;
 }
 
-function jsonErrorOf(text: string): string {
+function parsedJsonOf(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
-    JSON.parse(text);
-    return 'the text is a JSON string';
+    return { ok: true, value: JSON.parse(text) };
   } catch (error) {
-    return (error as Error).message;
+    return { ok: false, error: (error as Error).message };
   }
+}
+
+/** A plain object: `{…}` (or one without a prototype), not an array, a Map, a Date or a class instance. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
 }
 
 /** Reads one context value (`-c key=value` gives strings; cdk.json may give any JSON). */

@@ -1,6 +1,7 @@
 /**
  * The governor: a function on an EventBridge `rate(1 minute)` schedule (it ticks inside the
- * invocation), reserved concurrency 1 so two never race. It may move only the consumer's
+ * invocation), reserved concurrency 1 so two never race (2 in the parked design: the next
+ * invocation takes the watch over from the last, the relay, while the ticks stay one at a time). It may move only the consumer's
  * mappings and concurrency (and the overflow lane's, when configured), read only the fleet's queue
  * attributes, read metrics and the keys, read one probe key of the results table (the store's
  * health), and read and write only its own state item.

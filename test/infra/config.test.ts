@@ -194,6 +194,46 @@ describe('props an embedder may get wrong from JavaScript or CDK', () => {
     expect(() => new CaptchaFleet(stack, 'Captcha', null as unknown as Record<string, never>)).not.toThrow();
   });
 
+  it('refuses props that are no object, a plan that is no name, an object setting given as its text, and one key for both lanes', () => {
+    // Before: `plan: 5` threw "plan.toLowerCase is not a function"; 42 or a Map was a default
+    // 50-thread fleet; a string read as props "0, 1, 2"; the overflow block as JSON text read "the
+    // text is a JSON string" with the -c advice; solverPricesUsd's problem showed overflow's
+    // example; both lanes on one secret were accepted.
+    const block = { baseUrl: 'https://2captcha.com', capUsdPerHour: 2, capUsdPerDay: 20, priceHintUsd: 0.003 };
+    for (const props of [42, 'abc', new Map([['planThreads', 3]]), [1]]) {
+      const problems = problemsOf(() => resolveFleetStackConfig(props as never));
+      expect(problems, String(props)).toEqual([
+        expect.objectContaining({ field: '(props)', problem: expect.stringContaining('is not an object of props') }),
+      ]);
+    }
+    expect(problemsOf(() => resolveFleetStackConfig({ plan: 5 } as never))).toEqual([
+      expect.objectContaining({ field: 'plan', problem: '5 is not a plan name' }),
+    ]);
+    expect(resolveFleetStackConfig({ alarmEmail: null } as never).alarmEmail).toBeUndefined();
+    const asText = problemsOf(() => resolveFleetStackConfig({ overflow: JSON.stringify(block) } as never));
+    expect(asText).toEqual([
+      expect.objectContaining({
+        field: 'overflow',
+        problem: expect.stringContaining('the construct takes the object itself'),
+      }),
+    ]);
+    const prices = problemsOf(() => resolveFleetStackConfig(fromContext({ solverPricesUsd: '{turnstile:0.00145}' })));
+    expect(prices[0]?.fix).toContain("-c solverPricesUsd='{");
+    expect(prices[0]?.fix).not.toContain('overflow');
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const key = new Secret(new Stack(app, 'Keys'), 'Key');
+    expect(
+      problemsOf(() => resolveFleetStackConfig({ overflow: block, solverKeySecret: key, overflowKeySecret: key })),
+    ).toEqual([
+      expect.objectContaining({ field: 'overflowKeySecret', problem: expect.stringContaining("the plan's own key") }),
+    ]);
+    expect(
+      problemsOf(() =>
+        resolveFleetStackConfig({ solverKeySecretName: 'team/k', overflow: { ...block, keySecretName: 'team/k' } }),
+      ),
+    ).toEqual([expect.objectContaining({ field: 'overflow.keySecretName' })]);
+  });
+
   it('refuses a setting that is a token as one, naming the setting (a member of the overflow block too)', () => {
     // Before: "planThreads: Too small: expected int to be >=-9007199254740991" (a number token's
     // value), and a prefix token failed the name pattern with "see the configuration reference".
