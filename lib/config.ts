@@ -467,7 +467,8 @@ export function resolveFleetStackConfig(given: CaptchaFleetProps = {}): Resolved
 
   let settings: FleetSettings | undefined;
   try {
-    settings = resolveSettings(fleet as FleetConfig);
+    // Sized for the stack's two lanes, so a fix the check gives is one the stack takes.
+    settings = resolveSettings(fleet as FleetConfig, { lanes: 2 });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     problems.push(...error.problems);

@@ -278,6 +278,12 @@ export interface SettingsOverrides {
    * than `solveDeadlineSeconds + RECORD_MARGIN_SECONDS` only shortens the deadline.
    */
   functionTimeoutSeconds?: number;
+  /**
+   * The lanes whose mappings must each run at least the mapping floor: 2 for the deployed stack
+   * (normal and high, each its own mapping), whose size check then gives a fix that works
+   * (sized for one lane, "raise planThreads to at least 2" was refused next for 4). @default 1
+   */
+  lanes?: number;
 }
 
 /**
@@ -312,23 +318,32 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
     });
   }
   const capCeiling = Math.floor(effectiveCap / config.tasksPerInvocation);
-  if (effectiveCap >= 1 && capCeiling < MAPPING_MIN_CONCURRENCY) {
-    const enough = MAPPING_MIN_CONCURRENCY * config.tasksPerInvocation + config.reservedThreads;
+  const lanes = Math.max(1, overrides.lanes ?? 1);
+  const floor = MAPPING_MIN_CONCURRENCY * lanes;
+  if (effectiveCap >= 1 && capCeiling < floor) {
+    const enough = floor * config.tasksPerInvocation + config.reservedThreads;
+    const below =
+      lanes === 1
+        ? `below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY} (Lambda's SQS mapping runs at least ${MAPPING_MIN_CONCURRENCY} invocations at once)`
+        : `below the ${floor} its ${lanes} lanes need (each lane's SQS mapping runs at least ${MAPPING_MIN_CONCURRENCY} invocations at once)`;
     problems.push(
       // At one task per invocation the batch cannot shrink: the plan is what is too small.
       config.tasksPerInvocation === 1
         ? {
             field: config.reservedThreads > 0 ? 'reservedThreads' : 'planThreads',
-            problem: `${effectiveCap} usable thread(s) allow a ceiling of ${capCeiling}, below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY} (Lambda's SQS mapping runs at least ${MAPPING_MIN_CONCURRENCY} invocations at once)`,
+            problem: `${effectiveCap} usable thread(s) allow a ceiling of ${capCeiling}, ${below}`,
             fix:
-              config.reservedThreads > 0
-                ? `lower reservedThreads to ${Math.max(0, config.planThreads - MAPPING_MIN_CONCURRENCY)} or raise planThreads to at least ${enough}`
+              config.reservedThreads > 0 && config.planThreads >= floor
+                ? `lower reservedThreads to ${config.planThreads - floor} or raise planThreads to at least ${enough}`
                 : `raise planThreads to at least ${enough}`,
           }
         : {
             field: 'tasksPerInvocation',
-            problem: `${effectiveCap} usable thread(s) at ${config.tasksPerInvocation} task(s) per invocation allow a ceiling of ${capCeiling}, below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY}`,
-            fix: `lower tasksPerInvocation to ${Math.max(1, Math.floor(effectiveCap / MAPPING_MIN_CONCURRENCY))} or raise planThreads to at least ${enough}`,
+            problem: `${effectiveCap} usable thread(s) at ${config.tasksPerInvocation} task(s) per invocation allow a ceiling of ${capCeiling}, ${below}`,
+            fix:
+              effectiveCap >= floor
+                ? `lower tasksPerInvocation to ${Math.floor(effectiveCap / floor)} or raise planThreads to at least ${enough}`
+                : `raise planThreads to at least ${enough}`,
           },
     );
   }

@@ -363,6 +363,22 @@ function createStateKeeper(
   return { load: loadState, persistAndApply };
 }
 
+/**
+ * `Promise.all`, but every read settles before the tick goes on or fails with the first failure:
+ * a read that failed at once (the actuator's, an endpoint refusing) no longer leaves the others
+ * running past the failed tick, their warnings logged after `governor --once --json` had printed.
+ */
+async function allSettled<T extends readonly unknown[] | []>(
+  reads: T,
+): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled = (await Promise.allSettled(reads)) as PromiseSettledResult<unknown>[];
+  const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
+}
+
 /** Build the loop. State lives in the store; the loop keeps only the previous queue reads and the metric cache. */
 export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
   const clock = options.clock ?? Date.now;
@@ -411,7 +427,7 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
     async tick(tickOptions = {}) {
       const now = clock();
       const loading = keeper.load(now);
-      const [queues, metrics, balance, settings, loaded, threadLedger, overflowReading, stores] = await Promise.all([
+      const [queues, metrics, balance, settings, loaded, threadLedger, overflowReading, stores] = await allSettled([
         options.queues.read(),
         readMetrics(now),
         options.balance.read(),

@@ -149,12 +149,39 @@ describe('validation', () => {
     expect(problems.map((p) => p.field).sort()).toEqual(['alarmEmail', 'maxConcurrency', 'pauseBalance']);
   });
 
-  it('refuses a plan too small for two lanes at the mapping floor, and says what would do', () => {
+  it('refuses a plan too small for two lanes at the mapping floor, naming the setting given, and says what would do', () => {
+    // Before: filed under maxConcurrency, which the user never set.
     const problems = problemsOf(() => resolveFleetStackConfig({ planThreads: 3 }));
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatchObject({ field: 'maxConcurrency' });
-    expect(problems[0]?.fix).toContain('at least 4 planThreads');
+    expect(problems[0]).toMatchObject({ field: 'planThreads' });
+    expect(problems[0]?.fix).toContain('raise planThreads to at least 4');
     expect(() => resolveFleetStackConfig({ planThreads: 4 })).not.toThrow();
+  });
+
+  it('gives, for a fleet too small for its lanes, fixes that each pass when applied', () => {
+    // Before: sized for one lane, "raise planThreads to at least 2" was refused next for 4, and
+    // "lower reservedThreads to 8" and "lower tasksPerInvocation to 5" the same way.
+    const cases = [
+      { planThreads: 1 },
+      { planThreads: 2 },
+      { planThreads: 10, reservedThreads: 9 },
+      { planThreads: 10, reservedThreads: 8 },
+      { planThreads: 10, tasksPerInvocation: 10 },
+      { planThreads: 10, tasksPerInvocation: 5 },
+      { planThreads: 3, tasksPerInvocation: 2 },
+    ];
+    for (const props of cases) {
+      const [problem] = problemsOf(() => resolveFleetStackConfig(props));
+      const fixes = [...(problem?.fix ?? '').matchAll(/(?:lower|raise) (\w+) to (?:at least )?(\d+)/g)];
+      expect(fixes.length, JSON.stringify(props)).toBeGreaterThan(0);
+      for (const [, field, value] of fixes) {
+        const fixed = { ...props, [field as string]: Number(value) };
+        expect(
+          () => resolveFleetStackConfig(fixed),
+          `${JSON.stringify(props)} → ${JSON.stringify(fixed)}`,
+        ).not.toThrow();
+      }
+    }
   });
 
   it('ends `cdk synth` with one message that lists every problem, and no stack trace', () => {

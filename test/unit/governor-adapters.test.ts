@@ -897,3 +897,35 @@ describe('governor loop and ticks', () => {
     for (const copy of ['Backlog', 'InFlight', 'P95SolveMs', 'ErrorRate']) expect(names).not.toContain(copy);
   });
 });
+
+describe('a tick whose read fails', () => {
+  it("fails with that read's error once every other read has settled, their warnings said before the failure", async () => {
+    // Before: the actuator's read refused at once and the tick failed while the queue read was
+    // still under way; its warning came after `governor --once --json` had printed the failure.
+    const config = governorConfigFrom(resolveSettings({ planThreads: 8, tickMs: 1000 }));
+    const events: string[] = [];
+    const loop = createGovernorLoop({
+      config,
+      queues: {
+        read: async () => {
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          events.push('queue read settled');
+          return { normal: { at: 1_000, visible: 0, notVisible: 0, delayed: 0 } };
+        },
+      },
+      metrics: { read: async () => undefined },
+      balance: { read: async () => 10 },
+      actuator: {
+        read: async () => {
+          throw new Error('mapping read refused');
+        },
+        apply: async () => ({ changes: [] }),
+      },
+      state: createMemoryGovernorState(),
+      clock: () => 1_000,
+    });
+    await expect(loop.tick()).rejects.toThrow('mapping read refused');
+    events.push('tick failed');
+    expect(events).toEqual(['queue read settled', 'tick failed']);
+  });
+});
