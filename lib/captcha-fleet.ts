@@ -155,7 +155,8 @@ export class CaptchaFleet extends Construct {
    * Let a producer (a function's role, a user, a group) send tasks to both lanes, report answers
    * and read their results: `sqs:SendMessage` on the two lanes and the reports queue,
    * `dynamodb:GetItem` (results, reports) and `dynamodb:BatchGetItem` (the producer client's check
-   * of the ids tasks bring, before it sends them) on the results table, nothing else.
+   * of the ids tasks bring, before it sends them) on the results table; CDK's send grant adds
+   * `sqs:GetQueueAttributes` and `sqs:GetQueueUrl` on those three queues. Nothing else.
    */
   grantProduce(grantee: iam.IGrantable): void {
     this.queues.normal.grantSendMessages(grantee);
