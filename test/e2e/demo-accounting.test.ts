@@ -8,7 +8,26 @@ import { describe, expect, it } from 'vitest';
 import { buildWorkload, runDemo } from '../../local/demo.js';
 import { summarise } from '../../local/demo/accounting.js';
 import { watchDemo } from '../../local/demo/watch.js';
-import { startLocalStack } from '../../local/runtime.js';
+import { type LocalStack, startLocalStack } from '../../local/runtime.js';
+
+/** A solved record for `taskId` written straight to the table, its completion event noted sent or not. */
+function putSolved(stack: LocalStack, taskId: string, noted: boolean) {
+  const now = Date.now();
+  return stack.clients.documents.send(
+    new PutCommand({
+      TableName: stack.resources.tables.results,
+      Item: {
+        taskId,
+        status: 'solved',
+        method: 'base64',
+        submittedAt: now,
+        completedAt: now + 1,
+        expiresAt: Math.floor(now / 1000) + 3600,
+        ...(noted ? { announcedAt: now + 2 } : {}),
+      },
+    }),
+  );
+}
 
 describe('demo accounting', () => {
   it('reports a record without a status as unknown, not finished, with every task in one row', async () => {
@@ -68,24 +87,8 @@ describe('the demo’s accounting of completion events', () => {
       await stack.pollers.normal.stop({ graceMs: 0 });
       await stack.pollers.high.stop({ graceMs: 0 });
       const items = buildWorkload({ tasks: 4, malformed: 0, seed: 1, highShare: 0, runId: 'owed' });
-      const now = Date.now();
-      const solved = (taskId: string, noted: boolean) =>
-        stack.clients.documents.send(
-          new PutCommand({
-            TableName: stack.resources.tables.results,
-            Item: {
-              taskId,
-              status: 'solved',
-              method: 'base64',
-              submittedAt: now,
-              completedAt: now + 1,
-              expiresAt: Math.floor(now / 1000) + 3600,
-              ...(noted ? { announcedAt: now + 2 } : {}),
-            },
-          }),
-        );
-      await solved(items[0]?.id ?? '', false);
-      await solved(items[1]?.id ?? '', true);
+      await putSolved(stack, items[0]?.id ?? '', false);
+      await putSolved(stack, items[1]?.id ?? '', true);
 
       // Act
       const summary = await runDemo(stack, items, { rate: 0, maxDurationMs: 2_000 });
@@ -110,21 +113,7 @@ describe('the demo’s accounting of a run stopped early', () => {
       const items = buildWorkload({ tasks: 3, malformed: 0, seed: 5, highShare: 0, runId: 'late' });
       const watched = await watchDemo(stack, items, { rate: 0, maxDurationMs: 1_000 });
       const late = items[0]?.id ?? '';
-      const now = Date.now();
-      await stack.clients.documents.send(
-        new PutCommand({
-          TableName: stack.resources.tables.results,
-          Item: {
-            taskId: late,
-            status: 'solved',
-            method: 'base64',
-            submittedAt: now,
-            completedAt: now + 1,
-            announcedAt: now + 2,
-            expiresAt: Math.floor(now / 1000) + 3600,
-          },
-        }),
-      );
+      await putSolved(stack, late, true);
       const queueUrl = stack.resources.queueUrls.normal;
       for (let tries = 0; tries < 10; tries += 1) {
         const { Messages = [] } = await stack.clients.sqs.send(
