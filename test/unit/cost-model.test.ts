@@ -601,15 +601,12 @@ describe('describeBill', () => {
   });
 });
 
-describe('custom metrics by the hour', () => {
-  it('bills each hour a metric is published in whole: a run of a few seconds pays an hour of its streams', () => {
-    // Before: prorated by the fraction of an hour, a 4 s run paid a 900th of its streams' hour.
+describe('custom metrics and the month’s resources', () => {
+  it('bill the share of the month for the hours given: a stretch of a fleet that publishes every hour', () => {
     const p = pricer(AWS_PRICES);
     const line = (hours: number) => p.customMetrics('streams', 16, hours).usd;
-    expect(line(4 / 3600)).toBeCloseTo((16 * AWS_PRICES.cloudwatch.usdPerMetricMonth) / 730, 10);
-    expect(line(1)).toBeCloseTo(line(4 / 3600), 12);
-    expect(line(2.5)).toBeCloseTo(3 * line(1), 12);
-    // A month's resources (the dashboard, a secret) keep their share of the month for the run.
+    expect(line(1)).toBeCloseTo((16 * AWS_PRICES.cloudwatch.usdPerMetricMonth) / 730, 10);
+    expect(line(0.5)).toBeCloseTo(line(1) / 2, 12);
     expect(p.monthly('cloudwatch', 'dashboard', 'dashboard-months', 1, 0.5, 3).usd).toBeCloseTo(1.5 / 730, 10);
   });
 });

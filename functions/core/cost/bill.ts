@@ -103,19 +103,15 @@ export function pricer(prices: PriceTable) {
       return priced('cloudwatch', item, bytes / 1e9, LOGS_UNIT, prices.cloudwatch.logsUsdPerGb);
     },
     /**
-     * `metrics` custom metrics emitted through `hours`: AWS prorates the metric-month by the hour,
-     * each hour a metric is published in billed whole, so a run's part of an hour is an hour (a
-     * 4 s `npm start` was billed 4 s of its 16 streams, a 730th of their hour's price).
+     * `metrics` custom metrics emitted through `hours`, their share of the metric-month for those
+     * hours (fractions kept). AWS prorates the metric-month by the hour a metric is published in;
+     * a deployed fleet publishes its streams every hour (the governor ticks every minute), so it
+     * pays every hour of the month, and a stretch of it (a trace, a few seconds of `npm start`) is
+     * billed its share. A fleet deployed only for a few seconds would pay the whole hour: tried,
+     * billing whole hours made a 7.5 s `npm start` × 81 of its plan, a figure of no deployed fleet.
      */
     customMetrics(item: string, metrics: number, hours: number): BillLine {
-      const billedHours = Math.ceil(hours - 1e-9);
-      return priced(
-        'cloudwatch',
-        item,
-        months(metrics, billedHours),
-        'metric-months',
-        prices.cloudwatch.usdPerMetricMonth,
-      );
+      return priced('cloudwatch', item, months(metrics, hours), 'metric-months', prices.cloudwatch.usdPerMetricMonth);
     },
     getMetricData(item: string, metrics: number): BillLine {
       return priced('cloudwatch', item, metrics, 'metrics requested', prices.cloudwatch.getMetricDataUsdPerMetric);
