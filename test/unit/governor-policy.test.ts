@@ -435,6 +435,19 @@ describe("decide: the governor's own balance reads refused for the account", () 
     expect(second.reason.message).toContain('key rejected (ERROR_KEY_DOES_NOT_EXIST)');
   });
 
+  it('counts a refusal seen again by a tick woken within half a tick as the same read, not a second', () => {
+    // The balance reader keeps a read for half a tick: a tick woken early sees the same refusal.
+    const first = tick(1, refused, state0);
+    const woken = decide(
+      signals({ now: T0 + 10_000 + (cfg.tickMs ?? 1000) / 4, accountErrors: 0, ...refused }, { ceiling: 6 }),
+      first.state,
+      cfg,
+    );
+    const next = tick(2, refused, woken.state);
+    expect(woken.paused).toBe(false);
+    expect(next.reason.code).toBe('PAUSE_ACCOUNT');
+  });
+
   it('starts the count again after a read that works, and after a read that got no answer keeps it', () => {
     // Act
     const first = tick(1, refused, state0);

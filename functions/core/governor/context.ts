@@ -154,11 +154,11 @@ function missingSignals(signals: GovernorSignals, lanes: readonly Lane[]): strin
  * price per solve is learned beside it: each interval's drop and the solves the thread ledger
  * counted in it (price.ts); an interval with a top-up is left out (its drop is hidden).
  */
-function spendAfter(signals: GovernorSignals, state: GovernorState): SpendState {
+function spendAfter(signals: GovernorSignals, state: GovernorState, config: GovernorConfig): SpendState {
   const balance = signals.balance;
   if (balance === undefined)
     return signals.balanceError?.kind === 'account'
-      ? { ...state.spend, refusedReads: (state.spend.refusedReads ?? 0) + 1 }
+      ? { ...state.spend, refusedReads: refusedAgain(state.spend.refusedReads, signals.now, config) }
       : { ...state.spend };
   const { refusedReads: _readAgain, ...spend } = state.spend;
   const seen = state.spend.lastRead;
@@ -199,6 +199,20 @@ function priceAfter(signals: GovernorSignals, spend: SpendState, balance: number
     heldSeen: reading?.held,
     ...(reading !== undefined ? { acceptedSeen: reading.acceptances } : {}),
   };
+}
+
+/**
+ * The refused reads counted once more, unless the last was counted within half a tick: the
+ * balance reader keeps a read (a failed one too) for half a tick (`tickBalanceTtlMs`), so a tick
+ * woken early (an accepted probe) sees the same refusal again, which is not a second one.
+ */
+function refusedAgain(
+  last: SpendState['refusedReads'],
+  now: number,
+  config: GovernorConfig,
+): NonNullable<SpendState['refusedReads']> {
+  const sameRead = last !== undefined && now - last.at < (config.tickMs ?? 10_000) / 2;
+  return sameRead ? last : { count: (last?.count ?? 0) + 1, at: now };
 }
 
 /** Until two reads give a rate, the balance itself is compared (an unknown rate is not a zero balance). */
@@ -275,7 +289,7 @@ export function tickContext(signals: GovernorSignals, state: GovernorState, conf
   const lanes = activeLanes(signals, config);
   const current = currentCeilings(signals, state, lanes);
   const demand = demandOf(signals, lanes, config);
-  const spend = spendAfter(signals, state);
+  const spend = spendAfter(signals, state, config);
   const grace = config.accountErrorGraceMs ?? config.metricsSpanMs ?? cooldown;
   const inGrace = state.resumedAt !== undefined && now - state.resumedAt < grace;
   const { views, availability } = dependenciesOf(signals, state, config, inGrace);
@@ -305,7 +319,7 @@ export function tickContext(signals: GovernorSignals, state: GovernorState, conf
     inGrace,
     accountTrouble:
       (signals.accountErrors !== undefined && signals.accountErrors > 0 && !inGrace) ||
-      (spend.refusedReads ?? 0) >= REFUSED_READS_TO_PAUSE,
+      (spend.refusedReads?.count ?? 0) >= REFUSED_READS_TO_PAUSE,
     dependencies: views,
     missing: missingSignals(signals, lanes),
     halted: funds !== undefined && funds.usd < config.haltBalance,

@@ -198,7 +198,7 @@ function spendGranted(ctx: TickContext, flow: Flow, granted: Granted, resumed: b
 function troubleSeen(ctx: TickContext): string {
   const errors = ctx.signals.accountErrors ?? 0;
   if (errors > 0 && !ctx.inGrace) return `the solver answered ${errors} account error(s)`;
-  return `the solver refused the governor's last ${ctx.base.spend.refusedReads ?? 0} balance reads`;
+  return `the solver refused the governor's last ${ctx.base.spend.refusedReads?.count ?? 0} balance reads`;
 }
 
 function startPause(ctx: TickContext, flow: Flow): Flow {

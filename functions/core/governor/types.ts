@@ -280,9 +280,10 @@ export interface SpendState {
   grant?: SpendGrant;
   /**
    * The governor's own balance reads in a row the solver refused for the key or IP (an account
-   * error code); absent once a read works. `REFUSED_READS_TO_PAUSE` of them pause a running fleet.
+   * error code), and when the last was counted; absent once a read works.
+   * `REFUSED_READS_TO_PAUSE` of them pause a running fleet.
    */
-  refusedReads?: number;
+  refusedReads?: { count: number; at: number };
 }
 
 /**
