@@ -386,7 +386,7 @@ export function resolveFleetStackConfig(given: CaptchaFleetProps = {}): Resolved
   // null is no props, as undefined. From JavaScript anything else comes: a number or a Map was
   // taken as no props (a default 50-thread fleet, the Map's settings ignored), a string as props "0, 1, 2".
   const props: CaptchaFleetProps = given ?? {};
-  if (!isPlainObject(props as unknown))
+  if (!isPropsObject(props as unknown))
     throw new ConfigError([
       {
         field: '(props)',
@@ -662,6 +662,16 @@ function parsedJsonOf(text: string): { ok: true; value: unknown } | { ok: false;
   } catch (error) {
     return { ok: false, error: (error as Error).message };
   }
+}
+
+/**
+ * An object whose own keys can be props: not a primitive, a list, or a collection whose entries
+ * are not its keys (a Map, a Set) or a Date or a RegExp. (An instance of the caller's own class
+ * holding the props as its fields is one.)
+ */
+function isPropsObject(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  return !(value instanceof Map || value instanceof Set || value instanceof Date || value instanceof RegExp);
 }
 
 /** A plain object: `{…}` (or one without a prototype), not an array, a Map, a Date or a class instance. */

@@ -233,6 +233,11 @@ describe('props an embedder may get wrong from JavaScript or CDK', () => {
         expect.objectContaining({ field: '(props)', problem: expect.stringContaining('is not an object of props') }),
       ]);
     }
+    // An instance of the caller's own class holding the props as its fields is props.
+    class Props {
+      readonly planThreads = 20;
+    }
+    expect(resolveFleetStackConfig(new Props()).settings.planThreads).toBe(20);
     expect(problemsOf(() => resolveFleetStackConfig({ plan: 5 } as never))).toEqual([
       expect.objectContaining({ field: 'plan', problem: '5 is not a plan name' }),
     ]);
