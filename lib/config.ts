@@ -640,7 +640,7 @@ function objectSettingProblems(fleet: Record<string, unknown>): ConfigProblem[] 
     // Text that holds a JSON object came from the construct's caller (-c text is parsed before):
     // the construct takes the object itself.
     problems.push(
-      parsed.ok && isPlainObject(parsed.value)
+      parsed.ok && isPropsObject(parsed.value)
         ? {
             field: key,
             problem: 'is text holding a JSON object: the construct takes the object itself',
@@ -672,13 +672,6 @@ function parsedJsonOf(text: string): { ok: true; value: unknown } | { ok: false;
 function isPropsObject(value: unknown): boolean {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   return !(value instanceof Map || value instanceof Set || value instanceof Date || value instanceof RegExp);
-}
-
-/** A plain object: `{…}` (or one without a prototype), not an array, a Map, a Date or a class instance. */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 /** Reads one context value (`-c key=value` gives strings; cdk.json may give any JSON). */

@@ -9,6 +9,10 @@ import type { BalanceReader } from '../core/governor/ports.js';
 import type { BalanceError } from '../core/governor/types.js';
 import type { SolverPort } from '../core/ports.js';
 import { SolverAccountError, SolverError, SolverTimeoutError, SolverTransientError } from '../core/solver-protocol.js';
+import { tickBalanceTtlMs } from '../core/governor/signals.js';
+
+/** How long a balance read serves the governor loop: half a tick (core/governor/signals.ts, where the policy counts refused reads by it too). */
+export { tickBalanceTtlMs };
 
 /** Classify a failed balance read by the solver's error class; an abort or timeout outside the client is `unreachable`. */
 export function classifyBalanceError(error: unknown): BalanceError {
@@ -46,17 +50,6 @@ export function createProbingBalance(
     read: () => cached.read(),
     lastError: () => lastError,
   };
-}
-
-/**
- * How long a balance read serves the governor loop, ms: half a tick, so every tick reads afresh
- * (each drop priced by the solves counted since the last read, the spend grant sized on the
- * balance of that tick) and the reads within one tick share it. A tick's cache (`tickMs`) served
- * the last tick's balance to the next in AWS: the ticks keep to their cadence (functions/governor/run.ts)
- * and the read is stamped when it returns, so the cache was a read's round trip short of expiring.
- */
-export function tickBalanceTtlMs(tickMs: number): number {
-  return Math.max(1, Math.floor(tickMs / 2));
 }
 
 /**

@@ -12,11 +12,12 @@ import {
   type Message,
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-clients.js';
 import { resolveSettings, type FleetConfig, type FleetSettings } from '../../functions/core/settings.js';
 import { startEmulators, type Emulators } from '../../local/emulators.js';
+import type { FaultProxy } from '../../local/faults/proxy.js';
 import { ensureFleetResources, type FleetResources } from '../../local/resources.js';
 
 /** Both emulators and clients for them; one per test file. */
@@ -60,6 +61,32 @@ export function leasesTableOnEmulators(): { readonly fixture: EmulatorFixture; r
       if (leasesTable === undefined) throw new Error('the fleet is made in beforeAll: read its table inside a test');
       return leasesTable;
     },
+  };
+}
+
+/**
+ * A test file's emulators and the fault proxies its tests open: registers the `beforeAll` that
+ * starts the emulators, the `afterAll` that stops them and the `afterEach` that closes every proxy
+ * a test pushed to `proxies`; read `fixture` inside the tests.
+ */
+export function emulatorsWithProxies(): { readonly fixture: EmulatorFixture; readonly proxies: FaultProxy[] } {
+  let fixture: EmulatorFixture | undefined;
+  const proxies: FaultProxy[] = [];
+  beforeAll(async () => {
+    fixture = await startEmulatorFixture();
+  });
+  afterAll(async () => {
+    await fixture?.stop();
+  });
+  afterEach(async () => {
+    await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
+  });
+  return {
+    get fixture() {
+      if (fixture === undefined) throw new Error('the emulators start in beforeAll: read the fixture inside a test');
+      return fixture;
+    },
+    proxies,
   };
 }
 

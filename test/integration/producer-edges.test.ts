@@ -10,7 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   createProducer,
   IdCheckUnavailableError,
@@ -20,23 +20,16 @@ import {
 } from '../../clients/producer-client.js';
 import { createAwsClients } from '../../functions/adapters/aws-clients.js';
 import type { TaskMessage } from '../../functions/core/task.js';
-import { startFaultProxy, type FaultProxy } from '../../local/faults/proxy.js';
+import { startFaultProxy } from '../../local/faults/proxy.js';
 import { recaptchaTask, taskId } from '../helpers/factories.js';
-import { type EmulatorFixture, queueDepth, startEmulatorFixture, type TestFleet } from '../helpers/fleet-fixture.js';
+import { emulatorsWithProxies, queueDepth, type TestFleet } from '../helpers/fleet-fixture.js';
 
-let fixture: EmulatorFixture;
-const proxies: FaultProxy[] = [];
+const emulators = emulatorsWithProxies();
+const { proxies } = emulators;
 const servers: Server[] = [];
 const sockets: Socket[] = [];
 
-beforeAll(async () => {
-  fixture = await startEmulatorFixture();
-});
-afterAll(async () => {
-  await fixture?.stop();
-});
 afterEach(async () => {
-  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
   for (const socket of sockets.splice(0)) socket.destroy();
   await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
 });
@@ -85,7 +78,7 @@ describe('submit', () => {
   it('splits a batch by bytes as well as by count: six valid 180 000-character images all go', async () => {
     // Before: one SendMessageBatch of 1 080 000 bytes, refused whole ("Batch requests cannot be
     // longer than 1048576 bytes"): all six in failedIds.
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const tasks = Array.from({ length: 6 }, () => image(180_000));
     const ids = await producerOf(fleet).submit(tasks);
     expect(ids).toEqual(tasks.map((t) => t.id));
@@ -95,7 +88,7 @@ describe('submit', () => {
   it('names every task not sent when the sending stops, and sends none twice on a resend of failedIds', async () => {
     // SQS down after the first batch: the second batch fails after its tries, the third is never
     // tried. Before, the third was in neither failedIds nor sentIds, so a resend of failedIds lost it.
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     let calls = 0;
     const real = fleet.clients.sqs;
     const failing = {
@@ -120,7 +113,7 @@ describe('submit', () => {
   });
 
   it('stamps whole milliseconds from a clock with a fraction (the consumer’s schema takes integers)', async () => {
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const producer = producerOf(fleet, { clock: () => 1_765_000_000_000.375 });
     await producer.submit({
       method: 'turnstile',
@@ -136,7 +129,7 @@ describe('submit', () => {
   });
 
   it('names each repeated id at its own place, and refuses a field that is not a task’s', async () => {
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const producer = producerOf(fleet);
     const a = recaptchaTask({ id: 'dupA1' });
     const repeated = await producer.submit([a, recaptchaTask({ id: 'dupB1' }), a, a]).catch((e: unknown) => e);
@@ -158,7 +151,7 @@ describe('submit', () => {
 
   it('sends emoji and U+FFFE as JSON escapes: the same value to the consumer, a body SQS and the emulator take', async () => {
     // Before: the emulator refused the emoji (InvalidMessageContents), SQS the U+FFFE.
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const task = {
       id: taskId('uni'),
       method: 'userrecaptcha',
@@ -179,7 +172,7 @@ describe('submit', () => {
   });
 
   it('refuses to send when the results table does not exist, naming it, whatever idCheckUnavailable says', async () => {
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const error = await producerOf(fleet, { table: 'no-such-table' })
       .submit(recaptchaTask())
       .catch((e: unknown) => e);
@@ -192,9 +185,9 @@ describe('submit', () => {
 describe('wait', () => {
   it('keeps its time against a table that never answers, and its signal', async () => {
     // Before: 30 s (the SDK's 10 s timeout, three tries) for a 2 s wait, with the SDK's error.
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const hanging = createAwsClients({
-      sqsEndpoint: fixture.emulators.sqsEndpoint,
+      sqsEndpoint: emulators.fixture.emulators.sqsEndpoint,
       dynamoEndpoint: await silentEndpoint(),
       region: 'us-east-1',
     });
@@ -211,9 +204,9 @@ describe('wait', () => {
 
   it('rides out reads that fail, and ends on the record once the table answers', async () => {
     // Before: the first failed read ended the wait with the SDK's error.
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const proxy = await startFaultProxy({
-      upstreams: { sqs: fixture.emulators.sqsEndpoint, dynamodb: fixture.emulators.dynamoEndpoint },
+      upstreams: { sqs: emulators.fixture.emulators.sqsEndpoint, dynamodb: emulators.fixture.emulators.dynamoEndpoint },
       plan: { windows: [{ service: 'dynamodb', kind: 'unavailable', startMs: 0, durationMs: 1_500, rate: 1 }] },
     });
     proxies.push(proxy);
@@ -227,7 +220,7 @@ describe('wait', () => {
     expect(result.status).toBe('solved');
     // …and a wait that times out while the reads fail says why.
     const down = await startFaultProxy({
-      upstreams: { sqs: fixture.emulators.sqsEndpoint, dynamodb: fixture.emulators.dynamoEndpoint },
+      upstreams: { sqs: emulators.fixture.emulators.sqsEndpoint, dynamodb: emulators.fixture.emulators.dynamoEndpoint },
       plan: { windows: [{ service: 'dynamodb', kind: 'unavailable', startMs: 0, durationMs: 60_000, rate: 1 }] },
     });
     proxies.push(down);
@@ -243,7 +236,7 @@ describe('wait', () => {
 
   it('backs its reads off when the event source fails at once', async () => {
     // Before: 673 consistent reads in 2 s.
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     let reads = 0;
     const real = fleet.clients.documents;
     const counting = {
@@ -266,7 +259,7 @@ describe('wait', () => {
   });
 
   it('refuses a time that is not one', async () => {
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     await expect(producerOf(fleet).wait('x-1', { timeoutMs: Number.NaN })).rejects.toThrow(
       /timeoutMs must be a finite number of ms/,
     );
@@ -275,7 +268,7 @@ describe('wait', () => {
 
 describe('an aborted signal, and bad arguments', () => {
   it('solve sends nothing, report sends nothing, when the signal is already aborted', async () => {
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const producer = producerOf(fleet);
     const controller = new AbortController();
     controller.abort();
@@ -287,7 +280,7 @@ describe('an aborted signal, and bad arguments', () => {
   });
 
   it('report names a bad id or verdict in words, not a ZodError', async () => {
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     const error = await producerOf(fleet)
       .report('bad id', 'wrong' as never)
       .catch((e: unknown) => e);

@@ -3,32 +3,22 @@
  * read (sends with a warning, or refuses with a typed error when asked to), and rides out SQS
  * throttling on its sends.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAwsClients } from '../../functions/adapters/aws-clients.js';
 import { createProducer, IdCheckUnavailableError, type ProducerWarning } from '../../clients/producer-client.js';
 import type { FaultWindow } from '../../local/faults/plan.js';
-import { startFaultProxy, type FaultProxy } from '../../local/faults/proxy.js';
+import { startFaultProxy } from '../../local/faults/proxy.js';
 import { recaptchaTask } from '../helpers/factories.js';
-import { queueDepth, startEmulatorFixture, type EmulatorFixture } from '../helpers/fleet-fixture.js';
+import { emulatorsWithProxies, queueDepth } from '../helpers/fleet-fixture.js';
 
-let fixture: EmulatorFixture;
-const proxies: FaultProxy[] = [];
-
-beforeAll(async () => {
-  fixture = await startEmulatorFixture();
-});
-afterAll(async () => {
-  await fixture?.stop();
-});
-afterEach(async () => {
-  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
-});
+const emulators = emulatorsWithProxies();
+const { proxies } = emulators;
 
 /** A producer whose calls go through a proxy with these windows (from now). */
 async function producerThrough(windows: FaultWindow[], options: { idCheckUnavailable?: 'send' | 'refuse' } = {}) {
-  const fleet = await fixture.createFleet();
+  const fleet = await emulators.fixture.createFleet();
   const proxy = await startFaultProxy({
-    upstreams: { sqs: fixture.emulators.sqsEndpoint, dynamodb: fixture.emulators.dynamoEndpoint },
+    upstreams: { sqs: emulators.fixture.emulators.sqsEndpoint, dynamodb: emulators.fixture.emulators.dynamoEndpoint },
     plan: { windows },
   });
   proxies.push(proxy);
@@ -62,7 +52,7 @@ describe('the producer on a store’s bad day', () => {
   });
 
   it('gives the id check up at once on a refusal no retry changes (no permission)', async () => {
-    const fleet = await fixture.createFleet();
+    const fleet = await emulators.fixture.createFleet();
     let reads = 0;
     const denied = {
       send: async () => {

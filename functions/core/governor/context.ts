@@ -6,6 +6,7 @@
 import { DEFAULT_DRAIN_TARGET_MS, DEFAULT_OUTAGE_TRANSIENT_SHARE } from './config.js';
 import { type Current, capFloor, clamp, minimumCeiling, planCap } from './capacity.js';
 import { withPriceSample } from './price.js';
+import { tickBalanceTtlMs } from './signals.js';
 import type {
   DependencyState,
   GovernorConfig,
@@ -202,8 +203,8 @@ function priceAfter(signals: GovernorSignals, spend: SpendState, balance: number
 }
 
 /**
- * The refused reads counted once more, unless the last was counted within half a tick: the
- * balance reader keeps a read (a failed one too) for half a tick (`tickBalanceTtlMs`), so a tick
+ * The refused reads counted once more, unless the last was counted within the time the balance
+ * reader keeps a read, a failed one too (`tickBalanceTtlMs`, half a tick), so a tick
  * woken early (an accepted probe) sees the same refusal again, which is not a second one.
  */
 function refusedAgain(
@@ -211,7 +212,7 @@ function refusedAgain(
   now: number,
   config: GovernorConfig,
 ): NonNullable<SpendState['refusedReads']> {
-  const sameRead = last !== undefined && now - last.at < (config.tickMs ?? 10_000) / 2;
+  const sameRead = last !== undefined && now - last.at < tickBalanceTtlMs(config.tickMs ?? 10_000);
   return sameRead ? last : { count: (last?.count ?? 0) + 1, at: now };
 }
 

@@ -6,6 +6,17 @@
 import type { ThreadLedgerReading } from '../thread-ledger.js';
 import type { BalanceError, DependencyHealth, GovernorSignals, Lane, LaneSignals, ProbeOutcome } from './types.js';
 
+/**
+ * How long a balance read serves the governor loop, ms: half a tick, so every tick reads afresh
+ * (each drop priced by the solves counted since the last read, the spend grant sized on the
+ * balance of that tick) and the reads within one tick share it. A tick's cache (`tickMs`) served
+ * the last tick's balance to the next in AWS: the ticks keep to their cadence (functions/governor/run.ts)
+ * and the read is stamped when it returns, so the cache was a read's round trip short of expiring.
+ */
+export function tickBalanceTtlMs(tickMs: number): number {
+  return Math.max(1, Math.floor(tickMs / 2));
+}
+
 /** One GetQueueAttributes read of a lane's queue; a field is undefined when it could not be read. */
 export interface QueueReading {
   /** Epoch ms of the read. */
