@@ -18,7 +18,7 @@ import type { Task } from '../core/task.js';
 import { cookiesText, resPhpAnswerOf } from '../core/task-types.js';
 import { believableBalance, boundedExtras, unusableAnswer, usableAnswer, withCost } from './solver-answer.js';
 import type { PollOnce, SolveState, SolverContext, SolverWire, SubmitOnce } from './solver-context.js';
-import { httpCall, NOT_SENT_AGAIN, snippet } from './solver-http.js';
+import { httpCall, NOT_SENT_AGAIN, snippet, withoutKey } from './solver-http.js';
 
 /** The form in.php gets: the task's own parameters, never a key of its own (the client's wins). */
 function submissionForm(ctx: SolverContext, task: Task): Record<string, string> {
@@ -92,8 +92,11 @@ async function pollOnce(ctx: SolverContext, solve: SolveState, task: Task, solve
         };
       if (!usableAnswer(shaped)) return { error: unusableAnswer(taskId, 'res.php') };
       const extras = boundedExtras(ctx, extrasOf(answer.members), taskId);
+      // A composite answer is built from the object's members, not from the text the reply was
+      // redacted as (httpCall): redacted again here, or a member echoing the key was recorded.
+      const clean = withoutKey(ctx, shaped, 'res.php', taskId);
       // res.php reports no price: the configured one, if any.
-      return { solved: withCost(ctx, task.method, { answer: shaped, extras }, undefined) };
+      return { solved: withCost(ctx, task.method, { answer: clean, extras }, undefined) };
     }
     const errorClass = classifySolverCode(answer.code, ctx.dialect);
     if (errorClass === 'not_ready') return { notReady: answer.code };

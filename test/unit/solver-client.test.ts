@@ -906,6 +906,34 @@ describe('a solver that cannot hurt', () => {
     expect(agent.pendingInterceptors()).toEqual([]);
   });
 
+  it.each([
+    [
+      'geetest',
+      { gt: 'g', challenge: 'c', pageurl: 'https://example.com/' },
+      { geetest_challenge: KEY, geetest_validate: KEY.toUpperCase(), geetest_seccode: 's' },
+    ],
+    [
+      'amazon_waf',
+      { sitekey: 'k', iv: 'i', context: 'c', pageurl: 'https://example.com/' },
+      { captcha_voucher: `v${KEY}`, existing_token: 't' },
+    ],
+  ])(
+    'redacts the key from a %s answer object whose members echo it (the answer is built from the object)',
+    async (method, params, request) => {
+      script('in.php', [{ body: 'OK|123' }]);
+      script('res.php', [{ body: JSON.stringify({ status: 1, request }) }]);
+
+      const outcome = (await client().solve({ ...task(), method, params } as Task, {
+        deadlineAt: Date.now() + 60_000,
+      })) as { answer: string };
+
+      // Before, the members were recorded and published as the solver sent them, key and all.
+      expect(outcome.answer.toLowerCase()).not.toContain(KEY.toLowerCase());
+      expect(outcome.answer).toContain('***');
+      expect(logs.join('\n')).toContain('solver answer contained the key; redacted');
+    },
+  );
+
   it('redacts the key from an answer that echoes it before anyone sees the answer', async () => {
     script('in.php', [{ body: 'OK|75357844800' }]);
     script('res.php', [{ body: `OK|03AG-${KEY}-tail` }]);
