@@ -12,6 +12,7 @@ import { sleep as sleepFor } from '../core/helpers/time.js';
 import { createAdaptivePollSchedule, type PollSchedule } from '../core/poll-schedule.js';
 import type { Clock, SolveOptions, SolverPort } from '../core/ports.js';
 import { type Dialect, pollGapMs, type SolverMethod, type SolverProtocol, redactKey } from '../core/solver-protocol.js';
+import { redactJson } from '../core/redaction.js';
 import {
   AnswerWaits,
   aborted,
@@ -181,5 +182,5 @@ function solveState(
 }
 
 function redactAttributes(attributes: Record<string, unknown>, key: string): Record<string, unknown> {
-  return JSON.parse(redactKey(JSON.stringify(attributes), key)) as Record<string, unknown>;
+  return redactJson(attributes, (text) => redactKey(text, key));
 }

@@ -3,7 +3,7 @@
  * task API (createTask / getTaskResult / getBalance, spoken by 2captcha's API v2, Anti-Captcha
  * and CapSolver) — their methods, error codes and the codes' classes, in one table. Pure: no I/O.
  */
-import { redactSecrets } from './redaction.js';
+import { maskKeyParameters, redactSecrets } from './redaction.js';
 
 /**
  * The two wire protocols. `res-php`: form or query requests to `in.php` / `res.php`, answers
@@ -367,5 +367,5 @@ export function solverErrorFor(code: string, dialect: Dialect, options: SolverEr
  * back upper-cased inside an error code.
  */
 export function redactKey(text: string, key?: string): string {
-  return redactSecrets(text.replace(/([?&]key=)[^&\s"']+/gi, '$1***'), [key]);
+  return redactSecrets(maskKeyParameters(text), [key]);
 }

@@ -28,6 +28,42 @@ describe('redaction', () => {
     expect(redactKey(text, KEY)).toContain('***');
   });
 
+  // A key outside the providers' hex: each form a request carries it in was missed before.
+  const ODD = 'Ab+c/d=EF12"gh\\ij k';
+  it.each([
+    [
+      'URL-encoded in a form body echoed by a proxy',
+      `bad gateway; request was: key=${encodeURIComponent(ODD)}&method=post`,
+    ],
+    ['form-encoded in a query', `GET /res.php?${new URLSearchParams({ action: 'get', key: ODD })}`],
+    ['JSON-escaped in an echoed createTask body', `<pre>${JSON.stringify({ clientKey: ODD, task: {} })}</pre>`],
+    ['JSON-escaped and reversed', JSON.stringify({ echo: [...ODD].reverse().join('') })],
+    ['URL-encoded in upper case', encodeURIComponent(ODD).toUpperCase()],
+  ])('finds a key with characters a request escapes, %s', (_, text) => {
+    const clean = redactKey(text, ODD);
+    for (const form of [ODD, encodeURIComponent(ODD), JSON.stringify(ODD).slice(1, -1), 'EF12'])
+      expect(clean.toLowerCase()).not.toContain(form.toLowerCase());
+    expect(clean).toContain('***');
+  });
+
+  it.each([
+    ['a form body that begins with it', `key=${KEY}&method=userrecaptcha`, `key=***&method=userrecaptcha`],
+    ['a query', `/in.php?json=1&key=${KEY}`, '/in.php?json=1&key=***'],
+    ["createTask's clientKey", `{"clientKey":"${KEY}","task":{}}`, '{"clientKey":"***","task":{}}'],
+  ])('masks the key in %s before the key is known', (_, text, masked) => {
+    expect(createRedactor().redact(text)).toBe(masked);
+  });
+
+  it('redacts a key holding a quote or a backslash from log attributes, the rest of them intact', () => {
+    const redactor = createRedactor([ODD]);
+    const attributes = { error: `echo ${ODD}`, [`k${ODD}`]: 1, list: [`${JSON.stringify(ODD)}`], n: 3, ok: 'kept' };
+    // Before, the attributes were redacted as their JSON text, where such a key is escaped: it stayed.
+    const clean = redactor.redactValue(attributes);
+    expect(JSON.stringify(clean)).not.toContain('EF12');
+    expect(clean).toMatchObject({ n: 3, ok: 'kept' });
+    expect(redactor.redactValue({ ok: 'kept' })).toEqual({ ok: 'kept' });
+  });
+
   it('leaves text without the key alone, and short secrets unsearched', () => {
     expect(redactSecrets('ERROR_CAPTCHA_UNSOLVABLE', [KEY, 'ab'])).toBe('ERROR_CAPTCHA_UNSOLVABLE');
     expect(containsSecret('ERROR_CAPTCHA_UNSOLVABLE', [KEY])).toBe(false);
