@@ -167,6 +167,8 @@ export class DynamoResultsRepository implements ResultsRepository {
   async claim(input: ClaimInput): Promise<ClaimResult> {
     const { task, now } = input;
     const fingerprint = taskFingerprint(task);
+    // The record a takeover was tried on: its write may have committed with its answer lost.
+    let triedOn: TaskResult | undefined;
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const fresh = await this.claimFresh(input, fingerprint);
       if (fresh !== undefined) return { outcome: 'claimed', record: fresh, takenOver: false };
@@ -174,7 +176,12 @@ export class DynamoResultsRepository implements ResultsRepository {
       // Gone by TTL, expired, or rejected since the write: the next round's fresh claim takes it.
       if (existing === undefined || existing.status === 'rejected' || isExpired(existing, now)) continue;
       // Our own write, committed but its answer lost (the SDK's retry then failed the condition).
-      if (existing.status === 'solving' && existing.claimToken === input.claimToken) return ownClaim(existing, input);
+      // A takeover's is judged by the record it took over, as when its answer came back: else an
+      // orphaned claim's lost answer skipped the wait for its holder's copy and paid again at once.
+      if (existing.status === 'solving' && existing.claimToken === input.claimToken)
+        return triedOn !== undefined && (existing.attempts ?? 1) > 1
+          ? takenOverClaim(existing, triedOn, input)
+          : ownClaim(existing, input);
       // Compared on every path that finds a record (Powertools' payload validation missed the
       // failed-conditional-write path once; see its issues #2058, #3781).
       if (!sameContent(existing.fingerprint, fingerprint)) return { outcome: 'conflict', record: existing };
@@ -186,14 +193,9 @@ export class DynamoResultsRepository implements ResultsRepository {
       // second provider for a task the first may have solved already (invariant 11).
       if (existing.solverId !== undefined && !resumableBy(input).includes(holder))
         return { outcome: 'held_elsewhere', solverProvider: holder, record: existing };
+      triedOn = existing;
       const taken = await this.takeOver(input, fingerprint);
-      if (taken !== undefined) {
-        // Its holder claimed after the last wait for a copy began (or none did): its copy is a new one to wait for.
-        const waitedForThisHolder =
-          existing.orphanWaitAt !== undefined && existing.orphanWaitAt >= (existing.startedAt ?? 0);
-        const orphaned = leaseUntil > 0 && existing.solverId === undefined && !waitedForThisHolder;
-        return { ...ownClaim(taken, input, true), ...(orphaned ? { orphaned } : {}) };
-      }
+      if (taken !== undefined) return takenOverClaim(taken, existing, input);
       // The lease was renewed or the record changed between the read and the write: look again.
     }
     throw new ResultsRepositoryError(`claim of task ${task.id} kept conflicting after ${CLAIM_ROUNDS} rounds`, task.id);
@@ -647,6 +649,16 @@ function solverHolderOf(record: TaskResult): SolverProvider {
 }
 
 /** The claimed outcome for a record this claim holds (just taken over, or found ours after a lost answer). */
+/**
+ * A claim taken over from `before`: orphaned when its holder died with no id on the record and
+ * claimed after the last wait for a copy began (or none did): its copy is a new one to wait for.
+ */
+function takenOverClaim(taken: TaskResult, before: TaskResult, input: ClaimInput): ClaimResult {
+  const waitedForThisHolder = before.orphanWaitAt !== undefined && before.orphanWaitAt >= (before.startedAt ?? 0);
+  const orphaned = (before.leaseUntil ?? 0) > 0 && before.solverId === undefined && !waitedForThisHolder;
+  return { ...ownClaim(taken, input, true), ...(orphaned ? { orphaned } : {}) };
+}
+
 function ownClaim(record: TaskResult, input: ClaimInput, takenOver = (record.attempts ?? 1) > 1): ClaimResult {
   const holder = solverHolderOf(record);
   const resumable = record.solverId !== undefined && resumableBy(input).includes(holder);

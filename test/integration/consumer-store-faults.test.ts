@@ -805,3 +805,46 @@ describe('redaction in the consumer', () => {
     expect(text).toContain('ERROR_***');
   });
 });
+
+describe('a takeover whose answer is lost', () => {
+  it("still waits for a dead holder's copy (orphan_wait), as when the answer comes back: paying at once would pay again for the id that copy may carry", async () => {
+    // Prepare: a holder that claimed and died before its id reached the record; the takeover's
+    // write commits and its answer is lost (the SDK's retry then fails the lease's condition).
+    const h = await harness({
+      timing: { orphanWaitMs: 3_000 },
+      faults: {
+        windows: [
+          {
+            service: 'dynamodb',
+            kind: 'lost_commit',
+            startMs: 0,
+            durationMs: 600_000,
+            rate: 1,
+            operations: ['UpdateItem'],
+            bodyIncludes: 'ADD attempts',
+            count: 1,
+          },
+        ],
+      },
+    });
+    const task = imageTask();
+    const id = task.id as string;
+    const direct = new DynamoResultsRepository({
+      documents: h.fleet.clients.documents,
+      tableName: h.fleet.resources.tables.results,
+      ttlSeconds: h.fleet.settings.resultTtlSeconds,
+    });
+    const parsed = { ...task, id, priority: 'normal' as const, submittedAt: Date.now() };
+    await direct.claim({ task: parsed as never, claimToken: 'dead-holder', now: Date.now(), leaseMs: 1 });
+    await sleep(5);
+    await h.send(task);
+
+    // Act
+    await h.deliver();
+
+    // Assess: the delivery took the claim over and waits; before, it submitted at once.
+    expect(await h.record(id)).toMatchObject({ status: 'solving', attempts: 2, orphanWaitAt: expect.any(Number) });
+    expect(h.solver.submissionsOf(id)).toBe(0);
+    expect(h.metricSum(METRICS.retried)).toBe(1); // the orphan wait's hand-back
+  });
+});
