@@ -8,7 +8,13 @@ import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { runBench, shippedTraces, TRACES_DIR, type TraceRuns } from './bench.js';
 import { renderHtml, renderSvg } from './charts.js';
-import { formatGenerated, GENERATED_POLICIES, generatedJson, runGeneratedParallel } from './classes.js';
+import {
+  formatGenerated,
+  GENERATED_POLICIES,
+  type GeneratedRun,
+  generatedJson,
+  runGeneratedParallel,
+} from './classes.js';
 import { parseCount, parseSeed } from './flags.js';
 import { generateTraces, TRACE_CLASSES, type TraceClass } from './generate.js';
 import { type ModelParams, parseModelSettings } from './model.js';
@@ -16,7 +22,7 @@ import { POLICY_NAMES, type PolicyName } from './policies.js';
 import { checkTargets, formatTable, toJson } from './report.js';
 import { judgeTrace, type TraceVerdict } from './targets.js';
 import { SOLVE_MODES, type SolveMode } from '../functions/core/settings.js';
-import { loadTraceFile, TraceFileError, type Trace, withSolveMode } from './trace.js';
+import { loadTraceFile, TraceFileError, type Trace, type TraceInput, withSolveMode } from './trace.js';
 
 interface Options {
   trace?: string;
@@ -107,7 +113,9 @@ function main(options: Options): void {
       traces: [trace],
       policies: trace.generated !== undefined && policies === undefined ? [...GENERATED_POLICIES] : policies,
       seed: seedOf(trace),
-      model: options.model,
+      // A failing generated trace replays with the model settings it ran with, unless --model says otherwise.
+      model:
+        options.model ?? (trace.generated?.model !== undefined ? parseModelSettings(trace.generated.model) : undefined),
       onRun: (r) =>
         process.stderr.write(
           `  ${r.trace} / ${r.policy}: ${r.arrivals} tasks, ${r.events} events, ${r.wallMs.toFixed(0)} ms\n`,
@@ -154,11 +162,7 @@ function runSettings(options: Options): { fields: Record<string, unknown>; descr
   };
   const described = [
     options.solveMode !== undefined ? `--solve-mode ${options.solveMode}` : '',
-    options.model !== undefined
-      ? `--model ${Object.entries(options.model)
-          .map(([name, value]) => `${name}=${String(value)}`)
-          .join(',')}`
-      : '',
+    options.model !== undefined ? `--model ${modelText(options.model)}` : '',
     options.pollLoss ? '--poll-loss' : '',
   ]
     .filter(Boolean)
@@ -327,7 +331,7 @@ async function generated(options: Options, count: number): Promise<void> {
     for (const run of runs.filter((r) => !r.verdict.pass))
       writeFileSync(
         join(failingDir, `${run.generated.trace.name}.json`),
-        `${JSON.stringify({ ...run.generated.input, generated: { class: run.generated.traceClass, seed: run.seed } }, null, 2)}\n`,
+        `${JSON.stringify(failingTraceFile(run, options), null, 2)}\n`,
       );
     writeFileSync(join(dir, 'generated.json'), `${JSON.stringify(generatedJson(runs, options.seed))}\n`);
   }
@@ -361,6 +365,28 @@ function selectClasses(list: string | undefined): TraceClass[] | undefined {
   if (unknown.length > 0)
     fail(`Unknown class ${unknown.join(', ')}. Choose from: ${Object.keys(TRACE_CLASSES).join(', ')}.`);
   return names as TraceClass[];
+}
+
+/**
+ * A failing generated trace as a file `--trace-file` replays as it ran: the drawn trace, its
+ * `--solve-mode` as the fleet's `solveMode` and its `--model` settings beside its class and seed
+ * (without them a trace that missed under `--solve-mode wait` replayed parked and met every target).
+ */
+function failingTraceFile(run: GeneratedRun, options: Options): TraceInput {
+  const { input } = run.generated;
+  const model = options.model !== undefined ? modelText(options.model) : undefined;
+  return {
+    ...input,
+    ...(options.solveMode !== undefined ? { fleet: { ...input.fleet, solveMode: options.solveMode } } : {}),
+    generated: { class: run.generated.traceClass, seed: run.seed, ...(model !== undefined ? { model } : {}) },
+  };
+}
+
+/** `--model` settings as the flag writes them. */
+function modelText(model: Partial<ModelParams>): string {
+  return Object.entries(model)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(',');
 }
 
 /** `--model` given more than once adds up (the later setting of a name wins): the first was dropped. */

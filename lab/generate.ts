@@ -10,6 +10,7 @@
  * of class slots covers every class.
  */
 import { METHODS, type SolverMethod } from '../functions/core/solver-protocol.js';
+import type { TRACE_CLASS_NAMES } from './class-names.js';
 import { Rng } from './rng.js';
 import { parseTrace, type Trace, type TraceInput } from './trace.js';
 
@@ -31,6 +32,13 @@ export const TRACE_CLASSES = {
   combined: 6,
 } as const;
 export type TraceClass = keyof typeof TRACE_CLASSES;
+// Every class the generator draws is one a trace file may name, and no other.
+const _sameClasses: [TraceClass, (typeof TRACE_CLASS_NAMES)[number]] extends [
+  (typeof TRACE_CLASS_NAMES)[number],
+  TraceClass,
+]
+  ? true
+  : never = true;
 
 /** One drawn trace: its class, the trace file's content and the validated trace. */
 export interface GeneratedTrace {

@@ -188,6 +188,7 @@ const MODEL_LIMITS: Partial<Record<NumericModelKey, ModelLimit>> = {
   // A pause between tries, polls or reads of 0 s loops without time passing (a pool retrying
   // through an outage hung; a consumer reading for a slot every 0 s billed Infinity).
   backoffBaseSeconds: { above: 0 },
+  backoffMaxSeconds: { above: 0 },
   accountRetrySeconds: { above: 0 },
   consumerBackoffBaseSeconds: { above: 0 },
   handBackBaseSeconds: { above: 0 },

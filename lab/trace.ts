@@ -16,6 +16,8 @@ import {
 import { METHODS, type SolverMethod } from '../functions/core/solver-protocol.js';
 import { closestParamName } from '../functions/core/task-params.js';
 import { at } from './arrays.js';
+import { TRACE_CLASS_NAMES } from './class-names.js';
+import { parseModelSettings } from './model.js';
 
 const nonNegative = z.number().finite().min(0);
 const piece = <T extends z.ZodRawShape>(shape: T) => z.object({ at: nonNegative, ...shape }).strict();
@@ -55,9 +57,15 @@ export const TraceSchema = z
       )
       .min(1),
     /** Threads of the plan held by other users of the key. */
-    foreignThreads: z.array(piece({ threads: z.number().int().min(0) })).default([{ at: 0, threads: 0 }]),
+    foreignThreads: z
+      .array(piece({ threads: z.number().int().min(0) }))
+      .min(1, 'at least one piece (leave the field out for none held)')
+      .default([{ at: 0, threads: 0 }]),
     /** Multiplies every solve time started in the piece (2 = the solver is twice as slow). */
-    solveTimeFactor: z.array(piece({ factor: z.number().finite().gt(0) })).default([{ at: 0, factor: 1 }]),
+    solveTimeFactor: z
+      .array(piece({ factor: z.number().finite().gt(0) }))
+      .min(1, 'at least one piece (leave the field out for a factor of 1)')
+      .default([{ at: 0, factor: 1 }]),
     /**
      * Solver outages: from `at`, for `durationSeconds`, every request (in.php, res.php, the
      * balance read) answers a transient error (HTTP 503), and solves already accepted pause
@@ -78,12 +86,17 @@ export const TraceSchema = z
     /** Model the answer waiting for the next res.php poll (protocol schedule) while holding its thread. */
     pollLoss: z.boolean().default(false),
     /**
-     * A trace the generator drew (`--generate`) and wrote as failing: its class and the seed it was
-     * simulated with, so `--trace-file` replays it as it ran and judges it by the generator's
+     * A trace the generator drew (`--generate`) and wrote as failing: its class, the seed it was
+     * simulated with and the `--model` settings it ran with (its `--solve-mode` is the fleet's
+     * `solveMode`), so `--trace-file` replays it as it ran and judges it by the generator's
      * targets against its fair floor.
      */
     generated: z
-      .object({ class: z.string().max(40), seed: z.number().int().min(0).max(0xffffffff) })
+      .object({
+        class: z.enum(TRACE_CLASS_NAMES),
+        seed: z.number().int().min(0).max(0xffffffff),
+        model: z.string().max(2_000).optional(),
+      })
       .strict()
       .optional(),
   })
@@ -119,7 +132,7 @@ export interface Trace {
   readonly pollLoss: boolean;
   readonly surge: boolean;
   /** A generated trace's class and simulation seed (written with a failing trace), when it is one. */
-  readonly generated?: { class: string; seed: number };
+  readonly generated?: { class: string; seed: number; model?: string };
 }
 
 /** A trace that cannot be used: names the file and every problem found, with its JSON path. */
@@ -155,7 +168,11 @@ export function parseTrace(json: unknown, source: string): Trace {
     if (outage.at >= trace.durationSeconds)
       problems.push(`outages[${i}].at: ${outage.at} is not before durationSeconds ${trace.durationSeconds}`);
     const previous = trace.outages[i - 1];
-    if (previous !== undefined && outage.at < previous.at + previous.durationSeconds)
+    if (previous !== undefined && outage.at < previous.at)
+      problems.push(
+        `outages[${i}].at: ${outage.at} is before the previous outage's ${previous.at} (list them in order)`,
+      );
+    else if (previous !== undefined && outage.at < previous.at + previous.durationSeconds)
       problems.push(`outages[${i}].at: ${outage.at} starts before the previous outage ends`);
   });
   trace.balance.topUps.forEach((topUp, i) => {
@@ -182,6 +199,13 @@ export function parseTrace(json: unknown, source: string): Trace {
       problems.push(`methods[${i}].p95Seconds: ${m.p95Seconds} is below medianSeconds ${m.medianSeconds}`);
     }
   });
+  if (trace.generated?.model !== undefined) {
+    try {
+      parseModelSettings(trace.generated.model);
+    } catch (error) {
+      problems.push(`generated.model: ${(error as Error).message}`);
+    }
+  }
   // The fleet block is the stack's configuration, read loosely there: a misspelt key here ran the
   // default plan of 50 threads without a word, and the overflow block is not modelled by this run.
   const knownFleet = new Set(Object.keys(FleetConfigSchema.shape));

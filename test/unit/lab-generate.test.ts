@@ -4,7 +4,7 @@
  * traces run end to end against their fair floor with every target judged.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -212,6 +212,54 @@ describe('the lab’s command line refuses what it would ignore or never finish'
     }
   }, 60_000);
 
+  it('writes a failing trace with the --solve-mode and --model it ran with, and replays it so', () => {
+    // Before: the file kept neither; a trace that missed under --solve-mode wait replayed parked and met every target.
+    const out = mkdtempSync(join(tmpdir(), 'captcha-fleet-lab-failing-'));
+    try {
+      const drawn = bench(
+        '--generate',
+        '6',
+        '--classes',
+        'combined',
+        '--seed',
+        '11',
+        '--jobs',
+        '1',
+        '--solve-mode',
+        'wait',
+        '--model',
+        'backoffBaseSeconds=2',
+        '--out',
+        out,
+        '--json',
+      );
+      expect(drawn.status, drawn.stderr).toBe(0);
+      const failing = readdirSync(join(out, 'failing'));
+      expect(failing.length).toBeGreaterThan(0);
+      const name = failing.sort()[0] as string;
+      const file = join(out, 'failing', name);
+      const written = JSON.parse(readFileSync(file, 'utf8')) as {
+        fleet: { solveMode?: string };
+        generated: { model?: string };
+      };
+      expect(written.fleet.solveMode).toBe('wait');
+      expect(written.generated.model).toBe('backoffBaseSeconds=2');
+      type Verdict = { targets: { key: string; pass: boolean; detail: string }[] };
+      const figures = (verdict: Verdict | undefined) => verdict?.targets.map((t) => [t.key, t.pass, t.detail]);
+      const trace = name.replace(/\.json$/, '');
+      const ran = (JSON.parse(drawn.stdout) as { traces: { name: string; verdict: Verdict }[] }).traces.find(
+        (t) => t.name === trace,
+      );
+      const replay = bench('--trace-file', file, '--no-report', '--json');
+      expect(replay.status, replay.stderr).toBe(0);
+      const replayed = (JSON.parse(replay.stdout) as { generated: { trace: string; verdict: Verdict }[] }).generated;
+      expect(ran?.verdict.targets.some((t) => !t.pass)).toBe(true);
+      expect(figures(replayed.find((g) => g.trace === trace)?.verdict)).toEqual(figures(ran?.verdict));
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 300_000);
+
   it('judges a trace where nothing is solved by what can be compared (no p95 on either side is no miss)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'captcha-fleet-idle-'));
     try {
@@ -230,6 +278,11 @@ describe('the lab’s command line refuses what it would ignore or never finish'
       expect(run.status, run.stderr).toBe(0);
       expect(run.stdout).toMatch(/PASS {2}idle-only: p95 ≤ 1\.2 × oracle/);
       expect(run.stdout).not.toMatch(/MISS/);
+      // The fixed maximum's target the same (it read "MISS p95 ≤ 1.05 × lambda-fixed — governor – s vs lambda-fixed – s").
+      const fixed = bench('--trace-file', file, '--policy', 'governor,lambda-fixed', '--no-report');
+      expect(fixed.status, fixed.stderr).toBe(0);
+      expect(fixed.stdout).toMatch(/PASS {2}idle-only: p95 ≤ 1\.05 × lambda-fixed/);
+      expect(fixed.stdout).not.toMatch(/MISS/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -34,6 +34,8 @@ describe('--model settings', () => {
       message: 'watchPollSeconds=-1: watchPollSeconds takes a number 0 or more (its default: 0.1)',
     },
     { value: 'esmStepSeconds=0', message: 'esmStepSeconds=0: esmStepSeconds takes a number above 0' },
+    // A pool's wait between tries is min(backoffMaxSeconds, …): 0 retried through an outage without the clock moving (hung).
+    { value: 'backoffMaxSeconds=0', message: 'backoffMaxSeconds=0: backoffMaxSeconds takes a number above 0' },
     { value: 'watchSecondsPerMinute=61', message: 'takes a number 0 or more, at most 60' },
     { value: 'consumerMaxOverCapRetries=1.5', message: 'takes a number 0 or more, a whole number' },
     { value: 'probeWithWaitingTask=2', message: 'at most 1, a whole number' },

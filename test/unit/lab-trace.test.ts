@@ -120,6 +120,31 @@ describe('trace files', () => {
     ]);
   });
 
+  it('refuses an empty list of neighbour or slowdown pieces, a class the generator has not, a bad model, and outages out of order', () => {
+    // Before: the empty lists ended the run in "RangeError: index 0 outside 0..-1", the class was judged as given.
+    expect(problemsOf(write('empty-foreign.json', { ...good, foreignThreads: [] }))).toEqual([
+      expect.stringMatching(/^foreignThreads: at least one piece/),
+    ]);
+    expect(problemsOf(write('empty-factor.json', { ...good, solveTimeFactor: [] }))).toEqual([
+      expect.stringMatching(/^solveTimeFactor: at least one piece/),
+    ]);
+    expect(problemsOf(write('class.json', { ...good, generated: { class: 'nope', seed: 3 } }))).toEqual([
+      expect.stringMatching(/^generated\.class:/),
+    ]);
+    expect(
+      problemsOf(
+        write('model.json', { ...good, generated: { class: 'combined', seed: 3, model: 'esmStepSeconds=0' } }),
+      ),
+    ).toEqual([expect.stringMatching(/^generated\.model: .*esmStepSeconds takes a number above 0/)]);
+    const outages = [
+      { at: 100, durationSeconds: 10 },
+      { at: 50, durationSeconds: 10 },
+    ];
+    expect(problemsOf(write('outages.json', { ...good, outages }))).toEqual([
+      "outages[1].at: 50 is before the previous outage's 100 (list them in order)",
+    ]);
+  });
+
   it('says when the file is not JSON or cannot be read', () => {
     expect(problemsOf(write('broken.json', '{ "name": '))[0]).toMatch(/^is not valid JSON/);
     expect(problemsOf(join(dir, 'absent.json'))[0]).toMatch(/^cannot be read/);
