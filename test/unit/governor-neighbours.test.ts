@@ -758,6 +758,44 @@ describe('the estimator: properties', () => {
     );
   });
 
+  it('parked: the climb after one the fleet filled takes the plan whatever the budget owes (a throttled fleet earns the next one in tens of minutes)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 4, max: 1000 }),
+        fc.double({ min: 0.1, max: 0.9, noNaN: true }),
+        fc.double({ min: -10, max: 1.9, noNaN: true }),
+        fc.integer({ min: 1, max: FOLLOWING_CLIMB_TICKS * 10 }),
+        (plan, share, budget, afterSeconds) => {
+          // Prepare: a patient (or budgeted) climb took the estimate one step up from what a
+          // neighbour left; the budget is in debt, or short of a refused climb's cost.
+          const s: EstimateShape = { planCap: plan, spare: 1, floor: 2, tickMs: 10_000, parked: true };
+          const level = Math.min(plan - 1, Math.max(3, Math.round(plan * share)));
+          const e: NeighbourEstimate = {
+            ...initialEstimate(s, T0),
+            free: level,
+            step: 2,
+            budget,
+            standing: level - 1,
+            climbedAt: T0 - afterSeconds * 1000,
+            seen: { refusals: 1, acceptances: 500 },
+          };
+          // Act: the fleet fills the level it climbed to, without a refusal (others handed threads back).
+          const r = reading({
+            acceptances: 501,
+            refusals: 1,
+            lastRefusal: { at: T0 - REFUSAL_HOLD_OFF_MS - 60_000, held: level - 1 },
+            lastAcceptance: { at: T0, held: level - 1 },
+          });
+          const { estimate, change } = updateEstimate(e, r, s, T0);
+          // Assess: before, it waited for the budget (a 4-thread plan at 3 of 4 for 14 minutes).
+          expect(change).toBe('up');
+          expect(estimate.free).toBe(plan);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('parked: a climb long after the last one the fleet filled takes its step, not the plan (a test, not a jump)', () => {
     const s: EstimateShape = { ...shape, parked: true, tickMs: 10_000 };
     const e = { ...withBudget(initialEstimate(s, T0), 10), free: 6, step: 1, climbedAt: T0 - 4 * 10_000 };

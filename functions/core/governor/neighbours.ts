@@ -16,7 +16,8 @@
  * - Parked, the climb after one the fleet filled (within `FOLLOWING_CLIMB_TICKS`) goes to the whole
  *   plan: the first tested that others handed threads back, and an overshoot costs a refusal or two
  *   whatever its size (the refusal room holds the rest, and the refusal's count becomes the
- *   estimate). A big plan climbs back to what a neighbour freed in two ticks.
+ *   estimate). A big plan climbs back to what a neighbour freed in two ticks. That climb is not
+ *   budgeted: a fleet others throttle earns the next climb's budget in tens of minutes.
  * - A climb that overshoots costs refusals. Each step is bounded by a refusal budget: 1.5 % of the
  *   accepted submissions, less the refusals that followed a climb (within two ticks of it), so the
  *   refusals climbing costs stay under 2 % of the submissions. Below the mapping's floor (others
@@ -183,21 +184,24 @@ export function updateEstimate(
   // against a hold they no longer have, and each filled level doubles until the first refusal.
   if (starved) next.failed = undefined;
   const releasing = starved || next.releasing === true;
-  let affordable = releasing ? Number.POSITIVE_INFINITY : affordableThreads(budget, shape);
-  const throttled = estimate.free <= shape.planCap * PATIENT_SHARE_OF_PLAN;
-  const draining = queuedWorkMs / Math.max(1, estimate.free) >= PATIENT_DRAIN_MS;
-  if (affordable < shape.spare && throttled && draining && patient(next, reading, shape, now))
-    affordable = affordableThreads(budget + borrowLimit(reading.acceptances), shape);
-  if (affordable < shape.spare) return { estimate: next, change: undefined };
   // Parked: a climb that follows one the fleet filled without a refusal (within a few ticks) goes
   // to the whole plan: others handed threads back, how many is unknown, and an overshoot costs a
   // refusal or two whatever its size (the refusal room holds the rest; the refusal's count is then
-  // the estimate). A big plan climbs back in two ticks, not log₂(plan) of doubling steps.
+  // the estimate). A big plan climbs back in two ticks, not log₂(plan) of doubling steps. It is
+  // not budgeted: the climb it follows (budgeted or patient) found others handing threads back,
+  // and a fleet others throttle earns the budget for the next in tens of minutes (a 4-thread plan
+  // a neighbour held half of for an hour stayed at 3 for 14 minutes after it had handed both back).
   const following =
     shape.parked === true &&
     !starved &&
     estimate.climbedAt !== undefined &&
     acceptance.at - estimate.climbedAt <= FOLLOWING_CLIMB_TICKS * shape.tickMs;
+  let affordable = releasing || following ? Number.POSITIVE_INFINITY : affordableThreads(budget, shape);
+  const throttled = estimate.free <= shape.planCap * PATIENT_SHARE_OF_PLAN;
+  const draining = queuedWorkMs / Math.max(1, estimate.free) >= PATIENT_DRAIN_MS;
+  if (affordable < shape.spare && throttled && draining && patient(next, reading, shape, now))
+    affordable = affordableThreads(budget + borrowLimit(reading.acceptances), shape);
+  if (affordable < shape.spare) return { estimate: next, change: undefined };
   const step = following ? shape.planCap : Math.max(shape.spare, Math.min(estimate.step, affordable));
   // A starved spell ends where it began: back at once to the level the fleet stood at before it
   // (parked: an overshoot costs a refusal or two, the refusal room holds the rest of it).
