@@ -3,6 +3,7 @@
  * (user agent, cookies, hCaptcha's respKey), bounded and with the key removed like the answer
  * itself (DESIGN.md invariant 10), and what the solve cost.
  */
+import { isControlOrFormat } from '../core/helpers/printable.js';
 import { EXTRA_ANSWER_FIELDS } from '../core/task-types.js';
 import { type SolverMethod, SolverTaskError } from '../core/solver-protocol.js';
 import type { SolvedAnswer, SolverContext } from './solver-context.js';
@@ -51,7 +52,7 @@ export function boundedExtras(
 export function usableText(text: string): boolean {
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
-    if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || c === 0x2028 || c === 0x2029 || c === 0xfffd) return false;
+    if (isControlOrFormat(c) || c === 0xfffd) return false;
     if (c >= 0xdc00 && c <= 0xdfff) return false;
     if (c >= 0xd800 && c <= 0xdbff) {
       const low = text.charCodeAt(i + 1);

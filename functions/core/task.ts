@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { SolverMethod } from './solver-protocol.js';
 import { describeRefusedParam, FLEET_OWNED_PARAMS, METHOD_PARAMS } from './task-params.js';
-import { printable } from './helpers/printable.js';
+import { CONTROL_OR_FORMAT, printable } from './helpers/printable.js';
 import { methodOfTaskType } from './task-types.js';
 
 /**
@@ -48,7 +48,14 @@ const siteKey = z
   .max(256)
   .regex(/^[A-Za-z0-9_\-.:]+$/, 'letters, digits, _ - . : only');
 const flag = z.union([z.literal(0), z.literal(1)]);
-const text = (max: number) => z.string().max(max);
+/**
+ * Free text a producer gives (a user agent, cookies, a question): bounded, and without control or
+ * format characters ({@link CONTROL_OR_FORMAT}): a user agent holding CR LF would inject a header
+ * wherever it is sent on, an escape or a bidi override would reach a screen.
+ */
+const NO_CONTROL = new RegExp(`^[^${CONTROL_OR_FORMAT.source.slice(1, -1)}]*$`);
+const clean = (schema: z.ZodString) => schema.regex(NO_CONTROL, 'no control or invisible format characters');
+const text = (max: number) => clean(z.string().max(max));
 /** Proxy and browser parameters of the token methods (2captcha's names and proxy types). */
 const browser = {
   proxy: text(512),
@@ -160,8 +167,8 @@ export const TaskSchema = z.discriminatedUnion('method', [
     ...common,
     method: z.literal('geetest'),
     params: params('geetest', {
-      gt: z.string().min(8).max(64),
-      challenge: z.string().min(8).max(128),
+      gt: clean(z.string().min(8).max(64)),
+      challenge: clean(z.string().min(8).max(128)),
       pageurl: url,
       api_server: text(256).optional(),
       offline: flag.optional(),
@@ -232,7 +239,7 @@ export const TaskSchema = z.discriminatedUnion('method', [
     ...common,
     method: z.literal('funcaptcha'),
     params: params('funcaptcha', {
-      publickey: z.string().min(8).max(128),
+      publickey: clean(z.string().min(8).max(128)),
       pageurl: url,
       surl: url.optional(),
       'data[blob]': text(4096).optional(),
@@ -265,7 +272,7 @@ export const TaskSchema = z.discriminatedUnion('method', [
     ...common,
     method: z.literal('textcaptcha'),
     params: params('textcaptcha', {
-      textcaptcha: z.string().min(1).max(140),
+      textcaptcha: clean(z.string().min(1).max(140)),
       language: z.number().int().min(0).max(2).optional(),
       lang: text(8).optional(),
     }),

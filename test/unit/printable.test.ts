@@ -10,6 +10,13 @@ describe('printable', () => {
     expect(printable('ok 😀 é — 漢字')).toBe('ok 😀 é — 漢字');
   });
 
+  it('writes out the invisible format characters that reorder or hide text (bidi overrides, zero-width, BOM)', () => {
+    // Before, a reason holding U+202E read backwards in redrive's listing.
+    expect(printable('user\u202Erecaptcha\u2066x\u200B\uFEFF\u061C\u2060')).toBe(
+      'user\\u202erecaptcha\\u2066x\\u200b\\ufeff\\u061c\\u2060',
+    );
+  });
+
   it('cuts at a character, never inside a surrogate pair, and says it cut', () => {
     expect(printable(`${'a'.repeat(3)}😀b`, 4)).toBe('aaa😀…');
     expect(printable('abcd', 4)).toBe('abcd');

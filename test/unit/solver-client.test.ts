@@ -864,6 +864,9 @@ describe('a solver that cannot hurt', () => {
     for (const body of [
       '{"status":1,"request":"tok\\r\\nSet-Cookie: evil=1"}',
       'OK|a\u001b[31mred',
+      // A bidi override or a zero-width space: the answer a reader sees is not the one recorded.
+      'OK|03AG\u202Eokot',
+      'OK|03AG\u200Btok',
       // `OK|a` and two bytes that are not UTF-8, then `b`.
       Buffer.from([0x4f, 0x4b, 0x7c, 0x61, 0xff, 0xfe, 0x62]),
     ]) {

@@ -123,6 +123,30 @@ describe('task schema v1', () => {
     ],
     ['bad priority', { ...valid.hcaptcha, priority: 'urgent' }, 'priority'],
     ['image body too short', { method: 'base64', params: { body: 'abc' } }, 'params.body'],
+    // Before, each was accepted and sent on: a CR LF in a user agent injects a header wherever it is sent.
+    [
+      'a user agent holding CR LF',
+      { ...valid.turnstile, params: { ...valid.turnstile.params, userAgent: 'Moz\r\nX-Evil: 1' } },
+      'params.userAgent',
+    ],
+    [
+      'a proxy holding NUL',
+      { ...valid.turnstile, params: { ...valid.turnstile.params, proxy: 'u:p@10.0.0.1:80\u0000', proxytype: 'HTTP' } },
+      'params.proxy',
+    ],
+    [
+      'a text question holding an escape',
+      { method: 'textcaptcha', params: { textcaptcha: '\u001b[2J 2+2?' } },
+      'params.textcaptcha',
+    ],
+    [
+      'a GeeTest challenge holding a bidi override',
+      {
+        method: 'geetest',
+        params: { gt: 'g'.repeat(32), challenge: `c${'\u202E'}${'c'.repeat(31)}`, pageurl: 'https://a.example/' },
+      },
+      'params.challenge',
+    ],
   ])('rejects %s with a reason that names the field', (_name, message, field) => {
     const result = parse(message);
     expect(result.ok).toBe(false);

@@ -1,7 +1,23 @@
 /**
+ * The characters text from outside must not carry into a record, a log, a header or a terminal:
+ * control characters (C0, DEL, C1), the line and paragraph separators, and the invisible format
+ * characters that reorder or hide what a reader sees (bidi embeddings, overrides and isolates,
+ * zero-width spaces and joiners, the word joiner, the Arabic letter mark, the byte order mark):
+ * a reason holding U+202E read backwards in `redrive --dry-run`'s listing.
+ */
+export const CONTROL_OR_FORMAT =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's purpose.
+  /[\u0000-\u001F\u007F-\u009F\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/;
+
+/** Whether the UTF-16 code unit `c` is one of {@link CONTROL_OR_FORMAT}. */
+export function isControlOrFormat(c: number): boolean {
+  return CONTROL_OR_FORMAT.test(String.fromCharCode(c));
+}
+
+/**
  * Text from outside (a producer's message, a parser's error about it) made fit for a reason, a
  * record, a message attribute or a terminal: at most `max` characters, never cutting a surrogate
- * pair in two, with control characters (C0, DEL, C1), line and paragraph separators and lone
+ * pair in two, with control and format characters ({@link CONTROL_OR_FORMAT}) and lone
  * surrogates written as `\uXXXX`. SQS refuses such characters in a message attribute (the DLQ
  * letter's `reasonDetail` then failed to send, and its message went round as a store outage), a
  * CR LF forged a row of `redrive --dry-run`'s listing, and an escape sequence reached a terminal.
@@ -24,7 +40,7 @@ export function printable(text: string, max = 1024): string {
 }
 
 function unprintable(c: number): boolean {
-  return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c === 0x2028 || c === 0x2029 || (c >= 0xd800 && c <= 0xdfff);
+  return isControlOrFormat(c) || (c >= 0xd800 && c <= 0xdfff);
 }
 
 function isLowSurrogate(c: number): boolean {
