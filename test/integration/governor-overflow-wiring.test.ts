@@ -10,7 +10,7 @@ import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDynamoGovernorState } from '../../functions/adapters/governor-state.js';
 import { threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
-import { OVERFLOW_LEDGER_ID } from '../../functions/core/deployment.js';
+import { OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../../functions/core/deployment.js';
 import { parseEnvironment } from '../../functions/core/environment.js';
 import { ConfigError } from '../../functions/core/settings.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
@@ -128,6 +128,13 @@ describe('governor wiring with an overflow provider', () => {
       new PutCommand({
         TableName: fleet.resources.tables.governor,
         Item: { id: OVERFLOW_LEDGER_ID, [`h${bucket}`]: 3, acceptances: 3 },
+      }),
+    );
+    // The plan's 10 threads held by the primary's 10 (the thread ledger says what the plan holds).
+    await fixture.clients.documents.send(
+      new PutCommand({
+        TableName: fleet.resources.tables.governor,
+        Item: { id: THREAD_LEDGER_ID, [`h${bucket}`]: 10, acceptances: 10 },
       }),
     );
     const lambda = fakeLambda();

@@ -108,6 +108,35 @@ describe('decideOverflow', () => {
     expect(d.reason.code).toBe('OVERFLOW_CLOSED');
   });
 
+  it("reads the plan's threads in use from the thread ledger: messages hidden while they wait hold none", () => {
+    // Prepare: 70 messages in flight on the primary's lanes (parked tasks, and hand-backs hidden
+    // while they wait for a lease), but the ledger shows 30 of the 50 threads held.
+    const config = overflowConfig({ priceHintUsd: 0.001, capUsdPerHour: 100, capUsdPerDay: 100 });
+    const ledger = { held: 30, leftover: 0, refusals: 0, acceptances: 300, refusalRun: 0 };
+    const signals = signalsAt(T0, { backlog: 300, inFlight: 70, arrivalRate: 2, ceiling: 50, enabled: true });
+
+    // Act
+    const idle = decideOverflow(
+      primary(50),
+      { ...signals, threadLedger: ledger },
+      overflowSignals(T0),
+      initialOverflowState(config, T0),
+      config,
+    );
+    const full = decideOverflow(
+      primary(50),
+      { ...signals, threadLedger: { ...ledger, held: 50 } },
+      overflowSignals(T0),
+      initialOverflowState(config, T0),
+      config,
+    );
+
+    // Assess: before, the in flight opened the lane (and paid the overflow provider) with 20 threads idle.
+    expect(idle.enabled).toBe(false);
+    expect(idle.reason.code).toBe('OVERFLOW_CLOSED');
+    expect(full.enabled).toBe(true);
+  });
+
   it('closes when the primary drains the backlog within the target', () => {
     // 50 threads at 20 s: 2.5/s; 1/s arrives; 40 waiting drain in 27 s < 30 s.
     const config = overflowConfig();

@@ -215,7 +215,11 @@ function primaryView(
     (primary.enabled.normal ? primary.ceilings.normal : 0) + (primary.enabled.high ? primary.ceilings.high : 0);
   return {
     capacity: primary.paused ? 0 : Math.min(primary.freeThreads, set * tasksPerInvocation),
-    inFlight: laneSum(signals, (l) => l.inFlight),
+    // The plan's threads in use: the thread ledger's count where it is read. The queues' in flight
+    // also counts messages that hold no thread (parked design: hand-backs hidden while they wait
+    // for a lease or a retry), and the lane opened, and paid, with half a 4-thread plan idle
+    // while both lanes had work.
+    inFlight: signals.threadLedger?.held ?? laneSum(signals, (l) => l.inFlight),
     backlog: laneSum(signals, (l) => l.backlog),
     arrivalRate: laneSum(signals, (l) => l.arrivalRate),
     meanSolveMs: signals.meanSolveMs ?? lastMeanSolveMs,
