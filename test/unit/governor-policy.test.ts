@@ -664,6 +664,16 @@ describe('decide: two lanes', () => {
     expect(d.ceilings.normal).toBe(2);
   });
 
+  it('leaves the normal lane its floor when the high lane’s own work is exactly the total less that floor', () => {
+    // Arrange: in flight alone is 18 (the total 20 less the floor), nothing waits, arrivals expected.
+    const edge = decide(two({ backlog: 0, inFlight: 18, arrivalRate: 3 }, { backlog: 200, inFlight: 2 }), s0, c2);
+    // Assess: before, the expected arrivals took the whole total at the boundary (a 4-thread plan's
+    // normal lane off for 5 ticks with 2 high tasks in flight, none waiting, and 35 normal waiting).
+    expect(edge.enabled).toEqual({ normal: true, high: true });
+    expect(edge.ceilings.high).toBe(18);
+    expect(edge.ceilings.normal).toBe(2);
+  });
+
   it('gives the high lane the whole total once its own work fills it', () => {
     // Act: in flight alone (19) is more than the total less the normal lane's floor (18).
     const inFlight = decide(two({ backlog: 0, inFlight: 19, arrivalRate: 3 }, { backlog: 200 }), s0, c2);

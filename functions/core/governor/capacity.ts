@@ -91,7 +91,7 @@ export function splitOverLanes(total: number, inputs: SplitInputs): LaneSplit {
   // to the high lane's estimate, and threads sat idle with normal tasks waiting (docs/governor.md,
   // "Priority lane": 14 of 30 threads held at the least with `--high-share 0.3`).
   const present = invocations(workOf(high), config.tasksPerInvocation);
-  const expectedOnly = !hold && present < total - floor && total - floor >= floor;
+  const expectedOnly = !hold && present <= total - floor && total - floor >= floor;
   const room = expectedOnly ? total - floor : total;
   const highCeiling = Math.min(room, Math.max(floor, highNeed));
   const rest = total - highCeiling;
