@@ -10,6 +10,7 @@ import { createAwsClients, type AwsClients } from '../adapters/aws-clients.js';
 import { createMetrics, type EmfSink } from '../adapters/metrics.js';
 import { DynamoReportRepository } from '../adapters/report-repository.js';
 import { solverFromEnvironment } from '../adapters/solver-from-environment.js';
+import { fleetKeyLoaders } from '../adapters/solver-key.js';
 import { SqsTaskQueue } from '../adapters/task-queue.js';
 import { ENV, type FleetEnvironment } from '../core/environment.js';
 import { SERVICES } from '../core/metric-names.js';
@@ -62,13 +63,18 @@ export function createReporterFromEnvironment(options: ReporterWiringOptions): R
       ? { overflow: solverFromEnvironment(environment, clients.region, solverLog, undefined, 'overflow') }
       : {}),
   };
+  // The keys it reports with, known to its redactor before the first log line, as the consumer's
+  // (a provider's error text that echoed one was recorded and logged as it came).
+  const redactor = createRedactor();
+  for (const load of Object.values(fleetKeyLoaders(environment, clients.region, true)))
+    void load().then(redactor.add, () => undefined);
   return createReporterHandler({
     repository: new DynamoReportRepository({ documents: clients.documents, tableName: environment.tables.results }),
     solvers,
     queue: new SqsTaskQueue({ sqs: clients.sqs, dlqUrl: urls.dlq, sourceQueueUrls: [urls.reports] }),
     metrics,
     logger,
-    redactor: createRedactor(),
+    redactor,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
   });

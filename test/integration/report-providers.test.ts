@@ -4,7 +4,7 @@
  * the overflow provider solved — or one the primary consumer resumed there — is reported to it
  * alone. Through the report handler as Lambda runs it, on dynalite and fauxqs.
  */
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,10 +12,12 @@ import { createAwsClients, type AwsClients } from '../../functions/adapters/aws-
 import { createSolverClient, type SolverClient } from '../../functions/adapters/solver-client.js';
 import type { EmfDocument } from '../../functions/adapters/metrics.js';
 import type { TaskResult } from '../../functions/core/results.js';
+import { SolverTaskError } from '../../functions/core/solver-protocol.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { Task } from '../../functions/core/task.js';
 import { createReporterFromEnvironment } from '../../functions/reporter/wiring.js';
 import { startEmulators, type Emulators } from '../../local/emulators.js';
+import { captureLogs } from '../helpers/factories.js';
 import { ensureFleetResources, type FleetResources } from '../../local/resources.js';
 import { createSolverSimulator, type SolverSimulator } from '../../local/solver-sim/index.js';
 
@@ -144,5 +146,48 @@ describe('reports reach the provider that solved the task', () => {
     expect(sims[0]?.stats()).toMatchObject({ reportBad: 1, reportsRefused: 0 });
     const refunds = documents.filter((d) => typeof d.Refunds === 'number').map((d) => d.service);
     expect(refunds).toEqual(['reporter', 'reporter', 'reporter']);
+  });
+  it("redacts the plan's key from a provider's refusal before it is recorded or logged", async () => {
+    // Prepare: a provider whose refusal echoes the key it was sent.
+    const echo = {
+      reportBad: async () => {
+        throw new SolverTaskError('ERROR_BAD_REPORT', { message: `report refused for key ${PRIMARY_KEY}` });
+      },
+      reportGood: async () => undefined,
+    } as unknown as SolverClient;
+    const logs = captureLogs();
+    try {
+      const handler = createReporterFromEnvironment({
+        environment: {
+          settings,
+          queueUrls: resources.queueUrls,
+          reportQueueUrls: resources.reportQueueUrls,
+          tables: resources.tables,
+          solverKeySource: { key: PRIMARY_KEY },
+          consumerFunctionName: undefined,
+          eventBusName: undefined,
+          endpoint: undefined,
+        },
+        clients,
+        solvers: { primary: echo },
+        logger: logs.logger,
+      });
+      await solvedAt(0, 'echoed-key', { provider: 'primary', solverProvider: 'primary' });
+
+      // Act
+      const answer = await handler(event('echoed-key', 'm9'), context);
+
+      // Assess: before, the reporter's redactor knew no key; the refusal was recorded as it came.
+      expect(answer).toEqual({ batchItemFailures: [] });
+    } finally {
+      logs.restore();
+    }
+    const record = await clients.documents.send(
+      new GetCommand({ TableName: resources.tables.results, Key: { taskId: 'echoed-key' }, ConsistentRead: true }),
+    );
+    expect(JSON.stringify(record.Item)).toContain('ERROR_BAD_REPORT');
+    expect(JSON.stringify(record.Item)).not.toContain(PRIMARY_KEY);
+    expect(logs.raw.join('')).toContain('report refused by the provider');
+    expect(logs.raw.join('')).not.toContain(PRIMARY_KEY);
   });
 });
