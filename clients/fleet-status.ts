@@ -116,6 +116,8 @@ export interface SpendStatus {
   byMethod: Record<string, number>;
   /** Solves in the window with no known cost (results table only). */
   unpriced?: number;
+  /** …by the provider that solved them: the plan's are priced by `solverPricesUsd`, the overflow provider's by `overflow.pricesUsd`. */
+  unpricedByProvider?: Partial<Record<'primary' | 'overflow', number>>;
   source: 'cloudwatch' | 'results-table';
 }
 
@@ -354,6 +356,7 @@ async function spendFromResults(
   const byMethod: Record<string, number> = {};
   let totalUsd = 0;
   let unpriced = 0;
+  const unpricedByProvider: SpendStatus['byProvider'] = {};
   try {
     let startKey: Record<string, unknown> | undefined;
     do {
@@ -368,11 +371,12 @@ async function spendFromResults(
         }),
       );
       for (const record of (out.Items ?? []) as TaskResult[]) {
+        const provider = record.provider ?? 'primary';
         if (typeof record.costUsd !== 'number') {
           unpriced += 1;
+          unpricedByProvider[provider] = (unpricedByProvider[provider] ?? 0) + 1;
           continue;
         }
-        const provider = record.provider ?? 'primary';
         totalUsd += record.costUsd;
         byProvider[provider] = (byProvider[provider] ?? 0) + record.costUsd;
         const method = String(record.method ?? 'unknown');
@@ -385,7 +389,13 @@ async function spendFromResults(
   }
   // Solves but none with a known price: the spend is unknown, not $0.
   const priced = Object.keys(byProvider).length > 0;
-  return { totalUsd: priced || unpriced === 0 ? totalUsd : undefined, byProvider, byMethod, unpriced };
+  return {
+    totalUsd: priced || unpriced === 0 ? totalUsd : undefined,
+    byProvider,
+    byMethod,
+    unpriced,
+    ...(unpriced > 0 ? { unpricedByProvider } : {}),
+  };
 }
 
 function numberOf(value: string | undefined): number | undefined {

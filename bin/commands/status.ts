@@ -226,12 +226,27 @@ export function renderStatus(status: FleetStatus, fleet: string, flags = ''): st
   return lines.join('\n');
 }
 
+/**
+ * Where the unpriced solves' prices are configured: the plan's in `solverPricesUsd`, the overflow
+ * provider's in `overflow.pricesUsd` (the plan's setting named for all of them said nothing of
+ * the overflow provider's solves).
+ */
+function priceFix(spend: SpendStatus): string {
+  const by = spend.unpricedByProvider;
+  if (by === undefined) return 'configure solverPricesUsd';
+  const settings = [
+    (by.primary ?? 0) > 0 ? `solverPricesUsd for the plan's ${by.primary}` : undefined,
+    (by.overflow ?? 0) > 0 ? `overflow.pricesUsd for the overflow provider's ${by.overflow}` : undefined,
+  ].filter((setting) => setting !== undefined);
+  return `configure ${settings.join(', ')}`;
+}
+
 /** The last hour's spend: the total, per provider, per method (dearest first). */
 export function renderSpend(spend: SpendStatus): string {
   const money = (value: number) => `$${value.toFixed(4)}`;
   if (spend.totalUsd === undefined)
     return spend.unpriced
-      ? `spend:    — no price known for the ${spend.unpriced} solve(s) of the last ${spend.windowMinutes} min (configure solverPricesUsd)  (${spend.source})`
+      ? `spend:    — no price known for the ${spend.unpriced} solve(s) of the last ${spend.windowMinutes} min (${priceFix(spend)})  (${spend.source})`
       : `spend:    — (last ${spend.windowMinutes} min not read)  (${spend.source})`;
   const providers = Object.entries(spend.byProvider)
     .map(([provider, value]) => `${provider === 'primary' ? 'plan' : provider} ${money(value)}`)
@@ -240,7 +255,7 @@ export function renderSpend(spend: SpendStatus): string {
     .sort(([, a], [, b]) => b - a)
     .map(([method, value]) => `${method} ${money(value)}`)
     .join(', ');
-  const unpriced = spend.unpriced ? ` · ${spend.unpriced} solve(s) without a known price` : '';
+  const unpriced = spend.unpriced ? ` · ${spend.unpriced} solve(s) without a known price (${priceFix(spend)})` : '';
   return `spend:    ${money(spend.totalUsd)} in the last ${spend.windowMinutes} min${providers ? ` (${providers})` : ''}${methods ? ` — ${methods}` : ''}${unpriced}  (${spend.source})`;
 }
 

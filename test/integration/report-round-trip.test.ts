@@ -155,6 +155,25 @@ describe('reports over in.php / res.php (configured prices)', () => {
     );
   });
 
+  it('status names where the unpriced solves of each provider get their price', () => {
+    const spend = {
+      windowMinutes: 60,
+      totalUsd: undefined,
+      byProvider: {},
+      byMethod: {},
+      unpriced: 77,
+      unpricedByProvider: { primary: 46, overflow: 31 },
+      source: 'results-table' as const,
+    };
+    // Before, solverPricesUsd was named for all 77, though it prices none of the overflow provider's.
+    expect(renderSpend(spend)).toBe(
+      "spend:    — no price known for the 77 solve(s) of the last 60 min (configure solverPricesUsd for the plan's 46, overflow.pricesUsd for the overflow provider's 31)  (results-table)",
+    );
+    expect(renderSpend({ ...spend, unpriced: 31, unpricedByProvider: { overflow: 31 } })).toContain(
+      "(configure overflow.pricesUsd for the overflow provider's 31)",
+    );
+  });
+
   it('a malformed report goes to the reports DLQ with its reason', async () => {
     await stack.clients.sqs.send(
       new SendMessageCommand({
