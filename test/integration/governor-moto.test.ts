@@ -25,7 +25,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { baseClientConfig, createAwsClients } from '../../functions/adapters/aws-clients.js';
 import { threadLeaseMs } from '../../functions/adapters/thread-ledger.js';
-import { OVERFLOW_LEDGER_ID } from '../../functions/core/deployment.js';
+import { OVERFLOW_LEDGER_ID, THREAD_LEDGER_ID } from '../../functions/core/deployment.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import { createCloudWatchSignals } from '../../functions/adapters/cloudwatch-signals.js';
 import { createLambdaActuator } from '../../functions/adapters/lambda-actuator.js';
@@ -314,6 +314,13 @@ describe.skipIf(!HAS_MOTO)('governor adapters on moto_server', () => {
       new PutCommand({
         TableName: 'governor-overflow-test',
         Item: { id: OVERFLOW_LEDGER_ID, [`h${bucket}`]: 2, acceptances: 2 },
+      }),
+    );
+    // The plan's 4 threads held by the plan's lane (the thread ledger says what the plan holds).
+    await clients.documents.send(
+      new PutCommand({
+        TableName: 'governor-overflow-test',
+        Item: { id: THREAD_LEDGER_ID, [`h${bucket}`]: 4, acceptances: 4 },
       }),
     );
     const at = new Date(Math.floor(now / 60_000) * 60_000 - 90_000);
