@@ -121,6 +121,13 @@ export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: 
   /** The lanes' thread ceilings as last read or written: the leases' table may be the store that is down. */
   let known: { normal: number; high: number } | undefined;
   return {
+    forget() {
+      // Another environment's governor may have written the shards since this one last did (two
+      // warm environments take alternate minutes): a limit "unchanged" from this one's last write
+      // was not written, and a paused fleet kept the other's open slots for a minute.
+      written = undefined;
+      actuator.forget?.();
+    },
     async read() {
       const [mappings, first] = await Promise.all([
         actuator.read(),

@@ -160,6 +160,14 @@ export interface GovernorLoop {
    * too): the caller keeps the last ceilings (fail static). An unknown signal never throws.
    */
   tick(options?: TickOptions): Promise<TickRecord>;
+  /**
+   * A new invocation begins (runTicks calls it first): the state is read again at the next tick and
+   * the actuator writes its whole decision. The loop is built once per cold start and kept by the
+   * environment's later invocations; with two warm environments taking alternate minutes (the
+   * relay's overlap), each one's saved version was two minutes old, and the first tick of every
+   * invocation from the third minute on failed on a conflict with no other writer.
+   */
+  beginInvocation(): void;
   readonly lastDecision: Decision | undefined;
 }
 
@@ -360,7 +368,14 @@ function createStateKeeper(
     return changes;
   };
 
-  return { load: loadState, persistAndApply };
+  return {
+    load: loadState,
+    persistAndApply,
+    /** Read the store again at the next load (what this process saved may be older than the store's). */
+    forget() {
+      persisted = undefined;
+    },
+  };
 }
 
 /**
@@ -423,6 +438,11 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
   return {
     get lastDecision() {
       return lastDecision;
+    },
+    beginInvocation() {
+      keeper.forget();
+      overflow?.forget();
+      options.actuator.forget?.();
     },
     async tick(tickOptions = {}) {
       const now = clock();

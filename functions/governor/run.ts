@@ -156,6 +156,7 @@ export async function runTicks(
   /** Ticks of the cadence run so far (a woken tick is not one of them). */
   let due = 0;
   let woken = false;
+  options.loop.beginInvocation();
   for (;;) {
     ticks += 1;
     if (!woken) due += 1;

@@ -703,6 +703,7 @@ describe('governor loop and ticks', () => {
     let calls = 0;
     const loop = {
       lastDecision: undefined,
+      beginInvocation: () => undefined,
       tick: vi.fn(async () => {
         calls += 1;
         if (calls === 2) throw new Error('UpdateEventSourceMapping throttled');
@@ -745,6 +746,7 @@ describe('governor loop and ticks', () => {
     const stats = { recorded: 0, failedRounds: 0 };
     const loop = {
       lastDecision: undefined,
+      beginInvocation: () => undefined,
       tick: vi.fn(async () => {
         // The watch ran between ticks: three more recorded each time, one failed round before
         // the first two ticks and none before the third.

@@ -87,6 +87,7 @@ describe('runTicks with a wake', () => {
         return { decision: { reason: { code: 'IDLE' } } } as never;
       },
       lastDecision: undefined,
+      beginInvocation: () => undefined,
     } as GovernorLoop;
     // Act: an invocation of 45 s, ticks 10 s apart.
     const result = await runTicks({

@@ -15,6 +15,11 @@ export interface LaneActuator {
    * decision's `submitters` and opens its `ceilings` as thread leases.
    */
   apply(decision: Pick<Decision, 'ceilings' | 'enabled' | 'submitters'>): Promise<{ changes: string[] }>;
+  /**
+   * A new invocation begins: forget what this process wrote before (another process may have
+   * written since), so the next decision writes it all again.
+   */
+  forget?(): void;
 }
 
 /** Persists the state between ticks; `save` refuses when another writer got there first. */
