@@ -39,7 +39,10 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
   // request every 100 ms or more, the leases read every second) and records the ready ones; it
   // takes over from the previous invocation's watch and runs past the ticks until the next
   // invocation's takes over from it (the relay), a second before the timeout at the latest.
-  const [result] = await Promise.all([
+  // Settled both: a failed tick fails the invocation only once its watch has handed over (it
+  // answered at once before, and Lambda froze the environment mid-watch with the baton still
+  // its own: no watch ran until the baton's hold ran out, ~25 s of a minute in AWS).
+  const [ticks, watched] = await Promise.allSettled([
     runTicks({
       loop: governor.loop,
       tickMs: governor.settings.tickMs,
@@ -60,9 +63,11 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
         })
       : undefined,
   ]);
-  const last = result.records.at(-1);
+  if (ticks.status === 'rejected') throw ticks.reason;
+  if (watched.status === 'rejected') throw watched.reason;
+  const last = ticks.value.records.at(-1);
   return {
-    ticks: result.ticks,
+    ticks: ticks.value.ticks,
     lastReason: last?.decision.reason.code,
     ...(last?.overflow ? { lastOverflowReason: last.overflow.reason.code } : {}),
   };
