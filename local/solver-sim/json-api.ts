@@ -277,12 +277,14 @@ export function readTaskObject(dialect: Dialect, raw: unknown): TaskObjectCheck 
   const task = raw as Readonly<Record<string, unknown>>;
   if (typeof task.type !== 'string' || task.type === '') return { ok: false, code: 'ERROR_TASK_ABSENT' };
   const family: Family = dialect === 'capsolver' || dialect === 'capmonster' ? dialect : 'anti';
-  const rule =
+  const [types, name] =
     family === 'capsolver'
-      ? CAPSOLVER_TYPES[task.type.toLowerCase()]
+      ? [CAPSOLVER_TYPES, task.type.toLowerCase()]
       : family === 'capmonster'
-        ? CAPMONSTER_TYPES[task.type]
-        : ANTI_TYPES[task.type];
+        ? [CAPMONSTER_TYPES, task.type]
+        : [ANTI_TYPES, task.type];
+  // Own names only: "constructor" or "toString" found Object's and answered HTTP 500.
+  const rule = Object.hasOwn(types, name) ? types[name] : undefined;
   if (rule === undefined || (rule.dialects !== undefined && !rule.dialects.includes(dialect)))
     return { ok: false, code: 'ERROR_TASK_NOT_SUPPORTED' };
   // CapMonster's CustomTask carries other vendors too; this simulator serves its DataDome class.

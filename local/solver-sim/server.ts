@@ -63,7 +63,14 @@ export async function listen(server: Server, port: number, host: string): Promis
 }
 
 async function serve(model: SolverSimModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://solver-sim.local');
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://solver-sim.local');
+  } catch {
+    // A request target no URL reads (`http://[zz/in.php`): answered HTTP 500 before.
+    req.resume();
+    return send(res, 400, 'text/plain; charset=utf-8', 'Bad Request');
+  }
   const path = url.pathname.replace(/\/+$/, '');
   const last = path.slice(path.lastIndexOf('/') + 1);
   if (req.method === 'POST' && JSON_METHOD.test(last) && last !== 'stats') return serveJson(model, req, res, last);

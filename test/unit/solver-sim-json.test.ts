@@ -98,6 +98,10 @@ describe('simulator, JSON task API', () => {
       1,
     ],
     ['2captcha', { task: { type: 'ImageToTextTask', body: 'aGVsbG8=' } }, 'ERROR_ZERO_CAPTCHA_FILESIZE', 3],
+    // A type named like Object's own members: it threw (HTTP 500) where the service refuses the type.
+    ['anti-captcha', { task: { type: 'constructor' } }, 'ERROR_TASK_NOT_SUPPORTED', 23],
+    ['capmonster', { task: { type: 'toString' } }, 'ERROR_TASK_NOT_SUPPORTED', 23],
+    ['capsolver', { task: { type: '__proto__' } }, 'ERROR_TASK_NOT_SUPPORTED', 1],
   ] as const)('%s refuses %j with %s (errorId %i)', (dialect, body, code, errorId) => {
     const { call, sim } = model(dialect);
     const answer = call('createTask', body);

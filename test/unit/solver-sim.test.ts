@@ -4,6 +4,7 @@
  * so no test sleeps.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { connect } from 'node:net';
 import { overCapCode } from '../../functions/core/solver-protocol.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from '../../local/solver-sim/index.js';
 
@@ -70,6 +71,22 @@ describe('in.php and res.php in json mode', () => {
     const solved = await getJson(url, 'res.php', { key: KEY, action: 'get', id });
     expect(solved.status).toBe(1);
     expect(solved.request).toMatch(/^03AGdBq2[A-Za-z0-9_-]{480,}$/);
+  });
+
+  it('answers a request target no URL reads with 400, not a crash (HTTP 500)', async () => {
+    const url = new URL(await start());
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () =>
+        socket.write('GET http://[zz/in.php HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      );
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString('utf8');
+      });
+      socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1])));
+      socket.on('error', reject);
+    });
+    expect(status).toBe(400);
   });
 
   it('sends ids as strings when told to', async () => {
