@@ -13,6 +13,7 @@
  * accepted task makes no progress while the service is down and resumes after.
  */
 import {
+  type Dialect,
   NO_FUNDS_CODE,
   overCapCode,
   SOLVER_KEY_LENGTH,
@@ -225,6 +226,11 @@ interface ProtocolReply {
 }
 
 /** The solver service: account, tasks and protocol answers. */
+/** How long after a task is finished a report on it is taken, per dialect, ms (SolverSimOptions.reportWindowMs). */
+const DEFAULT_REPORT_WINDOW_MS: Partial<Record<Dialect, number>> = { 'anti-captcha': 60_000, '2captcha': 900_000 };
+/** How long after its acceptance a JSON API task's result can be asked for, per dialect, ms (SolverSimOptions.resultWindowMs). */
+const DEFAULT_RESULT_WINDOW_MS: Partial<Record<Dialect, number>> = { 'anti-captcha': 300_000, capmonster: 300_000 };
+
 export class SolverSimModel {
   private options: ResolvedSolverSimOptions;
   private readonly clock: Clock;
@@ -552,7 +558,9 @@ export class SolverSimModel {
         return this.createTask(body, now, reply, request.ip);
       case 'getTaskResult': {
         const task = this.jsonTask(body.taskId);
-        return task === undefined
+        const windowMs = this.options.resultWindowMs ?? DEFAULT_RESULT_WINDOW_MS[this.options.dialect];
+        // Asked for past the provider's window: its id is unknown there (an hour before, on every dialect).
+        return task === undefined || (windowMs !== undefined && now - task.acceptedAt > windowMs)
           ? reply.error(unknownTaskCode(this.options.dialect))
           : this.taskResult(task, now, reply);
       }
@@ -712,7 +720,7 @@ export class SolverSimModel {
     now: number,
     codes: { tooLate: string; notSolved: string; duplicate: string },
   ): string | undefined {
-    const windowMs = this.options.reportWindowMs ?? (this.options.dialect === 'anti-captcha' ? 60_000 : undefined);
+    const windowMs = this.options.reportWindowMs ?? DEFAULT_REPORT_WINDOW_MS[this.options.dialect];
     let refusal: string | undefined;
     if (windowMs !== undefined && task.state !== 'solving' && now - task.readyAt > windowMs) refusal = codes.tooLate;
     else if (task.state !== 'solved') refusal = codes.notSolved;

@@ -102,9 +102,16 @@ export const SolverSimOptionsSchema = z.object({
   /**
    * How long after a task is finished a report on it is taken, ms; later reports are refused
    * with the dialect's unknown-id code. @default 60 000 for Anti-Captcha (its documented
-   * window), else as long as the task is remembered (`forgetAfterMs`)
+   * window), 900 000 for 2captcha ("solved over 15 minutes ago", its client's error text), else
+   * as long as the task is remembered (`forgetAfterMs`)
    */
   reportWindowMs: z.number().int().min(0).optional(),
+  /**
+   * How long after its acceptance a JSON API task's result can be asked for, ms; later its id is
+   * unknown. @default 300 000 for Anti-Captcha and CapMonster Cloud ("a status update only within
+   * 5 minutes of uploading", both providers' own clients), else as long as the task is remembered
+   */
+  resultWindowMs: z.number().int().min(0).optional(),
   /** Credit a solve's price back when it is reported bad (the refund providers give on review). */
   refundBadReports: z.boolean().default(true),
   /** Most ids one `action=get&ids=` request may ask for. */

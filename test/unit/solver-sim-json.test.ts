@@ -182,6 +182,49 @@ describe('simulator, JSON task API', () => {
     });
   });
 
+  it.each([
+    ['anti-captcha', 'ERROR_NO_SUCH_CAPCHA_ID'],
+    ['capmonster', 'ERROR_NO_SUCH_CAPCHA_ID'],
+  ] as const)("forgets a %s task's result 5 minutes after its upload, as the provider does", (dialect, code) => {
+    // Before, every dialect answered for an hour: a slow poll or a takeover found an answer the
+    // provider no longer has (both providers' clients: "only within 5 minutes of uploading").
+    const { call, advance } = model(dialect);
+    const type = dialect === 'capmonster' ? 'RecaptchaV2Task' : RECAPTCHA.type;
+    const id = call('createTask', { task: { ...RECAPTCHA, type } }).json.taskId;
+    expect(id).toEqual(expect.any(Number));
+    advance(299_000);
+    expect(call('getTaskResult', { taskId: id }).json).toMatchObject({ errorId: 0, status: 'ready' });
+    advance(2_000);
+    expect(call('getTaskResult', { taskId: id }).json).toMatchObject({ errorCode: code });
+  });
+
+  it("refuses 2captcha's report on a task solved over 15 minutes before, as the service does", () => {
+    // Before, a report was taken (and a bad one refunded) for as long as the task was remembered: an hour.
+    const { sim, advance } = model('2captcha', { medianMs: 0, pricePerSolve: 0.001 });
+    const res = (fields: Record<string, string>) =>
+      sim.handle({ endpoint: 'res', fields: { key: KEY, json: '1', ...fields }, ip: '127.0.0.1' }).body;
+    const submit = (pageurl: string) =>
+      JSON.parse(
+        sim.handle({
+          endpoint: 'in',
+          fields: { key: KEY, json: '1', method: 'userrecaptcha', googlekey: RECAPTCHA.websiteKey, pageurl },
+          ip: '127.0.0.1',
+        }).body,
+      ).request as number;
+    const early = submit('https://early.example/');
+    const late = submit('https://late.example/');
+    advance(60_000);
+    res({ action: 'get', id: String(early) });
+    res({ action: 'get', id: String(late) });
+    expect(JSON.parse(res({ action: 'reportbad', id: String(early) }))).toEqual({
+      status: 1,
+      request: 'OK_REPORT_RECORDED',
+    });
+    advance(15 * 60_000);
+    expect(JSON.parse(res({ action: 'reportbad', id: String(late) }))).toMatchObject({ status: 0 });
+    expect(sim.stats()).toMatchObject({ reportBad: 1, refunds: 1, reportsRefused: 1 });
+  });
+
   it("answers CapSolver's image task in the createTask response once it is solved", () => {
     const { call, advance } = model('capsolver', { medianMs: 500 });
     const held = call('createTask', {
