@@ -61,6 +61,7 @@ const DESCRIPTIONS: Readonly<Record<string, string>> = {
   ERROR_NO_SUCH_CAPCHA_ID: 'Task you are requesting does not exist in your current task list or has been expired.',
   ERROR_TASKID_INVALID: 'Task ID does not exist or is invalid',
   ERROR_IP_BLOCKED: 'Your IP is blocked due to improper use of the API',
+  ERROR_IP_BANNED: 'You have exceeded the limit of requests with the wrong api key; try again later',
   ERROR_TASK_ABSENT: 'Task property is empty or not set in createTask method',
   ERROR_TASK_NOT_SUPPORTED: 'Task type is not supported or inproperly printed',
   ERROR_INCORRECT_SESSION_DATA: 'Some of the required values are missing',

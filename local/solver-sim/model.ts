@@ -402,7 +402,14 @@ export class SolverSimModel {
     }
 
     const bannedUntil = this.bannedUntilByIp.get(request.ip);
-    if (bannedUntil !== undefined && bannedUntil > now) return reply.error(isJson ? 'ERROR_IP_BLOCKED' : 'IP_BANNED');
+    // CapMonster's ban is its own code (ERROR_IP_BANNED, its client's IP_BANNED); Anti-Captcha's
+    // ERROR_IP_BLOCKED read as an unknown error there.
+    const banned = !isJson
+      ? 'IP_BANNED'
+      : this.options.dialect === 'capmonster'
+        ? 'ERROR_IP_BANNED'
+        : 'ERROR_IP_BLOCKED';
+    if (bannedUntil !== undefined && bannedUntil > now) return reply.error(banned);
     const key = isJson ? request.body?.clientKey : request.fields.key;
     const keyRefusal = this.keyRefusal(typeof key === 'string' ? key : '', isJson);
     if (keyRefusal !== undefined) {

@@ -123,6 +123,10 @@ describe('simulator, JSON task API', () => {
     anti.sim.handle({ endpoint: 'json', jsonMethod: 'getBalance', body: {}, fields: {}, ip: '10.0.0.9' });
     expect(anti.call('getBalance', {}, '10.0.0.9').json).toMatchObject({ errorCode: 'ERROR_IP_BLOCKED' });
     expect(anti.call('getQueueStats').json).toMatchObject({ errorId: 14, errorCode: 'ERROR_NO_SUCH_METHOD' });
+    // CapMonster's own code for the ban (its client reads Anti-Captcha's as an unknown error).
+    const capmonster = model('capmonster', { banAfterBadKeyRequests: 1 });
+    capmonster.sim.handle({ endpoint: 'json', jsonMethod: 'getBalance', body: {}, fields: {}, ip: '10.0.0.7' });
+    expect(capmonster.call('getBalance', {}, '10.0.0.7').json).toMatchObject({ errorCode: 'ERROR_IP_BANNED' });
     const capsolver = model('capsolver', { badKey: true });
     const refused = capsolver.call('getBalance');
     expect(refused.status).toBe(401);
