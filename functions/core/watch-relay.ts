@@ -64,9 +64,22 @@ export function relayMove(baton: WatchBaton | undefined, me: string, until: numb
   return { kind: 'ask', write: { owner: baton.owner, until: baton.until, next: { owner: me, until } } };
 }
 
-/** The baton its holder leaves: to the invocation waiting, else to nobody (its time ends now). Pure. */
+/**
+ * How long a baton handed over is the newcomer's before it confirms it, ms: the newcomer reads the
+ * baton every poll (100 ms) and confirms at once (its own `until`). A newcomer that died after it
+ * asked never confirms: the holder takes the baton back and watches on (before, the baton was the
+ * dead newcomer's until its whole timeout, 75 s with no watch, longer than a lease's renewal lead).
+ */
+export const HAND_OVER_CONFIRM_MS = 3_000;
+
+/**
+ * The baton its holder leaves: to the invocation waiting, for `HAND_OVER_CONFIRM_MS` until it
+ * confirms, else to nobody (its time ends now). Pure.
+ */
 export function handedOver(baton: WatchBaton, now: number): Omit<WatchBaton, 'version'> {
-  return baton.next ? { owner: baton.next.owner, until: baton.next.until } : { owner: baton.owner, until: now };
+  return baton.next
+    ? { owner: baton.next.owner, until: Math.min(baton.next.until, now + HAND_OVER_CONFIRM_MS) }
+    : { owner: baton.owner, until: now };
 }
 
 export interface WatchRelayOptions {
@@ -95,9 +108,11 @@ export interface WatchRelay {
   shouldYield(): Promise<boolean>;
   /**
    * Hand the baton to the invocation waiting, or end this one's hold; tried again every `pollMs`
-   * while it fails and the hold's `until` has not come. Never throws.
+   * while it fails and the hold's `until` has not come. A newcomer that does not confirm the baton
+   * within `HAND_OVER_CONFIRM_MS` (it died after it asked) gives it back: `retaken`, this
+   * invocation's watch runs on. Never throws.
    */
-  handOver(): Promise<void>;
+  handOver(): Promise<'handed' | 'retaken'>;
 }
 
 /** The relay of one invocation. */
@@ -129,8 +144,13 @@ export function createWatchRelay(options: WatchRelayOptions): WatchRelay {
         if (read !== undefined) {
           const move = relayMove(read.baton, me, until, clock());
           if (move.kind === 'holds') {
-            heldUntil = read.baton?.until ?? until;
-            return true;
+            const held = read.baton as WatchBaton;
+            // Handed over for the confirmation's moments: confirmed (its own `until`) before the watch runs.
+            if (held.until >= until || (await writeOrFail({ owner: me, until }, held))) {
+              heldUntil = Math.max(held.until, until);
+              return true;
+            }
+            continue;
           }
           if (move.kind !== 'wait') {
             const written = await writeOrFail(move.write, read.baton);
@@ -152,13 +172,31 @@ export function createWatchRelay(options: WatchRelayOptions): WatchRelay {
     async handOver() {
       // A newcomer may ask between the read and the write (the write fails: read again), or the
       // store may fail: tried again while this invocation's hold lasts.
-      while (clock() < heldUntil) {
+      let given: Omit<WatchBaton, 'version'> | undefined;
+      while (given === undefined && clock() < heldUntil) {
         const read = await readOrFail();
         if (read !== undefined) {
-          if (read.baton === undefined || read.baton.owner !== me) return;
-          if (await writeOrFail(handedOver(read.baton, clock()), read.baton)) return;
+          if (read.baton === undefined || read.baton.owner !== me) return 'handed';
+          const baton = handedOver(read.baton, clock());
+          if (await writeOrFail(baton, read.baton)) given = baton;
         }
+        if (given === undefined) await sleep(pollMs);
+      }
+      if (given === undefined || given.owner === me) return 'handed';
+      // Until the newcomer confirms: a baton still the newcomer's short hold once it has passed is
+      // taken back (conditional on it: a newcomer confirming meanwhile wins).
+      for (;;) {
         await sleep(pollMs);
+        const read = await readOrFail();
+        if (read === undefined) {
+          if (clock() >= heldUntil) return 'handed';
+          continue;
+        }
+        const baton = read.baton;
+        if (baton === undefined || baton.owner !== given.owner || baton.until !== given.until) return 'handed';
+        if (clock() < baton.until) continue;
+        if (clock() >= heldUntil) return 'handed';
+        if (await writeOrFail({ owner: me, until: heldUntil }, baton)) return 'retaken';
       }
     },
   };

@@ -48,9 +48,12 @@ export async function runRelayedWatch(options: RelayedWatchOptions): Promise<voi
     );
     return;
   }
-  try {
-    await watch.run(remainingMs, marginMs, async () => ticksOver() && (await relay.shouldYield()));
-  } finally {
-    await relay.handOver();
+  // Watched again while a newcomer that asked never confirmed the hand-over (it died): the baton came back.
+  for (let handed = false; !handed; ) {
+    try {
+      await watch.run(remainingMs, marginMs, async () => ticksOver() && (await relay.shouldYield()));
+    } finally {
+      handed = (await relay.handOver()) === 'handed' || remainingMs() <= marginMs;
+    }
   }
 }

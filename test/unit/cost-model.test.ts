@@ -231,15 +231,16 @@ describe('the parked design’s bill', () => {
     // DynamoDB writes: claim + id-and-release (1 each), ledger acceptance (1), slot taken + freed
     // (1 each), the answered record once (3: no announcement note), 6 meta writes; no ledger
     // `released`; the watch's solved count in batches: 7 a minute at most (60.3 s ÷ 10 s, and the
-    // invocation's end), 420 in the hour; the relay's baton written twice a minute (120).
+    // invocation's end), 420 in the hour; the relay's baton written three times a minute (the
+    // ask, the hand-over, the newcomer's confirmation: 180).
     // Reads: 1 000 consumer Queries × 2 units ÷ 2 (eventual), 3 000 governor Queries × 2,
     // 1 000 record reads × 1 ÷ 2, 1 000 ledger reads (the spend grant) before a submission, the
-    // relay's baton read 24 times a minute (1 440).
+    // relay's baton read 25 times a minute (1 500).
     // Kept: the 1 000 answered records a day (2.9 KB each with DynamoDB's overhead), with
     // point-in-time recovery, as in the waiting bill.
     const recordsKept = 0.0029 * (24 / 730) * (0.25 + 0.2);
     expect(bill.byService.dynamodb).toBeCloseTo(
-      (1000 * 8 + 6 + 420 + 120) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7 + recordsKept,
+      (1000 * 8 + 6 + 420 + 180) * 6.25e-7 + (1000 + 6000 + 500 + 1000 + 1500) * 1.25e-7 + recordsKept,
       9,
     );
     // CloudWatch: 1.756 MB consumer logs (a parked invocation's 1 756 B) + the watch's: 346 B a record (its line, its values in
@@ -253,8 +254,8 @@ describe('the parked design’s bill', () => {
       500 * 0.25 * 0.0000133334 +
         0.0002 +
         5320 * 4e-7 +
-        (1000 * 8 + 6 + 420 + 120) * 6.25e-7 +
-        (1000 + 6000 + 500 + 1000 + 1440) * 1.25e-7 +
+        (1000 * 8 + 6 + 420 + 180) * 6.25e-7 +
+        (1000 + 6000 + 500 + 1000 + 1500) * 1.25e-7 +
         0.000878 +
         0.00026459 +
         (8 / 730) * 0.3 +

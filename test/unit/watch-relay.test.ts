@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   createWatchRelay,
+  HAND_OVER_CONFIRM_MS,
   handedOver,
   relayMove,
   type WatchBaton,
@@ -42,7 +43,12 @@ describe('relayMove', () => {
   });
 
   it('hands the baton to the one waiting, else ends its own hold now', () => {
-    expect(handedOver(held({ next: { owner: 'b', until: 9_000 } }), 700)).toEqual({ owner: 'b', until: 9_000 });
+    // The newcomer's for HAND_OVER_CONFIRM_MS until it confirms (its own until).
+    expect(handedOver(held({ next: { owner: 'b', until: 9_000 } }), 700)).toEqual({
+      owner: 'b',
+      until: 700 + HAND_OVER_CONFIRM_MS,
+    });
+    expect(handedOver(held({ next: { owner: 'b', until: 2_000 } }), 700)).toEqual({ owner: 'b', until: 2_000 });
     expect(handedOver(held(), 700)).toEqual({ owner: 'a', until: 700 });
   });
 });
@@ -227,6 +233,48 @@ describe('the relay over a chain of invocations', () => {
     expect(resumed).toBeGreaterThanOrEqual(200_000);
     // inv-2 never got the baton before its own end: its watch did not run, and it says so.
     expect(warnings.some((w) => w.startsWith('inv-2: parked watch did not run'))).toBe(true);
+  });
+
+  it('takes the baton back from a newcomer that died after it asked, and the next invocation takes it at once', async () => {
+    // Prepare: inv-0 watches from 0 s (75 s timeout); at 60 s a newcomer asks to be next (its own
+    // until 135 s) and dies; inv-2 comes at 120 s.
+    const time = new VirtualTime();
+    const { store } = memoryBaton(time, () => 10);
+    const rounds: Round[] = [];
+    const invocation = async (by: string, startAt: number) => {
+      await time.sleep(startAt);
+      const started = time.now;
+      const remainingMs = () => started + 75_000 - time.now;
+      await runRelayedWatch({
+        watch: loggedWatch(time, by, rounds, 100),
+        relay: createWatchRelay({ store, me: by, clock: time.clock, sleep: time.sleep, pollMs: 100 }),
+        remainingMs,
+        marginMs: 1_000,
+        ticksOver: () => tickWindowOf(started, remainingMs, time.clock)() <= 0,
+        clock: time.clock,
+      });
+    };
+    const dead = async () => {
+      await time.sleep(60_000);
+      const baton = await store.read();
+      if (baton === undefined) throw new Error('no baton');
+      await store.write({ owner: baton.owner, until: baton.until, next: { owner: 'dead', until: 135_000 } }, baton);
+    };
+
+    // Act
+    void invocation('inv-0', 0);
+    void dead();
+    void invocation('inv-2', 120_000);
+    await time.runUntil(200_000);
+    rounds.sort((a, b) => a.start - b.start);
+
+    // Assess: never two at once (handOverGaps throws); inv-0 watched on to its margin (before, it
+    // stopped at the hand-over, ~60 s), and inv-2 began at once (before, at the dead one's 135 s).
+    handOverGaps(rounds);
+    const lastOfHolder = Math.max(...rounds.filter((r) => r.by === 'inv-0').map((r) => r.end));
+    expect(lastOfHolder).toBeGreaterThan(73_000);
+    const firstOfNext = rounds.find((r) => r.by === 'inv-2')?.start ?? Number.POSITIVE_INFINITY;
+    expect(firstOfNext).toBeLessThan(120_500);
   });
 
   it('asks the store a few dozen times a minute, not every round of the minute', async () => {

@@ -113,11 +113,15 @@ export const WATCH_CALLS = {
   /**
    * The relay's reads of the baton a minute (strongly consistent GetItem, one read unit): the
    * holder's before each round once its ticks are over (58 s) until its successor asks (2 s of
-   * rounds 100 ms apart: 20), its hand-over (1), the successor's first read and its polls (3).
+   * rounds 100 ms apart: 20), its hand-over (1), the successor's first read and its polls (3),
+   * the holder's read of the successor's confirmation (1).
    */
-  relayReadsPerMinute: 24,
-  /** …and its writes (conditional PutItem, one write unit): the successor's ask, the hand-over. */
-  relayWritesPerMinute: 2,
+  relayReadsPerMinute: 25,
+  /**
+   * …and its writes (conditional PutItem, one write unit): the successor's ask, the hand-over,
+   * the successor's confirmation (functions/core/watch-relay.ts, HAND_OVER_CONFIRM_MS).
+   */
+  relayWritesPerMinute: 3,
   answerWritesPerRecord: 1,
   /**
    * Least time between two batches of recorded answers added to the ledger's `solved`
