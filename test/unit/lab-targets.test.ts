@@ -99,6 +99,20 @@ describe("a p95 miss's cause", () => {
     expect(latencyCause(governor, ramp)).not.toContain('arrival order');
   });
 
+  it('offers the free thread time as a cause only where the governor left more of it than the floor', () => {
+    // Before, "0.01 vs 0.04 free thread-seconds per task left unused" was given as the explanation.
+    const less = runOf('governor', { ...governor, idleThreadSecondsPerTask: 0.01, utilizationWhileBacklog: 0.97 });
+    const floor = runOf('oracle-ramp', { idleThreadSecondsPerTask: 0.04, utilizationWhileBacklog: 0.99 });
+    expect(latencyCause(less, floor)).toContain(
+      "not from threads left free (0.01 vs 0.04 free thread-seconds per task left unused while tasks waited in the queue: no more than oracle-ramp's); the fleet's threads worked 97.0 % vs 99.0 %",
+    );
+    const more = runOf('governor', { ...governor, idleThreadSecondsPerTask: 0.5 });
+    expect(latencyCause(more, floor)).toContain(
+      ', 0.50 vs 0.04 free thread-seconds per task left unused while tasks waited in the queue.',
+    );
+    expect(latencyCause(more, floor)).not.toContain('not from threads left free');
+  });
+
   it('says nothing of the order when the floor is faster through its tail too', () => {
     const fixed = runOf('lambda-fixed', { latency: { p50: 15, p95: 131, p99: 300, mean: 28 }, handBacks: 27459 });
     expect(latencyCause(governor, fixed)).not.toContain('arrival order');
