@@ -120,6 +120,15 @@ describe('status and redrive against a served local stack', () => {
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain('Governor decision (dry run: nothing applied)');
 
+    // The served line counts the messages handed back, not the parked ones: every one of the 27
+    // valid tasks parks (a parked message is a batch item failure too), and the line said "retried"
+    // for each while the summary said none were handed back.
+    const served = Date.now() + 8_000;
+    while (!/served: /.test(serverOut) && Date.now() < served) await new Promise((resolve) => setTimeout(resolve, 200));
+    const back = /served: \d+ invocations · \d+ acknowledged · (\d+) handed back/.exec(serverOut);
+    expect(back, serverOut).not.toBeNull();
+    expect(Number(back?.[1])).toBeLessThan(27);
+
     server.kill('SIGINT');
     expect(await exited).toBe(0);
     expect(existsSync(stackFile)).toBe(false);

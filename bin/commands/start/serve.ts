@@ -3,7 +3,9 @@
  * control URL for `governor --once --local`), print how to use it, and report until a stop.
  */
 import type { TickRecord } from '../../../functions/governor/loop.js';
+import { METRICS } from '../../../functions/core/metric-names.js';
 import { startControlServer } from '../../../local/control-server.js';
+import { handedBack } from '../../../local/demo/summary.js';
 import type { LocalStack } from '../../../local/runtime.js';
 import { removeLocalStackFile, writeLocalStackFile } from '../../../local/stack-file.js';
 
@@ -83,8 +85,11 @@ async function serveUntil(stack: LocalStack, signal: AbortSignal, stream: NodeJS
     const p = stack.pollerStats();
     const sim = stack.simulator.stats();
     const spill = stack.overflow?.simulator.stats();
+    // A parked message is a batch item failure too (its visibility set by the parking): handed
+    // back are the others, as the summary counts them (it said "46 retried" where the summary said 0).
+    const back = handedBack({ retriedItems: p.failedItems, parked: stack.metrics.total(METRICS.parked).sum });
     const line =
-      `served: ${p.invocations} invocations · ${p.deleted} acknowledged · ${p.failedItems} retried · in flight ${p.inFlight} · solver solved ${sim.solved}, peak ${sim.peakThreads}/${sim.planThreads} threads` +
+      `served: ${p.invocations} invocations · ${p.deleted} acknowledged · ${back} handed back · in flight ${p.inFlight} · solver solved ${sim.solved}, peak ${sim.peakThreads}/${sim.planThreads} threads` +
       (spill ? ` · overflow solved ${spill.solved}, $${(spill.balanceStart - spill.balance).toFixed(3)} spent` : '');
     if (line !== last) stream.write(`${line}\n`);
     last = line;
