@@ -121,6 +121,35 @@ describe('captcha-fleet start --overflow-sim', () => {
     expect(overflow.lane.reasons.OVERFLOW_OPEN ?? 0).toBe(0);
   });
 
+  it('says at the start that a lane whose balance is under its halt level will not open', async () => {
+    // Before, such a run showed only OVERFLOW_GUARD ticks and $0 spent, without a word why.
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '2',
+      '--malformed',
+      '0',
+      '--overflow-sim',
+      '--overflow-balance',
+      '0.15',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain(
+      '(the overflow lane will not open: its balance $0.15 is under its halt level $1; raise --overflow-balance above it)',
+    );
+    const funded = await runCli([
+      'start',
+      '--tasks',
+      '2',
+      '--malformed',
+      '0',
+      '--overflow-sim',
+      '--overflow-balance',
+      '5',
+    ]);
+    expect(funded.stdout).not.toContain('will not open');
+  });
+
   it('refuses overflow flags without --overflow-sim, naming them, exit 2', async () => {
     const run = await runCli(['start', '--tasks', '0', '--overflow-cap-hour', '3', '--overflow-price', '0.01'], 30_000);
     expect(run.code).toBe(2);

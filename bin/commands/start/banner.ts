@@ -33,6 +33,11 @@ function describeOverflow(stack: LocalStack): string {
   return (
     `  overflow simulator ${overflow.settings.baseUrl} ($${sim.pricePerSolve} a solve, ${sim.planThreads} threads, balance $${sim.balance}): ` +
     `opens when the backlog cannot drain within ${o.latencyTargetSeconds} s; caps $${o.capUsdPerHour}/hour, $${o.capUsdPerDay}/day; ` +
-    `lane up to ${o.maxConcurrency} invocations (${o.probeCeiling} until a price is learned; told $${o.priceHintUsd} a solve)\n`
+    `lane up to ${o.maxConcurrency} invocations (${o.probeCeiling} until a price is learned; told $${o.priceHintUsd} a solve)\n` +
+    // A balance under the lane's halt level: it never opens (a halted lane does not grow), which the
+    // run showed only as OVERFLOW_GUARD ticks and $0 spent.
+    (sim.balance < o.haltBalance
+      ? `  (the overflow lane will not open: its balance $${sim.balance} is under its halt level $${o.haltBalance}; raise --overflow-balance above it)\n`
+      : '')
   );
 }
