@@ -123,30 +123,14 @@ describe('captcha-fleet start --overflow-sim', () => {
 
   it('says at the start that a lane whose balance is under its halt level will not open', async () => {
     // Before, such a run showed only OVERFLOW_GUARD ticks and $0 spent, without a word why.
-    const run = await runCli([
-      'start',
-      '--tasks',
-      '2',
-      '--malformed',
-      '0',
-      '--overflow-sim',
-      '--overflow-balance',
-      '0.15',
-    ]);
+    const withBalance = (usd: string) =>
+      runCli(['start', '--tasks', '2', '--malformed', '0', '--overflow-sim', '--overflow-balance', usd]);
+    const run = await withBalance('0.15');
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain(
       '(the overflow lane will not open: its balance $0.15 is under its halt level $1; raise --overflow-balance above it)',
     );
-    const funded = await runCli([
-      'start',
-      '--tasks',
-      '2',
-      '--malformed',
-      '0',
-      '--overflow-sim',
-      '--overflow-balance',
-      '5',
-    ]);
+    const funded = await withBalance('5');
     expect(funded.stdout).not.toContain('will not open');
   });
 

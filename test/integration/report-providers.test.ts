@@ -110,20 +110,23 @@ describe('reports reach the provider that solved the task', () => {
 
   const context = { getRemainingTimeInMillis: () => 30_000, awsRequestId: 'r1' } as unknown as Context;
 
+  /** The report function's environment on the emulators, the plan's key given as an env var. */
+  const environment = () => ({
+    settings,
+    queueUrls: resources.queueUrls,
+    reportQueueUrls: resources.reportQueueUrls,
+    tables: resources.tables,
+    solverKeySource: { key: PRIMARY_KEY },
+    consumerFunctionName: undefined,
+    eventBusName: undefined,
+    endpoint: undefined,
+  });
+
   it('reports an overflow solve to the overflow provider, a resumed one too, and a plan solve to the plan', async () => {
     // Prepare
     const documents: EmfDocument[] = [];
     const handler = createReporterFromEnvironment({
-      environment: {
-        settings,
-        queueUrls: resources.queueUrls,
-        reportQueueUrls: resources.reportQueueUrls,
-        tables: resources.tables,
-        solverKeySource: { key: PRIMARY_KEY },
-        consumerFunctionName: undefined,
-        eventBusName: undefined,
-        endpoint: undefined,
-      },
+      environment: environment(),
       clients,
       solvers: { primary: solvers[0] as SolverClient, overflow: solvers[1] as SolverClient },
       metricsSink: (document) => documents.push(document),
@@ -158,16 +161,7 @@ describe('reports reach the provider that solved the task', () => {
     const logs = captureLogs();
     try {
       const handler = createReporterFromEnvironment({
-        environment: {
-          settings,
-          queueUrls: resources.queueUrls,
-          reportQueueUrls: resources.reportQueueUrls,
-          tables: resources.tables,
-          solverKeySource: { key: PRIMARY_KEY },
-          consumerFunctionName: undefined,
-          eventBusName: undefined,
-          endpoint: undefined,
-        },
+        environment: environment(),
         clients,
         solvers: { primary: echo },
         logger: logs.logger,
