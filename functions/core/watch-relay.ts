@@ -145,14 +145,13 @@ export function createWatchRelay(options: WatchRelayOptions): WatchRelay {
           const move = relayMove(read.baton, me, until, clock());
           if (move.kind === 'holds') {
             const held = read.baton as WatchBaton;
-            // Handed over for the confirmation's moments: confirmed (its own `until`) before the watch runs.
+            // Handed over for the confirmation's moments: confirmed (its own `until`) before the
+            // watch runs; a confirmation the store refused is tried again after the poll.
             if (held.until >= until || (await writeOrFail({ owner: me, until }, held))) {
               heldUntil = Math.max(held.until, until);
               return true;
             }
-            continue;
-          }
-          if (move.kind !== 'wait') {
+          } else if (move.kind !== 'wait') {
             const written = await writeOrFail(move.write, read.baton);
             if (written && move.kind === 'take') {
               heldUntil = until;

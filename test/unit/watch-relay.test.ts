@@ -277,6 +277,53 @@ describe('the relay over a chain of invocations', () => {
     expect(firstOfNext).toBeLessThan(120_500);
   });
 
+  it('confirms a hand-over the store will not write at the poll’s pace, not in a loop', async () => {
+    // Prepare: inv-0 from 0 s, inv-1 from 59.9 s; inv-1's confirmations of the baton handed to it
+    // fail until 62.3 s (the store refusing its writes), within the 3 s it is given.
+    const time = new VirtualTime();
+    const { store } = memoryBaton(time, () => 10);
+    const confirmationsAt: number[] = [];
+    const flaky: WatchBatonStore = {
+      read: () => store.read(),
+      async write(baton, expected) {
+        const confirming = baton.owner === 'inv-1' && expected?.owner === 'inv-1';
+        if (confirming) confirmationsAt.push(time.now);
+        if (confirming && time.now < 62_300) {
+          await time.sleep(10);
+          throw new Error('store unreachable');
+        }
+        return store.write(baton, expected);
+      },
+    };
+    const rounds: Round[] = [];
+    const invocation = async (by: string, startAt: number) => {
+      await time.sleep(startAt);
+      const started = time.now;
+      const remainingMs = () => started + 75_000 - time.now;
+      await runRelayedWatch({
+        watch: loggedWatch(time, by, rounds, 100),
+        relay: createWatchRelay({ store: flaky, me: by, clock: time.clock, sleep: time.sleep, pollMs: 100 }),
+        remainingMs,
+        marginMs: 1_000,
+        ticksOver: () => tickWindowOf(started, remainingMs, time.clock)() <= 0,
+        clock: time.clock,
+      });
+    };
+
+    // Act
+    void invocation('inv-0', 0);
+    void invocation('inv-1', 59_900);
+    await time.runUntil(140_000);
+    rounds.sort((a, b) => a.start - b.start);
+
+    // Assess: one try a poll while the writes fail (before, a try every round trip: ~100), never
+    // two watches at once, and inv-1 watches once the store writes again.
+    handOverGaps(rounds);
+    expect(confirmationsAt.filter((at) => at < 62_300).length).toBeGreaterThan(5);
+    expect(confirmationsAt.filter((at) => at < 62_300).length).toBeLessThan(40);
+    expect(rounds.some((r) => r.by === 'inv-1' && r.start >= 62_300)).toBe(true);
+  });
+
   it('asks the store a few dozen times a minute, not every round of the minute', async () => {
     const { calls } = await runChain({ seed: 3, invocations: 5 });
     expect(calls.reads / 5).toBeLessThan(60);
