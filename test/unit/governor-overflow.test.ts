@@ -131,10 +131,21 @@ describe('decideOverflow', () => {
       config,
     );
 
+    // One invocation short of the plan is a slot changing hands (full); two short is a free thread.
+    const handing = (held: number) =>
+      decideOverflow(
+        primary(50),
+        { ...signals, threadLedger: { ...ledger, held } },
+        overflowSignals(T0),
+        initialOverflowState(config, T0),
+        config,
+      ).enabled;
+
     // Assess: before, the in flight opened the lane (and paid the overflow provider) with 20 threads idle.
     expect(idle.enabled).toBe(false);
     expect(idle.reason.code).toBe('OVERFLOW_CLOSED');
     expect(full.enabled).toBe(true);
+    expect([handing(49), handing(48)]).toEqual([true, false]);
   });
 
   it('closes when the primary drains the backlog within the target', () => {

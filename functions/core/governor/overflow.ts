@@ -213,13 +213,17 @@ function primaryView(
   // What the primary's mappings may hold now: a halt or an error hold can keep it under the free threads.
   const set =
     (primary.enabled.normal ? primary.ceilings.normal : 0) + (primary.enabled.high ? primary.ceilings.high : 0);
+  const held = signals.threadLedger?.held;
   return {
     capacity: primary.paused ? 0 : Math.min(primary.freeThreads, set * tasksPerInvocation),
     // The plan's threads in use: the thread ledger's count where it is read. The queues' in flight
     // also counts messages that hold no thread (parked design: hand-backs hidden while they wait
     // for a lease or a retry), and the lane opened, and paid, with half a 4-thread plan idle
-    // while both lanes had work.
-    inFlight: signals.threadLedger?.held ?? laneSum(signals, (l) => l.inFlight),
+    // while both lanes had work. One invocation's threads short of the capacity still count as
+    // all in use, as the estimator's "filled" does: a slot changing hands (a solve answered, the
+    // next not submitted yet) is no free thread, and on a small plan of short solves the tick
+    // seldom found every one held (a 60-task burst on 4 threads opened the lane once in three runs).
+    inFlight: held !== undefined ? held + tasksPerInvocation : laneSum(signals, (l) => l.inFlight),
     backlog: laneSum(signals, (l) => l.backlog),
     arrivalRate: laneSum(signals, (l) => l.arrivalRate),
     meanSolveMs: signals.meanSolveMs ?? lastMeanSolveMs,
