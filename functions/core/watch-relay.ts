@@ -172,29 +172,32 @@ export function createWatchRelay(options: WatchRelayOptions): WatchRelay {
       // A newcomer may ask between the read and the write (the write fails: read again), or the
       // store may fail: tried again while this invocation's hold lasts.
       let given: Omit<WatchBaton, 'version'> | undefined;
+      let confirms = false;
       while (given === undefined && clock() < heldUntil) {
         const read = await readOrFail();
         if (read !== undefined) {
           if (read.baton === undefined || read.baton.owner !== me) return 'handed';
           const baton = handedOver(read.baton, clock());
-          if (await writeOrFail(baton, read.baton)) given = baton;
+          if (await writeOrFail(baton, read.baton)) {
+            given = baton;
+            // Handed its whole hold (less than the confirmation's moments left): nothing to confirm.
+            confirms = read.baton.next !== undefined && baton.until < read.baton.next.until;
+          }
         }
         if (given === undefined) await sleep(pollMs);
       }
-      if (given === undefined || given.owner === me) return 'handed';
+      if (given === undefined || !confirms) return 'handed';
       // Until the newcomer confirms: a baton still the newcomer's short hold once it has passed is
-      // taken back (conditional on it: a newcomer confirming meanwhile wins).
+      // taken back (conditional on it: a newcomer confirming meanwhile wins); never past this
+      // invocation's own hold.
       for (;;) {
+        if (clock() >= heldUntil) return 'handed';
         await sleep(pollMs);
         const read = await readOrFail();
-        if (read === undefined) {
-          if (clock() >= heldUntil) return 'handed';
-          continue;
-        }
+        if (read === undefined) continue;
         const baton = read.baton;
         if (baton === undefined || baton.owner !== given.owner || baton.until !== given.until) return 'handed';
         if (clock() < baton.until) continue;
-        if (clock() >= heldUntil) return 'handed';
         if (await writeOrFail({ owner: me, until: heldUntil }, baton)) return 'retaken';
       }
     },

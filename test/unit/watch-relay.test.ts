@@ -277,6 +277,40 @@ describe('the relay over a chain of invocations', () => {
     expect(firstOfNext).toBeLessThan(120_500);
   });
 
+  it('ends the holder at once when it hands over the rest of a newcomer’s short life (nothing to confirm)', async () => {
+    // Prepare: inv-0 from 0 s (75 s); inv-1 from 70 s with 2.5 s to live: the baton handed to it
+    // is its whole hold, which it does not confirm.
+    const time = new VirtualTime();
+    const { store } = memoryBaton(time, () => 10);
+    const rounds: Round[] = [];
+    const ended: Record<string, number> = {};
+    const invocation = async (by: string, startAt: number, timeoutMs: number) => {
+      await time.sleep(startAt);
+      const started = time.now;
+      const remainingMs = () => started + timeoutMs - time.now;
+      await runRelayedWatch({
+        watch: loggedWatch(time, by, rounds, 100),
+        relay: createWatchRelay({ store, me: by, clock: time.clock, sleep: time.sleep, pollMs: 100 }),
+        remainingMs,
+        marginMs: 1_000,
+        ticksOver: () => tickWindowOf(started, remainingMs, time.clock)() <= 0,
+        clock: time.clock,
+      });
+      ended[by] = time.now;
+    };
+
+    // Act
+    void invocation('inv-0', 0, 75_000);
+    void invocation('inv-1', 70_000, 2_500);
+    await time.runUntil(80_000);
+    rounds.sort((a, b) => a.start - b.start);
+
+    // Assess: never two at once; inv-0 ended at the hand-over (before, it polled on to 72.5 s,
+    // took the baton back and watched to its own end, its invocation billed the while).
+    handOverGaps(rounds);
+    expect(ended['inv-0']).toBeLessThan(70_500);
+  });
+
   it('confirms a hand-over the store will not write at the poll’s pace, not in a loop', async () => {
     // Prepare: inv-0 from 0 s, inv-1 from 59.9 s; inv-1's confirmations of the baton handed to it
     // fail until 62.3 s (the store refusing its writes), within the 3 s it is given.
