@@ -97,6 +97,32 @@ function loggedWatch(time: VirtualTime, by: string, rounds: Round[], roundMs: nu
   return watch;
 }
 
+/**
+ * One governor invocation on `time` running its relayed watch over `store` from `startAt` for
+ * `timeoutMs`, its rounds logged in `rounds`; resolves with when it ended.
+ */
+async function relayedInvocation(
+  time: VirtualTime,
+  store: WatchBatonStore,
+  rounds: Round[],
+  by: string,
+  startAt: number,
+  timeoutMs = 75_000,
+): Promise<number> {
+  await time.sleep(startAt);
+  const started = time.now;
+  const remainingMs = () => started + timeoutMs - time.now;
+  await runRelayedWatch({
+    watch: loggedWatch(time, by, rounds, 100),
+    relay: createWatchRelay({ store, me: by, clock: time.clock, sleep: time.sleep, pollMs: 100 }),
+    remainingMs,
+    marginMs: 1_000,
+    ticksOver: () => tickWindowOf(started, remainingMs, time.clock)() <= 0,
+    clock: time.clock,
+  });
+  return time.now;
+}
+
 interface ChainOptions {
   seed: number;
   invocations: number;
@@ -241,19 +267,7 @@ describe('the relay over a chain of invocations', () => {
     const time = new VirtualTime();
     const { store } = memoryBaton(time, () => 10);
     const rounds: Round[] = [];
-    const invocation = async (by: string, startAt: number) => {
-      await time.sleep(startAt);
-      const started = time.now;
-      const remainingMs = () => started + 75_000 - time.now;
-      await runRelayedWatch({
-        watch: loggedWatch(time, by, rounds, 100),
-        relay: createWatchRelay({ store, me: by, clock: time.clock, sleep: time.sleep, pollMs: 100 }),
-        remainingMs,
-        marginMs: 1_000,
-        ticksOver: () => tickWindowOf(started, remainingMs, time.clock)() <= 0,
-        clock: time.clock,
-      });
-    };
+    const invocation = (by: string, startAt: number) => relayedInvocation(time, store, rounds, by, startAt);
     const dead = async () => {
       await time.sleep(60_000);
       const baton = await store.read();
@@ -285,18 +299,7 @@ describe('the relay over a chain of invocations', () => {
     const rounds: Round[] = [];
     const ended: Record<string, number> = {};
     const invocation = async (by: string, startAt: number, timeoutMs: number) => {
-      await time.sleep(startAt);
-      const started = time.now;
-      const remainingMs = () => started + timeoutMs - time.now;
-      await runRelayedWatch({
-        watch: loggedWatch(time, by, rounds, 100),
-        relay: createWatchRelay({ store, me: by, clock: time.clock, sleep: time.sleep, pollMs: 100 }),
-        remainingMs,
-        marginMs: 1_000,
-        ticksOver: () => tickWindowOf(started, remainingMs, time.clock)() <= 0,
-        clock: time.clock,
-      });
-      ended[by] = time.now;
+      ended[by] = await relayedInvocation(time, store, rounds, by, startAt, timeoutMs);
     };
 
     // Act
@@ -330,19 +333,7 @@ describe('the relay over a chain of invocations', () => {
       },
     };
     const rounds: Round[] = [];
-    const invocation = async (by: string, startAt: number) => {
-      await time.sleep(startAt);
-      const started = time.now;
-      const remainingMs = () => started + 75_000 - time.now;
-      await runRelayedWatch({
-        watch: loggedWatch(time, by, rounds, 100),
-        relay: createWatchRelay({ store: flaky, me: by, clock: time.clock, sleep: time.sleep, pollMs: 100 }),
-        remainingMs,
-        marginMs: 1_000,
-        ticksOver: () => tickWindowOf(started, remainingMs, time.clock)() <= 0,
-        clock: time.clock,
-      });
-    };
+    const invocation = (by: string, startAt: number) => relayedInvocation(time, flaky, rounds, by, startAt);
 
     // Act
     void invocation('inv-0', 0);
