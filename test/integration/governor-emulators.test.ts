@@ -190,6 +190,51 @@ describe('governor state on the DynamoDB emulator', () => {
     });
   });
 
+  it("loads a previous grouped item's overflow provider and bare refused-read count in the current shape", async () => {
+    // Prepare: the item as the release that brought the overflow lane wrote it (an `outage`
+    // counter, the provider's guards in the same shape) with one refused balance read counted bare.
+    const id = 'grouped-overflow';
+    const grouped = (ceilings: { normal: number; high: number }, effectiveCap: number) => ({
+      ceilings,
+      lastChangeAt: 1000,
+      probe: { lastAt: 1000 },
+      overCap: { effectiveCap },
+      spend: {},
+      outage: { ticks: 1 },
+    });
+    const previous = {
+      ...grouped({ normal: 6, high: 2 }, 8),
+      spend: { refusedReads: 1 },
+      overflow: {
+        provider: grouped({ normal: 2, high: 2 }, 20),
+        spend: { hourStart: 0, hourUsd: 0, dayStart: 0, dayUsd: 0, reservedUsd: 0 },
+      },
+    };
+    await fixture.clients.documents.send(
+      new PutCommand({ TableName: fleet.resources.tables.governor, Item: { id, version: 7, state: previous } }),
+    );
+    const store = createDynamoGovernorState({
+      documents: fixture.clients.documents,
+      tableName: fleet.resources.tables.governor,
+      id,
+    });
+    // Act
+    const loaded = await store.load();
+    // Assess: the provider's `outage` is its `availability` as the primary's is (today's guards read
+    // it every tick), and the bare count is a count a next refused read adds to.
+    expect(loaded?.state.availability).toEqual({ solver: { ticks: 1 } });
+    expect(loaded?.state.spend).toEqual({ refusedReads: { count: 1, at: 0 } });
+    expect(loaded?.state.overflow?.provider).toEqual({
+      ceilings: { normal: 2, high: 2 },
+      lastChangeAt: 1000,
+      probe: { lastAt: 1000 },
+      overCap: { effectiveCap: 20 },
+      spend: {},
+      availability: { solver: { ticks: 1 } },
+    });
+    expect(loaded?.state.overflow?.spend).toEqual(previous.overflow.spend);
+  });
+
   it('saves a migrated state over the legacy item on the version it read', async () => {
     // Prepare
     const id = 'legacy-resave';

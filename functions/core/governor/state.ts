@@ -112,6 +112,10 @@ function currentShape(stored: GovernorState): GovernorState {
   const { outage: _outage, ...rest } = s;
   return dropUndefined({
     ...rest,
+    // The overflow provider's guards are a governor state of their own, saved in the same shapes.
+    overflow:
+      s.overflow === undefined ? undefined : { ...s.overflow, provider: migrateGovernorState(s.overflow.provider) },
+    spend: s.spend === undefined ? undefined : spendShape(s.spend),
     probe: dropUndefined({ lastAt: s.probe.lastAt, recovery: recovery as GovernorState['probe']['recovery'] }),
     overCap: dropUndefined({
       effectiveCap: s.overCap.effectiveCap,
@@ -120,6 +124,12 @@ function currentShape(stored: GovernorState): GovernorState {
     }),
     availability: s.availability ?? { solver: { ticks: s.outage?.ticks ?? 0 } },
   }) as GovernorState;
+}
+
+/** The spend group, its refused reads once a bare count (read as of no time: the next refused read restarts them). */
+function spendShape(spend: GovernorState['spend'] & { refusedReads?: unknown }): GovernorState['spend'] {
+  const reads = spend.refusedReads;
+  return typeof reads === 'number' ? { ...spend, refusedReads: { count: reads, at: 0 } } : spend;
 }
 
 /** The object without its undefined fields (as DynamoDB stores it), so a migrated state compares equal to a saved one. */
