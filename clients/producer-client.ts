@@ -229,7 +229,10 @@ export class IdCheckUnavailableError extends Error {
 /**
  * Some tasks of a `submit` were not sent: SQS refused them, a call kept failing, or the sending
  * stopped at such a failure before their batch was tried. Every other task was sent: resending
- * `failedIds` sends each task once (a resent id is a duplicate the consumer acknowledges).
+ * the tasks of `failedIds` with those ids sends each task once (a resent id is a duplicate the
+ * consumer acknowledges). `taskIds` gives every task's id in the order given, the ids the producer
+ * assigned to tasks given without one included: `taskIds[i]` is the i-th task's, so a caller finds
+ * which of its tasks failed and resends them under the same ids.
  */
 export class TaskSubmitError extends Error {
   override readonly name = 'TaskSubmitError';
@@ -239,9 +242,17 @@ export class TaskSubmitError extends Error {
     readonly failedIds: string[],
     /** Ids that were sent. */
     readonly sentIds: string[],
+    /** Every task's id, in the order the tasks were given (assigned ids included). */
+    readonly taskIds: string[] = [...sentIds, ...failedIds],
     options: { cause?: unknown } = {},
   ) {
     super(message, options);
+  }
+
+  /** The positions (in the order given) of the tasks not sent. */
+  get failedIndexes(): number[] {
+    const failed = new Set(this.failedIds);
+    return this.taskIds.flatMap((id, index) => (failed.has(id) ? [index] : []));
   }
 
   get taskId(): string | undefined {
@@ -514,6 +525,7 @@ async function sendPrepared(ctx: ProducerContext, prepared: readonly PreparedTas
       (stopped !== undefined ? '; the batches after the failure were not tried' : ''),
     failed,
     [...sent],
+    prepared.map((item) => item.id),
     stopped !== undefined ? { cause: stopped } : {},
   );
 }
@@ -551,6 +563,14 @@ async function sendChunk(
   sent: string[],
 ): Promise<ChunkOutcome> {
   let left = [...chunk];
+  // Entries SQS refused as the sender's fault: not tried again, whatever else the batch met.
+  const refused: { id: string; reason: string }[] = [];
+  const outcome = (failed: string[], reason?: string, stop?: unknown): ChunkOutcome => {
+    const all = [...refused.map((r) => r.id), ...failed];
+    const reasons = [...new Set([...refused.map((r) => r.reason), ...(reason === undefined ? [] : [reason])])];
+    if (all.length === 0) return { failed: [] };
+    return { failed: all, reason: reasons.join('; '), ...(stop !== undefined ? { stop } : {}) };
+  };
   for (let attempt = 1; ; attempt++) {
     let answer: SendMessageBatchCommandOutput;
     try {
@@ -567,27 +587,38 @@ async function sendChunk(
         await pause(RETRY_BASE_MS * 2 ** (attempt - 1), undefined);
         continue;
       }
-      return {
-        failed: left.map((c) => c.id),
-        reason: `sending failed: ${(error as Error).message}`,
+      return outcome(
+        left.map((c) => c.id),
+        `sending failed: ${(error as Error).message}`,
         // The request's own fault (one batch's content) leaves the next batches to go.
-        ...(retryable || PERMANENT_READ_ERRORS.has((error as Error).name) ? { stop: error } : {}),
-      };
+        retryable || PERMANENT_READ_ERRORS.has((error as Error).name) ? error : undefined,
+      );
     }
     const failedEntries = answer.Failed ?? [];
     const failedAt = new Set(failedEntries.map((entry) => Number(entry.Id)));
     sent.push(...left.filter((_, n) => !failedAt.has(n)).map((item) => item.id));
-    if (failedEntries.length === 0) return { failed: [] };
+    const entryOf = (entry: (typeof failedEntries)[number]) => left[Number(entry.Id)];
+    const reasonOf = (entries: typeof failedEntries) =>
+      `SQS refused ${entries.length}: ${[...new Set(entries.map((e) => `${e.Code}: ${e.Message ?? ''}`))].join('; ')}`;
     const senderFault = failedEntries.filter((entry) => entry.SenderFault !== false);
-    if (senderFault.length === 0 && attempt < SEND_ATTEMPTS) {
+    if (senderFault.length > 0) {
+      const reason = reasonOf(senderFault);
+      for (const entry of senderFault) refused.push({ id: entryOf(entry)?.id ?? `entry ${entry.Id}`, reason });
+    }
+    // SQS's own side (SenderFault false) is tried again alone, beside any entry it refused.
+    const theirs = failedEntries.filter((entry) => entry.SenderFault === false);
+    if (theirs.length === 0) return outcome([]);
+    if (attempt < SEND_ATTEMPTS) {
       ctx.counters.sendRetries += 1;
-      left = left.filter((_, n) => failedAt.has(n));
+      const again = new Set(theirs.map((entry) => Number(entry.Id)));
+      left = left.filter((_, n) => again.has(n));
       await pause(RETRY_BASE_MS * 2 ** (attempt - 1), undefined);
       continue;
     }
-    const failed = failedEntries.map((entry) => left[Number(entry.Id)]?.id ?? `entry ${entry.Id}`);
-    const reasons = [...new Set(failedEntries.map((entry) => `${entry.Code}: ${entry.Message ?? ''}`))].join('; ');
-    return { failed, reason: `SQS refused ${failed.length}: ${reasons}` };
+    return outcome(
+      theirs.map((entry) => entryOf(entry)?.id ?? `entry ${entry.Id}`),
+      reasonOf(theirs),
+    );
   }
 }
 

@@ -8,7 +8,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -110,6 +110,78 @@ describe('submit', () => {
     // The resend of failedIds puts every task in the queue once.
     await producerOf(fleet).submit(tasks.filter((t) => failedIds.includes(t.id as string)));
     expect((await queueDepth(fleet.clients, fleet.resources.queueUrls.normal)).visible).toBe(25);
+  });
+
+  it('names the ids it assigned, in the order given, so tasks sent without ids are resent under the same ids', async () => {
+    // The high lane's batch fails (a permanent refusal) after the normal lane's went: the tasks
+    // carry no ids and are sent by lane, not in the order given.
+    const fleet = await emulators.fixture.createFleet();
+    const real = fleet.clients.sqs;
+    const high = fleet.resources.queueUrls.high;
+    const failing = {
+      send: async (command: { input: { QueueUrl?: string } }) => {
+        if (command.input.QueueUrl === high)
+          throw Object.assign(new Error('Access to the resource is denied'), { name: 'KmsAccessDenied' });
+        return real.send(command as never);
+      },
+    } as unknown as SQSClient;
+    const given = Array.from({ length: 12 }, (_, n) => {
+      const { id: _id, ...task } = recaptchaTask();
+      return { ...task, priority: n === 2 || n === 6 ? ('high' as const) : ('normal' as const) };
+    });
+    const producer = producerOf(fleet, {
+      queueUrls: { normal: fleet.resources.queueUrls.normal, high },
+      clients: { ...fleet.clients, sqs: failing },
+    });
+    const error = (await producer.submit(given).catch((e: unknown) => e)) as TaskSubmitError;
+    expect(error).toBeInstanceOf(TaskSubmitError);
+    expect(error.taskIds).toHaveLength(12);
+    expect(error.failedIndexes).toEqual([2, 6]);
+    expect(error.failedIds).toEqual([error.taskIds[2], error.taskIds[6]]);
+    expect(new Set(error.sentIds)).toEqual(new Set(error.taskIds.filter((_, i) => i !== 2 && i !== 6)));
+    // The resend of the failed tasks under their ids, to a lane that works: every task once.
+    await producerOf(fleet).submit(
+      error.failedIndexes.map((i) => ({
+        ...(given[i] as TaskMessage),
+        priority: 'normal' as const,
+        id: error.taskIds[i],
+      })),
+    );
+    expect((await queueDepth(fleet.clients, fleet.resources.queueUrls.normal)).visible).toBe(12);
+  });
+
+  it('tries again the entries SQS failed on its side when another entry of the batch was refused', async () => {
+    // The first answer: entry 0 refused as the sender's fault, entries 1 and 2 failed on SQS's side.
+    const fleet = await emulators.fixture.createFleet();
+    const real = fleet.clients.sqs;
+    let calls = 0;
+    const partial = {
+      send: async (command: { input: { Entries: { Id: string }[] } }) => {
+        calls += 1;
+        if (calls > 1) return real.send(command as never);
+        const entries = command.input.Entries;
+        const rest = new SendMessageBatchCommand({ ...command.input, Entries: entries.slice(3) } as never);
+        const answer = await real.send(rest);
+        return {
+          Successful: answer.Successful,
+          Failed: [
+            { Id: '0', SenderFault: true, Code: 'InvalidMessageContents', Message: 'refused' },
+            { Id: '1', SenderFault: false, Code: 'InternalError', Message: 'try again' },
+            { Id: '2', SenderFault: false, Code: 'InternalError', Message: 'try again' },
+          ],
+        };
+      },
+    } as unknown as SQSClient;
+    const tasks = Array.from({ length: 5 }, () => recaptchaTask());
+    const error = (await producerOf(fleet, { clients: { ...fleet.clients, sqs: partial } })
+      .submit(tasks)
+      .catch((e: unknown) => e)) as TaskSubmitError;
+    expect(error).toBeInstanceOf(TaskSubmitError);
+    expect(error.failedIds).toEqual([tasks[0]?.id]);
+    expect(error.message).toMatch(/InvalidMessageContents/);
+    expect(new Set(error.sentIds)).toEqual(new Set(tasks.slice(1).map((t) => t.id)));
+    expect(calls).toBe(2);
+    expect((await queueDepth(fleet.clients, fleet.resources.queueUrls.normal)).visible).toBe(4);
   });
 
   it('stamps whole milliseconds from a clock with a fraction (the consumer’s schema takes integers)', async () => {
