@@ -5,7 +5,7 @@
 import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { runBench, shippedTraces, TRACES_DIR, type TraceRuns } from './bench.js';
 import { renderHtml, renderSvg } from './charts.js';
 import {
@@ -79,11 +79,10 @@ const program = new Command()
     '--classes <names>',
     `with --generate: only these classes, comma-separated: ${Object.keys(TRACE_CLASSES).join(', ')}`,
   )
-  .option(
-    '--jobs <n>',
-    'with --generate: worker threads (default: the CPUs, at most 4)',
-    parseCount,
-    Math.min(4, cpus().length),
+  .addOption(
+    new Option('--jobs <n>', 'with --generate: worker threads')
+      .argParser(parseCount)
+      .default(Math.min(4, cpus().length), 'the CPUs, at most 4'),
   )
   .option('--worst <n>', 'with --generate: how many failing traces to print with their causes', parseCount, 10)
   .action((options: Options) => main(options));

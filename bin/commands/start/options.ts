@@ -150,7 +150,10 @@ export const START_OPTIONS = {
     `end the run after this many seconds at the latest (default: ${DEFAULT_MAX_DURATION_S}; or ${WORK_ALLOWANCE}× the time the tasks take at the plan's pace (--tasks, --rate, --solver-latency-ms, the threads left to the fleet), with --crash-rate or --faults and a task whose holder died (a redelivery and the wait for its copy: 3 × --visibility-timeout − 1 s), after the last --faults or --solver-outage window, up to ${MAX_DEFAULT_DURATION_S} in all; or ${PAST_FAULTS_S} past that window however late it ends; whichever is latest; without it, a run the governor keeps paused with no invocation running ends after ${PAUSED_TICKS_BEFORE_STOP} ticks, once every such window has ended, unless the pause is an outage's, which resumes by itself)`,
   ).argParser(decimal(1, 86_400, 'seconds')),
   json: new Option('--json', 'print the summary as one JSON object on the last stdout line').default(false),
-  logLevel: new Option('--log-level <level>', "the consumer's log level (its JSON logs go to stdout)")
+  logLevel: new Option(
+    '--log-level <level>',
+    "log level of the consumer's, the governor's and the reporter's JSON logs (debug and info on stdout, warn and error on stderr)",
+  )
     .choices(LOG_LEVELS)
     .default('silent'),
   ...OVERFLOW_START_OPTIONS,
