@@ -1,6 +1,6 @@
 /**
- * The generated benchmark: each drawn trace replayed against the governor, the fair floor
- * (oracle-ramp) and the fixed-maximum Lambda, judged against its floor (lab/targets.ts), then
+ * The generated benchmark: each drawn trace replayed against the governor, the clairvoyant
+ * floors (oracle-ramp, oracle-park) and the fixed-maximum Lambda, judged against its floor (lab/targets.ts), then
  * summed per class: the share of traces that meet every target, each target's passes, the
  * worst p95 ratios, and the worst traces with the cause of each miss.
  */
@@ -14,7 +14,7 @@ import { judgeTrace, P95_HARD_FACTOR, TARGET_KEYS, type TargetKey, type TraceVer
 import { withSolveMode } from './trace.js';
 
 /** The policies every generated trace runs. */
-export const GENERATED_POLICIES: readonly PolicyName[] = ['governor', 'oracle-ramp', 'lambda-fixed'];
+export const GENERATED_POLICIES: readonly PolicyName[] = ['governor', 'oracle-ramp', 'oracle-park', 'lambda-fixed'];
 
 /** One generated trace's runs and verdict. */
 export interface GeneratedRun {
@@ -150,7 +150,7 @@ export function formatGenerated(
   options: { seed: number; worst?: number; failingDir?: string },
 ): string {
   const out = [
-    `Generated traces (seed ${options.seed}): ${runs.length}; targets against the fair floor (the better of oracle-ramp and a qualifying lambda-fixed)`,
+    `Generated traces (seed ${options.seed}): ${runs.length}; targets against the fair floor (the better of oracle-ramp, oracle-park and a qualifying lambda-fixed)`,
   ];
   const header = ['class', 'traces', 'all targets', ...TARGET_KEYS, 'worst ×', `> ${P95_HARD_FACTOR} ×`];
   const rows = classFigures(runs).map((f) => [

@@ -22,6 +22,7 @@ export const POLICY_NAMES = [
   'static-pool',
   'oracle',
   'oracle-ramp',
+  'oracle-park',
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
@@ -43,6 +44,8 @@ export const POLICY_DESCRIPTIONS: Readonly<Record<PolicyName, string>> = {
   'static-pool': 'A pool of workers equal to the plan threads, always on.',
   'oracle-ramp':
     "The fair floor: a clairvoyant Lambda whose mapping's maximum concurrency is exactly the free threads at every instant, disabled exactly in outages and once its solves in flight would take the balance under the pause level, under Lambda's own SQS ramp, overheads, retries and hand-backs (a floor some Lambda policy could reach on a surge faster than the ramp).",
+  'oracle-park':
+    "The fair floor in the parked design (solveMode park): oracle-ramp's clairvoyant Lambda with its thread leases open to exactly the free threads at every instant (closed in outages and once its solves in flight would take the balance under the pause level), its short invocations under Lambda's own SQS ramp, the governor's watch recording the answers.",
   oracle:
     'Clairvoyant floor: exactly the free threads (plan − foreign) at every instant, started instantly, no overhead, billed only while busy; stops once its solves in flight would take the balance under the pause level, and while the solver is down.',
 };
@@ -82,6 +85,15 @@ export function createPolicy(name: PolicyName, settings: FleetSettings, model: P
         name,
         capacity: 'lambda',
         clairvoyant: true,
+        periodSeconds: undefined,
+        initialTarget: (s) => Math.max(1, s.maxConcurrency),
+      };
+    case 'oracle-park':
+      return {
+        name,
+        capacity: 'lambda',
+        clairvoyant: true,
+        parked: true,
         periodSeconds: undefined,
         initialTarget: (s) => Math.max(1, s.maxConcurrency),
       };

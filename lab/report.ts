@@ -219,7 +219,7 @@ export const TABLE_COLUMNS: readonly string[] = COLUMNS;
 
 /** Lambda policies have a queue with receive counts; a pool keeps its task in the worker. */
 function hasReceives(r: RunResult): boolean {
-  return r.policy === 'governor' || r.policy === 'lambda-fixed' || r.policy === 'oracle-ramp';
+  return r.policy === 'governor' || r.policy === 'lambda-fixed' || r.policy.startsWith('oracle-');
 }
 
 /**

@@ -891,6 +891,8 @@ class Simulation {
       this.mapping.set(open ? free : this.mapping.ceiling, open);
       this.c.scalingChanges++;
     }
+    // The parked floor: its leases are the free threads, as its mapping's submitters are.
+    this.parked?.open({ slots: open ? free : 0, ceiling: open ? free : this.mapping.ceiling });
   }
 
   /** The invocation's solve deadline, seconds. */

@@ -63,7 +63,9 @@ function lab(script: string): DocGenerator {
 }
 
 /** The policies of the README's lab table, in the lab's order: all but the static pool and the ramp-bound floor. */
-const LAB_TABLE_POLICIES = POLICY_NAMES.filter((policy) => policy !== 'static-pool' && policy !== 'oracle-ramp');
+const LAB_TABLE_POLICIES = POLICY_NAMES.filter(
+  (policy) => policy !== 'static-pool' && policy !== 'oracle-ramp' && policy !== 'oracle-park',
+);
 
 /** One policy's run of one trace in `npm run bench -- --json`, the figures the table shows. */
 interface LabRun {

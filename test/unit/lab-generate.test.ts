@@ -80,7 +80,7 @@ describe('the trace generator', () => {
     const small = [...traces].sort((a, b) => expectedArrivals(a.trace) - expectedArrivals(b.trace)).slice(0, 4);
     const runs = runGenerated(small, { seed: 7 });
     for (const run of runs) {
-      expect(run.runs.map((r) => r.policy)).toEqual(['governor', 'oracle-ramp', 'lambda-fixed']);
+      expect(run.runs.map((r) => r.policy)).toEqual(['governor', 'oracle-ramp', 'oracle-park', 'lambda-fixed']);
       expect(run.verdict.targets.map((t) => t.key)).toEqual([...TARGET_KEYS]);
       for (const t of run.verdict.targets) if (!t.pass) expect(t.cause).toBeTruthy();
     }

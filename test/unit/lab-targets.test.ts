@@ -1,13 +1,17 @@
 /**
  * The fair floor a generated trace is judged against (lab/targets.ts): the clairvoyant Lambda
- * (oracle-ramp), or the fixed-maximum Lambda where it does better and keeps the rules the
+ * (the better of oracle-ramp and oracle-park), or the fixed-maximum Lambda where it does better and keeps the rules the
  * governor keeps. One row per rule. And the miss's cause says when that floor served its tasks out of
  * arrival order.
  */
 import { describe, expect, it } from 'vitest';
 import type { RunResult } from '../../lab/sim/types.js';
 import type { Trace } from '../../lab/trace.js';
-import { fairFloor, judgeTrace, latencyCause } from '../../lab/targets.js';
+import { GENERATED_POLICIES } from '../../lab/classes.js';
+import { generateTrace } from '../../lab/generate.js';
+import { createPolicy } from '../../lab/policies.js';
+import { simulate } from '../../lab/sim.js';
+import { clairvoyantFloor, fairFloor, judgeTrace, latencyCause } from '../../lab/targets.js';
 
 function runOf(policy: string, overrides: Partial<RunResult> = {}): RunResult {
   return {
@@ -81,6 +85,49 @@ describe('the fair floor', () => {
   it.each(rows)('$rule', ({ fixed, floor }) => {
     const runs = [runOf('governor'), runOf('oracle-ramp'), runOf('lambda-fixed', fixed)];
     expect(fairFloor(runs)?.policy).toBe(floor);
+  });
+});
+
+describe('the clairvoyant floor: the better of the waiting and the parked designs', () => {
+  const slower = { latency: { p50: 10, p95: 90, p99: 99, mean: 20 } };
+  const rows: { rule: string; ramp: Partial<RunResult>; park: Partial<RunResult>; floor: string }[] = [
+    { rule: 'the parked one where its p95 is lower', ramp: {}, park: faster, floor: 'oracle-park' },
+    { rule: 'the waiting one where the parked p95 is no lower', ramp: {}, park: {}, floor: 'oracle-ramp' },
+    {
+      rule: 'the one that leaves fewer unfinished, whatever the p95 over the solved',
+      ramp: {},
+      park: { ...slower, solved: 999, unfinished: 1 },
+      floor: 'oracle-ramp',
+    },
+    {
+      rule: 'the parked one where it finishes more, though its p95 over the solved is higher',
+      ramp: { solved: 990, unfinished: 10 },
+      park: slower,
+      floor: 'oracle-park',
+    },
+  ];
+
+  it.each(rows)('$rule', ({ ramp, park, floor }) => {
+    // A fixed maximum that dead-letters a task is no floor: the clairvoyant one is.
+    const fixed = runOf('lambda-fixed', { deadLettered: 1 });
+    const runs = [runOf('governor'), runOf('oracle-ramp', ramp), runOf('oracle-park', park), fixed];
+    expect(clairvoyantFloor(runs)?.policy).toBe(floor);
+    expect(fairFloor(runs)?.policy).toBe(floor);
+  });
+
+  it('is a floor on a parked fleet through repeated blips: the governor does not beat it many times over', () => {
+    // gen-s10-116-blips-tiny (3 threads, blips every few minutes): the waiting design's oracle
+    // restarts its mapping's ramp at every blip and its p95 was 36× the governor's, so the
+    // governor "passed" against a floor it beat; the parked design's oracle holds its slots.
+    const drawn = generateTrace(10, 116, 'blips-tiny');
+    const runs = GENERATED_POLICIES.map((name) =>
+      simulate(drawn.trace, createPolicy(name, drawn.trace.settings), { seed: 10 + 116 }),
+    );
+    const verdict = judgeTrace(drawn.trace, runs);
+    const ramp = runs.find((r) => r.policy === 'oracle-ramp');
+    expect(verdict?.floorPolicy).toBe('oracle-park');
+    expect((ramp?.latency.p95 ?? 0) / (verdict?.governorP95 ?? 1)).toBeGreaterThan(10);
+    expect(verdict?.ratio).toBeGreaterThan(0.8);
   });
 });
 
