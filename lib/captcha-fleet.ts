@@ -113,6 +113,7 @@ export class CaptchaFleet extends Construct {
     this.governor = new Governor(this, 'Governor', {
       ...shared,
       consumer: this.consumer,
+      reserveConcurrency: config.reserveConsumerConcurrency,
       ...(this.overflow !== undefined ? { overflow: this.overflow } : {}),
       ...(this.tables.leases ? { leasesTable: this.tables.leases } : {}),
     });

@@ -289,9 +289,9 @@ export interface CaptchaFleetProps extends FleetSettingsProps {
    */
   readonly resultsRemoval?: TableRemoval;
   /**
-   * Reserve the consumer's concurrency (the sum of both mappings' maxima). Accounts whose
-   * unreserved pool cannot spare it (new accounts have 10) set false: the mappings' maxima then
-   * cap the fleet alone.
+   * Reserve the consumer's concurrency (the sum of both mappings' maxima), the overflow
+   * consumer's and the governor's. Accounts whose unreserved pool cannot spare it (new accounts
+   * have 10) set false: the mappings' maxima then cap the fleet alone, and no function reserves.
    * @default true
    */
   readonly reserveConsumerConcurrency?: boolean;

@@ -1,11 +1,12 @@
 /**
  * Alarms to one SNS topic (KMS-encrypted, TLS only; optional e-mail subscription): balance under
  * the halt level, DLQ (and reports DLQ) not empty, oldest task too old (each lane), p95 solve time too high,
- * error rate too high, governor errors or silence, consumer throttles; with an overflow provider,
+ * error rate too high, governor errors, silence or blindness (holding on a missing signal), tasks
+ * waiting with nothing solved, consumer throttles; with an overflow provider,
  * the spend cap holding the lane narrower than the backlog needs, and overflow consumer throttles.
  * Each alarm notifies on ALARM and on OK. The runbook in docs/deploy.md has a row per alarm.
  */
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -15,7 +16,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { GOVERNOR_METRICS, METRICS } from '../functions/core/metric-names.js';
+import { GOVERNOR_METRICS, METRICS, SERVICES } from '../functions/core/metric-names.js';
 import type { FleetSettings, OverflowSettings } from '../functions/core/settings.js';
 import { FleetMetrics, ONE_MINUTE } from './fleet-metrics.js';
 import type { TaskQueues } from './task-queues.js';
@@ -31,6 +32,8 @@ export const ALARM_IDS = [
   'ErrorRateHigh',
   'GovernorErrors',
   'GovernorSilent',
+  'GovernorBlind',
+  'TasksStalled',
   'ConsumerThrottled',
 ] as const;
 export type AlarmId = (typeof ALARM_IDS)[number];
@@ -45,6 +48,22 @@ export type OverflowAlarmId = (typeof OVERFLOW_ALARM_IDS)[number];
  * a backlog the cap leaves waiting past the target.
  */
 export const OVERFLOW_CAP_ALARM_MINUTES = 5;
+
+/** Minutes in a row of ticks that all held on a missing signal before GovernorBlind fires. */
+export const BLIND_ALARM_MINUTES = 5;
+
+/**
+ * Minutes of tasks waiting with nothing solved before TasksStalled fires: ten, or two solve
+ * deadlines where a deadline is longer (a small plan's long solves may leave a minute without one).
+ */
+export function stalledMinutes(settings: Pick<FleetSettings, 'solveDeadlineSeconds'>): number {
+  return Math.max(10, 2 * Math.ceil(settings.solveDeadlineSeconds / 60));
+}
+
+/** The solved count the stall reads: the plan's consumer's, and the overflow consumer's when there is one. */
+function solvedTerms(overflow: boolean): string {
+  return overflow ? '(FILL(solved, 0) + FILL(overflowSolved, 0))' : 'FILL(solved, 0)';
+}
 
 /** Properties of {@link FleetAlarms}. */
 export interface FleetAlarmsProps {
@@ -187,6 +206,53 @@ export class FleetAlarms extends Construct {
           treatMissingData: cw.TreatMissingData.BREACHING,
         },
       ),
+      GovernorBlind: alarm(
+        'GovernorBlind',
+        `The governor has held the ceilings on a missing signal at every tick for ${BLIND_ALARM_MINUTES} minutes (HOLD_MISSING_SIGNAL): a read it needs fails, so it neither scales nor pauses.`,
+        {
+          // A read that fails is swallowed (missing is never read as zero) and the run succeeds:
+          // neither GovernorErrors nor GovernorSilent sees a governor that cannot read its queues.
+          metric: new cw.Metric({
+            namespace: settings.metricsNamespace,
+            metricName: GOVERNOR_METRICS.decision,
+            dimensionsMap: { service: SERVICES.governor, Reason: 'HOLD_MISSING_SIGNAL' },
+            statistic: 'Sum',
+            period: ONE_MINUTE,
+          }),
+          threshold: Math.max(1, Math.floor(60_000 / settings.tickMs)),
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: BLIND_ALARM_MINUTES,
+          datapointsToAlarm: BLIND_ALARM_MINUTES,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
+      TasksStalled: alarm(
+        'TasksStalled',
+        `Tasks have waited in the lanes while nothing was solved for ${stalledMinutes(settings)} minutes: the fleet is paused, blind or stuck. The oldest-task alarms can miss it: SQS stops counting a message's age once it has been received three times, and a task near the DLQ goes back as a fresh copy.`,
+        {
+          metric: new cw.MathExpression({
+            expression: `IF(FILL(normal, 0) + FILL(high, 0) > 0 AND ${solvedTerms(props.overflowConsumer !== undefined)} == 0, 1, 0)`,
+            usingMetrics: {
+              normal: queues.normal.metricApproximateNumberOfMessagesVisible({
+                statistic: 'Maximum',
+                period: ONE_MINUTE,
+              }),
+              high: queues.high.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
+              solved: metrics.consumer(METRICS.solved, 'Sum'),
+              ...(props.overflowConsumer !== undefined
+                ? { overflowSolved: metrics.consumerOf('overflow', METRICS.solved, 'Sum') }
+                : {}),
+            },
+            label: 'tasks waiting, none solved',
+            period: ONE_MINUTE,
+          }),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: stalledMinutes(settings),
+          datapointsToAlarm: stalledMinutes(settings),
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
       ConsumerThrottled: alarm(
         'ConsumerThrottled',
         'Consumer invocations were throttled: messages return to the queue and may reach the DLQ unprocessed.',
@@ -229,6 +295,23 @@ export class FleetAlarms extends Construct {
       masterKey: key,
       enforceSSL: true,
     });
+    // enforceSSL writes the topic's policy, which replaces SNS's default one: without this grant
+    // no alarm of the account may publish to it ("not authorized to perform: SNS:Publish").
+    const stack = Stack.of(this);
+    topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnLike: {
+            'aws:SourceArn': `arn:${stack.partition}:cloudwatch:${stack.region}:${stack.account}:alarm:${settings.prefix}-*`,
+          },
+        },
+      }),
+    );
     if (alarmEmail !== undefined) topic.addSubscription(new subscriptions.EmailSubscription(alarmEmail));
     return topic;
   }

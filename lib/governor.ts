@@ -66,6 +66,14 @@ export interface GovernorProps extends Omit<FleetEnvironmentInput, 'service'> {
    * @default - none (the consumers wait through their solves)
    */
   readonly leasesTable?: dynamodb.ITable;
+  /**
+   * Reserve the governor's concurrency (2 parked: one invocation ticks while the next takes over
+   * its watch; 1 waiting). False where the account's unreserved pool cannot spare it: the state's
+   * conditional writes and the watch's baton keep two governors from acting at once anyway, and
+   * the schedule starts one a minute.
+   * @default true
+   */
+  readonly reserveConcurrency?: boolean;
 }
 
 /** The governor function and its schedule. */
@@ -91,7 +99,7 @@ export class Governor extends Construct {
       functionName: `${settings.prefix}-governor`,
       description: 'captcha-fleet governor: sets the consumer mappings ceilings from queue, metrics and balance',
       timeout: props.leasesTable ? GOVERNOR_PARKED_TIMEOUT : GOVERNOR_TIMEOUT,
-      reservedConcurrentExecutions: props.leasesTable ? 2 : 1,
+      reservedConcurrentExecutions: (props.reserveConcurrency ?? true) ? (props.leasesTable ? 2 : 1) : undefined,
       environment: {
         ...fleetEnvironment({ ...props, service: SERVICES.governor }),
         [ENV.consumerFunctionName]: consumer.function.functionName,

@@ -420,6 +420,20 @@ describe('stack with an overflow provider (-c overflow=JSON)', () => {
     for (const id of OVERFLOW_ALARM_IDS) expect(names).toContain(`${settings.prefix}-${id}`);
   });
 
+  it('counts the overflow lane’s solves as progress: TasksStalled reads both consumers', () => {
+    const stalled = only(
+      byType(s, 'AWS::CloudWatch::Alarm').filter(
+        ([, a]) => a.Properties.AlarmName === `${settings.prefix}-TasksStalled`,
+      ),
+    )[1].Properties;
+    const queries = stalled.Metrics as { Id: string; Expression?: string; MetricStat?: { Metric: Json } }[];
+    expect(queries.find((q) => q.Expression)?.Expression).toContain('FILL(overflowSolved, 0)');
+    expect(queries.find((q) => q.Id === 'overflowSolved')?.MetricStat?.Metric).toMatchObject({
+      MetricName: METRICS.solved,
+      Dimensions: [{ Name: 'service', Value: SERVICES.overflowConsumer }],
+    });
+  });
+
   it('shows both overflow alarms in the dashboard’s alarm widget', () => {
     const widget = only(dashboardBody(s).widgets.filter((w) => w.type === 'alarm'));
     const alarms = JSON.stringify(widget.properties.alarms);
@@ -522,6 +536,10 @@ describe('stack with an overflow key imported by name, a prefix, and no reservat
     const [, fn] = functionNamed(s, prefixed.overflow?.functionName ?? '');
     expect(fn.Properties.FunctionName).toBe('shop-consumer-overflow');
     expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    // An account that cannot spare a reservation cannot spare the governor's 2 either (Lambda
+    // refuses any reservation that leaves under 100 unreserved: the deploy would fail).
+    for (const name of ['shop-consumer', 'shop-governor'])
+      expect(functionNamed(s, name)[1].Properties.ReservedConcurrentExecutions).toBeUndefined();
     expect(JSON.stringify(fn.Properties.Environment.Variables[ENV.overflowKeySecretArn])).toContain(
       ':secret:team/overflow-key',
     );
@@ -597,6 +615,12 @@ describe('stack without an overflow provider', () => {
     const busPolicyId = idOfType(off, 'AWS::Events::EventBusPolicy', (r) =>
       JSON.stringify(r.Properties.Statement).includes('aws:PrincipalArn'),
     );
+    // The stall alarm counts the overflow lane's solves as progress too.
+    const stalledId = idOfType(
+      off,
+      'AWS::CloudWatch::Alarm',
+      (r) => r.Properties.AlarmName === `${settings.prefix}-TasksStalled`,
+    );
     expect(changed.sort()).toEqual(
       [
         primaryId,
@@ -607,6 +631,7 @@ describe('stack without an overflow provider', () => {
         reporterPolicyId,
         dashboardId,
         busPolicyId,
+        stalledId,
       ].sort(),
     );
     const withoutEnv = (r: Resource | undefined) => ({ ...r?.Properties, Environment: undefined });

@@ -16,7 +16,7 @@ import {
 import { ENV } from '../../functions/core/environment.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../../functions/core/events.js';
 import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY, resolveSettings } from '../../functions/core/settings.js';
-import { ALARM_IDS } from '../../lib/fleet-alarms.js';
+import { ALARM_IDS, BLIND_ALARM_MINUTES, stalledMinutes } from '../../lib/fleet-alarms.js';
 import { GOVERNOR_PARKED_TIMEOUT } from '../../lib/governor.js';
 import { TICK_WINDOW_MS } from '../../functions/governor/relayed-watch.js';
 import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
@@ -347,6 +347,70 @@ describe('default stack', () => {
       expect(alarm.Properties.OKActions).toEqual([{ Ref: topicId }]);
     }
     expect(byType(s, 'AWS::SNS::Subscription')).toHaveLength(0);
+  });
+
+  it("lets the account's alarms publish to the topic its TLS-only policy guards", () => {
+    // The topic policy (enforceSSL writes one) replaces SNS's default policy: without an allow for
+    // CloudWatch, every alarm's action fails "not authorized to perform: SNS:Publish".
+    const [topicId] = only(byType(s, 'AWS::SNS::Topic'));
+    const [, policy] = only(byType(s, 'AWS::SNS::TopicPolicy'));
+    expect(policy.Properties.Topics).toEqual([{ Ref: topicId }]);
+    const statements = policy.Properties.PolicyDocument.Statement as Record<string, unknown>[];
+    const allow = only(statements.filter((st) => st.Effect === 'Allow').map((st) => [st, st] as const))[1];
+    expect(allow).toMatchObject({
+      Principal: { Service: 'cloudwatch.amazonaws.com' },
+      Action: 'sns:Publish',
+      Resource: { Ref: topicId },
+      Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+    });
+    const arn = JSON.stringify((allow.Condition as { ArnLike: unknown }).ArnLike);
+    expect(arn).toContain(`:alarm:${settings.prefix}-*`);
+    // The TLS-only deny stays.
+    expect(statements.some((st) => st.Effect === 'Deny' && st.Action === 'sns:Publish')).toBe(true);
+  });
+
+  it('alarms on a governor that holds on a missing signal at every tick, and on tasks waiting with none solved', () => {
+    const alarm = (id: string) =>
+      only(
+        byType(s, 'AWS::CloudWatch::Alarm').filter(([, a]) => a.Properties.AlarmName === `${settings.prefix}-${id}`),
+      )[1].Properties;
+    // Its runs succeed, so neither GovernorErrors nor GovernorSilent fires.
+    expect(alarm('GovernorBlind')).toMatchObject({
+      Namespace: settings.metricsNamespace,
+      MetricName: 'Decision',
+      Dimensions: [
+        { Name: 'Reason', Value: 'HOLD_MISSING_SIGNAL' },
+        { Name: 'service', Value: 'governor' },
+      ],
+      Statistic: 'Sum',
+      Period: 60,
+      Threshold: 60_000 / settings.tickMs,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: BLIND_ALARM_MINUTES,
+      DatapointsToAlarm: BLIND_ALARM_MINUTES,
+      TreatMissingData: 'notBreaching',
+    });
+    const stalled = alarm('TasksStalled');
+    expect(stalled).toMatchObject({
+      Threshold: 1,
+      EvaluationPeriods: stalledMinutes(settings),
+      DatapointsToAlarm: stalledMinutes(settings),
+      TreatMissingData: 'notBreaching',
+    });
+    const queries = stalled.Metrics as { Id: string; Expression?: string; MetricStat?: { Metric: unknown } }[];
+    expect(queries.find((q) => q.Expression)?.Expression).toBe(
+      'IF(FILL(normal, 0) + FILL(high, 0) > 0 AND FILL(solved, 0) == 0, 1, 0)',
+    );
+    expect(queries.find((q) => q.Id === 'solved')?.MetricStat?.Metric).toMatchObject({
+      Namespace: settings.metricsNamespace,
+      MetricName: 'Solved',
+      Dimensions: [{ Name: 'service', Value: 'consumer' }],
+    });
+    expect(JSON.stringify(queries.find((q) => q.Id === 'normal')?.MetricStat?.Metric)).toContain(
+      'ApproximateNumberOfMessagesVisible',
+    );
+    expect(stalledMinutes({ solveDeadlineSeconds: 180 })).toBe(10);
+    expect(stalledMinutes({ solveDeadlineSeconds: 600 })).toBe(20);
   });
 
   it('sets the alarms’ thresholds from the settings', () => {

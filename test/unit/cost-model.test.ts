@@ -101,16 +101,16 @@ describe('the fleet bill', () => {
       0.00045 +
       0.0009 * (720 / 730) * 0.03 +
       (7 / 730) * 0.3;
-    // The governed fleet is the stack: an hour of its 14 alarm metrics ($0.10 a month each), its
+    // The governed fleet is the stack: an hour of its 18 alarm metrics ($0.10 a month each), its
     // dashboard ($3), its secret ($0.40) and its alarm topic's key ($1), and the reports queue's
     // 5 pollers' idle long polls (180 each).
-    const standing = (14 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7;
+    const standing = (18 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7;
     // The governor reads the balance every tick: 360 requests of 140 + 110 B out.
     const balanceReads = 360 * (140 + 110) * 1e-9 * 0.09;
     expect(withGovernor.usd - without.usd).toBeCloseTo(byHand + standing + balanceReads, 9);
-    // With an overflow lane, the overflow consumer's 2 store-call metrics a minute more, and its
-    // 2 alarms and its key's secret.
-    expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(120 * 1e-5 + (2 * 0.1 + 0.4) / 730, 9);
+    // With an overflow lane, the overflow consumer's 2 store-call metrics a minute more, its
+    // 2 alarms, its solves in the stall alarm's math and its key's secret.
+    expect(withOverflowLane.usd - withGovernor.usd).toBeCloseTo(120 * 1e-5 + (3 * 0.1 + 0.4) / 730, 9);
   });
 
   it('bills the memory and architecture it is given, per GB-second', () => {
@@ -183,7 +183,7 @@ describe('the fleet bill', () => {
       },
       { planThreads: 50 },
     );
-    expect(hour.usd - bare.usd).toBeCloseTo((14 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7, 9);
+    expect(hour.usd - bare.usd).toBeCloseTo((18 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7, 9);
   });
 
   it('counts hand-backs, over-cap answers and copies', () => {

@@ -26,12 +26,13 @@ export interface StackResources {
 }
 
 /**
- * The stack without an overflow provider (either solve mode): eight single-metric alarms, the
- * error rate's math over four metrics and the governor's silence over two (lib/fleet-alarms.ts);
- * one dashboard; the solver key's secret; the alarm topic's key; the reports queue's mapping.
+ * The stack without an overflow provider (either solve mode): nine single-metric alarms, the
+ * error rate's math over four metrics, the governor's silence over two and the stalled tasks'
+ * over three (lib/fleet-alarms.ts); one dashboard; the solver key's secret; the alarm topic's key;
+ * the reports queue's mapping.
  */
 export const FLEET_STACK: Readonly<StackResources> = {
-  alarmMetrics: 14,
+  alarmMetrics: 18,
   dashboards: 1,
   secrets: 1,
   kmsKeys: 1,
@@ -39,11 +40,12 @@ export const FLEET_STACK: Readonly<StackResources> = {
 };
 
 /**
- * What an overflow provider adds: its two alarms (spend cap reached, its consumer throttled) and
- * its key's secret. Its consumer's mappings poll only while the governor opens its lane.
+ * What an overflow provider adds: its two alarms (spend cap reached, its consumer throttled), its
+ * solves in the stalled tasks' math, and its key's secret. Its consumer's mappings poll only
+ * while the governor opens its lane.
  */
 export const OVERFLOW_STACK_ADDS: Readonly<Pick<StackResources, 'alarmMetrics' | 'secrets'>> = {
-  alarmMetrics: 2,
+  alarmMetrics: 3,
   secrets: 1,
 };
 
