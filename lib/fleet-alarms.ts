@@ -206,53 +206,7 @@ export class FleetAlarms extends Construct {
           treatMissingData: cw.TreatMissingData.BREACHING,
         },
       ),
-      GovernorBlind: alarm(
-        'GovernorBlind',
-        `The governor has held the ceilings on a missing signal at every tick for ${BLIND_ALARM_MINUTES} minutes (HOLD_MISSING_SIGNAL): a read it needs fails, so it neither scales nor pauses.`,
-        {
-          // A read that fails is swallowed (missing is never read as zero) and the run succeeds:
-          // neither GovernorErrors nor GovernorSilent sees a governor that cannot read its queues.
-          metric: new cw.Metric({
-            namespace: settings.metricsNamespace,
-            metricName: GOVERNOR_METRICS.decision,
-            dimensionsMap: { service: SERVICES.governor, Reason: 'HOLD_MISSING_SIGNAL' },
-            statistic: 'Sum',
-            period: ONE_MINUTE,
-          }),
-          threshold: Math.max(1, Math.floor(60_000 / settings.tickMs)),
-          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: BLIND_ALARM_MINUTES,
-          datapointsToAlarm: BLIND_ALARM_MINUTES,
-          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-        },
-      ),
-      TasksStalled: alarm(
-        'TasksStalled',
-        `Tasks have waited in the lanes while nothing was solved for ${stalledMinutes(settings)} minutes: the fleet is paused, blind or stuck. The oldest-task alarms can miss it: SQS stops counting a message's age once it has been received three times, and a task near the DLQ goes back as a fresh copy.`,
-        {
-          metric: new cw.MathExpression({
-            expression: `IF(FILL(normal, 0) + FILL(high, 0) > 0 AND ${solvedTerms(props.overflowConsumer !== undefined)} == 0, 1, 0)`,
-            usingMetrics: {
-              normal: queues.normal.metricApproximateNumberOfMessagesVisible({
-                statistic: 'Maximum',
-                period: ONE_MINUTE,
-              }),
-              high: queues.high.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
-              solved: metrics.consumer(METRICS.solved, 'Sum'),
-              ...(props.overflowConsumer !== undefined
-                ? { overflowSolved: metrics.consumerOf('overflow', METRICS.solved, 'Sum') }
-                : {}),
-            },
-            label: 'tasks waiting, none solved',
-            period: ONE_MINUTE,
-          }),
-          threshold: 1,
-          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          evaluationPeriods: stalledMinutes(settings),
-          datapointsToAlarm: stalledMinutes(settings),
-          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-        },
-      ),
+      ...this.#progressAlarms(metrics, queues, props.overflowConsumer !== undefined),
       ConsumerThrottled: alarm(
         'ConsumerThrottled',
         'Consumer invocations were throttled: messages return to the queue and may reach the DLQ unprocessed.',
@@ -314,6 +268,66 @@ export class FleetAlarms extends Construct {
     );
     if (alarmEmail !== undefined) topic.addSubscription(new subscriptions.EmailSubscription(alarmEmail));
     return topic;
+  }
+
+  /**
+   * The alarms that see the fleet make no progress while every run succeeds: the governor holding
+   * on a missing signal at every tick, and tasks waiting while nothing is solved.
+   */
+  #progressAlarms(
+    metrics: FleetMetrics,
+    queues: TaskQueues,
+    overflow: boolean,
+  ): Pick<Record<AlarmId, cw.Alarm>, 'GovernorBlind' | 'TasksStalled'> {
+    const settings = this.#settings;
+    const minutes = stalledMinutes(settings);
+    return {
+      GovernorBlind: this.#alarm(
+        'GovernorBlind',
+        `The governor has held the ceilings on a missing signal at every tick for ${BLIND_ALARM_MINUTES} minutes (HOLD_MISSING_SIGNAL): a read it needs fails, so it neither scales nor pauses.`,
+        {
+          // A read that fails is swallowed (missing is never read as zero) and the run succeeds:
+          // neither GovernorErrors nor GovernorSilent sees a governor that cannot read its queues.
+          metric: new cw.Metric({
+            namespace: settings.metricsNamespace,
+            metricName: GOVERNOR_METRICS.decision,
+            dimensionsMap: { service: SERVICES.governor, Reason: 'HOLD_MISSING_SIGNAL' },
+            statistic: 'Sum',
+            period: ONE_MINUTE,
+          }),
+          threshold: Math.max(1, Math.floor(60_000 / settings.tickMs)),
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: BLIND_ALARM_MINUTES,
+          datapointsToAlarm: BLIND_ALARM_MINUTES,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
+      TasksStalled: this.#alarm(
+        'TasksStalled',
+        `Tasks have waited in the lanes while nothing was solved for ${minutes} minutes: the fleet is paused, blind or stuck. The oldest-task alarms can miss it: SQS stops counting a message's age once it has been received three times, and a task near the DLQ goes back as a fresh copy.`,
+        {
+          metric: new cw.MathExpression({
+            expression: `IF(FILL(normal, 0) + FILL(high, 0) > 0 AND ${solvedTerms(overflow)} == 0, 1, 0)`,
+            usingMetrics: {
+              normal: queues.normal.metricApproximateNumberOfMessagesVisible({
+                statistic: 'Maximum',
+                period: ONE_MINUTE,
+              }),
+              high: queues.high.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: ONE_MINUTE }),
+              solved: metrics.consumer(METRICS.solved, 'Sum'),
+              ...(overflow ? { overflowSolved: metrics.consumerOf('overflow', METRICS.solved, 'Sum') } : {}),
+            },
+            label: 'tasks waiting, none solved',
+            period: ONE_MINUTE,
+          }),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: minutes,
+          datapointsToAlarm: minutes,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
+    };
   }
 
   /** One alarm named `<prefix>-<id>`, notifying the topic on ALARM and on OK, its runbook row named. */
