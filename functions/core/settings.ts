@@ -347,6 +347,17 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
           },
     );
   }
+  // A mapping runs at most MAPPING_MAX_CONCURRENCY invocations: past that × the batch, paid
+  // threads could never be used (parked, each invocation's tasks open as many thread leases).
+  if (effectiveCap > MAPPING_MAX_CONCURRENCY * config.tasksPerInvocation) {
+    const batch = Math.ceil(effectiveCap / MAPPING_MAX_CONCURRENCY);
+    problems.push({
+      field: 'tasksPerInvocation',
+      problem: `${effectiveCap} usable plan threads at ${config.tasksPerInvocation} task(s) per invocation need more than the ${MAPPING_MAX_CONCURRENCY} invocations an event source mapping runs at most: ${effectiveCap - MAPPING_MAX_CONCURRENCY * config.tasksPerInvocation} paid threads would never be used`,
+      // planThreads ≤ 10 000: a batch of at most 10 always reaches it.
+      fix: `set tasksPerInvocation to ${batch} (or raise reservedThreads to ${config.planThreads - MAPPING_MAX_CONCURRENCY * config.tasksPerInvocation} to leave the rest to other users of the key)`,
+    });
+  }
   const maxConcurrency =
     config.maxConcurrency ?? Math.max(MAPPING_MIN_CONCURRENCY, Math.min(MAPPING_MAX_CONCURRENCY, capCeiling));
   if (config.maxConcurrency !== undefined && config.maxConcurrency * config.tasksPerInvocation > effectiveCap) {

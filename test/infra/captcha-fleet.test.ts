@@ -184,8 +184,8 @@ describe('The governor’s memory', () => {
     };
     expect(warningsOf({ planThreads: 600 })).toEqual([]);
     expect(warningsOf({ planThreads: 600, governorMemoryMb: 512 }).join(' ')).toMatch(/raise governorMemoryMb/);
-    expect(warningsOf({ planThreads: 10_000 }).join(' ')).toMatch(/10000 threads.*split the plan/);
-    expect(warningsOf({ planThreads: 10_000, solveMode: 'wait' })).toEqual([]);
+    expect(warningsOf({ planThreads: 10_000, tasksPerInvocation: 10 }).join(' ')).toMatch(/10000 threads.*split the plan/);
+    expect(warningsOf({ planThreads: 10_000, tasksPerInvocation: 10, solveMode: 'wait' })).toEqual([]);
   });
 
   it('refuses a memory Lambda cannot give, naming the field', () => {

@@ -75,6 +75,28 @@ describe('fleet settings', () => {
       expect(problem.fix).not.toContain('tasksPerInvocation');
   });
 
+  it('refuses a plan one mapping cannot fill: past 1 000 invocations × the batch, paid threads never used', () => {
+    // Before: accepted, and a 1 500-thread plan ran 1 000 threads with 150 000 tasks waiting.
+    const problem = (input: Parameters<typeof resolveSettings>[0]) => {
+      try {
+        resolveSettings(input);
+      } catch (error) {
+        return (error as ConfigError).problems.find((p) => p.field === 'tasksPerInvocation');
+      }
+      return undefined;
+    };
+    expect(problem({ planThreads: 1500 })).toMatchObject({
+      problem: expect.stringContaining('500 paid threads would never be used'),
+      fix: 'set tasksPerInvocation to 2 (or raise reservedThreads to 500 to leave the rest to other users of the key)',
+    });
+    expect(problem({ planThreads: 10_000, tasksPerInvocation: 9 })?.fix).toMatch(
+      /tasksPerInvocation to 10 .*reservedThreads to 1000/,
+    );
+    expect(problem({ planThreads: 1500, tasksPerInvocation: 2 })).toBeUndefined();
+    expect(problem({ planThreads: 1500, reservedThreads: 500 })).toBeUndefined();
+    expect(problem({ planThreads: 1000 })).toBeUndefined();
+  });
+
   it('refuses schema violations with the field named', () => {
     expect(() => resolveSettings({ planThreads: 0 } as never)).toThrow(/planThreads/);
     expect(() => resolveSettings({ dialect: 'anticaptcha' } as never)).toThrow(/dialect.*captchaai, 2captcha/s);
