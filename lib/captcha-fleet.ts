@@ -10,7 +10,7 @@
  * fleet.grantProduce(myWorker.role);
  * ```
  */
-import { Stack, Token } from 'aws-cdk-lib';
+import { Annotations, Stack, Token } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct, type IConstruct } from 'constructs';
 import { ConfigError, type FleetSettings } from '../functions/core/settings.js';
@@ -28,6 +28,10 @@ import { givenSecretRegionProblems, SolverKeySecret } from './solver-key-secret.
 import { TaskQueues } from './task-queues.js';
 
 /** A captcha-fleet: SQS lanes, Lambda consumers capped by the solver plan's threads, and the governor that moves the cap. */
+/** Lambda's default concurrency limit of an account, and what it keeps unreserved. */
+const DEFAULT_ACCOUNT_CONCURRENCY = 1_000;
+const UNRESERVED_MINIMUM = 100;
+
 export class CaptchaFleet extends Construct {
   /** The validated configuration the constructs were built from. */
   public readonly config: ResolvedFleetStackConfig;
@@ -117,6 +121,7 @@ export class CaptchaFleet extends Construct {
       ...(this.overflow !== undefined ? { overflow: this.overflow } : {}),
       ...(this.tables.leases ? { leasesTable: this.tables.leases } : {}),
     });
+    this.#warnOnReservations(config.reserveConsumerConcurrency);
     // Who may put completion events on the bus: the consumers, and the governor when its watch
     // records parked tasks' answers (solveMode `park`).
     this.events.admitOnly(
@@ -150,6 +155,24 @@ export class CaptchaFleet extends Construct {
       ...overflowConsumer,
       alarms: [...Object.values(this.alarms.alarms), ...Object.values(this.alarms.overflowAlarms ?? {})],
     });
+  }
+
+  /**
+   * A synth warning when the functions reserve more concurrency than a default account spares:
+   * Lambda keeps 100 of the account's limit (1 000 by default) unreserved and refuses a deploy
+   * that would leave less. The stack cannot read the account's limit, so it says what it needs.
+   */
+  #warnOnReservations(reserve: boolean): void {
+    if (!reserve) return;
+    const reserved =
+      (this.consumer.reservedConcurrency ?? 0) +
+      (this.overflow?.reservedConcurrency ?? 0) +
+      (this.governor.reservedConcurrency ?? 0);
+    if (reserved + UNRESERVED_MINIMUM <= DEFAULT_ACCOUNT_CONCURRENCY) return;
+    Annotations.of(this).addWarningV2(
+      'captcha-fleet:reserved-concurrency',
+      `the fleet's functions reserve ${reserved} concurrent executions; Lambda keeps ${UNRESERVED_MINIMUM} of an account's limit unreserved, so the deploy needs a limit of at least ${reserved + UNRESERVED_MINIMUM} (the default is ${DEFAULT_ACCOUNT_CONCURRENCY}): ask for more in Service Quotas (Lambda, Concurrent executions), or set reserveConsumerConcurrency to false`,
+    );
   }
 
   /**

@@ -82,6 +82,8 @@ export class Governor extends Construct {
   public readonly function: lambda.IFunction;
   /** The function with its role and log group. */
   public readonly fleetFunction: FleetFunction;
+  /** Concurrency the governor reserves (undefined when none is reserved). */
+  public readonly reservedConcurrency: number | undefined;
   /** The once-a-minute schedule (`<prefix>-governor-schedule`). */
   public readonly schedule: events.Rule;
 
@@ -89,6 +91,7 @@ export class Governor extends Construct {
     super(scope, id);
     const { settings, queues, consumer } = props;
     const stack = Stack.of(this);
+    this.reservedConcurrency = (props.reserveConcurrency ?? true) ? (props.leasesTable ? 2 : 1) : undefined;
 
     this.fleetFunction = new FleetFunction(this, 'Governor', {
       // Parked, the watch's CPU grows with the plan (functions/core/watch-sizing.ts).
@@ -99,7 +102,7 @@ export class Governor extends Construct {
       functionName: `${settings.prefix}-governor`,
       description: 'captcha-fleet governor: sets the consumer mappings ceilings from queue, metrics and balance',
       timeout: props.leasesTable ? GOVERNOR_PARKED_TIMEOUT : GOVERNOR_TIMEOUT,
-      reservedConcurrentExecutions: (props.reserveConcurrency ?? true) ? (props.leasesTable ? 2 : 1) : undefined,
+      reservedConcurrentExecutions: this.reservedConcurrency,
       environment: {
         ...fleetEnvironment({ ...props, service: SERVICES.governor }),
         [ENV.consumerFunctionName]: consumer.function.functionName,

@@ -184,8 +184,26 @@ describe('The governor’s memory', () => {
     };
     expect(warningsOf({ planThreads: 600 })).toEqual([]);
     expect(warningsOf({ planThreads: 600, governorMemoryMb: 512 }).join(' ')).toMatch(/raise governorMemoryMb/);
-    expect(warningsOf({ planThreads: 10_000, tasksPerInvocation: 10 }).join(' ')).toMatch(/10000 threads.*split the plan/);
+    expect(warningsOf({ planThreads: 10_000, tasksPerInvocation: 10 }).join(' ')).toMatch(
+      /10000 threads.*split the plan/,
+    );
     expect(warningsOf({ planThreads: 10_000, tasksPerInvocation: 10, solveMode: 'wait' })).toEqual([]);
+  });
+
+  it('warns at synth when the reservations need more than a default account spares, and only then', () => {
+    // A review: 1 000 threads with overflow reserved 2 002 with nothing said; the deploy fails.
+    const warningsOf = (props: Record<string, unknown>) => {
+      const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
+      new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
+      return Annotations.fromStack(stack)
+        .findWarning('*', Match.stringLikeRegexp('reserve'))
+        .map((w) => String(w.entry.data));
+    };
+    expect(warningsOf({ planThreads: 898 })).toEqual([]);
+    expect(warningsOf({ planThreads: 899 }).join(' ')).toMatch(
+      /reserve 901 concurrent executions.*a limit of at least 1001.*reserveConsumerConcurrency to false/,
+    );
+    expect(warningsOf({ planThreads: 1000, reserveConsumerConcurrency: false })).toEqual([]);
   });
 
   it('refuses a memory Lambda cannot give, naming the field', () => {
