@@ -187,9 +187,24 @@ async function balance(ctx: SolverContext, signal: AbortSignal | undefined): Pro
 }
 
 /**
+ * CapMonster Cloud's report methods for a bad answer, by the task's method (docs.capmonster.cloud,
+ * "How to report bad tokens"): images on reportIncorrectImageCaptcha, the token kinds on
+ * reportIncorrectTokenCaptcha. It takes no report of a good answer.
+ */
+const CAPMONSTER_BAD_REPORTS: Readonly<Record<string, string>> = {
+  base64: 'reportIncorrectImageCaptcha',
+  textcaptcha: 'reportIncorrectImageCaptcha',
+  userrecaptcha: 'reportIncorrectTokenCaptcha',
+  hcaptcha: 'reportIncorrectTokenCaptcha',
+  turnstile: 'reportIncorrectTokenCaptcha',
+  geetest: 'reportIncorrectTokenCaptcha',
+  geetest_v4: 'reportIncorrectTokenCaptcha',
+};
+
+/**
  * The report method and its extra members, per dialect: 2captcha's one pair for every task;
  * Anti-Captcha's per kind (image, reCAPTCHA, hCaptcha; "correct" for reCAPTCHA only); CapSolver's
- * feedbackTask; CapMonster takes none.
+ * feedbackTask; CapMonster's for bad answers (image, or token).
  */
 function reportMethodOf(
   ctx: SolverContext,
@@ -212,6 +227,12 @@ function reportMethodOf(
             }
           : { userrecaptcha: 'reportCorrectRecaptcha' };
       const name = method === undefined ? undefined : byMethod[method];
+      return name === undefined ? undefined : { method: name, members: {} };
+    }
+    case 'capmonster': {
+      // Bad answers only: images on their own method, every token kind on reportIncorrectTokenCaptcha.
+      if (verdict === 'good' || method === undefined) return undefined;
+      const name = CAPMONSTER_BAD_REPORTS[method];
       return name === undefined ? undefined : { method: name, members: {} };
     }
     default:

@@ -210,8 +210,12 @@ export function overCapCode(dialect: Dialect): string {
 export const REPORT_REFUSED_CODES: ReadonlySet<string> = new Set([
   'ERROR_WRONG_CAPTCHA_ID',
   'ERROR_NO_SUCH_CAPCHA_ID',
+  // Anti-Captcha's report pages spell it with the T, its error list without.
+  'ERROR_NO_SUCH_CAPTCHA_ID',
   'ERROR_TASKID_INVALID',
   'REPORT_NOT_RECORDED',
+  // 2captcha's JSON API (v2): reported too late, or the account's complaints over 40 %.
+  'ERROR_REPORT_NOT_RECORDED',
 ]);
 
 /**

@@ -454,6 +454,16 @@ export function reportRoute(
     };
     return routes[name];
   }
+  if (dialect === 'capmonster') {
+    const token: readonly SolverMethod[] = ['userrecaptcha', 'hcaptcha', 'turnstile', 'geetest', 'geetest_v4'];
+    const routes: Record<string, ReportRoute> = {
+      reportIncorrectImageCaptcha: { verdict: 'bad', methods: ['base64', 'textcaptcha'] },
+      reportIncorrectTokenCaptcha: { verdict: 'bad', methods: token },
+      // Also served, as reportIncorrectTokenCaptcha.
+      reportIncorrectRecaptcha: { verdict: 'bad', methods: token },
+    };
+    return routes[name];
+  }
   if (dialect === 'capsolver' && name === 'feedbackTask') {
     const result = body.result as { invalid?: unknown } | undefined;
     return { verdict: result?.invalid === false ? 'good' : 'bad' };
@@ -472,5 +482,6 @@ export const JSON_API_METHODS = new Set([
   'reportIncorrectRecaptcha',
   'reportCorrectRecaptcha',
   'reportIncorrectHcaptcha',
+  'reportIncorrectTokenCaptcha',
   'feedbackTask',
 ]);

@@ -648,7 +648,8 @@ export class SolverSimModel {
       return reply.error(unknown);
     }
     const refusal = this.record(task, route.verdict, now, {
-      tooLate: unknown,
+      // 2captcha's JSON API says a late report (or an account over 40 % complaints) is not recorded.
+      tooLate: dialect === '2captcha' ? 'ERROR_REPORT_NOT_RECORDED' : unknown,
       notSolved: unknown,
       duplicate: dialect === '2captcha' ? 'ERROR_DUPLICATE_REPORT' : unknown,
     });

@@ -251,18 +251,44 @@ describe('reports and refunds over the JSON task API', () => {
     expect(sim.stats()).toMatchObject({ reportGood: 1, reportBad: 1, refunds: 1, reportsRefused: 1 });
   });
 
-  it('CapSolver: feedbackTask reports either way; CapMonster takes none', async () => {
+  it('CapSolver: feedbackTask reports either way; CapMonster takes bad reports, by kind, and no good ones', async () => {
     const capsolver = await stack('capsolver', 'create-task');
     const [task] = tasksOf(7, 1);
     if (task === undefined) throw new Error('no task');
     const { solverId } = await capsolver.solver.solve(task, solveOptions());
     await capsolver.solver.reportBad(solverId, { method: task.method });
     expect(capsolver.sim.stats()).toMatchObject({ reportBad: 1, refunds: 1 });
+    // Before: CapMonster's reports were refused here as not supported, every refund lost.
     const capmonster = await stack('capmonster', 'create-task');
-    const solved = await capmonster.solver.solve(task, solveOptions());
-    await expect(capmonster.solver.reportBad(solved.solverId, { method: task.method })).rejects.toMatchObject({
+    const tasks = tasksOf(13, 1);
+    const token = tasks.find((t) => t.method === 'userrecaptcha' || t.method === 'turnstile') as Task;
+    const image = tasks.find((t) => t.method === 'base64') as Task;
+    const solvedToken = await capmonster.solver.solve(token, solveOptions());
+    const solvedImage = await capmonster.solver.solve(image, solveOptions());
+    await capmonster.solver.reportBad(solvedToken.solverId, { method: token.method });
+    await capmonster.solver.reportBad(solvedImage.solverId, { method: 'base64' });
+    expect(capmonster.sim.stats()).toMatchObject({ reportBad: 2, reportsRefused: 0 });
+    const requests = capmonster.sim.stats().jsonApiRequests;
+    await expect(capmonster.solver.reportGood(solvedToken.solverId, { method: token.method })).rejects.toMatchObject({
       code: 'REPORT_NOT_SUPPORTED',
     });
+    expect(capmonster.sim.stats().jsonApiRequests).toBe(requests);
+  });
+
+  it("2captcha: a report past its window is refused once with the JSON API's code, not retried as a fault", async () => {
+    // Before: ERROR_REPORT_NOT_RECORDED read as a passing fault; the report function retried it
+    // five times into the reports DLQ and the record never said refused.
+    let offset = 0;
+    const { sim, solver } = await stack('2captcha', 'create-task', { clock: () => Date.now() + offset });
+    const [task] = tasksOf(4, 1);
+    if (task === undefined) throw new Error('no task');
+    const { solverId } = await solver.solve(task, solveOptions());
+    offset = 16 * 60_000;
+    await expect(solver.reportBad(solverId, { method: task.method })).rejects.toMatchObject({
+      name: 'SolverTaskError',
+      code: 'ERROR_REPORT_NOT_RECORDED',
+    });
+    expect(sim.stats()).toMatchObject({ reportBad: 0, reportsRefused: 1 });
   });
 
   it('res.php: reportbad refunds too, and an id the service forgot is refused', async () => {
