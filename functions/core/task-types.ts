@@ -30,7 +30,7 @@ export const TASK_NOT_SUPPORTED = 'ERROR_TASK_NOT_SUPPORTED';
 /** The request of one submission: the task object and the request's own top-level fields (languagePool). */
 export type CreateTaskMapping =
   | { ok: true; task: CreateTaskObject; topLevel: Record<string, unknown> }
-  | { ok: false; code: typeof TASK_NOT_SUPPORTED | 'ERROR_BAD_PROXY'; reason: string };
+  | { ok: false; code: typeof TASK_NOT_SUPPORTED | 'ERROR_BAD_PROXY' | 'ERROR_BAD_PARAMETERS'; reason: string };
 
 /** The in.php view of a task this module reads: its method and its (validated) params. */
 export interface TaskParamsView {
@@ -244,12 +244,19 @@ const hcaptcha: Builder = (p, dialect) => {
   const proxy = proxyFields(p, family);
   if (!proxy.ok) return { ok: false, code: 'ERROR_BAD_PROXY', reason: proxy.reason };
   const rqdata = str(p.data);
+  // CapMonster reads rqdata as `data`, and only beside the user agent the token is made for.
+  if (dialect === 'capmonster' && rqdata !== undefined && str(p.userAgent) === undefined)
+    return {
+      ok: false,
+      code: 'ERROR_BAD_PARAMETERS',
+      reason: "hcaptcha's data (rqdata) needs userAgent at capmonster's JSON task API",
+    };
   const task = compact({
     type: typeName('HCaptchaTask', proxy.proxied, family),
     websiteURL: p.pageurl,
     websiteKey: p.sitekey,
     isInvisible: p.invisible === 1 ? true : undefined,
-    enterprisePayload: rqdata !== undefined ? { rqdata } : undefined,
+    ...(rqdata === undefined ? {} : dialect === 'capmonster' ? { data: rqdata } : { enterprisePayload: { rqdata } }),
     userAgent: str(p.userAgent),
     ...proxy.fields,
   }) as CreateTaskObject;
@@ -332,7 +339,11 @@ const geetestV4: Builder = (p, dialect) => {
   const family = familyOf(dialect);
   const proxy = proxyFields(p, family);
   if (!proxy.ok) return { ok: false, code: 'ERROR_BAD_PROXY', reason: proxy.reason };
-  const initParameters = compact({ captcha_id: p.captcha_id, risk_type: str(p.risk_type) });
+  // 2captcha reads its own names; Anti-Captcha and CapMonster take the id in `gt` and `riskType` here.
+  const initParameters =
+    dialect === '2captcha'
+      ? compact({ captcha_id: p.captcha_id, risk_type: str(p.risk_type) })
+      : compact({ riskType: str(p.risk_type) });
   const task = compact({
     type: oneType(dialect, 'GeeTestTask', proxy.proxied),
     websiteURL: p.pageurl,
@@ -399,17 +410,10 @@ const datadome: Builder = (p, dialect) => {
   if (dialect === 'anti-captcha') return unsupported('datadome', dialect, 'has no task type');
   const proxy = proxyFields(p, family);
   if (!proxy.ok) return { ok: false, code: 'ERROR_BAD_PROXY', reason: proxy.reason };
-  if (dialect === 'capmonster') {
-    const task = compact({
-      type: 'CustomTask',
-      class: 'DataDome',
-      websiteURL: p.pageurl,
-      userAgent: str(p.userAgent),
-      metadata: { captchaUrl: p.captcha_url },
-      ...proxy.fields,
-    }) as CreateTaskObject;
-    return { ok: true, task, topLevel: {} };
-  }
+  // CapMonster requires the page's datadome cookie beside the captcha's URL, which in.php's
+  // parameters do not carry: refused before anything is paid, not sent malformed.
+  if (dialect === 'capmonster')
+    return unsupported('datadome', dialect, 'needs a datadome cookie the task does not carry');
   const task = compact({
     type: family === 'capsolver' ? 'DatadomeSliderTask' : 'DataDomeSliderTask',
     websiteURL: p.pageurl,

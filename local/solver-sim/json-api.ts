@@ -294,6 +294,11 @@ export function readTaskObject(dialect: Dialect, raw: unknown): TaskObjectCheck 
   const bad = badFieldCode(dialect);
   const required = [...rule.required, ...(family === 'anti' && rule.proxied ? ANTI_PROXY_FIELDS : [])];
   if (required.some((field) => !present(task, field))) return { ok: false, code: bad };
+  // CapMonster's DataDome needs the page's datadome cookie in its metadata beside the captcha's URL.
+  if (family === 'capmonster' && task.type === 'CustomTask') {
+    const metadata = task.metadata as Record<string, unknown> | undefined;
+    if (typeof metadata?.datadomeCookie !== 'string' || metadata.datadomeCookie === '') return { ok: false, code: bad };
+  }
   const method = rule.method === 'geetest-any' ? geetestVersion(task, family) : rule.method;
   if (method === undefined) return { ok: false, code: bad };
   if (method === 'base64') {

@@ -34,7 +34,7 @@ const JSON_DIALECTS = ['2captcha', 'anti-captcha', 'capmonster', 'capsolver'] as
 const UNSUPPORTED: Readonly<Record<(typeof JSON_DIALECTS)[number], readonly SolverMethod[]>> = {
   '2captcha': [],
   'anti-captcha': ['datadome', 'textcaptcha'],
-  capmonster: ['textcaptcha'],
+  capmonster: ['datadome', 'textcaptcha'],
   capsolver: ['hcaptcha', 'textcaptcha'],
 };
 

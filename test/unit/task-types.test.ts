@@ -131,6 +131,34 @@ describe("createTask mapping, by the providers' documented names", () => {
     expect(createTaskOf(t, 'capsolver')).toMatchObject({ ok: false, code: 'ERROR_TASK_NOT_SUPPORTED' });
   });
 
+  it("sends hCaptcha's rqdata where each provider reads it, and CapMonster's only beside a user agent", () => {
+    const withData = (userAgent?: string) =>
+      task('hcaptcha', {
+        sitekey: '10000000-ffff-ffff-ffff-000000000001',
+        pageurl: 'https://a.example/',
+        data: 'RQDATA',
+        ...(userAgent === undefined ? {} : { userAgent }),
+      });
+    expect(mapped(withData('UA'), '2captcha').task).toMatchObject({ enterprisePayload: { rqdata: 'RQDATA' } });
+    // CapMonster's client sends it as `data`; enterprisePayload there was dropped, the token made without it.
+    const capmonster = mapped(withData('UA'), 'capmonster').task;
+    expect(capmonster).toMatchObject({ data: 'RQDATA', userAgent: 'UA' });
+    expect(capmonster).not.toHaveProperty('enterprisePayload');
+    expect(createTaskOf(withData(), 'capmonster')).toMatchObject({ ok: false, code: 'ERROR_BAD_PARAMETERS' });
+  });
+
+  it("refuses DataDome at CapMonster, which needs a datadome cookie the task's parameters do not carry", () => {
+    const t = task('datadome', {
+      captcha_url: 'https://geo.captcha-delivery.com/captcha/?initialCid=abc',
+      pageurl: 'https://a.example/',
+      userAgent: 'UA',
+      proxy: 'user:pass@1.2.3.4:8080',
+      proxytype: 'HTTP',
+    });
+    expect(createTaskOf(t, 'capmonster')).toMatchObject({ ok: false, code: 'ERROR_TASK_NOT_SUPPORTED' });
+    expect(createTaskOf(t, '2captcha')).toMatchObject({ ok: true });
+  });
+
   it("sends GeeTest v4 and Amazon WAF by each provider's names", () => {
     const v4 = task('geetest_v4', {
       captcha_id: 'e392e1d7fd421dc63325744d5a2b9c73',
@@ -142,7 +170,14 @@ describe("createTask mapping, by the providers' documented names", () => {
       version: 4,
       initParameters: { captcha_id: 'e392e1d7fd421dc63325744d5a2b9c73', risk_type: 'slide' },
     });
-    expect(mapped(v4, 'anti-captcha').task).toMatchObject({ gt: 'e392e1d7fd421dc63325744d5a2b9c73', version: 4 });
+    // Anti-Captcha and CapMonster take the id in `gt` and the risk type as `riskType` (a review:
+    // `risk_type` went to both, where neither reads it).
+    for (const dialect of ['anti-captcha', 'capmonster'] as const)
+      expect(mapped(v4, dialect).task).toMatchObject({
+        gt: 'e392e1d7fd421dc63325744d5a2b9c73',
+        version: 4,
+        initParameters: { riskType: 'slide' },
+      });
     expect(mapped(v4, 'capsolver').task).toMatchObject({
       type: 'GeeTestTaskProxyLess',
       captchaId: 'e392e1d7fd421dc63325744d5a2b9c73',
