@@ -119,21 +119,28 @@ export function shardQueryReadUnits(items: number, consistent: boolean): number 
   return consistent ? units : units / 2;
 }
 
+/** …and never less often than this, ms: a plan of over 40 full shards (2 560 threads) reads more. */
+export const LEASE_WAIT_MAX_POLL_MS = 10_000;
+
 /**
  * A waiting consumer's time between its rounds over the shards, ms, when its last round read
  * `itemsRead` slot items in each shard it read: the read units a waiting consumer spends a second
  * are held at those of a full shard read every `pollMs` (LEASE_WAIT_POLL_MS), so a round that
  * reads less — a small plan's shard of a few slots is one 4 KB page — comes round sooner, down
- * to LEASE_WAIT_MIN_POLL_MS, and a round over several shards no later than `pollMs`. On a plan
- * of a few threads a freed slot waited half of 250 ms for its next submission, a paid thread idle
- * for each task; there the same spend reads every 50 ms.
+ * to LEASE_WAIT_MIN_POLL_MS, and a round over several shards later, up to LEASE_WAIT_MAX_POLL_MS.
+ * On a plan of a few threads a freed slot waited half of 250 ms for its next submission, a paid
+ * thread idle for each task; there the same spend reads every 50 ms. A round over 16 full shards
+ * (a 1 000-thread plan) came every 250 ms too, 16 times the read units of each waiting consumer,
+ * and a plan's waiting consumers grow with it: 80 shard reads a task on a surge at 1 000 threads,
+ * 9 at 100, the table past its on-demand start (12 000 read units a second). A big plan has as many
+ * waiting consumers as slots free (submitters.ts), so a freed slot is still found within tens of ms.
  */
 export function leaseWaitPollMs(itemsRead: readonly number[], pollMs: number = LEASE_WAIT_POLL_MS): number {
   const full = shardQueryReadUnits(LEASE_SHARD_SLOTS, false);
   const round = itemsRead.reduce((sum, items) => sum + shardQueryReadUnits(items, false), 0);
   if (round <= 0) return pollMs;
   const floor = Math.min(pollMs, LEASE_WAIT_MIN_POLL_MS);
-  return Math.min(pollMs, Math.max(floor, (pollMs * round) / full));
+  return Math.min(Math.max(pollMs, LEASE_WAIT_MAX_POLL_MS), Math.max(floor, (pollMs * round) / full));
 }
 
 /** A taken slot: a thread the fleet holds for one task, until its answer or its deadline. */

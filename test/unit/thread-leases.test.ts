@@ -13,6 +13,7 @@ import {
   LEASE_WAIT_MIN_POLL_MS,
   LEASE_WAIT_POLL_MS,
   type LeaseSlot,
+  LEASE_WAIT_MAX_POLL_MS,
   leaseWaitPollMs,
   roomInShard,
   type ShardView,
@@ -254,12 +255,16 @@ describe("a waiting consumer's cadence", () => {
     // 16 slots: 150 + 16 × 550 bytes, three 4 KB pages, 1.5 read units eventually consistent (a full shard's 4.5)
     expect(shardQueryReadUnits(16, false)).toBe(1.5);
     expect(leaseWaitPollMs([16])).toBeCloseTo(250 / 3, 9);
-    // several shards read in a round: no slower than a full shard's cadence
-    expect(leaseWaitPollMs([40, 40])).toBe(LEASE_WAIT_POLL_MS);
+    // several shards read in a round: their read units at a full shard's pace (two shards of 40
+    // slots, six pages each: 3 + 3 read units to a full shard's 4.5)
+    expect(leaseWaitPollMs([40, 40])).toBeCloseTo((250 * 6) / 4.5, 9);
+    // a 1 000-thread plan's 16 full shards: one round every 4 s, not every 250 ms (16 × the units)
+    expect(leaseWaitPollMs(new Array(16).fill(LEASE_SHARD_SLOTS))).toBe(16 * LEASE_WAIT_POLL_MS);
+    expect(leaseWaitPollMs(new Array(60).fill(LEASE_SHARD_SLOTS))).toBe(LEASE_WAIT_MAX_POLL_MS);
     expect(leaseWaitPollMs([])).toBe(LEASE_WAIT_POLL_MS);
   });
 
-  it('never spends more read units a second than a full shard read every pollMs, never reads more often than 50 ms, never less often than pollMs', () => {
+  it('never spends more read units a second than a full shard read every pollMs, never reads more often than 50 ms, never less often than 10 s', () => {
     fc.assert(
       fc.property(
         fc.array(fc.integer({ min: 0, max: LEASE_SHARD_SLOTS }), { minLength: 1, maxLength: 20 }),
@@ -267,11 +272,12 @@ describe("a waiting consumer's cadence", () => {
         (round, pollMs) => {
           const ms = leaseWaitPollMs(round, pollMs);
           expect(ms).toBeGreaterThanOrEqual(LEASE_WAIT_MIN_POLL_MS);
-          expect(ms).toBeLessThanOrEqual(pollMs);
+          expect(ms).toBeLessThanOrEqual(Math.max(pollMs, LEASE_WAIT_MAX_POLL_MS));
           const units = round.reduce((sum, items) => sum + shardQueryReadUnits(items, false), 0);
           const budget = (shardQueryReadUnits(LEASE_SHARD_SLOTS, false) * 1000) / pollMs;
-          // within the budget, or at the slowest cadence a round over several shards keeps
-          if (ms < pollMs) expect((units * 1000) / ms).toBeLessThanOrEqual(budget + 1e-9);
+          // within the budget, but at the slowest cadence (a round over more than 40 full shards)
+          if (ms < Math.max(pollMs, LEASE_WAIT_MAX_POLL_MS))
+            expect((units * 1000) / ms).toBeLessThanOrEqual(budget + 1e-9);
         },
       ),
     );
