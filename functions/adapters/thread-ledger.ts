@@ -113,7 +113,12 @@ export function createDynamoThreadLedger(
   const bucketOf = (now: number) => Math.floor(now / options.leaseMs);
   const key = { TableName: options.tableName, Key: { id } };
 
-  /** `held` as an update operand: the current and previous buckets, 0 where absent. */
+  /**
+   * `held` as an update operand: the current and previous buckets, 0 where absent. (Not the next
+   * bucket a writer whose clock runs ahead may count in, as `readingOf` adds: an update expression
+   * takes one arithmetic operator per value; the count recorded beside an answer may miss such
+   * threads for the seconds of skew before a boundary.)
+   */
   const heldOperand = (bucket: number) => ({
     expression: 'if_not_exists(#cur, :zero) + if_not_exists(#prev, :zero)',
     names: { '#cur': `h${bucket}`, '#prev': `h${bucket - 1}` },
@@ -375,12 +380,13 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
   const lastRefusal = event('refusedAt', 'refusedHeld');
   const lastAcceptance = event('acceptedAt', 'acceptedHeld');
   const solved = solvedOf(item);
-  const leftover = Math.max(0, num(`o${bucket}`) + num(`o${bucket - 1}`));
+  // The next bucket too: a writer whose clock runs ahead counts there near a boundary.
+  const leftover = Math.max(0, num(`o${bucket + 1}`) + num(`o${bucket}`) + num(`o${bucket - 1}`));
   const run = item?.refusalRun;
   const grant = grantOf(item);
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
-    held: Math.max(0, num(`h${bucket}`) + num(`h${bucket - 1}`)),
+    held: Math.max(0, num(`h${bucket + 1}`) + num(`h${bucket}`) + num(`h${bucket - 1}`)),
     ...(leftover > 0 ? { leftover } : {}),
     refusals: num('refusals'),
     acceptances: num('acceptances'),

@@ -189,6 +189,22 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect((await ledger.read())?.held).toBe(0);
   });
 
+  it('counts the threads a consumer whose clock runs seconds ahead took across a boundary the others have not reached', async () => {
+    // A review: a consumer 3 s fast, 2 s before a boundary, counted its acceptances in the next
+    // bucket, which the others did not read until they reached it: 4 of 7 held seen (wait mode:
+    // room for 3 submissions more, refused over the cap; the spend grant short by 3 solves).
+    const real = { t: 21 * LEASE_MS + LEASE_MS - 2_000 };
+    const ahead = { t: real.t + 3_000 };
+    const onTime = ledgerAt(real, 'clock-skew');
+    const fast = ledgerAt(ahead, 'clock-skew');
+    for (let i = 0; i < 4; i++) await onTime.accepted(real.t);
+    for (let i = 0; i < 3; i++) await fast.accepted(ahead.t);
+    expect((await onTime.read())?.held).toBe(7);
+    // …and once past the boundary, as before.
+    real.t += 2_001;
+    expect((await onTime.read())?.held).toBe(7);
+  });
+
   it('keeps the item small: old buckets are removed on the next acceptance', async () => {
     // Prepare: a leaked count in an old bucket
     const now = { t: 10 * LEASE_MS };
