@@ -242,12 +242,15 @@ export class TaskSubmitError extends Error {
     readonly failedIds: string[],
     /** Ids that were sent. */
     readonly sentIds: string[],
-    /** Every task's id, in the order the tasks were given (assigned ids included). */
-    readonly taskIds: string[] = [...sentIds, ...failedIds],
-    options: { cause?: unknown } = {},
+    /** `taskIds`: every task's id in the order given; without it, the sent ids then the failed. */
+    options: { cause?: unknown; taskIds?: string[] } = {},
   ) {
-    super(message, options);
+    super(message, options.cause === undefined ? {} : { cause: options.cause });
+    this.taskIds = options.taskIds ?? [...sentIds, ...failedIds];
   }
+
+  /** Every task's id, in the order the tasks were given (assigned ids included). */
+  readonly taskIds: string[];
 
   /** The positions (in the order given) of the tasks not sent. */
   get failedIndexes(): number[] {
@@ -525,8 +528,7 @@ async function sendPrepared(ctx: ProducerContext, prepared: readonly PreparedTas
       (stopped !== undefined ? '; the batches after the failure were not tried' : ''),
     failed,
     [...sent],
-    prepared.map((item) => item.id),
-    stopped !== undefined ? { cause: stopped } : {},
+    { taskIds: prepared.map((item) => item.id), ...(stopped !== undefined ? { cause: stopped } : {}) },
   );
 }
 

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import {
   ConfigError,
+  MAPPING_MAX_CONCURRENCY,
   FleetConfigSchema,
   resolveSettings,
   type FleetConfig,
@@ -221,7 +222,13 @@ export function parseTrace(json: unknown, source: string): Trace {
     settings = resolveSettings(fleet as FleetConfig);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    for (const p of error.problems) problems.push(`fleet.${p.field}: ${p.problem}`);
+    for (const p of error.problems)
+      problems.push(
+        // The settings' fix (a batch of more tasks) is not one the lab takes: it models one task per invocation.
+        p.field === 'tasksPerInvocation' && (trace.fleet as FleetConfig).tasksPerInvocation === undefined
+          ? `fleet.planThreads: ${p.problem}; the lab models one task per invocation, so a fleet of at most ${MAPPING_MAX_CONCURRENCY} usable threads: set fleet.reservedThreads to leave the rest to others`
+          : `fleet.${p.field}: ${p.problem}`,
+      );
   }
   if (settings && settings.tasksPerInvocation !== 1) {
     problems.push(

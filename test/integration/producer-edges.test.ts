@@ -150,6 +150,14 @@ describe('submit', () => {
     expect((await queueDepth(fleet.clients, fleet.resources.queueUrls.normal)).visible).toBe(12);
   });
 
+  it('keeps the error’s constructor as callers wrote it: (message, failed, sent, { cause })', () => {
+    const cause = new Error('down');
+    const error = new TaskSubmitError('2 not sent', ['b', 'c'], ['a'], { cause });
+    expect(error.cause).toBe(cause);
+    expect(error.taskIds).toEqual(['a', 'b', 'c']);
+    expect(error.failedIndexes).toEqual([1, 2]);
+  });
+
   it('tries again the entries SQS failed on its side when another entry of the batch was refused', async () => {
     // The first answer: entry 0 refused as the sender's fault, entries 1 and 2 failed on SQS's side.
     const fleet = await emulators.fixture.createFleet();

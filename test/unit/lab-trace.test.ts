@@ -94,6 +94,19 @@ describe('trace files', () => {
     );
   });
 
+  it('refuses a plan past the 1 000 threads one task per invocation reaches, naming the fix the lab takes', () => {
+    // The settings' own fix (a batch of 2 tasks) is one the lab refuses: it models one task per invocation.
+    expect(problemsOf(write('big-plan.json', { ...good, fleet: { planThreads: 1500 } }))).toEqual([
+      expect.stringMatching(
+        /^fleet\.planThreads: .*500 paid threads would never be used; the lab models one task per invocation, so a fleet of at most 1000 usable threads: set fleet\.reservedThreads/,
+      ),
+    ]);
+    expect(
+      loadTraceFile(write('big-plan-reserved.json', { ...good, fleet: { planThreads: 1500, reservedThreads: 500 } }))
+        .name,
+    ).toBe('mine');
+  });
+
   it('refuses a method twice in the mix and a distribution’s fields given to the other', () => {
     // Before: both taken, the median and p95 of an exponential (or the mean of a lognormal) dropped unsaid.
     const problems = problemsOf(
