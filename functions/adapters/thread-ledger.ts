@@ -6,10 +6,12 @@
  * Held threads are counted in lease buckets: an accepted submission ADDs 1 to the bucket of its
  * acceptance time (`h<bucket>`), its release ADDs −1 to the same bucket (a leftover's count moves
  * to the bucket of the moment its delivery gave up on it). The fleet holds the sum
- * of the current and the previous bucket. A thread is never held longer than one lease (the
- * solve deadline), so a count a crashed invocation never took back falls out of the sum within
- * two leases, with no TTL and no reconciliation. Each acceptance REMOVEs the buckets before
- * those two, so the item stays small.
+ * of the current and the previous bucket, and the next: a writer whose clock runs seconds ahead
+ * counts there near a boundary. A thread is never held longer than one lease (the solve
+ * deadline), so a count a crashed invocation never took back falls out of the sum within two
+ * leases, with no TTL and no reconciliation. Each acceptance REMOVEs the two buckets before the
+ * previous one of its own clock's, so the item stays small: not the one just before (a writer
+ * ahead would remove the bucket the others still count as their previous, with live threads).
  *
  * Each answer is recorded with the threads held at that moment, copied inside the same update
  * (`SET refusedHeld = h<k> + h<k−1>`: operands read the item as it was before the update). A
@@ -138,10 +140,10 @@ export function createDynamoThreadLedger(
           UpdateExpression: `SET acceptedHeld = ${held.expression}, acceptedAt = :now, refusalRun = :zero ADD #cur :one, acceptances :one, ${minute.add} REMOVE #old1, #old2, #oold1, #oold2, ${minute.remove}`,
           ExpressionAttributeNames: {
             ...held.names,
-            '#old1': `h${bucket - 2}`,
-            '#old2': `h${bucket - 3}`,
-            '#oold1': `o${bucket - 2}`,
-            '#oold2': `o${bucket - 3}`,
+            '#old1': `h${bucket - 3}`,
+            '#old2': `h${bucket - 4}`,
+            '#oold1': `o${bucket - 3}`,
+            '#oold2': `o${bucket - 4}`,
             ...minute.names,
           },
           ExpressionAttributeValues: { ':zero': 0, ':one': 1, ':now': now },
@@ -449,7 +451,7 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
       item.refusalRun = 0;
       add(`h${bucket}`, 1);
       add('acceptances', 1);
-      for (const old of [bucket - 2, bucket - 3]) {
+      for (const old of [bucket - 3, bucket - 4]) {
         delete item[`h${old}`];
         delete item[`o${old}`];
       }

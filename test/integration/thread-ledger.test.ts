@@ -205,6 +205,18 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect((await onTime.read())?.held).toBe(7);
   });
 
+  it('leaves the bucket the others still count as their previous when a writer ahead of them accepts (a review of the fix above)', async () => {
+    // Four threads taken a second before a boundary; a writer 3 s fast accepts 2 s before the
+    // next one: its REMOVE of its bucket − 2 took the others' previous bucket, and 1 of 5 was seen.
+    const real = { t: 31 * LEASE_MS - 1_000 };
+    const onTime = ledgerAt(real, 'skew-remove');
+    for (let i = 0; i < 4; i++) await onTime.accepted(real.t);
+    real.t = 32 * LEASE_MS - 2_000;
+    const fast = ledgerAt({ t: real.t + 3_000 }, 'skew-remove');
+    await fast.accepted(real.t + 3_000);
+    expect((await onTime.read())?.held).toBe(5);
+  });
+
   it('keeps the item small: old buckets are removed on the next acceptance', async () => {
     // Prepare: a leaked count in an old bucket
     const now = { t: 10 * LEASE_MS };
