@@ -27,11 +27,11 @@ import { Reports } from './reports.js';
 import { givenSecretRegionProblems, SolverKeySecret } from './solver-key-secret.js';
 import { TaskQueues } from './task-queues.js';
 
-/** A captcha-fleet: SQS lanes, Lambda consumers capped by the solver plan's threads, and the governor that moves the cap. */
 /** Lambda's default concurrency limit of an account, and what it keeps unreserved. */
 const DEFAULT_ACCOUNT_CONCURRENCY = 1_000;
 const UNRESERVED_MINIMUM = 100;
 
+/** A captcha-fleet: SQS lanes, Lambda consumers capped by the solver plan's threads, and the governor that moves the cap. */
 export class CaptchaFleet extends Construct {
   /** The validated configuration the constructs were built from. */
   public readonly config: ResolvedFleetStackConfig;

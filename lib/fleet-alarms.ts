@@ -49,8 +49,9 @@ export type OverflowAlarmId = (typeof OVERFLOW_ALARM_IDS)[number];
  */
 export const OVERFLOW_CAP_ALARM_MINUTES = 5;
 
-/** Minutes in a row of ticks that all held on a missing signal before GovernorBlind fires. */
+/** Minutes in a row in which most ticks held on a missing signal before GovernorBlind fires, and that share. */
 export const BLIND_ALARM_MINUTES = 5;
+export const BLIND_TICK_SHARE = 0.8;
 
 /**
  * Minutes of tasks waiting with nothing solved before TasksStalled fires: ten, or two solve
@@ -284,18 +285,28 @@ export class FleetAlarms extends Construct {
     return {
       GovernorBlind: this.#alarm(
         'GovernorBlind',
-        `The governor has held the ceilings on a missing signal at every tick for ${BLIND_ALARM_MINUTES} minutes (HOLD_MISSING_SIGNAL): a read it needs fails, so it neither scales nor pauses.`,
+        `The governor has held the ceilings on a missing signal at ${BLIND_TICK_SHARE * 100} % of its ticks or more for ${BLIND_ALARM_MINUTES} minutes (HOLD_MISSING_SIGNAL): a read it needs fails, so it neither scales nor pauses.`,
         {
           // A read that fails is swallowed (missing is never read as zero) and the run succeeds:
           // neither GovernorErrors nor GovernorSilent sees a governor that cannot read its queues.
-          metric: new cw.Metric({
-            namespace: settings.metricsNamespace,
-            metricName: GOVERNOR_METRICS.decision,
-            dimensionsMap: { service: SERVICES.governor, Reason: 'HOLD_MISSING_SIGNAL' },
-            statistic: 'Sum',
+          // A share of the minute's ticks (each publishes Ceiling once), not a count: an invocation
+          // ticks fewer times than 60 s ÷ tickMs, and a slow failing read stretches a tick.
+          metric: new cw.MathExpression({
+            expression: 'IF(FILL(ticks, 0) > 0, FILL(blind, 0) / ticks, 0)',
+            usingMetrics: {
+              blind: new cw.Metric({
+                namespace: settings.metricsNamespace,
+                metricName: GOVERNOR_METRICS.decision,
+                dimensionsMap: { service: SERVICES.governor, Reason: 'HOLD_MISSING_SIGNAL' },
+                statistic: 'Sum',
+                period: ONE_MINUTE,
+              }),
+              ticks: metrics.governor(GOVERNOR_METRICS.ceiling, 'SampleCount'),
+            },
+            label: 'ticks held on a missing signal (share)',
             period: ONE_MINUTE,
           }),
-          threshold: Math.max(1, Math.floor(60_000 / settings.tickMs)),
+          threshold: BLIND_TICK_SHARE,
           comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
           evaluationPeriods: BLIND_ALARM_MINUTES,
           datapointsToAlarm: BLIND_ALARM_MINUTES,
@@ -304,7 +315,7 @@ export class FleetAlarms extends Construct {
       ),
       TasksStalled: this.#alarm(
         'TasksStalled',
-        `Tasks have waited in the lanes while nothing was solved for ${minutes} minutes: the fleet is paused, blind or stuck. The oldest-task alarms can miss it: SQS stops counting a message's age once it has been received three times, and a task near the DLQ goes back as a fresh copy.`,
+        `Tasks have waited in the lanes while nothing was solved for ${minutes} minutes: the fleet is paused, blind, stuck, or every task it takes fails. The oldest-task alarms can miss it: SQS stops counting a message's age once it has been received three times, and a task near the DLQ goes back as a fresh copy.`,
         {
           metric: new cw.MathExpression({
             expression: `IF(FILL(normal, 0) + FILL(high, 0) > 0 AND ${solvedTerms(overflow)} == 0, 1, 0)`,

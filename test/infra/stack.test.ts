@@ -16,7 +16,7 @@ import {
 import { ENV } from '../../functions/core/environment.js';
 import { COMPLETION_EVENT_DETAIL_TYPE } from '../../functions/core/events.js';
 import { MAPPING_MAX_CONCURRENCY, MAPPING_MIN_CONCURRENCY, resolveSettings } from '../../functions/core/settings.js';
-import { ALARM_IDS, BLIND_ALARM_MINUTES, stalledMinutes } from '../../lib/fleet-alarms.js';
+import { ALARM_IDS, BLIND_ALARM_MINUTES, BLIND_TICK_SHARE, stalledMinutes } from '../../lib/fleet-alarms.js';
 import { GOVERNOR_PARKED_TIMEOUT } from '../../lib/governor.js';
 import { TICK_WINDOW_MS } from '../../functions/governor/relayed-watch.js';
 import { removeOutdir, synthesizeFleet, type Synthesized } from './synth-helpers.js';
@@ -374,21 +374,35 @@ describe('default stack', () => {
       only(
         byType(s, 'AWS::CloudWatch::Alarm').filter(([, a]) => a.Properties.AlarmName === `${settings.prefix}-${id}`),
       )[1].Properties;
-    // Its runs succeed, so neither GovernorErrors nor GovernorSilent fires.
-    expect(alarm('GovernorBlind')).toMatchObject({
-      Namespace: settings.metricsNamespace,
-      MetricName: 'Decision',
-      Dimensions: [
-        { Name: 'Reason', Value: 'HOLD_MISSING_SIGNAL' },
-        { Name: 'service', Value: 'governor' },
-      ],
-      Statistic: 'Sum',
-      Period: 60,
-      Threshold: 60_000 / settings.tickMs,
+    // Its runs succeed, so neither GovernorErrors nor GovernorSilent fires. A share of the
+    // minute's ticks: an invocation ticks 6 times at 10 s, 58 at 1 s (a count of 60 never came).
+    const blind = alarm('GovernorBlind');
+    expect(blind).toMatchObject({
+      Threshold: BLIND_TICK_SHARE,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       EvaluationPeriods: BLIND_ALARM_MINUTES,
       DatapointsToAlarm: BLIND_ALARM_MINUTES,
       TreatMissingData: 'notBreaching',
+    });
+    const blindQueries = blind.Metrics as { Id: string; Expression?: string; MetricStat?: Record<string, unknown> }[];
+    expect(blindQueries.find((q) => q.Expression)?.Expression).toBe(
+      'IF(FILL(ticks, 0) > 0, FILL(blind, 0) / ticks, 0)',
+    );
+    expect(blindQueries.find((q) => q.Id === 'blind')?.MetricStat).toMatchObject({
+      Metric: {
+        Namespace: settings.metricsNamespace,
+        MetricName: 'Decision',
+        Dimensions: [
+          { Name: 'Reason', Value: 'HOLD_MISSING_SIGNAL' },
+          { Name: 'service', Value: 'governor' },
+        ],
+      },
+      Stat: 'Sum',
+      Period: 60,
+    });
+    expect(blindQueries.find((q) => q.Id === 'ticks')?.MetricStat).toMatchObject({
+      Metric: { MetricName: 'Ceiling', Dimensions: [{ Name: 'service', Value: 'governor' }] },
+      Stat: 'SampleCount',
     });
     const stalled = alarm('TasksStalled');
     expect(stalled).toMatchObject({

@@ -101,10 +101,10 @@ describe('the fleet bill', () => {
       0.00045 +
       0.0009 * (720 / 730) * 0.03 +
       (7 / 730) * 0.3;
-    // The governed fleet is the stack: an hour of its 18 alarm metrics ($0.10 a month each), its
+    // The governed fleet is the stack: an hour of its 19 alarm metrics ($0.10 a month each), its
     // dashboard ($3), its secret ($0.40) and its alarm topic's key ($1), and the reports queue's
     // 5 pollers' idle long polls (180 each).
-    const standing = (18 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7;
+    const standing = (19 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7;
     // The governor reads the balance every tick: 360 requests of 140 + 110 B out.
     const balanceReads = 360 * (140 + 110) * 1e-9 * 0.09;
     expect(withGovernor.usd - without.usd).toBeCloseTo(byHand + standing + balanceReads, 9);
@@ -183,7 +183,7 @@ describe('the fleet bill', () => {
       },
       { planThreads: 50 },
     );
-    expect(hour.usd - bare.usd).toBeCloseTo((18 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7, 9);
+    expect(hour.usd - bare.usd).toBeCloseTo((19 * 0.1 + 3 + 0.4 + 1) / 730 + 900 * 4e-7, 9);
   });
 
   it('counts hand-backs, over-cap answers and copies', () => {

@@ -26,13 +26,13 @@ export interface StackResources {
 }
 
 /**
- * The stack without an overflow provider (either solve mode): nine single-metric alarms, the
- * error rate's math over four metrics, the governor's silence over two and the stalled tasks'
- * over three (lib/fleet-alarms.ts); one dashboard; the solver key's secret; the alarm topic's key;
- * the reports queue's mapping.
+ * The stack without an overflow provider (either solve mode): eight single-metric alarms, the
+ * error rate's math over four metrics, the governor's silence and blindness over two each and the
+ * stalled tasks' over three (lib/fleet-alarms.ts); one dashboard; the solver key's secret; the
+ * alarm topic's key; the reports queue's mapping.
  */
 export const FLEET_STACK: Readonly<StackResources> = {
-  alarmMetrics: 18,
+  alarmMetrics: 19,
   dashboards: 1,
   secrets: 1,
   kmsKeys: 1,
