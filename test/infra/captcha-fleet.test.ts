@@ -57,6 +57,15 @@ function driftOf(props: Map<string, string | undefined>, keys: string[], default
   return problems;
 }
 
+/** The synth warnings of a fleet built with `props` whose text matches `pattern`. */
+function synthWarnings(props: Record<string, unknown>, pattern: string): string[] {
+  const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
+  new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
+  return Annotations.fromStack(stack)
+    .findWarning('*', Match.stringLikeRegexp(pattern))
+    .map((w) => String(w.entry.data));
+}
+
 describe('CaptchaFleet props', () => {
   it('have one documented prop per fleet setting, its @default the schema’s', () => {
     const props = documentedProps('FleetSettingsProps');
@@ -175,13 +184,7 @@ describe('The governor’s memory', () => {
   });
 
   it('warns at synth when the memory leaves the watch short of CPU, and only then', () => {
-    const warningsOf = (props: Record<string, unknown>) => {
-      const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
-      new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
-      return Annotations.fromStack(stack)
-        .findWarning('*', Match.stringLikeRegexp('governor'))
-        .map((w) => String(w.entry.data));
-    };
+    const warningsOf = (props: Record<string, unknown>) => synthWarnings(props, 'governor');
     expect(warningsOf({ planThreads: 600 })).toEqual([]);
     expect(warningsOf({ planThreads: 600, governorMemoryMb: 512 }).join(' ')).toMatch(/raise governorMemoryMb/);
     expect(warningsOf({ planThreads: 10_000, tasksPerInvocation: 10 }).join(' ')).toMatch(
@@ -192,13 +195,7 @@ describe('The governor’s memory', () => {
 
   it('warns at synth when the reservations need more than a default account spares, and only then', () => {
     // A review: 1 000 threads with overflow reserved 2 002 with nothing said; the deploy fails.
-    const warningsOf = (props: Record<string, unknown>) => {
-      const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
-      new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
-      return Annotations.fromStack(stack)
-        .findWarning('*', Match.stringLikeRegexp('reserve'))
-        .map((w) => String(w.entry.data));
-    };
+    const warningsOf = (props: Record<string, unknown>) => synthWarnings(props, 'reserve');
     expect(warningsOf({ planThreads: 898 })).toEqual([]);
     expect(warningsOf({ planThreads: 899 }).join(' ')).toMatch(
       /reserve 901 concurrent executions.*a limit of at least 1001.*reserveConsumerConcurrency to false/,

@@ -29,6 +29,18 @@ afterAll(async () => {
   await fixture?.stop();
 });
 
+/** A state item as an older release wrote it, put on the table, and the store that reads it. */
+async function storedState(id: string, version: number, state: unknown) {
+  await fixture.clients.documents.send(
+    new PutCommand({ TableName: fleet.resources.tables.governor, Item: { id, version, state } }),
+  );
+  return createDynamoGovernorState({
+    documents: fixture.clients.documents,
+    tableName: fleet.resources.tables.governor,
+    id,
+  });
+}
+
 async function send(queueUrl: string, count: number, delaySeconds = 0) {
   for (let i = 0; i < count; i++) {
     await fixture.clients.sqs.send(
@@ -164,14 +176,7 @@ describe('governor state on the DynamoDB emulator', () => {
       balanceSeen: { at: 1000, usd: 0.75 },
       spendPerSecond: 0.001,
     };
-    await fixture.clients.documents.send(
-      new PutCommand({ TableName: fleet.resources.tables.governor, Item: { id, version: 4, state: legacy } }),
-    );
-    const store = createDynamoGovernorState({
-      documents: fixture.clients.documents,
-      tableName: fleet.resources.tables.governor,
-      id,
-    });
+    const store = await storedState(id, 4, legacy);
     // Act
     const loaded = await store.load();
     // Assess
@@ -210,14 +215,7 @@ describe('governor state on the DynamoDB emulator', () => {
         spend: { hourStart: 0, hourUsd: 0, dayStart: 0, dayUsd: 0, reservedUsd: 0 },
       },
     };
-    await fixture.clients.documents.send(
-      new PutCommand({ TableName: fleet.resources.tables.governor, Item: { id, version: 7, state: previous } }),
-    );
-    const store = createDynamoGovernorState({
-      documents: fixture.clients.documents,
-      tableName: fleet.resources.tables.governor,
-      id,
-    });
+    const store = await storedState(id, 7, previous);
     // Act
     const loaded = await store.load();
     // Assess: the provider's `outage` is its `availability` as the primary's is (today's guards read
