@@ -16,6 +16,7 @@ import {
   type MetricsWindow,
   type QueueReading,
 } from '../functions/core/governor/signals.js';
+import { DEFAULT_OUTAGE_TICKS } from '../functions/core/governor/config.js';
 import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../functions/core/settings.js';
@@ -816,7 +817,8 @@ class Simulation {
     }
     tasks.acceptedAt[id] = this.t;
     if (solver.balance < this.settings.haltBalance) this.c.startedPastHalt++;
-    if (solver.balance < this.settings.pauseBalance) this.c.startedPastPause++;
+    // With the money rule's hair of tolerance (funded()): cents and prices make exact ties common.
+    if (solver.balance < this.settings.pauseBalance - 1e-9) this.c.startedPastPause++;
     // The floor closes as soon as its solves in flight would take the balance under the pause level.
     if (this.policy.clairvoyant && solver.price > 0) this.followWorld();
     // A solve the solver has not answered within a function timeout ends there: the id expires
@@ -886,13 +888,24 @@ class Simulation {
       this.haltCeiling ??= Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency, free);
       free = Math.min(free, this.haltCeiling);
     } else this.haltCeiling = undefined;
-    const open = !s.outage && this.funded() && free > 0;
+    // The parked floor rides out an outage the governor may ride out too (shorter than its
+    // outageTicks ticks: its consumers retry through it and submit on), mapping and leases open;
+    // closing for each blip restarted Lambda's ramp from 5 invocations (the governor beat it).
+    const down = s.outage && !(this.parked !== undefined && this.shortOutageNow());
+    const open = !down && this.funded() && free > 0;
     if (open !== this.mapping.enabled || (open && free !== this.mapping.ceiling)) {
       this.mapping.set(open ? free : this.mapping.ceiling, open);
       this.c.scalingChanges++;
     }
     // The parked floor: its leases are the free threads, as its mapping's submitters are.
     this.parked?.open({ slots: open ? free : 0, ceiling: open ? free : this.mapping.ceiling });
+  }
+
+  /** The outage under way lasts less than the governor's pause takes to come (outageTicks ticks). */
+  private shortOutageNow(): boolean {
+    const outage = this.solver.outageAfter(this.t);
+    if (outage === undefined || outage.start > this.t) return false;
+    return outage.end - outage.start < (DEFAULT_OUTAGE_TICKS * this.settings.tickMs) / 1000;
   }
 
   /** The invocation's solve deadline, seconds. */

@@ -1,10 +1,11 @@
 /**
  * The targets every trace is held to, generated or shipped, read against its fair floor: the
  * better (lower p95) of the clairvoyant Lambda bounded by the SQS ramp (`oracle-ramp` waiting
- * through each solve, `oracle-park` in the parked design: the better of the two) and the
- * fixed-maximum Lambda where that one refuses ≤ 2 % of its submissions, dead-letters nothing,
- * starts no solve under the pause level (the money invariant the governor keeps) and leaves no
- * more tasks unfinished than the clairvoyant one (its p95 is then over the same tasks).
+ * through each solve, `oracle-park` in the parked design: the better of the two that keep the
+ * governor's rules, `clairvoyantFloor`) and the fixed-maximum Lambda where that one keeps the same
+ * rules (`keepsTheRules`: no refusal over the cap without neighbours, ≤ 2 % with them, nothing
+ * dead-lettered, no solve started under the pause level) and leaves no more tasks unfinished than
+ * the clairvoyant one (its p95 is then over the same tasks).
  *
  * - p95 ≤ 1.2 × the floor's + 5 s (and never above 1.5 × the floor's, reported apart), over the
  *   solved tasks; where tasks are unfinished the detail adds each run's p95 over every task;
@@ -55,36 +56,52 @@ export interface TraceVerdict {
 }
 
 /**
- * The clairvoyant floor: of the clairvoyant Lambdas that ran (oracle-ramp waiting through each
- * solve, oracle-park in the parked design), the one that left fewer tasks unfinished, then the one
- * with the lower p95. Either is a policy some Lambda fleet could run, so the better is the floor.
+ * Whether a floor candidate keeps the rules the governor is held to: no refusal over the cap
+ * without neighbours on the key (≤ 2 % of its submissions with them; without a trace to tell,
+ * ≤ 2 %), nothing dead-lettered, no solve started under the pause level (the money invariant).
+ * A policy that breaks one is no floor: the governor may not do what it did.
  */
-export function clairvoyantFloor(runs: readonly RunResult[]): RunResult | undefined {
+export function keepsTheRules(run: RunResult, trace?: Trace): boolean {
+  const overCap =
+    trace !== undefined && !hasNeighbours(trace)
+      ? run.overCapRejections === 0
+      : run.overCapShare <= OVER_CAP_SHARE_WITH_NEIGHBOURS;
+  return overCap && run.deadLettered === 0 && run.startedPastPause === 0;
+}
+
+/**
+ * The clairvoyant floor: of the clairvoyant Lambdas that ran (oracle-ramp waiting through each
+ * solve, oracle-park in the parked design) and keep the rules, the one with the lower p95 over
+ * every task (an unfinished one at its wait: a run that finished fewer is not better for it),
+ * then the fewer unfinished, then the lower p95 over the solved. Either is a policy some Lambda fleet could run, so the better is
+ * the floor; where none keeps the rules, the better of them all (said in the verdict's detail).
+ */
+export function clairvoyantFloor(runs: readonly RunResult[], trace?: Trace): RunResult | undefined {
+  const candidates = runs.filter((run) => CLAIRVOYANT_POLICIES.includes(run.policy));
+  const keeping = candidates.filter((run) => keepsTheRules(run, trace));
   let best: RunResult | undefined;
-  for (const run of runs) {
-    if (!CLAIRVOYANT_POLICIES.includes(run.policy)) continue;
+  for (const run of keeping.length > 0 ? keeping : candidates)
     if (best === undefined || betterClairvoyant(run, best)) best = run;
-  }
   return best;
 }
 
 function betterClairvoyant(a: RunResult, b: RunResult): boolean {
+  const pa = a.p95EveryTask ?? a.latency.p95;
+  const pb = b.p95EveryTask ?? b.latency.p95;
+  if (pa !== pb) return pa !== null && (pb === null || pa < pb);
   if (a.unfinished !== b.unfinished) return a.unfinished < b.unfinished;
-  if (a.latency.p95 === null) return false;
-  return b.latency.p95 === null || a.latency.p95 < b.latency.p95;
+  // Tied over every task (a backlog's unfinished tasks dominate it: money run out): the solved ones.
+  return a.latency.p95 !== null && (b.latency.p95 === null || a.latency.p95 < b.latency.p95);
 }
 
 /** The fair floor's run: the clairvoyant floor, or lambda-fixed where it qualifies and does better. */
-export function fairFloor(runs: readonly RunResult[]): RunResult | undefined {
-  const ramp = clairvoyantFloor(runs);
+export function fairFloor(runs: readonly RunResult[], trace?: Trace): RunResult | undefined {
+  const ramp = clairvoyantFloor(runs, trace);
   const fixed = runs.find((r) => r.policy === FIXED_POLICY);
   if (ramp === undefined) return fixed;
   const qualifies =
     fixed !== undefined &&
-    fixed.overCapShare <= OVER_CAP_SHARE_WITH_NEIGHBOURS &&
-    fixed.deadLettered === 0 &&
-    // The money invariant: no solve starts under the pause level (the governor may not; a floor that does is not one).
-    fixed.startedPastPause === 0 &&
+    keepsTheRules(fixed, trace) &&
     fixed.unfinished <= ramp.unfinished &&
     fixed.latency.p95 !== null &&
     (ramp.latency.p95 === null || fixed.latency.p95 < ramp.latency.p95);
@@ -104,7 +121,7 @@ export function hasNeighbours(trace: Trace): boolean {
 /** The governor's run on one trace against its floor. */
 export function judgeTrace(trace: Trace, runs: readonly RunResult[]): TraceVerdict | undefined {
   const governor = runs.find((r) => r.policy === 'governor');
-  const floor = fairFloor(runs);
+  const floor = fairFloor(runs, trace);
   if (governor === undefined || floor === undefined) return undefined;
   const ratio = p95Ratio(governor, floor);
   const targets = [p95Target(governor, floor, ratio), overCapTarget(trace, governor)];
