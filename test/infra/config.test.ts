@@ -325,6 +325,8 @@ describe('initial ceilings', () => {
         fc.integer({ min: 1, max: 10 }),
         (planThreads, reserved, batch) => {
           fc.pre(planThreads - reserved >= 2 * MAPPING_MIN_CONCURRENCY * batch);
+          // A plan one mapping's 1 000 invocations cannot fill is refused (settings.test.ts).
+          fc.pre(planThreads - reserved <= 1_000 * batch);
           const settings = resolveSettings({ planThreads, reservedThreads: reserved, tasksPerInvocation: batch });
           const ceilings = initialCeilings(settings);
           expect(ceilings.high).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);

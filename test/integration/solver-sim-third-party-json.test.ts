@@ -86,7 +86,11 @@ describe('@zennolab_com/capmonstercloud-client against the simulator (capmonster
       new capmonster.DataDomeRequest({
         websiteURL: 'https://shop.example/',
         userAgent: 'Mozilla/5.0 (X11; Linux x86_64)',
-        metadata: { captchaUrl: 'https://geo.captcha-delivery.com/captcha/?initialCid=abc&cid=def' },
+        // The client's MetadataCaptchaUrl type requires the page's datadome cookie beside the URL.
+        metadata: {
+          captchaUrl: 'https://geo.captcha-delivery.com/captcha/?initialCid=abc&cid=def',
+          datadomeCookie: 'datadome=6BvxqELMoorFNoo7GT1',
+        },
       }),
       FAST,
     );
