@@ -16,7 +16,7 @@ import {
   type MetricsWindow,
   type QueueReading,
 } from '../functions/core/governor/signals.js';
-import { DEFAULT_OUTAGE_TICKS } from '../functions/core/governor/config.js';
+import { governorConfigFrom } from '../functions/core/governor/policy.js';
 import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../functions/core/settings.js';
@@ -200,6 +200,8 @@ class Simulation {
   private haltCeiling: number | undefined;
   /** Threads the mapping's floor needs: fewer free than this and the fleet is starved. */
   private readonly floorThreads: number;
+  /** Seconds of outage before the governor pauses (its outageTicks ticks): the parked floor rides out shorter ones. */
+  private readonly outagePauseSeconds: number;
   /** The parked design's leases and watch (a policy that parks, lab/sim/parked.ts); undefined in the waiting design. */
   private readonly parked: ParkedDesign | undefined;
 
@@ -234,6 +236,8 @@ class Simulation {
             : m.medianSeconds * Math.exp((Math.log(m.p95Seconds / m.medianSeconds) / 1.6448536269514722) ** 2 / 2)),
       0,
     );
+    const governor = governorConfigFrom(this.settings);
+    this.outagePauseSeconds = (governor.outageTicks * (governor.tickMs ?? this.settings.tickMs)) / 1000;
     this.floorThreads =
       Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency) * this.settings.tasksPerInvocation;
     this.parked = policy.parked === true && this.lambda ? this.parkedDesign(root.fork(4)) : undefined;
@@ -905,7 +909,7 @@ class Simulation {
   private shortOutageNow(): boolean {
     const outage = this.solver.outageAfter(this.t);
     if (outage === undefined || outage.start > this.t) return false;
-    return outage.end - outage.start < (DEFAULT_OUTAGE_TICKS * this.settings.tickMs) / 1000;
+    return outage.end - outage.start < this.outagePauseSeconds;
   }
 
   /** The invocation's solve deadline, seconds. */

@@ -73,8 +73,8 @@ export function keepsTheRules(run: RunResult, trace?: Trace): boolean {
  * The clairvoyant floor: of the clairvoyant Lambdas that ran (oracle-ramp waiting through each
  * solve, oracle-park in the parked design) and keep the rules, the one with the lower p95 over
  * every task (an unfinished one at its wait: a run that finished fewer is not better for it),
- * then the fewer unfinished, then the lower p95 over the solved. Either is a policy some Lambda fleet could run, so the better is
- * the floor; where none keeps the rules, the better of them all (said in the verdict's detail).
+ * then the fewer unfinished, then the lower p95 over the solved. Either is a policy some Lambda
+ * fleet could run, so the better is the floor; where none keeps the rules, the better of them all.
  */
 export function clairvoyantFloor(runs: readonly RunResult[], trace?: Trace): RunResult | undefined {
   const candidates = runs.filter((run) => CLAIRVOYANT_POLICIES.includes(run.policy));
