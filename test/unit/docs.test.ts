@@ -11,7 +11,9 @@ import { buildProgram } from '../../bin/program.js';
 import { findBlocks, renderBlocks } from '../../scripts/doc-blocks.js';
 import { monthParked, monthWaiting } from '../../scripts/cost-bill.js';
 import { labJson, nodeFloor } from '../../scripts/doc-generators.js';
-import { fleetBill } from '../../functions/core/cost/fleet-bill.js';
+import { DEFAULT_COST_ASSUMPTIONS, fleetBill } from '../../functions/core/cost/fleet-bill.js';
+import { AWS_PRICES } from '../../functions/core/cost/prices.js';
+import { stackResources, standingLines } from '../../functions/core/cost/stack-charges.js';
 import { markdownFiles, staleFiles } from '../../scripts/docs.js';
 import { FLEET_RUNTIME } from '../../lib/fleet-function.js';
 import { ROOT } from '../infra/synth-helpers.js';
@@ -260,6 +262,10 @@ describe("the README's prose on the lab", () => {
       [/`neighbours-come-and-go` (\d+) s, was/, p95('neighbours-come-and-go')],
       [/([\d.]+) % on `foreign-threads`/, share('foreign-threads')],
       [/and ([\d.]+) % on `neighbours-come-and-go`/, share('neighbours-come-and-go')],
+      [
+        /lambda-fixed ([\d.]+ % and [\d.]+ %)\)/,
+        `${share('foreign-threads', 'lambda-fixed')} % and ${share('neighbours-come-and-go', 'lambda-fixed')} %`,
+      ],
       [/maximum sends (\d+ of \d+)/, `${outage.deadLettered} of ${outage.arrivals}`],
       [
         /on `solver-outage`\* \((\d+ s vs \d+ s)\)/,
@@ -299,6 +305,7 @@ describe("the README's cost claims", () => {
       [/60 % use: \$(\d+) of AWS/, month.usd.toFixed(0)],
       [/of AWS for a \$(\d+) plan/, month.planUsd.toFixed(0)],
       [/\(\$(\d+) waiting;/, waiting.usd.toFixed(0)],
+      [/Of that, \$([\d.]+) a month is the stack's standing charges/, standingPerMonth().toFixed(2)],
     ];
     const wrong = claims.flatMap(([pattern, expected]) => {
       const stated = pattern.exec(text)?.[1];
@@ -307,3 +314,14 @@ describe("the README's cost claims", () => {
     expect(wrong).toEqual([]);
   });
 });
+
+/** The stack's standing charges over a month (functions/core/cost/stack-charges.ts), without an overflow provider. */
+function standingPerMonth(): number {
+  const lines = standingLines(
+    stackResources({ overflow: false }),
+    AWS_PRICES.hoursPerMonth,
+    DEFAULT_COST_ASSUMPTIONS,
+    AWS_PRICES,
+  );
+  return lines.reduce((sum, line) => sum + line.usd, 0);
+}
