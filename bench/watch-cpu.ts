@@ -15,97 +15,11 @@
  * recorded (CPU per recorded task, the polling share taken out). The table turns them into the
  * tasks a second a governor at a given memory records before its CPU share runs out.
  */
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { Command } from 'commander';
 import { integer } from '../local/cli-values.js';
-import { createAwsClients, baseClientConfig } from '../functions/adapters/aws-clients.js';
-import { createEventBridgePublisher } from '../functions/adapters/completion-events.js';
-import { DynamoResultsRepository } from '../functions/adapters/results-repository.js';
-import { createSolverClient } from '../functions/adapters/solver-client.js';
-import { SqsTaskQueue } from '../functions/adapters/task-queue.js';
-import { createDynamoThreadLeases, leaseLengthMs, PRIMARY_LEASE_LANE } from '../functions/adapters/thread-leases.js';
-import { createDynamoThreadLedger, threadLeaseMs } from '../functions/adapters/thread-ledger.js';
-import { createConsumerHandler } from '../functions/consumer/create-handler.js';
-import { createMetrics } from '../functions/adapters/metrics.js';
-import { createFixedPollSchedule } from '../functions/core/poll-schedule.js';
-import { createRedactor } from '../functions/core/redaction.js';
-import { resolveSettings } from '../functions/core/settings.js';
-import { shardKeys } from '../functions/core/thread-leases.js';
 import { pollRequestsFor } from '../functions/core/solver-protocol.js';
 import { LAMBDA_MB_PER_VCPU, parkedGovernorSizing, WATCH_CPU, watchCpuNeed } from '../functions/core/watch-sizing.js';
-import { createRecordingWatch } from '../functions/governor/recording-watch.js';
-import { ensureFleetResources } from '../local/resources.js';
-import { startEmulators } from '../local/emulators.js';
-import { createSolverSimulator } from '../local/solver-sim/index.js';
-import { createPoller } from '../local/poller.js';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
-const KEY = 'benchbenchbenchbenchbenchbench00';
-
-/** The child: emulators, the solver simulator and a PutEvents stand-in; prints their endpoints. */
-async function host(medianMs: number): Promise<void> {
-  const emulators = await startEmulators();
-  const sim = createSolverSimulator({
-    seed: 5,
-    validKeys: [KEY],
-    planThreads: 100_000,
-    medianMs,
-    transientErrorRate: 0,
-    unsolvableRate: 0,
-  });
-  const { url } = await sim.listen();
-  const events = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.setHeader('content-type', 'application/x-amz-json-1.1');
-      res.end(JSON.stringify({ FailedEntryCount: 0, Entries: [{ EventId: 'bench' }] }));
-    });
-  });
-  events.listen(0, '127.0.0.1');
-  await once(events, 'listening');
-  const address = events.address();
-  const eventsUrl = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : '';
-  process.stdout.write(
-    `${JSON.stringify({ sqs: emulators.sqsEndpoint, dynamo: emulators.dynamoEndpoint, solver: url, events: eventsUrl })}\n`,
-  );
-  process.stdin.resume();
-  process.stdin.on('end', () => process.exit(0));
-}
-
-interface Endpoints {
-  sqs: string;
-  dynamo: string;
-  solver: string;
-  events: string;
-}
-
-async function startHost(medianMs: number): Promise<{ endpoints: Endpoints; stop: () => void }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(import.meta.url), '--host', String(medianMs)],
-    {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    },
-  );
-  const lines = createInterface({ input: child.stdout });
-  const [line] = (await once(lines, 'line')) as [string];
-  return { endpoints: JSON.parse(line) as Endpoints, stop: () => child.stdin.end() };
-}
-
-/** CPU of this process (user + system), ms. */
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+import { type Built, cpuMs, parkAll, parkedFleet, sleep, startHost } from './lib/parked-fleet.js';
 
 interface Figures {
   tasks: number;
@@ -121,125 +35,6 @@ interface Figures {
 }
 
 const PLANS = [50, 100, 200, 600, 1000];
-
-/** A fleet on the child's endpoints, with the consumer's handler and the governor's watch as the stack wires them. */
-function parkedFleet(endpoints: Endpoints, tasks: number) {
-  const clients = createAwsClients({
-    sqsEndpoint: endpoints.sqs,
-    dynamoEndpoint: endpoints.dynamo,
-    region: 'us-east-1',
-  });
-  const settings = resolveSettings({
-    prefix: `cpu${Date.now() % 100_000}`,
-    planThreads: tasks,
-    // A mapping runs at most 1 000 invocations: a plan past them needs a batch that reaches it.
-    tasksPerInvocation: Math.ceil(tasks / 1_000),
-    solveDeadlineSeconds: 300,
-  });
-  const solver = createSolverClient({
-    baseUrl: endpoints.solver,
-    key: KEY,
-    dialect: 'captchaai',
-    schedule: createFixedPollSchedule({
-      pollDefaults: { token: { firstPollMs: 20, intervalMs: 20 }, image: { firstPollMs: 20, intervalMs: 20 } },
-    }),
-  });
-  const metrics = createMetrics({ namespace: settings.metricsNamespace, serviceName: 'consumer', sink: () => {} });
-  const build = async () => {
-    const resources = await ensureFleetResources(clients, settings);
-    const leases = createDynamoThreadLeases({ documents: clients.documents, tableName: resources.tables.leases });
-    const shards = shardKeys(PRIMARY_LEASE_LANE, settings.effectiveCap);
-    const repository = new DynamoResultsRepository({
-      documents: clients.documents,
-      tableName: resources.tables.results,
-      ttlSeconds: 3600,
-    });
-    const queue = new SqsTaskQueue({
-      sqs: clients.sqs,
-      dlqUrl: resources.queueUrls.dlq,
-      sourceQueueUrls: [resources.queueUrls.normal, resources.queueUrls.high],
-    });
-    const ledger = createDynamoThreadLedger({
-      documents: clients.documents,
-      tableName: resources.tables.governor,
-      leaseMs: threadLeaseMs(settings),
-    });
-    const handler = createConsumerHandler({
-      solver,
-      repository,
-      queue,
-      metrics,
-      logger: new Logger({ serviceName: 'consumer', logLevel: 'SILENT' }),
-      settings,
-      timing: { retryBaseSeconds: 0, retryMaxSeconds: 0 },
-      leases: { leases, shards, planCap: settings.effectiveCap, leaseMs: leaseLengthMs(settings) },
-      threadLedger: ledger,
-    });
-    // As the governor's wiring builds it (functions/governor/recording-watch.ts): the recorded
-    // tasks' messages deleted ten to a request, their metrics published once a batch.
-    const { watch } = createRecordingWatch({
-      leases,
-      shards,
-      results: repository,
-      solver,
-      queue,
-      events: createEventBridgePublisher({
-        client: new EventBridgeClient(baseClientConfig(endpoints.events, 'us-east-1')),
-        busName: 'bench',
-        source: settings.eventSource,
-        includeAnswer: false,
-      }),
-      metrics,
-      redactor: createRedactor([KEY]),
-      solved: ledger,
-      cadence: { settleMs: 0, viewEveryMs: 1_000, leaseMs: leaseLengthMs(settings) },
-    });
-    return { resources, handler, watch };
-  };
-  const close = async () => {
-    await solver.close();
-    clients.sqs.destroy();
-    clients.dynamo.destroy();
-  };
-  return { clients, build, close };
-}
-
-type Fleet = ReturnType<typeof parkedFleet>;
-type Built = Awaited<ReturnType<Fleet['build']>>;
-
-/** Send `tasks` reCAPTCHA tasks and park each through the consumer's handler, as the mapping would deliver them. */
-async function parkAll(fleet: Fleet, built: Built, tasks: number): Promise<void> {
-  const { sqs } = fleet.clients;
-  const queueUrl = built.resources.queueUrls.normal;
-  for (let sent = 0; sent < tasks; sent += 10) {
-    const entries = Array.from({ length: Math.min(10, tasks - sent) }, (_, i) => ({
-      Id: String(i),
-      MessageBody: JSON.stringify({
-        id: `cpu-${sent + i}`,
-        method: 'userrecaptcha',
-        params: { googlekey: '6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-', pageurl: 'https://example.com/login' },
-      }),
-    }));
-    await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
-  }
-  // Delivered as the mapping would: the local runtime's poller (receive, invoke, delete what succeeded).
-  const poller = createPoller({
-    sqs,
-    queueUrl,
-    queueArn: built.resources.queueArns.normal,
-    region: 'us-east-1',
-    handler: built.handler,
-    batchSize: 10,
-    maxConcurrency: 4,
-    functionTimeoutMs: 60_000,
-    waitTimeSeconds: 1,
-    enabled: true,
-  });
-  await poller.start();
-  const started = Date.now();
-  while (poller.stats().received < tasks && Date.now() - started < 120_000) await sleep(100);
-  await poller.stop();
-}
 
 /** CPU of rounds, each followed by 100 ms of rest, while `more()` holds: total ms, rounds, submissions asked about. */
 async function timedRounds(
@@ -335,10 +130,6 @@ function figuresOf(run: {
 }
 
 async function main(): Promise<void> {
-  if (process.argv[2] === '--host') {
-    await host(Number(process.argv[3]));
-    return;
-  }
   const program = new Command('bench:watch-cpu')
     .description(
       "The governor's watch: CPU per poll round and per recorded task, and the task rate a governor's memory carries",

@@ -7,7 +7,7 @@
  */
 import type { CostAssumptions, FleetBill, FleetUsage } from '../functions/core/cost/fleet-bill.js';
 import { fleetBill, TEXT_ANSWER_METHODS } from '../functions/core/cost/fleet-bill.js';
-import type { FunctionSizing } from '../functions/core/function-sizing.js';
+import { FLEET_FUNCTION_ARCHITECTURE, type FunctionSizing } from '../functions/core/function-sizing.js';
 import type { RunResult } from './sim.js';
 import type { Trace } from './trace.js';
 
@@ -89,9 +89,15 @@ export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions
     ...common,
     deliveries: run.invocations,
     invocations: run.invocations,
-    // The overflow consumer is a Lambda of the same size: its invocations' seconds are billed too.
-    invocationSeconds: run.computeSeconds + (run.overflow?.invocationSeconds ?? 0),
-    consumerSizing: options.consumerSizing,
+    invocationSeconds: run.computeSeconds,
+    // The overflow consumer's invocations are billed at its own memory.
+    ...(run.overflow !== undefined ? { overflowInvocationSeconds: run.overflow.invocationSeconds } : {}),
+    // The consumer at the memory the run timed its CPU at.
+    consumerSizing:
+      options.consumerSizing ??
+      (run.consumerMemoryMb === undefined
+        ? undefined
+        : { memoryMb: run.consumerMemoryMb, architecture: FLEET_FUNCTION_ARCHITECTURE }),
     // The governor's own invocations are billed to the runs it governs (with or without overflow).
     governor: run.policy.startsWith('governor'),
     // The lab's traces have one lane of work: a governor keeps the high lane's mapping disabled

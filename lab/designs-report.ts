@@ -6,7 +6,14 @@ import { describeBill } from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
 import { shippedTraces } from './bench.js';
 import { costOfRun } from './cost.js';
-import { compareDesigns, DESIGN_TIMING, type DesignResult, mixFigures, PARKED_WATCH_ALL_MINUTE } from './designs.js';
+import {
+  compareDesigns,
+  DESIGN_SIZING,
+  DESIGN_TIMING,
+  type DesignResult,
+  mixFigures,
+  PARKED_WATCH_ALL_MINUTE,
+} from './designs.js';
 import type { ModelParams } from './model.js';
 import { createPolicy } from './policies.js';
 import { simulate } from './sim.js';
@@ -23,10 +30,12 @@ export function designsOn(trace: Trace, seed: number): { trace: Trace; designs: 
     trace,
     {
       waiting: run('governor', waiting),
+      waitingSmall: run('governor', waiting, { consumerMemoryMb: DESIGN_SIZING.small.memoryMb }),
       protocolPolls: run('governor', { ...waiting, pollLoss: true }),
       tightPolls: run('governor', { ...waiting, pollLoss: true }, { pollSchedule: DESIGN_TIMING.parkedPoll }),
       parked: run('governor', parked),
       parkedAllMinute: run('governor', parked, PARKED_WATCH_ALL_MINUTE),
+      parkedLarge: run('governor', parked, { consumerMemoryMb: DESIGN_SIZING.waiting.memoryMb }),
       oracle,
     },
     mixFigures(trace, seed),

@@ -1,5 +1,6 @@
 import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
 import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
+import { CONSUMER_CPU } from '../functions/core/function-sizing.js';
 import { SQS_MAPPING_RAMP } from '../functions/core/mapping-ramp.js';
 import { LEASE_WAIT_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leases.js';
 
@@ -18,10 +19,40 @@ export interface ModelParams {
   esmStepSeconds: number;
   /** With the queue empty, the pollers shrink to the highest concurrency used within this window, seconds. */
   esmScaleDownSeconds: number;
-  /** Time an invocation spends before its submission: receive, claim and record, seconds. */
+  /**
+   * Time an invocation spends before its submission waiting on I/O: the claim's and the record's
+   * round trips, seconds. Its CPU comes on top, at the function's share of a vCPU
+   * (`consumerCpuSeconds`).
+   */
   invocationOverheadSeconds: number;
-  /** Extra time when no warm execution environment is free, seconds. */
+  /**
+   * Extra time when no warm execution environment is free, not counting the bundle's own CPU
+   * (Lambda fetching the code and starting the runtime), seconds; `consumerInitCpuSeconds` comes on top.
+   */
   coldStartSeconds: number;
+  /**
+   * CPU a warm consumer invocation uses, on one vCPU, seconds: in a function of M MB it takes
+   * 1 769 ÷ M times as long (functions/core/function-sizing.ts, lambdaCpuSeconds). Counted before
+   * the submission (the most it can delay it). Measured: docs/cost.md, "The consumer's memory".
+   */
+  consumerCpuSeconds: number;
+  /**
+   * CPU a cold start adds, on one vCPU, seconds: the bundle's import and the first invocation's
+   * extra (its clients' first requests); taken at the function's share of a vCPU like the rest
+   * (AWS documents no faster CPU while a function initializes).
+   */
+  consumerInitCpuSeconds: number;
+  /**
+   * CPU of a waiting invocation's read for room (a round over the lease shards, parked; the thread
+   * ledger's item, waiting), on one vCPU, seconds: each read takes it at the function's share, so
+   * a freed thread is found that much later and the reads come that much further apart.
+   */
+  consumerReadCpuSeconds: number;
+  /**
+   * The consumer's memory, MB; unset: as the stack sizes it for the trace's settings
+   * (functions/core/function-sizing.ts, consumerSizing). Its CPU follows it.
+   */
+  consumerMemoryMb?: number;
   /** Pool workers' retry after an over-cap or transient answer: first wait, doubled per attempt up to the maximum (±50 % jitter), seconds. */
   backoffBaseSeconds: number;
   backoffMaxSeconds: number;
@@ -123,7 +154,10 @@ export interface ModelParams {
   threadStartSeconds: number;
   processStartSeconds: number;
   podStartSeconds: number;
-  /** Compute price of one worker or invocation second: a 256 MB Lambda ($0.0000166667 per GB-s × 0.25). */
+  /**
+   * Compute price of one worker second, and of a 256 MB Lambda's invocation second ($0.0000166667
+   * per GB-s × 0.25; a consumer of other memory in proportion).
+   */
   computeUsdPerSecond: number;
   /** Lambda's request charge ($0.20 per million). */
   lambdaUsdPerRequest: number;
@@ -136,6 +170,9 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   esmScaleDownSeconds: SQS_MAPPING_RAMP.scaleDownSeconds,
   invocationOverheadSeconds: 0.05,
   coldStartSeconds: 0.4,
+  consumerCpuSeconds: CONSUMER_CPU.warmSeconds,
+  consumerInitCpuSeconds: CONSUMER_CPU.initSeconds,
+  consumerReadCpuSeconds: CONSUMER_CPU.readSeconds,
   backoffBaseSeconds: 1,
   backoffMaxSeconds: 16,
   accountRetrySeconds: 30,

@@ -16,6 +16,7 @@ import {
   type MetricsWindow,
   type QueueReading,
 } from '../functions/core/governor/signals.js';
+import { consumerSizing, FUNCTION_SIZING, lambdaCpuSeconds } from '../functions/core/function-sizing.js';
 import { governorConfigFrom } from '../functions/core/governor/policy.js';
 import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
@@ -200,6 +201,8 @@ class Simulation {
   private haltCeiling: number | undefined;
   /** Threads the mapping's floor needs: fewer free than this and the fleet is starved. */
   private readonly floorThreads: number;
+  /** A warm consumer invocation's time before its submission, and what a cold start adds, s: I/O, and CPU at the function's memory. */
+  private readonly startSeconds: { warm: number; cold: number; overflow: number; read: number; memoryMb: number };
   /** Seconds of outage before the governor pauses (its outageTicks ticks): the parked floor rides out shorter ones. */
   private readonly outagePauseSeconds: number;
   /** The parked design's leases and watch (a policy that parks, lab/sim/parked.ts); undefined in the waiting design. */
@@ -241,6 +244,32 @@ class Simulation {
     this.floorThreads =
       Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency) * this.settings.tasksPerInvocation;
     this.parked = policy.parked === true && this.lambda ? this.parkedDesign(root.fork(4)) : undefined;
+    this.startSeconds = this.invocationStartSeconds(policy);
+  }
+
+  /** The consumers' time before a submission: I/O, and their CPU at their memory's share of a vCPU. */
+  private invocationStartSeconds(policy: Policy): {
+    warm: number;
+    cold: number;
+    overflow: number;
+    read: number;
+    memoryMb: number;
+  } {
+    const m = this.model;
+    const memoryMb =
+      m.consumerMemoryMb ??
+      consumerSizing({
+        solveMode: policy.parked === true ? 'park' : 'wait',
+        tasksPerInvocation: this.settings.tasksPerInvocation,
+      }).memoryMb;
+    return {
+      warm: m.invocationOverheadSeconds + lambdaCpuSeconds(m.consumerCpuSeconds, memoryMb),
+      cold: m.coldStartSeconds + lambdaCpuSeconds(m.consumerInitCpuSeconds, memoryMb),
+      overflow:
+        m.invocationOverheadSeconds + lambdaCpuSeconds(m.consumerCpuSeconds, FUNCTION_SIZING.overflowConsumer.memoryMb),
+      read: lambdaCpuSeconds(m.consumerReadCpuSeconds, memoryMb),
+      memoryMb,
+    };
   }
 
   /** The parked design's component, wired to this run. */
@@ -456,7 +485,7 @@ class Simulation {
       if (this.lambda) {
         this.c.invocations++;
         this.tasks.invocationStart[id] = this.t;
-        const overhead = this.model.invocationOverheadSeconds + (cold ? this.model.coldStartSeconds : 0);
+        const overhead = this.startSeconds.warm + (cold ? this.startSeconds.cold : 0);
         this.heap.push(this.t + overhead, id * 16 + K_SUBMIT);
       } else {
         this.submit(id);
@@ -472,7 +501,7 @@ class Simulation {
       const id = this.queue.dequeue(this.t);
       if (!this.receive(id)) continue;
       this.c.invocations++;
-      const ends = lane.start(f64(this.tasks.baseSolve, id) * this.solver.factor, this.model.invocationOverheadSeconds);
+      const ends = lane.start(f64(this.tasks.baseSolve, id) * this.solver.factor, this.startSeconds.overflow);
       this.tasks.acceptedAt[id] = this.t;
       this.heap.push(this.t + ends, id * 16 + K_OVERFLOW_DONE);
     }
@@ -673,9 +702,17 @@ class Simulation {
       if (u8(this.tasks.waiting, id) !== WAIT_WAITING) continue;
       if (reads === undefined) {
         const cadence = this.parked?.waitPollSeconds();
-        reads = this.consumer.firstReads(this.waitingNow, room, () =>
-          cadence === undefined ? this.consumer.ledgerPollDelay() : this.consumer.leasePollDelay(cadence),
-        );
+        // Each read takes its CPU at the consumer's share of a vCPU: the pause comes after it, and
+        // a read finds the thread only when it has ended.
+        const read = this.startSeconds.read;
+        reads = this.consumer
+          .firstReads(
+            this.waitingNow,
+            room,
+            () =>
+              read + (cadence === undefined ? this.consumer.ledgerPollDelay() : this.consumer.leasePollDelay(cadence)),
+          )
+          .map((at) => at + read);
       }
       // It reads the ledger again at that read (and waits on if the thread was taken meanwhile).
       this.setWaiting(id, WAIT_WOKEN);
@@ -1229,9 +1266,10 @@ class Simulation {
     const pick = (q: number): number | null => percentileOfSorted(latencies, q) ?? null;
     let sum = 0;
     for (const latency of latencies) sum += latency;
+    // A Lambda second is priced at the consumer's memory (computeUsdPerSecond is a 256 MB one's).
+    const perSecond = this.model.computeUsdPerSecond * (this.lambda ? this.startSeconds.memoryMb / 256 : 1);
     const computeUsd =
-      c.computeSeconds * this.model.computeUsdPerSecond +
-      (this.lambda ? c.invocations * this.model.lambdaUsdPerRequest : 0);
+      c.computeSeconds * perSecond + (this.lambda ? c.invocations * this.model.lambdaUsdPerRequest : 0);
     const arrivals = this.tasks.count;
     return {
       trace: this.trace.name,
@@ -1270,6 +1308,7 @@ class Simulation {
       haltCrossedAt: c.haltCrossedAt,
       scalingChanges: c.scalingChanges,
       computeSeconds: c.computeSeconds,
+      ...(this.lambda ? { consumerMemoryMb: this.startSeconds.memoryMb } : {}),
       computeUsd,
       usdPer1000Solves: c.solved > 0 ? (computeUsd / c.solved) * 1000 : null,
       invocations: c.invocations,

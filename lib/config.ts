@@ -150,6 +150,15 @@ export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow
    */
   readonly governorMemoryMb?: number;
   /**
+   * The consumer's memory, MB (128–10 240; Lambda's CPU follows memory). Parked, an invocation
+   * lasts about half a second, mostly waiting on I/O, its process at about 150 MB resident after
+   * thousands of invocations: 192 MB bills three quarters of 256 MB's seconds (docs/cost.md, "The
+   * consumer's memory"). Raise it for batches (`tasksPerInvocation`) of large image tasks, or if
+   * Lambda's "Max Memory Used" comes near it.
+   * @default - 192 MB parked, 256 MB waiting
+   */
+  readonly consumerMemoryMb?: number;
+  /**
    * How a consumer waits for its answer: `park` submits, keeps the solver id and ends the
    * invocation (thread leases hold the cap; the governor watches parked tasks and hands each back
    * when its answer is ready; a leases table is created); `wait` keeps each invocation through its

@@ -14,7 +14,7 @@ import { ENV } from '../functions/core/environment.js';
 import type { Lane } from '../functions/core/governor/types.js';
 import { SERVICES } from '../functions/core/metric-names.js';
 import { grantConsumerWork } from './consumer-permissions.js';
-import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
+import { consumerSizing } from '../functions/core/function-sizing.js';
 import { FleetFunction } from './fleet-function.js';
 import { fleetEnvironment, type FleetEnvironmentInput } from './fleet-environment.js';
 import type { SolverKeySecret } from './solver-key-secret.js';
@@ -60,7 +60,7 @@ export class Consumer extends Construct {
     this.reservedConcurrency = (props.reserveConcurrency ?? true) ? ceilings.normal + ceilings.high : undefined;
 
     this.fleetFunction = new FleetFunction(this, 'Consumer', {
-      sizing: FUNCTION_SIZING.consumer,
+      sizing: consumerSizing(settings),
       entry: 'functions/consumer/handler.ts',
       // Its logs never carry a stack (an error is logged by name and message, a batch item's
       // failure is returned, not thrown), and its cold starts multiply with the load: no maps.

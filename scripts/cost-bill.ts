@@ -13,7 +13,7 @@ import {
   shardReadsAt,
 } from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
-import { FUNCTION_SIZING } from '../functions/core/function-sizing.js';
+import { consumerSizing, FUNCTION_SIZING } from '../functions/core/function-sizing.js';
 import { PARKED_SUBMIT_SECONDS } from '../functions/core/governor/submitters.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import { TRACES_DIR } from '../lab/bench.js';
@@ -73,6 +73,7 @@ export function monthParked(use: number): FleetUsage {
   return {
     ...waiting,
     invocationSeconds: solves * PARKED_SUBMIT_SECONDS,
+    consumerSizing: consumerSizing({ solveMode: 'park', tasksPerInvocation: 1 }),
     parked: {
       leaseTakes: solves,
       leaseReleases: solves,
@@ -102,9 +103,13 @@ export function monthlyBillMarkdown(): string {
       );
     }
   };
-  table('Before — solveMode wait: each invocation waits through its solve (256 MB arm64)', monthWaiting);
+  const sized = (usage: FleetUsage) => `${usage.consumerSizing?.memoryMb} MB ${usage.consumerSizing?.architecture}`;
   table(
-    'After — solveMode park, the default: thread leases, the governor watches and records (256 MB arm64)',
+    `Before — solveMode wait: each invocation waits through its solve (consumer ${sized(monthWaiting(1))})`,
+    monthWaiting,
+  );
+  table(
+    `After — solveMode park, the default: thread leases, the governor watches and records (consumer ${sized(monthParked(1))})`,
     monthParked,
   );
   return out.join('\n');

@@ -134,6 +134,11 @@ export const FleetConfigSchema = z.object({
    */
   governorMemoryMb: int(128, 10_240).optional(),
   /**
+   * The consumer's memory, MB (its CPU follows it). Unset: 192 MB parked, 256 MB waiting
+   * (functions/core/function-sizing.ts, consumerSizing).
+   */
+  consumerMemoryMb: int(128, 10_240).optional(),
+  /**
    * How a consumer waits for its solver's answer. `park` (the default): it takes a thread lease,
    * submits, keeps the solver id on the record and ends its invocation, the task's message hidden
    * until the solve's deadline; the governor, whose invocation runs all minute, polls every

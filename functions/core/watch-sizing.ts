@@ -8,13 +8,12 @@
  * threads the plan pays for wait for the watch instead of a task. The stack (lib/governor.ts)
  * and the cost model (functions/core/cost/fleet-bill.ts) both size it here.
  */
-import { FUNCTION_SIZING, type FunctionSizing } from './function-sizing.js';
+import { FUNCTION_SIZING, type FunctionSizing, LAMBDA_MB_PER_VCPU } from './function-sizing.js';
 import type { FleetSettings } from './settings.js';
 import { pollGapMs, pollRequestsFor } from './solver-protocol.js';
 import { watchPollMs } from './thread-leases.js';
 
-/** Lambda's CPU per memory: one vCPU at 1 769 MB. */
-export const LAMBDA_MB_PER_VCPU = 1_769;
+export { LAMBDA_MB_PER_VCPU };
 
 /** Lambda's largest function memory, MB. */
 const LAMBDA_MAX_MB = 10_240;

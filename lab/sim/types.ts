@@ -204,6 +204,8 @@ export interface RunResult {
   scalingChanges: number;
   /** Worker-seconds (pools, billed while idle) or invocation-seconds (Lambda). */
   computeSeconds: number;
+  /** The consumer's memory the run timed its CPU at, MB (Lambda policies; lab/model.ts `consumerMemoryMb`). */
+  consumerMemoryMb?: number;
   computeUsd: number;
   usdPer1000Solves: number | null;
   invocations: number;

@@ -12,7 +12,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, FleetConfigSchema, OverflowConfigSchema } from '../../functions/core/settings.js';
-import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
+import { consumerSizing, FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import { parkedGovernorSizing } from '../../functions/core/watch-sizing.js';
 import { CaptchaFleet } from '../../lib/captcha-fleet.js';
 import { DEPLOYMENT_PROP_KEYS } from '../../lib/config.js';
@@ -159,6 +159,40 @@ describe('CaptchaFleet in a stack of your own', () => {
       expect((error as ConfigError).problems[0]?.fix).toContain('planThreads');
     }
     expect(stack.node.tryFindChild('Captcha')).toBeUndefined();
+  });
+});
+
+describe('The consumer’s memory', () => {
+  const consumerMemory = (props: Record<string, unknown>): number => {
+    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
+    new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
+    const functions = Template.fromStack(stack).findResources('AWS::Lambda::Function', {
+      Properties: { FunctionName: 'shop-consumer' },
+    });
+    const [consumer] = Object.values(functions) as Array<{ Properties: { MemorySize: number } }>;
+    return consumer?.Properties.MemorySize as number;
+  };
+
+  it('is 192 MB parked, 256 MB waiting, and what consumerMemoryMb says when set, as the cost model bills it', () => {
+    expect(consumerMemory({})).toBe(192);
+    expect(consumerMemory({})).toBe(consumerSizing({ solveMode: 'park', tasksPerInvocation: 1 }).memoryMb);
+    expect(consumerMemory({ solveMode: 'wait' })).toBe(256);
+    expect(consumerMemory({ solveMode: 'wait' })).toBe(
+      consumerSizing({ solveMode: 'wait', tasksPerInvocation: 1 }).memoryMb,
+    );
+    expect(consumerMemory({ consumerMemoryMb: 512 })).toBe(512);
+    expect(consumerMemory({ solveMode: 'wait', consumerMemoryMb: 192 })).toBe(192);
+  });
+
+  it('refuses a memory Lambda cannot give, naming the field', () => {
+    const stack = new Stack(new App(), 'Shop');
+    try {
+      new CaptchaFleet(stack, 'Captcha', { consumerMemoryMb: 100 });
+      expect.unreachable('a 100 MB consumer was accepted');
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems.map((p) => p.field)).toEqual(['consumerMemoryMb']);
+    }
   });
 });
 

@@ -3,7 +3,7 @@
  * batches, ceilings, redrive, timeouts, concurrency, runtime, permissions, alarms and outputs,
  * plus cdk-nag and CloudFormation validation over the whole app.
  */
-import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
+import { consumerSizing, FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import {
@@ -169,7 +169,7 @@ describe('default stack', () => {
 
   it('deploys each function at the memory and architecture the cost model bills (functions/core/function-sizing.ts)', () => {
     for (const [name, sizing] of [
-      ['consumer', FUNCTION_SIZING.consumer],
+      ['consumer', consumerSizing(settings)],
       ['governor', FUNCTION_SIZING.governor],
       ['reporter', FUNCTION_SIZING.reporter],
     ] as const) {

@@ -25,7 +25,7 @@ import {
 } from '../../functions/core/cost/fleet-bill.js';
 import { WATCH_POLL_MS, WATCH_VIEW_MS } from '../../functions/core/thread-leases.js';
 import { AWS_PRICES } from '../../functions/core/cost/prices.js';
-import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
+import { consumerSizing, FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import { shippedTraces } from '../../lab/bench.js';
 import { costOfRun, textAnswerShareOf } from '../../lab/cost.js';
 import { createPolicy } from '../../lab/policies.js';
@@ -431,11 +431,16 @@ describe('the lab bill (lab/cost.ts)', () => {
   });
 
   it('bills a Lambda policy at the stack consumer’s memory and architecture, per second it held a task', () => {
+    // (the trace parks its tasks: the stack deploys that consumer at 192 MB, and the run timed its CPU there)
     const governor = run('governor');
     const cost = costOfRun(trace, governor);
     const duration = cost.bill.lines.find((l) => l.item.startsWith('consumer duration'));
-    expect(duration?.quantity).toBeCloseTo((governor.computeSeconds * FUNCTION_SIZING.consumer.memoryMb) / 1024, 6);
-    expect(duration?.usd).toBeCloseTo(((governor.computeSeconds * 256) / 1024) * 0.0000133334, 9);
+    const memoryMb = consumerSizing(trace.settings).memoryMb;
+    expect(memoryMb).toBe(FUNCTION_SIZING.parkedConsumer.memoryMb);
+    expect(governor.consumerMemoryMb).toBe(memoryMb);
+    expect(duration?.item).toBe('consumer duration (192 MB arm64)');
+    expect(duration?.quantity).toBeCloseTo((governor.computeSeconds * memoryMb) / 1024, 6);
+    expect(duration?.usd).toBeCloseTo(((governor.computeSeconds * 192) / 1024) * 0.0000133334, 9);
     expect(cost.planUsd).toBeCloseTo(50 * 0.25 * 0.0025, 9);
     expect(cost.bill.lines.some((l) => l.item.startsWith('governor duration'))).toBe(true);
   });

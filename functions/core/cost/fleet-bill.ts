@@ -6,7 +6,7 @@
  * modes are billed: `wait` (each invocation waits through its solve) and `park` (the parked
  * design: thread leases, the governor's watch records the answers; `FleetUsage.parked`).
  */
-import { FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
+import { consumerSizing, FUNCTION_SIZING, type FunctionSizing } from '../function-sizing.js';
 import { type Bill, type BillLine, billOf, LOGS_UNIT, pricer, strongReadUnits, writeUnits } from './bill.js';
 import { LEASE_META_ITEM_BYTES, LEASE_SLOT_ITEM_BYTES, shardKeys, WATCH_BATCH_MS } from '../thread-leases.js';
 import { solverBytesOut } from './solver-traffic.js';
@@ -440,8 +440,13 @@ export interface FleetUsage {
    * a token's three). @default 0 (every answer a token)
    */
   textAnswerShare?: number;
-  /** The consumer's function; FUNCTION_SIZING.consumer by default. */
+  /**
+   * The consumer's function. @default the stack's for one task an invocation (consumerSizing):
+   * the parked consumer's with `parked`, the waiting one's without
+   */
   consumerSizing?: FunctionSizing;
+  /** Billed seconds of the overflow consumer's invocations (FUNCTION_SIZING.overflowConsumer). @default 0 */
+  overflowInvocationSeconds?: number;
   /** The governor runs (Lambda policies governed by it). @default true */
   governor?: boolean;
   /** The fleet has an overflow lane: the governor reads the overflow consumer's store calls too. @default false */
@@ -596,9 +601,15 @@ function computeLines(usage: FleetUsage, prices: PriceTable): BillLine[] {
       p.lambdaRequests('consumer requests', usage.invocations),
     ];
   }
-  const sizing = usage.consumerSizing ?? FUNCTION_SIZING.consumer;
+  const sizing =
+    usage.consumerSizing ??
+    consumerSizing({ solveMode: usage.parked !== undefined ? 'park' : 'wait', tasksPerInvocation: 1 });
+  const overflow = usage.overflowInvocationSeconds ?? 0;
   return [
     p.lambdaDuration('consumer duration', sizing, usage.invocationSeconds),
+    ...(overflow > 0
+      ? [p.lambdaDuration('overflow consumer duration', FUNCTION_SIZING.overflowConsumer, overflow)]
+      : []),
     p.lambdaRequests('consumer requests', usage.invocations),
   ];
 }
