@@ -14,6 +14,9 @@
  *   delivers them, the CPU of each handler call (the first ones pay the clients' first requests);
  * - reads: a waiting invocation's round over the leases (`views` of the lane's shards: one Query
  *   each), with the shard empty, a quarter full and full.
+ *
+ * Plain HTTP to the emulators: Lambda's TLS to AWS comes on top (most of it in a cold start's
+ * first requests), and an arm64 core is not this machine's.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -21,7 +24,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { integer } from '../local/cli-values.js';
 import { ENV } from '../functions/core/environment.js';
-import { CONSUMER_CPU, lambdaCpuSeconds } from '../functions/core/function-sizing.js';
+import { CONSUMER_CPU, FUNCTION_SIZING, lambdaCpuSeconds } from '../functions/core/function-sizing.js';
 import { writeHandlerBundle } from '../lib/handler-bundle.js';
 import { type Built, cpuMs, type Fleet, parkAll, parkedFleet, startHost } from './lib/parked-fleet.js';
 
@@ -174,7 +177,7 @@ async function main(): Promise<void> {
     ...figures.readMs.map((r) => row(`a round over the leases, ${r.live} of ${PLAN} slots live`, r.cpu)),
     '',
     `The lab assumes ${CONSUMER_CPU.warmSeconds * 1000} ms a warm invocation, ${CONSUMER_CPU.initSeconds * 1000} ms a cold start adds, ${CONSUMER_CPU.readSeconds * 1000} ms a round over the leases (functions/core/function-sizing.ts, CONSUMER_CPU).`,
-    `At the median here a warm invocation's CPU takes ${ms(lambdaCpuSeconds(warm, 128) * 1000)} ms at 128 MB, ${ms(lambdaCpuSeconds(warm, 256) * 1000)} ms at 256 MB.`,
+    `At the median here a warm invocation's CPU takes ${[128, FUNCTION_SIZING.parkedConsumer.memoryMb, FUNCTION_SIZING.consumer.memoryMb].map((mb) => `${ms(lambdaCpuSeconds(warm, mb) * 1000)} ms at ${mb} MB`).join(', ')} (the parked consumer is deployed at ${FUNCTION_SIZING.parkedConsumer.memoryMb} MB).`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

@@ -51,7 +51,7 @@ export interface DesignRuns {
   parkedAllMinute: RunResult;
   /** The waiting design with its consumer at 128 MB (its CPU at half the share). */
   waitingSmall: RunResult;
-  /** The parked design with its consumer at 256 MB (as it was deployed before it was sized at 128 MB). */
+  /** The parked design with its consumer at 256 MB (as it was deployed before the parked consumer got its own memory). */
   parkedLarge: RunResult;
   oracle: RunResult;
 }
@@ -260,7 +260,7 @@ export function compareDesigns(trace: Trace, runs: DesignRuns, mix: MixFigures):
       { assumptions: { governorSecondsPerInvocation: 60 } },
     ),
     result(
-      "(f'') (f) with its consumer at 256 MB, as deployed before (its CPU at twice the share)",
+      "(f'') (f) with its consumer at 256 MB, as deployed before",
       runs.parkedLarge,
       usageOfRun(trace, runs.parkedLarge),
     ),

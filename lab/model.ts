@@ -1,6 +1,7 @@
 import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } from '../functions/core/backoff.js';
 import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
-import { CONSUMER_CPU } from '../functions/core/function-sizing.js';
+import { CONSUMER_CPU, FUNCTION_SIZING, lambdaCpuSeconds } from '../functions/core/function-sizing.js';
+import { PARKED_SUBMIT_SECONDS } from '../functions/core/governor/submitters.js';
 import { SQS_MAPPING_RAMP } from '../functions/core/mapping-ramp.js';
 import { LEASE_WAIT_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leases.js';
 
@@ -281,4 +282,16 @@ export function parseModelSettings(value: string): Partial<ModelParams> {
     model[key] = number;
   }
   return model as Partial<ModelParams>;
+}
+
+/**
+ * A parked invocation's length, s: `PARKED_SUBMIT_SECONDS` (0.5 s, set while the consumer ran at
+ * 256 MB: its I/O and its CPU there), its warm CPU taking longer at less memory (and less at more).
+ */
+export function parkedInvocationSeconds(
+  memoryMb: number,
+  cpuSeconds: number = DEFAULT_MODEL.consumerCpuSeconds,
+): number {
+  const at256 = lambdaCpuSeconds(cpuSeconds, FUNCTION_SIZING.consumer.memoryMb);
+  return PARKED_SUBMIT_SECONDS - at256 + lambdaCpuSeconds(cpuSeconds, memoryMb);
 }

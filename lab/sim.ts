@@ -25,7 +25,7 @@ import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js'
 import { ROOM_WAIT_MAX_MS } from '../functions/core/thread-ledger.js';
 import { at, bumpU16, bumpU8, f64, u16, u8 } from './arrays.js';
 import { EventHeap } from './heap.js';
-import { DEFAULT_MODEL, type ModelParams } from './model.js';
+import { DEFAULT_MODEL, type ModelParams, parkedInvocationSeconds } from './model.js';
 import { Rng } from './rng.js';
 import { ConsumerTiming } from './sim/consumer.js';
 import { LabThreadLedger } from './sim/ledger.js';
@@ -243,8 +243,8 @@ class Simulation {
     this.outagePauseSeconds = (governor.outageTicks * (governor.tickMs ?? this.settings.tickMs)) / 1000;
     this.floorThreads =
       Math.max(MAPPING_MIN_CONCURRENCY, this.settings.minConcurrency) * this.settings.tasksPerInvocation;
-    this.parked = policy.parked === true && this.lambda ? this.parkedDesign(root.fork(4)) : undefined;
     this.startSeconds = this.invocationStartSeconds(policy);
+    this.parked = policy.parked === true && this.lambda ? this.parkedDesign(root.fork(4)) : undefined;
   }
 
   /** The consumers' time before a submission: I/O, and their CPU at their memory's share of a vCPU. */
@@ -261,6 +261,7 @@ class Simulation {
       consumerSizing({
         solveMode: policy.parked === true ? 'park' : 'wait',
         tasksPerInvocation: this.settings.tasksPerInvocation,
+        consumerMemoryMb: this.settings.consumerMemoryMb,
       }).memoryMb;
     return {
       warm: m.invocationOverheadSeconds + lambdaCpuSeconds(m.consumerCpuSeconds, memoryMb),
@@ -300,7 +301,10 @@ class Simulation {
         if (this.roomWaiters.length > 0) this.wakeWaiter();
       },
     };
-    return new ParkedDesign(host, this.settings, this.model, rng);
+    return new ParkedDesign(host, this.settings, this.model, rng, {
+      invocationSeconds: parkedInvocationSeconds(this.startSeconds.memoryMb, this.model.consumerCpuSeconds),
+      readSeconds: this.startSeconds.read,
+    });
   }
 
   run(): RunResult {
@@ -1267,7 +1271,9 @@ class Simulation {
     let sum = 0;
     for (const latency of latencies) sum += latency;
     // A Lambda second is priced at the consumer's memory (computeUsdPerSecond is a 256 MB one's).
-    const perSecond = this.model.computeUsdPerSecond * (this.lambda ? this.startSeconds.memoryMb / 256 : 1);
+    const perSecond =
+      this.model.computeUsdPerSecond *
+      (this.lambda ? this.startSeconds.memoryMb / FUNCTION_SIZING.consumer.memoryMb : 1);
     const computeUsd =
       c.computeSeconds * perSecond + (this.lambda ? c.invocations * this.model.lambdaUsdPerRequest : 0);
     const arrivals = this.tasks.count;

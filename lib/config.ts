@@ -152,10 +152,10 @@ export interface FleetSettingsProps extends Readonly<Omit<FleetConfig, 'overflow
   /**
    * The consumer's memory, MB (128–10 240; Lambda's CPU follows memory). Parked, an invocation
    * lasts about half a second, mostly waiting on I/O, its process at about 150 MB resident after
-   * thousands of invocations: 192 MB bills three quarters of 256 MB's seconds (docs/cost.md, "The
-   * consumer's memory"). Raise it for batches (`tasksPerInvocation`) of large image tasks, or if
-   * Lambda's "Max Memory Used" comes near it.
-   * @default - 192 MB parked, 256 MB waiting
+   * thousands of invocations: at 192 MB an invocation bills about 0.83 of what it bills at 256 MB
+   * (three quarters of the memory, its CPU a little longer: docs/cost.md, "The consumer's
+   * memory"). Raise it if Lambda's "Max Memory Used" comes near it.
+   * @default - 192 MB parked one task an invocation, 256 MB waiting or in batches
    */
   readonly consumerMemoryMb?: number;
   /**

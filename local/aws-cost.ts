@@ -13,6 +13,7 @@ import {
   shardReadsAt,
 } from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
+import { consumerSizing } from '../functions/core/function-sizing.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import type { DemoSummary } from './demo.js';
 import { handedBack } from './demo/summary.js';
@@ -60,6 +61,12 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
     deliveries: s.consumer.received,
     invocations: s.consumer.invocations,
     invocationSeconds: s.consumer.invocationSeconds,
+    // The consumer at the memory the stack would give it for this run's design (batches when an
+    // invocation carried more than one message), whether or not anything parked.
+    consumerSizing: consumerSizing({
+      solveMode: s.consumer.solveMode,
+      tasksPerInvocation: s.consumer.received > s.consumer.invocations ? 2 : 1,
+    }),
     // The simulator's own count: submissions answered in an outage, refused for money, the key or a
     // parameter, or failed transiently, took no task and wrote no solver id.
     acceptedSubmissions: s.solver.accepted,

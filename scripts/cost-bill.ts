@@ -14,7 +14,7 @@ import {
 } from '../functions/core/cost/fleet-bill.js';
 import { AWS_PRICES } from '../functions/core/cost/prices.js';
 import { consumerSizing, FUNCTION_SIZING } from '../functions/core/function-sizing.js';
-import { PARKED_SUBMIT_SECONDS } from '../functions/core/governor/submitters.js';
+import { parkedInvocationSeconds } from '../lab/model.js';
 import { shardKeys } from '../functions/core/thread-leases.js';
 import { TRACES_DIR } from '../lab/bench.js';
 import { textAnswerShareOf } from '../lab/cost.js';
@@ -59,11 +59,13 @@ export function monthWaiting(use: number): FleetUsage {
 
 /**
  * The same month in the parked design as built (solveMode `park`, the default): each task one
- * invocation that takes a lease, submits and parks (`PARKED_SUBMIT_SECONDS`), the governor's watch
+ * invocation that takes a lease, submits and parks (`parkedInvocationSeconds`), the governor's watch
  * records its answer. The leases held are the busy threads; the governor reads every shard at
  * each of its watch's reads of the leases (one a second) and its ticks (`governorShardQueries`).
  * A month without backlog: no invocation waits for a slot.
  */
+const PARKED_CONSUMER = consumerSizing({ solveMode: 'park', tasksPerInvocation: 1 });
+
 export function monthParked(use: number): FleetUsage {
   const waiting = monthWaiting(use);
   const solves = waiting.solved;
@@ -72,8 +74,9 @@ export function monthParked(use: number): FleetUsage {
   const live = Math.ceil(Math.round(PLAN_THREADS * use) / shards);
   return {
     ...waiting,
-    invocationSeconds: solves * PARKED_SUBMIT_SECONDS,
-    consumerSizing: consumerSizing({ solveMode: 'park', tasksPerInvocation: 1 }),
+    // Each invocation's CPU at the parked consumer's memory (lab/model.ts).
+    invocationSeconds: solves * parkedInvocationSeconds(PARKED_CONSUMER.memoryMb),
+    consumerSizing: PARKED_CONSUMER,
     parked: {
       leaseTakes: solves,
       leaseReleases: solves,

@@ -26,7 +26,7 @@ export const FLEET_FUNCTION_ARCHITECTURE: FunctionArchitecture = 'arm64';
 
 /** The fleet's functions, as the stack deploys them; the consumer's memory follows its settings (consumerSizing). */
 export const FUNCTION_SIZING = {
-  /** The consumer that waits through its solve (solveMode `wait`), or takes batches of large tasks. */
+  /** The consumer that waits through its solve (solveMode `wait`), or takes batches (`tasksPerInvocation` > 1). */
   consumer: { memoryMb: 256, architecture: FLEET_FUNCTION_ARCHITECTURE },
   /**
    * The consumer that parks its task (solveMode `park`, the default): its invocation lasts about
@@ -69,10 +69,13 @@ export interface ConsumerSizingSettings {
 
 /**
  * The consumer's function as the stack deploys it: `consumerMemoryMb` when set; else 192 MB when it
- * parks its task (FUNCTION_SIZING.parkedConsumer), 256 MB when it waits through its solve.
+ * parks one task an invocation (FUNCTION_SIZING.parkedConsumer), 256 MB when it waits through its
+ * solve or takes batches (ten of the largest image tasks reach 134–143 MB under 128 MB's flags).
  */
 export function consumerSizing(settings: ConsumerSizingSettings): FunctionSizing {
   if (settings.consumerMemoryMb !== undefined)
     return { ...FUNCTION_SIZING.consumer, memoryMb: settings.consumerMemoryMb };
-  return settings.solveMode === 'park' ? FUNCTION_SIZING.parkedConsumer : FUNCTION_SIZING.consumer;
+  return settings.solveMode === 'park' && settings.tasksPerInvocation === 1
+    ? FUNCTION_SIZING.parkedConsumer
+    : FUNCTION_SIZING.consumer;
 }

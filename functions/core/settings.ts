@@ -134,7 +134,7 @@ export const FleetConfigSchema = z.object({
    */
   governorMemoryMb: int(128, 10_240).optional(),
   /**
-   * The consumer's memory, MB (its CPU follows it). Unset: 192 MB parked, 256 MB waiting
+   * The consumer's memory, MB (its CPU follows it). Unset: 192 MB parked one task an invocation, 256 MB waiting or in batches
    * (functions/core/function-sizing.ts, consumerSizing).
    */
   consumerMemoryMb: int(128, 10_240).optional(),

@@ -12,7 +12,7 @@
  *   smaller one, `waitPollSeconds`; up to its deadline while live
  *   leases hold every open slot, `fullOfLive`). Refused over the cap, it records the refusal in the slot's shard and gives the
  *   slot back.
- * - Accepted, the task parks: the invocation ends `PARKED_SUBMIT_SECONDS` after it began, the
+ * - Accepted, the task parks: the invocation ends `PARKED_SUBMIT_SECONDS` after it began (its CPU at the consumer's memory: lab/model.ts parkedInvocationSeconds), the
  *   message stays hidden, the slot stays taken (functions/consumer/task-run.ts, submitToPark).
  * - The watch runs a round every `watchRoundSeconds` (one bulk poll of the solver; by default the
  *   governor's cadence for the plan, `watchRoundSecondsOf`) while the
@@ -193,6 +193,14 @@ export class ParkedDesign {
     settings: FleetSettings,
     private readonly model: ModelParams,
     rng: Rng,
+    /**
+     * The consumer at its memory: a parked invocation's length, and the CPU time of a waiting
+     * invocation's read for a slot (which comes on top of its pause), s.
+     */
+    private readonly consumer: { invocationSeconds: number; readSeconds: number } = {
+      invocationSeconds: PARKED_SUBMIT_SECONDS,
+      readSeconds: 0,
+    },
   ) {
     this.planCap = settings.effectiveCap;
     this.views = shardKeys('primary', this.planCap).map((shard) => ({ shard, meta: undefined, slots: [] }));
@@ -348,7 +356,7 @@ export class ParkedDesign {
     const tasks = this.host.tasks;
     this.ensure(id);
     this.counts.parked++;
-    const ends = Math.max(t, f64(tasks.invocationStart, id) + PARKED_SUBMIT_SECONDS);
+    const ends = Math.max(t, f64(tasks.invocationStart, id) + this.consumer.invocationSeconds);
     this.heap.push(ends, id * 4 + P_INVOCATION_END);
     const settled = held.takenAt + this.model.watchSettleSeconds;
     if (again) {
@@ -587,7 +595,7 @@ export class ParkedDesign {
     if (since === undefined) return;
     this.waitingSince.delete(id);
     this.counts.slotWaitSeconds += t - since;
-    const polls = Math.floor((t - since) / this.waitPollSeconds() + 1e-9);
+    const polls = Math.floor((t - since) / (this.waitPollSeconds() + this.consumer.readSeconds) + 1e-9);
     if (polls > 0) for (const view of this.views) bump(this.counts.consumerShardReads, view.slots.length, polls);
   }
 

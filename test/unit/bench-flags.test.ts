@@ -62,6 +62,7 @@ describe.concurrent('the benchmarks refuse a bad flag before they run', () => {
     // Its own parser read an empty value as 0 and took any size: the CLI's now.
     ['bench/pipeline.ts', ['--seed', ''], /--seed <n>.*'' is invalid.*whole number from 0/],
     ['bench/watch-cpu.ts', ['--tasks', '1e9'], /--tasks <n>.*'1e9' is invalid.*whole number from 1 to 10000/],
+    ['bench/consumer-cpu.ts', ['--reads', '1.5'], /--reads <n>.*'1\.5' is invalid.*whole number from 1 to 10000/],
     ['bench/faults.ts', ['--rate', '0'], /--rate <r>.*'0' is invalid.*a rate above 0/],
   ];
   for (const [script, args, message] of cases) {

@@ -445,6 +445,17 @@ describe('the lab bill (lab/cost.ts)', () => {
     expect(cost.bill.lines.some((l) => l.item.startsWith('governor duration'))).toBe(true);
   });
 
+  it("times and bills a trace's own consumerMemoryMb, as the stack would deploy it", () => {
+    // A review: the lab took the stack's default memory whatever the trace's fleet set.
+    const big = { ...trace, settings: { ...trace.settings, consumerMemoryMb: 512 } } as Trace;
+    const result = simulate(big, createPolicy('governor', big.settings), { seed: 3 });
+    expect(result.consumerMemoryMb).toBe(512);
+    const duration = costOfRun(big, result).bill.lines.find((l) => l.item.startsWith('consumer duration'));
+    expect(duration?.item).toBe('consumer duration (512 MB arm64)');
+    // More CPU: the invocations before a submission are shorter than at 192 MB.
+    expect(result.latency.p95 ?? 0).toBeLessThanOrEqual(run('governor').latency.p95 ?? 0);
+  });
+
   it('bills the parked design from its own counts: its short invocations, its leases and its watch', () => {
     const parked = run('governor');
     const waiting = simulate(
@@ -580,6 +591,13 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
 
   it('bills a waiting run without leases', () => {
     expect(usageOfSummary(summary(0)).parked).toBeUndefined();
+    // The consumer at the memory the stack gives the run's design, whether or not anything parked
+    // (a review: a parked run that parked nothing was billed at the waiting consumer's 256 MB)
+    const inDesign = (solveMode: 'park' | 'wait') =>
+      usageOfSummary({ ...summary(0), consumer: { ...summary(0).consumer, solveMode } } as DemoSummary).consumerSizing
+        ?.memoryMb;
+    expect(inDesign('park')).toBe(FUNCTION_SIZING.parkedConsumer.memoryMb);
+    expect(inDesign('wait')).toBe(FUNCTION_SIZING.consumer.memoryMb);
     expect(usageOfSummary(summary(0)).handBacks).toBe(3);
   });
 
