@@ -162,16 +162,19 @@ describe('CaptchaFleet in a stack of your own', () => {
   });
 });
 
+/** The MemorySize of the fleet's function `shop-<name>` in a stack built with `props`. */
+function memoryOf(name: 'consumer' | 'governor', props: Record<string, unknown>): number {
+  const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
+  new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
+  const functions = Template.fromStack(stack).findResources('AWS::Lambda::Function', {
+    Properties: { FunctionName: `shop-${name}` },
+  });
+  const [found] = Object.values(functions) as Array<{ Properties: { MemorySize: number } }>;
+  return found?.Properties.MemorySize as number;
+}
+
 describe('The consumer’s memory', () => {
-  const consumerMemory = (props: Record<string, unknown>): number => {
-    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
-    new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
-    const functions = Template.fromStack(stack).findResources('AWS::Lambda::Function', {
-      Properties: { FunctionName: 'shop-consumer' },
-    });
-    const [consumer] = Object.values(functions) as Array<{ Properties: { MemorySize: number } }>;
-    return consumer?.Properties.MemorySize as number;
-  };
+  const consumerMemory = (props: Record<string, unknown>): number => memoryOf('consumer', props);
 
   it('is 192 MB parked, 256 MB waiting, and what consumerMemoryMb says when set, as the cost model bills it', () => {
     expect(consumerMemory({})).toBe(192);
@@ -197,15 +200,7 @@ describe('The consumer’s memory', () => {
 });
 
 describe('The governor’s memory', () => {
-  const governorMemory = (props: Record<string, unknown>): number => {
-    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Shop');
-    new CaptchaFleet(stack, 'Captcha', { prefix: 'shop', ...props });
-    const functions = Template.fromStack(stack).findResources('AWS::Lambda::Function', {
-      Properties: { FunctionName: 'shop-governor' },
-    });
-    const [governor] = Object.values(functions) as Array<{ Properties: { MemorySize: number } }>;
-    return governor?.Properties.MemorySize as number;
-  };
+  const governorMemory = (props: Record<string, unknown>): number => memoryOf('governor', props);
 
   it('grows with the plan in the parked design, as the cost model bills it; waiting, or set, it is what it says', () => {
     const parked600 = parkedGovernorSizing({ planThreads: 600, solverProtocol: 'res-php', dialect: 'captchaai' });
