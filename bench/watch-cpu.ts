@@ -18,7 +18,8 @@
 import { Command } from 'commander';
 import { integer } from '../local/cli-values.js';
 import { pollRequestsFor } from '../functions/core/solver-protocol.js';
-import { LAMBDA_MB_PER_VCPU, parkedGovernorSizing, WATCH_CPU, watchCpuNeed } from '../functions/core/watch-sizing.js';
+import { LAMBDA_MB_PER_VCPU } from '../functions/core/function-sizing.js';
+import { parkedGovernorSizing, WATCH_CPU, watchCpuNeed } from '../functions/core/watch-sizing.js';
 import { type Built, cpuMs, parkAll, parkedFleet, sleep, startHost } from './lib/parked-fleet.js';
 
 interface Figures {

@@ -149,6 +149,18 @@ class Counters {
   readonly reasons: Record<string, number> = {};
 }
 
+/**
+ * The consumer's times at its memory, s: a warm invocation's before its submission (I/O and CPU),
+ * what a cold start adds, the overflow consumer's before its submission, a read for a freed slot.
+ */
+interface ConsumerStart {
+  warm: number;
+  cold: number;
+  overflow: number;
+  read: number;
+  memoryMb: number;
+}
+
 class Simulation {
   private readonly settings: FleetSettings;
   private readonly model: ModelParams;
@@ -202,7 +214,7 @@ class Simulation {
   /** Threads the mapping's floor needs: fewer free than this and the fleet is starved. */
   private readonly floorThreads: number;
   /** A warm consumer invocation's time before its submission, and what a cold start adds, s: I/O, and CPU at the function's memory. */
-  private readonly startSeconds: { warm: number; cold: number; overflow: number; read: number; memoryMb: number };
+  private readonly startSeconds: ConsumerStart;
   /** Seconds of outage before the governor pauses (its outageTicks ticks): the parked floor rides out shorter ones. */
   private readonly outagePauseSeconds: number;
   /** The parked design's leases and watch (a policy that parks, lab/sim/parked.ts); undefined in the waiting design. */
@@ -248,13 +260,7 @@ class Simulation {
   }
 
   /** The consumers' time before a submission: I/O, and their CPU at their memory's share of a vCPU. */
-  private invocationStartSeconds(policy: Policy): {
-    warm: number;
-    cold: number;
-    overflow: number;
-    read: number;
-    memoryMb: number;
-  } {
+  private invocationStartSeconds(policy: Policy): ConsumerStart {
     const m = this.model;
     const memoryMb =
       m.consumerMemoryMb ??

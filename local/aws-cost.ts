@@ -61,12 +61,8 @@ export function usageOfSummary(s: DemoSummary): FleetUsage {
     deliveries: s.consumer.received,
     invocations: s.consumer.invocations,
     invocationSeconds: s.consumer.invocationSeconds,
-    // The consumer at the memory the stack would give it for this run's design (batches when an
-    // invocation carried more than one message), whether or not anything parked.
-    consumerSizing: consumerSizing({
-      solveMode: s.consumer.solveMode,
-      tasksPerInvocation: s.consumer.received > s.consumer.invocations ? 2 : 1,
-    }),
+    // The consumer at the memory the stack would give this run's settings, whether or not anything parked.
+    consumerSizing: consumerSizing(s.consumer),
     // The simulator's own count: submissions answered in an outage, refused for money, the key or a
     // parameter, or failed transiently, took no task and wrote no solver id.
     acceptedSubmissions: s.solver.accepted,

@@ -13,8 +13,6 @@ import type { FleetSettings } from './settings.js';
 import { pollGapMs, pollRequestsFor } from './solver-protocol.js';
 import { watchPollMs } from './thread-leases.js';
 
-export { LAMBDA_MB_PER_VCPU };
-
 /** Lambda's largest function memory, MB. */
 const LAMBDA_MAX_MB = 10_240;
 

@@ -332,6 +332,7 @@ function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
   const poller = stack.pollerStats();
   return {
     solveMode: stack.settings.solveMode,
+    tasksPerInvocation: stack.settings.tasksPerInvocation,
     invocations: poller.invocations,
     received: poller.received,
     requeued: stack.metrics.total(METRICS.requeued).sum,

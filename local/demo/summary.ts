@@ -194,6 +194,8 @@ export interface DemoSummary {
   consumer: {
     /** The design the run's consumers ran (`--solve-mode`, the stack's `solveMode`). */
     solveMode: SolveMode;
+    /** Tasks an invocation takes (`--batch-size`, the stack's `tasksPerInvocation`). */
+    tasksPerInvocation: number;
     invocations: number;
     /** Messages the pollers handed the consumer (deliveries, each claimed; a batch's in one invocation). */
     received: number;

@@ -74,6 +74,7 @@ export function demoSummaryFixture(unknown = false): DemoSummary {
     },
     consumer: {
       solveMode: 'park',
+      tasksPerInvocation: 1,
       invocations: 2,
       received: 2,
       requeued: 0,

@@ -491,6 +491,7 @@ describe("the local run's bill (local/aws-cost.ts)", () => {
         invocations: 100,
         received: 100,
         requeued: 0,
+        tasksPerInvocation: 1,
         parked,
         invocationSeconds: 50,
         retriedItems: parked + 3,

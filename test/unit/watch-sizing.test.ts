@@ -3,10 +3,9 @@
  * Lambda's CPU follows memory, and the watch's polls and records grow with the plan.
  */
 import { describe, expect, it } from 'vitest';
-import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
+import { FUNCTION_SIZING, LAMBDA_MB_PER_VCPU } from '../../functions/core/function-sizing.js';
 import {
   governorCpuWarning,
-  LAMBDA_MB_PER_VCPU,
   parkedGovernorSizing,
   WATCH_CPU,
   watchCpuNeed,
