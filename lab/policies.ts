@@ -144,6 +144,7 @@ function governorPolicy(settings: FleetSettings): Policy {
         reason: primary.reason.code,
         probe: primary.probe,
         ...(primary.spendGrant ? { grant: primary.spendGrant } : {}),
+        ...(primary.liftHold !== undefined ? { liftHold: primary.liftHold } : {}),
       };
     },
   };

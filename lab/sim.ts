@@ -1041,7 +1041,7 @@ class Simulation {
       if (target !== this.mapping.ceiling || enabled !== this.mapping.enabled) this.c.scalingChanges++;
       this.mapping.set(target, enabled);
     }
-    if (action.leases !== undefined) this.parked?.open(action.leases);
+    if (action.leases !== undefined) this.parked?.open(action.leases, action.liftHold);
     if (action.probe === true && this.lambda && !woken) this.probe();
     if (this.lambda) this.grant(action);
     if (!woken) this.heap.push(this.t + periodSeconds, K_TICK);

@@ -147,7 +147,8 @@ export class Governor extends Construct {
       new iam.PolicyStatement({
         sid: 'ThreadLedger',
         // The consumer's thread ledger: read once a tick; updated by the governor's own probe
-        // submission (its answer, as a consumer's) and by the spend grant near the pause level.
+        // submission (its answer, as a consumer's), by the spend grant near the pause level and
+        // by the parked fleet's held test (the refusals' hold lifted: `liftedAt`).
         actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
         resources: [props.governorTable.tableArn],
         conditions: partitionsOnly(THREAD_LEDGER_ID),

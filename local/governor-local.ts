@@ -13,7 +13,7 @@ import { createQueueSignals } from '../functions/adapters/queue-signals.js';
 import { SERVICES, METRICS } from '../functions/core/metric-names.js';
 import type { SolverPort } from '../functions/core/ports.js';
 import type { StoreSample } from '../functions/core/store-health.js';
-import type { SpendGrantWriter, ThreadLedgerReader } from '../functions/core/thread-ledger.js';
+import type { RefusalHoldLifter, SpendGrantWriter, ThreadLedgerReader } from '../functions/core/thread-ledger.js';
 import type { FleetSettings } from '../functions/core/settings.js';
 import { MAPPING_MIN_CONCURRENCY, MAPPING_MAX_CONCURRENCY } from '../functions/core/settings.js';
 import { governorConfigFrom } from '../functions/core/governor/policy.js';
@@ -77,6 +77,8 @@ export interface LocalGovernorOptions {
   threadLedger?: ThreadLedgerReader;
   /** Where the governor's spend grant goes (the same ledger item), as in AWS. Absent: no grant. */
   spendGrant?: SpendGrantWriter;
+  /** Where the parked fleet's held test lifts the refusals' hold (the same ledger item), as in AWS. */
+  refusalHold?: RefusalHoldLifter;
   /**
    * The parked design (solveMode `park`): the lane's thread leases (the slots each decision opens;
    * `threadLedger` is then the leased reader, functions/governor/lease-step.ts) and the watch that
@@ -379,6 +381,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     }),
     ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
     ...(options.spendGrant ? { spendGrant: options.spendGrant } : {}),
+    ...(options.refusalHold ? { refusalHold: options.refusalHold } : {}),
     ...(options.stores ? { stores: options.stores } : {}),
     ...(options.probe ? { probe: options.probe } : {}),
     actuator: parked ? withLeaseLimits(actuator, parked.lane, log) : actuator,

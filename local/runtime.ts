@@ -778,6 +778,7 @@ async function startGovernor(
     state: createDynamoGovernorState({ documents: clients.documents, tableName: resources.tables.governor }),
     threadLedger: reader ?? ledger,
     spendGrant: ledger,
+    ...(reader !== undefined ? { refusalHold: ledger } : {}),
     // One probe submission a tick while others hold the plan, as in AWS (functions/governor/wiring.ts):
     // the governed client's over-cap retries are off, so a probe is refused once at most.
     probe: createThreadProbe({

@@ -25,13 +25,16 @@
  * REMOVEs the counters of minutes the parked fleet's metric window no longer reads
  * (functions/core/solve-window.ts): submissions counted without a write of their own.
  *
- * The governor writes two things here: its spend grant (`grantLimit`, `grantUntil`), set each tick
- * the money above the pause level is nearly spent and removed when it is not; and, in the parked
- * design, the answers its watch recorded, ADDed to `solved` in batches (`countSolved`).
+ * The governor writes three things here: its spend grant (`grantLimit`, `grantUntil`), set each tick
+ * the money above the pause level is nearly spent and removed when it is not; in the parked
+ * design, the answers its watch recorded, ADDed to `solved` in batches (`countSolved`); and the
+ * time up to which it lifted the refusals' hold (`liftedAt`, `liftHold`: its test of one thread
+ * more while a refusal holds the fleet).
  */
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type {
   LedgerEvent,
+  RefusalHoldLifter,
   SolvedCounter,
   SpendGrant,
   SpendGrantWriter,
@@ -103,7 +106,11 @@ export class ThreadLedgerError extends Error {
  * The ledger's sides: the consumer's recorder, the governor's reader, its spend grant and its
  * watch's count of the solves it recorded.
  */
-export type ThreadLedger = ThreadLedgerRecorder & ThreadLedgerReader & SpendGrantWriter & SolvedCounter;
+export type ThreadLedger = ThreadLedgerRecorder &
+  ThreadLedgerReader &
+  SpendGrantWriter &
+  SolvedCounter &
+  RefusalHoldLifter;
 
 /** Build the ledger on DynamoDB (or dynalite): the consumer's recorder and the governor's reader in one. */
 export function createDynamoThreadLedger(
@@ -233,6 +240,10 @@ export function createDynamoThreadLedger(
       await send('grant', new UpdateCommand({ ...key, ...grantUpdate(grant) }));
     },
 
+    async liftHold(refusedAt) {
+      await sendIf('hold lift', new UpdateCommand({ ...key, ...liftUpdate(refusedAt) }));
+    },
+
     ...grantReservations(key, sendIf),
 
     async countSolved(count) {
@@ -353,6 +364,15 @@ function grantReservations(
   };
 }
 
+/** The update that lifts the hold of the refusals at or before `refusedAt`; never back (a later lift stands). */
+function liftUpdate(refusedAt: number) {
+  return {
+    UpdateExpression: 'SET liftedAt = :at',
+    ConditionExpression: 'attribute_not_exists(liftedAt) OR liftedAt < :at',
+    ExpressionAttributeValues: { ':at': refusedAt },
+  };
+}
+
 /** The update that sets the governor's spend grant, or removes it. */
 function grantUpdate(grant: SpendGrant | undefined) {
   return grant === undefined
@@ -386,6 +406,7 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
   const leftover = Math.max(0, num(`o${bucket + 1}`) + num(`o${bucket}`) + num(`o${bucket - 1}`));
   const run = item?.refusalRun;
   const grant = grantOf(item);
+  const lifted = item?.liftedAt;
   return {
     // A release can land before its acceptance's ADD (both are unordered writes): never below 0.
     held: Math.max(0, num(`h${bucket + 1}`) + num(`h${bucket}`) + num(`h${bucket - 1}`)),
@@ -399,6 +420,7 @@ export function readingOf(item: Record<string, unknown> | undefined, bucket: num
     ...(lastAcceptance ? { lastAcceptance } : {}),
     ...(typeof run === 'number' && Number.isFinite(run) ? { refusalRun: Math.max(0, run) } : {}),
     ...(grant ? { grant } : {}),
+    ...(typeof lifted === 'number' && Number.isFinite(lifted) ? { liftedAt: lifted } : {}),
   };
 }
 
@@ -497,6 +519,9 @@ export function createMemoryThreadLedger(options: { leaseMs: number; clock?: () 
     },
     async countSolved(count) {
       if (count > 0) add('solved', count);
+    },
+    async liftHold(refusedAt) {
+      item.liftedAt = Math.max(item.liftedAt ?? Number.NEGATIVE_INFINITY, refusedAt);
     },
     async setGrant(grant) {
       if (grant === undefined) {

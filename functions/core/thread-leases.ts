@@ -360,7 +360,7 @@ export function slotsInForce(
  * before a fresh submission anyway (the spend grant), holds the whole fleet off after one.
  */
 export function fleetRoomOf(
-  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'> | undefined,
+  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun' | 'liftedAt'> | undefined,
   planCap: number,
   now: number,
 ): number | undefined {

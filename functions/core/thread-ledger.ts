@@ -45,6 +45,12 @@ export interface ThreadLedgerReading {
   refusalRun?: number;
   /** The newest accepted submission: accepted while the fleet held `held` ⇒ others hold ≤ plan − held − 1. */
   lastAcceptance?: LedgerEvent;
+  /**
+   * The governor lifted the hold of refusals recorded at or before this epoch ms (`liftHold`: a
+   * test of one thread more its climb budget pays for, before the hold lapses by itself). A newer
+   * refusal holds as any. Absent until it lifted one.
+   */
+  liftedAt?: number;
   /** The governor's spend grant, when it set one (the money above the pause level is nearly spent). */
   grant?: SpendGrant;
   /**
@@ -91,6 +97,15 @@ export function grantUsedUp(
 /** The governor's side of the grant: set it each tick it is in force, clear it when not. */
 export interface SpendGrantWriter {
   setGrant(grant: SpendGrant | undefined): Promise<void>;
+}
+
+/**
+ * The governor's side of a held fleet's test (the parked design): lift the hold of the refusals
+ * recorded at or before `refusedAt` (the ledger's `liftedAt`), so the consumers take the one
+ * thread more the governor opened this tick instead of waiting out the hold-off.
+ */
+export interface RefusalHoldLifter {
+  liftHold(refusedAt: number): Promise<void>;
 }
 
 /**
@@ -169,7 +184,8 @@ export const REFUSAL_HOLD_OFF_MS = 60_000;
  * - A refusal while the fleet held `h`: at most `h` are the fleet's to hold. It stays in force
  *   until an acceptance while the fleet held at least `h` (the plan had room past the refused
  *   count: others left), or `holdOffMs` after it (then one submission tests the count again), so
- *   a ledger that misses an acceptance cannot hold the fleet down for long. An acceptance below
+ *   a ledger that misses an acceptance cannot hold the fleet down for long, or until the governor
+ *   lifts it (`liftedAt`: the parked design's test of one thread more, sooner than the hold-off). An acceptance below
  *   `h` only shows a freed thread of the fleet's own taken back, and does not lift it (lifting
  *   it there made every freed thread cost one more refusal).
  * - A refusal that follows another with no acceptance between (a run): others take the threads
@@ -180,13 +196,14 @@ export const REFUSAL_HOLD_OFF_MS = 60_000;
  *   newest refusal's count holds once more).
  */
 export function roomLimit(
-  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'>,
+  reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun' | 'liftedAt'>,
   planCap: number,
   now: number,
   holdOffMs: number = REFUSAL_HOLD_OFF_MS,
 ): number {
   const refusal = reading.lastRefusal;
   if (refusal === undefined || now - refusal.at > holdOffMs) return planCap;
+  if (reading.liftedAt !== undefined && refusal.at <= reading.liftedAt) return planCap;
   const acceptance = reading.lastAcceptance;
   const accepted = acceptedSinceRefusal(reading);
   if (accepted && acceptance !== undefined && acceptance.held >= refusal.held) return planCap;

@@ -149,6 +149,9 @@ export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: 
         ceilings: decision.submitters ?? decision.ceilings,
         enabled: decision.enabled,
       });
+      // A held test: the shards' own refusal hold-offs (of refusals at or before it) go with the
+      // ledger's hold (the loop lifts it after this), so the invocation opened now is taken.
+      if (decision.liftHold !== undefined) await clearHoldOffs(lane, decision.liftHold, log);
       const limits = shardLimits(threadsOpened(decision, lane), lane.planCap);
       const lanes = { normal: decision.ceilings.normal, high: decision.ceilings.high };
       known = lanes;
@@ -176,4 +179,14 @@ export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: 
       return { changes };
     },
   };
+}
+
+/** Clear the lane's shard refusal hold-offs of refusals at or before `refusedAt` (a newer one stands). */
+async function clearHoldOffs(lane: LeasedLane, refusedAt: number, log?: GovernorLog): Promise<void> {
+  for (const shard of lane.shards)
+    await lane.leases
+      .clearRefusal(shard, refusedAt + 1)
+      .catch((error: unknown) =>
+        log?.warn('refusal hold-off not cleared; it lapses by itself', { error: (error as Error).message }),
+      );
 }

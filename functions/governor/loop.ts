@@ -26,7 +26,7 @@ import {
   storeCallsWant,
   storeDependencies,
 } from '../core/store-health.js';
-import type { SpendGrant, SpendGrantWriter, ThreadLedgerReader } from '../core/thread-ledger.js';
+import type { RefusalHoldLifter, SpendGrant, SpendGrantWriter, ThreadLedgerReader } from '../core/thread-ledger.js';
 import { decideTick, initialState } from '../core/governor/policy.js';
 import type { OverflowDecision, OverflowSignals } from '../core/governor/overflow.js';
 import { assembleSignals, METRICS_READ_MS, type QueueReading } from '../core/governor/signals.js';
@@ -112,6 +112,12 @@ export interface GovernorLoopOptions {
    * (the money pauses by the projection alone).
    */
   spendGrant?: SpendGrantWriter;
+  /**
+   * Where the decision's held test lifts the refusals' hold (the thread ledger item's `liftedAt`),
+   * after the actuator opened the one invocation more (and cleared the lease shards' hold-offs).
+   * Absent: the hold lapses by itself, a minute after its refusal.
+   */
+  refusalHold?: RefusalHoldLifter;
 }
 
 /** The stores judged this tick, reading the consumers' calls the view allows; undefined when not watched or unread. */
@@ -274,6 +280,25 @@ function createGrantKeeper(writer: SpendGrantWriter | undefined, log: GovernorLo
   };
 }
 
+/**
+ * Lifts the hold of the refusals at or before `refusedAt` for the decision's held test (after the
+ * actuator opened the invocation it tests). A failed write is logged: the hold lapses by itself.
+ */
+async function liftHold(
+  lifter: RefusalHoldLifter | undefined,
+  refusedAt: number | undefined,
+  log: GovernorLog | undefined,
+): Promise<string[]> {
+  if (lifter === undefined || refusedAt === undefined) return [];
+  try {
+    await lifter.liftHold(refusedAt);
+    return ['refusal hold lifted: testing one invocation more'];
+  } catch (error) {
+    log?.warn('refusal hold not lifted; it lapses by itself', { error: (error as Error).message });
+    return [];
+  }
+}
+
 /** The state this tick decides from: the store's, or (when its read fails) the loop's own with the store reported down. */
 interface LoadedState {
   state: GovernorState;
@@ -300,10 +325,11 @@ function createStateKeeper(
    */
   let unsaved = false;
   const writeGrant = createGrantKeeper(options.spendGrant, options.log);
-  /** Move the primary's lanes and write its spend grant. */
+  /** Move the primary's lanes, write its spend grant and lift a held fleet's hold for its test. */
   const applyPrimary = async (primary: Decision) => [
     ...(await options.actuator.apply(primary)).changes,
     ...(await writeGrant(primary.spendGrant)),
+    ...(await liftHold(options.refusalHold, primary.liftHold, options.log)),
   ];
   const loadState = async (now: number): Promise<LoadedState> => {
     if (persisted !== undefined) return persisted;

@@ -276,6 +276,8 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     // held threads from the leases when the fleet parks).
     ...(leasedReader ? { threadLedger: leasedReader } : threadLedger ? { threadLedger } : {}),
     ...(threadLedger ? { spendGrant: threadLedger } : {}),
+    // The parked fleet's held test lifts the refusals' hold on the same item.
+    ...(threadLedger && leasedReader ? { refusalHold: threadLedger } : {}),
     ...(probe ? { probe } : {}),
     stores,
     actuator: withLeases(

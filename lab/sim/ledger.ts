@@ -19,6 +19,13 @@ export class LabThreadLedger {
   private lastAcceptance: LedgerEvent | undefined;
   /** Refusals since the newest acceptance. */
   private refusalRun = 0;
+  /** The governor lifted the hold of refusals at or before this epoch ms (its held test). */
+  private liftedAt: number | undefined;
+
+  /** The governor's held test lifts the hold of the refusals at or before `atMs` (never back). */
+  liftHold(atMs: number): void {
+    this.liftedAt = Math.max(this.liftedAt ?? Number.NEGATIVE_INFINITY, atMs);
+  }
 
   /** An accepted submission at epoch ms `atMs`: one more thread held. */
   accepted(atMs: number): void {
@@ -98,7 +105,12 @@ export class LabThreadLedger {
   /** Threads the fleet may hold before a new submission waits (the consumer's roomLimit) at epoch ms `atMs`. */
   room(planCap: number, atMs: number): number {
     return roomLimit(
-      { lastRefusal: this.lastRefusal, lastAcceptance: this.lastAcceptance, refusalRun: this.refusalRun },
+      {
+        lastRefusal: this.lastRefusal,
+        lastAcceptance: this.lastAcceptance,
+        refusalRun: this.refusalRun,
+        ...(this.liftedAt !== undefined ? { liftedAt: this.liftedAt } : {}),
+      },
       planCap,
       atMs,
     );
@@ -114,6 +126,7 @@ export class LabThreadLedger {
       ...(this.lastRefusal ? { lastRefusal: this.lastRefusal } : {}),
       ...(this.lastAcceptance ? { lastAcceptance: this.lastAcceptance } : {}),
       refusalRun: this.refusalRun,
+      ...(this.liftedAt !== undefined ? { liftedAt: this.liftedAt } : {}),
       solved: this.solved,
       ...(this.grant ? { grant: this.grant } : {}),
     };

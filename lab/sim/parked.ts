@@ -400,11 +400,27 @@ export class ParkedDesign {
     return true;
   }
 
-  /** The governor's tick opens its decision's threads as the shards' limits (written when they change). */
-  open(leases: { slots: number; ceiling: number }): void {
+  /**
+   * The governor's tick opens its decision's threads as the shards' limits (written when they
+   * change); a held test (`liftHold`) clears the shards' hold-offs of refusals at or before it and
+   * lifts the ledger's hold after them (functions/governor/lease-step.ts, then the loop).
+   */
+  open(leases: { slots: number; ceiling: number }, liftHold?: number): void {
     const lanesChanged = this.ceiling !== leases.ceiling;
     this.ceiling = leases.ceiling;
     let rose = false;
+    if (liftHold !== undefined) {
+      for (const view of this.views) {
+        const refusedAt = view.meta?.refusedAt;
+        this.counts.metaWrites++;
+        if (refusedAt === undefined || refusedAt > liftHold) continue;
+        const { refusedAt: _at, refusedHeld: _held, ...meta } = view.meta ?? {};
+        view.meta = meta;
+      }
+      this.host.ledger.liftHold(liftHold);
+      this.counts.metaWrites++;
+      rose = true;
+    }
     for (const [index, limit] of shardLimits(leases.slots, this.planCap).entries()) {
       const view = this.views[index] as ShardView;
       const before = limitOf(view, this.planCap, index);

@@ -42,6 +42,8 @@ export interface ControlAction {
   probe?: boolean;
   /** Lambda only: the spend grant to write to the thread ledger (absent: none in force). */
   grant?: SpendGrant;
+  /** Parked only: the held test's lift of the refusals' hold, at or before this epoch ms (`Decision.liftHold`). */
+  liftHold?: number;
   /**
    * The parked design only: the thread leases the decision opens (`slots`, threadsOpened of
    * functions/core/thread-leases.ts) and the lane's thread ceiling they hold (what the governor
@@ -118,7 +120,10 @@ export interface ParkedCounts {
   recordReads: number;
   /** Parked tasks the watch recorded (no second delivery). */
   recordedByWatch: number;
-  /** Writes of shards' meta items: limits the governor changed, refusals, refusal hold-offs cleared. */
+  /**
+   * Writes of shards' meta items: limits the governor changed, refusals, refusal hold-offs cleared
+   * (a held test's clears every shard's, and lifts the ledger's hold: one write more).
+   */
   metaWrites: number;
   /** Seconds invocations waited for a slot (billed Lambda time in `computeSeconds`). */
   slotWaitSeconds: number;

@@ -156,6 +156,26 @@ describe('thread ledger on dynalite, through the real SDK', () => {
     expect(cleared?.acceptances).toBe(1);
   });
 
+  it("keeps the governor's lift of the refusals' hold, never moving it back, in DynamoDB as in memory", async () => {
+    // Prepare
+    const now = { t: 3_800_000 };
+    const ledgers = [ledgerAt(now, 'hold-lift'), createMemoryThreadLedger({ leaseMs: LEASE_MS, clock: () => now.t })];
+    for (const ledger of ledgers) {
+      await ledger.accepted(now.t - 3000);
+      await ledger.refused(now.t - 2000);
+      const before = await ledger.read();
+      // Act: lift the refusal's hold, then a stale lift of an older one (a slower governor's).
+      await ledger.liftHold(now.t - 2000);
+      await ledger.liftHold(now.t - 5000);
+      const after = await ledger.read();
+      // Assess
+      expect(before?.liftedAt).toBeUndefined();
+      expect(after?.liftedAt).toBe(now.t - 2000);
+      expect(after?.lastRefusal?.at).toBe(now.t - 2000);
+      expect(after?.refusals).toBe(1);
+    }
+  });
+
   it('counts a leftover from the moment its delivery gave up on it, not from its acceptance (the solver may pause it through an outage)', async () => {
     // Prepare: accepted in one lease bucket, handed back unanswered two buckets later.
     const now = { t: 3_800_000 };

@@ -545,6 +545,73 @@ describe('governor loop and ticks', () => {
     return { clock, ledger, loop, fiftySolves };
   }
 
+  it("lifts the refusals' hold on the ledger for a parked fleet's held test, after the actuator opened the invocation it tests; a failed lift is logged and the tick goes on", async () => {
+    // Prepare: a 20-thread parked plan; 240 solves, then the fleet at 3 threads refused (others
+    // took the rest), one of its own freed and taken again below the refused count.
+    const parkedConfig = governorConfigFrom(resolveSettings({ planThreads: 20, tickMs: 10_000, solveMode: 'park' }));
+    const clock = { now: 1_000_000 };
+    const ledger = createMemoryThreadLedger({ leaseMs: 600_000, clock: () => clock.now });
+    for (let i = 0; i < 240; i++) await ledger.released(await ledger.accepted(clock.now), { solved: true });
+    const held = [await ledger.accepted(clock.now), await ledger.accepted(clock.now), await ledger.accepted(clock.now)];
+    await ledger.refused(clock.now);
+    await ledger.released(held[0] as { bucket: number });
+    await ledger.accepted(clock.now + 1);
+    const refusedAt = clock.now;
+    const order: string[] = [];
+    const actuator = lanes();
+    actuator.apply.mockImplementation(async () => {
+      order.push('apply');
+      return { changes: ['x'] };
+    });
+    const warn = vi.fn();
+    let failing = false;
+    const loopOf = () =>
+      createGovernorLoop({
+        config: parkedConfig,
+        queues: { read: async () => ({ normal: { at: clock.now, visible: 50, notVisible: 3, delayed: 0 } }) },
+        metrics: { read: async () => ({ ...healthyMetrics, meanSolveMs: 20_000 }) },
+        balance: { read: async () => 10 },
+        threadLedger: ledger,
+        refusalHold: {
+          liftHold: async (at) => {
+            order.push('lift');
+            if (failing) throw new Error('ProvisionedThroughputExceededException');
+            await ledger.liftHold(at);
+          },
+        },
+        actuator,
+        state: createMemoryGovernorState(),
+        clock: () => clock.now,
+        log: { warn, info: vi.fn(), error: vi.fn() } as never,
+      });
+    const loop = loopOf();
+    // Act: the refusal's tick sets the room; 10 s later the held test.
+    clock.now += 10_000;
+    const first = await loop.tick();
+    clock.now += 10_000;
+    const second = await loop.tick();
+    const lifted = await ledger.read();
+    // Assess
+    expect(first.decision.liftHold).toBeUndefined();
+    expect(second.decision.liftHold).toBe(refusedAt);
+    expect(second.decision.ceilings.normal).toBe(4);
+    expect(lifted?.liftedAt).toBe(refusedAt);
+    expect(order.slice(-2)).toEqual(['apply', 'lift']);
+    // Act: a lift that fails on a fresh loop's test (20 s on).
+    failing = true;
+    await ledger.refused(clock.now);
+    await ledger.released(held[1] as { bucket: number });
+    await ledger.accepted(clock.now + 1);
+    const again = loopOf();
+    clock.now += 10_000;
+    await again.tick();
+    clock.now += 10_000;
+    const failed = await again.tick();
+    // Assess: logged, the tick's decision stands.
+    expect(failed.decision.liftHold).toBeDefined();
+    expect(warn).toHaveBeenCalledWith('refusal hold not lifted; it lapses by itself', expect.anything());
+  });
+
   it('writes the spend grant to the thread ledger near the pause level: replaces a stale one at the assumed price, then counts at the learned one', async () => {
     // Prepare: a grant a previous run left; the ledger's solved counter and the balance move together.
     const g = await grantLoop({ usd: 0.3 });

@@ -91,6 +91,32 @@ describe('the lease actuator', () => {
     expect(calls).toEqual(['limit p#0 30 lanes 30/2', 'limit p#0 0']);
   });
 
+  it("clears every shard's refusal hold-off at or before a held test's lift before it opens the invocation tested, and leaves a newer one", async () => {
+    // Prepare: the refusal the test lifts on one shard, a newer one on the other.
+    const { keeper, metas, calls } = memoryKeeper();
+    metas.set('p#0', { limit: 3, refusedAt: NOW - 20_000, refusedHeld: 3 });
+    metas.set('p#1', { limit: 3, refusedAt: NOW - 1_000, refusedHeld: 3 });
+    const { actuator } = fakeMappings();
+    const wrapped = withLeaseLimits(actuator, {
+      leases: keeper,
+      shards: ['p#0', 'p#1'],
+      planCap: 50,
+      tasksPerInvocation: 1,
+    });
+    // Act
+    await wrapped.apply({
+      ceilings: { normal: 7, high: 0 },
+      enabled: { normal: true, high: false },
+      liftHold: NOW - 20_000,
+    });
+    // Assess
+    expect(calls[0]).toBe('clear p#0');
+    expect(calls.filter((c) => c.startsWith('clear'))).toEqual(['clear p#0']);
+    expect(metas.get('p#0')?.refusedAt).toBeUndefined();
+    expect(metas.get('p#1')?.refusedAt).toBe(NOW - 1_000);
+    expect(calls).toContain('limit p#0 7 lanes 7/0');
+  });
+
   it('reads the lanes even while the leases cannot be read (a DynamoDB outage must not fail the tick that pauses for it)', async () => {
     const { keeper } = memoryKeeper();
     const { actuator } = fakeMappings();

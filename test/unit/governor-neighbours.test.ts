@@ -7,7 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { capFloor } from '../../functions/core/governor/capacity.js';
 import { decide, governorConfigFrom, initialState, planCap } from '../../functions/core/governor/policy.js';
+import { estimateShape as estimateShapeOf, LEASE_FREEING_LAG_MS } from '../../functions/core/governor/stage-threads.js';
 import {
   borrowLimit,
   CLIMB_BORROW_LIMIT,
@@ -15,6 +17,7 @@ import {
   CLIMB_BUDGET_SHARE,
   FOLLOWING_CLIMB_TICKS,
   type EstimateShape,
+  HELD_TEST_TICKS,
   initialEstimate,
   PATIENT_CLIMB_TICKS,
   PATIENT_DRAIN_MS,
@@ -477,6 +480,208 @@ describe('decide: others hold (nearly) the whole plan', () => {
     // Assess
     expect(d?.ceilings.normal).toBe(PLAN);
     expect(ticks).toBeLessThanOrEqual(8);
+  });
+});
+
+// ---- decide: the held test (parked) ---------------------------------------------------------------
+
+describe('decide: a refusal holds the parked fleet while tasks wait (the held test)', () => {
+  const TICK = 10_000;
+  /** The helper's signals: solves of 10 s on average. */
+  const MEAN_SOLVE_MS = governorSignals(T0).meanSolveMs ?? 0;
+  const parkedCfg = (plan: number): GovernorConfig =>
+    governorConfigFrom(resolveSettings({ tickMs: TICK, planThreads: plan, solveMode: 'park' }), {
+      probeSubmissions: true,
+    });
+  /** A state whose estimate stands at the `own` threads a refusal left, with `budget` refusals to spend. */
+  const heldState = (config: GovernorConfig, own: number, budget: number, seen: ThreadLedgerReading) =>
+    withNeighbours(priceLearned(initialState(config, T0)), {
+      ...initialEstimate(estimateShapeOf(config), T0),
+      free: own,
+      step: 1,
+      budget,
+      seen: { refusals: seen.refusals, acceptances: seen.acceptances },
+    });
+  const heldTick = (config: GovernorConfig, state: GovernorState, now: number, r: ThreadLedgerReading, backlog = 100) =>
+    decide(
+      governorSignals(now, { threadLedger: r }, { ceiling: r.held, enabled: true, inFlight: r.held, backlog }),
+      state,
+      config,
+    );
+  /** The fleet fills the `own` threads a refusal at T0 left; an acceptance of its own (below the count) followed. */
+  const heldReading = (own: number, acceptances = 1000): ThreadLedgerReading =>
+    reading({
+      held: own,
+      refusals: 10,
+      acceptances,
+      refusalRun: 0,
+      lastRefusal: { at: T0, held: own },
+      lastAcceptance: { at: T0 + 1, held: own - 1 },
+    });
+
+  it('opens one invocation more than the room and lifts the hold of the refusal that set it', () => {
+    // Prepare: a 20-thread plan; others hold 14, a refusal 20 s ago holds the fleet to its 6.
+    const config = parkedCfg(20);
+    const r = heldReading(6);
+    // Act
+    const d = heldTick(config, heldState(config, 6, 5, r), T0 + 2 * TICK, r);
+    // Assess
+    expect(d.liftHold).toBe(T0);
+    expect(d.ceilings.normal).toBe(7);
+    expect(d.reason.code).toBe('OVER_CAP_PROBE');
+    expect(d.probe).toBe(false);
+  });
+
+  it("charges a refused test's refusal to the budget, but does not count it as a failed climb (the patient climb's wait does not double)", () => {
+    // Prepare: the estimator held at 6 of 20 with a budget of 5; the held test this tick.
+    const s: EstimateShape = { planCap: 20, spare: 1, floor: 2, tickMs: TICK, parked: true };
+    let r = heldReading(6);
+    const start: NeighbourEstimate = {
+      ...initialEstimate(s, T0),
+      free: 6,
+      step: 1,
+      budget: 5,
+      seen: { refusals: 10, acceptances: 1000 },
+    };
+    const tested = updateEstimate(start, r, s, T0 + 2 * TICK, 0, true);
+    expect(tested.lift).toBe(T0);
+    expect(tested.estimate.free).toBe(7);
+    // Act: the test's submission is refused at the room's count.
+    r = { ...r, refusals: 11, refusalRun: 1, lastRefusal: { at: T0 + 2 * TICK + 500, held: 6 } };
+    const after = updateEstimate(tested.estimate, r, s, T0 + 3 * TICK, 0, true).estimate;
+    // Assess
+    expect(after.budget).toBeCloseTo(4);
+    expect(after.failed).toBeUndefined();
+    expect(after.free).toBe(6);
+  });
+
+  it.each([
+    ['no task waits', { backlog: 0 }],
+    ['the budget cannot pay the test and a refused climb after it', { budget: REFUSALS_PER_PARKED_CLIMB + 0.5 }],
+    ['no acceptance has followed the refusal (another refusal now would halve the room)', { run: 1 }],
+    ['the fleet does not fill the room', { held: 3 }],
+    ['the refusal is under a tick old', { at: T0 + TICK / 2 }],
+    ['a climb or test came in the last HELD_TEST_TICKS ticks', { climbed: T0 + TICK }],
+    ['the waiting design (its overshoots cost invocations)', { waiting: true }],
+    ['the balance is under the halt level', { balance: 0.5 }],
+    [
+      "the fleet's own answers free a thread or more in the lease-freeing lag (10 threads on 10-s solves)",
+      { room: 10 },
+    ],
+  ] as const)('does not test the hold when %s', (_why, change: Record<string, number | boolean>) => {
+    // Prepare: a 20-thread plan; others hold 14, the refusal holds the fleet to 6.
+    const base = parkedCfg(20);
+    const config = change.waiting === true ? { ...base, parked: false } : base;
+    const own = typeof change.room === 'number' ? change.room : 6;
+    const r = heldReading(own);
+    const ledger: ThreadLedgerReading = {
+      ...r,
+      held: typeof change.held === 'number' ? change.held : r.held,
+      refusalRun: typeof change.run === 'number' ? change.run : 0,
+      ...(change.run !== undefined ? { lastAcceptance: { at: T0 - 1, held: own - 1 } } : {}),
+    };
+    const now = typeof change.at === 'number' ? change.at : T0 + 2 * TICK;
+    let state = heldState(config, own, typeof change.budget === 'number' ? change.budget : 5, ledger);
+    if (typeof change.climbed === 'number')
+      state = withNeighbours(state, { ...(state.overCap.neighbours as NeighbourEstimate), climbedAt: change.climbed });
+    const signals = governorSignals(
+      now,
+      { threadLedger: ledger, ...(typeof change.balance === 'number' ? { balance: change.balance } : {}) },
+      {
+        ceiling: own,
+        enabled: true,
+        inFlight: own,
+        backlog: typeof change.backlog === 'number' ? change.backlog : 100,
+      },
+    );
+    // Act
+    const d = decide(signals, state, config);
+    const six = heldReading(6);
+    const control = heldTick(base, heldState(base, 6, 5, six), T0 + 2 * TICK, six);
+    // Assess: the same tick without the change tests (the case is the change's, not another's).
+    expect(control.liftHold).toBe(T0);
+    expect(d.liftHold).toBeUndefined();
+    expect(d.ceilings.normal).toBeLessThanOrEqual(own);
+  });
+
+  it('parked: finds threads a neighbour hands back while a refusal holds the fleet within HELD_TEST_TICKS + 2 ticks, at any plan size, and tests no more often than its budget pays', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 4, max: 1000 }),
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 0, max: 12 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 0, max: 3 }),
+        (plan, ownDrawn, budget, stay, accepts) => {
+          const config = parkedCfg(plan);
+          // The room a held test may test: the fleet's own answers free under one thread in the
+          // lease-freeing lag (the helper's solves take 10 s: under 10 threads).
+          const maxRoom = Math.ceil(MEAN_SOLVE_MS / LEASE_FREEING_LAG_MS) - 1;
+          const own = 1 + (ownDrawn % Math.min(plan - 1, maxRoom));
+          let r = heldReading(own);
+          let state = heldState(config, own, budget, r);
+          // Act 1: the neighbour stays `stay` ticks; each test's submission is refused at the room's
+          // count, and `accepts` acceptances of the fleet's own threads follow it within the tick.
+          let tests = 0;
+          let tickAt = T0;
+          for (let k = 1; k <= stay; k++) {
+            tickAt = T0 + k * TICK;
+            const d = heldTick(config, state, tickAt, r);
+            state = d.state;
+            expect(d.freeThreads).toBeLessThanOrEqual(Math.max(own + 1, capFloor(config)));
+            if (d.liftHold === undefined) continue;
+            tests++;
+            expect(d.liftHold).toBe(r.lastRefusal?.at);
+            r = {
+              ...r,
+              liftedAt: d.liftHold,
+              refusals: r.refusals + 1,
+              refusalRun: 1,
+              lastRefusal: { at: tickAt + 5, held: own },
+            };
+            if (accepts > 0)
+              r = {
+                ...r,
+                acceptances: r.acceptances + accepts,
+                refusalRun: 0,
+                lastAcceptance: { at: tickAt + 9, held: own - 1 },
+              };
+          }
+          // Assess 1: each refused test was paid for (the budget, and what the acceptances since
+          // earned), at most one every HELD_TEST_TICKS ticks.
+          const earned = CLIMB_BUDGET_SHARE * (r.acceptances - 1000);
+          // A test leaves the budget a refused climb's worth: at most budget − REFUSALS_PER_PARKED_CLIMB tests.
+          expect(tests).toBeLessThanOrEqual(Math.max(0, Math.floor(budget + earned) - REFUSALS_PER_PARKED_CLIMB));
+          expect(tests).toBeLessThanOrEqual(Math.ceil(stay / HELD_TEST_TICKS));
+          if (budget + earned - tests < REFUSALS_PER_PARKED_CLIMB + 1 || accepts === 0) return;
+          // Act 2: the neighbour leaves; the next test's submission is accepted at the room's count,
+          // and from then on the fleet's invocations fill each ceiling and are accepted.
+          const floor = capFloor(config);
+          const bound = own >= floor ? HELD_TEST_TICKS + 2 : HELD_TEST_TICKS + Math.ceil(Math.log2(plan)) + 3;
+          let found = 0;
+          let lifted = false;
+          for (let k = 1; k <= bound + 4 && found === 0; k++) {
+            const at = tickAt + k * TICK;
+            const d = heldTick(config, state, at, r);
+            state = d.state;
+            if (d.freeThreads >= plan) found = k;
+            else if (d.liftHold !== undefined) {
+              lifted = true;
+              r = { ...r, liftedAt: d.liftHold };
+              r = { ...r, acceptances: r.acceptances + 1, refusalRun: 0, lastAcceptance: { at: at + 5, held: own } };
+            } else if (lifted) {
+              const held = Math.max(own, d.freeThreads - 1);
+              r = { ...r, held, acceptances: r.acceptances + 1, lastAcceptance: { at: at + 5, held } };
+            }
+          }
+          // Assess 2: the plan within a test's turn, the tick that sees its acceptance and the next
+          // (from fewer threads than the mapping's floor, a starved spell's end: filled levels double).
+          expect(found).toBeGreaterThan(0);
+          expect(found).toBeLessThanOrEqual(bound);
+        },
+      ),
+      { numRuns: 400 },
+    );
   });
 });
 

@@ -1,8 +1,8 @@
 /**
  * The consumers' room (roomLimit, functions/core/thread-ledger.ts), one row per situation: a
  * refusal holds the fleet to the threads it held then until an acceptance at or above that count
- * (or the hold-off); an acceptance below it does not lift it; a refusal in a run (no acceptance
- * between) halves the room.
+ * (or the hold-off, or the governor's lift for its held test); an acceptance below it does not
+ * lift it; a refusal in a run (no acceptance between) halves the room.
  */
 import { describe, expect, it } from 'vitest';
 import { REFUSAL_HOLD_OFF_MS, roomLimit, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
@@ -10,7 +10,7 @@ import { REFUSAL_HOLD_OFF_MS, roomLimit, type ThreadLedgerReading } from '../../
 const PLAN = 40;
 const NOW = 1_000_000;
 
-type Reading = Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun'>;
+type Reading = Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun' | 'liftedAt'>;
 
 const rows: { situation: string; reading: Reading; room: number }[] = [
   { situation: 'nothing refused yet', reading: {}, room: PLAN },
@@ -53,6 +53,16 @@ const rows: { situation: string; reading: Reading; room: number }[] = [
     situation: 'a ledger without the run: a refusal newer than every acceptance',
     reading: { lastRefusal: { at: NOW - 1000, held: 12 }, lastAcceptance: { at: NOW - 2000, held: 12 } },
     room: 12,
+  },
+  {
+    situation: 'refused at 12, the governor lifted the hold of refusals up to it (its held test)',
+    reading: { lastRefusal: { at: NOW - 2000, held: 12 }, refusalRun: 0, liftedAt: NOW - 2000 },
+    room: PLAN,
+  },
+  {
+    situation: 'a refusal at 13 newer than the lift (the test was refused): it holds as any',
+    reading: { lastRefusal: { at: NOW - 1000, held: 13 }, refusalRun: 1, liftedAt: NOW - 2000 },
+    room: 13,
   },
   {
     situation: 'never above the plan',

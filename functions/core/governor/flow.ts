@@ -50,6 +50,8 @@ export interface Flow {
   free: number;
   /** Refusals the thread ledger recorded since the last tick (unknown: 0). */
   refusedSinceLastTick: number;
+  /** The parked fleet's held test this tick: lift the hold of refusals at or before this epoch ms. */
+  liftHold?: number;
   /** The spend grant the money side set (the consumers' solves the money above the pause level pays for). */
   grant?: SpendGrant;
 }

@@ -23,6 +23,10 @@
  *   refusals climbing costs stay under 2 % of the submissions. Below the mapping's floor (others
  *   hold nearly all the plan) the climb is not budgeted: the fleet then probes one submission a
  *   tick (the neighbours stage), and each accepted probe climbs.
+ * - Held (the parked design): while a refusal holds the fleet to a room it fills and tasks wait,
+ *   a test every `HELD_TEST_TICKS` ticks the budget pays for (`heldTest`): one invocation more
+ *   with the hold lifted (the decision's `liftHold`), so a neighbour's departure is found in
+ *   about two ticks, not at the hold's lapse a minute after the refusal.
  * - Out of a starved spell (an accepted starved probe: others handed threads back), the spell
  *   ends where it began in the parked design: the estimate goes back at once to the level the
  *   fleet stood at before it (`standing`: the estimate at its last acceptance above the floor,
@@ -121,11 +125,16 @@ export function onPlan(estimate: NeighbourEstimate, shape: EstimateShape): Neigh
 /** What a reading changed. */
 export type EstimateChange = 'down' | 'up' | undefined;
 
+/** Ticks from a held test (or any climb) to the next held test, at least. */
+export const HELD_TEST_TICKS = 2;
+
 /**
  * Fold a ledger reading into the estimate. Only answers recorded since the last reading count (a
  * counter that changed either way, as after the ledger item was recreated, is a new answer).
  * @param queuedWorkMs the solve time the tasks waiting in the queues need in all (a patient
  *   climb may borrow ahead of the budget for a backlog the estimate would take minutes to drain)
+ * @param testable the parked fleet may test a refusal's hold this tick (`heldTest`: tasks wait,
+ *   the money is not at its halt level, the fleet's own answers free under a thread in the lag)
  */
 export function updateEstimate(
   estimate: NeighbourEstimate,
@@ -133,7 +142,8 @@ export function updateEstimate(
   shape: EstimateShape,
   now: number,
   queuedWorkMs = 0,
-): { estimate: NeighbourEstimate; change: EstimateChange } {
+  testable = false,
+): { estimate: NeighbourEstimate; change: EstimateChange; lift?: number } {
   const seen = estimate.seen;
   const accepted = Math.max(0, reading.acceptances - seen.acceptances);
   const refused = Math.max(0, reading.refusals - seen.refusals);
@@ -155,7 +165,7 @@ export function updateEstimate(
     seen: { refusals: reading.refusals, acceptances: reading.acceptances },
   };
   // A refusal charged to a climb: the climb failed at the level it reached.
-  if (charged > 0 && refusal !== undefined)
+  if (charged > 0 && refusal !== undefined && estimate.climbedHeld !== true)
     next.failed = { count: (estimate.failed?.count ?? 0) + 1, level: estimate.free };
   if (refusal !== undefined) {
     next.updatedAt = Math.max(estimate.updatedAt, refusal.at);
@@ -169,7 +179,20 @@ export function updateEstimate(
   if (room < shape.planCap) {
     const free = acceptedSinceRefusal(reading) ? room : Math.min(room, estimate.free);
     const change: EstimateChange = free < estimate.free ? 'down' : undefined;
-    return { estimate: { ...next, free }, change };
+    const held = { ...next, free };
+    if (change === undefined && testable && heldTest(held, reading, shape, now, room))
+      return {
+        estimate: {
+          ...held,
+          free: Math.min(shape.planCap, room + shape.spare),
+          climbedAt: now,
+          climbedStarved: false,
+          climbedHeld: true,
+        },
+        change: 'up',
+        lift: reading.lastRefusal?.at,
+      };
+    return { estimate: held, change };
   }
   if (acceptance === undefined) return { estimate: next, change: undefined };
   next.updatedAt = Math.max(estimate.updatedAt, acceptance.at);
@@ -215,10 +238,38 @@ export function updateEstimate(
       step: Math.min(shape.planCap, releasing ? Math.max(2 * step, free) : 2 * step),
       climbedAt: acceptance.at,
       climbedStarved: starved,
+      climbedHeld: false,
       ...(releasing ? { releasing: true } : {}),
     },
     change: 'up',
   };
+}
+
+/**
+ * A held test's turn (the parked design): a refusal holds the fleet to the `room` it fills, an
+ * acceptance of its own has followed the refusal (a refusal right after another halves the room),
+ * the refusal is a tick old, no climb or test came in the last `HELD_TEST_TICKS` ticks, and the
+ * budget pays for the test's refusal and a refused climb after it. The test opens one invocation more and lifts the hold (the
+ * ledger's `liftedAt`) instead of waiting out its minute: the next submission is a task's own, at
+ * the room's count plus one. Accepted there, it lifts the room for good (an acceptance at the
+ * refused count) and, a climb the fleet filled, makes the next one go to the whole plan (the
+ * following climb); refused, its refusal is charged to the budget (not counted as a failed climb:
+ * `climbedHeld`).
+ */
+function heldTest(
+  estimate: NeighbourEstimate,
+  reading: ThreadLedgerReading,
+  shape: EstimateShape,
+  now: number,
+  room: number,
+): boolean {
+  const refusal = reading.lastRefusal;
+  if (shape.parked !== true || refusal === undefined || room < 1 || reading.held < room) return false;
+  // A refused test (one refusal) leaves the budget a refused climb's worth: the climb after the
+  // hold lapses stays funded (tests that spent it all left a 12-thread plan's neighbour's
+  // departure to a patient climb 3.5 minutes late, gen-s11-295-neighbours).
+  if (!acceptedSinceRefusal(reading) || estimate.budget < REFUSALS_PER_PARKED_CLIMB + 1) return false;
+  return now - refusal.at >= shape.tickMs && now - (estimate.climbedAt ?? 0) >= HELD_TEST_TICKS * shape.tickMs;
 }
 
 /** Refusals a patient climb may borrow after `acceptances` accepted submissions. */

@@ -110,6 +110,7 @@ function runningDecision(ctx: TickContext, flow: Flow, proposal: RunProposal, st
     reason: { code: proposal.code, message: proposal.message },
     stages,
     probe: false,
+    ...(flow.liftHold !== undefined ? { liftHold: flow.liftHold } : {}),
     ...(flow.grant !== undefined ? { spendGrant: flow.grant } : {}),
     state,
   };

@@ -12,9 +12,10 @@ export interface LaneActuator {
   /**
    * Make the lanes match the decision; calls only what changed. Returns what it did, in words.
    * The parked design's actuator (functions/governor/lease-step.ts) gives the mappings the
-   * decision's `submitters` and opens its `ceilings` as thread leases.
+   * decision's `submitters` and opens its `ceilings` as thread leases (and, for a held test,
+   * `liftHold`, clears the shards' refusal hold-offs).
    */
-  apply(decision: Pick<Decision, 'ceilings' | 'enabled' | 'submitters'>): Promise<{ changes: string[] }>;
+  apply(decision: Pick<Decision, 'ceilings' | 'enabled' | 'submitters' | 'liftHold'>): Promise<{ changes: string[] }>;
   /**
    * A new invocation begins: forget what this process wrote before (another process may have
    * written since), so the next decision writes it all again.

@@ -2,10 +2,12 @@
  * The stages about threads: `free-threads` (calculate: the one free-threads estimator, the thread
  * ledger, sets the total the free threads allow) and `neighbours` (while others leave the fleet
  * fewer threads than the mapping's floor, the mappings are disabled and the fleet probes with one
- * submission per tick, never more). Pure.
+ * submission per tick, never more). The estimator's held test (parked: while a refusal holds the
+ * fleet to a room it fills and tasks wait) is the calculation's. Pure.
  */
 import { capFloor, carriedThreads, ceilingFor, clamp, planCap } from './capacity.js';
-import { roomLimit } from '../thread-ledger.js';
+import { WATCH_POLL_MAX_MS } from '../thread-leases.js';
+import { roomLimit, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { TickContext } from './context.js';
 import { type Calculation, type Flow, pause, resumed, run, type Stage } from './flow.js';
 import { type EstimateShape, initialEstimate, onPlan, updateEstimate } from './neighbours.js';
@@ -36,9 +38,9 @@ export const freeThreadsStage: Calculation = {
     const before: NeighbourEstimate =
       base.overCap.neighbours !== undefined ? onPlan(base.overCap.neighbours, shape) : initialEstimate(shape, ctx.now);
     const reading = signals.threadLedger;
-    const { estimate, change } = reading
-      ? updateEstimate(before, reading, shape, ctx.now, queuedWorkMs(ctx))
-      : { estimate: before, change: undefined };
+    const { estimate, change, lift } = reading
+      ? updateEstimate(before, reading, shape, ctx.now, queuedWorkMs(ctx), testable(ctx, reading))
+      : { estimate: before, change: undefined, lift: undefined };
     // Leftovers (threads held for submissions handed back unanswered) keep the ceiling from
     // rising; while the plan has room they never cut it: the tasks come back to resume them, and
     // a mapping cut back starts its ramp over (minutes on a big plan).
@@ -65,9 +67,11 @@ export const freeThreadsStage: Calculation = {
         ? `Ceiling at the free threads of the last estimate (${allowed}): the thread ledger could not be read this tick.`
         : change === 'down'
           ? `Over cap (thread ledger): refused while the fleet held ${reading.lastRefusal?.held ?? '?'} thread(s), so others hold about ${others}; ceiling ${allowed}${held}.`
-          : change === 'up'
-            ? `Thread ledger: the fleet filled ${before.free} thread(s) without a refusal; climbing to ${estimate.free} (others hold at most ${others})${held}.`
-            : `Ceiling at the free threads: ${allowed} invocation(s) × ${config.tasksPerInvocation} task(s) of ${effectiveCap} usable thread(s)${held}.`;
+          : lift !== undefined
+            ? `Held by a refusal at ${before.free} thread(s) with tasks waiting: testing one invocation more (${estimate.free}), the hold lifted${held}.`
+            : change === 'up'
+              ? `Thread ledger: the fleet filled ${before.free} thread(s) without a refusal; climbing to ${estimate.free} (others hold at most ${others})${held}.`
+              : `Ceiling at the free threads: ${allowed} invocation(s) × ${config.tasksPerInvocation} task(s) of ${effectiveCap} usable thread(s)${held}.`;
     const refused = reading === undefined ? 0 : Math.max(0, reading.refusals - before.seen.refusals);
     return {
       proposal: run(allowed, code, message),
@@ -77,6 +81,7 @@ export const freeThreadsStage: Calculation = {
       // Leftovers are the fleet's own threads (their tasks come back and resume them): not a sign of neighbours.
       free: estimate.free,
       refusedSinceLastTick: refused,
+      ...(lift !== undefined ? { liftHold: lift } : {}),
     };
   },
 };
@@ -97,6 +102,27 @@ function haltedRefusalCount(ctx: TickContext): number {
   if (!ctx.halted || reading === undefined || refusal === undefined) return 0;
   const cap = planCap(ctx.config);
   return roomLimit(reading, cap, ctx.now) < cap ? Math.min(cap, refusal.held) : 0;
+}
+
+/**
+ * From a parked solve's answer ready at the solver to its lease freed and taken again, ms, at
+ * most: the watch's round after it (`WATCH_POLL_MAX_MS` apart at most), that round's request, and a
+ * consumer's take. Through it the solver has the thread back while the leases still count it.
+ */
+export const LEASE_FREEING_LAG_MS = 2 * WATCH_POLL_MAX_MS;
+
+/**
+ * Whether the parked fleet may test a refusal's hold this tick (the estimator's `heldTest` says
+ * when): tasks wait, the money is above its halt level (a test is a step up), and the fleet's own
+ * answers free under one thread in `LEASE_FREEING_LAG_MS`. Above that, the threads its answers
+ * free at the solver before their leases are let go let a test through whether or not others
+ * left (a 739-thread plan held at 369 on 21-s solves frees about 17 a second): every test would
+ * read as a departure, climb to the plan and be refused back.
+ */
+function testable(ctx: TickContext, reading: ThreadLedgerReading): boolean {
+  if (ctx.config.parked !== true || ctx.halted || (ctx.demand.backlog ?? 0) <= 0) return false;
+  const meanSolveMs = ctx.signals.meanSolveMs ?? PARKED_DEFAULT_SOLVE_SECONDS * 1000;
+  return reading.held * LEASE_FREEING_LAG_MS < meanSolveMs;
 }
 
 /** The solve time the waiting tasks need in all, ms (the mean solve unknown: the parked design's default). */

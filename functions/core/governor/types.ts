@@ -203,6 +203,12 @@ export interface NeighbourEstimate {
   /** The last climb started below the mapping's floor (a starved probe's): its refusals are not charged to the budget. */
   climbedStarved?: boolean;
   /**
+   * The last climb was a held test (neighbours.ts `heldTest`): its refusal is charged to the
+   * budget, but is not a failed climb (tests come every few ticks the budget pays for; counted as
+   * failures they would double the patient climb's wait to its most within minutes).
+   */
+  climbedHeld?: boolean;
+  /**
    * Climbing out of a starved spell: a starved probe was accepted (others handed threads back)
    * and no refusal came since, so each level the fleet fills doubles its step without the budget.
    */
@@ -496,6 +502,12 @@ export interface Decision {
   stages: StageResult[];
   /** Make one probe submission this tick (others hold all but fewer threads than the mapping's floor). */
   probe: boolean;
+  /**
+   * The parked fleet's held test: a refusal holds it to a room it fills while tasks wait, and the
+   * ceiling opens one invocation more; lift the hold of the refusals recorded at or before this
+   * epoch ms (the ledger's `liftedAt`, and the lease shards' own hold-offs) so a consumer takes it.
+   */
+  liftHold?: number;
   /**
    * The spend grant to write to the thread ledger: the money above the pause level is nearly
    * spent, and the consumers may start this many more solves (absent: none in force; clear it).
