@@ -384,7 +384,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     ...(options.refusalHold ? { refusalHold: options.refusalHold } : {}),
     ...(options.stores ? { stores: options.stores } : {}),
     ...(options.probe ? { probe: options.probe } : {}),
-    actuator: parked ? withLeaseLimits(actuator, parked.lane, log) : actuator,
+    actuator: parked ? withLeaseLimits(actuator, parked.lane, log, clock) : actuator,
     state: options.state ?? createMemoryGovernorState(),
     ...(overflow ? { overflow } : {}),
     clock,

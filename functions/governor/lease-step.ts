@@ -116,7 +116,12 @@ export function leasedProbeLedger(ledger: ThreadLedgerRecorder, held: () => numb
  * leases cannot be read (a DynamoDB outage must not fail the tick that pauses for it), their
  * states from the mappings.
  */
-export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: GovernorLog): LaneActuator {
+export function withLeaseLimits(
+  actuator: LaneActuator,
+  lane: LeasedLane,
+  log?: GovernorLog,
+  clock: Clock = Date.now,
+): LaneActuator {
   let written: { limits: number[]; lanes: string } | undefined;
   /** The lanes' thread ceilings as last read or written: the leases' table may be the store that is down. */
   let known: { normal: number; high: number } | undefined;
@@ -149,9 +154,13 @@ export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: 
         ceilings: decision.submitters ?? decision.ceilings,
         enabled: decision.enabled,
       });
-      // A held test: the shards' own refusal hold-offs (of refusals at or before it) go with the
-      // ledger's hold (the loop lifts it after this), so the invocation opened now is taken.
-      if (decision.liftHold !== undefined) await clearHoldOffs(lane, decision.liftHold, log);
+      // A held test: the shards' own refusal hold-offs go with the ledger's hold (the loop lifts it
+      // after this), so the invocation opened now is taken. The leased reader clears a shard's
+      // once a later acceptance shows, which a test waits for; this clears any left, all of them up
+      // to now: a consumer writes its refusal into its shard after the ledger's (a read of every
+      // shard later), so an acceptance between the two leaves the shard's standing. A refusal
+      // newer than the lift still holds the fleet through the ledger.
+      if (decision.liftHold !== undefined) await clearHoldOffs(lane, clock(), log);
       const limits = shardLimits(threadsOpened(decision, lane), lane.planCap);
       const lanes = { normal: decision.ceilings.normal, high: decision.ceilings.high };
       known = lanes;
@@ -181,11 +190,11 @@ export function withLeaseLimits(actuator: LaneActuator, lane: LeasedLane, log?: 
   };
 }
 
-/** Clear the lane's shard refusal hold-offs of refusals at or before `refusedAt` (a newer one stands). */
-async function clearHoldOffs(lane: LeasedLane, refusedAt: number, log?: GovernorLog): Promise<void> {
+/** Clear the lane's shard refusal hold-offs of refusals before `before` (a newer one stands). */
+async function clearHoldOffs(lane: LeasedLane, before: number, log?: GovernorLog): Promise<void> {
   for (const shard of lane.shards)
     await lane.leases
-      .clearRefusal(shard, refusedAt + 1)
+      .clearRefusal(shard, before)
       .catch((error: unknown) =>
         log?.warn('refusal hold-off not cleared; it lapses by itself', { error: (error as Error).message }),
       );

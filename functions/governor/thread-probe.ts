@@ -103,8 +103,12 @@ async function takeProbeSlot(leases: ProbeLeases, taskId: string, now: number): 
 /** What the probes of one adapter did: submissions made, and what the solver answered them. */
 export interface ThreadProbeStats {
   /**
-   * Probes sent to the solver (a probe whose thread lease could not be taken is not made); one the
-   * solver never answered (a transport failure) counts here and in neither answer.
+   * Probes sent to the solver (a probe whose thread lease could not be taken is not made), each
+   * counted once the solver answered its submission (with its answer, in the same step) or it
+   * failed: one the solver never answered (a transport failure) counts here and in neither answer,
+   * one still waiting for its first answer not yet. So `made` is `accepted + refused` + the failed
+   * at any moment: counted when sent, a snapshot taken while one was on its way read "6 made, 5
+   * refused" (`npm start`'s summary, under load).
    */
   made: number;
   accepted: number;
@@ -122,6 +126,9 @@ export function createThreadProbe(
   const probe = async (now: number) => {
     let lease: Promise<ThreadLease> | undefined;
     let slot: LeaseSlot | undefined;
+    /** Sent and counted in `made` (at its first answer, or at its end without one). */
+    let sent = false;
+    let counted = false;
     try {
       if (options.leases !== undefined) {
         slot = await takeProbeSlot(options.leases, probeTaskId(now), now);
@@ -130,9 +137,15 @@ export function createThreadProbe(
           return;
         }
       }
-      counts.made++;
+      sent = true;
+      const count = () => {
+        if (counted) return;
+        counted = true;
+        counts.made++;
+      };
       const onSolverAnswer = (answer: SolverAnswer) => {
         if (answer.request !== 'submit') return;
+        if (answer.outcome === 'over_cap' || answer.outcome === 'accepted') count();
         if (answer.outcome === 'over_cap') {
           counts.refused++;
           void options.ledger.refused(clock()).catch(() => undefined);
@@ -163,6 +176,11 @@ export function createThreadProbe(
       if (!/over.?cap|no.?slot/i.test((error as Error).name + (error as Error).message))
         options.warn?.('governor probe failed', { error: redactKey((error as Error).message) });
     } finally {
+      // Sent and never answered (a transport failure, given up): made, in neither answer.
+      if (sent && !counted) {
+        counted = true;
+        counts.made++;
+      }
       if (lease !== undefined) await lease.then((taken) => options.ledger.released(taken)).catch(() => undefined);
       // Refused, answered or given up: the solver holds no thread for it any more (a failed
       // release leaves the lease to end at the probe's deadline).

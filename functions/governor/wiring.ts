@@ -273,10 +273,9 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
     queueMetrics: cw,
     balance,
     // The consumer's over-cap answers and held threads on the same table, read every tick (the
-    // held threads from the leases when the fleet parks).
+    // held threads from the leases when the fleet parks); the grant and the held test's lift too.
     ...(leasedReader ? { threadLedger: leasedReader } : threadLedger ? { threadLedger } : {}),
     ...(threadLedger ? { spendGrant: threadLedger } : {}),
-    // The parked fleet's held test lifts the refusals' hold on the same item.
     ...(threadLedger && leasedReader ? { refusalHold: threadLedger } : {}),
     ...(probe ? { probe } : {}),
     stores,
@@ -289,6 +288,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
       }),
       leased,
       log,
+      options.clock,
     ),
     state,
     ...(overflow ? { overflow } : {}),
@@ -331,8 +331,9 @@ function withLeases(
   actuator: ReturnType<typeof createLambdaActuator>,
   leased: LeasedLane | undefined,
   log: GovernorLog | undefined,
+  clock: (() => number) | undefined,
 ) {
-  return leased ? withLeaseLimits(actuator, leased, log) : actuator;
+  return leased ? withLeaseLimits(actuator, leased, log, clock) : actuator;
 }
 
 /**

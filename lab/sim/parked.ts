@@ -402,18 +402,20 @@ export class ParkedDesign {
 
   /**
    * The governor's tick opens its decision's threads as the shards' limits (written when they
-   * change); a held test (`liftHold`) clears the shards' hold-offs of refusals at or before it and
-   * lifts the ledger's hold after them (functions/governor/lease-step.ts, then the loop).
+   * change); a held test (`liftHold`) clears the shards' hold-offs (up to now) and lifts the
+   * ledger's hold of the refusals at or before it (functions/governor/lease-step.ts, then the loop).
    */
   open(leases: { slots: number; ceiling: number }, liftHold?: number): void {
     const lanesChanged = this.ceiling !== leases.ceiling;
     this.ceiling = leases.ceiling;
     let rose = false;
     if (liftHold !== undefined) {
+      // Every shard's hold-off up to now (the product's shard refusal is written after the ledger's).
+      const nowMs = this.ms(this.host.now());
       for (const view of this.views) {
         const refusedAt = view.meta?.refusedAt;
         this.counts.metaWrites++;
-        if (refusedAt === undefined || refusedAt > liftHold) continue;
+        if (refusedAt === undefined || refusedAt >= nowMs) continue;
         const { refusedAt: _at, refusedHeld: _held, ...meta } = view.meta ?? {};
         view.meta = meta;
       }

@@ -163,6 +163,37 @@ describe('the governor probe’s thread lease (parked design), on dynalite', () 
   });
 });
 
+describe("the governor probe's counts", () => {
+  it('counts a probe as made with its first answer, never while it waits for one: made is accepted + refused + failed at any moment', async () => {
+    // Prepare: a solver that answers the submission only when told (the simulator under load).
+    const answers: Array<(outcome: 'over_cap' | 'transport') => void> = [];
+    const solver: Pick<SolverPort, 'solve'> = {
+      solve: (_task: Task, options: SolveOptions) =>
+        new Promise((_resolve, reject) => {
+          answers.push((outcome) => {
+            if (outcome === 'over_cap') options.onSolverAnswer?.({ request: 'submit', outcome });
+            reject(Object.assign(new Error(outcome === 'over_cap' ? 'ERROR_NO_SLOT_AVAILABLE' : 'socket hang up')));
+          });
+        }),
+    };
+    const probe = createThreadProbe({ solver, ledger: countingLedger().ledger });
+    // Act: two probes sent, neither answered yet; then one refused, one never answered.
+    await probe.submit(Date.now());
+    await probe.submit(Date.now() + 1);
+    await until(async () => answers.length === 2);
+    const waiting = probe.stats();
+    answers[0]?.('over_cap');
+    await until(async () => probe.inFlight() === 1);
+    const oneRefused = probe.stats();
+    answers[1]?.('transport');
+    await until(async () => probe.inFlight() === 0);
+    // Assess
+    expect(waiting).toEqual({ made: 0, accepted: 0, refused: 0 });
+    expect(oneRefused).toEqual({ made: 1, accepted: 0, refused: 1 });
+    expect(probe.stats()).toEqual({ made: 2, accepted: 0, refused: 1 });
+  });
+});
+
 describe('the governor probe reaches every provider', () => {
   const simulated = simulatedSolvers();
 

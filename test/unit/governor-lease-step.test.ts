@@ -91,18 +91,15 @@ describe('the lease actuator', () => {
     expect(calls).toEqual(['limit p#0 30 lanes 30/2', 'limit p#0 0']);
   });
 
-  it("clears every shard's refusal hold-off at or before a held test's lift before it opens the invocation tested, and leaves a newer one", async () => {
-    // Prepare: the refusal the test lifts on one shard, a newer one on the other.
+  it("clears every shard's refusal hold-off up to now for a held test, before it opens the invocation tested (a shard's refusal is written after the ledger's), and leaves one newer than now", async () => {
+    // Prepare: the test lifts the ledger's refusal at NOW − 20 s; its consumer wrote it into its
+    // shard 40 ms later (after reading every shard); another shard carries a clock running ahead.
     const { keeper, metas, calls } = memoryKeeper();
-    metas.set('p#0', { limit: 3, refusedAt: NOW - 20_000, refusedHeld: 3 });
-    metas.set('p#1', { limit: 3, refusedAt: NOW - 1_000, refusedHeld: 3 });
+    metas.set('p#0', { limit: 3, refusedAt: NOW - 20_000 + 40, refusedHeld: 3 });
+    metas.set('p#1', { limit: 3, refusedAt: NOW + 2_000, refusedHeld: 3 });
     const { actuator } = fakeMappings();
-    const wrapped = withLeaseLimits(actuator, {
-      leases: keeper,
-      shards: ['p#0', 'p#1'],
-      planCap: 50,
-      tasksPerInvocation: 1,
-    });
+    const lane = { leases: keeper, shards: ['p#0', 'p#1'], planCap: 50, tasksPerInvocation: 1 };
+    const wrapped = withLeaseLimits(actuator, lane, undefined, () => NOW);
     // Act
     await wrapped.apply({
       ceilings: { normal: 7, high: 0 },
@@ -113,7 +110,7 @@ describe('the lease actuator', () => {
     expect(calls[0]).toBe('clear p#0');
     expect(calls.filter((c) => c.startsWith('clear'))).toEqual(['clear p#0']);
     expect(metas.get('p#0')?.refusedAt).toBeUndefined();
-    expect(metas.get('p#1')?.refusedAt).toBe(NOW - 1_000);
+    expect(metas.get('p#1')?.refusedAt).toBe(NOW + 2_000);
     expect(calls).toContain('limit p#0 7 lanes 7/0');
   });
 

@@ -165,6 +165,32 @@ describe('the fleet-wide refusal room', () => {
     expect(fleetRoomOf(lifted, 128, NOW)).toBeUndefined();
   });
 
+  it("lets a taker take the thread a held test opens: the ledger's room lifted by liftedAt, the shard's hold-off cleared, the limit one above the refused count", () => {
+    // Prepare: a one-shard lane held at 3 by a refusal 20 s ago; the consumer wrote it into its
+    // shard 40 ms after the ledger's. The governor's test: limit 4, the ledger's hold lifted.
+    const held = [slot(0, NOW + 600_000), slot(1, NOW + 600_000), slot(2, NOW + 600_000)];
+    const lane = { planCap: 20, shards: 1 };
+    const ledger = {
+      lastRefusal: { at: NOW - 20_000, held: 3 },
+      lastAcceptance: { at: NOW - 15_000, held: 2 },
+      refusalRun: 0,
+    };
+    const before = view(held, { limit: 3, refusedAt: NOW - 20_000 + 40, refusedHeld: 3 });
+    const openedHeldOff = view(held, { limit: 4, refusedAt: NOW - 20_000 + 40, refusedHeld: 3 });
+    const opened = view(held, { limit: 4 });
+    // Assess: before the test none; the limit raised alone, still none (the shard's hold-off, then
+    // the ledger's room); with both lifted, the one slot above the refused count.
+    expect(slotsInForce(before, lane, 0, NOW, fleetRoomOf(ledger, 20, NOW)) - held.length).toBe(0);
+    expect(
+      slotsInForce(openedHeldOff, lane, 0, NOW, fleetRoomOf({ ...ledger, liftedAt: NOW - 20_000 }, 20, NOW)) -
+        held.length,
+    ).toBe(0);
+    expect(slotsInForce(opened, lane, 0, NOW, fleetRoomOf(ledger, 20, NOW)) - held.length).toBe(0);
+    expect(
+      slotsInForce(opened, lane, 0, NOW, fleetRoomOf({ ...ledger, liftedAt: NOW - 20_000 }, 20, NOW)) - held.length,
+    ).toBe(1);
+  });
+
   it('closes a shard whose live slots fill its share of the room: the shards together hold the room, and no more', () => {
     // two shards, room 81: shares 41 and 40
     expect(fleetRoomFull(81, 41, 2, 0)).toBe(true);

@@ -249,12 +249,12 @@ export function updateEstimate(
  * A held test's turn (the parked design): a refusal holds the fleet to the `room` it fills, an
  * acceptance of its own has followed the refusal (a refusal right after another halves the room),
  * the refusal is a tick old, no climb or test came in the last `HELD_TEST_TICKS` ticks, and the
- * budget pays for the test's refusal and a refused climb after it. The test opens one invocation more and lifts the hold (the
- * ledger's `liftedAt`) instead of waiting out its minute: the next submission is a task's own, at
- * the room's count plus one. Accepted there, it lifts the room for good (an acceptance at the
- * refused count) and, a climb the fleet filled, makes the next one go to the whole plan (the
- * following climb); refused, its refusal is charged to the budget (not counted as a failed climb:
- * `climbedHeld`).
+ * budget pays for the test's refusal and a refused climb after it. The test opens one invocation
+ * more and lifts the hold (the ledger's `liftedAt`) instead of waiting out its minute: the next
+ * submission is a task's own, at the room's count plus one. Accepted there, it lifts the room for
+ * good (an acceptance at the refused count) and, a climb the fleet filled, makes the next one go
+ * to the whole plan (the following climb); refused, its refusal is charged to the budget (not
+ * counted as a failed climb: `climbedHeld`).
  */
 function heldTest(
   estimate: NeighbourEstimate,
