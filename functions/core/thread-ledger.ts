@@ -185,9 +185,9 @@ export const REFUSAL_HOLD_OFF_MS = 60_000;
  *   until an acceptance while the fleet held at least `h` (the plan had room past the refused
  *   count: others left), or `holdOffMs` after it (then one submission tests the count again), so
  *   a ledger that misses an acceptance cannot hold the fleet down for long, or until the governor
- *   lifts it (`liftedAt`: the parked design's test of one thread more, sooner than the hold-off). An acceptance below
- *   `h` only shows a freed thread of the fleet's own taken back, and does not lift it (lifting
- *   it there made every freed thread cost one more refusal).
+ *   lifts it (`liftedAt`: the parked design's test of one thread more, sooner than the
+ *   hold-off). An acceptance below `h` only shows a freed thread of the fleet's own taken back,
+ *   and does not lift it (lifting it there made every freed thread cost one more refusal).
  * - A refusal that follows another with no acceptance between (a run): others take the threads
  *   the fleet frees (a neighbour stepping up, or taking the whole plan). The room is half the
  *   threads held at it (multiplicative decrease): a fleet of `h` threads that others leave none

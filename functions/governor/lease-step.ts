@@ -63,14 +63,14 @@ export function leasedLedgerReader(
       const held = liveHeld(views, now);
       lastHeld = held;
       const acceptedAt = reading?.lastAcceptance?.at;
-      for (const view of views) {
-        const refusedAt = view.meta?.refusedAt;
-        if (acceptedAt === undefined || refusedAt === undefined || acceptedAt <= refusedAt) continue;
-        await lane.leases
-          .clearRefusal(view.shard, acceptedAt)
-          .catch((error: unknown) =>
-            log?.warn('refusal hold-off not cleared; it lapses by itself', { error: (error as Error).message }),
-          );
+      if (acceptedAt !== undefined) {
+        const answered = views.filter((view) => view.meta?.refusedAt !== undefined && view.meta.refusedAt < acceptedAt);
+        await clearHoldOffs(
+          lane.leases,
+          answered.map((view) => view.shard),
+          acceptedAt,
+          log,
+        );
       }
       const { leftover: _leftover, ...rest } = reading ?? { refusals: 0, acceptances: 0, held: 0 };
       const fresh = seenAcceptances !== undefined && rest.acceptances > seenAcceptances;
@@ -160,7 +160,7 @@ export function withLeaseLimits(
       // to now: a consumer writes its refusal into its shard after the ledger's (a read of every
       // shard later), so an acceptance between the two leaves the shard's standing. A refusal
       // newer than the lift still holds the fleet through the ledger.
-      if (decision.liftHold !== undefined) await clearHoldOffs(lane, clock(), log);
+      if (decision.liftHold !== undefined) await clearHoldOffs(lane.leases, lane.shards, clock(), log);
       const limits = shardLimits(threadsOpened(decision, lane), lane.planCap);
       const lanes = { normal: decision.ceilings.normal, high: decision.ceilings.high };
       known = lanes;
@@ -190,10 +190,15 @@ export function withLeaseLimits(
   };
 }
 
-/** Clear the lane's shard refusal hold-offs of refusals before `before` (a newer one stands). */
-async function clearHoldOffs(lane: LeasedLane, before: number, log?: GovernorLog): Promise<void> {
-  for (const shard of lane.shards)
-    await lane.leases
+/** Clear the refusal hold-offs of `shards` of refusals before `before` (a newer one stands); a failure is logged. */
+async function clearHoldOffs(
+  leases: Pick<LeaseKeeper, 'clearRefusal'>,
+  shards: readonly string[],
+  before: number,
+  log?: GovernorLog,
+): Promise<void> {
+  for (const shard of shards)
+    await leases
       .clearRefusal(shard, before)
       .catch((error: unknown) =>
         log?.warn('refusal hold-off not cleared; it lapses by itself', { error: (error as Error).message }),

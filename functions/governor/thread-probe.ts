@@ -126,9 +126,14 @@ export function createThreadProbe(
   const probe = async (now: number) => {
     let lease: Promise<ThreadLease> | undefined;
     let slot: LeaseSlot | undefined;
-    /** Sent and counted in `made` (at its first answer, or at its end without one). */
+    /** Sent, and counted in `made` (at its first answer, or at its end without one). */
     let sent = false;
     let counted = false;
+    const count = () => {
+      if (counted) return;
+      counted = true;
+      counts.made++;
+    };
     try {
       if (options.leases !== undefined) {
         slot = await takeProbeSlot(options.leases, probeTaskId(now), now);
@@ -138,11 +143,6 @@ export function createThreadProbe(
         }
       }
       sent = true;
-      const count = () => {
-        if (counted) return;
-        counted = true;
-        counts.made++;
-      };
       const onSolverAnswer = (answer: SolverAnswer) => {
         if (answer.request !== 'submit') return;
         if (answer.outcome === 'over_cap' || answer.outcome === 'accepted') count();
@@ -177,10 +177,7 @@ export function createThreadProbe(
         options.warn?.('governor probe failed', { error: redactKey((error as Error).message) });
     } finally {
       // Sent and never answered (a transport failure, given up): made, in neither answer.
-      if (sent && !counted) {
-        counted = true;
-        counts.made++;
-      }
+      if (sent) count();
       if (lease !== undefined) await lease.then((taken) => options.ledger.released(taken)).catch(() => undefined);
       // Refused, answered or given up: the solver holds no thread for it any more (a failed
       // release leaves the lease to end at the probe's deadline).

@@ -415,9 +415,7 @@ export class ParkedDesign {
       for (const view of this.views) {
         const refusedAt = view.meta?.refusedAt;
         this.counts.metaWrites++;
-        if (refusedAt === undefined || refusedAt >= nowMs) continue;
-        const { refusedAt: _at, refusedHeld: _held, ...meta } = view.meta ?? {};
-        view.meta = meta;
+        if (refusedAt !== undefined && refusedAt < nowMs) clearHoldOff(view);
       }
       this.host.ledger.liftHold(liftHold);
       this.counts.metaWrites++;
@@ -451,8 +449,7 @@ export class ParkedDesign {
     for (const view of this.views) {
       const refusedAt = view.meta?.refusedAt;
       if (acceptedAt === undefined || refusedAt === undefined || acceptedAt <= refusedAt) continue;
-      const { refusedAt: _at, refusedHeld: _held, ...meta } = view.meta ?? {};
-      view.meta = meta;
+      clearHoldOff(view);
       this.counts.metaWrites++;
       cleared = true;
     }
@@ -756,4 +753,10 @@ interface Cadence {
 function bump(counts: number[], index: number, n = 1): void {
   while (counts.length <= index) counts.push(0);
   counts[index] = (counts[index] ?? 0) + n;
+}
+
+/** A shard's refusal hold-off cleared (the product's `clearRefusal`). */
+function clearHoldOff(view: ShardView): void {
+  const { refusedAt: _at, refusedHeld: _held, ...meta } = view.meta ?? {};
+  view.meta = meta;
 }
