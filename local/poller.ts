@@ -12,18 +12,18 @@
  *   receiving.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import {
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   type Message,
-  type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { sleep } from '../functions/core/helpers/time.js';
 import { MappingRamp, type MappingRampParams } from '../functions/core/mapping-ramp.js';
-import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { lambdaRecordOf, readFailures } from '../functions/adapters/sqs-record.js';
 
 /** The consumer's shape: Lambda's SQS handler with partial batch responses. */
 export type SqsBatchHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined>;
@@ -505,54 +505,19 @@ export class Poller {
   }
 
   private toRecord(message: Message): SQSRecord {
-    const attributes = message.Attributes ?? {};
-    const body = message.Body ?? '';
-    const record: SQSRecord = {
-      messageId: message.MessageId ?? '',
-      receiptHandle: message.ReceiptHandle ?? '',
-      body,
-      attributes: {
-        ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? '1',
-        SentTimestamp: attributes.SentTimestamp ?? String(this.now()),
-        SenderId: attributes.SenderId ?? 'AIDALOCALSENDER',
-        ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? String(this.now()),
-        ...optional('AWSTraceHeader', attributes.AWSTraceHeader),
-        ...optional('SequenceNumber', attributes.SequenceNumber),
-        ...optional('MessageGroupId', attributes.MessageGroupId),
-        ...optional('MessageDeduplicationId', attributes.MessageDeduplicationId),
-        ...optional('DeadLetterQueueSourceArn', attributes.DeadLetterQueueSourceArn),
-      },
-      messageAttributes: toLambdaAttributes(message.MessageAttributes),
-      md5OfBody: message.MD5OfBody ?? createHash('md5').update(body, 'utf8').digest('hex'),
-      eventSource: 'aws:sqs',
-      eventSourceARN: this.queueArn ?? '',
-      awsRegion: this.options.region,
-    };
-    if (message.MD5OfMessageAttributes !== undefined) record.md5OfMessageAttributes = message.MD5OfMessageAttributes;
-    return record;
+    return lambdaRecordOf(message, { queueArn: this.queueArn ?? '', region: this.options.region, now: this.now() });
   }
 
   private makeContext(requestId: string, deadline: number): Context {
-    const { functionName, region } = { functionName: this.options.functionName, region: this.options.region };
-    const account = accountOf(this.queueArn) ?? '000000000000';
-    const now = this.now;
-    const unsupported = (what: string) => () => {
-      throw new Error(`context.${what} is not supported: return a promise from the handler`);
-    };
-    return {
-      callbackWaitsForEmptyEventLoop: true,
-      functionName,
-      functionVersion: '$LATEST',
-      invokedFunctionArn: `arn:aws:lambda:${region}:${account}:function:${functionName}`,
-      memoryLimitInMB: String(this.options.memoryLimitInMB),
-      awsRequestId: requestId,
-      logGroupName: `/aws/lambda/${functionName}`,
-      logStreamName: `local/[$LATEST]${requestId.replaceAll('-', '')}`,
-      getRemainingTimeInMillis: () => Math.max(0, deadline - now()),
-      done: unsupported('done'),
-      fail: unsupported('fail'),
-      succeed: unsupported('succeed'),
-    };
+    return lambdaContextOf({
+      functionName: this.options.functionName,
+      region: this.options.region,
+      account: accountOf(this.queueArn),
+      memoryLimitInMB: this.options.memoryLimitInMB,
+      requestId,
+      deadline,
+      now: this.now,
+    });
   }
 
   private changed(): Promise<void> {
@@ -576,45 +541,41 @@ function assertConcurrency(value: number): void {
     throw new RangeError(`maxConcurrency must be a positive integer, got ${value}`);
 }
 
-/**
- * The records to keep from a handler's response; undefined when the response is malformed,
- * which Lambda treats as a failure of the whole batch.
- */
-function readFailures(value: unknown, event: SQSEvent): Set<string> | undefined {
-  if (value === undefined || value === null) return new Set();
-  if (typeof value !== 'object') return undefined;
-  const failures = (value as Partial<SQSBatchResponse>).batchItemFailures;
-  if (failures === undefined || failures === null) return new Set();
-  if (!Array.isArray(failures)) return undefined;
-  const ids = new Set(event.Records.map((record) => record.messageId));
-  const failed = new Set<string>();
-  for (const failure of failures) {
-    const id = (failure as { itemIdentifier?: unknown } | null)?.itemIdentifier;
-    if (typeof id !== 'string' || id === '' || !ids.has(id)) return undefined;
-    failed.add(id);
-  }
-  return failed;
-}
-
-/** SQS's attribute shape → Lambda's (camelCase; binary as base64; list fields present). */
-function toLambdaAttributes(attributes: Record<string, MessageAttributeValue> | undefined): SQSMessageAttributes {
-  const out: SQSMessageAttributes = {};
-  for (const [name, value] of Object.entries(attributes ?? {})) {
-    out[name] = {
-      dataType: value.DataType ?? 'String',
-      stringListValues: value.StringListValues ?? [],
-      binaryListValues: (value.BinaryListValues ?? []).map((item) => Buffer.from(item).toString('base64')),
-      ...(value.StringValue !== undefined ? { stringValue: value.StringValue } : {}),
-      ...(value.BinaryValue !== undefined ? { binaryValue: Buffer.from(value.BinaryValue).toString('base64') } : {}),
-    };
-  }
-  return out;
-}
-
-function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
-}
-
 function accountOf(arn: string | undefined): string | undefined {
   return arn?.split(':')[4] || undefined;
+}
+
+/** What a local invocation's `Context` is made of. */
+export interface LocalContextInput {
+  functionName: string | undefined;
+  region: string;
+  account?: string | undefined;
+  memoryLimitInMB: number | undefined;
+  requestId: string;
+  /** Epoch ms by which the invocation must have returned. */
+  deadline: number;
+  now: () => number;
+}
+
+/** A Lambda `Context` for a local invocation (the poller's, the governor's probe's); callbacks are not supported. */
+export function lambdaContextOf(input: LocalContextInput): Context {
+  const { functionName, region, requestId, deadline, now } = input;
+  const account = input.account ?? '000000000000';
+  const unsupported = (what: string) => () => {
+    throw new Error(`context.${what} is not supported: return a promise from the handler`);
+  };
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName: functionName as string,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:${region}:${account}:function:${functionName}`,
+    memoryLimitInMB: String(input.memoryLimitInMB),
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: `local/[$LATEST]${requestId.replaceAll('-', '')}`,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - now()),
+    done: unsupported('done'),
+    fail: unsupported('fail'),
+    succeed: unsupported('succeed'),
+  };
 }
