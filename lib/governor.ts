@@ -195,7 +195,8 @@ export class Governor extends Construct {
 
   /**
    * The parked design: the leases (every shard read each second, limits set, a ready task's slot
-   * freed, the probe's own lease put in the first shard); the records of parked tasks (read for their submission's id, then claimed and written
+   * freed, the probe's own lease put in the first shard); the probe's waiting task (received, the
+   * consumer invoked with it); the records of parked tasks (read for their submission's id, then claimed and written
    * solved by the watch: the same conditional updates the consumer makes, no delete, no scan); the
    * two lanes' messages (a recorded task's deleted, another shown again); its completion event on
    * the fleet's bus, as the consumer publishes it.
@@ -250,6 +251,23 @@ export class Governor extends Construct {
         sid: 'ParkedMessages',
         actions: ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'],
         resources: [props.queues.normal.queueArn, props.queues.high.queueArn],
+      }),
+    );
+    // The probe carries a waiting task (functions/governor/probe-carrier.ts): one message received
+    // from a lane (deleted with ParkedMessages once the consumer finished it) and the consumer
+    // invoked with it; the consumer does the rest under its own role.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ProbeTasks',
+        actions: ['sqs:ReceiveMessage'],
+        resources: [props.queues.normal.queueArn, props.queues.high.queueArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ProbeInvocation',
+        actions: ['lambda:InvokeFunction'],
+        resources: [props.consumer.function.functionArn],
       }),
     );
     role.addToPrincipalPolicy(

@@ -5,7 +5,7 @@
  * event source mappings (normal and high lanes). Only adapters differ from AWS.
  */
 import { SQS_MAPPING_RAMP } from '../functions/core/mapping-ramp.js';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { GetQueueAttributesCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
@@ -36,6 +36,8 @@ import {
 import type { TickRecord } from '../functions/governor/loop.js';
 import { governorLogFrom } from '../functions/governor/run.js';
 import { createThreadProbe, probeLeasesOf } from '../functions/governor/thread-probe.js';
+import { createProbeCarrier, type ProbeCarrier } from '../functions/governor/probe-carrier.js';
+import { consumerSizing } from '../functions/core/function-sizing.js';
 import {
   crashAtRandomMoments,
   guardDeadInvocationRequests,
@@ -62,7 +64,14 @@ import { type LocalGovernor, startLocalGovernor } from './governor-local.js';
 import { MetricsStore } from './metrics-store.js';
 import { type LocalOverflow, startLocalOverflow } from './overflow-local.js';
 import { createLocalPollSchedule, localPollGapMs } from './poll-schedule-local.js';
-import { type ConcurrencyPool, createPoller, currentInvocation, type Poller, type PollerStats } from './poller.js';
+import {
+  type ConcurrencyPool,
+  createPoller,
+  currentInvocation,
+  lambdaContextOf,
+  type Poller,
+  type PollerStats,
+} from './poller.js';
 import { ensureFleetResources, type FleetResources } from './resources.js';
 import { createSolverSimulator, type SolverSimOptions, type SolverSimulator } from './solver-sim/index.js';
 import { createStoreWatch, type StoreWatch } from './store-watch.js';
@@ -784,8 +793,11 @@ async function startGovernor(
     probe: createThreadProbe({
       solver: probeIdsOf(solver.client, probeSolverIds),
       ledger: probeLedger,
-      // The parked design: the probe holds a thread lease, as a consumer's submission does.
-      ...(parked ? { leases: probeLeasesOf(parked.lane) } : {}),
+      // The parked design: the probe holds a thread lease, as a consumer's submission does, and
+      // carries a waiting task through the consumer (in process here, invoked in AWS).
+      ...(parked
+        ? { leases: probeLeasesOf(parked.lane), carrier: localProbeCarrier(plan, clients, resources, consumer) }
+        : {}),
       onAccepted: () => void toWake?.tickNow({ probe: false }),
     }),
     // The overflow lane: its poller, its concurrency, its provider's balance and its consumer's ledger.
@@ -817,6 +829,36 @@ async function startGovernor(
   // The first decision sets the ceilings before anything is received.
   await governor.ready;
   return { governor, storeHealth, probeSolverIds };
+}
+
+/**
+ * The parked design's probe carrier (functions/governor/probe-carrier.ts): a waiting task received
+ * from the lanes' queues (the high lane's first) and handed to the consumer handler in process,
+ * with a Lambda context of the function's timeout, as the Lambda invokes the function.
+ */
+function localProbeCarrier(
+  plan: StackPlan,
+  clients: Backends['clients'],
+  resources: Backends['resources'],
+  consumer: ConsumerSide,
+): ProbeCarrier {
+  return createProbeCarrier({
+    sqs: clients.sqs,
+    queueUrls: [resources.queueUrls.high, resources.queueUrls.normal],
+    region: clients.region,
+    invoke: (event) =>
+      consumer.handler(
+        event,
+        lambdaContextOf({
+          functionName: `${plan.settings.prefix}-consumer`,
+          region: clients.region,
+          memoryLimitInMB: consumerSizing(plan.settings).memoryMb,
+          requestId: randomUUID(),
+          deadline: Date.now() + plan.functionTimeoutMs,
+          now: Date.now,
+        }),
+      ),
+  });
 }
 
 /** The local governor, its stores' health watch, and the ids its probes were accepted under. */

@@ -4,7 +4,7 @@
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '../adapters/metrics.js';
-import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, handBackSeconds } from '../core/backoff.js';
+import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, handBackSeconds, REQUEUE_DEFAULTS } from '../core/backoff.js';
 import type { CarrySeal, Clock, CompletionEvents, ResultsRepository, SolverPort, TaskQueue } from '../core/ports.js';
 import type { SolverProvider } from '../core/provider.js';
 import type { Redactor } from '../core/redaction.js';
@@ -196,6 +196,20 @@ export interface RecordContext {
    * delete would bring the refused message back to be dead-lettered a second time.
    */
   refusalsFirst?: { settled: Promise<void>; done: () => void };
+  /** This delivery is the governor's probe (a waiting task carried: `ProbeDelivery`). */
+  probe?: ProbeDelivery;
+}
+
+/**
+ * A delivery the governor's probe made (functions/governor/probe-carrier.ts): while others leave
+ * the fleet fewer threads than the mapping's floor, the probe submits a waiting task instead of
+ * a synthetic one, so an accepted probe's paid solve is that task's. Its one fresh submission is
+ * the probe: under one of the probe's own slots whatever the limits (LeaseHolding.takeProbe),
+ * never waited for; refused over the cap, the task goes back at once, no wait counted
+ * (`Outcome.probe`). The solver's first answer to it is kept here for the governor.
+ */
+export interface ProbeDelivery {
+  answer?: 'accepted' | 'refused';
 }
 
 /** The gate of `RecordContext.refusalsFirst` for `count` refusals (open at once for none). */
@@ -234,7 +248,7 @@ export function resolveTiming(settings: FleetSettings, overrides: Partial<Consum
     requeueReserveMs: 1_000,
     minSolveWindowMs: 5_000,
     degradedStoreMs: 2_000,
-    requeue: { beforeReceives: 3, refreshBeforeReceives: 1, maxGenerations: 3, maxWaitCopies: 50 },
+    requeue: { ...REQUEUE_DEFAULTS },
     overCapWaiting: { pollMs: 1_000, maxWaitMs: 15_000, maxWaits: 3 },
     leaseWaitPollMs: LEASE_WAIT_POLL_MS,
     parkRecordWaitMs: 3_000,

@@ -3,7 +3,7 @@
  * (wired in `handler.ts`) and in the local runtime (wired by it with emulators and a simulator).
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSRecord } from 'aws-lambda';
 import {
   processRecord,
   readRecord,
@@ -12,13 +12,15 @@ import {
   type ConsumerDeps,
   type RecordContext,
 } from './process-task.js';
+import type { ProbeDelivery } from './context.js';
+import type { ConsumerEvent, ConsumerResponse } from '../core/probe-invocation.js';
 import { countStoreCalls } from './store-calls.js';
 
 export type { ConsumerDeps, ConsumerTiming, Outcome, RetryReason, RequeuePolicy } from './process-task.js';
 export { RetryLaterError, ClaimLostError, backoffSeconds } from './process-task.js';
 
 /** Lambda's SQS handler with partial batch responses. */
-export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+export type ConsumerHandler = (event: ConsumerEvent, context: Context) => Promise<ConsumerResponse>;
 
 /**
  * Build the handler. Records of one batch are solved concurrently (`processInParallel: true`,
@@ -36,6 +38,7 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
     const now = clock();
     const reads = new Map(event.Records.map((record) => [record.messageId, readRecord(record, now)]));
     const refused = [...reads.values()].filter((read) => !read.parsed.ok).length;
+    const probe: ProbeDelivery | undefined = event.probe === true && event.Records.length === 1 ? {} : undefined;
     const ctx: RecordContext = {
       deps: counted.deps,
       clock,
@@ -46,12 +49,13 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
       dynamoErrors: counted.dynamoErrors,
       // A batch's refusals settle before its tasks start (RecordContext.refusalsFirst).
       ...(event.Records.length > 1 ? { refusalsFirst: refusalGate(refused) } : {}),
+      ...(probe !== undefined ? { probe } : {}),
     };
     // One processor per invocation: it keeps the batch's state on the instance, and the local
     // runtime may run several invocations of this handler at once in one process.
     const processor = new BatchProcessor(EventType.SQS);
     try {
-      return await processPartialResponse(
+      const response = await processPartialResponse(
         event,
         (record: SQSRecord) => processRecord(record, ctx, reads.get(record.messageId)),
         processor,
@@ -63,6 +67,7 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
           throwOnFullBatchFailure: false,
         },
       );
+      return probe === undefined ? response : { ...response, probe: probe.answer ?? 'none' };
     } finally {
       counted.emit();
       deps.metrics.publishStoredMetrics();

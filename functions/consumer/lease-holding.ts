@@ -23,6 +23,8 @@ import {
   type LeaseSlot,
   liveHeld,
   liveSlots,
+  PROBE_SLOT_BASE,
+  PROBE_SLOTS,
   shardCapacity,
   type ShardView,
   slotsInForce,
@@ -163,6 +165,34 @@ export class LeaseHolding {
     for (const [index, shard] of this.lane.shards.entries()) {
       const view = await this.lane.leases.view(shard);
       if ((await this.tryShard(view, index, random, true)) === 'taken') return true;
+    }
+    return false;
+  }
+
+  /**
+   * The governor's probe (RecordContext.probe): one of the probe's own slots (`PROBE_SLOT_BASE`
+   * onwards, in the lane's first shard, where no other taker looks), whatever the governor's limit
+   * and hold-off, at once or not at all: the plan's refusals are what the probe tests. False when
+   * every probe slot is held (accepted probes not yet answered).
+   */
+  async takeProbe(): Promise<boolean> {
+    if (this.held !== undefined) return true;
+    const shard = this.lane.shards[0] as string;
+    const now = this.clock();
+    const view = await this.lane.leases.view(shard);
+    for (let k = 0; k < PROBE_SLOTS; k++) {
+      const lease: LeaseSlot = {
+        shard,
+        slot: PROBE_SLOT_BASE + k,
+        taskId: this.taskId,
+        takenAt: now,
+        until: now + this.lane.leaseMs,
+        delivery: this.delivery,
+      };
+      if (!(await this.lane.leases.take(lease))) continue;
+      this.held = lease;
+      this.othersAtTake = liveSlots(view, now).length;
+      return true;
     }
     return false;
   }

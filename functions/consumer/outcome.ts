@@ -53,6 +53,12 @@ export type Outcome =
       detail?: string;
       /** The solver's code, when a solver answer was the cause. */
       code?: string;
+      /**
+       * Handed back by the governor's probe (RecordContext.probe): a task that waits for threads
+       * others hold, whose copy near the DLQ counts as no wait of its own, so probes refused for
+       * hours never walk it to the DLQ.
+       */
+      probe?: true;
     }
   | { kind: 'dead_letter'; letter: DeadLetter }
   /**
@@ -91,7 +97,7 @@ export function retry(
   ctx: RecordContext,
   delivery: Delivery,
   reason: RetryReason,
-  extra: { delaySeconds?: number; carry?: Carry; detail?: string; code?: string } = {},
+  extra: { delaySeconds?: number; carry?: Carry; detail?: string; code?: string; probe?: boolean } = {},
 ): Outcome {
   const { timing } = ctx;
   const n = delivery.receiveCount;
@@ -110,7 +116,8 @@ export function retry(
     kind: 'retry',
     reason,
     delaySeconds,
-    waiting: WAITING.has(reason),
+    waiting: WAITING.has(reason) || extra.probe === true,
+    ...(extra.probe === true ? { probe: true as const } : {}),
     ...(extra.carry !== undefined ? { carry: extra.carry } : {}),
     ...(extra.detail !== undefined ? { detail: extra.detail } : {}),
     ...(extra.code !== undefined ? { code: extra.code } : {}),
@@ -301,13 +308,15 @@ async function requeueInstead(
   const policy = ctx.timing.requeue;
   const nearDlq = delivery.receiveCount >= ctx.deps.settings.maxReceiveCount - policy.beforeReceives;
   const generation = delivery.redelivery?.generation ?? 0;
-  const waiting = outcome.waiting && (delivery.redelivery?.waits ?? 0) < policy.maxWaitCopies;
+  const waiting =
+    outcome.waiting && (outcome.probe === true || (delivery.redelivery?.waits ?? 0) < policy.maxWaitCopies);
   const allowed = waiting || generation < policy.maxGenerations;
   // A carry always travels (even beside an earlier copy: that one may lack it); else near the DLQ only.
   if (outcome.carry === undefined && (delivery.moved || !nearDlq || !allowed)) return false;
   const sent = await sendCopy(delivery, ctx, log, {
     delaySeconds: outcome.delaySeconds,
     failing: !waiting,
+    counted: outcome.probe !== true,
     ...(outcome.carry !== undefined ? { carry: outcome.carry } : {}),
     why: outcome.reason,
   });
@@ -326,7 +335,7 @@ export async function sendCopy(
   delivery: Delivery,
   ctx: RecordContext,
   log: RecordLog,
-  options: { delaySeconds: number; failing: boolean; carry?: Carry; why: string },
+  options: { delaySeconds: number; failing: boolean; carry?: Carry; why: string; counted?: boolean },
 ): Promise<boolean> {
   const previous = delivery.redelivery;
   const carry = options.carry ?? previous?.carry;
@@ -336,7 +345,8 @@ export async function sendCopy(
     sentAt: delivery.sentAt,
     firstReceivedAt: delivery.firstReceivedAt,
     generation: (previous?.generation ?? 0) + (options.failing ? 1 : 0),
-    waits: (previous?.waits ?? 0) + (options.failing ? 0 : 1),
+    // A probe's copy (`counted` false) is no wait of the task's own.
+    waits: (previous?.waits ?? 0) + (options.failing || options.counted === false ? 0 : 1),
     // A carry travels on from copy to copy until a delivery records it (a newer one replaces it).
     ...(carry !== undefined ? { carry } : {}),
   };

@@ -511,6 +511,7 @@ export class TaskRun {
   private async room(deadlineAt: number): Promise<boolean> {
     const leasing = this.leasing;
     if (leasing === undefined) return this.threads.waitForRoom(deadlineAt);
+    if (this.ctx.probe !== undefined) return this.probeRoom(leasing);
     for (;;) {
       if (!(await this.threads.waitForGrant(deadlineAt))) return false;
       if (!(await leasing.take(deadlineAt, this.threads.lastGrantReading))) return false;
@@ -519,8 +520,26 @@ export class TaskRun {
     }
   }
 
-  /** After an over-cap refusal: whether to wait for a thread and submit again. */
+  /**
+   * The governor's probe (RecordContext.probe): the grant's money read once, a probe slot, the
+   * grant's reservation; nothing waited for (a probe the money or the slots do not allow now is
+   * not made: the governor makes its synthetic one).
+   */
+  private async probeRoom(leasing: LeaseHolding): Promise<boolean> {
+    if (!(await this.threads.waitForGrant(this.ctx.clock()))) return false;
+    if (!(await leasing.takeProbe())) return false;
+    if (await this.threads.reserveLeased()) return true;
+    await leasing.release();
+    return false;
+  }
+
+  /** After an over-cap refusal: whether to wait for a thread and submit again (never for the governor's probe). */
   private async refused(deadlineAt: number): Promise<boolean> {
+    // The probe's refusal is the plan's answer it asked for (the ledger has it): its slot freed, no wait.
+    if (this.ctx.probe !== undefined) {
+      await this.leasing?.release();
+      return false;
+    }
     if (this.leasing !== undefined) return this.leasing.refused();
     return this.threads.waitForFreeThread(deadlineAt);
   }
@@ -887,7 +906,12 @@ export class TaskRun {
       return retry(this.ctx, this.delivery, 'account', extra);
     }
     // The answers behind these (over-cap, transient) were counted as they came (countAnswer).
-    if (error instanceof SolverOverCapError) return retry(this.ctx, this.delivery, 'over_cap', extra);
+    // The governor's probe: the task goes back at once, no wait of its own counted (Outcome.probe).
+    if (error instanceof SolverOverCapError)
+      return retry(this.ctx, this.delivery, 'over_cap', {
+        ...extra,
+        ...(this.ctx.probe !== undefined ? { delaySeconds: 0, probe: true } : {}),
+      });
     if (error instanceof SolverTimeoutError) return retry(this.ctx, this.delivery, 'timeout', extra);
     if (error instanceof SolverError) return retry(this.ctx, this.delivery, 'transient', extra);
     if (isStoreError(error)) return retry(this.ctx, this.delivery, 'store', extra);
@@ -931,6 +955,11 @@ export class TaskRun {
    */
   private countAnswer(answer: SolverAnswer): void {
     this.threads.onAnswer(answer);
+    const probe = this.ctx.probe;
+    if (probe !== undefined && probe.answer === undefined && answer.request === 'submit') {
+      if (answer.outcome === 'over_cap') probe.answer = 'refused';
+      else if (answer.outcome === 'accepted' || answer.outcome === 'answered') probe.answer = 'accepted';
+    }
     // The submission's own response carried the answer: counted once already, as accepted.
     if (answer.request === 'submit' && answer.outcome === 'answered') return;
     if (answer.request === 'submit' && answer.outcome === 'over_cap') {

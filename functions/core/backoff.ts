@@ -37,6 +37,18 @@ export const HAND_BACK_BACKOFF: Readonly<HandBackBackoff> = { baseSeconds: 5, ma
 /** After an account error (no money, key refused): 60 s doubling to 15 min. */
 export const ACCOUNT_HAND_BACK_BACKOFF: Readonly<HandBackBackoff> = { baseSeconds: 60, maxSeconds: 900 };
 
+/**
+ * When a task handed back goes as a fresh copy of its message instead (its receive count starts
+ * again): the consumer's defaults (functions/consumer/context.ts `RequeuePolicy`), which the lab
+ * models too.
+ */
+export const REQUEUE_DEFAULTS = {
+  beforeReceives: 3,
+  refreshBeforeReceives: 1,
+  maxGenerations: 3,
+  maxWaitCopies: 50,
+} as const;
+
 /** SQS's longest visibility timeout, seconds (12 h). */
 export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 

@@ -23,6 +23,7 @@ import { TASK_NOT_SUPPORTED } from '../core/task-types.js';
 import { type LeaseSlot, type LeaseTaker, PROBE_SLOT_BASE, PROBE_SLOTS } from '../core/thread-leases.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { ThreadProbe } from './loop.js';
+import type { ProbeCarrier } from './probe-carrier.js';
 
 /** Probes in flight at most: one probe lease each (two accepted probes prove the mapping's floor free). */
 const MAX_PROBES_IN_FLIGHT = PROBE_SLOTS;
@@ -64,6 +65,11 @@ export interface ThreadProbeOptions {
    * ticks at once on it (tick-wake.ts) rather than up to a tick later.
    */
   onAccepted?: () => void;
+  /**
+   * The parked design: the probe carries a waiting task (probe-carrier.ts), the synthetic task
+   * only when none was submitted (none waiting, a malformed one, no probe slot or money now).
+   */
+  carrier?: ProbeCarrier;
 }
 
 /** Where a probe's thread lease is taken (the parked design). */
@@ -123,7 +129,31 @@ export function createThreadProbe(
   let inFlight = 0;
   let method: ProbeMethod = 'textcaptcha';
   const counts: ThreadProbeStats = { made: 0, accepted: 0, refused: 0 };
+  /**
+   * The probe with a waiting task: true when it was made (or may have been: a failed invocation
+   * is not followed by a synthetic probe). The consumer wrote the answer to the ledger itself.
+   */
+  const carried = async (carrier: ProbeCarrier): Promise<boolean> => {
+    const result = await carrier.carry();
+    if (result.answer === 'none') return false;
+    counts.made++;
+    if (result.answer === 'failed')
+      options.warn?.('governor probe with a waiting task failed', { error: redactKey(result.error) });
+    else if (result.answer === 'refused') counts.refused++;
+    else {
+      counts.accepted++;
+      options.onAccepted?.();
+    }
+    return true;
+  };
   const probe = async (now: number) => {
+    try {
+      if (options.carrier === undefined || !(await carried(options.carrier))) await synthetic(now);
+    } finally {
+      inFlight--;
+    }
+  };
+  const synthetic = async (now: number) => {
     let lease: Promise<ThreadLease> | undefined;
     let slot: LeaseSlot | undefined;
     /** Sent, and counted in `made` (at its first answer, or at its end without one). */
@@ -182,7 +212,6 @@ export function createThreadProbe(
       // Refused, answered or given up: the solver holds no thread for it any more (a failed
       // release leaves the lease to end at the probe's deadline).
       if (slot !== undefined) await options.leases?.leases.release(slot).catch(() => undefined);
-      inFlight--;
     }
   };
   return {

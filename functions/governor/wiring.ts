@@ -48,6 +48,8 @@ import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
 import type { SolvedCounter, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from './balance-probe.js';
 import { createThreadProbe, probeLeasesOf } from './thread-probe.js';
+import { type ConsumerInvoker, createProbeCarrier } from './probe-carrier.js';
+import { lambdaConsumerInvoker } from '../adapters/consumer-invoker.js';
 import { createTickWake, type TickWake } from './tick-wake.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
 import { type LeasedLane, leasedLedgerReader, leasedProbeLedger, withLeaseLimits } from './lease-step.js';
@@ -76,6 +78,11 @@ export interface GovernorWiringOptions {
   parkedEvents?: CompletionEvents;
   /** The governor's probe submissions (while others hold the plan); defaults to the undici client with over-cap retries off. */
   probeSolver?: Pick<SolverPort, 'solve'>;
+  /**
+   * The parked design's probe carries a waiting task through a consumer invocation
+   * (probe-carrier.ts); defaults to invoking the consumer function (`CONSUMER_FUNCTION_NAME`).
+   */
+  consumerInvoker?: ConsumerInvoker;
   log?: GovernorLog;
   /**
    * Learns the solver keys this governor holds as they are read (the primary's, and the overflow
@@ -216,7 +223,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   // One probe submission a tick while others hold the plan: over-cap retries off, so one refusal at most.
   // Accepted, it wakes the ticks for one at once (the threads it found are used from its answer on).
   const wake = createTickWake();
-  const probe = probeLedger && probeOf(options, clients, probeLedger, leased, wake);
+  const probe = probeLedger && probeOf(options, { clients, lambda }, probeLedger, leased, wake);
   const config = governorConfigFrom(settings, { highLane, probeSubmissions: probe !== undefined, ...overrides });
   const overflow = overflowOptionFrom(options, { clients, lambda, cloudwatch, overrides });
   const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
@@ -354,11 +361,12 @@ function consumerMetricsOf(
 /** The governor's probe: one submission a tick on the ledger (and, parked, under a thread lease). */
 function probeOf(
   options: GovernorWiringOptions,
-  clients: AwsClients,
+  { clients, lambda }: { clients: AwsClients; lambda: LambdaClient },
   ledger: ThreadLedgerRecorder,
   leased: (LeasedLane & { leases: LeaseTaker }) | undefined,
   wake: { wake(): void },
 ) {
+  const carrier = leased && probeCarrierOf(options, clients, lambda);
   return createThreadProbe({
     solver:
       options.probeSolver ??
@@ -366,7 +374,31 @@ function probeOf(
     ledger,
     // The parked design: the probe holds a thread lease, as a consumer's submission does.
     ...(leased ? { leases: probeLeasesOf(leased) } : {}),
+    ...(carrier ? { carrier } : {}),
     onAccepted: () => wake.wake(),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.log
+      ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }
+      : {}),
+  });
+}
+
+/**
+ * The parked design's probe carrier: the lanes' queues (the high lane's first) and the consumer,
+ * invoked as the function (`CONSUMER_FUNCTION_NAME`) or in process (the local runtime's invoker);
+ * none without either (the synthetic probe alone).
+ */
+function probeCarrierOf(options: GovernorWiringOptions, clients: AwsClients, lambda: LambdaClient) {
+  const { environment } = options;
+  const functionName = environment.consumerFunctionName;
+  const invoke = options.consumerInvoker ?? (functionName && lambdaConsumerInvoker(lambda, functionName));
+  if (!invoke) return undefined;
+  const { normal, high } = environment.queueUrls;
+  return createProbeCarrier({
+    sqs: clients.sqs,
+    queueUrls: high !== undefined ? [high, normal] : [normal],
+    region: clients.region,
+    invoke,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log
       ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }

@@ -115,6 +115,14 @@ describe('parked design (default)', () => {
     const messages = bySid(statements, 'ParkedMessages');
     expect([...asArray(messages.Action)].sort()).toEqual(['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage']);
     expect(asArray(messages.Resource)).toHaveLength(2);
+    // The probe's waiting task: received from the two lanes only, the consumer function only invoked.
+    const tasks = bySid(statements, 'ProbeTasks');
+    expect(asArray(tasks.Action)).toEqual(['sqs:ReceiveMessage']);
+    expect(asArray(tasks.Resource)).toEqual(asArray(messages.Resource));
+    const invocation = bySid(statements, 'ProbeInvocation');
+    expect(asArray(invocation.Action)).toEqual(['lambda:InvokeFunction']);
+    const [consumerId] = functionNamed(s, `${settings.prefix}-consumer`);
+    expect(invocation.Resource).toEqual({ 'Fn::GetAtt': [consumerId, 'Arn'] });
     // No scan, no table-wide delete, no message sent: the watch works item by item.
     const actions = statements.flatMap((st) => asArray(st.Action));
     for (const forbidden of ['dynamodb:Scan', 'dynamodb:DeleteTable', 'sqs:SendMessage'])
@@ -140,6 +148,8 @@ describe('waiting design (solveMode wait)', () => {
         'ThreadLeases',
         'WatchRelay',
         'ProbeLease',
+        'ProbeTasks',
+        'ProbeInvocation',
         'ParkedRecords',
         'ParkedMessages',
         'ParkedCompletionEvents',
