@@ -62,7 +62,8 @@ export function textAnswerShareOf(trace: Pick<Trace, 'methods'>): number {
 export function usageOfRun(trace: Trace, run: RunResult, options: RunCostOptions = {}): FleetUsage {
   const hours = billedHours(trace);
   const perVm = WORKERS_PER_VM[run.policy];
-  const accepted = run.solved - (run.overflow?.solved ?? 0) + run.probesAccepted;
+  // A probe that carried a task paid for that task's solve (among `solved`); a synthetic one for its own.
+  const accepted = run.solved - (run.overflow?.solved ?? 0) + run.probesAccepted - run.probeTasks;
   const common = {
     hours,
     // Image and text captchas answer a few characters: their records take one write unit, not three.

@@ -135,9 +135,12 @@ export interface ModelParams {
    */
   watchPollSeconds: number;
   /**
-   * A design not built, for measuring it (docs/lab.md, "a probe that solves a waiting task"): 1
-   * has the governor's probe submit the task at the head of the queue instead of a synthetic one,
-   * so an accepted probe's paid solve is that task's; 0 (the default) is the product's synthetic probe.
+   * The parked design's probe carries a waiting task (1, the product: functions/governor/probe-carrier.ts):
+   * the governor receives the message at the head of the queue and has a consumer invocation
+   * submit it as the probe, so an accepted probe's paid solve is that task's; refused, the task
+   * is visible again at once (a receive counted; near the DLQ a fresh copy, its count started
+   * again). 0 measures the synthetic probe it replaced (a paid solve thrown away when accepted).
+   * The waiting design's probe is the synthetic one either way.
    */
   probeWithWaitingTask: number;
   /**
@@ -195,7 +198,7 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   watchSettleSeconds: 0.3,
   watchRecordSeconds: 0.15,
   watchPollSeconds: 0.1,
-  probeWithWaitingTask: 0,
+  probeWithWaitingTask: 1,
   probeWakeSeconds: 1,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,

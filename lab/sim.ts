@@ -23,6 +23,7 @@ import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
 import { ROOM_WAIT_MAX_MS } from '../functions/core/thread-ledger.js';
+import { REQUEUE_DEFAULTS } from '../functions/core/backoff.js';
 import { at, bumpU16, bumpU8, f64, u16, u8 } from './arrays.js';
 import { EventHeap } from './heap.js';
 import { DEFAULT_MODEL, type ModelParams, parkedInvocationSeconds } from './model.js';
@@ -143,6 +144,7 @@ class Counters {
   overCapWhileStarved = 0;
   probes = 0;
   probesAccepted = 0;
+  probeTasks = 0;
   busyThreadSecondsBacklog = 0;
   freeThreadSecondsBacklog = 0;
   latencies = new Float64Array(1 << 16);
@@ -395,7 +397,7 @@ class Simulation {
         return;
       case K_PROBE_DONE:
         this.solver.finish();
-        // A probe that carried a waiting task (`probeWithWaitingTask`, id − 1) solved it.
+        // A probe that carried a waiting task (`carryTask`, id − 1) solved it.
         if (id > 0) this.probeTaskSolved(id - 1);
         // The parked design's probe is counted by its thread lease, freed now (its leases count the threads).
         if (this.parked === undefined) this.ledger.released();
@@ -1049,11 +1051,13 @@ class Simulation {
   }
 
   /**
-   * The governor's probe submission: a synthetic task of the mix's mean solve time, submitted
-   * once; refused, an over-cap answer in the ledger; accepted, a thread the ledger counts until the
-   * solver answers it (charged like any solve). In the parked design that count is a thread lease
-   * it takes before it submits, as the product's probe does (two in flight at most); the lab frees
-   * it when the solver finishes (the product when its poll reads the answer, seconds later).
+   * The governor's probe submission, once: in the parked design a waiting task it received
+   * (`carryTask`), else a synthetic task of the mix's mean solve time. Refused, an over-cap
+   * answer in the ledger (a carried task visible again at once); accepted, a thread the ledger
+   * counts until the solver answers it (charged like any solve: a carried task's is that task's).
+   * In the parked design that count is a thread lease it takes before it submits, as the
+   * product's probe does (two in flight at most); the lab frees it when the solver finishes (the
+   * product when its poll, or the watch, reads the answer, seconds later).
    */
   private probe(): void {
     const c = this.c;
@@ -1061,9 +1065,13 @@ class Simulation {
     if (this.parked && !this.parked.holdProbe(this.t, this.settings.solveDeadlineSeconds)) return;
     c.probes++;
     c.submissions++;
+    const carried = this.carryTask();
     const answer = this.solver.answer();
     const atMs = this.epochMs + this.t * 1000;
-    if (answer !== ACCEPT) this.parked?.releaseProbe();
+    if (answer !== ACCEPT) {
+      this.parked?.releaseProbe();
+      if (carried !== undefined) this.probeHandBack(carried);
+    }
     if (answer === OVER_CAP) {
       c.overCap++;
       if (this.starved()) c.overCapWhileStarved++;
@@ -1081,29 +1089,61 @@ class Simulation {
     else this.ledger.accepted(atMs);
     // An acceptance lifts a refusal's hold on the fleet's room.
     this.wakeWaiter();
-    if (this.probeWithTask()) return;
+    if (carried !== undefined) {
+      c.probeTasks++;
+      this.probeSolves(carried);
+      return;
+    }
     const hold = this.consumer.probeSolveSeconds(this.meanSolveSeconds);
     this.heap.push(this.solver.solverClock(this.t, hold * this.solver.factor), K_PROBE_DONE);
   }
 
   /**
-   * A design not built (`probeWithWaitingTask`): the accepted probe was the task at the head of
-   * the queue, a fresh one the governor received, so the solve it pays for is that task's. False
-   * (the synthetic probe) when none waits, or the head is a resumed task or one at its last receive.
+   * The parked design's probe carries a waiting task (`probeWithWaitingTask`, the product's
+   * probe-carrier.ts): the governor receives the message at the head of the queue (a receive
+   * counted; one past its last goes to the DLQ, as SQS's redrive moves it, and the next is
+   * received) and a consumer invocation submits it (billed as one). Undefined when none waits
+   * (the synthetic probe), or the head is a task the solver accepted before (the product's
+   * consumer resumes it, and the governor then probes with a synthetic task: the lab makes the
+   * synthetic probe alone).
    */
-  private probeWithTask(): boolean {
-    if (this.model.probeWithWaitingTask <= 0 || this.queue.length === 0) return false;
+  private carryTask(): number | undefined {
+    if (this.parked === undefined || this.model.probeWithWaitingTask <= 0) return undefined;
+    while (this.queue.length > 0 && u8(this.tasks.phase, this.queue.oldest()) === NEW) {
+      const id = this.queue.dequeue(this.t);
+      if (!this.receive(id)) continue;
+      this.c.invocations++;
+      this.c.computeSeconds += parkedInvocationSeconds(this.startSeconds.memoryMb, this.model.consumerCpuSeconds);
+      return id;
+    }
+    return undefined;
+  }
+
+  /** A carried task the solver accepted: its solve is the probe's, recorded when the solver finishes it. */
+  private probeSolves(id: number): void {
     const tasks = this.tasks;
-    const head = this.queue.oldest();
-    if (u8(tasks.phase, head) !== NEW || u16(tasks.receives, head) >= this.settings.maxReceiveCount - 1) return false;
-    const id = this.queue.dequeue(this.t);
-    this.receive(id);
     tasks.phase[id] = ACCEPTED;
     tasks.acceptedAt[id] = this.t;
     const doneAt = this.solver.solverClock(this.t, this.solverHold(id));
     tasks.solverDoneAt[id] = doneAt;
     this.heap.push(doneAt, (id + 1) * 16 + K_PROBE_DONE);
-    return true;
+  }
+
+  /**
+   * A carried task the solver did not take goes back at once (the consumer's probe hand-back,
+   * no delay): its visibility reset, in its place at the head of the queue; near the DLQ
+   * (`REQUEUE_DEFAULTS.beforeReceives`) a fresh copy at the end instead, whose receive count
+   * starts again and which no probe counts as a wait of its own, so probes never walk a task to
+   * the DLQ.
+   */
+  private probeHandBack(id: number): void {
+    this.c.handBacks++;
+    if (u16(this.tasks.receives, id) < this.settings.maxReceiveCount - REQUEUE_DEFAULTS.beforeReceives) {
+      this.queue.requeueFront(id, this.t);
+      return;
+    }
+    this.tasks.receives[id] = 0;
+    this.queue.enqueue(id, this.t);
   }
 
   /**
@@ -1315,6 +1355,7 @@ class Simulation {
       overCapWhileStarved: c.overCapWhileStarved,
       probes: c.probes,
       probesAccepted: c.probesAccepted,
+      probeTasks: c.probeTasks,
       startedPastHalt: c.startedPastHalt,
       startedPastPause: c.startedPastPause,
       haltCrossedAt: c.haltCrossedAt,

@@ -226,13 +226,13 @@ function unfinishedTarget(governor: RunResult, floor: RunResult): TraceTarget {
 
 /**
  * Where the money ran out (the governor paused on it) and the floor solved no more tasks than the
- * governor's accepted probes: those probes are the difference. Each is a synthetic task, a paid
- * solve whose answer is thrown away; the clairvoyant floor never probes (docs/lab.md,
- * `probeWithWaitingTask`: the design that would have the probe solve a waiting task instead).
+ * governor's accepted synthetic probes: those probes are the difference. Each is a paid solve
+ * whose answer is thrown away (one made with no task waiting to carry, or in the waiting design);
+ * the clairvoyant floor never probes. A probe that carried a task paid for that task's solve.
  */
 function probesPaid(governor: RunResult, floor: RunResult): string {
   const short = floor.solved - governor.solved;
-  const probes = governor.probesAccepted;
+  const probes = governor.probesAccepted - governor.probeTasks;
   if ((governor.reasons.PAUSE_LOW_BALANCE ?? 0) === 0 || short <= 0 || probes < short) return '';
   return ` The money ran out (PAUSE_LOW_BALANCE): the floor's ${short} more solve(s) are within the governor's ${probes} accepted probe(s), synthetic tasks paid for and thrown away, which the floor never makes.`;
 }

@@ -34,6 +34,20 @@ export class TaskQueue {
     }
   }
 
+  /**
+   * A message received a moment ago is visible again at once (a visibility reset to 0): it keeps
+   * its place at the head (SQS orders a standard queue's messages by their send, best effort; the
+   * lab's hand-backs with a delay rejoin at the end, which is kinder to no one).
+   */
+  requeueFront(id: number, t: number): void {
+    this.enqueue(id, t);
+    // Rotate the one just added from the end to the head.
+    const size = this.ids.length;
+    const tail = (this.head + this.length - 1) % size;
+    this.head = (this.head - 1 + size) % size;
+    this.ids[this.head] = i32(this.ids, tail);
+  }
+
   /** The oldest visible message leaves the queue at `t` (received). */
   dequeue(t: number): number {
     const id = i32(this.ids, this.head);

@@ -202,6 +202,8 @@ export interface RunResult {
   /** The governor's own probe submissions, and how many the solver accepted. */
   probes: number;
   probesAccepted: number;
+  /** Of those accepted, the probes that carried a waiting task (its solve is among `solved`; the rest were synthetic). */
+  probeTasks: number;
   /** Solves accepted while the balance was under the halt level, and under the pause level. */
   startedPastHalt: number;
   startedPastPause: number;

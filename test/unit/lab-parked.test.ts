@@ -6,6 +6,7 @@
  * where the trace asks for it.
  */
 import { describe, expect, it } from 'vitest';
+import { usageOfRun } from '../../lab/cost.js';
 import { PARKED_SUBMIT_SECONDS } from '../../functions/core/governor/submitters.js';
 import { FUNCTION_SIZING } from '../../functions/core/function-sizing.js';
 import { DEFAULT_MODEL, type ModelParams, parkedInvocationSeconds } from '../../lab/model.js';
@@ -129,7 +130,7 @@ describe('the parked design in the lab', () => {
     expect(woken.run.solved).toBe(woken.run.arrivals);
   });
 
-  it('measures a design not built: a probe that solves a waiting task pays for that task, not for a synthetic one', () => {
+  it('has the probe carry a waiting task: the money buys as many tasks as the floor’s, and no probe walks a task to the DLQ', () => {
     // GIVEN a 4-thread plan whose money runs out, that a neighbour takes whole, then leaves one
     // thread of (fewer than the mapping's floor: the governor probes), then hands back
     const input: Partial<TraceInput> = {
@@ -146,23 +147,49 @@ describe('the parked design in the lab', () => {
     for (const seed of [1, 2, 3]) {
       const t = trace(input);
       const runWith = (probeWithWaitingTask: number) =>
-        simulate(t, createPolicy('governor', t.settings, { probeWithWaitingTask }), {
-          seed,
-          model: { probeWithWaitingTask },
-        });
-      // WHEN the governor probes with a synthetic task (the product) and with the head of the queue
+        simulate(t, createPolicy('governor', t.settings), { seed, model: { probeWithWaitingTask } });
+      // WHEN the governor probes as built (the head of the queue carried) and with the synthetic task it replaced
+      const carried = runWith(1);
       const synthetic = runWith(0);
-      const withTask = runWith(1);
-
-      // THEN the same probes are accepted, and each accepted probe's paid solve is now a task
-      // solved: the money buys as many tasks as the clairvoyant floor's, none past the pause level
-      expect(withTask.probesAccepted).toBeGreaterThan(0);
-      expect(withTask.probesAccepted).toBe(synthetic.probesAccepted);
-      expect(withTask.solved).toBe(synthetic.solved + withTask.probesAccepted);
       const floor = simulate(t, createPolicy('oracle-ramp', t.settings), { seed });
-      expect(withTask.solved).toBe(floor.solved);
-      expect(withTask.startedPastPause).toBe(0);
+
+      // THEN probes were refused and accepted, and each accepted probe's paid solve is a task
+      // solved: the money buys as many tasks as the clairvoyant floor's (the synthetic probe's
+      // bought fewer), none past the pause level, and no task reached the DLQ
+      expect(carried.probesAccepted).toBeGreaterThan(0);
+      expect(carried.probes).toBeGreaterThan(carried.probesAccepted);
+      expect(carried.solved).toBe(floor.solved);
+      expect(synthetic.solved).toBeLessThan(floor.solved);
+      expect(carried.startedPastPause).toBe(0);
+      expect(carried.deadLettered).toBe(0);
+      // every accepted probe carried a task: the bill counts each paid solve once (the task's)
+      expect(carried.probeTasks).toBe(carried.probesAccepted);
+      expect(usageOfRun(t, carried).acceptedSubmissions).toBe(carried.solved);
+      expect(usageOfRun(t, synthetic).acceptedSubmissions).toBe(synthetic.solved + synthetic.probesAccepted);
     }
+  });
+
+  it('keeps a task the probe carries out of the DLQ however many probes it is refused', () => {
+    // GIVEN a neighbour that holds all but one thread of a 6-thread plan for four hours (the
+    // governor probes every tick, each refused) with a few tasks waiting, at a maxReceiveCount of 5
+    const t = trace({
+      durationSeconds: 4 * 3600,
+      fleet: { planThreads: 6, maxReceiveCount: 5 },
+      arrivals: [
+        { at: 0, perSecond: 0.05 },
+        { at: 120, perSecond: 0 },
+      ],
+      foreignThreads: [
+        { at: 0, threads: 0 },
+        { at: 60, threads: 6 },
+      ],
+    });
+    const result = simulate(t, createPolicy('governor', t.settings), { seed: 4 });
+
+    // THEN the probes carried the waiting tasks and were refused far more often than a task has
+    // receives, and not one task went to the DLQ (a fresh copy near it starts its count again)
+    expect(result.probes - result.probesAccepted).toBeGreaterThan(5 * 10);
+    expect(result.deadLettered).toBe(0);
   });
 
   it('holds the thread cap with leases: never more live slots than the plan, no refusal, however long the backlog', () => {

@@ -39,6 +39,7 @@ function runOf(policy: string, overrides: Partial<RunResult> = {}): RunResult {
     overCapWhileStarved: 0,
     probes: 0,
     probesAccepted: 0,
+    probeTasks: 0,
     startedPastHalt: 0,
     startedPastPause: 0,
     haltCrossedAt: null,
@@ -257,13 +258,25 @@ describe('the unfinished target', () => {
     );
   });
 
-  const without: { why: string; solved: number; reasons: Record<string, number> }[] = [
+  const without: { why: string; solved: number; reasons: Record<string, number>; probeTasks?: number }[] = [
     { why: 'the money did not run out', solved: 988, reasons: { WAIT_FOR_THREADS: 5 } },
     { why: 'the probes are fewer than the difference', solved: 980, reasons: { PAUSE_LOW_BALANCE: 30 } },
+    {
+      why: 'the accepted probes carried tasks (their solves were those tasks’)',
+      solved: 988,
+      reasons: { PAUSE_LOW_BALANCE: 30 },
+      probeTasks: 2,
+    },
   ];
-  it.each(without)('says nothing of probes where $why', ({ solved, reasons }) => {
+  it.each(without)('says nothing of probes where $why', ({ solved, reasons, probeTasks = 0 }) => {
     const floor = runOf('oracle-ramp', { solved: 990, unfinished: 10 });
-    const governor = runOf('governor', { solved, unfinished: 1000 - solved, probesAccepted: 2, reasons });
+    const governor = runOf('governor', {
+      solved,
+      unfinished: 1000 - solved,
+      probesAccepted: 2,
+      probeTasks,
+      reasons,
+    });
     expect(causeOf(governor, floor)).toContain('The governor solved');
     expect(causeOf(governor, floor)).not.toContain('probe');
   });
