@@ -12,6 +12,7 @@ import type { TickRecord } from '../../functions/governor/loop.js';
 import { REFUSAL_HOLD_OFF_MS } from '../../functions/core/thread-ledger.js';
 import { sleep } from '../../functions/core/helpers/time.js';
 import { startLocalStack, type LocalStack } from '../../local/runtime.js';
+import { until } from '../helpers/until.js';
 
 const PLAN = 40;
 /** Threads the neighbour leaves the fleet while it holds. */
@@ -27,15 +28,6 @@ interface Seen {
 let stack: LocalStack;
 const seen: Seen[] = [];
 let outcome: { heldFrom: number; leftAt: number; lifts: number; liftedAt: number | undefined };
-
-async function until(what: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (what()) return true;
-    await sleep(100);
-  }
-  return what();
-}
 
 beforeAll(async () => {
   // Prepare: a parked 40-thread plan, 2.5-s solves (the fleet's own answers free under a thread

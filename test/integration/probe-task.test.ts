@@ -8,9 +8,9 @@
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sleep } from '../../functions/core/helpers/time.js';
 import type { TickRecord } from '../../functions/governor/loop.js';
 import { startLocalStack, type LocalStack } from '../../local/runtime.js';
+import { until } from '../helpers/until.js';
 
 const PLAN = 6;
 const TASKS = 60;
@@ -20,15 +20,6 @@ let stack: LocalStack;
 const reasons: string[] = [];
 const announced = new Set<string>();
 let outcome: { refusedWhileHeld: number; acceptedAfter: number; published: number; dlq: string | undefined };
-
-async function until(what: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (what()) return true;
-    await sleep(100);
-  }
-  return what();
-}
 
 beforeAll(async () => {
   // Prepare: a parked 6-thread plan, 1-s solves, ticks of half a second; a neighbour holds it all from the start.
