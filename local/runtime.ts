@@ -186,6 +186,8 @@ export interface LocalStack {
    * task (the same text or image every time), paid like any solve, no producer's task.
    */
   probeSolverIds(): ReadonlySet<string>;
+  /** The consumer invocations the governor's probe made with a waiting task (the parked design), and their time. */
+  probeInvocations(): ProbeInvocations;
   /** Dead letters SQS could not keep from repeating (a lost answer, a delete a crash cut off), by source message id (local/faults/letters.ts). */
   repeatableLetters(): RepeatableLetters;
   /** Both pollers' counters added up; the ceiling and peak are the shared pool's. */
@@ -290,7 +292,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const consumer = await wireConsumer(plan, backends, solver);
     const overflow = await startOverflow(plan, backends, consumer, cleanups);
     const lanes = createLanes(plan, backends, consumer.handler);
-    const { governor, storeHealth, probeSolverIds } = await startGovernor(
+    const { governor, storeHealth, probeSolverIds, probeInvocations } = await startGovernor(
       plan,
       backends,
       { solver, overflow, consumer },
@@ -306,7 +308,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       solver,
       consumer,
       { ...lanes, reports },
-      { governor, storeHealth, probeSolverIds },
+      { governor, storeHealth, probeSolverIds, probeInvocations },
       overflow,
       cleanups,
     );
@@ -743,7 +745,8 @@ async function startGovernor(
   cleanups: Cleanups,
 ): Promise<GovernorSide> {
   const probeSolverIds = new Set<string>();
-  if (!plan.governed) return { governor: undefined, storeHealth: undefined, probeSolverIds };
+  const probeInvocations: ProbeInvocations = { invocations: 0, invocationMs: 0 };
+  if (!plan.governed) return { governor: undefined, storeHealth: undefined, probeSolverIds, probeInvocations };
   const governorOptions = plan.options.governor === false ? undefined : plan.options.governor;
   const tickMs = governorOptions?.tickMs ?? 1_000;
   // The stores are dependencies the governor probes every tick, as in AWS.
@@ -796,7 +799,10 @@ async function startGovernor(
       // The parked design: the probe holds a thread lease, as a consumer's submission does, and
       // carries a waiting task through the consumer (in process here, invoked in AWS).
       ...(parked
-        ? { leases: probeLeasesOf(parked.lane), carrier: localProbeCarrier(plan, clients, resources, consumer) }
+        ? {
+            leases: probeLeasesOf(parked.lane),
+            carrier: localProbeCarrier(plan, { clients, resources }, consumer, probeInvocations),
+          }
         : {}),
       onAccepted: () => void toWake?.tickNow({ probe: false }),
     }),
@@ -828,7 +834,7 @@ async function startGovernor(
   cleanups.add(() => governor.stop());
   // The first decision sets the ceilings before anything is received.
   await governor.ready;
-  return { governor, storeHealth, probeSolverIds };
+  return { governor, storeHealth, probeSolverIds, probeInvocations };
 }
 
 /**
@@ -838,27 +844,40 @@ async function startGovernor(
  */
 function localProbeCarrier(
   plan: StackPlan,
-  clients: Backends['clients'],
-  resources: Backends['resources'],
+  { clients, resources }: Pick<Backends, 'clients' | 'resources'>,
   consumer: ConsumerSide,
+  counted: ProbeInvocations,
 ): ProbeCarrier {
   return createProbeCarrier({
     sqs: clients.sqs,
     queueUrls: [resources.queueUrls.high, resources.queueUrls.normal],
     region: clients.region,
-    invoke: (event) =>
-      consumer.handler(
-        event,
-        lambdaContextOf({
-          functionName: `${plan.settings.prefix}-consumer`,
-          region: clients.region,
-          memoryLimitInMB: consumerSizing(plan.settings).memoryMb,
-          requestId: randomUUID(),
-          deadline: Date.now() + plan.functionTimeoutMs,
-          now: Date.now,
-        }),
-      ),
+    invoke: async (event) => {
+      const startedAt = Date.now();
+      counted.invocations++;
+      try {
+        return await consumer.handler(
+          event,
+          lambdaContextOf({
+            functionName: `${plan.settings.prefix}-consumer`,
+            region: clients.region,
+            memoryLimitInMB: consumerSizing(plan.settings).memoryMb,
+            requestId: randomUUID(),
+            deadline: startedAt + plan.functionTimeoutMs,
+            now: Date.now,
+          }),
+        );
+      } finally {
+        counted.invocationMs += Date.now() - startedAt;
+      }
+    },
   });
+}
+
+/** The consumer invocations the probe's carrier made (the mappings' pollers count theirs). */
+export interface ProbeInvocations {
+  invocations: number;
+  invocationMs: number;
 }
 
 /** The local governor, its stores' health watch, and the ids its probes were accepted under. */
@@ -866,6 +885,7 @@ interface GovernorSide {
   governor: LocalGovernor | undefined;
   storeHealth: StoreWatch | undefined;
   probeSolverIds: ReadonlySet<string>;
+  probeInvocations: ProbeInvocations;
 }
 
 /**
@@ -962,7 +982,7 @@ function assembleStack(
   solver: SolverSide,
   consumer: ConsumerSide,
   { pollers, pool, reports }: Lanes & { reports: Poller },
-  { governor, storeHealth, probeSolverIds }: GovernorSide,
+  { governor, storeHealth, probeSolverIds, probeInvocations }: GovernorSide,
   overflow: LocalOverflow | undefined,
   cleanups: Cleanups,
 ): LocalStack {
@@ -1005,6 +1025,7 @@ function assembleStack(
     lostSolverIds: consumer.lostSolverIds,
     knownSolverIds: consumer.knownSolverIds,
     probeSolverIds: () => probeSolverIds,
+    probeInvocations: () => ({ ...probeInvocations }),
     repeatableLetters: () => letters.repeatable(resources.queueUrls.dlq),
     pollerStats: () => ({
       ...addStats(pollers.normal.stats(), pollers.high.stats()),

@@ -330,14 +330,16 @@ function overflowSummary(
 
 function consumerSummary(stack: LocalStack): DemoSummary['consumer'] {
   const poller = stack.pollerStats();
+  // The governor's probe invokes the consumer with a waiting task too (a receive of its own).
+  const probe = stack.probeInvocations();
   return {
     solveMode: stack.settings.solveMode,
     tasksPerInvocation: stack.settings.tasksPerInvocation,
-    invocations: poller.invocations,
-    received: poller.received,
+    invocations: poller.invocations + probe.invocations,
+    received: poller.received + probe.invocations,
     requeued: stack.metrics.total(METRICS.requeued).sum,
     parked: stack.metrics.total(METRICS.parked).sum,
-    invocationSeconds: poller.invocationMs / 1000,
+    invocationSeconds: (poller.invocationMs + probe.invocationMs) / 1000,
     peakConcurrency: poller.peakConcurrency,
     ceiling: currentCeiling(stack),
     retriedItems: poller.failedItems,

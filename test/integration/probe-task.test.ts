@@ -68,6 +68,10 @@ describe('the governor’s probe carries a waiting task, on the emulators', () =
     expect(outcome.refusedWhileHeld).toBeGreaterThanOrEqual(8);
     expect(outcome.acceptedAfter).toBeGreaterThanOrEqual(1);
     expect(outcome.dlq).toBe('0');
+    // each carried probe was a consumer invocation, counted for the run's bill beside the mappings'
+    const invocations = stack.probeInvocations();
+    expect(invocations.invocations).toBeGreaterThanOrEqual(outcome.refusedWhileHeld + outcome.acceptedAfter);
+    expect(invocations.invocationMs).toBeGreaterThan(0);
   });
 
   it('solved every task once, and the solver accepted no submission that was not a task’s (no synthetic probe paid for)', () => {
