@@ -3,8 +3,8 @@
  * While others leave the fleet fewer threads than the mapping's floor, the tick's decision asks
  * for one probe submission. A synthetic task, accepted, is a solve the provider charges and whose
  * answer is thrown away: where the money runs out, each one is a task fewer solved. So the probe
- * receives one message waiting in the lanes' queues (the high lane's first) and invokes the
- * consumer with it, flagged (functions/core/probe-invocation.ts): the consumer runs its own path
+ * receives one message waiting in the lanes' queues (the high lane's first; the last a 1-s long poll)
+ * and invokes the consumer with it, flagged (functions/core/probe-invocation.ts): the consumer runs its own path
  * (claim, a probe slot whatever the limits, one submission with no wait, park under the slot, or
  * back at once when refused, no wait of its own counted), and answers what the solver said. Its
  * partial batch response is read as the event source mapping reads one: a record not listed as
@@ -25,6 +25,9 @@ import {
 import { lambdaRecordOf, readFailures } from '../adapters/sqs-record.js';
 import { describeError } from '../adapters/solver-context.js';
 import { type ConsumerEvent, type ProbeAnswer, probeAnswerOf } from '../core/probe-invocation.js';
+
+/** The long poll of the last lane's queue for a task to carry, seconds (the probe runs beside the ticks). */
+const RECEIVE_WAIT_SECONDS = 1;
 
 /** What a carried probe came to: the solver's answer to the task's submission, or why there is none to read. */
 export type CarriedProbe = { answer: ProbeAnswer } | { answer: 'failed'; error: string };
@@ -66,12 +69,16 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
 
   /** One waiting message and its queue, or undefined when none waits (or the queues cannot be read now). */
   const receive = async (): Promise<{ message: Message; queueUrl: string } | undefined> => {
-    for (const queueUrl of options.queueUrls) {
+    for (const [index, queueUrl] of options.queueUrls.entries()) {
+      const last = index === options.queueUrls.length - 1;
       const out = await options.sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,
           MaxNumberOfMessages: 1,
-          WaitTimeSeconds: 0,
+          // A short poll samples some of SQS's servers and may answer none while a few messages
+          // wait; a long one asks them all and answers as soon as one is there. The lanes before
+          // the last are asked at once (an empty high lane costs no wait).
+          WaitTimeSeconds: last ? RECEIVE_WAIT_SECONDS : 0,
           MessageSystemAttributeNames: ['All'],
           MessageAttributeNames: ['All'],
         }),

@@ -7,7 +7,12 @@
  * its reason and no probe is made of it.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  ReceiveMessageCommand,
+  type ReceiveMessageCommandInput,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoResultsRepository } from '../../functions/adapters/results-repository.js';
@@ -97,9 +102,17 @@ async function starvedFleet(options: { foreignThreads: number; maxReceiveCount?:
     events.push(event);
     return handler(event, context);
   };
+  // Every receive the carrier asks SQS for, as asked (the real client answers).
+  const receives: ReceiveMessageCommandInput[] = [];
+  const sqs = {
+    send: (command: { input: unknown }) => {
+      if (command instanceof ReceiveMessageCommand) receives.push(command.input);
+      return clients.sqs.send(command as never);
+    },
+  } as unknown as SQSClient;
   const carrierWith = (invoker: ConsumerInvoker = invoke) =>
     createProbeCarrier({
-      sqs: clients.sqs,
+      sqs,
       queueUrls: [resources.queueUrls.high, resources.queueUrls.normal],
       region: clients.region,
       invoke: invoker,
@@ -116,6 +129,7 @@ async function starvedFleet(options: { foreignThreads: number; maxReceiveCount?:
     ledger,
     handler,
     events,
+    receives,
     carrier: carrierWith(),
     carrierWith,
     watch,
@@ -218,8 +232,18 @@ describe('the governor’s probe carries a waiting task', () => {
     const f = await starvedFleet({ foreignThreads: 0 });
     // WHEN the probe looks
     expect(await f.carrier.carry()).toEqual({ answer: 'none' });
-    // THEN no consumer was invoked
+    // THEN no consumer was invoked; it asked each lane for one message with every attribute, the
+    // high lane at once and the last lane with a long poll (a short one may miss a few waiting)
     expect(f.events).toHaveLength(0);
+    const { queueUrls } = f.fleet.resources;
+    expect(f.receives).toEqual([
+      expect.objectContaining({ QueueUrl: queueUrls.high, MaxNumberOfMessages: 1, WaitTimeSeconds: 0 }),
+      expect.objectContaining({ QueueUrl: queueUrls.normal, MaxNumberOfMessages: 1, WaitTimeSeconds: 1 }),
+    ]);
+    for (const input of f.receives) {
+      expect(input.MessageSystemAttributeNames).toEqual(['All']);
+      expect(input.MessageAttributeNames).toEqual(['All']);
+    }
 
     // GIVEN a task in each lane
     const normal = recaptchaTask();
