@@ -850,7 +850,7 @@ function localProbeCarrier(
 ): ProbeCarrier {
   return createProbeCarrier({
     sqs: clients.sqs,
-    queueUrls: [resources.queueUrls.high, resources.queueUrls.normal],
+    queueUrls: resources.queueUrls,
     region: clients.region,
     invoke: async (event) => {
       const startedAt = Date.now();

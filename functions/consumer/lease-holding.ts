@@ -23,11 +23,10 @@ import {
   type LeaseSlot,
   liveHeld,
   liveSlots,
-  PROBE_SLOT_BASE,
-  PROBE_SLOTS,
   shardCapacity,
   type ShardView,
   slotsInForce,
+  takeProbeSlot,
 } from '../core/thread-leases.js';
 import type { ConsumerTiming } from './context.js';
 import { describe, type RecordLog } from './delivery.js';
@@ -180,21 +179,18 @@ export class LeaseHolding {
     const shard = this.lane.shards[0] as string;
     const now = this.clock();
     const view = await this.lane.leases.view(shard);
-    for (let k = 0; k < PROBE_SLOTS; k++) {
-      const lease: LeaseSlot = {
-        shard,
-        slot: PROBE_SLOT_BASE + k,
-        taskId: this.taskId,
-        takenAt: now,
-        until: now + this.lane.leaseMs,
-        delivery: this.delivery,
-      };
-      if (!(await this.lane.leases.take(lease))) continue;
-      this.held = lease;
-      this.othersAtTake = liveSlots(view, now).length;
-      return true;
-    }
-    return false;
+    const until = now + this.lane.leaseMs;
+    const lease = await takeProbeSlot(this.lane.leases, {
+      shard,
+      taskId: this.taskId,
+      takenAt: now,
+      until,
+      delivery: this.delivery,
+    });
+    if (lease === undefined) return false;
+    this.held = lease;
+    this.othersAtTake = liveSlots(view, now).length;
+    return true;
   }
 
   /**

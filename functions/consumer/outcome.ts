@@ -97,27 +97,30 @@ export function retry(
   ctx: RecordContext,
   delivery: Delivery,
   reason: RetryReason,
-  extra: { delaySeconds?: number; carry?: Carry; detail?: string; code?: string; probe?: boolean } = {},
+  extra: { delaySeconds?: number; carry?: Carry; detail?: string; code?: string } = {},
 ): Outcome {
   const { timing } = ctx;
   const n = delivery.receiveCount;
-  const delaySeconds =
-    extra.delaySeconds ??
-    (reason === 'store' || reason === 'orphan_wait'
-      ? backoffSeconds(n, timing.storeRetryBaseSeconds, timing.storeRetryMaxSeconds)
-      : reason === 'account'
-        ? backoffSeconds(n, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds)
-        : backoffSeconds(
-            reason === 'transient' && overflowCanTake(ctx) ? 1 : n,
-            timing.retryBaseSeconds,
-            timing.retryMaxSeconds,
-          ));
+  // The governor's probe refused: the task back at once, no wait of its own counted (Outcome.probe).
+  const probe = ctx.probe !== undefined && reason === 'over_cap';
+  const delaySeconds = probe
+    ? 0
+    : (extra.delaySeconds ??
+      (reason === 'store' || reason === 'orphan_wait'
+        ? backoffSeconds(n, timing.storeRetryBaseSeconds, timing.storeRetryMaxSeconds)
+        : reason === 'account'
+          ? backoffSeconds(n, timing.accountRetryBaseSeconds, timing.accountRetryMaxSeconds)
+          : backoffSeconds(
+              reason === 'transient' && overflowCanTake(ctx) ? 1 : n,
+              timing.retryBaseSeconds,
+              timing.retryMaxSeconds,
+            )));
   return {
     kind: 'retry',
     reason,
     delaySeconds,
-    waiting: WAITING.has(reason) || extra.probe === true,
-    ...(extra.probe === true ? { probe: true as const } : {}),
+    waiting: WAITING.has(reason) || probe,
+    ...(probe ? { probe: true as const } : {}),
     ...(extra.carry !== undefined ? { carry: extra.carry } : {}),
     ...(extra.detail !== undefined ? { detail: extra.detail } : {}),
     ...(extra.code !== undefined ? { code: extra.code } : {}),

@@ -906,12 +906,8 @@ export class TaskRun {
       return retry(this.ctx, this.delivery, 'account', extra);
     }
     // The answers behind these (over-cap, transient) were counted as they came (countAnswer).
-    // The governor's probe: the task goes back at once, no wait of its own counted (Outcome.probe).
-    if (error instanceof SolverOverCapError)
-      return retry(this.ctx, this.delivery, 'over_cap', {
-        ...extra,
-        ...(this.ctx.probe !== undefined ? { delaySeconds: 0, probe: true } : {}),
-      });
+    // The governor's probe's task goes back at once, no wait of its own counted (retry, Outcome.probe).
+    if (error instanceof SolverOverCapError) return retry(this.ctx, this.delivery, 'over_cap', extra);
     if (error instanceof SolverTimeoutError) return retry(this.ctx, this.delivery, 'timeout', extra);
     if (error instanceof SolverError) return retry(this.ctx, this.delivery, 'transient', extra);
     if (isStoreError(error)) return retry(this.ctx, this.delivery, 'store', extra);

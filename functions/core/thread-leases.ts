@@ -417,6 +417,23 @@ export interface LeaseTaker {
   refused(shard: string, at: number, held: number): Promise<void>;
 }
 
+/**
+ * Take one of the probe's own slots (`PROBE_SLOT_BASE` onwards, `PROBE_SLOTS` of them) in
+ * `lease.shard` for `lease`'s task, whatever the shard's limit: the governor's synthetic probe
+ * (functions/governor/thread-probe.ts) and a consumer carrying the probe's task
+ * (functions/consumer/lease-holding.ts) both. Undefined when every probe slot is held.
+ */
+export async function takeProbeSlot(
+  leases: Pick<LeaseTaker, 'take'>,
+  lease: Omit<LeaseSlot, 'slot'>,
+): Promise<LeaseSlot | undefined> {
+  for (let k = 0; k < PROBE_SLOTS; k++) {
+    const slot: LeaseSlot = { ...lease, slot: PROBE_SLOT_BASE + k };
+    if (await leases.take(slot)) return slot;
+  }
+  return undefined;
+}
+
 /** What a delivery's lease needs from its consumer (ConsumerDeps.leases). */
 export interface LeaseLane {
   leases: LeaseTaker;

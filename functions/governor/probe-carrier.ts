@@ -37,8 +37,8 @@ export type ConsumerInvoker = (event: ConsumerEvent) => Promise<unknown>;
 
 export interface ProbeCarrierOptions {
   sqs: SQSClient;
-  /** The lanes' queues, the one to take from first first (the high lane's). */
-  queueUrls: readonly string[];
+  /** The lanes' queues: the high lane's (when it has one) is taken from first. */
+  queueUrls: { normal: string; high?: string | undefined };
   region: string;
   invoke: ConsumerInvoker;
   clock?: () => number;
@@ -68,9 +68,11 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
   };
 
   /** One waiting message and its queue, or undefined when none waits (or the queues cannot be read now). */
+  const { normal, high } = options.queueUrls;
+  const lanes = high !== undefined ? [high, normal] : [normal];
   const receive = async (): Promise<{ message: Message; queueUrl: string } | undefined> => {
-    for (const [index, queueUrl] of options.queueUrls.entries()) {
-      const last = index === options.queueUrls.length - 1;
+    for (const [index, queueUrl] of lanes.entries()) {
+      const last = index === lanes.length - 1;
       const out = await options.sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: queueUrl,

@@ -20,7 +20,7 @@ import type { SolverAnswer, SolverPort } from '../core/ports.js';
 import { redactKey, SolverTaskError } from '../core/solver-protocol.js';
 import type { Task } from '../core/task.js';
 import { TASK_NOT_SUPPORTED } from '../core/task-types.js';
-import { type LeaseSlot, type LeaseTaker, PROBE_SLOT_BASE, PROBE_SLOTS } from '../core/thread-leases.js';
+import { type LeaseSlot, type LeaseTaker, PROBE_SLOTS, takeProbeSlot } from '../core/thread-leases.js';
 import type { ThreadLease, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import type { ThreadProbe } from './loop.js';
 import type { ProbeCarrier } from './probe-carrier.js';
@@ -87,25 +87,6 @@ export function probeLeasesOf(lane: { leases: ProbeLeases['leases']; shards: rea
 /** A delivery for the probe's lease: it has no message (the watch never frees a lease without a task record). */
 const PROBE_DELIVERY = { eventSourceArn: 'governor-probe', receiptHandle: 'governor-probe' } as const;
 
-/**
- * Take a free probe slot (one per probe in flight at most), until the probe's deadline; undefined
- * when none could be taken (the probe is then not made).
- */
-async function takeProbeSlot(leases: ProbeLeases, taskId: string, now: number): Promise<LeaseSlot | undefined> {
-  for (let k = 0; k < MAX_PROBES_IN_FLIGHT; k++) {
-    const lease: LeaseSlot = {
-      shard: leases.shard,
-      slot: PROBE_SLOT_BASE + k,
-      taskId,
-      takenAt: now,
-      until: now + PROBE_DEADLINE_MS,
-      delivery: PROBE_DELIVERY,
-    };
-    if (await leases.leases.take(lease)) return lease;
-  }
-  return undefined;
-}
-
 /** What the probes of one adapter did: submissions made, and what the solver answered them. */
 export interface ThreadProbeStats {
   /**
@@ -166,7 +147,14 @@ export function createThreadProbe(
     };
     try {
       if (options.leases !== undefined) {
-        slot = await takeProbeSlot(options.leases, probeTaskId(now), now);
+        // One per probe in flight at most (PROBE_SLOTS), until the probe's deadline.
+        slot = await takeProbeSlot(options.leases.leases, {
+          shard: options.leases.shard,
+          taskId: probeTaskId(now),
+          takenAt: now,
+          until: now + PROBE_DEADLINE_MS,
+          delivery: PROBE_DELIVERY,
+        });
         if (slot === undefined) {
           options.warn?.('governor probe not made: its thread lease could not be taken');
           return;

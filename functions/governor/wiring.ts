@@ -393,10 +393,9 @@ function probeCarrierOf(options: GovernorWiringOptions, clients: AwsClients, lam
   const functionName = environment.consumerFunctionName;
   const invoke = options.consumerInvoker ?? (functionName && lambdaConsumerInvoker(lambda, functionName));
   if (!invoke) return undefined;
-  const { normal, high } = environment.queueUrls;
   return createProbeCarrier({
     sqs: clients.sqs,
-    queueUrls: high !== undefined ? [high, normal] : [normal],
+    queueUrls: environment.queueUrls,
     region: clients.region,
     invoke,
     ...(options.clock ? { clock: options.clock } : {}),

@@ -113,7 +113,7 @@ async function starvedFleet(options: { foreignThreads: number; maxReceiveCount?:
   const carrierWith = (invoker: ConsumerInvoker = invoke) =>
     createProbeCarrier({
       sqs,
-      queueUrls: [resources.queueUrls.high, resources.queueUrls.normal],
+      queueUrls: resources.queueUrls,
       region: clients.region,
       invoke: invoker,
     });
