@@ -378,8 +378,10 @@ const OBJECT_CONTEXT_EXAMPLES = {
 
 /**
  * Split initial ceilings between the lanes: the high lane starts at a quarter of the ceiling
- * (never below the mapping floor), the normal lane gets the rest. The sum never exceeds the
- * fleet's maximum, so ceiling × tasks per invocation stays within the usable threads.
+ * (never below the mapping floor), the normal lane gets the rest. From a maximum of twice the
+ * floor the sum is the fleet's maximum, so ceiling × tasks per invocation stays within the usable
+ * threads; under it (the parked design only: its thread leases hold the threads) each lane keeps
+ * the floor, the invocations past the slots waiting for one.
  */
 export function initialCeilings(settings: FleetSettings): { normal: number; high: number } {
   const total = settings.maxConcurrency;
@@ -482,7 +484,10 @@ export function resolveFleetStackConfig(given: CaptchaFleetProps = {}): Resolved
     if (!(error instanceof ConfigError)) throw error;
     problems.push(...error.problems);
   }
-  if (settings !== undefined) {
+  // Waiting, the two lanes' mapping floors are invocations each holding its threads: the fleet
+  // must be allowed both. Parked, the thread leases hold the threads whatever the invocations: a
+  // ceiling under both floors opens that many slots and the lanes take turns (splitOverLanes).
+  if (settings !== undefined && settings.solveMode === 'wait') {
     const lanesNeed = 2 * MAPPING_MIN_CONCURRENCY;
     if (settings.maxConcurrency < lanesNeed) {
       problems.push({

@@ -286,7 +286,9 @@ export interface SettingsOverrides {
   /**
    * The lanes whose mappings must each run at least the mapping floor: 2 for the deployed stack
    * (normal and high, each its own mapping), whose size check then gives a fix that works
-   * (sized for one lane, "raise planThreads to at least 2" was refused next for 4). @default 1
+   * (sized for one lane, "raise planThreads to at least 2" was refused next for 4). Waiting
+   * design only (`solveMode: wait`): parked, the thread leases hold the threads whatever the
+   * invocations, and the plan needs the floor once. @default 1
    */
   lanes?: number;
 }
@@ -323,35 +325,7 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
     });
   }
   const capCeiling = Math.floor(effectiveCap / config.tasksPerInvocation);
-  const lanes = Math.max(1, overrides.lanes ?? 1);
-  const floor = MAPPING_MIN_CONCURRENCY * lanes;
-  if (effectiveCap >= 1 && capCeiling < floor) {
-    const enough = floor * config.tasksPerInvocation + config.reservedThreads;
-    const below =
-      lanes === 1
-        ? `below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY} (Lambda's SQS mapping runs at least ${MAPPING_MIN_CONCURRENCY} invocations at once)`
-        : `below the ${floor} its ${lanes} lanes need (each lane's SQS mapping runs at least ${MAPPING_MIN_CONCURRENCY} invocations at once)`;
-    problems.push(
-      // At one task per invocation the batch cannot shrink: the plan is what is too small.
-      config.tasksPerInvocation === 1
-        ? {
-            field: config.reservedThreads > 0 ? 'reservedThreads' : 'planThreads',
-            problem: `${effectiveCap} usable thread(s) allow a ceiling of ${capCeiling}, ${below}`,
-            fix:
-              config.reservedThreads > 0 && config.planThreads >= floor
-                ? `lower reservedThreads to ${config.planThreads - floor} or raise planThreads to at least ${enough}`
-                : `raise planThreads to at least ${enough}`,
-          }
-        : {
-            field: 'tasksPerInvocation',
-            problem: `${effectiveCap} usable thread(s) at ${config.tasksPerInvocation} task(s) per invocation allow a ceiling of ${capCeiling}, ${below}`,
-            fix:
-              effectiveCap >= floor
-                ? `lower tasksPerInvocation to ${Math.floor(effectiveCap / floor)} or raise planThreads to at least ${enough}`
-                : `raise planThreads to at least ${enough}`,
-          },
-    );
-  }
+  problems.push(...mappingFloorProblems(config, effectiveCap, overrides.lanes));
   // A mapping runs at most MAPPING_MAX_CONCURRENCY invocations: past that × the batch, paid
   // threads could never be used (parked, each invocation's tasks open as many thread leases).
   if (effectiveCap > MAPPING_MAX_CONCURRENCY * config.tasksPerInvocation) {
@@ -436,6 +410,55 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
 }
 
 /** The overflow block resolved against the fleet (its default width is the fleet's), its cross-checks added to `problems`. */
+/**
+ * The plan against the mappings' floor: at least `MAPPING_MIN_CONCURRENCY` invocations per lane
+ * that must each run one (`requiredLanes`, waiting only), each invocation's threads counted.
+ */
+function mappingFloorProblems(
+  config: ParsedFleetConfig,
+  effectiveCap: number,
+  requiredLanes: number | undefined,
+): ConfigProblem[] {
+  const capCeiling = Math.floor(effectiveCap / config.tasksPerInvocation);
+  // Waiting, an invocation holds its threads, so each lane's mapping floor is threads the plan
+  // must have. Parked, the thread leases hold the plan's threads whatever the invocations (one
+  // over the slots waits for one), and under twice the floor the governor lets the lanes take
+  // turns (splitOverLanes): the plan needs the floor once, as `npm start` ran it.
+  const lanes = config.solveMode === 'park' ? 1 : Math.max(1, requiredLanes ?? 1);
+  const floor = MAPPING_MIN_CONCURRENCY * lanes;
+  if (effectiveCap < 1 || capCeiling >= floor) return [];
+  const enough = floor * config.tasksPerInvocation + config.reservedThreads;
+  const parkable = lanes > 1 && capCeiling >= MAPPING_MIN_CONCURRENCY;
+  const below =
+    lanes === 1
+      ? `below the event source mapping floor of ${MAPPING_MIN_CONCURRENCY} (Lambda's SQS mapping runs at least ${MAPPING_MIN_CONCURRENCY} invocations at once)`
+      : `below the ${floor} its ${lanes} lanes need while each invocation waits through its solve (solveMode wait: each lane's SQS mapping runs at least ${MAPPING_MIN_CONCURRENCY} invocations at once)`;
+  // Waiting, a plan the parked design could run says so (its leases hold the threads).
+  const orPark = parkable ? ", or solveMode 'park' (the default: thread leases hold the plan's threads)" : '';
+  return [
+    // At one task per invocation the batch cannot shrink: the plan is what is too small.
+    config.tasksPerInvocation === 1
+      ? {
+          field: config.reservedThreads > 0 ? 'reservedThreads' : 'planThreads',
+          problem: `${effectiveCap} usable thread(s) allow a ceiling of ${capCeiling}, ${below}`,
+          fix: `${
+            config.reservedThreads > 0 && config.planThreads >= floor
+              ? `lower reservedThreads to ${config.planThreads - floor} or raise planThreads to at least ${enough}`
+              : `raise planThreads to at least ${enough}`
+          }${orPark}`,
+        }
+      : {
+          field: 'tasksPerInvocation',
+          problem: `${effectiveCap} usable thread(s) at ${config.tasksPerInvocation} task(s) per invocation allow a ceiling of ${capCeiling}, ${below}`,
+          fix: `${
+            effectiveCap >= floor
+              ? `lower tasksPerInvocation to ${Math.floor(effectiveCap / floor)} or raise planThreads to at least ${enough}`
+              : `raise planThreads to at least ${enough}`
+          }${orPark}`,
+        },
+  ];
+}
+
 function resolveOverflow(
   config: ParsedFleetConfig,
   fleetMaxConcurrency: number,

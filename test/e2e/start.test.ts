@@ -489,6 +489,42 @@ describe('captcha-fleet start', () => {
     expect((lastJson(none.stdout).lanes as Record<'high' | 'normal', { submitted: number }>).high.submitted).toBe(0);
   });
 
+  it('runs a parked plan of two threads on both lanes (under their two mapping floors): the leases hold it to two', async () => {
+    // The stack takes such a plan parked (lib/config.ts): each mapping at Lambda's floor of 2, the
+    // thread leases holding the threads, the lanes taking turns under twice the floor.
+    const run = await runCli([
+      'start',
+      '--tasks',
+      '30',
+      '--malformed',
+      '0',
+      '--high-share',
+      '0.5',
+      '--solver-latency-ms',
+      '150',
+      '--solver-threads',
+      '2',
+      '--solver-unsolvable-rate',
+      '0',
+      '--seed',
+      '5',
+      '--json',
+      '--max-duration',
+      '90',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = lastJson(run.stdout);
+    expect(summary).toMatchObject({ submitted: 30, solved: 30, lost: 0, stillQueued: 0, duplicateSolves: 0 });
+    const lanes = summary.lanes as Record<'high' | 'normal', { submitted: number; solved: number }>;
+    for (const lane of [lanes.high, lanes.normal]) {
+      expect(lane.submitted).toBeGreaterThan(0);
+      expect(lane.solved).toBe(lane.submitted);
+    }
+    const solver = summary.solver as Record<string, number>;
+    expect(solver.peakThreads).toBe(2);
+    expect(solver.overCapRejections).toBe(0);
+  });
+
   it('refuses a --high-share outside 0..1 with where the usage is, exit 2', async () => {
     for (const value of ['1.5', '-0.1', 'half']) {
       const run = await runCli(['start', '--high-share', value]);

@@ -149,26 +149,58 @@ describe('validation', () => {
     expect(problems.map((p) => p.field).sort()).toEqual(['alarmEmail', 'maxConcurrency', 'pauseBalance']);
   });
 
-  it('refuses a plan too small for two lanes at the mapping floor, naming the setting given, and says what would do', () => {
+  it('refuses a waiting fleet too small for two lanes at the mapping floor, naming the setting given, and says what would do', () => {
     // Before: filed under maxConcurrency, which the user never set.
-    const problems = problemsOf(() => resolveFleetStackConfig({ planThreads: 3 }));
+    const problems = problemsOf(() => resolveFleetStackConfig({ planThreads: 3, solveMode: 'wait' }));
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatchObject({ field: 'planThreads' });
     expect(problems[0]?.fix).toContain('raise planThreads to at least 4');
-    expect(() => resolveFleetStackConfig({ planThreads: 4 })).not.toThrow();
+    // The parked design runs that plan: the fix says so.
+    expect(problems[0]?.fix).toContain("solveMode 'park'");
+    expect(() => resolveFleetStackConfig({ planThreads: 4, solveMode: 'wait' })).not.toThrow();
+    // A plan the parked design cannot run either (one thread) is not told to park.
+    const [one] = problemsOf(() => resolveFleetStackConfig({ planThreads: 1, solveMode: 'wait' }));
+    expect(one?.fix).not.toContain('solveMode');
+  });
+
+  it('takes a parked fleet of two or three usable threads (its leases hold them), as `npm start` runs it, and refuses one', () => {
+    // Before: refused below 4 whatever the solve mode (the waiting design's two lanes × the
+    // mapping floor), while the lab and `npm start` ran plans of 2 and 3.
+    for (const props of [
+      { planThreads: 2 },
+      { planThreads: 3 },
+      { planThreads: 5, reservedThreads: 3 },
+      { planThreads: 10, maxConcurrency: 3 },
+      { planThreads: 4, tasksPerInvocation: 2 },
+    ]) {
+      const { settings } = resolveFleetStackConfig(props);
+      expect(settings.solveMode, JSON.stringify(props)).toBe('park');
+      const ceilings = initialCeilings(settings);
+      // Each mapping at least the floor (Lambda's minimum), the reservation their sum.
+      expect(ceilings.normal).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
+      expect(ceilings.high).toBeGreaterThanOrEqual(MAPPING_MIN_CONCURRENCY);
+    }
+    const [problem] = problemsOf(() => resolveFleetStackConfig({ planThreads: 5, reservedThreads: 4 }));
+    expect(problem).toMatchObject({
+      field: 'reservedThreads',
+      fix: 'lower reservedThreads to 3 or raise planThreads to at least 6',
+    });
   });
 
   it('gives, for a fleet too small for its lanes, fixes that each pass when applied', () => {
     // Before: sized for one lane, "raise planThreads to at least 2" was refused next for 4, and
     // "lower reservedThreads to 8" and "lower tasksPerInvocation to 5" the same way.
+    const waiting = { solveMode: 'wait' as const };
     const cases = [
       { planThreads: 1 },
-      { planThreads: 2 },
+      { planThreads: 2, ...waiting },
       { planThreads: 10, reservedThreads: 9 },
-      { planThreads: 10, reservedThreads: 8 },
+      { planThreads: 10, reservedThreads: 8, ...waiting },
       { planThreads: 10, tasksPerInvocation: 10 },
-      { planThreads: 10, tasksPerInvocation: 5 },
+      { planThreads: 10, tasksPerInvocation: 5, ...waiting },
       { planThreads: 3, tasksPerInvocation: 2 },
+      { planThreads: 3, tasksPerInvocation: 2, ...waiting },
+      { planThreads: 5, reservedThreads: 4 },
     ];
     for (const props of cases) {
       const [problem] = problemsOf(() => resolveFleetStackConfig(props));

@@ -164,3 +164,30 @@ describe('waiting design (solveMode wait)', () => {
     expect(reportedViolations(s)).toEqual([]);
   });
 });
+
+describe('a parked fleet of three usable threads (under the two lanes’ mapping floors)', () => {
+  let s: Synthesized;
+  beforeAll(() => {
+    // Five threads, two of them left to other users of the key.
+    s = synthesizeFleet({ context: { planThreads: 5, reservedThreads: 2 } });
+  });
+  afterAll(() => removeOutdir(s.outdir));
+
+  it('runs each mapping at Lambda’s floor and reserves their sum, the leases holding the three threads', () => {
+    const small = resolveSettings({ planThreads: 5, reservedThreads: 2 }, { lanes: 2 });
+    const [consumerId, consumer] = functionNamed(s, `${small.prefix}-consumer`);
+    const mappings = byType(s, 'AWS::Lambda::EventSourceMapping').filter(
+      ([, m]) => m.Properties.FunctionName.Ref === consumerId,
+    );
+    const maxima = mappings.map(([, m]) => m.Properties.ScalingConfig.MaximumConcurrency as number);
+    expect(maxima).toEqual([2, 2]);
+    // A reservation below the mappings' sum throttles (messages back to the queue, toward the DLQ).
+    expect(consumer.Properties.ReservedConcurrentExecutions).toBe(4);
+    const config = JSON.parse(consumer.Properties.Environment.Variables[ENV.config] as string);
+    expect(config).toMatchObject({ planThreads: 5, reservedThreads: 2, solveMode: 'park' });
+    // The slots the leases open are the threads, never the invocations.
+    expect(small.effectiveCap).toBe(3);
+    expect(consumer.Properties.Environment.Variables[ENV.leasesTable]).toBeDefined();
+    expect(reportedViolations(s)).toEqual([]);
+  });
+});
