@@ -613,6 +613,59 @@ describe('decide: outage properties', () => {
     );
   });
 
+  it('is back at the ceiling it held before the outage under the halt level too, and through a hold on the resuming tick', () => {
+    // Before: a hold on the tick the outage ended (the balance under the halt level, a signal
+    // unknown, the error rate high) measured "no increase" from the paused mappings' nothing and
+    // held the resume at the minimum; under the halt level for good (gen-s13-893-combined: a
+    // 23-thread plan on 2 threads for the rest of its money, p95 × 3.60 of its floor).
+    const holds = {
+      halted: {},
+      'signal unknown': { errorRate: undefined },
+      'error rate high': { errorRate: 0.5, transientErrorRate: 0.5 },
+    } as const;
+    fc.assert(
+      fc.property(
+        configArb,
+        fc.integer({ min: 0, max: 50 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.constantFrom(...(Object.keys(holds) as (keyof typeof holds)[])),
+        (base, extra, share, hold) => {
+          // Prepare: a price per solve learned; the balance under the halt level ($5 of $10, the
+          // pause level $1) from the first tick when halted, and healthy otherwise.
+          const c = { ...base, haltBalance: 10, pauseBalance: 1 };
+          const balance = hold === 'halted' ? 5 : 50;
+          const before = Math.max(2, Math.floor(c.maxConcurrency * share));
+          const first = balanceReadBefore(initialState(c, T0));
+          let s: GovernorState = { ...first, spend: { ...first.spend, learnedPriceUsd: 0.001 } };
+          let ceiling = before;
+          let enabled = true;
+          let now = T0;
+          const tick = (extraSignals: Partial<GovernorSignals>) => {
+            const d = decide(signals({ now, balance, ...extraSignals }, { ceiling, enabled }), s, c);
+            s = d.state;
+            ceiling = d.ceilings.normal;
+            enabled = d.enabled.normal;
+            now += c.tickMs ?? 1000;
+            return d;
+          };
+          // Halted, it runs a tick first: frozen where it stands (`before`) when the outage begins.
+          const running = hold === 'halted' ? tick({}) : undefined;
+          const down = Array.from({ length: c.outageTicks + extra }, () => tick(NO_ANSWER));
+          // Act: every dependency answers, under the hold.
+          const back = tick(holds[hold]);
+          // Assess: paused, and resumed where it stood: an outage ends where it began.
+          if (running !== undefined) expect(total(running)).toBe(before);
+          expect(down[c.outageTicks - 1]?.paused).toBe(true);
+          expect(back.paused).toBe(false);
+          expect(total(back)).toBe(before);
+          // The halt still holds: never above the ceiling it froze at.
+          if (hold === 'halted') expect(total(tick({}))).toBeLessThanOrEqual(before);
+        },
+      ),
+      { numRuns: 600 },
+    );
+  });
+
   it('pauses within outageTicks ticks of no answer, whatever else is missing, and stays paused', () => {
     fc.assert(
       fc.property(

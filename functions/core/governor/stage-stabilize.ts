@@ -30,8 +30,26 @@ function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
   const held = flow.state.spend.haltCeiling;
   if (funds !== undefined && funds.usd >= config.haltBalance) return undefined;
   if (!ctx.halted) return held;
-  const standing = held ?? noIncrease(ctx, flow.allowed);
+  const standing = held ?? unchanged(ctx, flow, undefined);
   return priceUnknown(ctx, flow) ? Math.min(standing, ctx.minimum) : standing;
+}
+
+/**
+ * The total ceiling with no increase: the one the fleet stands at, within [minimum, allowed]. On
+ * the tick an outage pause ends (the availability stage resumed it), that is the ceiling it held
+ * before the outage (the pause's record of it), not the paused mappings' nothing: an outage ends
+ * where it began, never above the halt's frozen ceiling `halt`. Before, a
+ * hold that resumed tick (the balance under the halt level, a signal unknown, the error rate high)
+ * held the resume at the minimum, and under the halt level for good: a 23-thread plan halted at
+ * 23 ran on 2 for the rest of its money with 9 000 tasks waiting after a 66-second outage
+ * (gen-s13-893-combined, p95 × 3.60 of its floor).
+ */
+function unchanged(ctx: TickContext, flow: Flow, halt: number | undefined): number {
+  const { proposal } = flow;
+  const before = ctx.state.pause?.reason === 'outage' ? ctx.state.pause.resumeTotal : undefined;
+  if (before === undefined || proposal.kind !== 'run') return noIncrease(ctx, flow.allowed);
+  // Never above the halt's frozen ceiling (where it stood when the balance crossed).
+  return Math.max(ctx.minimum, Math.min(before, halt ?? before, proposal.total, flow.allowed));
 }
 
 /**
@@ -54,7 +72,7 @@ export const stabilizeStage: Stage = {
     const halt = haltCeiling(ctx, flow);
     const state: GovernorState = { ...flow.state, spend: { ...flow.state.spend, haltCeiling: halt } };
     const { proposal } = flow;
-    const hold = noIncrease(ctx, flow.allowed);
+    const hold = unchanged(ctx, flow, halt);
     if (ctx.missing.length > 0) {
       const shrink = proposal.code === 'OVER_CAP_SHRINK';
       return {
