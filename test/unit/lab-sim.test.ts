@@ -177,6 +177,28 @@ describe('the governor in the lab', () => {
     expect(result.accountErrors).toBe(0);
   });
 
+  it('resumes after an outage under the halt level where the halt froze it, not at the minimum for the rest of the money', () => {
+    // GIVEN a 20-thread plan loaded past its threads, its balance crossing the halt level ($1) at
+    // about 500 s and its pause level at about 1 400 solves, and a 66-second outage at 900 s.
+    // Before: the resume came back at the minimum and stayed there (p95 × 4.95 of the floor's).
+    const input = {
+      durationSeconds: 2400,
+      fleet: { planThreads: 20 },
+      arrivals: [{ at: 0, perSecond: 3 }],
+      balance: { initialUsd: 1.5, pricePerSolveUsd: 0.001 },
+      outages: [{ at: 900, durationSeconds: 66 }],
+    };
+    // WHEN the governor and the parked floor run it
+    const governor = run('governor', input);
+    const floor = run('oracle-park', input);
+    // THEN it crossed the halt before the outage and paused for it, and its money buys what the
+    // floor's does as fast: within the lab's p95 target (1.2 × the floor + 5 s).
+    expect(governor.haltCrossedAt!).toBeLessThan(900);
+    expect(governor.reasons.PAUSE_OUTAGE).toBeGreaterThan(0);
+    expect(governor.solved).toBe(floor.solved);
+    expect(governor.latency.p95!).toBeLessThanOrEqual(1.2 * floor.latency.p95! + 5);
+  });
+
   it('reads the metric window as the deployed governor does: once a minute, kept for the minute', () => {
     // GIVEN a governor whose ticks record what the metric window gave them (completions a second
     // and the mean solve time, both from the consumer's metrics)
