@@ -866,11 +866,17 @@ describe('decide: properties', () => {
         const d = decide(sig, state, cfg);
         // The minimum may lift a fleet that stood below it (e.g. re-enabled after a pause). An
         // outage pause that ends resumes where it began (the ceiling held before it, which the
-        // paused mappings no longer show), never above the halt's frozen ceiling: not a rise.
+        // paused mappings no longer show), never above the halt's frozen ceiling, and a starved
+        // spell at the halt's frozen ceiling: not a rise.
+        const halt = state.spend.haltCeiling;
         const before =
-          state.pause?.reason === 'outage' && !d.paused
-            ? Math.min(state.pause.resumeTotal ?? 0, state.spend.haltCeiling ?? Number.POSITIVE_INFINITY)
-            : 0;
+          d.paused || state.pause === undefined
+            ? 0
+            : state.pause.reason === 'outage'
+              ? Math.min(state.pause.resumeTotal ?? 0, halt ?? Number.POSITIVE_INFINITY)
+              : state.pause.reason === 'threads'
+                ? (halt ?? 0)
+                : 0;
         expect(total(d)).toBeLessThanOrEqual(Math.max(enabledTotal(sig, cfg), ceilingFor(capFloor(cfg), cfg), before));
       }),
       { numRuns: 2000 },

@@ -199,6 +199,28 @@ describe('the governor in the lab', () => {
     expect(governor.latency.p95!).toBeLessThanOrEqual(1.2 * floor.latency.p95! + 5);
   });
 
+  it('comes back where the halt froze it after a neighbour held the whole plan, not at the minimum for the rest of the money', () => {
+    // GIVEN the same plan and money, a neighbour holding all 20 threads from 800 s to 1 000 s.
+    // Before: the starved spell ended at the minimum under the halt (p95 × 4.5 of the floor's).
+    const input = {
+      durationSeconds: 2400,
+      fleet: { planThreads: 20 },
+      arrivals: [{ at: 0, perSecond: 3 }],
+      balance: { initialUsd: 1.5, pricePerSolveUsd: 0.001 },
+      foreignThreads: [
+        { at: 0, threads: 0 },
+        { at: 800, threads: 20 },
+        { at: 1000, threads: 0 },
+      ],
+    };
+    const governor = run('governor', input);
+    const floor = run('oracle-park', input);
+    expect(governor.haltCrossedAt!).toBeLessThan(800);
+    expect(governor.reasons.WAIT_FOR_THREADS).toBeGreaterThan(0);
+    expect(governor.solved).toBe(floor.solved);
+    expect(governor.latency.p95!).toBeLessThanOrEqual(1.2 * floor.latency.p95! + 5);
+  });
+
   it('reads the metric window as the deployed governor does: once a minute, kept for the minute', () => {
     // GIVEN a governor whose ticks record what the metric window gave them (completions a second
     // and the mean solve time, both from the consumer's metrics)

@@ -36,20 +36,32 @@ function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
 
 /**
  * The total ceiling with no increase: the one the fleet stands at, within [minimum, allowed]. On
- * the tick an outage pause ends (the availability stage resumed it), that is the ceiling it held
- * before the outage (the pause's record of it), not the paused mappings' nothing: an outage ends
- * where it began, never above the halt's frozen ceiling `halt`. Before, a
- * hold that resumed tick (the balance under the halt level, a signal unknown, the error rate high)
- * held the resume at the minimum, and under the halt level for good: a 23-thread plan halted at
- * 23 ran on 2 for the rest of its money with 9 000 tasks waiting after a 66-second outage
- * (gen-s13-893-combined, p95 × 3.60 of its floor).
+ * the tick a pause that says nothing about capacity ends, that is the ceiling it held before the
+ * pause, not the paused mappings' nothing, and never above the halt's frozen ceiling `halt`: an
+ * outage, or a starved spell under the halt level (others held the whole plan), ends where it
+ * began. Before, a hold on that tick (the balance under the halt level, a signal unknown, the error
+ * rate high) held the resume at the minimum, and under the halt level for good: a 23-thread plan
+ * halted at 23 ran on 2 for the rest of its money with 9 000 tasks waiting after a 66-second
+ * outage (gen-s13-893-combined, p95 × 3.60 of its floor), and a 20-thread plan the same after a
+ * neighbour held it whole for 200 s (the lab's tests: p95 × 4.5 of the floor's).
  */
 function unchanged(ctx: TickContext, flow: Flow, halt: number | undefined): number {
+  const before = resumedFrom(ctx, flow, halt);
+  if (before === undefined) return noIncrease(ctx, flow.allowed);
+  return Math.max(ctx.minimum, Math.min(before, halt ?? before, flow.allowed));
+}
+
+/**
+ * The ceiling before the pause this tick ends, where that pause says nothing about capacity: an
+ * outage's record of it; after a starved spell under the halt level, the ceiling the halt froze
+ * before it (the neighbours stage resumes at the level the estimate stood at before the spell).
+ */
+function resumedFrom(ctx: TickContext, flow: Flow, halt: number | undefined): number | undefined {
   const { proposal } = flow;
-  const before = ctx.state.pause?.reason === 'outage' ? ctx.state.pause.resumeTotal : undefined;
-  if (before === undefined || proposal.kind !== 'run') return noIncrease(ctx, flow.allowed);
-  // Never above the halt's frozen ceiling (where it stood when the balance crossed).
-  return Math.max(ctx.minimum, Math.min(before, halt ?? before, proposal.total, flow.allowed));
+  const pause = ctx.state.pause;
+  if (proposal.kind !== 'run' || pause === undefined) return undefined;
+  if (pause.reason === 'outage' && pause.resumeTotal !== undefined) return Math.min(pause.resumeTotal, proposal.total);
+  return pause.reason === 'threads' && halt !== undefined ? Math.min(halt, proposal.total) : undefined;
 }
 
 /**
