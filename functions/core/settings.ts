@@ -409,7 +409,6 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
   };
 }
 
-/** The overflow block resolved against the fleet (its default width is the fleet's), its cross-checks added to `problems`. */
 /**
  * The plan against the mappings' floor: at least `MAPPING_MIN_CONCURRENCY` invocations per lane
  * that must each run one (`requiredLanes`, waiting only), each invocation's threads counted.
@@ -459,6 +458,7 @@ function mappingFloorProblems(
   ];
 }
 
+/** The overflow block resolved against the fleet (its default width is the fleet's), its cross-checks added to `problems`. */
 function resolveOverflow(
   config: ParsedFleetConfig,
   fleetMaxConcurrency: number,
