@@ -162,6 +162,17 @@ describe('simulator models', () => {
   });
 });
 
+/**
+ * A 20-thread plan loaded past its threads whose balance crosses the halt level ($1) at about
+ * 500 s and reaches its pause level at about 1 400 solves.
+ */
+const HALTED_PLAN = {
+  durationSeconds: 2400,
+  fleet: { planThreads: 20 },
+  arrivals: [{ at: 0, perSecond: 3 }],
+  balance: { initialUsd: 1.5, pricePerSolveUsd: 0.001 },
+};
+
 describe('the governor in the lab', () => {
   it('runs the real decide(): its reason codes drive the ceiling, and a low balance pauses it', () => {
     const result = run('governor', {
@@ -178,16 +189,9 @@ describe('the governor in the lab', () => {
   });
 
   it('resumes after an outage under the halt level where the halt froze it, not at the minimum for the rest of the money', () => {
-    // GIVEN a 20-thread plan loaded past its threads, its balance crossing the halt level ($1) at
-    // about 500 s and its pause level at about 1 400 solves, and a 66-second outage at 900 s.
+    // GIVEN the halted plan and a 66-second outage at 900 s.
     // Before: the resume came back at the minimum and stayed there (p95 × 4.95 of the floor's).
-    const input = {
-      durationSeconds: 2400,
-      fleet: { planThreads: 20 },
-      arrivals: [{ at: 0, perSecond: 3 }],
-      balance: { initialUsd: 1.5, pricePerSolveUsd: 0.001 },
-      outages: [{ at: 900, durationSeconds: 66 }],
-    };
+    const input = { ...HALTED_PLAN, outages: [{ at: 900, durationSeconds: 66 }] };
     // WHEN the governor and the parked floor run it
     const governor = run('governor', input);
     const floor = run('oracle-park', input);
@@ -203,10 +207,7 @@ describe('the governor in the lab', () => {
     // GIVEN the same plan and money, a neighbour holding all 20 threads from 800 s to 1 000 s.
     // Before: the starved spell ended at the minimum under the halt (p95 × 4.5 of the floor's).
     const input = {
-      durationSeconds: 2400,
-      fleet: { planThreads: 20 },
-      arrivals: [{ at: 0, perSecond: 3 }],
-      balance: { initialUsd: 1.5, pricePerSolveUsd: 0.001 },
+      ...HALTED_PLAN,
       foreignThreads: [
         { at: 0, threads: 0 },
         { at: 800, threads: 20 },
