@@ -201,6 +201,8 @@ describe('the governor in the lab', () => {
     expect(governor.reasons.PAUSE_OUTAGE).toBeGreaterThan(0);
     expect(governor.solved).toBe(floor.solved);
     expect(governor.latency.p95!).toBeLessThanOrEqual(1.2 * floor.latency.p95! + 5);
+    // The money still bounds it: nothing started past the pause level.
+    expect(governor.startedPastPause).toBe(0);
   });
 
   it('comes back where the halt froze it after a neighbour held the whole plan, not at the minimum for the rest of the money', () => {
@@ -220,6 +222,8 @@ describe('the governor in the lab', () => {
     expect(governor.reasons.WAIT_FOR_THREADS).toBeGreaterThan(0);
     expect(governor.solved).toBe(floor.solved);
     expect(governor.latency.p95!).toBeLessThanOrEqual(1.2 * floor.latency.p95! + 5);
+    // The money still bounds it: nothing started past the pause level.
+    expect(governor.startedPastPause).toBe(0);
   });
 
   it('reads the metric window as the deployed governor does: once a minute, kept for the minute', () => {
