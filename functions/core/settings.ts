@@ -325,7 +325,7 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
     });
   }
   const capCeiling = Math.floor(effectiveCap / config.tasksPerInvocation);
-  problems.push(...mappingFloorProblems(config, effectiveCap, overrides.lanes));
+  problems.push(...mappingFloorProblems(config, effectiveCap, capCeiling, overrides.lanes));
   // A mapping runs at most MAPPING_MAX_CONCURRENCY invocations: past that × the batch, paid
   // threads could never be used (parked, each invocation's tasks open as many thread leases).
   if (effectiveCap > MAPPING_MAX_CONCURRENCY * config.tasksPerInvocation) {
@@ -411,14 +411,15 @@ export function resolveSettings(input: FleetConfig = {}, overrides: SettingsOver
 
 /**
  * The plan against the mappings' floor: at least `MAPPING_MIN_CONCURRENCY` invocations per lane
- * that must each run one (`requiredLanes`, waiting only), each invocation's threads counted.
+ * that must each run one (`requiredLanes`, waiting only), each invocation's threads counted;
+ * `capCeiling` is the invocations the usable threads allow at the batch size.
  */
 function mappingFloorProblems(
   config: ParsedFleetConfig,
   effectiveCap: number,
+  capCeiling: number,
   requiredLanes: number | undefined,
 ): ConfigProblem[] {
-  const capCeiling = Math.floor(effectiveCap / config.tasksPerInvocation);
   // Waiting, an invocation holds its threads, so each lane's mapping floor is threads the plan
   // must have. Parked, the thread leases hold the plan's threads whatever the invocations (one
   // over the slots waits for one), and under twice the floor the governor lets the lanes take

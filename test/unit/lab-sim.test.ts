@@ -188,43 +188,44 @@ describe('the governor in the lab', () => {
     expect(result.accountErrors).toBe(0);
   });
 
-  it('resumes after an outage under the halt level where the halt froze it, not at the minimum for the rest of the money', () => {
-    // GIVEN the halted plan and a 66-second outage at 900 s.
-    // Before: the resume came back at the minimum and stayed there (p95 × 4.95 of the floor's).
-    const input = { ...HALTED_PLAN, outages: [{ at: 900, durationSeconds: 66 }] };
-    // WHEN the governor and the parked floor run it
-    const governor = run('governor', input);
-    const floor = run('oracle-park', input);
-    // THEN it crossed the halt before the outage and paused for it, and its money buys what the
-    // floor's does as fast: within the lab's p95 target (1.2 × the floor + 5 s).
-    expect(governor.haltCrossedAt!).toBeLessThan(900);
-    expect(governor.reasons.PAUSE_OUTAGE).toBeGreaterThan(0);
-    expect(governor.solved).toBe(floor.solved);
-    expect(governor.latency.p95!).toBeLessThanOrEqual(1.2 * floor.latency.p95! + 5);
-    // The money still bounds it: nothing started past the pause level.
-    expect(governor.startedPastPause).toBe(0);
-  });
-
-  it('comes back where the halt froze it after a neighbour held the whole plan, not at the minimum for the rest of the money', () => {
-    // GIVEN the same plan and money, a neighbour holding all 20 threads from 800 s to 1 000 s.
-    // Before: the starved spell ended at the minimum under the halt (p95 × 4.5 of the floor's).
-    const input = {
-      ...HALTED_PLAN,
-      foreignThreads: [
-        { at: 0, threads: 0 },
-        { at: 800, threads: 20 },
-        { at: 1000, threads: 0 },
-      ],
-    };
-    const governor = run('governor', input);
-    const floor = run('oracle-park', input);
-    expect(governor.haltCrossedAt!).toBeLessThan(800);
-    expect(governor.reasons.WAIT_FOR_THREADS).toBeGreaterThan(0);
-    expect(governor.solved).toBe(floor.solved);
-    expect(governor.latency.p95!).toBeLessThanOrEqual(1.2 * floor.latency.p95! + 5);
-    // The money still bounds it: nothing started past the pause level.
-    expect(governor.startedPastPause).toBe(0);
-  });
+  // Before: each pause ended at the minimum under the halt and stayed there (p95 × 4.95 and × 4.5
+  // of the floor's).
+  it.each([
+    {
+      pause: 'a 66-second outage at 900 s',
+      extra: { outages: [{ at: 900, durationSeconds: 66 }] },
+      at: 900,
+      reason: 'PAUSE_OUTAGE',
+    },
+    {
+      pause: 'a neighbour holding all 20 threads from 800 s to 1 000 s',
+      extra: {
+        foreignThreads: [
+          { at: 0, threads: 0 },
+          { at: 800, threads: 20 },
+          { at: 1000, threads: 0 },
+        ],
+      },
+      at: 800,
+      reason: 'WAIT_FOR_THREADS',
+    },
+  ])(
+    'comes back where the halt froze it after $pause, not at the minimum for the rest of the money',
+    ({ extra, at, reason }) => {
+      // GIVEN the halted plan and the pause; WHEN the governor and the parked floor run it
+      const input = { ...HALTED_PLAN, ...extra };
+      const governor = run('governor', input);
+      const floor = run('oracle-park', input);
+      // THEN it crossed the halt before the pause and paused, and its money buys what the floor's
+      // does as fast: within the lab's p95 target (1.2 × the floor + 5 s).
+      expect(governor.haltCrossedAt!).toBeLessThan(at);
+      expect(governor.reasons[reason]).toBeGreaterThan(0);
+      expect(governor.solved).toBe(floor.solved);
+      expect(governor.latency.p95!).toBeLessThanOrEqual(1.2 * floor.latency.p95! + 5);
+      // The money still bounds it: nothing started past the pause level.
+      expect(governor.startedPastPause).toBe(0);
+    },
+  );
 
   it('reads the metric window as the deployed governor does: once a minute, kept for the minute', () => {
     // GIVEN a governor whose ticks record what the metric window gave them (completions a second

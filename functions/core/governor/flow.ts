@@ -83,9 +83,30 @@ export function resumed(ctx: TickContext, state: GovernorState, recovery?: Gover
   return { ...state, pause: undefined, resumedAt: ctx.now, probe: { lastAt: ctx.now, recovery } };
 }
 
-/** Total ceiling without an increase: current use, within [minimum, allowed]. */
-export function noIncrease(ctx: TickContext, allowed: number): number {
-  return Math.max(ctx.minimum, Math.min(ctx.current.total, allowed));
+/**
+ * Total ceiling without an increase: the one the fleet stands at, within [minimum, allowed]. On
+ * the tick a pause that says nothing about capacity ends, that is the ceiling before the pause
+ * (never above the halt's frozen ceiling `halt`), not the paused mappings' nothing: an
+ * outage (its record of the ceiling before it), or a starved spell under the halt level (others
+ * held the whole plan: the ceiling the halt froze) ends where it began. Before, a hold on that
+ * tick (the balance under the halt level, a signal unknown, the error rate high) held the resume
+ * at the minimum, and under the halt level for good: a 23-thread plan halted at 23 ran on 2 for
+ * the rest of its money with 9 000 tasks waiting after a 66-second outage (gen-s13-893-combined,
+ * p95 × 3.60 of its floor), and a 20-thread plan the same after a neighbour held it whole for
+ * 200 s (test/unit/lab-sim.test.ts: p95 × 4.5 of the floor's).
+ */
+export function noIncrease(ctx: TickContext, flow: Flow, halt?: number): number {
+  const before = resumedFrom(ctx, flow.proposal, halt);
+  if (before === undefined) return Math.max(ctx.minimum, Math.min(ctx.current.total, flow.allowed));
+  return Math.max(ctx.minimum, Math.min(before, halt ?? before, flow.allowed));
+}
+
+/** The ceiling before the pause this tick ends, where that pause says nothing about capacity. */
+function resumedFrom(ctx: TickContext, proposal: Proposal, halt: number | undefined): number | undefined {
+  const pause = ctx.state.pause;
+  if (proposal.kind !== 'run' || pause === undefined) return undefined;
+  if (pause.reason === 'outage' && pause.resumeTotal !== undefined) return Math.min(pause.resumeTotal, proposal.total);
+  return pause.reason === 'threads' && halt !== undefined ? Math.min(halt, proposal.total) : undefined;
 }
 
 export function usd(value: number, digits = 2): string {

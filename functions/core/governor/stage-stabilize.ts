@@ -30,38 +30,8 @@ function haltCeiling(ctx: TickContext, flow: Flow): number | undefined {
   const held = flow.state.spend.haltCeiling;
   if (funds !== undefined && funds.usd >= config.haltBalance) return undefined;
   if (!ctx.halted) return held;
-  const standing = held ?? unchanged(ctx, flow, undefined);
+  const standing = held ?? noIncrease(ctx, flow);
   return priceUnknown(ctx, flow) ? Math.min(standing, ctx.minimum) : standing;
-}
-
-/**
- * The total ceiling with no increase: the one the fleet stands at, within [minimum, allowed]. On
- * the tick a pause that says nothing about capacity ends, that is the ceiling it held before the
- * pause, not the paused mappings' nothing, and never above the halt's frozen ceiling `halt`: an
- * outage, or a starved spell under the halt level (others held the whole plan), ends where it
- * began. Before, a hold on that tick (the balance under the halt level, a signal unknown, the error
- * rate high) held the resume at the minimum, and under the halt level for good: a 23-thread plan
- * halted at 23 ran on 2 for the rest of its money with 9 000 tasks waiting after a 66-second
- * outage (gen-s13-893-combined, p95 × 3.60 of its floor), and a 20-thread plan the same after a
- * neighbour held it whole for 200 s (the lab's tests: p95 × 4.5 of the floor's).
- */
-function unchanged(ctx: TickContext, flow: Flow, halt: number | undefined): number {
-  const before = resumedFrom(ctx, flow, halt);
-  if (before === undefined) return noIncrease(ctx, flow.allowed);
-  return Math.max(ctx.minimum, Math.min(before, halt ?? before, flow.allowed));
-}
-
-/**
- * The ceiling before the pause this tick ends, where that pause says nothing about capacity: an
- * outage's record of it; after a starved spell under the halt level, the ceiling the halt froze
- * before it (the neighbours stage resumes at the level the estimate stood at before the spell).
- */
-function resumedFrom(ctx: TickContext, flow: Flow, halt: number | undefined): number | undefined {
-  const { proposal } = flow;
-  const pause = ctx.state.pause;
-  if (proposal.kind !== 'run' || pause === undefined) return undefined;
-  if (pause.reason === 'outage' && pause.resumeTotal !== undefined) return Math.min(pause.resumeTotal, proposal.total);
-  return pause.reason === 'threads' && halt !== undefined ? Math.min(halt, proposal.total) : undefined;
 }
 
 /**
@@ -84,7 +54,7 @@ export const stabilizeStage: Stage = {
     const halt = haltCeiling(ctx, flow);
     const state: GovernorState = { ...flow.state, spend: { ...flow.state.spend, haltCeiling: halt } };
     const { proposal } = flow;
-    const hold = unchanged(ctx, flow, halt);
+    const hold = noIncrease(ctx, flow, halt);
     if (ctx.missing.length > 0) {
       const shrink = proposal.code === 'OVER_CAP_SHRINK';
       return {
