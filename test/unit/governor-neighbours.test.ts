@@ -262,6 +262,40 @@ describe('the free-threads estimator', () => {
       expect(roomy.change).toBeUndefined();
     });
 
+    it('borrows for a fleet others hold under half the plan when its own acceptances would fund the climb only after its turn', () => {
+      // Prepare: others hold 9 of the 20 threads; the fleet fills its 11 (accepted with 10 held)
+      // with a backlog of minutes. Its 4 refusals' climb costs 267 acceptances at 1.5 % each: 24
+      // solves a thread, 51 minutes of 126-s solves (after its 90-s turn), 49 s of 2-s ones (before).
+      const roomy = held(0, PLAN / 2 + 1);
+      const filled = reading({
+        acceptances: sofar,
+        lastAcceptance: { at: T0 + turn, held: PLAN / 2 },
+        refusals: 1,
+        lastRefusal: { at: longAgo, held: PLAN / 2 + 2 },
+      });
+      const work = 4 * backlogWork;
+      // Act
+      const longSolves = updateEstimate(roomy, filled, slow, T0 + turn, work, false, 126_000);
+      const early = updateEstimate(
+        roomy,
+        { ...filled, lastAcceptance: { at: T0 + turn - 1, held: PLAN / 2 } },
+        slow,
+        T0 + turn - 1,
+        work,
+        false,
+        126_000,
+      );
+      const shortSolves = updateEstimate(roomy, filled, slow, T0 + turn, work, false, 2_000);
+      const unknown = updateEstimate(roomy, filled, slow, T0 + turn, work, false);
+      // Assess: one invocation more at its turn, never before; a fleet that earns the climb sooner
+      // (or whose solves are not known yet) waits for its budget.
+      expect(longSolves.change).toBe('up');
+      expect(longSolves.estimate.free).toBe(PLAN / 2 + 2);
+      expect(early.change).toBeUndefined();
+      expect(shortSolves.change).toBeUndefined();
+      expect(unknown.change).toBeUndefined();
+    });
+
     it('waits twice as long after each climb that failed, until the fleet fills the failed level', () => {
       // Prepare: a patient climb to 5, refused a tick later: the climb failed at 5.
       const climbed = updateEstimate(held(0), filledAt(T0 + turn), slow, T0 + turn, backlogWork).estimate;

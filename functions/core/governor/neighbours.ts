@@ -37,9 +37,10 @@
  *   the step, and the failures counted before the spell are forgotten (they failed against a hold
  *   the neighbour no longer has). A neighbour that held the whole plan and hands it back is found
  *   at the next tick, one that hands half of it back in a handful.
- * - A patient climb: a throttled fleet (others hold half the plan or more) earns its budget
- *   slowly (a few acceptances a minute), so while a backlog waits that its threads would take
- *   minutes to drain (`PATIENT_DRAIN_MS`) it may borrow ahead of the budget (the rest of the
+ * - A patient climb: a fleet that earns its budget slowly (others hold half the plan or more, or
+ *   its own acceptances would fund a climb later than the patient turn comes: a few threads on
+ *   long solves) while a backlog waits that its threads would take
+ *   minutes to drain (`PATIENT_DRAIN_MS`) may borrow ahead of the budget (the rest of the
  *   2 %: 0.5 % of its acceptances, at most two invocations' refusals), one climb every few
  *   ticks, the wait doubling with each climb that failed since the fleet last filled the failed
  *   level. A neighbour that left is found in minutes at any size; one that stays costs a bounded
@@ -135,6 +136,8 @@ export const HELD_TEST_TICKS = 2;
  *   climb may borrow ahead of the budget for a backlog the estimate would take minutes to drain)
  * @param testable the parked fleet may test a refusal's hold this tick (`heldTest`: tasks wait,
  *   the money is not at its halt level, the fleet's own answers free under a thread in the lag)
+ * @param meanSolveMs the mean solve (how fast the fleet's acceptances earn the budget; unknown:
+ *   only a fleet others hold to half the plan counts as slow to earn it)
  */
 export function updateEstimate(
   estimate: NeighbourEstimate,
@@ -143,6 +146,7 @@ export function updateEstimate(
   now: number,
   queuedWorkMs = 0,
   testable = false,
+  meanSolveMs?: number,
 ): { estimate: NeighbourEstimate; change: EstimateChange; lift?: number } {
   const seen = estimate.seen;
   const accepted = Math.max(0, reading.acceptances - seen.acceptances);
@@ -220,9 +224,13 @@ export function updateEstimate(
     estimate.climbedAt !== undefined &&
     acceptance.at - estimate.climbedAt <= FOLLOWING_CLIMB_TICKS * shape.tickMs;
   let affordable = releasing || following ? Number.POSITIVE_INFINITY : affordableThreads(budget, shape);
-  const throttled = estimate.free <= shape.planCap * PATIENT_SHARE_OF_PLAN;
+  // A patient climb is for a fleet that earns its budget slowly: others hold half the plan or
+  // more, or its own acceptances (few threads, long solves) would fund the climb later than a
+  // patient climb's turn comes (4 threads on 126-s solves earn a parked climb's 2 refusals in
+  // 70 minutes).
+  const slow = estimate.free <= shape.planCap * PATIENT_SHARE_OF_PLAN || fundedAfterTurn(next, shape, meanSolveMs);
   const draining = queuedWorkMs / Math.max(1, estimate.free) >= PATIENT_DRAIN_MS;
-  if (affordable < shape.spare && throttled && draining && patient(next, reading, shape, now))
+  if (affordable < shape.spare && slow && draining && patient(next, reading, shape, now))
     affordable = affordableThreads(budget + borrowLimit(reading.acceptances), shape);
   if (affordable < shape.spare) return { estimate: next, change: undefined };
   const step = following ? shape.planCap : Math.max(shape.spare, Math.min(estimate.step, affordable));
@@ -291,10 +299,28 @@ function affordableThreads(budget: number, shape: EstimateShape): number {
  * included) or climb, doubled per failed climb (at most `PATIENT_MAX_DOUBLINGS` times).
  */
 function patient(estimate: NeighbourEstimate, reading: ThreadLedgerReading, shape: EstimateShape, now: number) {
-  const failures = Math.min(PATIENT_MAX_DOUBLINGS, estimate.failed?.count ?? 0);
-  const wait = PATIENT_CLIMB_TICKS * shape.tickMs * 2 ** failures;
   const last = Math.max(estimate.climbedAt ?? 0, reading.lastRefusal?.at ?? 0);
-  return now - last >= wait;
+  return now - last >= patientWaitMs(estimate, shape);
+}
+
+/** A patient climb's wait from the newest refusal or climb, ms. */
+function patientWaitMs(estimate: NeighbourEstimate, shape: EstimateShape): number {
+  const failures = Math.min(PATIENT_MAX_DOUBLINGS, estimate.failed?.count ?? 0);
+  return PATIENT_CLIMB_TICKS * shape.tickMs * 2 ** failures;
+}
+
+/**
+ * Whether the fleet's own acceptances would fund its next climb (one invocation's refusals; parked,
+ * `REFUSALS_PER_PARKED_CLIMB`) later than a patient climb's turn comes: the fleet at the estimate,
+ * one acceptance a thread every `meanSolveMs`, each earning `CLIMB_BUDGET_SHARE` of a refusal.
+ * The mean unknown: no.
+ */
+function fundedAfterTurn(estimate: NeighbourEstimate, shape: EstimateShape, meanSolveMs?: number): boolean {
+  if (meanSolveMs === undefined || meanSolveMs <= 0) return false;
+  const climb = shape.parked === true ? REFUSALS_PER_PARKED_CLIMB : REFUSALS_PER_EXCESS_INVOCATION;
+  const perMs = (CLIMB_BUDGET_SHARE * Math.max(1, estimate.free)) / meanSolveMs;
+  const fundedIn = Math.max(0, climb - estimate.budget) / perMs;
+  return fundedIn > patientWaitMs(estimate, shape);
 }
 
 function clamp(value: number, low: number, high: number): number {

@@ -39,7 +39,7 @@ export const freeThreadsStage: Calculation = {
       base.overCap.neighbours !== undefined ? onPlan(base.overCap.neighbours, shape) : initialEstimate(shape, ctx.now);
     const reading = signals.threadLedger;
     const { estimate, change, lift } = reading
-      ? updateEstimate(before, reading, shape, ctx.now, queuedWorkMs(ctx), testable(ctx, reading))
+      ? updateEstimate(before, reading, shape, ctx.now, queuedWorkMs(ctx), testable(ctx, reading), signals.meanSolveMs)
       : { estimate: before, change: undefined, lift: undefined };
     // Leftovers (threads held for submissions handed back unanswered) keep the ceiling from
     // rising; while the plan has room they never cut it: the tasks come back to resume them, and
