@@ -100,6 +100,33 @@ describe('the free-threads estimator', () => {
     expect(estimate.free).toBe(13);
   });
 
+  it("comes back to the refused count when the acceptance that ends the run comes after the refusal's hold-off", () => {
+    // Before: a few threads on long solves answer minutes apart; the hold lapsed first and the
+    // halved estimate stayed until the budget paid for a climb (50 minutes at 2 of 6 threads).
+    // Prepare: halved to 6 by a run at 13; the hold lapses with no acceptance.
+    const run = reading({ refusals: 2, refusalRun: 2, lastRefusal: { at: T0, held: 13 } });
+    const halved = updateEstimate(initialEstimate(shape, T0), run, shape, T0).estimate;
+    const lapsed = updateEstimate(halved, run, shape, T0 + REFUSAL_HOLD_OFF_MS + 1).estimate;
+    const later = T0 + 3 * REFUSAL_HOLD_OFF_MS;
+    // Act: accepted while the fleet held 5, long after the hold-off, no budget for a climb.
+    const { estimate } = updateEstimate(
+      withBudget(lapsed, 0),
+      reading({
+        refusals: 2,
+        refusalRun: 0,
+        lastRefusal: { at: T0, held: 13 },
+        acceptances: 1,
+        lastAcceptance: { at: later, held: 5 },
+      }),
+      shape,
+      later,
+    );
+    // Assess: back at the refused count, not above it (above is a climb the budget pays for)
+    expect(halved.free).toBe(6);
+    expect(lapsed.free).toBe(6);
+    expect(estimate.free).toBe(13);
+  });
+
   it('does not climb while a refusal holds the consumers to its count; climbs once its hold-off has passed', () => {
     // Prepare: refused at 10, the fleet filled it again since (accepted at 9).
     const e = withBudget({ ...initialEstimate(shape, T0), free: 10 }, 100);

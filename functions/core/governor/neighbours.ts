@@ -198,6 +198,14 @@ export function updateEstimate(
       };
     return { estimate: held, change };
   }
+  // …and an acceptance after a run lifts the estimate the run halved back to the newest refusal's
+  // count however long after the hold-off it comes (a few threads on long solves answer minutes
+  // apart): before, it stayed halved until the budget paid for a climb (6 threads of 2-minute
+  // solves: at 2 for 50 minutes after a neighbour had held 2 of them for 2).
+  const newest = reading.lastRefusal;
+  const halved = newest !== undefined && estimate.free <= Math.floor(newest.held / 2) && estimate.free < newest.held;
+  if (halved && acceptedSinceRefusal(reading))
+    return { estimate: { ...next, free: Math.min(shape.planCap, newest.held) }, change: undefined };
   if (acceptance === undefined) return { estimate: next, change: undefined };
   next.updatedAt = Math.max(estimate.updatedAt, acceptance.at);
   const starved = estimate.free < shape.floor;
