@@ -262,6 +262,41 @@ describe('the governor in the lab', () => {
   });
 });
 
+describe('a fleet slow to earn its refusal budget (a few threads, long solves)', () => {
+  // 6 threads of 2-minute solves, twice the tasks they solve; a neighbour holds 2 of them from
+  // 1 000 s to 1 130 s, and two of the fleet's submissions are refused in a row.
+  const input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 4000,
+    fleet: { planThreads: 6 },
+    arrivals: [{ at: 0, perSecond: 0.1 }],
+    methods: [{ method: 'userrecaptcha', share: 1, medianSeconds: 120, p95Seconds: 200 }],
+    foreignThreads: [
+      { at: 0, threads: 0 },
+      { at: 1000, threads: 2 },
+      { at: 1130, threads: 0 },
+    ],
+  };
+
+  it('comes back to the refused count at once and to the whole plan within half an hour, within the refusal target', () => {
+    // WHEN the governor runs it
+    const governor = run('governor', input, { sampleSeconds: 10 });
+    const { t, ceiling } = governor.samples;
+    const ceilingsIn = (from: number, to = input.durationSeconds!) =>
+      ceiling.filter((_, i) => t[i]! > from && t[i]! <= to);
+    // THEN the run of refusals halved its thread ceiling under the 4 threads it held, and the
+    // acceptance after it lifted the ceiling back there, however long after the refusals' hold-off
+    // it came (before: at 2 until the budget paid for a climb, 53 minutes later);
+    expect(Math.min(...ceilingsIn(1000, 1130))).toBeLessThanOrEqual(2);
+    expect(Math.min(...ceilingsIn(1130))).toBeGreaterThanOrEqual(4);
+    // its own acceptances would fund a climb in an hour, so it borrows for a patient climb and is
+    // back at the plan within half an hour of the neighbour's leaving (before: 41 minutes, the
+    // patient climb only for a fleet others held to half the plan);
+    expect(Math.max(...ceilingsIn(1130, 1130 + 1800))).toBe(6);
+    // and its refusals stay within the target for a key others share (2 %)
+    expect(governor.overCapShare).toBeLessThanOrEqual(0.02);
+  });
+});
+
 describe('money running out on a wide, fast plan (the spend grant and the fair floor)', () => {
   // $3.00 at $0.002 a solve over the $0.10 pause level: 1450 solves, the 1451st starting at the
   // level; 400 threads of 3 s solves start ~130 a second, so a tick's decision alone overshoots.
