@@ -102,7 +102,7 @@ describe('the free-threads estimator', () => {
 
   it("comes back to the refused count when the acceptance that ends the run comes after the refusal's hold-off", () => {
     // Before: a few threads on long solves answer minutes apart; the hold lapsed first and the
-    // halved estimate stayed until the budget paid for a climb (50 minutes at 2 of 6 threads).
+    // halved estimate stayed until the budget paid for a climb (53 minutes at 2 of 6 threads).
     // Prepare: halved to 6 by a run at 13; the hold lapses with no acceptance.
     const run = reading({ refusals: 2, refusalRun: 2, lastRefusal: { at: T0, held: 13 } });
     const halved = updateEstimate(initialEstimate(shape, T0), run, shape, T0).estimate;

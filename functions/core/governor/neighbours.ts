@@ -39,8 +39,8 @@
  *   at the next tick, one that hands half of it back in a handful.
  * - A patient climb: a fleet that earns its budget slowly (others hold half the plan or more, or
  *   its own acceptances would fund a climb later than the patient turn comes: a few threads on
- *   long solves) while a backlog waits that its threads would take
- *   minutes to drain (`PATIENT_DRAIN_MS`) may borrow ahead of the budget (the rest of the
+ *   long solves), while a backlog waits that its threads would take minutes to drain
+ *   (`PATIENT_DRAIN_MS`), may borrow ahead of the budget (the rest of the
  *   2 %: 0.5 % of its acceptances, at most two invocations' refusals), one climb every few
  *   ticks, the wait doubling with each climb that failed since the fleet last filled the failed
  *   level. A neighbour that left is found in minutes at any size; one that stays costs a bounded
@@ -201,7 +201,7 @@ export function updateEstimate(
   // …and an acceptance after a run lifts the estimate the run halved back to the newest refusal's
   // count however long after the hold-off it comes (a few threads on long solves answer minutes
   // apart): before, it stayed halved until the budget paid for a climb (6 threads of 2-minute
-  // solves: at 2 for 50 minutes after a neighbour had held 2 of them for 2).
+  // solves: at 2 for 53 minutes after a neighbour had held 2 of them for 2 minutes).
   const newest = reading.lastRefusal;
   const halved = newest !== undefined && estimate.free <= Math.floor(newest.held / 2) && estimate.free < newest.held;
   if (halved && acceptedSinceRefusal(reading))
