@@ -208,7 +208,12 @@ export function roomLimit(
   const accepted = acceptedSinceRefusal(reading);
   if (accepted && acceptance !== undefined && acceptance.held >= refusal.held) return planCap;
   const inRun = !accepted && (reading.refusalRun ?? 1) >= 2;
-  return Math.min(planCap, inRun ? Math.floor(refusal.held / 2) : refusal.held);
+  return Math.min(planCap, inRun ? runRoom(refusal.held) : refusal.held);
+}
+
+/** The room a run of refusals (no acceptance between) leaves the consumers: half the threads held at the newest. */
+export function runRoom(held: number): number {
+  return Math.floor(held / 2);
 }
 
 /**

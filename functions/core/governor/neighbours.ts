@@ -46,7 +46,7 @@
  *   level. A neighbour that left is found in minutes at any size; one that stays costs a bounded
  *   debt, repaid from the acceptances before the budget funds a climb again.
  */
-import { acceptedSinceRefusal, roomLimit, type ThreadLedgerReading } from '../thread-ledger.js';
+import { acceptedSinceRefusal, roomLimit, runRoom, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { NeighbourEstimate } from './types.js';
 
 /** Share of accepted submissions the climbs may spend on refusals. */
@@ -203,7 +203,7 @@ export function updateEstimate(
   // apart): before, it stayed halved until the budget paid for a climb (6 threads of 2-minute
   // solves: at 2 for 53 minutes after a neighbour had held 2 of them for 2 minutes).
   const newest = reading.lastRefusal;
-  const halved = newest !== undefined && estimate.free <= Math.floor(newest.held / 2) && estimate.free < newest.held;
+  const halved = newest !== undefined && estimate.free <= runRoom(newest.held) && estimate.free < newest.held;
   if (halved && acceptedSinceRefusal(reading))
     return { estimate: { ...next, free: Math.min(shape.planCap, newest.held) }, change: undefined };
   if (acceptance === undefined) return { estimate: next, change: undefined };
@@ -236,9 +236,10 @@ export function updateEstimate(
   // more, or its own acceptances (few threads, long solves) would fund the climb later than a
   // patient climb's turn comes (4 threads on 126-s solves earn a parked climb's 2 refusals in
   // 70 minutes).
-  const slow = estimate.free <= shape.planCap * PATIENT_SHARE_OF_PLAN || fundedAfterTurn(next, shape, meanSolveMs);
+  const slow = () =>
+    estimate.free <= shape.planCap * PATIENT_SHARE_OF_PLAN || fundedAfterTurn(next, shape, meanSolveMs);
   const draining = queuedWorkMs / Math.max(1, estimate.free) >= PATIENT_DRAIN_MS;
-  if (affordable < shape.spare && slow && draining && patient(next, reading, shape, now))
+  if (affordable < shape.spare && draining && slow() && patient(next, reading, shape, now))
     affordable = affordableThreads(budget + borrowLimit(reading.acceptances), shape);
   if (affordable < shape.spare) return { estimate: next, change: undefined };
   const step = following ? shape.planCap : Math.max(shape.spare, Math.min(estimate.step, affordable));
@@ -298,8 +299,14 @@ export function borrowLimit(acceptances: number): number {
  * the parked design any step once the budget pays for one refused climb.
  */
 function affordableThreads(budget: number, shape: EstimateShape): number {
-  if (shape.parked === true) return budget >= REFUSALS_PER_PARKED_CLIMB ? shape.planCap : 0;
-  return Math.floor(Math.max(0, budget) / REFUSALS_PER_EXCESS_INVOCATION) * shape.spare;
+  const climb = smallestClimbRefusals(shape);
+  if (shape.parked === true) return budget >= climb ? shape.planCap : 0;
+  return Math.floor(Math.max(0, budget) / climb) * shape.spare;
+}
+
+/** Refusals the smallest climb may cost: one invocation's; parked, one refused climb whatever its size. */
+function smallestClimbRefusals(shape: EstimateShape): number {
+  return shape.parked === true ? REFUSALS_PER_PARKED_CLIMB : REFUSALS_PER_EXCESS_INVOCATION;
 }
 
 /**
@@ -325,7 +332,7 @@ function patientWaitMs(estimate: NeighbourEstimate, shape: EstimateShape): numbe
  */
 function fundedAfterTurn(estimate: NeighbourEstimate, shape: EstimateShape, meanSolveMs?: number): boolean {
   if (meanSolveMs === undefined || meanSolveMs <= 0) return false;
-  const climb = shape.parked === true ? REFUSALS_PER_PARKED_CLIMB : REFUSALS_PER_EXCESS_INVOCATION;
+  const climb = smallestClimbRefusals(shape);
   const perMs = (CLIMB_BUDGET_SHARE * Math.max(1, estimate.free)) / meanSolveMs;
   const fundedIn = Math.max(0, climb - estimate.budget) / perMs;
   return fundedIn > patientWaitMs(estimate, shape);
