@@ -48,6 +48,13 @@ export const WATCH_POLL_MS = 100;
 export const WATCH_POLL_MAX_MS = 500;
 
 /**
+ * From a parked solve's answer ready at the solver to its lease freed and taken again, ms, at
+ * most: the watch's round after it (`WATCH_POLL_MAX_MS` apart at most), that round's request, and a
+ * consumer's take. Through it the solver has the thread back while the leases still count it.
+ */
+export const LEASE_FREEING_LAG_MS = 2 * WATCH_POLL_MAX_MS;
+
+/**
  * Solver requests a second the watch's rounds spend at most while they can keep to
  * WATCH_POLL_MAX_MS, for up to 50 submissions asked about…
  */

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { capFloor } from '../../functions/core/governor/capacity.js';
 import { decide, governorConfigFrom, initialState, planCap } from '../../functions/core/governor/policy.js';
-import { estimateShape as estimateShapeOf, LEASE_FREEING_LAG_MS } from '../../functions/core/governor/stage-threads.js';
+import { estimateShape as estimateShapeOf } from '../../functions/core/governor/stage-threads.js';
+import { LEASE_FREEING_LAG_MS } from '../../functions/core/thread-leases.js';
 import {
   borrowLimit,
   CLIMB_BORROW_LIMIT,
@@ -19,6 +20,7 @@ import {
   type EstimateShape,
   HELD_TEST_TICKS,
   initialEstimate,
+  lagThreads,
   PATIENT_CLIMB_TICKS,
   PATIENT_DRAIN_MS,
   REFUSALS_PER_EXCESS_INVOCATION,
@@ -554,6 +556,17 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
     governorConfigFrom(resolveSettings({ tickMs: TICK, planThreads: plan, solveMode: 'park' }), {
       probeSubmissions: true,
     });
+  const jsonTaskCfg = (plan: number): GovernorConfig =>
+    governorConfigFrom(
+      resolveSettings({
+        tickMs: TICK,
+        planThreads: plan,
+        solveMode: 'park',
+        solverProtocol: 'create-task',
+        dialect: 'anti-captcha',
+      }),
+      { probeSubmissions: true },
+    );
   /** A state whose estimate stands at the `own` threads a refusal left, with `budget` refusals to spend. */
   const heldState = (config: GovernorConfig, own: number, budget: number, seen: ThreadLedgerReading) =>
     withNeighbours(priceLearned(initialState(config, T0)), {
@@ -626,12 +639,12 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
     ['the waiting design (its overshoots cost invocations)', { waiting: true }],
     ['the balance is under the halt level', { balance: 0.5 }],
     [
-      "the fleet's own answers free a thread or more in the lease-freeing lag (10 threads on 10-s solves)",
-      { room: 10 },
+      "the JSON task API's watch asks each submission every few seconds and the fleet's own answers free a thread or more in the lease-freeing lag (10 threads on 10-s solves)",
+      { room: 10, jsonTaskApi: true },
     ],
   ] as const)('does not test the hold when %s', (_why, change: Record<string, number | boolean>) => {
     // Prepare: a 20-thread plan; others hold 14, the refusal holds the fleet to 6.
-    const base = parkedCfg(20);
+    const base = change.jsonTaskApi === true ? jsonTaskCfg(20) : parkedCfg(20);
     const config = change.waiting === true ? { ...base, parked: false } : base;
     const own = typeof change.room === 'number' ? change.room : 6;
     const r = heldReading(own);
@@ -665,6 +678,30 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
     expect(d.ceilings.normal).toBeLessThanOrEqual(own);
   });
 
+  it('tests the hold of a fleet whose own answers free threads in the lease-freeing lag on res.php, its count dipping by as many under the room, no more', () => {
+    // Prepare: a 100-thread plan; others hold 60, a refusal holds the fleet to its 40 threads of
+    // 10-s solves: 4 answers a second, 4 threads freed at the solver before their leases are.
+    const config = parkedCfg(100);
+    expect(MEAN_SOLVE_MS).toBe(10_000);
+    expect(lagThreads(40, MEAN_SOLVE_MS)).toBe(Math.ceil((40 * LEASE_FREEING_LAG_MS) / MEAN_SOLVE_MS));
+    const lag = lagThreads(40, MEAN_SOLVE_MS);
+    const tick = (held: number) => {
+      const r = { ...heldReading(40), held };
+      return heldTick(config, heldState(config, 40, 5, r), T0 + 2 * TICK, r);
+    };
+    // Act
+    const filled = tick(40);
+    const dipped = tick(40 - lag);
+    const under = tick(40 - lag - 1);
+    // Assess: filled, and dipped by the lag's threads, it opens one invocation more and lifts the
+    // hold (before, neither: 40 threads × 1 s ≥ a 10-s solve); below that it does not fill the room.
+    expect(filled.liftHold).toBe(T0);
+    expect(filled.ceilings.normal).toBe(41);
+    expect(dipped.liftHold).toBe(T0);
+    expect(under.liftHold).toBeUndefined();
+    expect(under.ceilings.normal).toBeLessThanOrEqual(40);
+  });
+
   it('parked: finds threads a neighbour hands back while a refusal holds the fleet within HELD_TEST_TICKS + 2 ticks, at any plan size, and tests no more often than its budget pays', () => {
     fc.assert(
       fc.property(
@@ -675,10 +712,9 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
         fc.integer({ min: 0, max: 3 }),
         (plan, ownDrawn, budget, stay, accepts) => {
           const config = parkedCfg(plan);
-          // The room a held test may test: the fleet's own answers free under one thread in the
-          // lease-freeing lag (the helper's solves take 10 s: under 10 threads).
-          const maxRoom = Math.ceil(MEAN_SOLVE_MS / LEASE_FREEING_LAG_MS) - 1;
-          const own = 1 + (ownDrawn % Math.min(plan - 1, maxRoom));
+          // Any room under the plan (res.php: before issue 17's twenty-third round, only rooms whose
+          // own answers free under a thread in the lease-freeing lag, under 10 threads of 10-s solves).
+          const own = 1 + (ownDrawn % (plan - 1));
           let r = heldReading(own);
           let state = heldState(config, own, budget, r);
           // Act 1: the neighbour stays `stay` ticks; each test's submission is refused at the room's

@@ -3,6 +3,7 @@
  * runtime, the CLI and the policy lab run the policy with the same numbers. Pure.
  */
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../settings.js';
+import { pollGapMs } from '../solver-protocol.js';
 import { CLOUDWATCH_LAG_MS, DEFAULT_METRICS_WINDOW_MS } from './signals.js';
 import type { GovernorConfig } from './types.js';
 
@@ -70,6 +71,7 @@ export function governorConfigFrom(settings: FleetSettings, overrides: Partial<G
     tickMs,
     threadLeaseMs: settings.functionTimeoutSeconds * 1000,
     parked: settings.solveMode === 'park',
+    answerPollGapMs: pollGapMs(settings.solverProtocol, settings.dialect),
     pauseUntilBalanceRead: true,
     ...toldPrice(settings),
     ...overrides,

@@ -46,6 +46,7 @@
  *   level. A neighbour that left is found in minutes at any size; one that stays costs a bounded
  *   debt, repaid from the acceptances before the budget funds a climb again.
  */
+import { LEASE_FREEING_LAG_MS } from '../thread-leases.js';
 import { acceptedSinceRefusal, roomLimit, runRoom, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { NeighbourEstimate } from './types.js';
 
@@ -184,7 +185,7 @@ export function updateEstimate(
     const free = acceptedSinceRefusal(reading) ? room : Math.min(room, estimate.free);
     const change: EstimateChange = free < estimate.free ? 'down' : undefined;
     const held = { ...next, free };
-    if (change === undefined && testable && heldTest(held, reading, shape, now, room))
+    if (change === undefined && testable && heldTest(held, reading, shape, now, room, meanSolveMs))
       return {
         estimate: {
           ...held,
@@ -263,8 +264,11 @@ export function updateEstimate(
 }
 
 /**
- * A held test's turn (the parked design): a refusal holds the fleet to the `room` it fills, an
- * acceptance of its own has followed the refusal (a refusal right after another halves the room),
+ * A held test's turn (the parked design): a refusal holds the fleet to the `room` it fills (its
+ * held threads within the room less those its own answers free in the lease-freeing lag,
+ * `lagThreads`: a big fleet's count dips by that much between its answers and its next takes,
+ * and a test on its dips alone came a tick or two late), an acceptance of its own has followed
+ * the refusal (a refusal right after another halves the room),
  * the refusal is a tick old, no climb or test came in the last `HELD_TEST_TICKS` ticks, and the
  * budget pays for the test's refusal and a refused climb after it. The test opens one invocation
  * more and lifts the hold (the ledger's `liftedAt`) instead of waiting out its minute: the next
@@ -279,14 +283,26 @@ function heldTest(
   shape: EstimateShape,
   now: number,
   room: number,
+  meanSolveMs?: number,
 ): boolean {
   const refusal = reading.lastRefusal;
-  if (shape.parked !== true || refusal === undefined || room < 1 || reading.held < room) return false;
+  if (shape.parked !== true || refusal === undefined || room < 1) return false;
+  if (reading.held + lagThreads(room, meanSolveMs) < room) return false;
   // A refused test (one refusal) leaves the budget a refused climb's worth: the climb after the
   // hold lapses stays funded (tests that spent it all left a 12-thread plan's neighbour's
   // departure to a patient climb 3.5 minutes late, gen-s11-295-neighbours).
   if (!acceptedSinceRefusal(reading) || estimate.budget < REFUSALS_PER_PARKED_CLIMB + 1) return false;
   return now - refusal.at >= shape.tickMs && now - (estimate.climbedAt ?? 0) >= HELD_TEST_TICKS * shape.tickMs;
+}
+
+/**
+ * Threads of `held` whose answers are ready at the solver and whose leases are not yet taken again,
+ * at most (`LEASE_FREEING_LAG_MS` of `held` threads' answers, one every `meanSolveMs` each); 0 with
+ * the mean unknown.
+ */
+export function lagThreads(held: number, meanSolveMs?: number): number {
+  if (meanSolveMs === undefined || meanSolveMs <= 0) return 0;
+  return Math.ceil((held * LEASE_FREEING_LAG_MS) / meanSolveMs - 1e-9);
 }
 
 /** Refusals a patient climb may borrow after `acceptances` accepted submissions. */

@@ -6,7 +6,7 @@
  * fleet to a room it fills and tasks wait) is the calculation's. Pure.
  */
 import { capFloor, carriedThreads, ceilingFor, clamp, planCap } from './capacity.js';
-import { WATCH_POLL_MAX_MS } from '../thread-leases.js';
+import { LEASE_FREEING_LAG_MS } from '../thread-leases.js';
 import { roomLimit, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { TickContext } from './context.js';
 import { type Calculation, type Flow, pause, resumed, run, type Stage } from './flow.js';
@@ -105,22 +105,23 @@ function haltedRefusalCount(ctx: TickContext): number {
 }
 
 /**
- * From a parked solve's answer ready at the solver to its lease freed and taken again, ms, at
- * most: the watch's round after it (`WATCH_POLL_MAX_MS` apart at most), that round's request, and a
- * consumer's take. Through it the solver has the thread back while the leases still count it.
- */
-export const LEASE_FREEING_LAG_MS = 2 * WATCH_POLL_MAX_MS;
-
-/**
  * Whether the parked fleet may test a refusal's hold this tick (the estimator's `heldTest` says
- * when): tasks wait, the money is above its halt level (a test is a step up), and the fleet's own
- * answers free under one thread in `LEASE_FREEING_LAG_MS`. Above that, the threads its answers
- * free at the solver before their leases are let go let a test through whether or not others
- * left (a 739-thread plan held at 369 on 21-s solves frees about 17 a second): every test would
- * read as a departure, climb to the plan and be refused back.
+ * when): tasks wait, and the money is above its halt level (a test is a step up). On res.php at
+ * any size: the watch asks about every parked submission each round, a second apart at most, and
+ * in the lab a big fleet's tests are refused while the neighbour holds, as a small fleet's are
+ * (`gen-s13-9-neighbours`, held at 115 of 459 threads on 15-s solves: 7 tests, 7 refused; the
+ * test on the tick the neighbour left accepted, the plan back 10 s after). Until issue 17's twenty-third round no fleet
+ * whose own answers free a thread in `LEASE_FREEING_LAG_MS` was tested (held threads × 1 s ≥ the
+ * mean solve: a rule from the governor's synthetic probe, which held no lease, and on big plans
+ * passed on the fleet's own freed threads), so a fleet of more than a few threads held by a
+ * neighbour waited for the hold's lapse, a minute after each refusal, for every test
+ * (`gen-s13-699-neighbours`: 209 threads, p95 × 1.48 of its floor; × 1.08 with the tests). The
+ * JSON task API's watch asks about each submission every few seconds (`answerPollGapMs`), a lag
+ * the lab does not model: the rule stands there.
  */
 function testable(ctx: TickContext, reading: ThreadLedgerReading): boolean {
   if (ctx.config.parked !== true || ctx.halted || (ctx.demand.backlog ?? 0) <= 0) return false;
+  if ((ctx.config.answerPollGapMs ?? 0) <= 0) return true;
   const meanSolveMs = ctx.signals.meanSolveMs ?? PARKED_DEFAULT_SOLVE_SECONDS * 1000;
   return reading.held * LEASE_FREEING_LAG_MS < meanSolveMs;
 }

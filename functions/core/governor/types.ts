@@ -430,6 +430,13 @@ export interface GovernorConfig {
    * functions/governor/lease-step.ts). @default false
    */
   parked?: boolean;
+  /**
+   * The parked watch's gap between two result requests of one submission, ms: the JSON task API's
+   * (a request per id, every few seconds); 0 on res.php, whose rounds ask about every parked
+   * submission at once, a second apart at most. Where it is above 0, a fleet whose own answers
+   * free a thread in the lease-freeing lag does not test a refusal's hold. @default 0
+   */
+  answerPollGapMs?: number;
   /** Time between ticks, ms: the balance is projected this far ahead (plus one tick of margin). @default the last observed interval */
   tickMs?: number;
   /** How far back the consumer's metric window reaches (window + lag), ms. @default 2 × probeCooldownMs */
