@@ -4,6 +4,7 @@
  * that the governor's runs go through the real decide().
  */
 import { describe, expect, it } from 'vitest';
+import { HELD_TEST_TICKS } from '../../functions/core/governor/neighbours.js';
 import { EventHeap } from '../../lab/heap.js';
 import { createPolicy, type PolicyName } from '../../lab/policies.js';
 import { simulate, type RunOptions } from '../../lab/sim.js';
@@ -292,6 +293,38 @@ describe('a fleet slow to earn its refusal budget (a few threads, long solves)',
     // back at the plan within half an hour of the neighbour's leaving (before: 41 minutes, the
     // patient climb only for a fleet others held to half the plan);
     expect(Math.max(...ceilingsIn(1130, 1130 + 1800))).toBe(6);
+    // and its refusals stay within the target for a key others share (2 %)
+    expect(governor.overCapShare).toBeLessThanOrEqual(0.02);
+  });
+});
+
+describe('a big fleet held by a neighbour (its own answers free threads in the lease-freeing lag)', () => {
+  // 200 threads of 10-s solves, work for all of them; a neighbour holds 140 from 600 s to 1 200 s:
+  // the fleet's 60 answer 6 a second, some of them freed at the solver before their leases are.
+  const input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 1800,
+    fleet: { planThreads: 200 },
+    arrivals: [{ at: 0, perSecond: 24 }],
+    methods: [{ method: 'userrecaptcha', share: 1, medianSeconds: 10, p95Seconds: 16 }],
+    foreignThreads: [
+      { at: 0, threads: 0 },
+      { at: 600, threads: 140 },
+      { at: 1200, threads: 0 },
+    ],
+  };
+
+  it('tests the hold every HELD_TEST_TICKS ticks and is back at the plan within HELD_TEST_TICKS + 2 ticks of the departure, within the refusal target', () => {
+    // WHEN the governor runs it
+    const governor = run('governor', input, { sampleSeconds: 10 });
+    const { t, ceiling } = governor.samples;
+    // THEN it stood at the 60 threads the neighbour left while it held (never above a test's one more),
+    const held = ceiling.filter((_, i) => t[i]! > 700 && t[i]! <= 1200);
+    expect(Math.max(...held)).toBeLessThanOrEqual(61);
+    // found the departure with a test within four ticks of it (before: the hold's lapse, a
+    // minute after each refused test, 60 s after the departure on this seed),
+    const back = t.find((at, i) => at > 1200 && ceiling[i]! >= 190);
+    expect(back).toBeDefined();
+    expect(back! - 1200).toBeLessThanOrEqual(((HELD_TEST_TICKS + 2) * trace(input).settings.tickMs) / 1000);
     // and its refusals stay within the target for a key others share (2 %)
     expect(governor.overCapShare).toBeLessThanOrEqual(0.02);
   });
