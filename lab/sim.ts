@@ -145,6 +145,7 @@ class Counters {
   probes = 0;
   probesAccepted = 0;
   probeTasks = 0;
+  heldTests = 0;
   busyThreadSecondsBacklog = 0;
   freeThreadSecondsBacklog = 0;
   latencies = new Float64Array(1 << 16);
@@ -1044,6 +1045,7 @@ class Simulation {
       this.mapping.set(target, enabled);
     }
     if (action.leases !== undefined) this.parked?.open(action.leases, action.liftHold);
+    if (action.leases !== undefined && action.liftHold !== undefined && this.parked !== undefined) this.c.heldTests++;
     if (action.probe === true && this.lambda && !woken) this.probe();
     if (this.lambda) this.grant(action);
     if (!woken) this.heap.push(this.t + periodSeconds, K_TICK);
@@ -1356,6 +1358,7 @@ class Simulation {
       probes: c.probes,
       probesAccepted: c.probesAccepted,
       probeTasks: c.probeTasks,
+      heldTests: c.heldTests,
       startedPastHalt: c.startedPastHalt,
       startedPastPause: c.startedPastPause,
       haltCrossedAt: c.haltCrossedAt,

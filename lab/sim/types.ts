@@ -204,6 +204,11 @@ export interface RunResult {
   probesAccepted: number;
   /** Of those accepted, the probes that carried a waiting task (its solve is among `solved`; the rest were synthetic). */
   probeTasks: number;
+  /**
+   * Parked only: ticks whose decision tested a refusal's hold (one invocation more than the room,
+   * the hold lifted: `ControlAction.liftHold`); refused while others still hold, each is an over-cap answer.
+   */
+  heldTests: number;
   /** Solves accepted while the balance was under the halt level, and under the pause level. */
   startedPastHalt: number;
   startedPastPause: number;

@@ -40,6 +40,7 @@ function runOf(policy: string, overrides: Partial<RunResult> = {}): RunResult {
     probes: 0,
     probesAccepted: 0,
     probeTasks: 0,
+    heldTests: 0,
     startedPastHalt: 0,
     startedPastPause: 0,
     haltCrossedAt: null,
