@@ -1044,8 +1044,10 @@ class Simulation {
       if (target !== this.mapping.ceiling || enabled !== this.mapping.enabled) this.c.scalingChanges++;
       this.mapping.set(target, enabled);
     }
-    if (action.leases !== undefined) this.parked?.open(action.leases, action.liftHold);
-    if (action.leases !== undefined && action.liftHold !== undefined && this.parked !== undefined) this.c.heldTests++;
+    if (action.leases !== undefined && this.parked !== undefined) {
+      this.parked.open(action.leases, action.liftHold);
+      if (action.liftHold !== undefined) this.c.heldTests++;
+    }
     if (action.probe === true && this.lambda && !woken) this.probe();
     if (this.lambda) this.grant(action);
     if (!woken) this.heap.push(this.t + periodSeconds, K_TICK);

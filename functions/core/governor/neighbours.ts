@@ -302,7 +302,12 @@ function heldTest(
  */
 export function lagThreads(held: number, meanSolveMs?: number): number {
   if (meanSolveMs === undefined || meanSolveMs <= 0) return 0;
-  return Math.ceil((held * LEASE_FREEING_LAG_MS) / meanSolveMs - 1e-9);
+  return Math.ceil(lagShare(held, meanSolveMs) - 1e-9);
+}
+
+/** The answers `held` threads give in `LEASE_FREEING_LAG_MS`, one every `meanSolveMs` each (a fraction of a thread or more). */
+export function lagShare(held: number, meanSolveMs: number): number {
+  return (held * LEASE_FREEING_LAG_MS) / meanSolveMs;
 }
 
 /** Refusals a patient climb may borrow after `acceptances` accepted submissions. */

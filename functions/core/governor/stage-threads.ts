@@ -6,11 +6,10 @@
  * fleet to a room it fills and tasks wait) is the calculation's. Pure.
  */
 import { capFloor, carriedThreads, ceilingFor, clamp, planCap } from './capacity.js';
-import { LEASE_FREEING_LAG_MS } from '../thread-leases.js';
 import { roomLimit, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { TickContext } from './context.js';
 import { type Calculation, type Flow, pause, resumed, run, type Stage } from './flow.js';
-import { type EstimateShape, initialEstimate, onPlan, updateEstimate } from './neighbours.js';
+import { type EstimateShape, initialEstimate, lagShare, onPlan, updateEstimate } from './neighbours.js';
 import { PARKED_DEFAULT_SOLVE_SECONDS } from './submitters.js';
 import type { GovernorConfig, NeighbourEstimate, ReasonCode } from './types.js';
 
@@ -115,7 +114,7 @@ function haltedRefusalCount(ctx: TickContext): number {
  * mean solve: a rule from the governor's synthetic probe, which held no lease, and on big plans
  * passed on the fleet's own freed threads), so a fleet of more than a few threads held by a
  * neighbour waited for the hold's lapse, a minute after each refusal, for every test
- * (`gen-s13-699-neighbours`: 209 threads, p95 × 1.48 of its floor; × 1.08 with the tests). The
+ * (`gen-s13-699-neighbours`: 209 threads, p95 × 1.48 of its floor; × 1.17 with the tests). The
  * JSON task API's watch asks about each submission every few seconds (`answerPollGapMs`), a lag
  * the lab does not model: the rule stands there.
  */
@@ -123,7 +122,7 @@ function testable(ctx: TickContext, reading: ThreadLedgerReading): boolean {
   if (ctx.config.parked !== true || ctx.halted || (ctx.demand.backlog ?? 0) <= 0) return false;
   if ((ctx.config.answerPollGapMs ?? 0) <= 0) return true;
   const meanSolveMs = ctx.signals.meanSolveMs ?? PARKED_DEFAULT_SOLVE_SECONDS * 1000;
-  return reading.held * LEASE_FREEING_LAG_MS < meanSolveMs;
+  return lagShare(reading.held, meanSolveMs) < 1;
 }
 
 /** The solve time the waiting tasks need in all, ms (the mean solve unknown: the parked design's default). */
