@@ -24,11 +24,9 @@
  *   hold nearly all the plan) the climb is not budgeted: the fleet then probes one submission a
  *   tick (the neighbours stage), and each accepted probe climbs.
  * - Held (the parked design): while a refusal holds the fleet to a room it fills and tasks wait,
- *   a test (`heldTest`): one invocation more with the hold lifted (the decision's `liftHold`),
- *   every `HELD_TEST_TICKS` ticks while the budget pays that many over `HELD_TEST_HORIZON_MS`,
- *   further apart as it runs low (`heldTestSpacingMs`), so a neighbour's departure is found in
- *   about two ticks, and late in a long hold within the hold's minute, not when the budget has
- *   earned a test again.
+ *   a test every `HELD_TEST_TICKS` ticks the budget pays for (`heldTest`): one invocation more
+ *   with the hold lifted (the decision's `liftHold`), so a neighbour's departure is found in
+ *   about two ticks, not at the hold's lapse a minute after the refusal.
  * - Out of a starved spell (an accepted starved probe: others handed threads back), the spell
  *   ends where it began in the parked design: the estimate goes back at once to the level the
  *   fleet stood at before it (`standing`: the estimate at its last acceptance above the floor,
@@ -49,13 +47,7 @@
  *   debt, repaid from the acceptances before the budget funds a climb again.
  */
 import { LEASE_FREEING_LAG_MS } from '../thread-leases.js';
-import {
-  acceptedSinceRefusal,
-  REFUSAL_HOLD_OFF_MS,
-  roomLimit,
-  runRoom,
-  type ThreadLedgerReading,
-} from '../thread-ledger.js';
+import { acceptedSinceRefusal, roomLimit, runRoom, type ThreadLedgerReading } from '../thread-ledger.js';
 import type { NeighbourEstimate } from './types.js';
 
 /** Share of accepted submissions the climbs may spend on refusals. */
@@ -137,16 +129,6 @@ export type EstimateChange = 'down' | 'up' | undefined;
 
 /** Ticks from a held test (or any climb) to the next held test, at least. */
 export const HELD_TEST_TICKS = 2;
-
-/**
- * The span a held fleet spreads its tests' budget over: the tests come every `HELD_TEST_TICKS`
- * ticks while the budget (above a refused climb's reserve) and what the fleet earns in this span
- * pay for that many, further apart as it runs low (`heldTestSpacingMs`), so a neighbour that holds
- * for many minutes is still tested near its departure (spent every two ticks, a budget of 17
- * lasted five minutes and the next test came when the fleet had earned one: an 11-thread plan's
- * neighbour found 4 minutes after it left, gen-s15-558-neighbours).
- */
-export const HELD_TEST_HORIZON_MS = 10 * 60_000;
 
 /**
  * Fold a ledger reading into the estimate. Only answers recorded since the last reading count (a
@@ -310,25 +292,7 @@ function heldTest(
   // hold lapses stays funded (tests that spent it all left a 12-thread plan's neighbour's
   // departure to a patient climb 3.5 minutes late, gen-s11-295-neighbours).
   if (!acceptedSinceRefusal(reading) || estimate.budget < REFUSALS_PER_PARKED_CLIMB + 1) return false;
-  const spacing = heldTestSpacingMs(estimate.budget, room, shape.tickMs, meanSolveMs);
-  return now - refusal.at >= shape.tickMs && now - (estimate.climbedAt ?? 0) >= spacing;
-}
-
-/**
- * Time from a held test (or any climb) to the next, ms: `HELD_TEST_TICKS` ticks, or the
- * `HELD_TEST_HORIZON_MS` shared among the tests the budget pays for above a refused climb's
- * reserve and those a fleet holding `room` threads earns in the horizon (its acceptances, one a
- * mean solve a thread; none counted with the mean unknown), when they are fewer than a test every
- * `HELD_TEST_TICKS` ticks; never longer than the refusal's hold itself (`REFUSAL_HOLD_OFF_MS`: at
- * its lapse one submission tests the count anyway, and a climb after it is charged to the same
- * budget).
- */
-export function heldTestSpacingMs(budget: number, room: number, tickMs: number, meanSolveMs?: number): number {
-  const earned =
-    meanSolveMs !== undefined && meanSolveMs > 0 ? (CLIMB_BUDGET_SHARE * room * HELD_TEST_HORIZON_MS) / meanSolveMs : 0;
-  const tests = Math.max(0, budget - REFUSALS_PER_PARKED_CLIMB) + earned;
-  const spread = tests > 0 ? HELD_TEST_HORIZON_MS / tests : Number.POSITIVE_INFINITY;
-  return Math.max(HELD_TEST_TICKS * tickMs, Math.min(REFUSAL_HOLD_OFF_MS, spread));
+  return now - refusal.at >= shape.tickMs && now - (estimate.climbedAt ?? 0) >= HELD_TEST_TICKS * shape.tickMs;
 }
 
 /**
