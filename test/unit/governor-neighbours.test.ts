@@ -18,6 +18,8 @@ import {
   CLIMB_BUDGET_SHARE,
   FOLLOWING_CLIMB_TICKS,
   type EstimateShape,
+  HELD_TEST_HORIZON_MS,
+  HELD_TEST_RAMP_MS,
   HELD_TEST_TICKS,
   initialEstimate,
   lagThreads,
@@ -593,6 +595,21 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
       lastAcceptance: { at: T0 + 1, held: own - 1 },
     });
 
+  const budgetOf = (state: GovernorState) => (state.overCap.neighbours as NeighbourEstimate).budget;
+  /**
+   * Ticks from a held test to the next: HELD_TEST_TICKS, or the horizon shared among the tests the
+   * budget pays above a refused climb's reserve and those `room` threads of 10-s solves earn in it,
+   * at most the refusal's hold-off, × the run's age ÷ HELD_TEST_RAMP_MS until that age (a short
+   * hold is tested every HELD_TEST_TICKS ticks).
+   */
+  const spacingTicks = (budget: number, room: number, runAgeMs = HELD_TEST_RAMP_MS) => {
+    const earned = (CLIMB_BUDGET_SHARE * room * HELD_TEST_HORIZON_MS) / MEAN_SOLVE_MS;
+    const paid = Math.max(0, budget - REFUSALS_PER_PARKED_CLIMB) + earned;
+    const share =
+      Math.min(REFUSAL_HOLD_OFF_MS, HELD_TEST_HORIZON_MS / paid) * Math.min(1, runAgeMs / HELD_TEST_RAMP_MS);
+    return Math.max(HELD_TEST_TICKS, Math.ceil(share / TICK - 1e-9));
+  };
+
   it('opens one invocation more than the room and lifts the hold of the refusal that set it', () => {
     // Prepare: a 20-thread plan; others hold 14, a refusal 20 s ago holds the fleet to its 6.
     const config = parkedCfg(20);
@@ -604,6 +621,35 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
     expect(d.ceilings.normal).toBe(7);
     expect(d.reason.code).toBe('OVER_CAP_PROBE');
     expect(d.probe).toBe(false);
+  });
+
+  it('tests a short hold every HELD_TEST_TICKS ticks on a small budget, and spreads the tests once the run is HELD_TEST_RAMP_MS old', () => {
+    // Prepare: a 20-thread plan; others hold 14, a refusal holds the fleet to its 6 threads of
+    // 10-s solves; a budget of 8 pays a test a minute over the horizon (6 above the reserve, 5.4
+    // earned in it).
+    const config = parkedCfg(20);
+    let r = heldReading(6);
+    let state = heldState(config, 6, 8, r);
+    const testTicks: number[] = [];
+    // Act: every test's submission is refused at the room's count, an acceptance of the fleet's
+    // own threads follows it within the tick.
+    for (let k = 2; k <= 30; k++) {
+      const at = T0 + k * TICK;
+      const d = heldTick(config, state, at, r);
+      state = d.state;
+      if (d.liftHold === undefined) continue;
+      testTicks.push(k);
+      r = { ...r, liftedAt: d.liftHold, refusals: r.refusals + 1, lastRefusal: { at: at + 5, held: 6 } };
+      r = { ...r, acceptances: r.acceptances + 1, refusalRun: 0, lastAcceptance: { at: at + 9, held: 5 } };
+    }
+    // Assess: the first two tests HELD_TEST_TICKS apart (a neighbour that leaves within a tick or
+    // two of the first test is found as before), the later ones further apart as the run ages, at
+    // most the refusal's hold-off.
+    expect(testTicks[1]! - testTicks[0]!).toBe(HELD_TEST_TICKS);
+    const gaps = testTicks.slice(1).map((k, i) => k - testTicks[i]!);
+    expect(Math.max(...gaps)).toBeGreaterThan(HELD_TEST_TICKS);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(REFUSAL_HOLD_OFF_MS / TICK);
+    expect(gaps.at(-1)).toBeGreaterThanOrEqual(gaps[0]!);
   });
 
   it("charges a refused test's refusal to the budget, but does not count it as a failed climb (the patient climb's wait does not double)", () => {
@@ -702,13 +748,13 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
     expect(under.ceilings.normal).toBeLessThanOrEqual(40);
   });
 
-  it('parked: finds threads a neighbour hands back while a refusal holds the fleet within HELD_TEST_TICKS + 2 ticks, at any plan size, and tests no more often than its budget pays', () => {
+  it("parked: finds threads a neighbour hands back while a refusal holds the fleet within a test's spacing + 2 ticks (HELD_TEST_TICKS while the budget pays a test that often over the horizon), at any plan size, and tests no more often than its budget pays", () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 4, max: 1000 }),
         fc.integer({ min: 1, max: 1000 }),
-        fc.integer({ min: 0, max: 12 }),
-        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 0, max: 60 }),
+        fc.integer({ min: 1, max: 60 }),
         fc.integer({ min: 0, max: 3 }),
         (plan, ownDrawn, budget, stay, accepts) => {
           const config = parkedCfg(plan);
@@ -721,6 +767,8 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
           // count, and `accepts` acceptances of the fleet's own threads follow it within the tick.
           let tests = 0;
           let tickAt = T0;
+          let lastTest: number | undefined;
+          let firstTest: number | undefined;
           for (let k = 1; k <= stay; k++) {
             tickAt = T0 + k * TICK;
             const d = heldTick(config, state, tickAt, r);
@@ -728,6 +776,13 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
             expect(d.freeThreads).toBeLessThanOrEqual(Math.max(own + 1, capFloor(config)));
             if (d.liftHold === undefined) continue;
             tests++;
+            // Never sooner than the spacing the budget pays for at the run's age (HELD_TEST_TICKS at least).
+            firstTest ??= tickAt;
+            if (lastTest !== undefined)
+              expect(tickAt - lastTest).toBeGreaterThanOrEqual(
+                spacingTicks(budgetOf(state), own, tickAt - firstTest) * TICK,
+              );
+            lastTest = tickAt;
             expect(d.liftHold).toBe(r.lastRefusal?.at);
             r = {
               ...r,
@@ -754,7 +809,8 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
           // Act 2: the neighbour leaves; the next test's submission is accepted at the room's count,
           // and from then on the fleet's invocations fill each ceiling and are accepted.
           const floor = capFloor(config);
-          const bound = own >= floor ? HELD_TEST_TICKS + 2 : HELD_TEST_TICKS + Math.ceil(Math.log2(plan)) + 3;
+          const turn = spacingTicks(budgetOf(state), own);
+          const bound = own >= floor ? turn + 2 : turn + Math.ceil(Math.log2(plan)) + 3;
           let found = 0;
           let lifted = false;
           for (let k = 1; k <= bound + 4 && found === 0; k++) {

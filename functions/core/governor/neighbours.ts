@@ -24,9 +24,11 @@
  *   hold nearly all the plan) the climb is not budgeted: the fleet then probes one submission a
  *   tick (the neighbours stage), and each accepted probe climbs.
  * - Held (the parked design): while a refusal holds the fleet to a room it fills and tasks wait,
- *   a test every `HELD_TEST_TICKS` ticks the budget pays for (`heldTest`): one invocation more
- *   with the hold lifted (the decision's `liftHold`), so a neighbour's departure is found in
- *   about two ticks, not at the hold's lapse a minute after the refusal.
+ *   a test (`heldTest`): one invocation more with the hold lifted (the decision's `liftHold`),
+ *   every `HELD_TEST_TICKS` ticks in a hold's first minute and while the budget pays that many
+ *   over `HELD_TEST_HORIZON_MS`, further apart as it runs low (`heldTestSpacingMs`), so a
+ *   neighbour's departure is found in about two ticks, and late in a long hold within the hold's
+ *   minute, not when the budget has earned a test again.
  * - Out of a starved spell (an accepted starved probe: others handed threads back), the spell
  *   ends where it began in the parked design: the estimate goes back at once to the level the
  *   fleet stood at before it (`standing`: the estimate at its last acceptance above the floor,
@@ -47,7 +49,13 @@
  *   debt, repaid from the acceptances before the budget funds a climb again.
  */
 import { LEASE_FREEING_LAG_MS } from '../thread-leases.js';
-import { acceptedSinceRefusal, roomLimit, runRoom, type ThreadLedgerReading } from '../thread-ledger.js';
+import {
+  acceptedSinceRefusal,
+  REFUSAL_HOLD_OFF_MS,
+  roomLimit,
+  runRoom,
+  type ThreadLedgerReading,
+} from '../thread-ledger.js';
 import type { NeighbourEstimate } from './types.js';
 
 /** Share of accepted submissions the climbs may spend on refusals. */
@@ -131,6 +139,25 @@ export type EstimateChange = 'down' | 'up' | undefined;
 export const HELD_TEST_TICKS = 2;
 
 /**
+ * The span a held fleet spreads its tests' budget over: the tests come every `HELD_TEST_TICKS`
+ * ticks while the budget (above a refused climb's reserve) and what the fleet earns in this span
+ * pay for that many, further apart as it runs low (`heldTestSpacingMs`), so a neighbour that holds
+ * for many minutes is still tested near its departure (spent every two ticks, a budget of 17
+ * lasted five minutes and the next test came when the fleet had earned one: an 11-thread plan's
+ * neighbour found 4 minutes after it left, gen-s15-558-neighbours).
+ */
+export const HELD_TEST_HORIZON_MS = 10 * 60_000;
+
+/**
+ * The age of a run of held tests at which their spacing is the budget's whole share: before it,
+ * that share × the run's age ÷ this, so a hold's first tests come every `HELD_TEST_TICKS` ticks
+ * as before and a neighbour that leaves a tick or two after the first is found in two ticks
+ * (spread from the first test, a 40-thread fleet held at 2 threads on a budget of 7 had not
+ * found it 20 s after it left, test/integration/held-test.test.ts).
+ */
+export const HELD_TEST_RAMP_MS = 60_000;
+
+/**
  * Fold a ledger reading into the estimate. Only answers recorded since the last reading count (a
  * counter that changed either way, as after the ledger item was recreated, is a new answer).
  * @param queuedWorkMs the solve time the tasks waiting in the queues need in all (a patient
@@ -193,6 +220,7 @@ export function updateEstimate(
           climbedAt: now,
           climbedStarved: false,
           climbedHeld: true,
+          heldSince: estimate.climbedHeld === true ? (estimate.heldSince ?? now) : now,
         },
         change: 'up',
         lift: reading.lastRefusal?.at,
@@ -257,6 +285,7 @@ export function updateEstimate(
       climbedAt: acceptance.at,
       climbedStarved: starved,
       climbedHeld: false,
+      heldSince: undefined,
       ...(releasing ? { releasing: true } : {}),
     },
     change: 'up',
@@ -292,7 +321,34 @@ function heldTest(
   // hold lapses stays funded (tests that spent it all left a 12-thread plan's neighbour's
   // departure to a patient climb 3.5 minutes late, gen-s11-295-neighbours).
   if (!acceptedSinceRefusal(reading) || estimate.budget < REFUSALS_PER_PARKED_CLIMB + 1) return false;
-  return now - refusal.at >= shape.tickMs && now - (estimate.climbedAt ?? 0) >= HELD_TEST_TICKS * shape.tickMs;
+  const age = estimate.climbedHeld === true && estimate.heldSince !== undefined ? now - estimate.heldSince : 0;
+  const spacing = heldTestSpacingMs(estimate.budget, room, shape.tickMs, meanSolveMs, age);
+  return now - refusal.at >= shape.tickMs && now - (estimate.climbedAt ?? 0) >= spacing;
+}
+
+/**
+ * Time from a held test (or any climb) to the next, ms: `HELD_TEST_TICKS` ticks, or the
+ * `HELD_TEST_HORIZON_MS` shared among the tests the budget pays for above a refused climb's
+ * reserve and those a fleet holding `room` threads earns in the horizon (its acceptances, one a
+ * mean solve a thread; none counted with the mean unknown), when they are fewer than a test every
+ * `HELD_TEST_TICKS` ticks; never longer than the refusal's hold itself (`REFUSAL_HOLD_OFF_MS`: at
+ * its lapse one submission tests the count anyway, and a climb after it is charged to the same
+ * budget). A run of held tests younger than `HELD_TEST_RAMP_MS` (`runAgeMs`: from its first test)
+ * gets that share × its age ÷ the ramp.
+ */
+export function heldTestSpacingMs(
+  budget: number,
+  room: number,
+  tickMs: number,
+  meanSolveMs?: number,
+  runAgeMs = HELD_TEST_RAMP_MS,
+): number {
+  const earned =
+    meanSolveMs !== undefined && meanSolveMs > 0 ? (CLIMB_BUDGET_SHARE * room * HELD_TEST_HORIZON_MS) / meanSolveMs : 0;
+  const tests = Math.max(0, budget - REFUSALS_PER_PARKED_CLIMB) + earned;
+  const spread = tests > 0 ? HELD_TEST_HORIZON_MS / tests : Number.POSITIVE_INFINITY;
+  const ramp = Math.min(1, Math.max(0, runAgeMs) / HELD_TEST_RAMP_MS);
+  return Math.max(HELD_TEST_TICKS * tickMs, Math.min(REFUSAL_HOLD_OFF_MS, spread) * ramp);
 }
 
 /**

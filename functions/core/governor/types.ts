@@ -209,6 +209,12 @@ export interface NeighbourEstimate {
    */
   climbedHeld?: boolean;
   /**
+   * Epoch ms of the first held test of the run the last climb belongs to (a run: held tests with
+   * no other climb between); absent outside a run. The tests' spacing grows with the run's age
+   * (neighbours.ts `heldTestSpacingMs`).
+   */
+  heldSince?: number;
+  /**
    * Climbing out of a starved spell: a starved probe was accepted (others handed threads back)
    * and no refusal came since, so each level the fleet fills doubles its step without the budget.
    */
