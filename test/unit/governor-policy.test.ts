@@ -867,8 +867,11 @@ describe('decide: properties', () => {
         // The minimum may lift a fleet that stood below it (e.g. re-enabled after a pause). An
         // outage pause that ends resumes where it began (the ceiling held before it, which the
         // paused mappings no longer show), never above the halt's frozen ceiling, and a starved
-        // spell at the halt's frozen ceiling: not a rise.
-        const halt = state.spend.haltCeiling;
+        // spell at the halt's frozen ceiling: not a rise. The frozen ceiling is cleared once the
+        // balance reads at the halt level or above (stage-stabilize.ts, haltCeiling): a balance
+        // exactly at the level with a high error rate resumes where the outage began.
+        const funded = sig.balance !== undefined && sig.balance >= cfg.haltBalance;
+        const halt = funded ? undefined : state.spend.haltCeiling;
         const before =
           d.paused || state.pause === undefined
             ? 0
