@@ -27,6 +27,33 @@ function run(
   return simulate(t, createPolicy(name, t.settings, options.model), { seed: 7, ...options });
 }
 
+/**
+ * A trace of reCAPTCHA solves (median `medianSeconds`, p95 `p95Seconds`) at `perSecond` on a plan
+ * of `plan` threads, a neighbour holding `threads` of them from `from` s to `to` s.
+ */
+function heldByNeighbour(o: {
+  durationSeconds: number;
+  plan: number;
+  perSecond: number;
+  medianSeconds: number;
+  p95Seconds: number;
+  threads: number;
+  from: number;
+  to: number;
+}): Partial<TraceInput> & Pick<TraceInput, 'arrivals'> {
+  return {
+    durationSeconds: o.durationSeconds,
+    fleet: { planThreads: o.plan },
+    arrivals: [{ at: 0, perSecond: o.perSecond }],
+    methods: [{ method: 'userrecaptcha', share: 1, medianSeconds: o.medianSeconds, p95Seconds: o.p95Seconds }],
+    foreignThreads: [
+      { at: 0, threads: 0 },
+      { at: o.from, threads: o.threads },
+      { at: o.to, threads: 0 },
+    ],
+  };
+}
+
 /** Erlang C: the mean wait in queue of M/M/c with arrival rate λ and service rate μ. */
 function erlangCWait(c: number, lambda: number, mu: number): number {
   const a = lambda / mu;
@@ -267,17 +294,16 @@ describe('the governor in the lab', () => {
 describe('a fleet slow to earn its refusal budget (a few threads, long solves)', () => {
   // 6 threads of 2-minute solves, twice the tasks they solve; a neighbour holds 2 of them from
   // 1 000 s to 1 130 s, and two of the fleet's submissions are refused in a row.
-  const input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+  const input = heldByNeighbour({
     durationSeconds: 4000,
-    fleet: { planThreads: 6 },
-    arrivals: [{ at: 0, perSecond: 0.1 }],
-    methods: [{ method: 'userrecaptcha', share: 1, medianSeconds: 120, p95Seconds: 200 }],
-    foreignThreads: [
-      { at: 0, threads: 0 },
-      { at: 1000, threads: 2 },
-      { at: 1130, threads: 0 },
-    ],
-  };
+    plan: 6,
+    perSecond: 0.1,
+    medianSeconds: 120,
+    p95Seconds: 200,
+    threads: 2,
+    from: 1000,
+    to: 1130,
+  });
 
   it('comes back to the refused count at once and to the whole plan within half an hour, within the refusal target', () => {
     // WHEN the governor runs it
@@ -302,17 +328,16 @@ describe('a fleet slow to earn its refusal budget (a few threads, long solves)',
 describe('a big fleet held by a neighbour (its own answers free threads in the lease-freeing lag)', () => {
   // 200 threads of 10-s solves, work for all of them; a neighbour holds 140 from 600 s to 1 200 s:
   // the fleet's 60 answer 6 a second, some of them freed at the solver before their leases are.
-  const input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+  const input = heldByNeighbour({
     durationSeconds: 1800,
-    fleet: { planThreads: 200 },
-    arrivals: [{ at: 0, perSecond: 24 }],
-    methods: [{ method: 'userrecaptcha', share: 1, medianSeconds: 10, p95Seconds: 16 }],
-    foreignThreads: [
-      { at: 0, threads: 0 },
-      { at: 600, threads: 140 },
-      { at: 1200, threads: 0 },
-    ],
-  };
+    plan: 200,
+    perSecond: 24,
+    medianSeconds: 10,
+    p95Seconds: 16,
+    threads: 140,
+    from: 600,
+    to: 1200,
+  });
 
   it('tests the hold every HELD_TEST_TICKS ticks and is back at the plan within HELD_TEST_TICKS + 2 ticks of the departure, within the refusal target', () => {
     // WHEN the governor runs it
@@ -338,17 +363,16 @@ describe('a small fleet held by a neighbour for a quarter of an hour (the held t
   // the hold's first minutes, and the departure waited for the budget to earn the next one.
   const start = 3600;
   const departure = start + 900;
-  const input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+  const input = heldByNeighbour({
     durationSeconds: departure + 900,
-    fleet: { planThreads: 12 },
-    arrivals: [{ at: 0, perSecond: 0.4 }],
-    methods: [{ method: 'userrecaptcha', share: 1, medianSeconds: 14, p95Seconds: 25 }],
-    foreignThreads: [
-      { at: 0, threads: 0 },
-      { at: start, threads: 8 },
-      { at: departure, threads: 0 },
-    ],
-  };
+    plan: 12,
+    perSecond: 0.4,
+    medianSeconds: 14,
+    p95Seconds: 25,
+    threads: 8,
+    from: start,
+    to: departure,
+  });
 
   it.each([1, 2, 3, 4, 5, 6])(
     'seed %i: stands at the room while the neighbour holds, is back at the plan within a refusal hold-off and two ticks of its departure, within the refusal target',
