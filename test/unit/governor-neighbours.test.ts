@@ -652,6 +652,52 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
     expect(gaps.at(-1)).toBeGreaterThanOrEqual(gaps[0]!);
   });
 
+  it("tests a later hold every HELD_TEST_TICKS ticks again: a run of tests ends when its last test is more than a refusal's hold-off old, with no climb between", () => {
+    // Prepare: a 20-thread plan; others hold 14, a refusal holds the fleet to its 6 threads of
+    // 10-s solves, with a budget of 8 (its tests spread once their run is a minute old).
+    const config = parkedCfg(20);
+    let r = heldReading(6);
+    let state = heldState(config, 6, 8, r);
+    const testTicks: number[] = [];
+    const tick = (k: number) => {
+      const at = T0 + k * TICK;
+      const d = heldTick(config, state, at, r);
+      state = d.state;
+      if (d.liftHold === undefined) return;
+      testTicks.push(k);
+      r = { ...r, liftedAt: d.liftHold, refusals: r.refusals + 1, lastRefusal: { at: at + 5, held: 6 } };
+      r = { ...r, acceptances: r.acceptances + 1, refusalRun: 0, lastAcceptance: { at: at + 9, held: 5 } };
+    };
+    // Act: the first hold tested for two minutes (its run past its ramp)…
+    for (let k = 2; k <= 14; k++) tick(k);
+    const firstHold = testTicks.length;
+    // …then the work thins out: the hold lapses, the fleet's acceptances come at 3 threads (it
+    // fills nothing, so nothing climbs), for five minutes…
+    for (let k = 15; k <= 45; k++) {
+      r = { ...r, held: 3, acceptances: r.acceptances + 1, lastAcceptance: { at: T0 + k * TICK - 1, held: 3 } };
+      tick(k);
+    }
+    // …and a burst meets the neighbour again: refused at 6, an acceptance of its own after it.
+    const again = T0 + 46 * TICK;
+    r = {
+      ...r,
+      held: 6,
+      refusals: r.refusals + 1,
+      lastRefusal: { at: again, held: 6 },
+      acceptances: r.acceptances + 1,
+      lastAcceptance: { at: again + 1, held: 5 },
+    };
+    for (let k = 47; k <= 60; k++) tick(k);
+    // Assess: the first hold's run spread its tests; nothing was tested between the holds; the
+    // later hold's first two tests come HELD_TEST_TICKS apart (a neighbour that leaves just after
+    // its first test is found as quickly as in the first hold), not at the old run's spacing.
+    const first = testTicks.slice(0, firstHold);
+    expect(Math.max(...first.slice(1).map((k, i) => k - first[i]!))).toBeGreaterThan(HELD_TEST_TICKS);
+    const later = testTicks.slice(firstHold);
+    expect(later[0]).toBeGreaterThanOrEqual(47);
+    expect(later[1]! - later[0]!).toBe(HELD_TEST_TICKS);
+  });
+
   it("charges a refused test's refusal to the budget, but does not count it as a failed climb (the patient climb's wait does not double)", () => {
     // Prepare: the estimator held at 6 of 20 with a budget of 5; the held test this tick.
     const s: EstimateShape = { planCap: 20, spare: 1, floor: 2, tickMs: TICK, parked: true };

@@ -220,7 +220,7 @@ export function updateEstimate(
           climbedAt: now,
           climbedStarved: false,
           climbedHeld: true,
-          heldSince: estimate.climbedHeld === true ? (estimate.heldSince ?? now) : now,
+          heldSince: heldRunStart(estimate, now, shape.tickMs) ?? now,
         },
         change: 'up',
         lift: reading.lastRefusal?.at,
@@ -321,9 +321,23 @@ function heldTest(
   // hold lapses stays funded (tests that spent it all left a 12-thread plan's neighbour's
   // departure to a patient climb 3.5 minutes late, gen-s11-295-neighbours).
   if (!acceptedSinceRefusal(reading) || estimate.budget < REFUSALS_PER_PARKED_CLIMB + 1) return false;
-  const age = estimate.climbedHeld === true && estimate.heldSince !== undefined ? now - estimate.heldSince : 0;
+  const start = heldRunStart(estimate, now, shape.tickMs);
+  const age = start !== undefined ? now - start : 0;
   const spacing = heldTestSpacingMs(estimate.budget, room, shape.tickMs, meanSolveMs, age);
   return now - refusal.at >= shape.tickMs && now - (estimate.climbedAt ?? 0) >= spacing;
+}
+
+/**
+ * Epoch ms of the first test of the run a held test at `now` would continue, or undefined (it
+ * starts one): the last climb was a held test of the run, at most a refusal's hold-off and
+ * `HELD_TEST_TICKS` ticks ago. The spacing is never longer than the hold-off, so a hold's next
+ * test comes within that; one later tests another hold (the last one lapsed or was lifted with no
+ * climb between), and its first tests come every `HELD_TEST_TICKS` ticks again.
+ */
+function heldRunStart(estimate: NeighbourEstimate, now: number, tickMs: number): number | undefined {
+  if (estimate.climbedHeld !== true || estimate.climbedAt === undefined) return undefined;
+  if (now - estimate.climbedAt > REFUSAL_HOLD_OFF_MS + HELD_TEST_TICKS * tickMs) return undefined;
+  return estimate.heldSince;
 }
 
 /**
@@ -344,7 +358,7 @@ export function heldTestSpacingMs(
   runAgeMs = HELD_TEST_RAMP_MS,
 ): number {
   const earned =
-    meanSolveMs !== undefined && meanSolveMs > 0 ? (CLIMB_BUDGET_SHARE * room * HELD_TEST_HORIZON_MS) / meanSolveMs : 0;
+    meanSolveMs !== undefined && meanSolveMs > 0 ? budgetEarnedPerMs(room, meanSolveMs) * HELD_TEST_HORIZON_MS : 0;
   const tests = Math.max(0, budget - REFUSALS_PER_PARKED_CLIMB) + earned;
   const spread = tests > 0 ? HELD_TEST_HORIZON_MS / tests : Number.POSITIVE_INFINITY;
   const ramp = Math.min(1, Math.max(0, runAgeMs) / HELD_TEST_RAMP_MS);
@@ -410,9 +424,13 @@ function patientWaitMs(estimate: NeighbourEstimate, shape: EstimateShape): numbe
 function fundedAfterTurn(estimate: NeighbourEstimate, shape: EstimateShape, meanSolveMs?: number): boolean {
   if (meanSolveMs === undefined || meanSolveMs <= 0) return false;
   const climb = smallestClimbRefusals(shape);
-  const perMs = (CLIMB_BUDGET_SHARE * Math.max(1, estimate.free)) / meanSolveMs;
-  const fundedIn = Math.max(0, climb - estimate.budget) / perMs;
+  const fundedIn = Math.max(0, climb - estimate.budget) / budgetEarnedPerMs(Math.max(1, estimate.free), meanSolveMs);
   return fundedIn > patientWaitMs(estimate, shape);
+}
+
+/** Refusals a ms the budget earns from `threads` busy threads' acceptances (one a mean solve each, `CLIMB_BUDGET_SHARE` of a refusal per acceptance). */
+function budgetEarnedPerMs(threads: number, meanSolveMs: number): number {
+  return (CLIMB_BUDGET_SHARE * threads) / meanSolveMs;
 }
 
 function clamp(value: number, low: number, high: number): number {

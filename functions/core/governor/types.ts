@@ -210,7 +210,8 @@ export interface NeighbourEstimate {
   climbedHeld?: boolean;
   /**
    * Epoch ms of the first held test of the run the last climb belongs to (a run: held tests with
-   * no other climb between); absent outside a run. The tests' spacing grows with the run's age
+   * no other climb between, each within a refusal's hold-off and two ticks of the one before:
+   * neighbours.ts `heldRunStart`); absent outside a run. The tests' spacing grows with the run's age
    * (neighbours.ts `heldTestSpacingMs`).
    */
   heldSince?: number;
