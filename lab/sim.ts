@@ -22,7 +22,7 @@ import type { GovernorSignals } from '../functions/core/governor/types.js';
 import { percentileOfSorted } from '../functions/core/helpers/stats.js';
 import { MAPPING_MIN_CONCURRENCY, type FleetSettings } from '../functions/core/settings.js';
 import { DEFAULT_POLL, METHOD_KIND } from '../functions/core/solver-protocol.js';
-import { ROOM_WAIT_MAX_MS } from '../functions/core/thread-ledger.js';
+import { REFUSAL_HOLD_OFF_MS, ROOM_WAIT_MAX_MS } from '../functions/core/thread-ledger.js';
 import { REQUEUE_DEFAULTS } from '../functions/core/backoff.js';
 import { at, bumpU16, bumpU8, f64, u16, u8 } from './arrays.js';
 import { EventHeap } from './heap.js';
@@ -76,6 +76,8 @@ const K_PROBE_DONE = 13;
 const K_LEFTOVER_EXPIRES = 14;
 /** An invocation waiting for a free thread before it submits reaches its deadline's last second (it submits). */
 const K_ROOM_TIMEOUT = 15;
+/** A K_SAMPLE event's id for the lapse of a refusal's hold-off (0: the sampler's). */
+const ROOM_LAPSE = 1;
 /** A task's room wait (tasks.waiting): none in this invocation, waiting, woken by a freed thread (its bound still set). */
 const WAIT_NONE = 0;
 const WAIT_WAITING = 1;
@@ -375,7 +377,9 @@ class Simulation {
         this.dispatch();
         return;
       case K_SAMPLE:
-        this.sample();
+        // id ROOM_LAPSE: a refusal's hold-off lapses (the waiters see the room at their next read).
+        if (id === ROOM_LAPSE) this.holdLapsed();
+        else this.sample();
         return;
       case K_WORLD:
         this.solver.setWorld(this.t);
@@ -587,6 +591,7 @@ class Simulation {
       else if (this.lambda) {
         const held = this.ledger.held;
         this.ledger.refused(this.epochMs + this.t * 1000);
+        this.holdLapseAfterRefusal();
         // Refused while the fleet holds no thread: others hold the whole plan, a retry would be
         // refused again; the consumer hands the task back at once (holding some, it waits for one).
         if (held < 1) this.handBack(id, false);
@@ -617,8 +622,24 @@ class Simulation {
    */
   private refusedParked(id: number): void {
     this.parked?.refused(id);
+    this.holdLapseAfterRefusal();
     if (bumpU8(this.tasks.overCapTries, id) > this.model.consumerMaxOverCapRetries) this.handBack(id, false);
     else this.heap.push(this.t, id * 16 + K_SUBMIT);
+  }
+
+  /**
+   * A refusal's hold-off (the thread ledger's room, a lease shard's) lapses `REFUSAL_HOLD_OFF_MS`
+   * after it with no event of its own: the invocations waiting for room read the ledger or the
+   * shards on their own cadence (OverCapWaiting, LeaseHolding.take) and find the room then.
+   */
+  private holdLapseAfterRefusal(): void {
+    // Just past it: the room holds through the hold-off's last millisecond (roomLimit, limitInForce).
+    this.heap.push(this.t + (REFUSAL_HOLD_OFF_MS + 1) / 1000, ROOM_LAPSE * 16 + K_SAMPLE);
+  }
+
+  /** A refusal's hold-off lapsed: waiters find the room it leaves at their next reads. */
+  private holdLapsed(): void {
+    if (this.roomWaiters.length > 0 && this.roomLeft() > 0) this.wakeWaiter();
   }
 
   /** A new submission waits for room (a woken waiter that finds none waits on, its bound unchanged). */
@@ -1081,6 +1102,7 @@ class Simulation {
       if (this.starved()) c.overCapWhileStarved++;
       if (this.parked) this.ledger.recordEvent('refusal', atMs, this.parked.lastHeld());
       else this.ledger.refused(atMs);
+      this.holdLapseAfterRefusal();
       return;
     }
     if (answer !== ACCEPT) return;
