@@ -610,6 +610,34 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
     return Math.max(HELD_TEST_TICKS, Math.ceil(share / TICK - 1e-9));
   };
 
+  /**
+   * A 20-thread plan's fleet held at the 6 threads a refusal left (`heldReading(6)`, `budget` to
+   * spend), ticked at tick numbers `k`: each test's submission is refused at the room's count, an
+   * acceptance of the fleet's own threads follows it within the tick; `update` changes the ledger
+   * between ticks, `testTicks` are the ticks that tested.
+   */
+  const refusedTests = (budget: number) => {
+    const config = parkedCfg(20);
+    let r = heldReading(6);
+    let state = heldState(config, 6, budget, r);
+    const testTicks: number[] = [];
+    return {
+      testTicks,
+      update(change: (reading: ThreadLedgerReading) => ThreadLedgerReading) {
+        r = change(r);
+      },
+      tick(k: number) {
+        const at = T0 + k * TICK;
+        const d = heldTick(config, state, at, r);
+        state = d.state;
+        if (d.liftHold === undefined) return;
+        testTicks.push(k);
+        r = { ...r, liftedAt: d.liftHold, refusals: r.refusals + 1, lastRefusal: { at: at + 5, held: 6 } };
+        r = { ...r, acceptances: r.acceptances + 1, refusalRun: 0, lastAcceptance: { at: at + 9, held: 5 } };
+      },
+    };
+  };
+
   it('opens one invocation more than the room and lifts the hold of the refusal that set it', () => {
     // Prepare: a 20-thread plan; others hold 14, a refusal 20 s ago holds the fleet to its 6.
     const config = parkedCfg(20);
@@ -627,21 +655,11 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
     // Prepare: a 20-thread plan; others hold 14, a refusal holds the fleet to its 6 threads of
     // 10-s solves; a budget of 8 pays a test a minute over the horizon (6 above the reserve, 5.4
     // earned in it).
-    const config = parkedCfg(20);
-    let r = heldReading(6);
-    let state = heldState(config, 6, 8, r);
-    const testTicks: number[] = [];
+    const run = refusedTests(8);
+    const { testTicks } = run;
     // Act: every test's submission is refused at the room's count, an acceptance of the fleet's
     // own threads follows it within the tick.
-    for (let k = 2; k <= 30; k++) {
-      const at = T0 + k * TICK;
-      const d = heldTick(config, state, at, r);
-      state = d.state;
-      if (d.liftHold === undefined) continue;
-      testTicks.push(k);
-      r = { ...r, liftedAt: d.liftHold, refusals: r.refusals + 1, lastRefusal: { at: at + 5, held: 6 } };
-      r = { ...r, acceptances: r.acceptances + 1, refusalRun: 0, lastAcceptance: { at: at + 9, held: 5 } };
-    }
+    for (let k = 2; k <= 30; k++) run.tick(k);
     // Assess: the first two tests HELD_TEST_TICKS apart (a neighbour that leaves within a tick or
     // two of the first test is found as before), the later ones further apart as the run ages, at
     // most the refusal's hold-off.
@@ -655,39 +673,33 @@ describe('decide: a refusal holds the parked fleet while tasks wait (the held te
   it("tests a later hold every HELD_TEST_TICKS ticks again: a run of tests ends when its last test is more than a refusal's hold-off old, with no climb between", () => {
     // Prepare: a 20-thread plan; others hold 14, a refusal holds the fleet to its 6 threads of
     // 10-s solves, with a budget of 8 (its tests spread once their run is a minute old).
-    const config = parkedCfg(20);
-    let r = heldReading(6);
-    let state = heldState(config, 6, 8, r);
-    const testTicks: number[] = [];
-    const tick = (k: number) => {
-      const at = T0 + k * TICK;
-      const d = heldTick(config, state, at, r);
-      state = d.state;
-      if (d.liftHold === undefined) return;
-      testTicks.push(k);
-      r = { ...r, liftedAt: d.liftHold, refusals: r.refusals + 1, lastRefusal: { at: at + 5, held: 6 } };
-      r = { ...r, acceptances: r.acceptances + 1, refusalRun: 0, lastAcceptance: { at: at + 9, held: 5 } };
-    };
+    const run = refusedTests(8);
+    const { testTicks } = run;
     // Act: the first hold tested for two minutes (its run past its ramp)…
-    for (let k = 2; k <= 14; k++) tick(k);
+    for (let k = 2; k <= 14; k++) run.tick(k);
     const firstHold = testTicks.length;
     // …then the work thins out: the hold lapses, the fleet's acceptances come at 3 threads (it
     // fills nothing, so nothing climbs), for five minutes…
     for (let k = 15; k <= 45; k++) {
-      r = { ...r, held: 3, acceptances: r.acceptances + 1, lastAcceptance: { at: T0 + k * TICK - 1, held: 3 } };
-      tick(k);
+      run.update((r) => ({
+        ...r,
+        held: 3,
+        acceptances: r.acceptances + 1,
+        lastAcceptance: { at: T0 + k * TICK - 1, held: 3 },
+      }));
+      run.tick(k);
     }
     // …and a burst meets the neighbour again: refused at 6, an acceptance of its own after it.
     const again = T0 + 46 * TICK;
-    r = {
+    run.update((r) => ({
       ...r,
       held: 6,
       refusals: r.refusals + 1,
       lastRefusal: { at: again, held: 6 },
       acceptances: r.acceptances + 1,
       lastAcceptance: { at: again + 1, held: 5 },
-    };
-    for (let k = 47; k <= 60; k++) tick(k);
+    }));
+    for (let k = 47; k <= 60; k++) run.tick(k);
     // Assess: the first hold's run spread its tests; nothing was tested between the holds; the
     // later hold's first two tests come HELD_TEST_TICKS apart (a neighbour that leaves just after
     // its first test is found as quickly as in the first hold), not at the old run's spacing.
