@@ -447,7 +447,7 @@ describe('a tiny plan a neighbour holds half of while work waits (a refusal hold
   // and takes the room at the hold-off's lapse. The lab's waiters looked again only when a slot
   // freed or an acceptance lifted the hold, so they waited out their 15-s bound past each lapse
   // and handed their task back (32–38 times a run on these seeds, the task hidden for its
-  // backoff): p95 × 1.39–1.45 of the fair floor here, from the lab's model, not the governor.
+  // backoff): p95 × 1.36–1.48 of the fair floor here, from the lab's model, not the governor.
   const input = heldByNeighbour({
     durationSeconds: 3600,
     plan: 2,
