@@ -185,7 +185,8 @@ class Simulation {
   private readonly queue = new TaskQueue();
   private readonly solver: SolverWorld;
   private readonly mapping: SqsMapping;
-  private readonly ledger = new LabThreadLedger();
+  // Every refusal (the consumers', the probe's, either design) schedules its hold-off's lapse.
+  private readonly ledger = new LabThreadLedger(() => this.holdLapseAfterRefusal());
   private readonly metrics = new MetricsRing();
   /** The metric window the governor read at the start of its current minute. */
   private metricsRead: { minute: number; window: MetricsWindow | undefined } | undefined;
@@ -591,7 +592,6 @@ class Simulation {
       else if (this.lambda) {
         const held = this.ledger.held;
         this.ledger.refused(this.epochMs + this.t * 1000);
-        this.holdLapseAfterRefusal();
         // Refused while the fleet holds no thread: others hold the whole plan, a retry would be
         // refused again; the consumer hands the task back at once (holding some, it waits for one).
         if (held < 1) this.handBack(id, false);
@@ -622,7 +622,6 @@ class Simulation {
    */
   private refusedParked(id: number): void {
     this.parked?.refused(id);
-    this.holdLapseAfterRefusal();
     if (bumpU8(this.tasks.overCapTries, id) > this.model.consumerMaxOverCapRetries) this.handBack(id, false);
     else this.heap.push(this.t, id * 16 + K_SUBMIT);
   }
@@ -1102,7 +1101,6 @@ class Simulation {
       if (this.starved()) c.overCapWhileStarved++;
       if (this.parked) this.ledger.recordEvent('refusal', atMs, this.parked.lastHeld());
       else this.ledger.refused(atMs);
-      this.holdLapseAfterRefusal();
       return;
     }
     if (answer !== ACCEPT) return;

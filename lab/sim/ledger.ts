@@ -22,6 +22,9 @@ export class LabThreadLedger {
   /** The governor lifted the hold of refusals at or before this epoch ms (its held test). */
   private liftedAt: number | undefined;
 
+  /** @param onRefusal called after each refusal is recorded (the simulation schedules its hold-off's lapse). */
+  constructor(private readonly onRefusal: () => void = () => undefined) {}
+
   /** The governor's held test lifts the hold of the refusals at or before `atMs` (never back). */
   liftHold(atMs: number): void {
     this.liftedAt = Math.max(this.liftedAt ?? Number.NEGATIVE_INFINITY, atMs);
@@ -83,6 +86,7 @@ export class LabThreadLedger {
     this.refusals++;
     this.lastRefusal = { at: atMs, held: this.held };
     this.refusalRun++;
+    this.onRefusal();
   }
 
   /**
@@ -99,6 +103,7 @@ export class LabThreadLedger {
       this.refusals++;
       this.lastRefusal = { at: atMs, held };
       this.refusalRun++;
+      this.onRefusal();
     }
   }
 
