@@ -189,11 +189,15 @@ export const REFUSAL_HOLD_OFF_MS = 60_000;
  *   hold-off). An acceptance below `h` only shows a freed thread of the fleet's own taken back,
  *   and does not lift it (lifting it there made every freed thread cost one more refusal).
  * - A refusal that follows another with no acceptance between (a run): others take the threads
- *   the fleet frees (a neighbour stepping up, or taking the whole plan). The room is half the
- *   threads held at it (multiplicative decrease): a fleet of `h` threads that others leave none
- *   stops submitting after about log2(h) refusals rather than one per thread it frees, and one
- *   they leave some finds that count again with its next acceptance (which ends the run, and the
- *   newest refusal's count holds once more).
+ *   the fleet frees (a neighbour stepping up, or taking the whole plan). The room is the threads
+ *   held at the newest, halved for each refusal of the run after the first (`runRoom`: h/2 at
+ *   the second, h/4 at the third, …): a fleet that others leave none stops submitting within a
+ *   few refusals, and one they leave some finds that count again with its next acceptance (which
+ *   ends the run, and the newest refusal's count holds once more). Halving once per refusal was
+ *   not enough where others take every thread the fleet frees: the fleet's own solves end about as
+ *   fast as the room halved, so the room stayed above what it held and each half-life of its held
+ *   count cost one more refusal (a neighbour taking a whole 853-thread plan: 23 refusals in 14
+ *   ticks, where one probe a tick is the target).
  */
 export function roomLimit(
   reading: Pick<ThreadLedgerReading, 'lastRefusal' | 'lastAcceptance' | 'refusalRun' | 'liftedAt'>,
@@ -207,13 +211,16 @@ export function roomLimit(
   const acceptance = reading.lastAcceptance;
   const accepted = acceptedSinceRefusal(reading);
   if (accepted && acceptance !== undefined && acceptance.held >= refusal.held) return planCap;
-  const inRun = !accepted && (reading.refusalRun ?? 1) >= 2;
-  return Math.min(planCap, inRun ? runRoom(refusal.held) : refusal.held);
+  const run = accepted ? 0 : (reading.refusalRun ?? 1);
+  return Math.min(planCap, run >= 2 ? runRoom(refusal.held, run) : refusal.held);
 }
 
-/** The room a run of refusals (no acceptance between) leaves the consumers: half the threads held at the newest. */
-export function runRoom(held: number): number {
-  return Math.floor(held / 2);
+/**
+ * The room a run of `run` refusals (no acceptance between; `run` ≥ 2) leaves the consumers: the
+ * threads held at the newest, halved `run` − 1 times.
+ */
+export function runRoom(held: number, run = 2): number {
+  return Math.floor(held / 2 ** Math.max(1, run - 1));
 }
 
 /**

@@ -10,6 +10,7 @@ import { EventHeap } from '../../lab/heap.js';
 import { createPolicy, type PolicyName } from '../../lab/policies.js';
 import { simulate, type RunOptions } from '../../lab/sim.js';
 import type { Policy } from '../../lab/sim/types.js';
+import { starvedTicks } from '../../lab/targets.js';
 import { expectedArrivals, parseTrace, type TraceInput } from '../../lab/trace.js';
 
 const reCaptcha = { method: 'userrecaptcha', share: 1, medianSeconds: 18, p95Seconds: 40 } as const;
@@ -470,6 +471,45 @@ describe('a tiny plan a neighbour holds half of while work waits (a refusal hold
       // and its p95 (every task) meets the lab's target against the floor
       expect(floor.p95EveryTask).not.toBeNull();
       expect(governor.p95EveryTask).toBeLessThanOrEqual(1.2 * (floor.p95EveryTask ?? 0) + 5);
+    },
+  );
+});
+
+describe('a big plan a neighbour takes whole for three minutes (a run of refusals while the fleet’s own solves end)', () => {
+  // Plan 850, 15-s reCAPTCHA solves at 1.5 × what the plan solves; from five minutes in a
+  // neighbour wants every thread for three minutes and takes each one the fleet frees. Every
+  // submission then is refused, and the ticks in which others leave the fleet fewer threads than
+  // the mapping's floor allow one refused submission each (a probe). With the run's room at half
+  // the newest refusal's count, the fleet's own solves ended about as fast as the room halved, so
+  // the room stayed above what it held and about every ten seconds a freed thread was submitted
+  // into the neighbour's: 19–28 refusals in 18 starved ticks over seeds 1–6 of the 30-minute
+  // trace, 20–26 on this one, and p95 × 1.16–1.32 of the parked floor's (tasks refused hidden for
+  // their backoff). gen-s13-252-combined (853 threads), gen-s13-755-combined and
+  // gen-s14-971-combined found it.
+  const input = heldByNeighbour({
+    durationSeconds: 900,
+    plan: 850,
+    perSecond: (1.5 * 850) / (15 * 1.15),
+    medianSeconds: 15,
+    p95Seconds: 30,
+    threads: 850,
+    from: 300,
+    to: 480,
+  });
+
+  it.each([1, 2, 3, 4])(
+    'seed %i: at most one refusal a starved tick, and p95 within the target of the fair floor',
+    (seed) => {
+      // WHEN the governor and the parked fair floor run it
+      const governor = run('governor', input, { seed });
+      const floor = run('oracle-park', input, { seed });
+      // THEN the fleet stops submitting into the neighbour's threads within a few refusals,
+      expect(governor.starvedSeconds).toBeGreaterThan(0);
+      expect(governor.overCapWhileStarved).toBeLessThanOrEqual(starvedTicks(trace(input), governor));
+      // and its p95 (every task) meets the lab's target against the floor
+      expect(floor.p95EveryTask).not.toBeNull();
+      expect(governor.p95EveryTask).toBeLessThanOrEqual(1.2 * (floor.p95EveryTask ?? 0) + 5);
+      expect(governor.unfinished).toBeLessThanOrEqual(floor.unfinished);
     },
   );
 });

@@ -153,12 +153,13 @@ describe('room in a shard', () => {
 });
 
 describe('the fleet-wide refusal room', () => {
-  it('is the ledger refusal count while it is in force, halved in a run, and none without one', () => {
+  it('is the ledger refusal count while it is in force, halved per refusal of a run after the first, and none without one', () => {
     const refusal = { at: NOW - 5_000, held: 81 };
     expect(fleetRoomOf(undefined, 128, NOW)).toBeUndefined();
     expect(fleetRoomOf({}, 128, NOW)).toBeUndefined();
     expect(fleetRoomOf({ lastRefusal: refusal, refusalRun: 1 }, 128, NOW)).toBe(81);
-    expect(fleetRoomOf({ lastRefusal: refusal, refusalRun: 3 }, 128, NOW)).toBe(40);
+    expect(fleetRoomOf({ lastRefusal: refusal, refusalRun: 2 }, 128, NOW)).toBe(40);
+    expect(fleetRoomOf({ lastRefusal: refusal, refusalRun: 3 }, 128, NOW)).toBe(20);
     // lapsed, or lifted by an acceptance at the refused count: the shards' limits alone
     expect(fleetRoomOf({ lastRefusal: refusal, refusalRun: 1 }, 128, NOW + 60_000)).toBeUndefined();
     const lifted = { lastRefusal: refusal, lastAcceptance: { at: NOW - 1_000, held: 81 }, refusalRun: 0 };

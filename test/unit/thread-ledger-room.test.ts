@@ -2,7 +2,8 @@
  * The consumers' room (roomLimit, functions/core/thread-ledger.ts), one row per situation: a
  * refusal holds the fleet to the threads it held then until an acceptance at or above that count
  * (or the hold-off, or the governor's lift for its held test); an acceptance below it does not
- * lift it; a refusal in a run (no acceptance between) halves the room.
+ * lift it; in a run of refusals (no acceptance between) the room is halved at each refusal after
+ * the first.
  */
 import { describe, expect, it } from 'vitest';
 import { REFUSAL_HOLD_OFF_MS, roomLimit, type ThreadLedgerReading } from '../../functions/core/thread-ledger.js';
@@ -35,9 +36,20 @@ const rows: { situation: string; reading: Reading; room: number }[] = [
     room: 5,
   },
   {
-    situation: 'a fifth refusal of a run, at 3',
+    situation:
+      'a third refusal of a run, at 12 (the halved room was not enough: others still take what the fleet frees)',
+    reading: { lastRefusal: { at: NOW - 1000, held: 12 }, refusalRun: 3 },
+    room: 3,
+  },
+  {
+    situation: 'a fifth refusal of a run, at 33',
+    reading: { lastRefusal: { at: NOW - 1000, held: 33 }, refusalRun: 5 },
+    room: 2,
+  },
+  {
+    situation: 'a fifth refusal of a run, at 3: no room until an acceptance, the governor’s lift or the hold-off',
     reading: { lastRefusal: { at: NOW - 1000, held: 3 }, refusalRun: 5 },
-    room: 1,
+    room: 0,
   },
   {
     situation: 'the newest refusal is older than the hold-off',
