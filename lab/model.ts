@@ -2,6 +2,7 @@ import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } f
 import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
 import { CONSUMER_CPU, FUNCTION_SIZING, lambdaCpuSeconds } from '../functions/core/function-sizing.js';
 import { PARKED_SUBMIT_SECONDS } from '../functions/core/governor/submitters.js';
+import { OUTAGE_RECHECK_MS } from '../functions/governor/outage-recheck.js';
 import { SQS_MAPPING_RAMP } from '../functions/core/mapping-ramp.js';
 import { LEASE_WAIT_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leases.js';
 
@@ -150,6 +151,14 @@ export interface ModelParams {
    * then read at the next tick, as before it was built).
    */
   probeWakeSeconds: number;
+  /**
+   * Between ticks, while the governor is paused for the solver's outage, it reads the balance this
+   * often (functions/governor/outage-recheck.ts) and the first read that answers wakes a tick
+   * (out of the cadence, no probe), seconds. Modelled at the mean: the tick comes half of this
+   * after the outage's end, plus `probeWakeSeconds` for the read's answer and that tick's reads.
+   * 0 turns it off (the fleet resumes at the next tick of the cadence, as before it was built).
+   */
+  outageRecheckSeconds: number;
   /** CloudWatch-fed signals (rates, mean and p95 solve time, error counts) cover this window… */
   metricsWindowSeconds: number;
   /** …ending this long ago: the consumer's metrics reach the governor about a minute late. */
@@ -200,6 +209,7 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   watchPollSeconds: 0.1,
   probeWithWaitingTask: 1,
   probeWakeSeconds: 1,
+  outageRecheckSeconds: OUTAGE_RECHECK_MS / 1000,
   metricsWindowSeconds: 60,
   metricsLagSeconds: 60,
   threadStartSeconds: 0,

@@ -217,6 +217,8 @@ class Simulation {
   private readonly meanSolveSeconds: number;
   /** The fair floor's frozen ceiling while the balance is under the halt level. */
   private haltCeiling: number | undefined;
+  /** The governor's newest decision paused for an outage (`solverBack` wakes a tick when the solver answers again). */
+  private pausedForOutage = false;
   /** Threads the mapping's floor needs: fewer free than this and the fleet is starved. */
   private readonly floorThreads: number;
   /** A warm consumer invocation's time before its submission, and what a cold start adds, s: I/O, and CPU at the function's memory. */
@@ -382,11 +384,14 @@ class Simulation {
         if (id === ROOM_LAPSE) this.holdLapsed();
         else this.sample();
         return;
-      case K_WORLD:
+      case K_WORLD: {
+        const wasDown = this.solver.outage;
         this.solver.setWorld(this.t);
+        if (wasDown && !this.solver.outage) this.solverBack();
         this.followWorld();
         this.dispatch();
         return;
+      }
       case K_SOLVER_DONE:
         this.solverFinish(id);
         return;
@@ -1055,6 +1060,7 @@ class Simulation {
     if (tick === undefined || periodSeconds === undefined) return;
     const action: ControlAction = tick(this.view());
     if (action.reason !== undefined) this.c.reasons[action.reason] = (this.c.reasons[action.reason] ?? 0) + 1;
+    this.pausedForOutage = action.reason === 'PAUSE_OUTAGE';
     const target = Math.max(0, Math.round(action.target));
     const enabled = action.enabled ?? true;
     if (this.policy.capacity === 'pool') {
@@ -1072,6 +1078,19 @@ class Simulation {
     if (this.lambda) this.grant(action);
     if (!woken) this.heap.push(this.t + periodSeconds, K_TICK);
     this.dispatch();
+  }
+
+  /**
+   * The solver answers again after an outage: a governor paused for it reads the balance between
+   * ticks (functions/governor/outage-recheck.ts) and its first answer wakes a tick, out of the
+   * cadence and without a probe (`outageRecheckSeconds`, at the mean: half a read's period, then
+   * the read's answer and the tick's reads, `probeWakeSeconds`). In the lab an outage is the
+   * solver's (the balance unreadable in it), so every pause for an outage reads it.
+   */
+  private solverBack(): void {
+    const every = this.model.outageRecheckSeconds;
+    if (!this.pausedForOutage || every <= 0) return;
+    this.heap.push(this.t + every / 2 + this.model.probeWakeSeconds, TICK_WOKEN * 16 + K_TICK);
   }
 
   /**

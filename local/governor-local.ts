@@ -37,6 +37,8 @@ import {
 } from '../functions/governor/loop.js';
 import { type LeasedLane, withLeaseLimits } from '../functions/governor/lease-step.js';
 import type { ParkedWatch, ParkedWatchStats } from '../functions/governor/parked-watch.js';
+import { recheckSolverAfter } from '../functions/governor/outage-recheck.js';
+import { sleep } from '../functions/core/helpers/time.js';
 import type { MetricsStore } from './metrics-store.js';
 
 /** What the governor moves locally: a poller (local/poller.ts fits). */
@@ -396,12 +398,20 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<TickRecord | undefined> | undefined;
+  let stopRecheck: () => void = () => undefined;
 
   const tickOnce = async (tickOptions?: TickOptions): Promise<TickRecord | undefined> => {
+    stopRecheck();
     try {
       // As in AWS (functions/governor/run.ts): the watch's recorded solves counted before the tick reads the ledger.
       await parked?.watch.countSolvedNow();
       const record = await loop.tick(tickOptions);
+      // Paused for the solver's outage: a balance read between ticks wakes a tick at its first answer (as in AWS).
+      stopRecheck = recheckSolverAfter(record, {
+        read: (signal) => options.solver.getBalance({ signal }),
+        sleep,
+        wake: () => void tickNow({ probe: false }),
+      });
       const d = record.decision;
       countDecision(stats, d);
       if (stats.overflow && record.overflow) countOverflow(stats.overflow, record.overflow);
@@ -463,6 +473,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     },
     async stop() {
       stopped = true;
+      stopRecheck();
       if (timer) clearTimeout(timer);
       await running?.catch(() => undefined);
       await watching;

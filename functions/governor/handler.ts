@@ -48,6 +48,7 @@ export const handler = async (_event: unknown, context: Pick<Context, 'getRemain
       tickMs: governor.settings.tickMs,
       remainingMs: tickRemainingMs,
       wake: governor.wake,
+      solverRead: governor.solverRead,
       metrics,
       log,
       ...(governor.watch ? { watch: governor.watch } : {}),

@@ -11,6 +11,7 @@ import { sleep as wait } from '../core/helpers/time.js';
 import { GOVERNOR_METRICS } from '../core/metric-names.js';
 import type { Redactor } from '../core/redaction.js';
 import type { GovernorLog, GovernorLoop, TickRecord } from './loop.js';
+import { recheckSolverAfter } from './outage-recheck.js';
 import type { ParkedWatch } from './parked-watch.js';
 import type { TickWake } from './tick-wake.js';
 
@@ -135,6 +136,12 @@ export interface RunTicksOptions {
    * tick at once, out of the cadence and without a probe of its own. Absent: ticks keep the cadence.
    */
   wake?: TickWake;
+  /**
+   * A fresh read of the solver's balance (not the tick's cached one): while a tick left the fleet
+   * paused for the solver's outage, the wait reads it every `OUTAGE_RECHECK_MS` and wakes the loop
+   * at the first answer (outage-recheck.ts). With `wake` only.
+   */
+  solverRead?: (signal: AbortSignal) => Promise<unknown>;
 }
 
 /** Tick every `tickMs` while time remains. @throws GovernorTickError when any tick failed. */
@@ -160,10 +167,11 @@ export async function runTicks(
   for (;;) {
     ticks += 1;
     if (!woken) due += 1;
+    let record: TickRecord | undefined;
     try {
       // The solves the watch recorded are counted before the tick sets them against the balance's drop.
       await options.watch?.countSolvedNow();
-      const record = await options.loop.tick(woken ? { probe: false } : undefined);
+      record = await options.loop.tick(woken ? { probe: false } : undefined);
       records.push(record);
       if (options.metrics && options.watch) emitWatchMetrics(options.metrics, options.watch.stats, watched);
       if (options.metrics) emitDecisionMetrics(options.metrics, record);
@@ -179,8 +187,13 @@ export async function runTicks(
     const wait = Math.max(0, start + due * options.tickMs - clock());
     // The next tick must have `margin` left to read, decide and act before the timeout.
     if (options.remainingMs() - wait < margin) break;
-    if (options.wake) woken = await options.wake.wait(wait, sleep);
-    else await sleep(wait);
+    if (options.wake) {
+      const wake = options.wake;
+      // Paused for the solver's outage: the solver read between ticks wakes the loop once it answers.
+      const stopRecheck = recheckSolverAfter(record, { read: options.solverRead, sleep, wake: () => wake.wake() });
+      woken = await wake.wait(wait, sleep);
+      stopRecheck();
+    } else await sleep(wait);
   }
   if (failures > 0) throw new GovernorTickError(failures, ticks, { cause: lastError });
   return { ticks, failures, records };

@@ -104,6 +104,8 @@ export interface WiredGovernor {
   baton?: WatchBatonStore;
   /** Woken by the probe's acceptance: the ticks' loop (runTicks) ticks at once on it. */
   wake: TickWake;
+  /** A fresh balance read: while paused for the solver's outage, runTicks reads it between ticks (outage-recheck.ts). */
+  solverRead: (signal: AbortSignal) => Promise<number>;
 }
 
 /**
@@ -313,7 +315,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
           tableName: environment.tables.leases,
         })
       : undefined;
-  return { loop, config, settings, wake, ...(watch ? { watch } : {}), ...(baton ? { baton } : {}) };
+  return { loop, config, settings, wake, solverRead: (signal) => solver.getBalance({ signal }), watch, baton };
 }
 
 /**

@@ -514,6 +514,34 @@ describe('a big plan a neighbour takes whole for three minutes (a run of refusal
   );
 });
 
+describe('a three-minute solver outage on a big plan of fast solves (the solver’s return found between ticks)', () => {
+  // Plan 300, 4-s image solves at 40 % of the plan; the solver is down from 603 s to 784 s, and
+  // the governor pauses for it. Paused, it reads the balance every 2 s between ticks and the first
+  // read that answers wakes a tick (functions/governor/outage-recheck.ts); before, the fleet
+  // resumed at the next tick of the cadence, up to 10 s after the solver was back, while the
+  // backlog of the outage grew by 30 tasks a second: p95 × 1.02–1.03 of the parked floor's on
+  // seeds 1–6 with the lab's `outageRecheckSeconds` at 0, × 0.98–0.99 with it.
+  // gen-s14-435-outages (324 threads, a 181-s outage) found it.
+  const input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+    durationSeconds: 1200,
+    fleet: { planThreads: 300 },
+    arrivals: [{ at: 0, perSecond: (0.4 * 300) / (4 * 1.1) }],
+    methods: [{ method: 'base64', share: 1, medianSeconds: 4, p95Seconds: 8 }],
+    outages: [{ at: 603, durationSeconds: 181 }],
+  };
+
+  it.each([1, 2, 3, 4])('seed %i: the fleet resumes with the fair floor (its p95 at most the floor’s)', (seed) => {
+    // WHEN the governor and the parked fair floor run it
+    const governor = run('governor', input, { seed });
+    const floor = run('oracle-park', input, { seed });
+    // THEN the governor paused for the outage, lost nothing, and its p95 is the floor's or better
+    expect(governor.reasons.PAUSE_OUTAGE).toBeGreaterThan(0);
+    expect(governor.deadLettered).toBe(0);
+    expect(floor.p95EveryTask).not.toBeNull();
+    expect(governor.p95EveryTask).toBeLessThanOrEqual(floor.p95EveryTask ?? 0);
+  });
+});
+
 describe('a heavy-tailed mix far over the plan, no neighbour (solves handed back at their deadline)', () => {
   // Plan 19, p95 4.7 × the median: many solves outlast the 180 s deadline and are left over.
   // gen-s1-25-heavy-tails, which found it.
