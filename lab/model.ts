@@ -2,7 +2,7 @@ import { ACCOUNT_HAND_BACK_BACKOFF, HAND_BACK_BACKOFF, SOLVER_RETRY_DEFAULTS } f
 import { WATCH_CALLS } from '../functions/core/cost/fleet-bill.js';
 import { CONSUMER_CPU, FUNCTION_SIZING, lambdaCpuSeconds } from '../functions/core/function-sizing.js';
 import { PARKED_SUBMIT_SECONDS } from '../functions/core/governor/submitters.js';
-import { OUTAGE_RECHECK_MS } from '../functions/governor/outage-recheck.js';
+import { OUTAGE_RECHECK_MS } from '../functions/core/governor/config.js';
 import { SQS_MAPPING_RAMP } from '../functions/core/mapping-ramp.js';
 import { LEASE_WAIT_POLL_MS, WATCH_VIEW_MS } from '../functions/core/thread-leases.js';
 

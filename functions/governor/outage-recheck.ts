@@ -10,10 +10,10 @@
  * Only the solver's outage: a pause for a store (DynamoDB, SQS) reads the balance fine, and its
  * trial is the next tick's.
  */
+import { OUTAGE_RECHECK_MS } from '../core/governor/config.js';
 import type { TickRecord } from './loop.js';
 
-/** Between ticks, while paused for the solver's outage: one balance read this often, ms. */
-export const OUTAGE_RECHECK_MS = 2_000;
+export { OUTAGE_RECHECK_MS };
 
 /** A tick that left the fleet paused for an outage whose balance read got no answer (the solver is down or unreachable). */
 export function pausedForSolverOutage(record: Pick<TickRecord, 'decision' | 'signals'>): boolean {

@@ -519,7 +519,7 @@ describe('a three-minute solver outage on a big plan of fast solves (the solver�
   // the governor pauses for it. Paused, it reads the balance every 2 s between ticks and the first
   // read that answers wakes a tick (functions/governor/outage-recheck.ts); before, the fleet
   // resumed at the next tick of the cadence, up to 10 s after the solver was back, while the
-  // backlog of the outage grew by 30 tasks a second: p95 × 1.02–1.03 of the parked floor's on
+  // backlog of the outage grew by 27 tasks a second: p95 × 1.02–1.03 of the parked floor's on
   // seeds 1–6 with the lab's `outageRecheckSeconds` at 0, × 0.98–0.99 with it.
   // gen-s14-435-outages (324 threads, a 181-s outage) found it.
   const input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {

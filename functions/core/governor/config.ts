@@ -15,6 +15,11 @@ import type { GovernorConfig } from './types.js';
  * is enabled again, minutes of ramp on a big plan.
  */
 export const DEFAULT_OUTAGE_TICKS = 6;
+/**
+ * Between ticks, while paused for the solver's outage, the governor reads the balance this often,
+ * ms; the first read that answers wakes a tick (functions/governor/outage-recheck.ts).
+ */
+export const OUTAGE_RECHECK_MS = 2_000;
 /** Probe cooldown in ticks: long enough for the consumer's metric window to show the effect of a probe. */
 export const PROBE_COOLDOWN_TICKS = 6;
 /** Shortest probe cooldown, ms: metric windows (CloudWatch, the local store) need time to fill. */
