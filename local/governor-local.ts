@@ -363,6 +363,12 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
   const overflow = localOverflowOption(options, config, { tickMs, windowMs, clock });
   const parked = options.parked;
   const actuator = createPollerActuator(highLane ? options.pollers : { normal: options.pollers.normal }, options.pool);
+  const balance = createProbingBalance(options.solver, {
+    ttlMs: tickBalanceTtlMs(tickMs),
+    clock,
+    onError: (error) =>
+      log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
+  });
   const loop = createGovernorLoop({
     config,
     queues: createQueueSignals({
@@ -375,12 +381,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
     metrics: createStoreMetricsReader(options.metricsStore, windowMs, clock),
     // The local store is fresh: read it every tick.
     metricsEveryMs: 0,
-    balance: createProbingBalance(options.solver, {
-      ttlMs: tickBalanceTtlMs(tickMs),
-      clock,
-      onError: (error) =>
-        log?.warn('balance read failed; treating the balance as unknown', { error: (error as Error).message }),
-    }),
+    balance,
     ...(options.threadLedger ? { threadLedger: options.threadLedger } : {}),
     ...(options.spendGrant ? { spendGrant: options.spendGrant } : {}),
     ...(options.refusalHold ? { refusalHold: options.refusalHold } : {}),
@@ -408,7 +409,7 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       const record = await loop.tick(tickOptions);
       // Paused for the solver's outage: a balance read between ticks wakes a tick at its first answer (as in AWS).
       stopRecheck = recheckSolverAfter(record, {
-        read: (signal) => options.solver.getBalance({ signal }),
+        read: (signal) => balance.readFresh(signal),
         sleep,
         wake: () => void tickNow({ probe: false }),
       });

@@ -24,6 +24,18 @@ export function classifyBalanceError(error: unknown): BalanceError {
   return { kind: name === 'TimeoutError' || name === 'AbortError' ? 'unreachable' : 'other', code: name };
 }
 
+/** The governor's balance reader, with why its last read failed and a read past its cache. */
+export interface ProbingBalance extends BalanceReader {
+  lastError(): BalanceError | undefined;
+  /**
+   * Ask the solver now, past the cache (the read between ticks while paused for the solver's
+   * outage, outage-recheck.ts). When it answers, the cached failure is dropped, so the tick it
+   * wakes asks the solver again instead of reading the failure the cache keeps for its TTL (half a
+   * tick: a woken tick within it stayed paused).
+   */
+  readFresh(signal: AbortSignal): Promise<number>;
+}
+
 /**
  * The cached balance (functions/adapters/balance.ts) that also remembers why the last read
  * failed. The cache keeps a failure for its TTL, and so does `lastError`: they change together.
@@ -31,7 +43,7 @@ export function classifyBalanceError(error: unknown): BalanceError {
 export function createProbingBalance(
   solver: Pick<SolverPort, 'getBalance'>,
   options: CachedBalanceOptions = {},
-): BalanceReader & { lastError(): BalanceError | undefined } {
+): ProbingBalance {
   let lastError: BalanceError | undefined;
   const classifying: Pick<SolverPort, 'getBalance'> = {
     async getBalance(readOptions) {
@@ -49,6 +61,11 @@ export function createProbingBalance(
   return {
     read: () => cached.read(),
     lastError: () => lastError,
+    async readFresh(signal) {
+      const balance = await classifying.getBalance({ signal });
+      cached.invalidate();
+      return balance;
+    },
   };
 }
 

@@ -43,7 +43,7 @@ import { SERVICES } from '../core/metric-names.js';
 import { overflowConfigFrom } from '../core/governor/overflow.js';
 import { cloudWatchTiming, governorConfigFrom } from '../core/governor/policy.js';
 import type { GovernorConfig } from '../core/governor/types.js';
-import type { BalanceReader, GovernorStateStore, MetricsReader } from '../core/governor/ports.js';
+import type { GovernorStateStore, MetricsReader } from '../core/governor/ports.js';
 import type { Clock, CompletionEvents, SolverPort } from '../core/ports.js';
 import type { SolvedCounter, ThreadLedgerRecorder } from '../core/thread-ledger.js';
 import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from './balance-probe.js';
@@ -104,7 +104,7 @@ export interface WiredGovernor {
   baton?: WatchBatonStore;
   /** Woken by the probe's acceptance: the ticks' loop (runTicks) ticks at once on it. */
   wake: TickWake;
-  /** A fresh balance read: while paused for the solver's outage, runTicks reads it between ticks (outage-recheck.ts). */
+  /** A balance read past the cache: while paused for the solver's outage, runTicks reads it between ticks (outage-recheck.ts). */
   solverRead: (signal: AbortSignal) => Promise<number>;
 }
 
@@ -229,7 +229,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
   const config = governorConfigFrom(settings, { highLane, probeSubmissions: probe !== undefined, ...overrides });
   const overflow = overflowOptionFrom(options, { clients, lambda, cloudwatch, overrides });
   const solver = options.solver ?? solverFromEnvironment(environment, clients.region);
-  const balance: BalanceReader = createProbingBalance(solver, {
+  const balance = createProbingBalance(solver, {
     ttlMs: tickBalanceTtlMs(settings.tickMs),
     ...(options.clock ? { clock: options.clock } : {}),
     onError: (error) =>
@@ -315,7 +315,7 @@ export async function createGovernorFromEnvironment(options: GovernorWiringOptio
           tableName: environment.tables.leases,
         })
       : undefined;
-  return { loop, config, settings, wake, solverRead: (signal) => solver.getBalance({ signal }), watch, baton };
+  return { loop, config, settings, wake, solverRead: (signal) => balance.readFresh(signal), watch, baton };
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   pausedForSolverOutage,
   solverAnswersAgain,
 } from '../../functions/governor/outage-recheck.js';
+import { createProbingBalance } from '../../functions/governor/balance-probe.js';
 import { runTicks } from '../../functions/governor/run.js';
 import { createTickWake } from '../../functions/governor/tick-wake.js';
 
@@ -162,5 +163,50 @@ describe('runTicks while paused for the solver’s outage', () => {
   it('reads nothing between ticks while the fleet runs', async () => {
     const { reads } = await run({ backAt: 0, pausedAs: 'solver', withRead: true });
     expect(reads).toEqual([]);
+  });
+});
+
+describe('the read past the balance cache', () => {
+  it('drops the cached failure when it answers, so the tick it wakes asks the solver again', async () => {
+    // Prepare: a cache of a whole tick; the solver down for the first read, then back
+    let now = 0;
+    let down = true;
+    let asked = 0;
+    const balance = createProbingBalance(
+      {
+        async getBalance() {
+          asked += 1;
+          if (down) throw new Error('HTTP 503');
+          return 7;
+        },
+      },
+      { ttlMs: 10_000, clock: () => now },
+    );
+    expect(await balance.read()).toBeUndefined();
+    down = false;
+    now = 2_000;
+    // The cache keeps the failure for its TTL (before the read past it: the woken tick stayed paused)
+    expect(await balance.read()).toBeUndefined();
+    expect(asked).toBe(1);
+    // WHEN the recheck's read answers
+    expect(await balance.readFresh(new AbortController().signal)).toBe(7);
+    // THEN the next tick's read asks the solver and sees it back, its failure forgotten
+    expect(await balance.read()).toBe(7);
+    expect(balance.lastError()).toBeUndefined();
+    expect(asked).toBe(3);
+  });
+
+  it('keeps the cached failure while the solver is still down', async () => {
+    const balance = createProbingBalance(
+      {
+        async getBalance() {
+          throw new Error('HTTP 503');
+        },
+      },
+      { ttlMs: 10_000, clock: () => 0 },
+    );
+    expect(await balance.read()).toBeUndefined();
+    await expect(balance.readFresh(new AbortController().signal)).rejects.toThrow('HTTP 503');
+    expect(await balance.read()).toBeUndefined();
   });
 });
