@@ -145,6 +145,15 @@ export interface ModelParams {
    */
   probeWithWaitingTask: number;
   /**
+   * A refused probe's carried task is kept for the next probes of the same governor invocation
+   * (functions/governor/probe-carrier.ts: the consumer hides it instead of handing it back, and
+   * the governor hands it back when the fleet is no longer starved or its invocation ends): this
+   * is the invocation's span, seconds (a minute: the schedule's), the kept task carried again with
+   * no new receive within it. Near the DLQ the task still goes back as a fresh copy. 0 turns it
+   * off (each probe receives the head task anew, as before it was built).
+   */
+  probeKeepSpanSeconds: number;
+  /**
    * From the governor's accepted probe to the tick it wakes (functions/governor/tick-wake.ts): the
    * probe's in.php answer, its acceptance written to the ledger, and that tick's reads, seconds.
    * The woken tick is out of the cadence and makes no probe. 0 turns the wake off (the probe is
@@ -208,6 +217,7 @@ export const DEFAULT_MODEL: Readonly<ModelParams> = {
   watchRecordSeconds: 0.15,
   watchPollSeconds: 0.1,
   probeWithWaitingTask: 1,
+  probeKeepSpanSeconds: 60,
   probeWakeSeconds: 1,
   outageRecheckSeconds: OUTAGE_RECHECK_MS / 1000,
   metricsWindowSeconds: 60,

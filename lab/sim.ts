@@ -219,6 +219,8 @@ class Simulation {
   private haltCeiling: number | undefined;
   /** The governor's newest decision paused for an outage (`solverBack` wakes a tick when the solver answers again). */
   private pausedForOutage = false;
+  /** A refused probe's task kept for the next probe (`probeKeepSpanSeconds`), and the governor invocation that keeps it. */
+  private probeKept: { id: number; invocation: number } | undefined;
   /** Threads the mapping's floor needs: fewer free than this and the fleet is starved. */
   private readonly floorThreads: number;
   /** A warm consumer invocation's time before its submission, and what a cold start adds, s: I/O, and CPU at the function's memory. */
@@ -1075,6 +1077,8 @@ class Simulation {
       if (action.liftHold !== undefined) this.c.heldTests++;
     }
     if (action.probe === true && this.lambda && !woken) this.probe();
+    // No longer starved (the mappings take tasks again): a task the probe kept goes back at once.
+    else if (action.reason !== 'WAIT_FOR_THREADS') this.releaseKept();
     if (this.lambda) this.grant(action);
     if (!woken) this.heap.push(this.t + periodSeconds, K_TICK);
     this.dispatch();
@@ -1152,6 +1156,12 @@ class Simulation {
    */
   private carryTask(): number | undefined {
     if (this.parked === undefined || this.model.probeWithWaitingTask <= 0) return undefined;
+    const kept = this.takeKept();
+    if (kept !== undefined) {
+      this.c.invocations++;
+      this.c.computeSeconds += parkedInvocationSeconds(this.startSeconds.memoryMb, this.model.consumerCpuSeconds);
+      return kept;
+    }
     while (this.queue.length > 0 && u8(this.tasks.phase, this.queue.oldest()) === NEW) {
       const id = this.queue.dequeue(this.t);
       if (!this.receive(id)) continue;
@@ -1182,6 +1192,12 @@ class Simulation {
   private probeHandBack(id: number): void {
     this.c.handBacks++;
     if (u16(this.tasks.receives, id) < this.settings.maxReceiveCount - REQUEUE_DEFAULTS.beforeReceives) {
+      // Kept for the next probe of the governor's invocation (`probeKeepSpanSeconds`), hidden meanwhile.
+      if (this.model.probeKeepSpanSeconds > 0) {
+        this.probeKept = { id, invocation: this.keepSpanOf(this.t) };
+        this.queue.hidden++;
+        return;
+      }
       this.queue.requeueFront(id, this.t);
       return;
     }
@@ -1195,6 +1211,33 @@ class Simulation {
    */
   private solverHold(id: number): number {
     return Math.min(f64(this.tasks.baseSolve, id) * this.solver.factor, this.settings.functionTimeoutSeconds);
+  }
+
+  /** The governor invocation (its span's index) `t` falls in. */
+  private keepSpanOf(t: number): number {
+    return Math.floor(t / this.model.probeKeepSpanSeconds);
+  }
+
+  /** The kept task, taken, while the governor invocation that kept it lasts; one kept past it goes back first (undefined). */
+  private takeKept(): number | undefined {
+    const kept = this.probeKept;
+    if (kept === undefined) return undefined;
+    if (kept.invocation !== this.keepSpanOf(this.t)) {
+      this.releaseKept();
+      return undefined;
+    }
+    this.probeKept = undefined;
+    this.queue.hidden--;
+    return kept.id;
+  }
+
+  /** A kept task goes back at once, in its place at the head (the governor's release: visible again, no receive counted). */
+  private releaseKept(): void {
+    const kept = this.probeKept;
+    if (kept === undefined) return;
+    this.probeKept = undefined;
+    this.queue.hidden--;
+    this.queue.requeueFront(kept.id, this.t);
   }
 
   /** The probe's task is solved: recorded when the solver finishes it (the product's watch, a round later). */

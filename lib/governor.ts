@@ -254,8 +254,9 @@ export class Governor extends Construct {
       }),
     );
     // The probe carries a waiting task (functions/governor/probe-carrier.ts): one message received
-    // from a lane (deleted with ParkedMessages once the consumer finished it) and the consumer
-    // invoked with it; the consumer does the rest under its own role.
+    // from a lane (deleted with ParkedMessages once the consumer finished it, or handed back with it
+    // when the probe kept it refused) and the consumer invoked with it; the consumer does the rest
+    // under its own role.
     role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ProbeTasks',

@@ -37,6 +37,7 @@ import type { TickRecord } from '../functions/governor/loop.js';
 import { governorLogFrom } from '../functions/governor/run.js';
 import { createThreadProbe, probeLeasesOf } from '../functions/governor/thread-probe.js';
 import { createProbeCarrier, type ProbeCarrier } from '../functions/governor/probe-carrier.js';
+import { probeKeepSeconds } from '../functions/core/probe-invocation.js';
 import { consumerSizing } from '../functions/core/function-sizing.js';
 import {
   crashAtRandomMoments,
@@ -852,6 +853,7 @@ function localProbeCarrier(
     sqs: clients.sqs,
     queueUrls: resources.queueUrls,
     region: clients.region,
+    keepSeconds: probeKeepSeconds(plan.settings.tickMs),
     invoke: async (event) => {
       const startedAt = Date.now();
       counted.invocations++;

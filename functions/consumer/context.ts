@@ -210,6 +210,11 @@ export interface RecordContext {
  */
 export interface ProbeDelivery {
   answer?: 'accepted' | 'refused';
+  /**
+   * Refused, the task is kept hidden this long for the governor's next probe instead of handed
+   * back at once (`ConsumerEvent.probeKeepSeconds`); near the DLQ it still goes back as a fresh copy.
+   */
+  keepSeconds?: number;
 }
 
 /** The gate of `RecordContext.refusalsFirst` for `count` refusals (open at once for none). */

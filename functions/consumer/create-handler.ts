@@ -13,7 +13,7 @@ import {
   type RecordContext,
 } from './process-task.js';
 import type { ProbeDelivery } from './context.js';
-import type { ConsumerEvent, ConsumerResponse } from '../core/probe-invocation.js';
+import { type ConsumerEvent, type ConsumerResponse, probeKeepOf } from '../core/probe-invocation.js';
 import { countStoreCalls } from './store-calls.js';
 
 export type { ConsumerDeps, ConsumerTiming, Outcome, RetryReason, RequeuePolicy } from './process-task.js';
@@ -38,7 +38,11 @@ export function createConsumerHandler(deps: ConsumerDeps): ConsumerHandler {
     const now = clock();
     const reads = new Map(event.Records.map((record) => [record.messageId, readRecord(record, now)]));
     const refused = [...reads.values()].filter((read) => !read.parsed.ok).length;
-    const probe: ProbeDelivery | undefined = event.probe === true && event.Records.length === 1 ? {} : undefined;
+    const keep = probeKeepOf(event);
+    const probe: ProbeDelivery | undefined =
+      event.probe === true && event.Records.length === 1
+        ? { ...(keep !== undefined ? { keepSeconds: keep } : {}) }
+        : undefined;
     const ctx: RecordContext = {
       deps: counted.deps,
       clock,

@@ -101,10 +101,11 @@ export function retry(
 ): Outcome {
   const { timing } = ctx;
   const n = delivery.receiveCount;
-  // The governor's probe refused: the task back at once, no wait of its own counted (Outcome.probe).
+  // The governor's probe refused: the task back at once, or kept hidden for its next probe (the
+  // event's keep), no wait of its own counted (Outcome.probe).
   const probe = ctx.probe !== undefined && reason === 'over_cap';
   const delaySeconds = probe
-    ? 0
+    ? (ctx.probe?.keepSeconds ?? 0)
     : (extra.delaySeconds ??
       (reason === 'store' || reason === 'orphan_wait'
         ? backoffSeconds(n, timing.storeRetryBaseSeconds, timing.storeRetryMaxSeconds)
@@ -317,7 +318,8 @@ async function requeueInstead(
   // A carry always travels (even beside an earlier copy: that one may lack it); else near the DLQ only.
   if (outcome.carry === undefined && (delivery.moved || !nearDlq || !allowed)) return false;
   const sent = await sendCopy(delivery, ctx, log, {
-    delaySeconds: outcome.delaySeconds,
+    // A probe's copy is visible at once: its keep was for the message the governor would carry again.
+    delaySeconds: outcome.probe === true ? 0 : outcome.delaySeconds,
     failing: !waiting,
     counted: outcome.probe !== true,
     ...(outcome.carry !== undefined ? { carry: outcome.carry } : {}),

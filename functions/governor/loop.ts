@@ -132,6 +132,11 @@ async function readStores(
 /** One probe submission of the governor's own; its answer goes to the thread ledger. Never throws. */
 export interface ThreadProbe {
   submit(now: number): Promise<void>;
+  /**
+   * Hand back a task the probe keeps for its next submission (probe-carrier.ts): called on a tick
+   * whose fleet is no longer starved and when the invocation ends. Never throws.
+   */
+  release?(): Promise<void>;
 }
 
 /** What one tick saw and did. */
@@ -174,6 +179,11 @@ export interface GovernorLoop {
    * invocation from the third minute on failed on a conflict with no other writer.
    */
   beginInvocation(): void;
+  /**
+   * The invocation ends (runTicks calls it last): a task the probe keeps for its next submission
+   * goes back at once, for the next invocation (another environment, maybe) to find. Never throws.
+   */
+  endInvocation?(): Promise<void>;
   readonly lastDecision: Decision | undefined;
 }
 
@@ -391,6 +401,8 @@ function createStateKeeper(
     const changes = await applyPrimary(tick.primary);
     if (tick.overflow && overflow) changes.push(...(await overflow.apply(tick.overflow.mappings)));
     if (tick.primary.probe && probing && options.probe) await options.probe.submit(clock());
+    // No longer starved (the mappings take tasks again): a task the probe kept goes back at once.
+    else if (tick.primary.reason.code !== 'WAIT_FOR_THREADS') await options.probe?.release?.();
     return changes;
   };
 
@@ -469,6 +481,9 @@ export function createGovernorLoop(options: GovernorLoopOptions): GovernorLoop {
       keeper.forget();
       overflow?.forget();
       options.actuator.forget?.();
+    },
+    async endInvocation() {
+      await options.probe?.release?.();
     },
     async tick(tickOptions = {}) {
       const now = clock();

@@ -14,8 +14,17 @@
  * A failed invocation (throttled, crashed) leaves its message hidden until its visibility
  * timeout, as a crashed invocation of the mapping's would; its next delivery carries on (a claim
  * and a solver id on the record make a resumed task, never one paid twice).
+ *
+ * With `keepSeconds`, a refused task is kept (ConsumerEvent.probeKeepSeconds): the consumer hides
+ * its message that long instead of handing it back, and the next probe carries the same message
+ * again while the keep lasts, with no new receive, so a starved spell's probes walk no task
+ * toward the DLQ (near it, a task went back as a fresh copy at the end of the queue: the task
+ * that had waited longest went behind every other every few probes). `release` hands a kept task
+ * back at once: the governor calls it when the fleet is no longer starved and at the end of its
+ * invocation (a crashed governor's kept task comes back when its keep ends).
  */
 import {
+  ChangeMessageVisibilityCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   type Message,
@@ -28,6 +37,8 @@ import { type ConsumerEvent, type ProbeAnswer, probeAnswerOf } from '../core/pro
 
 /** The long poll of the last lane's queue for a task to carry, seconds (the probe runs beside the ticks). */
 const RECEIVE_WAIT_SECONDS = 1;
+/** A kept task is carried again only with this long of its keep left (the consumer's invocation then hides it anew), ms. */
+const KEEP_MARGIN_MS = 5_000;
 
 /** What a carried probe came to: the solver's answer to the task's submission, or why there is none to read. */
 export type CarriedProbe = { answer: ProbeAnswer } | { answer: 'failed'; error: string };
@@ -43,11 +54,25 @@ export interface ProbeCarrierOptions {
   invoke: ConsumerInvoker;
   clock?: () => number;
   warn?: (message: string, fields?: Record<string, unknown>) => void;
+  /**
+   * Keep a refused task hidden this long for the next probe (probeKeepSeconds(tickMs)); absent:
+   * a refused task goes back at once and each probe receives anew.
+   */
+  keepSeconds?: number;
 }
 
-/** The probe's task carrier: `carry` never throws. */
+/** The probe's task carrier: neither call throws. */
 export interface ProbeCarrier {
   carry(): Promise<CarriedProbe>;
+  /** Hand a kept task back at once (visible again); nothing when none is kept. */
+  release(): Promise<void>;
+}
+
+/** A refused task kept for the next probe: its message as received, and when its keep ends (epoch ms). */
+interface KeptTask {
+  message: Message;
+  queueUrl: string;
+  until: number;
 }
 
 /** The carrier of the governor's probe (see the module's comment). */
@@ -91,9 +116,17 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
     return undefined;
   };
 
+  const keepSeconds = options.keepSeconds;
+  let kept: KeptTask | undefined;
+
   const carry = async (message: Message, queueUrl: string): Promise<CarriedProbe> => {
-    const record = lambdaRecordOf(message, { queueArn: await arnOf(queueUrl), region: options.region, now: clock() });
-    const event: ConsumerEvent = { Records: [record], probe: true };
+    const startedAt = clock();
+    const record = lambdaRecordOf(message, { queueArn: await arnOf(queueUrl), region: options.region, now: startedAt });
+    const event: ConsumerEvent = {
+      Records: [record],
+      probe: true,
+      ...(keepSeconds !== undefined ? { probeKeepSeconds: keepSeconds } : {}),
+    };
     let response: unknown;
     try {
       response = await options.invoke(event);
@@ -103,6 +136,10 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
     const failed = readFailures(response, event);
     // Malformed, as the mapping reads it: nothing deleted (the message comes back after its visibility timeout).
     if (failed === undefined) return { answer: 'failed', error: "the consumer's response is not a batch response" };
+    const answer = probeAnswerOf(response) ?? 'none';
+    // Refused and not handed back (the consumer hid it for the keep): the next probe carries it again.
+    if (keepSeconds !== undefined && answer === 'refused' && failed.has(record.messageId))
+      kept = { message, queueUrl, until: startedAt + keepSeconds * 1000 };
     if (!failed.has(record.messageId)) {
       try {
         await options.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
@@ -113,14 +150,21 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
         });
       }
     }
-    return { answer: probeAnswerOf(response) ?? 'none' };
+    return { answer };
+  };
+
+  /** The kept task while its keep has `KEEP_MARGIN_MS` left, taken (a probe at once beside it receives anew). */
+  const takeKept = (): KeptTask | undefined => {
+    const task = kept;
+    kept = undefined;
+    return task !== undefined && clock() + KEEP_MARGIN_MS < task.until ? task : undefined;
   };
 
   return {
     async carry() {
       let received: Awaited<ReturnType<typeof receive>>;
       try {
-        received = await receive();
+        received = takeKept() ?? (await receive());
       } catch (error) {
         options.warn?.('probe found no task to carry: the queues could not be read', { error: describeError(error) });
         return { answer: 'none' };
@@ -130,6 +174,25 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
         return await carry(received.message, received.queueUrl);
       } catch (error) {
         return { answer: 'failed', error: describeError(error) };
+      }
+    },
+    async release() {
+      const task = kept;
+      kept = undefined;
+      if (task === undefined || clock() >= task.until) return;
+      try {
+        await options.sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: task.queueUrl,
+            ReceiptHandle: task.message.ReceiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        );
+      } catch (error) {
+        // It comes back by itself when its keep ends.
+        options.warn?.('probe task kept but not handed back; it is visible again when its keep ends', {
+          error: describeError(error),
+        });
       }
     },
   };

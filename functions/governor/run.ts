@@ -195,6 +195,7 @@ export async function runTicks(
       stopRecheck();
     } else await sleep(wait);
   }
+  await options.loop.endInvocation?.();
   if (failures > 0) throw new GovernorTickError(failures, ticks, { cause: lastError });
   return { ticks, failures, records };
 }

@@ -208,6 +208,8 @@ export function createThreadProbe(
       inFlight++;
       void probe(now);
     },
+    // A task the carrier keeps for the next probe goes back at once (the fleet is no longer starved, or the invocation ends).
+    release: () => options.carrier?.release() ?? Promise.resolve(),
     inFlight: () => inFlight,
     stats: () => ({ ...counts }),
   };

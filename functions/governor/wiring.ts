@@ -49,6 +49,7 @@ import type { SolvedCounter, ThreadLedgerRecorder } from '../core/thread-ledger.
 import { createOverflowBalance, createProbingBalance, tickBalanceTtlMs } from './balance-probe.js';
 import { createThreadProbe, probeLeasesOf } from './thread-probe.js';
 import { type ConsumerInvoker, createProbeCarrier } from './probe-carrier.js';
+import { probeKeepSeconds } from '../core/probe-invocation.js';
 import { lambdaConsumerInvoker } from '../adapters/consumer-invoker.js';
 import { createTickWake, type TickWake } from './tick-wake.js';
 import { createGovernorLoop, type GovernorLog, type GovernorLoop, type OverflowLoopOptions } from './loop.js';
@@ -400,6 +401,7 @@ function probeCarrierOf(options: GovernorWiringOptions, clients: AwsClients, lam
     queueUrls: environment.queueUrls,
     region: clients.region,
     invoke,
+    keepSeconds: probeKeepSeconds(environment.settings.tickMs),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log
       ? { warn: (message: string, fields?: Record<string, unknown>) => options.log?.warn(message, fields) }

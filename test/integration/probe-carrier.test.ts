@@ -8,6 +8,7 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import {
+  ChangeMessageVisibilityCommand,
   ReceiveMessageCommand,
   type ReceiveMessageCommandInput,
   SendMessageCommand,
@@ -110,12 +111,13 @@ async function starvedFleet(options: { foreignThreads: number; maxReceiveCount?:
       return clients.sqs.send(command as never);
     },
   } as unknown as SQSClient;
-  const carrierWith = (invoker: ConsumerInvoker = invoke) =>
+  const carrierWith = (invoker: ConsumerInvoker = invoke, keep: { keepSeconds?: number; clock?: () => number } = {}) =>
     createProbeCarrier({
       sqs,
       queueUrls: resources.queueUrls,
       region: clients.region,
       invoke: invoker,
+      ...keep,
     });
   const watch = createParkedWatch({ leases, shards, results: repository, solver, queue, settleMs: 0 });
   const send = (body: string, lane: 'normal' | 'high' = 'normal') =>
@@ -210,6 +212,78 @@ describe('the governor’s probe carries a waiting task', () => {
     expect(Number(message?.Attributes?.ApproximateReceiveCount)).toBeLessThan(5);
     const redelivery = JSON.parse(message?.MessageAttributes?.[REDELIVERY_ATTRIBUTE]?.StringValue ?? '{}');
     expect(redelivery).toMatchObject({ taskId: task.id, waits: 0 });
+  });
+
+  it('keeps a refused task for the next probe: the same message carried again with no new receive, hidden meanwhile, back at once on release', async () => {
+    // GIVEN others hold the whole plan, a maxReceiveCount of 5, two tasks waiting, and a carrier that keeps refused tasks 30 s
+    const f = await starvedFleet({ foreignThreads: 10, maxReceiveCount: 5 });
+    const first = recaptchaTask();
+    const second = recaptchaTask();
+    await f.send(JSON.stringify(first));
+    await f.send(JSON.stringify(second));
+    const carrier = f.carrierWith(undefined, { keepSeconds: 30 });
+
+    // WHEN the probe carries a task twelve times (each refused)
+    const answers: string[] = [];
+    for (let probe = 0; probe < 12; probe++) answers.push((await carrier.carry()).answer);
+
+    // THEN every probe carried the same message, received once: its receive count never grew
+    // (twelve receives would have moved it to the end as a fresh copy every two), each event
+    // asking the consumer to keep it 30 s; it stayed hidden, the other task visible
+    expect(answers).toEqual(Array(12).fill('refused'));
+    const carried = f.events.map((event) => event.Records[0]);
+    expect(new Set(carried.map((record) => record?.messageId)).size).toBe(1);
+    expect(carried.map((record) => record?.attributes.ApproximateReceiveCount)).toEqual(Array(12).fill('1'));
+    expect(f.events.map((event) => event.probeKeepSeconds)).toEqual(Array(12).fill(30));
+    expect(f.receives.filter((input) => input.QueueUrl === f.fleet.resources.queueUrls.normal)).toHaveLength(1);
+    expect(f.sim.stats()).toMatchObject({ submissions: 12, overCapRejections: 12 });
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 1, inFlight: 1 });
+
+    // AND WHEN the fleet is no longer starved (the governor releases it)
+    await carrier.release();
+
+    // THEN the kept task is visible again at once, its one receive counted, nothing in the DLQ
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 2, inFlight: 0 });
+    const messages = await receive(f.fleet.clients, f.fleet.resources.queueUrls.normal, 2);
+    const keptAgain = messages.find((message) => message.MessageId === carried[0]?.messageId);
+    expect(Number(keptAgain?.Attributes?.ApproximateReceiveCount)).toBe(2);
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.dlq)).toEqual({ visible: 0, inFlight: 0 });
+  });
+
+  it('receives anew once the keep is nearly over, and a kept task near the DLQ still goes back as a fresh copy, visible at once', async () => {
+    // GIVEN others hold the whole plan, a maxReceiveCount of 5 (a copy from the 2nd receive on), one
+    // task waiting, and a carrier keeping refused tasks 30 s on a clock the test moves
+    const f = await starvedFleet({ foreignThreads: 10, maxReceiveCount: 5 });
+    const task = recaptchaTask();
+    await f.send(JSON.stringify(task));
+    let now = Date.now();
+    const carrier = f.carrierWith(undefined, { keepSeconds: 30, clock: () => now });
+    expect((await carrier.carry()).answer).toBe('refused');
+
+    // WHEN its keep is within 5 s of its end (the consumer hid it for 30 s), and the probe after
+    // it finds the message visible (made so here, as its keep's end would)
+    now += 26_000;
+    await f.fleet.clients.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: f.fleet.resources.queueUrls.normal,
+        ReceiptHandle: f.events.at(-1)?.Records[0]?.receiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    const second = await carrier.carry();
+
+    // THEN it received the task anew (its 2nd receive: near the DLQ), refused: the consumer sent a
+    // fresh copy visible at once (not hidden for the keep), no wait counted, and keeps nothing
+    expect(second.answer).toBe('refused');
+    expect(f.receives.filter((input) => input.QueueUrl === f.fleet.resources.queueUrls.normal)).toHaveLength(2);
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 1, inFlight: 0 });
+    const [copy] = await receive(f.fleet.clients, f.fleet.resources.queueUrls.normal, 1);
+    expect(Number(copy?.Attributes?.ApproximateReceiveCount)).toBe(1);
+    expect(JSON.parse(copy?.MessageAttributes?.[REDELIVERY_ATTRIBUTE]?.StringValue ?? '{}')).toMatchObject({
+      taskId: task.id,
+      waits: 0,
+    });
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.dlq)).toEqual({ visible: 0, inFlight: 0 });
   });
 
   it('makes no probe of a malformed task: it goes to the DLQ with its reason, and the answer is none', async () => {

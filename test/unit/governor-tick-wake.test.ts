@@ -207,3 +207,89 @@ describe('the probe’s hook', () => {
     expect(events).toEqual(expected);
   });
 });
+
+describe('the probe’s kept task (probe-carrier.ts keeps a refused one for the next probe)', () => {
+  it('stays kept while the fleet is starved, goes back on the first tick that is not, and when the invocation ends', async () => {
+    // Prepare: others hold the whole plan (the probe's turn from the second tick), then an
+    // acceptance shows threads handed back.
+    const config = governorConfigFrom(resolveSettings({ planThreads: 8, tickMs: 1000 }), { probeSubmissions: true });
+    let reading: ThreadLedgerReading = {
+      held: 0,
+      refusals: 1,
+      acceptances: 0,
+      refusalRun: 1,
+      lastRefusal: { at: 1_000, held: 0 },
+    };
+    let now = 1_000;
+    const calls: string[] = [];
+    let setting = { ceiling: 2, enabled: true };
+    const loop = createGovernorLoop({
+      config,
+      queues: { read: async () => ({ normal: { at: now, visible: 40, notVisible: 0, delayed: 0 } }) },
+      metrics: { read: async () => undefined },
+      balance: { read: async () => 10 },
+      threadLedger: { read: async () => reading },
+      actuator: {
+        read: async () => ({ normal: setting }),
+        apply: async (d) => {
+          setting = { ceiling: d.ceilings.normal, enabled: d.enabled.normal };
+          return { changes: [] };
+        },
+      },
+      state: createMemoryGovernorState(),
+      probe: {
+        submit: async (at) => {
+          calls.push(`submit ${at}`);
+        },
+        release: async () => {
+          calls.push(`release ${now}`);
+        },
+      },
+      clock: () => now,
+    });
+    // Act: two starved ticks (the second probes), then the probe's acceptance is in the ledger
+    const reasons: string[] = [];
+    reasons.push((await loop.tick()).decision.reason.code);
+    now = 2_000;
+    reasons.push((await loop.tick()).decision.reason.code);
+    reading = {
+      held: 1,
+      refusals: 1,
+      acceptances: 1,
+      refusalRun: 0,
+      lastRefusal: { at: 1_000, held: 0 },
+      lastAcceptance: { at: 2_500, held: 1 },
+    };
+    now = 3_000;
+    reasons.push((await loop.tick()).decision.reason.code);
+    now = 3_500;
+    await loop.endInvocation?.();
+    // Assess: nothing released while starved (the kept task is the next probe's); released on the
+    // tick that resumed the mappings, and again (a no-op for a carrier keeping none) at the end
+    expect(reasons.slice(0, 2)).toEqual(['WAIT_FOR_THREADS', 'WAIT_FOR_THREADS']);
+    expect(reasons[2]).not.toBe('WAIT_FOR_THREADS');
+    expect(calls).toEqual(['submit 2000', 'release 3000', 'release 3500']);
+  });
+
+  it('runTicks ends each invocation by ending the loop’s, after its last tick, failed ticks or not', async () => {
+    const clock = { now: 0 };
+    const { sleep } = virtualSleep(clock);
+    const events: string[] = [];
+    const loop = {
+      async tick() {
+        events.push(`tick ${clock.now}`);
+        if (clock.now === 10_000) throw new Error('state store down');
+        return { decision: { reason: { code: 'IDLE' } } } as never;
+      },
+      lastDecision: undefined,
+      beginInvocation: () => undefined,
+      endInvocation: async () => {
+        events.push(`end ${clock.now}`);
+      },
+    } as GovernorLoop;
+    await expect(
+      runTicks({ loop, tickMs: 10_000, remainingMs: () => 25_000 - clock.now, sleep, clock: () => clock.now }),
+    ).rejects.toThrow();
+    expect(events).toEqual(['tick 0', 'tick 10000', 'tick 20000', 'end 20000']);
+  });
+});

@@ -514,6 +514,44 @@ describe('a big plan a neighbour takes whole for three minutes (a run of refusal
   );
 });
 
+describe('a small plan a neighbour takes whole for an hour and a half (the probe keeps its task)', () => {
+  // Plan 3, 12-s reCAPTCHA solves at 0.6 × the plan; a neighbour takes all three threads from
+  // 300 s to 5 700 s of a two-hour trace. Starved, the governor probes once a tick with the task at
+  // the head of the queue. Each probe received it anew (a receive counted), and near the DLQ it went
+  // back as a fresh copy at the end of the queue: every seven probes the task that had waited
+  // longest went behind every other, p95 × 1.15–1.19 of the parked floor's on seeds 1–6 with the
+  // lab's `probeKeepSpanSeconds` at 0. Kept for the next probes of the governor's invocation
+  // (functions/governor/probe-carrier.ts), × 0.98–0.99. gen-s15-246-neighbour-takes-all (3
+  // threads, a two-hour hold: × 1.23) and gen-s15-520-neighbour-takes-all (2 threads: × 1.27) found it.
+  const input = heldByNeighbour({
+    durationSeconds: 7200,
+    plan: 3,
+    perSecond: 0.15,
+    medianSeconds: 12,
+    p95Seconds: 30,
+    threads: 3,
+    from: 300,
+    to: 5700,
+  });
+
+  it.each([1, 2, 3, 4])(
+    'seed %i: the oldest tasks are solved first when the threads come back (p95 at the floor’s)',
+    (seed) => {
+      // WHEN the governor and the parked fair floor run it
+      const governor = run('governor', input, { seed });
+      const floor = run('oracle-park', input, { seed });
+      // THEN the governor probed through the spell (one refusal a starved tick at most), lost and
+      // dead-lettered nothing, and its p95 (every task) is the floor's within 2 %
+      expect(governor.overCapWhileStarved).toBeGreaterThan(400);
+      expect(governor.overCapWhileStarved).toBeLessThanOrEqual(starvedTicks(trace(input), governor));
+      expect(governor.unfinished).toBe(0);
+      expect(governor.deadLettered).toBe(0);
+      expect(floor.p95EveryTask).not.toBeNull();
+      expect(governor.p95EveryTask).toBeLessThanOrEqual(1.02 * (floor.p95EveryTask ?? 0));
+    },
+  );
+});
+
 describe('a three-minute solver outage on a big plan of fast solves (the solver’s return found between ticks)', () => {
   // Plan 300, 4-s image solves at 40 % of the plan; the solver is down from 603 s to 784 s, and
   // the governor pauses for it. Paused, it reads the balance every 2 s between ticks and the first

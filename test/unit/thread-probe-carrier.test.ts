@@ -43,6 +43,7 @@ function run(answer: CarriedProbe) {
       carried++;
       return answer;
     },
+    release: async () => undefined,
   };
   const { ledger, writes } = ledgerLog();
   const warnings: string[] = [];
