@@ -9,6 +9,7 @@
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { failureText } from '../../functions/core/helpers/printable.js';
+import { createRedactor, type Redactor } from '../../functions/core/redaction.js';
 import { ConfigError } from '../../functions/core/settings.js';
 import { type FleetEnvironment, parseEnvironment } from '../../functions/core/environment.js';
 import { createGovernorFromEnvironment } from '../../functions/governor/wiring.js';
@@ -142,16 +143,40 @@ async function watchFor(watch: ParkedWatch | undefined, seconds: number) {
 
 type Watched = Awaited<ReturnType<typeof watchFor>>;
 
+/**
+ * The CLI's governor log: its warnings and errors kept for printing, each redacted of the solver
+ * keys the governor has read (`redactor`, the one the governor is wired with, as the Lambda's
+ * handler wires its log) and of any `key=` parameter; info is not printed.
+ */
+export function onceLog(redactor: Redactor): { log: GovernorLog; warnings: string[] } {
+  const warnings: string[] = [];
+  const log: GovernorLog = {
+    info: () => undefined,
+    warn: (message, fields) =>
+      warnings.push(redactor.redact(`${message}${fields?.error ? ` (${String(fields.error)})` : ''}`)),
+    error: (message) => warnings.push(redactor.redact(message)),
+  };
+  return { log, warnings };
+}
+
+/** `error` as the CLI prints it (its name and message), redacted of the keys `redactor` knows. */
+export function redactedError(error: unknown, redactor: Redactor): Error {
+  const safe = new Error(redactor.redact(error instanceof Error ? error.message : String(error)));
+  if (error instanceof Error) safe.name = error.name;
+  return safe;
+}
+
 /** One tick (the served local stack's, or the deployed fleet's from this shell's environment), then the watch if asked. */
 async function tickOnce(
   environment: FleetEnvironment | undefined,
   options: GovernorOptions,
   log: GovernorLog,
+  redactor: Redactor,
 ): Promise<{ record: TickRecord; watched: Watched | undefined }> {
   const governor =
     environment === undefined
       ? undefined
-      : await createGovernorFromEnvironment({ environment, dryRun: options.dryRun ?? false, log });
+      : await createGovernorFromEnvironment({ environment, dryRun: options.dryRun ?? false, log, redactor });
   const record = governor === undefined ? await localTick(options.dryRun ?? false) : await governor.loop.tick();
   const watched = options.watch === undefined ? undefined : await watchFor(governor?.watch, options.watch);
   return { record, watched };
@@ -183,12 +208,9 @@ export function register(program: Command): void {
           'error: only `governor --once` runs from the CLI (add --once); the scheduled Lambda (or `npm start` locally) runs the loop',
           { exitCode: 2 },
         );
-      const warnings: string[] = [];
-      const log: GovernorLog = {
-        info: () => undefined,
-        warn: (message, fields) => warnings.push(`${message}${fields?.error ? ` (${String(fields.error)})` : ''}`),
-        error: (message) => warnings.push(message),
-      };
+      // The solver keys the governor reads are redacted from what it prints, as from the Lambda's log.
+      const redactor = createRedactor();
+      const { log, warnings } = onceLog(redactor);
       if (options.watch !== undefined && (options.local || options.dryRun))
         command.error(
           `error: --watch records answers, so it runs only on a deployed fleet, not with ${options.local ? '--local' : '--dry-run'}`,
@@ -199,13 +221,13 @@ export function register(program: Command): void {
       const environment = options.local ? undefined : governorEnvironment(command, options);
       let ticked: { record: TickRecord; watched: Watched | undefined };
       try {
-        ticked = await tickOnce(environment, options, log);
+        ticked = await tickOnce(environment, options, log, redactor);
       } catch (error) {
         // A script reading --json gets JSON whatever happens; the error goes to stderr as usual,
         // after what the tick's reads said on the way (often the cause: an endpoint refusing all).
-        if (options.json) console.log(JSON.stringify({ failed: failureText(error, 1000), warnings }));
+        if (options.json) console.log(JSON.stringify({ failed: redactor.redact(failureText(error, 1000)), warnings }));
         else for (const warning of warnings) console.error(`warning: ${warning}`);
-        throw error;
+        throw redactedError(error, redactor);
       }
       const { record, watched } = ticked;
       if (options.json) {
