@@ -477,6 +477,8 @@ export function startLocalGovernor(options: LocalGovernorOptions): LocalGovernor
       stopRecheck();
       if (timer) clearTimeout(timer);
       await running?.catch(() => undefined);
+      // A task the probe keeps for its next submission goes back at once, as at an invocation's end in AWS.
+      await options.probe?.release?.();
       await watching;
     },
   };

@@ -8,10 +8,11 @@ import { GovernorStateConflictError } from '../../functions/core/governor/ports.
 import type { GovernorState } from '../../functions/core/governor/types.js';
 import { governorConfigFrom, initialState } from '../../functions/core/governor/policy.js';
 import { METRICS } from '../../functions/core/metric-names.js';
+import { SolverTransientError } from '../../functions/core/solver-protocol.js';
 import { startLocalGovernor, type LocalLane } from '../../local/governor-local.js';
 import { MetricsStore } from '../../local/metrics-store.js';
 import type { Poller } from '../../local/poller.js';
-import { startEmulatorFixture, type EmulatorFixture, type TestFleet } from '../helpers/fleet-fixture.js';
+import { sleep, startEmulatorFixture, type EmulatorFixture, type TestFleet } from '../helpers/fleet-fixture.js';
 
 // The real poller is what `npm start` hands the local governor.
 const pollerFits: (p: Poller) => LocalLane = (p) => p;
@@ -404,6 +405,80 @@ describe('local governor on the emulators', () => {
     } finally {
       await governor.stop();
     }
+  });
+
+  it('paused for the solver’s outage, reads the balance between ticks and ticks at its first answer, as in AWS', async () => {
+    // GIVEN a fleet with tasks waiting, a solver that does not answer, and ticks a minute apart (driven by hand)
+    const f = await fixture.createFleet({ planThreads: 6, tickMs: 100 });
+    await send(f.resources.queueUrls.normal, 10);
+    const normal = lane(2);
+    let down = true;
+    const reads: number[] = [];
+    const governor = startLocalGovernor({
+      settings: f.settings,
+      pollers: { normal },
+      sqs: fixture.clients.sqs,
+      queueUrls: { normal: f.resources.queueUrls.normal },
+      metricsStore: new MetricsStore(),
+      solver: {
+        getBalance: async () => {
+          reads.push(Date.now());
+          if (down) throw new SolverTransientError('HTTP_503');
+          return 5;
+        },
+      },
+      tickMs: 60_000,
+    });
+    await governor.ready;
+    for (let tick = 0; tick < 8 && governor.lastDecision?.reason.code !== 'PAUSE_OUTAGE'; tick++)
+      await governor.tickNow();
+    expect(governor.lastDecision?.reason.code).toBe('PAUSE_OUTAGE');
+    expect(normal.enabled).toBe(false);
+    const decisions = governor.stats().decisions;
+    const paused = Date.now();
+
+    // WHEN the solver answers again, with no tick of the cadence due for a minute
+    down = false;
+    const deadline = Date.now() + 6_000;
+    while (governor.stats().decisions === decisions && Date.now() < deadline) await sleep(50);
+    await sleep(100);
+
+    // THEN a balance read between ticks (every 2 s) found it and woke a tick within a few seconds,
+    // which resumed the fleet; the reads stop with the pause
+    expect(governor.stats().decisions).toBe(decisions + 1);
+    expect(Date.now() - paused).toBeLessThan(6_000);
+    expect(governor.lastDecision?.paused).toBe(false);
+    expect(normal.enabled).toBe(true);
+    const readsAfter = reads.length;
+    await sleep(2_500);
+    expect(reads.length).toBe(readsAfter);
+    await governor.stop();
+  });
+
+  it('hands back the task its probe keeps when it stops, as at an invocation’s end in AWS', async () => {
+    const f = await fixture.createFleet({ planThreads: 6, tickMs: 100 });
+    const calls: string[] = [];
+    const governor = startLocalGovernor({
+      settings: f.settings,
+      pollers: { normal: lane(2) },
+      sqs: fixture.clients.sqs,
+      queueUrls: { normal: f.resources.queueUrls.normal },
+      metricsStore: new MetricsStore(),
+      solver: { getBalance: async () => 5 },
+      probe: {
+        submit: async () => {
+          calls.push('submit');
+        },
+        release: async () => {
+          calls.push('release');
+        },
+      },
+      tickMs: 60_000,
+    });
+    await governor.ready;
+    const beforeStop = calls.length;
+    await governor.stop();
+    expect(calls.slice(beforeStop)).toEqual(['release']);
   });
 
   it('ticks on its timer', async () => {
