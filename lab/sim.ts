@@ -56,6 +56,11 @@ const K_DONE = 2;
 const K_TICK = 3;
 /** A K_TICK event's id for a tick the governor's accepted probe woke (0: the cadence's). */
 const TICK_WOKEN = 1;
+/**
+ * …for a tick the solver's return woke while the governor was paused for its outage: none if a
+ * tick of the cadence came first and resumed (the product's reads between ticks end with the wait).
+ */
+const TICK_RECHECK = 2;
 const K_ESM = 4;
 const K_READY = 5;
 const K_SAMPLE = 6;
@@ -368,8 +373,9 @@ class Simulation {
         this.read(id);
         return;
       case K_TICK:
-        // id 1: a tick the governor's accepted probe woke (TICK_WOKEN).
-        this.controlTick(id === TICK_WOKEN);
+        // id 1: a tick the governor's accepted probe woke (TICK_WOKEN); 2: the solver's return (TICK_RECHECK).
+        if (id === TICK_RECHECK && !this.pausedForOutage) return;
+        this.controlTick(id !== 0);
         return;
       case K_ESM:
         this.mapping.step(this.queue.length, this.busy);
@@ -1094,7 +1100,7 @@ class Simulation {
   private solverBack(): void {
     const every = this.model.outageRecheckSeconds;
     if (!this.pausedForOutage || every <= 0) return;
-    this.heap.push(this.t + every / 2 + this.model.probeWakeSeconds, TICK_WOKEN * 16 + K_TICK);
+    this.heap.push(this.t + every / 2 + this.model.probeWakeSeconds, TICK_RECHECK * 16 + K_TICK);
   }
 
   /**

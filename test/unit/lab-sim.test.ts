@@ -552,6 +552,32 @@ describe('a small plan a neighbour takes whole for an hour and a half (the probe
   );
 });
 
+describe('the solver’s return between ticks, in the lab: a tick of its own only before the cadence’s', () => {
+  // The product's balance reads between ticks end with the wait (functions/governor/outage-recheck.ts):
+  // a solver back just before a tick of the cadence is found by that tick, and no other tick follows.
+  // The lab's recheck tick (2 s after the return, at the mean) came anyway, an extra decision, when
+  // the cadence's tick had resumed first.
+  const decisions = (outageEnd: number, recheck: boolean) => {
+    const input: Partial<TraceInput> & Pick<TraceInput, 'arrivals'> = {
+      durationSeconds: 1200,
+      fleet: { planThreads: 50 },
+      arrivals: [{ at: 0, perSecond: 2 }],
+      methods: [{ method: 'base64', share: 1, medianSeconds: 4, p95Seconds: 8 }],
+      outages: [{ at: 300, durationSeconds: outageEnd - 300 }],
+    };
+    const model = recheck ? {} : { outageRecheckSeconds: 0 };
+    const result = run('governor', input, { seed: 1, model });
+    return Object.values(result.reasons).reduce((sum, n) => sum + n, 0);
+  };
+
+  it('wakes one tick when the solver is back mid-wait, none when the cadence’s tick comes first', () => {
+    // Ticks every 10 s from 0: back at 605.5 s, the recheck's tick at 607.5 s comes before the
+    // cadence's at 610 s; back at 609.5 s, the cadence's tick at 610 s resumes first.
+    expect(decisions(605.5, true)).toBe(decisions(605.5, false) + 1);
+    expect(decisions(609.5, true)).toBe(decisions(609.5, false));
+  });
+});
+
 describe('a three-minute solver outage on a big plan of fast solves (the solver’s return found between ticks)', () => {
   // Plan 300, 4-s image solves at 40 % of the plan; the solver is down from 603 s to 784 s, and
   // the governor pauses for it. Paused, it reads the balance every 2 s between ticks and the first
