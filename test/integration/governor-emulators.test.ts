@@ -276,6 +276,22 @@ describe('local governor on the emulators', () => {
     return l;
   }
 
+  /** A local governor on the fleet's normal lane (`normal`), an empty metric store, and what `extra` adds or replaces. */
+  function plainGovernor(
+    f: TestFleet,
+    normal: LocalLane,
+    extra: Partial<Parameters<typeof startLocalGovernor>[0]> & Pick<Parameters<typeof startLocalGovernor>[0], 'solver'>,
+  ) {
+    return startLocalGovernor({
+      settings: f.settings,
+      pollers: { normal },
+      sqs: fixture.clients.sqs,
+      queueUrls: { normal: f.resources.queueUrls.normal },
+      metricsStore: new MetricsStore(),
+      ...extra,
+    });
+  }
+
   /**
    * A local governor on the fleet's queues and its thread ledger on the emulator (the ledger's
    * solved counter and the balance give the price per solve), its ticks driven by hand.
@@ -414,12 +430,7 @@ describe('local governor on the emulators', () => {
     const normal = lane(2);
     let down = true;
     const reads: number[] = [];
-    const governor = startLocalGovernor({
-      settings: f.settings,
-      pollers: { normal },
-      sqs: fixture.clients.sqs,
-      queueUrls: { normal: f.resources.queueUrls.normal },
-      metricsStore: new MetricsStore(),
+    const governor = plainGovernor(f, normal, {
       solver: {
         getBalance: async () => {
           reads.push(Date.now());
@@ -458,12 +469,7 @@ describe('local governor on the emulators', () => {
   it('hands back the task its probe keeps when it stops, as at an invocation’s end in AWS', async () => {
     const f = await fixture.createFleet({ planThreads: 6, tickMs: 100 });
     const calls: string[] = [];
-    const governor = startLocalGovernor({
-      settings: f.settings,
-      pollers: { normal: lane(2) },
-      sqs: fixture.clients.sqs,
-      queueUrls: { normal: f.resources.queueUrls.normal },
-      metricsStore: new MetricsStore(),
+    const governor = plainGovernor(f, lane(2), {
       solver: { getBalance: async () => 5 },
       probe: {
         submit: async () => {
@@ -484,15 +490,7 @@ describe('local governor on the emulators', () => {
   it('ticks on its timer', async () => {
     const f = await fixture.createFleet({ planThreads: 6, tickMs: 100 });
     const normal = lane(2);
-    const governor = startLocalGovernor({
-      settings: f.settings,
-      pollers: { normal },
-      sqs: fixture.clients.sqs,
-      queueUrls: { normal: f.resources.queueUrls.normal },
-      metricsStore: new MetricsStore(),
-      solver: { getBalance: async () => 5 },
-      tickMs: 100,
-    });
+    const governor = plainGovernor(f, normal, { solver: { getBalance: async () => 5 }, tickMs: 100 });
     await new Promise((resolve) => setTimeout(resolve, 450));
     await governor.stop();
     const decisions = governor.stats().decisions;

@@ -10,7 +10,12 @@ import { governorConfigFrom } from '../../functions/core/governor/policy.js';
 import type { SolveOptions, SolverPort } from '../../functions/core/ports.js';
 import { resolveSettings } from '../../functions/core/settings.js';
 import type { ThreadLedgerReading, ThreadLedgerRecorder } from '../../functions/core/thread-ledger.js';
-import { createGovernorLoop, type GovernorLoop, type TickOptions } from '../../functions/governor/loop.js';
+import {
+  createGovernorLoop,
+  type GovernorLoop,
+  type ThreadProbe,
+  type TickOptions,
+} from '../../functions/governor/loop.js';
 import { runTicks } from '../../functions/governor/run.js';
 import { createThreadProbe } from '../../functions/governor/thread-probe.js';
 import { createTickWake } from '../../functions/governor/tick-wake.js';
@@ -112,42 +117,56 @@ describe('runTicks with a wake', () => {
   });
 });
 
+/**
+ * A loop on a plan of 8 whose thread ledger reads `reading()` (others hold the whole plan: the
+ * decision asks for a probe from its second tick, the first paying for the refusal that showed
+ * it), the clock `now()`, 40 tasks waiting, and the probe given.
+ */
+function starvedLoop(reading: () => ThreadLedgerReading, now: () => number, probe: ThreadProbe): GovernorLoop {
+  const config = governorConfigFrom(resolveSettings({ planThreads: 8, tickMs: 1000 }), { probeSubmissions: true });
+  let setting = { ceiling: 2, enabled: true };
+  return createGovernorLoop({
+    config,
+    queues: { read: async () => ({ normal: { at: now(), visible: 40, notVisible: 0, delayed: 0 } }) },
+    metrics: { read: async () => undefined },
+    balance: { read: async () => 10 },
+    threadLedger: { read: async () => reading() },
+    actuator: {
+      read: async () => ({ normal: setting }),
+      apply: async (d) => {
+        setting = { ceiling: d.ceilings.normal, enabled: d.enabled.normal };
+        return { changes: [] };
+      },
+    },
+    state: createMemoryGovernorState(),
+    probe,
+    clock: now,
+  });
+}
+
+/** Others hold the whole plan: a refusal while the fleet held nothing. */
+const STARVED: ThreadLedgerReading = {
+  held: 0,
+  refusals: 1,
+  acceptances: 0,
+  refusalRun: 1,
+  lastRefusal: { at: 1_000, held: 0 },
+};
+
 describe('the loop’s probe on a woken tick', () => {
   it('a woken tick makes no probe, though the decision asks for one; the next tick makes it', async () => {
-    // Prepare: others hold the whole plan (a refusal while the fleet held nothing): the decision
-    // asks for a probe from its second tick (the first pays for the refusal that showed it).
-    const config = governorConfigFrom(resolveSettings({ planThreads: 8, tickMs: 1000 }), { probeSubmissions: true });
-    const starved: ThreadLedgerReading = {
-      held: 0,
-      refusals: 1,
-      acceptances: 0,
-      refusalRun: 1,
-      lastRefusal: { at: 1_000, held: 0 },
-    };
+    // Prepare: others hold the whole plan
     let now = 1_000;
     const submitted: number[] = [];
-    let setting = { ceiling: 2, enabled: true };
-    const loop = createGovernorLoop({
-      config,
-      queues: { read: async () => ({ normal: { at: now, visible: 40, notVisible: 0, delayed: 0 } }) },
-      metrics: { read: async () => undefined },
-      balance: { read: async () => 10 },
-      threadLedger: { read: async () => starved },
-      actuator: {
-        read: async () => ({ normal: setting }),
-        apply: async (d) => {
-          setting = { ceiling: d.ceilings.normal, enabled: d.enabled.normal };
-          return { changes: [] };
-        },
-      },
-      state: createMemoryGovernorState(),
-      probe: {
+    const loop = starvedLoop(
+      () => STARVED,
+      () => now,
+      {
         submit: async (at) => {
           submitted.push(at);
         },
       },
-      clock: () => now,
-    });
+    );
     // Act
     const first = await loop.tick();
     now = 2_000;
@@ -212,32 +231,13 @@ describe('the probe’s kept task (probe-carrier.ts keeps a refused one for the 
   it('stays kept while the fleet is starved, goes back on the first tick that is not, and when the invocation ends', async () => {
     // Prepare: others hold the whole plan (the probe's turn from the second tick), then an
     // acceptance shows threads handed back.
-    const config = governorConfigFrom(resolveSettings({ planThreads: 8, tickMs: 1000 }), { probeSubmissions: true });
-    let reading: ThreadLedgerReading = {
-      held: 0,
-      refusals: 1,
-      acceptances: 0,
-      refusalRun: 1,
-      lastRefusal: { at: 1_000, held: 0 },
-    };
+    let reading = STARVED;
     let now = 1_000;
     const calls: string[] = [];
-    let setting = { ceiling: 2, enabled: true };
-    const loop = createGovernorLoop({
-      config,
-      queues: { read: async () => ({ normal: { at: now, visible: 40, notVisible: 0, delayed: 0 } }) },
-      metrics: { read: async () => undefined },
-      balance: { read: async () => 10 },
-      threadLedger: { read: async () => reading },
-      actuator: {
-        read: async () => ({ normal: setting }),
-        apply: async (d) => {
-          setting = { ceiling: d.ceilings.normal, enabled: d.enabled.normal };
-          return { changes: [] };
-        },
-      },
-      state: createMemoryGovernorState(),
-      probe: {
+    const loop = starvedLoop(
+      () => reading,
+      () => now,
+      {
         submit: async (at) => {
           calls.push(`submit ${at}`);
         },
@@ -245,8 +245,7 @@ describe('the probe’s kept task (probe-carrier.ts keeps a refused one for the 
           calls.push(`release ${now}`);
         },
       },
-      clock: () => now,
-    });
+    );
     // Act: two starved ticks (the second probes), then the probe's acceptance is in the ledger
     const reasons: string[] = [];
     reasons.push((await loop.tick()).decision.reason.code);
