@@ -21,7 +21,8 @@
  * toward the DLQ (near it, a task went back as a fresh copy at the end of the queue: the task
  * that had waited longest went behind every other every few probes). `release` hands a kept task
  * back at once: the governor calls it when the fleet is no longer starved and at the end of its
- * invocation (a crashed governor's kept task comes back when its keep ends).
+ * invocation (a crashed governor's kept task comes back when its keep ends); a probe still out when
+ * it is called hands its refused task back when it answers instead of keeping it.
  */
 import {
   ChangeMessageVisibilityCommand,
@@ -118,9 +119,29 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
 
   const keepSeconds = options.keepSeconds;
   let kept: KeptTask | undefined;
+  /** Releases so far: a carry a release overtook hands its refused task back instead of keeping it. */
+  let releases = 0;
+
+  const handBack = async (task: Pick<KeptTask, 'message' | 'queueUrl'>): Promise<void> => {
+    try {
+      await options.sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: task.queueUrl,
+          ReceiptHandle: task.message.ReceiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      );
+    } catch (error) {
+      // It comes back by itself when its keep ends.
+      options.warn?.('probe task kept but not handed back; it is visible again when its keep ends', {
+        error: describeError(error),
+      });
+    }
+  };
 
   const carry = async (message: Message, queueUrl: string): Promise<CarriedProbe> => {
     const startedAt = clock();
+    const releasesBefore = releases;
     const record = lambdaRecordOf(message, { queueArn: await arnOf(queueUrl), region: options.region, now: startedAt });
     const event: ConsumerEvent = {
       Records: [record],
@@ -137,9 +158,12 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
     // Malformed, as the mapping reads it: nothing deleted (the message comes back after its visibility timeout).
     if (failed === undefined) return { answer: 'failed', error: "the consumer's response is not a batch response" };
     const answer = probeAnswerOf(response) ?? 'none';
-    // Refused and not handed back (the consumer hid it for the keep): the next probe carries it again.
-    if (keepSeconds !== undefined && answer === 'refused' && failed.has(record.messageId))
-      kept = { message, queueUrl, until: startedAt + keepSeconds * 1000 };
+    // Refused and not handed back (the consumer hid it for the keep): the next probe carries it
+    // again, unless the governor released while this probe was out (no longer starved): then back at once.
+    if (keepSeconds !== undefined && answer === 'refused' && failed.has(record.messageId)) {
+      if (releases === releasesBefore) kept = { message, queueUrl, until: startedAt + keepSeconds * 1000 };
+      else await handBack({ message, queueUrl });
+    }
     if (!failed.has(record.messageId)) {
       try {
         await options.sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: message.ReceiptHandle }));
@@ -177,23 +201,11 @@ export function createProbeCarrier(options: ProbeCarrierOptions): ProbeCarrier {
       }
     },
     async release() {
+      releases++;
       const task = kept;
       kept = undefined;
       if (task === undefined || clock() >= task.until) return;
-      try {
-        await options.sqs.send(
-          new ChangeMessageVisibilityCommand({
-            QueueUrl: task.queueUrl,
-            ReceiptHandle: task.message.ReceiptHandle,
-            VisibilityTimeout: 0,
-          }),
-        );
-      } catch (error) {
-        // It comes back by itself when its keep ends.
-        options.warn?.('probe task kept but not handed back; it is visible again when its keep ends', {
-          error: describeError(error),
-        });
-      }
+      await handBack(task);
     },
   };
 }

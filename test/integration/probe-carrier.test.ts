@@ -250,6 +250,34 @@ describe('the governor’s probe carries a waiting task', () => {
     expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.dlq)).toEqual({ visible: 0, inFlight: 0 });
   });
 
+  it('hands a refused task back at once when the governor released while its probe was out (no longer starved)', async () => {
+    // GIVEN others hold the whole plan, a task waiting, and a consumer whose invocation the test holds until told
+    const f = await starvedFleet({ foreignThreads: 10 });
+    await f.send(JSON.stringify(recaptchaTask()));
+    let proceed: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      proceed = resolve;
+    });
+    const carrier = f.carrierWith(
+      async (event) => {
+        await gate;
+        return f.handler(event, context);
+      },
+      { keepSeconds: 30 },
+    );
+
+    // WHEN the probe is out and the governor releases (a tick that is not starved), then the solver refuses it
+    const probing = carrier.carry();
+    await sleep(50);
+    await carrier.release();
+    proceed();
+    const result = await probing;
+
+    // THEN refused, and the task is visible again at once, not kept hidden for 30 s
+    expect(result).toEqual({ answer: 'refused' });
+    expect(await queueDepth(f.fleet.clients, f.fleet.resources.queueUrls.normal)).toEqual({ visible: 1, inFlight: 0 });
+  });
+
   it('receives anew once the keep is nearly over, and a kept task near the DLQ still goes back as a fresh copy, visible at once', async () => {
     // GIVEN others hold the whole plan, a maxReceiveCount of 5 (a copy from the 2nd receive on), one
     // task waiting, and a carrier keeping refused tasks 30 s on a clock the test moves
