@@ -34,7 +34,7 @@ export async function solverAnswersAgain(
   signal: AbortSignal,
   everyMs: number = OUTAGE_RECHECK_MS,
 ): Promise<boolean> {
-  while (!signal.aborted) {
+  for (;;) {
     try {
       await sleep(everyMs, signal);
     } catch {
@@ -48,7 +48,6 @@ export async function solverAnswersAgain(
       // Still down: the next read.
     }
   }
-  return false;
 }
 
 /**
